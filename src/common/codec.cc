@@ -1,0 +1,215 @@
+#include "common/codec.h"
+
+#include <cstring>
+
+#include "common/bytes.h"
+
+namespace wattdb {
+
+namespace {
+
+void PutBigEndian(uint64_t v, std::string* out) {
+  for (int i = 7; i >= 0; i--) out->push_back(static_cast<char>((v >> (i * 8)) & 0xff));
+}
+
+uint64_t GetBigEndian(std::string_view in) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = (v << 8) | static_cast<uint8_t>(in[i]);
+  return v;
+}
+
+}  // namespace
+
+void EncodeKeyValue(const Value& v, std::string* out) {
+  switch (v.type()) {
+    case TypeId::kNull: break;
+    case TypeId::kBool: out->push_back(v.as_bool() ? 1 : 0); break;
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+      PutBigEndian(static_cast<uint64_t>(v.as_int()) ^ (1ULL << 63), out);
+      break;
+    case TypeId::kDouble: {
+      double d = v.as_double();
+      if (d == 0) d = 0;  // -0.0 and 0.0 are equal keys
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      bits = (bits & (1ULL << 63)) ? ~bits : bits | (1ULL << 63);
+      PutBigEndian(bits, out);
+      break;
+    }
+    case TypeId::kText:
+      for (char c : v.as_text()) {
+        out->push_back(c);
+        if (c == 0) out->push_back(static_cast<char>(0xff));
+      }
+      out->push_back(0);
+      out->push_back(1);
+      break;
+  }
+}
+
+std::string EncodeKey(const TableSchema& schema, const std::vector<Value>& row) {
+  std::string out;
+  for (int k : schema.key_columns) EncodeKeyValue(row[k], &out);
+  return out;
+}
+
+Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<SqlType>& types) {
+  std::vector<Value> out;
+  auto bad = [] { return Status::Corruption("key does not decode"); };
+  for (const auto& t : types) {
+    switch (t.id) {
+      case TypeId::kBool:
+        if (key.empty()) return bad();
+        out.push_back(Value::Bool(key[0] != 0));
+        key.remove_prefix(1);
+        break;
+      case TypeId::kInt32:
+      case TypeId::kInt64: {
+        if (key.size() < 8) return bad();
+        int64_t i = static_cast<int64_t>(GetBigEndian(key) ^ (1ULL << 63));
+        out.push_back(t.id == TypeId::kInt32 ? Value::Int32(i) : Value::Int64(i));
+        key.remove_prefix(8);
+        break;
+      }
+      case TypeId::kDouble: {
+        if (key.size() < 8) return bad();
+        uint64_t bits = GetBigEndian(key);
+        bits = (bits & (1ULL << 63)) ? bits & ~(1ULL << 63) : ~bits;
+        double d;
+        std::memcpy(&d, &bits, 8);
+        out.push_back(Value::Double(d));
+        key.remove_prefix(8);
+        break;
+      }
+      case TypeId::kText: {
+        std::string s;
+        size_t i = 0;
+        for (;;) {
+          if (i >= key.size()) return bad();
+          char c = key[i];
+          if (c != 0) {
+            s.push_back(c);
+            i++;
+            continue;
+          }
+          if (i + 1 >= key.size()) return bad();
+          if (static_cast<uint8_t>(key[i + 1]) == 0xff) {
+            s.push_back(0);
+            i += 2;
+          } else if (key[i + 1] == 1) {
+            i += 2;
+            break;
+          } else {
+            return bad();
+          }
+        }
+        out.push_back(Value::Text(std::move(s)));
+        key.remove_prefix(i);
+        break;
+      }
+      case TypeId::kNull: return bad();
+    }
+  }
+  if (!key.empty()) return bad();
+  return out;
+}
+
+std::string PrefixSuccessor(std::string_view prefix) {
+  std::string s(prefix);
+  while (!s.empty()) {
+    if (static_cast<uint8_t>(s.back()) != 0xff) {
+      s.back() = static_cast<char>(static_cast<uint8_t>(s.back()) + 1);
+      return s;
+    }
+    s.pop_back();
+  }
+  return "";
+}
+
+void EncodeRow(const std::vector<Value>& row, std::string* out) {
+  ByteWriter w(out);
+  w.VarU64(row.size());
+  for (const auto& v : row) {
+    w.U8(static_cast<uint8_t>(v.type()));
+    switch (v.type()) {
+      case TypeId::kNull: break;
+      case TypeId::kBool: w.U8(v.as_bool()); break;
+      case TypeId::kInt32:
+      case TypeId::kInt64: w.VarI64(v.as_int()); break;
+      case TypeId::kDouble: {
+        uint64_t bits;
+        double d = v.as_double();
+        std::memcpy(&bits, &d, 8);
+        w.U64(bits);
+        break;
+      }
+      case TypeId::kText: w.Str(v.as_text()); break;
+    }
+  }
+}
+
+Status DecodeRow(std::string_view in, std::vector<Value>* row) {
+  ByteReader r(in);
+  uint64_t n;
+  auto bad = [] { return Status::Corruption("row does not decode"); };
+  if (!r.VarU64(&n) || n > in.size()) return bad();
+  row->clear();
+  row->reserve(n);
+  for (uint64_t i = 0; i < n; i++) {
+    uint8_t tag;
+    if (!r.U8(&tag)) return bad();
+    switch (static_cast<TypeId>(tag)) {
+      case TypeId::kNull: row->push_back(Value()); break;
+      case TypeId::kBool: {
+        uint8_t b;
+        if (!r.U8(&b)) return bad();
+        row->push_back(Value::Bool(b));
+        break;
+      }
+      case TypeId::kInt32:
+      case TypeId::kInt64: {
+        int64_t v;
+        if (!r.VarI64(&v)) return bad();
+        row->push_back(static_cast<TypeId>(tag) == TypeId::kInt32 ? Value::Int32(v)
+                                                                   : Value::Int64(v));
+        break;
+      }
+      case TypeId::kDouble: {
+        uint64_t bits;
+        if (!r.U64(&bits)) return bad();
+        double d;
+        std::memcpy(&d, &bits, 8);
+        row->push_back(Value::Double(d));
+        break;
+      }
+      case TypeId::kText: {
+        std::string s;
+        if (!r.Str(&s)) return bad();
+        row->push_back(Value::Text(std::move(s)));
+        break;
+      }
+      default: return bad();
+    }
+  }
+  if (!r.empty()) return bad();
+  return Status::OK();
+}
+
+std::string KeyToString(std::string_view key, const std::vector<SqlType>& types, bool upper) {
+  if (key.empty()) return upper ? "+inf" : "-inf";
+  auto vals = DecodeKey(key, types);
+  if (!vals.ok()) return "0x" + [&] {
+    std::string h;
+    for (unsigned char c : key) h += fmt::format("{:02x}", c);
+    return h;
+  }();
+  std::string s = "(";
+  for (size_t i = 0; i < vals->size(); i++) {
+    if (i) s += ",";
+    s += (*vals)[i].ToText();
+  }
+  return s + ")";
+}
+
+}  // namespace wattdb

@@ -1,0 +1,39 @@
+// Encodings of keys and rows as stored in segments and shipped between processes.
+//
+// Key encoding is order-preserving and prefix-free: memcmp order of encoded keys equals the
+// SQL order of the key tuples, and no encoded key is a prefix of another. Storage relies on
+// prefix-freeness to append an MVCC timestamp suffix without disturbing key order.
+//   bool   -> 1 byte
+//   int    -> 8 bytes big-endian, sign bit flipped (INTEGER and BIGINT encode alike)
+//   double -> 8 bytes, IEEE bits transformed to sort numerically
+//   text   -> bytes with 0x00 escaped as 0x00 0xFF, terminated by 0x00 0x01
+// Rows are self-describing: varint column count, then per column a type tag and payload.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/schema.h"
+#include "common/status.h"
+#include "common/value.h"
+
+namespace wattdb {
+
+// Appends the key encoding of `v` to `out`. REQUIRES: !v.is_null().
+void EncodeKeyValue(const Value& v, std::string* out);
+// Encodes the key columns of `row` (a full row in schema order).
+std::string EncodeKey(const TableSchema& schema, const std::vector<Value>& row);
+// Decodes an encoded key back into values of the given types.
+Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<SqlType>& types);
+// The smallest encoded key strictly greater than every key that starts with `prefix`
+// (used for upper bounds of prefix ranges). Returns "" (meaning +infinity) if none exists.
+std::string PrefixSuccessor(std::string_view prefix);
+
+void EncodeRow(const std::vector<Value>& row, std::string* out);
+Status DecodeRow(std::string_view in, std::vector<Value>* row);
+
+// Human-readable form of an encoded key for views and logs ("-inf"/"+inf" for "").
+std::string KeyToString(std::string_view key, const std::vector<SqlType>& types, bool upper);
+
+}  // namespace wattdb

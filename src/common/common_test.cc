@@ -1,0 +1,131 @@
+#include <algorithm>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "common/codec.h"
+#include "common/config.h"
+#include "common/value.h"
+
+namespace wattdb {
+namespace {
+
+std::string Key(const Value& v) {
+  std::string s;
+  EncodeKeyValue(v, &s);
+  return s;
+}
+
+TEST(KeyCodec, IntegersSortNumerically) {
+  std::vector<int64_t> xs = {-1000000000000LL, -5, -1, 0, 1, 2, 255, 256, 1LL << 40};
+  for (size_t i = 0; i + 1 < xs.size(); i++) {
+    EXPECT_LT(Key(Value::Int64(xs[i])), Key(Value::Int64(xs[i + 1]))) << xs[i];
+  }
+}
+
+TEST(KeyCodec, DoublesSortNumerically) {
+  std::vector<double> xs = {-1e300, -2.5, -0.0001, 0.0, 1e-300, 3.25, 1e300};
+  for (size_t i = 0; i + 1 < xs.size(); i++) {
+    EXPECT_LT(Key(Value::Double(xs[i])), Key(Value::Double(xs[i + 1]))) << xs[i];
+  }
+  EXPECT_EQ(Key(Value::Double(-0.0)), Key(Value::Double(0.0)));
+}
+
+TEST(KeyCodec, TextIsPrefixFreeAndOrdered) {
+  std::vector<std::string> xs = {"", std::string("\0", 1), "a", std::string("a\0", 2), "ab", "b"};
+  for (size_t i = 0; i + 1 < xs.size(); i++) {
+    std::string a = Key(Value::Text(xs[i])), b = Key(Value::Text(xs[i + 1]));
+    EXPECT_LT(a, b) << i;
+    EXPECT_NE(b.compare(0, a.size(), a), 0) << "prefix at " << i;
+  }
+}
+
+TEST(KeyCodec, CompositeRoundTrip) {
+  std::string k;
+  EncodeKeyValue(Value::Text(std::string("x\0y", 3)), &k);
+  EncodeKeyValue(Value::Int32(-7), &k);
+  EncodeKeyValue(Value::Double(2.5), &k);
+  auto back = DecodeKey(k, {{TypeId::kText}, {TypeId::kInt32}, {TypeId::kDouble}});
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ((*back)[0].as_text(), std::string("x\0y", 3));
+  EXPECT_EQ((*back)[1].as_int(), -7);
+  EXPECT_EQ((*back)[2].as_double(), 2.5);
+  EXPECT_FALSE(DecodeKey(k.substr(0, k.size() - 1), {{TypeId::kText}, {TypeId::kInt32}, {TypeId::kDouble}}).ok());
+}
+
+TEST(KeyCodec, CompositeOrderMatchesTupleOrder) {
+  std::mt19937 rng(7);
+  std::vector<std::pair<std::string, int64_t>> tuples;
+  for (int i = 0; i < 300; i++) {
+    tuples.push_back({std::string(rng() % 3, static_cast<char>('a' + rng() % 3)),
+                      static_cast<int64_t>(rng() % 11) - 5});
+  }
+  auto enc = [](const std::pair<std::string, int64_t>& t) {
+    std::string k;
+    EncodeKeyValue(Value::Text(t.first), &k);
+    EncodeKeyValue(Value::Int64(t.second), &k);
+    return k;
+  };
+  for (size_t i = 0; i + 1 < tuples.size(); i++) {
+    bool tuple_less = tuples[i] < tuples[i + 1];
+    bool key_less = enc(tuples[i]) < enc(tuples[i + 1]);
+    EXPECT_EQ(tuple_less, key_less) << i;
+  }
+}
+
+TEST(RowCodec, RoundTripAndTruncation) {
+  std::vector<Value> row = {Value::Int32(1), Value(), Value::Text("héllo"), Value::Double(-0.5),
+                            Value::Bool(true), Value::Int64(-(1LL << 60))};
+  std::string enc;
+  EncodeRow(row, &enc);
+  std::vector<Value> back;
+  ASSERT_TRUE(DecodeRow(enc, &back).ok());
+  ASSERT_EQ(back.size(), row.size());
+  for (size_t i = 0; i < row.size(); i++) EXPECT_EQ(back[i].Compare(row[i]), 0) << i;
+  EXPECT_TRUE(back[1].is_null());
+  for (size_t cut = 0; cut < enc.size(); cut++) {
+    EXPECT_FALSE(DecodeRow(enc.substr(0, cut), &back).ok()) << cut;
+  }
+}
+
+TEST(Value, CastsFollowSqlRules) {
+  EXPECT_EQ(Value::Text("42").CastTo({TypeId::kInt32}).value().as_int(), 42);
+  EXPECT_EQ(Value::Text("4x").CastTo({TypeId::kInt32}).status().sqlstate(), "22P02");
+  EXPECT_EQ(Value::Int64(1LL << 40).CastTo({TypeId::kInt32}).status().sqlstate(), "22003");
+  EXPECT_EQ(Value::Text("abcd").CastTo({TypeId::kText, 3}).status().sqlstate(), "22001");
+  EXPECT_EQ(Value::Double(2.5).CastTo({TypeId::kInt64}).value().as_int(), 2);  // half to even
+  EXPECT_EQ(Value::Double(3.5).CastTo({TypeId::kInt64}).value().as_int(), 4);
+  EXPECT_EQ(Value::Double(0.1).ToText(), "0.1");
+  EXPECT_EQ(Value::Bool(false).ToText(), "f");
+}
+
+TEST(Value, NullsSortLast) {
+  EXPECT_GT(Value().Compare(Value::Int32(5)), 0);
+  EXPECT_LT(Value::Int32(5).Compare(Value()), 0);
+  EXPECT_EQ(Value::Int32(1).Compare(Value::Double(1.0)), 0);
+  EXPECT_EQ(Value::Int32(1).Hash(), Value::Double(1.0).Hash());
+}
+
+TEST(Config, DefaultHasThreeNodes) {
+  auto c = LoadConfig("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->nodes.size(), 3u);
+  EXPECT_EQ(c->segment_bytes, 32ull << 20);
+}
+
+TEST(Config, BadInputNamesTheProblem) {
+  auto a = ParseConfig("[cluster\n", "x.toml");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("x.toml:1"), std::string::npos) << a.status().message();
+  auto b = ParseConfig("[cluster]\nsegment_bytes = \"big\"\n[[node]]\nid=1\nport=1\n", "y.toml");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("segment_bytes"), std::string::npos);
+  auto c = ParseConfig("[[node]]\nid=1\nport=1\n[[node]]\nid=1\nport=2\n", "z.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("duplicate"), std::string::npos);
+  auto d = ParseConfig("[[node]]\nid=1\nport=99999\n", "p.toml");
+  EXPECT_FALSE(d.ok());
+}
+
+}  // namespace
+}  // namespace wattdb

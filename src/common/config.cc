@@ -1,0 +1,147 @@
+#include "common/config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+namespace wattdb {
+
+const char* const kDefaultConfigToml = R"(# WattDB local cluster: a master and three nodes on loopback.
+[cluster]
+data_dir = "run/data"
+segment_bytes = 33554432        # 32 MiB
+telemetry_interval_ms = 2000
+heartbeat_timeout_ms = 6000
+log_level = "info"
+
+[master]
+host = "127.0.0.1"
+pg_port = 5433
+cluster_port = 7100
+
+[[node]]
+id = 1
+port = 7101
+power = "local"
+
+[[node]]
+id = 2
+port = 7102
+power = "local"
+
+[[node]]
+id = 3
+port = 7103
+power = "local"
+)";
+
+const NodeConfig* ClusterConfig::FindNode(NodeId id) const {
+  for (const auto& n : nodes) {
+    if (n.id == id) return &n;
+  }
+  return nullptr;
+}
+
+namespace {
+
+template <typename T>
+Status Get(const toml::table& t, const char* key, T* out, const std::string& where) {
+  const toml::node* n = t.get(key);
+  if (!n) return Status::OK();
+  auto v = n->value<T>();
+  if (!v) {
+    return Status::InvalidArgument(
+        fmt::format("{}: key '{}' at line {} has the wrong type", where, key,
+                    n->source().begin.line));
+  }
+  *out = *v;
+  return Status::OK();
+}
+
+Status GetPort(const toml::table& t, const char* key, uint16_t* out, const std::string& where) {
+  int64_t v = *out;
+  RETURN_NOT_OK(Get(t, key, &v, where));
+  if (v < 0 || v > 65535) {
+    return Status::InvalidArgument(fmt::format("{}: {} = {} is not a port", where, key, v));
+  }
+  *out = static_cast<uint16_t>(v);
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", source, e.source().begin.line,
+                                               e.source().begin.column, e.description()));
+  }
+  ClusterConfig c;
+  if (auto* t = root["cluster"].as_table()) {
+    int64_t seg = static_cast<int64_t>(c.segment_bytes);
+    int64_t tel = c.telemetry_interval_ms, hb = c.heartbeat_timeout_ms;
+    RETURN_NOT_OK(Get(*t, "data_dir", &c.data_dir, source));
+    RETURN_NOT_OK(Get(*t, "segment_bytes", &seg, source));
+    RETURN_NOT_OK(Get(*t, "telemetry_interval_ms", &tel, source));
+    RETURN_NOT_OK(Get(*t, "heartbeat_timeout_ms", &hb, source));
+    RETURN_NOT_OK(Get(*t, "node_binary", &c.node_binary, source));
+    RETURN_NOT_OK(Get(*t, "log_level", &c.log_level, source));
+    if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
+    if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");
+    if (hb <= tel) {
+      return Status::InvalidArgument(source +
+                                     ": heartbeat_timeout_ms must exceed telemetry_interval_ms");
+    }
+    c.segment_bytes = static_cast<uint64_t>(seg);
+    c.telemetry_interval_ms = static_cast<int>(tel);
+    c.heartbeat_timeout_ms = static_cast<int>(hb);
+  }
+  if (auto* t = root["master"].as_table()) {
+    RETURN_NOT_OK(Get(*t, "host", &c.master_host, source));
+    RETURN_NOT_OK(GetPort(*t, "pg_port", &c.pg_port, source));
+    RETURN_NOT_OK(GetPort(*t, "cluster_port", &c.cluster_port, source));
+  }
+  std::set<NodeId> ids;
+  if (auto* arr = root["node"].as_array()) {
+    for (auto& el : *arr) {
+      auto* t = el.as_table();
+      if (!t) return Status::InvalidArgument(source + ": [[node]] entries must be tables");
+      NodeConfig n;
+      int64_t id = 0;
+      RETURN_NOT_OK(Get(*t, "id", &id, source));
+      RETURN_NOT_OK(Get(*t, "host", &n.host, source));
+      RETURN_NOT_OK(GetPort(*t, "port", &n.port, source));
+      RETURN_NOT_OK(Get(*t, "power", &n.power, source));
+      if (id <= 0 || id > 100000) {
+        return Status::InvalidArgument(fmt::format("{}: node id {} must be in 1..100000", source, id));
+      }
+      n.id = static_cast<NodeId>(id);
+      if (!ids.insert(n.id).second) {
+        return Status::InvalidArgument(fmt::format("{}: duplicate node id {}", source, id));
+      }
+      if (n.port == 0) return Status::InvalidArgument(fmt::format("{}: node {} needs a port", source, id));
+      if (n.power != "local") {
+        return Status::InvalidArgument(fmt::format(
+            "{}: node {}: unknown power driver '{}' (known: local)", source, id, n.power));
+      }
+      c.nodes.push_back(n);
+    }
+  }
+  if (c.nodes.empty()) return Status::InvalidArgument(source + ": no [[node]] entries");
+  return c;
+}
+
+Result<ClusterConfig> LoadConfig(const std::string& path) {
+  if (path.empty()) return ParseConfig(kDefaultConfigToml, "<default config>");
+  std::ifstream in(path);
+  if (!in) return Status::IOError(fmt::format("cannot read config file {}", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseConfig(ss.str(), path);
+}
+
+}  // namespace wattdb

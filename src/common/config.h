@@ -1,0 +1,44 @@
+// Cluster configuration: one TOML file read by the master, every node and the tools.
+// An embedded default (kDefaultConfigToml) describes the local cluster that `make run`
+// starts: one master and three nodes on loopback, each node a local process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/schema.h"
+#include "common/status.h"
+
+namespace wattdb {
+
+struct NodeConfig {
+  NodeId id = 0;
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;          // data port: the master's requests to this node
+  std::string power = "local";  // power driver: "local" (process start/stop)
+};
+
+struct ClusterConfig {
+  std::string data_dir = "run/data";        // master at <data_dir>/master, nodes at <data_dir>/n<id>
+  uint64_t segment_bytes = 32ull << 20;     // a segment that grows past this splits
+  int telemetry_interval_ms = 2000;
+  int heartbeat_timeout_ms = 6000;          // a node silent this long is marked down
+  std::string master_host = "127.0.0.1";
+  uint16_t pg_port = 5433;
+  uint16_t cluster_port = 7100;             // nodes register and heartbeat here
+  std::string node_binary;                  // local power driver: path of wattdb-node ("" = beside master)
+  std::string log_level = "info";
+  std::vector<NodeConfig> nodes;
+
+  const NodeConfig* FindNode(NodeId id) const;
+};
+
+extern const char* const kDefaultConfigToml;
+
+// Parses TOML text; errors name the offending key and line.
+Result<ClusterConfig> ParseConfig(const std::string& toml_text, const std::string& source_name);
+// Reads `path`, or the embedded default when `path` is empty.
+Result<ClusterConfig> LoadConfig(const std::string& path);
+
+}  // namespace wattdb

@@ -1,0 +1,66 @@
+#include "common/schema.h"
+
+#include "common/bytes.h"
+
+namespace wattdb {
+
+int TableSchema::ColumnIndex(const std::string& n) const {
+  for (size_t i = 0; i < columns.size(); i++) {
+    if (columns[i].name == n) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int TableSchema::VisibleColumns() const {
+  int n = 0;
+  for (const auto& c : columns) n += !c.hidden;
+  return n;
+}
+
+void TableSchema::Serialize(std::string* out) const {
+  ByteWriter w(out);
+  w.U8(1);  // format version
+  w.VarU64(id);
+  w.Str(name);
+  w.VarU64(columns.size());
+  for (const auto& c : columns) {
+    w.Str(c.name);
+    w.U8(static_cast<uint8_t>(c.type.id));
+    w.VarI64(c.type.max_len);
+    w.U8((c.not_null ? 1 : 0) | (c.hidden ? 2 : 0));
+  }
+  w.VarU64(key_columns.size());
+  for (int k : key_columns) w.VarU64(k);
+}
+
+Result<TableSchema> TableSchema::Deserialize(std::string_view in) {
+  ByteReader r(in);
+  TableSchema t;
+  uint8_t version;
+  uint64_t id, n;
+  auto bad = [] { return Status::Corruption("table schema record does not decode"); };
+  if (!r.U8(&version) || version != 1 || !r.VarU64(&id) || !r.Str(&t.name) || !r.VarU64(&n)) {
+    return bad();
+  }
+  t.id = static_cast<TableId>(id);
+  for (uint64_t i = 0; i < n; i++) {
+    Column c;
+    uint8_t type, flags;
+    int64_t len;
+    if (!r.Str(&c.name) || !r.U8(&type) || !r.VarI64(&len) || !r.U8(&flags)) return bad();
+    c.type = SqlType{static_cast<TypeId>(type), static_cast<int32_t>(len)};
+    c.not_null = flags & 1;
+    c.hidden = flags & 2;
+    t.columns.push_back(std::move(c));
+  }
+  if (!r.VarU64(&n)) return bad();
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t k;
+    if (!r.VarU64(&k) || k >= t.columns.size()) return bad();
+    t.key_columns.push_back(static_cast<int>(k));
+  }
+  if (t.key_columns.empty()) return bad();
+  return t;
+}
+
+}  // namespace wattdb

@@ -1,0 +1,28 @@
+#include "common/status.h"
+
+namespace wattdb {
+
+std::string Status::sqlstate() const {
+  if (!sqlstate_.empty()) return sqlstate_;
+  switch (code_) {
+    case Code::kOk: return "00000";
+    case Code::kInvalidArgument: return "22023";
+    case Code::kNotFound: return "42704";
+    case Code::kAlreadyExists: return "42710";
+    case Code::kIOError: return "58030";
+    case Code::kCorruption: return "XX001";
+    case Code::kUnavailable: return "57P03";
+    case Code::kAborted: return "40001";
+    case Code::kStale: return "40001";
+    case Code::kNotSupported: return "0A000";
+    case Code::kInternal: return "XX000";
+  }
+  return "XX000";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  return fmt::format("[{}] {}", sqlstate(), msg_);
+}
+
+}  // namespace wattdb

@@ -1,0 +1,106 @@
+// SQL types and values.
+//
+// A Value is one SQL datum: NULL or a typed scalar. INTEGER and BIGINT both hold an int64
+// (INTEGER is range-checked on write); VARCHAR(n) and TEXT hold a std::string.
+// Values are regular types (copyable, comparable); not thread-safe to mutate concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace wattdb {
+
+enum class TypeId : uint8_t {
+  kNull = 0,  // the type of an untyped NULL literal
+  kBool = 1,
+  kInt32 = 2,
+  kInt64 = 3,
+  kDouble = 4,
+  kText = 5,
+};
+
+struct SqlType {
+  TypeId id = TypeId::kNull;
+  int32_t max_len = 0;  // VARCHAR(n): n; 0 = unbounded (TEXT)
+
+  bool operator==(const SqlType& o) const { return id == o.id && max_len == o.max_len; }
+  bool IsNumeric() const {
+    return id == TypeId::kInt32 || id == TypeId::kInt64 || id == TypeId::kDouble;
+  }
+  bool IsInteger() const { return id == TypeId::kInt32 || id == TypeId::kInt64; }
+  // SQL spelling, as PostgreSQL prints it (integer, bigint, double precision, ...).
+  std::string ToString() const;
+  // PostgreSQL type OID used in RowDescription.
+  int32_t PgOid() const;
+  // PostgreSQL typlen used in RowDescription (-1 for varlena).
+  int16_t PgLen() const;
+};
+
+class Value {
+ public:
+  Value() = default;  // NULL
+  static Value Null() { return Value(); }
+  static Value Bool(bool b) {
+    Value v(TypeId::kBool);
+    v.i_ = b ? 1 : 0;
+    return v;
+  }
+  static Value Int32(int64_t i) {
+    Value v(TypeId::kInt32);
+    v.i_ = i;
+    return v;
+  }
+  static Value Int64(int64_t i) {
+    Value v(TypeId::kInt64);
+    v.i_ = i;
+    return v;
+  }
+  static Value Double(double d) {
+    Value v(TypeId::kDouble);
+    v.d_ = d;
+    return v;
+  }
+  static Value Text(std::string s) {
+    Value v(TypeId::kText);
+    v.s_ = std::move(s);
+    return v;
+  }
+
+  bool is_null() const { return type_ == TypeId::kNull; }
+  TypeId type() const { return type_; }
+  bool as_bool() const { return i_ != 0; }
+  int64_t as_int() const { return i_; }
+  double as_double() const { return d_; }
+  const std::string& as_text() const { return s_; }
+  // Numeric value widened to double. REQUIRES: numeric type.
+  double ToDouble() const { return type_ == TypeId::kDouble ? d_ : static_cast<double>(i_); }
+
+  // Text as PostgreSQL prints it in text format (t/f for bool, shortest round-trip doubles).
+  // REQUIRES: !is_null().
+  std::string ToText() const;
+
+  // Total order used by ORDER BY, GROUP BY and keys: NULL sorts last (as in PostgreSQL ASC);
+  // numerics compare by value across int/double. REQUIRES: comparable types.
+  int Compare(const Value& o) const;
+  bool operator==(const Value& o) const { return Compare(o) == 0; }
+  size_t Hash() const;
+
+  // Converts to `t` following SQL assignment rules (int range checks -> 22003,
+  // text parse failures -> 22P02, varchar length -> 22001).
+  Result<Value> CastTo(const SqlType& t) const;
+
+ private:
+  explicit Value(TypeId t) : type_(t) {}
+  TypeId type_ = TypeId::kNull;
+  int64_t i_ = 0;
+  double d_ = 0;
+  std::string s_;
+};
+
+// Formats a double as PostgreSQL 15 does with extra_float_digits=1 (shortest exact form).
+std::string FormatDouble(double d);
+
+}  // namespace wattdb
