@@ -1,0 +1,61 @@
+// TcpServer: accepts connections on host:port and runs `handler` for each one on its own
+// thread. Used for every listening socket in WattDB (pg wire, cluster port, node data port).
+//
+// Start() binds and begins accepting; Stop() closes the listener, shuts down every live
+// connection (unblocking handlers), and joins all threads. Stop() is idempotent and is also
+// run by the destructor. Handlers must return when their connection fails.
+#pragma once
+
+#include <utility>
+#include <boost/asio.hpp>
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "net/connection.h"
+
+namespace wattdb::net {
+
+class TcpServer {
+ public:
+  // Runs on the connection's own thread. The socket belongs to the server: borrow it
+  // (e.g. Connection(&socket)), never move it.
+  using Handler = std::function<void(asio::ip::tcp::socket&)>;
+
+  TcpServer(std::string name, std::string host, uint16_t port, Handler handler);
+  ~TcpServer();
+
+  Status Start();
+  void Stop();
+  // The bound port (useful when constructed with port 0).
+  uint16_t port() const { return port_; }
+  asio::io_context& io() { return io_; }
+
+ private:
+  void AcceptLoop();
+  void Reap();  // joins finished connection threads
+
+  struct Conn {
+    std::thread thread;
+    std::unique_ptr<asio::ip::tcp::socket> socket;
+    std::atomic<bool> done{false};
+  };
+
+  std::string name_, host_;
+  uint16_t port_;
+  Handler handler_;
+  asio::io_context io_;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
+  std::thread accept_thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;  // guards conns_
+  std::list<std::unique_ptr<Conn>> conns_;
+};
+
+}  // namespace wattdb::net

@@ -1,0 +1,113 @@
+# The master <-> node conversation on a node's data port, and node <-> node segment pulls.
+# Every request gets exactly one Response, except scan (a stream of scanBatch responses ending
+# with one whose `last` is true) and exportSegment (one segmentExport response followed by
+# the raw bytes of each file, in order, as raw frames).
+@0xa08ee3d65013f2af;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("wattdb::proto");
+
+struct Status {
+  code @0 :UInt8;        # wattdb::Status::Code; 0 = ok
+  message @1 :Text;
+  sqlstate @2 :Text;
+}
+
+struct SegmentMeta {
+  id @0 :UInt64;
+  table @1 :UInt32;
+  lo @2 :Data;           # inclusive; empty = -infinity
+  hi @3 :Data;           # exclusive; empty = +infinity
+}
+
+struct Write {
+  segment @0 :UInt64;
+  key @1 :Data;
+  kind @2 :UInt8;        # storage::VersionKind
+  row @3 :Data;
+  check @4 :Check;
+  enum Check {
+    none @0;             # blind write
+    insert @1;           # key must not have a live version (else 23505)
+    update @2;           # newest version must be visible at the snapshot (else 40001)
+  }
+}
+
+struct ExportedFile {
+  name @0 :Text;
+  level @1 :Int32;
+  size @2 :UInt64;
+  smallestSeqno @3 :UInt64;
+  largestSeqno @4 :UInt64;
+  smallestKey @5 :Data;
+  largestKey @6 :Data;
+  numEntries @7 :UInt64;
+  numDeletions @8 :UInt64;
+}
+
+struct SegmentStats {
+  meta @0 :SegmentMeta;
+  bytes @1 :UInt64;
+  rowsRead @2 :UInt64;
+  rowsWritten @3 :UInt64;
+}
+
+struct Request {
+  union {
+    ping @0 :Void;
+    createSegment @1 :SegmentMeta;
+    dropSegment @2 :UInt64;
+    prepare :group {
+      txn @3 :UInt64;
+      snapshotTs @4 :UInt64;
+      writes @5 :List(Write);
+    }
+    commit :group {
+      txn @6 :UInt64;
+      commitTs @7 :UInt64;
+    }
+    abort @8 :UInt64;                # txn
+    scan :group {
+      segment @9 :UInt64;
+      lo @10 :Data;
+      hi @11 :Data;
+      readTs @12 :UInt64;
+      batchRows @13 :UInt32;
+    }
+    split :group {
+      segment @14 :UInt64;
+      newId @15 :UInt64;
+    }
+    exportSegment @16 :UInt64;       # node -> node: send me this segment
+    pullSegment :group {             # master -> target: fetch a segment from its owner
+      segment @17 :UInt64;
+      sourceHost @18 :Text;
+      sourcePort @19 :UInt16;
+    }
+    listSegments @20 :Void;
+  }
+}
+
+struct Response {
+  status @0 :Status;
+  union {
+    none @1 :Void;
+    scanBatch :group {
+      rows @2 :List(Data);           # encoded rows (common/codec.h)
+      keys @3 :List(Data);           # their encoded primary keys
+      last @4 :Bool;
+    }
+    splitKey @5 :Data;
+    segmentExport :group {
+      meta @6 :SegmentMeta;
+      comparator @7 :Text;
+      files @8 :List(ExportedFile);
+    }
+    pulled :group {
+      bytes @9 :UInt64;
+      files @10 :UInt32;
+      micros @11 :UInt64;
+    }
+    segments @12 :List(SegmentStats);
+  }
+}
