@@ -1,0 +1,271 @@
+#include "query/exec/eval.h"
+
+#include <cmath>
+#include <limits>
+
+namespace wattdb::exec {
+
+using plan::BinOp;
+using plan::BoundExpr;
+using plan::Func;
+
+namespace {
+
+Status OutOfRange(const SqlType& t) {
+  return Status::Sql("22003", t.id == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
+}
+
+Result<Value> MakeInt(__int128 v, const SqlType& t) {
+  if (t.id == TypeId::kInt32) {
+    if (v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min()) {
+      return OutOfRange(t);
+    }
+    return Value::Int32(static_cast<int64_t>(v));
+  }
+  if (v > std::numeric_limits<int64_t>::max() || v < std::numeric_limits<int64_t>::min()) {
+    return OutOfRange(t);
+  }
+  return Value::Int64(static_cast<int64_t>(v));
+}
+
+Result<Value> Arith(BinOp op, const Value& a, const Value& b, const SqlType& t) {
+  if (a.is_null() || b.is_null()) return Value();
+  if (t.id == TypeId::kDouble) {
+    double x = a.ToDouble(), y = b.ToDouble(), r = 0;
+    switch (op) {
+      case BinOp::kAdd: r = x + y; break;
+      case BinOp::kSub: r = x - y; break;
+      case BinOp::kMul: r = x * y; break;
+      case BinOp::kDiv:
+        if (y == 0) return Status::Sql("22012", "division by zero");
+        r = x / y;
+        break;
+      case BinOp::kMod:
+        if (y == 0) return Status::Sql("22012", "division by zero");
+        r = std::fmod(x, y);
+        break;
+      default: return Status::Internal("bad arithmetic operator");
+    }
+    if (std::isinf(r) && !std::isinf(x) && !std::isinf(y)) {
+      return Status::Sql("22003", "value out of range: overflow");
+    }
+    return Value::Double(r);
+  }
+  __int128 x = a.as_int(), y = b.as_int();
+  switch (op) {
+    case BinOp::kAdd: return MakeInt(x + y, t);
+    case BinOp::kSub: return MakeInt(x - y, t);
+    case BinOp::kMul: return MakeInt(x * y, t);
+    case BinOp::kDiv:
+      if (y == 0) return Status::Sql("22012", "division by zero");
+      return MakeInt(x / y, t);
+    case BinOp::kMod:
+      if (y == 0) return Status::Sql("22012", "division by zero");
+      return MakeInt(x % y, t);
+    default: return Status::Internal("bad arithmetic operator");
+  }
+}
+
+// Three-valued comparison result: NULL if either side is NULL.
+Value Compare(BinOp op, const Value& a, const Value& b) {
+  if (a.is_null() || b.is_null()) return Value();
+  int c = a.Compare(b);
+  bool r = false;
+  switch (op) {
+    case BinOp::kEq: r = c == 0; break;
+    case BinOp::kNe: r = c != 0; break;
+    case BinOp::kLt: r = c < 0; break;
+    case BinOp::kLe: r = c <= 0; break;
+    case BinOp::kGt: r = c > 0; break;
+    case BinOp::kGe: r = c >= 0; break;
+    default: break;
+  }
+  return Value::Bool(r);
+}
+
+bool LikeImpl(const char* s, const char* se, const char* p, const char* pe, bool ci) {
+  auto eq = [ci](char a, char b) {
+    return ci ? std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b))
+              : a == b;
+  };
+  while (p < pe) {
+    if (*p == '%') {
+      while (p < pe && *p == '%') p++;
+      if (p == pe) return true;
+      for (const char* t = s; t <= se; t++) {
+        if (LikeImpl(t, se, p, pe, ci)) return true;
+      }
+      return false;
+    }
+    if (s == se) return false;
+    if (*p == '_') {
+      // One character: skip a whole UTF-8 sequence.
+      s++;
+      while (s < se && (static_cast<unsigned char>(*s) & 0xC0) == 0x80) s++;
+      p++;
+      continue;
+    }
+    char pc = *p;
+    if (pc == '\\' && p + 1 < pe) pc = *++p;
+    if (!eq(*s, pc)) return false;
+    s++;
+    p++;
+  }
+  return s == se;
+}
+
+}  // namespace
+
+bool LikeMatch(const std::string& s, const std::string& pattern, bool ci) {
+  return LikeImpl(s.data(), s.data() + s.size(), pattern.data(), pattern.data() + pattern.size(), ci);
+}
+
+Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row) {
+  switch (e.kind) {
+    case BoundExpr::Kind::kConst: return e.value;
+    case BoundExpr::Kind::kColumn:
+      if (e.column < 0 || static_cast<size_t>(e.column) >= b.cols.size()) {
+        return Status::Internal("column reference out of range");
+      }
+      return b.cols[e.column][row];
+    case BoundExpr::Kind::kNeg: {
+      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row));
+      if (v.is_null()) return v;
+      if (v.type() == TypeId::kDouble) return Value::Double(-v.as_double());
+      return MakeInt(-static_cast<__int128>(v.as_int()), e.type);
+    }
+    case BoundExpr::Kind::kNot: {
+      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row));
+      if (v.is_null()) return v;
+      return Value::Bool(!v.as_bool());
+    }
+    case BoundExpr::Kind::kBinary: {
+      if (e.op == BinOp::kAnd || e.op == BinOp::kOr) {
+        ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row));
+        bool is_and = e.op == BinOp::kAnd;
+        if (!l.is_null() && l.as_bool() != is_and) return Value::Bool(!is_and);  // short circuit
+        ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row));
+        if (!r.is_null() && r.as_bool() != is_and) return Value::Bool(!is_and);
+        if (l.is_null() || r.is_null()) return Value();
+        return Value::Bool(is_and);
+      }
+      ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row));
+      ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row));
+      if (e.op == BinOp::kConcat) {
+        if (l.is_null() || r.is_null()) return Value();
+        return Value::Text(l.ToText() + r.ToText());
+      }
+      if (e.op >= BinOp::kEq) return Compare(e.op, l, r);
+      return Arith(e.op, l, r, e.type);
+    }
+    case BoundExpr::Kind::kFunc: {
+      std::vector<Value> args;
+      if (e.func != Func::kCoalesce) {
+        for (const auto& c : e.children) {
+          ASSIGN_OR_RETURN(Value v, Eval(*c, b, row));
+          args.push_back(std::move(v));
+        }
+      }
+      switch (e.func) {
+        case Func::kCoalesce:
+          for (const auto& c : e.children) {
+            ASSIGN_OR_RETURN(Value v, Eval(*c, b, row));
+            if (!v.is_null()) return v.CastTo(e.type);
+          }
+          return Value();
+        case Func::kAbs:
+          if (args[0].is_null()) return Value();
+          if (args[0].type() == TypeId::kDouble) return Value::Double(std::fabs(args[0].as_double()));
+          return MakeInt(args[0].as_int() < 0 ? -static_cast<__int128>(args[0].as_int()) : args[0].as_int(),
+                         e.type);
+        case Func::kRound: {
+          if (args[0].is_null() || (args.size() > 1 && args[1].is_null())) return Value();
+          double scale = std::pow(10.0, args.size() > 1 ? static_cast<double>(args[1].as_int()) : 0.0);
+          return Value::Double(std::nearbyint(args[0].ToDouble() * scale) / scale);
+        }
+        case Func::kLower:
+        case Func::kUpper: {
+          if (args[0].is_null()) return Value();
+          std::string s = args[0].ToText();
+          for (auto& c : s) {
+            c = static_cast<char>(e.func == Func::kLower ? std::tolower(static_cast<unsigned char>(c))
+                                                         : std::toupper(static_cast<unsigned char>(c)));
+          }
+          return Value::Text(std::move(s));
+        }
+        case Func::kLength: {
+          if (args[0].is_null()) return Value();
+          int64_t n = 0;
+          for (unsigned char c : args[0].ToText()) n += (c & 0xC0) != 0x80;
+          return Value::Int32(n);
+        }
+        case Func::kNullIf: {
+          Value eq = Compare(BinOp::kEq, args[0], args[1]);
+          if (!eq.is_null() && eq.as_bool()) return Value();
+          return args[0];
+        }
+        case Func::kIsTrue: return Value::Bool(!args[0].is_null() && args[0].as_bool());
+        case Func::kIsFalse: return Value::Bool(!args[0].is_null() && !args[0].as_bool());
+        case Func::kGreatest:
+        case Func::kLeast: {
+          Value best;
+          for (auto& v : args) {
+            if (v.is_null()) continue;
+            if (best.is_null() || (e.func == Func::kGreatest ? v.Compare(best) > 0 : v.Compare(best) < 0)) {
+              best = v;
+            }
+          }
+          return best.CastTo(e.type);
+        }
+      }
+      return Status::Internal("unknown function");
+    }
+    case BoundExpr::Kind::kIsNull: {
+      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row));
+      return Value::Bool(v.is_null() != e.negated);
+    }
+    case BoundExpr::Kind::kInList: {
+      ASSIGN_OR_RETURN(Value x, Eval(*e.children[0], b, row));
+      if (x.is_null()) return Value();
+      bool saw_null = false;
+      for (size_t i = 1; i < e.children.size(); i++) {
+        ASSIGN_OR_RETURN(Value v, Eval(*e.children[i], b, row));
+        if (v.is_null()) {
+          saw_null = true;
+          continue;
+        }
+        if (x.Compare(v) == 0) return Value::Bool(!e.negated);
+      }
+      if (saw_null) return Value();
+      return Value::Bool(e.negated);
+    }
+    case BoundExpr::Kind::kLike: {
+      ASSIGN_OR_RETURN(Value s, Eval(*e.children[0], b, row));
+      ASSIGN_OR_RETURN(Value p, Eval(*e.children[1], b, row));
+      if (s.is_null() || p.is_null()) return Value();
+      return Value::Bool(LikeMatch(s.as_text(), p.as_text(), e.case_insensitive) != e.negated);
+    }
+    case BoundExpr::Kind::kCase: {
+      size_t pairs = (e.children.size() - (e.has_else ? 1 : 0)) / 2;
+      for (size_t i = 0; i < pairs; i++) {
+        ASSIGN_OR_RETURN(Value c, Eval(*e.children[2 * i], b, row));
+        if (!c.is_null() && c.as_bool()) return Eval(*e.children[2 * i + 1], b, row);
+      }
+      if (e.has_else) return Eval(*e.children.back(), b, row);
+      return Value();
+    }
+    case BoundExpr::Kind::kCast: {
+      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row));
+      return v.CastTo(e.type);
+    }
+  }
+  return Status::Internal("unknown expression kind");
+}
+
+Result<Value> EvalConst(const BoundExpr& e) {
+  Batch empty;
+  empty.rows = 1;
+  return Eval(e, empty, 0);
+}
+
+}  // namespace wattdb::exec

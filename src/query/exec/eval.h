@@ -1,0 +1,17 @@
+// Expression evaluation over one row of a batch, with PostgreSQL semantics: three-valued
+// logic, integer overflow (22003), division by zero (22012), failed casts (22P02/22003).
+#pragma once
+
+#include "common/status.h"
+#include "query/exec/batch.h"
+#include "query/plan/expr.h"
+
+namespace wattdb::exec {
+
+Result<Value> Eval(const plan::BoundExpr& e, const Batch& b, size_t row);
+// Evaluates an expression that reads no columns.
+Result<Value> EvalConst(const plan::BoundExpr& e);
+// SQL LIKE with % and _ and backslash escapes.
+bool LikeMatch(const std::string& s, const std::string& pattern, bool case_insensitive);
+
+}  // namespace wattdb::exec

@@ -1,0 +1,400 @@
+#include "query/exec/operator.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+
+#include "query/exec/eval.h"
+
+namespace wattdb::exec {
+
+using plan::AggFunc;
+using plan::PlanNode;
+
+namespace {
+
+Status CheckCancel(const ExecContext& ctx) {
+  if (ctx.cancelled && ctx.cancelled->load()) {
+    return Status::Sql("57014", "canceling statement due to user request");
+  }
+  return Status::OK();
+}
+
+class ScanOp : public Operator {
+ public:
+  explicit ScanOp(const PlanNode& p) : p_(p) {}
+  Status Open(ExecContext& ctx) override {
+    ctx_ = &ctx;
+    if (!ctx.scans) return Status::Internal("no scan provider");
+    ASSIGN_OR_RETURN(src_, ctx.scans->OpenScan(p_));
+    return Status::OK();
+  }
+  Result<bool> Next(Batch& out) override {
+    RETURN_NOT_OK(CheckCancel(*ctx_));
+    out.Reset(p_.types.size());
+    return src_->Next(out);
+  }
+  void Close() override { src_.reset(); }
+
+ private:
+  const PlanNode& p_;
+  ExecContext* ctx_ = nullptr;
+  std::unique_ptr<RowSource> src_;
+};
+
+class ValuesOp : public Operator {
+ public:
+  explicit ValuesOp(const PlanNode& p) : p_(p) {}
+  Status Open(ExecContext&) override {
+    next_ = 0;
+    return Status::OK();
+  }
+  Result<bool> Next(Batch& out) override {
+    out.Reset(p_.types.size());
+    while (next_ < p_.rows.size() && out.rows < kBatchRows) {
+      std::vector<Value> row = p_.rows[next_++];
+      out.AppendRow(std::move(row));
+    }
+    return out.rows > 0;
+  }
+
+ private:
+  const PlanNode& p_;
+  size_t next_ = 0;
+};
+
+class FilterOp : public Operator {
+ public:
+  FilterOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
+  Status Open(ExecContext& ctx) override { return child_->Open(ctx); }
+  Result<bool> Next(Batch& out) override {
+    out.Reset(p_.types.size());
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, child_->Next(in_));
+      if (!more) return out.rows > 0;
+      for (size_t r = 0; r < in_.rows; r++) {
+        ASSIGN_OR_RETURN(Value v, Eval(*p_.predicate, in_, r));
+        if (!v.is_null() && v.as_bool()) {
+          for (size_t c = 0; c < in_.cols.size(); c++) out.cols[c].push_back(std::move(in_.cols[c][r]));
+          out.rows++;
+        }
+      }
+      if (out.rows > 0) return true;
+    }
+  }
+  void Close() override { child_->Close(); }
+
+ private:
+  const PlanNode& p_;
+  std::unique_ptr<Operator> child_;
+  Batch in_;
+};
+
+class ProjectOp : public Operator {
+ public:
+  ProjectOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
+  Status Open(ExecContext& ctx) override { return child_->Open(ctx); }
+  Result<bool> Next(Batch& out) override {
+    ASSIGN_OR_RETURN(bool more, child_->Next(in_));
+    out.Reset(p_.exprs.size());
+    if (!more) return false;
+    for (size_t c = 0; c < p_.exprs.size(); c++) {
+      const auto& e = *p_.exprs[c];
+      auto& col = out.cols[c];
+      col.reserve(in_.rows);
+      if (e.kind == plan::BoundExpr::Kind::kColumn) {
+        col = in_.cols[e.column];
+        continue;
+      }
+      for (size_t r = 0; r < in_.rows; r++) {
+        ASSIGN_OR_RETURN(Value v, Eval(e, in_, r));
+        col.push_back(std::move(v));
+      }
+    }
+    out.rows = in_.rows;
+    return true;
+  }
+  void Close() override { child_->Close(); }
+
+ private:
+  const PlanNode& p_;
+  std::unique_ptr<Operator> child_;
+  Batch in_;
+};
+
+struct RowHash {
+  size_t operator()(const std::vector<Value>& r) const {
+    size_t h = 1469598103934665603ull;
+    for (const auto& v : r) h = (h ^ v.Hash()) * 1099511628211ull;
+    return h;
+  }
+};
+struct RowEq {
+  bool operator()(const std::vector<Value>& a, const std::vector<Value>& b) const {
+    for (size_t i = 0; i < a.size(); i++) {
+      if (a[i].is_null() != b[i].is_null()) return false;
+      if (!a[i].is_null() && a[i].Compare(b[i]) != 0) return false;
+    }
+    return true;
+  }
+};
+
+struct AggState {
+  int64_t count = 0;
+  __int128 isum = 0;
+  double dsum = 0;
+  Value best;
+};
+
+class HashAggregateOp : public Operator {
+ public:
+  HashAggregateOp(const PlanNode& p, std::unique_ptr<Operator> child)
+      : p_(p), child_(std::move(child)) {}
+  Status Open(ExecContext& ctx) override {
+    RETURN_NOT_OK(child_->Open(ctx));
+    ctx_ = &ctx;
+    return Status::OK();
+  }
+  Result<bool> Next(Batch& out) override {
+    if (!built_) RETURN_NOT_OK(Build());
+    out.Reset(p_.types.size());
+    while (emit_ < order_.size() && out.rows < kBatchRows) {
+      auto it = order_[emit_++];
+      std::vector<Value> row = it->first;
+      const auto& states = it->second;
+      for (size_t a = 0; a < p_.aggs.size(); a++) {
+        ASSIGN_OR_RETURN(Value v, Finish(p_.aggs[a], states[a]));
+        row.push_back(std::move(v));
+      }
+      out.AppendRow(std::move(row));
+    }
+    return out.rows > 0;
+  }
+  void Close() override { child_->Close(); }
+
+ private:
+  using Map = std::unordered_map<std::vector<Value>, std::vector<AggState>, RowHash, RowEq>;
+
+  Status Build() {
+    built_ = true;
+    Batch in;
+    while (true) {
+      RETURN_NOT_OK(CheckCancel(*ctx_));
+      ASSIGN_OR_RETURN(bool more, child_->Next(in));
+      if (!more) break;
+      for (size_t r = 0; r < in.rows; r++) {
+        std::vector<Value> key;
+        key.reserve(p_.groups.size());
+        for (const auto& g : p_.groups) {
+          ASSIGN_OR_RETURN(Value v, Eval(*g, in, r));
+          key.push_back(std::move(v));
+        }
+        auto [it, inserted] = groups_.try_emplace(std::move(key));
+        if (inserted) {
+          it->second.resize(p_.aggs.size());
+          order_.push_back(it);
+        }
+        for (size_t a = 0; a < p_.aggs.size(); a++) RETURN_NOT_OK(Update(p_.aggs[a], it->second[a], in, r));
+      }
+    }
+    if (p_.groups.empty() && groups_.empty()) {  // an aggregate over no rows yields one row
+      auto [it, inserted] = groups_.try_emplace(std::vector<Value>{});
+      it->second.resize(p_.aggs.size());
+      order_.push_back(it);
+    }
+    return Status::OK();
+  }
+
+  Status Update(const plan::AggSpec& a, AggState& s, const Batch& in, size_t r) {
+    if (a.func == AggFunc::kCountStar) {
+      s.count++;
+      return Status::OK();
+    }
+    ASSIGN_OR_RETURN(Value v, Eval(*a.arg, in, r));
+    if (v.is_null()) return Status::OK();
+    s.count++;
+    switch (a.func) {
+      case AggFunc::kSum:
+      case AggFunc::kAvg:
+        if (v.type() == TypeId::kDouble) {
+          s.dsum += v.as_double();
+        } else {
+          s.isum += v.as_int();
+          s.dsum += static_cast<double>(v.as_int());
+        }
+        break;
+      case AggFunc::kMin:
+        if (s.best.is_null() || v.Compare(s.best) < 0) s.best = std::move(v);
+        break;
+      case AggFunc::kMax:
+        if (s.best.is_null() || v.Compare(s.best) > 0) s.best = std::move(v);
+        break;
+      default: break;
+    }
+    return Status::OK();
+  }
+
+  Result<Value> Finish(const plan::AggSpec& a, const AggState& s) {
+    switch (a.func) {
+      case AggFunc::kCountStar:
+      case AggFunc::kCount: return Value::Int64(s.count);
+      case AggFunc::kSum:
+        if (s.count == 0) return Value();
+        if (a.type.id == TypeId::kDouble) return Value::Double(s.dsum);
+        if (s.isum > INT64_MAX || s.isum < INT64_MIN) return Status::Sql("22003", "bigint out of range");
+        return Value::Int64(static_cast<int64_t>(s.isum));
+      case AggFunc::kAvg:
+        if (s.count == 0) return Value();
+        if (a.arg->type.IsInteger()) {
+          return Value::Double(static_cast<double>(s.isum) / static_cast<double>(s.count));
+        }
+        return Value::Double(s.dsum / static_cast<double>(s.count));
+      case AggFunc::kMin:
+      case AggFunc::kMax: return s.best;
+    }
+    return Value();
+  }
+
+  const PlanNode& p_;
+  std::unique_ptr<Operator> child_;
+  ExecContext* ctx_ = nullptr;
+  bool built_ = false;
+  Map groups_;
+  std::vector<Map::iterator> order_;  // first-seen order of groups
+  size_t emit_ = 0;
+};
+
+class SortOp : public Operator {
+ public:
+  SortOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
+  Status Open(ExecContext& ctx) override {
+    ctx_ = &ctx;
+    return child_->Open(ctx);
+  }
+  Result<bool> Next(Batch& out) override {
+    if (!sorted_) RETURN_NOT_OK(Materialize());
+    out.Reset(p_.types.size());
+    while (emit_ < rows_.size() && out.rows < kBatchRows) out.AppendRow(std::move(rows_[emit_++].row));
+    return out.rows > 0;
+  }
+  void Close() override { child_->Close(); }
+
+ private:
+  struct Row {
+    std::vector<Value> keys;
+    std::vector<Value> row;
+  };
+  Status Materialize() {
+    sorted_ = true;
+    Batch in;
+    while (true) {
+      RETURN_NOT_OK(CheckCancel(*ctx_));
+      ASSIGN_OR_RETURN(bool more, child_->Next(in));
+      if (!more) break;
+      for (size_t r = 0; r < in.rows; r++) {
+        Row row;
+        for (const auto& k : p_.keys) {
+          ASSIGN_OR_RETURN(Value v, Eval(*k.expr, in, r));
+          row.keys.push_back(std::move(v));
+        }
+        row.row = in.Row(r);
+        rows_.push_back(std::move(row));
+      }
+    }
+    std::stable_sort(rows_.begin(), rows_.end(), [this](const Row& a, const Row& b) {
+      for (size_t i = 0; i < p_.keys.size(); i++) {
+        const Value &x = a.keys[i], &y = b.keys[i];
+        if (x.is_null() || y.is_null()) {
+          if (x.is_null() && y.is_null()) continue;
+          return x.is_null() == p_.keys[i].nulls_first;
+        }
+        int c = x.Compare(y);
+        if (c != 0) return p_.keys[i].desc ? c > 0 : c < 0;
+      }
+      return false;
+    });
+    return Status::OK();
+  }
+
+  const PlanNode& p_;
+  std::unique_ptr<Operator> child_;
+  ExecContext* ctx_ = nullptr;
+  bool sorted_ = false;
+  std::vector<Row> rows_;
+  size_t emit_ = 0;
+};
+
+class LimitOp : public Operator {
+ public:
+  LimitOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
+  Status Open(ExecContext& ctx) override { return child_->Open(ctx); }
+  Result<bool> Next(Batch& out) override {
+    out.Reset(p_.types.size());
+    while (true) {
+      if (p_.limit >= 0 && emitted_ >= p_.limit) return false;
+      ASSIGN_OR_RETURN(bool more, child_->Next(in_));
+      if (!more) return false;
+      for (size_t r = 0; r < in_.rows; r++) {
+        if (skipped_ < p_.offset) {
+          skipped_++;
+          continue;
+        }
+        if (p_.limit >= 0 && emitted_ >= p_.limit) break;
+        out.AppendRow(in_.Row(r));
+        emitted_++;
+      }
+      if (out.rows > 0) return true;
+    }
+  }
+  void Close() override { child_->Close(); }
+
+ private:
+  const PlanNode& p_;
+  std::unique_ptr<Operator> child_;
+  Batch in_;
+  int64_t skipped_ = 0, emitted_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Operator>> BuildOperator(const PlanNode& p) {
+  std::unique_ptr<Operator> child;
+  if (!p.children.empty()) {
+    ASSIGN_OR_RETURN(child, BuildOperator(*p.children[0]));
+  }
+  switch (p.kind) {
+    case PlanNode::Kind::kScan: return std::unique_ptr<Operator>(new ScanOp(p));
+    case PlanNode::Kind::kValues: return std::unique_ptr<Operator>(new ValuesOp(p));
+    case PlanNode::Kind::kFilter: return std::unique_ptr<Operator>(new FilterOp(p, std::move(child)));
+    case PlanNode::Kind::kProject: return std::unique_ptr<Operator>(new ProjectOp(p, std::move(child)));
+    case PlanNode::Kind::kAggregate:
+      return std::unique_ptr<Operator>(new HashAggregateOp(p, std::move(child)));
+    case PlanNode::Kind::kSort: return std::unique_ptr<Operator>(new SortOp(p, std::move(child)));
+    case PlanNode::Kind::kLimit: return std::unique_ptr<Operator>(new LimitOp(p, std::move(child)));
+  }
+  return Status::Internal("unknown plan node");
+}
+
+Status Execute(const PlanNode& plan, ExecContext& ctx,
+               const std::function<Status(const Batch&)>& sink) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOperator(plan));
+  RETURN_NOT_OK(op->Open(ctx));
+  Batch b;
+  Status st;
+  while (true) {
+    auto more = op->Next(b);
+    if (!more.ok()) {
+      st = more.status();
+      break;
+    }
+    if (!*more) break;
+    if (b.rows > 0) {
+      st = sink(b);
+      if (!st.ok()) break;
+    }
+  }
+  op->Close();
+  return st;
+}
+
+}  // namespace wattdb::exec

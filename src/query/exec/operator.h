@@ -1,0 +1,52 @@
+// Vectorized volcano operators. A plan (query/plan) is immutable; BuildOperator() makes the
+// operator tree holding per-execution state. Pull protocol: Open() once, Next() until it
+// returns false, then Close(). Not thread-safe: one execution runs on one thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "common/status.h"
+#include "query/exec/batch.h"
+#include "query/plan/plan.h"
+
+namespace wattdb::exec {
+
+// Where scans get their rows: the master implements it with remote segment scans on nodes
+// (and system views); tests use in-memory tables.
+class RowSource {
+ public:
+  virtual ~RowSource() = default;
+  // Fills `out` (already Reset to the scan's column count) with up to kBatchRows rows.
+  // Returns false when exhausted.
+  virtual Result<bool> Next(Batch& out) = 0;
+};
+
+class ScanProvider {
+ public:
+  virtual ~ScanProvider() = default;
+  virtual Result<std::unique_ptr<RowSource>> OpenScan(const plan::PlanNode& scan) = 0;
+};
+
+struct ExecContext {
+  ScanProvider* scans = nullptr;                   // borrowed; outlives the execution
+  const std::atomic<bool>* cancelled = nullptr;    // optional; checked between batches
+};
+
+class Operator {
+ public:
+  virtual ~Operator() = default;
+  virtual Status Open(ExecContext& ctx) = 0;
+  // Fills `out` with up to kBatchRows rows; returns false when exhausted. REQUIRES: Open() ok.
+  virtual Result<bool> Next(Batch& out) = 0;
+  virtual void Close() {}
+};
+
+Result<std::unique_ptr<Operator>> BuildOperator(const plan::PlanNode& plan);
+
+// Runs `plan` to completion, calling `sink` for each non-empty batch.
+Status Execute(const plan::PlanNode& plan, ExecContext& ctx,
+               const std::function<Status(const Batch&)>& sink);
+
+}  // namespace wattdb::exec

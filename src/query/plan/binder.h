@@ -1,0 +1,54 @@
+// Binder: turns parsed statements into bound plans against the catalog. Resolves names
+// (42P01 unknown table, 42703 unknown column), checks types (42804, 42883), rewrites
+// aggregates (42803), and derives the primary-key range a scan may be pruned to.
+// Stateless; safe to call from many sessions at once (the CatalogReader must be too).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/schema.h"
+#include "common/status.h"
+#include "query/plan/plan.h"
+#include "query/sql/ast.h"
+
+namespace wattdb::plan {
+
+class CatalogReader {
+ public:
+  virtual ~CatalogReader() = default;
+  // Returns the table's schema, or an error with SQLSTATE 42P01.
+  virtual Result<TableSchema> GetTable(const std::string& name) const = 0;
+};
+
+struct BoundSelect {
+  PlanPtr plan;
+  std::vector<std::string> names;
+  std::vector<SqlType> types;
+};
+
+// Rows to insert: one bound expression per table column (schema order), evaluated without
+// input. A table's hidden row id column gets a NULL constant; the caller assigns it.
+struct BoundInsert {
+  TableSchema table;
+  std::vector<std::vector<BoundExprPtr>> rows;
+};
+
+// UPDATE / DELETE: `source` yields every column of the matching rows (schema order).
+struct BoundModify {
+  TableSchema table;
+  PlanPtr source;
+  std::vector<std::pair<int, BoundExprPtr>> sets;  // UPDATE only: column <- expr over a row
+};
+
+Result<BoundSelect> BindSelect(const sql::SelectStmt& stmt, const CatalogReader& catalog);
+Result<BoundInsert> BindInsert(const sql::InsertStmt& stmt, const CatalogReader& catalog);
+Result<BoundModify> BindUpdate(const sql::UpdateStmt& stmt, const CatalogReader& catalog);
+Result<BoundModify> BindDelete(const sql::DeleteStmt& stmt, const CatalogReader& catalog);
+
+// The encoded key range [lo, hi) implied by `predicate` on the table's first key column
+// ("" = unbounded). Conservative: any row satisfying the predicate lies in the range.
+void DeriveKeyRange(const BoundExpr* predicate, const TableSchema& table, std::string* lo,
+                    std::string* hi);
+
+}  // namespace wattdb::plan

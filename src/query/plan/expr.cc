@@ -1,0 +1,184 @@
+#include "query/plan/expr.h"
+
+namespace wattdb::plan {
+
+namespace {
+
+const char* BinOpName(BinOp op) {
+  static const char* kNames[] = {"+", "-", "*", "/", "%", "||", "=", "<>", "<", "<=",
+                                 ">", ">=", "AND", "OR"};
+  return kNames[static_cast<int>(op)];
+}
+
+const char* FuncName(Func f) {
+  static const char* kNames[] = {"abs", "lower", "upper", "length", "coalesce", "nullif",
+                                 "is_true", "is_false", "round", "greatest", "least"};
+  return kNames[static_cast<int>(f)];
+}
+
+constexpr int kMaxDepth = 200;
+
+}  // namespace
+
+BoundExprPtr MakeConst(Value v, SqlType t) {
+  auto e = std::make_unique<BoundExpr>();
+  e->kind = BoundExpr::Kind::kConst;
+  e->value = std::move(v);
+  e->type = t;
+  return e;
+}
+
+BoundExprPtr MakeColumn(int index, SqlType t) {
+  auto e = std::make_unique<BoundExpr>();
+  e->kind = BoundExpr::Kind::kColumn;
+  e->column = index;
+  e->type = t;
+  return e;
+}
+
+BoundExprPtr BoundExpr::Clone() const {
+  auto e = std::make_unique<BoundExpr>();
+  e->kind = kind;
+  e->type = type;
+  e->value = value;
+  e->column = column;
+  e->op = op;
+  e->func = func;
+  e->negated = negated;
+  e->case_insensitive = case_insensitive;
+  e->has_else = has_else;
+  for (const auto& c : children) e->children.push_back(c->Clone());
+  return e;
+}
+
+std::string BoundExpr::ToString() const {
+  auto child = [&](size_t i) { return children[i]->ToString(); };
+  switch (kind) {
+    case Kind::kConst:
+      if (value.is_null()) return "NULL";
+      return value.type() == TypeId::kText ? "'" + value.as_text() + "'" : value.ToText();
+    case Kind::kColumn: return fmt::format("#{}", column);
+    case Kind::kNeg: return "(-" + child(0) + ")";
+    case Kind::kNot: return "(NOT " + child(0) + ")";
+    case Kind::kBinary: return fmt::format("({} {} {})", child(0), BinOpName(op), child(1));
+    case Kind::kFunc: {
+      std::string s = std::string(FuncName(func)) + "(";
+      for (size_t i = 0; i < children.size(); i++) s += (i ? ", " : "") + child(i);
+      return s + ")";
+    }
+    case Kind::kIsNull: return fmt::format("({} IS {}NULL)", child(0), negated ? "NOT " : "");
+    case Kind::kInList: {
+      std::string s = fmt::format("({} {}IN (", child(0), negated ? "NOT " : "");
+      for (size_t i = 1; i < children.size(); i++) s += (i > 1 ? ", " : "") + child(i);
+      return s + "))";
+    }
+    case Kind::kLike:
+      return fmt::format("({} {}{} {})", child(0), negated ? "NOT " : "",
+                         case_insensitive ? "ILIKE" : "LIKE", child(1));
+    case Kind::kCase: {
+      std::string s = "CASE";
+      size_t pairs = (children.size() - (has_else ? 1 : 0)) / 2;
+      for (size_t i = 0; i < pairs; i++) s += " WHEN " + child(2 * i) + " THEN " + child(2 * i + 1);
+      if (has_else) s += " ELSE " + children.back()->ToString();
+      return s + " END";
+    }
+    case Kind::kCast: return fmt::format("({})::{}", child(0), type.ToString());
+  }
+  return "?";
+}
+
+void BoundExpr::Serialize(ByteWriter& w) const {
+  w.U8(static_cast<uint8_t>(kind));
+  w.U8(static_cast<uint8_t>(type.id));
+  w.VarI64(type.max_len);
+  std::string v;
+  EncodeValue(&v);
+  w.Str(v);
+  w.VarI64(column);
+  w.U8(static_cast<uint8_t>(op));
+  w.U8(static_cast<uint8_t>(func));
+  w.U8((negated ? 1 : 0) | (case_insensitive ? 2 : 0) | (has_else ? 4 : 0));
+  w.VarU64(children.size());
+  for (const auto& c : children) c->Serialize(w);
+}
+
+void BoundExpr::EncodeValue(std::string* out) const {
+  ByteWriter w(out);
+  w.U8(static_cast<uint8_t>(value.type()));
+  switch (value.type()) {
+    case TypeId::kNull: break;
+    case TypeId::kBool:
+    case TypeId::kInt32:
+    case TypeId::kInt64: w.VarI64(value.as_int()); break;
+    case TypeId::kDouble: {
+      double d = value.as_double();
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      w.U64(bits);
+      break;
+    }
+    case TypeId::kText: w.Str(value.as_text()); break;
+  }
+}
+
+Result<BoundExprPtr> BoundExpr::Deserialize(ByteReader& r, int depth) {
+  auto bad = [] { return Status::Corruption("expression does not decode"); };
+  if (depth > kMaxDepth) return bad();
+  auto e = std::make_unique<BoundExpr>();
+  uint8_t kind, tid, op, func, flags;
+  int64_t max_len, column;
+  std::string_view v;
+  uint64_t n;
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kCast) || !r.U8(&tid) ||
+      tid > static_cast<uint8_t>(TypeId::kText) || !r.VarI64(&max_len) || !r.Str(&v) ||
+      !r.VarI64(&column) || !r.U8(&op) || op > static_cast<uint8_t>(BinOp::kOr) || !r.U8(&func) ||
+      func > static_cast<uint8_t>(Func::kLeast) || !r.U8(&flags) || !r.VarU64(&n) || n > 100000) {
+    return bad();
+  }
+  e->kind = static_cast<Kind>(kind);
+  e->type = SqlType{static_cast<TypeId>(tid), static_cast<int32_t>(max_len)};
+  e->column = static_cast<int>(column);
+  e->op = static_cast<BinOp>(op);
+  e->func = static_cast<Func>(func);
+  e->negated = flags & 1;
+  e->case_insensitive = flags & 2;
+  e->has_else = flags & 4;
+  ByteReader vr(v);
+  uint8_t vt;
+  if (!vr.U8(&vt)) return bad();
+  switch (static_cast<TypeId>(vt)) {
+    case TypeId::kNull: break;
+    case TypeId::kBool:
+    case TypeId::kInt32:
+    case TypeId::kInt64: {
+      int64_t i;
+      if (!vr.VarI64(&i)) return bad();
+      e->value = vt == static_cast<uint8_t>(TypeId::kBool) ? Value::Bool(i)
+                 : vt == static_cast<uint8_t>(TypeId::kInt32) ? Value::Int32(i)
+                                                              : Value::Int64(i);
+      break;
+    }
+    case TypeId::kDouble: {
+      uint64_t bits;
+      if (!vr.U64(&bits)) return bad();
+      double d;
+      std::memcpy(&d, &bits, 8);
+      e->value = Value::Double(d);
+      break;
+    }
+    case TypeId::kText: {
+      std::string s;
+      if (!vr.Str(&s)) return bad();
+      e->value = Value::Text(std::move(s));
+      break;
+    }
+    default: return bad();
+  }
+  for (uint64_t i = 0; i < n; i++) {
+    ASSIGN_OR_RETURN(BoundExprPtr c, Deserialize(r, depth + 1));
+    e->children.push_back(std::move(c));
+  }
+  return e;
+}
+
+}  // namespace wattdb::plan

@@ -1,0 +1,64 @@
+// Bound expressions: names resolved to column indexes, types checked, literals coerced.
+// Immutable after binding and serializable, so a plan fragment can be shipped to a node.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/status.h"
+#include "common/value.h"
+
+namespace wattdb::plan {
+
+enum class BinOp : uint8_t {
+  kAdd, kSub, kMul, kDiv, kMod, kConcat, kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr,
+};
+
+enum class Func : uint8_t {
+  kAbs, kLower, kUpper, kLength, kCoalesce, kNullIf, kIsTrue, kIsFalse, kRound, kGreatest, kLeast,
+};
+
+struct BoundExpr;
+using BoundExprPtr = std::unique_ptr<BoundExpr>;
+
+struct BoundExpr {
+  enum class Kind : uint8_t {
+    kConst,   // value
+    kColumn,  // column of the input batch
+    kNeg,     // -children[0]
+    kNot,     // NOT children[0]
+    kBinary,  // children[0] op children[1]
+    kFunc,    // func(children...)
+    kIsNull,  // children[0] IS [NOT] NULL (negated)
+    kInList,  // children[0] [NOT] IN (children[1..])
+    kLike,    // children[0] [NOT] LIKE children[1]; case_insensitive for ILIKE
+    kCase,    // WHEN children[2i] THEN children[2i+1] ... ELSE children.back() (has_else)
+    kCast,    // children[0]::type
+  };
+  Kind kind = Kind::kConst;
+  SqlType type;
+  Value value;
+  int column = 0;
+  BinOp op = BinOp::kAdd;
+  Func func = Func::kAbs;
+  bool negated = false;
+  bool case_insensitive = false;
+  bool has_else = false;
+  std::vector<BoundExprPtr> children;
+
+  BoundExprPtr Clone() const;
+  std::string ToString() const;
+  void Serialize(ByteWriter& w) const;
+  static Result<BoundExprPtr> Deserialize(ByteReader& r, int depth = 0);
+
+ private:
+  void EncodeValue(std::string* out) const;
+};
+
+BoundExprPtr MakeConst(Value v, SqlType t);
+BoundExprPtr MakeColumn(int index, SqlType t);
+
+}  // namespace wattdb::plan

@@ -1,0 +1,199 @@
+#include "query/plan/plan.h"
+
+#include "common/codec.h"
+
+namespace wattdb::plan {
+
+namespace {
+
+const char* AggName(AggFunc f) {
+  static const char* kNames[] = {"count(*)", "count", "sum", "min", "max", "avg"};
+  return kNames[static_cast<int>(f)];
+}
+
+void WriteType(ByteWriter& w, const SqlType& t) {
+  w.U8(static_cast<uint8_t>(t.id));
+  w.VarI64(t.max_len);
+}
+
+bool ReadType(ByteReader& r, SqlType* t) {
+  uint8_t id;
+  int64_t len;
+  if (!r.U8(&id) || id > static_cast<uint8_t>(TypeId::kText) || !r.VarI64(&len)) return false;
+  *t = SqlType{static_cast<TypeId>(id), static_cast<int32_t>(len)};
+  return true;
+}
+
+void WriteExprs(ByteWriter& w, const std::vector<BoundExprPtr>& es) {
+  w.VarU64(es.size());
+  for (const auto& e : es) e->Serialize(w);
+}
+
+Status ReadExprs(ByteReader& r, std::vector<BoundExprPtr>* es) {
+  uint64_t n;
+  if (!r.VarU64(&n) || n > 100000) return Status::Corruption("plan does not decode");
+  for (uint64_t i = 0; i < n; i++) {
+    ASSIGN_OR_RETURN(BoundExprPtr e, BoundExpr::Deserialize(r));
+    es->push_back(std::move(e));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string PlanNode::ToString(int indent) const {
+  std::string pad(indent * 2, ' ');
+  std::string s = pad;
+  auto list = [](const std::vector<BoundExprPtr>& es) {
+    std::string o;
+    for (size_t i = 0; i < es.size(); i++) o += (i ? ", " : "") + es[i]->ToString();
+    return o;
+  };
+  switch (kind) {
+    case Kind::kScan:
+      s += fmt::format("Scan {}{}", table_name,
+                       lo.empty() && hi.empty() ? "" : " (key range pruned)");
+      break;
+    case Kind::kValues: s += fmt::format("Values rows={}", rows.size()); break;
+    case Kind::kFilter: s += "Filter " + predicate->ToString(); break;
+    case Kind::kProject: s += "Project " + list(exprs); break;
+    case Kind::kAggregate: {
+      s += "HashAggregate groups=[" + list(groups) + "] aggs=[";
+      for (size_t i = 0; i < aggs.size(); i++) {
+        s += (i ? ", " : "") + std::string(AggName(aggs[i].func));
+        if (aggs[i].arg) s += "(" + aggs[i].arg->ToString() + ")";
+      }
+      s += "]";
+      break;
+    }
+    case Kind::kSort: {
+      s += "Sort ";
+      for (size_t i = 0; i < keys.size(); i++) {
+        s += (i ? ", " : "") + keys[i].expr->ToString() + (keys[i].desc ? " DESC" : "");
+      }
+      break;
+    }
+    case Kind::kLimit: s += fmt::format("Limit {} offset {}", limit, offset); break;
+  }
+  s += "\n";
+  for (const auto& c : children) s += c->ToString(indent + 1);
+  return s;
+}
+
+void PlanNode::Serialize(std::string* out) const {
+  ByteWriter w(out);
+  w.U8(1);  // format version
+  SerializeTo(w);
+}
+
+Result<PlanPtr> PlanNode::Deserialize(std::string_view in) {
+  ByteReader r(in);
+  uint8_t v;
+  if (!r.U8(&v) || v != 1) return Status::Corruption("unknown plan format");
+  ASSIGN_OR_RETURN(PlanPtr p, DeserializeFrom(r, 0));
+  if (!r.empty()) return Status::Corruption("trailing bytes after plan");
+  return p;
+}
+
+void PlanNode::SerializeTo(ByteWriter& w) const {
+  w.U8(static_cast<uint8_t>(kind));
+  w.VarU64(types.size());
+  for (const auto& t : types) WriteType(w, t);
+  w.VarU64(table);
+  w.Str(table_name);
+  w.Str(lo);
+  w.Str(hi);
+  w.VarU64(rows.size());
+  for (const auto& row : rows) {
+    std::string enc;
+    EncodeRow(row, &enc);
+    w.Str(enc);
+  }
+  w.U8(predicate ? 1 : 0);
+  if (predicate) predicate->Serialize(w);
+  WriteExprs(w, exprs);
+  WriteExprs(w, groups);
+  w.VarU64(aggs.size());
+  for (const auto& a : aggs) {
+    w.U8(static_cast<uint8_t>(a.func));
+    WriteType(w, a.type);
+    w.U8(a.arg ? 1 : 0);
+    if (a.arg) a.arg->Serialize(w);
+  }
+  w.VarU64(keys.size());
+  for (const auto& k : keys) {
+    k.expr->Serialize(w);
+    w.U8((k.desc ? 1 : 0) | (k.nulls_first ? 2 : 0));
+  }
+  w.VarI64(limit);
+  w.VarI64(offset);
+  w.VarU64(children.size());
+  for (const auto& c : children) c->SerializeTo(w);
+}
+
+Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
+  auto bad = [] { return Status::Corruption("plan does not decode"); };
+  if (depth > 64) return bad();
+  auto p = std::make_unique<PlanNode>();
+  uint8_t kind;
+  uint64_t n, table;
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kLimit) || !r.VarU64(&n) || n > 10000) {
+    return bad();
+  }
+  p->kind = static_cast<Kind>(kind);
+  p->types.resize(n);
+  for (auto& t : p->types) {
+    if (!ReadType(r, &t)) return bad();
+  }
+  if (!r.VarU64(&table) || !r.Str(&p->table_name) || !r.Str(&p->lo) || !r.Str(&p->hi) ||
+      !r.VarU64(&n) || n > 10000000) {
+    return bad();
+  }
+  p->table = static_cast<TableId>(table);
+  for (uint64_t i = 0; i < n; i++) {
+    std::string_view enc;
+    if (!r.Str(&enc)) return bad();
+    std::vector<Value> row;
+    RETURN_NOT_OK(DecodeRow(enc, &row));
+    p->rows.push_back(std::move(row));
+  }
+  uint8_t has;
+  if (!r.U8(&has)) return bad();
+  if (has) {
+    ASSIGN_OR_RETURN(p->predicate, BoundExpr::Deserialize(r));
+  }
+  RETURN_NOT_OK(ReadExprs(r, &p->exprs));
+  RETURN_NOT_OK(ReadExprs(r, &p->groups));
+  if (!r.VarU64(&n) || n > 10000) return bad();
+  for (uint64_t i = 0; i < n; i++) {
+    AggSpec a;
+    uint8_t f;
+    if (!r.U8(&f) || f > static_cast<uint8_t>(AggFunc::kAvg) || !ReadType(r, &a.type) ||
+        !r.U8(&has)) {
+      return bad();
+    }
+    a.func = static_cast<AggFunc>(f);
+    if (has) {
+      ASSIGN_OR_RETURN(a.arg, BoundExpr::Deserialize(r));
+    }
+    p->aggs.push_back(std::move(a));
+  }
+  if (!r.VarU64(&n) || n > 10000) return bad();
+  for (uint64_t i = 0; i < n; i++) {
+    SortKey k;
+    ASSIGN_OR_RETURN(k.expr, BoundExpr::Deserialize(r));
+    uint8_t flags;
+    if (!r.U8(&flags)) return bad();
+    k.desc = flags & 1;
+    k.nulls_first = flags & 2;
+    p->keys.push_back(std::move(k));
+  }
+  if (!r.VarI64(&p->limit) || !r.VarI64(&p->offset) || !r.VarU64(&n) || n > 1000) return bad();
+  for (uint64_t i = 0; i < n; i++) {
+    ASSIGN_OR_RETURN(PlanPtr c, DeserializeFrom(r, depth + 1));
+    p->children.push_back(std::move(c));
+  }
+  return p;
+}
+
+}  // namespace wattdb::plan

@@ -1,0 +1,151 @@
+// Parsed SQL, before name resolution. Produced by the parser, consumed by the binder.
+// Every node remembers the 1-based character position of its first token for error messages.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/value.h"
+
+namespace wattdb::sql {
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Expr {
+  enum class Kind {
+    kLiteral,   // value (a string literal has type kText and `untyped` = true)
+    kColumn,    // [table.]name
+    kStar,      // * or table.* in a select list
+    kUnary,     // op: "-", "not"
+    kBinary,    // op: + - * / % || = <> < <= > >= and or
+    kFunc,      // name(args), distinct, star_arg for count(*)
+    kIsNull,    // args[0] IS [NOT] NULL
+    kBetween,   // args[0] [NOT] BETWEEN args[1] AND args[2]
+    kInList,    // args[0] [NOT] IN (args[1..])
+    kLike,      // args[0] [NOT] LIKE args[1]
+    kCase,      // CASE [operand] WHEN args[2i] THEN args[2i+1] ... [ELSE else_expr] END
+    kCast,      // CAST(args[0] AS cast_type) or args[0]::cast_type
+  };
+  Kind kind;
+  int pos = 0;
+  Value value;
+  bool untyped = false;
+  std::string table, name;
+  std::string op;
+  std::vector<ExprPtr> args;
+  bool negated = false;
+  bool distinct = false;
+  bool star_arg = false;
+  SqlType cast_type;
+  ExprPtr operand;    // CASE operand
+  ExprPtr else_expr;  // CASE ELSE
+
+  explicit Expr(Kind k, int p) : kind(k), pos(p) {}
+};
+
+struct SelectItem {
+  ExprPtr expr;
+  std::string alias;
+};
+
+struct OrderItem {
+  ExprPtr expr;
+  bool desc = false;
+  std::optional<bool> nulls_first;
+};
+
+struct SelectStmt {
+  bool distinct = false;
+  std::vector<SelectItem> items;
+  bool has_from = false;
+  std::string from_table, from_alias;
+  int from_pos = 0;
+  ExprPtr where;
+  std::vector<ExprPtr> group_by;
+  ExprPtr having;
+  std::vector<OrderItem> order_by;
+  ExprPtr limit, offset;
+};
+
+struct ColumnDef {
+  std::string name;
+  SqlType type;
+  bool not_null = false;
+  bool primary_key = false;
+  int pos = 0;
+};
+
+struct CreateTableStmt {
+  std::string name;
+  bool if_not_exists = false;
+  std::vector<ColumnDef> columns;
+  std::vector<std::string> primary_key;  // table-level or column-level PRIMARY KEY
+  int pk_pos = 0;
+};
+
+struct DropTableStmt {
+  std::vector<std::string> names;
+  bool if_exists = false;
+};
+
+struct InsertStmt {
+  std::string table;
+  int table_pos = 0;
+  std::vector<std::string> columns;
+  std::vector<int> column_pos;
+  std::vector<std::vector<ExprPtr>> rows;
+};
+
+struct UpdateStmt {
+  std::string table;
+  int table_pos = 0;
+  std::vector<std::pair<std::string, ExprPtr>> sets;
+  std::vector<int> set_pos;
+  ExprPtr where;
+};
+
+struct DeleteStmt {
+  std::string table;
+  int table_pos = 0;
+  ExprPtr where;
+};
+
+// ALTER TABLE t MOVE SEGMENT s TO NODE n
+struct MoveSegmentStmt {
+  std::string table;
+  uint64_t segment = 0;
+  uint32_t node = 0;
+};
+
+// ALTER NODE n DRAIN | POWER OFF | POWER ON
+struct AlterNodeStmt {
+  enum class Action { kDrain, kPowerOff, kPowerOn };
+  uint32_t node = 0;
+  Action action = Action::kDrain;
+};
+
+struct TxnStmt {
+  enum class Kind { kBegin, kCommit, kRollback };
+  Kind kind;
+};
+
+struct SetStmt {
+  std::string name;
+  std::string value;
+};
+
+struct ShowStmt {
+  std::string name;
+};
+
+struct EmptyStmt {};
+
+using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
+                               UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
+                               SetStmt, ShowStmt>;
+
+}  // namespace wattdb::sql
