@@ -1,0 +1,84 @@
+// wattdb-node: serves this node's segments to the master.
+#include <signal.h>
+
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "common/config.h"
+#include "common/logging.h"
+#include "node/node_server.h"
+
+namespace po = boost::program_options;
+using namespace wattdb;
+
+int main(int argc, char** argv) {
+  po::options_description desc(
+      "wattdb-node: a WattDB storage and execution node.\n"
+      "Registers with the master named in the cluster config and serves its segments.\n\n"
+      "Options");
+  desc.add_options()("help,h", "show this help")(
+      "config,c", po::value<std::string>()->default_value(""),
+      "cluster config (TOML); empty = the embedded local default")(
+      "id", po::value<uint32_t>(), "this node's id (must appear in the config) [required]")(
+      "data-dir", po::value<std::string>(), "storage directory (default <data_dir>/n<id>)")(
+      "log-level", po::value<std::string>(), "trace|debug|info|warn|error (default from config)");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "wattdb-node: " << e.what() << "\n" << desc << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (!vm.count("id")) {
+    std::cerr << "wattdb-node: --id is required\n" << desc << "\n";
+    return 2;
+  }
+  auto cfg = LoadConfig(vm["config"].as<std::string>());
+  if (!cfg.ok()) {
+    std::cerr << "wattdb-node: " << cfg.status().message() << "\n";
+    return 2;
+  }
+  uint32_t id = vm["id"].as<uint32_t>();
+  const NodeConfig* self = cfg->FindNode(id);
+  if (!self) {
+    std::cerr << "wattdb-node: node id " << id << " is not in the config\n";
+    return 2;
+  }
+  std::string level = vm.count("log-level") ? vm["log-level"].as<std::string>() : cfg->log_level;
+  if (!ConfigureLogging(level, fmt::format("n{}", id))) {
+    std::cerr << "wattdb-node: unknown log level " << level << "\n";
+    return 2;
+  }
+  // Block termination signals in every thread; the main thread waits for them.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  node::NodeOptions opts;
+  opts.self = *self;
+  opts.data_dir = vm.count("data-dir") ? vm["data-dir"].as<std::string>()
+                                       : fmt::format("{}/n{}", cfg->data_dir, id);
+  opts.master_host = cfg->master_host;
+  opts.master_port = cfg->cluster_port;
+  opts.telemetry_interval_ms = cfg->telemetry_interval_ms;
+  node::NodeServer server(opts);
+  Status s = server.Start();
+  if (!s.ok()) {
+    Log("node")->error("cannot start: {}", s.ToString());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  Log("node")->info("signal {} received, shutting down", sig);
+  server.Stop();
+  return 0;
+}

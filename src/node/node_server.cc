@@ -1,0 +1,440 @@
+#include "node/node_server.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <kj/exception.h>
+
+#include "common/logging.h"
+#include "proto/cluster.capnp.h"
+#include "proto/node_service.capnp.h"
+
+namespace wattdb::node {
+
+namespace fs = std::filesystem;
+using net::Connection;
+
+namespace {
+
+std::string Str(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+kj::ArrayPtr<const kj::byte> Bytes(const std::string& s) {
+  return kj::arrayPtr(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+
+void SetStatus(proto::Status::Builder b, const Status& s) {
+  b.setCode(static_cast<uint8_t>(s.code()));
+  if (!s.ok()) {
+    b.setMessage(s.message());
+    b.setSqlstate(s.sqlstate());
+  }
+}
+
+Status FromProto(proto::Status::Reader r) {
+  if (r.getCode() == 0) return Status::OK();
+  return Status(static_cast<Status::Code>(r.getCode()), r.getMessage(), r.getSqlstate());
+}
+
+storage::SegmentMeta MetaFrom(proto::SegmentMeta::Reader r) {
+  return {r.getId(), r.getTable(), Str(r.getLo()), Str(r.getHi())};
+}
+
+void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m) {
+  b.setId(m.id);
+  b.setTable(m.table);
+  b.setLo(Bytes(m.lo));
+  b.setHi(Bytes(m.hi));
+}
+
+Status Reply(Connection& conn, const Status& s) {
+  capnp::MallocMessageBuilder mb;
+  auto resp = mb.initRoot<proto::Response>();
+  SetStatus(resp.initStatus(), s);
+  resp.setNone();
+  return conn.Send(mb);
+}
+
+Status FsyncFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Status::IOError("open " + path);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status::OK() : Status::IOError("fsync " + path);
+}
+
+}  // namespace
+
+NodeServer::NodeServer(NodeOptions opts, const Clock& clock) : opts_(std::move(opts)), clock_(clock) {}
+
+NodeServer::~NodeServer() { Stop(); }
+
+Status NodeServer::Start() {
+  ASSIGN_OR_RETURN(store_, storage::SegmentStore::Open(opts_.data_dir + "/segments"));
+  participant_ = std::make_unique<Participant>(*store_);
+  std::error_code ec;
+  fs::remove_all(opts_.data_dir + "/export", ec);
+  fs::remove_all(opts_.data_dir + "/import", ec);
+  server_ = std::make_unique<net::TcpServer>(
+      fmt::format("node{}", opts_.self.id), opts_.self.host, opts_.self.port,
+      [this](net::asio::ip::tcp::socket& s) { Serve(s); });
+  RETURN_NOT_OK(server_->Start());
+  link_thread_ = std::thread([this] { MasterLink(); });
+  Log("node")->info("node started id={} port={} data={}", opts_.self.id, server_->port(), opts_.data_dir);
+  return Status::OK();
+}
+
+void NodeServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  Log("node")->info("node stopping id={}", opts_.self.id);
+  // 1. Stop intake and drain: TcpServer::Stop closes the listener and joins every
+  //    connection thread after its current request.
+  if (server_) server_->Stop();
+  // 2. Tell the master goodbye and end the link.
+  {
+    std::lock_guard<std::mutex> l(link_mu_);
+    if (link_conn_) {
+      capnp::MallocMessageBuilder mb;
+      mb.initRoot<proto::NodeMessage>().setGoodbye();
+      (void)link_conn_->Send(mb);
+      link_conn_->Close();
+    }
+  }
+  link_cv_.notify_all();
+  if (link_thread_.joinable()) link_thread_.join();
+  // 3. Flush and close storage (RocksDB's Close flushes the WAL).
+  participant_.reset();
+  store_.reset();
+  Log("node")->info("node stopped id={}", opts_.self.id);
+}
+
+void NodeServer::Serve(net::asio::ip::tcp::socket& socket) {
+  Connection conn(&socket);
+  while (!stopping_) {
+    auto msg = conn.Receive();
+    if (!msg.ok()) {
+      if (msg.status().code() == Status::Code::kCorruption) {
+        Log("node")->warn("closing connection peer={} reason={}", conn.peer(), msg.status().message());
+      }
+      return;
+    }
+    try {
+      if (!Dispatch(conn, **msg)) return;
+    } catch (const kj::Exception& e) {
+      Log("node")->warn("malformed request peer={} err={}", conn.peer(), e.getDescription().cStr());
+      return;
+    } catch (const std::exception& e) {
+      Log("node")->warn("request failed peer={} err={}", conn.peer(), e.what());
+      return;
+    }
+  }
+}
+
+bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  switch (req.which()) {
+    case proto::Request::PING: return Reply(conn, Status::OK()).ok();
+    case proto::Request::CREATE_SEGMENT:
+      return Reply(conn, store_->CreateSegment(MetaFrom(req.getCreateSegment()))).ok();
+    case proto::Request::DROP_SEGMENT: {
+      SegmentId id = req.getDropSegment();
+      Status s = store_->DropSegment(id);
+      if (s.IsNotFound()) s = Status::OK();  // idempotent
+      if (s.ok()) Log("node")->info("segment dropped seg={}", id);
+      return Reply(conn, s).ok();
+    }
+    case proto::Request::PREPARE: {
+      auto p = req.getPrepare();
+      std::vector<TxnWrite> writes;
+      for (auto w : p.getWrites()) {
+        TxnWrite tw;
+        tw.op.segment = w.getSegment();
+        tw.op.key = Str(w.getKey());
+        if (w.getKind() != 1 && w.getKind() != 2) return Reply(conn, Status::InvalidArgument("bad write kind")).ok();
+        tw.op.kind = static_cast<storage::VersionKind>(w.getKind());
+        tw.op.row = Str(w.getRow());
+        tw.check = w.getCheck() == proto::Write::Check::INSERT   ? WriteCheck::kInsert
+                   : w.getCheck() == proto::Write::Check::UPDATE ? WriteCheck::kUpdate
+                                                                 : WriteCheck::kNone;
+        writes.push_back(std::move(tw));
+      }
+      return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes))).ok();
+    }
+    case proto::Request::COMMIT: {
+      auto c = req.getCommit();
+      return Reply(conn, participant_->Commit(c.getTxn(), c.getCommitTs())).ok();
+    }
+    case proto::Request::ABORT:
+      participant_->Abort(req.getAbort());
+      return Reply(conn, Status::OK()).ok();
+    case proto::Request::SCAN: {
+      auto s = req.getScan();
+      uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
+      auto sc = store_->Scan(s.getSegment(), Str(s.getLo()), Str(s.getHi()), s.getReadTs());
+      if (!sc.ok()) {
+        capnp::MallocMessageBuilder mb;
+        auto resp = mb.initRoot<proto::Response>();
+        SetStatus(resp.initStatus(), sc.status());
+        resp.initScanBatch().setLast(true);
+        return conn.Send(mb).ok();
+      }
+      std::vector<storage::ScanRow> rows;
+      while (true) {
+        rows.clear();
+        auto more = (*sc)->Next(batch, &rows);
+        capnp::MallocMessageBuilder mb;
+        auto resp = mb.initRoot<proto::Response>();
+        SetStatus(resp.initStatus(), more.status());
+        auto b = resp.initScanBatch();
+        bool last = !more.ok() || !*more;
+        b.setLast(last);
+        auto lr = b.initRows(rows.size());
+        auto lk = b.initKeys(rows.size());
+        for (size_t i = 0; i < rows.size(); i++) {
+          lr.set(i, Bytes(rows[i].row));
+          lk.set(i, Bytes(rows[i].key));
+        }
+        if (!conn.Send(mb).ok()) return false;
+        if (last) return true;
+      }
+    }
+    case proto::Request::SPLIT: {
+      auto s = req.getSplit();
+      auto key = store_->Split(s.getSegment(), s.getNewId());
+      capnp::MallocMessageBuilder mb;
+      auto resp = mb.initRoot<proto::Response>();
+      SetStatus(resp.initStatus(), key.status());
+      if (key.ok()) resp.setSplitKey(Bytes(*key));
+      return conn.Send(mb).ok();
+    }
+    case proto::Request::LIST_SEGMENTS: {
+      auto list = store_->List();
+      capnp::MallocMessageBuilder mb;
+      auto resp = mb.initRoot<proto::Response>();
+      SetStatus(resp.initStatus(), Status::OK());
+      auto l = resp.initSegments(list.size());
+      for (size_t i = 0; i < list.size(); i++) {
+        MetaTo(l[i].initMeta(), list[i].meta);
+        l[i].setBytes(list[i].bytes);
+        l[i].setRowsRead(list[i].rows_read);
+        l[i].setRowsWritten(list[i].rows_written);
+      }
+      return conn.Send(mb).ok();
+    }
+    case proto::Request::EXPORT_SEGMENT: {
+      SegmentId id = req.getExportSegment();
+      std::string dir = fmt::format("{}/export/{}-{}", opts_.data_dir, id, nonce_++);
+      std::error_code ec;
+      fs::create_directories(fs::path(dir).parent_path(), ec);
+      auto exp = store_->Export(id, dir);
+      capnp::MallocMessageBuilder mb;
+      auto resp = mb.initRoot<proto::Response>();
+      SetStatus(resp.initStatus(), exp.status());
+      if (!exp.ok()) return conn.Send(mb).ok();
+      auto e = resp.initSegmentExport();
+      MetaTo(e.initMeta(), exp->meta);
+      e.setComparator(exp->comparator);
+      auto files = e.initFiles(exp->files.size());
+      for (size_t i = 0; i < exp->files.size(); i++) {
+        const auto& f = exp->files[i];
+        files[i].setName(f.name);
+        files[i].setLevel(f.level);
+        files[i].setSize(f.size);
+        files[i].setSmallestSeqno(f.smallest_seqno);
+        files[i].setLargestSeqno(f.largest_seqno);
+        files[i].setSmallestKey(Bytes(f.smallest_key));
+        files[i].setLargestKey(Bytes(f.largest_key));
+        files[i].setNumEntries(f.num_entries);
+        files[i].setNumDeletions(f.num_deletions);
+      }
+      bool ok = conn.Send(mb).ok();
+      std::vector<char> buf(net::kMaxRawChunk);
+      for (size_t i = 0; ok && i < exp->files.size(); i++) {
+        std::ifstream in(dir + "/" + exp->files[i].name, std::ios::binary);
+        uint64_t left = exp->files[i].size;
+        while (ok && left > 0) {
+          size_t n = std::min<uint64_t>(left, buf.size());
+          if (!in.read(buf.data(), n)) {
+            ok = false;
+            break;
+          }
+          ok = conn.SendRaw(buf.data(), n).ok();
+          left -= n;
+        }
+      }
+      fs::remove_all(dir, ec);
+      return ok;
+    }
+    case proto::Request::PULL_SEGMENT: {
+      auto p = req.getPullSegment();
+      int64_t t0 = clock_.NowMicros();
+      uint64_t bytes = 0;
+      size_t nfiles = 0;
+      std::string dir = fmt::format("{}/import/{}-{}", opts_.data_dir, p.getSegment(), nonce_++);
+      Status s = [&]() -> Status {
+        net::asio::io_context io;
+        ASSIGN_OR_RETURN(auto src, Connection::Connect(io, p.getSourceHost(), p.getSourcePort()));
+        src->SetTimeouts(60000, 60000);
+        capnp::MallocMessageBuilder mb;
+        mb.initRoot<proto::Request>().setExportSegment(p.getSegment());
+        RETURN_NOT_OK(src->Send(mb));
+        ASSIGN_OR_RETURN(auto rmsg, src->Receive());
+        auto resp = rmsg->Root<proto::Response>();
+        RETURN_NOT_OK(FromProto(resp.getStatus()));
+        if (resp.which() != proto::Response::SEGMENT_EXPORT) {
+          return Status::Corruption("export reply without segment metadata");
+        }
+        auto e = resp.getSegmentExport();
+        storage::SegmentExport exp;
+        exp.meta = MetaFrom(e.getMeta());
+        exp.comparator = e.getComparator();
+        exp.dir = dir;
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+        if (ec) return Status::IOError("create " + dir + ": " + ec.message());
+        std::string chunk;
+        for (auto f : e.getFiles()) {
+          storage::ExportedFile ef;
+          ef.name = f.getName();
+          if (ef.name.empty() || ef.name.find('/') != std::string::npos || ef.name[0] == '.') {
+            return Status::Corruption("bad file name in segment export");
+          }
+          ef.level = f.getLevel();
+          ef.size = f.getSize();
+          ef.smallest_seqno = f.getSmallestSeqno();
+          ef.largest_seqno = f.getLargestSeqno();
+          ef.smallest_key = Str(f.getSmallestKey());
+          ef.largest_key = Str(f.getLargestKey());
+          ef.num_entries = f.getNumEntries();
+          ef.num_deletions = f.getNumDeletions();
+          std::string path = dir + "/" + ef.name;
+          {
+            std::ofstream out(path, std::ios::binary);
+            uint64_t left = ef.size;
+            while (left > 0) {
+              RETURN_NOT_OK(src->ReceiveRaw(&chunk));
+              if (chunk.empty() || chunk.size() > left) return Status::Corruption("file stream overrun");
+              out.write(chunk.data(), chunk.size());
+              left -= chunk.size();
+            }
+            if (!out.flush()) return Status::IOError("write " + path);
+          }
+          RETURN_NOT_OK(FsyncFile(path));
+          bytes += ef.size;
+          nfiles++;
+          exp.files.push_back(std::move(ef));
+        }
+        return store_->Import(exp);
+      }();
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      uint64_t micros = clock_.NowMicros() - t0;
+      if (s.ok()) {
+        Log("node")->info("segment imported seg={} from={}:{} bytes={} files={} ms={:.1f}", p.getSegment(),
+                          p.getSourceHost().cStr(), p.getSourcePort(), bytes, nfiles, micros / 1000.0);
+      }
+      capnp::MallocMessageBuilder mb;
+      auto resp = mb.initRoot<proto::Response>();
+      SetStatus(resp.initStatus(), s);
+      auto pulled = resp.initPulled();
+      pulled.setBytes(bytes);
+      pulled.setFiles(static_cast<uint32_t>(nfiles));
+      pulled.setMicros(micros);
+      return conn.Send(mb).ok();
+    }
+  }
+  (void)Reply(conn, Status::NotSupported("unknown request"));
+  return false;
+}
+
+void NodeServer::MasterLink() {
+  int backoff_ms = 100;
+  TelemetrySampler sampler(opts_.data_dir, clock_);
+  while (!stopping_) {
+    net::asio::io_context io;
+    auto conn = Connection::Connect(io, opts_.master_host, opts_.master_port);
+    Status s = conn.status();
+    if (s.ok()) {
+      (*conn)->SetTimeouts(10000, 10000);
+      capnp::MallocMessageBuilder mb;
+      auto reg = mb.initRoot<proto::NodeMessage>().initRegister();
+      reg.setNodeId(opts_.self.id);
+      reg.setHost(opts_.self.host);
+      reg.setPort(server_->port());
+      reg.setPid(getpid());
+      s = (*conn)->Send(mb);
+      if (s.ok()) {
+        auto reply = (*conn)->Receive();
+        s = reply.status();
+        if (s.ok()) {
+          try {
+            auto m = (*reply)->Root<proto::MasterMessage>();
+            if (m.which() == proto::MasterMessage::REJECTED) {
+              s = Status::InvalidArgument(std::string("master rejected registration: ") +
+                                          m.getRejected().cStr());
+            }
+          } catch (const kj::Exception& e) {
+            s = Status::Corruption("bad registration reply");
+          }
+        }
+      }
+    }
+    if (!s.ok()) {
+      Log("node")->warn("cannot reach master at {}:{}, retrying in {} ms: {}", opts_.master_host,
+                        opts_.master_port, backoff_ms, s.message());
+      std::unique_lock<std::mutex> l(link_mu_);
+      link_cv_.wait_for(l, std::chrono::milliseconds(backoff_ms), [this] { return stopping_.load(); });
+      backoff_ms = std::min(backoff_ms * 2, 5000);
+      continue;
+    }
+    backoff_ms = 100;
+    Log("node")->info("registered with master id={} master={}:{}", opts_.self.id, opts_.master_host,
+                      opts_.master_port);
+    {
+      std::lock_guard<std::mutex> l(link_mu_);
+      link_conn_ = conn->get();
+    }
+    while (!stopping_) {
+      TelemetrySample t = sampler.Sample();
+      capnp::MallocMessageBuilder mb;
+      auto hb = mb.initRoot<proto::NodeMessage>().initHeartbeat();
+      hb.setCpuPercent(t.cpu_percent);
+      hb.setHostCpuPercent(t.host_cpu_percent);
+      hb.setRssBytes(t.rss_bytes);
+      hb.setMemTotalBytes(t.mem_total_bytes);
+      hb.setMemAvailableBytes(t.mem_available_bytes);
+      hb.setDiskBytes(t.disk_bytes);
+      hb.setDiskReadBytesPerSec(t.disk_read_bps);
+      hb.setDiskWriteBytesPerSec(t.disk_write_bps);
+      hb.setNetRxBytesPerSec(t.net_rx_bps);
+      hb.setNetTxBytesPerSec(t.net_tx_bps);
+      hb.setWallMicros(clock_.WallMicros());
+      auto list = store_->List();
+      auto segs = hb.initSegments(list.size());
+      for (size_t i = 0; i < list.size(); i++) {
+        MetaTo(segs[i].initMeta(), list[i].meta);
+        segs[i].setBytes(list[i].bytes);
+        segs[i].setRowsRead(list[i].rows_read);
+        segs[i].setRowsWritten(list[i].rows_written);
+      }
+      Status hs;
+      {
+        std::lock_guard<std::mutex> l(link_mu_);
+        if (stopping_) break;
+        hs = (*conn)->Send(mb);
+      }
+      if (!hs.ok()) {
+        Log("node")->warn("lost master link: {}", hs.message());
+        break;
+      }
+      std::unique_lock<std::mutex> l(link_mu_);
+      link_cv_.wait_for(l, std::chrono::milliseconds(opts_.telemetry_interval_ms),
+                        [this] { return stopping_.load(); });
+    }
+    std::lock_guard<std::mutex> l(link_mu_);
+    link_conn_ = nullptr;
+  }
+}
+
+}  // namespace wattdb::node

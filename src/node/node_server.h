@@ -1,0 +1,63 @@
+// NodeServer: one WattDB node. Serves segment requests from the master on its data port
+// (and segment exports to other nodes), and keeps a registration + heartbeat link to the
+// master carrying telemetry.
+//
+// Lifecycle: Start() opens storage, starts serving and the master link; Stop() is the
+// power-down path: stop intake, drain running requests, tell the master goodbye, close
+// storage. Stop() is idempotent.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "net/tcp_server.h"
+#include "node/participant.h"
+#include "node/telemetry.h"
+#include "storage/segment_store.h"
+
+namespace wattdb::node {
+
+struct NodeOptions {
+  NodeConfig self;
+  std::string data_dir;  // this node's storage directory
+  std::string master_host;
+  uint16_t master_port = 0;
+  int telemetry_interval_ms = 2000;
+};
+
+class NodeServer {
+ public:
+  NodeServer(NodeOptions opts, const Clock& clock = Clock::Real());
+  ~NodeServer();
+
+  Status Start();
+  void Stop();
+
+ private:
+  void Serve(net::asio::ip::tcp::socket& socket);
+  void MasterLink();
+  // Handles one request; may send several frames (scan, export). Returns false if the
+  // connection must close.
+  bool Dispatch(net::Connection& conn, net::ReceivedMessage& msg);
+
+  NodeOptions opts_;
+  const Clock& clock_;  // borrowed
+  std::unique_ptr<storage::SegmentStore> store_;
+  std::unique_ptr<Participant> participant_;
+  std::unique_ptr<net::TcpServer> server_;
+  std::thread link_thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex link_mu_;  // guards link_conn_ and wakes the link thread
+  std::condition_variable link_cv_;
+  net::Connection* link_conn_ = nullptr;
+  std::atomic<uint64_t> nonce_{0};
+};
+
+}  // namespace wattdb::node

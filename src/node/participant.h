@@ -1,0 +1,51 @@
+// Participant: the node's side of a statement's atomic commit across nodes.
+//
+// Prepare validates a transaction's writes against committed data (duplicate keys -> 23505,
+// write-write conflicts under snapshot isolation -> 40001), locks the written keys and keeps
+// the writes in memory; Commit applies them at the master's commit timestamp in one RocksDB
+// write batch; Abort forgets them. A key locked by one prepared transaction cannot be
+// prepared by another (40001: the later writer aborts).
+//
+// Prepared state is in memory: a node that restarts forgets prepared-but-undecided
+// transactions, which the master then treats as aborted (it never committed them anywhere
+// before every participant prepared). Thread-safe.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "storage/segment_store.h"
+
+namespace wattdb::node {
+
+enum class WriteCheck { kNone, kInsert, kUpdate };
+
+struct TxnWrite {
+  storage::WriteOp op;
+  WriteCheck check = WriteCheck::kNone;
+};
+
+class Participant {
+ public:
+  explicit Participant(storage::SegmentStore& store) : store_(store) {}
+
+  Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes);
+  Status Commit(uint64_t txn, Timestamp commit_ts);
+  void Abort(uint64_t txn);
+  // True if any prepared transaction holds writes on `segment` (a move must wait).
+  bool HasPrepared(SegmentId segment) const;
+  size_t prepared_count() const;
+
+ private:
+  using LockKey = std::pair<SegmentId, std::string>;
+  storage::SegmentStore& store_;  // borrowed; outlives the participant
+  mutable std::mutex mu_;         // guards prepared_ and locks_
+  std::map<uint64_t, std::vector<storage::WriteOp>> prepared_;
+  std::map<LockKey, uint64_t> locks_;
+};
+
+}  // namespace wattdb::node

@@ -1,0 +1,74 @@
+#include "node/participant.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "common/codec.h"
+
+namespace wattdb::node {
+namespace {
+
+class ParticipantTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / fmt::format("wattdb_part_{}", getpid());
+    std::filesystem::remove_all(dir_);
+    store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
+    ASSERT_TRUE(store_->CreateSegment({1, 1, "", ""}).ok());
+    p_ = std::make_unique<Participant>(*store_);
+  }
+  void TearDown() override {
+    p_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  static TxnWrite W(int k, WriteCheck c, storage::VersionKind kind = storage::VersionKind::kPut) {
+    TxnWrite w;
+    EncodeKeyValue(Value::Int64(k), &w.op.key);
+    w.op.segment = 1;
+    w.op.kind = kind;
+    EncodeRow({Value::Int64(k)}, &w.op.row);
+    w.check = c;
+    return w;
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<storage::SegmentStore> store_;
+  std::unique_ptr<Participant> p_;
+};
+
+TEST_F(ParticipantTest, DuplicateInsertIsRejected) {
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(1, 11).ok());
+  Status s = p_->Prepare(2, 11, {W(5, WriteCheck::kInsert)});
+  EXPECT_EQ(s.sqlstate(), "23505");
+  // After a delete commits, the key can be inserted again.
+  ASSERT_TRUE(p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate, storage::VersionKind::kDelete)}).ok());
+  ASSERT_TRUE(p_->Commit(3, 12).ok());
+  EXPECT_TRUE(p_->Prepare(4, 12, {W(5, WriteCheck::kInsert)}).ok());
+}
+
+TEST_F(ParticipantTest, LaterWriterLosesConflicts) {
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(7, WriteCheck::kInsert)}).ok());
+  // A concurrent prepared writer on the same key aborts.
+  EXPECT_EQ(p_->Prepare(2, 10, {W(7, WriteCheck::kUpdate)}).sqlstate(), "40001");
+  EXPECT_TRUE(p_->HasPrepared(1));
+  ASSERT_TRUE(p_->Commit(1, 20).ok());
+  EXPECT_FALSE(p_->HasPrepared(1));
+  // A writer whose snapshot predates the committed version aborts (first committer wins).
+  EXPECT_EQ(p_->Prepare(3, 15, {W(7, WriteCheck::kUpdate)}).sqlstate(), "40001");
+  EXPECT_TRUE(p_->Prepare(4, 20, {W(7, WriteCheck::kUpdate)}).ok());
+  p_->Abort(4);
+  EXPECT_EQ(p_->prepared_count(), 0u);
+  EXPECT_TRUE(p_->Prepare(5, 20, {W(7, WriteCheck::kUpdate)}).ok());
+}
+
+TEST_F(ParticipantTest, KeyOutsideSegmentIsStale) {
+  ASSERT_TRUE(store_->CreateSegment({2, 1, "", "\x01"}).ok());
+  TxnWrite w = W(9, WriteCheck::kInsert);
+  w.op.segment = 2;
+  EXPECT_TRUE(p_->Prepare(1, 1, {w}).IsStale());
+}
+
+}  // namespace
+}  // namespace wattdb::node
