@@ -80,6 +80,10 @@ Status NodeServer::Start() {
       fmt::format("node{}", opts_.self.id), opts_.self.host, opts_.self.port,
       [this](net::asio::ip::tcp::socket& s) { Serve(s); });
   RETURN_NOT_OK(server_->Start());
+  {
+    std::ofstream pid(opts_.data_dir + "/node.pid", std::ios::trunc);
+    pid << getpid() << "\n";
+  }
   link_thread_ = std::thread([this] { MasterLink(); });
   Log("node")->info("node started id={} port={} data={}", opts_.self.id, server_->port(), opts_.data_dir);
   return Status::OK();
@@ -106,6 +110,8 @@ void NodeServer::Stop() {
   // 3. Flush and close storage (RocksDB's Close flushes the WAL).
   participant_.reset();
   store_.reset();
+  std::error_code ec;
+  fs::remove(opts_.data_dir + "/node.pid", ec);
   Log("node")->info("node stopped id={}", opts_.self.id);
 }
 

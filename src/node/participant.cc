@@ -4,7 +4,6 @@ namespace wattdb::node {
 
 Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes) {
   std::lock_guard<std::mutex> l(mu_);
-  if (prepared_.count(txn)) return Status::InvalidArgument(fmt::format("txn {} already prepared", txn));
   std::set<LockKey> mine;
   for (const auto& w : writes) {
     ASSIGN_OR_RETURN(storage::SegmentRef seg, store_.Get(w.op.segment));

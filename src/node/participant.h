@@ -33,6 +33,7 @@ class Participant {
  public:
   explicit Participant(storage::SegmentStore& store) : store_(store) {}
 
+  // Validates and locks `writes`; a later Prepare of the same txn adds more writes.
   Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes);
   Status Commit(uint64_t txn, Timestamp commit_ts);
   void Abort(uint64_t txn);

@@ -130,8 +130,12 @@ class Parser {
       while (AcceptOp(".")) s.name += "." + Next().text;
       return Statement(std::move(s));
     }
-    if (t.kind == Tok::kIdent) {
-      return Status::Sql("0A000", fmt::format("statement {} is not supported", t.text), t.pos);
+    static const std::set<std::string> kKnownUnsupported = {
+        "copy", "explain", "truncate", "vacuum", "analyze", "grant", "revoke", "prepare",
+        "execute", "deallocate", "with", "values", "table", "savepoint", "release", "lock",
+        "listen", "notify", "discard", "reset", "comment", "cluster", "reindex", "checkpoint"};
+    if (t.kind == Tok::kIdent && kKnownUnsupported.count(t.text)) {
+      return Status::Sql("0A000", fmt::format("{} is not supported yet", t.text), t.pos);
     }
     return SyntaxError();
   }

@@ -1,0 +1,108 @@
+// Catalog: tables, the partition map (table -> key-range segments -> owning node), node
+// admin states, logged segment moves, and durable counters (ids, timestamps, row ids).
+// Everything lives in a KvStore under the master's data directory and survives restarts.
+//
+// A table's segments tile its whole key space: sorted by `lo`, each segment's `hi` is the
+// next one's `lo`, the first starts at "" (-inf) and the last ends at "" (+inf). A
+// "partition" is the set of a table's segments owned by one node.
+//
+// Thread-safe: readers share a lock, mutations are exclusive and write through.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "common/schema.h"
+#include "common/status.h"
+#include "query/plan/binder.h"
+#include "storage/kv_store.h"
+
+namespace wattdb::master {
+
+struct SegmentEntry {
+  SegmentId id = 0;
+  TableId table = 0;
+  std::string lo, hi;
+  NodeId node = 0;
+};
+
+enum class NodeAdminState : uint8_t { kActive = 0, kDraining = 1, kOff = 2 };
+const char* NodeAdminStateName(NodeAdminState s);
+
+struct MoveIntent {
+  SegmentId segment = 0;
+  NodeId from = 0, to = 0;
+};
+
+// First ids of system views; user tables get ids below this.
+constexpr TableId kFirstSystemTableId = 0xFFFF0000u;
+
+class Catalog : public plan::CatalogReader {
+ public:
+  static Result<std::unique_ptr<Catalog>> Open(const std::string& dir);
+
+  // plan::CatalogReader. Also resolves system views registered with AddSystemView.
+  Result<TableSchema> GetTable(const std::string& name) const override;
+  std::vector<TableSchema> Tables() const;
+  void AddSystemView(TableSchema schema);  // REQUIRES: id >= kFirstSystemTableId
+
+  // Creates the table and its single initial segment on `node`. Fails with 42P07 if a
+  // table of that name exists. Fills in schema.id.
+  Result<SegmentEntry> CreateTable(TableSchema* schema, NodeId node);
+  // Removes the table and its segments from the catalog, returning the segments. The
+  // segments stay listed in Trash() until ClearTrash confirms their nodes dropped them.
+  Result<std::vector<SegmentEntry>> DropTable(const std::string& name);
+  std::vector<SegmentEntry> Trash() const;
+  Status ClearTrash(SegmentId seg);
+
+  // Segments of `table` overlapping [lo, hi), in key order.
+  std::vector<SegmentEntry> SegmentsOverlapping(TableId table, const std::string& lo,
+                                                const std::string& hi) const;
+  Result<SegmentEntry> SegmentForKey(TableId table, const std::string& key) const;
+  Result<SegmentEntry> GetSegment(SegmentId id) const;
+  std::vector<SegmentEntry> AllSegments() const;
+  std::vector<SegmentEntry> SegmentsOnNode(NodeId node) const;
+
+  Status ApplySplit(SegmentId seg, SegmentId new_id, const std::string& split_key);
+  // Moves: the intent is logged before any bytes move; SetOwner switches ownership and
+  // clears the intent in one atomic write.
+  Status LogMoveIntent(const MoveIntent& m);
+  Status ClearMoveIntent(SegmentId seg);
+  Status SetOwner(SegmentId seg, NodeId node);
+  std::vector<MoveIntent> PendingMoves() const;
+
+  NodeAdminState GetNodeState(NodeId node) const;
+  Status SetNodeState(NodeId node, NodeAdminState s);
+
+  // Durable counters, handed out in memory from persisted blocks: a restart may skip values
+  // but never repeats one.
+  Result<uint64_t> NextSegmentId();
+  Result<uint64_t> NextRowId(TableId table);
+  // Timestamps: returns a value greater than every timestamp handed out before.
+  Result<Timestamp> NextTimestamp();
+
+ private:
+  Catalog() = default;
+  Status Load();
+  Result<uint64_t> NextFromCounter(const std::string& name, uint64_t block);
+  static std::string SegmentKey(SegmentId id);
+  static std::string EncodeSegment(const SegmentEntry& e);
+
+  std::unique_ptr<storage::KvStore> kv_;
+  mutable std::shared_mutex mu_;  // guards everything below
+  std::map<std::string, TableSchema> tables_;
+  std::map<TableId, std::map<std::string, SegmentEntry>> by_table_;  // table -> lo -> segment
+  std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)
+  std::map<SegmentId, MoveIntent> moves_;
+  std::map<SegmentId, SegmentEntry> trash_;
+  std::map<NodeId, NodeAdminState> node_states_;
+  struct Counter {
+    uint64_t next = 0, limit = 0;
+  };
+  std::map<std::string, Counter> counters_;
+};
+
+}  // namespace wattdb::master

@@ -1,0 +1,374 @@
+#include "master/cluster.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+
+namespace wattdb::master {
+
+namespace {
+constexpr int kMaxWriteAttempts = 100;
+}
+
+Cluster::Cluster(const ClusterConfig& config, MasterOptions opts, const Clock& clock)
+    : config_(config), opts_(std::move(opts)), clock_(clock) {}
+
+Cluster::~Cluster() { Stop(); }
+
+Status Cluster::Start() {
+  ASSIGN_OR_RETURN(catalog_, Catalog::Open(config_.data_dir + "/master"));
+  ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
+  last_ts_ = ts;  // everything committed before this run has a smaller timestamp
+  next_txn_ = static_cast<uint64_t>(clock_.WallMicros()) << 8;  // unique across restarts
+  registry_ = std::make_unique<NodeRegistry>(config_, clock_);
+  RETURN_NOT_OK(registry_->Start());
+  local_driver_ = power::MakeLocalDriver({opts_.node_binary, opts_.config_path, config_.data_dir});
+  if (opts_.manage_nodes) {
+    for (const auto& n : config_.nodes) {
+      if (catalog_->GetNodeState(n.id) == NodeAdminState::kOff) continue;
+      RETURN_NOT_OK(Driver(n.id).PowerOn(n));
+    }
+    for (const auto& n : config_.nodes) {
+      if (catalog_->GetNodeState(n.id) == NodeAdminState::kOff) continue;
+      if (!registry_->WaitUp(n.id, 30000)) {
+        Log("master")->warn("node {} did not register within 30 s; see {}/n{}.log", n.id,
+                            config_.data_dir, n.id);
+      }
+    }
+  }
+  maintenance_ = std::thread([this] { MaintenanceLoop(); });
+  return Status::OK();
+}
+
+void Cluster::Stop() {
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (maintenance_.joinable()) maintenance_.join();
+  if (opts_.manage_nodes && local_driver_) {
+    for (const auto& n : config_.nodes) (void)Driver(n.id).PowerOff(n);
+  }
+  if (registry_) registry_->Stop();
+}
+
+power::PowerDriver& Cluster::Driver(NodeId) { return *local_driver_; }
+
+std::shared_ptr<std::shared_mutex> Cluster::Latch(SegmentId seg) {
+  std::lock_guard<std::mutex> l(latch_mu_);
+  auto& p = latches_[seg];
+  if (!p) p = std::make_shared<std::shared_mutex>();
+  return p;
+}
+
+Timestamp Cluster::ReadTimestamp() {
+  std::lock_guard<std::mutex> l(ts_mu_);
+  if (inflight_.empty()) return last_ts_;
+  return *inflight_.begin() - 1;
+}
+
+Result<Timestamp> Cluster::BeginCommit() {
+  ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
+  std::lock_guard<std::mutex> l(ts_mu_);
+  inflight_.insert(ts);
+  if (ts > last_ts_) last_ts_ = ts;
+  return ts;
+}
+
+void Cluster::EndCommit(Timestamp ts) {
+  std::lock_guard<std::mutex> l(ts_mu_);
+  inflight_.erase(ts);
+}
+
+Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
+  if (writes.empty()) return Status::OK();
+  for (int attempt = 0;; attempt++) {
+    // Route every write to its segment, then latch those segments (in id order).
+    std::map<SegmentId, SegmentEntry> segs;
+    std::vector<SegmentId> seg_of(writes.size());
+    for (size_t i = 0; i < writes.size(); i++) {
+      ASSIGN_OR_RETURN(SegmentEntry e, catalog_->SegmentForKey(table, writes[i].key));
+      seg_of[i] = e.id;
+      segs[e.id] = e;
+    }
+    std::vector<std::shared_lock<std::shared_mutex>> held;
+    for (auto& [id, e] : segs) held.emplace_back(*Latch(id));
+    // A move or split may have finished between routing and latching: check.
+    bool changed = false;
+    for (auto& [id, e] : segs) {
+      auto now = catalog_->GetSegment(id);
+      if (!now.ok() || now->node != e.node || now->lo != e.lo || now->hi != e.hi) changed = true;
+    }
+    if (changed) continue;
+
+    std::map<NodeId, std::vector<RemoteWrite>> by_node;
+    for (size_t i = 0; i < writes.size(); i++) {
+      RemoteWrite w;
+      w.segment = seg_of[i];
+      w.key = writes[i].key;
+      w.is_delete = writes[i].is_delete;
+      w.row = writes[i].row;
+      w.check = writes[i].check;
+      by_node[segs[seg_of[i]].node].push_back(std::move(w));
+    }
+    uint64_t txn = next_txn_++;
+    std::vector<std::shared_ptr<NodeClient>> prepared;
+    Status failed;
+    for (auto& [node, ws] : by_node) {
+      auto client = registry_->Client(node);
+      if (!client.ok()) {
+        failed = client.status();
+        break;
+      }
+      prepared.push_back(*client);
+      constexpr size_t kChunk = 5000;
+      for (size_t off = 0; off < ws.size() && failed.ok(); off += kChunk) {
+        std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + std::min(ws.size(), off + kChunk));
+        failed = RpcPrepare(**client, txn, snapshot, chunk);
+      }
+      if (!failed.ok()) break;
+    }
+    if (!failed.ok()) {
+      for (auto& c : prepared) (void)RpcAbort(*c, txn);
+      bool retry = (failed.IsStale() || failed.IsNotFound()) && attempt < kMaxWriteAttempts;
+      if (!retry) return failed;
+      held.clear();
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 1 + attempt)));
+      continue;
+    }
+    // Every participant prepared: the statement commits.
+    ASSIGN_OR_RETURN(Timestamp ts, BeginCommit());
+    Status commit_status;
+    for (auto& c : prepared) {
+      Status s = RpcCommit(*c, txn, ts);
+      if (!s.ok()) {
+        Log("master")->error("commit incomplete txn={} node={} err={}", txn, c->id(), s.ToString());
+        commit_status = Status(Status::Code::kIOError,
+                               fmt::format("commit on node {} failed: {}", c->id(), s.message()), "58030");
+      }
+    }
+    EndCommit(ts);
+    return commit_status;
+  }
+}
+
+NodeId Cluster::LeastLoadedNode(NodeId except) {
+  std::map<NodeId, size_t> load;
+  for (const auto& n : config_.nodes) {
+    if (n.id == except || !registry_->IsUp(n.id)) continue;
+    if (catalog_->GetNodeState(n.id) != NodeAdminState::kActive) continue;
+    load[n.id] = 0;
+  }
+  for (const auto& s : catalog_->AllSegments()) {
+    auto it = load.find(s.node);
+    if (it != load.end()) it->second++;
+  }
+  NodeId best = 0;
+  size_t best_load = SIZE_MAX;
+  for (auto& [id, l] : load) {
+    if (l < best_load) {
+      best = id;
+      best_load = l;
+    }
+  }
+  return best;
+}
+
+Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  int64_t t0 = clock_.NowMicros();
+  if (!config_.FindNode(target)) return Status::Sql("42704", fmt::format("node {} does not exist", target));
+  if (catalog_->GetNodeState(target) != NodeAdminState::kActive) {
+    return Status::Sql("55000", fmt::format("node {} is {}; it cannot take segments", target,
+                                            NodeAdminStateName(catalog_->GetNodeState(target))));
+  }
+  auto latch = Latch(seg);
+  std::unique_lock<std::shared_mutex> excl(*latch);  // waits for in-flight writes
+  ASSIGN_OR_RETURN(SegmentEntry e, catalog_->GetSegment(seg));
+  MoveReport rep{seg, e.node, target};
+  if (e.node == target) return rep;
+  ASSIGN_OR_RETURN(auto src, registry_->Client(e.node));
+  ASSIGN_OR_RETURN(auto dst, registry_->Client(target));
+  std::string src_host;
+  uint16_t src_port = 0;
+  for (const auto& n : registry_->Snapshot()) {
+    if (n.id == e.node) {
+      src_host = n.host;
+      src_port = n.port;
+    }
+  }
+  RETURN_NOT_OK(catalog_->LogMoveIntent({seg, e.node, target}));
+  auto pulled = RpcPull(*dst, seg, src_host, src_port);
+  if (!pulled.ok()) {
+    (void)RpcDropSegment(*dst, seg);  // remove a partial import, if any
+    (void)catalog_->ClearMoveIntent(seg);
+    return pulled.status().Prepend(fmt::format("move of segment {} to node {}", seg, target));
+  }
+  RETURN_NOT_OK(catalog_->SetOwner(seg, target));
+  Status dropped = RpcDropSegment(*src, seg);
+  if (!dropped.ok()) {
+    Log("master")->warn("source copy not dropped seg={} node={} err={} (maintenance retries)", seg,
+                        e.node, dropped.ToString());
+  }
+  rep.bytes = pulled->bytes;
+  rep.files = pulled->files;
+  rep.pull_ms = pulled->micros / 1000.0;
+  rep.total_ms = (clock_.NowMicros() - t0) / 1000.0;
+  Log("master")->info("segment moved seg={} from=n{} to=n{} bytes={} files={} pull_ms={:.1f} total_ms={:.1f}",
+                      seg, e.node, target, rep.bytes, rep.files, rep.pull_ms, rep.total_ms);
+  return rep;
+}
+
+Result<SegmentId> Cluster::SplitSegment(SegmentId seg) {
+  NodeId node;
+  SegmentId fresh;
+  {
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    auto latch = Latch(seg);
+    std::unique_lock<std::shared_mutex> excl(*latch);
+    ASSIGN_OR_RETURN(SegmentEntry e, catalog_->GetSegment(seg));
+    ASSIGN_OR_RETURN(auto client, registry_->Client(e.node));
+    ASSIGN_OR_RETURN(fresh, catalog_->NextSegmentId());
+    auto key = RpcSplit(*client, seg, fresh);
+    if (!key.ok()) {
+      if (key.status().code() == Status::Code::kInvalidArgument) return SegmentId{0};
+      return key.status();
+    }
+    RETURN_NOT_OK(catalog_->ApplySplit(seg, fresh, *key));
+    node = e.node;
+    Log("master")->info("segment split seg={} new={} node=n{}", seg, fresh, node);
+  }
+  if (opts_.balance) {
+    NodeId target = LeastLoadedNode();
+    if (target != 0 && target != node) {
+      size_t on_node = catalog_->SegmentsOnNode(node).size();
+      size_t on_target = catalog_->SegmentsOnNode(target).size();
+      if (on_node > on_target + 1) {
+        auto moved = MoveSegment(fresh, target);
+        if (!moved.ok()) Log("master")->warn("balance move failed seg={} err={}", fresh, moved.status().ToString());
+      }
+    }
+  }
+  return fresh;
+}
+
+Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
+  if (!config_.FindNode(node)) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kDraining));
+  std::vector<MoveReport> reports;
+  for (const auto& s : catalog_->SegmentsOnNode(node)) {
+    NodeId target = LeastLoadedNode(node);
+    if (target == 0) {
+      return Status::Sql("55000", fmt::format("cannot drain node {}: no other active node is up", node));
+    }
+    ASSIGN_OR_RETURN(MoveReport r, MoveSegment(s.id, target));
+    reports.push_back(r);
+  }
+  Log("master")->info("node drained id={} segments_moved={}", node, reports.size());
+  return reports;
+}
+
+Status Cluster::PowerOff(NodeId node) {
+  const NodeConfig* nc = config_.FindNode(node);
+  if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  size_t owned = catalog_->SegmentsOnNode(node).size();
+  if (owned > 0) {
+    return Status::Sql("55000", fmt::format("node {} still owns {} segment(s); run ALTER NODE {} DRAIN first",
+                                            node, owned, node));
+  }
+  RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kOff));
+  RETURN_NOT_OK(Driver(node).PowerOff(*nc));
+  registry_->WaitDown(node, 10000);
+  Log("master")->info("node powered off id={} driver={}", node, Driver(node).name());
+  return Status::OK();
+}
+
+Status Cluster::PowerOn(NodeId node) {
+  const NodeConfig* nc = config_.FindNode(node);
+  if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  RETURN_NOT_OK(Driver(node).PowerOn(*nc));
+  if (!registry_->WaitUp(node, 30000)) {
+    return Status(Status::Code::kUnavailable,
+                  fmt::format("node {} was powered on but did not register within 30 s", node), "57P03");
+  }
+  RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kActive));
+  Log("master")->info("node powered on id={} driver={}", node, Driver(node).name());
+  return Status::OK();
+}
+
+Status Cluster::RecoverMove(const MoveIntent& m) {
+  ASSIGN_OR_RETURN(auto dst, registry_->Client(m.to));
+  ASSIGN_OR_RETURN(auto src, registry_->Client(m.from));
+  ASSIGN_OR_RETURN(auto list, RpcListSegments(*dst));
+  bool imported = std::any_of(list.begin(), list.end(), [&](const RemoteSegment& s) { return s.id == m.segment; });
+  if (imported) {
+    RETURN_NOT_OK(catalog_->SetOwner(m.segment, m.to));
+    (void)RpcDropSegment(*src, m.segment);
+    Log("master")->info("logged move finished seg={} to=n{}", m.segment, m.to);
+  } else {
+    RETURN_NOT_OK(catalog_->ClearMoveIntent(m.segment));
+    Log("master")->info("logged move rolled back seg={} stays=n{}", m.segment, m.from);
+  }
+  return Status::OK();
+}
+
+void Cluster::MaintainOnce() {
+  // 1. Logged moves interrupted by a master crash: finish or roll back.
+  for (const auto& m : catalog_->PendingMoves()) {
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    Status s = RecoverMove(m);
+    if (!s.ok()) Log("master")->debug("move recovery waits seg={} err={}", m.segment, s.ToString());
+  }
+  // 2. Segments of dropped tables.
+  for (const auto& t : catalog_->Trash()) {
+    auto c = registry_->Client(t.node);
+    if (c.ok() && RpcDropSegment(**c, t.id).ok()) (void)catalog_->ClearTrash(t.id);
+  }
+  // 3. Split oversized segments; drop stray copies left behind by moves. Repeats while
+  //    splits happen so that a bulk load converges within one pass.
+  for (int round = 0; round < 64; round++) {
+    bool split_any = false;
+    std::set<SegmentId> moving;
+    for (const auto& m : catalog_->PendingMoves()) moving.insert(m.segment);
+    for (const auto& n : config_.nodes) {
+      auto c = registry_->Client(n.id);
+      if (!c.ok()) continue;
+      auto list = RpcListSegments(**c);
+      if (!list.ok()) continue;
+      for (const auto& rs : *list) {
+        auto e = catalog_->GetSegment(rs.id);
+        if (!e.ok() || moving.count(rs.id)) continue;  // unknown ids: in-flight split or trash
+        if (e->node != n.id) {
+          Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id, e->node);
+          (void)RpcDropSegment(**c, rs.id);
+        } else if (rs.bytes > config_.segment_bytes) {
+          auto r = SplitSegment(rs.id);
+          if (r.ok() && *r != 0) split_any = true;
+          if (!r.ok()) Log("master")->warn("split failed seg={} err={}", rs.id, r.status().ToString());
+        }
+      }
+    }
+    {
+      std::lock_guard<std::mutex> l(stop_mu_);
+      if (stopping_) return;
+    }
+    if (!split_any) break;
+  }
+}
+
+void Cluster::MaintenanceLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> l(stop_mu_);
+      stop_cv_.wait_for(l, std::chrono::milliseconds(config_.telemetry_interval_ms), [this] { return stopping_; });
+      if (stopping_) return;
+    }
+    MaintainOnce();
+  }
+}
+
+}  // namespace wattdb::master

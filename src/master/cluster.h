@@ -1,0 +1,117 @@
+// Cluster: the master's view and control of the whole cluster. Owns the catalog, the node
+// registry and power drivers, hands out timestamps, and runs the operations that change
+// where data lives: atomic multi-node writes, segment moves, splits, drains, power changes.
+//
+// Concurrency: each segment has a latch. A statement's writes hold the latches of the
+// segments they touch (shared) from routing until commit; moves and splits hold one latch
+// exclusively, so they never run under in-flight writes. Readers take no latches: a reader
+// that meets a moved or split segment re-resolves the partition map and resumes.
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "master/catalog.h"
+#include "master/node_registry.h"
+#include "master/node_rpc.h"
+#include "power/power_driver.h"
+
+namespace wattdb::master {
+
+// One row change of a statement, addressed by table and encoded primary key.
+struct RowWrite {
+  std::string key;
+  bool is_delete = false;
+  std::string row;  // encoded row (empty for deletes)
+  RemoteWrite::Check check = RemoteWrite::Check::kNone;
+};
+
+struct MoveReport {
+  SegmentId segment = 0;
+  NodeId from = 0, to = 0;
+  uint64_t bytes = 0;
+  uint32_t files = 0;
+  double pull_ms = 0;   // export + ship + import, measured on the target
+  double total_ms = 0;  // including latch wait and ownership switch
+};
+
+struct MasterOptions {
+  std::string config_path;  // passed to locally started nodes
+  std::string node_binary;
+  bool manage_nodes = false;  // power nodes on at start and off at exit
+  bool balance = true;        // spread split-off segments to the least loaded node
+};
+
+class Cluster {
+ public:
+  Cluster(const ClusterConfig& config, MasterOptions opts, const Clock& clock = Clock::Real());
+  ~Cluster();
+
+  Status Start();
+  void Stop();
+
+  Catalog& catalog() { return *catalog_; }
+  NodeRegistry& registry() { return *registry_; }
+  const ClusterConfig& config() const { return config_; }
+
+  // Snapshot for a new statement: every commit with a timestamp <= it has completed.
+  Timestamp ReadTimestamp();
+  // Applies `writes` to `table` atomically across all nodes they touch (prepare everywhere,
+  // then commit at one timestamp). Retries transparently when segments moved or split.
+  Status ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
+
+  Result<MoveReport> MoveSegment(SegmentId seg, NodeId target);
+  Result<std::vector<MoveReport>> DrainNode(NodeId node);
+  Status PowerOff(NodeId node);
+  Status PowerOn(NodeId node);
+  // Splits `seg` if it holds at least two keys; returns the new segment id or 0.
+  Result<SegmentId> SplitSegment(SegmentId seg);
+  // The active, up node with the fewest segments (excluding `except`), or 0 if none.
+  NodeId LeastLoadedNode(NodeId except = 0);
+
+  // Runs one maintenance pass now (split oversized segments, finish logged moves, clean
+  // up dropped segments). Normally runs every telemetry interval.
+  void MaintainOnce();
+
+ private:
+  std::shared_ptr<std::shared_mutex> Latch(SegmentId seg);
+  Result<Timestamp> BeginCommit();
+  void EndCommit(Timestamp ts);
+  Status RecoverMove(const MoveIntent& m);
+  void MaintenanceLoop();
+  power::PowerDriver& Driver(NodeId node);
+
+  const ClusterConfig& config_;  // borrowed; outlives the cluster
+  MasterOptions opts_;
+  const Clock& clock_;
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<NodeRegistry> registry_;
+  std::unique_ptr<power::PowerDriver> local_driver_;
+
+  std::mutex latch_mu_;  // guards latches_
+  std::map<SegmentId, std::shared_ptr<std::shared_mutex>> latches_;
+
+  std::mutex ts_mu_;  // guards the timestamp state below
+  Timestamp last_ts_ = 0;
+  std::set<Timestamp> inflight_;
+
+  std::atomic<uint64_t> next_txn_{1};
+  std::mutex admin_mu_;  // serializes moves, splits, drains and power changes
+  std::thread maintenance_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace wattdb::master

@@ -1,0 +1,332 @@
+#include "master/executor.h"
+
+#include <set>
+
+#include "common/codec.h"
+#include "common/logging.h"
+#include "master/scan_provider.h"
+#include "query/exec/eval.h"
+#include "query/exec/operator.h"
+#include "query/plan/binder.h"
+
+namespace wattdb::master {
+
+namespace {
+
+// Sends a one-column text result.
+Status TextResult(ResultSink& sink, const std::string& name, const std::vector<std::string>& lines) {
+  RETURN_NOT_OK(sink.Describe({name}, {SqlType{TypeId::kText}}));
+  exec::Batch b;
+  b.Reset(1);
+  for (const auto& l : lines) b.AppendRow({Value::Text(l)});
+  return b.rows ? sink.Rows(b) : Status::OK();
+}
+
+}  // namespace
+
+Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
+                                      const std::atomic<bool>* cancel) {
+  return std::visit(
+      [&](auto& s) -> Result<std::string> {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<T, sql::EmptyStmt>) {
+          return std::string();
+        } else if constexpr (std::is_same_v<T, sql::SelectStmt>) {
+          return Select(s, sink, cancel);
+        } else if constexpr (std::is_same_v<T, sql::CreateTableStmt>) {
+          return CreateTable(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::DropTableStmt>) {
+          return DropTable(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::InsertStmt>) {
+          return Insert(s);
+        } else if constexpr (std::is_same_v<T, sql::UpdateStmt>) {
+          return Update(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::DeleteStmt>) {
+          return Delete(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::MoveSegmentStmt>) {
+          return Move(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::AlterNodeStmt>) {
+          return AlterNode(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::TxnStmt>) {
+          return Status::NotSupported(
+              "multi-statement transactions (BEGIN/COMMIT/ROLLBACK) are not supported yet; "
+              "every statement commits on its own");
+        } else if constexpr (std::is_same_v<T, sql::SetStmt>) {
+          settings_[s.name] = s.value;
+          return std::string("SET");
+        } else if constexpr (std::is_same_v<T, sql::ShowStmt>) {
+          return Show(s, sink);
+        }
+      },
+      stmt);
+}
+
+Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, cluster_.catalog()));
+  RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
+  MasterScanProvider scans(cluster_, cluster_.ReadTimestamp());
+  exec::ExecContext ctx{&scans, cancel};
+  uint64_t rows = 0;
+  RETURN_NOT_OK(exec::Execute(*bound.plan, ctx, [&](const exec::Batch& b) {
+    rows += b.rows;
+    return sink.Rows(b);
+  }));
+  return fmt::format("SELECT {}", rows);
+}
+
+Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& sink) {
+  if (cluster_.catalog().GetTable(s.name).ok()) {
+    if (s.if_not_exists) {
+      RETURN_NOT_OK(sink.Notice("42P07", fmt::format("relation \"{}\" already exists, skipping", s.name)));
+      return std::string("CREATE TABLE");
+    }
+    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name));
+  }
+  if (s.name.rfind("wattdb_", 0) == 0) {
+    return Status::Sql("42939", fmt::format("table name \"{}\" is reserved for system views", s.name));
+  }
+  if (s.columns.empty()) return Status::NotSupported("tables without columns are not supported");
+  TableSchema t;
+  t.name = s.name;
+  std::set<std::string> names;
+  for (const auto& c : s.columns) {
+    if (!names.insert(c.name).second) {
+      return Status::Sql("42701", fmt::format("column \"{}\" specified more than once", c.name), c.pos);
+    }
+    t.columns.push_back({c.name, c.type, c.not_null, false});
+  }
+  for (const auto& k : s.primary_key) {
+    int idx = t.ColumnIndex(k);
+    if (idx < 0) {
+      return Status::Sql("42703", fmt::format("column \"{}\" named in key does not exist", k), s.pk_pos);
+    }
+    for (int prev : t.key_columns) {
+      if (prev == idx) {
+        return Status::Sql("42701", fmt::format("column \"{}\" appears twice in primary key constraint", k),
+                           s.pk_pos);
+      }
+    }
+    t.key_columns.push_back(idx);
+    t.columns[idx].not_null = true;
+  }
+  if (t.key_columns.empty()) {
+    t.columns.push_back({"__rowid", SqlType{TypeId::kInt64}, true, true});
+    t.key_columns.push_back(static_cast<int>(t.columns.size() - 1));
+  }
+  NodeId node = cluster_.LeastLoadedNode();
+  if (node == 0) return Status(Status::Code::kUnavailable, "no active node is up to hold the table", "57P03");
+  ASSIGN_OR_RETURN(SegmentEntry seg, cluster_.catalog().CreateTable(&t, node));
+  auto client = cluster_.registry().Client(node);
+  Status st = client.ok() ? RpcCreateSegment(**client, seg.id, t.id, "", "") : client.status();
+  if (!st.ok()) {
+    (void)cluster_.catalog().DropTable(t.name);
+    return st.Prepend("create table");
+  }
+  Log("master")->info("table created name={} id={} first_segment={} node=n{}", t.name, t.id, seg.id, node);
+  return std::string("CREATE TABLE");
+}
+
+Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink) {
+  for (const auto& name : s.names) {
+    auto t = cluster_.catalog().GetTable(name);
+    if (!t.ok()) {
+      if (s.if_exists) {
+        RETURN_NOT_OK(sink.Notice("00000", fmt::format("table \"{}\" does not exist, skipping", name)));
+        continue;
+      }
+      return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
+    }
+    ASSIGN_OR_RETURN(auto segs, cluster_.catalog().DropTable(name));
+    for (const auto& seg : segs) {
+      auto c = cluster_.registry().Client(seg.node);
+      if (c.ok() && RpcDropSegment(**c, seg.id).ok()) (void)cluster_.catalog().ClearTrash(seg.id);
+    }
+  }
+  return std::string("DROP TABLE");
+}
+
+Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& row) {
+  for (size_t i = 0; i < t.columns.size(); i++) {
+    if (t.columns[i].not_null && row[i].is_null()) {
+      return Status::Sql("23502", fmt::format("null value in column \"{}\" of relation \"{}\" violates "
+                                              "not-null constraint",
+                                              t.columns[i].name, t.name));
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::string> Executor::Insert(sql::InsertStmt& s) {
+  ASSIGN_OR_RETURN(plan::BoundInsert b, plan::BindInsert(s, cluster_.catalog()));
+  const TableSchema& t = b.table;
+  if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot insert into view \"{}\"", t.name));
+  std::vector<RowWrite> writes;
+  std::set<std::string> keys;
+  for (auto& exprs : b.rows) {
+    std::vector<Value> row;
+    for (auto& e : exprs) {
+      ASSIGN_OR_RETURN(Value v, exec::EvalConst(*e));
+      row.push_back(std::move(v));
+    }
+    if (t.HasHiddenKey()) {
+      ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
+      row[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
+    }
+    RETURN_NOT_OK(CheckNotNull(t, row));
+    RowWrite w;
+    w.key = EncodeKey(t, row);
+    if (!keys.insert(w.key).second) {
+      return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+    }
+    EncodeRow(row, &w.row);
+    w.check = RemoteWrite::Check::kInsert;
+    writes.push_back(std::move(w));
+  }
+  size_t n = writes.size();
+  Status st = cluster_.ApplyWrites(t.id, cluster_.ReadTimestamp(), std::move(writes));
+  if (!st.ok() && st.sqlstate() == "23505") {
+    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  }
+  RETURN_NOT_OK(st);
+  return fmt::format("INSERT 0 {}", n);
+}
+
+Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel) {
+  ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindUpdate(s, cluster_.catalog()));
+  const TableSchema& t = b.table;
+  if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot update view \"{}\"", t.name));
+  Timestamp snap = cluster_.ReadTimestamp();
+  MasterScanProvider scans(cluster_, snap);
+  exec::ExecContext ctx{&scans, cancel};
+  std::vector<RowWrite> writes;
+  std::set<std::string> new_keys;
+  uint64_t count = 0;
+  RETURN_NOT_OK(exec::Execute(*b.source, ctx, [&](const exec::Batch& batch) {
+    for (size_t r = 0; r < batch.rows; r++) {
+      std::vector<Value> row = batch.Row(r);
+      std::string old_key = EncodeKey(t, row);
+      for (auto& [col, e] : b.sets) {
+        ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r));
+        row[col] = std::move(v);
+      }
+      RETURN_NOT_OK(CheckNotNull(t, row));
+      RowWrite w;
+      w.key = EncodeKey(t, row);
+      EncodeRow(row, &w.row);
+      if (w.key != old_key) {
+        // The key changed: delete the old row, insert the new one.
+        RowWrite del;
+        del.key = old_key;
+        del.is_delete = true;
+        del.check = RemoteWrite::Check::kUpdate;
+        writes.push_back(std::move(del));
+        w.check = RemoteWrite::Check::kInsert;
+      } else {
+        w.check = RemoteWrite::Check::kUpdate;
+      }
+      if (!new_keys.insert(w.key).second) {
+        return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+      }
+      writes.push_back(std::move(w));
+      count++;
+    }
+    return Status::OK();
+  }));
+  // A key moved onto another row's old key: that row is rewritten in this statement too,
+  // so drop the conflicting delete (insert check must see the old row as gone).
+  std::set<std::string> deleted;
+  for (const auto& w : writes) {
+    if (w.is_delete) deleted.insert(w.key);
+  }
+  std::vector<RowWrite> merged;
+  for (auto& w : writes) {
+    if (w.is_delete && new_keys.count(w.key)) continue;
+    if (!w.is_delete && w.check == RemoteWrite::Check::kInsert && deleted.count(w.key)) {
+      w.check = RemoteWrite::Check::kUpdate;
+    }
+    merged.push_back(std::move(w));
+  }
+  Status st = cluster_.ApplyWrites(t.id, snap, std::move(merged));
+  if (!st.ok() && st.sqlstate() == "23505") {
+    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  }
+  RETURN_NOT_OK(st);
+  return fmt::format("UPDATE {}", count);
+}
+
+Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel) {
+  ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindDelete(s, cluster_.catalog()));
+  const TableSchema& t = b.table;
+  if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
+  Timestamp snap = cluster_.ReadTimestamp();
+  MasterScanProvider scans(cluster_, snap);
+  exec::ExecContext ctx{&scans, cancel};
+  std::vector<RowWrite> writes;
+  RETURN_NOT_OK(exec::Execute(*b.source, ctx, [&](const exec::Batch& batch) {
+    for (size_t r = 0; r < batch.rows; r++) {
+      RowWrite w;
+      w.key = EncodeKey(t, batch.Row(r));
+      w.is_delete = true;
+      w.check = RemoteWrite::Check::kUpdate;
+      writes.push_back(std::move(w));
+    }
+    return Status::OK();
+  }));
+  size_t n = writes.size();
+  RETURN_NOT_OK(cluster_.ApplyWrites(t.id, snap, std::move(writes)));
+  return fmt::format("DELETE {}", n);
+}
+
+Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {
+  ASSIGN_OR_RETURN(TableSchema t, cluster_.catalog().GetTable(s.table));
+  ASSIGN_OR_RETURN(SegmentEntry e, cluster_.catalog().GetSegment(s.segment));
+  if (e.table != t.id) {
+    return Status::Sql("42704", fmt::format("segment {} does not belong to table \"{}\"", s.segment, t.name));
+  }
+  ASSIGN_OR_RETURN(MoveReport r, cluster_.MoveSegment(s.segment, s.node));
+  RETURN_NOT_OK(sink.Notice("00000", fmt::format("segment {} moved from node {} to node {}: {} bytes in {} files, "
+                                                 "{:.1f} ms (pull {:.1f} ms)",
+                                                 r.segment, r.from, r.to, r.bytes, r.files, r.total_ms, r.pull_ms)));
+  return std::string("ALTER TABLE");
+}
+
+Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink) {
+  switch (s.action) {
+    case sql::AlterNodeStmt::Action::kDrain: {
+      ASSIGN_OR_RETURN(auto reports, cluster_.DrainNode(s.node));
+      uint64_t bytes = 0;
+      double ms = 0;
+      for (const auto& r : reports) {
+        bytes += r.bytes;
+        ms += r.total_ms;
+      }
+      RETURN_NOT_OK(sink.Notice("00000", fmt::format("node {} drained: {} segment(s), {} bytes moved in {:.1f} ms",
+                                                     s.node, reports.size(), bytes, ms)));
+      break;
+    }
+    case sql::AlterNodeStmt::Action::kPowerOff: RETURN_NOT_OK(cluster_.PowerOff(s.node)); break;
+    case sql::AlterNodeStmt::Action::kPowerOn: RETURN_NOT_OK(cluster_.PowerOn(s.node)); break;
+  }
+  return std::string("ALTER NODE");
+}
+
+Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
+  static const std::map<std::string, std::string> kFixed = {
+      {"server_version", "15.0"},        {"server_encoding", "UTF8"},   {"client_encoding", "UTF8"},
+      {"datestyle", "ISO, MDY"},         {"integer_datetimes", "on"},   {"standard_conforming_strings", "on"},
+      {"timezone", "UTC"},               {"transaction_isolation", "snapshot"},
+      {"max_identifier_length", "63"}};
+  auto set = settings_.find(s.name);
+  if (set != settings_.end()) {
+    RETURN_NOT_OK(TextResult(sink, s.name, {set->second}));
+    return std::string("SHOW");
+  }
+  auto it = kFixed.find(s.name);
+  if (it == kFixed.end()) {
+    return Status::Sql("42704", fmt::format("unrecognized configuration parameter \"{}\"", s.name));
+  }
+  RETURN_NOT_OK(TextResult(sink, s.name, {it->second}));
+  return std::string("SHOW");
+}
+
+}  // namespace wattdb::master

@@ -1,0 +1,50 @@
+// Executor: runs one parsed statement against the cluster and reports its results to a
+// ResultSink. SELECTs run as vectorized plans whose scans stream from the nodes; writes are
+// computed on the master and applied atomically across nodes by Cluster::ApplyWrites.
+// One Executor per session; not thread-safe.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "master/cluster.h"
+#include "query/exec/batch.h"
+#include "query/sql/ast.h"
+
+namespace wattdb::master {
+
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  virtual Status Describe(const std::vector<std::string>& names, const std::vector<SqlType>& types) = 0;
+  virtual Status Rows(const exec::Batch& batch) = 0;
+  virtual Status Notice(const std::string& sqlstate, const std::string& message) = 0;
+};
+
+class Executor {
+ public:
+  explicit Executor(Cluster& cluster) : cluster_(cluster) {}
+
+  // Executes `stmt`; returns the command tag (e.g. "SELECT 3", "INSERT 0 2").
+  Result<std::string> Execute(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
+
+ private:
+  Result<std::string> Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
+  Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);
+  Result<std::string> DropTable(sql::DropTableStmt& s, ResultSink& sink);
+  Result<std::string> Insert(sql::InsertStmt& s);
+  Result<std::string> Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
+  Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
+  Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
+  // Encodes a full row for storage after NOT NULL checks.
+  Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
+
+  Cluster& cluster_;  // borrowed; outlives the session
+  std::map<std::string, std::string> settings_;
+};
+
+}  // namespace wattdb::master

@@ -1,0 +1,102 @@
+// wattdb-master: SQL front end and cluster controller.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "common/config.h"
+#include "common/logging.h"
+#include "master/cluster.h"
+#include "master/pg_server.h"
+#include "master/scan_provider.h"
+
+namespace po = boost::program_options;
+using namespace wattdb;
+
+int main(int argc, char** argv) {
+  po::options_description desc(
+      "wattdb-master: accepts PostgreSQL clients, plans queries, and controls the nodes of a\n"
+      "WattDB cluster (placement, segment moves, drain, power).\n\n"
+      "Options");
+  desc.add_options()("help,h", "show this help")(
+      "config,c", po::value<std::string>()->default_value(""),
+      "cluster config (TOML); empty = the embedded local default (3 nodes on loopback)")(
+      "manage-nodes", po::bool_switch(),
+      "power every node on at start and off at exit (local driver: start node processes)")(
+      "node-binary", po::value<std::string>(), "wattdb-node executable for the local power driver "
+                                               "(default: next to this binary)")(
+      "no-balance", po::bool_switch(), "do not spread split-off segments across nodes")(
+      "print-default-config", po::bool_switch(), "print the embedded default config and exit")(
+      "log-level", po::value<std::string>(), "trace|debug|info|warn|error (default from config)");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "wattdb-master: " << e.what() << "\n" << desc << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (vm["print-default-config"].as<bool>()) {
+    std::cout << kDefaultConfigToml;
+    return 0;
+  }
+  std::string config_path = vm["config"].as<std::string>();
+  auto cfg = LoadConfig(config_path);
+  if (!cfg.ok()) {
+    std::cerr << "wattdb-master: " << cfg.status().message() << "\n";
+    return 2;
+  }
+  std::string level = vm.count("log-level") ? vm["log-level"].as<std::string>() : cfg->log_level;
+  if (!ConfigureLogging(level, "master")) {
+    std::cerr << "wattdb-master: unknown log level " << level << "\n";
+    return 2;
+  }
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  master::MasterOptions opts;
+  opts.config_path = config_path.empty() ? "" : std::filesystem::absolute(config_path).string();
+  opts.manage_nodes = vm["manage-nodes"].as<bool>();
+  opts.balance = !vm["no-balance"].as<bool>();
+  if (vm.count("node-binary")) {
+    opts.node_binary = vm["node-binary"].as<std::string>();
+  } else if (!cfg->node_binary.empty()) {
+    opts.node_binary = cfg->node_binary;
+  } else {
+    std::error_code ec;
+    opts.node_binary = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "wattdb-node").string();
+  }
+  master::Cluster cluster(*cfg, opts);
+  Status s = cluster.Start();
+  if (!s.ok()) {
+    Log("master")->error("cannot start: {}", s.ToString());
+    return 1;
+  }
+  master::RegisterSystemViews(cluster.catalog());
+  master::PgServer pg(cluster, cfg->master_host, cfg->pg_port);
+  s = pg.Start();
+  if (!s.ok()) {
+    Log("master")->error("cannot start SQL listener: {}", s.ToString());
+    cluster.Stop();
+    return 1;
+  }
+  Log("master")->info("ready: psql -h {} -p {} -U wattdb", cfg->master_host, cfg->pg_port);
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  Log("master")->info("signal {} received, shutting down", sig);
+  pg.Stop();
+  cluster.Stop();
+  Log("master")->info("master stopped");
+  return 0;
+}

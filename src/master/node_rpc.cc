@@ -1,0 +1,190 @@
+#include "master/node_rpc.h"
+
+#include <kj/exception.h>
+
+#include "proto/node_service.capnp.h"
+
+namespace wattdb::master {
+
+namespace {
+
+kj::ArrayPtr<const kj::byte> Bytes(const std::string& s) {
+  return kj::arrayPtr(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+std::string Str(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+
+Status FromProto(proto::Status::Reader r) {
+  if (r.getCode() == 0) return Status::OK();
+  uint8_t code = r.getCode();
+  if (code > static_cast<uint8_t>(Status::Code::kInternal)) code = static_cast<uint8_t>(Status::Code::kInternal);
+  return Status(static_cast<Status::Code>(code), r.getMessage(), r.getSqlstate());
+}
+
+// Runs `fill` to build a request, sends it, and hands the response to `read`.
+Status Call(NodeClient& c, const std::function<void(proto::Request::Builder)>& fill,
+            const std::function<Status(proto::Response::Reader)>& read) {
+  capnp::MallocMessageBuilder mb;
+  fill(mb.initRoot<proto::Request>());
+  ASSIGN_OR_RETURN(auto msg, c.Call(mb));
+  try {
+    auto resp = msg->Root<proto::Response>();
+    RETURN_NOT_OK(FromProto(resp.getStatus()));
+    return read ? read(resp) : Status::OK();
+  } catch (const kj::Exception& e) {
+    return Status::Corruption(fmt::format("node {} sent a malformed response", c.id()));
+  }
+}
+
+}  // namespace
+
+Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::string& lo,
+                        const std::string& hi) {
+  return Call(c, [&](proto::Request::Builder r) {
+    auto m = r.initCreateSegment();
+    m.setId(id);
+    m.setTable(table);
+    m.setLo(Bytes(lo));
+    m.setHi(Bytes(hi));
+  }, nullptr);
+}
+
+Status RpcDropSegment(NodeClient& c, SegmentId id) {
+  return Call(c, [&](proto::Request::Builder r) { r.setDropSegment(id); }, nullptr);
+}
+
+Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws) {
+  return Call(c, [&](proto::Request::Builder r) {
+    auto p = r.initPrepare();
+    p.setTxn(txn);
+    p.setSnapshotTs(snapshot);
+    auto l = p.initWrites(ws.size());
+    for (size_t i = 0; i < ws.size(); i++) {
+      l[i].setSegment(ws[i].segment);
+      l[i].setKey(Bytes(ws[i].key));
+      l[i].setKind(ws[i].is_delete ? 2 : 1);
+      l[i].setRow(Bytes(ws[i].row));
+      l[i].setCheck(ws[i].check == RemoteWrite::Check::kInsert   ? proto::Write::Check::INSERT
+                    : ws[i].check == RemoteWrite::Check::kUpdate ? proto::Write::Check::UPDATE
+                                                                 : proto::Write::Check::NONE);
+    }
+  }, nullptr);
+}
+
+Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts) {
+  return Call(c, [&](proto::Request::Builder r) {
+    auto m = r.initCommit();
+    m.setTxn(txn);
+    m.setCommitTs(ts);
+  }, nullptr);
+}
+
+Status RpcAbort(NodeClient& c, uint64_t txn) {
+  return Call(c, [&](proto::Request::Builder r) { r.setAbort(txn); }, nullptr);
+}
+
+Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
+  std::string key;
+  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {
+    auto s = r.initSplit();
+    s.setSegment(seg);
+    s.setNewId(new_id);
+  }, [&](proto::Response::Reader resp) {
+    if (resp.which() != proto::Response::SPLIT_KEY) return Status::Corruption("split reply without key");
+    key = Str(resp.getSplitKey());
+    return Status::OK();
+  }));
+  return key;
+}
+
+Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& host, uint16_t port) {
+  PullStats st;
+  RETURN_NOT_OK(Call(target, [&](proto::Request::Builder r) {
+    auto p = r.initPullSegment();
+    p.setSegment(seg);
+    p.setSourceHost(host);
+    p.setSourcePort(port);
+  }, [&](proto::Response::Reader resp) {
+    if (resp.which() != proto::Response::PULLED) return Status::Corruption("pull reply without stats");
+    st.bytes = resp.getPulled().getBytes();
+    st.files = resp.getPulled().getFiles();
+    st.micros = resp.getPulled().getMicros();
+    return Status::OK();
+  }));
+  return st;
+}
+
+Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c) {
+  std::vector<RemoteSegment> out;
+  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) { r.setListSegments(); },
+                     [&](proto::Response::Reader resp) {
+                       if (resp.which() != proto::Response::SEGMENTS) return Status::Corruption("bad list reply");
+                       for (auto s : resp.getSegments()) {
+                         out.push_back({s.getMeta().getId(), s.getMeta().getTable(), Str(s.getMeta().getLo()),
+                                        Str(s.getMeta().getHi()), s.getBytes(), s.getRowsRead(),
+                                        s.getRowsWritten()});
+                       }
+                       return Status::OK();
+                     }));
+  return out;
+}
+
+Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg, const std::string& lo,
+                                                     const std::string& hi, Timestamp read_ts,
+                                                     uint32_t batch_rows) {
+  ASSIGN_OR_RETURN(NodeClient::Lease lease, c.Acquire());
+  capnp::MallocMessageBuilder mb;
+  auto s = mb.initRoot<proto::Request>().initScan();
+  s.setSegment(seg);
+  s.setLo(Bytes(lo));
+  s.setHi(Bytes(hi));
+  s.setReadTs(read_ts);
+  s.setBatchRows(batch_rows);
+  Status st = lease.conn().Send(mb);
+  if (!st.ok()) {
+    lease.Poison();
+    return st.Prepend(fmt::format("node {}", c.id()));
+  }
+  return std::unique_ptr<ScanStream>(new ScanStream(c, std::move(lease)));
+}
+
+ScanStream::~ScanStream() {
+  if (!finished_) lease_.Poison();
+}
+
+Status ScanStream::Next(std::vector<std::string>* keys, std::vector<std::string>* rows, bool* last) {
+  if (finished_) return Status::Internal("scan stream already finished");
+  auto msg = lease_.conn().Receive();
+  if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
+  try {
+    auto resp = (*msg)->Root<proto::Response>();
+    Status ns = FromProto(resp.getStatus());
+    if (resp.which() != proto::Response::SCAN_BATCH) return Status::Corruption("scan reply without a batch");
+    auto b = resp.getScanBatch();
+    *last = b.getLast();
+    if (*last) finished_ = true;
+    if (!ns.ok()) return ns;
+    keys->clear();
+    rows->clear();
+    for (auto k : b.getKeys()) keys->push_back(Str(k));
+    for (auto r : b.getRows()) rows->push_back(Str(r));
+    if (keys->size() != rows->size()) return Status::Corruption("scan batch with mismatched keys and rows");
+  } catch (const kj::Exception& e) {
+    return Status::Corruption(fmt::format("node {} sent a malformed scan batch", client_.id()));
+  }
+  return Status::OK();
+}
+
+Status RpcScan(NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi,
+               Timestamp read_ts, uint32_t batch_rows,
+               const std::function<Status(std::vector<std::string>&, std::vector<std::string>&)>& on_batch) {
+  ASSIGN_OR_RETURN(auto stream, ScanStream::Open(c, seg, lo, hi, read_ts, batch_rows));
+  std::vector<std::string> keys, rows;
+  bool last = false;
+  while (!last) {
+    RETURN_NOT_OK(stream->Next(&keys, &rows, &last));
+    RETURN_NOT_OK(on_batch(keys, rows));
+  }
+  return Status::OK();
+}
+
+}  // namespace wattdb::master

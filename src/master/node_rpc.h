@@ -1,0 +1,72 @@
+// Typed calls from the master to a node's data port (see proto/node_service.capnp).
+// Every function converts the node's Status back into a wattdb::Status.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/schema.h"
+#include "common/status.h"
+#include "master/node_client.h"
+
+namespace wattdb::master {
+
+struct RemoteWrite {
+  SegmentId segment = 0;
+  std::string key;
+  bool is_delete = false;
+  std::string row;
+  enum class Check { kNone, kInsert, kUpdate } check = Check::kNone;
+};
+
+struct PullStats {
+  uint64_t bytes = 0;
+  uint32_t files = 0;
+  uint64_t micros = 0;
+};
+
+struct RemoteSegment {
+  SegmentId id = 0;
+  TableId table = 0;
+  std::string lo, hi;
+  uint64_t bytes = 0, rows_read = 0, rows_written = 0;
+};
+
+Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::string& lo,
+                        const std::string& hi);
+Status RpcDropSegment(NodeClient& c, SegmentId id);
+Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& w);
+Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts);
+Status RpcAbort(NodeClient& c, uint64_t txn);
+Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
+Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& src_host, uint16_t src_port);
+Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c);
+
+// A scan stream over one segment: Open sends the request; each Next reads one batch.
+// Destroying it before the last batch drops the connection (the node is still sending).
+class ScanStream {
+ public:
+  static Result<std::unique_ptr<ScanStream>> Open(NodeClient& c, SegmentId seg, const std::string& lo,
+                                                  const std::string& hi, Timestamp read_ts,
+                                                  uint32_t batch_rows);
+  ~ScanStream();
+  // Reads the next batch into keys/rows; sets *last on the final batch. Node-side errors
+  // (Stale, NotFound) are returned as is.
+  Status Next(std::vector<std::string>* keys, std::vector<std::string>* rows, bool* last);
+
+ private:
+  ScanStream(NodeClient& c, NodeClient::Lease lease) : client_(c), lease_(std::move(lease)) {}
+  NodeClient& client_;
+  NodeClient::Lease lease_;
+  bool finished_ = false;
+};
+
+// Streams the visible rows of [lo, hi) of a segment; `on_batch` receives (keys, rows) and
+// may return an error to stop. Errors from the node (Stale, NotFound) are returned as is.
+Status RpcScan(NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi,
+               Timestamp read_ts, uint32_t batch_rows,
+               const std::function<Status(std::vector<std::string>& keys,
+                                          std::vector<std::string>& rows)>& on_batch);
+
+}  // namespace wattdb::master

@@ -1,0 +1,252 @@
+#include "master/pg_server.h"
+
+#include "common/logging.h"
+#include "master/executor.h"
+#include "master/pg_protocol.h"
+#include "query/sql/parser.h"
+
+namespace wattdb::master {
+
+namespace asio = net::asio;
+
+namespace {
+
+// Blocking reads of frontend messages from one socket.
+class Reader {
+ public:
+  explicit Reader(asio::ip::tcp::socket& s) : s_(s) {}
+  Status Exact(char* p, size_t n) {
+    boost::system::error_code ec;
+    asio::read(s_, asio::buffer(p, n), ec);
+    if (ec) return Status::IOError(ec.message());
+    return Status::OK();
+  }
+  Result<int32_t> I32() {
+    unsigned char b[4];
+    RETURN_NOT_OK(Exact(reinterpret_cast<char*>(b), 4));
+    return static_cast<int32_t>((uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | b[3]);
+  }
+
+ private:
+  asio::ip::tcp::socket& s_;
+};
+
+Status WriteAll(asio::ip::tcp::socket& s, std::string& buf) {
+  boost::system::error_code ec;
+  asio::write(s, asio::buffer(buf), ec);
+  buf.clear();
+  if (ec) return Status::IOError(ec.message());
+  return Status::OK();
+}
+
+// Streams results of one statement as protocol messages.
+class WireSink : public ResultSink {
+ public:
+  WireSink(pg::MessageWriter& w, asio::ip::tcp::socket& s) : w_(w), s_(s) {}
+  Status Describe(const std::vector<std::string>& names, const std::vector<SqlType>& types) override {
+    w_.RowDescription(names, types);
+    return Status::OK();
+  }
+  Status Rows(const exec::Batch& b) override {
+    std::vector<std::string> texts(b.cols.size());
+    std::vector<const std::string*> cells(b.cols.size());
+    for (size_t r = 0; r < b.rows; r++) {
+      for (size_t c = 0; c < b.cols.size(); c++) {
+        const Value& v = b.cols[c][r];
+        if (v.is_null()) {
+          cells[c] = nullptr;
+        } else {
+          texts[c] = v.ToText();
+          cells[c] = &texts[c];
+        }
+      }
+      w_.DataRow(cells);
+    }
+    if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer());
+    return Status::OK();
+  }
+  Status Notice(const std::string& sqlstate, const std::string& message) override {
+    w_.ErrorOrNotice('N', "NOTICE", sqlstate, message, 0);
+    return Status::OK();
+  }
+
+ private:
+  pg::MessageWriter& w_;
+  asio::ip::tcp::socket& s_;
+};
+
+}  // namespace
+
+PgServer::PgServer(Cluster& cluster, std::string host, uint16_t port)
+    : cluster_(cluster), host_(std::move(host)), port_(port) {}
+
+PgServer::~PgServer() { Stop(); }
+
+Status PgServer::Start() {
+  server_ = std::make_unique<net::TcpServer>("pg", host_, port_, [this](asio::ip::tcp::socket& s) { Serve(s); });
+  return server_->Start();
+}
+
+void PgServer::Stop() {
+  if (server_) server_->Stop();
+}
+
+void PgServer::Serve(asio::ip::tcp::socket& socket) {
+  Reader in(socket);
+  pg::MessageWriter out;
+  auto fatal = [&](const char* code, const std::string& msg) {
+    out.ErrorOrNotice('E', "FATAL", code, msg, 0);
+    (void)WriteAll(socket, out.buffer());
+  };
+  // Startup: SSL/GSS negotiation requests are declined with 'N'; a CancelRequest is
+  // honoured and the connection closed.
+  std::vector<std::pair<std::string, std::string>> params;
+  while (true) {
+    auto len = in.I32();
+    if (!len.ok()) return;
+    if (*len < 8 || *len > 10000) {
+      fatal("08P01", "invalid length of startup packet");
+      return;
+    }
+    std::string body(*len - 4, '\0');
+    if (!in.Exact(body.data(), body.size()).ok()) return;
+    int32_t code = (uint8_t(body[0]) << 24) | (uint8_t(body[1]) << 16) | (uint8_t(body[2]) << 8) | uint8_t(body[3]);
+    if (code == pg::kSslRequest || code == pg::kGssEncRequest) {
+      out.buffer().push_back('N');
+      if (!WriteAll(socket, out.buffer()).ok()) return;
+      continue;
+    }
+    if (code == pg::kCancelRequest) {
+      if (body.size() != 12) return;
+      auto rd = [&](int off) {
+        return int32_t((uint8_t(body[off]) << 24) | (uint8_t(body[off + 1]) << 16) | (uint8_t(body[off + 2]) << 8) |
+                       uint8_t(body[off + 3]));
+      };
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = sessions_.find(rd(4));
+      if (it != sessions_.end() && it->second.secret == rd(8)) it->second.cancel->store(true);
+      return;
+    }
+    if (code != pg::kProtocolV3) {
+      fatal("0A000", fmt::format("unsupported frontend protocol {}.{}: server supports 3.0", code >> 16, code & 0xffff));
+      return;
+    }
+    auto p = pg::ParseStartupParams(std::string_view(body).substr(4));
+    if (!p.ok()) {
+      fatal("08P01", p.status().message());
+      return;
+    }
+    params = std::move(p).value();
+    break;
+  }
+  std::string user, app;
+  for (auto& [k, v] : params) {
+    if (k == "user") user = v;
+    if (k == "application_name") app = v;
+  }
+  if (user.empty()) {
+    fatal("28000", "no PostgreSQL user name specified in startup packet");
+    return;
+  }
+  int32_t pid, secret;
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    pid = next_pid_++;
+    secret = static_cast<int32_t>(rng_());
+    sessions_[pid] = {secret, cancel};
+  }
+  struct Unregister {
+    PgServer* s;
+    int32_t pid;
+    ~Unregister() {
+      std::lock_guard<std::mutex> l(s->mu_);
+      s->sessions_.erase(pid);
+    }
+  } unregister{this, pid};
+
+  out.AuthenticationOk();
+  for (auto [k, v] : std::vector<std::pair<const char*, std::string>>{
+           {"server_version", "15.0"}, {"server_encoding", "UTF8"}, {"client_encoding", "UTF8"},
+           {"DateStyle", "ISO, MDY"}, {"integer_datetimes", "on"}, {"standard_conforming_strings", "on"},
+           {"TimeZone", "UTC"}, {"IntervalStyle", "postgres"}, {"is_superuser", "on"},
+           {"session_authorization", user}, {"application_name", app}}) {
+    out.ParameterStatus(k, v);
+  }
+  out.BackendKeyData(pid, secret);
+  out.ReadyForQuery('I');
+  if (!WriteAll(socket, out.buffer()).ok()) return;
+  Log("master")->debug("session start pid={} user={} app={}", pid, user, app);
+
+  Executor executor(cluster_);
+  bool skip_to_sync = false;  // after an error in an extended-protocol message
+  while (true) {
+    char type;
+    if (!in.Exact(&type, 1).ok()) return;
+    auto len = in.I32();
+    if (!len.ok()) return;
+    if (*len < 4 || static_cast<uint32_t>(*len) > pg::kMaxMessage) {
+      fatal("08P01", fmt::format("invalid message length {}", *len));
+      return;
+    }
+    std::string body(*len - 4, '\0');
+    if (!in.Exact(body.data(), body.size()).ok()) return;
+    switch (type) {
+      case 'Q': {
+        if (body.empty() || body.back() != '\0') {
+          fatal("08P01", "invalid query message: missing terminator");
+          return;
+        }
+        body.pop_back();
+        cancel->store(false);
+        auto stmts = sql::Parse(body);
+        if (!stmts.ok()) {
+          out.ErrorOrNotice('E', "ERROR", stmts.status().sqlstate(), stmts.status().message(),
+                            stmts.status().position());
+        } else if (stmts->size() == 1 && std::holds_alternative<sql::EmptyStmt>((*stmts)[0])) {
+          out.EmptyQueryResponse();
+        } else {
+          WireSink sink(out, socket);
+          for (auto& st : *stmts) {
+            auto tag = executor.Execute(st, sink, cancel.get());
+            if (!tag.ok()) {
+              const Status& e = tag.status();
+              if (e.code() == Status::Code::kInternal || e.code() == Status::Code::kCorruption) {
+                Log("master")->error("statement failed pid={} err={}", pid, e.ToString());
+              }
+              out.ErrorOrNotice('E', "ERROR", e.sqlstate(), e.message(), e.position());
+              break;
+            }
+            if (!tag->empty()) out.CommandComplete(*tag);
+          }
+        }
+        out.ReadyForQuery('I');
+        if (!WriteAll(socket, out.buffer()).ok()) return;
+        break;
+      }
+      case 'X': return;
+      case 'S':  // Sync ends an extended-protocol exchange
+        skip_to_sync = false;
+        out.ReadyForQuery('I');
+        if (!WriteAll(socket, out.buffer()).ok()) return;
+        break;
+      case 'H': break;  // Flush
+      case 'P': case 'B': case 'D': case 'E': case 'C': case 'F':
+        if (!skip_to_sync) {
+          out.ErrorOrNotice('E', "ERROR", "0A000", "the extended query protocol is not supported yet", 0);
+          if (!WriteAll(socket, out.buffer()).ok()) return;
+          skip_to_sync = true;
+        }
+        break;
+      case 'd': case 'c': case 'f':
+        out.ErrorOrNotice('E', "ERROR", "08P01", "unexpected COPY data", 0);
+        if (!WriteAll(socket, out.buffer()).ok()) return;
+        break;
+      default:
+        fatal("08P01", fmt::format("invalid frontend message type {}", static_cast<int>(static_cast<uint8_t>(type))));
+        return;
+    }
+  }
+}
+
+}  // namespace wattdb::master

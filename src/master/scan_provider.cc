@@ -1,0 +1,227 @@
+#include "master/scan_provider.h"
+
+#include <thread>
+
+#include "common/codec.h"
+#include "common/logging.h"
+
+namespace wattdb::master {
+
+namespace {
+
+constexpr TableId kNodesView = kFirstSystemTableId;
+constexpr TableId kSegmentsView = kFirstSystemTableId + 1;
+constexpr TableId kPartitionsView = kFirstSystemTableId + 2;
+
+TableSchema View(TableId id, const char* name, std::vector<std::pair<const char*, TypeId>> cols) {
+  TableSchema t;
+  t.id = id;
+  t.name = name;
+  for (auto& [n, ty] : cols) t.columns.push_back({n, SqlType{ty}});
+  t.key_columns = {0};
+  return t;
+}
+
+// Streams rows already materialized in memory (system views).
+class VectorSource : public exec::RowSource {
+ public:
+  explicit VectorSource(std::vector<std::vector<Value>> rows) : rows_(std::move(rows)) {}
+  Result<bool> Next(exec::Batch& out) override {
+    while (next_ < rows_.size() && out.rows < exec::kBatchRows) out.AppendRow(std::move(rows_[next_++]));
+    return out.rows > 0;
+  }
+
+ private:
+  std::vector<std::vector<Value>> rows_;
+  size_t next_ = 0;
+};
+
+class RemoteSource : public exec::RowSource {
+ public:
+  RemoteSource(Cluster& c, TableId table, std::string lo, std::string hi, Timestamp ts, size_t ncols)
+      : cluster_(c), table_(table), cursor_(std::move(lo)), hi_(std::move(hi)), ts_(ts), ncols_(ncols) {}
+
+  Result<bool> Next(exec::Batch& out) override {
+    int retries = 0;
+    while (out.rows == 0) {
+      if (!stream_) {
+        if (done_ || (!hi_.empty() && cursor_ >= hi_)) return false;
+        Status st = OpenNext();
+        if (done_) return false;
+        if (!st.ok()) {
+          RETURN_NOT_OK(Backoff(st, &retries));
+          continue;
+        }
+      }
+      bool last = false;
+      Status st = stream_->Next(&keys_, &rows_, &last);
+      if (!st.ok()) {
+        stream_.reset();
+        RETURN_NOT_OK(Backoff(st, &retries));
+        continue;
+      }
+      std::vector<Value> row;
+      for (size_t i = 0; i < rows_.size(); i++) {
+        RETURN_NOT_OK(DecodeRow(rows_[i], &row));
+        if (row.size() != ncols_) return Status::Corruption("row width does not match the table");
+        out.AppendRow(std::move(row));
+      }
+      // Keys are prefix-free, so key + "\0" is the smallest key after it.
+      if (!keys_.empty()) cursor_ = keys_.back() + std::string(1, '\0');
+      if (last) {
+        stream_.reset();
+        if (seg_hi_.empty() || (!hi_.empty() && seg_hi_ >= hi_)) {
+          done_ = true;
+        } else {
+          cursor_ = std::max(cursor_, seg_hi_);
+        }
+      }
+    }
+    return true;
+  }
+
+ private:
+  // Opens a stream on the segment holding `cursor_`.
+  Status OpenNext() {
+    auto segs = cluster_.catalog().SegmentsOverlapping(table_, cursor_, hi_);
+    if (segs.empty()) {
+      done_ = true;
+      return Status::OK();
+    }
+    const SegmentEntry& s = segs.front();
+    std::string lo = std::max(cursor_, s.lo);
+    std::string hi = s.hi.empty() ? hi_ : (hi_.empty() ? s.hi : std::min(hi_, s.hi));
+    ASSIGN_OR_RETURN(auto client, cluster_.registry().Client(s.node));
+    ASSIGN_OR_RETURN(stream_, ScanStream::Open(*client, s.id, lo, hi, ts_, exec::kBatchRows));
+    client_ = client;
+    seg_hi_ = s.hi;
+    return Status::OK();
+  }
+
+  // A segment that moved, split, or whose node is briefly unreachable is retried after
+  // re-reading the partition map; anything else fails the scan.
+  Status Backoff(const Status& st, int* retries) {
+    bool retryable = st.IsStale() || st.IsNotFound() || st.IsUnavailable() ||
+                     st.code() == Status::Code::kIOError;
+    if (!retryable || ++*retries > 200) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 2 * *retries)));
+    return Status::OK();
+  }
+
+  Cluster& cluster_;
+  TableId table_;
+  std::string cursor_;  // next key to read (inclusive)
+  std::string hi_;
+  Timestamp ts_;
+  size_t ncols_;
+  bool done_ = false;
+  std::shared_ptr<NodeClient> client_;  // keeps the stream's client alive
+  std::unique_ptr<ScanStream> stream_;
+  std::string seg_hi_;
+  std::vector<std::string> keys_, rows_;
+};
+
+}  // namespace
+
+void RegisterSystemViews(Catalog& catalog) {
+  catalog.AddSystemView(View(kNodesView, "wattdb_nodes",
+                             {{"node_id", TypeId::kInt32},
+                              {"host", TypeId::kText},
+                              {"port", TypeId::kInt32},
+                              {"state", TypeId::kText},
+                              {"admin_state", TypeId::kText},
+                              {"pid", TypeId::kInt32},
+                              {"segments", TypeId::kInt64},
+                              {"cpu_percent", TypeId::kDouble},
+                              {"host_cpu_percent", TypeId::kDouble},
+                              {"rss_bytes", TypeId::kInt64},
+                              {"mem_available_bytes", TypeId::kInt64},
+                              {"disk_bytes", TypeId::kInt64},
+                              {"disk_read_bps", TypeId::kDouble},
+                              {"disk_write_bps", TypeId::kDouble},
+                              {"net_rx_bps", TypeId::kDouble},
+                              {"net_tx_bps", TypeId::kDouble},
+                              {"heartbeats", TypeId::kInt64},
+                              {"last_heartbeat_ms", TypeId::kInt64}}));
+  catalog.AddSystemView(View(kSegmentsView, "wattdb_segments",
+                             {{"segment_id", TypeId::kInt64},
+                              {"table_name", TypeId::kText},
+                              {"node_id", TypeId::kInt32},
+                              {"lo", TypeId::kText},
+                              {"hi", TypeId::kText},
+                              {"bytes", TypeId::kInt64},
+                              {"rows_read", TypeId::kInt64},
+                              {"rows_written", TypeId::kInt64}}));
+  catalog.AddSystemView(View(kPartitionsView, "wattdb_partitions",
+                             {{"table_name", TypeId::kText},
+                              {"node_id", TypeId::kInt32},
+                              {"segments", TypeId::kInt64},
+                              {"bytes", TypeId::kInt64}}));
+}
+
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan::PlanNode& scan) {
+  if (scan.table < kFirstSystemTableId) {
+    return std::unique_ptr<exec::RowSource>(
+        new RemoteSource(cluster_, scan.table, scan.lo, scan.hi, read_ts_, scan.types.size()));
+  }
+  Catalog& cat = cluster_.catalog();
+  auto nodes = cluster_.registry().Snapshot();
+  std::map<SegmentId, SegmentTelemetry> seg_tel;
+  for (const auto& n : nodes) {
+    for (const auto& s : n.segments) seg_tel[s.id] = s;
+  }
+  std::map<TableId, TableSchema> tables;
+  for (auto& t : cat.Tables()) tables[t.id] = t;
+  auto segs = cat.AllSegments();
+  std::vector<std::vector<Value>> rows;
+  if (scan.table == kNodesView) {
+    int64_t now = Clock::Real().NowMicros();
+    for (const auto& n : nodes) {
+      int64_t count = 0;
+      for (const auto& s : segs) count += s.node == n.id;
+      rows.push_back({Value::Int32(n.id), Value::Text(n.host), Value::Int32(n.port),
+                      Value::Text(n.up ? "up" : "down"),
+                      Value::Text(NodeAdminStateName(cat.GetNodeState(n.id))),
+                      n.up ? Value::Int32(n.pid) : Value(), Value::Int64(count),
+                      Value::Double(n.cpu_percent), Value::Double(n.host_cpu_percent),
+                      Value::Int64(static_cast<int64_t>(n.rss_bytes)),
+                      Value::Int64(static_cast<int64_t>(n.mem_available_bytes)),
+                      Value::Int64(static_cast<int64_t>(n.disk_bytes)), Value::Double(n.disk_read_bps),
+                      Value::Double(n.disk_write_bps), Value::Double(n.net_rx_bps),
+                      Value::Double(n.net_tx_bps), Value::Int64(static_cast<int64_t>(n.heartbeats)),
+                      n.last_heartbeat_us ? Value::Int64((now - n.last_heartbeat_us) / 1000) : Value()});
+    }
+  } else if (scan.table == kSegmentsView) {
+    for (const auto& s : segs) {
+      auto t = tables.find(s.table);
+      std::vector<SqlType> kt;
+      std::string name = "?";
+      if (t != tables.end()) {
+        name = t->second.name;
+        for (int k : t->second.key_columns) kt.push_back(t->second.columns[k].type);
+      }
+      const SegmentTelemetry* tel = seg_tel.count(s.id) ? &seg_tel[s.id] : nullptr;
+      rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), Value::Text(name), Value::Int32(s.node),
+                      Value::Text(KeyToString(s.lo, kt, false)), Value::Text(KeyToString(s.hi, kt, true)),
+                      tel ? Value::Int64(static_cast<int64_t>(tel->bytes)) : Value(),
+                      tel ? Value::Int64(static_cast<int64_t>(tel->rows_read)) : Value(),
+                      tel ? Value::Int64(static_cast<int64_t>(tel->rows_written)) : Value()});
+    }
+  } else if (scan.table == kPartitionsView) {
+    std::map<std::pair<std::string, NodeId>, std::pair<int64_t, int64_t>> parts;
+    for (const auto& s : segs) {
+      auto t = tables.find(s.table);
+      auto& p = parts[{t == tables.end() ? "?" : t->second.name, s.node}];
+      p.first++;
+      if (seg_tel.count(s.id)) p.second += static_cast<int64_t>(seg_tel[s.id].bytes);
+    }
+    for (auto& [k, v] : parts) {
+      rows.push_back({Value::Text(k.first), Value::Int32(k.second), Value::Int64(v.first), Value::Int64(v.second)});
+    }
+  } else {
+    return Status::Internal("unknown system view");
+  }
+  return std::unique_ptr<exec::RowSource>(new VectorSource(std::move(rows)));
+}
+
+}  // namespace wattdb::master

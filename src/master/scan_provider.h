@@ -1,0 +1,29 @@
+// MasterScanProvider: turns Scan plan nodes into row streams. User tables stream from the
+// nodes owning their segments (pruned to the scan's key range); system views
+// (wattdb_nodes, wattdb_segments, wattdb_partitions) come from the master's own state.
+//
+// A remote scan remembers the last key it returned. When a segment turns out to have moved
+// (NotFound) or split (Stale), it re-reads the partition map and resumes after that key, so
+// a scan running across a move or split returns every row exactly once.
+#pragma once
+
+#include "common/schema.h"
+#include "master/cluster.h"
+#include "query/exec/operator.h"
+
+namespace wattdb::master {
+
+// Registers the system views in the catalog.
+void RegisterSystemViews(Catalog& catalog);
+
+class MasterScanProvider : public exec::ScanProvider {
+ public:
+  MasterScanProvider(Cluster& cluster, Timestamp read_ts) : cluster_(cluster), read_ts_(read_ts) {}
+  Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override;
+
+ private:
+  Cluster& cluster_;  // borrowed; outlives the provider
+  Timestamp read_ts_;
+};
+
+}  // namespace wattdb::master

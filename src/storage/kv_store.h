@@ -1,0 +1,41 @@
+// KvStore: a small durable key-value map (RocksDB underneath) for metadata such as the
+// master's catalog and partition map. Every Write is one atomic, synced batch.
+// Thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace wattdb::storage {
+
+class KvStore {
+ public:
+  static Result<std::unique_ptr<KvStore>> Open(const std::string& dir);
+  ~KvStore();
+
+  struct Op {
+    std::string key;
+    std::string value;
+    bool erase = false;
+  };
+  // Applies all ops atomically and fsyncs the log before returning.
+  Status Write(const std::vector<Op>& ops);
+  Result<std::string> Get(const std::string& key) const;  // NotFound if absent
+  // Calls fn(key, value) for every key starting with `prefix`, in key order.
+  Status Scan(const std::string& prefix,
+              const std::function<Status(const std::string&, const std::string&)>& fn) const;
+
+ private:
+  KvStore() = default;
+  std::unique_ptr<rocksdb::DB> db_;
+};
+
+}  // namespace wattdb::storage
