@@ -1,0 +1,198 @@
+// End-to-end tests on real processes: master + 3 nodes on loopback, RocksDB segments, libpq.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/mini_cluster.h"
+
+namespace wattdb::testing {
+namespace {
+
+using Rows = std::vector<std::vector<std::string>>;
+
+// Loads rows 1..n into acc(id, owner, balance) with balance = id % 1000.
+void Load(PgConn& c, int n) {
+  for (int start = 1; start <= n; start += 1000) {
+    std::string sql = "INSERT INTO acc VALUES ";
+    for (int i = start; i < start + 1000 && i <= n; i++) {
+      sql += fmt::format("{}({}, 'owner{}', {})", i == start ? "" : ",", i, i % 97, i % 1000);
+    }
+    std::string msg;
+    ASSERT_EQ(c.Exec(sql, nullptr, &msg), "") << msg;
+  }
+}
+
+TEST(Cluster, EndToEnd) {
+  MiniCluster cluster;
+  ASSERT_TRUE(cluster.Start()) << "cluster did not start; logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_TRUE(c->ok()) << c->error();
+
+  // 1. Schema and 100,000 rows through the wire protocol.
+  ASSERT_EQ(c->Exec("CREATE TABLE acc (id BIGINT PRIMARY KEY, owner VARCHAR(20), balance BIGINT)"), "");
+  Load(*c, 100000);
+  const std::string kTotals = "100000|49950000|1|100000";
+  auto totals = [](PgConn& conn) {
+    Rows r;
+    std::string st = conn.Exec("SELECT count(*), sum(balance), min(id), max(id) FROM acc", &r);
+    if (!st.empty() || r.size() != 1) return "ERROR " + st;
+    return r[0][0] + "|" + r[0][1] + "|" + r[0][2] + "|" + r[0][3];
+  };
+  EXPECT_EQ(totals(*c), kTotals);
+  EXPECT_EQ(c->Scalar("SELECT owner FROM acc WHERE id = 4242"), "owner71");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM acc WHERE id BETWEEN 500 AND 1499"), "1000");
+  Rows groups;
+  ASSERT_EQ(c->Exec("SELECT owner, count(*), sum(balance) FROM acc WHERE owner IN ('owner1', 'owner2') "
+                    "GROUP BY owner ORDER BY owner", &groups), "");
+  ASSERT_EQ(groups.size(), 2u);
+  Rows top;
+  ASSERT_EQ(c->Exec("SELECT id, balance FROM acc ORDER BY balance DESC, id LIMIT 3", &top), "");
+  ASSERT_EQ(top, (Rows{{"999", "999"}, {"1999", "999"}, {"2999", "999"}}));
+
+  // Segments split as the table grew and spread over all three nodes.
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_partitions WHERE table_name = 'acc'", "3", 30000))
+      << "segments did not spread over the nodes";
+  int segments = std::stoi(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 'acc'"));
+  EXPECT_GT(segments, 10);
+
+  // 2. Moves under a concurrent reader (count and sum stay exact) and a concurrent writer
+  //    (every statement succeeds; none is lost).
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0}, bad_reads{0}, writes{0}, failed_writes{0};
+  std::string last_bad;
+  std::thread reader([&] {
+    auto rc = cluster.Connect();
+    while (!stop) {
+      std::string t = totals(*rc);
+      reads++;
+      if (t != kTotals) {
+        bad_reads++;
+        last_bad = t;
+      }
+    }
+  });
+  ASSERT_EQ(c->Exec("CREATE TABLE log (seq INT PRIMARY KEY, note TEXT)"), "");
+  std::thread writer([&] {
+    auto wc = cluster.Connect();
+    for (int i = 1; !stop; i++) {
+      std::string msg;
+      if (wc->Exec(fmt::format("INSERT INTO log VALUES ({}, 'n{}')", i, i), nullptr, &msg) != "") {
+        failed_writes++;
+      }
+      // Writes to the moving table too, without changing its totals: owner only.
+      if (wc->Exec(fmt::format("UPDATE acc SET owner = 'w{}' WHERE id = {}", i, 1 + (i * 7919) % 100000), nullptr,
+                   &msg) != "") {
+        failed_writes++;
+      }
+      writes++;
+    }
+  });
+  Rows segs;
+  ASSERT_EQ(c->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 'acc' ORDER BY segment_id",
+                    &segs), "");
+  int moves = 0;
+  for (size_t i = 0; i < segs.size() && moves < 12; i += 2) {
+    int to = std::stoi(segs[i][1]) % 3 + 1;
+    std::string msg;
+    ASSERT_EQ(c->Exec(fmt::format("ALTER TABLE acc MOVE SEGMENT {} TO NODE {}", segs[i][0], to), nullptr, &msg), "")
+        << msg;
+    moves++;
+  }
+  while (reads < 20) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  stop = true;
+  reader.join();
+  writer.join();
+  EXPECT_EQ(bad_reads.load(), 0) << "last bad read: " << last_bad;
+  EXPECT_EQ(failed_writes.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  int logged = writes.load();
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM log"), std::to_string(logged));
+  EXPECT_EQ(totals(*c), kTotals);
+
+  // 3. Drain node 3 and power it off; the data stays complete.
+  std::string msg;
+  EXPECT_EQ(c->Exec("ALTER NODE 3 POWER OFF", nullptr, &msg), "55000") << "a node with segments must refuse";
+  ASSERT_EQ(c->Exec("ALTER NODE 3 DRAIN", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE node_id = 3"), "0");
+  ASSERT_EQ(c->Exec("ALTER NODE 3 POWER OFF", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT state FROM wattdb_nodes WHERE node_id = 3"), "down");
+  EXPECT_EQ(totals(*c), kTotals);
+  ASSERT_EQ(c->Exec("ALTER NODE 3 POWER ON", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT state FROM wattdb_nodes WHERE node_id = 3"), "up");
+  ASSERT_EQ(c->Exec(fmt::format("ALTER TABLE acc MOVE SEGMENT {} TO NODE 3", segs[0][0]), nullptr, &msg), "") << msg;
+
+  // 4. Restart the master: catalog, partition map and every row are intact.
+  std::string owner4242 = c->Scalar("SELECT owner FROM acc WHERE id = 4242");
+  Rows groups_before;
+  ASSERT_EQ(c->Exec("SELECT owner, count(*), sum(balance) FROM acc GROUP BY owner ORDER BY owner", &groups_before),
+            "");
+  Rows before;
+  ASSERT_EQ(c->Exec("SELECT segment_id, node_id, lo, hi FROM wattdb_segments ORDER BY segment_id", &before), "");
+  c.reset();
+  cluster.StopMaster();
+  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "3", 30000));
+  c = cluster.Connect();
+  EXPECT_EQ(totals(*c), kTotals);
+  EXPECT_EQ(c->Scalar("SELECT owner FROM acc WHERE id = 4242"), owner4242);
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM log"), std::to_string(logged));
+  Rows after;
+  ASSERT_EQ(c->Exec("SELECT segment_id, node_id, lo, hi FROM wattdb_segments ORDER BY segment_id", &after), "");
+  EXPECT_EQ(before, after);
+  Rows groups_after;
+  ASSERT_EQ(c->Exec("SELECT owner, count(*), sum(balance) FROM acc GROUP BY owner ORDER BY owner", &groups_after),
+            "");
+  EXPECT_EQ(groups_before, groups_after);
+  // New writes after the restart get fresh timestamps and are visible.
+  ASSERT_EQ(c->Exec("INSERT INTO acc VALUES (100001, 'late', 5)"), "");
+  EXPECT_EQ(c->Scalar("SELECT balance FROM acc WHERE id = 100001"), "5");
+}
+
+TEST(Cluster, BadInputIsContained) {
+  MiniCluster cluster(MiniClusterOptions{2, 1 << 20, 300});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (a INT PRIMARY KEY, b TEXT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t VALUES (1, 'x'), (2, 'y')"), "");
+  std::string msg;
+  EXPECT_EQ(c->Exec("SELEC 1", nullptr, &msg), "42601");
+  EXPECT_EQ(c->Exec("SELECT * FROM nope"), "42P01");
+  EXPECT_EQ(c->Exec("SELECT zz FROM t"), "42703");
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (1, 'dup')"), "23505");
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES ('one', 'z')"), "22P02");
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (3, true)"), "");  // bool to text is an assignment cast
+  EXPECT_EQ(c->Exec("SELECT a FROM t WHERE b"), "42804");
+  // A multi-row insert that fails on one row leaves nothing behind.
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (10, 'a'), (2, 'dup'), (11, 'b')"), "23505");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE a >= 10"), "0");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "3");  // the connection is still usable
+
+  // Garbage on the wire closes only that connection.
+  for (const std::string& junk : {std::string("\x00\x00\x00\x02", 4), std::string("GET / HTTP/1.1\r\n\r\n"),
+                                  std::string("\x00\x00\x00\x08\x04\xd2\x16\x2f", 8) + "Q\xff\xff\xff\xff"}) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(cluster.pg_port());
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    ASSERT_EQ(write(fd, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+    shutdown(fd, SHUT_WR);
+    char buf[256];
+    while (read(fd, buf, sizeof(buf)) > 0) {
+    }
+    close(fd);
+  }
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "3");
+  auto fresh = cluster.Connect();
+  EXPECT_EQ(fresh->Scalar("SELECT b FROM t WHERE a = 2"), "y");
+}
+
+}  // namespace
+}  // namespace wattdb::testing

@@ -1,0 +1,180 @@
+#include "tests/integration/mini_cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace wattdb::testing {
+
+namespace fs = std::filesystem;
+
+PgConn::PgConn(const std::string& conninfo) : conn_(PQconnectdb(conninfo.c_str())) {
+  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+}
+PgConn::~PgConn() { PQfinish(conn_); }
+bool PgConn::ok() const { return PQstatus(conn_) == CONNECTION_OK; }
+std::string PgConn::error() const { return PQerrorMessage(conn_); }
+
+std::string PgConn::Exec(const std::string& sql, std::vector<std::vector<std::string>>* rows,
+                         std::string* message) {
+  PGresult* r = PQexec(conn_, sql.c_str());
+  ExecStatusType st = PQresultStatus(r);
+  std::string state;
+  if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+    if (rows) {
+      rows->clear();
+      for (int i = 0; i < PQntuples(r); i++) {
+        std::vector<std::string> row;
+        for (int j = 0; j < PQnfields(r); j++) {
+          row.push_back(PQgetisnull(r, i, j) ? "NULL" : PQgetvalue(r, i, j));
+        }
+        rows->push_back(std::move(row));
+      }
+    }
+  } else {
+    const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    state = code ? code : "?????";
+    if (message) *message = PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+  }
+  PQclear(r);
+  return state;
+}
+
+std::string PgConn::Scalar(const std::string& sql) {
+  std::vector<std::vector<std::string>> rows;
+  std::string msg;
+  std::string st = Exec(sql, &rows, &msg);
+  if (!st.empty()) return "ERROR " + st + ": " + msg;
+  if (rows.size() != 1 || rows[0].size() != 1) return "BAD SHAPE";
+  return rows[0][0];
+}
+
+MiniCluster::MiniCluster(MiniClusterOptions opts) : opts_(opts) {
+  dir_ = (fs::temp_directory_path() / fmt::format("wattdb_cluster_{}_{}", getpid(),
+                                                  std::chrono::steady_clock::now().time_since_epoch().count()))
+             .string();
+  fs::create_directories(dir_);
+  pg_port_ = FreePort();
+  int cluster_port = FreePort();
+  std::string toml = fmt::format(
+      "[cluster]\ndata_dir = \"{}/data\"\nsegment_bytes = {}\ntelemetry_interval_ms = {}\n"
+      "heartbeat_timeout_ms = {}\nnode_binary = \"{}/wattdb-node\"\n"
+      "[master]\npg_port = {}\ncluster_port = {}\n",
+      dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10, WATTDB_BIN_DIR,
+      pg_port_, cluster_port);
+  for (int i = 1; i <= opts.nodes; i++) toml += fmt::format("[[node]]\nid = {}\nport = {}\n", i, FreePort());
+  config_ = dir_ + "/cluster.toml";
+  std::ofstream(config_) << toml;
+}
+
+MiniCluster::~MiniCluster() {
+  KillAll();
+  std::error_code ec;
+  if (!getenv("WATTDB_KEEP_TEST_DIR")) fs::remove_all(dir_, ec);
+}
+
+int MiniCluster::FreePort() {
+  // Bind port 0 to let the kernel pick, then release it. Ports come from the ephemeral
+  // range, so a clash with another process in the short window is unlikely.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+pid_t MiniCluster::Spawn(const std::vector<std::string>& args, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool MiniCluster::StartMaster() {
+  master_ = Spawn({std::string(WATTDB_BIN_DIR) + "/wattdb-master", "--config", config_}, dir_ + "/master.log");
+  for (int i = 0; i < 300; i++) {
+    PgConn c(conninfo());
+    if (c.ok()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+bool MiniCluster::Start() {
+  for (int i = 1; i <= opts_.nodes; i++) {
+    nodes_.push_back(Spawn({std::string(WATTDB_BIN_DIR) + "/wattdb-node", "--config", config_, "--id",
+                            std::to_string(i)},
+                           fmt::format("{}/node{}.log", dir_, i)));
+  }
+  if (!StartMaster()) return false;
+  return WaitFor("select count(*) from wattdb_nodes where state = 'up'", std::to_string(opts_.nodes), 30000);
+}
+
+void MiniCluster::StopMaster() {
+  if (!master_) return;
+  kill(master_, SIGTERM);
+  waitpid(master_, nullptr, 0);
+  master_ = 0;
+}
+
+void MiniCluster::KillAll() {
+  StopMaster();
+  // Nodes started by the harness, and any the master's power driver started (pid files).
+  std::vector<pid_t> pids = nodes_;
+  for (int i = 1; i <= opts_.nodes; i++) {
+    std::ifstream f(fmt::format("{}/data/n{}/node.pid", dir_, i));
+    pid_t p = 0;
+    if (f >> p && p > 0) pids.push_back(p);
+  }
+  for (pid_t p : pids) kill(p, SIGTERM);
+  for (pid_t p : nodes_) waitpid(p, nullptr, 0);
+  nodes_.clear();
+  for (int i = 0; i < 200; i++) {
+    bool alive = false;
+    for (pid_t p : pids) alive |= kill(p, 0) == 0 && (waitpid(p, nullptr, WNOHANG), kill(p, 0) == 0);
+    if (!alive) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+}
+
+std::string MiniCluster::conninfo() const {
+  return fmt::format("host=127.0.0.1 port={} user=wattdb dbname=wattdb sslmode=disable connect_timeout=5", pg_port_);
+}
+
+std::unique_ptr<PgConn> MiniCluster::Connect() const { return std::make_unique<PgConn>(conninfo()); }
+
+bool MiniCluster::WaitFor(const std::string& sql, const std::string& expected, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    PgConn c(conninfo());
+    if (c.ok() && c.Scalar(sql) == expected) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+}  // namespace wattdb::testing
