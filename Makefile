@@ -1,0 +1,27 @@
+# make run  — install missing packages, build (Release), start a local cluster (master + 3 nodes)
+# make test — install missing packages, build, run every test through ctest
+BUILD ?= build
+CONFIG ?=
+
+.PHONY: all deps build run test bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+	@cmake --build $(BUILD)
+
+run: build
+	@$(BUILD)/bin/wattdb-master --manage-nodes $(if $(CONFIG),--config $(CONFIG))
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j2
+
+bench: build
+	@$(BUILD)/bin/wattdb-bench
+
+clean:
+	rm -rf $(BUILD) run
