@@ -141,8 +141,9 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
     // Every participant prepared: the statement commits.
     ASSIGN_OR_RETURN(Timestamp ts, BeginCommit());
     Status commit_status;
+    std::vector<std::pair<SegmentId, uint64_t>> sizes;
     for (auto& c : prepared) {
-      Status s = RpcCommit(*c, txn, ts);
+      Status s = RpcCommit(*c, txn, ts, &sizes);
       if (!s.ok()) {
         Log("master")->error("commit incomplete txn={} node={} err={}", txn, c->id(), s.ToString());
         commit_status = Status(Status::Code::kIOError,
@@ -150,6 +151,13 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
       }
     }
     EndCommit(ts);
+    bool oversized = std::any_of(sizes.begin(), sizes.end(),
+                                 [&](const auto& p) { return p.second > config_.segment_bytes; });
+    if (oversized) {
+      std::lock_guard<std::mutex> l(stop_mu_);
+      split_wanted_ = true;
+      stop_cv_.notify_all();
+    }
     return commit_status;
   }
 }
@@ -364,8 +372,10 @@ void Cluster::MaintenanceLoop() {
   while (true) {
     {
       std::unique_lock<std::mutex> l(stop_mu_);
-      stop_cv_.wait_for(l, std::chrono::milliseconds(config_.telemetry_interval_ms), [this] { return stopping_; });
+      stop_cv_.wait_for(l, std::chrono::milliseconds(config_.telemetry_interval_ms),
+                        [this] { return stopping_ || split_wanted_; });
       if (stopping_) return;
+      split_wanted_ = false;
     }
     MaintainOnce();
   }

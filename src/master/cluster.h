@@ -109,9 +109,10 @@ class Cluster {
   std::atomic<uint64_t> next_txn_{1};
   std::mutex admin_mu_;  // serializes moves, splits, drains and power changes
   std::thread maintenance_;
-  std::mutex stop_mu_;
+  std::mutex stop_mu_;  // guards stopping_ and split_wanted_; stop_cv_ wakes maintenance
   std::condition_variable stop_cv_;
   bool stopping_ = false;
+  bool split_wanted_ = false;  // a commit reported an oversized segment
 };
 
 }  // namespace wattdb::master

@@ -70,12 +70,17 @@ Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::ve
   }, nullptr);
 }
 
-Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts) {
+Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes) {
   return Call(c, [&](proto::Request::Builder r) {
     auto m = r.initCommit();
     m.setTxn(txn);
     m.setCommitTs(ts);
-  }, nullptr);
+  }, [&](proto::Response::Reader resp) {
+    if (sizes && resp.which() == proto::Response::SEGMENTS) {
+      for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
+    }
+    return Status::OK();
+  });
 }
 
 Status RpcAbort(NodeClient& c, uint64_t txn) {

@@ -37,7 +37,9 @@ Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::s
                         const std::string& hi);
 Status RpcDropSegment(NodeClient& c, SegmentId id);
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& w);
-Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts);
+// Commits; `sizes` (optional) receives (segment, bytes) of the segments written.
+Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,
+                 std::vector<std::pair<SegmentId, uint64_t>>* sizes = nullptr);
 Status RpcAbort(NodeClient& c, uint64_t txn);
 Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
 Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& src_host, uint16_t src_port);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <kj/exception.h>
 
@@ -169,7 +170,25 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
     }
     case proto::Request::COMMIT: {
       auto c = req.getCommit();
-      return Reply(conn, participant_->Commit(c.getTxn(), c.getCommitTs())).ok();
+      std::set<SegmentId> touched;
+      Status st = participant_->Commit(c.getTxn(), c.getCommitTs(), &touched);
+      // The reply carries the sizes of the written segments so the master can split
+      // oversized ones right away.
+      capnp::MallocMessageBuilder mb;
+      auto resp = mb.initRoot<proto::Response>();
+      SetStatus(resp.initStatus(), st);
+      std::vector<storage::SegmentInfo> infos;
+      for (SegmentId id : touched) {
+        auto seg = store_->Get(id);
+        if (!seg.ok()) continue;
+        infos.push_back({(*seg)->meta(), (*seg)->counters().bytes.load(), 0, 0});
+      }
+      auto l = resp.initSegments(infos.size());
+      for (size_t i = 0; i < infos.size(); i++) {
+        MetaTo(l[i].initMeta(), infos[i].meta);
+        l[i].setBytes(infos[i].bytes);
+      }
+      return conn.Send(mb).ok();
     }
     case proto::Request::ABORT:
       participant_->Abort(req.getAbort());

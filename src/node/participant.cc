@@ -32,7 +32,7 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
   return Status::OK();
 }
 
-Status Participant::Commit(uint64_t txn, Timestamp commit_ts) {
+Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched) {
   std::vector<storage::WriteOp> ops;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -43,6 +43,9 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts) {
     // Locks are released after the writes are durable, below.
   }
   Status s = store_.Apply(commit_ts, ops);
+  if (touched) {
+    for (const auto& op : ops) touched->insert(op.segment);
+  }
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& op : ops) {
     auto it = locks_.find({op.segment, op.key});

@@ -35,7 +35,8 @@ class Participant {
 
   // Validates and locks `writes`; a later Prepare of the same txn adds more writes.
   Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes);
-  Status Commit(uint64_t txn, Timestamp commit_ts);
+  // Applies the prepared writes; `touched` (optional) receives the segments written.
+  Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr);
   void Abort(uint64_t txn);
   // True if any prepared transaction holds writes on `segment` (a move must wait).
   bool HasPrepared(SegmentId segment) const;
