@@ -39,6 +39,8 @@ class NodeServer {
 
   Status Start();
   void Stop();
+  // The data port actually bound (differs from the config when it asked for port 0).
+  uint16_t port() const { return server_ ? server_->port() : 0; }
 
  private:
   void Serve(net::asio::ip::tcp::socket& socket);
