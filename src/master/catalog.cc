@@ -14,6 +14,7 @@ constexpr char kMovePrefix[] = "move/";
 constexpr char kNodePrefix[] = "node/";
 constexpr char kCounterPrefix[] = "counter/";
 constexpr char kTrashPrefix[] = "trash/";
+constexpr char kDecisionPrefix[] = "decision/";
 
 std::string U64Key(const char* prefix, uint64_t v) { return fmt::format("{}{:020}", prefix, v); }
 
@@ -85,6 +86,10 @@ Status Catalog::Load() {
   RETURN_NOT_OK(kv_->Scan(kTrashPrefix, [&](const std::string&, const std::string& v) {
     ASSIGN_OR_RETURN(SegmentEntry e, DecodeSegment(v));
     trash_[e.id] = e;
+    return Status::OK();
+  }));
+  RETURN_NOT_OK(kv_->Scan(kDecisionPrefix, [&](const std::string& k, const std::string& v) {
+    decisions_[std::stoull(k.substr(strlen(kDecisionPrefix)))] = std::stoull(v);
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kMovePrefix, [&](const std::string&, const std::string& v) {
@@ -321,6 +326,28 @@ std::vector<MoveIntent> Catalog::PendingMoves() const {
   std::vector<MoveIntent> out;
   for (const auto& [s, m] : moves_) out.push_back(m);
   return out;
+}
+
+Status Catalog::LogDecision(uint64_t txn, Timestamp ts) {
+  std::unique_lock l(mu_);
+  RETURN_NOT_OK(kv_->Write({{U64Key(kDecisionPrefix, txn), std::to_string(ts)}}));
+  decisions_[txn] = ts;
+  return Status::OK();
+}
+
+Status Catalog::EraseDecision(uint64_t txn) {
+  std::unique_lock l(mu_);
+  // Unsynced: a decision that reappears after a crash is harmless (nobody asks for it).
+  RETURN_NOT_OK(kv_->Write({{U64Key(kDecisionPrefix, txn), "", true}}, /*sync=*/false));
+  decisions_.erase(txn);
+  return Status::OK();
+}
+
+std::optional<Timestamp> Catalog::Decision(uint64_t txn) const {
+  std::shared_lock l(mu_);
+  auto it = decisions_.find(txn);
+  if (it == decisions_.end()) return std::nullopt;
+  return it->second;
 }
 
 NodeAdminState Catalog::GetNodeState(NodeId node) const {

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -74,6 +75,12 @@ class Catalog : public plan::CatalogReader {
   Status SetOwner(SegmentId seg, NodeId node);
   std::vector<MoveIntent> PendingMoves() const;
 
+  // Commit decisions of transactions spanning several nodes: logged (synced) before any
+  // participant is told to commit; erased once every participant acknowledged.
+  Status LogDecision(uint64_t txn, Timestamp commit_ts);
+  Status EraseDecision(uint64_t txn);
+  std::optional<Timestamp> Decision(uint64_t txn) const;
+
   NodeAdminState GetNodeState(NodeId node) const;
   Status SetNodeState(NodeId node, NodeAdminState s);
 
@@ -98,6 +105,7 @@ class Catalog : public plan::CatalogReader {
   std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)
   std::map<SegmentId, MoveIntent> moves_;
   std::map<SegmentId, SegmentEntry> trash_;
+  std::map<uint64_t, Timestamp> decisions_;
   std::map<NodeId, NodeAdminState> node_states_;
   struct Counter {
     uint64_t next = 0, limit = 0;

@@ -114,6 +114,21 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
       by_node[segs[seg_of[i]].node].push_back(std::move(w));
     }
     uint64_t txn = next_txn_++;
+    {
+      std::lock_guard<std::mutex> l(txn_mu_);
+      active_txns_.insert(txn);
+    }
+    struct Inactive {
+      Cluster* c;
+      uint64_t txn;
+      ~Inactive() {
+        std::lock_guard<std::mutex> l(c->txn_mu_);
+        c->active_txns_.erase(txn);
+      }
+    } inactive{this, txn};
+    // A statement spanning several nodes prepares durably and logs its decision, so that a
+    // participant that crashes before hearing it can still learn it (two-phase commit).
+    bool distributed = by_node.size() > 1;
     std::vector<std::shared_ptr<NodeClient>> prepared;
     Status failed;
     for (auto& [node, ws] : by_node) {
@@ -126,7 +141,7 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
       constexpr size_t kChunk = 5000;
       for (size_t off = 0; off < ws.size() && failed.ok(); off += kChunk) {
         std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + std::min(ws.size(), off + kChunk));
-        failed = RpcPrepare(**client, txn, snapshot, chunk);
+        failed = RpcPrepare(**client, txn, snapshot, chunk, distributed);
       }
       if (!failed.ok()) break;
     }
@@ -140,16 +155,38 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
     }
     // Every participant prepared: the statement commits.
     ASSIGN_OR_RETURN(Timestamp ts, BeginCommit());
-    Status commit_status;
-    std::vector<std::pair<SegmentId, uint64_t>> sizes;
-    for (auto& c : prepared) {
-      Status s = RpcCommit(*c, txn, ts, &sizes);
-      if (!s.ok()) {
-        Log("master")->error("commit incomplete txn={} node={} err={}", txn, c->id(), s.ToString());
-        commit_status = Status(Status::Code::kIOError,
-                               fmt::format("commit on node {} failed: {}", c->id(), s.message()), "58030");
+    if (distributed) {
+      Status logged = catalog_->LogDecision(txn, ts);
+      if (!logged.ok()) {
+        EndCommit(ts);
+        for (auto& c : prepared) (void)RpcAbort(*c, txn);
+        return logged.Prepend("commit decision");
       }
     }
+    Status commit_status;
+    bool all_acked = true;
+    std::vector<std::pair<SegmentId, uint64_t>> sizes;
+    for (auto& c : prepared) {
+      Status s;
+      for (int tries = 0; tries < 3; tries++) {
+        s = RpcCommit(*c, txn, ts, &sizes);
+        if (s.ok() || s.IsNotFound()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      if (!s.ok()) {
+        all_acked = false;
+        if (distributed) {
+          // The decision is durable: the node applies it when it reports the txn in doubt.
+          Log("master")->warn("commit not acknowledged txn={} node={} err={} (resolved later)", txn, c->id(),
+                              s.ToString());
+        } else {
+          Log("master")->error("commit failed txn={} node={} err={}", txn, c->id(), s.ToString());
+          commit_status = Status(Status::Code::kIOError,
+                                 fmt::format("commit on node {} failed: {}", c->id(), s.message()), "58030");
+        }
+      }
+    }
+    if (distributed && all_acked) (void)catalog_->EraseDecision(txn);
     EndCommit(ts);
     bool oversized = std::any_of(sizes.begin(), sizes.end(),
                                  [&](const auto& p) { return p.second > config_.segment_bytes; });
@@ -159,6 +196,25 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
       stop_cv_.notify_all();
     }
     return commit_status;
+  }
+}
+
+void Cluster::ResolveInDoubt() {
+  for (const auto& n : registry_->Snapshot()) {
+    if (!n.up) continue;
+    for (uint64_t txn : n.in_doubt) {
+      {
+        std::lock_guard<std::mutex> l(txn_mu_);
+        if (active_txns_.count(txn)) continue;  // still being decided
+      }
+      auto client = registry_->Client(n.id);
+      if (!client.ok()) break;
+      auto decision = catalog_->Decision(txn);
+      // No logged decision means the master never decided to commit: presumed abort.
+      Status s = decision ? RpcCommit(**client, txn, *decision) : RpcAbort(**client, txn);
+      Log("master")->info("in-doubt txn resolved txn={} node=n{} outcome={} status={}", txn, n.id,
+                          decision ? "commit" : "abort", s.ToString());
+    }
   }
 }
 
@@ -325,6 +381,7 @@ Status Cluster::RecoverMove(const MoveIntent& m) {
 }
 
 void Cluster::MaintainOnce() {
+  ResolveInDoubt();
   // 1. Logged moves interrupted by a master crash: finish or roll back.
   for (const auto& m : catalog_->PendingMoves()) {
     std::lock_guard<std::mutex> admin(admin_mu_);

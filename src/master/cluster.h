@@ -107,6 +107,9 @@ class Cluster {
   std::set<Timestamp> inflight_;
 
   std::atomic<uint64_t> next_txn_{1};
+  std::mutex txn_mu_;  // guards active_txns_
+  std::set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort
+  void ResolveInDoubt();
   std::mutex admin_mu_;  // serializes moves, splits, drains and power changes
   std::thread maintenance_;
   std::mutex stop_mu_;  // guards stopping_ and split_wanted_; stop_cv_ wakes maintenance

@@ -109,6 +109,8 @@ void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
       n.disk_write_bps = hb.getDiskWriteBytesPerSec();
       n.net_rx_bps = hb.getNetRxBytesPerSec();
       n.net_tx_bps = hb.getNetTxBytesPerSec();
+      n.in_doubt.clear();
+      for (auto t : hb.getInDoubt()) n.in_doubt.push_back(t);
       n.segments.clear();
       for (auto s : hb.getSegments()) {
         n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(), s.getRowsWritten()});

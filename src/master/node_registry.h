@@ -36,6 +36,7 @@ struct NodeInfo {
   double disk_read_bps = 0, disk_write_bps = 0, net_rx_bps = 0, net_tx_bps = 0;
   uint64_t heartbeats = 0;
   std::vector<SegmentTelemetry> segments;
+  std::vector<uint64_t> in_doubt;  // durably prepared transactions awaiting a decision
 };
 
 class NodeRegistry {

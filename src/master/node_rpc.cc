@@ -52,11 +52,13 @@ Status RpcDropSegment(NodeClient& c, SegmentId id) {
   return Call(c, [&](proto::Request::Builder r) { r.setDropSegment(id); }, nullptr);
 }
 
-Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws) {
+Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
+                  bool durable) {
   return Call(c, [&](proto::Request::Builder r) {
     auto p = r.initPrepare();
     p.setTxn(txn);
     p.setSnapshotTs(snapshot);
+    p.setDurable(durable);
     auto l = p.initWrites(ws.size());
     for (size_t i = 0; i < ws.size(); i++) {
       l[i].setSegment(ws[i].segment);

@@ -36,7 +36,8 @@ struct RemoteSegment {
 Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::string& lo,
                         const std::string& hi);
 Status RpcDropSegment(NodeClient& c, SegmentId id);
-Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& w);
+Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& w,
+                  bool durable = false);
 // Commits; `sizes` (optional) receives (segment, bytes) of the segments written.
 Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,
                  std::vector<std::pair<SegmentId, uint64_t>>* sizes = nullptr);

@@ -74,6 +74,10 @@ NodeServer::~NodeServer() { Stop(); }
 Status NodeServer::Start() {
   ASSIGN_OR_RETURN(store_, storage::SegmentStore::Open(opts_.data_dir + "/segments"));
   participant_ = std::make_unique<Participant>(*store_);
+  RETURN_NOT_OK(participant_->Recover());
+  if (!participant_->InDoubt().empty()) {
+    Log("node")->info("recovered in-doubt transactions count={}", participant_->InDoubt().size());
+  }
   std::error_code ec;
   fs::remove_all(opts_.data_dir + "/export", ec);
   fs::remove_all(opts_.data_dir + "/import", ec);
@@ -166,7 +170,8 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
                                                                  : WriteCheck::kNone;
         writes.push_back(std::move(tw));
       }
-      return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes))).ok();
+      return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), p.getDurable()))
+          .ok();
     }
     case proto::Request::COMMIT: {
       auto c = req.getCommit();
@@ -435,6 +440,9 @@ void NodeServer::MasterLink() {
       hb.setNetRxBytesPerSec(t.net_rx_bps);
       hb.setNetTxBytesPerSec(t.net_tx_bps);
       hb.setWallMicros(clock_.WallMicros());
+      auto doubt = participant_->InDoubt();
+      auto d = hb.initInDoubt(doubt.size());
+      for (size_t i = 0; i < doubt.size(); i++) d.set(i, doubt[i]);
       auto list = store_->List();
       auto segs = hb.initSegments(list.size());
       for (size_t i = 0; i < list.size(); i++) {

@@ -1,8 +1,62 @@
 #include "node/participant.h"
 
+#include "common/bytes.h"
+
 namespace wattdb::node {
 
-Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes) {
+namespace {
+
+std::string EncodeOps(const std::vector<storage::WriteOp>& ops) {
+  std::string out;
+  ByteWriter w(&out);
+  w.VarU64(ops.size());
+  for (const auto& op : ops) {
+    w.VarU64(op.segment);
+    w.Str(op.key);
+    w.U8(static_cast<uint8_t>(op.kind));
+    w.Str(op.row);
+  }
+  return out;
+}
+
+Result<std::vector<storage::WriteOp>> DecodeOps(std::string_view in) {
+  ByteReader r(in);
+  uint64_t n;
+  auto bad = [] { return Status::Corruption("prepare record does not decode"); };
+  if (!r.VarU64(&n) || n > in.size()) return bad();
+  std::vector<storage::WriteOp> ops(n);
+  for (auto& op : ops) {
+    uint8_t kind;
+    if (!r.VarU64(&op.segment) || !r.Str(&op.key) || !r.U8(&kind) || !r.Str(&op.row)) return bad();
+    if (kind != 1 && kind != 2) return bad();
+    op.kind = static_cast<storage::VersionKind>(kind);
+  }
+  return ops;
+}
+
+}  // namespace
+
+Status Participant::Recover() {
+  ASSIGN_OR_RETURN(auto records, store_.ListPrepared());
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [txn, blob] : records) {
+    ASSIGN_OR_RETURN(auto ops, DecodeOps(blob));
+    for (const auto& op : ops) locks_[{op.segment, op.key}] = txn;
+    prepared_[txn] = Prepared{true, std::move(ops)};
+  }
+  return Status::OK();
+}
+
+std::vector<uint64_t> Participant::InDoubt() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<uint64_t> out;
+  for (const auto& [txn, p] : prepared_) {
+    if (p.durable) out.push_back(txn);
+  }
+  return out;
+}
+
+Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable) {
   std::lock_guard<std::mutex> l(mu_);
   std::set<LockKey> mine;
   for (const auto& w : writes) {
@@ -26,23 +80,35 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
     }
     mine.insert(lk);
   }
-  auto& ops = prepared_[txn];
-  for (auto& w : writes) ops.push_back(std::move(w.op));
+  Prepared& p = prepared_[txn];
+  size_t before = p.ops.size();
+  for (auto& w : writes) p.ops.push_back(std::move(w.op));
+  if (durable) {
+    p.durable = true;
+    Status s = store_.PutPrepared(txn, EncodeOps(p.ops));
+    if (!s.ok()) {
+      p.ops.resize(before);
+      if (p.ops.empty()) prepared_.erase(txn);
+      return s;
+    }
+  }
   for (const auto& lk : mine) locks_[lk] = txn;
   return Status::OK();
 }
 
 Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched) {
   std::vector<storage::WriteOp> ops;
+  bool durable;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = prepared_.find(txn);
     if (it == prepared_.end()) return Status::NotFound(fmt::format("txn {} is not prepared here", txn));
-    ops = std::move(it->second);
+    ops = std::move(it->second.ops);
+    durable = it->second.durable;
     prepared_.erase(it);
     // Locks are released after the writes are durable, below.
   }
-  Status s = store_.Apply(commit_ts, ops);
+  Status s = store_.Apply(commit_ts, ops, durable ? txn : 0);
   if (touched) {
     for (const auto& op : ops) touched->insert(op.segment);
   }
@@ -58,7 +124,8 @@ void Participant::Abort(uint64_t txn) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = prepared_.find(txn);
   if (it == prepared_.end()) return;
-  for (const auto& op : it->second) {
+  if (it->second.durable) (void)store_.ErasePrepared(txn);
+  for (const auto& op : it->second.ops) {
     auto lk = locks_.find({op.segment, op.key});
     if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
   }

@@ -6,9 +6,12 @@
 // write batch; Abort forgets them. A key locked by one prepared transaction cannot be
 // prepared by another (40001: the later writer aborts).
 //
-// Prepared state is in memory: a node that restarts forgets prepared-but-undecided
-// transactions, which the master then treats as aborted (it never committed them anywhere
-// before every participant prepared). Thread-safe.
+// A transaction spanning several nodes prepares durably: its writes are persisted (synced)
+// before Prepare answers, and Recover() reloads them with their locks after a restart. Such a
+// transaction stays "in doubt" until the master, which logs its decision before announcing
+// it, sends Commit or Abort. A single-node transaction prepares in memory only: if the node
+// restarts before the commit, the commit fails and nothing was applied anywhere.
+// Thread-safe.
 #pragma once
 
 #include <map>
@@ -33,20 +36,28 @@ class Participant {
  public:
   explicit Participant(storage::SegmentStore& store) : store_(store) {}
 
+  // Reloads durably prepared transactions and their locks (call once, before serving).
+  Status Recover();
   // Validates and locks `writes`; a later Prepare of the same txn adds more writes.
-  Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes);
+  Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable = false);
   // Applies the prepared writes; `touched` (optional) receives the segments written.
   Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr);
   void Abort(uint64_t txn);
   // True if any prepared transaction holds writes on `segment` (a move must wait).
   bool HasPrepared(SegmentId segment) const;
   size_t prepared_count() const;
+  // Durably prepared transactions waiting for the master's decision.
+  std::vector<uint64_t> InDoubt() const;
 
  private:
   using LockKey = std::pair<SegmentId, std::string>;
   storage::SegmentStore& store_;  // borrowed; outlives the participant
   mutable std::mutex mu_;         // guards prepared_ and locks_
-  std::map<uint64_t, std::vector<storage::WriteOp>> prepared_;
+  struct Prepared {
+    bool durable = false;
+    std::vector<storage::WriteOp> ops;
+  };
+  std::map<uint64_t, Prepared> prepared_;
   std::map<LockKey, uint64_t> locks_;
 };
 

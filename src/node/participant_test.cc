@@ -63,6 +63,41 @@ TEST_F(ParticipantTest, LaterWriterLosesConflicts) {
   EXPECT_TRUE(p_->Prepare(5, 20, {W(7, WriteCheck::kUpdate)}).ok());
 }
 
+TEST_F(ParticipantTest, DurablePrepareSurvivesRestart) {
+  ASSERT_TRUE(p_->Prepare(41, 10, {W(1, WriteCheck::kInsert)}, /*durable=*/true).ok());
+  ASSERT_TRUE(p_->Prepare(41, 10, {W(2, WriteCheck::kInsert)}, /*durable=*/true).ok());
+  ASSERT_TRUE(p_->Prepare(42, 10, {W(3, WriteCheck::kInsert)}, /*durable=*/true).ok());
+  ASSERT_TRUE(p_->Prepare(43, 10, {W(4, WriteCheck::kInsert)}).ok());  // in memory only
+  // Crash: drop everything in memory, reopen the store.
+  p_.reset();
+  store_.reset();
+  store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
+  p_ = std::make_unique<Participant>(*store_);
+  ASSERT_TRUE(p_->Recover().ok());
+  EXPECT_EQ(p_->InDoubt(), (std::vector<uint64_t>{41, 42}));
+  // Recovered locks still exclude other writers.
+  EXPECT_EQ(p_->Prepare(50, 10, {W(2, WriteCheck::kUpdate)}).sqlstate(), "40001");
+  // The master's decisions arrive: commit 41, abort 42; 43 was lost with the crash.
+  ASSERT_TRUE(p_->Commit(41, 20).ok());
+  p_->Abort(42);
+  EXPECT_TRUE(p_->Commit(43, 21).IsNotFound());
+  EXPECT_TRUE(p_->InDoubt().empty());
+  {
+    auto sc = store_->Scan(1, "", "", 100);
+    std::vector<storage::ScanRow> rows;
+    while (*(*sc)->Next(10, &rows)) {
+    }
+    EXPECT_EQ(rows.size(), 2u);  // keys 1 and 2
+  }
+  // Nothing stays behind after another restart.
+  p_.reset();
+  store_.reset();
+  store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
+  p_ = std::make_unique<Participant>(*store_);
+  ASSERT_TRUE(p_->Recover().ok());
+  EXPECT_TRUE(p_->InDoubt().empty());
+}
+
 TEST_F(ParticipantTest, KeyOutsideSegmentIsStale) {
   ASSERT_TRUE(store_->CreateSegment({2, 1, "", "\x01"}).ok());
   TxnWrite w = W(9, WriteCheck::kInsert);

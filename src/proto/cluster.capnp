@@ -20,6 +20,7 @@ struct Telemetry {
   netTxBytesPerSec @9 :Float64;
   segments @10 :List(Svc.SegmentStats);
   wallMicros @11 :Int64;
+  inDoubt @12 :List(UInt64);     # durably prepared transactions awaiting the master's decision
 }
 
 struct NodeMessage {

@@ -61,6 +61,7 @@ struct Request {
       txn @3 :UInt64;
       snapshotTs @4 :UInt64;
       writes @5 :List(Write);
+      durable @21 :Bool;             # persist before answering: the txn spans several nodes
     }
     commit :group {
       txn @6 :UInt64;

@@ -25,14 +25,14 @@ KvStore::~KvStore() {
   if (db_) (void)db_->Close();
 }
 
-Status KvStore::Write(const std::vector<Op>& ops) {
+Status KvStore::Write(const std::vector<Op>& ops, bool sync) {
   rocksdb::WriteBatch b;
   for (const auto& op : ops) {
     rocksdb::Status s = op.erase ? b.Delete(op.key) : b.Put(op.key, op.value);
     if (!s.ok()) return Status::IOError(s.ToString());
   }
   rocksdb::WriteOptions wo;
-  wo.sync = true;
+  wo.sync = sync;
   rocksdb::Status s = db_->Write(wo, &b);
   return s.ok() ? Status::OK() : Status::IOError("metadata write: " + s.ToString());
 }

@@ -26,8 +26,8 @@ class KvStore {
     std::string value;
     bool erase = false;
   };
-  // Applies all ops atomically and fsyncs the log before returning.
-  Status Write(const std::vector<Op>& ops);
+  // Applies all ops atomically; with `sync` (the default) the log is fsynced first.
+  Status Write(const std::vector<Op>& ops, bool sync = true);
   Result<std::string> Get(const std::string& key) const;  // NotFound if absent
   // Calls fn(key, value) for every key starting with `prefix`, in key order.
   Status Scan(const std::string& prefix,

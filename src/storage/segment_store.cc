@@ -18,6 +18,13 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMetaPrefix[] = "m/seg/";
+constexpr char kPreparedPrefix[] = "p/txn/";
+
+std::string PreparedKey(uint64_t txn) {
+  std::string k = kPreparedPrefix;
+  for (int i = 7; i >= 0; i--) k.push_back(static_cast<char>((txn >> (i * 8)) & 0xff));
+  return k;
+}
 
 Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return Status::OK();
@@ -244,8 +251,33 @@ std::vector<SegmentInfo> SegmentStore::List() const {
   return out;
 }
 
-Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops) {
+Status SegmentStore::PutPrepared(uint64_t txn, const std::string& blob) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return FromRocks(db_->Put(wo, PreparedKey(txn), blob), "prepare record");
+}
+
+Status SegmentStore::ErasePrepared(uint64_t txn) {
+  return FromRocks(db_->Delete(rocksdb::WriteOptions(), PreparedKey(txn)), "erase prepare record");
+}
+
+Result<std::vector<std::pair<uint64_t, std::string>>> SegmentStore::ListPrepared() const {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(kPreparedPrefix); it->Valid() && it->key().starts_with(kPreparedPrefix); it->Next()) {
+    std::string_view k = it->key().ToStringView();
+    if (k.size() != sizeof(kPreparedPrefix) - 1 + 8) return Status::Corruption("bad prepare record key");
+    uint64_t txn = 0;
+    for (size_t i = k.size() - 8; i < k.size(); i++) txn = (txn << 8) | static_cast<uint8_t>(k[i]);
+    out.emplace_back(txn, it->value().ToString());
+  }
+  RETURN_NOT_OK(FromRocks(it->status(), "list prepare records"));
+  return out;
+}
+
+Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn) {
   rocksdb::WriteBatch b;
+  if (prepared_txn) RETURN_NOT_OK(FromRocks(b.Delete(PreparedKey(prepared_txn)), "write batch"));
   std::vector<std::pair<SegmentRef, size_t>> touched;
   {
     std::lock_guard<std::mutex> l(mu_);

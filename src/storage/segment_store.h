@@ -153,8 +153,15 @@ class SegmentStore {
   Result<SegmentRef> Get(SegmentId id) const;
   std::vector<SegmentInfo> List() const;
 
-  // Applies committed writes at `ts` atomically (one RocksDB WriteBatch, WAL on).
-  Status Apply(Timestamp ts, const std::vector<WriteOp>& ops);
+  // Applies committed writes at `ts` atomically (one RocksDB WriteBatch, WAL on). If
+  // `prepared_txn` is nonzero its prepared record is erased in the same batch.
+  Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0);
+
+  // Durable records of prepared transactions (opaque blobs owned by the caller); written
+  // with a synced WAL so that a prepared transaction survives a crash.
+  Status PutPrepared(uint64_t txn, const std::string& blob);
+  Status ErasePrepared(uint64_t txn);
+  Result<std::vector<std::pair<uint64_t, std::string>>> ListPrepared() const;
   Result<LatestVersion> Latest(SegmentId seg, std::string_view key) const;
   // Opens a scan of [lo, hi) at snapshot `read_ts`. Fails with Stale if the segment's range
   // no longer covers [lo, hi) (it split or shrank), NotFound if it is not here.
