@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/failpoint.h"
 #include "common/logging.h"
 
 namespace wattdb::master {
@@ -270,6 +271,7 @@ Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
     (void)catalog_->ClearMoveIntent(seg);
     return pulled.status().Prepend(fmt::format("move of segment {} to node {}", seg, target));
   }
+  MaybeFail("master.move.after_pull");
   RETURN_NOT_OK(catalog_->SetOwner(seg, target));
   Status dropped = RpcDropSegment(*src, seg);
   if (!dropped.ok()) {

@@ -57,6 +57,12 @@ Status Reply(Connection& conn, const Status& s) {
   return conn.Send(mb);
 }
 
+// A segment with prepared, undecided writes cannot split or move until they are decided.
+Status InUse(SegmentId id) {
+  return Status(Status::Code::kUnavailable,
+                fmt::format("segment {} has prepared writes awaiting a commit decision", id), "55006");
+}
+
 Status FsyncFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) return Status::IOError("open " + path);
@@ -231,7 +237,10 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
     }
     case proto::Request::SPLIT: {
       auto s = req.getSplit();
-      auto key = store_->Split(s.getSegment(), s.getNewId());
+      // Prepared writes are addressed to this segment's range: it must not change under them.
+      Result<std::string> key = participant_->HasPrepared(s.getSegment())
+                                    ? Result<std::string>(InUse(s.getSegment()))
+                                    : store_->Split(s.getSegment(), s.getNewId());
       capnp::MallocMessageBuilder mb;
       auto resp = mb.initRoot<proto::Response>();
       SetStatus(resp.initStatus(), key.status());
@@ -257,7 +266,8 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       std::string dir = fmt::format("{}/export/{}-{}", opts_.data_dir, id, nonce_++);
       std::error_code ec;
       fs::create_directories(fs::path(dir).parent_path(), ec);
-      auto exp = store_->Export(id, dir);
+      auto exp = participant_->HasPrepared(id) ? Result<storage::SegmentExport>(InUse(id))
+                                               : store_->Export(id, dir);
       capnp::MallocMessageBuilder mb;
       auto resp = mb.initRoot<proto::Response>();
       SetStatus(resp.initStatus(), exp.status());

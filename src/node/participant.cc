@@ -1,6 +1,7 @@
 #include "node/participant.h"
 
 #include "common/bytes.h"
+#include "common/failpoint.h"
 
 namespace wattdb::node {
 
@@ -108,6 +109,7 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId
     prepared_.erase(it);
     // Locks are released after the writes are durable, below.
   }
+  if (durable) MaybeFail("node.before_distributed_commit");
   Status s = store_.Apply(commit_ts, ops, durable ? txn : 0);
   if (touched) {
     for (const auto& op : ops) touched->insert(op.segment);

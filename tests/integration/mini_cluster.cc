@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -84,24 +85,29 @@ MiniCluster::~MiniCluster() {
 }
 
 int MiniCluster::FreePort() {
-  // Bind port 0 to let the kernel pick, then release it. Ports come from the ephemeral
-  // range, so a clash with another process in the short window is unlikely.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
+  // A random port below the kernel's ephemeral range (32768+), so that outgoing connections
+  // can never take it between this check and the server's bind; checked by binding it.
+  static std::mt19937 rng(static_cast<unsigned>(getpid()) * 7919u +
+                          static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  for (int attempt = 0; attempt < 1000; attempt++) {
+    int port = 20000 + static_cast<int>(rng() % 12000);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    if (ok) return port;
+  }
+  return 0;
 }
 
 pid_t MiniCluster::Spawn(const std::vector<std::string>& args, const std::string& log) {
   pid_t pid = fork();
   if (pid == 0) {
     setsid();
+    setenv("WATTDB_FAILPOINTS_FILE", (dir_ + "/failpoints").c_str(), 1);
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
@@ -115,7 +121,9 @@ pid_t MiniCluster::Spawn(const std::vector<std::string>& args, const std::string
 }
 
 bool MiniCluster::StartMaster() {
-  master_ = Spawn({std::string(WATTDB_BIN_DIR) + "/wattdb-master", "--config", config_}, dir_ + "/master.log");
+  std::vector<std::string> args = {std::string(WATTDB_BIN_DIR) + "/wattdb-master", "--config", config_};
+  if (!opts_.balance) args.push_back("--no-balance");
+  master_ = Spawn(args, dir_ + "/master.log");
   for (int i = 0; i < 300; i++) {
     PgConn c(conninfo());
     if (c.ok()) return true;
@@ -134,8 +142,31 @@ bool MiniCluster::Start() {
   return WaitFor("select count(*) from wattdb_nodes where state = 'up'", std::to_string(opts_.nodes), 30000);
 }
 
+void MiniCluster::ArmFailpoint(const std::string& name) { std::ofstream(dir_ + "/failpoints") << name << "\n"; }
+
+bool MiniCluster::MasterAlive() {
+  if (!master_) return false;
+  if (waitpid(master_, nullptr, WNOHANG) == master_) {
+    master_ = 0;
+    return false;
+  }
+  return true;
+}
+
+int MiniCluster::RestartDeadNodes() {
+  int restarted = 0;
+  for (size_t i = 0; i < nodes_.size(); i++) {
+    if (waitpid(nodes_[i], nullptr, WNOHANG) != nodes_[i]) continue;
+    nodes_[i] = Spawn({std::string(WATTDB_BIN_DIR) + "/wattdb-node", "--config", config_, "--id",
+                       std::to_string(i + 1)},
+                      fmt::format("{}/node{}.log", dir_, i + 1));
+    restarted++;
+  }
+  return restarted;
+}
+
 void MiniCluster::StopMaster() {
-  if (!master_) return;
+  if (!master_ || !MasterAlive()) return;
   kill(master_, SIGTERM);
   waitpid(master_, nullptr, 0);
   master_ = 0;

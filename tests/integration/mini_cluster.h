@@ -34,6 +34,7 @@ struct MiniClusterOptions {
   int nodes = 3;
   uint64_t segment_bytes = 64 << 10;
   int telemetry_interval_ms = 300;
+  bool balance = true;  // spread split-off segments (wattdb-master --no-balance if false)
 };
 
 class MiniCluster {
@@ -50,6 +51,11 @@ class MiniCluster {
   std::unique_ptr<PgConn> Connect() const;
   const std::string& dir() const { return dir_; }
   int pg_port() const { return pg_port_; }
+  // Arms a failpoint in whichever process reaches it first (see common/failpoint.h).
+  void ArmFailpoint(const std::string& name);
+  // Restarts node processes that exited; returns how many were restarted.
+  int RestartDeadNodes();
+  bool MasterAlive();
   // Waits until `sql` returns `expected` as a scalar (for asynchronous state changes).
   bool WaitFor(const std::string& sql, const std::string& expected, int timeout_ms);
 

@@ -1,0 +1,14 @@
+// Failpoints: named places where a test can make this process die abruptly, to exercise
+// crash recovery on real processes.
+//
+// When the environment variable WATTDB_FAILPOINTS_FILE names a file, MaybeFail(name) reads it;
+// if the file lists `name` (one per line), the file is removed (the failpoint fires once) and
+// the process exits immediately with status 86, without cleanup — as a crash would. Without
+// the variable, MaybeFail costs one check of a cached flag.
+#pragma once
+
+namespace wattdb {
+
+void MaybeFail(const char* name);
+
+}  // namespace wattdb

@@ -1,0 +1,86 @@
+// Crash recovery on real processes, driven by failpoints (common/failpoint.h).
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/mini_cluster.h"
+
+namespace wattdb::testing {
+namespace {
+
+// Creates t(id, v) with `n` rows and waits until its segments sit on `nodes` nodes.
+void LoadSpread(MiniCluster& cluster, PgConn& c, int n, int nodes) {
+  ASSERT_EQ(c.Exec("CREATE TABLE t (id INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
+  for (int start = 0; start < n; start += 200) {
+    std::string sql = "INSERT INTO t VALUES ";
+    for (int i = start; i < start + 200 && i < n; i++) {
+      sql += fmt::format("{}({}, 0, 'padding padding padding padding {}')", i == start ? "" : ",", i, i);
+    }
+    std::string msg;
+    ASSERT_EQ(c.Exec(sql, nullptr, &msg), "") << msg;
+  }
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_partitions WHERE table_name = 't'",
+                              std::to_string(nodes), 30000));
+}
+
+TEST(Recovery, ParticipantThatCrashesBeforeCommitLearnsTheDecision) {
+  MiniCluster cluster(MiniClusterOptions{2, 4096, 200});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  LoadSpread(cluster, *c, 2000, 2);
+
+  // The UPDATE spans both nodes. The first node to receive Commit dies before applying it;
+  // the decision is already logged, so the statement is committed.
+  cluster.ArmFailpoint("node.before_distributed_commit");
+  std::string msg;
+  ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1", nullptr, &msg), "") << msg;
+  int restarted = 0;
+  for (int i = 0; i < 100 && restarted == 0; i++) {
+    restarted = cluster.RestartDeadNodes();
+    if (!restarted) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(restarted, 1) << "exactly one participant should have crashed";
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "2", 30000));
+  // The restarted node reports the transaction in doubt and the master tells it to commit.
+  EXPECT_TRUE(cluster.WaitFor("SELECT sum(v) FROM t", "2000", 30000))
+      << "got " << c->Scalar("SELECT sum(v) FROM t");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE v = 1"), "2000");
+  // Its locks are gone: the rows can be written again.
+  ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), "4000");
+}
+
+TEST(Recovery, MoveInterruptedByMasterCrashIsFinishedAfterRestart) {
+  // No balancing: the move under test must be the only one.
+  MiniCluster cluster(MiniClusterOptions{2, 4096, 200, /*balance=*/false});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  LoadSpread(cluster, *c, 2000, 1);
+  std::vector<std::vector<std::string>> seg;
+  ASSERT_EQ(c->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 't' "
+                    "ORDER BY segment_id LIMIT 1", &seg), "");
+  std::string id = seg[0][0];
+  int to = 3 - std::stoi(seg[0][1]);
+
+  // The master dies after the target imported the segment, before switching ownership.
+  cluster.ArmFailpoint("master.move.after_pull");
+  EXPECT_NE(c->Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE {}", id, to)), "");
+  for (int i = 0; i < 100 && cluster.MasterAlive(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_FALSE(cluster.MasterAlive());
+  c.reset();
+  ASSERT_TRUE(cluster.StartMaster());
+  // The logged move is rolled forward: the target owns the segment, the data is whole.
+  EXPECT_TRUE(cluster.WaitFor(fmt::format("SELECT node_id FROM wattdb_segments WHERE segment_id = {}", id),
+                              std::to_string(to), 30000));
+  c = cluster.Connect();
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "2000");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE id >= 0 AND id < 2000"), "2000");
+  std::string msg;
+  ASSERT_EQ(c->Exec("UPDATE t SET v = 7 WHERE id = 0", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT v FROM t WHERE id = 0"), "7");
+}
+
+}  // namespace
+}  // namespace wattdb::testing
