@@ -3,7 +3,7 @@
 BUILD ?= build
 CONFIG ?=
 
-.PHONY: all deps build run test bench clean
+.PHONY: all deps build run test asan bench clean
 
 all: build
 
@@ -20,8 +20,14 @@ run: build
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j2
 
+# Unit, SQL and integration tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan: deps
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWATTDB_SANITIZE=ON > /dev/null
+	@cmake --build build-asan
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 -E '_smoke'
+
 bench: build
 	@$(BUILD)/bin/wattdb-bench
 
 clean:
-	rm -rf $(BUILD) run
+	rm -rf $(BUILD) build-asan run

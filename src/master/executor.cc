@@ -145,6 +145,16 @@ Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink)
   return std::string("DROP TABLE");
 }
 
+Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
+                            const std::function<Status(const exec::Batch&, size_t)>& fn) {
+  MasterScanProvider scans(cluster_, snapshot);
+  exec::ExecContext ctx{&scans, cancel};
+  return exec::Execute(source, ctx, [&](const exec::Batch& batch) {
+    for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r));
+    return Status::OK();
+  });
+}
+
 Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& row) {
   for (size_t i = 0; i < t.columns.size(); i++) {
     if (t.columns[i].not_null && row[i].is_null()) {
@@ -196,40 +206,36 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot update view \"{}\"", t.name));
   Timestamp snap = cluster_.ReadTimestamp();
-  MasterScanProvider scans(cluster_, snap);
-  exec::ExecContext ctx{&scans, cancel};
   std::vector<RowWrite> writes;
   std::set<std::string> new_keys;
   uint64_t count = 0;
-  RETURN_NOT_OK(exec::Execute(*b.source, ctx, [&](const exec::Batch& batch) {
-    for (size_t r = 0; r < batch.rows; r++) {
-      std::vector<Value> row = batch.Row(r);
-      std::string old_key = EncodeKey(t, row);
-      for (auto& [col, e] : b.sets) {
-        ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r));
-        row[col] = std::move(v);
-      }
-      RETURN_NOT_OK(CheckNotNull(t, row));
-      RowWrite w;
-      w.key = EncodeKey(t, row);
-      EncodeRow(row, &w.row);
-      if (w.key != old_key) {
-        // The key changed: delete the old row, insert the new one.
-        RowWrite del;
-        del.key = old_key;
-        del.is_delete = true;
-        del.check = RemoteWrite::Check::kUpdate;
-        writes.push_back(std::move(del));
-        w.check = RemoteWrite::Check::kInsert;
-      } else {
-        w.check = RemoteWrite::Check::kUpdate;
-      }
-      if (!new_keys.insert(w.key).second) {
-        return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
-      }
-      writes.push_back(std::move(w));
-      count++;
+  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r) -> Status {
+    std::vector<Value> row = batch.Row(r);
+    std::string old_key = EncodeKey(t, row);
+    for (auto& [col, e] : b.sets) {
+      ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r));
+      row[col] = std::move(v);
     }
+    RETURN_NOT_OK(CheckNotNull(t, row));
+    RowWrite w;
+    w.key = EncodeKey(t, row);
+    EncodeRow(row, &w.row);
+    if (w.key != old_key) {
+      // The key changed: delete the old row, insert the new one.
+      RowWrite del;
+      del.key = old_key;
+      del.is_delete = true;
+      del.check = RemoteWrite::Check::kUpdate;
+      writes.push_back(std::move(del));
+      w.check = RemoteWrite::Check::kInsert;
+    } else {
+      w.check = RemoteWrite::Check::kUpdate;
+    }
+    if (!new_keys.insert(w.key).second) {
+      return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+    }
+    writes.push_back(std::move(w));
+    count++;
     return Status::OK();
   }));
   // A key moved onto another row's old key: that row is rewritten in this statement too,
@@ -259,17 +265,13 @@ Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
   Timestamp snap = cluster_.ReadTimestamp();
-  MasterScanProvider scans(cluster_, snap);
-  exec::ExecContext ctx{&scans, cancel};
   std::vector<RowWrite> writes;
-  RETURN_NOT_OK(exec::Execute(*b.source, ctx, [&](const exec::Batch& batch) {
-    for (size_t r = 0; r < batch.rows; r++) {
-      RowWrite w;
-      w.key = EncodeKey(t, batch.Row(r));
-      w.is_delete = true;
-      w.check = RemoteWrite::Check::kUpdate;
-      writes.push_back(std::move(w));
-    }
+  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r) {
+    RowWrite w;
+    w.key = EncodeKey(t, batch.Row(r));
+    w.is_delete = true;
+    w.check = RemoteWrite::Check::kUpdate;
+    writes.push_back(std::move(w));
     return Status::OK();
   }));
   size_t n = writes.size();

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "master/cluster.h"
 #include "query/exec/batch.h"
+#include "query/plan/plan.h"
 #include "query/sql/ast.h"
 
 namespace wattdb::master {
@@ -40,8 +42,10 @@ class Executor {
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
   Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
-  // Encodes a full row for storage after NOT NULL checks.
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
+  // Runs `source` (a scan + filter) at `snapshot`, calling `fn` for every row it yields.
+  Status ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
+                    const std::function<Status(const exec::Batch&, size_t)>& fn);
 
   Cluster& cluster_;  // borrowed; outlives the session
   std::map<std::string, std::string> settings_;

@@ -1,5 +1,4 @@
 // wattdb-master: SQL front end and cluster controller.
-#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,6 +8,7 @@
 
 #include "common/config.h"
 #include "common/logging.h"
+#include "common/process.h"
 #include "master/cluster.h"
 #include "master/pg_server.h"
 #include "master/scan_provider.h"
@@ -58,12 +58,7 @@ int main(int argc, char** argv) {
     std::cerr << "wattdb-master: unknown log level " << level << "\n";
     return 2;
   }
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  BlockTerminationSignals();
 
   master::MasterOptions opts;
   opts.config_path = config_path.empty() ? "" : std::filesystem::absolute(config_path).string();
@@ -92,8 +87,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   Log("master")->info("ready: psql -h {} -p {} -U wattdb", cfg->master_host, cfg->pg_port);
-  int sig = 0;
-  sigwait(&sigs, &sig);
+  int sig = WaitForTerminationSignal();
   Log("master")->info("signal {} received, shutting down", sig);
   pg.Stop();
   cluster.Stop();

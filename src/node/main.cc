@@ -1,5 +1,4 @@
 // wattdb-node: serves this node's segments to the master.
-#include <signal.h>
 
 #include <iostream>
 
@@ -7,6 +6,7 @@
 
 #include "common/config.h"
 #include "common/logging.h"
+#include "common/process.h"
 #include "node/node_server.h"
 
 namespace po = boost::program_options;
@@ -55,13 +55,7 @@ int main(int argc, char** argv) {
     std::cerr << "wattdb-node: unknown log level " << level << "\n";
     return 2;
   }
-  // Block termination signals in every thread; the main thread waits for them.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  BlockTerminationSignals();
 
   node::NodeOptions opts;
   opts.self = *self;
@@ -76,8 +70,7 @@ int main(int argc, char** argv) {
     Log("node")->error("cannot start: {}", s.ToString());
     return 1;
   }
-  int sig = 0;
-  sigwait(&sigs, &sig);
+  int sig = WaitForTerminationSignal();
   Log("node")->info("signal {} received, shutting down", sig);
   server.Stop();
   return 0;

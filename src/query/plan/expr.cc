@@ -1,5 +1,7 @@
 #include "query/plan/expr.h"
 
+#include "common/codec.h"
+
 namespace wattdb::plan {
 
 namespace {
@@ -92,7 +94,7 @@ void BoundExpr::Serialize(ByteWriter& w) const {
   w.U8(static_cast<uint8_t>(type.id));
   w.VarI64(type.max_len);
   std::string v;
-  EncodeValue(&v);
+  EncodeRow({value}, &v);
   w.Str(v);
   w.VarI64(column);
   w.U8(static_cast<uint8_t>(op));
@@ -100,25 +102,6 @@ void BoundExpr::Serialize(ByteWriter& w) const {
   w.U8((negated ? 1 : 0) | (case_insensitive ? 2 : 0) | (has_else ? 4 : 0));
   w.VarU64(children.size());
   for (const auto& c : children) c->Serialize(w);
-}
-
-void BoundExpr::EncodeValue(std::string* out) const {
-  ByteWriter w(out);
-  w.U8(static_cast<uint8_t>(value.type()));
-  switch (value.type()) {
-    case TypeId::kNull: break;
-    case TypeId::kBool:
-    case TypeId::kInt32:
-    case TypeId::kInt64: w.VarI64(value.as_int()); break;
-    case TypeId::kDouble: {
-      double d = value.as_double();
-      uint64_t bits;
-      std::memcpy(&bits, &d, 8);
-      w.U64(bits);
-      break;
-    }
-    case TypeId::kText: w.Str(value.as_text()); break;
-  }
 }
 
 Result<BoundExprPtr> BoundExpr::Deserialize(ByteReader& r, int depth) {
@@ -143,37 +126,9 @@ Result<BoundExprPtr> BoundExpr::Deserialize(ByteReader& r, int depth) {
   e->negated = flags & 1;
   e->case_insensitive = flags & 2;
   e->has_else = flags & 4;
-  ByteReader vr(v);
-  uint8_t vt;
-  if (!vr.U8(&vt)) return bad();
-  switch (static_cast<TypeId>(vt)) {
-    case TypeId::kNull: break;
-    case TypeId::kBool:
-    case TypeId::kInt32:
-    case TypeId::kInt64: {
-      int64_t i;
-      if (!vr.VarI64(&i)) return bad();
-      e->value = vt == static_cast<uint8_t>(TypeId::kBool) ? Value::Bool(i)
-                 : vt == static_cast<uint8_t>(TypeId::kInt32) ? Value::Int32(i)
-                                                              : Value::Int64(i);
-      break;
-    }
-    case TypeId::kDouble: {
-      uint64_t bits;
-      if (!vr.U64(&bits)) return bad();
-      double d;
-      std::memcpy(&d, &bits, 8);
-      e->value = Value::Double(d);
-      break;
-    }
-    case TypeId::kText: {
-      std::string s;
-      if (!vr.Str(&s)) return bad();
-      e->value = Value::Text(std::move(s));
-      break;
-    }
-    default: return bad();
-  }
+  std::vector<Value> row;
+  if (!DecodeRow(v, &row).ok() || row.size() != 1) return bad();
+  e->value = std::move(row[0]);
   for (uint64_t i = 0; i < n; i++) {
     ASSIGN_OR_RETURN(BoundExprPtr c, Deserialize(r, depth + 1));
     e->children.push_back(std::move(c));

@@ -53,9 +53,6 @@ struct BoundExpr {
   std::string ToString() const;
   void Serialize(ByteWriter& w) const;
   static Result<BoundExprPtr> Deserialize(ByteReader& r, int depth = 0);
-
- private:
-  void EncodeValue(std::string* out) const;
 };
 
 BoundExprPtr MakeConst(Value v, SqlType t);

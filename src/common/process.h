@@ -1,0 +1,14 @@
+// Process plumbing shared by the server binaries.
+#pragma once
+
+#include <signal.h>
+
+namespace wattdb {
+
+// Blocks SIGINT and SIGTERM in this thread and every thread started after it, and ignores
+// SIGPIPE (a peer closing a socket must not kill the server). Call first thing in main().
+void BlockTerminationSignals();
+// Waits for SIGINT or SIGTERM; returns the signal number. REQUIRES: BlockTerminationSignals().
+int WaitForTerminationSignal();
+
+}  // namespace wattdb

@@ -1,0 +1,73 @@
+// ExprBinder: binds one expression of a statement (names -> column indexes, types checked,
+// untyped literals coerced, aggregates rewritten to aggregate-output columns). Used by the
+// statement binder (binder.cc); internal to the plan layer. Not thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "query/plan/plan.h"
+#include "query/sql/ast.h"
+
+namespace wattdb::plan {
+
+using sql::Expr;
+
+struct ScopeColumn {
+  std::string name;
+  SqlType type;
+  bool hidden = false;
+};
+
+// "unknown" for the type of an untyped NULL, else the SQL spelling.
+std::string TypeName(const SqlType& t);
+bool IsAggregateName(const std::string& n);
+
+class ExprBinder {
+ public:
+  ExprBinder(std::vector<ScopeColumn> scope, std::string table_name, std::string alias)
+      : scope_(std::move(scope)), table_(std::move(table_name)), alias_(std::move(alias)) {}
+
+  // Binds `e`. `untyped` reports whether the result is a string literal whose type is not
+  // yet decided (PostgreSQL's "unknown"), so that context may coerce it.
+  Result<BoundExprPtr> Bind(const Expr& e, bool* untyped = nullptr);
+
+  // Aggregation mode: expressions are bound over the aggregate's output
+  // (groups then aggregates).
+  void EnterAggMode(std::vector<BoundExprPtr>* groups, std::vector<AggSpec>* aggs) {
+    groups_ = groups;
+    aggs_ = aggs;
+    group_strings_.clear();
+    for (const auto& g : *groups) group_strings_.push_back(g->ToString());
+  }
+  bool agg_mode() const { return groups_ != nullptr; }
+  void set_allow_aggregates(bool a, const char* where) {
+    allow_aggs_ = a;
+    agg_context_ = where;
+  }
+
+  // Coerces `e` (an untyped literal if `untyped`) to `t` for comparison or assignment.
+  Result<BoundExprPtr> Coerce(BoundExprPtr e, bool untyped, const SqlType& t, int pos);
+
+ private:
+  Result<BoundExprPtr> BindInner(const Expr& e, bool* untyped);
+  Result<BoundExprPtr> BindColumn(const Expr& e);
+  Result<BoundExprPtr> BindBinary(const Expr& e);
+  Result<BoundExprPtr> BindFunc(const Expr& e, bool* untyped);
+  Result<BoundExprPtr> BindAggregate(const Expr& e);
+  Result<BoundExprPtr> BindBool(const Expr& e, const char* what);
+  // Brings two operands to a common comparable type.
+  Status Unify(BoundExprPtr* a, bool ua, BoundExprPtr* b, bool ub, int pos, const char* op);
+
+  std::vector<ScopeColumn> scope_;
+  std::string table_, alias_;
+  std::vector<BoundExprPtr>* groups_ = nullptr;  // borrowed; set in agg mode
+  std::vector<AggSpec>* aggs_ = nullptr;
+  std::vector<std::string> group_strings_;
+  bool allow_aggs_ = false;
+  const char* agg_context_ = "WHERE";
+  bool in_aggregate_ = false;
+};
+
+}  // namespace wattdb::plan
