@@ -200,7 +200,14 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
         body.pop_back();
         cancel->store(false);
         auto stmts = sql::Parse(body);
-        if (!stmts.ok()) {
+        if (!stmts.ok() && body.find("pg_catalog.") != std::string::npos) {
+          // psql's backslash commands query the system catalogs, which WattDB does not have yet.
+          out.ErrorOrNotice('E', "ERROR", "0A000",
+                            "PostgreSQL system catalogs (pg_catalog) are not available yet; "
+                            "use SELECT * FROM wattdb_tables (tables and columns), wattdb_segments, "
+                            "wattdb_partitions or wattdb_nodes",
+                            0);
+        } else if (!stmts.ok()) {
           out.ErrorOrNotice('E', "ERROR", stmts.status().sqlstate(), stmts.status().message(),
                             stmts.status().position());
         } else if (stmts->size() == 1 && std::holds_alternative<sql::EmptyStmt>((*stmts)[0])) {

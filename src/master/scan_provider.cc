@@ -12,6 +12,7 @@ namespace {
 constexpr TableId kNodesView = kFirstSystemTableId;
 constexpr TableId kSegmentsView = kFirstSystemTableId + 1;
 constexpr TableId kPartitionsView = kFirstSystemTableId + 2;
+constexpr TableId kTablesView = kFirstSystemTableId + 3;
 
 TableSchema View(TableId id, const char* name, std::vector<std::pair<const char*, TypeId>> cols) {
   TableSchema t;
@@ -152,6 +153,11 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"bytes", TypeId::kInt64},
                               {"rows_read", TypeId::kInt64},
                               {"rows_written", TypeId::kInt64}}));
+  catalog.AddSystemView(View(kTablesView, "wattdb_tables",
+                             {{"table_name", TypeId::kText},
+                              {"columns", TypeId::kText},
+                              {"primary_key", TypeId::kText},
+                              {"segments", TypeId::kInt64}}));
   catalog.AddSystemView(View(kPartitionsView, "wattdb_partitions",
                              {{"table_name", TypeId::kText},
                               {"node_id", TypeId::kInt32},
@@ -217,6 +223,20 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
     }
     for (auto& [k, v] : parts) {
       rows.push_back({Value::Text(k.first), Value::Int32(k.second), Value::Int64(v.first), Value::Int64(v.second)});
+    }
+  } else if (scan.table == kTablesView) {
+    for (const auto& [id, t] : tables) {
+      std::string cols, key;
+      for (const auto& col : t.columns) {
+        if (col.hidden) continue;
+        cols += (cols.empty() ? "" : ", ") + col.name + " " + col.type.ToString() + (col.not_null ? " not null" : "");
+      }
+      for (int k : t.key_columns) {
+        if (!t.columns[k].hidden) key += (key.empty() ? "" : ", ") + t.columns[k].name;
+      }
+      int64_t n = 0;
+      for (const auto& s : segs) n += s.table == id;
+      rows.push_back({Value::Text(t.name), Value::Text(cols), key.empty() ? Value() : Value::Text(key), Value::Int64(n)});
     }
   } else {
     return Status::Internal("unknown system view");

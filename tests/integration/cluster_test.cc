@@ -190,6 +190,15 @@ TEST(Cluster, BadInputIsContained) {
     close(fd);
   }
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "3");
+  // psql's catalog queries get a pointer to the system views, not a raw syntax error.
+  EXPECT_EQ(c->Exec("SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname !~ '^pg_'", nullptr, &msg), "0A000");
+  EXPECT_NE(msg.find("wattdb_tables"), std::string::npos) << msg;
+  EXPECT_EQ(c->Scalar("SELECT columns FROM wattdb_tables WHERE table_name = 't'"), "a integer not null, b text");
+  // Telemetry reaches the views: every node heartbeats with its utilization, and segment
+  // write counters count the rows written.
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE heartbeats > 1 AND rss_bytes > 0 "
+                              "AND mem_available_bytes > 0 AND disk_bytes > 0", "2", 10000));
+  EXPECT_TRUE(cluster.WaitFor("SELECT sum(rows_written) FROM wattdb_segments WHERE table_name = 't'", "3", 10000));
   auto fresh = cluster.Connect();
   EXPECT_EQ(fresh->Scalar("SELECT b FROM t WHERE a = 2"), "y");
 }
