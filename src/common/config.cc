@@ -14,6 +14,7 @@ data_dir = "run/data"
 segment_bytes = 33554432        # 32 MiB
 telemetry_interval_ms = 2000
 heartbeat_timeout_ms = 6000
+sync_commit = true              # fsync each commit on the nodes (off: survives process crashes only)
 log_level = "info"
 
 [master]
@@ -89,6 +90,7 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(Get(*t, "telemetry_interval_ms", &tel, source));
     RETURN_NOT_OK(Get(*t, "heartbeat_timeout_ms", &hb, source));
     RETURN_NOT_OK(Get(*t, "node_binary", &c.node_binary, source));
+    RETURN_NOT_OK(Get(*t, "sync_commit", &c.sync_commit, source));
     RETURN_NOT_OK(Get(*t, "log_level", &c.log_level, source));
     if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
     if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");

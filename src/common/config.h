@@ -24,6 +24,7 @@ struct ClusterConfig {
   uint64_t segment_bytes = 32ull << 20;     // a segment that grows past this splits
   int telemetry_interval_ms = 2000;
   int heartbeat_timeout_ms = 6000;          // a node silent this long is marked down
+  bool sync_commit = true;                  // nodes fsync their log before acknowledging a commit
   std::string master_host = "127.0.0.1";
   uint16_t pg_port = 5433;
   uint16_t cluster_port = 7100;             // nodes register and heartbeat here

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   opts.master_host = cfg->master_host;
   opts.master_port = cfg->cluster_port;
   opts.telemetry_interval_ms = cfg->telemetry_interval_ms;
+  opts.sync_commit = cfg->sync_commit;
   node::NodeServer server(opts);
   Status s = server.Start();
   if (!s.ok()) {

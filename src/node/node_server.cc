@@ -79,6 +79,7 @@ NodeServer::~NodeServer() { Stop(); }
 
 Status NodeServer::Start() {
   ASSIGN_OR_RETURN(store_, storage::SegmentStore::Open(opts_.data_dir + "/segments"));
+  store_->set_sync_commits(opts_.sync_commit);
   participant_ = std::make_unique<Participant>(*store_);
   RETURN_NOT_OK(participant_->Recover());
   if (!participant_->InDoubt().empty()) {

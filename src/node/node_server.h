@@ -30,6 +30,7 @@ struct NodeOptions {
   std::string master_host;
   uint16_t master_port = 0;
   int telemetry_interval_ms = 2000;
+  bool sync_commit = true;
 };
 
 class NodeServer {

@@ -293,7 +293,9 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
       touched.emplace_back(it->second, key.size() + value.size());
     }
   }
-  RETURN_NOT_OK(FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "apply writes"));
+  rocksdb::WriteOptions wo;
+  wo.sync = sync_commits_;
+  RETURN_NOT_OK(FromRocks(db_->Write(wo, &b), "apply writes"));
   for (auto& [seg, bytes] : touched) {
     seg->counters().rows_written++;
     seg->counters().bytes += bytes;

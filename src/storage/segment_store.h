@@ -153,9 +153,12 @@ class SegmentStore {
   Result<SegmentRef> Get(SegmentId id) const;
   std::vector<SegmentInfo> List() const;
 
-  // Applies committed writes at `ts` atomically (one RocksDB WriteBatch, WAL on). If
-  // `prepared_txn` is nonzero its prepared record is erased in the same batch.
+  // Applies committed writes at `ts` atomically (one RocksDB WriteBatch, WAL on; fsynced
+  // when the store was opened with sync_commits). If `prepared_txn` is nonzero its prepared
+  // record is erased in the same batch.
   Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0);
+  // Whether Apply fsyncs the log (concurrent commits share one fsync).
+  void set_sync_commits(bool on) { sync_commits_ = on; }
 
   // Durable records of prepared transactions (opaque blobs owned by the caller); written
   // with a synced WAL so that a prepared transaction survives a crash.
@@ -188,6 +191,7 @@ class SegmentStore {
 
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
+  bool sync_commits_ = false;
   // Guards segments_ and serializes structural changes (create/drop/split/import) against
   // Scan's range check, so a scan never sees a half-split segment.
   mutable std::mutex mu_;
