@@ -56,7 +56,20 @@ void MessageWriter::ReadyForQuery(char status) {
   End();
 }
 
-void MessageWriter::RowDescription(const std::vector<std::string>& names, const std::vector<SqlType>& types) {
+void MessageWriter::Simple(char type) {
+  Begin(type);
+  End();
+}
+
+void MessageWriter::ParameterDescription(const std::vector<SqlType>& types) {
+  Begin('t');
+  I16(static_cast<int16_t>(types.size()));
+  for (const auto& t : types) I32(t.id == TypeId::kNull ? 25 : t.PgOid());
+  End();
+}
+
+void MessageWriter::RowDescription(const std::vector<std::string>& names, const std::vector<SqlType>& types,
+                                   const std::vector<int16_t>& formats) {
   Begin('T');
   I16(static_cast<int16_t>(names.size()));
   for (size_t i = 0; i < names.size(); i++) {
@@ -66,7 +79,7 @@ void MessageWriter::RowDescription(const std::vector<std::string>& names, const 
     I32(types[i].PgOid());
     I16(types[i].PgLen());
     I32(types[i].id == TypeId::kText && types[i].max_len > 0 ? types[i].max_len + 4 : -1);  // typmod
-    I16(0);  // text format
+    I16(i < formats.size() ? formats[i] : 0);  // format code
   }
   End();
 }

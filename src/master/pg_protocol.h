@@ -25,7 +25,13 @@ class MessageWriter {
   void ParameterStatus(std::string_view name, std::string_view value);
   void BackendKeyData(int32_t pid, int32_t secret);
   void ReadyForQuery(char status);
-  void RowDescription(const std::vector<std::string>& names, const std::vector<SqlType>& types);
+  // `formats`: per-column format codes (0 text, 1 binary); empty = all text.
+  void RowDescription(const std::vector<std::string>& names, const std::vector<SqlType>& types,
+                      const std::vector<int16_t>& formats = {});
+  void ParameterDescription(const std::vector<SqlType>& types);
+  // Messages without a body: ParseComplete '1', BindComplete '2', CloseComplete '3',
+  // NoData 'n', PortalSuspended 's'.
+  void Simple(char type);
   // `cells`: one entry per column; nullptr = NULL.
   void DataRow(const std::vector<const std::string*>& cells);
   void CommandComplete(std::string_view tag);

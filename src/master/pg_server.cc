@@ -1,9 +1,8 @@
 #include "master/pg_server.h"
 
 #include "common/logging.h"
-#include "master/executor.h"
+#include "master/pg_session.h"
 #include "master/pg_protocol.h"
-#include "query/sql/parser.h"
 
 namespace wattdb::master {
 
@@ -38,42 +37,6 @@ Status WriteAll(asio::ip::tcp::socket& s, std::string& buf) {
   if (ec) return Status::IOError(ec.message());
   return Status::OK();
 }
-
-// Streams results of one statement as protocol messages.
-class WireSink : public ResultSink {
- public:
-  WireSink(pg::MessageWriter& w, asio::ip::tcp::socket& s) : w_(w), s_(s) {}
-  Status Describe(const std::vector<std::string>& names, const std::vector<SqlType>& types) override {
-    w_.RowDescription(names, types);
-    return Status::OK();
-  }
-  Status Rows(const exec::Batch& b) override {
-    std::vector<std::string> texts(b.cols.size());
-    std::vector<const std::string*> cells(b.cols.size());
-    for (size_t r = 0; r < b.rows; r++) {
-      for (size_t c = 0; c < b.cols.size(); c++) {
-        const Value& v = b.cols[c][r];
-        if (v.is_null()) {
-          cells[c] = nullptr;
-        } else {
-          texts[c] = v.ToText();
-          cells[c] = &texts[c];
-        }
-      }
-      w_.DataRow(cells);
-    }
-    if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer());
-    return Status::OK();
-  }
-  Status Notice(const std::string& sqlstate, const std::string& message) override {
-    w_.ErrorOrNotice('N', "NOTICE", sqlstate, message, 0);
-    return Status::OK();
-  }
-
- private:
-  pg::MessageWriter& w_;
-  asio::ip::tcp::socket& s_;
-};
 
 }  // namespace
 
@@ -178,82 +141,7 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
   if (!WriteAll(socket, out.buffer()).ok()) return;
   Log("master")->debug("session start pid={} user={} app={}", pid, user, app);
 
-  Executor executor(cluster_);
-  bool skip_to_sync = false;  // after an error in an extended-protocol message
-  while (true) {
-    char type;
-    if (!in.Exact(&type, 1).ok()) return;
-    auto len = in.I32();
-    if (!len.ok()) return;
-    if (*len < 4 || static_cast<uint32_t>(*len) > pg::kMaxMessage) {
-      fatal("08P01", fmt::format("invalid message length {}", *len));
-      return;
-    }
-    std::string body(*len - 4, '\0');
-    if (!in.Exact(body.data(), body.size()).ok()) return;
-    switch (type) {
-      case 'Q': {
-        if (body.empty() || body.back() != '\0') {
-          fatal("08P01", "invalid query message: missing terminator");
-          return;
-        }
-        body.pop_back();
-        cancel->store(false);
-        auto stmts = sql::Parse(body);
-        if (!stmts.ok() && body.find("pg_catalog.") != std::string::npos) {
-          // psql's backslash commands query the system catalogs, which WattDB does not have yet.
-          out.ErrorOrNotice('E', "ERROR", "0A000",
-                            "PostgreSQL system catalogs (pg_catalog) are not available yet; "
-                            "use SELECT * FROM wattdb_tables (tables and columns), wattdb_segments, "
-                            "wattdb_partitions or wattdb_nodes",
-                            0);
-        } else if (!stmts.ok()) {
-          out.ErrorOrNotice('E', "ERROR", stmts.status().sqlstate(), stmts.status().message(),
-                            stmts.status().position());
-        } else if (stmts->size() == 1 && std::holds_alternative<sql::EmptyStmt>((*stmts)[0])) {
-          out.EmptyQueryResponse();
-        } else {
-          WireSink sink(out, socket);
-          for (auto& st : *stmts) {
-            auto tag = executor.Execute(st, sink, cancel.get());
-            if (!tag.ok()) {
-              const Status& e = tag.status();
-              if (e.code() == Status::Code::kInternal || e.code() == Status::Code::kCorruption) {
-                Log("master")->error("statement failed pid={} err={}", pid, e.ToString());
-              }
-              out.ErrorOrNotice('E', "ERROR", e.sqlstate(), e.message(), e.position());
-              break;
-            }
-            if (!tag->empty()) out.CommandComplete(*tag);
-          }
-        }
-        out.ReadyForQuery('I');
-        if (!WriteAll(socket, out.buffer()).ok()) return;
-        break;
-      }
-      case 'X': return;
-      case 'S':  // Sync ends an extended-protocol exchange
-        skip_to_sync = false;
-        out.ReadyForQuery('I');
-        if (!WriteAll(socket, out.buffer()).ok()) return;
-        break;
-      case 'H': break;  // Flush
-      case 'P': case 'B': case 'D': case 'E': case 'C': case 'F':
-        if (!skip_to_sync) {
-          out.ErrorOrNotice('E', "ERROR", "0A000", "the extended query protocol is not supported yet", 0);
-          if (!WriteAll(socket, out.buffer()).ok()) return;
-          skip_to_sync = true;
-        }
-        break;
-      case 'd': case 'c': case 'f':
-        out.ErrorOrNotice('E', "ERROR", "08P01", "unexpected COPY data", 0);
-        if (!WriteAll(socket, out.buffer()).ok()) return;
-        break;
-      default:
-        fatal("08P01", fmt::format("invalid frontend message type {}", static_cast<int>(static_cast<uint8_t>(type))));
-        return;
-    }
-  }
+  PgSession(cluster_, socket, pid, cancel).Run();
 }
 
 }  // namespace wattdb::master

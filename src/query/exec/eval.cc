@@ -258,6 +258,8 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row) {
       ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row));
       return v.CastTo(e.type);
     }
+    case BoundExpr::Kind::kParam:
+      return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e.column + 1));
   }
   return Status::Internal("unknown expression kind");
 }

@@ -141,7 +141,8 @@ void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo
   if (!hi->empty() && *lo >= *hi) *hi = *lo;  // empty range
 }
 
-Result<BoundSelect> BindSelect(const sql::SelectStmt& s, const CatalogReader& catalog) {
+Result<BoundSelect> BindSelect(const sql::SelectStmt& s, const CatalogReader& catalog,
+                               std::vector<SqlType>* params) {
   BoundSelect out;
   TableSchema table;
   std::vector<ScopeColumn> scope;
@@ -152,6 +153,7 @@ Result<BoundSelect> BindSelect(const sql::SelectStmt& s, const CatalogReader& ca
     scope = TableScope(table);
   }
   ExprBinder binder(scope, s.from_table, s.from_alias);
+  binder.set_params(params);
 
   // FROM + WHERE
   BoundExprPtr where;
@@ -397,7 +399,8 @@ Result<BoundExprPtr> BindAssignment(ExprBinder& b, const Expr& e, const Column& 
 
 }  // namespace
 
-Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& catalog) {
+Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& catalog,
+                               std::vector<SqlType>* params) {
   auto t = catalog.GetTable(s.table);
   if (!t.ok()) return t.status().WithPosition(s.table_pos);
   BoundInsert out;
@@ -425,6 +428,7 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
     }
   }
   ExprBinder binder({}, "", "");
+  binder.set_params(params);
   for (const auto& row : s.rows) {
     if (row.size() > targets.size()) {
       return Status::Sql("42601", "INSERT has more expressions than target columns", row[targets.size()]->pos);
@@ -466,12 +470,14 @@ Status BindSource(ExprBinder& binder, const sql::ExprPtr& where_ast, BoundModify
 
 }  // namespace
 
-Result<BoundModify> BindUpdate(const sql::UpdateStmt& s, const CatalogReader& catalog) {
+Result<BoundModify> BindUpdate(const sql::UpdateStmt& s, const CatalogReader& catalog,
+                               std::vector<SqlType>* params) {
   auto t = catalog.GetTable(s.table);
   if (!t.ok()) return t.status().WithPosition(s.table_pos);
   BoundModify out;
   out.table = std::move(t).value();
   ExprBinder binder(TableScope(out.table), out.table.name, "");
+  binder.set_params(params);
   for (size_t i = 0; i < s.sets.size(); i++) {
     int idx = out.table.ColumnIndex(s.sets[i].first);
     if (idx < 0 || out.table.columns[idx].hidden) {
@@ -491,12 +497,14 @@ Result<BoundModify> BindUpdate(const sql::UpdateStmt& s, const CatalogReader& ca
   return out;
 }
 
-Result<BoundModify> BindDelete(const sql::DeleteStmt& s, const CatalogReader& catalog) {
+Result<BoundModify> BindDelete(const sql::DeleteStmt& s, const CatalogReader& catalog,
+                               std::vector<SqlType>* params) {
   auto t = catalog.GetTable(s.table);
   if (!t.ok()) return t.status().WithPosition(s.table_pos);
   BoundModify out;
   out.table = std::move(t).value();
   ExprBinder binder(TableScope(out.table), out.table.name, "");
+  binder.set_params(params);
   RETURN_NOT_OK(BindSource(binder, s.where, &out));
   return out;
 }

@@ -41,10 +41,18 @@ struct BoundModify {
   std::vector<std::pair<int, BoundExprPtr>> sets;  // UPDATE only: column <- expr over a row
 };
 
-Result<BoundSelect> BindSelect(const sql::SelectStmt& stmt, const CatalogReader& catalog);
-Result<BoundInsert> BindInsert(const sql::InsertStmt& stmt, const CatalogReader& catalog);
-Result<BoundModify> BindUpdate(const sql::UpdateStmt& stmt, const CatalogReader& catalog);
-Result<BoundModify> BindDelete(const sql::DeleteStmt& stmt, const CatalogReader& catalog);
+// `params` (optional) turns on describe mode for a prepared statement: $n parameters bind
+// as placeholders whose types are inferred from context into (*params)[n-1]; entries that
+// are not kNull on entry are the client's declared types. The plans of describe mode are
+// for their result types only, not for execution.
+Result<BoundSelect> BindSelect(const sql::SelectStmt& stmt, const CatalogReader& catalog,
+                               std::vector<SqlType>* params = nullptr);
+Result<BoundInsert> BindInsert(const sql::InsertStmt& stmt, const CatalogReader& catalog,
+                               std::vector<SqlType>* params = nullptr);
+Result<BoundModify> BindUpdate(const sql::UpdateStmt& stmt, const CatalogReader& catalog,
+                               std::vector<SqlType>* params = nullptr);
+Result<BoundModify> BindDelete(const sql::DeleteStmt& stmt, const CatalogReader& catalog,
+                               std::vector<SqlType>* params = nullptr);
 
 // The encoded key range [lo, hi) implied by `predicate` on the table's first key column
 // ("" = unbounded). Conservative: any row satisfying the predicate lies in the range.

@@ -85,6 +85,7 @@ std::string BoundExpr::ToString() const {
       return s + " END";
     }
     case Kind::kCast: return fmt::format("({})::{}", child(0), type.ToString());
+    case Kind::kParam: return fmt::format("${}", column + 1);
   }
   return "?";
 }
@@ -112,7 +113,7 @@ Result<BoundExprPtr> BoundExpr::Deserialize(ByteReader& r, int depth) {
   int64_t max_len, column;
   std::string_view v;
   uint64_t n;
-  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kCast) || !r.U8(&tid) ||
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kParam) || !r.U8(&tid) ||
       tid > static_cast<uint8_t>(TypeId::kText) || !r.VarI64(&max_len) || !r.Str(&v) ||
       !r.VarI64(&column) || !r.U8(&op) || op > static_cast<uint8_t>(BinOp::kOr) || !r.U8(&func) ||
       func > static_cast<uint8_t>(Func::kLeast) || !r.U8(&flags) || !r.VarU64(&n) || n > 100000) {

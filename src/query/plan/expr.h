@@ -37,6 +37,7 @@ struct BoundExpr {
     kLike,    // children[0] [NOT] LIKE children[1]; case_insensitive for ILIKE
     kCase,    // WHEN children[2i] THEN children[2i+1] ... ELSE children.back() (has_else)
     kCast,    // children[0]::type
+    kParam,   // parameter `column` (0-based); only while describing a prepared statement
   };
   Kind kind = Kind::kConst;
   SqlType type;

@@ -26,6 +26,7 @@ Result<BoundExprPtr> ExprBinder::Bind(const Expr& e, bool* untyped) {
   if (agg_mode() && !in_aggregate_) {
     // An expression equal to a GROUP BY expression reads the group column.
     ExprBinder plain(scope_, table_, alias_);
+    plain.params_ = params_;
     auto pre = plain.Bind(e, &u);
     if (pre.ok()) {
       std::string s = (*pre)->ToString();
@@ -67,6 +68,14 @@ Result<BoundExprPtr> ExprBinder::BindColumn(const Expr& e) {
 }
 
 Result<BoundExprPtr> ExprBinder::Coerce(BoundExprPtr e, bool untyped, const SqlType& t, int pos) {
+  if (e->kind == BoundExpr::Kind::kParam && e->type.id == TypeId::kNull) {
+    if (params_ && static_cast<size_t>(e->column) < params_->size()) {
+      SqlType& slot = (*params_)[e->column];
+      if (slot.id == TypeId::kNull) slot = SqlType{t.id == TypeId::kNull ? TypeId::kText : t.id};
+    }
+    e->type = t;
+    return e;
+  }
   if (e->type.id == t.id && e->type.max_len == t.max_len) return e;
   if (e->kind == BoundExpr::Kind::kConst && (untyped || e->value.is_null())) {
     auto v = e->value.CastTo(t);
@@ -82,15 +91,16 @@ Result<BoundExprPtr> ExprBinder::Coerce(BoundExprPtr e, bool untyped, const SqlT
 
 Status ExprBinder::Unify(BoundExprPtr* a, bool ua, BoundExprPtr* b, bool ub, int pos, const char* op) {
   SqlType ta = (*a)->type, tb = (*b)->type;
-  if (ta.id == TypeId::kNull || tb.id == TypeId::kNull) return Status::OK();
-  if (ua && !ub) {
+  // An untyped side (string literal or parameter) takes the other side's type.
+  if (ua && !ub && tb.id != TypeId::kNull) {
     ASSIGN_OR_RETURN(*a, Coerce(std::move(*a), true, tb, pos));
     return Status::OK();
   }
-  if (ub && !ua) {
+  if (ub && !ua && ta.id != TypeId::kNull) {
     ASSIGN_OR_RETURN(*b, Coerce(std::move(*b), true, ta, pos));
     return Status::OK();
   }
+  if (ta.id == TypeId::kNull || tb.id == TypeId::kNull) return Status::OK();
   if (ta.IsNumeric() && tb.IsNumeric()) return Status::OK();
   if (ta.id == tb.id) return Status::OK();
   return Status::Sql("42883", fmt::format("operator does not exist: {} {} {}", TypeName(ta), op,
@@ -199,6 +209,7 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
                          e.pos);
     }
     ExprBinder inner(scope_, table_, alias_);
+    inner.params_ = params_;
     inner.in_aggregate_ = true;
     bool u;
     ASSIGN_OR_RETURN(spec.arg, inner.Bind(*e.args[0], &u));
@@ -532,9 +543,25 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
       out->type = t;
       return out;
     }
+    case Expr::Kind::kParam: {
+      if (!params_ || e.param > static_cast<int>(params_->size())) {
+        return Status::Sql("42P02", fmt::format("there is no parameter ${}", e.param), e.pos);
+      }
+      auto p = std::make_unique<BoundExpr>();
+      p->kind = BoundExpr::Kind::kParam;
+      p->column = e.param - 1;
+      p->type = (*params_)[e.param - 1];
+      *untyped = p->type.id == TypeId::kNull;
+      return p;
+    }
     case Expr::Kind::kCast: {
       bool u;
       ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &u));
+      if (u) {
+        // An untyped literal or parameter cast to a type takes that type.
+        ASSIGN_OR_RETURN(a, Coerce(std::move(a), true, e.cast_type, e.pos));
+        if (a->type == e.cast_type && a->kind != BoundExpr::Kind::kConst) return a;
+      }
       if (a->kind == BoundExpr::Kind::kConst) {
         auto v = a->value.CastTo(e.cast_type);
         if (!v.ok()) return v.status().WithPosition(e.pos);

@@ -47,6 +47,10 @@ class ExprBinder {
     agg_context_ = where;
   }
 
+  // Describe mode: parameters bind as kParam; an untyped one takes the type its context
+  // coerces it to, recorded in `types` (indexed by parameter number - 1; kNull = unknown).
+  void set_params(std::vector<SqlType>* types) { params_ = types; }
+
   // Coerces `e` (an untyped literal if `untyped`) to `t` for comparison or assignment.
   Result<BoundExprPtr> Coerce(BoundExprPtr e, bool untyped, const SqlType& t, int pos);
 
@@ -62,6 +66,7 @@ class ExprBinder {
 
   std::vector<ScopeColumn> scope_;
   std::string table_, alias_;
+  std::vector<SqlType>* params_ = nullptr;       // borrowed; set in describe mode
   std::vector<BoundExprPtr>* groups_ = nullptr;  // borrowed; set in agg mode
   std::vector<AggSpec>* aggs_ = nullptr;
   std::vector<std::string> group_strings_;

@@ -29,6 +29,7 @@ struct Expr {
     kLike,      // args[0] [NOT] LIKE args[1]
     kCase,      // CASE [operand] WHEN args[2i] THEN args[2i+1] ... [ELSE else_expr] END
     kCast,      // CAST(args[0] AS cast_type) or args[0]::cast_type
+    kParam,     // $param (extended query protocol), 1-based
   };
   Kind kind;
   int pos = 0;
@@ -41,6 +42,7 @@ struct Expr {
   bool distinct = false;
   bool star_arg = false;
   SqlType cast_type;
+  int param = 0;
   ExprPtr operand;    // CASE operand
   ExprPtr else_expr;  // CASE ELSE
 

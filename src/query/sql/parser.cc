@@ -723,8 +723,15 @@ class Parser {
         e->untyped = true;
         return e;
       }
-      case Tok::kParam:
-        return Status::Sql("0A000", "parameters are not supported in simple queries", t.pos);
+      case Tok::kParam: {
+        i_++;
+        auto e = std::make_unique<Expr>(Expr::Kind::kParam, t.pos);
+        auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), e->param);
+        if (ec != std::errc() || e->param < 1 || e->param > 65535) {
+          return Status::Sql("42P02", fmt::format("there is no parameter ${}", t.text), t.pos);
+        }
+        return e;
+      }
       case Tok::kOp:
         if (t.text == "(") {
           i_++;
@@ -819,6 +826,20 @@ class Parser {
 };
 
 }  // namespace
+
+int MaxParamIndex(const std::string& sql) {
+  auto toks = Lex(sql);
+  if (!toks.ok()) return 0;
+  int max = 0;
+  for (const auto& t : *toks) {
+    if (t.kind == Tok::kParam) {
+      int v = 0;
+      std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+      max = std::max(max, v);
+    }
+  }
+  return max;
+}
 
 Result<std::vector<Statement>> Parse(const std::string& sql) {
   ASSIGN_OR_RETURN(std::vector<Token> toks, Lex(sql));

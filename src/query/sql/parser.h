@@ -13,4 +13,7 @@ namespace wattdb::sql {
 // Parses one or more ';'-separated statements. Empty input yields one EmptyStmt.
 Result<std::vector<Statement>> Parse(const std::string& sql);
 
+// The highest $n parameter number in `sql` (0 if none or if it does not lex).
+int MaxParamIndex(const std::string& sql);
+
 }  // namespace wattdb::sql

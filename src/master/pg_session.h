@@ -1,0 +1,73 @@
+// PgSession: one client connection after startup. Runs the simple query protocol (Query) and
+// the extended query protocol (Parse/Bind/Describe/Execute/Close/Flush/Sync) with named and
+// unnamed statements and portals, parameter type inference, text and binary formats, and
+// row-limited Execute (PortalSuspended).
+//
+// A prepared statement keeps its SQL text and described types; each Bind re-parses the text
+// and substitutes the parameter values as typed literals, so execution (and key-range pruning)
+// sees constants. Not thread-safe: runs on its connection's thread.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "master/cluster.h"
+#include "master/executor.h"
+#include "master/pg_protocol.h"
+#include "net/connection.h"
+
+namespace wattdb::master {
+
+class PgSession {
+ public:
+  PgSession(Cluster& cluster, net::asio::ip::tcp::socket& socket, int32_t pid,
+            std::shared_ptr<std::atomic<bool>> cancel);
+  // Serves messages until the client terminates or the connection fails.
+  void Run();
+
+ private:
+  struct Prepared {
+    std::string sql;
+    bool empty = false;
+    std::vector<int32_t> declared_oids;
+    std::vector<SqlType> param_types;  // final: unknown parameters are text
+    bool returns_rows = false;
+    std::vector<std::string> names;
+    std::vector<SqlType> types;
+  };
+  struct Portal {
+    std::shared_ptr<Prepared> stmt;
+    std::vector<Value> params;
+    std::vector<int16_t> formats;  // per result column
+    bool executed = false;
+    std::vector<std::vector<Value>> rows;
+    size_t next = 0;
+    std::string tag;
+  };
+
+  Status Flush();
+  // Simple query protocol.
+  void HandleQuery(std::string body);
+  // Extended protocol; an error puts the session in skip-to-Sync mode.
+  Status HandleParse(std::string_view body);
+  Status HandleBind(std::string_view body);
+  Status HandleDescribe(std::string_view body);
+  Status HandleExecute(std::string_view body);
+  Status HandleClose(std::string_view body);
+  Result<std::shared_ptr<Prepared>> Describe(const std::string& sql, std::vector<int32_t> oids);
+  void SendError(const Status& s, const char* severity = "ERROR");
+
+  Cluster& cluster_;                      // borrowed; outlives the session
+  net::asio::ip::tcp::socket& socket_;    // borrowed; owned by the server
+  int32_t pid_;
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  Executor executor_;
+  pg::MessageWriter out_;
+  std::map<std::string, std::shared_ptr<Prepared>> statements_;
+  std::map<std::string, Portal> portals_;
+};
+
+}  // namespace wattdb::master

@@ -1,0 +1,207 @@
+// The extended query protocol through libpq (prepared statements, typed and binary
+// parameters, binary results) and on a raw socket (row-limited Execute, error recovery).
+#include <arpa/inet.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "tests/integration/mini_cluster.h"
+
+namespace wattdb::testing {
+namespace {
+
+class ExtendedProtocol : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new MiniCluster(MiniClusterOptions{2, 1 << 20, 300});
+    ASSERT_TRUE(cluster_->Start()) << "logs in " << cluster_->dir();
+    auto c = cluster_->Connect();
+    ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, name TEXT, big BIGINT, d DOUBLE PRECISION, ok BOOLEAN)"), "");
+    ASSERT_EQ(c->Exec("INSERT INTO t VALUES (1, 'one', 10000000000, 1.5, true), (2, 'two', -2, 2.25, false), "
+                      "(3, NULL, 3, 3.0, NULL), (4, 'four', 4, 4.5, true), (5, 'five', 5, 5.5, false)"), "");
+  }
+  static void TearDownTestSuite() { delete cluster_; }
+  void SetUp() override {
+    conn_ = PQconnectdb(cluster_->conninfo().c_str());
+    ASSERT_EQ(PQstatus(conn_), CONNECTION_OK) << PQerrorMessage(conn_);
+  }
+  void TearDown() override { PQfinish(conn_); }
+  static std::string State(PGresult* r) {
+    const char* s = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    return s ? s : "";
+  }
+  static MiniCluster* cluster_;
+  PGconn* conn_ = nullptr;
+};
+MiniCluster* ExtendedProtocol::cluster_ = nullptr;
+
+TEST_F(ExtendedProtocol, PreparedStatementInfersParameterTypes) {
+  PGresult* r = PQprepare(conn_, "by_id", "SELECT name, big FROM t WHERE id = $1", 0, nullptr);
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQresultErrorMessage(r);
+  PQclear(r);
+  r = PQdescribePrepared(conn_, "by_id");
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK);
+  EXPECT_EQ(PQnparams(r), 1);
+  EXPECT_EQ(PQparamtype(r, 0), 23u);  // int4, from the comparison with id
+  EXPECT_EQ(PQnfields(r), 2);
+  EXPECT_EQ(PQftype(r, 1), 20u);  // int8
+  PQclear(r);
+  for (const char* id : {"1", "2", "3"}) {
+    const char* vals[] = {id};
+    r = PQexecPrepared(conn_, "by_id", 1, vals, nullptr, nullptr, 0);
+    ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
+    ASSERT_EQ(PQntuples(r), 1);
+    if (std::string(id) == "1") {
+      EXPECT_STREQ(PQgetvalue(r, 0, 1), "10000000000");
+    }
+    if (std::string(id) == "3") {
+      EXPECT_TRUE(PQgetisnull(r, 0, 0));
+    }
+    PQclear(r);
+  }
+}
+
+TEST_F(ExtendedProtocol, BinaryParametersAndResults) {
+  uint32_t id = htonl(2);
+  const char* vals[] = {reinterpret_cast<const char*>(&id)};
+  int lens[] = {4};
+  int fmts[] = {1};
+  Oid types[] = {23};
+  PGresult* r = PQexecParams(conn_, "SELECT id, big, d, ok, name FROM t WHERE id = $1", 1, types, vals, lens, fmts, 1);
+  ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
+  ASSERT_EQ(PQntuples(r), 1);
+  ASSERT_EQ(PQgetlength(r, 0, 0), 4);
+  uint32_t got;
+  std::memcpy(&got, PQgetvalue(r, 0, 0), 4);
+  EXPECT_EQ(ntohl(got), 2u);
+  ASSERT_EQ(PQgetlength(r, 0, 1), 8);
+  uint64_t big = 0;
+  for (int i = 0; i < 8; i++) big = (big << 8) | static_cast<uint8_t>(PQgetvalue(r, 0, 1)[i]);
+  EXPECT_EQ(static_cast<int64_t>(big), -2);
+  uint64_t bits = 0;
+  for (int i = 0; i < 8; i++) bits = (bits << 8) | static_cast<uint8_t>(PQgetvalue(r, 0, 2)[i]);
+  double d;
+  std::memcpy(&d, &bits, 8);
+  EXPECT_EQ(d, 2.25);
+  EXPECT_EQ(PQgetvalue(r, 0, 3)[0], 0);
+  EXPECT_EQ(std::string(PQgetvalue(r, 0, 4), PQgetlength(r, 0, 4)), "two");
+  PQclear(r);
+}
+
+TEST_F(ExtendedProtocol, WritesWithParametersAndErrorsRecover) {
+  const char* ins[] = {"10", "ten", nullptr};
+  PGresult* r = PQexecParams(conn_, "INSERT INTO t (id, name, big) VALUES ($1, $2, $3)", 3, nullptr, ins, nullptr,
+                             nullptr, 0);
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQresultErrorMessage(r);
+  EXPECT_STREQ(PQcmdTuples(r), "1");
+  PQclear(r);
+  const char* upd[] = {"77", "10"};
+  r = PQexecParams(conn_, "UPDATE t SET big = $1 WHERE id = $2", 2, nullptr, upd, nullptr, nullptr, 0);
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQresultErrorMessage(r);
+  PQclear(r);
+  const char* bad[] = {"abc"};
+  r = PQexecParams(conn_, "SELECT name FROM t WHERE id = $1", 1, nullptr, bad, nullptr, nullptr, 0);
+  EXPECT_EQ(State(r), "22P02");
+  PQclear(r);
+  r = PQexecParams(conn_, "INSERT INTO t (id) VALUES ($1)", 1, nullptr, upd + 1, nullptr, nullptr, 0);
+  EXPECT_EQ(State(r), "23505");
+  PQclear(r);
+  // The session recovered at Sync: the next statement works.
+  const char* id[] = {"10"};
+  r = PQexecParams(conn_, "SELECT big, name FROM t WHERE id = $1", 1, nullptr, id, nullptr, nullptr, 0);
+  ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
+  EXPECT_STREQ(PQgetvalue(r, 0, 0), "77");
+  PQclear(r);
+  const char* del[] = {"10"};
+  r = PQexecParams(conn_, "DELETE FROM t WHERE id = $1", 1, nullptr, del, nullptr, nullptr, 0);
+  EXPECT_STREQ(PQcmdTuples(r), "1");
+  PQclear(r);
+}
+
+// Minimal frontend on a raw socket, to drive Execute with a row limit.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    std::string body = Int32(196608) + std::string("user\0wattdb\0\0", 13);
+    Send(Int32(static_cast<int32_t>(body.size() + 4)) + body);
+    ReadUntilReady();
+  }
+  ~RawClient() { close(fd_); }
+  static std::string Int32(int32_t v) {
+    uint32_t n = htonl(static_cast<uint32_t>(v));
+    return std::string(reinterpret_cast<char*>(&n), 4);
+  }
+  static std::string Int16(int16_t v) {
+    uint16_t n = htons(static_cast<uint16_t>(v));
+    return std::string(reinterpret_cast<char*>(&n), 2);
+  }
+  void Msg(char type, const std::string& body) { Send(std::string(1, type) + Int32(static_cast<int32_t>(body.size() + 4)) + body); }
+  void Send(const std::string& s) { ASSERT_EQ(write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
+  // Message types received up to and including ReadyForQuery.
+  std::string ReadUntilReady() {
+    std::string types;
+    while (true) {
+      char hdr[5];
+      if (!ReadN(hdr, 5)) return types + "!";
+      uint32_t len;
+      std::memcpy(&len, hdr + 1, 4);
+      std::string body(ntohl(len) - 4, '\0');
+      if (!ReadN(body.data(), body.size())) return types + "!";
+      types += hdr[0];
+      if (hdr[0] == 'Z') return types;
+    }
+  }
+
+ private:
+  bool ReadN(char* p, size_t n) {
+    while (n > 0) {
+      ssize_t r = read(fd_, p, n);
+      if (r <= 0) return false;
+      p += r;
+      n -= static_cast<size_t>(r);
+    }
+    return true;
+  }
+  int fd_;
+};
+
+TEST_F(ExtendedProtocol, ExecuteWithRowLimitSuspendsThePortal) {
+  RawClient c(cluster_->pg_port());
+  c.Msg('P', std::string("q\0SELECT id FROM t WHERE id <= 5 ORDER BY id\0", 46) + RawClient::Int16(0));
+  c.Msg('B', std::string("p\0q\0", 4) + RawClient::Int16(0) + RawClient::Int16(0) + RawClient::Int16(0));
+  c.Msg('D', std::string("Pp\0", 3));
+  c.Msg('E', std::string("p\0", 2) + RawClient::Int32(2));
+  c.Msg('E', std::string("p\0", 2) + RawClient::Int32(2));
+  c.Msg('E', std::string("p\0", 2) + RawClient::Int32(2));
+  c.Msg('S', "");
+  // ParseComplete, BindComplete, RowDescription, 2 rows + suspended, 2 rows + suspended,
+  // the last row + CommandComplete, ReadyForQuery.
+  EXPECT_EQ(c.ReadUntilReady(), "12TDDsDDsDCZ");
+  // An error skips the rest up to Sync; the session then works again.
+  c.Msg('P', std::string("\0SELECT nope FROM t\0", 20) + RawClient::Int16(0));
+  c.Msg('B', std::string("\0\0", 2) + RawClient::Int16(0) + RawClient::Int16(0) + RawClient::Int16(0));
+  c.Msg('E', std::string("\0", 1) + RawClient::Int32(0));
+  c.Msg('S', "");
+  EXPECT_EQ(c.ReadUntilReady(), "EZ");
+  c.Msg('Q', std::string("SELECT 1\0", 9));
+  EXPECT_EQ(c.ReadUntilReady(), "TDCZ");
+  // Close and reuse of the statement name.
+  c.Msg('C', std::string("Sq\0", 3));
+  c.Msg('P', std::string("q\0SELECT 2\0", 11) + RawClient::Int16(0));
+  c.Msg('S', "");
+  EXPECT_EQ(c.ReadUntilReady(), "31Z");
+}
+
+}  // namespace
+}  // namespace wattdb::testing
