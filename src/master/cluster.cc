@@ -83,10 +83,32 @@ void Cluster::EndCommit(Timestamp ts) {
   inflight_.erase(ts);
 }
 
-Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
+Transaction::~Transaction() {
+  for (auto& [seg, latch] : latches) latch->unlock_shared();
+}
+
+std::unique_ptr<Transaction> Cluster::Begin(Timestamp snapshot) {
+  auto t = std::make_unique<Transaction>();
+  t->id = next_txn_++;
+  t->snapshot = snapshot;
+  std::lock_guard<std::mutex> l(txn_mu_);
+  active_txns_.insert(t->id);
+  return t;
+}
+
+void Cluster::EndTxn(Transaction& t) {
+  for (auto& [seg, latch] : t.latches) latch->unlock_shared();
+  t.latches.clear();
+  t.participants.clear();
+  std::lock_guard<std::mutex> l(txn_mu_);
+  active_txns_.erase(t.id);
+}
+
+Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> writes) {
   if (writes.empty()) return Status::OK();
   for (int attempt = 0;; attempt++) {
-    // Route every write to its segment, then latch those segments (in id order).
+    // Route every write to its segment, then latch the segments not latched yet (in id
+    // order) and check that no move or split finished between routing and latching.
     std::map<SegmentId, SegmentEntry> segs;
     std::vector<SegmentId> seg_of(writes.size());
     for (size_t i = 0; i < writes.size(); i++) {
@@ -94,109 +116,131 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
       seg_of[i] = e.id;
       segs[e.id] = e;
     }
-    std::vector<std::shared_lock<std::shared_mutex>> held;
-    for (auto& [id, e] : segs) held.emplace_back(*Latch(id));
-    // A move or split may have finished between routing and latching: check.
+    std::vector<SegmentId> fresh;
+    for (auto& [id, e] : segs) {
+      if (t.latches.count(id)) continue;
+      auto latch = Latch(id);
+      latch->lock_shared();
+      t.latches[id] = latch;
+      fresh.push_back(id);
+    }
     bool changed = false;
     for (auto& [id, e] : segs) {
       auto now = catalog_->GetSegment(id);
       if (!now.ok() || now->node != e.node || now->lo != e.lo || now->hi != e.hi) changed = true;
     }
-    if (changed) continue;
-
+    if (changed) {
+      for (SegmentId id : fresh) {
+        t.latches[id]->unlock_shared();
+        t.latches.erase(id);
+      }
+      if (attempt >= kMaxWriteAttempts) return Status::Aborted("partition map kept changing");
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 1 + attempt)));
+      continue;
+    }
     std::map<NodeId, std::vector<RemoteWrite>> by_node;
     for (size_t i = 0; i < writes.size(); i++) {
       RemoteWrite w;
       w.segment = seg_of[i];
-      w.key = writes[i].key;
+      w.key = std::move(writes[i].key);
       w.is_delete = writes[i].is_delete;
-      w.row = writes[i].row;
+      w.row = std::move(writes[i].row);
       w.check = writes[i].check;
       by_node[segs[seg_of[i]].node].push_back(std::move(w));
     }
-    uint64_t txn = next_txn_++;
-    {
-      std::lock_guard<std::mutex> l(txn_mu_);
-      active_txns_.insert(txn);
-    }
-    struct Inactive {
-      Cluster* c;
-      uint64_t txn;
-      ~Inactive() {
-        std::lock_guard<std::mutex> l(c->txn_mu_);
-        c->active_txns_.erase(txn);
-      }
-    } inactive{this, txn};
-    // A statement spanning several nodes prepares durably and logs its decision, so that a
-    // participant that crashes before hearing it can still learn it (two-phase commit).
-    bool distributed = by_node.size() > 1;
-    std::vector<std::shared_ptr<NodeClient>> prepared;
-    Status failed;
     for (auto& [node, ws] : by_node) {
-      auto client = registry_->Client(node);
-      if (!client.ok()) {
-        failed = client.status();
-        break;
-      }
-      prepared.push_back(*client);
+      ASSIGN_OR_RETURN(auto client, registry_->Client(node));
+      t.participants[node] = client;
       constexpr size_t kChunk = 5000;
-      for (size_t off = 0; off < ws.size() && failed.ok(); off += kChunk) {
+      for (size_t off = 0; off < ws.size(); off += kChunk) {
         std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + std::min(ws.size(), off + kChunk));
-        failed = RpcPrepare(**client, txn, snapshot, chunk, distributed);
-      }
-      if (!failed.ok()) break;
-    }
-    if (!failed.ok()) {
-      for (auto& c : prepared) (void)RpcAbort(*c, txn);
-      bool retry = (failed.IsStale() || failed.IsNotFound()) && attempt < kMaxWriteAttempts;
-      if (!retry) return failed;
-      held.clear();
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 1 + attempt)));
-      continue;
-    }
-    // Every participant prepared: the statement commits.
-    ASSIGN_OR_RETURN(Timestamp ts, BeginCommit());
-    if (distributed) {
-      Status logged = catalog_->LogDecision(txn, ts);
-      if (!logged.ok()) {
-        EndCommit(ts);
-        for (auto& c : prepared) (void)RpcAbort(*c, txn);
-        return logged.Prepend("commit decision");
+        RETURN_NOT_OK(RpcPrepare(*client, t.id, t.snapshot, chunk));
       }
     }
-    Status commit_status;
-    bool all_acked = true;
-    std::vector<std::pair<SegmentId, uint64_t>> sizes;
-    for (auto& c : prepared) {
-      Status s;
-      for (int tries = 0; tries < 3; tries++) {
-        s = RpcCommit(*c, txn, ts, &sizes);
-        if (s.ok() || s.IsNotFound()) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
+    return Status::OK();
+  }
+}
+
+void Cluster::Rollback(Transaction& t) {
+  for (auto& [node, c] : t.participants) (void)RpcAbort(*c, t.id);
+  EndTxn(t);
+}
+
+Status Cluster::Commit(Transaction& t) {
+  if (t.participants.empty()) {  // read-only
+    EndTxn(t);
+    return Status::OK();
+  }
+  // A transaction spanning several nodes makes its prepares durable and logs its decision,
+  // so that a participant that crashes before hearing it can still learn it.
+  bool distributed = t.participants.size() > 1;
+  if (distributed) {
+    for (auto& [node, c] : t.participants) {
+      Status s = RpcPrepare(*c, t.id, t.snapshot, {}, /*durable=*/true);
       if (!s.ok()) {
-        all_acked = false;
-        if (distributed) {
-          // The decision is durable: the node applies it when it reports the txn in doubt.
-          Log("master")->warn("commit not acknowledged txn={} node={} err={} (resolved later)", txn, c->id(),
-                              s.ToString());
-        } else {
-          Log("master")->error("commit failed txn={} node={} err={}", txn, c->id(), s.ToString());
-          commit_status = Status(Status::Code::kIOError,
-                                 fmt::format("commit on node {} failed: {}", c->id(), s.message()), "58030");
-        }
+        Rollback(t);
+        return s.Prepend("prepare");
       }
     }
-    if (distributed && all_acked) (void)catalog_->EraseDecision(txn);
-    EndCommit(ts);
-    bool oversized = std::any_of(sizes.begin(), sizes.end(),
-                                 [&](const auto& p) { return p.second > config_.segment_bytes; });
-    if (oversized) {
-      std::lock_guard<std::mutex> l(stop_mu_);
-      split_wanted_ = true;
-      stop_cv_.notify_all();
+  }
+  auto ts = BeginCommit();
+  if (!ts.ok()) {
+    Rollback(t);
+    return ts.status();
+  }
+  if (distributed) {
+    Status logged = catalog_->LogDecision(t.id, *ts);
+    if (!logged.ok()) {
+      EndCommit(*ts);
+      Rollback(t);
+      return logged.Prepend("commit decision");
     }
-    return commit_status;
+  }
+  Status commit_status;
+  bool all_acked = true;
+  std::vector<std::pair<SegmentId, uint64_t>> sizes;
+  for (auto& [node, c] : t.participants) {
+    Status s;
+    for (int tries = 0; tries < 3; tries++) {
+      s = RpcCommit(*c, t.id, *ts, &sizes);
+      if (s.ok() || s.IsNotFound()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (s.ok()) continue;
+    all_acked = false;
+    if (distributed) {
+      // The decision is durable: the node applies it when it reports the txn in doubt.
+      Log("master")->warn("commit not acknowledged txn={} node={} err={} (resolved later)", t.id, node, s.ToString());
+    } else {
+      Log("master")->error("commit failed txn={} node={} err={}", t.id, node, s.ToString());
+      commit_status = Status(Status::Code::kIOError, fmt::format("commit on node {} failed: {}", node, s.message()),
+                             "58030");
+    }
+  }
+  if (distributed && all_acked) (void)catalog_->EraseDecision(t.id);
+  EndCommit(*ts);
+  EndTxn(t);
+  bool oversized = std::any_of(sizes.begin(), sizes.end(),
+                               [&](const auto& p) { return p.second > config_.segment_bytes; });
+  if (oversized) {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    split_wanted_ = true;
+    stop_cv_.notify_all();
+  }
+  return commit_status;
+}
+
+Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
+  if (writes.empty()) return Status::OK();
+  for (int attempt = 0;; attempt++) {
+    auto t = Begin(snapshot);
+    Status s = Write(*t, table, writes);
+    if (s.ok()) return Commit(*t);
+    Rollback(*t);
+    // A segment that moved or split between routing and the node's check: route again.
+    bool retry = (s.IsStale() || s.IsNotFound()) && attempt < kMaxWriteAttempts;
+    if (!retry) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 1 + attempt)));
   }
 }
 

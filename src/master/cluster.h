@@ -46,6 +46,17 @@ struct MoveReport {
   double total_ms = 0;  // including latch wait and ownership switch
 };
 
+// A transaction in progress. Its writes are prepared on the nodes statement by statement
+// (taking key locks there) and the latches of the segments it wrote stay held until it ends.
+// Owned and used by one session thread.
+struct Transaction {
+  uint64_t id = 0;
+  Timestamp snapshot = 0;
+  std::map<NodeId, std::shared_ptr<NodeClient>> participants;
+  std::map<SegmentId, std::shared_ptr<std::shared_mutex>> latches;  // held shared
+  ~Transaction();
+};
+
 struct MasterOptions {
   std::string config_path;  // passed to locally started nodes
   std::string node_binary;
@@ -70,6 +81,14 @@ class Cluster {
   // Applies `writes` to `table` atomically across all nodes they touch (prepare everywhere,
   // then commit at one timestamp). Retries transparently when segments moved or split.
   Status ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
+
+  // Multi-statement transactions: Begin, any number of Write calls (each prepares its
+  // writes on the nodes at once: duplicate keys and conflicts surface per statement), then
+  // Commit or Rollback. The transaction sees its own writes in scans that pass its id.
+  std::unique_ptr<Transaction> Begin(Timestamp snapshot);
+  Status Write(Transaction& txn, TableId table, std::vector<RowWrite> writes);
+  Status Commit(Transaction& txn);
+  void Rollback(Transaction& txn);
 
   Result<MoveReport> MoveSegment(SegmentId seg, NodeId target);
   Result<std::vector<MoveReport>> DrainNode(NodeId node);
@@ -110,6 +129,7 @@ class Cluster {
   std::mutex txn_mu_;  // guards active_txns_
   std::set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort
   void ResolveInDoubt();
+  void EndTxn(Transaction& txn);
   std::mutex admin_mu_;  // serializes moves, splits, drains and power changes
   std::thread maintenance_;
   std::mutex stop_mu_;  // guards stopping_ and split_wanted_; stop_cv_ wakes maintenance

@@ -24,8 +24,71 @@ Status TextResult(ResultSink& sink, const std::string& name, const std::vector<s
 
 }  // namespace
 
+Executor::~Executor() {
+  if (txn_) cluster_.Rollback(*txn_);
+}
+
+Timestamp Executor::Snapshot() { return txn_ ? txn_->snapshot : cluster_.ReadTimestamp(); }
+
+Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
+  if (txn_) return cluster_.Write(*txn_, table, std::move(writes));
+  return cluster_.ApplyWrites(table, snapshot, std::move(writes));
+}
+
 Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
                                       const std::atomic<bool>* cancel) {
+  bool is_txn_control = std::holds_alternative<sql::TxnStmt>(stmt);
+  if (failed_ && !is_txn_control) {
+    return Status::Sql("25P02", "current transaction is aborted, commands ignored until end of transaction block");
+  }
+  if (txn_ && (std::holds_alternative<sql::CreateTableStmt>(stmt) || std::holds_alternative<sql::DropTableStmt>(stmt) ||
+               std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt))) {
+    failed_ = true;
+    return Status::Sql("25001", "DDL and cluster administration cannot run inside a transaction block");
+  }
+  auto r = Dispatch(stmt, sink, cancel);
+  if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
+  return r;
+}
+
+Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
+  switch (s.kind) {
+    case sql::TxnStmt::Kind::kBegin:
+      if (txn_) {
+        RETURN_NOT_OK(sink.Notice("25001", "there is already a transaction in progress"));
+      } else {
+        txn_ = cluster_.Begin(cluster_.ReadTimestamp());
+        failed_ = false;
+      }
+      return std::string("BEGIN");
+    case sql::TxnStmt::Kind::kCommit: {
+      if (!txn_) {
+        RETURN_NOT_OK(sink.Notice("25P01", "there is no transaction in progress"));
+        return std::string("COMMIT");
+      }
+      std::unique_ptr<Transaction> t = std::move(txn_);
+      if (failed_) {
+        failed_ = false;
+        cluster_.Rollback(*t);
+        return std::string("ROLLBACK");
+      }
+      RETURN_NOT_OK(cluster_.Commit(*t));
+      return std::string("COMMIT");
+    }
+    case sql::TxnStmt::Kind::kRollback:
+      if (!txn_) {
+        RETURN_NOT_OK(sink.Notice("25P01", "there is no transaction in progress"));
+      } else {
+        cluster_.Rollback(*txn_);
+        txn_.reset();
+        failed_ = false;
+      }
+      return std::string("ROLLBACK");
+  }
+  return std::string();
+}
+
+Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel) {
   return std::visit(
       [&](auto& s) -> Result<std::string> {
         using T = std::decay_t<decltype(s)>;
@@ -48,9 +111,7 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
         } else if constexpr (std::is_same_v<T, sql::AlterNodeStmt>) {
           return AlterNode(s, sink);
         } else if constexpr (std::is_same_v<T, sql::TxnStmt>) {
-          return Status::NotSupported(
-              "multi-statement transactions (BEGIN/COMMIT/ROLLBACK) are not supported yet; "
-              "every statement commits on its own");
+          return Txn(s, sink);
         } else if constexpr (std::is_same_v<T, sql::SetStmt>) {
           settings_[s.name] = s.value;
           return std::string("SET");
@@ -64,7 +125,7 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
 Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
   ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, cluster_.catalog()));
   RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
-  MasterScanProvider scans(cluster_, cluster_.ReadTimestamp());
+  MasterScanProvider scans(cluster_, Snapshot(), TxnId());
   exec::ExecContext ctx{&scans, cancel};
   uint64_t rows = 0;
   RETURN_NOT_OK(exec::Execute(*bound.plan, ctx, [&](const exec::Batch& b) {
@@ -147,7 +208,7 @@ Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink)
 
 Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
                             const std::function<Status(const exec::Batch&, size_t)>& fn) {
-  MasterScanProvider scans(cluster_, snapshot);
+  MasterScanProvider scans(cluster_, snapshot, TxnId());
   exec::ExecContext ctx{&scans, cancel};
   return exec::Execute(source, ctx, [&](const exec::Batch& batch) {
     for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r));
@@ -193,7 +254,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s) {
     writes.push_back(std::move(w));
   }
   size_t n = writes.size();
-  Status st = cluster_.ApplyWrites(t.id, cluster_.ReadTimestamp(), std::move(writes));
+  Status st = Apply(t.id, Snapshot(), std::move(writes));
   if (!st.ok() && st.sqlstate() == "23505") {
     return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
@@ -205,7 +266,7 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
   ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindUpdate(s, cluster_.catalog()));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot update view \"{}\"", t.name));
-  Timestamp snap = cluster_.ReadTimestamp();
+  Timestamp snap = Snapshot();
   std::vector<RowWrite> writes;
   std::set<std::string> new_keys;
   uint64_t count = 0;
@@ -252,7 +313,7 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
     }
     merged.push_back(std::move(w));
   }
-  Status st = cluster_.ApplyWrites(t.id, snap, std::move(merged));
+  Status st = Apply(t.id, snap, std::move(merged));
   if (!st.ok() && st.sqlstate() == "23505") {
     return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
@@ -264,7 +325,7 @@ Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>
   ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindDelete(s, cluster_.catalog()));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
-  Timestamp snap = cluster_.ReadTimestamp();
+  Timestamp snap = Snapshot();
   std::vector<RowWrite> writes;
   RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r) {
     RowWrite w;
@@ -275,7 +336,7 @@ Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>
     return Status::OK();
   }));
   size_t n = writes.size();
-  RETURN_NOT_OK(cluster_.ApplyWrites(t.id, snap, std::move(writes)));
+  RETURN_NOT_OK(Apply(t.id, snap, std::move(writes)));
   return fmt::format("DELETE {}", n);
 }
 

@@ -28,6 +28,13 @@ class ResultSink {
 class Executor {
  public:
   explicit Executor(Cluster& cluster) : cluster_(cluster) {}
+  ~Executor();  // rolls back an open transaction
+  // Transaction status for ReadyForQuery: 'I' idle, 'T' in a transaction, 'E' failed.
+  char TxnStatus() const { return !txn_ ? 'I' : failed_ ? 'E' : 'T'; }
+  // An error outside Execute (parse, bind) fails an open transaction block, as in PostgreSQL.
+  void MarkFailed() {
+    if (txn_) failed_ = true;
+  }
 
   // Executes `stmt`; returns the command tag (e.g. "SELECT 3", "INSERT 0 2").
   Result<std::string> Execute(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
@@ -42,6 +49,12 @@ class Executor {
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
   Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
+  Result<std::string> Txn(sql::TxnStmt& s, ResultSink& sink);
+  Result<std::string> Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
+  // The snapshot and transaction id statements read with; writes go through Apply.
+  Timestamp Snapshot();
+  uint64_t TxnId() const { return txn_ ? txn_->id : 0; }
+  Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
   // Runs `source` (a scan + filter) at `snapshot`, calling `fn` for every row it yields.
   Status ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
@@ -49,6 +62,8 @@ class Executor {
 
   Cluster& cluster_;  // borrowed; outlives the session
   std::map<std::string, std::string> settings_;
+  std::unique_ptr<Transaction> txn_;  // open transaction block, if any
+  bool failed_ = false;               // a statement of the block failed: only ROLLBACK helps
 };
 
 }  // namespace wattdb::master

@@ -137,7 +137,7 @@ Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c) {
 
 Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg, const std::string& lo,
                                                      const std::string& hi, Timestamp read_ts,
-                                                     uint32_t batch_rows) {
+                                                     uint32_t batch_rows, uint64_t txn) {
   ASSIGN_OR_RETURN(NodeClient::Lease lease, c.Acquire());
   capnp::MallocMessageBuilder mb;
   auto s = mb.initRoot<proto::Request>().initScan();
@@ -146,6 +146,7 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId se
   s.setHi(Bytes(hi));
   s.setReadTs(read_ts);
   s.setBatchRows(batch_rows);
+  s.setTxn(txn);
   Status st = lease.conn().Send(mb);
   if (!st.ok()) {
     lease.Poison();

@@ -50,9 +50,10 @@ Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c);
 // Destroying it before the last batch drops the connection (the node is still sending).
 class ScanStream {
  public:
+  // `txn` nonzero: the node overlays that transaction's pending writes.
   static Result<std::unique_ptr<ScanStream>> Open(NodeClient& c, SegmentId seg, const std::string& lo,
                                                   const std::string& hi, Timestamp read_ts,
-                                                  uint32_t batch_rows);
+                                                  uint32_t batch_rows, uint64_t txn = 0);
   ~ScanStream();
   // Reads the next batch into keys/rows; sets *last on the final batch. Node-side errors
   // (Stale, NotFound) are returned as is.

@@ -179,6 +179,7 @@ PgSession::PgSession(Cluster& cluster, asio::ip::tcp::socket& socket, int32_t pi
 Status PgSession::Flush() { return WriteAll(socket_, out_.buffer()); }
 
 void PgSession::SendError(const Status& e, const char* severity) {
+  executor_.MarkFailed();
   if (e.code() == Status::Code::kInternal || e.code() == Status::Code::kCorruption) {
     Log("master")->error("statement failed pid={} err={}", pid_, e.ToString());
   }
@@ -211,13 +212,13 @@ void PgSession::Run() {
         }
         body.pop_back();
         HandleQuery(std::move(body));
-        out_.ReadyForQuery('I');
+        out_.ReadyForQuery(executor_.TxnStatus());
         if (!Flush().ok()) return;
         break;
       case 'X': return;
       case 'S':
         skip_to_sync = false;
-        out_.ReadyForQuery('I');
+        out_.ReadyForQuery(executor_.TxnStatus());
         if (!Flush().ok()) return;
         break;
       case 'H':

@@ -39,8 +39,8 @@ class VectorSource : public exec::RowSource {
 
 class RemoteSource : public exec::RowSource {
  public:
-  RemoteSource(Cluster& c, TableId table, std::string lo, std::string hi, Timestamp ts, size_t ncols)
-      : cluster_(c), table_(table), cursor_(std::move(lo)), hi_(std::move(hi)), ts_(ts), ncols_(ncols) {}
+  RemoteSource(Cluster& c, TableId table, std::string lo, std::string hi, Timestamp ts, size_t ncols, uint64_t txn)
+      : cluster_(c), table_(table), cursor_(std::move(lo)), hi_(std::move(hi)), ts_(ts), ncols_(ncols), txn_(txn) {}
 
   Result<bool> Next(exec::Batch& out) override {
     int retries = 0;
@@ -93,7 +93,7 @@ class RemoteSource : public exec::RowSource {
     std::string lo = std::max(cursor_, s.lo);
     std::string hi = s.hi.empty() ? hi_ : (hi_.empty() ? s.hi : std::min(hi_, s.hi));
     ASSIGN_OR_RETURN(auto client, cluster_.registry().Client(s.node));
-    ASSIGN_OR_RETURN(stream_, ScanStream::Open(*client, s.id, lo, hi, ts_, exec::kBatchRows));
+    ASSIGN_OR_RETURN(stream_, ScanStream::Open(*client, s.id, lo, hi, ts_, exec::kBatchRows, txn_));
     client_ = client;
     seg_hi_ = s.hi;
     return Status::OK();
@@ -115,6 +115,7 @@ class RemoteSource : public exec::RowSource {
   std::string hi_;
   Timestamp ts_;
   size_t ncols_;
+  uint64_t txn_;
   bool done_ = false;
   std::shared_ptr<NodeClient> client_;  // keeps the stream's client alive
   std::unique_ptr<ScanStream> stream_;
@@ -168,7 +169,7 @@ void RegisterSystemViews(Catalog& catalog) {
 Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan::PlanNode& scan) {
   if (scan.table < kFirstSystemTableId) {
     return std::unique_ptr<exec::RowSource>(
-        new RemoteSource(cluster_, scan.table, scan.lo, scan.hi, read_ts_, scan.types.size()));
+        new RemoteSource(cluster_, scan.table, scan.lo, scan.hi, read_ts_, scan.types.size(), txn_));
   }
   Catalog& cat = cluster_.catalog();
   auto nodes = cluster_.registry().Snapshot();

@@ -18,12 +18,15 @@ void RegisterSystemViews(Catalog& catalog);
 
 class MasterScanProvider : public exec::ScanProvider {
  public:
-  MasterScanProvider(Cluster& cluster, Timestamp read_ts) : cluster_(cluster), read_ts_(read_ts) {}
+  // `txn` nonzero: scans also see that transaction's own pending writes.
+  MasterScanProvider(Cluster& cluster, Timestamp read_ts, uint64_t txn = 0)
+      : cluster_(cluster), read_ts_(read_ts), txn_(txn) {}
   Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override;
 
  private:
   Cluster& cluster_;  // borrowed; outlives the provider
   Timestamp read_ts_;
+  uint64_t txn_;
 };
 
 }  // namespace wattdb::master

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <kj/exception.h>
@@ -208,7 +209,8 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
     case proto::Request::SCAN: {
       auto s = req.getScan();
       uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
-      auto sc = store_->Scan(s.getSegment(), Str(s.getLo()), Str(s.getHi()), s.getReadTs());
+      std::string lo = Str(s.getLo()), hi = Str(s.getHi());
+      auto sc = store_->Scan(s.getSegment(), lo, hi, s.getReadTs());
       if (!sc.ok()) {
         capnp::MallocMessageBuilder mb;
         auto resp = mb.initRoot<proto::Response>();
@@ -216,21 +218,52 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         resp.initScanBatch().setLast(true);
         return conn.Send(mb).ok();
       }
-      std::vector<storage::ScanRow> rows;
+      // A transaction sees its own pending writes on top of its snapshot: merge them in by key.
+      std::map<std::string, storage::WriteOp> pending;
+      if (s.getTxn() != 0) pending = participant_->PendingWrites(s.getTxn(), s.getSegment(), lo, hi);
+      auto next_pending = pending.begin();
+      std::vector<storage::ScanRow> rows, merged;
+      bool exhausted = false;
       while (true) {
         rows.clear();
-        auto more = (*sc)->Next(batch, &rows);
+        merged.clear();
+        Status st;
+        if (!exhausted) {
+          auto more = (*sc)->Next(batch, &rows);
+          st = more.status();
+          exhausted = !more.ok() || !*more;
+        }
+        auto emit_pending_before = [&](const std::string* key) {
+          while (next_pending != pending.end() && (!key || next_pending->first < *key)) {
+            if (next_pending->second.kind == storage::VersionKind::kPut) {
+              merged.push_back({next_pending->first, next_pending->second.row});
+            }
+            ++next_pending;
+          }
+        };
+        for (auto& r : rows) {
+          emit_pending_before(&r.key);
+          if (next_pending != pending.end() && next_pending->first == r.key) {
+            if (next_pending->second.kind == storage::VersionKind::kPut) {
+              merged.push_back({r.key, next_pending->second.row});
+            }
+            ++next_pending;
+            continue;
+          }
+          merged.push_back(std::move(r));
+        }
+        if (exhausted) emit_pending_before(nullptr);
         capnp::MallocMessageBuilder mb;
         auto resp = mb.initRoot<proto::Response>();
-        SetStatus(resp.initStatus(), more.status());
+        SetStatus(resp.initStatus(), st);
         auto b = resp.initScanBatch();
-        bool last = !more.ok() || !*more;
+        bool last = !st.ok() || exhausted;
         b.setLast(last);
-        auto lr = b.initRows(rows.size());
-        auto lk = b.initKeys(rows.size());
-        for (size_t i = 0; i < rows.size(); i++) {
-          lr.set(i, Bytes(rows[i].row));
-          lk.set(i, Bytes(rows[i].key));
+        auto lr = b.initRows(merged.size());
+        auto lk = b.initKeys(merged.size());
+        for (size_t i = 0; i < merged.size(); i++) {
+          lr.set(i, Bytes(merged[i].row));
+          lk.set(i, Bytes(merged[i].key));
         }
         if (!conn.Send(mb).ok()) return false;
         if (last) return true;

@@ -3,6 +3,8 @@
 #include "common/bytes.h"
 #include "common/failpoint.h"
 
+#include <optional>
+
 namespace wattdb::node {
 
 namespace {
@@ -42,10 +44,29 @@ Status Participant::Recover() {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [txn, blob] : records) {
     ASSIGN_OR_RETURN(auto ops, DecodeOps(blob));
-    for (const auto& op : ops) locks_[{op.segment, op.key}] = txn;
-    prepared_[txn] = Prepared{true, std::move(ops)};
+    Prepared p;
+    p.durable = true;
+    for (size_t i = 0; i < ops.size(); i++) {
+      locks_[{ops[i].segment, ops[i].key}] = txn;
+      p.last[{ops[i].segment, ops[i].key}] = i;
+    }
+    p.ops = std::move(ops);
+    prepared_[txn] = std::move(p);
   }
   return Status::OK();
+}
+
+std::map<std::string, storage::WriteOp> Participant::PendingWrites(uint64_t txn, SegmentId segment,
+                                                                   std::string_view lo, std::string_view hi) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::map<std::string, storage::WriteOp> out;
+  auto it = prepared_.find(txn);
+  if (it == prepared_.end()) return out;
+  for (const auto& op : it->second.ops) {  // later ops of a key replace earlier ones
+    if (op.segment != segment || op.key < lo || (!hi.empty() && op.key >= hi)) continue;
+    out[op.key] = op;
+  }
+  return out;
 }
 
 std::vector<uint64_t> Participant::InDoubt() const {
@@ -59,7 +80,8 @@ std::vector<uint64_t> Participant::InDoubt() const {
 
 Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable) {
   std::lock_guard<std::mutex> l(mu_);
-  std::set<LockKey> mine;
+  auto existing = prepared_.find(txn);
+  std::map<LockKey, bool> mine;  // key -> "live after the writes so far" (pending put)
   for (const auto& w : writes) {
     ASSIGN_OR_RETURN(storage::SegmentRef seg, store_.Get(w.op.segment));
     if (!seg->meta().Contains(w.op.key)) {
@@ -70,7 +92,19 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
     if (held != locks_.end() && held->second != txn) {
       return Status::Aborted("could not serialize access due to concurrent update");
     }
-    if (w.check != WriteCheck::kNone && !mine.count(lk)) {
+    // What this transaction wrote to the key before, in this call or an earlier statement.
+    std::optional<bool> own;
+    if (auto m = mine.find(lk); m != mine.end()) {
+      own = m->second;
+    } else if (existing != prepared_.end()) {
+      auto o = existing->second.last.find(lk);
+      if (o != existing->second.last.end()) own = existing->second.ops[o->second].kind == storage::VersionKind::kPut;
+    }
+    if (own) {
+      if (w.check == WriteCheck::kInsert && *own) {
+        return Status::Sql("23505", "duplicate key value violates unique constraint");
+      }
+    } else if (w.check != WriteCheck::kNone) {
       ASSIGN_OR_RETURN(storage::LatestVersion lv, store_.Latest(w.op.segment, w.op.key));
       if (w.check == WriteCheck::kInsert && lv.found && !lv.deleted) {
         return Status::Sql("23505", "duplicate key value violates unique constraint");
@@ -79,21 +113,27 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
         return Status::Aborted("could not serialize access due to concurrent update");
       }
     }
-    mine.insert(lk);
+    mine[lk] = w.op.kind == storage::VersionKind::kPut;
   }
   Prepared& p = prepared_[txn];
   size_t before = p.ops.size();
-  for (auto& w : writes) p.ops.push_back(std::move(w.op));
+  for (auto& w : writes) {
+    p.last[{w.op.segment, w.op.key}] = p.ops.size();
+    p.ops.push_back(std::move(w.op));
+  }
   if (durable) {
     p.durable = true;
     Status s = store_.PutPrepared(txn, EncodeOps(p.ops));
     if (!s.ok()) {
       p.ops.resize(before);
+      for (auto it = p.last.begin(); it != p.last.end();) {
+        it = it->second >= before ? p.last.erase(it) : std::next(it);
+      }
       if (p.ops.empty()) prepared_.erase(txn);
       return s;
     }
   }
-  for (const auto& lk : mine) locks_[lk] = txn;
+  for (const auto& [lk, live] : mine) locks_[lk] = txn;
   return Status::OK();
 }
 

@@ -46,6 +46,10 @@ class Participant {
   // True if any prepared transaction holds writes on `segment` (a move must wait).
   bool HasPrepared(SegmentId segment) const;
   size_t prepared_count() const;
+  // The latest pending write of `txn` per key of `segment` within [lo, hi) ("" = unbounded),
+  // in key order: what the transaction itself must see on top of its snapshot.
+  std::map<std::string, storage::WriteOp> PendingWrites(uint64_t txn, SegmentId segment, std::string_view lo,
+                                                        std::string_view hi) const;
   // Durably prepared transactions waiting for the master's decision.
   std::vector<uint64_t> InDoubt() const;
 
@@ -56,6 +60,7 @@ class Participant {
   struct Prepared {
     bool durable = false;
     std::vector<storage::WriteOp> ops;
+    std::map<LockKey, size_t> last;  // index in ops of the latest write of each key
   };
   std::map<uint64_t, Prepared> prepared_;
   std::map<LockKey, uint64_t> locks_;

@@ -74,6 +74,7 @@ struct Request {
       hi @11 :Data;
       readTs @12 :UInt64;
       batchRows @13 :UInt32;
+      txn @22 :UInt64;               # nonzero: also show this transaction's pending writes
     }
     split :group {
       segment @14 :UInt64;
