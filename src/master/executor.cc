@@ -117,6 +117,10 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return std::string("SET");
         } else if constexpr (std::is_same_v<T, sql::ShowStmt>) {
           return Show(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::TruncateStmt>) {
+          return Truncate(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::NoOpStmt>) {
+          return s.tag;
         }
       },
       stmt);
@@ -338,6 +342,37 @@ Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>
   size_t n = writes.size();
   RETURN_NOT_OK(Apply(t.id, snap, std::move(writes)));
   return fmt::format("DELETE {}", n);
+}
+
+Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<bool>* cancel) {
+  // Every row is deleted at the statement's snapshot, so TRUNCATE is transactional (and
+  // rolls back with its block); all tables go in one atomic write per table.
+  std::vector<TableSchema> tables;
+  for (const auto& name : s.names) {
+    auto t = cluster_.catalog().GetTable(name);
+    if (!t.ok()) return t.status().WithPosition(s.pos);
+    if (t->id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("\"{}\" is a system view", name));
+    tables.push_back(std::move(t).value());
+  }
+  Timestamp snap = Snapshot();
+  for (const auto& t : tables) {
+    auto scan = std::make_unique<plan::PlanNode>();
+    scan->kind = plan::PlanNode::Kind::kScan;
+    scan->table = t.id;
+    scan->table_name = t.name;
+    for (const auto& c : t.columns) scan->types.push_back(c.type);
+    std::vector<RowWrite> writes;
+    RETURN_NOT_OK(ForEachRow(*scan, snap, cancel, [&](const exec::Batch& batch, size_t r) {
+      RowWrite w;
+      w.key = EncodeKey(t, batch.Row(r));
+      w.is_delete = true;
+      w.check = RemoteWrite::Check::kUpdate;
+      writes.push_back(std::move(w));
+      return Status::OK();
+    }));
+    RETURN_NOT_OK(Apply(t.id, snap, std::move(writes)));
+  }
+  return std::string("TRUNCATE TABLE");
 }
 
 Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {

@@ -144,10 +144,21 @@ struct ShowStmt {
   std::string name;
 };
 
+// TRUNCATE [TABLE] a [, b ...]
+struct TruncateStmt {
+  std::vector<std::string> names;
+  int pos = 0;
+};
+
+// Statements accepted for compatibility that have nothing to do yet (VACUUM, ANALYZE).
+struct NoOpStmt {
+  std::string tag;
+};
+
 struct EmptyStmt {};
 
 using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
-                               SetStmt, ShowStmt>;
+                               SetStmt, ShowStmt, TruncateStmt, NoOpStmt>;
 
 }  // namespace wattdb::sql

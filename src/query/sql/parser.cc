@@ -130,8 +130,26 @@ class Parser {
       while (AcceptOp(".")) s.name += "." + Next().text;
       return Statement(std::move(s));
     }
+    if (t.Is("vacuum") || t.Is("analyze") || t.Is("analyse")) {
+      // Accepted and ignored: there are no statistics or dead tuples to maintain yet.
+      std::string tag = t.Is("vacuum") ? "VACUUM" : "ANALYZE";
+      while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) i_++;
+      i_++;
+      return Statement(NoOpStmt{tag});
+    }
+    if (t.Is("truncate")) {
+      i_++;
+      Accept("table");
+      TruncateStmt s;
+      s.pos = Peek().pos;
+      do {
+        ASSIGN_OR_RETURN(std::string n, QualifiedName());
+        s.names.push_back(n);
+      } while (AcceptOp(","));
+      return Statement(std::move(s));
+    }
     static const std::set<std::string> kKnownUnsupported = {
-        "copy", "explain", "truncate", "vacuum", "analyze", "grant", "revoke", "prepare",
+        "copy", "explain", "grant", "revoke", "prepare",
         "execute", "deallocate", "with", "values", "table", "savepoint", "release", "lock",
         "listen", "notify", "discard", "reset", "comment", "cluster", "reindex", "checkpoint"};
     if (t.kind == Tok::kIdent && kKnownUnsupported.count(t.text)) {
