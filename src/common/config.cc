@@ -91,6 +91,10 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(Get(*t, "heartbeat_timeout_ms", &hb, source));
     RETURN_NOT_OK(Get(*t, "node_binary", &c.node_binary, source));
     RETURN_NOT_OK(Get(*t, "sync_commit", &c.sync_commit, source));
+    int64_t wait = c.latch_wait_ms;
+    RETURN_NOT_OK(Get(*t, "latch_wait_ms", &wait, source));
+    if (wait < 1 || wait > 3600000) return Status::InvalidArgument(source + ": latch_wait_ms must be in 1..3600000");
+    c.latch_wait_ms = static_cast<int>(wait);
     RETURN_NOT_OK(Get(*t, "log_level", &c.log_level, source));
     if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
     if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");

@@ -53,7 +53,7 @@ struct Transaction {
   uint64_t id = 0;
   Timestamp snapshot = 0;
   std::map<NodeId, std::shared_ptr<NodeClient>> participants;
-  std::map<SegmentId, std::shared_ptr<std::shared_mutex>> latches;  // held shared
+  std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches;  // held shared
   ~Transaction();
 };
 
@@ -104,7 +104,7 @@ class Cluster {
   void MaintainOnce();
 
  private:
-  std::shared_ptr<std::shared_mutex> Latch(SegmentId seg);
+  std::shared_ptr<std::shared_timed_mutex> Latch(SegmentId seg);
   Result<Timestamp> BeginCommit();
   void EndCommit(Timestamp ts);
   Status RecoverMove(const MoveIntent& m);
@@ -119,7 +119,7 @@ class Cluster {
   std::unique_ptr<power::PowerDriver> local_driver_;
 
   std::mutex latch_mu_;  // guards latches_
-  std::map<SegmentId, std::shared_ptr<std::shared_mutex>> latches_;
+  std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches_;
 
   std::mutex ts_mu_;  // guards the timestamp state below
   Timestamp last_ts_ = 0;

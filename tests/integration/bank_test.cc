@@ -109,5 +109,29 @@ TEST(Bank, TransfersKeepTheTotalUnderConcurrencyAndMoves) {
               sums.load());
 }
 
+TEST(Bank, MoveGivesUpOnAnIdleTransactionAndSucceedsAfterIt) {
+  MiniClusterOptions o{2, 1 << 20, 200};
+  o.latch_wait_ms = 300;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto a = cluster.Connect(), b = cluster.Connect();
+  ASSERT_EQ(a->Exec("CREATE TABLE k (id INT PRIMARY KEY, v INT)"), "");
+  ASSERT_EQ(a->Exec("INSERT INTO k VALUES (1, 1), (2, 2)"), "");
+  std::string seg = a->Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'k'");
+  int to = 3 - std::stoi(a->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'k'"));
+  ASSERT_EQ(a->Exec("BEGIN"), "");
+  ASSERT_EQ(a->Exec("UPDATE k SET v = 10 WHERE id = 1"), "");
+  // The transaction sits idle holding the segment: the move gives up with 55006...
+  std::string msg;
+  EXPECT_EQ(b->Exec(fmt::format("ALTER TABLE k MOVE SEGMENT {} TO NODE {}", seg, to), nullptr, &msg), "55006") << msg;
+  // ...and other work is not blocked meanwhile.
+  EXPECT_EQ(b->Scalar("SELECT v FROM k WHERE id = 1"), "1");
+  ASSERT_EQ(a->Exec("COMMIT"), "");
+  ASSERT_EQ(b->Exec(fmt::format("ALTER TABLE k MOVE SEGMENT {} TO NODE {}", seg, to), nullptr, &msg), "") << msg;
+  EXPECT_EQ(b->Scalar("SELECT v FROM k WHERE id = 1"), "10");
+  EXPECT_EQ(b->Scalar(fmt::format("SELECT node_id FROM wattdb_segments WHERE segment_id = {}", seg)),
+            std::to_string(to));
+}
+
 }  // namespace
 }  // namespace wattdb::testing

@@ -69,9 +69,10 @@ MiniCluster::MiniCluster(MiniClusterOptions opts) : opts_(opts) {
   int cluster_port = FreePort();
   std::string toml = fmt::format(
       "[cluster]\ndata_dir = \"{}/data\"\nsegment_bytes = {}\ntelemetry_interval_ms = {}\n"
-      "heartbeat_timeout_ms = {}\nnode_binary = \"{}/wattdb-node\"\n"
+      "heartbeat_timeout_ms = {}\nlatch_wait_ms = {}\nnode_binary = \"{}/wattdb-node\"\n"
       "[master]\npg_port = {}\ncluster_port = {}\n",
-      dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10, WATTDB_BIN_DIR,
+      dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10, opts.latch_wait_ms,
+      WATTDB_BIN_DIR,
       pg_port_, cluster_port);
   for (int i = 1; i <= opts.nodes; i++) toml += fmt::format("[[node]]\nid = {}\nport = {}\n", i, FreePort());
   config_ = dir_ + "/cluster.toml";

@@ -35,6 +35,7 @@ struct MiniClusterOptions {
   uint64_t segment_bytes = 64 << 10;
   int telemetry_interval_ms = 300;
   bool balance = true;  // spread split-off segments (wattdb-master --no-balance if false)
+  int latch_wait_ms = 10000;
 };
 
 class MiniCluster {
