@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "query/exec/eval.h"
 
@@ -139,11 +140,19 @@ struct RowEq {
   }
 };
 
+struct ValueHash {
+  size_t operator()(const Value& v) const { return v.Hash(); }
+};
+struct ValueEq {
+  bool operator()(const Value& a, const Value& b) const { return a.Compare(b) == 0; }
+};
+
 struct AggState {
   int64_t count = 0;
   __int128 isum = 0;
   double dsum = 0;
   Value best;
+  std::unique_ptr<std::unordered_set<Value, ValueHash, ValueEq>> seen;  // DISTINCT aggregates
 };
 
 class HashAggregateOp : public Operator {
@@ -212,6 +221,10 @@ class HashAggregateOp : public Operator {
     }
     ASSIGN_OR_RETURN(Value v, Eval(*a.arg, in, r));
     if (v.is_null()) return Status::OK();
+    if (a.distinct) {
+      if (!s.seen) s.seen = std::make_unique<std::unordered_set<Value, ValueHash, ValueEq>>();
+      if (!s.seen->insert(v).second) return Status::OK();
+    }
     s.count++;
     switch (a.func) {
       case AggFunc::kSum:

@@ -192,10 +192,8 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
   if (in_aggregate_) {
     return Status::Sql("42803", "aggregate function calls cannot be nested", e.pos);
   }
-  if (e.distinct) {
-    return Status::Sql("0A000", fmt::format("{}(DISTINCT ...) is not supported yet", e.name), e.pos);
-  }
   AggSpec spec;
+  spec.distinct = e.distinct && !e.star_arg;
   if (e.star_arg) {
     if (e.name != "count") {
       return Status::Sql("42601", fmt::format("{}(*) is not valid", e.name), e.pos);
@@ -241,7 +239,8 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
   std::string key = fmt::format("{}:{}", static_cast<int>(spec.func), spec.arg ? spec.arg->ToString() : "");
   for (size_t i = 0; i < aggs_->size(); i++) {
     const AggSpec& a = (*aggs_)[i];
-    if (a.func == spec.func && (a.arg ? a.arg->ToString() : "") == (spec.arg ? spec.arg->ToString() : "")) {
+    if (a.func == spec.func && a.distinct == spec.distinct &&
+        (a.arg ? a.arg->ToString() : "") == (spec.arg ? spec.arg->ToString() : "")) {
       return MakeColumn(static_cast<int>(groups_->size() + i), a.type);
     }
   }

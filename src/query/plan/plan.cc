@@ -61,7 +61,7 @@ std::string PlanNode::ToString(int indent) const {
       s += "HashAggregate groups=[" + list(groups) + "] aggs=[";
       for (size_t i = 0; i < aggs.size(); i++) {
         s += (i ? ", " : "") + std::string(AggName(aggs[i].func));
-        if (aggs[i].arg) s += "(" + aggs[i].arg->ToString() + ")";
+        if (aggs[i].arg) s += std::string("(") + (aggs[i].distinct ? "DISTINCT " : "") + aggs[i].arg->ToString() + ")";
       }
       s += "]";
       break;
@@ -117,7 +117,7 @@ void PlanNode::SerializeTo(ByteWriter& w) const {
   for (const auto& a : aggs) {
     w.U8(static_cast<uint8_t>(a.func));
     WriteType(w, a.type);
-    w.U8(a.arg ? 1 : 0);
+    w.U8((a.arg ? 1 : 0) | (a.distinct ? 2 : 0));
     if (a.arg) a.arg->Serialize(w);
   }
   w.VarU64(keys.size());
@@ -173,7 +173,8 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
       return bad();
     }
     a.func = static_cast<AggFunc>(f);
-    if (has) {
+    a.distinct = has & 2;
+    if (has & 1) {
       ASSIGN_OR_RETURN(a.arg, BoundExpr::Deserialize(r));
     }
     p->aggs.push_back(std::move(a));

@@ -18,6 +18,7 @@ struct AggSpec {
   AggFunc func = AggFunc::kCountStar;
   BoundExprPtr arg;  // null for count(*)
   SqlType type;      // result type
+  bool distinct = false;  // agg(DISTINCT arg): each distinct non-null value counts once
 };
 
 struct SortKey {
