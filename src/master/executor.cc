@@ -121,6 +121,8 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return Truncate(s, cancel);
         } else if constexpr (std::is_same_v<T, sql::NoOpStmt>) {
           return s.tag;
+        } else if constexpr (std::is_same_v<T, sql::CopyStmt>) {
+          return Status::NotSupported("COPY must be the only statement of its query");
         }
       },
       stmt);
@@ -373,6 +375,96 @@ Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<b
     RETURN_NOT_OK(Apply(t.id, snap, std::move(writes)));
   }
   return std::string("TRUNCATE TABLE");
+}
+
+Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSchema* table) {
+  auto t = cluster_.catalog().GetTable(s.table);
+  if (!t.ok()) return t.status().WithPosition(s.table_pos);
+  *table = std::move(t).value();
+  if (table->id >= kFirstSystemTableId && s.from) {
+    return Status::Sql("42809", fmt::format("cannot copy to view \"{}\"", table->name));
+  }
+  std::vector<int> cols;
+  if (s.columns.empty()) {
+    for (size_t i = 0; i < table->columns.size(); i++) {
+      if (!table->columns[i].hidden) cols.push_back(static_cast<int>(i));
+    }
+  }
+  for (const auto& name : s.columns) {
+    int idx = table->ColumnIndex(name);
+    if (idx < 0 || table->columns[idx].hidden) {
+      return Status::Sql("42703", fmt::format("column \"{}\" of relation \"{}\" does not exist", name, table->name));
+    }
+    cols.push_back(idx);
+  }
+  return cols;
+}
+
+Result<std::string> Executor::CopyIn(const sql::CopyStmt& s,
+                                     const std::vector<std::vector<std::optional<std::string>>>& rows) {
+  TableSchema t;
+  ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
+  std::vector<RowWrite> writes;
+  std::set<std::string> keys;
+  for (size_t line = 0; line < rows.size(); line++) {
+    const auto& fields = rows[line];
+    auto where = [&](size_t c) {
+      return fmt::format("COPY {}, line {}{}", t.name, line + 1 + (s.header ? 1 : 0),
+                         c < cols.size() ? fmt::format(", column {}", t.columns[cols[c]].name) : "");
+    };
+    if (fields.size() < cols.size()) {
+      return Status::Sql("22P04", fmt::format("missing data for column \"{}\" ({})", t.columns[cols[fields.size()]].name,
+                                              where(fields.size())));
+    }
+    if (fields.size() > cols.size()) {
+      return Status::Sql("22P04", fmt::format("extra data after last expected column ({})", where(cols.size())));
+    }
+    std::vector<Value> row(t.columns.size());
+    for (size_t c = 0; c < cols.size(); c++) {
+      if (!fields[c]) continue;
+      auto v = Value::Text(*fields[c]).CastTo(t.columns[cols[c]].type);
+      if (!v.ok()) return v.status().Prepend(where(c));
+      row[cols[c]] = std::move(v).value();
+    }
+    if (t.HasHiddenKey()) {
+      ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
+      row[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
+    }
+    RETURN_NOT_OK_PREPEND(CheckNotNull(t, row), where(cols.size()));
+    RowWrite w;
+    w.key = EncodeKey(t, row);
+    if (!keys.insert(w.key).second) {
+      return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\" ({})", t.name,
+                                              where(cols.size())));
+    }
+    EncodeRow(row, &w.row);
+    w.check = RemoteWrite::Check::kInsert;
+    writes.push_back(std::move(w));
+  }
+  size_t n = writes.size();
+  Status st = Apply(t.id, Snapshot(), std::move(writes));
+  if (!st.ok() && st.sqlstate() == "23505") {
+    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  }
+  RETURN_NOT_OK(st);
+  return fmt::format("COPY {}", n);
+}
+
+Status Executor::CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>* rows,
+                         const std::atomic<bool>* cancel) {
+  TableSchema t;
+  ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
+  auto scan = std::make_unique<plan::PlanNode>();
+  scan->kind = plan::PlanNode::Kind::kScan;
+  scan->table = t.id;
+  scan->table_name = t.name;
+  for (const auto& c : t.columns) scan->types.push_back(c.type);
+  return ForEachRow(*scan, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r) {
+    std::vector<Value> row;
+    for (int c : cols) row.push_back(batch.cols[c][r]);
+    rows->push_back(std::move(row));
+    return Status::OK();
+  });
 }
 
 Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,13 @@ class Executor {
   void MarkFailed() {
     if (txn_) failed_ = true;
   }
+
+  // COPY ... FROM STDIN: inserts `rows` (fields as text; nullopt = NULL) atomically.
+  Result<std::string> CopyIn(const sql::CopyStmt& s, const std::vector<std::vector<std::optional<std::string>>>& rows);
+  // COPY ... TO STDOUT: the rows to send and the column types.
+  Status CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>* rows, const std::atomic<bool>* cancel);
+  // The columns a COPY addresses (all visible ones when none are listed).
+  Result<std::vector<int>> CopyColumns(const sql::CopyStmt& s, TableSchema* table);
 
   // Executes `stmt`; returns the command tag (e.g. "SELECT 3", "INSERT 0 2").
   Result<std::string> Execute(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);

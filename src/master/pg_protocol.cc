@@ -61,6 +61,20 @@ void MessageWriter::Simple(char type) {
   End();
 }
 
+void MessageWriter::CopyResponse(char type, int ncols) {
+  Begin(type);
+  out_.push_back(0);  // overall format: text
+  I16(static_cast<int16_t>(ncols));
+  for (int i = 0; i < ncols; i++) I16(0);
+  End();
+}
+
+void MessageWriter::CopyData(std::string_view data) {
+  Begin('d');
+  out_.append(data);
+  End();
+}
+
 void MessageWriter::ParameterDescription(const std::vector<SqlType>& types) {
   Begin('t');
   I16(static_cast<int16_t>(types.size()));

@@ -32,6 +32,9 @@ class MessageWriter {
   // Messages without a body: ParseComplete '1', BindComplete '2', CloseComplete '3',
   // NoData 'n', PortalSuspended 's'.
   void Simple(char type);
+  // CopyInResponse 'G' / CopyOutResponse 'H' announcing `ncols` text-format columns.
+  void CopyResponse(char type, int ncols);
+  void CopyData(std::string_view data);
   // `cells`: one entry per column; nullptr = NULL.
   void DataRow(const std::vector<const std::string*>& cells);
   void CommandComplete(std::string_view tag);

@@ -1,6 +1,7 @@
 #include "master/pg_session.h"
 
 #include "common/logging.h"
+#include "master/pg_copy.h"
 #include "master/pg_values.h"
 #include "query/plan/binder.h"
 #include "query/sql/parser.h"
@@ -212,6 +213,7 @@ void PgSession::Run() {
         }
         body.pop_back();
         HandleQuery(std::move(body));
+        if (copy_failed_connection_) return;
         out_.ReadyForQuery(executor_.TxnStatus());
         if (!Flush().ok()) return;
         break;
@@ -273,6 +275,10 @@ void PgSession::HandleQuery(std::string body) {
     out_.EmptyQueryResponse();
     return;
   }
+  if (stmts->size() == 1 && std::holds_alternative<sql::CopyStmt>((*stmts)[0])) {
+    if (!HandleCopy(std::get<sql::CopyStmt>((*stmts)[0]))) copy_failed_connection_ = true;
+    return;
+  }
   WireSink sink(out_, socket_);
   for (auto& st : *stmts) {
     auto tag = executor_.Execute(st, sink, cancel_.get());
@@ -282,6 +288,81 @@ void PgSession::HandleQuery(std::string body) {
     }
     if (!tag->empty()) out_.CommandComplete(*tag);
   }
+}
+
+bool PgSession::HandleCopy(const sql::CopyStmt& s) {
+  if (!s.from) {
+    std::vector<std::vector<Value>> rows;
+    Status st = executor_.CopyOut(s, &rows, cancel_.get());
+    if (!st.ok()) {
+      SendError(st);
+      return true;
+    }
+    out_.CopyResponse('H', rows.empty() ? static_cast<int>(s.columns.size()) : static_cast<int>(rows[0].size()));
+    for (const auto& r : rows) {
+      out_.CopyData(pg::FormatCopyRow(r, s));
+      if (out_.buffer().size() > (256u << 10) && !Flush().ok()) return false;
+    }
+    out_.Simple('c');
+    out_.CommandComplete(fmt::format("COPY {}", rows.size()));
+    return true;
+  }
+  TableSchema t;
+  auto cols = executor_.CopyColumns(s, &t);
+  if (!cols.ok()) {
+    SendError(cols.status());
+    return true;
+  }
+  out_.CopyResponse('G', static_cast<int>(cols->size()));
+  if (!Flush().ok()) return false;
+  // Collect the stream: CopyData until CopyDone (or CopyFail).
+  std::string data;
+  Status failed;
+  while (true) {
+    char type;
+    char lenb[4];
+    if (!ReadExact(socket_, &type, 1).ok() || !ReadExact(socket_, lenb, 4).ok()) return false;
+    uint32_t len = (uint32_t(uint8_t(lenb[0])) << 24) | (uint32_t(uint8_t(lenb[1])) << 16) |
+                   (uint32_t(uint8_t(lenb[2])) << 8) | uint8_t(lenb[3]);
+    if (len < 4 || len > pg::kMaxMessage) return false;
+    std::string body(len - 4, '\0');
+    if (!ReadExact(socket_, body.data(), body.size()).ok()) return false;
+    if (type == 'd') {
+      if (data.size() + body.size() > (1ull << 31)) {
+        failed = Status::Sql("54000", "COPY data larger than 2 GiB in one statement");
+      } else if (failed.ok()) {
+        data += body;
+      }
+    } else if (type == 'c') {
+      break;
+    } else if (type == 'f') {
+      if (!body.empty() && body.back() == '\0') body.pop_back();
+      failed = Status::Sql("57014", "COPY from stdin failed: " + body);
+      break;
+    } else if (type == 'H' || type == 'S') {
+      continue;
+    } else {
+      SendError(Status::Sql("08P01", fmt::format("unexpected message type {} during COPY", int(uint8_t(type)))), "FATAL");
+      (void)Flush();
+      return false;
+    }
+  }
+  if (!failed.ok()) {
+    SendError(failed);
+    return true;
+  }
+  auto rows = pg::ParseCopyData(data, s);
+  if (!rows.ok()) {
+    SendError(rows.status());
+    return true;
+  }
+  auto tag = executor_.CopyIn(s, *rows);
+  if (!tag.ok()) {
+    SendError(tag.status());
+    return true;
+  }
+  out_.CommandComplete(*tag);
+  return true;
 }
 
 Result<std::shared_ptr<PgSession::Prepared>> PgSession::Describe(const std::string& sql, std::vector<int32_t> oids) {

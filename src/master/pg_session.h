@@ -59,6 +59,9 @@ class PgSession {
   Status HandleClose(std::string_view body);
   Result<std::shared_ptr<Prepared>> Describe(const std::string& sql, std::vector<int32_t> oids);
   void SendError(const Status& s, const char* severity = "ERROR");
+  // COPY as the statement of a Query: the CopyIn/CopyOut sub-protocol. Returns false if the
+  // connection must close.
+  bool HandleCopy(const sql::CopyStmt& s);
 
   Cluster& cluster_;                      // borrowed; outlives the session
   net::asio::ip::tcp::socket& socket_;    // borrowed; owned by the server
@@ -68,6 +71,7 @@ class PgSession {
   pg::MessageWriter out_;
   std::map<std::string, std::shared_ptr<Prepared>> statements_;
   std::map<std::string, Portal> portals_;
+  bool copy_failed_connection_ = false;  // the COPY stream broke: close
 };
 
 }  // namespace wattdb::master

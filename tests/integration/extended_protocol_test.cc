@@ -123,6 +123,41 @@ TEST_F(ExtendedProtocol, WritesWithParametersAndErrorsRecover) {
   PQclear(r);
 }
 
+TEST_F(ExtendedProtocol, CopyInAndOutInTextAndCsv) {
+  PGresult* r = PQexec(conn_, "CREATE TABLE cp (id INT PRIMARY KEY, name TEXT)");
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQresultErrorMessage(r);
+  PQclear(r);
+  auto copy_in = [&](const char* sql, const std::string& data) {
+    PGresult* res = PQexec(conn_, sql);
+    EXPECT_EQ(PQresultStatus(res), PGRES_COPY_IN) << PQresultErrorMessage(res);
+    PQclear(res);
+    EXPECT_EQ(PQputCopyData(conn_, data.data(), static_cast<int>(data.size())), 1);
+    EXPECT_EQ(PQputCopyEnd(conn_, nullptr), 1);
+    res = PQgetResult(conn_);
+    std::string state = State(res), tuples = PQcmdTuples(res);
+    PQclear(res);
+    while ((res = PQgetResult(conn_)) != nullptr) PQclear(res);
+    return state.empty() ? tuples : "ERROR " + state;
+  };
+  EXPECT_EQ(copy_in("COPY cp FROM STDIN", "1\tone\n2\t\\N\n3\ta\\tb\n"), "3");
+  EXPECT_EQ(copy_in("COPY cp FROM STDIN WITH (FORMAT csv, HEADER)", "id,name\n4,\"x,y\"\n5,\n6,\"\"\n"), "3");
+  // A bad row fails the whole COPY: nothing of it is inserted.
+  EXPECT_EQ(copy_in("COPY cp FROM STDIN", "7\tseven\nnot-a-number\tx\n"), "ERROR 22P02");
+  EXPECT_EQ(copy_in("COPY cp FROM STDIN", "1\tagain\n"), "ERROR 23505");
+  r = PQexec(conn_, "COPY cp TO STDOUT WITH CSV");
+  ASSERT_EQ(PQresultStatus(r), PGRES_COPY_OUT) << PQresultErrorMessage(r);
+  PQclear(r);
+  std::string out;
+  char* buf = nullptr;
+  int n;
+  while ((n = PQgetCopyData(conn_, &buf, 0)) > 0) {
+    out.append(buf, n);
+    PQfreemem(buf);
+  }
+  while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
+  EXPECT_EQ(out, "1,one\n2,\n3,a\tb\n4,\"x,y\"\n5,\n6,\"\"\n");
+}
+
 // Minimal frontend on a raw socket, to drive Execute with a row limit.
 class RawClient {
  public:

@@ -150,6 +150,18 @@ struct TruncateStmt {
   int pos = 0;
 };
 
+// COPY t [(cols)] FROM STDIN | TO STDOUT [WITH] (FORMAT text|csv, HEADER, DELIMITER 'c', NULL 's')
+struct CopyStmt {
+  std::string table;
+  int table_pos = 0;
+  std::vector<std::string> columns;
+  bool from = true;  // FROM STDIN (else TO STDOUT)
+  bool csv = false;
+  bool header = false;
+  char delimiter = '\t';
+  std::string null_string = "\\N";
+};
+
 // Statements accepted for compatibility that have nothing to do yet (VACUUM, ANALYZE).
 struct NoOpStmt {
   std::string tag;
@@ -159,6 +171,6 @@ struct EmptyStmt {};
 
 using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
-                               SetStmt, ShowStmt, TruncateStmt, NoOpStmt>;
+                               SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt>;
 
 }  // namespace wattdb::sql

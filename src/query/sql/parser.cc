@@ -137,6 +137,7 @@ class Parser {
       i_++;
       return Statement(NoOpStmt{tag});
     }
+    if (t.Is("copy")) return ParseCopy();
     if (t.Is("truncate")) {
       i_++;
       Accept("table");
@@ -149,13 +150,84 @@ class Parser {
       return Statement(std::move(s));
     }
     static const std::set<std::string> kKnownUnsupported = {
-        "copy", "explain", "grant", "revoke", "prepare",
+        "explain", "grant", "revoke", "prepare",
         "execute", "deallocate", "with", "values", "table", "savepoint", "release", "lock",
         "listen", "notify", "discard", "reset", "comment", "cluster", "reindex", "checkpoint"};
     if (t.kind == Tok::kIdent && kKnownUnsupported.count(t.text)) {
       return Status::Sql("0A000", fmt::format("{} is not supported yet", t.text), t.pos);
     }
     return SyntaxError();
+  }
+
+  Result<Statement> ParseCopy() {
+    i_++;
+    CopyStmt c;
+    c.table_pos = Peek().pos;
+    ASSIGN_OR_RETURN(c.table, QualifiedName());
+    if (AcceptOp("(")) {
+      do {
+        ASSIGN_OR_RETURN(std::string col, Name());
+        c.columns.push_back(col);
+      } while (AcceptOp(","));
+      RETURN_NOT_OK(ExpectOp(")"));
+    }
+    if (Accept("from")) {
+      c.from = true;
+      if (!Accept("stdin")) {
+        return Status::Sql("0A000", "COPY FROM supports only STDIN (files are read by the client)", Peek().pos);
+      }
+    } else if (Accept("to")) {
+      c.from = false;
+      if (!Accept("stdout")) return Status::Sql("0A000", "COPY TO supports only STDOUT", Peek().pos);
+    } else {
+      return SyntaxError();
+    }
+    Accept("with");
+    auto option = [&](const std::string& name) -> Status {
+      if (name == "format") {
+        if (Peek().Is("csv")) c.csv = true;
+        else if (!Peek().Is("text")) return Status::Sql("0A000", fmt::format("COPY format \"{}\" is not supported", Peek().text), Peek().pos);
+        i_++;
+      } else if (name == "csv") {
+        c.csv = true;
+      } else if (name == "header") {
+        c.header = !(Accept("false") || Accept("off"));
+        Accept("true") || Accept("on");
+      } else if (name == "delimiter") {
+        if (Peek().kind != Tok::kString || Peek().text.size() != 1) {
+          return Status::Sql("22023", "COPY delimiter must be a single one-byte character", Peek().pos);
+        }
+        c.delimiter = Next().text[0];
+      } else if (name == "null") {
+        if (Peek().kind != Tok::kString) return SyntaxError();
+        c.null_string = Next().text;
+      } else if (name == "freeze") {
+        Accept("true") || Accept("on") || Accept("false") || Accept("off");
+      } else if (name == "encoding") {
+        if (Peek().kind != Tok::kString) return SyntaxError();
+        i_++;
+      } else {
+        return Status::Sql("42601", fmt::format("option \"{}\" not recognized", name), Peek().pos);
+      }
+      return Status::OK();
+    };
+    if (AcceptOp("(")) {
+      do {
+        if (Peek().kind != Tok::kIdent) return SyntaxError();
+        RETURN_NOT_OK(option(Next().text));
+      } while (AcceptOp(","));
+      RETURN_NOT_OK(ExpectOp(")"));
+    } else {
+      while (Peek().kind == Tok::kIdent && (Peek().Is("csv") || Peek().Is("header") || Peek().Is("delimiter") ||
+                                             Peek().Is("null") || Peek().Is("freeze"))) {
+        std::string name = Next().text;
+        if (name == "delimiter" || name == "null") Accept("as");
+        RETURN_NOT_OK(option(name));
+      }
+    }
+    if (c.csv && c.null_string == "\\N") c.null_string = "";
+    if (c.csv && c.delimiter == '\t') c.delimiter = ',';
+    return Statement(std::move(c));
   }
 
   Result<Statement> ParseSet() {
