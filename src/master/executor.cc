@@ -1,5 +1,7 @@
 #include "master/executor.h"
 
+#include <chrono>
+#include <functional>
 #include <set>
 
 #include "common/codec.h"
@@ -123,6 +125,8 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return s.tag;
         } else if constexpr (std::is_same_v<T, sql::CopyStmt>) {
           return Status::NotSupported("COPY must be the only statement of its query");
+        } else if constexpr (std::is_same_v<T, sql::ExplainStmt>) {
+          return Explain(s, sink, cancel);
         }
       },
       stmt);
@@ -465,6 +469,61 @@ Status Executor::CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>
     rows->push_back(std::move(row));
     return Status::OK();
   });
+}
+
+Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
+  auto* sel = std::get_if<sql::SelectStmt>(&s.inner->stmt);
+  if (!sel) return Status::Sql("0A000", "EXPLAIN supports only SELECT yet", s.pos);
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(*sel, cluster_.catalog()));
+  std::map<const plan::PlanNode*, exec::OperatorStats> stats;
+  double total_ms = 0;
+  if (s.analyze) {
+    MasterScanProvider scans(cluster_, Snapshot(), TxnId());
+    exec::ExecContext ctx{&scans, cancel};
+    auto t0 = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(auto op, exec::BuildInstrumented(*bound.plan, &stats));
+    RETURN_NOT_OK(op->Open(ctx));
+    exec::Batch b;
+    while (true) {
+      auto more = op->Next(b);
+      if (!more.ok()) {
+        op->Close();
+        return more.status();
+      }
+      if (!*more) break;
+    }
+    op->Close();
+    total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::vector<std::string> lines;
+  std::function<void(const plan::PlanNode&, int)> walk = [&](const plan::PlanNode& p, int depth) {
+    std::string text = p.ToString(0);
+    text = text.substr(0, text.find('\n'));
+    std::string where = "master";
+    if (p.kind == plan::PlanNode::Kind::kScan && p.table < kFirstSystemTableId) {
+      auto segs = cluster_.catalog().SegmentsOverlapping(p.table, p.lo, p.hi);
+      std::set<NodeId> nodes;
+      for (const auto& seg : segs) nodes.insert(seg.node);
+      where.clear();
+      for (NodeId n : nodes) where += (where.empty() ? "nodes " : ",") + std::to_string(n);
+      where = fmt::format("{}; {} segment{}", where.empty() ? "no nodes" : where, segs.size(), segs.size() == 1 ? "" : "s");
+    }
+    std::string line = std::string(depth * 2, ' ') + (depth ? "->  " : "") + text + "  (on " + where + ")";
+    if (s.analyze) {
+      const exec::OperatorStats& st = stats[&p];
+      line += fmt::format(" (actual rows={} batches={} time={:.3f} ms)", st.rows, st.batches, st.ms);
+    }
+    lines.push_back(line);
+    for (const auto& c : p.children) walk(*c, depth + 1);
+  };
+  walk(*bound.plan, 0);
+  if (s.analyze) lines.push_back(fmt::format("Execution Time: {:.3f} ms", total_ms));
+  RETURN_NOT_OK(sink.Describe({"QUERY PLAN"}, {SqlType{TypeId::kText}}));
+  exec::Batch out;
+  out.Reset(1);
+  for (auto& l : lines) out.AppendRow({Value::Text(std::move(l))});
+  RETURN_NOT_OK(sink.Rows(out));
+  return std::string("EXPLAIN");
 }
 
 Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {

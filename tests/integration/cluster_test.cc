@@ -199,6 +199,14 @@ TEST(Cluster, BadInputIsContained) {
   EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE heartbeats > 1 AND rss_bytes > 0 "
                               "AND mem_available_bytes > 0 AND disk_bytes > 0", "2", 10000));
   EXPECT_TRUE(cluster.WaitFor("SELECT sum(rows_written) FROM wattdb_segments WHERE table_name = 't'", "3", 10000));
+  // EXPLAIN shows where operators run; EXPLAIN ANALYZE counts the rows each produced.
+  Rows plan;
+  ASSERT_EQ(c->Exec("EXPLAIN SELECT b FROM t WHERE a = 2", &plan), "");
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_NE(plan[2][0].find("Scan t (key range pruned)  (on nodes"), std::string::npos) << plan[2][0];
+  ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT count(*) FROM t", &plan), "");
+  EXPECT_NE(plan[2][0].find("actual rows=3 "), std::string::npos) << plan[2][0];
+  EXPECT_NE(plan.back()[0].find("Execution Time"), std::string::npos);
   auto fresh = cluster.Connect();
   EXPECT_EQ(fresh->Scalar("SELECT b FROM t WHERE a = 2"), "y");
 }

@@ -1,6 +1,7 @@
 #include "query/exec/operator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -368,13 +369,59 @@ class LimitOp : public Operator {
   int64_t skipped_ = 0, emitted_ = 0;
 };
 
+
+// Wraps an operator to count its rows and time (EXPLAIN ANALYZE).
+class InstrumentedOp : public Operator {
+ public:
+  InstrumentedOp(std::unique_ptr<Operator> inner, OperatorStats* stats) : inner_(std::move(inner)), stats_(stats) {}
+  Status Open(ExecContext& ctx) override {
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = inner_->Open(ctx);
+    stats_->ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return s;
+  }
+  Result<bool> Next(Batch& out) override {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = inner_->Next(out);
+    stats_->ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (r.ok() && *r) {
+      stats_->rows += out.rows;
+      stats_->batches++;
+    }
+    return r;
+  }
+  void Close() override { inner_->Close(); }
+
+ private:
+  std::unique_ptr<Operator> inner_;
+  OperatorStats* stats_;  // borrowed; the stats map outlives the execution
+};
+
+Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats);
+
 }  // namespace
 
-Result<std::unique_ptr<Operator>> BuildOperator(const PlanNode& p) {
+Result<std::unique_ptr<Operator>> BuildOperator(const PlanNode& p) { return Build(p, nullptr); }
+
+Result<std::unique_ptr<Operator>> BuildInstrumented(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats) {
+  return Build(p, stats);
+}
+
+namespace {
+
+Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Operator> child);
+
+Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats) {
   std::unique_ptr<Operator> child;
   if (!p.children.empty()) {
-    ASSIGN_OR_RETURN(child, BuildOperator(*p.children[0]));
+    ASSIGN_OR_RETURN(child, Build(*p.children[0], stats));
   }
+  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOne(p, std::move(child)));
+  if (!stats) return op;
+  return std::unique_ptr<Operator>(new InstrumentedOp(std::move(op), &(*stats)[&p]));
+}
+
+Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Operator> child) {
   switch (p.kind) {
     case PlanNode::Kind::kScan: return std::unique_ptr<Operator>(new ScanOp(p));
     case PlanNode::Kind::kValues: return std::unique_ptr<Operator>(new ValuesOp(p));
@@ -387,6 +434,8 @@ Result<std::unique_ptr<Operator>> BuildOperator(const PlanNode& p) {
   }
   return Status::Internal("unknown plan node");
 }
+
+}  // namespace
 
 Status Execute(const PlanNode& plan, ExecContext& ctx,
                const std::function<Status(const Batch&)>& sink) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "common/status.h"
@@ -44,6 +45,17 @@ class Operator {
 };
 
 Result<std::unique_ptr<Operator>> BuildOperator(const plan::PlanNode& plan);
+
+// Per-operator counters filled by an instrumented execution (EXPLAIN ANALYZE).
+struct OperatorStats {
+  uint64_t rows = 0;
+  uint64_t batches = 0;
+  double ms = 0;  // time in Open + Next, children included
+};
+// Like BuildOperator, but every operator records its output rows and time in `stats`,
+// keyed by its plan node.
+Result<std::unique_ptr<Operator>> BuildInstrumented(const plan::PlanNode& plan,
+                                                    std::map<const plan::PlanNode*, OperatorStats>* stats);
 
 // Runs `plan` to completion, calling `sink` for each non-empty batch.
 Status Execute(const plan::PlanNode& plan, ExecContext& ctx,

@@ -162,6 +162,15 @@ struct CopyStmt {
   std::string null_string = "\\N";
 };
 
+struct StatementBox;
+
+// EXPLAIN [ANALYZE] <select>
+struct ExplainStmt {
+  bool analyze = false;
+  std::shared_ptr<StatementBox> inner;
+  int pos = 0;
+};
+
 // Statements accepted for compatibility that have nothing to do yet (VACUUM, ANALYZE).
 struct NoOpStmt {
   std::string tag;
@@ -171,6 +180,10 @@ struct EmptyStmt {};
 
 using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
-                               SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt>;
+                               SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt, ExplainStmt>;
+
+struct StatementBox {
+  Statement stmt;
+};
 
 }  // namespace wattdb::sql

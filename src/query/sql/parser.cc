@@ -138,6 +138,27 @@ class Parser {
       return Statement(NoOpStmt{tag});
     }
     if (t.Is("copy")) return ParseCopy();
+    if (t.Is("explain")) {
+      i_++;
+      ExplainStmt e;
+      e.pos = Peek().pos;
+      if (AcceptOp("(")) {  // EXPLAIN (ANALYZE [true|false], ...) form
+        do {
+          if (Peek().kind != Tok::kIdent) return SyntaxError();
+          std::string opt = Next().text;
+          bool on = !(Accept("false") || Accept("off"));
+          Accept("true") || Accept("on");
+          if (opt == "analyze") e.analyze = on;
+        } while (AcceptOp(","));
+        RETURN_NOT_OK(ExpectOp(")"));
+      } else {
+        e.analyze = Accept("analyze") || Accept("analyse");
+        Accept("verbose");
+      }
+      ASSIGN_OR_RETURN(Statement inner, ParseStatement());
+      e.inner = std::make_shared<StatementBox>(StatementBox{std::move(inner)});
+      return Statement(std::move(e));
+    }
     if (t.Is("truncate")) {
       i_++;
       Accept("table");
@@ -150,7 +171,7 @@ class Parser {
       return Statement(std::move(s));
     }
     static const std::set<std::string> kKnownUnsupported = {
-        "explain", "grant", "revoke", "prepare",
+        "grant", "revoke", "prepare",
         "execute", "deallocate", "with", "values", "table", "savepoint", "release", "lock",
         "listen", "notify", "discard", "reset", "comment", "cluster", "reindex", "checkpoint"};
     if (t.kind == Tok::kIdent && kKnownUnsupported.count(t.text)) {
