@@ -32,6 +32,14 @@ Executor::~Executor() {
 
 Timestamp Executor::Snapshot() { return txn_ ? txn_->snapshot : cluster_.ReadTimestamp(); }
 
+Status Executor::ApplyInserts(const TableSchema& t, std::vector<RowWrite> writes) {
+  Status st = Apply(t.id, Snapshot(), std::move(writes));
+  if (!st.ok() && st.sqlstate() == "23505") {  // name the constraint as PostgreSQL does
+    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  }
+  return st;
+}
+
 Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
   if (txn_) return cluster_.Write(*txn_, table, std::move(writes));
   return cluster_.ApplyWrites(table, snapshot, std::move(writes));
@@ -264,11 +272,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s) {
     writes.push_back(std::move(w));
   }
   size_t n = writes.size();
-  Status st = Apply(t.id, Snapshot(), std::move(writes));
-  if (!st.ok() && st.sqlstate() == "23505") {
-    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
-  }
-  RETURN_NOT_OK(st);
+  RETURN_NOT_OK(ApplyInserts(t, std::move(writes)));
   return fmt::format("INSERT 0 {}", n);
 }
 
@@ -446,11 +450,7 @@ Result<std::string> Executor::CopyIn(const sql::CopyStmt& s,
     writes.push_back(std::move(w));
   }
   size_t n = writes.size();
-  Status st = Apply(t.id, Snapshot(), std::move(writes));
-  if (!st.ok() && st.sqlstate() == "23505") {
-    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
-  }
-  RETURN_NOT_OK(st);
+  RETURN_NOT_OK(ApplyInserts(t, std::move(writes)));
   return fmt::format("COPY {}", n);
 }
 

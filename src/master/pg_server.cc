@@ -30,14 +30,6 @@ class Reader {
   asio::ip::tcp::socket& s_;
 };
 
-Status WriteAll(asio::ip::tcp::socket& s, std::string& buf) {
-  boost::system::error_code ec;
-  asio::write(s, asio::buffer(buf), ec);
-  buf.clear();
-  if (ec) return Status::IOError(ec.message());
-  return Status::OK();
-}
-
 }  // namespace
 
 PgServer::PgServer(Cluster& cluster, std::string host, uint16_t port)

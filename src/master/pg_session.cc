@@ -10,8 +10,6 @@ namespace wattdb::master {
 
 namespace asio = net::asio;
 
-namespace {
-
 Status WriteAll(asio::ip::tcp::socket& s, std::string& buf) {
   boost::system::error_code ec;
   asio::write(s, asio::buffer(buf), ec);
@@ -19,6 +17,8 @@ Status WriteAll(asio::ip::tcp::socket& s, std::string& buf) {
   if (ec) return Status::IOError(ec.message());
   return Status::OK();
 }
+
+namespace {
 
 Status ReadExact(asio::ip::tcp::socket& s, char* p, size_t n) {
   boost::system::error_code ec;

@@ -21,6 +21,9 @@
 
 namespace wattdb::master {
 
+// Writes all of `buf` to `socket` (blocking) and clears it.
+Status WriteAll(net::asio::ip::tcp::socket& socket, std::string& buf);
+
 class PgSession {
  public:
   PgSession(Cluster& cluster, net::asio::ip::tcp::socket& socket, int32_t pid,
