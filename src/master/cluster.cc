@@ -76,6 +76,25 @@ Timestamp Cluster::ReadTimestamp() {
   return *inflight_.begin() - 1;
 }
 
+Timestamp Cluster::AcquireSnapshot() {
+  std::lock_guard<std::mutex> l(ts_mu_);
+  Timestamp ts = inflight_.empty() ? last_ts_ : *inflight_.begin() - 1;
+  snapshots_.insert(ts);
+  return ts;
+}
+
+void Cluster::ReleaseSnapshot(Timestamp ts) {
+  std::lock_guard<std::mutex> l(ts_mu_);
+  auto it = snapshots_.find(ts);
+  if (it != snapshots_.end()) snapshots_.erase(it);
+}
+
+Timestamp Cluster::GcHorizon() {
+  std::lock_guard<std::mutex> l(ts_mu_);
+  Timestamp read = inflight_.empty() ? last_ts_ : *inflight_.begin() - 1;
+  return snapshots_.empty() ? read : std::min(read, *snapshots_.begin());
+}
+
 Result<Timestamp> Cluster::BeginCommit() {
   ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
   std::lock_guard<std::mutex> l(ts_mu_);
@@ -438,6 +457,12 @@ Status Cluster::RecoverMove(const MoveIntent& m) {
 
 void Cluster::MaintainOnce() {
   ResolveInDoubt();
+  // Old versions no snapshot can see may go: tell every node the oldest snapshot in use.
+  Timestamp horizon = GcHorizon();
+  for (const auto& n : config_.nodes) {
+    auto c = registry_->Client(n.id);
+    if (c.ok()) (void)RpcGcHorizon(**c, horizon);
+  }
   // 1. Logged moves interrupted by a master crash: finish or roll back.
   for (const auto& m : catalog_->PendingMoves()) {
     std::lock_guard<std::mutex> admin(admin_mu_);

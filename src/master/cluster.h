@@ -78,6 +78,12 @@ class Cluster {
 
   // Snapshot for a new statement: every commit with a timestamp <= it has completed.
   Timestamp ReadTimestamp();
+  // A snapshot held by a running statement or transaction: garbage collection keeps every
+  // version it can see until ReleaseSnapshot.
+  Timestamp AcquireSnapshot();
+  void ReleaseSnapshot(Timestamp ts);
+  // The oldest snapshot in use (or the current read timestamp if none).
+  Timestamp GcHorizon();
   // Applies `writes` to `table` atomically across all nodes they touch (prepare everywhere,
   // then commit at one timestamp). Retries transparently when segments moved or split.
   Status ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
@@ -124,6 +130,7 @@ class Cluster {
   std::mutex ts_mu_;  // guards the timestamp state below
   Timestamp last_ts_ = 0;
   std::set<Timestamp> inflight_;
+  std::multiset<Timestamp> snapshots_;  // held by statements and transactions
 
   std::atomic<uint64_t> next_txn_{1};
   std::mutex txn_mu_;  // guards active_txns_

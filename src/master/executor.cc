@@ -27,10 +27,21 @@ Status TextResult(ResultSink& sink, const std::string& name, const std::vector<s
 }  // namespace
 
 Executor::~Executor() {
-  if (txn_) cluster_.Rollback(*txn_);
+  if (txn_) {
+    cluster_.Rollback(*txn_);
+    cluster_.ReleaseSnapshot(txn_->snapshot);
+  }
 }
 
-Timestamp Executor::Snapshot() { return txn_ ? txn_->snapshot : cluster_.ReadTimestamp(); }
+Timestamp Executor::Snapshot() { return txn_ ? txn_->snapshot : stmt_snapshot_; }
+
+Executor::StatementSnapshot::StatementSnapshot(Executor& e) : e_(e), own_(!e.txn_) {
+  if (own_) e_.stmt_snapshot_ = e_.cluster_.AcquireSnapshot();
+}
+
+Executor::StatementSnapshot::~StatementSnapshot() {
+  if (own_) e_.cluster_.ReleaseSnapshot(e_.stmt_snapshot_);
+}
 
 Status Executor::ApplyInserts(const TableSchema& t, std::vector<RowWrite> writes) {
   Status st = Apply(t.id, Snapshot(), std::move(writes));
@@ -51,11 +62,16 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   if (failed_ && !is_txn_control) {
     return Status::Sql("25P02", "current transaction is aborted, commands ignored until end of transaction block");
   }
+  if (txn_ && std::holds_alternative<sql::VacuumStmt>(stmt)) {
+    failed_ = true;
+    return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
+  }
   if (txn_ && (std::holds_alternative<sql::CreateTableStmt>(stmt) || std::holds_alternative<sql::DropTableStmt>(stmt) ||
                std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt))) {
     failed_ = true;
     return Status::Sql("25001", "DDL and cluster administration cannot run inside a transaction block");
   }
+  StatementSnapshot snap(*this);
   auto r = Dispatch(stmt, sink, cancel);
   if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
   return r;
@@ -67,7 +83,7 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
       if (txn_) {
         RETURN_NOT_OK(sink.Notice("25001", "there is already a transaction in progress"));
       } else {
-        txn_ = cluster_.Begin(cluster_.ReadTimestamp());
+        txn_ = cluster_.Begin(cluster_.AcquireSnapshot());
         failed_ = false;
       }
       return std::string("BEGIN");
@@ -77,6 +93,11 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
         return std::string("COMMIT");
       }
       std::unique_ptr<Transaction> t = std::move(txn_);
+      struct Release {
+        Cluster& c;
+        Timestamp ts;
+        ~Release() { c.ReleaseSnapshot(ts); }
+      } release{cluster_, t->snapshot};
       if (failed_) {
         failed_ = false;
         cluster_.Rollback(*t);
@@ -90,6 +111,7 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
         RETURN_NOT_OK(sink.Notice("25P01", "there is no transaction in progress"));
       } else {
         cluster_.Rollback(*txn_);
+        cluster_.ReleaseSnapshot(txn_->snapshot);
         txn_.reset();
         failed_ = false;
       }
@@ -135,6 +157,8 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return Status::NotSupported("COPY must be the only statement of its query");
         } else if constexpr (std::is_same_v<T, sql::ExplainStmt>) {
           return Explain(s, sink, cancel);
+        } else if constexpr (std::is_same_v<T, sql::VacuumStmt>) {
+          return Vacuum(s);
         }
       },
       stmt);
@@ -410,6 +434,7 @@ Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSche
 
 Result<std::string> Executor::CopyIn(const sql::CopyStmt& s,
                                      const std::vector<std::vector<std::optional<std::string>>>& rows) {
+  StatementSnapshot snap(*this);
   TableSchema t;
   ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
   std::vector<RowWrite> writes;
@@ -456,6 +481,7 @@ Result<std::string> Executor::CopyIn(const sql::CopyStmt& s,
 
 Status Executor::CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>* rows,
                          const std::atomic<bool>* cancel) {
+  StatementSnapshot snap(*this);
   TableSchema t;
   ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
   auto scan = std::make_unique<plan::PlanNode>();
@@ -469,6 +495,29 @@ Status Executor::CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>
     rows->push_back(std::move(row));
     return Status::OK();
   });
+}
+
+Result<std::string> Executor::Vacuum(sql::VacuumStmt& s) {
+  if (txn_) return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
+  std::set<TableId> tables;
+  for (const auto& name : s.names) {
+    auto t = cluster_.catalog().GetTable(name);
+    if (!t.ok()) return t.status().WithPosition(s.pos);
+    tables.insert(t->id);
+  }
+  // Versions below the oldest snapshot in use are garbage: compact them away now. (This
+  // statement's own snapshot is registered too, so the horizon is at most it.)
+  Timestamp horizon = cluster_.GcHorizon();
+  std::set<NodeId> told;
+  for (const auto& seg : cluster_.catalog().AllSegments()) {
+    if (!tables.empty() && !tables.count(seg.table)) continue;
+    auto c = cluster_.registry().Client(seg.node);
+    if (!c.ok()) return c.status();
+    if (told.insert(seg.node).second) RETURN_NOT_OK(RpcGcHorizon(**c, horizon));
+    Status st = RpcCompact(**c, seg.id);
+    if (!st.ok() && !st.IsStale()) return st;  // a segment that moved meanwhile is skipped
+  }
+  return std::string("VACUUM");
 }
 
 Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {

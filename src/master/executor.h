@@ -59,6 +59,7 @@ class Executor {
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
   Result<std::string> Txn(sql::TxnStmt& s, ResultSink& sink);
   Result<std::string> Truncate(sql::TruncateStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Vacuum(sql::VacuumStmt& s);
   Result<std::string> Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
   Result<std::string> Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
   // The snapshot and transaction id statements read with; writes go through Apply.
@@ -71,9 +72,22 @@ class Executor {
   Status ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
                     const std::function<Status(const exec::Batch&, size_t)>& fn);
 
+  // Outside a transaction block, a statement reads at its own snapshot, registered with the
+  // cluster (so garbage collection keeps what it can see) while the statement runs.
+  class StatementSnapshot {
+   public:
+    explicit StatementSnapshot(Executor& e);
+    ~StatementSnapshot();
+
+   private:
+    Executor& e_;
+    bool own_;
+  };
+
   Cluster& cluster_;  // borrowed; outlives the session
   std::map<std::string, std::string> settings_;
   std::unique_ptr<Transaction> txn_;  // open transaction block, if any
+  Timestamp stmt_snapshot_ = 0;       // snapshot of the running statement outside a block
   bool failed_ = false;               // a statement of the block failed: only ROLLBACK helps
 };
 

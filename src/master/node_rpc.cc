@@ -89,6 +89,14 @@ Status RpcAbort(NodeClient& c, uint64_t txn) {
   return Call(c, [&](proto::Request::Builder r) { r.setAbort(txn); }, nullptr);
 }
 
+Status RpcGcHorizon(NodeClient& c, Timestamp horizon) {
+  return Call(c, [&](proto::Request::Builder r) { r.setGcHorizon(horizon); }, nullptr);
+}
+
+Status RpcCompact(NodeClient& c, SegmentId seg) {
+  return Call(c, [&](proto::Request::Builder r) { r.setCompact(seg); }, nullptr);
+}
+
 Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
   std::string key;
   RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {

@@ -42,6 +42,8 @@ Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::ve
 Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,
                  std::vector<std::pair<SegmentId, uint64_t>>* sizes = nullptr);
 Status RpcAbort(NodeClient& c, uint64_t txn);
+Status RpcGcHorizon(NodeClient& c, Timestamp horizon);
+Status RpcCompact(NodeClient& c, SegmentId seg);
 Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
 Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& src_host, uint16_t src_port);
 Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c);

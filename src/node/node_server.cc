@@ -281,6 +281,14 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       if (key.ok()) resp.setSplitKey(Bytes(*key));
       return conn.Send(mb).ok();
     }
+    case proto::Request::GC_HORIZON:
+      store_->SetGcHorizon(req.getGcHorizon());
+      return Reply(conn, Status::OK()).ok();
+    case proto::Request::COMPACT: {
+      Status st = store_->CompactSegment(req.getCompact());
+      if (st.IsNotFound()) st = Status::Stale(st.message());
+      return Reply(conn, st).ok();
+    }
     case proto::Request::LIST_SEGMENTS: {
       auto list = store_->List();
       capnp::MallocMessageBuilder mb;

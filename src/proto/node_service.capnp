@@ -87,6 +87,8 @@ struct Request {
       sourcePort @19 :UInt16;
     }
     listSegments @20 :Void;
+    gcHorizon @23 :UInt64;           # no snapshot below this is in use: old versions may go
+    compact @24 :UInt64;             # compact this segment now (VACUUM)
   }
 }
 

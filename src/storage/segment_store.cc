@@ -10,6 +10,7 @@
 
 #include "common/bytes.h"
 #include "common/logging.h"
+#include "storage/version_gc.h"
 
 namespace wattdb::storage {
 
@@ -73,9 +74,10 @@ rocksdb::Options BaseOptions() {
   return o;
 }
 
-rocksdb::ColumnFamilyOptions SegmentCfOptions() {
+rocksdb::ColumnFamilyOptions SegmentCfOptions(const std::shared_ptr<rocksdb::CompactionFilterFactory>& gc) {
   rocksdb::ColumnFamilyOptions o;
   o.write_buffer_size = 8 << 20;
+  o.compaction_filter_factory = gc;
   return o;
 }
 
@@ -140,6 +142,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir)
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", dir, ec.message()));
   std::unique_ptr<SegmentStore> store(new SegmentStore());
   store->dir_ = dir;
+  store->gc_factory_ = std::make_shared<VersionGcFactory>(store->gc_horizon_);
 
   std::vector<std::string> names;
   rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(BaseOptions(), dir, &names);
@@ -147,7 +150,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir)
   std::vector<rocksdb::ColumnFamilyDescriptor> descs;
   for (const auto& n : names) {
     descs.emplace_back(n, n == rocksdb::kDefaultColumnFamilyName ? rocksdb::ColumnFamilyOptions()
-                                                                 : SegmentCfOptions());
+                                                                 : SegmentCfOptions(store->gc_factory_));
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
@@ -212,7 +215,7 @@ Status SegmentStore::CreateSegment(const SegmentMeta& meta) {
     return Status::AlreadyExists(fmt::format("segment {} already exists", meta.id));
   }
   rocksdb::ColumnFamilyHandle* h = nullptr;
-  RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(), SegmentCfName(meta.id), &h),
+  RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(meta.id), &h),
                           "create segment"));
   rocksdb::WriteBatch b;
   RETURN_NOT_OK(PutMeta(meta, &b));
@@ -249,6 +252,21 @@ std::vector<SegmentInfo> SegmentStore::List() const {
                               s->counters().rows_written.load()});
   }
   return out;
+}
+
+void SegmentStore::SetGcHorizon(Timestamp ts) {
+  Timestamp cur = gc_horizon_->load();
+  while (ts > cur && !gc_horizon_->compare_exchange_weak(cur, ts)) {
+  }
+}
+
+Status SegmentStore::CompactSegment(SegmentId id) {
+  ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
+  rocksdb::CompactRangeOptions o;
+  o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  RETURN_NOT_OK(FromRocks(db_->CompactRange(o, seg->cf(), nullptr, nullptr), "compact segment"));
+  seg->counters().bytes = ApproximateBytes(seg->cf());
+  return Status::OK();
 }
 
 Status SegmentStore::PutPrepared(uint64_t txn, const std::string& blob) {
@@ -382,7 +400,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   std::string split_key = key_bytes[split_idx].first;
 
   rocksdb::ColumnFamilyHandle* h = nullptr;
-  RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(), SegmentCfName(new_id), &h),
+  RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(new_id), &h),
                           "split: create segment"));
   auto fresh = std::make_shared<Segment>(db_.get(), h, SegmentMeta{new_id, m.table, split_key, m.hi});
   rocksdb::WriteBatch b;
@@ -454,7 +472,7 @@ Status SegmentStore::Import(const SegmentExport& exp) {
   rocksdb::ColumnFamilyHandle* h = nullptr;
   const std::string name = SegmentCfName(exp.meta.id);
   if (exp.files.empty()) {
-    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(), name, &h), "import empty"));
+    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), name, &h), "import empty"));
   } else {
     rocksdb::ExportImportFilesMetaData md;
     md.db_comparator_name = exp.comparator;
@@ -477,7 +495,7 @@ Status SegmentStore::Import(const SegmentExport& exp) {
     }
     rocksdb::ImportColumnFamilyOptions io;
     io.move_files = true;
-    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamilyWithImport(SegmentCfOptions(), name, io, md, &h),
+    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamilyWithImport(SegmentCfOptions(gc_factory_), name, io, md, &h),
                             fmt::format("import segment {}", exp.meta.id)));
   }
   rocksdb::WriteBatch b;

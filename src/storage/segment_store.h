@@ -22,6 +22,7 @@
 #include "storage/mvcc.h"
 
 namespace rocksdb {
+class CompactionFilterFactory;
 class DB;
 class ColumnFamilyHandle;
 class Iterator;
@@ -182,6 +183,13 @@ class SegmentStore {
   // moved (hard-linked) into the store.
   Status Import(const SegmentExport& exp);
 
+  // Versions shadowed at or below `ts` may be dropped by later compactions. REQUIRES: no
+  // snapshot below `ts` is or will be used. Monotonic: a lower value is ignored.
+  void SetGcHorizon(Timestamp ts);
+  Timestamp gc_horizon() const { return gc_horizon_->load(); }
+  // Compacts one segment now (tests, and to reclaim space at once).
+  Status CompactSegment(SegmentId id);
+
   const std::string& dir() const { return dir_; }
 
  private:
@@ -192,6 +200,8 @@ class SegmentStore {
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
   bool sync_commits_ = false;
+  std::shared_ptr<std::atomic<uint64_t>> gc_horizon_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::shared_ptr<rocksdb::CompactionFilterFactory> gc_factory_;
   // Guards segments_ and serializes structural changes (create/drop/split/import) against
   // Scan's range check, so a scan never sees a half-split segment.
   mutable std::mutex mu_;

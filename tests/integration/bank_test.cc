@@ -109,6 +109,33 @@ TEST(Bank, TransfersKeepTheTotalUnderConcurrencyAndMoves) {
               sums.load());
 }
 
+TEST(Bank, VacuumReclaimsOldVersionsButKeepsOpenSnapshots) {
+  MiniCluster cluster(MiniClusterOptions{2, 8 << 20, 200});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect(), reader = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE g (id INT PRIMARY KEY, pad TEXT)"), "");
+  std::string sql = "INSERT INTO g VALUES ";
+  for (int i = 0; i < 200; i++) sql += fmt::format("{}({}, '{}')", i ? "," : "", i, std::string(200, 'a'));
+  ASSERT_EQ(c->Exec(sql), "");
+  // A transaction that started before the updates must keep seeing the original rows.
+  ASSERT_EQ(reader->Exec("BEGIN"), "");
+  ASSERT_EQ(reader->Scalar("SELECT count(*) FROM g WHERE pad LIKE 'a%'"), "200");
+  for (int round = 0; round < 30; round++) {
+    ASSERT_EQ(c->Exec(fmt::format("UPDATE g SET pad = '{}'", std::string(200, static_cast<char>('b' + round % 20)))), "");
+  }
+  ASSERT_TRUE(cluster.WaitFor("SELECT sum(bytes) > 1000000 FROM wattdb_segments WHERE table_name = 'g'", "t", 10000))
+      << c->Scalar("SELECT sum(bytes) FROM wattdb_segments WHERE table_name = 'g'");
+  ASSERT_EQ(c->Exec("VACUUM g"), "");
+  EXPECT_EQ(reader->Scalar("SELECT count(*) FROM g WHERE pad LIKE 'a%'"), "200");  // its versions survived
+  ASSERT_EQ(reader->Exec("COMMIT"), "");
+  // With no old snapshot left, VACUUM reclaims the shadowed versions.
+  ASSERT_EQ(c->Exec("VACUUM"), "");
+  EXPECT_TRUE(cluster.WaitFor("SELECT sum(bytes) < 200000 FROM wattdb_segments WHERE table_name = 'g'", "t", 10000))
+      << c->Scalar("SELECT sum(bytes) FROM wattdb_segments WHERE table_name = 'g'");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM g"), "200");
+  EXPECT_EQ(c->Scalar(fmt::format("SELECT count(*) FROM g WHERE pad = '{}'", std::string(200, 'b' + 29 % 20))), "200");
+}
+
 TEST(Bank, MoveGivesUpOnAnIdleTransactionAndSucceedsAfterIt) {
   MiniClusterOptions o{2, 1 << 20, 200};
   o.latch_wait_ms = 300;

@@ -171,7 +171,13 @@ struct ExplainStmt {
   int pos = 0;
 };
 
-// Statements accepted for compatibility that have nothing to do yet (VACUUM, ANALYZE).
+// VACUUM [table, ...]: drop versions no snapshot can see (all tables if none named).
+struct VacuumStmt {
+  std::vector<std::string> names;
+  int pos = 0;
+};
+
+// Statements accepted for compatibility that have nothing to do yet (ANALYZE).
 struct NoOpStmt {
   std::string tag;
 };
@@ -180,7 +186,8 @@ struct EmptyStmt {};
 
 using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
-                               SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt, ExplainStmt>;
+                               SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt, ExplainStmt,
+                               VacuumStmt>;
 
 struct StatementBox {
   Statement stmt;

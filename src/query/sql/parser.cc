@@ -130,12 +130,28 @@ class Parser {
       while (AcceptOp(".")) s.name += "." + Next().text;
       return Statement(std::move(s));
     }
-    if (t.Is("vacuum") || t.Is("analyze") || t.Is("analyse")) {
-      // Accepted and ignored: there are no statistics or dead tuples to maintain yet.
-      std::string tag = t.Is("vacuum") ? "VACUUM" : "ANALYZE";
-      while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) i_++;
+    if (t.Is("vacuum")) {
       i_++;
-      return Statement(NoOpStmt{tag});
+      VacuumStmt v;
+      v.pos = Peek().pos;
+      while (Accept("full") || Accept("freeze") || Accept("verbose") || Accept("analyze") || Accept("analyse")) {
+      }
+      if (AcceptOp("(")) {  // VACUUM (options)
+        while (Peek().kind != Tok::kEnd && !Peek().IsOp(")")) i_++;
+        RETURN_NOT_OK(ExpectOp(")"));
+      }
+      if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
+        do {
+          ASSIGN_OR_RETURN(std::string n, QualifiedName());
+          v.names.push_back(n);
+        } while (AcceptOp(","));
+      }
+      return Statement(std::move(v));
+    }
+    if (t.Is("analyze") || t.Is("analyse")) {
+      // Accepted and ignored: the planner keeps no statistics yet.
+      while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) i_++;
+      return Statement(NoOpStmt{"ANALYZE"});
     }
     if (t.Is("copy")) return ParseCopy();
     if (t.Is("explain")) {

@@ -1,0 +1,28 @@
+// VersionGc: a RocksDB compaction filter that removes MVCC versions no reader can see.
+//
+// With GC horizon H (every snapshot in use is >= H), a key keeps all versions newer than H
+// and its newest version at or below H (what a reader at H sees); older versions are
+// dropped as compactions rewrite them. Compaction visits a key's versions newest first, so
+// the filter only needs to remember the key it is in. Horizon 0 keeps everything.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include <rocksdb/compaction_filter.h>
+
+namespace wattdb::storage {
+
+class VersionGcFactory : public rocksdb::CompactionFilterFactory {
+ public:
+  explicit VersionGcFactory(std::shared_ptr<std::atomic<uint64_t>> horizon) : horizon_(std::move(horizon)) {}
+  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
+      const rocksdb::CompactionFilter::Context& context) override;
+  const char* Name() const override { return "wattdb.VersionGc"; }
+
+ private:
+  std::shared_ptr<std::atomic<uint64_t>> horizon_;  // shared with the SegmentStore
+};
+
+}  // namespace wattdb::storage
