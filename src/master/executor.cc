@@ -24,6 +24,16 @@ Status TextResult(ResultSink& sink, const std::string& name, const std::vector<s
   return b.rows ? sink.Rows(b) : Status::OK();
 }
 
+// A scan of every row of `t`, all columns in schema order.
+plan::PlanPtr FullScan(const TableSchema& t) {
+  auto scan = std::make_unique<plan::PlanNode>();
+  scan->kind = plan::PlanNode::Kind::kScan;
+  scan->table = t.id;
+  scan->table_name = t.name;
+  for (const auto& c : t.columns) scan->types.push_back(c.type);
+  return scan;
+}
+
 }  // namespace
 
 Executor::~Executor() {
@@ -43,9 +53,10 @@ Executor::StatementSnapshot::~StatementSnapshot() {
   if (own_) e_.cluster_.ReleaseSnapshot(e_.stmt_snapshot_);
 }
 
-Status Executor::ApplyInserts(const TableSchema& t, std::vector<RowWrite> writes) {
+// Apply, naming the violated constraint on 23505 as PostgreSQL does.
+Status Executor::ApplyRows(const TableSchema& t, std::vector<RowWrite> writes) {
   Status st = Apply(t.id, Snapshot(), std::move(writes));
-  if (!st.ok() && st.sqlstate() == "23505") {  // name the constraint as PostgreSQL does
+  if (!st.ok() && st.sqlstate() == "23505") {
     return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
   return st;
@@ -296,7 +307,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s) {
     writes.push_back(std::move(w));
   }
   size_t n = writes.size();
-  RETURN_NOT_OK(ApplyInserts(t, std::move(writes)));
+  RETURN_NOT_OK(ApplyRows(t, std::move(writes)));
   return fmt::format("INSERT 0 {}", n);
 }
 
@@ -351,11 +362,7 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
     }
     merged.push_back(std::move(w));
   }
-  Status st = Apply(t.id, snap, std::move(merged));
-  if (!st.ok() && st.sqlstate() == "23505") {
-    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
-  }
-  RETURN_NOT_OK(st);
+  RETURN_NOT_OK(ApplyRows(t, std::move(merged)));
   return fmt::format("UPDATE {}", count);
 }
 
@@ -390,11 +397,7 @@ Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<b
   }
   Timestamp snap = Snapshot();
   for (const auto& t : tables) {
-    auto scan = std::make_unique<plan::PlanNode>();
-    scan->kind = plan::PlanNode::Kind::kScan;
-    scan->table = t.id;
-    scan->table_name = t.name;
-    for (const auto& c : t.columns) scan->types.push_back(c.type);
+    plan::PlanPtr scan = FullScan(t);
     std::vector<RowWrite> writes;
     RETURN_NOT_OK(ForEachRow(*scan, snap, cancel, [&](const exec::Batch& batch, size_t r) {
       RowWrite w;
@@ -475,7 +478,7 @@ Result<std::string> Executor::CopyIn(const sql::CopyStmt& s,
     writes.push_back(std::move(w));
   }
   size_t n = writes.size();
-  RETURN_NOT_OK(ApplyInserts(t, std::move(writes)));
+  RETURN_NOT_OK(ApplyRows(t, std::move(writes)));
   return fmt::format("COPY {}", n);
 }
 
@@ -484,11 +487,7 @@ Status Executor::CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>
   StatementSnapshot snap(*this);
   TableSchema t;
   ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
-  auto scan = std::make_unique<plan::PlanNode>();
-  scan->kind = plan::PlanNode::Kind::kScan;
-  scan->table = t.id;
-  scan->table_name = t.name;
-  for (const auto& c : t.columns) scan->types.push_back(c.type);
+  plan::PlanPtr scan = FullScan(t);
   return ForEachRow(*scan, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r) {
     std::vector<Value> row;
     for (int c : cols) row.push_back(batch.cols[c][r]);

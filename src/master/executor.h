@@ -66,7 +66,7 @@ class Executor {
   Timestamp Snapshot();
   uint64_t TxnId() const { return txn_ ? txn_->id : 0; }
   Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
-  Status ApplyInserts(const TableSchema& t, std::vector<RowWrite> writes);
+  Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
   // Runs `source` (a scan + filter) at `snapshot`, calling `fn` for every row it yields.
   Status ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,

@@ -53,7 +53,6 @@ void NodeClient::Reset(const std::string& host, uint16_t port) {
   host_ = host;
   port_ = port;
   idle_.clear();
-  generation_++;
 }
 
 }  // namespace wattdb::master

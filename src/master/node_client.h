@@ -42,10 +42,9 @@ class NodeClient {
 
  private:
   NodeId id_;
-  std::mutex mu_;  // guards host_, port_, idle_, generation_
+  std::mutex mu_;  // guards host_, port_, idle_
   std::string host_;
   uint16_t port_;
-  uint64_t generation_ = 0;
   std::vector<std::unique_ptr<net::Connection>> idle_;
   net::asio::io_context io_;
 };

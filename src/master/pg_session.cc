@@ -69,9 +69,22 @@ class Body {
 };
 
 // Streams a statement's results straight to the client (simple protocol).
-class WireSink : public ResultSink {
+// Base of the session's sinks: notices go out as NoticeResponse messages.
+class NoticeSink : public ResultSink {
  public:
-  WireSink(pg::MessageWriter& w, asio::ip::tcp::socket& s) : w_(w), s_(s) {}
+  explicit NoticeSink(pg::MessageWriter& w) : w_(w) {}
+  Status Notice(const std::string& sqlstate, const std::string& message) override {
+    w_.ErrorOrNotice('N', "NOTICE", sqlstate, message, 0);
+    return Status::OK();
+  }
+
+ protected:
+  pg::MessageWriter& w_;
+};
+
+class WireSink : public NoticeSink {
+ public:
+  WireSink(pg::MessageWriter& w, asio::ip::tcp::socket& s) : NoticeSink(w), s_(s) {}
   Status Describe(const std::vector<std::string>& names, const std::vector<SqlType>& types) override {
     types_ = types;
     w_.RowDescription(names, types);
@@ -95,33 +108,23 @@ class WireSink : public ResultSink {
     if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer());
     return Status::OK();
   }
-  Status Notice(const std::string& sqlstate, const std::string& message) override {
-    w_.ErrorOrNotice('N', "NOTICE", sqlstate, message, 0);
-    return Status::OK();
-  }
 
  private:
-  pg::MessageWriter& w_;
   asio::ip::tcp::socket& s_;
   std::vector<SqlType> types_;
 };
 
 // Collects a portal's rows so that Execute can hand them out in row-limited pieces.
-class BufferSink : public ResultSink {
+class BufferSink : public NoticeSink {
  public:
-  BufferSink(pg::MessageWriter& w, std::vector<std::vector<Value>>* rows) : w_(w), rows_(rows) {}
+  BufferSink(pg::MessageWriter& w, std::vector<std::vector<Value>>* rows) : NoticeSink(w), rows_(rows) {}
   Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override { return Status::OK(); }
   Status Rows(const exec::Batch& b) override {
     for (size_t r = 0; r < b.rows; r++) rows_->push_back(b.Row(r));
     return Status::OK();
   }
-  Status Notice(const std::string& sqlstate, const std::string& message) override {
-    w_.ErrorOrNotice('N', "NOTICE", sqlstate, message, 0);
-    return Status::OK();
-  }
 
  private:
-  pg::MessageWriter& w_;
   std::vector<std::vector<Value>>* rows_;
 };
 

@@ -35,7 +35,6 @@ class TcpServer {
   void Stop();
   // The bound port (useful when constructed with port 0).
   uint16_t port() const { return port_; }
-  asio::io_context& io() { return io_; }
 
  private:
   void AcceptLoop();

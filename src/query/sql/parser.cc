@@ -1,13 +1,11 @@
 #include "query/sql/parser.h"
 
 #include <charconv>
-#include <set>
 
-#include "query/sql/lexer.h"
+#include "query/sql/parser_internal.h"
 
 namespace wattdb::sql {
-
-namespace {
+namespace internal {
 
 const std::set<std::string> kReserved = {
     "all",    "and",   "as",     "asc",    "between", "by",    "case",   "cast",   "create",
@@ -18,941 +16,581 @@ const std::set<std::string> kReserved = {
     "using",  "values", "when",  "where",  "with",    "inner", "outer",  "right",  "cross",
     "full",   "ilike", "returning", "fetch", "window", "for"};
 
-class Parser {
- public:
-  explicit Parser(std::vector<Token> toks) : t_(std::move(toks)) {}
+Result<std::vector<Statement>> Parser::ParseAll() {
+  std::vector<Statement> out;
+  while (true) {
+    while (Peek().IsOp(";")) i_++;
+    if (Peek().kind == Tok::kEnd) break;
+    ASSIGN_OR_RETURN(Statement s, ParseStatement());
+    out.push_back(std::move(s));
+    if (Peek().kind == Tok::kEnd) break;
+    if (!Peek().IsOp(";")) return SyntaxError();
+  }
+  if (out.empty()) out.push_back(EmptyStmt{});
+  return out;
+}
 
-  Result<std::vector<Statement>> ParseAll() {
-    std::vector<Statement> out;
-    while (true) {
-      while (Peek().IsOp(";")) i_++;
-      if (Peek().kind == Tok::kEnd) break;
-      ASSIGN_OR_RETURN(Statement s, ParseStatement());
-      out.push_back(std::move(s));
-      if (Peek().kind == Tok::kEnd) break;
-      if (!Peek().IsOp(";")) return SyntaxError();
-    }
-    if (out.empty()) out.push_back(EmptyStmt{});
-    return out;
-  }
-
- private:
-  const Token& Peek(int k = 0) const {
-    size_t j = std::min(i_ + k, t_.size() - 1);
-    return t_[j];
-  }
-  const Token& Next() { return t_[std::min(i_++, t_.size() - 1)]; }
-  bool Accept(const char* kw) {
-    if (Peek().Is(kw)) {
-      i_++;
-      return true;
-    }
-    return false;
-  }
-  bool AcceptOp(const char* op) {
-    if (Peek().IsOp(op)) {
-      i_++;
-      return true;
-    }
-    return false;
-  }
-  Status SyntaxError() const {
-    const Token& t = Peek();
-    if (t.kind == Tok::kEnd) return Status::Sql("42601", "syntax error at end of input", t.pos);
-    std::string shown = t.kind == Tok::kString ? "'" + t.text + "'" : t.text;
-    return Status::Sql("42601", fmt::format("syntax error at or near \"{}\"", shown), t.pos);
-  }
-  Status Expect(const char* kw) { return Accept(kw) ? Status::OK() : SyntaxError(); }
-  Status ExpectOp(const char* op) { return AcceptOp(op) ? Status::OK() : SyntaxError(); }
-
-  // An identifier usable as a name (unquoted non-reserved or quoted).
-  Result<std::string> Name() {
-    const Token& t = Peek();
-    if (t.kind == Tok::kQuotedIdent || (t.kind == Tok::kIdent && !kReserved.count(t.text))) {
-      i_++;
-      return t.text;
-    }
-    return SyntaxError();
-  }
-  Result<std::string> QualifiedName() {
-    ASSIGN_OR_RETURN(std::string n, Name());
-    // Accept schema-qualified names of the only schema, public.
-    if (Peek().IsOp(".") && (n == "public")) {
-      i_++;
-      return Name();
-    }
-    return n;
-  }
-  Result<uint64_t> UnsignedInt() {
-    const Token& t = Peek();
-    uint64_t v = 0;
-    if (t.kind != Tok::kInteger) return SyntaxError();
-    auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-    if (ec != std::errc()) return Status::Sql("22003", "number out of range", t.pos);
+// An identifier usable as a name (unquoted non-reserved or quoted).
+Result<std::string> Parser::Name() {
+  const Token& t = Peek();
+  if (t.kind == Tok::kQuotedIdent || (t.kind == Tok::kIdent && !kReserved.count(t.text))) {
     i_++;
-    return v;
+    return t.text;
   }
+  return SyntaxError();
+}
 
-  Result<Statement> ParseStatement() {
-    const Token& t = Peek();
-    if (t.Is("select")) {
-      ASSIGN_OR_RETURN(SelectStmt s, ParseSelect());
-      return Statement(std::move(s));
-    }
-    if (t.Is("create")) return ParseCreate();
-    if (t.Is("drop")) return ParseDrop();
-    if (t.Is("insert")) return ParseInsert();
-    if (t.Is("update")) return ParseUpdate();
-    if (t.Is("delete")) return ParseDelete();
-    if (t.Is("alter")) return ParseAlter();
-    if (t.Is("begin") || t.Is("start")) {
-      i_++;
-      if (t.Is("start")) RETURN_NOT_OK(Expect("transaction"));
-      else if (!Accept("transaction")) Accept("work");
-      return Statement(TxnStmt{TxnStmt::Kind::kBegin});
-    }
-    if (t.Is("commit") || t.Is("end")) {
-      i_++;
-      if (!Accept("transaction")) Accept("work");
-      return Statement(TxnStmt{TxnStmt::Kind::kCommit});
-    }
-    if (t.Is("rollback") || t.Is("abort")) {
-      i_++;
-      if (!Accept("transaction")) Accept("work");
-      return Statement(TxnStmt{TxnStmt::Kind::kRollback});
-    }
-    if (t.Is("set")) return ParseSet();
-    if (t.Is("show")) {
-      i_++;
-      ShowStmt s;
-      if (Peek().kind != Tok::kIdent) return SyntaxError();
-      s.name = Next().text;
-      while (AcceptOp(".")) s.name += "." + Next().text;
-      return Statement(std::move(s));
-    }
-    if (t.Is("vacuum")) {
-      i_++;
-      VacuumStmt v;
-      v.pos = Peek().pos;
-      while (Accept("full") || Accept("freeze") || Accept("verbose") || Accept("analyze") || Accept("analyse")) {
-      }
-      if (AcceptOp("(")) {  // VACUUM (options)
-        while (Peek().kind != Tok::kEnd && !Peek().IsOp(")")) i_++;
-        RETURN_NOT_OK(ExpectOp(")"));
-      }
-      if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
-        do {
-          ASSIGN_OR_RETURN(std::string n, QualifiedName());
-          v.names.push_back(n);
-        } while (AcceptOp(","));
-      }
-      return Statement(std::move(v));
-    }
-    if (t.Is("analyze") || t.Is("analyse")) {
-      // Accepted and ignored: the planner keeps no statistics yet.
-      while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) i_++;
-      return Statement(NoOpStmt{"ANALYZE"});
-    }
-    if (t.Is("copy")) return ParseCopy();
-    if (t.Is("explain")) {
-      i_++;
-      ExplainStmt e;
-      e.pos = Peek().pos;
-      if (AcceptOp("(")) {  // EXPLAIN (ANALYZE [true|false], ...) form
-        do {
-          if (Peek().kind != Tok::kIdent) return SyntaxError();
-          std::string opt = Next().text;
-          bool on = !(Accept("false") || Accept("off"));
-          Accept("true") || Accept("on");
-          if (opt == "analyze") e.analyze = on;
-        } while (AcceptOp(","));
-        RETURN_NOT_OK(ExpectOp(")"));
-      } else {
-        e.analyze = Accept("analyze") || Accept("analyse");
-        Accept("verbose");
-      }
-      ASSIGN_OR_RETURN(Statement inner, ParseStatement());
-      e.inner = std::make_shared<StatementBox>(StatementBox{std::move(inner)});
-      return Statement(std::move(e));
-    }
-    if (t.Is("truncate")) {
-      i_++;
-      Accept("table");
-      TruncateStmt s;
-      s.pos = Peek().pos;
-      do {
-        ASSIGN_OR_RETURN(std::string n, QualifiedName());
-        s.names.push_back(n);
-      } while (AcceptOp(","));
-      return Statement(std::move(s));
-    }
-    static const std::set<std::string> kKnownUnsupported = {
-        "grant", "revoke", "prepare",
-        "execute", "deallocate", "with", "values", "table", "savepoint", "release", "lock",
-        "listen", "notify", "discard", "reset", "comment", "cluster", "reindex", "checkpoint"};
-    if (t.kind == Tok::kIdent && kKnownUnsupported.count(t.text)) {
-      return Status::Sql("0A000", fmt::format("{} is not supported yet", t.text), t.pos);
-    }
-    return SyntaxError();
-  }
-
-  Result<Statement> ParseCopy() {
+Result<std::string> Parser::QualifiedName() {
+  ASSIGN_OR_RETURN(std::string n, Name());
+  // Accept schema-qualified names of the only schema, public.
+  if (Peek().IsOp(".") && (n == "public")) {
     i_++;
-    CopyStmt c;
-    c.table_pos = Peek().pos;
-    ASSIGN_OR_RETURN(c.table, QualifiedName());
-    if (AcceptOp("(")) {
-      do {
-        ASSIGN_OR_RETURN(std::string col, Name());
-        c.columns.push_back(col);
-      } while (AcceptOp(","));
-      RETURN_NOT_OK(ExpectOp(")"));
-    }
-    if (Accept("from")) {
-      c.from = true;
-      if (!Accept("stdin")) {
-        return Status::Sql("0A000", "COPY FROM supports only STDIN (files are read by the client)", Peek().pos);
-      }
-    } else if (Accept("to")) {
-      c.from = false;
-      if (!Accept("stdout")) return Status::Sql("0A000", "COPY TO supports only STDOUT", Peek().pos);
-    } else {
-      return SyntaxError();
-    }
-    Accept("with");
-    auto option = [&](const std::string& name) -> Status {
-      if (name == "format") {
-        if (Peek().Is("csv")) c.csv = true;
-        else if (!Peek().Is("text")) return Status::Sql("0A000", fmt::format("COPY format \"{}\" is not supported", Peek().text), Peek().pos);
-        i_++;
-      } else if (name == "csv") {
-        c.csv = true;
-      } else if (name == "header") {
-        c.header = !(Accept("false") || Accept("off"));
-        Accept("true") || Accept("on");
-      } else if (name == "delimiter") {
-        if (Peek().kind != Tok::kString || Peek().text.size() != 1) {
-          return Status::Sql("22023", "COPY delimiter must be a single one-byte character", Peek().pos);
-        }
-        c.delimiter = Next().text[0];
-      } else if (name == "null") {
-        if (Peek().kind != Tok::kString) return SyntaxError();
-        c.null_string = Next().text;
-      } else if (name == "freeze") {
-        Accept("true") || Accept("on") || Accept("false") || Accept("off");
-      } else if (name == "encoding") {
-        if (Peek().kind != Tok::kString) return SyntaxError();
-        i_++;
-      } else {
-        return Status::Sql("42601", fmt::format("option \"{}\" not recognized", name), Peek().pos);
-      }
-      return Status::OK();
-    };
-    if (AcceptOp("(")) {
-      do {
-        if (Peek().kind != Tok::kIdent) return SyntaxError();
-        RETURN_NOT_OK(option(Next().text));
-      } while (AcceptOp(","));
-      RETURN_NOT_OK(ExpectOp(")"));
-    } else {
-      while (Peek().kind == Tok::kIdent && (Peek().Is("csv") || Peek().Is("header") || Peek().Is("delimiter") ||
-                                             Peek().Is("null") || Peek().Is("freeze"))) {
-        std::string name = Next().text;
-        if (name == "delimiter" || name == "null") Accept("as");
-        RETURN_NOT_OK(option(name));
-      }
-    }
-    if (c.csv && c.null_string == "\\N") c.null_string = "";
-    if (c.csv && c.delimiter == '\t') c.delimiter = ',';
-    return Statement(std::move(c));
+    return Name();
   }
+  return n;
+}
 
-  Result<Statement> ParseSet() {
+Result<uint64_t> Parser::UnsignedInt() {
+  const Token& t = Peek();
+  uint64_t v = 0;
+  if (t.kind != Tok::kInteger) return SyntaxError();
+  auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+  if (ec != std::errc()) return Status::Sql("22003", "number out of range", t.pos);
+  i_++;
+  return v;
+}
+
+Result<Statement> Parser::ParseStatement() {
+  const Token& t = Peek();
+  if (t.Is("select")) {
+    ASSIGN_OR_RETURN(SelectStmt s, ParseSelect());
+    return Statement(std::move(s));
+  }
+  if (t.Is("create")) return ParseCreate();
+  if (t.Is("drop")) return ParseDrop();
+  if (t.Is("insert")) return ParseInsert();
+  if (t.Is("update")) return ParseUpdate();
+  if (t.Is("delete")) return ParseDelete();
+  if (t.Is("alter")) return ParseAlter();
+  if (t.Is("begin") || t.Is("start")) {
     i_++;
-    SetStmt s;
-    Accept("session");
-    Accept("local");
+    if (t.Is("start")) RETURN_NOT_OK(Expect("transaction"));
+    else if (!Accept("transaction")) Accept("work");
+    return Statement(TxnStmt{TxnStmt::Kind::kBegin});
+  }
+  if (t.Is("commit") || t.Is("end")) {
+    i_++;
+    if (!Accept("transaction")) Accept("work");
+    return Statement(TxnStmt{TxnStmt::Kind::kCommit});
+  }
+  if (t.Is("rollback") || t.Is("abort")) {
+    i_++;
+    if (!Accept("transaction")) Accept("work");
+    return Statement(TxnStmt{TxnStmt::Kind::kRollback});
+  }
+  if (t.Is("set")) return ParseSet();
+  if (t.Is("show")) {
+    i_++;
+    ShowStmt s;
     if (Peek().kind != Tok::kIdent) return SyntaxError();
     s.name = Next().text;
     while (AcceptOp(".")) s.name += "." + Next().text;
-    if (!AcceptOp("=") && !Accept("to")) return SyntaxError();
-    // Values: identifiers, strings, numbers, comma lists; kept as text.
-    bool first = true;
-    while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) {
-      const Token& v = Next();
-      if (!first && v.text != ",") s.value += v.IsOp(",") ? "" : " ";
-      s.value += v.text;
-      first = false;
-    }
-    if (first) return SyntaxError();
     return Statement(std::move(s));
   }
-
-  Result<SqlType> ParseType() {
-    const Token& t = Peek();
-    if (t.kind != Tok::kIdent) return SyntaxError();
-    std::string n = Next().text;
-    auto length = [&]() -> Result<int32_t> {
-      if (!AcceptOp("(")) return 0;
-      ASSIGN_OR_RETURN(uint64_t len, UnsignedInt());
+  if (t.Is("vacuum")) {
+    i_++;
+    VacuumStmt v;
+    v.pos = Peek().pos;
+    while (Accept("full") || Accept("freeze") || Accept("verbose") || Accept("analyze") || Accept("analyse")) {
+    }
+    if (AcceptOp("(")) {  // VACUUM (options)
+      while (Peek().kind != Tok::kEnd && !Peek().IsOp(")")) i_++;
       RETURN_NOT_OK(ExpectOp(")"));
-      if (len == 0 || len > 10485760) {
-        return Status::Sql("22023", "length for type varchar must be between 1 and 10485760", t.pos);
-      }
-      return static_cast<int32_t>(len);
-    };
-    if (n == "int" || n == "integer" || n == "int4" || n == "smallint" || n == "int2") {
-      return SqlType{TypeId::kInt32};
     }
-    if (n == "bigint" || n == "int8") return SqlType{TypeId::kInt64};
-    if (n == "double") {
-      RETURN_NOT_OK(Expect("precision"));
-      return SqlType{TypeId::kDouble};
+    if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
+      do {
+        ASSIGN_OR_RETURN(std::string n, QualifiedName());
+        v.names.push_back(n);
+      } while (AcceptOp(","));
     }
-    if (n == "float8" || n == "float" || n == "real" || n == "float4") {
-      if (AcceptOp("(")) {
-        RETURN_NOT_OK(UnsignedInt().status());
-        RETURN_NOT_OK(ExpectOp(")"));
-      }
-      return SqlType{TypeId::kDouble};
-    }
-    if (n == "text") return SqlType{TypeId::kText};
-    if (n == "varchar") {
-      ASSIGN_OR_RETURN(int32_t len, length());
-      return SqlType{TypeId::kText, len};
-    }
-    if (n == "character") {
-      if (Accept("varying")) {
-        ASSIGN_OR_RETURN(int32_t len, length());
-        return SqlType{TypeId::kText, len};
-      }
-    }
-    if (n == "boolean" || n == "bool") return SqlType{TypeId::kBool};
-    return Status::Sql(n == "numeric" || n == "decimal" || n == "char" || n == "character" ||
-                               n == "timestamp" || n == "date"
-                           ? "0A000"
-                           : "42704",
-                       n == "numeric" || n == "decimal" || n == "char" || n == "character" ||
-                               n == "timestamp" || n == "date"
-                           ? fmt::format("type {} is not supported yet", n)
-                           : fmt::format("type \"{}\" does not exist", n),
-                       t.pos);
+    return Statement(std::move(v));
   }
-
-  Result<Statement> ParseCreate() {
-    i_++;
-    if (!Accept("table")) {
-      return Status::Sql("0A000", fmt::format("CREATE {} is not supported", Peek().text), Peek().pos);
-    }
-    CreateTableStmt s;
-    if (Accept("if")) {
-      RETURN_NOT_OK(Expect("not"));
-      RETURN_NOT_OK(Expect("exists"));
-      s.if_not_exists = true;
-    }
-    ASSIGN_OR_RETURN(s.name, QualifiedName());
-    RETURN_NOT_OK(ExpectOp("("));
-    do {
-      if (Peek().Is("primary")) {
-        s.pk_pos = Peek().pos;
-        i_++;
-        RETURN_NOT_OK(Expect("key"));
-        if (!s.primary_key.empty()) {
-          return Status::Sql("42P16", "multiple primary keys for table are not allowed", s.pk_pos);
-        }
-        RETURN_NOT_OK(ExpectOp("("));
-        do {
-          ASSIGN_OR_RETURN(std::string c, Name());
-          s.primary_key.push_back(c);
-        } while (AcceptOp(","));
-        RETURN_NOT_OK(ExpectOp(")"));
-        continue;
-      }
-      ColumnDef c;
-      c.pos = Peek().pos;
-      ASSIGN_OR_RETURN(c.name, Name());
-      ASSIGN_OR_RETURN(c.type, ParseType());
-      while (true) {
-        if (Accept("not")) {
-          RETURN_NOT_OK(Expect("null"));
-          c.not_null = true;
-        } else if (Accept("null")) {
-        } else if (Peek().Is("primary")) {
-          int p = Peek().pos;
-          i_++;
-          RETURN_NOT_OK(Expect("key"));
-          if (!s.primary_key.empty()) {
-            return Status::Sql("42P16", "multiple primary keys for table are not allowed", p);
-          }
-          c.primary_key = true;
-          s.primary_key.push_back(c.name);
-          s.pk_pos = p;
-        } else {
-          break;
-        }
-      }
-      s.columns.push_back(std::move(c));
-    } while (AcceptOp(","));
-    RETURN_NOT_OK(ExpectOp(")"));
-    if (Accept("with")) {  // storage parameters are accepted and ignored
-      RETURN_NOT_OK(ExpectOp("("));
-      int depth = 1;
-      while (depth > 0 && Peek().kind != Tok::kEnd) {
-        if (Peek().IsOp("(")) depth++;
-        if (Peek().IsOp(")")) depth--;
-        i_++;
-      }
-    }
-    return Statement(std::move(s));
+  if (t.Is("analyze") || t.Is("analyse")) {
+    // Accepted and ignored: the planner keeps no statistics yet.
+    while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) i_++;
+    return Statement(NoOpStmt{"ANALYZE"});
   }
-
-  Result<Statement> ParseDrop() {
+  if (t.Is("copy")) return ParseCopy();
+  if (t.Is("explain")) {
     i_++;
-    if (!Accept("table")) {
-      return Status::Sql("0A000", fmt::format("DROP {} is not supported", Peek().text), Peek().pos);
+    ExplainStmt e;
+    e.pos = Peek().pos;
+    if (AcceptOp("(")) {  // EXPLAIN (ANALYZE [true|false], ...) form
+      do {
+        if (Peek().kind != Tok::kIdent) return SyntaxError();
+        std::string opt = Next().text;
+        bool on = !(Accept("false") || Accept("off"));
+        Accept("true") || Accept("on");
+        if (opt == "analyze") e.analyze = on;
+      } while (AcceptOp(","));
+      RETURN_NOT_OK(ExpectOp(")"));
+    } else {
+      e.analyze = Accept("analyze") || Accept("analyse");
+      Accept("verbose");
     }
-    DropTableStmt s;
-    if (Accept("if")) {
-      RETURN_NOT_OK(Expect("exists"));
-      s.if_exists = true;
-    }
+    ASSIGN_OR_RETURN(Statement inner, ParseStatement());
+    e.inner = std::make_shared<StatementBox>(StatementBox{std::move(inner)});
+    return Statement(std::move(e));
+  }
+  if (t.Is("truncate")) {
+    i_++;
+    Accept("table");
+    TruncateStmt s;
+    s.pos = Peek().pos;
     do {
       ASSIGN_OR_RETURN(std::string n, QualifiedName());
       s.names.push_back(n);
     } while (AcceptOp(","));
-    Accept("cascade") || Accept("restrict");
     return Statement(std::move(s));
   }
+  static const std::set<std::string> kKnownUnsupported = {
+      "grant", "revoke", "prepare",
+      "execute", "deallocate", "with", "values", "table", "savepoint", "release", "lock",
+      "listen", "notify", "discard", "reset", "comment", "cluster", "reindex", "checkpoint"};
+  if (t.kind == Tok::kIdent && kKnownUnsupported.count(t.text)) {
+    return Status::Sql("0A000", fmt::format("{} is not supported yet", t.text), t.pos);
+  }
+  return SyntaxError();
+}
 
-  Result<Statement> ParseInsert() {
-    i_++;
-    RETURN_NOT_OK(Expect("into"));
-    InsertStmt s;
-    s.table_pos = Peek().pos;
-    ASSIGN_OR_RETURN(s.table, QualifiedName());
+Result<Statement> Parser::ParseCopy() {
+  i_++;
+  CopyStmt c;
+  c.table_pos = Peek().pos;
+  ASSIGN_OR_RETURN(c.table, QualifiedName());
+  if (AcceptOp("(")) {
+    do {
+      ASSIGN_OR_RETURN(std::string col, Name());
+      c.columns.push_back(col);
+    } while (AcceptOp(","));
+    RETURN_NOT_OK(ExpectOp(")"));
+  }
+  if (Accept("from")) {
+    c.from = true;
+    if (!Accept("stdin")) {
+      return Status::Sql("0A000", "COPY FROM supports only STDIN (files are read by the client)", Peek().pos);
+    }
+  } else if (Accept("to")) {
+    c.from = false;
+    if (!Accept("stdout")) return Status::Sql("0A000", "COPY TO supports only STDOUT", Peek().pos);
+  } else {
+    return SyntaxError();
+  }
+  Accept("with");
+  auto option = [&](const std::string& name) -> Status {
+    if (name == "format") {
+      if (Peek().Is("csv")) c.csv = true;
+      else if (!Peek().Is("text")) return Status::Sql("0A000", fmt::format("COPY format \"{}\" is not supported", Peek().text), Peek().pos);
+      i_++;
+    } else if (name == "csv") {
+      c.csv = true;
+    } else if (name == "header") {
+      c.header = !(Accept("false") || Accept("off"));
+      Accept("true") || Accept("on");
+    } else if (name == "delimiter") {
+      if (Peek().kind != Tok::kString || Peek().text.size() != 1) {
+        return Status::Sql("22023", "COPY delimiter must be a single one-byte character", Peek().pos);
+      }
+      c.delimiter = Next().text[0];
+    } else if (name == "null") {
+      if (Peek().kind != Tok::kString) return SyntaxError();
+      c.null_string = Next().text;
+    } else if (name == "freeze") {
+      Accept("true") || Accept("on") || Accept("false") || Accept("off");
+    } else if (name == "encoding") {
+      if (Peek().kind != Tok::kString) return SyntaxError();
+      i_++;
+    } else {
+      return Status::Sql("42601", fmt::format("option \"{}\" not recognized", name), Peek().pos);
+    }
+    return Status::OK();
+  };
+  if (AcceptOp("(")) {
+    do {
+      if (Peek().kind != Tok::kIdent) return SyntaxError();
+      RETURN_NOT_OK(option(Next().text));
+    } while (AcceptOp(","));
+    RETURN_NOT_OK(ExpectOp(")"));
+  } else {
+    while (Peek().kind == Tok::kIdent && (Peek().Is("csv") || Peek().Is("header") || Peek().Is("delimiter") ||
+                                           Peek().Is("null") || Peek().Is("freeze"))) {
+      std::string name = Next().text;
+      if (name == "delimiter" || name == "null") Accept("as");
+      RETURN_NOT_OK(option(name));
+    }
+  }
+  if (c.csv && c.null_string == "\\N") c.null_string = "";
+  if (c.csv && c.delimiter == '\t') c.delimiter = ',';
+  return Statement(std::move(c));
+}
+
+Result<Statement> Parser::ParseSet() {
+  i_++;
+  SetStmt s;
+  Accept("session");
+  Accept("local");
+  if (Peek().kind != Tok::kIdent) return SyntaxError();
+  s.name = Next().text;
+  while (AcceptOp(".")) s.name += "." + Next().text;
+  if (!AcceptOp("=") && !Accept("to")) return SyntaxError();
+  // Values: identifiers, strings, numbers, comma lists; kept as text.
+  bool first = true;
+  while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) {
+    const Token& v = Next();
+    if (!first && v.text != ",") s.value += v.IsOp(",") ? "" : " ";
+    s.value += v.text;
+    first = false;
+  }
+  if (first) return SyntaxError();
+  return Statement(std::move(s));
+}
+
+Result<SqlType> Parser::ParseType() {
+  const Token& t = Peek();
+  if (t.kind != Tok::kIdent) return SyntaxError();
+  std::string n = Next().text;
+  auto length = [&]() -> Result<int32_t> {
+    if (!AcceptOp("(")) return 0;
+    ASSIGN_OR_RETURN(uint64_t len, UnsignedInt());
+    RETURN_NOT_OK(ExpectOp(")"));
+    if (len == 0 || len > 10485760) {
+      return Status::Sql("22023", "length for type varchar must be between 1 and 10485760", t.pos);
+    }
+    return static_cast<int32_t>(len);
+  };
+  if (n == "int" || n == "integer" || n == "int4" || n == "smallint" || n == "int2") {
+    return SqlType{TypeId::kInt32};
+  }
+  if (n == "bigint" || n == "int8") return SqlType{TypeId::kInt64};
+  if (n == "double") {
+    RETURN_NOT_OK(Expect("precision"));
+    return SqlType{TypeId::kDouble};
+  }
+  if (n == "float8" || n == "float" || n == "real" || n == "float4") {
     if (AcceptOp("(")) {
-      do {
-        s.column_pos.push_back(Peek().pos);
-        ASSIGN_OR_RETURN(std::string c, Name());
-        s.columns.push_back(c);
-      } while (AcceptOp(","));
+      RETURN_NOT_OK(UnsignedInt().status());
       RETURN_NOT_OK(ExpectOp(")"));
     }
-    if (Peek().Is("select")) {
-      return Status::Sql("0A000", "INSERT ... SELECT is not supported yet", Peek().pos);
+    return SqlType{TypeId::kDouble};
+  }
+  if (n == "text") return SqlType{TypeId::kText};
+  if (n == "varchar") {
+    ASSIGN_OR_RETURN(int32_t len, length());
+    return SqlType{TypeId::kText, len};
+  }
+  if (n == "character") {
+    if (Accept("varying")) {
+      ASSIGN_OR_RETURN(int32_t len, length());
+      return SqlType{TypeId::kText, len};
     }
-    RETURN_NOT_OK(Expect("values"));
-    do {
+  }
+  if (n == "boolean" || n == "bool") return SqlType{TypeId::kBool};
+  return Status::Sql(n == "numeric" || n == "decimal" || n == "char" || n == "character" ||
+                             n == "timestamp" || n == "date"
+                         ? "0A000"
+                         : "42704",
+                     n == "numeric" || n == "decimal" || n == "char" || n == "character" ||
+                             n == "timestamp" || n == "date"
+                         ? fmt::format("type {} is not supported yet", n)
+                         : fmt::format("type \"{}\" does not exist", n),
+                     t.pos);
+}
+
+Result<Statement> Parser::ParseCreate() {
+  i_++;
+  if (!Accept("table")) {
+    return Status::Sql("0A000", fmt::format("CREATE {} is not supported", Peek().text), Peek().pos);
+  }
+  CreateTableStmt s;
+  if (Accept("if")) {
+    RETURN_NOT_OK(Expect("not"));
+    RETURN_NOT_OK(Expect("exists"));
+    s.if_not_exists = true;
+  }
+  ASSIGN_OR_RETURN(s.name, QualifiedName());
+  RETURN_NOT_OK(ExpectOp("("));
+  do {
+    if (Peek().Is("primary")) {
+      s.pk_pos = Peek().pos;
+      i_++;
+      RETURN_NOT_OK(Expect("key"));
+      if (!s.primary_key.empty()) {
+        return Status::Sql("42P16", "multiple primary keys for table are not allowed", s.pk_pos);
+      }
       RETURN_NOT_OK(ExpectOp("("));
-      std::vector<ExprPtr> row;
       do {
-        ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
-        row.push_back(std::move(e));
+        ASSIGN_OR_RETURN(std::string c, Name());
+        s.primary_key.push_back(c);
       } while (AcceptOp(","));
       RETURN_NOT_OK(ExpectOp(")"));
-      s.rows.push_back(std::move(row));
-    } while (AcceptOp(","));
-    return Statement(std::move(s));
+      continue;
+    }
+    ColumnDef c;
+    c.pos = Peek().pos;
+    ASSIGN_OR_RETURN(c.name, Name());
+    ASSIGN_OR_RETURN(c.type, ParseType());
+    while (true) {
+      if (Accept("not")) {
+        RETURN_NOT_OK(Expect("null"));
+        c.not_null = true;
+      } else if (Accept("null")) {
+      } else if (Peek().Is("primary")) {
+        int p = Peek().pos;
+        i_++;
+        RETURN_NOT_OK(Expect("key"));
+        if (!s.primary_key.empty()) {
+          return Status::Sql("42P16", "multiple primary keys for table are not allowed", p);
+        }
+        c.primary_key = true;
+        s.primary_key.push_back(c.name);
+        s.pk_pos = p;
+      } else {
+        break;
+      }
+    }
+    s.columns.push_back(std::move(c));
+  } while (AcceptOp(","));
+  RETURN_NOT_OK(ExpectOp(")"));
+  if (Accept("with")) {  // storage parameters are accepted and ignored
+    RETURN_NOT_OK(ExpectOp("("));
+    int depth = 1;
+    while (depth > 0 && Peek().kind != Tok::kEnd) {
+      if (Peek().IsOp("(")) depth++;
+      if (Peek().IsOp(")")) depth--;
+      i_++;
+    }
   }
+  return Statement(std::move(s));
+}
 
-  Result<Statement> ParseUpdate() {
-    i_++;
-    UpdateStmt s;
-    s.table_pos = Peek().pos;
-    ASSIGN_OR_RETURN(s.table, QualifiedName());
-    RETURN_NOT_OK(Expect("set"));
+Result<Statement> Parser::ParseDrop() {
+  i_++;
+  if (!Accept("table")) {
+    return Status::Sql("0A000", fmt::format("DROP {} is not supported", Peek().text), Peek().pos);
+  }
+  DropTableStmt s;
+  if (Accept("if")) {
+    RETURN_NOT_OK(Expect("exists"));
+    s.if_exists = true;
+  }
+  do {
+    ASSIGN_OR_RETURN(std::string n, QualifiedName());
+    s.names.push_back(n);
+  } while (AcceptOp(","));
+  Accept("cascade") || Accept("restrict");
+  return Statement(std::move(s));
+}
+
+Result<Statement> Parser::ParseInsert() {
+  i_++;
+  RETURN_NOT_OK(Expect("into"));
+  InsertStmt s;
+  s.table_pos = Peek().pos;
+  ASSIGN_OR_RETURN(s.table, QualifiedName());
+  if (AcceptOp("(")) {
     do {
-      s.set_pos.push_back(Peek().pos);
+      s.column_pos.push_back(Peek().pos);
       ASSIGN_OR_RETURN(std::string c, Name());
-      RETURN_NOT_OK(ExpectOp("="));
-      ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
-      s.sets.emplace_back(c, std::move(e));
+      s.columns.push_back(c);
     } while (AcceptOp(","));
-    if (Accept("where")) {
-      ASSIGN_OR_RETURN(s.where, ParseExpr());
-    }
-    return Statement(std::move(s));
+    RETURN_NOT_OK(ExpectOp(")"));
   }
-
-  Result<Statement> ParseDelete() {
-    i_++;
-    RETURN_NOT_OK(Expect("from"));
-    DeleteStmt s;
-    s.table_pos = Peek().pos;
-    ASSIGN_OR_RETURN(s.table, QualifiedName());
-    if (Accept("where")) {
-      ASSIGN_OR_RETURN(s.where, ParseExpr());
-    }
-    return Statement(std::move(s));
+  if (Peek().Is("select")) {
+    return Status::Sql("0A000", "INSERT ... SELECT is not supported yet", Peek().pos);
   }
-
-  Result<Statement> ParseAlter() {
-    i_++;
-    if (Accept("table")) {
-      MoveSegmentStmt s;
-      ASSIGN_OR_RETURN(s.table, QualifiedName());
-      if (!Peek().Is("move")) {
-        return Status::Sql("0A000", "ALTER TABLE supports only MOVE SEGMENT <id> TO NODE <id>",
-                           Peek().pos);
-      }
-      i_++;
-      RETURN_NOT_OK(Expect("segment"));
-      ASSIGN_OR_RETURN(s.segment, UnsignedInt());
-      RETURN_NOT_OK(Expect("to"));
-      RETURN_NOT_OK(Expect("node"));
-      ASSIGN_OR_RETURN(uint64_t n, UnsignedInt());
-      s.node = static_cast<uint32_t>(n);
-      return Statement(std::move(s));
-    }
-    if (Accept("node")) {
-      AlterNodeStmt s;
-      ASSIGN_OR_RETURN(uint64_t n, UnsignedInt());
-      s.node = static_cast<uint32_t>(n);
-      if (Accept("drain")) {
-        s.action = AlterNodeStmt::Action::kDrain;
-      } else if (Accept("power")) {
-        if (Accept("on")) {
-          s.action = AlterNodeStmt::Action::kPowerOn;
-        } else if (Accept("off")) {
-          s.action = AlterNodeStmt::Action::kPowerOff;
-        } else {
-          return SyntaxError();
-        }
-      } else {
-        return SyntaxError();
-      }
-      return Statement(std::move(s));
-    }
-    return Status::Sql("0A000", fmt::format("ALTER {} is not supported", Peek().text), Peek().pos);
-  }
-
- public:
-  Result<SelectStmt> ParseSelect() {
-    RETURN_NOT_OK(Expect("select"));
-    SelectStmt s;
-    if (Accept("distinct")) {
-      s.distinct = true;
-    } else {
-      Accept("all");
-    }
+  RETURN_NOT_OK(Expect("values"));
+  do {
+    RETURN_NOT_OK(ExpectOp("("));
+    std::vector<ExprPtr> row;
     do {
-      SelectItem item;
-      if (Peek().IsOp("*")) {
-        item.expr = std::make_unique<Expr>(Expr::Kind::kStar, Next().pos);
-      } else if ((Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) &&
-                 Peek(1).IsOp(".") && Peek(2).IsOp("*")) {
-        item.expr = std::make_unique<Expr>(Expr::Kind::kStar, Peek().pos);
-        item.expr->table = Next().text;
-        i_ += 2;
-      } else {
-        ASSIGN_OR_RETURN(item.expr, ParseExpr());
-        if (Accept("as")) {
-          if (Peek().kind != Tok::kIdent && Peek().kind != Tok::kQuotedIdent) return SyntaxError();
-          item.alias = Next().text;
-        } else if (Peek().kind == Tok::kQuotedIdent ||
-                   (Peek().kind == Tok::kIdent && !kReserved.count(Peek().text))) {
-          item.alias = Next().text;
-        }
-      }
-      s.items.push_back(std::move(item));
+      ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
+      row.push_back(std::move(e));
     } while (AcceptOp(","));
-    if (Accept("from")) {
-      s.has_from = true;
-      s.from_pos = Peek().pos;
-      ASSIGN_OR_RETURN(s.from_table, QualifiedName());
-      if (Accept("as")) {
-        ASSIGN_OR_RETURN(s.from_alias, Name());
-      } else if (Peek().kind == Tok::kIdent && !kReserved.count(Peek().text)) {
-        s.from_alias = Next().text;
-      }
-      if (Peek().IsOp(",") || Peek().Is("join") || Peek().Is("inner") || Peek().Is("left") ||
-          Peek().Is("cross") || Peek().Is("right") || Peek().Is("full")) {
-        return Status::Sql("0A000", "joins are not supported yet", Peek().pos);
-      }
-    }
-    if (Accept("where")) {
-      ASSIGN_OR_RETURN(s.where, ParseExpr());
-    }
-    if (Accept("group")) {
-      RETURN_NOT_OK(Expect("by"));
-      do {
-        ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
-        s.group_by.push_back(std::move(e));
-      } while (AcceptOp(","));
-    }
-    if (Accept("having")) {
-      ASSIGN_OR_RETURN(s.having, ParseExpr());
-    }
-    if (Peek().Is("union") || Peek().Is("except") || Peek().Is("intersect")) {
-      return Status::Sql("0A000", fmt::format("{} is not supported yet", Peek().text), Peek().pos);
-    }
-    if (Accept("order")) {
-      RETURN_NOT_OK(Expect("by"));
-      do {
-        OrderItem o;
-        ASSIGN_OR_RETURN(o.expr, ParseExpr());
-        if (Accept("desc")) {
-          o.desc = true;
-        } else {
-          Accept("asc");
-        }
-        if (Accept("nulls")) {
-          if (Accept("first")) {
-            o.nulls_first = true;
-          } else {
-            RETURN_NOT_OK(Expect("last"));
-            o.nulls_first = false;
-          }
-        }
-        s.order_by.push_back(std::move(o));
-      } while (AcceptOp(","));
-    }
-    for (int k = 0; k < 2; k++) {
-      if (Accept("limit")) {
-        if (Accept("all")) continue;
-        ASSIGN_OR_RETURN(s.limit, ParseExpr());
-      } else if (Accept("offset")) {
-        ASSIGN_OR_RETURN(s.offset, ParseExpr());
-        Accept("rows") || Accept("row");
-      }
-    }
-    if (Peek().Is("for")) {
-      return Status::Sql("0A000", "SELECT ... FOR UPDATE is not supported yet", Peek().pos);
-    }
-    return s;
-  }
+    RETURN_NOT_OK(ExpectOp(")"));
+    s.rows.push_back(std::move(row));
+  } while (AcceptOp(","));
+  return Statement(std::move(s));
+}
 
- private:
-  // Precedence climbing, loosest first: OR, AND, NOT, IS/comparison, BETWEEN/IN/LIKE,
-  // ||, + -, * / %, unary -, ::.
-  Result<ExprPtr> ParseExpr() { return ParseOr(); }
+Result<Statement> Parser::ParseUpdate() {
+  i_++;
+  UpdateStmt s;
+  s.table_pos = Peek().pos;
+  ASSIGN_OR_RETURN(s.table, QualifiedName());
+  RETURN_NOT_OK(Expect("set"));
+  do {
+    s.set_pos.push_back(Peek().pos);
+    ASSIGN_OR_RETURN(std::string c, Name());
+    RETURN_NOT_OK(ExpectOp("="));
+    ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
+    s.sets.emplace_back(c, std::move(e));
+  } while (AcceptOp(","));
+  if (Accept("where")) {
+    ASSIGN_OR_RETURN(s.where, ParseExpr());
+  }
+  return Statement(std::move(s));
+}
 
-  ExprPtr MakeBinary(std::string op, ExprPtr l, ExprPtr r, int pos) {
-    auto e = std::make_unique<Expr>(Expr::Kind::kBinary, pos);
-    e->op = std::move(op);
-    e->args.push_back(std::move(l));
-    e->args.push_back(std::move(r));
-    return e;
+Result<Statement> Parser::ParseDelete() {
+  i_++;
+  RETURN_NOT_OK(Expect("from"));
+  DeleteStmt s;
+  s.table_pos = Peek().pos;
+  ASSIGN_OR_RETURN(s.table, QualifiedName());
+  if (Accept("where")) {
+    ASSIGN_OR_RETURN(s.where, ParseExpr());
   }
+  return Statement(std::move(s));
+}
 
-  Result<ExprPtr> ParseOr() {
-    ASSIGN_OR_RETURN(ExprPtr l, ParseAnd());
-    while (Peek().Is("or")) {
-      int p = Next().pos;
-      ASSIGN_OR_RETURN(ExprPtr r, ParseAnd());
-      l = MakeBinary("or", std::move(l), std::move(r), p);
-    }
-    return l;
-  }
-  Result<ExprPtr> ParseAnd() {
-    ASSIGN_OR_RETURN(ExprPtr l, ParseNot());
-    while (Peek().Is("and")) {
-      int p = Next().pos;
-      ASSIGN_OR_RETURN(ExprPtr r, ParseNot());
-      l = MakeBinary("and", std::move(l), std::move(r), p);
-    }
-    return l;
-  }
-  Result<ExprPtr> ParseNot() {
-    if (Peek().Is("not")) {
-      int p = Next().pos;
-      ASSIGN_OR_RETURN(ExprPtr a, ParseNot());
-      auto e = std::make_unique<Expr>(Expr::Kind::kUnary, p);
-      e->op = "not";
-      e->args.push_back(std::move(a));
-      return e;
-    }
-    return ParseComparison();
-  }
-  Result<ExprPtr> ParseComparison() {
-    ASSIGN_OR_RETURN(ExprPtr l, ParsePredicate());
-    while (true) {
-      const Token& t = Peek();
-      if (t.kind == Tok::kOp && (t.text == "=" || t.text == "<>" || t.text == "!=" ||
-                                 t.text == "<" || t.text == "<=" || t.text == ">" || t.text == ">=")) {
-        i_++;
-        ASSIGN_OR_RETURN(ExprPtr r, ParsePredicate());
-        l = MakeBinary(t.text == "!=" ? "<>" : t.text, std::move(l), std::move(r), t.pos);
-        continue;
-      }
-      if (t.Is("is")) {
-        i_++;
-        bool neg = Accept("not");
-        auto e = std::make_unique<Expr>(Expr::Kind::kIsNull, t.pos);
-        e->negated = neg;
-        if (Accept("null")) {
-          e->args.push_back(std::move(l));
-          l = std::move(e);
-          continue;
-        }
-        if (Peek().Is("true") || Peek().Is("false")) {
-          // x IS [NOT] TRUE/FALSE  ==  coalesce(x = v, false) [negated]
-          bool v = Next().Is("true");
-          auto eq = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
-          eq->name = v ? "__is_true" : "__is_false";
-          eq->args.push_back(std::move(l));
-          if (neg) {
-            auto n = std::make_unique<Expr>(Expr::Kind::kUnary, t.pos);
-            n->op = "not";
-            n->args.push_back(std::move(eq));
-            l = std::move(n);
-          } else {
-            l = std::move(eq);
-          }
-          continue;
-        }
-        return SyntaxError();
-      }
-      break;
-    }
-    return l;
-  }
-  Result<ExprPtr> ParsePredicate() {
-    ASSIGN_OR_RETURN(ExprPtr l, ParseConcat());
-    while (true) {
-      int save = static_cast<int>(i_);
-      bool neg = Accept("not");
-      const Token& t = Peek();
-      if (t.Is("between")) {
-        i_++;
-        auto e = std::make_unique<Expr>(Expr::Kind::kBetween, t.pos);
-        e->negated = neg;
-        e->args.push_back(std::move(l));
-        ASSIGN_OR_RETURN(ExprPtr lo, ParseConcat());
-        RETURN_NOT_OK(Expect("and"));
-        ASSIGN_OR_RETURN(ExprPtr hi, ParseConcat());
-        e->args.push_back(std::move(lo));
-        e->args.push_back(std::move(hi));
-        l = std::move(e);
-        continue;
-      }
-      if (t.Is("in")) {
-        i_++;
-        auto e = std::make_unique<Expr>(Expr::Kind::kInList, t.pos);
-        e->negated = neg;
-        e->args.push_back(std::move(l));
-        RETURN_NOT_OK(ExpectOp("("));
-        if (Peek().Is("select")) {
-          return Status::Sql("0A000", "subqueries are not supported yet", Peek().pos);
-        }
-        do {
-          ASSIGN_OR_RETURN(ExprPtr x, ParseExpr());
-          e->args.push_back(std::move(x));
-        } while (AcceptOp(","));
-        RETURN_NOT_OK(ExpectOp(")"));
-        l = std::move(e);
-        continue;
-      }
-      if (t.Is("like") || t.Is("ilike")) {
-        i_++;
-        auto e = std::make_unique<Expr>(Expr::Kind::kLike, t.pos);
-        e->negated = neg;
-        e->op = t.text;
-        e->args.push_back(std::move(l));
-        ASSIGN_OR_RETURN(ExprPtr p, ParseConcat());
-        e->args.push_back(std::move(p));
-        l = std::move(e);
-        continue;
-      }
-      i_ = save;
-      break;
-    }
-    return l;
-  }
-  Result<ExprPtr> ParseConcat() {
-    ASSIGN_OR_RETURN(ExprPtr l, ParseAdd());
-    while (Peek().IsOp("||")) {
-      int p = Next().pos;
-      ASSIGN_OR_RETURN(ExprPtr r, ParseAdd());
-      l = MakeBinary("||", std::move(l), std::move(r), p);
-    }
-    return l;
-  }
-  Result<ExprPtr> ParseAdd() {
-    ASSIGN_OR_RETURN(ExprPtr l, ParseMul());
-    while (Peek().IsOp("+") || Peek().IsOp("-")) {
-      const Token& t = Next();
-      ASSIGN_OR_RETURN(ExprPtr r, ParseMul());
-      l = MakeBinary(t.text, std::move(l), std::move(r), t.pos);
-    }
-    return l;
-  }
-  Result<ExprPtr> ParseMul() {
-    ASSIGN_OR_RETURN(ExprPtr l, ParseUnary());
-    while (Peek().IsOp("*") || Peek().IsOp("/") || Peek().IsOp("%")) {
-      const Token& t = Next();
-      ASSIGN_OR_RETURN(ExprPtr r, ParseUnary());
-      l = MakeBinary(t.text, std::move(l), std::move(r), t.pos);
-    }
-    return l;
-  }
-  Result<ExprPtr> ParseUnary() {
-    if (Peek().IsOp("-") || Peek().IsOp("+")) {
-      const Token& t = Next();
-      ASSIGN_OR_RETURN(ExprPtr a, ParseUnary());
-      if (t.text == "+") return a;
-      // Fold -literal so that -9223372036854775808 parses.
-      if (a->kind == Expr::Kind::kLiteral && a->value.type() == TypeId::kDouble) {
-        a->value = Value::Double(-a->value.as_double());
-        a->pos = t.pos;
-        return a;
-      }
-      auto e = std::make_unique<Expr>(Expr::Kind::kUnary, t.pos);
-      e->op = "-";
-      e->args.push_back(std::move(a));
-      return e;
-    }
-    return ParseCastSuffix();
-  }
-  Result<ExprPtr> ParseCastSuffix() {
-    ASSIGN_OR_RETURN(ExprPtr e, ParsePrimary());
-    while (Peek().IsOp("::")) {
-      int p = Next().pos;
-      auto c = std::make_unique<Expr>(Expr::Kind::kCast, p);
-      ASSIGN_OR_RETURN(c->cast_type, ParseType());
-      c->args.push_back(std::move(e));
-      e = std::move(c);
-    }
-    return e;
-  }
-
-  Result<ExprPtr> ParsePrimary() {
-    const Token& t = Peek();
-    switch (t.kind) {
-      case Tok::kInteger: {
-        i_++;
-        auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-        int64_t v = 0;
-        auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-        if (ec != std::errc()) {
-          double d = 0;
-          std::from_chars(t.text.data(), t.text.data() + t.text.size(), d);
-          e->value = Value::Double(d);  // too large for bigint: PostgreSQL makes it numeric
-        } else if (v <= INT32_MAX) {
-          e->value = Value::Int32(v);
-        } else {
-          e->value = Value::Int64(v);
-        }
-        return e;
-      }
-      case Tok::kFloat: {
-        i_++;
-        auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-        double d = 0;
-        std::from_chars(t.text.data(), t.text.data() + t.text.size(), d);
-        e->value = Value::Double(d);
-        return e;
-      }
-      case Tok::kString: {
-        i_++;
-        auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-        e->value = Value::Text(t.text);
-        e->untyped = true;
-        return e;
-      }
-      case Tok::kParam: {
-        i_++;
-        auto e = std::make_unique<Expr>(Expr::Kind::kParam, t.pos);
-        auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), e->param);
-        if (ec != std::errc() || e->param < 1 || e->param > 65535) {
-          return Status::Sql("42P02", fmt::format("there is no parameter ${}", t.text), t.pos);
-        }
-        return e;
-      }
-      case Tok::kOp:
-        if (t.text == "(") {
-          i_++;
-          if (Peek().Is("select")) {
-            return Status::Sql("0A000", "subqueries are not supported yet", Peek().pos);
-          }
-          ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
-          RETURN_NOT_OK(ExpectOp(")"));
-          return e;
-        }
-        return SyntaxError();
-      case Tok::kEnd: return SyntaxError();
-      case Tok::kIdent:
-      case Tok::kQuotedIdent: break;
-    }
-    if (t.kind == Tok::kIdent) {
-      if (t.Is("null")) {
-        i_++;
-        return std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-      }
-      if (t.Is("true") || t.Is("false")) {
-        i_++;
-        auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-        e->value = Value::Bool(t.Is("true"));
-        return e;
-      }
-      if (t.Is("case")) return ParseCase();
-      if (t.Is("cast")) {
-        i_++;
-        RETURN_NOT_OK(ExpectOp("("));
-        auto c = std::make_unique<Expr>(Expr::Kind::kCast, t.pos);
-        ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
-        RETURN_NOT_OK(Expect("as"));
-        ASSIGN_OR_RETURN(c->cast_type, ParseType());
-        RETURN_NOT_OK(ExpectOp(")"));
-        c->args.push_back(std::move(a));
-        return c;
-      }
-      if (kReserved.count(t.text)) return SyntaxError();
+Result<Statement> Parser::ParseAlter() {
+  i_++;
+  if (Accept("table")) {
+    MoveSegmentStmt s;
+    ASSIGN_OR_RETURN(s.table, QualifiedName());
+    if (!Peek().Is("move")) {
+      return Status::Sql("0A000", "ALTER TABLE supports only MOVE SEGMENT <id> TO NODE <id>",
+                         Peek().pos);
     }
     i_++;
-    std::string name = t.text;
-    if (Peek().IsOp("(")) {  // function call
-      i_++;
-      auto f = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
-      f->name = name;
-      if (AcceptOp("*")) {
-        f->star_arg = true;
-      } else if (!Peek().IsOp(")")) {
-        if (Accept("distinct")) f->distinct = true;
-        do {
-          ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
-          f->args.push_back(std::move(a));
-        } while (AcceptOp(","));
+    RETURN_NOT_OK(Expect("segment"));
+    ASSIGN_OR_RETURN(s.segment, UnsignedInt());
+    RETURN_NOT_OK(Expect("to"));
+    RETURN_NOT_OK(Expect("node"));
+    ASSIGN_OR_RETURN(uint64_t n, UnsignedInt());
+    s.node = static_cast<uint32_t>(n);
+    return Statement(std::move(s));
+  }
+  if (Accept("node")) {
+    AlterNodeStmt s;
+    ASSIGN_OR_RETURN(uint64_t n, UnsignedInt());
+    s.node = static_cast<uint32_t>(n);
+    if (Accept("drain")) {
+      s.action = AlterNodeStmt::Action::kDrain;
+    } else if (Accept("power")) {
+      if (Accept("on")) {
+        s.action = AlterNodeStmt::Action::kPowerOn;
+      } else if (Accept("off")) {
+        s.action = AlterNodeStmt::Action::kPowerOff;
+      } else {
+        return SyntaxError();
       }
-      RETURN_NOT_OK(ExpectOp(")"));
-      return f;
-    }
-    auto c = std::make_unique<Expr>(Expr::Kind::kColumn, t.pos);
-    if (AcceptOp(".")) {
-      if (Peek().kind != Tok::kIdent && Peek().kind != Tok::kQuotedIdent) return SyntaxError();
-      c->table = name;
-      c->name = Next().text;
     } else {
-      c->name = name;
+      return SyntaxError();
     }
-    return c;
+    return Statement(std::move(s));
   }
+  return Status::Sql("0A000", fmt::format("ALTER {} is not supported", Peek().text), Peek().pos);
+}
 
-  Result<ExprPtr> ParseCase() {
-    auto e = std::make_unique<Expr>(Expr::Kind::kCase, Next().pos);
-    if (!Peek().Is("when")) {
-      ASSIGN_OR_RETURN(e->operand, ParseExpr());
-    }
-    if (!Peek().Is("when")) return SyntaxError();
-    while (Accept("when")) {
-      ASSIGN_OR_RETURN(ExprPtr w, ParseExpr());
-      RETURN_NOT_OK(Expect("then"));
-      ASSIGN_OR_RETURN(ExprPtr th, ParseExpr());
-      e->args.push_back(std::move(w));
-      e->args.push_back(std::move(th));
-    }
-    if (Accept("else")) {
-      ASSIGN_OR_RETURN(e->else_expr, ParseExpr());
-    }
-    RETURN_NOT_OK(Expect("end"));
-    return e;
+Result<SelectStmt> Parser::ParseSelect() {
+  RETURN_NOT_OK(Expect("select"));
+  SelectStmt s;
+  if (Accept("distinct")) {
+    s.distinct = true;
+  } else {
+    Accept("all");
   }
+  do {
+    SelectItem item;
+    if (Peek().IsOp("*")) {
+      item.expr = std::make_unique<Expr>(Expr::Kind::kStar, Next().pos);
+    } else if ((Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) &&
+               Peek(1).IsOp(".") && Peek(2).IsOp("*")) {
+      item.expr = std::make_unique<Expr>(Expr::Kind::kStar, Peek().pos);
+      item.expr->table = Next().text;
+      i_ += 2;
+    } else {
+      ASSIGN_OR_RETURN(item.expr, ParseExpr());
+      if (Accept("as")) {
+        if (Peek().kind != Tok::kIdent && Peek().kind != Tok::kQuotedIdent) return SyntaxError();
+        item.alias = Next().text;
+      } else if (Peek().kind == Tok::kQuotedIdent ||
+                 (Peek().kind == Tok::kIdent && !kReserved.count(Peek().text))) {
+        item.alias = Next().text;
+      }
+    }
+    s.items.push_back(std::move(item));
+  } while (AcceptOp(","));
+  if (Accept("from")) {
+    s.has_from = true;
+    s.from_pos = Peek().pos;
+    ASSIGN_OR_RETURN(s.from_table, QualifiedName());
+    if (Accept("as")) {
+      ASSIGN_OR_RETURN(s.from_alias, Name());
+    } else if (Peek().kind == Tok::kIdent && !kReserved.count(Peek().text)) {
+      s.from_alias = Next().text;
+    }
+    if (Peek().IsOp(",") || Peek().Is("join") || Peek().Is("inner") || Peek().Is("left") ||
+        Peek().Is("cross") || Peek().Is("right") || Peek().Is("full")) {
+      return Status::Sql("0A000", "joins are not supported yet", Peek().pos);
+    }
+  }
+  if (Accept("where")) {
+    ASSIGN_OR_RETURN(s.where, ParseExpr());
+  }
+  if (Accept("group")) {
+    RETURN_NOT_OK(Expect("by"));
+    do {
+      ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
+      s.group_by.push_back(std::move(e));
+    } while (AcceptOp(","));
+  }
+  if (Accept("having")) {
+    ASSIGN_OR_RETURN(s.having, ParseExpr());
+  }
+  if (Peek().Is("union") || Peek().Is("except") || Peek().Is("intersect")) {
+    return Status::Sql("0A000", fmt::format("{} is not supported yet", Peek().text), Peek().pos);
+  }
+  if (Accept("order")) {
+    RETURN_NOT_OK(Expect("by"));
+    do {
+      OrderItem o;
+      ASSIGN_OR_RETURN(o.expr, ParseExpr());
+      if (Accept("desc")) {
+        o.desc = true;
+      } else {
+        Accept("asc");
+      }
+      if (Accept("nulls")) {
+        if (Accept("first")) {
+          o.nulls_first = true;
+        } else {
+          RETURN_NOT_OK(Expect("last"));
+          o.nulls_first = false;
+        }
+      }
+      s.order_by.push_back(std::move(o));
+    } while (AcceptOp(","));
+  }
+  for (int k = 0; k < 2; k++) {
+    if (Accept("limit")) {
+      if (Accept("all")) continue;
+      ASSIGN_OR_RETURN(s.limit, ParseExpr());
+    } else if (Accept("offset")) {
+      ASSIGN_OR_RETURN(s.offset, ParseExpr());
+      Accept("rows") || Accept("row");
+    }
+  }
+  if (Peek().Is("for")) {
+    return Status::Sql("0A000", "SELECT ... FOR UPDATE is not supported yet", Peek().pos);
+  }
+  return s;
+}
 
-  std::vector<Token> t_;
-  size_t i_ = 0;
-};
+}  // namespace internal
 
-}  // namespace
+using internal::Parser;
 
 int MaxParamIndex(const std::string& sql) {
   auto toks = Lex(sql);

@@ -1,0 +1,339 @@
+// Expression parsing: precedence climbing, loosest first: OR, AND, NOT, IS/comparison,
+// BETWEEN/IN/LIKE, ||, + -, * / %, unary -, ::.
+#include <charconv>
+
+#include "query/sql/parser_internal.h"
+
+namespace wattdb::sql::internal {
+
+ExprPtr Parser::MakeBinary(std::string op, ExprPtr l, ExprPtr r, int pos) {
+  auto e = std::make_unique<Expr>(Expr::Kind::kBinary, pos);
+  e->op = std::move(op);
+  e->args.push_back(std::move(l));
+  e->args.push_back(std::move(r));
+  return e;
+}
+
+Result<ExprPtr> Parser::ParseOr() {
+  ASSIGN_OR_RETURN(ExprPtr l, ParseAnd());
+  while (Peek().Is("or")) {
+    int p = Next().pos;
+    ASSIGN_OR_RETURN(ExprPtr r, ParseAnd());
+    l = MakeBinary("or", std::move(l), std::move(r), p);
+  }
+  return l;
+}
+
+Result<ExprPtr> Parser::ParseAnd() {
+  ASSIGN_OR_RETURN(ExprPtr l, ParseNot());
+  while (Peek().Is("and")) {
+    int p = Next().pos;
+    ASSIGN_OR_RETURN(ExprPtr r, ParseNot());
+    l = MakeBinary("and", std::move(l), std::move(r), p);
+  }
+  return l;
+}
+
+Result<ExprPtr> Parser::ParseNot() {
+  if (Peek().Is("not")) {
+    int p = Next().pos;
+    ASSIGN_OR_RETURN(ExprPtr a, ParseNot());
+    auto e = std::make_unique<Expr>(Expr::Kind::kUnary, p);
+    e->op = "not";
+    e->args.push_back(std::move(a));
+    return e;
+  }
+  return ParseComparison();
+}
+
+Result<ExprPtr> Parser::ParseComparison() {
+  ASSIGN_OR_RETURN(ExprPtr l, ParsePredicate());
+  while (true) {
+    const Token& t = Peek();
+    if (t.kind == Tok::kOp && (t.text == "=" || t.text == "<>" || t.text == "!=" ||
+                               t.text == "<" || t.text == "<=" || t.text == ">" || t.text == ">=")) {
+      i_++;
+      ASSIGN_OR_RETURN(ExprPtr r, ParsePredicate());
+      l = MakeBinary(t.text == "!=" ? "<>" : t.text, std::move(l), std::move(r), t.pos);
+      continue;
+    }
+    if (t.Is("is")) {
+      i_++;
+      bool neg = Accept("not");
+      auto e = std::make_unique<Expr>(Expr::Kind::kIsNull, t.pos);
+      e->negated = neg;
+      if (Accept("null")) {
+        e->args.push_back(std::move(l));
+        l = std::move(e);
+        continue;
+      }
+      if (Peek().Is("true") || Peek().Is("false")) {
+        // x IS [NOT] TRUE/FALSE  ==  coalesce(x = v, false) [negated]
+        bool v = Next().Is("true");
+        auto eq = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
+        eq->name = v ? "__is_true" : "__is_false";
+        eq->args.push_back(std::move(l));
+        if (neg) {
+          auto n = std::make_unique<Expr>(Expr::Kind::kUnary, t.pos);
+          n->op = "not";
+          n->args.push_back(std::move(eq));
+          l = std::move(n);
+        } else {
+          l = std::move(eq);
+        }
+        continue;
+      }
+      return SyntaxError();
+    }
+    break;
+  }
+  return l;
+}
+
+Result<ExprPtr> Parser::ParsePredicate() {
+  ASSIGN_OR_RETURN(ExprPtr l, ParseConcat());
+  while (true) {
+    int save = static_cast<int>(i_);
+    bool neg = Accept("not");
+    const Token& t = Peek();
+    if (t.Is("between")) {
+      i_++;
+      auto e = std::make_unique<Expr>(Expr::Kind::kBetween, t.pos);
+      e->negated = neg;
+      e->args.push_back(std::move(l));
+      ASSIGN_OR_RETURN(ExprPtr lo, ParseConcat());
+      RETURN_NOT_OK(Expect("and"));
+      ASSIGN_OR_RETURN(ExprPtr hi, ParseConcat());
+      e->args.push_back(std::move(lo));
+      e->args.push_back(std::move(hi));
+      l = std::move(e);
+      continue;
+    }
+    if (t.Is("in")) {
+      i_++;
+      auto e = std::make_unique<Expr>(Expr::Kind::kInList, t.pos);
+      e->negated = neg;
+      e->args.push_back(std::move(l));
+      RETURN_NOT_OK(ExpectOp("("));
+      if (Peek().Is("select")) {
+        return Status::Sql("0A000", "subqueries are not supported yet", Peek().pos);
+      }
+      do {
+        ASSIGN_OR_RETURN(ExprPtr x, ParseExpr());
+        e->args.push_back(std::move(x));
+      } while (AcceptOp(","));
+      RETURN_NOT_OK(ExpectOp(")"));
+      l = std::move(e);
+      continue;
+    }
+    if (t.Is("like") || t.Is("ilike")) {
+      i_++;
+      auto e = std::make_unique<Expr>(Expr::Kind::kLike, t.pos);
+      e->negated = neg;
+      e->op = t.text;
+      e->args.push_back(std::move(l));
+      ASSIGN_OR_RETURN(ExprPtr p, ParseConcat());
+      e->args.push_back(std::move(p));
+      l = std::move(e);
+      continue;
+    }
+    i_ = save;
+    break;
+  }
+  return l;
+}
+
+Result<ExprPtr> Parser::ParseConcat() {
+  ASSIGN_OR_RETURN(ExprPtr l, ParseAdd());
+  while (Peek().IsOp("||")) {
+    int p = Next().pos;
+    ASSIGN_OR_RETURN(ExprPtr r, ParseAdd());
+    l = MakeBinary("||", std::move(l), std::move(r), p);
+  }
+  return l;
+}
+
+Result<ExprPtr> Parser::ParseAdd() {
+  ASSIGN_OR_RETURN(ExprPtr l, ParseMul());
+  while (Peek().IsOp("+") || Peek().IsOp("-")) {
+    const Token& t = Next();
+    ASSIGN_OR_RETURN(ExprPtr r, ParseMul());
+    l = MakeBinary(t.text, std::move(l), std::move(r), t.pos);
+  }
+  return l;
+}
+
+Result<ExprPtr> Parser::ParseMul() {
+  ASSIGN_OR_RETURN(ExprPtr l, ParseUnary());
+  while (Peek().IsOp("*") || Peek().IsOp("/") || Peek().IsOp("%")) {
+    const Token& t = Next();
+    ASSIGN_OR_RETURN(ExprPtr r, ParseUnary());
+    l = MakeBinary(t.text, std::move(l), std::move(r), t.pos);
+  }
+  return l;
+}
+
+Result<ExprPtr> Parser::ParseUnary() {
+  if (Peek().IsOp("-") || Peek().IsOp("+")) {
+    const Token& t = Next();
+    ASSIGN_OR_RETURN(ExprPtr a, ParseUnary());
+    if (t.text == "+") return a;
+    // Fold -literal so that -9223372036854775808 parses.
+    if (a->kind == Expr::Kind::kLiteral && a->value.type() == TypeId::kDouble) {
+      a->value = Value::Double(-a->value.as_double());
+      a->pos = t.pos;
+      return a;
+    }
+    auto e = std::make_unique<Expr>(Expr::Kind::kUnary, t.pos);
+    e->op = "-";
+    e->args.push_back(std::move(a));
+    return e;
+  }
+  return ParseCastSuffix();
+}
+
+Result<ExprPtr> Parser::ParseCastSuffix() {
+  ASSIGN_OR_RETURN(ExprPtr e, ParsePrimary());
+  while (Peek().IsOp("::")) {
+    int p = Next().pos;
+    auto c = std::make_unique<Expr>(Expr::Kind::kCast, p);
+    ASSIGN_OR_RETURN(c->cast_type, ParseType());
+    c->args.push_back(std::move(e));
+    e = std::move(c);
+  }
+  return e;
+}
+
+Result<ExprPtr> Parser::ParsePrimary() {
+  const Token& t = Peek();
+  switch (t.kind) {
+    case Tok::kInteger: {
+      i_++;
+      auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
+      int64_t v = 0;
+      auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+      if (ec != std::errc()) {
+        double d = 0;
+        std::from_chars(t.text.data(), t.text.data() + t.text.size(), d);
+        e->value = Value::Double(d);  // too large for bigint: PostgreSQL makes it numeric
+      } else if (v <= INT32_MAX) {
+        e->value = Value::Int32(v);
+      } else {
+        e->value = Value::Int64(v);
+      }
+      return e;
+    }
+    case Tok::kFloat: {
+      i_++;
+      auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
+      double d = 0;
+      std::from_chars(t.text.data(), t.text.data() + t.text.size(), d);
+      e->value = Value::Double(d);
+      return e;
+    }
+    case Tok::kString: {
+      i_++;
+      auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
+      e->value = Value::Text(t.text);
+      e->untyped = true;
+      return e;
+    }
+    case Tok::kParam: {
+      i_++;
+      auto e = std::make_unique<Expr>(Expr::Kind::kParam, t.pos);
+      auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), e->param);
+      if (ec != std::errc() || e->param < 1 || e->param > 65535) {
+        return Status::Sql("42P02", fmt::format("there is no parameter ${}", t.text), t.pos);
+      }
+      return e;
+    }
+    case Tok::kOp:
+      if (t.text == "(") {
+        i_++;
+        if (Peek().Is("select")) {
+          return Status::Sql("0A000", "subqueries are not supported yet", Peek().pos);
+        }
+        ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
+        RETURN_NOT_OK(ExpectOp(")"));
+        return e;
+      }
+      return SyntaxError();
+    case Tok::kEnd: return SyntaxError();
+    case Tok::kIdent:
+    case Tok::kQuotedIdent: break;
+  }
+  if (t.kind == Tok::kIdent) {
+    if (t.Is("null")) {
+      i_++;
+      return std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
+    }
+    if (t.Is("true") || t.Is("false")) {
+      i_++;
+      auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
+      e->value = Value::Bool(t.Is("true"));
+      return e;
+    }
+    if (t.Is("case")) return ParseCase();
+    if (t.Is("cast")) {
+      i_++;
+      RETURN_NOT_OK(ExpectOp("("));
+      auto c = std::make_unique<Expr>(Expr::Kind::kCast, t.pos);
+      ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
+      RETURN_NOT_OK(Expect("as"));
+      ASSIGN_OR_RETURN(c->cast_type, ParseType());
+      RETURN_NOT_OK(ExpectOp(")"));
+      c->args.push_back(std::move(a));
+      return c;
+    }
+    if (kReserved.count(t.text)) return SyntaxError();
+  }
+  i_++;
+  std::string name = t.text;
+  if (Peek().IsOp("(")) {  // function call
+    i_++;
+    auto f = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
+    f->name = name;
+    if (AcceptOp("*")) {
+      f->star_arg = true;
+    } else if (!Peek().IsOp(")")) {
+      if (Accept("distinct")) f->distinct = true;
+      do {
+        ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
+        f->args.push_back(std::move(a));
+      } while (AcceptOp(","));
+    }
+    RETURN_NOT_OK(ExpectOp(")"));
+    return f;
+  }
+  auto c = std::make_unique<Expr>(Expr::Kind::kColumn, t.pos);
+  if (AcceptOp(".")) {
+    if (Peek().kind != Tok::kIdent && Peek().kind != Tok::kQuotedIdent) return SyntaxError();
+    c->table = name;
+    c->name = Next().text;
+  } else {
+    c->name = name;
+  }
+  return c;
+}
+
+Result<ExprPtr> Parser::ParseCase() {
+  auto e = std::make_unique<Expr>(Expr::Kind::kCase, Next().pos);
+  if (!Peek().Is("when")) {
+    ASSIGN_OR_RETURN(e->operand, ParseExpr());
+  }
+  if (!Peek().Is("when")) return SyntaxError();
+  while (Accept("when")) {
+    ASSIGN_OR_RETURN(ExprPtr w, ParseExpr());
+    RETURN_NOT_OK(Expect("then"));
+    ASSIGN_OR_RETURN(ExprPtr th, ParseExpr());
+    e->args.push_back(std::move(w));
+    e->args.push_back(std::move(th));
+  }
+  if (Accept("else")) {
+    ASSIGN_OR_RETURN(e->else_expr, ParseExpr());
+  }
+  RETURN_NOT_OK(Expect("end"));
+  return e;
+}
+
+}  // namespace wattdb::sql::internal

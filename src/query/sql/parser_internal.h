@@ -1,0 +1,94 @@
+// Parser: the recursive-descent parser behind sql::Parse. Statements are parsed in
+// parser.cc, expressions in parser_expr.cc; this header is internal to the sql folder.
+// One Parser parses one token list; not thread-safe.
+#pragma once
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "query/sql/ast.h"
+#include "query/sql/lexer.h"
+
+namespace wattdb::sql::internal {
+
+// Keywords that cannot be names or implicit aliases.
+extern const std::set<std::string> kReserved;
+
+class Parser {
+ public:
+  explicit Parser(std::vector<Token> toks) : t_(std::move(toks)) {}
+
+  Result<std::vector<Statement>> ParseAll();
+
+ private:
+  const Token& Peek(int k = 0) const {
+    size_t j = std::min(i_ + k, t_.size() - 1);
+    return t_[j];
+  }
+  const Token& Next() { return t_[std::min(i_++, t_.size() - 1)]; }
+  bool Accept(const char* kw) {
+    if (Peek().Is(kw)) {
+      i_++;
+      return true;
+    }
+    return false;
+  }
+  bool AcceptOp(const char* op) {
+    if (Peek().IsOp(op)) {
+      i_++;
+      return true;
+    }
+    return false;
+  }
+  Status SyntaxError() const {
+    const Token& t = Peek();
+    if (t.kind == Tok::kEnd) return Status::Sql("42601", "syntax error at end of input", t.pos);
+    std::string shown = t.kind == Tok::kString ? "'" + t.text + "'" : t.text;
+    return Status::Sql("42601", fmt::format("syntax error at or near \"{}\"", shown), t.pos);
+  }
+  Status Expect(const char* kw) { return Accept(kw) ? Status::OK() : SyntaxError(); }
+  Status ExpectOp(const char* op) { return AcceptOp(op) ? Status::OK() : SyntaxError(); }
+
+  // An identifier usable as a name (unquoted non-reserved or quoted).
+  Result<std::string> Name();
+  Result<std::string> QualifiedName();
+  Result<uint64_t> UnsignedInt();
+  Result<SqlType> ParseType();
+
+  // Statements (parser.cc).
+  Result<Statement> ParseStatement();
+  Result<SelectStmt> ParseSelect();
+  Result<Statement> ParseCreate();
+  Result<Statement> ParseDrop();
+  Result<Statement> ParseInsert();
+  Result<Statement> ParseUpdate();
+  Result<Statement> ParseDelete();
+  Result<Statement> ParseAlter();
+  Result<Statement> ParseCopy();
+  Result<Statement> ParseSet();
+
+  // Expressions (parser_expr.cc): precedence climbing, loosest first: OR, AND, NOT,
+  // IS/comparison, BETWEEN/IN/LIKE, ||, + -, * / %, unary -, ::.
+  Result<ExprPtr> ParseExpr() { return ParseOr(); }
+  ExprPtr MakeBinary(std::string op, ExprPtr l, ExprPtr r, int pos);
+  Result<ExprPtr> ParseOr();
+  Result<ExprPtr> ParseAnd();
+  Result<ExprPtr> ParseNot();
+  Result<ExprPtr> ParseComparison();
+  Result<ExprPtr> ParsePredicate();
+  Result<ExprPtr> ParseConcat();
+  Result<ExprPtr> ParseAdd();
+  Result<ExprPtr> ParseMul();
+  Result<ExprPtr> ParseUnary();
+  Result<ExprPtr> ParseCastSuffix();
+  Result<ExprPtr> ParsePrimary();
+  Result<ExprPtr> ParseCase();
+
+  std::vector<Token> t_;
+  size_t i_ = 0;
+};
+
+}  // namespace wattdb::sql::internal
