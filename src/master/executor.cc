@@ -144,7 +144,7 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
         } else if constexpr (std::is_same_v<T, sql::DropTableStmt>) {
           return DropTable(s, sink);
         } else if constexpr (std::is_same_v<T, sql::InsertStmt>) {
-          return Insert(s);
+          return Insert(s, cancel);
         } else if constexpr (std::is_same_v<T, sql::UpdateStmt>) {
           return Update(s, cancel);
         } else if constexpr (std::is_same_v<T, sql::DeleteStmt>) {
@@ -179,7 +179,7 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
   ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, cluster_.catalog()));
   RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
   MasterScanProvider scans(cluster_, Snapshot(), TxnId());
-  exec::ExecContext ctx{&scans, cancel};
+  exec::ExecContext ctx(&scans, cancel);
   uint64_t rows = 0;
   RETURN_NOT_OK(exec::Execute(*bound.plan, ctx, [&](const exec::Batch& b) {
     rows += b.rows;
@@ -260,11 +260,11 @@ Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink)
 }
 
 Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
-                            const std::function<Status(const exec::Batch&, size_t)>& fn) {
+                            const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
   MasterScanProvider scans(cluster_, snapshot, TxnId());
-  exec::ExecContext ctx{&scans, cancel};
+  exec::ExecContext ctx(&scans, cancel);
   return exec::Execute(source, ctx, [&](const exec::Batch& batch) {
-    for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r));
+    for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r, &ctx));
     return Status::OK();
   });
 }
@@ -280,18 +280,33 @@ Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& ro
   return Status::OK();
 }
 
-Result<std::string> Executor::Insert(sql::InsertStmt& s) {
+Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel) {
   ASSIGN_OR_RETURN(plan::BoundInsert b, plan::BindInsert(s, cluster_.catalog()));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot insert into view \"{}\"", t.name));
+  std::vector<std::vector<Value>> rows;
+  if (b.source) {
+    RETURN_NOT_OK(ForEachRow(*b.source, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+      rows.push_back(batch.Row(r));
+      return Status::OK();
+    }));
+  } else {
+    MasterScanProvider scans(cluster_, Snapshot(), TxnId());
+    exec::ExecContext ctx(&scans, cancel);
+    exec::Batch one;
+    one.rows = 1;
+    for (auto& exprs : b.rows) {
+      std::vector<Value> row;
+      for (auto& e : exprs) {
+        ASSIGN_OR_RETURN(Value v, exec::Eval(*e, one, 0, &ctx));
+        row.push_back(std::move(v));
+      }
+      rows.push_back(std::move(row));
+    }
+  }
   std::vector<RowWrite> writes;
   std::set<std::string> keys;
-  for (auto& exprs : b.rows) {
-    std::vector<Value> row;
-    for (auto& e : exprs) {
-      ASSIGN_OR_RETURN(Value v, exec::EvalConst(*e));
-      row.push_back(std::move(v));
-    }
+  for (auto& row : rows) {
     if (t.HasHiddenKey()) {
       ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
       row[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
@@ -319,11 +334,11 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
   std::vector<RowWrite> writes;
   std::set<std::string> new_keys;
   uint64_t count = 0;
-  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r) -> Status {
+  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
     std::vector<Value> row = batch.Row(r);
     std::string old_key = EncodeKey(t, row);
     for (auto& [col, e] : b.sets) {
-      ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r));
+      ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
       row[col] = std::move(v);
     }
     RETURN_NOT_OK(CheckNotNull(t, row));
@@ -372,7 +387,7 @@ Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
   Timestamp snap = Snapshot();
   std::vector<RowWrite> writes;
-  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r) {
+  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
     RowWrite w;
     w.key = EncodeKey(t, batch.Row(r));
     w.is_delete = true;
@@ -399,7 +414,7 @@ Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<b
   for (const auto& t : tables) {
     plan::PlanPtr scan = FullScan(t);
     std::vector<RowWrite> writes;
-    RETURN_NOT_OK(ForEachRow(*scan, snap, cancel, [&](const exec::Batch& batch, size_t r) {
+    RETURN_NOT_OK(ForEachRow(*scan, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
       RowWrite w;
       w.key = EncodeKey(t, batch.Row(r));
       w.is_delete = true;
@@ -488,7 +503,7 @@ Status Executor::CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>
   TableSchema t;
   ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
   plan::PlanPtr scan = FullScan(t);
-  return ForEachRow(*scan, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r) {
+  return ForEachRow(*scan, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
     std::vector<Value> row;
     for (int c : cols) row.push_back(batch.cols[c][r]);
     rows->push_back(std::move(row));
@@ -527,7 +542,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   double total_ms = 0;
   if (s.analyze) {
     MasterScanProvider scans(cluster_, Snapshot(), TxnId());
-    exec::ExecContext ctx{&scans, cancel};
+    exec::ExecContext ctx(&scans, cancel);
     auto t0 = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(auto op, exec::BuildInstrumented(*bound.plan, &stats));
     RETURN_NOT_OK(op->Open(ctx));

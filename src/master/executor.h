@@ -13,6 +13,7 @@
 
 #include "master/cluster.h"
 #include "query/exec/batch.h"
+#include "query/exec/context.h"
 #include "query/plan/plan.h"
 #include "query/sql/ast.h"
 
@@ -51,7 +52,7 @@ class Executor {
   Result<std::string> Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
   Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);
   Result<std::string> DropTable(sql::DropTableStmt& s, ResultSink& sink);
-  Result<std::string> Insert(sql::InsertStmt& s);
+  Result<std::string> Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
@@ -68,9 +69,10 @@ class Executor {
   Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
   Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
-  // Runs `source` (a scan + filter) at `snapshot`, calling `fn` for every row it yields.
+  // Runs `source` at `snapshot`, calling `fn` for every row it yields; `fn` gets the
+  // execution context for evaluating expressions over the row (subqueries need it).
   Status ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
-                    const std::function<Status(const exec::Batch&, size_t)>& fn);
+                    const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn);
 
   // Outside a transaction block, a statement reads at its own snapshot, registered with the
   // cluster (so garbage collection keeps what it can see) while the statement runs.

@@ -42,6 +42,8 @@ void TcpServer::AcceptLoop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
+    // Replies are written whole; Nagle would only hold back the last piece of one.
+    sock->set_option(asio::ip::tcp::no_delay(true), ec);
     Reap();
     std::lock_guard<std::mutex> l(mu_);
     auto c = std::make_unique<Conn>();

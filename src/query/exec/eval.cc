@@ -1,7 +1,11 @@
 #include "query/exec/eval.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+
+#include "query/exec/operator.h"
 
 namespace wattdb::exec {
 
@@ -120,7 +124,106 @@ bool LikeMatch(const std::string& s, const std::string& pattern, bool ci) {
   return LikeImpl(s.data(), s.data() + s.size(), pattern.data(), pattern.data() + pattern.size(), ci);
 }
 
-Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row) {
+namespace {
+
+// Runs `e.subplan` to completion, calling `fn` for each row's first column; fn returns false
+// to stop early. The current row of the enclosing query is visible to outer-column references.
+Status RunSubplan(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx,
+                  const std::function<Result<bool>(const Value&)>& fn) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOperator(*e.subplan));
+  if (e.correlated) ctx->outer.push_back(b.Row(row));
+  Status st = op->Open(*ctx);
+  Batch out;
+  while (st.ok()) {
+    auto more = op->Next(out);
+    if (!more.ok()) {
+      st = more.status();
+      break;
+    }
+    if (!*more) break;
+    bool go_on = true;
+    for (size_t r = 0; r < out.rows && go_on; r++) {
+      auto g = fn(out.cols.empty() ? Value() : out.cols[0][r]);
+      if (!g.ok()) {
+        st = g.status();
+        break;
+      }
+      go_on = *g;
+    }
+    if (!go_on) break;
+  }
+  op->Close();
+  if (e.correlated) ctx->outer.pop_back();
+  return st;
+}
+
+Result<SubqueryResult> RunSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
+  SubqueryResult res;
+  size_t rows = 0;
+  RETURN_NOT_OK(RunSubplan(e, b, row, ctx, [&](const Value& v) -> Result<bool> {
+    rows++;
+    res.any = true;
+    switch (e.kind) {
+      case BoundExpr::Kind::kExists: return false;
+      case BoundExpr::Kind::kSubquery:
+        if (rows > 1) {
+          return Status::Sql("21000", "more than one row returned by a subquery used as an expression");
+        }
+        res.scalar = v;
+        return true;
+      default:
+        if (v.is_null()) {
+          res.has_null = true;
+        } else {
+          res.values.push_back(v);
+        }
+        return true;
+    }
+  }));
+  if (e.kind == BoundExpr::Kind::kInSubquery) {
+    auto less = [](const Value& a, const Value& c) { return a.Compare(c) < 0; };
+    std::sort(res.values.begin(), res.values.end(), less);
+    res.values.erase(std::unique(res.values.begin(), res.values.end(),
+                                 [](const Value& a, const Value& c) { return a.Compare(c) == 0; }),
+                     res.values.end());
+  }
+  return res;
+}
+
+Result<Value> EvalSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
+  if (!ctx) return Status::Internal("subquery evaluated without an execution context");
+  SubqueryResult local;
+  const SubqueryResult* res;
+  if (e.correlated) {
+    ASSIGN_OR_RETURN(local, RunSubquery(e, b, row, ctx));
+    res = &local;
+  } else {
+    auto it = ctx->subqueries.find(&e);
+    if (it == ctx->subqueries.end()) {
+      ASSIGN_OR_RETURN(SubqueryResult r, RunSubquery(e, b, row, ctx));
+      it = ctx->subqueries.emplace(&e, std::move(r)).first;
+    }
+    res = &it->second;
+  }
+  switch (e.kind) {
+    case BoundExpr::Kind::kExists: return Value::Bool(res->any);
+    case BoundExpr::Kind::kSubquery: return res->scalar.CastTo(e.type);
+    default: break;
+  }
+  // x IN (rows): true if some row equals x; else NULL if x or some row is NULL; else false.
+  if (!res->any) return Value::Bool(e.negated);
+  ASSIGN_OR_RETURN(Value x, Eval(*e.children[0], b, row, ctx));
+  if (x.is_null()) return Value();
+  bool found = std::binary_search(res->values.begin(), res->values.end(), x,
+                                  [](const Value& a, const Value& c) { return a.Compare(c) < 0; });
+  if (found) return Value::Bool(!e.negated);
+  if (res->has_null) return Value();
+  return Value::Bool(e.negated);
+}
+
+}  // namespace
+
+Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
   switch (e.kind) {
     case BoundExpr::Kind::kConst: return e.value;
     case BoundExpr::Kind::kColumn:
@@ -129,28 +232,28 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row) {
       }
       return b.cols[e.column][row];
     case BoundExpr::Kind::kNeg: {
-      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row));
+      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row, ctx));
       if (v.is_null()) return v;
       if (v.type() == TypeId::kDouble) return Value::Double(-v.as_double());
       return MakeInt(-static_cast<__int128>(v.as_int()), e.type);
     }
     case BoundExpr::Kind::kNot: {
-      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row));
+      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row, ctx));
       if (v.is_null()) return v;
       return Value::Bool(!v.as_bool());
     }
     case BoundExpr::Kind::kBinary: {
       if (e.op == BinOp::kAnd || e.op == BinOp::kOr) {
-        ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row));
+        ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row, ctx));
         bool is_and = e.op == BinOp::kAnd;
         if (!l.is_null() && l.as_bool() != is_and) return Value::Bool(!is_and);  // short circuit
-        ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row));
+        ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row, ctx));
         if (!r.is_null() && r.as_bool() != is_and) return Value::Bool(!is_and);
         if (l.is_null() || r.is_null()) return Value();
         return Value::Bool(is_and);
       }
-      ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row));
-      ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row));
+      ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row, ctx));
+      ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row, ctx));
       if (e.op == BinOp::kConcat) {
         if (l.is_null() || r.is_null()) return Value();
         return Value::Text(l.ToText() + r.ToText());
@@ -162,14 +265,14 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row) {
       std::vector<Value> args;
       if (e.func != Func::kCoalesce) {
         for (const auto& c : e.children) {
-          ASSIGN_OR_RETURN(Value v, Eval(*c, b, row));
+          ASSIGN_OR_RETURN(Value v, Eval(*c, b, row, ctx));
           args.push_back(std::move(v));
         }
       }
       switch (e.func) {
         case Func::kCoalesce:
           for (const auto& c : e.children) {
-            ASSIGN_OR_RETURN(Value v, Eval(*c, b, row));
+            ASSIGN_OR_RETURN(Value v, Eval(*c, b, row, ctx));
             if (!v.is_null()) return v.CastTo(e.type);
           }
           return Value();
@@ -221,15 +324,15 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row) {
       return Status::Internal("unknown function");
     }
     case BoundExpr::Kind::kIsNull: {
-      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row));
+      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row, ctx));
       return Value::Bool(v.is_null() != e.negated);
     }
     case BoundExpr::Kind::kInList: {
-      ASSIGN_OR_RETURN(Value x, Eval(*e.children[0], b, row));
+      ASSIGN_OR_RETURN(Value x, Eval(*e.children[0], b, row, ctx));
       if (x.is_null()) return Value();
       bool saw_null = false;
       for (size_t i = 1; i < e.children.size(); i++) {
-        ASSIGN_OR_RETURN(Value v, Eval(*e.children[i], b, row));
+        ASSIGN_OR_RETURN(Value v, Eval(*e.children[i], b, row, ctx));
         if (v.is_null()) {
           saw_null = true;
           continue;
@@ -240,26 +343,39 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row) {
       return Value::Bool(e.negated);
     }
     case BoundExpr::Kind::kLike: {
-      ASSIGN_OR_RETURN(Value s, Eval(*e.children[0], b, row));
-      ASSIGN_OR_RETURN(Value p, Eval(*e.children[1], b, row));
+      ASSIGN_OR_RETURN(Value s, Eval(*e.children[0], b, row, ctx));
+      ASSIGN_OR_RETURN(Value p, Eval(*e.children[1], b, row, ctx));
       if (s.is_null() || p.is_null()) return Value();
       return Value::Bool(LikeMatch(s.as_text(), p.as_text(), e.case_insensitive) != e.negated);
     }
     case BoundExpr::Kind::kCase: {
       size_t pairs = (e.children.size() - (e.has_else ? 1 : 0)) / 2;
       for (size_t i = 0; i < pairs; i++) {
-        ASSIGN_OR_RETURN(Value c, Eval(*e.children[2 * i], b, row));
-        if (!c.is_null() && c.as_bool()) return Eval(*e.children[2 * i + 1], b, row);
+        ASSIGN_OR_RETURN(Value c, Eval(*e.children[2 * i], b, row, ctx));
+        if (!c.is_null() && c.as_bool()) return Eval(*e.children[2 * i + 1], b, row, ctx);
       }
-      if (e.has_else) return Eval(*e.children.back(), b, row);
+      if (e.has_else) return Eval(*e.children.back(), b, row, ctx);
       return Value();
     }
     case BoundExpr::Kind::kCast: {
-      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row));
+      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row, ctx));
       return v.CastTo(e.type);
     }
     case BoundExpr::Kind::kParam:
       return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e.column + 1));
+    case BoundExpr::Kind::kOuterColumn: {
+      if (!ctx || e.depth < 1 || static_cast<size_t>(e.depth) > ctx->outer.size()) {
+        return Status::Internal("outer column reference without an enclosing row");
+      }
+      const auto& outer = ctx->outer[ctx->outer.size() - e.depth];
+      if (e.column < 0 || static_cast<size_t>(e.column) >= outer.size()) {
+        return Status::Internal("outer column reference out of range");
+      }
+      return outer[e.column];
+    }
+    case BoundExpr::Kind::kSubquery:
+    case BoundExpr::Kind::kExists:
+    case BoundExpr::Kind::kInSubquery: return EvalSubquery(e, b, row, ctx);
   }
   return Status::Internal("unknown expression kind");
 }

@@ -4,11 +4,13 @@
 
 #include "common/status.h"
 #include "query/exec/batch.h"
+#include "query/exec/context.h"
 #include "query/plan/expr.h"
 
 namespace wattdb::exec {
 
-Result<Value> Eval(const plan::BoundExpr& e, const Batch& b, size_t row);
+// `ctx` is needed by expressions with subqueries or outer columns (an error without it).
+Result<Value> Eval(const plan::BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx = nullptr);
 // Evaluates an expression that reads no columns.
 Result<Value> EvalConst(const plan::BoundExpr& e);
 // SQL LIKE with % and _ and backslash escapes.

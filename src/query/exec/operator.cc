@@ -7,6 +7,8 @@
 #include <unordered_set>
 
 #include "query/exec/eval.h"
+#include "query/exec/join.h"
+#include "query/exec/row_hash.h"
 
 namespace wattdb::exec {
 
@@ -14,13 +16,6 @@ using plan::AggFunc;
 using plan::PlanNode;
 
 namespace {
-
-Status CheckCancel(const ExecContext& ctx) {
-  if (ctx.cancelled && ctx.cancelled->load()) {
-    return Status::Sql("57014", "canceling statement due to user request");
-  }
-  return Status::OK();
-}
 
 class ScanOp : public Operator {
  public:
@@ -68,14 +63,17 @@ class ValuesOp : public Operator {
 class FilterOp : public Operator {
  public:
   FilterOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
-  Status Open(ExecContext& ctx) override { return child_->Open(ctx); }
+  Status Open(ExecContext& ctx) override {
+    ctx_ = &ctx;
+    return child_->Open(ctx);
+  }
   Result<bool> Next(Batch& out) override {
     out.Reset(p_.types.size());
     while (true) {
       ASSIGN_OR_RETURN(bool more, child_->Next(in_));
       if (!more) return out.rows > 0;
       for (size_t r = 0; r < in_.rows; r++) {
-        ASSIGN_OR_RETURN(Value v, Eval(*p_.predicate, in_, r));
+        ASSIGN_OR_RETURN(Value v, Eval(*p_.predicate, in_, r, ctx_));
         if (!v.is_null() && v.as_bool()) {
           for (size_t c = 0; c < in_.cols.size(); c++) out.cols[c].push_back(std::move(in_.cols[c][r]));
           out.rows++;
@@ -89,13 +87,17 @@ class FilterOp : public Operator {
  private:
   const PlanNode& p_;
   std::unique_ptr<Operator> child_;
+  ExecContext* ctx_ = nullptr;
   Batch in_;
 };
 
 class ProjectOp : public Operator {
  public:
   ProjectOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
-  Status Open(ExecContext& ctx) override { return child_->Open(ctx); }
+  Status Open(ExecContext& ctx) override {
+    ctx_ = &ctx;
+    return child_->Open(ctx);
+  }
   Result<bool> Next(Batch& out) override {
     ASSIGN_OR_RETURN(bool more, child_->Next(in_));
     out.Reset(p_.exprs.size());
@@ -109,7 +111,7 @@ class ProjectOp : public Operator {
         continue;
       }
       for (size_t r = 0; r < in_.rows; r++) {
-        ASSIGN_OR_RETURN(Value v, Eval(e, in_, r));
+        ASSIGN_OR_RETURN(Value v, Eval(e, in_, r, ctx_));
         col.push_back(std::move(v));
       }
     }
@@ -121,31 +123,8 @@ class ProjectOp : public Operator {
  private:
   const PlanNode& p_;
   std::unique_ptr<Operator> child_;
+  ExecContext* ctx_ = nullptr;
   Batch in_;
-};
-
-struct RowHash {
-  size_t operator()(const std::vector<Value>& r) const {
-    size_t h = 1469598103934665603ull;
-    for (const auto& v : r) h = (h ^ v.Hash()) * 1099511628211ull;
-    return h;
-  }
-};
-struct RowEq {
-  bool operator()(const std::vector<Value>& a, const std::vector<Value>& b) const {
-    for (size_t i = 0; i < a.size(); i++) {
-      if (a[i].is_null() != b[i].is_null()) return false;
-      if (!a[i].is_null() && a[i].Compare(b[i]) != 0) return false;
-    }
-    return true;
-  }
-};
-
-struct ValueHash {
-  size_t operator()(const Value& v) const { return v.Hash(); }
-};
-struct ValueEq {
-  bool operator()(const Value& a, const Value& b) const { return a.Compare(b) == 0; }
 };
 
 struct AggState {
@@ -196,7 +175,7 @@ class HashAggregateOp : public Operator {
         std::vector<Value> key;
         key.reserve(p_.groups.size());
         for (const auto& g : p_.groups) {
-          ASSIGN_OR_RETURN(Value v, Eval(*g, in, r));
+          ASSIGN_OR_RETURN(Value v, Eval(*g, in, r, ctx_));
           key.push_back(std::move(v));
         }
         auto [it, inserted] = groups_.try_emplace(std::move(key));
@@ -220,7 +199,7 @@ class HashAggregateOp : public Operator {
       s.count++;
       return Status::OK();
     }
-    ASSIGN_OR_RETURN(Value v, Eval(*a.arg, in, r));
+    ASSIGN_OR_RETURN(Value v, Eval(*a.arg, in, r, ctx_));
     if (v.is_null()) return Status::OK();
     if (a.distinct) {
       if (!s.seen) s.seen = std::make_unique<std::unordered_set<Value, ValueHash, ValueEq>>();
@@ -308,7 +287,7 @@ class SortOp : public Operator {
       for (size_t r = 0; r < in.rows; r++) {
         Row row;
         for (const auto& k : p_.keys) {
-          ASSIGN_OR_RETURN(Value v, Eval(*k.expr, in, r));
+          ASSIGN_OR_RETURN(Value v, Eval(*k.expr, in, r, ctx_));
           row.keys.push_back(std::move(v));
         }
         row.row = in.Row(r);
@@ -409,19 +388,29 @@ Result<std::unique_ptr<Operator>> BuildInstrumented(const PlanNode& p, std::map<
 
 namespace {
 
-Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Operator> child);
+Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Operator> child,
+                                           std::unique_ptr<Operator> right);
 
 Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats) {
-  std::unique_ptr<Operator> child;
+  std::unique_ptr<Operator> child, right;
   if (!p.children.empty()) {
     ASSIGN_OR_RETURN(child, Build(*p.children[0], stats));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOne(p, std::move(child)));
+  bool binary = p.kind == PlanNode::Kind::kHashJoin || p.kind == PlanNode::Kind::kNestedLoopJoin ||
+                p.kind == PlanNode::Kind::kSetOp;
+  if (binary) {
+    if (p.children.size() != 2) return Status::Internal("binary plan node without two children");
+    ASSIGN_OR_RETURN(right, Build(*p.children[1], stats));
+  } else if (!child && p.kind != PlanNode::Kind::kScan && p.kind != PlanNode::Kind::kValues) {
+    return Status::Internal("plan node without its child");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOne(p, std::move(child), std::move(right)));
   if (!stats) return op;
   return std::unique_ptr<Operator>(new InstrumentedOp(std::move(op), &(*stats)[&p]));
 }
 
-Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Operator> child) {
+Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Operator> child,
+                                           std::unique_ptr<Operator> right) {
   switch (p.kind) {
     case PlanNode::Kind::kScan: return std::unique_ptr<Operator>(new ScanOp(p));
     case PlanNode::Kind::kValues: return std::unique_ptr<Operator>(new ValuesOp(p));
@@ -431,6 +420,9 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
       return std::unique_ptr<Operator>(new HashAggregateOp(p, std::move(child)));
     case PlanNode::Kind::kSort: return std::unique_ptr<Operator>(new SortOp(p, std::move(child)));
     case PlanNode::Kind::kLimit: return std::unique_ptr<Operator>(new LimitOp(p, std::move(child)));
+    case PlanNode::Kind::kHashJoin: return MakeHashJoin(p, std::move(child), std::move(right));
+    case PlanNode::Kind::kNestedLoopJoin: return MakeNestedLoopJoin(p, std::move(child), std::move(right));
+    case PlanNode::Kind::kSetOp: return MakeSetOp(p, std::move(child), std::move(right));
   }
   return Status::Internal("unknown plan node");
 }

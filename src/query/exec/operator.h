@@ -10,30 +10,10 @@
 
 #include "common/status.h"
 #include "query/exec/batch.h"
+#include "query/exec/context.h"
 #include "query/plan/plan.h"
 
 namespace wattdb::exec {
-
-// Where scans get their rows: the master implements it with remote segment scans on nodes
-// (and system views); tests use in-memory tables.
-class RowSource {
- public:
-  virtual ~RowSource() = default;
-  // Fills `out` (already Reset to the scan's column count) with up to kBatchRows rows.
-  // Returns false when exhausted.
-  virtual Result<bool> Next(Batch& out) = 0;
-};
-
-class ScanProvider {
- public:
-  virtual ~ScanProvider() = default;
-  virtual Result<std::unique_ptr<RowSource>> OpenScan(const plan::PlanNode& scan) = 0;
-};
-
-struct ExecContext {
-  ScanProvider* scans = nullptr;                   // borrowed; outlives the execution
-  const std::atomic<bool>* cancelled = nullptr;    // optional; checked between batches
-};
 
 class Operator {
  public:

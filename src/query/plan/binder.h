@@ -4,6 +4,7 @@
 // Stateless; safe to call from many sessions at once (the CatalogReader must be too).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,19 +20,26 @@ class CatalogReader {
   virtual ~CatalogReader() = default;
   // Returns the table's schema, or an error with SQLSTATE 42P01.
   virtual Result<TableSchema> GetTable(const std::string& name) const = 0;
+  // The defining query of view `name`, or nullopt if there is no such view.
+  virtual std::optional<std::string> GetView(const std::string& name) const { return std::nullopt; }
+  // The planner's guess of a table's row count.
+  virtual double EstimateRows(const TableSchema& table) const { return 1000; }
 };
 
 struct BoundSelect {
   PlanPtr plan;
   std::vector<std::string> names;
   std::vector<SqlType> types;
+  bool correlated = false;  // reads columns of an enclosing query
 };
 
-// Rows to insert: one bound expression per table column (schema order), evaluated without
-// input. A table's hidden row id column gets a NULL constant; the caller assigns it.
+// Rows to insert, one value per table column (schema order): either `rows` of expressions
+// evaluated without input (VALUES), or the rows of `source` (INSERT ... SELECT). A table's
+// hidden row id column gets NULL; the caller assigns it.
 struct BoundInsert {
   TableSchema table;
   std::vector<std::vector<BoundExprPtr>> rows;
+  PlanPtr source;
 };
 
 // UPDATE / DELETE: `source` yields every column of the matching rows (schema order).

@@ -1,6 +1,7 @@
 #include "query/plan/expr.h"
 
 #include "common/codec.h"
+#include "query/plan/plan.h"
 
 namespace wattdb::plan {
 
@@ -49,8 +50,24 @@ BoundExprPtr BoundExpr::Clone() const {
   e->negated = negated;
   e->case_insensitive = case_insensitive;
   e->has_else = has_else;
+  e->depth = depth;
+  e->correlated = correlated;
+  e->subplan = subplan;
   for (const auto& c : children) e->children.push_back(c->Clone());
   return e;
+}
+
+bool BoundExpr::HasSubquery() const {
+  if (subplan) return true;
+  for (const auto& c : children) {
+    if (c->HasSubquery()) return true;
+  }
+  return false;
+}
+
+std::string BoundExpr::PlanId() const {
+  // Distinct subplans must not print alike (GROUP BY matching compares printed expressions).
+  return fmt::format("{:x}", reinterpret_cast<uintptr_t>(subplan.get()) & 0xffffff);
 }
 
 std::string BoundExpr::ToString() const {
@@ -86,6 +103,11 @@ std::string BoundExpr::ToString() const {
     }
     case Kind::kCast: return fmt::format("({})::{}", child(0), type.ToString());
     case Kind::kParam: return fmt::format("${}", column + 1);
+    case Kind::kOuterColumn: return fmt::format("outer{}#{}", depth, column);
+    case Kind::kSubquery: return "(SubPlan " + PlanId() + ")";
+    case Kind::kExists: return "EXISTS(SubPlan " + PlanId() + ")";
+    case Kind::kInSubquery:
+      return fmt::format("({} {}IN (SubPlan {}))", child(0), negated ? "NOT " : "", PlanId());
   }
   return "?";
 }
@@ -100,7 +122,14 @@ void BoundExpr::Serialize(ByteWriter& w) const {
   w.VarI64(column);
   w.U8(static_cast<uint8_t>(op));
   w.U8(static_cast<uint8_t>(func));
-  w.U8((negated ? 1 : 0) | (case_insensitive ? 2 : 0) | (has_else ? 4 : 0));
+  w.U8((negated ? 1 : 0) | (case_insensitive ? 2 : 0) | (has_else ? 4 : 0) | (correlated ? 8 : 0) |
+       (subplan ? 16 : 0));
+  w.VarI64(depth);
+  if (subplan) {
+    std::string p;
+    subplan->Serialize(&p);
+    w.Str(p);
+  }
   w.VarU64(children.size());
   for (const auto& c : children) c->Serialize(w);
 }
@@ -110,15 +139,23 @@ Result<BoundExprPtr> BoundExpr::Deserialize(ByteReader& r, int depth) {
   if (depth > kMaxDepth) return bad();
   auto e = std::make_unique<BoundExpr>();
   uint8_t kind, tid, op, func, flags;
-  int64_t max_len, column;
+  int64_t max_len, column, outer_depth;
   std::string_view v;
   uint64_t n;
-  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kParam) || !r.U8(&tid) ||
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kInSubquery) || !r.U8(&tid) ||
       tid > static_cast<uint8_t>(TypeId::kText) || !r.VarI64(&max_len) || !r.Str(&v) ||
       !r.VarI64(&column) || !r.U8(&op) || op > static_cast<uint8_t>(BinOp::kOr) || !r.U8(&func) ||
-      func > static_cast<uint8_t>(Func::kLeast) || !r.U8(&flags) || !r.VarU64(&n) || n > 100000) {
+      func > static_cast<uint8_t>(Func::kLeast) || !r.U8(&flags) || !r.VarI64(&outer_depth) ||
+      outer_depth < 0 || outer_depth > kMaxDepth) {
     return bad();
   }
+  if (flags & 16) {
+    std::string_view p;
+    if (!r.Str(&p)) return bad();
+    ASSIGN_OR_RETURN(PlanPtr sub, PlanNode::Deserialize(p));
+    e->subplan = std::move(sub);
+  }
+  if (!r.VarU64(&n) || n > 100000) return bad();
   e->kind = static_cast<Kind>(kind);
   e->type = SqlType{static_cast<TypeId>(tid), static_cast<int32_t>(max_len)};
   e->column = static_cast<int>(column);
@@ -127,6 +164,8 @@ Result<BoundExprPtr> BoundExpr::Deserialize(ByteReader& r, int depth) {
   e->negated = flags & 1;
   e->case_insensitive = flags & 2;
   e->has_else = flags & 4;
+  e->correlated = flags & 8;
+  e->depth = static_cast<int>(outer_depth);
   std::vector<Value> row;
   if (!DecodeRow(v, &row).ok() || row.size() != 1) return bad();
   e->value = std::move(row[0]);

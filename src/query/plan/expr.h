@@ -21,6 +21,7 @@ enum class Func : uint8_t {
   kAbs, kLower, kUpper, kLength, kCoalesce, kNullIf, kIsTrue, kIsFalse, kRound, kGreatest, kLeast,
 };
 
+struct PlanNode;
 struct BoundExpr;
 using BoundExprPtr = std::unique_ptr<BoundExpr>;
 
@@ -38,6 +39,10 @@ struct BoundExpr {
     kCase,    // WHEN children[2i] THEN children[2i+1] ... ELSE children.back() (has_else)
     kCast,    // children[0]::type
     kParam,   // parameter `column` (0-based); only while describing a prepared statement
+    kOuterColumn,  // column `column` of the row of the enclosing query `depth` levels up
+    kSubquery,     // the single value of `subplan` (NULL if no row; 21000 if several)
+    kExists,       // whether `subplan` yields a row
+    kInSubquery,   // children[0] [NOT] IN (the rows of `subplan`, one column)
   };
   Kind kind = Kind::kConst;
   SqlType type;
@@ -48,10 +53,16 @@ struct BoundExpr {
   bool negated = false;
   bool case_insensitive = false;
   bool has_else = false;
+  int depth = 0;            // kOuterColumn
+  bool correlated = false;  // subqueries: reads columns of enclosing queries (else run once)
+  std::shared_ptr<const PlanNode> subplan;
   std::vector<BoundExprPtr> children;
 
   BoundExprPtr Clone() const;
+  // True if this expression or one below it runs a subquery.
+  bool HasSubquery() const;
   std::string ToString() const;
+  std::string PlanId() const;
   void Serialize(ByteWriter& w) const;
   static Result<BoundExprPtr> Deserialize(ByteReader& r, int depth = 0);
 };

@@ -10,23 +10,17 @@ bool IsAggregateName(const std::string& n) {
   return n == "count" || n == "sum" || n == "min" || n == "max" || n == "avg";
 }
 
-namespace {
-
-// Numeric result type of combining a and b.
 SqlType NumericUnion(const SqlType& a, const SqlType& b) {
   if (a.id == TypeId::kDouble || b.id == TypeId::kDouble) return {TypeId::kDouble};
   if (a.id == TypeId::kInt64 || b.id == TypeId::kInt64) return {TypeId::kInt64};
   return {TypeId::kInt32};
 }
 
-}  // namespace
-
 Result<BoundExprPtr> ExprBinder::Bind(const Expr& e, bool* untyped) {
   bool u = false;
   if (agg_mode() && !in_aggregate_) {
     // An expression equal to a GROUP BY expression reads the group column.
-    ExprBinder plain(scope_, table_, alias_);
-    plain.params_ = params_;
+    ExprBinder plain = Plain();
     auto pre = plain.Bind(e, &u);
     if (pre.ok()) {
       std::string s = (*pre)->ToString();
@@ -45,26 +39,115 @@ Result<BoundExprPtr> ExprBinder::Bind(const Expr& e, bool* untyped) {
   return r;
 }
 
+ExprBinder ExprBinder::Plain() const {
+  ExprBinder b(scope_);
+  b.params_ = params_;
+  b.subquery_ = subquery_;
+  return b;
+}
+
 Result<BoundExprPtr> ExprBinder::BindColumn(const Expr& e) {
-  if (!e.table.empty() && e.table != table_ && e.table != alias_) {
-    return Status::Sql("42P01", fmt::format("missing FROM-clause entry for table \"{}\"", e.table),
-                       e.pos);
-  }
-  for (size_t i = 0; i < scope_.size(); i++) {
-    if (scope_[i].name == e.name && !scope_[i].hidden) {
+  std::string shown = e.table.empty() ? e.name : e.table + "." + e.name;
+  bool table_seen = false;
+  int depth = 0;
+  for (const Scope* s = scope_; s != nullptr; s = s->parent, depth++) {
+    int found = -1;
+    for (size_t i = 0; i < s->columns.size(); i++) {
+      const ScopeColumn& c = s->columns[i];
+      if (!e.table.empty()) {
+        if (c.table != e.table) continue;
+        table_seen = true;
+      }
+      if (c.name != e.name || c.hidden) continue;
+      if (found >= 0) {
+        return Status::Sql("42702", fmt::format("column reference \"{}\" is ambiguous", shown), e.pos);
+      }
+      found = static_cast<int>(i);
+    }
+    if (found < 0) {
+      if (table_seen) break;  // the qualifier names a FROM item of this scope
+      continue;
+    }
+    if (depth == 0) {
       if (agg_mode() && !in_aggregate_) {
         return Status::Sql("42803",
                            fmt::format("column \"{}\" must appear in the GROUP BY clause or be "
-                                       "used in an aggregate function",
-                                       e.table.empty() ? e.name : e.table + "." + e.name),
+                                       "used in an aggregate function", shown),
                            e.pos);
       }
-      return MakeColumn(static_cast<int>(i), scope_[i].type);
+      return MakeColumn(found, s->columns[found].type);
+    }
+    for (const Scope* m = scope_; m != s; m = m->parent) m->correlated = true;
+    auto ref = MakeColumn(found, s->columns[found].type);
+    ref->kind = BoundExpr::Kind::kOuterColumn;
+    ref->depth = depth;
+    return ref;
+  }
+  if (!e.table.empty() && !table_seen) {
+    return Status::Sql("42P01", fmt::format("missing FROM-clause entry for table \"{}\"", e.table), e.pos);
+  }
+  return Status::Sql("42703", fmt::format("column \"{}\" does not exist", shown), e.pos);
+}
+
+Result<BoundExprPtr> ExprBinder::BindSubquery(const Expr& e) {
+  if (!subquery_) return Status::Sql("0A000", "subqueries are not supported here", e.pos);
+  ASSIGN_OR_RETURN(BoundSelect sub, subquery_(*e.subquery, scope_));
+  if (sub.correlated && agg_mode() && !in_aggregate_) {
+    return Status::Sql("0A000", "correlated subqueries in an aggregating query are not supported", e.pos);
+  }
+  auto out = std::make_unique<BoundExpr>();
+  out->correlated = sub.correlated;
+  if (e.kind == Expr::Kind::kExists) {
+    out->kind = BoundExpr::Kind::kExists;
+    out->type = {TypeId::kBool};
+    out->subplan = std::shared_ptr<const PlanNode>(std::move(sub.plan));
+    return out;
+  }
+  if (sub.types.size() != 1) {
+    return Status::Sql("42601", sub.types.size() > 1 ? "subquery has too many columns"
+                                                     : "subquery must return only one column",
+                       e.pos);
+  }
+  if (e.kind == Expr::Kind::kSubquery) {
+    out->kind = BoundExpr::Kind::kSubquery;
+    out->type = sub.types[0];
+    out->subplan = std::shared_ptr<const PlanNode>(std::move(sub.plan));
+    return out;
+  }
+  // x [NOT] IN (SELECT c ...): compare in the common type of x and c.
+  bool ux;
+  ASSIGN_OR_RETURN(BoundExprPtr x, Bind(*e.args[0], &ux));
+  SqlType ct = sub.types[0];
+  if (ux) {
+    ASSIGN_OR_RETURN(x, Coerce(std::move(x), true, ct, e.args[0]->pos));
+  } else if (x->type.id != TypeId::kNull && ct.id != TypeId::kNull && x->type.id != ct.id) {
+    if (!(x->type.IsNumeric() && ct.IsNumeric())) {
+      return Status::Sql("42883", fmt::format("operator does not exist: {} = {}", TypeName(x->type),
+                                              TypeName(ct)), e.pos);
+    }
+    SqlType common = NumericUnion(x->type, ct);
+    if (x->type.id != common.id) {
+      ASSIGN_OR_RETURN(x, Coerce(std::move(x), false, common, e.pos));
+    }
+    if (ct.id != common.id) {
+      auto cast = std::make_unique<PlanNode>();
+      cast->kind = PlanNode::Kind::kProject;
+      cast->types = {common};
+      auto c = std::make_unique<BoundExpr>();
+      c->kind = BoundExpr::Kind::kCast;
+      c->type = common;
+      c->children.push_back(MakeColumn(0, ct));
+      cast->exprs.push_back(std::move(c));
+      cast->children.push_back(std::move(sub.plan));
+      sub.plan = std::move(cast);
     }
   }
-  return Status::Sql("42703", fmt::format("column \"{}\" does not exist",
-                                          e.table.empty() ? e.name : e.table + "." + e.name),
-                     e.pos);
+  out->kind = BoundExpr::Kind::kInSubquery;
+  out->negated = e.negated;
+  out->type = {TypeId::kBool};
+  out->children.push_back(std::move(x));
+  out->subplan = std::shared_ptr<const PlanNode>(std::move(sub.plan));
+  return out;
 }
 
 Result<BoundExprPtr> ExprBinder::Coerce(BoundExprPtr e, bool untyped, const SqlType& t, int pos) {
@@ -206,8 +289,7 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
                                               e.args.size()),
                          e.pos);
     }
-    ExprBinder inner(scope_, table_, alias_);
-    inner.params_ = params_;
+    ExprBinder inner = Plain();
     inner.in_aggregate_ = true;
     bool u;
     ASSIGN_OR_RETURN(spec.arg, inner.Bind(*e.args[0], &u));
@@ -553,6 +635,9 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
       *untyped = p->type.id == TypeId::kNull;
       return p;
     }
+    case Expr::Kind::kSubquery:
+    case Expr::Kind::kExists:
+    case Expr::Kind::kInSelect: return BindSubquery(e);
     case Expr::Kind::kCast: {
       bool u;
       ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &u));

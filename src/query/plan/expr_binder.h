@@ -3,10 +3,12 @@
 // statement binder (binder.cc); internal to the plan layer. Not thread-safe.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "query/plan/binder.h"
 #include "query/plan/plan.h"
 #include "query/sql/ast.h"
 
@@ -15,19 +17,34 @@ namespace wattdb::plan {
 using sql::Expr;
 
 struct ScopeColumn {
+  std::string table;  // qualifier: the FROM item's alias or table name
   std::string name;
   SqlType type;
-  bool hidden = false;
+  bool hidden = false;  // not visible by name (row ids, the right side of USING)
 };
+
+// The columns an expression may read, and the scope of the enclosing query (for correlated
+// references). `correlated` is set when an expression bound in this scope, or in a scope
+// nested in it, read a column of an enclosing scope.
+struct Scope {
+  std::vector<ScopeColumn> columns;
+  const Scope* parent = nullptr;
+  mutable bool correlated = false;
+};
+
+// Binds a subquery whose enclosing scope is `outer`.
+using SubqueryBindFn = std::function<Result<BoundSelect>(const sql::SelectStmt&, const Scope* outer)>;
 
 // "unknown" for the type of an untyped NULL, else the SQL spelling.
 std::string TypeName(const SqlType& t);
 bool IsAggregateName(const std::string& n);
+// Numeric result type of combining numeric types a and b.
+SqlType NumericUnion(const SqlType& a, const SqlType& b);
 
 class ExprBinder {
  public:
-  ExprBinder(std::vector<ScopeColumn> scope, std::string table_name, std::string alias)
-      : scope_(std::move(scope)), table_(std::move(table_name)), alias_(std::move(alias)) {}
+  // `scope` is borrowed and must outlive the binder.
+  explicit ExprBinder(const Scope* scope) : scope_(scope) {}
 
   // Binds `e`. `untyped` reports whether the result is a string literal whose type is not
   // yet decided (PostgreSQL's "unknown"), so that context may coerce it.
@@ -50,6 +67,8 @@ class ExprBinder {
   // Describe mode: parameters bind as kParam; an untyped one takes the type its context
   // coerces it to, recorded in `types` (indexed by parameter number - 1; kNull = unknown).
   void set_params(std::vector<SqlType>* types) { params_ = types; }
+  // Enables subqueries (without it they are refused).
+  void set_subquery_binder(SubqueryBindFn fn) { subquery_ = std::move(fn); }
 
   // Coerces `e` (an untyped literal if `untyped`) to `t` for comparison or assignment.
   Result<BoundExprPtr> Coerce(BoundExprPtr e, bool untyped, const SqlType& t, int pos);
@@ -61,11 +80,14 @@ class ExprBinder {
   Result<BoundExprPtr> BindFunc(const Expr& e, bool* untyped);
   Result<BoundExprPtr> BindAggregate(const Expr& e);
   Result<BoundExprPtr> BindBool(const Expr& e, const char* what);
+  Result<BoundExprPtr> BindSubquery(const Expr& e);
+  // A binder over the same scope and settings, outside aggregation.
+  ExprBinder Plain() const;
   // Brings two operands to a common comparable type.
   Status Unify(BoundExprPtr* a, bool ua, BoundExprPtr* b, bool ub, int pos, const char* op);
 
-  std::vector<ScopeColumn> scope_;
-  std::string table_, alias_;
+  const Scope* scope_;
+  SubqueryBindFn subquery_;
   std::vector<SqlType>* params_ = nullptr;       // borrowed; set in describe mode
   std::vector<BoundExprPtr>* groups_ = nullptr;  // borrowed; set in agg mode
   std::vector<AggSpec>* aggs_ = nullptr;

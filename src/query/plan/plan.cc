@@ -74,7 +74,21 @@ std::string PlanNode::ToString(int indent) const {
       break;
     }
     case Kind::kLimit: s += fmt::format("Limit {} offset {}", limit, offset); break;
+    case Kind::kHashJoin:
+    case Kind::kNestedLoopJoin: {
+      s += kind == Kind::kHashJoin ? "HashJoin" : "NestedLoopJoin";
+      s += join_type == JoinType::kLeft ? " left" : " inner";
+      if (!left_keys.empty()) s += " keys=[" + list(left_keys) + "] = [" + list(right_keys) + "]";
+      if (predicate) s += " on " + predicate->ToString();
+      break;
+    }
+    case Kind::kSetOp: {
+      static const char* kOps[] = {"Union", "Except", "Intersect"};
+      s += std::string(kOps[static_cast<int>(set_op)]) + (set_all ? " all" : "");
+      break;
+    }
   }
+  if (est_rows >= 0) s += fmt::format("  (rows={:.0f})", est_rows);
   s += "\n";
   for (const auto& c : children) s += c->ToString(indent + 1);
   return s;
@@ -127,6 +141,11 @@ void PlanNode::SerializeTo(ByteWriter& w) const {
   }
   w.VarI64(limit);
   w.VarI64(offset);
+  w.U8(static_cast<uint8_t>(join_type));
+  WriteExprs(w, left_keys);
+  WriteExprs(w, right_keys);
+  w.U8(static_cast<uint8_t>(set_op) | (set_all ? 0x80 : 0));
+  w.VarI64(static_cast<int64_t>(est_rows));
   w.VarU64(children.size());
   for (const auto& c : children) c->SerializeTo(w);
 }
@@ -137,7 +156,7 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   auto p = std::make_unique<PlanNode>();
   uint8_t kind;
   uint64_t n, table;
-  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kLimit) || !r.VarU64(&n) || n > 10000) {
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kSetOp) || !r.VarU64(&n) || n > 10000) {
     return bad();
   }
   p->kind = static_cast<Kind>(kind);
@@ -189,7 +208,23 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
     k.nulls_first = flags & 2;
     p->keys.push_back(std::move(k));
   }
-  if (!r.VarI64(&p->limit) || !r.VarI64(&p->offset) || !r.VarU64(&n) || n > 1000) return bad();
+  uint8_t jt, so;
+  int64_t est;
+  if (!r.VarI64(&p->limit) || !r.VarI64(&p->offset) || !r.U8(&jt) ||
+      jt > static_cast<uint8_t>(JoinType::kLeft)) {
+    return bad();
+  }
+  p->join_type = static_cast<JoinType>(jt);
+  RETURN_NOT_OK(ReadExprs(r, &p->left_keys));
+  RETURN_NOT_OK(ReadExprs(r, &p->right_keys));
+  if (!r.U8(&so) || (so & 0x7f) > static_cast<uint8_t>(SetOpType::kIntersect) || !r.VarI64(&est) ||
+      !r.VarU64(&n) || n > 1000) {
+    return bad();
+  }
+  p->set_op = static_cast<SetOpType>(so & 0x7f);
+  p->set_all = so & 0x80;
+  p->est_rows = static_cast<double>(est);
+  if (p->left_keys.size() != p->right_keys.size()) return bad();
   for (uint64_t i = 0; i < n; i++) {
     ASSIGN_OR_RETURN(PlanPtr c, DeserializeFrom(r, depth + 1));
     p->children.push_back(std::move(c));

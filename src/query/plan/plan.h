@@ -31,7 +31,11 @@ struct PlanNode;
 using PlanPtr = std::unique_ptr<PlanNode>;
 
 struct PlanNode {
-  enum class Kind : uint8_t { kScan, kValues, kFilter, kProject, kAggregate, kSort, kLimit };
+  enum class Kind : uint8_t {
+    kScan, kValues, kFilter, kProject, kAggregate, kSort, kLimit, kHashJoin, kNestedLoopJoin, kSetOp,
+  };
+  enum class JoinType : uint8_t { kInner, kLeft };
+  enum class SetOpType : uint8_t { kUnion, kExcept, kIntersect };
   Kind kind = Kind::kValues;
   std::vector<SqlType> types;  // output column types
   std::vector<PlanPtr> children;
@@ -53,6 +57,16 @@ struct PlanNode {
   // kLimit: -1 = no limit
   int64_t limit = -1;
   int64_t offset = 0;
+  // Joins: output = left row then right row (children[0], children[1]). kHashJoin matches
+  // rows whose left_keys equal right_keys (NULL keys never match); both kinds then require
+  // `predicate` (if any) over the joined row. kLeft adds unmatched left rows padded with NULLs.
+  JoinType join_type = JoinType::kInner;
+  std::vector<BoundExprPtr> left_keys, right_keys;
+  // kSetOp over children[0] and children[1] with equal column types; `set_all` keeps duplicates.
+  SetOpType set_op = SetOpType::kUnion;
+  bool set_all = false;
+  // The planner's estimate of the rows this node yields (EXPLAIN); < 0 if none.
+  double est_rows = -1;
 
   // Indented tree for EXPLAIN and logs.
   std::string ToString(int indent = 0) const;

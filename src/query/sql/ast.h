@@ -14,6 +14,7 @@ namespace wattdb::sql {
 
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
+struct SelectStmt;
 
 struct Expr {
   enum class Kind {
@@ -30,6 +31,9 @@ struct Expr {
     kCase,      // CASE [operand] WHEN args[2i] THEN args[2i+1] ... [ELSE else_expr] END
     kCast,      // CAST(args[0] AS cast_type) or args[0]::cast_type
     kParam,     // $param (extended query protocol), 1-based
+    kSubquery,  // (SELECT ...) yielding one value
+    kExists,    // EXISTS (SELECT ...)
+    kInSelect,  // args[0] [NOT] IN (SELECT ...)
   };
   Kind kind;
   int pos = 0;
@@ -45,6 +49,7 @@ struct Expr {
   int param = 0;
   ExprPtr operand;    // CASE operand
   ExprPtr else_expr;  // CASE ELSE
+  std::shared_ptr<SelectStmt> subquery;  // kSubquery, kExists, kInSelect
 
   explicit Expr(Kind k, int p) : kind(k), pos(p) {}
 };
@@ -60,17 +65,40 @@ struct OrderItem {
   std::optional<bool> nulls_first;
 };
 
+enum class JoinType { kInner, kLeft, kRight, kFull, kCross };
+
+// One item of a FROM list: a table or view, a derived table (subquery), or a join of two items.
+struct TableRef {
+  enum class Kind { kTable, kSubquery, kJoin };
+  Kind kind = Kind::kTable;
+  int pos = 0;
+  std::string name;   // kTable
+  std::string alias;  // kTable, kSubquery (required there)
+  std::shared_ptr<SelectStmt> subquery;
+  JoinType join = JoinType::kInner;  // kJoin
+  std::unique_ptr<TableRef> left, right;
+  ExprPtr on;                       // kJoin: ON condition (null for CROSS)
+  std::vector<std::string> using_columns;  // kJoin: USING (...)
+};
+
+enum class SetOp { kNone, kUnion, kExcept, kIntersect };
+
+// A query. With set_op != kNone it combines `left` and `right`, and only order_by, limit and
+// offset of this node apply; otherwise it is a plain SELECT.
 struct SelectStmt {
+  SetOp set_op = SetOp::kNone;
+  bool set_all = false;
+  std::unique_ptr<SelectStmt> left, right;
+
   bool distinct = false;
   std::vector<SelectItem> items;
-  bool has_from = false;
-  std::string from_table, from_alias;
-  int from_pos = 0;
+  std::vector<TableRef> from;  // comma-separated items
   ExprPtr where;
   std::vector<ExprPtr> group_by;
   ExprPtr having;
   std::vector<OrderItem> order_by;
   ExprPtr limit, offset;
+  bool for_update = false;  // SELECT ... FOR UPDATE / FOR SHARE
 };
 
 struct ColumnDef {
@@ -100,6 +128,7 @@ struct InsertStmt {
   std::vector<std::string> columns;
   std::vector<int> column_pos;
   std::vector<std::vector<ExprPtr>> rows;
+  std::unique_ptr<SelectStmt> select;  // INSERT ... SELECT (then `rows` is empty)
 };
 
 struct UpdateStmt {

@@ -62,7 +62,7 @@ Result<uint64_t> Parser::UnsignedInt() {
 
 Result<Statement> Parser::ParseStatement() {
   const Token& t = Peek();
-  if (t.Is("select")) {
+  if (t.Is("select") || (t.IsOp("(") && IsSelectAhead())) {
     ASSIGN_OR_RETURN(SelectStmt s, ParseSelect());
     return Statement(std::move(s));
   }
@@ -405,8 +405,10 @@ Result<Statement> Parser::ParseInsert() {
     } while (AcceptOp(","));
     RETURN_NOT_OK(ExpectOp(")"));
   }
-  if (Peek().Is("select")) {
-    return Status::Sql("0A000", "INSERT ... SELECT is not supported yet", Peek().pos);
+  if (Peek().Is("select") || (Peek().IsOp("(") && IsSelectAhead())) {
+    s.select = std::make_unique<SelectStmt>();
+    ASSIGN_OR_RETURN(*s.select, ParseSelect());
+    return Statement(std::move(s));
   }
   RETURN_NOT_OK(Expect("values"));
   do {
@@ -491,101 +493,6 @@ Result<Statement> Parser::ParseAlter() {
     return Statement(std::move(s));
   }
   return Status::Sql("0A000", fmt::format("ALTER {} is not supported", Peek().text), Peek().pos);
-}
-
-Result<SelectStmt> Parser::ParseSelect() {
-  RETURN_NOT_OK(Expect("select"));
-  SelectStmt s;
-  if (Accept("distinct")) {
-    s.distinct = true;
-  } else {
-    Accept("all");
-  }
-  do {
-    SelectItem item;
-    if (Peek().IsOp("*")) {
-      item.expr = std::make_unique<Expr>(Expr::Kind::kStar, Next().pos);
-    } else if ((Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) &&
-               Peek(1).IsOp(".") && Peek(2).IsOp("*")) {
-      item.expr = std::make_unique<Expr>(Expr::Kind::kStar, Peek().pos);
-      item.expr->table = Next().text;
-      i_ += 2;
-    } else {
-      ASSIGN_OR_RETURN(item.expr, ParseExpr());
-      if (Accept("as")) {
-        if (Peek().kind != Tok::kIdent && Peek().kind != Tok::kQuotedIdent) return SyntaxError();
-        item.alias = Next().text;
-      } else if (Peek().kind == Tok::kQuotedIdent ||
-                 (Peek().kind == Tok::kIdent && !kReserved.count(Peek().text))) {
-        item.alias = Next().text;
-      }
-    }
-    s.items.push_back(std::move(item));
-  } while (AcceptOp(","));
-  if (Accept("from")) {
-    s.has_from = true;
-    s.from_pos = Peek().pos;
-    ASSIGN_OR_RETURN(s.from_table, QualifiedName());
-    if (Accept("as")) {
-      ASSIGN_OR_RETURN(s.from_alias, Name());
-    } else if (Peek().kind == Tok::kIdent && !kReserved.count(Peek().text)) {
-      s.from_alias = Next().text;
-    }
-    if (Peek().IsOp(",") || Peek().Is("join") || Peek().Is("inner") || Peek().Is("left") ||
-        Peek().Is("cross") || Peek().Is("right") || Peek().Is("full")) {
-      return Status::Sql("0A000", "joins are not supported yet", Peek().pos);
-    }
-  }
-  if (Accept("where")) {
-    ASSIGN_OR_RETURN(s.where, ParseExpr());
-  }
-  if (Accept("group")) {
-    RETURN_NOT_OK(Expect("by"));
-    do {
-      ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
-      s.group_by.push_back(std::move(e));
-    } while (AcceptOp(","));
-  }
-  if (Accept("having")) {
-    ASSIGN_OR_RETURN(s.having, ParseExpr());
-  }
-  if (Peek().Is("union") || Peek().Is("except") || Peek().Is("intersect")) {
-    return Status::Sql("0A000", fmt::format("{} is not supported yet", Peek().text), Peek().pos);
-  }
-  if (Accept("order")) {
-    RETURN_NOT_OK(Expect("by"));
-    do {
-      OrderItem o;
-      ASSIGN_OR_RETURN(o.expr, ParseExpr());
-      if (Accept("desc")) {
-        o.desc = true;
-      } else {
-        Accept("asc");
-      }
-      if (Accept("nulls")) {
-        if (Accept("first")) {
-          o.nulls_first = true;
-        } else {
-          RETURN_NOT_OK(Expect("last"));
-          o.nulls_first = false;
-        }
-      }
-      s.order_by.push_back(std::move(o));
-    } while (AcceptOp(","));
-  }
-  for (int k = 0; k < 2; k++) {
-    if (Accept("limit")) {
-      if (Accept("all")) continue;
-      ASSIGN_OR_RETURN(s.limit, ParseExpr());
-    } else if (Accept("offset")) {
-      ASSIGN_OR_RETURN(s.offset, ParseExpr());
-      Accept("rows") || Accept("row");
-    }
-  }
-  if (Peek().Is("for")) {
-    return Status::Sql("0A000", "SELECT ... FOR UPDATE is not supported yet", Peek().pos);
-  }
-  return s;
 }
 
 }  // namespace internal

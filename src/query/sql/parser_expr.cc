@@ -115,8 +115,13 @@ Result<ExprPtr> Parser::ParsePredicate() {
       e->negated = neg;
       e->args.push_back(std::move(l));
       RETURN_NOT_OK(ExpectOp("("));
-      if (Peek().Is("select")) {
-        return Status::Sql("0A000", "subqueries are not supported yet", Peek().pos);
+      if (Peek().Is("select") || IsSelectAhead()) {
+        e->kind = Expr::Kind::kInSelect;
+        e->subquery = std::make_shared<SelectStmt>();
+        ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
+        RETURN_NOT_OK(ExpectOp(")"));
+        l = std::move(e);
+        continue;
       }
       do {
         ASSIGN_OR_RETURN(ExprPtr x, ParseExpr());
@@ -249,10 +254,16 @@ Result<ExprPtr> Parser::ParsePrimary() {
     }
     case Tok::kOp:
       if (t.text == "(") {
-        i_++;
-        if (Peek().Is("select")) {
-          return Status::Sql("0A000", "subqueries are not supported yet", Peek().pos);
+        if (IsSelectAhead()) {
+          // (SELECT ...) as a value; also ((SELECT ...) UNION ...) via ParseSelect.
+          auto e = std::make_unique<Expr>(Expr::Kind::kSubquery, t.pos);
+          i_++;
+          e->subquery = std::make_shared<SelectStmt>();
+          ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
+          RETURN_NOT_OK(ExpectOp(")"));
+          return e;
         }
+        i_++;
         ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
         RETURN_NOT_OK(ExpectOp(")"));
         return e;
@@ -274,6 +285,14 @@ Result<ExprPtr> Parser::ParsePrimary() {
       return e;
     }
     if (t.Is("case")) return ParseCase();
+    if (t.Is("exists") && Peek(1).IsOp("(")) {
+      i_ += 2;
+      auto e = std::make_unique<Expr>(Expr::Kind::kExists, t.pos);
+      e->subquery = std::make_shared<SelectStmt>();
+      ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
+      RETURN_NOT_OK(ExpectOp(")"));
+      return e;
+    }
     if (t.Is("cast")) {
       i_++;
       RETURN_NOT_OK(ExpectOp("("));

@@ -58,9 +58,19 @@ class Parser {
   Result<uint64_t> UnsignedInt();
   Result<SqlType> ParseType();
 
+  // Queries (parser_select.cc): set operations (INTERSECT binds tighter than UNION and
+  // EXCEPT), parenthesized queries, FROM lists with joins and derived tables.
+  Result<SelectStmt> ParseSelect();
+  Result<SelectStmt> ParseSetOperand(int level);
+  Result<SelectStmt> ParseSelectCore();
+  Status ParseOrderLimit(SelectStmt* s);
+  Result<TableRef> ParseFromItem();
+  Result<TableRef> ParseTablePrimary();
+  // True if the tokens from here are "(" ... "(" SELECT: a parenthesized query.
+  bool IsSelectAhead() const;
+
   // Statements (parser.cc).
   Result<Statement> ParseStatement();
-  Result<SelectStmt> ParseSelect();
   Result<Statement> ParseCreate();
   Result<Statement> ParseDrop();
   Result<Statement> ParseInsert();

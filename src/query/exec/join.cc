@@ -1,0 +1,246 @@
+#include "query/exec/join.h"
+
+#include <unordered_map>
+
+#include "query/exec/eval.h"
+#include "query/exec/row_hash.h"
+
+namespace wattdb::exec {
+
+using plan::PlanNode;
+
+namespace {
+
+// Reads every row of `op` into `rows`.
+Status Drain(Operator& op, const ExecContext& ctx, std::vector<std::vector<Value>>* rows) {
+  Batch b;
+  while (true) {
+    RETURN_NOT_OK(CheckCancel(ctx));
+    ASSIGN_OR_RETURN(bool more, op.Next(b));
+    if (!more) return Status::OK();
+    for (size_t r = 0; r < b.rows; r++) rows->push_back(b.Row(r));
+  }
+}
+
+// An operator over two inputs.
+class BinaryOp : public Operator {
+ public:
+  BinaryOp(const PlanNode& p, std::unique_ptr<Operator> left, std::unique_ptr<Operator> right)
+      : p_(p), left_(std::move(left)), right_(std::move(right)) {}
+  Status Open(ExecContext& ctx) override {
+    ctx_ = &ctx;
+    RETURN_NOT_OK(left_->Open(ctx));
+    return right_->Open(ctx);
+  }
+  void Close() override {
+    left_->Close();
+    right_->Close();
+  }
+
+ protected:
+  const PlanNode& p_;
+  std::unique_ptr<Operator> left_, right_;
+  ExecContext* ctx_ = nullptr;
+};
+
+// Shared by both joins: streams left batches, asks the subclass for the right rows that
+// match each left row, checks the residual predicate on the joined row, and pads unmatched
+// left rows with NULLs for a left join.
+class JoinBase : public BinaryOp {
+ public:
+  using BinaryOp::BinaryOp;
+  Result<bool> Next(Batch& out) override {
+    if (!built_) {
+      built_ = true;
+      RETURN_NOT_OK(Build());
+    }
+    out.Reset(p_.types.size());
+    size_t nleft = p_.children[0]->types.size();
+    size_t nright = p_.children[1]->types.size();
+    while (out.rows < kBatchRows) {
+      if (lrow_ >= in_.rows) {
+        RETURN_NOT_OK(CheckCancel(*ctx_));
+        ASSIGN_OR_RETURN(bool more, left_->Next(in_));
+        if (!more) break;
+        lrow_ = 0;
+        continue;
+      }
+      size_t r = lrow_++;
+      ASSIGN_OR_RETURN(const std::vector<const std::vector<Value>*>* cands, Candidates(in_, r));
+      bool matched = false;
+      for (const auto* right : *cands) {
+        if (p_.predicate) {
+          joined_.Reset(nleft + nright);
+          for (size_t c = 0; c < nleft; c++) joined_.cols[c].push_back(in_.cols[c][r]);
+          for (size_t c = 0; c < nright; c++) joined_.cols[nleft + c].push_back((*right)[c]);
+          joined_.rows = 1;
+          ASSIGN_OR_RETURN(Value ok, Eval(*p_.predicate, joined_, 0, ctx_));
+          if (ok.is_null() || !ok.as_bool()) continue;
+        }
+        matched = true;
+        for (size_t c = 0; c < nleft; c++) out.cols[c].push_back(in_.cols[c][r]);
+        for (size_t c = 0; c < nright; c++) out.cols[nleft + c].push_back((*right)[c]);
+        out.rows++;
+      }
+      if (!matched && p_.join_type == PlanNode::JoinType::kLeft) {
+        for (size_t c = 0; c < nleft; c++) out.cols[c].push_back(in_.cols[c][r]);
+        for (size_t c = 0; c < nright; c++) out.cols[nleft + c].push_back(Value());
+        out.rows++;
+      }
+    }
+    return out.rows > 0;
+  }
+
+ protected:
+  virtual Status Build() = 0;
+  // The right rows that may match left row `r` of `left`.
+  virtual Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left, size_t r) = 0;
+
+ private:
+  bool built_ = false;
+  Batch in_, joined_;
+  size_t lrow_ = 0;
+};
+
+class HashJoinOp : public JoinBase {
+ public:
+  using JoinBase::JoinBase;
+
+ private:
+  Status Build() override {
+    RETURN_NOT_OK(Drain(*right_, *ctx_, &rows_));
+    Batch one;
+    for (const auto& row : rows_) {
+      one.Reset(row.size());
+      for (size_t c = 0; c < row.size(); c++) one.cols[c].push_back(row[c]);
+      one.rows = 1;
+      std::vector<Value> key;
+      bool has_null = false;
+      for (const auto& k : p_.right_keys) {
+        ASSIGN_OR_RETURN(Value v, Eval(*k, one, 0, ctx_));
+        has_null |= v.is_null();
+        key.push_back(std::move(v));
+      }
+      if (!has_null) table_[std::move(key)].push_back(&row);
+    }
+    return Status::OK();
+  }
+  Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left, size_t r) override {
+    key_.clear();
+    for (const auto& k : p_.left_keys) {
+      ASSIGN_OR_RETURN(Value v, Eval(*k, left, r, ctx_));
+      if (v.is_null()) return &empty_;
+      key_.push_back(std::move(v));
+    }
+    auto it = table_.find(key_);
+    return it == table_.end() ? &empty_ : &it->second;
+  }
+
+  std::vector<std::vector<Value>> rows_;
+  std::unordered_map<std::vector<Value>, std::vector<const std::vector<Value>*>, RowHash, RowEq> table_;
+  std::vector<Value> key_;
+  const std::vector<const std::vector<Value>*> empty_;
+};
+
+class NestedLoopJoinOp : public JoinBase {
+ public:
+  using JoinBase::JoinBase;
+
+ private:
+  Status Build() override {
+    RETURN_NOT_OK(Drain(*right_, *ctx_, &rows_));
+    for (const auto& row : rows_) all_.push_back(&row);
+    return Status::OK();
+  }
+  Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch&, size_t) override {
+    return &all_;
+  }
+
+  std::vector<std::vector<Value>> rows_;
+  std::vector<const std::vector<Value>*> all_;
+};
+
+// UNION [ALL], EXCEPT [ALL], INTERSECT [ALL] with PostgreSQL's multiset rules: a row that
+// appears m times on the left and n times on the right appears m+n (UNION ALL), max(m-n, 0)
+// (EXCEPT ALL) or min(m, n) (INTERSECT ALL) times; without ALL, at most once.
+class SetOpOp : public BinaryOp {
+ public:
+  using BinaryOp::BinaryOp;
+  Result<bool> Next(Batch& out) override {
+    out.Reset(p_.types.size());
+    if (p_.set_op == PlanNode::SetOpType::kUnion && p_.set_all) {
+      // Streams: left, then right.
+      while (true) {
+        RETURN_NOT_OK(CheckCancel(*ctx_));
+        Operator& src = on_right_ ? *right_ : *left_;
+        ASSIGN_OR_RETURN(bool more, src.Next(out));
+        if (more) return true;
+        if (on_right_) return false;
+        on_right_ = true;
+      }
+    }
+    if (!built_) {
+      built_ = true;
+      RETURN_NOT_OK(Build());
+    }
+    while (emit_ < result_.size() && out.rows < kBatchRows) out.AppendRow(std::move(result_[emit_++]));
+    return out.rows > 0;
+  }
+
+ private:
+  Status Build() {
+    std::vector<std::vector<Value>> left, right;
+    RETURN_NOT_OK(Drain(*left_, *ctx_, &left));
+    RETURN_NOT_OK(Drain(*right_, *ctx_, &right));
+    std::unordered_map<std::vector<Value>, int64_t, RowHash, RowEq> counts;  // right side
+    if (p_.set_op == PlanNode::SetOpType::kUnion) {
+      std::unordered_map<std::vector<Value>, bool, RowHash, RowEq> seen;
+      for (auto* side : {&left, &right}) {
+        for (auto& row : *side) {
+          if (seen.emplace(row, true).second) result_.push_back(std::move(row));
+        }
+      }
+      return Status::OK();
+    }
+    for (auto& row : right) counts[std::move(row)]++;
+    std::unordered_map<std::vector<Value>, bool, RowHash, RowEq> emitted;
+    bool except = p_.set_op == PlanNode::SetOpType::kExcept;
+    for (auto& row : left) {
+      auto it = counts.find(row);
+      bool in_right = it != counts.end() && it->second > 0;
+      if (p_.set_all) {
+        // A left copy that meets a right copy: EXCEPT cancels both, INTERSECT keeps one.
+        if (in_right) it->second--;
+        if (except != in_right) result_.push_back(std::move(row));
+        continue;
+      }
+      if ((except ? !in_right : in_right) && emitted.emplace(row, true).second) {
+        result_.push_back(std::move(row));
+      }
+    }
+    return Status::OK();
+  }
+
+  bool on_right_ = false, built_ = false;
+  std::vector<std::vector<Value>> result_;
+  size_t emit_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Operator> MakeHashJoin(const PlanNode& p, std::unique_ptr<Operator> left,
+                                       std::unique_ptr<Operator> right) {
+  return std::make_unique<HashJoinOp>(p, std::move(left), std::move(right));
+}
+
+std::unique_ptr<Operator> MakeNestedLoopJoin(const PlanNode& p, std::unique_ptr<Operator> left,
+                                             std::unique_ptr<Operator> right) {
+  return std::make_unique<NestedLoopJoinOp>(p, std::move(left), std::move(right));
+}
+
+std::unique_ptr<Operator> MakeSetOp(const PlanNode& p, std::unique_ptr<Operator> left,
+                                    std::unique_ptr<Operator> right) {
+  return std::make_unique<SetOpOp>(p, std::move(left), std::move(right));
+}
+
+}  // namespace wattdb::exec
