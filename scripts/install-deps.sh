@@ -10,9 +10,22 @@ missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-echo "installing:$missing"
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+if [ -n "$missing" ]; then
+  echo "installing:$missing"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+# The sqllogictest-rs runner (both its postgres engines run the SQL tests), from crates.io.
+SLT_VERSION=0.29.1
+CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
+if ! "$CARGO_BIN/sqllogictest" --version 2>/dev/null | grep -q "$SLT_VERSION"; then
+  if command -v cargo >/dev/null 2>&1 || [ -x "$CARGO_BIN/cargo" ]; then
+    echo "installing sqllogictest-bin $SLT_VERSION (cargo)"
+    PATH="$CARGO_BIN:$PATH" cargo install -q sqllogictest-bin --version "$SLT_VERSION" --locked
+  else
+    echo "warning: cargo not found; the sqllogictest-rs tests will fail (install Rust, then rerun)" >&2
+  fi
+fi

@@ -315,7 +315,11 @@ Result<ExprPtr> Parser::ParsePrimary() {
     if (AcceptOp("*")) {
       f->star_arg = true;
     } else if (!Peek().IsOp(")")) {
-      if (Accept("distinct")) f->distinct = true;
+      if (Accept("distinct")) {
+        f->distinct = true;
+      } else {
+        Accept("all");
+      }
       do {
         ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
         f->args.push_back(std::move(a));
