@@ -26,6 +26,7 @@ void EncodeKeyValue(const Value& v, std::string* out) {
     case TypeId::kBool: out->push_back(v.as_bool() ? 1 : 0); break;
     case TypeId::kInt32:
     case TypeId::kInt64:
+    case TypeId::kTimestamp:
       PutBigEndian(static_cast<uint64_t>(v.as_int()) ^ (1ULL << 63), out);
       break;
     case TypeId::kDouble: {
@@ -65,10 +66,13 @@ Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<Sql
         key.remove_prefix(1);
         break;
       case TypeId::kInt32:
-      case TypeId::kInt64: {
+      case TypeId::kInt64:
+      case TypeId::kTimestamp: {
         if (key.size() < 8) return bad();
         int64_t i = static_cast<int64_t>(GetBigEndian(key) ^ (1ULL << 63));
-        out.push_back(t.id == TypeId::kInt32 ? Value::Int32(i) : Value::Int64(i));
+        out.push_back(t.id == TypeId::kInt32   ? Value::Int32(i)
+                      : t.id == TypeId::kInt64 ? Value::Int64(i)
+                                               : Value::Timestamp(i));
         key.remove_prefix(8);
         break;
       }
@@ -136,7 +140,8 @@ void EncodeRow(const std::vector<Value>& row, std::string* out) {
       case TypeId::kNull: break;
       case TypeId::kBool: w.U8(v.as_bool()); break;
       case TypeId::kInt32:
-      case TypeId::kInt64: w.VarI64(v.as_int()); break;
+      case TypeId::kInt64:
+      case TypeId::kTimestamp: w.VarI64(v.as_int()); break;
       case TypeId::kDouble: {
         uint64_t bits;
         double d = v.as_double();
@@ -168,11 +173,12 @@ Status DecodeRow(std::string_view in, std::vector<Value>* row) {
         break;
       }
       case TypeId::kInt32:
-      case TypeId::kInt64: {
+      case TypeId::kInt64:
+      case TypeId::kTimestamp: {
         int64_t v;
         if (!r.VarI64(&v)) return bad();
-        row->push_back(static_cast<TypeId>(tag) == TypeId::kInt32 ? Value::Int32(v)
-                                                                   : Value::Int64(v));
+        TypeId t = static_cast<TypeId>(tag);
+        row->push_back(t == TypeId::kInt32 ? Value::Int32(v) : t == TypeId::kInt64 ? Value::Int64(v) : Value::Timestamp(v));
         break;
       }
       case TypeId::kDouble: {

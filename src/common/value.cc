@@ -14,7 +14,9 @@ std::string SqlType::ToString() const {
     case TypeId::kInt32: return "integer";
     case TypeId::kInt64: return "bigint";
     case TypeId::kDouble: return "double precision";
+    case TypeId::kTimestamp: return "timestamp without time zone";
     case TypeId::kText:
+      if (max_len < 0) return fmt::format("character({})", -max_len);
       return max_len > 0 ? fmt::format("character varying({})", max_len) : "text";
   }
   return "unknown";
@@ -27,7 +29,8 @@ int32_t SqlType::PgOid() const {
     case TypeId::kInt32: return 23;
     case TypeId::kInt64: return 20;
     case TypeId::kDouble: return 701;
-    case TypeId::kText: return max_len > 0 ? 1043 : 25;
+    case TypeId::kTimestamp: return 1114;
+    case TypeId::kText: return max_len > 0 ? 1043 : max_len < 0 ? 1042 : 25;
   }
   return 25;
 }
@@ -38,6 +41,7 @@ int16_t SqlType::PgLen() const {
     case TypeId::kInt32: return 4;
     case TypeId::kInt64: return 8;
     case TypeId::kDouble: return 8;
+    case TypeId::kTimestamp: return 8;
     default: return -1;
   }
 }
@@ -61,6 +65,7 @@ std::string Value::ToText() const {
     case TypeId::kInt64: return std::to_string(i_);
     case TypeId::kDouble: return FormatDouble(d_);
     case TypeId::kText: return s_;
+    case TypeId::kTimestamp: return FormatTimestamp(i_);
   }
   return "";
 }
@@ -81,7 +86,7 @@ int Value::Compare(const Value& o) const {
     int c = s_.compare(o.s_);
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
-  if (type_ == TypeId::kBool && o.type_ == TypeId::kBool) return cmp(i_, o.i_);
+  if (type_ == o.type_ && (type_ == TypeId::kBool || type_ == TypeId::kTimestamp)) return cmp(i_, o.i_);
   return cmp(static_cast<int>(type_), static_cast<int>(o.type_));
 }
 
@@ -90,7 +95,8 @@ size_t Value::Hash() const {
     case TypeId::kNull: return 0x9e3779b9;
     case TypeId::kBool:
     case TypeId::kInt32:
-    case TypeId::kInt64: return std::hash<int64_t>()(i_);
+    case TypeId::kInt64:
+    case TypeId::kTimestamp: return std::hash<int64_t>()(i_);
     case TypeId::kDouble: {
       // Integral doubles hash like ints so that 1 = 1.0 group together.
       double r = std::nearbyint(d_);
@@ -100,6 +106,99 @@ size_t Value::Hash() const {
     case TypeId::kText: return std::hash<std::string>()(s_);
   }
   return 0;
+}
+
+namespace {
+
+// Days from 1970-01-01 to y-m-d (proleptic Gregorian), and back (H. Hinnant's algorithms).
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
+  z += 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = static_cast<int64_t>(yoe) + era * 400 + (*m <= 2);
+}
+
+}  // namespace
+
+Result<int64_t> ParseTimestamp(std::string_view in) {
+  auto bad = [&] {
+    return Status::Sql("22007", fmt::format("invalid input syntax for type timestamp: \"{}\"", in));
+  };
+  std::string_view s = in;
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  size_t i = 0;
+  auto num = [&](size_t min_digits, size_t max_digits, int64_t* out) {
+    size_t start = i;
+    int64_t v = 0;
+    while (i < s.size() && i - start < max_digits && s[i] >= '0' && s[i] <= '9') v = v * 10 + (s[i++] - '0');
+    *out = v;
+    return i - start >= min_digits;
+  };
+  int64_t y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
+  if (!num(4, 6, &y) || i >= s.size() || s[i++] != '-' || !num(1, 2, &mo) || i >= s.size() ||
+      s[i++] != '-' || !num(1, 2, &d)) {
+    return bad();
+  }
+  if (i < s.size()) {
+    if (s[i] != ' ' && s[i] != 'T') return bad();
+    i++;
+    if (!num(1, 2, &h) || i >= s.size() || s[i++] != ':' || !num(1, 2, &mi)) return bad();
+    if (i < s.size() && s[i] == ':') {
+      i++;
+      if (!num(1, 2, &sec)) return bad();
+      if (i < s.size() && s[i] == '.') {
+        i++;
+        size_t start = i;
+        if (!num(1, 6, &frac)) return bad();
+        for (size_t k = i - start; k < 6; k++) frac *= 10;
+        while (i < s.size() && s[i] >= '0' && s[i] <= '9') i++;  // beyond microseconds
+      }
+    }
+  }
+  if (i != s.size()) return bad();
+  static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] || (mo == 2 && d == 29 && !leap) || h > 23 ||
+      mi > 59 || sec > 60) {
+    return Status::Sql("22008", fmt::format("date/time field value out of range: \"{}\"", in));
+  }
+  int64_t days = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) - 10957;
+  return ((days * 24 + h) * 60 + mi) * 60000000 + sec * 1000000 + frac;
+}
+
+std::string FormatTimestamp(int64_t us) {
+  int64_t day_us = 86400LL * 1000000;
+  int64_t days = us / day_us, rem = us % day_us;
+  if (rem < 0) {
+    rem += day_us;
+    days--;
+  }
+  int64_t y;
+  unsigned m, d;
+  CivilFromDays(days + 10957, &y, &m, &d);
+  int64_t secs = rem / 1000000, frac = rem % 1000000;
+  std::string out = fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", y, m, d, secs / 3600, secs / 60 % 60, secs % 60);
+  if (frac) {
+    std::string f = fmt::format("{:06}", frac);
+    while (f.back() == '0') f.pop_back();
+    out += "." + f;
+  }
+  return out;
 }
 
 namespace {
@@ -183,17 +282,31 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         return Double(d);
       }
       break;
+    case TypeId::kTimestamp:
+      if (type_ == TypeId::kText) {
+        ASSIGN_OR_RETURN(int64_t us, ParseTimestamp(s_));
+        return Timestamp(us);
+      }
+      break;
     case TypeId::kText: {
       std::string s = ToText();
-      if (t.max_len > 0 && static_cast<int64_t>(s.size()) > t.max_len) {
-        // PostgreSQL counts characters; we count UTF-8 code points the same way.
-        int64_t chars = 0;
-        for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
-        if (chars > t.max_len) {
-          return Status::Sql("22001", fmt::format("value too long for type character varying({})",
-                                                  t.max_len));
+      int64_t limit = t.max_len < 0 ? -static_cast<int64_t>(t.max_len) : t.max_len;
+      // PostgreSQL counts characters; we count UTF-8 code points the same way.
+      auto chars = [](const std::string& x) {
+        int64_t n = 0;
+        for (unsigned char c : x) n += (c & 0xC0) != 0x80;
+        return n;
+      };
+      if (limit > 0 && static_cast<int64_t>(s.size()) > limit && chars(s) > limit) {
+        // Trailing blanks beyond a CHAR(n)'s length are dropped, as in PostgreSQL.
+        size_t end = s.find_last_not_of(' ');
+        std::string trimmed = end == std::string::npos ? "" : s.substr(0, end + 1);
+        if (t.max_len > 0 || chars(trimmed) > limit) {
+          return Status::Sql("22001", fmt::format("value too long for type {}", t.ToString()));
         }
+        s = std::move(trimmed);
       }
+      if (t.max_len < 0) s.append(static_cast<size_t>(limit - chars(s)), ' ');
       return Text(std::move(s));
     }
   }

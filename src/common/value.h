@@ -20,17 +20,19 @@ enum class TypeId : uint8_t {
   kInt64 = 3,
   kDouble = 4,
   kText = 5,
+  kTimestamp = 6,  // TIMESTAMP (without time zone): microseconds since 2000-01-01 00:00:00
 };
 
 struct SqlType {
   TypeId id = TypeId::kNull;
-  int32_t max_len = 0;  // VARCHAR(n): n; 0 = unbounded (TEXT)
+  int32_t max_len = 0;  // VARCHAR(n): n; CHAR(n): -n (blank-padded); 0 = unbounded (TEXT)
 
   bool operator==(const SqlType& o) const { return id == o.id && max_len == o.max_len; }
   bool IsNumeric() const {
     return id == TypeId::kInt32 || id == TypeId::kInt64 || id == TypeId::kDouble;
   }
   bool IsInteger() const { return id == TypeId::kInt32 || id == TypeId::kInt64; }
+  bool IsFixedChar() const { return id == TypeId::kText && max_len < 0; }
   // SQL spelling, as PostgreSQL prints it (integer, bigint, double precision, ...).
   std::string ToString() const;
   // PostgreSQL type OID used in RowDescription.
@@ -38,6 +40,13 @@ struct SqlType {
   // PostgreSQL typlen used in RowDescription (-1 for varlena).
   int16_t PgLen() const;
 };
+
+// Microseconds since 2000-01-01 00:00:00 of a wall-clock time given in microseconds since the
+// Unix epoch (PostgreSQL's timestamp representation).
+constexpr int64_t kPgEpochUnixMicros = 946684800LL * 1000000;
+// TIMESTAMP text forms: 'YYYY-MM-DD[ HH:MM[:SS[.ffffff]]]' (also 'T' as the separator).
+Result<int64_t> ParseTimestamp(std::string_view s);
+std::string FormatTimestamp(int64_t micros);
 
 class Value {
  public:
@@ -61,6 +70,11 @@ class Value {
   static Value Double(double d) {
     Value v(TypeId::kDouble);
     v.d_ = d;
+    return v;
+  }
+  static Value Timestamp(int64_t micros) {
+    Value v(TypeId::kTimestamp);
+    v.i_ = micros;
     return v;
   }
   static Value Text(std::string s) {

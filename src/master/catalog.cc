@@ -189,9 +189,13 @@ Result<std::vector<SegmentEntry>> Catalog::DropTable(const std::string& name) {
   if (it->second.id >= kFirstSystemTableId) {
     return Status::Sql("42809", fmt::format("\"{}\" is a system view", name));
   }
-  TableId id = it->second.id;
+  ASSIGN_OR_RETURN(auto segs, TrashSegments(it->second.id, {{kTablePrefix + name, "", true}}));
+  tables_.erase(it);
+  return segs;
+}
+
+Result<std::vector<SegmentEntry>> Catalog::TrashSegments(TableId id, std::vector<storage::KvStore::Op> ops) {
   std::vector<SegmentEntry> segs;
-  std::vector<storage::KvStore::Op> ops = {{kTablePrefix + name, "", true}};
   for (auto& [lo, s] : by_table_[id]) {
     segs.push_back(s);
     ops.push_back({SegmentKey(s.id), "", true});
@@ -203,7 +207,23 @@ Result<std::vector<SegmentEntry>> Catalog::DropTable(const std::string& name) {
     trash_[s.id] = s;
   }
   by_table_.erase(id);
-  tables_.erase(it);
+  return segs;
+}
+
+Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name, const std::string& staged) {
+  std::unique_lock l(mu_);
+  auto it = tables_.find(name);
+  auto st = tables_.find(staged);
+  if (it == tables_.end()) return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
+  if (st == tables_.end()) return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", staged));
+  TableSchema renamed = st->second;
+  renamed.name = name;
+  std::string enc;
+  renamed.Serialize(&enc);
+  ASSIGN_OR_RETURN(auto segs, TrashSegments(it->second.id, {{kTablePrefix + staged, "", true},
+                                                              {kTablePrefix + name, enc}}));
+  tables_.erase(st);
+  tables_[name] = std::move(renamed);
   return segs;
 }
 

@@ -56,6 +56,9 @@ class Catalog : public plan::CatalogReader {
   // Removes the table and its segments from the catalog, returning the segments. The
   // segments stay listed in Trash() until ClearTrash confirms their nodes dropped them.
   Result<std::vector<SegmentEntry>> DropTable(const std::string& name);
+  // Atomically drops table `name` (returning its segments, as DropTable) and renames table
+  // `staged` to `name`.
+  Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name, const std::string& staged);
   std::vector<SegmentEntry> Trash() const;
   Status ClearTrash(SegmentId seg);
 
@@ -96,6 +99,9 @@ class Catalog : public plan::CatalogReader {
   Status Load();
   Result<uint64_t> NextFromCounter(const std::string& name, uint64_t block);
   static std::string SegmentKey(SegmentId id);
+  // Writes `ops` plus the removal of table `id`'s segments into the trash, atomically.
+  // REQUIRES: mu_ held exclusively.
+  Result<std::vector<SegmentEntry>> TrashSegments(TableId id, std::vector<storage::KvStore::Op> ops);
   static std::string EncodeSegment(const SegmentEntry& e);
 
   std::unique_ptr<storage::KvStore> kv_;

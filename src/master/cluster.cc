@@ -104,8 +104,18 @@ Result<Timestamp> Cluster::BeginCommit() {
 }
 
 void Cluster::EndCommit(Timestamp ts) {
-  std::lock_guard<std::mutex> l(ts_mu_);
+  std::unique_lock<std::mutex> l(ts_mu_);
   inflight_.erase(ts);
+  ts_cv_.notify_all();
+  // A commit is acknowledged only once every earlier-stamped commit completed too, so that
+  // every snapshot taken after the acknowledgement (in any session) includes it.
+  ts_cv_.wait(l, [&] { return inflight_.empty() || *inflight_.begin() > ts; });
+}
+
+void Cluster::AwaitStable() {
+  std::unique_lock<std::mutex> l(ts_mu_);
+  Timestamp target = last_ts_;
+  ts_cv_.wait(l, [&] { return inflight_.empty() || *inflight_.begin() > target; });
 }
 
 Transaction::~Transaction() {

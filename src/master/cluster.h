@@ -82,6 +82,9 @@ class Cluster {
   // version it can see until ReleaseSnapshot.
   Timestamp AcquireSnapshot();
   void ReleaseSnapshot(Timestamp ts);
+  // Returns once every commit that has a timestamp now has completed, so that snapshots
+  // taken afterwards see all of them. A client told 40001 retries against the winner's write.
+  void AwaitStable();
   // The oldest snapshot in use (or the current read timestamp if none).
   Timestamp GcHorizon();
   // Applies `writes` to `table` atomically across all nodes they touch (prepare everywhere,
@@ -112,6 +115,7 @@ class Cluster {
  private:
   std::shared_ptr<std::shared_timed_mutex> Latch(SegmentId seg);
   Result<Timestamp> BeginCommit();
+  // Ends commit `ts`; returns once no commit with a lower timestamp is still in flight.
   void EndCommit(Timestamp ts);
   Status RecoverMove(const MoveIntent& m);
   void MaintenanceLoop();
@@ -128,6 +132,7 @@ class Cluster {
   std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches_;
 
   std::mutex ts_mu_;  // guards the timestamp state below
+  std::condition_variable ts_cv_;  // signalled when a commit completes
   Timestamp last_ts_ = 0;
   std::set<Timestamp> inflight_;
   std::multiset<Timestamp> snapshots_;  // held by statements and transactions

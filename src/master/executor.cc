@@ -24,7 +24,9 @@ Status TextResult(ResultSink& sink, const std::string& name, const std::vector<s
   return b.rows ? sink.Rows(b) : Status::OK();
 }
 
-// A scan of every row of `t`, all columns in schema order.
+
+}  // namespace
+
 plan::PlanPtr FullScan(const TableSchema& t) {
   auto scan = std::make_unique<plan::PlanNode>();
   scan->kind = plan::PlanNode::Kind::kScan;
@@ -33,8 +35,6 @@ plan::PlanPtr FullScan(const TableSchema& t) {
   for (const auto& c : t.columns) scan->types.push_back(c.type);
   return scan;
 }
-
-}  // namespace
 
 Executor::~Executor() {
   if (txn_) {
@@ -77,7 +77,10 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
     failed_ = true;
     return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
   }
-  if (txn_ && (std::holds_alternative<sql::CreateTableStmt>(stmt) || std::holds_alternative<sql::DropTableStmt>(stmt) ||
+  // CREATE TABLE inside a block (drivers such as psycopg open one implicitly) takes effect at
+  // once and is not undone by ROLLBACK; other DDL and administration are refused there.
+  if (txn_ && (std::holds_alternative<sql::DropTableStmt>(stmt) ||
+               std::holds_alternative<sql::AddPrimaryKeyStmt>(stmt) ||
                std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt))) {
     failed_ = true;
     return Status::Sql("25001", "DDL and cluster administration cannot run inside a transaction block");
@@ -85,6 +88,7 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   StatementSnapshot snap(*this);
   auto r = Dispatch(stmt, sink, cancel);
   if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
+  if (!r.ok() && r.status().sqlstate() == "40001") cluster_.AwaitStable();
   return r;
 }
 
@@ -170,6 +174,8 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return Explain(s, sink, cancel);
         } else if constexpr (std::is_same_v<T, sql::VacuumStmt>) {
           return Vacuum(s);
+        } else if constexpr (std::is_same_v<T, sql::AddPrimaryKeyStmt>) {
+          return AddPrimaryKey(s, cancel);
         }
       },
       stmt);
@@ -188,77 +194,6 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
   return fmt::format("SELECT {}", rows);
 }
 
-Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& sink) {
-  if (cluster_.catalog().GetTable(s.name).ok()) {
-    if (s.if_not_exists) {
-      RETURN_NOT_OK(sink.Notice("42P07", fmt::format("relation \"{}\" already exists, skipping", s.name)));
-      return std::string("CREATE TABLE");
-    }
-    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name));
-  }
-  if (s.name.rfind("wattdb_", 0) == 0) {
-    return Status::Sql("42939", fmt::format("table name \"{}\" is reserved for system views", s.name));
-  }
-  if (s.columns.empty()) return Status::NotSupported("tables without columns are not supported");
-  TableSchema t;
-  t.name = s.name;
-  std::set<std::string> names;
-  for (const auto& c : s.columns) {
-    if (!names.insert(c.name).second) {
-      return Status::Sql("42701", fmt::format("column \"{}\" specified more than once", c.name), c.pos);
-    }
-    t.columns.push_back({c.name, c.type, c.not_null, false});
-  }
-  for (const auto& k : s.primary_key) {
-    int idx = t.ColumnIndex(k);
-    if (idx < 0) {
-      return Status::Sql("42703", fmt::format("column \"{}\" named in key does not exist", k), s.pk_pos);
-    }
-    for (int prev : t.key_columns) {
-      if (prev == idx) {
-        return Status::Sql("42701", fmt::format("column \"{}\" appears twice in primary key constraint", k),
-                           s.pk_pos);
-      }
-    }
-    t.key_columns.push_back(idx);
-    t.columns[idx].not_null = true;
-  }
-  if (t.key_columns.empty()) {
-    t.columns.push_back({"__rowid", SqlType{TypeId::kInt64}, true, true});
-    t.key_columns.push_back(static_cast<int>(t.columns.size() - 1));
-  }
-  NodeId node = cluster_.LeastLoadedNode();
-  if (node == 0) return Status(Status::Code::kUnavailable, "no active node is up to hold the table", "57P03");
-  ASSIGN_OR_RETURN(SegmentEntry seg, cluster_.catalog().CreateTable(&t, node));
-  auto client = cluster_.registry().Client(node);
-  Status st = client.ok() ? RpcCreateSegment(**client, seg.id, t.id, "", "") : client.status();
-  if (!st.ok()) {
-    (void)cluster_.catalog().DropTable(t.name);
-    return st.Prepend("create table");
-  }
-  Log("master")->info("table created name={} id={} first_segment={} node=n{}", t.name, t.id, seg.id, node);
-  return std::string("CREATE TABLE");
-}
-
-Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink) {
-  for (const auto& name : s.names) {
-    auto t = cluster_.catalog().GetTable(name);
-    if (!t.ok()) {
-      if (s.if_exists) {
-        RETURN_NOT_OK(sink.Notice("00000", fmt::format("table \"{}\" does not exist, skipping", name)));
-        continue;
-      }
-      return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
-    }
-    ASSIGN_OR_RETURN(auto segs, cluster_.catalog().DropTable(name));
-    for (const auto& seg : segs) {
-      auto c = cluster_.registry().Client(seg.node);
-      if (c.ok() && RpcDropSegment(**c, seg.id).ok()) (void)cluster_.catalog().ClearTrash(seg.id);
-    }
-  }
-  return std::string("DROP TABLE");
-}
-
 Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
                             const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
   MasterScanProvider scans(cluster_, snapshot, TxnId());
@@ -267,6 +202,19 @@ Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, co
     for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r, &ctx));
     return Status::OK();
   });
+}
+
+Result<RowWrite> Executor::InsertWrite(const TableSchema& t, const std::vector<Value>& row,
+                                       std::set<std::string>* keys) {
+  RETURN_NOT_OK(CheckNotNull(t, row));
+  RowWrite w;
+  w.key = EncodeKey(t, row);
+  if (!keys->insert(w.key).second) {
+    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  }
+  EncodeRow(row, &w.row);
+  w.check = RemoteWrite::Check::kInsert;
+  return w;
 }
 
 Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& row) {
@@ -311,14 +259,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
       ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
       row[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
     }
-    RETURN_NOT_OK(CheckNotNull(t, row));
-    RowWrite w;
-    w.key = EncodeKey(t, row);
-    if (!keys.insert(w.key).second) {
-      return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
-    }
-    EncodeRow(row, &w.row);
-    w.check = RemoteWrite::Check::kInsert;
+    ASSIGN_OR_RETURN(RowWrite w, InsertWrite(t, row, &keys));
     writes.push_back(std::move(w));
   }
   size_t n = writes.size();

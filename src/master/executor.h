@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@
 #include "query/sql/ast.h"
 
 namespace wattdb::master {
+
+// A scan of every row of `t`, all columns in schema order.
+plan::PlanPtr FullScan(const TableSchema& t);
 
 class ResultSink {
  public:
@@ -52,6 +56,11 @@ class Executor {
   Result<std::string> Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
   Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);
   Result<std::string> DropTable(sql::DropTableStmt& s, ResultSink& sink);
+  Result<std::string> AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel);
+  // Registers `t` in the catalog (filling t->id) with one empty segment on the least-loaded node.
+  Status CreateTableStorage(TableSchema* t);
+  // Drops dropped tables' segments on their nodes.
+  void DropSegments(const std::vector<SegmentEntry>& segs);
   Result<std::string> Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel);
@@ -69,6 +78,9 @@ class Executor {
   Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
   Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
+  // The write inserting `row` into `t`: 23502 on a NULL in a NOT NULL column, 23505 if its key
+  // is already in `keys` (the keys of this statement so far, to which it is added).
+  Result<RowWrite> InsertWrite(const TableSchema& t, const std::vector<Value>& row, std::set<std::string>* keys);
   // Runs `source` at `snapshot`, calling `fn` for every row it yields; `fn` gets the
   // execution context for evaluating expressions over the row (subqueries need it).
   Status ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,

@@ -26,7 +26,8 @@ void EncodeValue(const Value& v, const SqlType& t, bool binary, std::string* out
   switch (t.id) {
     case TypeId::kBool: out->push_back(v.as_bool() ? 1 : 0); break;
     case TypeId::kInt32: PutBE(static_cast<uint32_t>(static_cast<int32_t>(v.as_int())), 4, out); break;
-    case TypeId::kInt64: PutBE(static_cast<uint64_t>(v.as_int()), 8, out); break;
+    case TypeId::kInt64:
+    case TypeId::kTimestamp: PutBE(static_cast<uint64_t>(v.as_int()), 8, out); break;
     case TypeId::kDouble: {
       double d = v.ToDouble();
       uint64_t bits;
@@ -49,6 +50,7 @@ Result<SqlType> TypeFromOid(int32_t oid) {
     case 20: return SqlType{TypeId::kInt64};
     case 700:
     case 701: return SqlType{TypeId::kDouble};
+    case 1114: return SqlType{TypeId::kTimestamp};
     case 25:
     case 1043:
     case 1042: return SqlType{TypeId::kText};
@@ -99,6 +101,10 @@ Result<Value> DecodeParam(std::string_view bytes, bool binary, const SqlType& t,
       } else {
         return bad();
       }
+      break;
+    case TypeId::kTimestamp:
+      if (bytes.size() != 8) return bad();
+      v = Value::Timestamp(static_cast<int64_t>(GetBE(bytes)));
       break;
     case TypeId::kText:
     case TypeId::kNull: v = Value::Text(std::string(bytes)); break;

@@ -17,6 +17,16 @@
 
 namespace wattdb::testing {
 
+int RunCommand(const std::string& cmd, std::string* out) {
+  out->clear();
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out->append(buf, n);
+  int rc = pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
 namespace fs = std::filesystem;
 
 PgConn::PgConn(const std::string& conninfo) : conn_(PQconnectdb(conninfo.c_str())) {

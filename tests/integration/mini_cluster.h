@@ -30,6 +30,10 @@ class PgConn {
   PGconn* conn_;
 };
 
+// Runs `cmd` through the shell with stderr merged into stdout; returns its exit status
+// (-1 if it could not start) and its output in *out.
+int RunCommand(const std::string& cmd, std::string* out);
+
 struct MiniClusterOptions {
   int nodes = 3;
   uint64_t segment_bytes = 64 << 10;

@@ -47,14 +47,10 @@ TEST_P(SltRs, Passes) {
   MiniCluster cluster(MiniClusterOptions{3, 1024, 200});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   std::string cmd = fmt::format("{} -e {} -h 127.0.0.1 -p {} -d wattdb -u wattdb --label postgresql "
-                                "--color never {} 2>&1",
+                                "--color never {}",
                                 Runner(), c.engine, cluster.pg_port(), c.file);
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
   std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
-  int rc = pclose(p);
+  int rc = RunCommand(cmd, &out);
   ASSERT_EQ(rc, 0) << cmd << "\n" << out.substr(0, 8000)
                    << "\n(runner missing? scripts/install-deps.sh installs it with cargo)";
   EXPECT_NE(out.find("[OK]"), std::string::npos) << out;

@@ -307,6 +307,12 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
           if (!eq.is_null() && eq.as_bool()) return Value();
           return args[0];
         }
+        case Func::kBpcharText: {
+          if (args[0].is_null()) return Value();
+          std::string s = args[0].as_text();
+          s.erase(s.find_last_not_of(' ') + 1);
+          return Value::Text(std::move(s));
+        }
         case Func::kIsTrue: return Value::Bool(!args[0].is_null() && args[0].as_bool());
         case Func::kIsFalse: return Value::Bool(!args[0].is_null() && !args[0].as_bool());
         case Func::kGreatest:

@@ -15,7 +15,7 @@ const char* BinOpName(BinOp op) {
 
 const char* FuncName(Func f) {
   static const char* kNames[] = {"abs", "lower", "upper", "length", "coalesce", "nullif",
-                                 "is_true", "is_false", "round", "greatest", "least"};
+                                 "is_true", "is_false", "round", "greatest", "least", "text"};
   return kNames[static_cast<int>(f)];
 }
 
@@ -143,9 +143,9 @@ Result<BoundExprPtr> BoundExpr::Deserialize(ByteReader& r, int depth) {
   std::string_view v;
   uint64_t n;
   if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kInSubquery) || !r.U8(&tid) ||
-      tid > static_cast<uint8_t>(TypeId::kText) || !r.VarI64(&max_len) || !r.Str(&v) ||
+      tid > static_cast<uint8_t>(TypeId::kTimestamp) || !r.VarI64(&max_len) || !r.Str(&v) ||
       !r.VarI64(&column) || !r.U8(&op) || op > static_cast<uint8_t>(BinOp::kOr) || !r.U8(&func) ||
-      func > static_cast<uint8_t>(Func::kLeast) || !r.U8(&flags) || !r.VarI64(&outer_depth) ||
+      func > static_cast<uint8_t>(Func::kBpcharText) || !r.U8(&flags) || !r.VarI64(&outer_depth) ||
       outer_depth < 0 || outer_depth > kMaxDepth) {
     return bad();
   }

@@ -19,6 +19,7 @@ enum class BinOp : uint8_t {
 
 enum class Func : uint8_t {
   kAbs, kLower, kUpper, kLength, kCoalesce, kNullIf, kIsTrue, kIsFalse, kRound, kGreatest, kLeast,
+  kBpcharText,  // CHAR(n) value as text: trailing blanks removed
 };
 
 struct PlanNode;

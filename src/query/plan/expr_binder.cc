@@ -1,5 +1,6 @@
 #include "query/plan/expr_binder.h"
 
+#include <chrono>
 #include <map>
 
 namespace wattdb::plan {
@@ -37,6 +38,16 @@ Result<BoundExprPtr> ExprBinder::Bind(const Expr& e, bool* untyped) {
   if (untyped) *untyped = u;
   if (!r.ok()) return r.status().WithPosition(e.pos);
   return r;
+}
+
+BoundExprPtr CharAsText(BoundExprPtr e) {
+  if (!e->type.IsFixedChar()) return e;
+  auto f = std::make_unique<BoundExpr>();
+  f->kind = BoundExpr::Kind::kFunc;
+  f->func = Func::kBpcharText;
+  f->type = {TypeId::kText};
+  f->children.push_back(std::move(e));
+  return f;
 }
 
 ExprBinder ExprBinder::Plain() const {
@@ -226,6 +237,8 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
   out->op = kOps.at(op);
   if (out->op == BinOp::kConcat) {
     out->type = {TypeId::kText};
+    l = CharAsText(std::move(l));
+    r = CharAsText(std::move(r));
     if (l->type.id != TypeId::kText && l->type.id != TypeId::kNull) {
       ASSIGN_OR_RETURN(l, Coerce(std::move(l), false, {TypeId::kText}, e.pos));
     }
@@ -350,6 +363,12 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
                        {TypeId::kText});
     }
     if (n == "current_database") return MakeConst(Value::Text("wattdb"), {TypeId::kText});
+    if (n == "now" || n == "current_timestamp" || n == "localtimestamp") {
+      // The time the statement was bound, on the master's clock (UTC).
+      auto unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+      return MakeConst(Value::Timestamp(unix_us - kPgEpochUnixMicros), {TypeId::kTimestamp});
+    }
     if (n == "current_schema") return MakeConst(Value::Text("public"), {TypeId::kText});
   }
   std::vector<BoundExprPtr> args;
@@ -389,6 +408,7 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
   } else if ((n == "lower" || n == "upper" || n == "length" || n == "char_length" ||
               n == "character_length") && need(1)) {
     if (args[0]->type.id != TypeId::kText && args[0]->type.id != TypeId::kNull && !unt[0]) return sig();
+    if (n != "lower" && n != "upper") args[0] = CharAsText(std::move(args[0]));
     out->func = n == "lower" ? Func::kLower : n == "upper" ? Func::kUpper : Func::kLength;
     out->type = out->func == Func::kLength ? SqlType{TypeId::kInt32} : SqlType{TypeId::kText};
   } else if ((n == "coalesce" || n == "greatest" || n == "least") && !args.empty()) {

@@ -40,6 +40,8 @@ std::string TypeName(const SqlType& t);
 bool IsAggregateName(const std::string& n);
 // Numeric result type of combining numeric types a and b.
 SqlType NumericUnion(const SqlType& a, const SqlType& b);
+// A CHAR(n) expression as text (trailing blanks dropped, as PostgreSQL's bpchar -> text).
+BoundExprPtr CharAsText(BoundExprPtr e);
 
 class ExprBinder {
  public:

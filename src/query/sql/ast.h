@@ -152,6 +152,13 @@ struct MoveSegmentStmt {
   uint32_t node = 0;
 };
 
+// ALTER TABLE t ADD [CONSTRAINT name] PRIMARY KEY (cols): re-keys a table created without one.
+struct AddPrimaryKeyStmt {
+  std::string table;
+  std::vector<std::string> columns;
+  int pos = 0;
+};
+
 // ALTER NODE n DRAIN | POWER OFF | POWER ON
 struct AlterNodeStmt {
   enum class Action { kDrain, kPowerOff, kPowerOn };
@@ -216,7 +223,7 @@ struct EmptyStmt {};
 using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
                                SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt, ExplainStmt,
-                               VacuumStmt>;
+                               VacuumStmt, AddPrimaryKeyStmt>;
 
 struct StatementBox {
   Statement stmt;

@@ -288,19 +288,32 @@ Result<SqlType> Parser::ParseType() {
     ASSIGN_OR_RETURN(int32_t len, length());
     return SqlType{TypeId::kText, len};
   }
-  if (n == "character") {
-    if (Accept("varying")) {
-      ASSIGN_OR_RETURN(int32_t len, length());
-      return SqlType{TypeId::kText, len};
-    }
+  if (n == "character" && Accept("varying")) {
+    ASSIGN_OR_RETURN(int32_t len, length());
+    return SqlType{TypeId::kText, len};
+  }
+  if (n == "character" || n == "char" || n == "bpchar") {
+    ASSIGN_OR_RETURN(int32_t len, length());
+    return SqlType{TypeId::kText, -(len == 0 ? 1 : len)};
   }
   if (n == "boolean" || n == "bool") return SqlType{TypeId::kBool};
-  return Status::Sql(n == "numeric" || n == "decimal" || n == "char" || n == "character" ||
-                             n == "timestamp" || n == "date"
+  if (n == "timestamp") {
+    if (AcceptOp("(")) {  // precision: accepted; values keep microseconds
+      RETURN_NOT_OK(UnsignedInt().status());
+      RETURN_NOT_OK(ExpectOp(")"));
+    }
+    if (Accept("without")) {
+      RETURN_NOT_OK(Expect("time"));
+      RETURN_NOT_OK(Expect("zone"));
+    } else if (Peek().Is("with")) {
+      return Status::Sql("0A000", "type timestamp with time zone is not supported", Peek().pos);
+    }
+    return SqlType{TypeId::kTimestamp};
+  }
+  return Status::Sql(n == "numeric" || n == "decimal" || n == "timestamptz" || n == "date"
                          ? "0A000"
                          : "42704",
-                     n == "numeric" || n == "decimal" || n == "char" || n == "character" ||
-                             n == "timestamp" || n == "date"
+                     n == "numeric" || n == "decimal" || n == "timestamptz" || n == "date"
                          ? fmt::format("type {} is not supported yet", n)
                          : fmt::format("type \"{}\" does not exist", n),
                      t.pos);
@@ -460,8 +473,26 @@ Result<Statement> Parser::ParseAlter() {
   if (Accept("table")) {
     MoveSegmentStmt s;
     ASSIGN_OR_RETURN(s.table, QualifiedName());
+    if (Peek().Is("add")) {
+      AddPrimaryKeyStmt a;
+      a.table = s.table;
+      a.pos = Next().pos;
+      if (Accept("constraint")) RETURN_NOT_OK(Name().status());
+      if (!Peek().Is("primary")) {
+        return Status::Sql("0A000", "ALTER TABLE ... ADD supports only PRIMARY KEY", Peek().pos);
+      }
+      i_++;
+      RETURN_NOT_OK(Expect("key"));
+      RETURN_NOT_OK(ExpectOp("("));
+      do {
+        ASSIGN_OR_RETURN(std::string c, Name());
+        a.columns.push_back(c);
+      } while (AcceptOp(","));
+      RETURN_NOT_OK(ExpectOp(")"));
+      return Statement(std::move(a));
+    }
     if (!Peek().Is("move")) {
-      return Status::Sql("0A000", "ALTER TABLE supports only MOVE SEGMENT <id> TO NODE <id>",
+      return Status::Sql("0A000", "ALTER TABLE supports only ADD PRIMARY KEY and MOVE SEGMENT <id> TO NODE <id>",
                          Peek().pos);
     }
     i_++;

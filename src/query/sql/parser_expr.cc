@@ -285,6 +285,16 @@ Result<ExprPtr> Parser::ParsePrimary() {
       return e;
     }
     if (t.Is("case")) return ParseCase();
+    if (t.Is("current_timestamp") || t.Is("localtimestamp")) {
+      i_++;
+      if (AcceptOp("(")) {  // precision: accepted
+        RETURN_NOT_OK(UnsignedInt().status());
+        RETURN_NOT_OK(ExpectOp(")"));
+      }
+      auto f = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
+      f->name = t.text;
+      return f;
+    }
     if (t.Is("exists") && Peek(1).IsOp("(")) {
       i_ += 2;
       auto e = std::make_unique<Expr>(Expr::Kind::kExists, t.pos);

@@ -1,0 +1,158 @@
+// DDL statements of the executor: CREATE / DROP TABLE and ALTER TABLE ADD PRIMARY KEY.
+#include <algorithm>
+#include <set>
+
+#include <fmt/ranges.h>
+
+#include "common/codec.h"
+#include "common/logging.h"
+#include "master/executor.h"
+#include "master/node_rpc.h"
+
+namespace wattdb::master {
+
+Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& sink) {
+  if (cluster_.catalog().GetTable(s.name).ok()) {
+    if (s.if_not_exists) {
+      RETURN_NOT_OK(sink.Notice("42P07", fmt::format("relation \"{}\" already exists, skipping", s.name)));
+      return std::string("CREATE TABLE");
+    }
+    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name));
+  }
+  if (s.name.rfind("wattdb_", 0) == 0) {
+    return Status::Sql("42939", fmt::format("table name \"{}\" is reserved for system views", s.name));
+  }
+  if (s.columns.empty()) return Status::NotSupported("tables without columns are not supported");
+  TableSchema t;
+  t.name = s.name;
+  std::set<std::string> names;
+  for (const auto& c : s.columns) {
+    if (!names.insert(c.name).second) {
+      return Status::Sql("42701", fmt::format("column \"{}\" specified more than once", c.name), c.pos);
+    }
+    t.columns.push_back({c.name, c.type, c.not_null, false});
+  }
+  for (const auto& k : s.primary_key) {
+    int idx = t.ColumnIndex(k);
+    if (idx < 0) {
+      return Status::Sql("42703", fmt::format("column \"{}\" named in key does not exist", k), s.pk_pos);
+    }
+    for (int prev : t.key_columns) {
+      if (prev == idx) {
+        return Status::Sql("42701", fmt::format("column \"{}\" appears twice in primary key constraint", k),
+                           s.pk_pos);
+      }
+    }
+    t.key_columns.push_back(idx);
+    t.columns[idx].not_null = true;
+  }
+  if (t.key_columns.empty()) {
+    t.columns.push_back({"__rowid", SqlType{TypeId::kInt64}, true, true});
+    t.key_columns.push_back(static_cast<int>(t.columns.size() - 1));
+  }
+  RETURN_NOT_OK(CreateTableStorage(&t));
+  return std::string("CREATE TABLE");
+}
+
+Status Executor::CreateTableStorage(TableSchema* t) {
+  NodeId node = cluster_.LeastLoadedNode();
+  if (node == 0) return Status(Status::Code::kUnavailable, "no active node is up to hold the table", "57P03");
+  ASSIGN_OR_RETURN(SegmentEntry seg, cluster_.catalog().CreateTable(t, node));
+  auto client = cluster_.registry().Client(node);
+  Status st = client.ok() ? RpcCreateSegment(**client, seg.id, t->id, "", "") : client.status();
+  if (!st.ok()) {
+    (void)cluster_.catalog().DropTable(t->name);
+    return st.Prepend("create table");
+  }
+  Log("master")->info("table created name={} id={} first_segment={} node=n{}", t->name, t->id, seg.id, node);
+  return Status::OK();
+}
+
+Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink) {
+  for (const auto& name : s.names) {
+    auto t = cluster_.catalog().GetTable(name);
+    if (!t.ok()) {
+      if (s.if_exists) {
+        RETURN_NOT_OK(sink.Notice("00000", fmt::format("table \"{}\" does not exist, skipping", name)));
+        continue;
+      }
+      return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
+    }
+    ASSIGN_OR_RETURN(auto segs, cluster_.catalog().DropTable(name));
+    DropSegments(segs);
+  }
+  return std::string("DROP TABLE");
+}
+
+void Executor::DropSegments(const std::vector<SegmentEntry>& segs) {
+  // Segments a node did not confirm stay in the catalog's trash; maintenance retries them.
+  for (const auto& seg : segs) {
+    auto c = cluster_.registry().Client(seg.node);
+    if (c.ok() && RpcDropSegment(**c, seg.id).ok()) (void)cluster_.catalog().ClearTrash(seg.id);
+  }
+}
+
+Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel) {
+  ASSIGN_OR_RETURN(TableSchema old, cluster_.catalog().GetTable(s.table));
+  if (old.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("\"{}\" is a system view", s.table));
+  if (!old.HasHiddenKey()) {
+    return Status::Sql("42P16", fmt::format("multiple primary keys for table \"{}\" are not allowed", s.table), s.pos);
+  }
+  // The re-keyed table: the same columns without the row id, keyed by the named columns.
+  TableSchema t;
+  t.name = "__wattdb_rekey_" + old.name;
+  int rowid = old.key_columns[0];
+  std::vector<int> keep;
+  for (int i = 0; i < static_cast<int>(old.columns.size()); i++) {
+    if (i == rowid) continue;
+    keep.push_back(i);
+    t.columns.push_back(old.columns[i]);
+  }
+  for (const auto& k : s.columns) {
+    int idx = t.ColumnIndex(k);
+    if (idx < 0 || t.columns[idx].hidden) {
+      return Status::Sql("42703", fmt::format("column \"{}\" of relation \"{}\" does not exist", k, old.name), s.pos);
+    }
+    if (std::find(t.key_columns.begin(), t.key_columns.end(), idx) != t.key_columns.end()) {
+      return Status::Sql("42701", fmt::format("column \"{}\" appears twice in primary key constraint", k), s.pos);
+    }
+    t.key_columns.push_back(idx);
+    t.columns[idx].not_null = true;
+  }
+  if (cluster_.catalog().GetTable(t.name).ok()) {
+    // Left over from a re-key that did not finish.
+    ASSIGN_OR_RETURN(auto segs, cluster_.catalog().DropTable(t.name));
+    DropSegments(segs);
+  }
+  RETURN_NOT_OK(CreateTableStorage(&t));
+  auto abandon = [&](Status st) {
+    if (auto segs = cluster_.catalog().DropTable(t.name); segs.ok()) DropSegments(*segs);
+    return st;
+  };
+  // Copy every row under its new key, in bounded batches (the new table is not visible yet).
+  std::set<std::string> keys;
+  std::vector<RowWrite> batch;
+  Status st = ForEachRow(*FullScan(old), Snapshot(), cancel, [&](const exec::Batch& b, size_t r, exec::ExecContext*) {
+    std::vector<Value> row;
+    for (int i : keep) row.push_back(b.cols[i][r]);
+    auto w = InsertWrite(t, row, &keys);
+    if (!w.ok()) {
+      return w.status().sqlstate() == "23505"
+                 ? Status::Sql("23505", fmt::format("could not create unique index \"{}_pkey\"", old.name))
+                 : w.status();
+    }
+    batch.push_back(std::move(w).value());
+    if (batch.size() >= 10000) return cluster_.ApplyWrites(t.id, Snapshot(), std::exchange(batch, {}));
+    return Status::OK();
+  });
+  if (st.ok() && !batch.empty()) st = cluster_.ApplyWrites(t.id, Snapshot(), std::move(batch));
+  if (!st.ok()) return abandon(st.sqlstate() == "23502" ? Status::Sql("23502", fmt::format(
+      "column of relation \"{}\" contains null values", old.name)) : st);
+  // One catalog write drops the old table and renames the new one into its place.
+  ASSIGN_OR_RETURN(auto old_segs, cluster_.catalog().ReplaceTable(old.name, t.name));
+  DropSegments(old_segs);
+  Log("master")->info("table re-keyed name={} rows={} key=({})", old.name, keys.size(), fmt::join(s.columns, ","));
+  return std::string("ALTER TABLE");
+}
+
+}  // namespace wattdb::master
