@@ -79,7 +79,9 @@ std::vector<uint64_t> Participant::InDoubt() const {
 }
 
 Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable) {
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_);
+  auto deadline = std::chrono::steady_clock::now() + lock_wait_;
+restart:
   auto existing = prepared_.find(txn);
   std::map<LockKey, bool> mine;  // key -> "live after the writes so far" (pending put)
   for (const auto& w : writes) {
@@ -90,7 +92,16 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
     LockKey lk{w.op.segment, w.op.key};
     auto held = locks_.find(lk);
     if (held != locks_.end() && held->second != txn) {
-      return Status::Aborted("could not serialize access due to concurrent update");
+      // Another transaction holds the key: wait for it to end. If it committed, the check
+      // below fails (first updater wins); if it aborted, this write goes ahead. A wait that
+      // outlasts lock_wait_ (a deadlock, or a stuck holder) aborts this writer.
+      uint64_t holder = held->second;
+      bool freed = released_.wait_until(l, deadline, [&] {
+        auto h = locks_.find(lk);
+        return h == locks_.end() || h->second != holder;
+      });
+      if (!freed) return Status::Aborted("could not serialize access due to concurrent update");
+      goto restart;
     }
     // What this transaction wrote to the key before, in this call or an earlier statement.
     std::optional<bool> own;
@@ -159,6 +170,7 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId
     auto it = locks_.find({op.segment, op.key});
     if (it != locks_.end() && it->second == txn) locks_.erase(it);
   }
+  released_.notify_all();
   return s;
 }
 
@@ -172,6 +184,7 @@ void Participant::Abort(uint64_t txn) {
     if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
   }
   prepared_.erase(it);
+  released_.notify_all();
 }
 
 bool Participant::HasPrepared(SegmentId segment) const {

@@ -14,6 +14,8 @@
 // Thread-safe.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
@@ -34,11 +36,17 @@ struct TxnWrite {
 
 class Participant {
  public:
-  explicit Participant(storage::SegmentStore& store) : store_(store) {}
+  // A Prepare that finds a key locked by another transaction waits up to `lock_wait` for
+  // it to end.
+  explicit Participant(storage::SegmentStore& store,
+                       std::chrono::milliseconds lock_wait = std::chrono::milliseconds(1000))
+      : store_(store), lock_wait_(lock_wait) {}
 
   // Reloads durably prepared transactions and their locks (call once, before serving).
   Status Recover();
-  // Validates and locks `writes`; a later Prepare of the same txn adds more writes.
+  // Validates and locks `writes`; a later Prepare of the same txn adds more writes. A key
+  // locked by another transaction is waited for; 40001 if that one commits (or the wait
+  // times out), as under snapshot isolation the first updater wins.
   Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable = false);
   // Applies the prepared writes; `touched` (optional) receives the segments written.
   Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr);
@@ -56,7 +64,9 @@ class Participant {
  private:
   using LockKey = std::pair<SegmentId, std::string>;
   storage::SegmentStore& store_;  // borrowed; outlives the participant
+  std::chrono::milliseconds lock_wait_;
   mutable std::mutex mu_;         // guards prepared_ and locks_
+  std::condition_variable released_;  // notified when locks are released
   struct Prepared {
     bool durable = false;
     std::vector<storage::WriteOp> ops;

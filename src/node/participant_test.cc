@@ -1,6 +1,7 @@
 #include "node/participant.h"
 
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -16,7 +17,7 @@ class ParticipantTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
     ASSERT_TRUE(store_->CreateSegment({1, 1, "", ""}).ok());
-    p_ = std::make_unique<Participant>(*store_);
+    p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50));
   }
   void TearDown() override {
     p_.reset();
@@ -48,9 +49,29 @@ TEST_F(ParticipantTest, DuplicateInsertIsRejected) {
   EXPECT_TRUE(p_->Prepare(4, 12, {W(5, WriteCheck::kInsert)}).ok());
 }
 
+TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
+  Participant p(*store_, std::chrono::milliseconds(10000));
+  ASSERT_TRUE(p.Prepare(1, 10, {W(9, WriteCheck::kInsert)}).ok());
+  // The holder aborts while the second writer waits: the second goes ahead.
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    p.Abort(1);
+  });
+  EXPECT_TRUE(p.Prepare(2, 10, {W(9, WriteCheck::kInsert)}).ok());
+  aborter.join();
+  // The holder commits while a third writer waits: the third loses (first updater wins).
+  std::thread committer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(p.Commit(2, 20).ok());
+  });
+  EXPECT_EQ(p.Prepare(3, 10, {W(9, WriteCheck::kUpdate)}).sqlstate(), "40001");
+  committer.join();
+  EXPECT_TRUE(p.Prepare(4, 20, {W(9, WriteCheck::kUpdate)}).ok());
+}
+
 TEST_F(ParticipantTest, LaterWriterLosesConflicts) {
   ASSERT_TRUE(p_->Prepare(1, 10, {W(7, WriteCheck::kInsert)}).ok());
-  // A concurrent prepared writer on the same key aborts.
+  // A concurrent prepared writer on the same key waits, and aborts when the wait runs out.
   EXPECT_EQ(p_->Prepare(2, 10, {W(7, WriteCheck::kUpdate)}).sqlstate(), "40001");
   EXPECT_TRUE(p_->HasPrepared(1));
   ASSERT_TRUE(p_->Commit(1, 20).ok());
