@@ -21,6 +21,7 @@ struct Column {
   SqlType type;
   bool not_null = false;
   bool hidden = false;  // the row id of a table declared without a primary key
+  std::string default_sql;  // DEFAULT expression (SQL text), "" = NULL
 };
 
 struct TableSchema {

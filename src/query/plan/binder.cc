@@ -4,6 +4,7 @@
 
 #include "common/codec.h"
 #include "query/plan/query_binder.h"
+#include "query/sql/parser.h"
 
 namespace wattdb::plan {
 
@@ -135,6 +136,19 @@ Result<BoundExprPtr> BindAssignment(ExprBinder& b, const Expr& e, const Column& 
 
 }  // namespace
 
+Result<BoundExprPtr> BindDefault(const Column& col) {
+  if (col.default_sql.empty()) return MakeConst(Value(), col.type);
+  ASSIGN_OR_RETURN(sql::ExprPtr e, sql::ParseExpression(col.default_sql));
+  Scope empty;
+  ExprBinder b(&empty);
+  auto v = BindAssignment(b, *e, col);
+  if (!v.ok()) {
+    return Status::Sql(v.status().sqlstate(), fmt::format("invalid DEFAULT for column \"{}\": {}", col.name,
+                                                          v.status().message()));
+  }
+  return v;
+}
+
 Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& catalog,
                                std::vector<SqlType>* params) {
   auto t = catalog.GetTable(s.table);
@@ -189,7 +203,9 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
                                                        s.table_pos));
     }
     for (size_t i = 0; i < p->exprs.size(); i++) {
-      if (!p->exprs[i]) p->exprs[i] = MakeConst(Value(), table.columns[i].type);
+      if (!p->exprs[i]) {
+        ASSIGN_OR_RETURN(p->exprs[i], BindDefault(table.columns[i]));
+      }
       p->types.push_back(table.columns[i].type);
     }
     p->children.push_back(std::move(sel.plan));
@@ -210,7 +226,9 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
       ASSIGN_OR_RETURN(full[targets[i]], BindAssignment(binder, *row[i], table.columns[targets[i]]));
     }
     for (size_t i = 0; i < full.size(); i++) {
-      if (!full[i]) full[i] = MakeConst(Value(), table.columns[i].type);
+      if (!full[i]) {
+        ASSIGN_OR_RETURN(full[i], BindDefault(table.columns[i]));
+      }
     }
     out.rows.push_back(std::move(full));
   }

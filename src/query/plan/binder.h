@@ -62,6 +62,10 @@ Result<BoundModify> BindUpdate(const sql::UpdateStmt& stmt, const CatalogReader&
 Result<BoundModify> BindDelete(const sql::DeleteStmt& stmt, const CatalogReader& catalog,
                                std::vector<SqlType>* params = nullptr);
 
+// The value a column takes when an INSERT does not name it: its DEFAULT expression (no
+// column references or subqueries) coerced to the column type, or NULL.
+Result<BoundExprPtr> BindDefault(const Column& col);
+
 // The encoded key range [lo, hi) implied by `predicate` on the table's first key column
 // ("" = unbounded). Conservative: any row satisfying the predicate lies in the range.
 void DeriveKeyRange(const BoundExpr* predicate, const TableSchema& table, std::string* lo,

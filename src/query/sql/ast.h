@@ -107,6 +107,8 @@ struct ColumnDef {
   bool not_null = false;
   bool primary_key = false;
   int pos = 0;
+  std::string default_sql;  // DEFAULT expression as written ("" = none)
+  int default_pos = 0;
 };
 
 struct CreateTableStmt {

@@ -60,6 +60,29 @@ Result<uint64_t> Parser::UnsignedInt() {
   return v;
 }
 
+std::string Parser::SourceText(int from, int to) const {
+  // Token positions count characters; find their byte offsets.
+  auto byte_of = [&](int pos) {
+    size_t i = 0;
+    for (int c = 1; i < src_.size(); i++) {
+      if ((static_cast<unsigned char>(src_[i]) & 0xC0) == 0x80) continue;
+      if (c++ == pos) return i;
+    }
+    return src_.size();
+  };
+  size_t a = byte_of(from);
+  size_t b = byte_of(to);
+  std::string s(src_.substr(a, b > a ? b - a : 0));
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+Result<ExprPtr> Parser::ParseWholeExpr() {
+  ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
+  if (Peek().kind != Tok::kEnd) return SyntaxError();
+  return e;
+}
+
 Result<Statement> Parser::ParseStatement() {
   const Token& t = Peek();
   if (t.Is("select") || (t.IsOp("(") && IsSelectAhead())) {
@@ -357,6 +380,16 @@ Result<Statement> Parser::ParseCreate() {
         RETURN_NOT_OK(Expect("null"));
         c.not_null = true;
       } else if (Accept("null")) {
+      } else if (Peek().Is("default")) {
+        i_++;
+        int start = Peek().pos;
+        ASSIGN_OR_RETURN(ExprPtr d, ParseExpr());
+        c.default_sql = SourceText(start, Peek().pos);
+        c.default_pos = start;
+      } else if (Peek().Is("unique") || Peek().Is("check") || Peek().Is("references") ||
+                 Peek().Is("constraint") || Peek().Is("generated")) {
+        return Status::Sql("0A000", fmt::format("column constraint {} is not supported yet",
+                                                Peek().text), Peek().pos);
       } else if (Peek().Is("primary")) {
         int p = Peek().pos;
         i_++;
@@ -544,9 +577,15 @@ int MaxParamIndex(const std::string& sql) {
   return max;
 }
 
+Result<ExprPtr> ParseExpression(const std::string& sql) {
+  ASSIGN_OR_RETURN(std::vector<Token> toks, Lex(sql));
+  Parser p(std::move(toks), sql);
+  return p.ParseWholeExpr();
+}
+
 Result<std::vector<Statement>> Parse(const std::string& sql) {
   ASSIGN_OR_RETURN(std::vector<Token> toks, Lex(sql));
-  Parser p(std::move(toks));
+  Parser p(std::move(toks), sql);
   return p.ParseAll();
 }
 

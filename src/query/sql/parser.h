@@ -13,6 +13,9 @@ namespace wattdb::sql {
 // Parses one or more ';'-separated statements. Empty input yields one EmptyStmt.
 Result<std::vector<Statement>> Parse(const std::string& sql);
 
+// Parses a single expression (a column DEFAULT, stored as text in the catalog).
+Result<ExprPtr> ParseExpression(const std::string& sql);
+
 // The highest $n parameter number in `sql` (0 if none or if it does not lex).
 int MaxParamIndex(const std::string& sql);
 

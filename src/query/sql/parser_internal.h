@@ -19,9 +19,11 @@ extern const std::set<std::string> kReserved;
 
 class Parser {
  public:
-  explicit Parser(std::vector<Token> toks) : t_(std::move(toks)) {}
+  Parser(std::vector<Token> toks, std::string_view src) : t_(std::move(toks)), src_(src) {}
 
   Result<std::vector<Statement>> ParseAll();
+  // One expression and nothing after it.
+  Result<ExprPtr> ParseWholeExpr();
 
  private:
   const Token& Peek(int k = 0) const {
@@ -97,7 +99,11 @@ class Parser {
   Result<ExprPtr> ParsePrimary();
   Result<ExprPtr> ParseCase();
 
+  // The source text from 1-based position `from` up to (not including) `to`, trimmed.
+  std::string SourceText(int from, int to) const;
+
   std::vector<Token> t_;
+  std::string_view src_;  // the text the tokens came from (borrowed)
   size_t i_ = 0;
 };
 

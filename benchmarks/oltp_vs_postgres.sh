@@ -1,0 +1,100 @@
+#!/bin/bash
+# OLTP throughput of a 1-node WattDB cluster next to PostgreSQL 15 on the same machine, same
+# scale, same clients, in one run: pgbench's built-in TPC-B-like and select-only scripts and
+# sysbench oltp_read_write. Both sides commit durably (WattDB sync_commit, PostgreSQL fsync and
+# synchronous_commit on). PostgreSQL runs at its default READ COMMITTED and at REPEATABLE READ
+# (snapshot isolation, like WattDB); pgbench retries serialization failures on both.
+#
+# Usage: benchmarks/oltp_vs_postgres.sh [--scale N] [--clients N] [--time SEC] [--build DIR]
+# Writes results.csv and the raw outputs under a fresh directory it names at the end.
+set -euo pipefail
+SCALE=4 CLIENTS=4 TIME=15 BUILD=build
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --scale) SCALE=$2; shift 2 ;;
+    --clients) CLIENTS=$2; shift 2 ;;
+    --time) TIME=$2; shift 2 ;;
+    --build) BUILD=$2; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+PGBIN=/usr/lib/postgresql/15/bin
+OUT=$(mktemp -d /tmp/wattdb_oltp.XXXXXX)
+chmod 777 "$OUT"
+WPORT=56433 PPORT=56499
+export PGSSLMODE=disable
+
+cat > "$OUT/wattdb.toml" <<TOML
+[cluster]
+data_dir = "$OUT/wattdb"
+[master]
+pg_port = $WPORT
+cluster_port = 56400
+[[node]]
+id = 1
+port = 56401
+TOML
+"$BUILD/bin/wattdb-master" --config "$OUT/wattdb.toml" --manage-nodes --log-level warn > "$OUT/wattdb.log" 2>&1 &
+MASTER=$!
+AS=""; [ "$(id -u)" -eq 0 ] && AS="runuser -u postgres --"
+$AS "$PGBIN/initdb" -D "$OUT/pg" -A trust -U wattdb > "$OUT/initdb.log"
+$AS "$PGBIN/pg_ctl" -D "$OUT/pg" -l "$OUT/pg.log" -o "-p $PPORT -k $OUT -c jit=off -c max_connections=100" start > /dev/null
+cleanup() {
+  kill $MASTER 2>/dev/null || true; wait $MASTER 2>/dev/null || true
+  $AS "$PGBIN/pg_ctl" -D "$OUT/pg" stop -m fast > /dev/null 2>&1 || true
+}
+trap cleanup EXIT
+for i in $(seq 100); do psql -h 127.0.0.1 -p $WPORT -U wattdb -Atc "select 1" wattdb > /dev/null 2>&1 && break; sleep 0.2; done
+psql -h 127.0.0.1 -p $PPORT -U wattdb -qc "create database wattdb" postgres
+
+echo "system,workload,tps,retried_or_errors" > "$OUT/results.csv"
+tps() { grep -oP 'tps = \K[0-9.]+(?= \(without)' "$1" | head -1; }
+
+run_pgbench() {  # name port pgoptions
+  local name=$1 port=$2 opts=$3
+  echo "== $name: pgbench -i -s $SCALE"
+  PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -i -s "$SCALE" -q wattdb > "$OUT/$name.init" 2>&1
+  PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -n -c "$CLIENTS" -j 2 -T "$TIME" \
+    -M prepared --max-tries=1000 wattdb > "$OUT/$name.tpcb" 2>&1
+  local retried; retried=$(grep -oP 'number of transactions retried: \K[0-9]+' "$OUT/$name.tpcb" || echo 0)
+  echo "$name,tpcb-like,$(tps "$OUT/$name.tpcb"),$retried" >> "$OUT/results.csv"
+  PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -n -S -c "$CLIENTS" -j 2 -T "$TIME" \
+    -M prepared wattdb > "$OUT/$name.select" 2>&1
+  echo "$name,select-only,$(tps "$OUT/$name.select"),0" >> "$OUT/results.csv"
+}
+
+run_sysbench() {  # name port pgoptions
+  local name=$1 port=$2 opts=$3
+  local sb="sysbench oltp_read_write --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$port
+            --pgsql-user=wattdb --pgsql-db=wattdb --tables=1 --table-size=$((SCALE * 25000))
+            --auto_inc=off --create_secondary=off"
+  echo "== $name: sysbench oltp_read_write"
+  PGOPTIONS="$opts" $sb cleanup > /dev/null 2>&1 || true
+  PGOPTIONS="$opts" $sb prepare > "$OUT/$name.sb_prepare" 2>&1
+  PGOPTIONS="$opts" $sb --threads="$CLIENTS" --time="$TIME" run > "$OUT/$name.sysbench" 2>&1
+  local t e
+  t=$(grep -oP 'transactions:\s+[0-9]+\s+\(\K[0-9.]+' "$OUT/$name.sysbench")
+  e=$(grep -oP 'ignored errors:\s+\K[0-9]+' "$OUT/$name.sysbench" || echo 0)
+  echo "$name,oltp_read_write,$t,$e" >> "$OUT/results.csv"
+}
+
+run_pgbench wattdb $WPORT ""
+run_sysbench wattdb $WPORT ""
+run_pgbench pg15-read-committed $PPORT ""
+run_sysbench pg15-read-committed $PPORT ""
+run_pgbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
+run_sysbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
+
+echo
+echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, machine: $(nproc) cores"
+/usr/bin/python3 - "$OUT/results.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+tps = {(r["system"], r["workload"]): float(r["tps"] or 0) for r in rows}
+print(f'{"workload":<18}{"wattdb":>10}{"pg15 RC":>10}{"pg15 RR":>10}{"vs RC":>8}{"vs RR":>8}')
+for w in ("tpcb-like", "select-only", "oltp_read_write"):
+    a, rc, rr = tps[("wattdb", w)], tps[("pg15-read-committed", w)], tps[("pg15-repeatable-read", w)]
+    print(f'{w:<18}{a:>10.1f}{rc:>10.1f}{rr:>10.1f}{a / rc if rc else 0:>8.2f}{a / rr if rr else 0:>8.2f}')
+PY
+echo "raw outputs and results.csv in $OUT"
