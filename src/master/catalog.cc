@@ -9,6 +9,16 @@ namespace wattdb::master {
 namespace {
 
 constexpr char kTablePrefix[] = "table/";
+constexpr char kViewPrefix[] = "view/";
+
+std::string EncodeView(const std::string& sql, const std::vector<std::string>& reads) {
+  std::string out;
+  ByteWriter w(&out);
+  w.Str(sql);
+  w.VarU64(reads.size());
+  for (const auto& r : reads) w.Str(r);
+  return out;
+}
 constexpr char kSegmentPrefix[] = "segment/";
 constexpr char kMovePrefix[] = "move/";
 constexpr char kNodePrefix[] = "node/";
@@ -75,6 +85,19 @@ Status Catalog::Load() {
   RETURN_NOT_OK(kv_->Scan(kTablePrefix, [&](const std::string&, const std::string& v) {
     ASSIGN_OR_RETURN(TableSchema t, TableSchema::Deserialize(v));
     tables_[t.name] = std::move(t);
+    return Status::OK();
+  }));
+  RETURN_NOT_OK(kv_->Scan(kViewPrefix, [&](const std::string& k, const std::string& v) {
+    ByteReader r(v);
+    View view;
+    uint64_t n;
+    if (!r.Str(&view.sql) || !r.VarU64(&n) || n > v.size()) return Status::Corruption("view record");
+    for (uint64_t i = 0; i < n; i++) {
+      std::string s;
+      if (!r.Str(&s)) return Status::Corruption("view record");
+      view.reads.push_back(std::move(s));
+    }
+    views_[k.substr(strlen(kViewPrefix))] = std::move(view);
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kSegmentPrefix, [&](const std::string&, const std::string& v) {
@@ -165,7 +188,7 @@ void Catalog::AddSystemView(TableSchema schema) {
 
 Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
   std::unique_lock l(mu_);
-  if (tables_.count(schema->name)) {
+  if (tables_.count(schema->name) || views_.count(schema->name)) {
     return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", schema->name));
   }
   ASSIGN_OR_RETURN(uint64_t tid, NextFromCounter("table", 16));
@@ -208,6 +231,41 @@ Result<std::vector<SegmentEntry>> Catalog::TrashSegments(TableId id, std::vector
   }
   by_table_.erase(id);
   return segs;
+}
+
+std::optional<std::string> Catalog::GetView(const std::string& name) const {
+  std::shared_lock l(mu_);
+  auto it = views_.find(name);
+  if (it == views_.end()) return std::nullopt;
+  return it->second.sql;
+}
+
+Status Catalog::CreateView(const std::string& name, const std::string& sql, const std::vector<std::string>& reads,
+                           bool replace) {
+  std::unique_lock l(mu_);
+  if (tables_.count(name) || (views_.count(name) && !replace)) {
+    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", name));
+  }
+  RETURN_NOT_OK(kv_->Write({{kViewPrefix + name, EncodeView(sql, reads)}}));
+  views_[name] = View{sql, reads};
+  return Status::OK();
+}
+
+Status Catalog::DropView(const std::string& name) {
+  std::unique_lock l(mu_);
+  if (!views_.count(name)) return Status::Sql("42P01", fmt::format("view \"{}\" does not exist", name));
+  RETURN_NOT_OK(kv_->Write({{kViewPrefix + name, "", true}}));
+  views_.erase(name);
+  return Status::OK();
+}
+
+std::vector<std::string> Catalog::DependentViews(const std::string& name) const {
+  std::shared_lock l(mu_);
+  std::vector<std::string> out;
+  for (const auto& [v, view] : views_) {
+    if (std::find(view.reads.begin(), view.reads.end(), name) != view.reads.end()) out.push_back(v);
+  }
+  return out;
 }
 
 Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name, const std::string& staged) {

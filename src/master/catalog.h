@@ -48,6 +48,13 @@ class Catalog : public plan::CatalogReader {
   // plan::CatalogReader. Also resolves system views registered with AddSystemView.
   Result<TableSchema> GetTable(const std::string& name) const override;
   std::vector<TableSchema> Tables() const;
+  std::optional<std::string> GetView(const std::string& name) const override;
+  // Views: their query text and the relations it reads. A name is a table or a view, not both.
+  Status CreateView(const std::string& name, const std::string& sql, const std::vector<std::string>& reads,
+                    bool replace);
+  Status DropView(const std::string& name);
+  // Views that read `name` (table or view).
+  std::vector<std::string> DependentViews(const std::string& name) const;
   void AddSystemView(TableSchema schema);  // REQUIRES: id >= kFirstSystemTableId
 
   // Creates the table and its single initial segment on `node`. Fails with 42P07 if a
@@ -107,6 +114,11 @@ class Catalog : public plan::CatalogReader {
   std::unique_ptr<storage::KvStore> kv_;
   mutable std::shared_mutex mu_;  // guards everything below
   std::map<std::string, TableSchema> tables_;
+  struct View {
+    std::string sql;
+    std::vector<std::string> reads;
+  };
+  std::map<std::string, View> views_;
   std::map<TableId, std::map<std::string, SegmentEntry>> by_table_;  // table -> lo -> segment
   std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)
   std::map<SegmentId, MoveIntent> moves_;

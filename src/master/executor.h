@@ -56,6 +56,10 @@ class Executor {
   Result<std::string> Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
   Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);
   Result<std::string> DropTable(sql::DropTableStmt& s, ResultSink& sink);
+  Result<std::string> CreateView(sql::CreateViewStmt& s);
+  Result<std::string> DropView(sql::DropViewStmt& s, ResultSink& sink);
+  // Refuses (2BP01) to drop relation `name` that views read, or drops them with `cascade`.
+  Status DropDependentViews(const std::string& name, const char* kind, bool cascade, ResultSink& sink);
   Result<std::string> AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel);
   // Registers `t` in the catalog (filling t->id) with one empty segment on the least-loaded node.
   Status CreateTableStorage(TableSchema* t);

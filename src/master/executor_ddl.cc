@@ -70,8 +70,66 @@ Status Executor::CreateTableStorage(TableSchema* t) {
   return Status::OK();
 }
 
+Status Executor::DropDependentViews(const std::string& name, const char* kind, bool cascade, ResultSink& sink) {
+  auto deps = cluster_.catalog().DependentViews(name);
+  if (deps.empty()) return Status::OK();
+  if (!cascade) {
+    return Status::Sql("2BP01", fmt::format("cannot drop {} {} because other objects depend on it (view {}); "
+                                            "use DROP ... CASCADE", kind, name, deps[0]));
+  }
+  for (const auto& v : deps) {
+    RETURN_NOT_OK(DropDependentViews(v, "view", true, sink));
+    RETURN_NOT_OK(sink.Notice("00000", fmt::format("drop cascades to view {}", v)));
+    RETURN_NOT_OK(cluster_.catalog().DropView(v));
+  }
+  return Status::OK();
+}
+
+Result<std::string> Executor::CreateView(sql::CreateViewStmt& s) {
+  if (cluster_.catalog().GetTable(s.name).ok()) {
+    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name), s.pos);
+  }
+  if (!s.or_replace && cluster_.catalog().GetView(s.name)) {
+    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name), s.pos);
+  }
+  // The query must bind now; its result columns need distinct names.
+  ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(*s.query, cluster_.catalog()));
+  std::set<std::string> names;
+  for (const auto& n : b.names) {
+    if (!names.insert(n).second) return Status::Sql("42701", fmt::format("column \"{}\" specified more than once", n));
+  }
+  std::vector<std::string> reads;
+  sql::ReferencedRelations(*s.query, &reads);
+  for (const auto& r : reads) {
+    if (r == s.name) return Status::Sql("42P17", fmt::format("infinite recursion detected in view \"{}\"", s.name));
+  }
+  RETURN_NOT_OK(cluster_.catalog().CreateView(s.name, s.sql, reads, s.or_replace));
+  return std::string("CREATE VIEW");
+}
+
+Result<std::string> Executor::DropView(sql::DropViewStmt& s, ResultSink& sink) {
+  for (const auto& name : s.names) {
+    if (!cluster_.catalog().GetView(name)) {
+      if (cluster_.catalog().GetTable(name).ok()) {
+        return Status::Sql("42809", fmt::format("\"{}\" is not a view", name));
+      }
+      if (s.if_exists) {
+        RETURN_NOT_OK(sink.Notice("00000", fmt::format("view \"{}\" does not exist, skipping", name)));
+        continue;
+      }
+      return Status::Sql("42P01", fmt::format("view \"{}\" does not exist", name));
+    }
+    RETURN_NOT_OK(DropDependentViews(name, "view", s.cascade, sink));
+    RETURN_NOT_OK(cluster_.catalog().DropView(name));
+  }
+  return std::string("DROP VIEW");
+}
+
 Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink) {
   for (const auto& name : s.names) {
+    if (cluster_.catalog().GetView(name)) {
+      return Status::Sql("42809", fmt::format("\"{}\" is not a table", name));
+    }
     auto t = cluster_.catalog().GetTable(name);
     if (!t.ok()) {
       if (s.if_exists) {
@@ -80,6 +138,7 @@ Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink)
       }
       return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
     }
+    RETURN_NOT_OK(DropDependentViews(name, "table", s.cascade, sink));
     ASSIGN_OR_RETURN(auto segs, cluster_.catalog().DropTable(name));
     DropSegments(segs);
   }

@@ -122,6 +122,7 @@ struct CreateTableStmt {
 struct DropTableStmt {
   std::vector<std::string> names;
   bool if_exists = false;
+  bool cascade = false;
 };
 
 struct InsertStmt {
@@ -159,6 +160,22 @@ struct AddPrimaryKeyStmt {
   std::string table;
   std::vector<std::string> columns;
   int pos = 0;
+};
+
+// CREATE [OR REPLACE] VIEW name AS <query>
+struct CreateViewStmt {
+  std::string name;
+  bool or_replace = false;
+  std::string sql;  // the query as written
+  std::shared_ptr<SelectStmt> query;
+  int pos = 0;
+};
+
+// DROP VIEW [IF EXISTS] a [, b] [CASCADE | RESTRICT]
+struct DropViewStmt {
+  std::vector<std::string> names;
+  bool if_exists = false;
+  bool cascade = false;
 };
 
 // ALTER NODE n DRAIN | POWER OFF | POWER ON
@@ -225,7 +242,10 @@ struct EmptyStmt {};
 using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
                                SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt, ExplainStmt,
-                               VacuumStmt, AddPrimaryKeyStmt>;
+                               VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, DropViewStmt>;
+
+// The tables and views a query names (FROM items, also inside subqueries and set operations).
+void ReferencedRelations(const SelectStmt& s, std::vector<std::string>* out);
 
 struct StatementBox {
   Statement stmt;

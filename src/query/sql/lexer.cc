@@ -10,6 +10,12 @@ bool IdentStart(unsigned char c) { return std::isalpha(c) || c == '_' || c >= 0x
 bool IdentChar(unsigned char c) { return std::isalnum(c) || c == '_' || c == '$' || c >= 0x80; }
 
 // Converts a byte offset into a 1-based character (code point) position.
+int CharsBetween(const std::string& s, size_t from, size_t to) {
+  int n = 0;
+  for (size_t i = from; i < to && i < s.size(); i++) n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+  return n;
+}
+
 int CharPos(const std::string& s, size_t byte) {
   int n = 1;
   for (size_t i = 0; i < byte && i < s.size(); i++) n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
@@ -21,6 +27,8 @@ int CharPos(const std::string& s, size_t byte) {
 Result<std::vector<Token>> Lex(const std::string& sql) {
   std::vector<Token> out;
   size_t i = 0, n = sql.size();
+  size_t pos_byte = 0;  // byte offset whose 1-based character position is pos_chars
+  int pos_chars = 1;
   while (i < n) {
     unsigned char c = sql[i];
     if (std::isspace(c)) {
@@ -51,7 +59,11 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
       }
       continue;
     }
-    int pos = CharPos(sql, i);
+    // Positions advance incrementally: recounting from the start would make lexing a
+    // large statement (a bulk INSERT) quadratic.
+    pos_chars += CharsBetween(sql, pos_byte, i);
+    pos_byte = i;
+    int pos = pos_chars;
     if (IdentStart(c)) {
       size_t s = i;
       while (i < n && IdentChar(sql[i])) i++;

@@ -344,6 +344,25 @@ Result<SqlType> Parser::ParseType() {
 
 Result<Statement> Parser::ParseCreate() {
   i_++;
+  bool or_replace = false;
+  if (Accept("or")) {
+    RETURN_NOT_OK(Expect("replace"));
+    or_replace = true;
+  }
+  if (Accept("view")) {
+    CreateViewStmt v;
+    v.or_replace = or_replace;
+    v.pos = Peek().pos;
+    ASSIGN_OR_RETURN(v.name, QualifiedName());
+    if (Peek().IsOp("(")) return Status::Sql("0A000", "view column lists are not supported", Peek().pos);
+    RETURN_NOT_OK(Expect("as"));
+    int start = Peek().pos;
+    v.query = std::make_shared<SelectStmt>();
+    ASSIGN_OR_RETURN(*v.query, ParseSelect());
+    v.sql = SourceText(start, Peek().pos);
+    return Statement(std::move(v));
+  }
+  if (or_replace) return SyntaxError();
   if (!Accept("table")) {
     return Status::Sql("0A000", fmt::format("CREATE {} is not supported", Peek().text), Peek().pos);
   }
@@ -421,6 +440,20 @@ Result<Statement> Parser::ParseCreate() {
 
 Result<Statement> Parser::ParseDrop() {
   i_++;
+  if (Accept("view")) {
+    DropViewStmt v;
+    if (Accept("if")) {
+      RETURN_NOT_OK(Expect("exists"));
+      v.if_exists = true;
+    }
+    do {
+      ASSIGN_OR_RETURN(std::string n, QualifiedName());
+      v.names.push_back(n);
+    } while (AcceptOp(","));
+    v.cascade = Accept("cascade");
+    if (!v.cascade) Accept("restrict");
+    return Statement(std::move(v));
+  }
   if (!Accept("table")) {
     return Status::Sql("0A000", fmt::format("DROP {} is not supported", Peek().text), Peek().pos);
   }
@@ -433,7 +466,8 @@ Result<Statement> Parser::ParseDrop() {
     ASSIGN_OR_RETURN(std::string n, QualifiedName());
     s.names.push_back(n);
   } while (AcceptOp(","));
-  Accept("cascade") || Accept("restrict");
+  s.cascade = Accept("cascade");
+  if (!s.cascade) Accept("restrict");
   return Statement(std::move(s));
 }
 

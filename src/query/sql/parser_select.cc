@@ -256,3 +256,41 @@ Result<TableRef> Parser::ParseFromItem() {
 }
 
 }  // namespace wattdb::sql::internal
+
+namespace wattdb::sql {
+
+namespace {
+
+void ExprRelations(const Expr& e, std::vector<std::string>* out);
+
+void RefRelations(const TableRef& r, std::vector<std::string>* out) {
+  if (r.kind == TableRef::Kind::kTable) out->push_back(r.name);
+  if (r.subquery) ReferencedRelations(*r.subquery, out);
+  if (r.left) RefRelations(*r.left, out);
+  if (r.right) RefRelations(*r.right, out);
+  if (r.on) ExprRelations(*r.on, out);
+}
+
+void ExprRelations(const Expr& e, std::vector<std::string>* out) {
+  if (e.subquery) ReferencedRelations(*e.subquery, out);
+  for (const auto& a : e.args) {
+    if (a) ExprRelations(*a, out);
+  }
+  if (e.operand) ExprRelations(*e.operand, out);
+  if (e.else_expr) ExprRelations(*e.else_expr, out);
+}
+
+}  // namespace
+
+void ReferencedRelations(const SelectStmt& s, std::vector<std::string>* out) {
+  if (s.left) ReferencedRelations(*s.left, out);
+  if (s.right) ReferencedRelations(*s.right, out);
+  for (const auto& r : s.from) RefRelations(r, out);
+  for (const auto& it : s.items) ExprRelations(*it.expr, out);
+  for (const ExprPtr* e : {&s.where, &s.having}) {
+    if (*e) ExprRelations(**e, out);
+  }
+  for (const auto& g : s.group_by) ExprRelations(*g, out);
+}
+
+}  // namespace wattdb::sql
