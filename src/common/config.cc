@@ -22,6 +22,13 @@ host = "127.0.0.1"
 pg_port = 5433
 cluster_port = 7100
 
+[auth]
+method = "scram-sha-256"        # or "md5", or "trust" (no passwords at all)
+trust_loopback = true           # local clients (127.0.0.1, ::1) connect without a password
+# [[auth.user]]                 # users with passwords; CREATE USER ... PASSWORD adds more
+# name = "alice"
+# password = "secret"
+
 [[node]]
 id = 1
 port = 7101
@@ -110,6 +117,25 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(Get(*t, "host", &c.master_host, source));
     RETURN_NOT_OK(GetPort(*t, "pg_port", &c.pg_port, source));
     RETURN_NOT_OK(GetPort(*t, "cluster_port", &c.cluster_port, source));
+  }
+  if (auto* t = root["auth"].as_table()) {
+    RETURN_NOT_OK(Get(*t, "method", &c.auth.method, source));
+    RETURN_NOT_OK(Get(*t, "trust_loopback", &c.auth.trust_loopback, source));
+    if (c.auth.method != "scram-sha-256" && c.auth.method != "md5" && c.auth.method != "trust") {
+      return Status::InvalidArgument(fmt::format(
+          "{}: [auth] method '{}' is unknown (known: scram-sha-256, md5, trust)", source, c.auth.method));
+    }
+    if (auto* users = (*t)["user"].as_array()) {
+      for (auto& el : *users) {
+        auto* u = el.as_table();
+        if (!u) return Status::InvalidArgument(source + ": [[auth.user]] entries must be tables");
+        std::string name, password;
+        RETURN_NOT_OK(Get(*u, "name", &name, source));
+        RETURN_NOT_OK(Get(*u, "password", &password, source));
+        if (name.empty()) return Status::InvalidArgument(source + ": [[auth.user]] needs a name");
+        c.auth.users.emplace_back(name, password);
+      }
+    }
   }
   std::set<NodeId> ids;
   if (auto* arr = root["node"].as_array()) {

@@ -19,6 +19,14 @@ struct NodeConfig {
   std::string power = "local";  // power driver: "local" (process start/stop)
 };
 
+// Client authentication at the master's PostgreSQL port.
+struct AuthConfig {
+  std::string method = "scram-sha-256";  // "scram-sha-256", "md5" or "trust"
+  bool trust_loopback = true;            // clients on 127.0.0.0/8 or ::1 need no password
+  // Users whose passwords the config sets (more come from CREATE USER ... PASSWORD).
+  std::vector<std::pair<std::string, std::string>> users;
+};
+
 struct ClusterConfig {
   std::string data_dir = "run/data";        // master at <data_dir>/master, nodes at <data_dir>/n<id>
   uint64_t segment_bytes = 32ull << 20;     // a segment that grows past this splits
@@ -32,6 +40,7 @@ struct ClusterConfig {
   std::string node_binary;                  // local power driver: path of wattdb-node ("" = beside master)
   std::string log_level = "info";
   std::vector<NodeConfig> nodes;
+  AuthConfig auth;
 
   const NodeConfig* FindNode(NodeId id) const;
 };

@@ -10,6 +10,7 @@ namespace {
 
 constexpr char kTablePrefix[] = "table/";
 constexpr char kViewPrefix[] = "view/";
+constexpr char kUserPrefix[] = "user/";
 
 std::string EncodeView(const std::string& sql, const std::vector<std::string>& reads) {
   std::string out;
@@ -98,6 +99,16 @@ Status Catalog::Load() {
       view.reads.push_back(std::move(s));
     }
     views_[k.substr(strlen(kViewPrefix))] = std::move(view);
+    return Status::OK();
+  }));
+  RETURN_NOT_OK(kv_->Scan(kUserPrefix, [&](const std::string& k, const std::string& v) {
+    std::string name = k.substr(strlen(kUserPrefix));
+    if (v.empty()) {
+      users_[name] = std::nullopt;
+      return Status::OK();
+    }
+    ASSIGN_OR_RETURN(auth::Credentials c, auth::DecodeCredentials(v));
+    users_[name] = std::move(c);
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kSegmentPrefix, [&](const std::string&, const std::string& v) {
@@ -231,6 +242,34 @@ Result<std::vector<SegmentEntry>> Catalog::TrashSegments(TableId id, std::vector
   }
   by_table_.erase(id);
   return segs;
+}
+
+Status Catalog::PutUser(const auth::Credentials& c) {
+  std::unique_lock l(mu_);
+  bool has_password = !c.md5.empty();
+  RETURN_NOT_OK(kv_->Write({{kUserPrefix + c.user, has_password ? auth::EncodeCredentials(c) : ""}}));
+  users_[c.user] = has_password ? std::optional<auth::Credentials>(c) : std::nullopt;
+  return Status::OK();
+}
+
+Status Catalog::DropUser(const std::string& name) {
+  std::unique_lock l(mu_);
+  if (!users_.count(name)) return Status::Sql("42704", fmt::format("role \"{}\" does not exist", name));
+  RETURN_NOT_OK(kv_->Write({{kUserPrefix + name, "", true}}));
+  users_.erase(name);
+  return Status::OK();
+}
+
+std::optional<auth::Credentials> Catalog::GetUser(const std::string& name) const {
+  std::shared_lock l(mu_);
+  auto it = users_.find(name);
+  if (it == users_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Catalog::HasUser(const std::string& name) const {
+  std::shared_lock l(mu_);
+  return users_.count(name) > 0;
 }
 
 std::optional<std::string> Catalog::GetView(const std::string& name) const {

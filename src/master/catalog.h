@@ -18,6 +18,7 @@
 
 #include "common/schema.h"
 #include "common/status.h"
+#include "master/auth.h"
 #include "query/plan/binder.h"
 #include "storage/kv_store.h"
 
@@ -49,6 +50,11 @@ class Catalog : public plan::CatalogReader {
   Result<TableSchema> GetTable(const std::string& name) const override;
   std::vector<TableSchema> Tables() const;
   std::optional<std::string> GetView(const std::string& name) const override;
+  // Users with password verifiers (CREATE USER ... PASSWORD).
+  Status PutUser(const auth::Credentials& c);
+  Status DropUser(const std::string& name);
+  std::optional<auth::Credentials> GetUser(const std::string& name) const;
+  bool HasUser(const std::string& name) const;
   // Views: their query text and the relations it reads. A name is a table or a view, not both.
   Status CreateView(const std::string& name, const std::string& sql, const std::vector<std::string>& reads,
                     bool replace);
@@ -119,6 +125,7 @@ class Catalog : public plan::CatalogReader {
     std::vector<std::string> reads;
   };
   std::map<std::string, View> views_;
+  std::map<std::string, std::optional<auth::Credentials>> users_;  // nullopt: no password
   std::map<TableId, std::map<std::string, SegmentEntry>> by_table_;  // table -> lo -> segment
   std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)
   std::map<SegmentId, MoveIntent> moves_;

@@ -176,6 +176,8 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return Vacuum(s);
         } else if constexpr (std::is_same_v<T, sql::AddPrimaryKeyStmt>) {
           return AddPrimaryKey(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::UserStmt>) {
+          return User(s, sink);
         } else if constexpr (std::is_same_v<T, sql::CreateViewStmt>) {
           return CreateView(s);
         } else if constexpr (std::is_same_v<T, sql::DropViewStmt>) {

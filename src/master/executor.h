@@ -57,6 +57,7 @@ class Executor {
   Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);
   Result<std::string> DropTable(sql::DropTableStmt& s, ResultSink& sink);
   Result<std::string> CreateView(sql::CreateViewStmt& s);
+  Result<std::string> User(sql::UserStmt& s, ResultSink& sink);
   Result<std::string> DropView(sql::DropViewStmt& s, ResultSink& sink);
   // Refuses (2BP01) to drop relation `name` that views read, or drops them with `cascade`.
   Status DropDependentViews(const std::string& name, const char* kind, bool cascade, ResultSink& sink);

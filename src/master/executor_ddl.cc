@@ -85,6 +85,37 @@ Status Executor::DropDependentViews(const std::string& name, const char* kind, b
   return Status::OK();
 }
 
+Result<std::string> Executor::User(sql::UserStmt& s, ResultSink& sink) {
+  Catalog& cat = cluster_.catalog();
+  auto creds = [&] {
+    if (s.password) return auth::MakeCredentials(s.name, *s.password);
+    auth::Credentials none;
+    none.user = s.name;
+    return none;
+  };
+  switch (s.kind) {
+    case sql::UserStmt::Kind::kCreate:
+      if (cat.HasUser(s.name)) return Status::Sql("42710", fmt::format("role \"{}\" already exists", s.name));
+      RETURN_NOT_OK(cat.PutUser(creds()));
+      return std::string("CREATE ROLE");
+    case sql::UserStmt::Kind::kAlter:
+      if (!cat.HasUser(s.name)) return Status::Sql("42704", fmt::format("role \"{}\" does not exist", s.name));
+      if (s.password) RETURN_NOT_OK(cat.PutUser(creds()));
+      return std::string("ALTER ROLE");
+    case sql::UserStmt::Kind::kDrop:
+      if (!cat.HasUser(s.name)) {
+        if (s.if_exists) {
+          RETURN_NOT_OK(sink.Notice("00000", fmt::format("role \"{}\" does not exist, skipping", s.name)));
+          return std::string("DROP ROLE");
+        }
+        return Status::Sql("42704", fmt::format("role \"{}\" does not exist", s.name));
+      }
+      RETURN_NOT_OK(cat.DropUser(s.name));
+      return std::string("DROP ROLE");
+  }
+  return std::string();
+}
+
 Result<std::string> Executor::CreateView(sql::CreateViewStmt& s) {
   if (cluster_.catalog().GetTable(s.name).ok()) {
     return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name), s.pos);

@@ -37,6 +37,13 @@ void MessageWriter::AuthenticationOk() {
   End();
 }
 
+void MessageWriter::Authentication(int32_t code, std::string_view data) {
+  Begin('R');
+  I32(code);
+  out_.append(data);
+  End();
+}
+
 void MessageWriter::ParameterStatus(std::string_view name, std::string_view value) {
   Begin('S');
   Cstr(name);

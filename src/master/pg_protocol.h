@@ -22,6 +22,9 @@ constexpr uint32_t kMaxMessage = 64u << 20;   // larger frontend messages are re
 class MessageWriter {
  public:
   void AuthenticationOk();
+  // AuthenticationXXX request `code` (5 = MD5Password, 10 = SASL, 11 = SASLContinue,
+  // 12 = SASLFinal) followed by `data`.
+  void Authentication(int32_t code, std::string_view data);
   void ParameterStatus(std::string_view name, std::string_view value);
   void BackendKeyData(int32_t pid, int32_t secret);
   void ReadyForQuery(char status);

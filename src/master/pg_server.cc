@@ -33,7 +33,75 @@ class Reader {
 }  // namespace
 
 PgServer::PgServer(Cluster& cluster, std::string host, uint16_t port)
-    : cluster_(cluster), host_(std::move(host)), port_(port) {}
+    : cluster_(cluster), host_(std::move(host)), port_(port) {
+  for (const auto& [name, password] : cluster_.config().auth.users) {
+    config_users_[name] = auth::MakeCredentials(name, password);
+  }
+}
+
+namespace {
+
+// Reads one typed frontend message during authentication (only 'p' is expected).
+Result<std::string> ReadPasswordMessage(asio::ip::tcp::socket& s) {
+  Reader in(s);
+  char type;
+  RETURN_NOT_OK(in.Exact(&type, 1));
+  ASSIGN_OR_RETURN(int32_t len, in.I32());
+  if (type != 'p') return Status::Sql("08P01", fmt::format("expected a password message, got '{}'", type));
+  if (len < 4 || len > 10000) return Status::Sql("08P01", "invalid password message length");
+  std::string body(len - 4, '\0');
+  RETURN_NOT_OK(in.Exact(body.data(), body.size()));
+  return body;
+}
+
+}  // namespace
+
+Status PgServer::Authenticate(asio::ip::tcp::socket& socket, const std::string& user) {
+  const AuthConfig& cfg = cluster_.config().auth;
+  if (cfg.method == "trust") return Status::OK();
+  boost::system::error_code ec;
+  auto peer = socket.remote_endpoint(ec);
+  if (!ec && cfg.trust_loopback && peer.address().is_loopback()) return Status::OK();
+  std::optional<auth::Credentials> creds;
+  if (auto it = config_users_.find(user); it != config_users_.end()) {
+    creds = it->second;
+  } else {
+    creds = cluster_.catalog().GetUser(user);
+  }
+  auto failed = Status::Sql("28P01", fmt::format("password authentication failed for user \"{}\"", user));
+  pg::MessageWriter out;
+  if (cfg.method == "md5") {
+    std::string salt(4, '\0');
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto& c : salt) c = static_cast<char>(rng_());
+    }
+    out.Authentication(5, salt);
+    RETURN_NOT_OK(WriteAll(socket, out.buffer()));
+    ASSIGN_OR_RETURN(std::string resp, ReadPasswordMessage(socket));
+    if (!resp.empty() && resp.back() == '\0') resp.pop_back();
+    if (!creds || !auth::CheckMd5Response(*creds, salt, resp)) return failed;
+    return Status::OK();
+  }
+  // SCRAM-SHA-256.
+  out.Authentication(10, std::string("SCRAM-SHA-256\0\0", 15));
+  RETURN_NOT_OK(WriteAll(socket, out.buffer()));
+  ASSIGN_OR_RETURN(std::string init, ReadPasswordMessage(socket));
+  size_t nul = init.find('\0');
+  if (nul == std::string::npos || init.substr(0, nul) != "SCRAM-SHA-256" || init.size() < nul + 5) {
+    return Status::Sql("08P01", "client selected an invalid SASL authentication mechanism");
+  }
+  std::string first = init.substr(nul + 5);
+  auth::ScramExchange scram(creds);
+  ASSIGN_OR_RETURN(std::string server_first, scram.First(first));
+  out.Authentication(11, server_first);
+  RETURN_NOT_OK(WriteAll(socket, out.buffer()));
+  ASSIGN_OR_RETURN(std::string final_msg, ReadPasswordMessage(socket));
+  auto server_final = scram.Final(final_msg);
+  if (!server_final.ok()) return server_final.status().sqlstate() == "28P01" ? failed : server_final.status();
+  out.Authentication(12, *server_final);
+  return WriteAll(socket, out.buffer());
+}
 
 PgServer::~PgServer() { Stop(); }
 
@@ -101,6 +169,11 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
   }
   if (user.empty()) {
     fatal("28000", "no PostgreSQL user name specified in startup packet");
+    return;
+  }
+  if (Status st = Authenticate(socket, user); !st.ok()) {
+    Log("master")->info("authentication failed user={} reason={}", user, st.message());
+    if (st.code() != Status::Code::kIOError) fatal(st.sqlstate().c_str(), st.message());
     return;
   }
   int32_t pid, secret;

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <random>
 
+#include "master/auth.h"
 #include "master/cluster.h"
 #include "net/tcp_server.h"
 
@@ -28,6 +29,8 @@ class PgServer {
     std::shared_ptr<std::atomic<bool>> cancel;
   };
   void Serve(net::asio::ip::tcp::socket& socket);
+  // Runs the password exchange the config asks for; an error (28P01, 08P01) is FATAL.
+  Status Authenticate(net::asio::ip::tcp::socket& socket, const std::string& user);
 
   Cluster& cluster_;  // borrowed
   std::string host_;
@@ -37,6 +40,7 @@ class PgServer {
   std::map<int32_t, SessionKey> sessions_;
   int32_t next_pid_ = 1000;
   std::mt19937 rng_{std::random_device{}()};
+  std::map<std::string, auth::Credentials> config_users_;  // from [[auth.user]]; read-only after construction
 };
 
 }  // namespace wattdb::master

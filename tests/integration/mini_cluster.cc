@@ -84,6 +84,7 @@ MiniCluster::MiniCluster(MiniClusterOptions opts) : opts_(opts) {
       dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10, opts.latch_wait_ms,
       WATTDB_BIN_DIR,
       pg_port_, cluster_port);
+  toml += opts.extra_toml + "\n";
   for (int i = 1; i <= opts.nodes; i++) toml += fmt::format("[[node]]\nid = {}\nport = {}\n", i, FreePort());
   config_ = dir_ + "/cluster.toml";
   std::ofstream(config_) << toml;
@@ -204,7 +205,8 @@ void MiniCluster::KillAll() {
 }
 
 std::string MiniCluster::conninfo() const {
-  return fmt::format("host=127.0.0.1 port={} user=wattdb dbname=wattdb sslmode=disable connect_timeout=5", pg_port_);
+  return fmt::format("host=127.0.0.1 port={} user=wattdb dbname=wattdb sslmode=disable connect_timeout=5{}", pg_port_,
+                     opts_.password.empty() ? "" : " password=" + opts_.password);
 }
 
 std::unique_ptr<PgConn> MiniCluster::Connect() const { return std::make_unique<PgConn>(conninfo()); }

@@ -40,6 +40,8 @@ struct MiniClusterOptions {
   int telemetry_interval_ms = 300;
   bool balance = true;  // spread split-off segments (wattdb-master --no-balance if false)
   int latch_wait_ms = 10000;
+  std::string extra_toml;  // appended to the generated config (e.g. an [auth] section)
+  std::string password;    // for conninfo(), when the config requires one
 };
 
 class MiniCluster {

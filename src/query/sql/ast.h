@@ -178,6 +178,16 @@ struct DropViewStmt {
   bool cascade = false;
 };
 
+// CREATE USER|ROLE name [WITH] [PASSWORD 'p'] ..., ALTER USER name [WITH] PASSWORD 'p',
+// DROP USER|ROLE [IF EXISTS] name
+struct UserStmt {
+  enum class Kind { kCreate, kAlter, kDrop };
+  Kind kind = Kind::kCreate;
+  std::string name;
+  std::optional<std::string> password;
+  bool if_exists = false;
+};
+
 // ALTER NODE n DRAIN | POWER OFF | POWER ON
 struct AlterNodeStmt {
   enum class Action { kDrain, kPowerOff, kPowerOn };
@@ -242,7 +252,7 @@ struct EmptyStmt {};
 using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
                                SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt, ExplainStmt,
-                               VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, DropViewStmt>;
+                               VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, DropViewStmt, UserStmt>;
 
 // The tables and views a query names (FROM items, also inside subqueries and set operations).
 void ReferencedRelations(const SelectStmt& s, std::vector<std::string>* out);

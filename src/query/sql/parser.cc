@@ -363,6 +363,12 @@ Result<Statement> Parser::ParseCreate() {
     return Statement(std::move(v));
   }
   if (or_replace) return SyntaxError();
+  if (Accept("user") || Accept("role")) {
+    UserStmt u;
+    ASSIGN_OR_RETURN(u.name, Name());
+    RETURN_NOT_OK(ParseUserOptions(&u));
+    return Statement(std::move(u));
+  }
   if (!Accept("table")) {
     return Status::Sql("0A000", fmt::format("CREATE {} is not supported", Peek().text), Peek().pos);
   }
@@ -438,8 +444,39 @@ Result<Statement> Parser::ParseCreate() {
   return Statement(std::move(s));
 }
 
+Status Parser::ParseUserOptions(UserStmt* u) {
+  Accept("with");
+  while (Peek().kind == Tok::kIdent) {
+    if (Accept("password")) {
+      if (Accept("null")) {
+        u->password.reset();
+        continue;
+      }
+      if (Peek().kind != Tok::kString) return SyntaxError();
+      u->password = Next().text;
+    } else if (Peek().Is("login") || Peek().Is("nologin") || Peek().Is("superuser") ||
+               Peek().Is("nosuperuser") || Peek().Is("createdb") || Peek().Is("nocreatedb") ||
+               Peek().Is("inherit") || Peek().Is("noinherit")) {
+      i_++;  // role attributes: every user may do everything
+    } else {
+      return Status::Sql("0A000", fmt::format("role option {} is not supported", Peek().text), Peek().pos);
+    }
+  }
+  return Status::OK();
+}
+
 Result<Statement> Parser::ParseDrop() {
   i_++;
+  if (Accept("user") || Accept("role")) {
+    UserStmt u;
+    u.kind = UserStmt::Kind::kDrop;
+    if (Accept("if")) {
+      RETURN_NOT_OK(Expect("exists"));
+      u.if_exists = true;
+    }
+    ASSIGN_OR_RETURN(u.name, Name());
+    return Statement(std::move(u));
+  }
   if (Accept("view")) {
     DropViewStmt v;
     if (Accept("if")) {
@@ -537,6 +574,13 @@ Result<Statement> Parser::ParseDelete() {
 
 Result<Statement> Parser::ParseAlter() {
   i_++;
+  if (Accept("user") || Accept("role")) {
+    UserStmt u;
+    u.kind = UserStmt::Kind::kAlter;
+    ASSIGN_OR_RETURN(u.name, Name());
+    RETURN_NOT_OK(ParseUserOptions(&u));
+    return Statement(std::move(u));
+  }
   if (Accept("table")) {
     MoveSegmentStmt s;
     ASSIGN_OR_RETURN(s.table, QualifiedName());

@@ -81,6 +81,7 @@ class Parser {
   Result<Statement> ParseAlter();
   Result<Statement> ParseCopy();
   Result<Statement> ParseSet();
+  Status ParseUserOptions(UserStmt* u);
 
   // Expressions (parser_expr.cc): precedence climbing, loosest first: OR, AND, NOT,
   // IS/comparison, BETWEEN/IN/LIKE, ||, + -, * / %, unary -, ::.
