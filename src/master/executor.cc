@@ -187,7 +187,40 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
       stmt);
 }
 
+Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
+  if (s.set_op != sql::SetOp::kNone || s.from.size() != 1 || s.from[0].kind != sql::TableRef::Kind::kTable ||
+      !s.group_by.empty() || s.having || s.distinct || cluster_.catalog().GetView(s.from[0].name)) {
+    return Status::Sql("0A000", "FOR UPDATE is supported on a plain SELECT of one table");
+  }
+  if (!txn_) return Status::OK();  // a single statement holds nothing past its own end
+  // The rows the query reads from its table, rewritten unchanged inside the transaction: each
+  // becomes a write of this transaction, so a concurrent writer of it waits for us and a row
+  // changed since our snapshot fails now with 40001 (first updater wins).
+  sql::DeleteStmt d;
+  d.table = s.from[0].name;
+  d.alias = s.from[0].alias;
+  d.where = std::move(s.where);
+  auto bound = plan::BindDelete(d, cluster_.catalog());
+  s.where = std::move(d.where);
+  RETURN_NOT_OK(bound.status());
+  const TableSchema& t = bound->table;
+  if (t.id >= kFirstSystemTableId) return Status::Sql("0A000", "FOR UPDATE is not supported on system views");
+  std::vector<RowWrite> writes;
+  RETURN_NOT_OK(ForEachRow(*bound->source, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+    std::vector<Value> row = batch.Row(r);
+    RowWrite w;
+    w.key = EncodeKey(t, row);
+    EncodeRow(row, &w.row);
+    w.check = RemoteWrite::Check::kUpdate;
+    writes.push_back(std::move(w));
+    return Status::OK();
+  }));
+  if (writes.empty()) return Status::OK();
+  return Apply(t.id, Snapshot(), std::move(writes));
+}
+
 Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
+  if (s.for_update) RETURN_NOT_OK(LockRows(s, cancel));
   ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, cluster_.catalog()));
   RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
   MasterScanProvider scans(cluster_, Snapshot(), TxnId());

@@ -57,6 +57,8 @@ class Executor {
   Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);
   Result<std::string> DropTable(sql::DropTableStmt& s, ResultSink& sink);
   Result<std::string> CreateView(sql::CreateViewStmt& s);
+  // SELECT ... FOR UPDATE inside a transaction: takes the write locks of the rows it reads.
+  Status LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> User(sql::UserStmt& s, ResultSink& sink);
   Result<std::string> DropView(sql::DropViewStmt& s, ResultSink& sink);
   // Refuses (2BP01) to drop relation `name` that views read, or drops them with `cascade`.

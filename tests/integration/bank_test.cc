@@ -109,6 +109,37 @@ TEST(Bank, TransfersKeepTheTotalUnderConcurrencyAndMoves) {
               sums.load());
 }
 
+TEST(Bank, SelectForUpdateLocksRowsUntilCommit) {
+  MiniCluster cluster(MiniClusterOptions{2, 4 << 10, 300});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto a = cluster.Connect();
+  auto b = cluster.Connect();
+  ASSERT_EQ(a->Exec("CREATE TABLE acct (id INT PRIMARY KEY, bal INT)"), "");
+  ASSERT_EQ(a->Exec("INSERT INTO acct VALUES (1, 100), (2, 200)"), "");
+  // b's snapshot predates a's locking read.
+  ASSERT_EQ(b->Exec("BEGIN"), "");
+  EXPECT_EQ(b->Scalar("SELECT bal FROM acct WHERE id = 2"), "200");
+  ASSERT_EQ(a->Exec("BEGIN"), "");
+  std::vector<std::vector<std::string>> rows;
+  ASSERT_EQ(a->Exec("SELECT id, bal FROM acct AS x WHERE x.id = 1 FOR UPDATE", &rows), "");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][1], "100");
+  // While a holds the row, a second locker gives up (after the lock wait) with 40001.
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("BEGIN"), "");
+  EXPECT_EQ(c->Exec("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "40001");
+  ASSERT_EQ(c->Exec("ROLLBACK"), "");
+  ASSERT_EQ(a->Exec("UPDATE acct SET bal = bal - 10 WHERE id = 1"), "");
+  ASSERT_EQ(a->Exec("COMMIT"), "");
+  // b's snapshot does not include a's write: locking that row now fails; rows a never
+  // touched lock fine.
+  EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 2 FOR UPDATE"), "");
+  EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "40001");
+  ASSERT_EQ(b->Exec("ROLLBACK"), "");
+  EXPECT_EQ(a->Scalar("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "90");
+  EXPECT_EQ(a->Exec("SELECT * FROM acct a1, acct a2 FOR UPDATE"), "0A000");
+}
+
 TEST(Bank, VacuumReclaimsOldVersionsButKeepsOpenSnapshots) {
   MiniCluster cluster(MiniClusterOptions{2, 8 << 20, 200});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();

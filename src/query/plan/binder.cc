@@ -10,9 +10,9 @@ namespace wattdb::plan {
 
 namespace {
 
-Scope TableScope(const TableSchema& t) {
+Scope TableScope(const TableSchema& t, const std::string& alias = "") {
   Scope s;
-  for (const auto& c : t.columns) s.columns.push_back({t.name, c.name, c.type, c.hidden});
+  for (const auto& c : t.columns) s.columns.push_back({alias.empty() ? t.name : alias, c.name, c.type, c.hidden});
   return s;
 }
 
@@ -291,7 +291,7 @@ Result<BoundModify> BindDelete(const sql::DeleteStmt& s, const CatalogReader& ca
   if (!t.ok()) return t.status().WithPosition(s.table_pos);
   BoundModify out;
   out.table = std::move(t).value();
-  Scope scope = TableScope(out.table);
+  Scope scope = TableScope(out.table, s.alias);
   QueryBinder qb(catalog, params);
   ExprBinder binder = qb.MakeExprBinder(&scope);
   RETURN_NOT_OK(BindSource(binder, s.where, &out));

@@ -144,6 +144,7 @@ struct UpdateStmt {
 
 struct DeleteStmt {
   std::string table;
+  std::string alias;  // DELETE FROM t [AS] alias
   int table_pos = 0;
   ExprPtr where;
 };

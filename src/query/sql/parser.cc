@@ -566,6 +566,11 @@ Result<Statement> Parser::ParseDelete() {
   DeleteStmt s;
   s.table_pos = Peek().pos;
   ASSIGN_OR_RETURN(s.table, QualifiedName());
+  if (Accept("as")) {
+    ASSIGN_OR_RETURN(s.alias, Name());
+  } else if (Peek().kind == Tok::kIdent && !kReserved.count(Peek().text)) {
+    s.alias = Next().text;
+  }
   if (Accept("where")) {
     ASSIGN_OR_RETURN(s.where, ParseExpr());
   }
