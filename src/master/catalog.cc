@@ -11,6 +11,7 @@ namespace {
 constexpr char kTablePrefix[] = "table/";
 constexpr char kViewPrefix[] = "view/";
 constexpr char kUserPrefix[] = "user/";
+constexpr char kDatabasePrefix[] = "database/";
 
 std::string EncodeView(const std::string& sql, const std::vector<std::string>& reads) {
   std::string out;
@@ -99,6 +100,10 @@ Status Catalog::Load() {
       view.reads.push_back(std::move(s));
     }
     views_[k.substr(strlen(kViewPrefix))] = std::move(view);
+    return Status::OK();
+  }));
+  RETURN_NOT_OK(kv_->Scan(kDatabasePrefix, [&](const std::string& k, const std::string&) {
+    databases_.insert(k.substr(strlen(kDatabasePrefix)));
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kUserPrefix, [&](const std::string& k, const std::string& v) {
@@ -223,24 +228,66 @@ Result<std::vector<SegmentEntry>> Catalog::DropTable(const std::string& name) {
   if (it->second.id >= kFirstSystemTableId) {
     return Status::Sql("42809", fmt::format("\"{}\" is a system view", name));
   }
-  ASSIGN_OR_RETURN(auto segs, TrashSegments(it->second.id, {{kTablePrefix + name, "", true}}));
+  ASSIGN_OR_RETURN(auto segs, TrashSegments({it->second.id}, {{kTablePrefix + name, "", true}}));
   tables_.erase(it);
   return segs;
 }
 
-Result<std::vector<SegmentEntry>> Catalog::TrashSegments(TableId id, std::vector<storage::KvStore::Op> ops) {
+Result<std::vector<SegmentEntry>> Catalog::TrashSegments(const std::vector<TableId>& ids,
+                                                          std::vector<storage::KvStore::Op> ops) {
   std::vector<SegmentEntry> segs;
-  for (auto& [lo, s] : by_table_[id]) {
-    segs.push_back(s);
-    ops.push_back({SegmentKey(s.id), "", true});
-    ops.push_back({U64Key(kTrashPrefix, s.id), EncodeSegment(s)});
+  for (TableId id : ids) {
+    for (auto& [lo, s] : by_table_[id]) {
+      segs.push_back(s);
+      ops.push_back({SegmentKey(s.id), "", true});
+      ops.push_back({U64Key(kTrashPrefix, s.id), EncodeSegment(s)});
+    }
   }
   RETURN_NOT_OK(kv_->Write(ops));
   for (const auto& s : segs) {
     seg_index_.erase(s.id);
     trash_[s.id] = s;
   }
-  by_table_.erase(id);
+  for (TableId id : ids) by_table_.erase(id);
+  return segs;
+}
+
+Status Catalog::CreateDatabase(const std::string& name) {
+  std::unique_lock l(mu_);
+  if (databases_.count(name)) return Status::Sql("42P04", fmt::format("database \"{}\" already exists", name));
+  RETURN_NOT_OK(kv_->Write({{kDatabasePrefix + name, "1"}}));
+  databases_.insert(name);
+  return Status::OK();
+}
+
+bool Catalog::HasDatabase(const std::string& name) const {
+  std::shared_lock l(mu_);
+  return databases_.count(name) > 0;
+}
+
+Result<std::vector<SegmentEntry>> Catalog::DropDatabase(const std::string& name) {
+  std::unique_lock l(mu_);
+  if (!databases_.count(name)) return Status::Sql("3D000", fmt::format("database \"{}\" does not exist", name));
+  std::string prefix = name + "/";
+  // One atomic write: the database, its views, its tables and their segments.
+  std::vector<storage::KvStore::Op> ops = {{kDatabasePrefix + name, "", true}};
+  std::vector<std::string> views, tables;
+  for (const auto& [v, view] : views_) {
+    if (v.rfind(prefix, 0) == 0) views.push_back(v);
+  }
+  for (const auto& [t, schema] : tables_) {
+    if (t.rfind(prefix, 0) == 0) tables.push_back(t);
+  }
+  for (const auto& v : views) ops.push_back({kViewPrefix + v, "", true});
+  std::vector<TableId> ids;
+  for (const auto& t : tables) {
+    ops.push_back({kTablePrefix + t, "", true});
+    ids.push_back(tables_[t].id);
+  }
+  ASSIGN_OR_RETURN(auto segs, TrashSegments(ids, std::move(ops)));
+  for (const auto& t : tables) tables_.erase(t);
+  for (const auto& v : views) views_.erase(v);
+  databases_.erase(name);
   return segs;
 }
 
@@ -317,7 +364,7 @@ Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name,
   renamed.name = name;
   std::string enc;
   renamed.Serialize(&enc);
-  ASSIGN_OR_RETURN(auto segs, TrashSegments(it->second.id, {{kTablePrefix + staged, "", true},
+  ASSIGN_OR_RETURN(auto segs, TrashSegments({it->second.id}, {{kTablePrefix + staged, "", true},
                                                               {kTablePrefix + name, enc}}));
   tables_.erase(st);
   tables_[name] = std::move(renamed);

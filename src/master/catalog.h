@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -50,6 +51,11 @@ class Catalog : public plan::CatalogReader {
   Result<TableSchema> GetTable(const std::string& name) const override;
   std::vector<TableSchema> Tables() const;
   std::optional<std::string> GetView(const std::string& name) const override;
+  // Databases besides the default one (namespaces of table and view names, "db/name").
+  Status CreateDatabase(const std::string& name);
+  // Removes the database and returns the segments of its tables (as DropTable does).
+  Result<std::vector<SegmentEntry>> DropDatabase(const std::string& name);
+  bool HasDatabase(const std::string& name) const;
   // Users with password verifiers (CREATE USER ... PASSWORD).
   Status PutUser(const auth::Credentials& c);
   Status DropUser(const std::string& name);
@@ -112,9 +118,10 @@ class Catalog : public plan::CatalogReader {
   Status Load();
   Result<uint64_t> NextFromCounter(const std::string& name, uint64_t block);
   static std::string SegmentKey(SegmentId id);
-  // Writes `ops` plus the removal of table `id`'s segments into the trash, atomically.
+  // Writes `ops` plus the removal of the tables' segments into the trash, atomically.
   // REQUIRES: mu_ held exclusively.
-  Result<std::vector<SegmentEntry>> TrashSegments(TableId id, std::vector<storage::KvStore::Op> ops);
+  Result<std::vector<SegmentEntry>> TrashSegments(const std::vector<TableId>& ids,
+                                                  std::vector<storage::KvStore::Op> ops);
   static std::string EncodeSegment(const SegmentEntry& e);
 
   std::unique_ptr<storage::KvStore> kv_;
@@ -125,6 +132,7 @@ class Catalog : public plan::CatalogReader {
     std::vector<std::string> reads;
   };
   std::map<std::string, View> views_;
+  std::set<std::string> databases_;
   std::map<std::string, std::optional<auth::Credentials>> users_;  // nullopt: no password
   std::map<TableId, std::map<std::string, SegmentEntry>> by_table_;  // table -> lo -> segment
   std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)

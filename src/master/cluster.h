@@ -82,6 +82,28 @@ class Cluster {
   // version it can see until ReleaseSnapshot.
   Timestamp AcquireSnapshot();
   void ReleaseSnapshot(Timestamp ts);
+  // Sessions connected to each database (DROP DATABASE refuses while any is).
+  class SessionGuard {
+   public:
+    SessionGuard(Cluster& c, std::string db) : c_(c), db_(std::move(db)) {
+      std::lock_guard<std::mutex> l(c_.sessions_mu_);
+      c_.sessions_[db_]++;
+    }
+    ~SessionGuard() {
+      std::lock_guard<std::mutex> l(c_.sessions_mu_);
+      if (--c_.sessions_[db_] == 0) c_.sessions_.erase(db_);
+    }
+
+   private:
+    Cluster& c_;
+    std::string db_;
+  };
+  int SessionsOn(const std::string& db) {
+    std::lock_guard<std::mutex> l(sessions_mu_);
+    auto it = sessions_.find(db);
+    return it == sessions_.end() ? 0 : it->second;
+  }
+
   // Returns once every commit that has a timestamp now has completed, so that snapshots
   // taken afterwards see all of them. A client told 40001 retries against the winner's write.
   void AwaitStable();
@@ -137,6 +159,8 @@ class Cluster {
   std::set<Timestamp> inflight_;
   std::multiset<Timestamp> snapshots_;  // held by statements and transactions
 
+  std::mutex sessions_mu_;  // guards sessions_
+  std::map<std::string, int> sessions_;
   std::atomic<uint64_t> next_txn_{1};
   std::mutex txn_mu_;  // guards active_txns_
   std::set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort

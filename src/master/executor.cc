@@ -79,7 +79,7 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   }
   // CREATE TABLE inside a block (drivers such as psycopg open one implicitly) takes effect at
   // once and is not undone by ROLLBACK; other DDL and administration are refused there.
-  if (txn_ && (std::holds_alternative<sql::DropTableStmt>(stmt) ||
+  if (txn_ && (std::holds_alternative<sql::DropTableStmt>(stmt) || std::holds_alternative<sql::DatabaseStmt>(stmt) ||
                std::holds_alternative<sql::AddPrimaryKeyStmt>(stmt) ||
                std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt))) {
     failed_ = true;
@@ -176,6 +176,8 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return Vacuum(s);
         } else if constexpr (std::is_same_v<T, sql::AddPrimaryKeyStmt>) {
           return AddPrimaryKey(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::DatabaseStmt>) {
+          return Database(s, sink);
         } else if constexpr (std::is_same_v<T, sql::UserStmt>) {
           return User(s, sink);
         } else if constexpr (std::is_same_v<T, sql::CreateViewStmt>) {
@@ -189,7 +191,7 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
 
 Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
   if (s.set_op != sql::SetOp::kNone || s.from.size() != 1 || s.from[0].kind != sql::TableRef::Kind::kTable ||
-      !s.group_by.empty() || s.having || s.distinct || cluster_.catalog().GetView(s.from[0].name)) {
+      !s.group_by.empty() || s.having || s.distinct || db_.GetView(s.from[0].name)) {
     return Status::Sql("0A000", "FOR UPDATE is supported on a plain SELECT of one table");
   }
   if (!txn_) return Status::OK();  // a single statement holds nothing past its own end
@@ -200,7 +202,7 @@ Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
   d.table = s.from[0].name;
   d.alias = s.from[0].alias;
   d.where = std::move(s.where);
-  auto bound = plan::BindDelete(d, cluster_.catalog());
+  auto bound = plan::BindDelete(d, db_);
   s.where = std::move(d.where);
   RETURN_NOT_OK(bound.status());
   const TableSchema& t = bound->table;
@@ -221,7 +223,7 @@ Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
 
 Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
   if (s.for_update) RETURN_NOT_OK(LockRows(s, cancel));
-  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, cluster_.catalog()));
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, db_));
   RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
   MasterScanProvider scans(cluster_, Snapshot(), TxnId());
   exec::ExecContext ctx(&scans, cancel);
@@ -268,7 +270,7 @@ Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& ro
 }
 
 Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel) {
-  ASSIGN_OR_RETURN(plan::BoundInsert b, plan::BindInsert(s, cluster_.catalog()));
+  ASSIGN_OR_RETURN(plan::BoundInsert b, plan::BindInsert(s, db_));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot insert into view \"{}\"", t.name));
   std::vector<std::vector<Value>> rows;
@@ -307,7 +309,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
 }
 
 Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel) {
-  ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindUpdate(s, cluster_.catalog()));
+  ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindUpdate(s, db_));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot update view \"{}\"", t.name));
   Timestamp snap = Snapshot();
@@ -362,7 +364,7 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
 }
 
 Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel) {
-  ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindDelete(s, cluster_.catalog()));
+  ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindDelete(s, db_));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
   Timestamp snap = Snapshot();
@@ -385,7 +387,7 @@ Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<b
   // rolls back with its block); all tables go in one atomic write per table.
   std::vector<TableSchema> tables;
   for (const auto& name : s.names) {
-    auto t = cluster_.catalog().GetTable(name);
+    auto t = db_.GetTable(name);
     if (!t.ok()) return t.status().WithPosition(s.pos);
     if (t->id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("\"{}\" is a system view", name));
     tables.push_back(std::move(t).value());
@@ -408,7 +410,7 @@ Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<b
 }
 
 Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSchema* table) {
-  auto t = cluster_.catalog().GetTable(s.table);
+  auto t = db_.GetTable(s.table);
   if (!t.ok()) return t.status().WithPosition(s.table_pos);
   *table = std::move(t).value();
   if (table->id >= kFirstSystemTableId && s.from) {
@@ -495,7 +497,7 @@ Result<std::string> Executor::Vacuum(sql::VacuumStmt& s) {
   if (txn_) return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
   std::set<TableId> tables;
   for (const auto& name : s.names) {
-    auto t = cluster_.catalog().GetTable(name);
+    auto t = db_.GetTable(name);
     if (!t.ok()) return t.status().WithPosition(s.pos);
     tables.insert(t->id);
   }
@@ -517,7 +519,7 @@ Result<std::string> Executor::Vacuum(sql::VacuumStmt& s) {
 Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
   auto* sel = std::get_if<sql::SelectStmt>(&s.inner->stmt);
   if (!sel) return Status::Sql("0A000", "EXPLAIN supports only SELECT yet", s.pos);
-  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(*sel, cluster_.catalog()));
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(*sel, db_));
   std::map<const plan::PlanNode*, exec::OperatorStats> stats;
   double total_ms = 0;
   if (s.analyze) {
@@ -570,7 +572,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
 }
 
 Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {
-  ASSIGN_OR_RETURN(TableSchema t, cluster_.catalog().GetTable(s.table));
+  ASSIGN_OR_RETURN(TableSchema t, db_.GetTable(s.table));
   ASSIGN_OR_RETURN(SegmentEntry e, cluster_.catalog().GetSegment(s.segment));
   if (e.table != t.id) {
     return Status::Sql("42704", fmt::format("segment {} does not belong to table \"{}\"", s.segment, t.name));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "master/cluster.h"
+#include "master/database_catalog.h"
 #include "query/exec/batch.h"
 #include "query/exec/context.h"
 #include "query/plan/plan.h"
@@ -33,7 +34,10 @@ class ResultSink {
 
 class Executor {
  public:
-  explicit Executor(Cluster& cluster) : cluster_(cluster) {}
+  // A session's executor, bound to one database for its lifetime.
+  explicit Executor(Cluster& cluster, std::string database = kDefaultDatabase)
+      : cluster_(cluster), db_(cluster.catalog(), std::move(database)) {}
+  const DatabaseCatalog& catalog() const { return db_; }
   ~Executor();  // rolls back an open transaction
   // Transaction status for ReadyForQuery: 'I' idle, 'T' in a transaction, 'E' failed.
   char TxnStatus() const { return !txn_ ? 'I' : failed_ ? 'E' : 'T'; }
@@ -60,6 +64,7 @@ class Executor {
   // SELECT ... FOR UPDATE inside a transaction: takes the write locks of the rows it reads.
   Status LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> User(sql::UserStmt& s, ResultSink& sink);
+  Result<std::string> Database(sql::DatabaseStmt& s, ResultSink& sink);
   Result<std::string> DropView(sql::DropViewStmt& s, ResultSink& sink);
   // Refuses (2BP01) to drop relation `name` that views read, or drops them with `cascade`.
   Status DropDependentViews(const std::string& name, const char* kind, bool cascade, ResultSink& sink);
@@ -105,7 +110,9 @@ class Executor {
     bool own_;
   };
 
-  Cluster& cluster_;  // borrowed; outlives the session
+  Cluster& cluster_;
+  DatabaseCatalog db_;
+ // borrowed; outlives the session
   std::map<std::string, std::string> settings_;
   std::unique_ptr<Transaction> txn_;  // open transaction block, if any
   Timestamp stmt_snapshot_ = 0;       // snapshot of the running statement outside a block

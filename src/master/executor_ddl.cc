@@ -12,7 +12,7 @@
 namespace wattdb::master {
 
 Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& sink) {
-  if (cluster_.catalog().GetTable(s.name).ok()) {
+  if (db_.GetTable(s.name).ok()) {
     if (s.if_not_exists) {
       RETURN_NOT_OK(sink.Notice("42P07", fmt::format("relation \"{}\" already exists, skipping", s.name)));
       return std::string("CREATE TABLE");
@@ -59,11 +59,11 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
 Status Executor::CreateTableStorage(TableSchema* t) {
   NodeId node = cluster_.LeastLoadedNode();
   if (node == 0) return Status(Status::Code::kUnavailable, "no active node is up to hold the table", "57P03");
-  ASSIGN_OR_RETURN(SegmentEntry seg, cluster_.catalog().CreateTable(t, node));
+  ASSIGN_OR_RETURN(SegmentEntry seg, db_.CreateTable(t, node));
   auto client = cluster_.registry().Client(node);
   Status st = client.ok() ? RpcCreateSegment(**client, seg.id, t->id, "", "") : client.status();
   if (!st.ok()) {
-    (void)cluster_.catalog().DropTable(t->name);
+    (void)db_.DropTable(t->name);
     return st.Prepend("create table");
   }
   Log("master")->info("table created name={} id={} first_segment={} node=n{}", t->name, t->id, seg.id, node);
@@ -71,7 +71,7 @@ Status Executor::CreateTableStorage(TableSchema* t) {
 }
 
 Status Executor::DropDependentViews(const std::string& name, const char* kind, bool cascade, ResultSink& sink) {
-  auto deps = cluster_.catalog().DependentViews(name);
+  auto deps = db_.DependentViews(name);
   if (deps.empty()) return Status::OK();
   if (!cascade) {
     return Status::Sql("2BP01", fmt::format("cannot drop {} {} because other objects depend on it (view {}); "
@@ -80,9 +80,37 @@ Status Executor::DropDependentViews(const std::string& name, const char* kind, b
   for (const auto& v : deps) {
     RETURN_NOT_OK(DropDependentViews(v, "view", true, sink));
     RETURN_NOT_OK(sink.Notice("00000", fmt::format("drop cascades to view {}", v)));
-    RETURN_NOT_OK(cluster_.catalog().DropView(v));
+    RETURN_NOT_OK(db_.DropView(v));
   }
   return Status::OK();
+}
+
+Result<std::string> Executor::Database(sql::DatabaseStmt& s, ResultSink& sink) {
+  Catalog& cat = cluster_.catalog();
+  if (s.create) {
+    if (s.name == kDefaultDatabase) return Status::Sql("42P04", fmt::format("database \"{}\" already exists", s.name));
+    if (s.name.find('/') != std::string::npos) {
+      return Status::Sql("42602", fmt::format("invalid database name \"{}\"", s.name));
+    }
+    RETURN_NOT_OK(cat.CreateDatabase(s.name));
+    return std::string("CREATE DATABASE");
+  }
+  if (s.name == kDefaultDatabase) return Status::Sql("55006", "the default database cannot be dropped");
+  if (!cat.HasDatabase(s.name)) {
+    if (s.if_exists) {
+      RETURN_NOT_OK(sink.Notice("00000", fmt::format("database \"{}\" does not exist, skipping", s.name)));
+      return std::string("DROP DATABASE");
+    }
+    return Status::Sql("3D000", fmt::format("database \"{}\" does not exist", s.name));
+  }
+  if (s.name == db_.database()) return Status::Sql("55006", "cannot drop the currently open database");
+  if (int n = cluster_.SessionsOn(s.name); n > 0) {
+    return Status::Sql("55006", fmt::format("database \"{}\" is being accessed by other users ({} sessions)",
+                                            s.name, n));
+  }
+  ASSIGN_OR_RETURN(auto segs, cat.DropDatabase(s.name));
+  DropSegments(segs);
+  return std::string("DROP DATABASE");
 }
 
 Result<std::string> Executor::User(sql::UserStmt& s, ResultSink& sink) {
@@ -117,14 +145,14 @@ Result<std::string> Executor::User(sql::UserStmt& s, ResultSink& sink) {
 }
 
 Result<std::string> Executor::CreateView(sql::CreateViewStmt& s) {
-  if (cluster_.catalog().GetTable(s.name).ok()) {
+  if (db_.GetTable(s.name).ok()) {
     return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name), s.pos);
   }
-  if (!s.or_replace && cluster_.catalog().GetView(s.name)) {
+  if (!s.or_replace && db_.GetView(s.name)) {
     return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name), s.pos);
   }
   // The query must bind now; its result columns need distinct names.
-  ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(*s.query, cluster_.catalog()));
+  ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(*s.query, db_));
   std::set<std::string> names;
   for (const auto& n : b.names) {
     if (!names.insert(n).second) return Status::Sql("42701", fmt::format("column \"{}\" specified more than once", n));
@@ -134,14 +162,14 @@ Result<std::string> Executor::CreateView(sql::CreateViewStmt& s) {
   for (const auto& r : reads) {
     if (r == s.name) return Status::Sql("42P17", fmt::format("infinite recursion detected in view \"{}\"", s.name));
   }
-  RETURN_NOT_OK(cluster_.catalog().CreateView(s.name, s.sql, reads, s.or_replace));
+  RETURN_NOT_OK(db_.CreateView(s.name, s.sql, reads, s.or_replace));
   return std::string("CREATE VIEW");
 }
 
 Result<std::string> Executor::DropView(sql::DropViewStmt& s, ResultSink& sink) {
   for (const auto& name : s.names) {
-    if (!cluster_.catalog().GetView(name)) {
-      if (cluster_.catalog().GetTable(name).ok()) {
+    if (!db_.GetView(name)) {
+      if (db_.GetTable(name).ok()) {
         return Status::Sql("42809", fmt::format("\"{}\" is not a view", name));
       }
       if (s.if_exists) {
@@ -151,17 +179,17 @@ Result<std::string> Executor::DropView(sql::DropViewStmt& s, ResultSink& sink) {
       return Status::Sql("42P01", fmt::format("view \"{}\" does not exist", name));
     }
     RETURN_NOT_OK(DropDependentViews(name, "view", s.cascade, sink));
-    RETURN_NOT_OK(cluster_.catalog().DropView(name));
+    RETURN_NOT_OK(db_.DropView(name));
   }
   return std::string("DROP VIEW");
 }
 
 Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink) {
   for (const auto& name : s.names) {
-    if (cluster_.catalog().GetView(name)) {
+    if (db_.GetView(name)) {
       return Status::Sql("42809", fmt::format("\"{}\" is not a table", name));
     }
-    auto t = cluster_.catalog().GetTable(name);
+    auto t = db_.GetTable(name);
     if (!t.ok()) {
       if (s.if_exists) {
         RETURN_NOT_OK(sink.Notice("00000", fmt::format("table \"{}\" does not exist, skipping", name)));
@@ -170,7 +198,7 @@ Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink)
       return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
     }
     RETURN_NOT_OK(DropDependentViews(name, "table", s.cascade, sink));
-    ASSIGN_OR_RETURN(auto segs, cluster_.catalog().DropTable(name));
+    ASSIGN_OR_RETURN(auto segs, db_.DropTable(name));
     DropSegments(segs);
   }
   return std::string("DROP TABLE");
@@ -185,7 +213,7 @@ void Executor::DropSegments(const std::vector<SegmentEntry>& segs) {
 }
 
 Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel) {
-  ASSIGN_OR_RETURN(TableSchema old, cluster_.catalog().GetTable(s.table));
+  ASSIGN_OR_RETURN(TableSchema old, db_.GetTable(s.table));
   if (old.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("\"{}\" is a system view", s.table));
   if (!old.HasHiddenKey()) {
     return Status::Sql("42P16", fmt::format("multiple primary keys for table \"{}\" are not allowed", s.table), s.pos);
@@ -211,14 +239,14 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
     t.key_columns.push_back(idx);
     t.columns[idx].not_null = true;
   }
-  if (cluster_.catalog().GetTable(t.name).ok()) {
+  if (db_.GetTable(t.name).ok()) {
     // Left over from a re-key that did not finish.
-    ASSIGN_OR_RETURN(auto segs, cluster_.catalog().DropTable(t.name));
+    ASSIGN_OR_RETURN(auto segs, db_.DropTable(t.name));
     DropSegments(segs);
   }
   RETURN_NOT_OK(CreateTableStorage(&t));
   auto abandon = [&](Status st) {
-    if (auto segs = cluster_.catalog().DropTable(t.name); segs.ok()) DropSegments(*segs);
+    if (auto segs = db_.DropTable(t.name); segs.ok()) DropSegments(*segs);
     return st;
   };
   // Copy every row under its new key, in bounded batches (the new table is not visible yet).
@@ -241,7 +269,7 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
   if (!st.ok()) return abandon(st.sqlstate() == "23502" ? Status::Sql("23502", fmt::format(
       "column of relation \"{}\" contains null values", old.name)) : st);
   // One catalog write drops the old table and renames the new one into its place.
-  ASSIGN_OR_RETURN(auto old_segs, cluster_.catalog().ReplaceTable(old.name, t.name));
+  ASSIGN_OR_RETURN(auto old_segs, db_.ReplaceTable(old.name, t.name));
   DropSegments(old_segs);
   Log("master")->info("table re-keyed name={} rows={} key=({})", old.name, keys.size(), fmt::join(s.columns, ","));
   return std::string("ALTER TABLE");

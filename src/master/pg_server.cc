@@ -1,6 +1,7 @@
 #include "master/pg_server.h"
 
 #include "common/logging.h"
+#include "master/database_catalog.h"
 #include "master/pg_session.h"
 #include "master/pg_protocol.h"
 
@@ -162,11 +163,13 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
     params = std::move(p).value();
     break;
   }
-  std::string user, app;
+  std::string user, app, database;
   for (auto& [k, v] : params) {
     if (k == "user") user = v;
     if (k == "application_name") app = v;
+    if (k == "database") database = v;
   }
+  if (database.empty()) database = user;
   if (user.empty()) {
     fatal("28000", "no PostgreSQL user name specified in startup packet");
     return;
@@ -176,6 +179,11 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
     if (st.code() != Status::Code::kIOError) fatal(st.sqlstate().c_str(), st.message());
     return;
   }
+  if (database != kDefaultDatabase && !cluster_.catalog().HasDatabase(database)) {
+    fatal("3D000", fmt::format("database \"{}\" does not exist", database));
+    return;
+  }
+  Cluster::SessionGuard attached(cluster_, database);
   int32_t pid, secret;
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   {
@@ -206,7 +214,7 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
   if (!WriteAll(socket, out.buffer()).ok()) return;
   Log("master")->debug("session start pid={} user={} app={}", pid, user, app);
 
-  PgSession(cluster_, socket, pid, cancel).Run();
+  PgSession(cluster_, socket, pid, cancel, database).Run();
 }
 
 }  // namespace wattdb::master

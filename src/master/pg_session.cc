@@ -177,8 +177,9 @@ Status Substitute(sql::Statement& st, const std::vector<Value>& params) {
 }  // namespace
 
 PgSession::PgSession(Cluster& cluster, asio::ip::tcp::socket& socket, int32_t pid,
-                     std::shared_ptr<std::atomic<bool>> cancel)
-    : cluster_(cluster), socket_(socket), pid_(pid), cancel_(std::move(cancel)), executor_(cluster) {}
+                     std::shared_ptr<std::atomic<bool>> cancel, std::string database)
+    : cluster_(cluster), socket_(socket), pid_(pid), cancel_(std::move(cancel)),
+      executor_(cluster, std::move(database)) {}
 
 Status PgSession::Flush() { return WriteAll(socket_, out_.buffer()); }
 
@@ -382,7 +383,7 @@ Result<std::shared_ptr<PgSession::Prepared>> PgSession::Describe(const std::stri
     types.push_back(t);
   }
   sql::Statement& st = stmts[0];
-  const plan::CatalogReader& cat = cluster_.catalog();
+  const plan::CatalogReader& cat = executor_.catalog();
   if (auto* sel = std::get_if<sql::SelectStmt>(&st)) {
     ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(*sel, cat, &types));
     p->returns_rows = true;

@@ -27,7 +27,7 @@ Status WriteAll(net::asio::ip::tcp::socket& socket, std::string& buf);
 class PgSession {
  public:
   PgSession(Cluster& cluster, net::asio::ip::tcp::socket& socket, int32_t pid,
-            std::shared_ptr<std::atomic<bool>> cancel);
+            std::shared_ptr<std::atomic<bool>> cancel, std::string database);
   // Serves messages until the client terminates or the connection fails.
   void Run();
 

@@ -41,6 +41,7 @@ std::string Runner() {
 }
 
 class SltRs : public ::testing::TestWithParam<Case> {};
+std::vector<Case> Cases();
 
 TEST_P(SltRs, Passes) {
   const Case& c = GetParam();
@@ -54,6 +55,27 @@ TEST_P(SltRs, Passes) {
   ASSERT_EQ(rc, 0) << cmd << "\n" << out.substr(0, 8000)
                    << "\n(runner missing? scripts/install-deps.sh installs it with cargo)";
   EXPECT_NE(out.find("[OK]"), std::string::npos) << out;
+}
+
+// Every file at once with `-j 2`: the runner creates one database per file (CREATE DATABASE),
+// runs two files at a time in one cluster, and drops each database afterwards; files use the
+// same table names, so the databases must keep them apart.
+TEST(SltRsParallel, OneDatabasePerFile) {
+  MiniCluster cluster(MiniClusterOptions{3, 4096, 200});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  std::string files;
+  for (const auto& c : Cases()) {
+    if (c.engine == "postgres") files += " " + c.file;
+  }
+  for (const char* engine : {"postgres", "postgres-extended"}) {
+    std::string cmd = fmt::format("{} -j 2 -e {} -h 127.0.0.1 -p {} -d wattdb -u wattdb --label postgresql "
+                                  "--color never{}", Runner(), engine, cluster.pg_port(), files);
+    std::string out;
+    ASSERT_EQ(RunCommand(cmd, &out), 0) << out.substr(0, 8000);
+  }
+  // Every per-file database is gone again.
+  auto conn = cluster.Connect();
+  EXPECT_EQ(conn->Scalar("SELECT count(*) FROM wattdb_tables"), "0");
 }
 
 std::vector<Case> Cases() {

@@ -189,6 +189,13 @@ struct UserStmt {
   bool if_exists = false;
 };
 
+// CREATE DATABASE name [options] | DROP DATABASE [IF EXISTS] name
+struct DatabaseStmt {
+  bool create = true;
+  std::string name;
+  bool if_exists = false;
+};
+
 // ALTER NODE n DRAIN | POWER OFF | POWER ON
 struct AlterNodeStmt {
   enum class Action { kDrain, kPowerOff, kPowerOn };
@@ -253,7 +260,8 @@ struct EmptyStmt {};
 using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
                                SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt, ExplainStmt,
-                               VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, DropViewStmt, UserStmt>;
+                               VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, DropViewStmt, UserStmt,
+                               DatabaseStmt>;
 
 // The tables and views a query names (FROM items, also inside subqueries and set operations).
 void ReferencedRelations(const SelectStmt& s, std::vector<std::string>* out);

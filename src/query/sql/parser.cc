@@ -363,6 +363,13 @@ Result<Statement> Parser::ParseCreate() {
     return Statement(std::move(v));
   }
   if (or_replace) return SyntaxError();
+  if (Accept("database")) {
+    DatabaseStmt d;
+    ASSIGN_OR_RETURN(d.name, Name());
+    // Options (OWNER, ENCODING, TEMPLATE, ...) are accepted and ignored.
+    while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) i_++;
+    return Statement(std::move(d));
+  }
   if (Accept("user") || Accept("role")) {
     UserStmt u;
     ASSIGN_OR_RETURN(u.name, Name());
@@ -467,6 +474,19 @@ Status Parser::ParseUserOptions(UserStmt* u) {
 
 Result<Statement> Parser::ParseDrop() {
   i_++;
+  if (Accept("database")) {
+    DatabaseStmt d;
+    d.create = false;
+    if (Accept("if")) {
+      RETURN_NOT_OK(Expect("exists"));
+      d.if_exists = true;
+    }
+    ASSIGN_OR_RETURN(d.name, Name());
+    if (AcceptOp("(")) {  // WITH (FORCE) is not offered: sessions must leave first
+      return Status::Sql("0A000", "DROP DATABASE options are not supported", Peek().pos);
+    }
+    return Statement(std::move(d));
+  }
   if (Accept("user") || Accept("role")) {
     UserStmt u;
     u.kind = UserStmt::Kind::kDrop;
