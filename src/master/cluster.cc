@@ -141,6 +141,13 @@ void Cluster::EndTxn(Transaction& t) {
 
 Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> writes) {
   if (writes.empty()) return Status::OK();
+  std::map<NodeId, std::vector<RemoteWrite>> by_node;
+  RETURN_NOT_OK(Route(t, table, writes, &by_node));
+  return Send(t, by_node);
+}
+
+Status Cluster::Route(Transaction& t, TableId table, const std::vector<RowWrite>& writes,
+                      std::map<NodeId, std::vector<RemoteWrite>>* by_node) {
   for (int attempt = 0;; attempt++) {
     // Route every write to its segment, then latch the segments not latched yet (in id
     // order) and check that no move or split finished between routing and latching.
@@ -173,26 +180,52 @@ Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> write
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 1 + attempt)));
       continue;
     }
-    std::map<NodeId, std::vector<RemoteWrite>> by_node;
+    by_node->clear();
     for (size_t i = 0; i < writes.size(); i++) {
       RemoteWrite w;
       w.segment = seg_of[i];
-      w.key = std::move(writes[i].key);
+      w.key = writes[i].key;
       w.is_delete = writes[i].is_delete;
-      w.row = std::move(writes[i].row);
+      w.row = writes[i].row;
       w.check = writes[i].check;
-      by_node[segs[seg_of[i]].node].push_back(std::move(w));
-    }
-    for (auto& [node, ws] : by_node) {
-      ASSIGN_OR_RETURN(auto client, registry_->Client(node));
-      t.participants[node] = client;
-      constexpr size_t kChunk = 5000;
-      for (size_t off = 0; off < ws.size(); off += kChunk) {
-        std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + std::min(ws.size(), off + kChunk));
-        RETURN_NOT_OK(RpcPrepare(*client, t.id, t.snapshot, chunk));
-      }
+      (*by_node)[segs[seg_of[i]].node].push_back(std::move(w));
     }
     return Status::OK();
+  }
+}
+
+Status Cluster::Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node) {
+  for (const auto& [node, ws] : by_node) {
+    ASSIGN_OR_RETURN(auto client, registry_->Client(node));
+    t.participants[node] = client;
+    for (size_t off = 0; off < ws.size(); off += kPrepareChunk) {
+      std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + std::min(ws.size(), off + kPrepareChunk));
+      RETURN_NOT_OK(RpcPrepare(*client, t.id, t.snapshot, chunk));
+    }
+  }
+  return Status::OK();
+}
+
+Status Cluster::CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws) {
+  ASSIGN_OR_RETURN(auto client, registry_->Client(node));
+  ASSIGN_OR_RETURN(Timestamp ts, BeginCommit());
+  std::vector<std::pair<SegmentId, uint64_t>> sizes;
+  Status s = RpcPrepareCommit(*client, t.id, t.snapshot, ws, ts, &sizes);
+  EndCommit(ts);
+  if (s.ok()) {
+    EndTxn(t);
+    RequestSplitsIfOversized(sizes);
+  }
+  return s;
+}
+
+void Cluster::RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes) {
+  bool oversized = std::any_of(sizes.begin(), sizes.end(),
+                               [&](const auto& p) { return p.second > config_.segment_bytes; });
+  if (oversized) {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    split_wanted_ = true;
+    stop_cv_.notify_all();
   }
 }
 
@@ -255,13 +288,7 @@ Status Cluster::Commit(Transaction& t) {
   if (distributed && all_acked) (void)catalog_->EraseDecision(t.id);
   EndCommit(*ts);
   EndTxn(t);
-  bool oversized = std::any_of(sizes.begin(), sizes.end(),
-                               [&](const auto& p) { return p.second > config_.segment_bytes; });
-  if (oversized) {
-    std::lock_guard<std::mutex> l(stop_mu_);
-    split_wanted_ = true;
-    stop_cv_.notify_all();
-  }
+  RequestSplitsIfOversized(sizes);
   return commit_status;
 }
 
@@ -269,7 +296,16 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
   if (writes.empty()) return Status::OK();
   for (int attempt = 0;; attempt++) {
     auto t = Begin(snapshot);
-    Status s = Write(*t, table, writes);
+    std::map<NodeId, std::vector<RemoteWrite>> by_node;
+    Status s = Route(*t, table, writes, &by_node);
+    // A statement writing one node commits in one round trip; if a key is locked by another
+    // transaction it takes the usual path, where the prepare waits for the lock.
+    if (s.ok() && by_node.size() == 1 && by_node.begin()->second.size() <= kPrepareChunk) {
+      s = CommitOnePhase(*t, by_node.begin()->first, by_node.begin()->second);
+      if (s.ok()) return s;
+      if (s.sqlstate() == "55P03") s = Status::OK();
+    }
+    if (s.ok()) s = Send(*t, by_node);
     if (s.ok()) return Commit(*t);
     Rollback(*t);
     // A segment that moved or split between routing and the node's check: route again.

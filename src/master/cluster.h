@@ -136,6 +136,15 @@ class Cluster {
 
  private:
   std::shared_ptr<std::shared_timed_mutex> Latch(SegmentId seg);
+  // Write = Route (segments of the writes, latched) + Send (prepare them on their nodes).
+  Status Route(Transaction& t, TableId table, const std::vector<RowWrite>& writes,
+               std::map<NodeId, std::vector<RemoteWrite>>* by_node);
+  Status Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node);
+  // Prepares and commits all of `t`'s writes on one node in one round trip; ends `t` if
+  // that worked. 55P03: a key was locked and nothing happened.
+  Status CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws);
+  void RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes);
+  static constexpr size_t kPrepareChunk = 5000;
   Result<Timestamp> BeginCommit();
   // Ends commit `ts`; returns once no commit with a lower timestamp is still in flight.
   void EndCommit(Timestamp ts);

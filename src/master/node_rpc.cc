@@ -52,6 +52,22 @@ Status RpcDropSegment(NodeClient& c, SegmentId id) {
   return Call(c, [&](proto::Request::Builder r) { r.setDropSegment(id); }, nullptr);
 }
 
+namespace {
+
+void FillWrites(capnp::List<proto::Write>::Builder l, const std::vector<RemoteWrite>& ws) {
+  for (size_t i = 0; i < ws.size(); i++) {
+    l[i].setSegment(ws[i].segment);
+    l[i].setKey(Bytes(ws[i].key));
+    l[i].setKind(ws[i].is_delete ? 2 : 1);
+    l[i].setRow(Bytes(ws[i].row));
+    l[i].setCheck(ws[i].check == RemoteWrite::Check::kInsert   ? proto::Write::Check::INSERT
+                  : ws[i].check == RemoteWrite::Check::kUpdate ? proto::Write::Check::UPDATE
+                                                               : proto::Write::Check::NONE);
+  }
+}
+
+}  // namespace
+
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
                   bool durable) {
   return Call(c, [&](proto::Request::Builder r) {
@@ -59,17 +75,24 @@ Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::ve
     p.setTxn(txn);
     p.setSnapshotTs(snapshot);
     p.setDurable(durable);
-    auto l = p.initWrites(ws.size());
-    for (size_t i = 0; i < ws.size(); i++) {
-      l[i].setSegment(ws[i].segment);
-      l[i].setKey(Bytes(ws[i].key));
-      l[i].setKind(ws[i].is_delete ? 2 : 1);
-      l[i].setRow(Bytes(ws[i].row));
-      l[i].setCheck(ws[i].check == RemoteWrite::Check::kInsert   ? proto::Write::Check::INSERT
-                    : ws[i].check == RemoteWrite::Check::kUpdate ? proto::Write::Check::UPDATE
-                                                                 : proto::Write::Check::NONE);
-    }
+    FillWrites(p.initWrites(ws.size()), ws);
   }, nullptr);
+}
+
+Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
+                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes) {
+  return Call(c, [&](proto::Request::Builder r) {
+    auto p = r.initPrepare();
+    p.setTxn(txn);
+    p.setSnapshotTs(snapshot);
+    p.setCommitTs(commit_ts);
+    FillWrites(p.initWrites(ws.size()), ws);
+  }, [&](proto::Response::Reader resp) {
+    if (sizes && resp.which() == proto::Response::SEGMENTS) {
+      for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
+    }
+    return Status::OK();
+  });
 }
 
 Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes) {

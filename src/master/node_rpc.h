@@ -39,6 +39,10 @@ Status RpcDropSegment(NodeClient& c, SegmentId id);
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& w,
                   bool durable = false);
 // Commits; `sizes` (optional) receives (segment, bytes) of the segments written.
+// Prepares and commits a single-node transaction in one round trip; 55P03 if a key is
+// locked by another transaction (nothing was done: fall back to prepare + commit).
+Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
+                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes);
 Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,
                  std::vector<std::pair<SegmentId, uint64_t>>* sizes = nullptr);
 Status RpcAbort(NodeClient& c, uint64_t txn);

@@ -150,6 +150,24 @@ void NodeServer::Serve(net::asio::ip::tcp::socket& socket) {
   }
 }
 
+bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st, const std::set<SegmentId>& touched) {
+  capnp::MallocMessageBuilder mb;
+  auto resp = mb.initRoot<proto::Response>();
+  SetStatus(resp.initStatus(), st);
+  std::vector<storage::SegmentInfo> infos;
+  for (SegmentId id : touched) {
+    auto seg = store_->Get(id);
+    if (!seg.ok()) continue;
+    infos.push_back({(*seg)->meta(), (*seg)->counters().bytes.load(), 0, 0});
+  }
+  auto l = resp.initSegments(infos.size());
+  for (size_t i = 0; i < infos.size(); i++) {
+    MetaTo(l[i].initMeta(), infos[i].meta);
+    l[i].setBytes(infos[i].bytes);
+  }
+  return conn.Send(mb).ok();
+}
+
 bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   switch (req.which()) {
@@ -178,30 +196,21 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
                                                                  : WriteCheck::kNone;
         writes.push_back(std::move(tw));
       }
-      return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), p.getDurable()))
-          .ok();
+      if (p.getCommitTs() == 0) {
+        return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), p.getDurable()))
+            .ok();
+      }
+      // One phase: a single-node transaction prepares and commits in one round trip.
+      std::set<SegmentId> touched;
+      Status st = participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), false, /*wait=*/false);
+      if (st.ok()) st = participant_->Commit(p.getTxn(), p.getCommitTs(), &touched);
+      return ReplyWithSizes(conn, st, touched);
     }
     case proto::Request::COMMIT: {
       auto c = req.getCommit();
       std::set<SegmentId> touched;
       Status st = participant_->Commit(c.getTxn(), c.getCommitTs(), &touched);
-      // The reply carries the sizes of the written segments so the master can split
-      // oversized ones right away.
-      capnp::MallocMessageBuilder mb;
-      auto resp = mb.initRoot<proto::Response>();
-      SetStatus(resp.initStatus(), st);
-      std::vector<storage::SegmentInfo> infos;
-      for (SegmentId id : touched) {
-        auto seg = store_->Get(id);
-        if (!seg.ok()) continue;
-        infos.push_back({(*seg)->meta(), (*seg)->counters().bytes.load(), 0, 0});
-      }
-      auto l = resp.initSegments(infos.size());
-      for (size_t i = 0; i < infos.size(); i++) {
-        MetaTo(l[i].initMeta(), infos[i].meta);
-        l[i].setBytes(infos[i].bytes);
-      }
-      return conn.Send(mb).ok();
+      return ReplyWithSizes(conn, st, touched);
     }
     case proto::Request::ABORT:
       participant_->Abort(req.getAbort());

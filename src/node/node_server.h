@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <set>
 #include <thread>
 
 #include "common/clock.h"
@@ -49,6 +50,9 @@ class NodeServer {
   // Handles one request; may send several frames (scan, export). Returns false if the
   // connection must close.
   bool Dispatch(net::Connection& conn, net::ReceivedMessage& msg);
+  // A commit's reply: its status and the sizes of the segments it wrote, so that the master
+  // can split oversized ones right away.
+  bool ReplyWithSizes(net::Connection& conn, const Status& st, const std::set<SegmentId>& touched);
 
   NodeOptions opts_;
   const Clock& clock_;  // borrowed

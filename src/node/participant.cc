@@ -78,7 +78,8 @@ std::vector<uint64_t> Participant::InDoubt() const {
   return out;
 }
 
-Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable) {
+Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable,
+                            bool wait) {
   std::unique_lock<std::mutex> l(mu_);
   auto deadline = std::chrono::steady_clock::now() + lock_wait_;
 restart:
@@ -96,6 +97,7 @@ restart:
       // below fails (first updater wins); if it aborted, this write goes ahead. A wait that
       // outlasts lock_wait_ (a deadlock, or a stuck holder) aborts this writer.
       uint64_t holder = held->second;
+      if (!wait) return Status::Sql("55P03", "could not obtain lock on row");
       bool freed = released_.wait_until(l, deadline, [&] {
         auto h = locks_.find(lk);
         return h == locks_.end() || h->second != holder;

@@ -47,7 +47,9 @@ class Participant {
   // Validates and locks `writes`; a later Prepare of the same txn adds more writes. A key
   // locked by another transaction is waited for; 40001 if that one commits (or the wait
   // times out), as under snapshot isolation the first updater wins.
-  Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable = false);
+  // `wait` false: a held lock fails at once with 55P03 instead of waiting.
+  Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable = false,
+                 bool wait = true);
   // Applies the prepared writes; `touched` (optional) receives the segments written.
   Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr);
   void Abort(uint64_t txn);

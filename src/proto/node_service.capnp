@@ -62,6 +62,8 @@ struct Request {
       snapshotTs @4 :UInt64;
       writes @5 :List(Write);
       durable @21 :Bool;             # persist before answering: the txn spans several nodes
+      commitTs @25 :UInt64;          # nonzero: commit at once at this timestamp (one phase);
+                                     # a key locked by another txn then fails fast with 55P03
     }
     commit :group {
       txn @6 :UInt64;
