@@ -77,6 +77,30 @@ TEST(Clients, PgbenchInitAndBuiltinScripts) {
   EXPECT_EQ(conn->Scalar("SELECT sum(abalance) FROM pgbench_accounts"), before);
 }
 
+TEST(Clients, Psql) {
+  MiniCluster cluster(MiniClusterOptions{2, 4 << 10, 300});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  std::string csv = cluster.dir() + "/in.csv";
+  std::ofstream(csv) << "1,one\n2,two\n3,\"three, with comma\"\n";
+  std::string script = cluster.dir() + "/script.sql";
+  std::ofstream(script) << "\\set ON_ERROR_STOP on\n"
+                           "CREATE TABLE p (id INT PRIMARY KEY, name TEXT);\n"
+                           "\\copy p FROM '" << csv << "' WITH (FORMAT csv)\n"
+                           "SELECT id, name FROM p ORDER BY id;\n"
+                           "\\copy (SELECT 1) TO STDOUT\n";
+  std::string out;
+  int rc = RunCommand(fmt::format("psql -X -A -t -h 127.0.0.1 -p {} -U wattdb -d wattdb -f {}", cluster.pg_port(),
+                                  script), &out);
+  // \copy (query) TO needs COPY (query), which is not supported: psql stops there (exit 3).
+  EXPECT_EQ(rc, 3) << out;
+  EXPECT_NE(out.find("COPY 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("1|one\n2|two\n3|three, with comma"), std::string::npos) << out;
+  EXPECT_NE(out.find("COPY (query) TO is not supported"), std::string::npos) << out;
+  ASSERT_EQ(RunCommand(fmt::format("psql -X -A -t -h 127.0.0.1 -p {} -U wattdb -d wattdb -c 'SELECT count(*) FROM p'",
+                                   cluster.pg_port()), &out), 0) << out;
+  EXPECT_EQ(out, "3\n");
+}
+
 TEST(Clients, Psycopg2) {
   MiniCluster cluster(MiniClusterOptions{3, 4 << 10, 300});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();

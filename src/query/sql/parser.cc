@@ -190,6 +190,7 @@ Result<Statement> Parser::ParseCopy() {
   i_++;
   CopyStmt c;
   c.table_pos = Peek().pos;
+  if (Peek().IsOp("(")) return Status::Sql("0A000", "COPY (query) TO is not supported; copy a table", Peek().pos);
   ASSIGN_OR_RETURN(c.table, QualifiedName());
   if (AcceptOp("(")) {
     do {
