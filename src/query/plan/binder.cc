@@ -47,12 +47,11 @@ PlanPtr Wrap(PlanNode::Kind kind, PlanPtr child) {
   return p;
 }
 
-void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo, std::string* hi) {
+void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo, std::string* hi, bool* point) {
   lo->clear();
   hi->clear();
+  if (point) *point = false;
   if (!pred || t.HasHiddenKey()) return;
-  int k = t.key_columns[0];
-  TypeId kt = t.columns[k].type.id;
   auto family = [](TypeId id) {
     return id == TypeId::kInt32 || id == TypeId::kInt64 ? TypeId::kInt64 : id;
   };
@@ -68,6 +67,8 @@ void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo
       conj.push_back(e);
     }
   }
+  // Per key column: comparisons with constants (op, encoded value).
+  std::vector<std::vector<std::pair<BinOp, std::string>>> bounds(t.key_columns.size());
   for (const BoundExpr* e : conj) {
     if (e->kind != BoundExpr::Kind::kBinary || e->op < BinOp::kEq || e->op == BinOp::kNe ||
         e->op > BinOp::kGe) {
@@ -81,27 +82,38 @@ void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo
       op = op == BinOp::kLt ? BinOp::kGt : op == BinOp::kLe ? BinOp::kGe
            : op == BinOp::kGt ? BinOp::kLt : op == BinOp::kGe ? BinOp::kLe : op;
     }
-    if (a->kind != BoundExpr::Kind::kColumn || a->column != k || b->kind != BoundExpr::Kind::kConst ||
-        b->value.is_null() || family(b->value.type()) != family(kt)) {
-      continue;
+    if (a->kind != BoundExpr::Kind::kColumn || b->kind != BoundExpr::Kind::kConst || b->value.is_null()) continue;
+    for (size_t k = 0; k < t.key_columns.size(); k++) {
+      if (t.key_columns[k] != a->column) continue;
+      if (family(b->value.type()) != family(t.columns[a->column].type.id)) break;
+      std::string enc;
+      EncodeKeyValue(b->value, &enc);
+      bounds[k].emplace_back(op, std::move(enc));
     }
-    std::string enc;
-    EncodeKeyValue(b->value, &enc);
-    std::string after = PrefixSuccessor(enc);
-    auto raise_lo = [&](const std::string& v) {
-      if (v > *lo) *lo = v;
-    };
-    auto lower_hi = [&](const std::string& v) {
-      if (v.empty()) return;
-      if (hi->empty() || v < *hi) *hi = v;
-    };
-    switch (op) {
-      case BinOp::kEq: raise_lo(enc); lower_hi(after); break;
-      case BinOp::kLt: lower_hi(enc); break;
-      case BinOp::kLe: lower_hi(after); break;
-      case BinOp::kGt: if (after.empty()) { *lo = enc; *hi = enc; } else raise_lo(after); break;
-      case BinOp::kGe: raise_lo(enc); break;
-      default: break;
+  }
+  // Equalities on a prefix of the key narrow to that prefix; the next column may add a range.
+  std::string prefix;
+  size_t k = 0;
+  for (; k < bounds.size(); k++) {
+    auto eq = std::find_if(bounds[k].begin(), bounds[k].end(), [](const auto& b) { return b.first == BinOp::kEq; });
+    if (eq == bounds[k].end()) break;
+    prefix += eq->second;
+  }
+  *lo = prefix;
+  *hi = prefix.empty() ? "" : PrefixSuccessor(prefix);
+  if (k == bounds.size()) {
+    if (point) *point = !prefix.empty();
+  } else {
+    for (const auto& [op, enc] : bounds[k]) {
+      std::string at = prefix + enc;
+      std::string after = PrefixSuccessor(at);
+      switch (op) {
+        case BinOp::kGt: if (after.empty()) { *lo = at; *hi = at; return; } *lo = std::max(*lo, after); break;
+        case BinOp::kGe: *lo = std::max(*lo, at); break;
+        case BinOp::kLt: if (hi->empty() || at < *hi) *hi = at; break;
+        case BinOp::kLe: if (!after.empty() && (hi->empty() || after < *hi)) *hi = after; break;
+        default: break;
+      }
     }
   }
   if (!hi->empty() && *lo >= *hi) *hi = *lo;  // empty range

@@ -66,9 +66,10 @@ Result<BoundModify> BindDelete(const sql::DeleteStmt& stmt, const CatalogReader&
 // column references or subqueries) coerced to the column type, or NULL.
 Result<BoundExprPtr> BindDefault(const Column& col);
 
-// The encoded key range [lo, hi) implied by `predicate` on the table's first key column
-// ("" = unbounded). Conservative: any row satisfying the predicate lies in the range.
+// The encoded key range [lo, hi) implied by `predicate` ("" = unbounded): equalities on a
+// prefix of the key columns, then comparisons on the next one. Conservative: any row satisfying
+// the predicate lies in the range. *point (optional): the range is one whole key.
 void DeriveKeyRange(const BoundExpr* predicate, const TableSchema& table, std::string* lo,
-                    std::string* hi);
+                    std::string* hi, bool* point = nullptr);
 
 }  // namespace wattdb::plan

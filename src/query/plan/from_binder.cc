@@ -99,12 +99,9 @@ void ApplyFilter(Planned* p, std::vector<BoundExprPtr> preds) {
   size_t n = local.size();
   BoundExprPtr pred = AndAll(std::move(local));
   if (p->base && p->plan->kind == PlanNode::Kind::kScan) {
-    DeriveKeyRange(pred.get(), *p->base, &p->plan->lo, &p->plan->hi);
-    const auto& lo = p->plan->lo;
-    const auto& hi = p->plan->hi;
-    if (!hi.empty() && (lo >= hi || hi == PrefixSuccessor(lo)) && p->base->key_columns.size() == 1) {
-      p->est = 1;  // a point lookup on the whole key
-    }
+    bool point = false;
+    DeriveKeyRange(pred.get(), *p->base, &p->plan->lo, &p->plan->hi, &point);
+    if (point || (!p->plan->hi.empty() && p->plan->lo >= p->plan->hi)) p->est = 1;
     p->plan->est_rows = p->est;
   }
   for (size_t i = 0; i < n; i++) p->est = std::max(1.0, p->est * 0.3);
