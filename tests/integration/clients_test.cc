@@ -77,6 +77,23 @@ TEST(Clients, PgbenchInitAndBuiltinScripts) {
   EXPECT_EQ(conn->Scalar("SELECT sum(abalance) FROM pgbench_accounts"), before);
 }
 
+// The TPC-C driver (benchmarks/tpcc/tpcc.py, psycopg2) on a 3-node cluster whose 1 MiB segments
+// spread the 1-warehouse database over all nodes: the five transactions run from four
+// clients with 40001 retries, and the specification's consistency conditions 1-4 must hold
+// after loading and after the run (the driver exits non-zero otherwise).
+TEST(Clients, TpccOneWarehouseStaysConsistent) {
+  MiniCluster cluster(MiniClusterOptions{3, 1 << 20, 300});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  std::string out;
+  int rc = RunCommand(fmt::format("/usr/bin/python3 {}/benchmarks/tpcc/tpcc.py --port {} --clients 4 --transactions 200",
+                                  WATTDB_SOURCE_DIR, cluster.pg_port()), &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("consistency conditions 1-4: hold"), std::string::npos) << out;
+  std::printf("%s", out.c_str());
+  auto conn = cluster.Connect();
+  EXPECT_EQ(conn->Scalar("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'stock'"), "3");
+}
+
 TEST(Clients, Psql) {
   MiniCluster cluster(MiniClusterOptions{2, 4 << 10, 300});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
