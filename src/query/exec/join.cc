@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "common/codec.h"
 #include "query/exec/eval.h"
 #include "query/exec/row_hash.h"
 
@@ -160,6 +161,84 @@ class NestedLoopJoinOp : public JoinBase {
   std::vector<const std::vector<Value>*> all_;
 };
 
+// Looks up the inner rows of each outer row by key prefix: one ranged scan per outer row.
+class IndexJoinOp : public Operator {
+ public:
+  IndexJoinOp(const PlanNode& p, std::unique_ptr<Operator> outer) : p_(p), outer_(std::move(outer)) {
+    nleft_ = p.children[0]->types.size();
+    scan_.kind = PlanNode::Kind::kScan;
+    scan_.table = p.table;
+    scan_.table_name = p.table_name;
+    scan_.types.assign(p.types.begin() + static_cast<long>(nleft_), p.types.end());
+  }
+  Status Open(ExecContext& ctx) override {
+    ctx_ = &ctx;
+    return outer_->Open(ctx);
+  }
+  void Close() override { outer_->Close(); }
+  Result<bool> Next(Batch& out) override {
+    out.Reset(p_.types.size());
+    size_t nright = scan_.types.size();
+    while (out.rows < kBatchRows) {
+      if (row_ >= in_.rows) {
+        RETURN_NOT_OK(CheckCancel(*ctx_));
+        ASSIGN_OR_RETURN(bool more, outer_->Next(in_));
+        if (!more) break;
+        row_ = 0;
+        continue;
+      }
+      size_t r = row_++;
+      std::string prefix;
+      bool null_key = false;
+      for (const auto& k : p_.left_keys) {
+        ASSIGN_OR_RETURN(Value v, Eval(*k, in_, r, ctx_));
+        if (v.is_null()) null_key = true;
+        EncodeKeyValue(v, &prefix);
+      }
+      bool matched = false;
+      if (!null_key) {
+        scan_.lo = prefix;
+        scan_.hi = PrefixSuccessor(prefix);
+        ASSIGN_OR_RETURN(std::unique_ptr<RowSource> src, ctx_->scans->OpenScan(scan_));
+        while (true) {
+          inner_.Reset(nright);
+          ASSIGN_OR_RETURN(bool more, src->Next(inner_));
+          if (!more) break;
+          for (size_t i = 0; i < inner_.rows; i++) {
+            if (p_.predicate) {
+              joined_.Reset(nleft_ + nright);
+              for (size_t c = 0; c < nleft_; c++) joined_.cols[c].push_back(in_.cols[c][r]);
+              for (size_t c = 0; c < nright; c++) joined_.cols[nleft_ + c].push_back(inner_.cols[c][i]);
+              joined_.rows = 1;
+              ASSIGN_OR_RETURN(Value ok, Eval(*p_.predicate, joined_, 0, ctx_));
+              if (ok.is_null() || !ok.as_bool()) continue;
+            }
+            matched = true;
+            for (size_t c = 0; c < nleft_; c++) out.cols[c].push_back(in_.cols[c][r]);
+            for (size_t c = 0; c < nright; c++) out.cols[nleft_ + c].push_back(inner_.cols[c][i]);
+            out.rows++;
+          }
+        }
+      }
+      if (!matched && p_.join_type == PlanNode::JoinType::kLeft) {
+        for (size_t c = 0; c < nleft_; c++) out.cols[c].push_back(in_.cols[c][r]);
+        for (size_t c = 0; c < nright; c++) out.cols[nleft_ + c].push_back(Value());
+        out.rows++;
+      }
+    }
+    return out.rows > 0;
+  }
+
+ private:
+  const PlanNode& p_;
+  std::unique_ptr<Operator> outer_;
+  ExecContext* ctx_ = nullptr;
+  size_t nleft_ = 0;
+  PlanNode scan_;  // the inner table's scan; its key range is set per outer row
+  Batch in_, inner_, joined_;
+  size_t row_ = 0;
+};
+
 // UNION [ALL], EXCEPT [ALL], INTERSECT [ALL] with PostgreSQL's multiset rules: a row that
 // appears m times on the left and n times on the right appears m+n (UNION ALL), max(m-n, 0)
 // (EXCEPT ALL) or min(m, n) (INTERSECT ALL) times; without ALL, at most once.
@@ -236,6 +315,10 @@ std::unique_ptr<Operator> MakeHashJoin(const PlanNode& p, std::unique_ptr<Operat
 std::unique_ptr<Operator> MakeNestedLoopJoin(const PlanNode& p, std::unique_ptr<Operator> left,
                                              std::unique_ptr<Operator> right) {
   return std::make_unique<NestedLoopJoinOp>(p, std::move(left), std::move(right));
+}
+
+std::unique_ptr<Operator> MakeIndexJoin(const PlanNode& p, std::unique_ptr<Operator> outer) {
+  return std::make_unique<IndexJoinOp>(p, std::move(outer));
 }
 
 std::unique_ptr<Operator> MakeSetOp(const PlanNode& p, std::unique_ptr<Operator> left,

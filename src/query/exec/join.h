@@ -12,6 +12,8 @@ std::unique_ptr<Operator> MakeHashJoin(const plan::PlanNode& p, std::unique_ptr<
                                        std::unique_ptr<Operator> right);
 std::unique_ptr<Operator> MakeNestedLoopJoin(const plan::PlanNode& p, std::unique_ptr<Operator> left,
                                              std::unique_ptr<Operator> right);
+// kIndexJoin over its single child (the outer input).
+std::unique_ptr<Operator> MakeIndexJoin(const plan::PlanNode& p, std::unique_ptr<Operator> outer);
 std::unique_ptr<Operator> MakeSetOp(const plan::PlanNode& p, std::unique_ptr<Operator> left,
                                     std::unique_ptr<Operator> right);
 

@@ -423,6 +423,7 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
     case PlanNode::Kind::kHashJoin: return MakeHashJoin(p, std::move(child), std::move(right));
     case PlanNode::Kind::kNestedLoopJoin: return MakeNestedLoopJoin(p, std::move(child), std::move(right));
     case PlanNode::Kind::kSetOp: return MakeSetOp(p, std::move(child), std::move(right));
+    case PlanNode::Kind::kIndexJoin: return MakeIndexJoin(p, std::move(child));
   }
   return Status::Internal("unknown plan node");
 }

@@ -37,7 +37,15 @@ struct Planned {
   std::vector<int> layout;
   double est = 1;
   std::optional<TableSchema> base;  // a bare scan of this table: filters may prune its range
+  // A scan of this table under filters `local` (scope columns): the join's inner side may
+  // instead look rows up by key (index join).
+  std::optional<TableSchema> indexable;
+  std::vector<BoundExprPtr> local;
+  double table_rows = 0;
 };
+
+// Outer inputs up to this many rows look up the inner side by key instead of hashing it.
+constexpr double kIndexJoinMaxOuter = 200;
 
 void SplitAnd(BoundExprPtr e, std::vector<BoundExprPtr>* out) {
   if (e->kind == BoundExpr::Kind::kBinary && e->op == BinOp::kAnd) {
@@ -94,6 +102,9 @@ BoundExprPtr AndAll(std::vector<BoundExprPtr> es) {
 // Adds `preds` (over scope columns) as a filter on `p`; a bare scan also prunes its key range.
 void ApplyFilter(Planned* p, std::vector<BoundExprPtr> preds) {
   if (preds.empty()) return;
+  if (p->indexable) {
+    for (const auto& e : preds) p->local.push_back(e->Clone());
+  }
   std::vector<BoundExprPtr> local;
   for (auto& e : preds) local.push_back(Remap(*e, p->layout));
   size_t n = local.size();
@@ -140,8 +151,87 @@ bool EquiKeys(const BoundExpr& e, const Planned& l, const Planned& r, BoundExprP
   return false;
 }
 
+// An index join of l with r's table if the join's equalities (and constant equalities of r's
+// filters) bind a prefix of r's primary key from l's columns; else nullopt (conds untouched).
+std::optional<Planned> IndexJoin(Planned& l, Planned& r, std::vector<BoundExprPtr>& conds, PlanNode::JoinType type) {
+  if (!r.indexable || l.est > kIndexJoinMaxOuter || l.est * 20 > r.table_rows) return std::nullopt;
+  const TableSchema& t = *r.indexable;
+  if (t.HasHiddenKey()) return std::nullopt;
+  auto family = [](TypeId id) { return id == TypeId::kInt32 || id == TypeId::kInt64 ? TypeId::kInt64 : id; };
+  auto within_l = [&](const BoundExpr& x) {
+    std::set<int> cols;
+    ColumnsOf(x, &cols);
+    for (int c : cols) {
+      if (std::find(l.layout.begin(), l.layout.end(), c) == l.layout.end()) return false;
+    }
+    return !x.HasSubquery();
+  };
+  std::vector<BoundExprPtr> keys;
+  std::vector<size_t> used;
+  bool from_outer = false;
+  for (int kc : t.key_columns) {
+    int g = r.layout[kc];
+    TypeId want = family(t.columns[kc].type.id);
+    BoundExprPtr key;
+    for (size_t i = 0; i < conds.size() && !key; i++) {
+      const BoundExpr& e = *conds[i];
+      if (e.kind != BoundExpr::Kind::kBinary || e.op != BinOp::kEq) continue;
+      for (int side = 0; side < 2 && !key; side++) {
+        const BoundExpr& col = *e.children[side];
+        const BoundExpr& other = *e.children[1 - side];
+        if (col.kind == BoundExpr::Kind::kColumn && col.column == g && within_l(other) &&
+            family(other.type.id) == want) {
+          key = Remap(other, l.layout);
+          used.push_back(i);
+          from_outer = true;
+        }
+      }
+    }
+    for (const auto& e : r.local) {
+      if (key || e->kind != BoundExpr::Kind::kBinary || e->op != BinOp::kEq) continue;
+      for (int side = 0; side < 2 && !key; side++) {
+        const BoundExpr& col = *e->children[side];
+        const BoundExpr& other = *e->children[1 - side];
+        if (col.kind == BoundExpr::Kind::kColumn && col.column == g && other.kind == BoundExpr::Kind::kConst &&
+            !other.value.is_null() && family(other.type.id) == want) {
+          key = other.Clone();
+        }
+      }
+    }
+    if (!key) break;
+    keys.push_back(std::move(key));
+  }
+  if (!from_outer) return std::nullopt;
+  auto j = std::make_unique<PlanNode>();
+  j->kind = PlanNode::Kind::kIndexJoin;
+  j->join_type = type;
+  j->table = t.id;
+  j->table_name = t.name;
+  j->left_keys = std::move(keys);
+  Planned out;
+  out.layout = l.layout;
+  out.layout.insert(out.layout.end(), r.layout.begin(), r.layout.end());
+  // Everything else is checked on the joined row: the other join conditions and r's filters.
+  std::vector<BoundExprPtr> residual;
+  for (size_t i = 0; i < conds.size(); i++) {
+    if (std::find(used.begin(), used.end(), i) == used.end()) residual.push_back(std::move(conds[i]));
+  }
+  for (auto& e : r.local) residual.push_back(std::move(e));
+  if (!residual.empty()) j->predicate = Remap(*AndAll(std::move(residual)), out.layout);
+  j->types = l.plan->types;
+  for (const auto& c : t.columns) j->types.push_back(c.type);
+  bool full_key = j->left_keys.size() == t.key_columns.size();
+  out.est = std::max(1.0, full_key ? l.est : l.est * 10);
+  j->est_rows = out.est;
+  j->children.push_back(std::move(l.plan));
+  out.plan = std::move(j);
+  conds.clear();
+  return out;
+}
+
 // Joins l and r on `conds` (over scope columns; all must be covered by l and r).
 Planned Join(Planned l, Planned r, std::vector<BoundExprPtr> conds, PlanNode::JoinType type) {
+  if (auto ij = IndexJoin(l, r, conds, type)) return std::move(*ij);
   auto j = std::make_unique<PlanNode>();
   std::vector<BoundExprPtr> residual;
   for (auto& c : conds) {
@@ -338,6 +428,8 @@ Status FromPlanner::Flatten(FromNode& n, std::vector<Planned>* units, std::vecto
     p.plan = std::move(n.plan);
     for (int i = 0; i < n.ncols; i++) p.layout.push_back(n.first + i);
     p.est = n.est;
+    p.table_rows = n.est;
+    p.indexable = n.base;
     p.base = std::move(n.base);
     units->push_back(std::move(p));
     return Status::OK();

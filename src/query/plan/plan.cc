@@ -82,6 +82,11 @@ std::string PlanNode::ToString(int indent) const {
       if (predicate) s += " on " + predicate->ToString();
       break;
     }
+    case Kind::kIndexJoin:
+      s += fmt::format("IndexJoin {} on {} keys=[{}]", join_type == JoinType::kLeft ? "left" : "inner", table_name,
+                       list(left_keys));
+      if (predicate) s += " filter " + predicate->ToString();
+      break;
     case Kind::kSetOp: {
       static const char* kOps[] = {"Union", "Except", "Intersect"};
       s += std::string(kOps[static_cast<int>(set_op)]) + (set_all ? " all" : "");
@@ -156,7 +161,7 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   auto p = std::make_unique<PlanNode>();
   uint8_t kind;
   uint64_t n, table;
-  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kSetOp) || !r.VarU64(&n) || n > 10000) {
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kIndexJoin) || !r.VarU64(&n) || n > 10000) {
     return bad();
   }
   p->kind = static_cast<Kind>(kind);
