@@ -205,6 +205,17 @@ TEST(Cluster, BadInputIsContained) {
   ASSERT_EQ(plan.size(), 3u);
   // A point lookup on the whole key is estimated at one row.
   EXPECT_NE(plan[2][0].find("Scan t (key range pruned)  (rows=1)  (on nodes"), std::string::npos) << plan[2][0];
+  // A join whose outer side is one row looks the inner rows up by key; a join of two whole
+  // tables hashes one of them.
+  ASSERT_EQ(c->Exec("CREATE TABLE u (a INT, b INT, note TEXT, PRIMARY KEY (a, b))"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO u VALUES (1, 1, 'p'), (1, 2, 'q'), (2, 1, 'r')"), "");
+  ASSERT_EQ(c->Exec("EXPLAIN SELECT u.note FROM t, u WHERE t.a = 1 AND u.a = t.a", &plan), "");
+  EXPECT_NE(plan[1][0].find("IndexJoin inner on u keys=[#0]"), std::string::npos) << plan[1][0];
+  Rows joined;
+  ASSERT_EQ(c->Exec("SELECT u.note FROM t, u WHERE t.a = 1 AND u.a = t.a ORDER BY 1", &joined), "");
+  EXPECT_EQ(joined, (Rows{{"p"}, {"q"}}));
+  ASSERT_EQ(c->Exec("EXPLAIN SELECT u.note FROM t, u WHERE u.a = t.a", &plan), "");
+  EXPECT_NE(plan[1][0].find("HashJoin"), std::string::npos) << plan[1][0];
   ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT count(*) FROM t", &plan), "");
   EXPECT_NE(plan[2][0].find("actual rows=3 "), std::string::npos) << plan[2][0];
   EXPECT_NE(plan.back()[0].find("Execution Time"), std::string::npos);
