@@ -118,7 +118,7 @@ def load(args):
             copy_rows(cur, "orders", orders)
             copy_rows(cur, "order_line", lines)
             copy_rows(cur, "new_order", new_orders)
-    cur.execute("VACUUM")
+    cur.execute("VACUUM ANALYZE")
     conn.close()
     print(f"loaded {args.warehouses} warehouse(s) in {time.time() - t0:.1f} s", flush=True)
 

@@ -12,6 +12,7 @@ constexpr char kTablePrefix[] = "table/";
 constexpr char kViewPrefix[] = "view/";
 constexpr char kUserPrefix[] = "user/";
 constexpr char kDatabasePrefix[] = "database/";
+constexpr char kStatsPrefix[] = "rows/";
 
 std::string EncodeView(const std::string& sql, const std::vector<std::string>& reads) {
   std::string out;
@@ -100,6 +101,10 @@ Status Catalog::Load() {
       view.reads.push_back(std::move(s));
     }
     views_[k.substr(strlen(kViewPrefix))] = std::move(view);
+    return Status::OK();
+  }));
+  RETURN_NOT_OK(kv_->Scan(kStatsPrefix, [&](const std::string& k, const std::string& v) {
+    row_counts_[static_cast<TableId>(std::stoull(k.substr(strlen(kStatsPrefix))))] = std::stoull(v);
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kDatabasePrefix, [&](const std::string& k, const std::string&) {
@@ -250,6 +255,19 @@ Result<std::vector<SegmentEntry>> Catalog::TrashSegments(const std::vector<Table
   }
   for (TableId id : ids) by_table_.erase(id);
   return segs;
+}
+
+Status Catalog::SetRowCount(TableId table, uint64_t rows) {
+  std::unique_lock l(mu_);
+  RETURN_NOT_OK(kv_->Write({{kStatsPrefix + std::to_string(table), std::to_string(rows)}}));
+  row_counts_[table] = rows;
+  return Status::OK();
+}
+
+double Catalog::EstimateRows(const TableSchema& table) const {
+  std::shared_lock l(mu_);
+  auto it = row_counts_.find(table.id);
+  return it == row_counts_.end() ? 1000 : std::max<double>(1, static_cast<double>(it->second));
 }
 
 Status Catalog::CreateDatabase(const std::string& name) {

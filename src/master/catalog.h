@@ -51,6 +51,9 @@ class Catalog : public plan::CatalogReader {
   Result<TableSchema> GetTable(const std::string& name) const override;
   std::vector<TableSchema> Tables() const;
   std::optional<std::string> GetView(const std::string& name) const override;
+  // Planner statistics: rows counted by the last ANALYZE.
+  Status SetRowCount(TableId table, uint64_t rows);
+  double EstimateRows(const TableSchema& table) const override;
   // Databases besides the default one (namespaces of table and view names, "db/name").
   Status CreateDatabase(const std::string& name);
   // Removes the database and returns the segments of its tables (as DropTable does).
@@ -133,6 +136,7 @@ class Catalog : public plan::CatalogReader {
   };
   std::map<std::string, View> views_;
   std::set<std::string> databases_;
+  std::map<TableId, uint64_t> row_counts_;
   std::map<std::string, std::optional<auth::Credentials>> users_;  // nullopt: no password
   std::map<TableId, std::map<std::string, SegmentEntry>> by_table_;  // table -> lo -> segment
   std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)

@@ -31,6 +31,20 @@ std::optional<std::string> DatabaseCatalog::GetView(const std::string& name) con
   return catalog_.GetView(Qualify(name));
 }
 
+std::vector<TableSchema> DatabaseCatalog::Tables() const {
+  std::vector<TableSchema> out;
+  for (auto& t : catalog_.Tables()) {
+    if (t.id >= kFirstSystemTableId || t.name.find('/') != std::string::npos) {
+      if (prefix_.empty() || t.name.rfind(prefix_, 0) != 0) continue;
+    } else if (!prefix_.empty()) {
+      continue;
+    }
+    t.name = Unqualify(t.name);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 Result<SegmentEntry> DatabaseCatalog::CreateTable(TableSchema* schema, NodeId node) {
   std::string name = schema->name;
   if (name.find('/') != std::string::npos) {

@@ -23,6 +23,9 @@ class DatabaseCatalog : public plan::CatalogReader {
 
   Result<TableSchema> GetTable(const std::string& name) const override;
   std::optional<std::string> GetView(const std::string& name) const override;
+  double EstimateRows(const TableSchema& table) const override { return catalog_.EstimateRows(table); }
+  // The tables of this database.
+  std::vector<TableSchema> Tables() const;
   Result<SegmentEntry> CreateTable(TableSchema* schema, NodeId node);
   Result<std::vector<SegmentEntry>> DropTable(const std::string& name);
   Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name, const std::string& staged);

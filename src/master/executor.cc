@@ -73,7 +73,7 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   if (failed_ && !is_txn_control) {
     return Status::Sql("25P02", "current transaction is aborted, commands ignored until end of transaction block");
   }
-  if (txn_ && std::holds_alternative<sql::VacuumStmt>(stmt)) {
+  if (txn_ && std::holds_alternative<sql::VacuumStmt>(stmt) && !std::get<sql::VacuumStmt>(stmt).only_analyze) {
     failed_ = true;
     return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
   }
@@ -173,7 +173,7 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
         } else if constexpr (std::is_same_v<T, sql::ExplainStmt>) {
           return Explain(s, sink, cancel);
         } else if constexpr (std::is_same_v<T, sql::VacuumStmt>) {
-          return Vacuum(s);
+          return Vacuum(s, cancel);
         } else if constexpr (std::is_same_v<T, sql::AddPrimaryKeyStmt>) {
           return AddPrimaryKey(s, cancel);
         } else if constexpr (std::is_same_v<T, sql::DatabaseStmt>) {
@@ -493,14 +493,34 @@ Status Executor::CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>
   });
 }
 
-Result<std::string> Executor::Vacuum(sql::VacuumStmt& s) {
-  if (txn_) return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
+Status Executor::Analyze(const std::vector<TableSchema>& tables, const std::atomic<bool>* cancel) {
+  for (const auto& t : tables) {
+    if (t.id >= kFirstSystemTableId) continue;
+    uint64_t rows = 0;
+    RETURN_NOT_OK(ForEachRow(*FullScan(t), Snapshot(), cancel, [&](const exec::Batch&, size_t, exec::ExecContext*) {
+      rows++;
+      return Status::OK();
+    }));
+    RETURN_NOT_OK(cluster_.catalog().SetRowCount(t.id, rows));
+  }
+  return Status::OK();
+}
+
+Result<std::string> Executor::Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel) {
+  if (txn_ && !s.only_analyze) return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
   std::set<TableId> tables;
+  std::vector<TableSchema> schemas;
   for (const auto& name : s.names) {
     auto t = db_.GetTable(name);
     if (!t.ok()) return t.status().WithPosition(s.pos);
     tables.insert(t->id);
+    schemas.push_back(*t);
   }
+  if (s.names.empty()) {
+    for (const auto& t : db_.Tables()) schemas.push_back(t);
+  }
+  if (s.analyze) RETURN_NOT_OK(Analyze(schemas, cancel));
+  if (s.only_analyze) return std::string("ANALYZE");
   // Versions below the oldest snapshot in use are garbage: compact them away now. (This
   // statement's own snapshot is registered too, so the horizon is at most it.)
   Timestamp horizon = cluster_.GcHorizon();

@@ -81,7 +81,9 @@ class Executor {
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
   Result<std::string> Txn(sql::TxnStmt& s, ResultSink& sink);
   Result<std::string> Truncate(sql::TruncateStmt& s, const std::atomic<bool>* cancel);
-  Result<std::string> Vacuum(sql::VacuumStmt& s);
+  Result<std::string> Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel);
+  // Counts the rows of `tables` for the planner (ANALYZE).
+  Status Analyze(const std::vector<TableSchema>& tables, const std::atomic<bool>* cancel);
   Result<std::string> Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
   Result<std::string> Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
   // The snapshot and transaction id statements read with; writes go through Apply.

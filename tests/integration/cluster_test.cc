@@ -216,6 +216,10 @@ TEST(Cluster, BadInputIsContained) {
   EXPECT_EQ(joined, (Rows{{"p"}, {"q"}}));
   ASSERT_EQ(c->Exec("EXPLAIN SELECT u.note FROM t, u WHERE u.a = t.a", &plan), "");
   EXPECT_NE(plan[1][0].find("HashJoin"), std::string::npos) << plan[1][0];
+  // ANALYZE counts rows for the planner's estimates.
+  ASSERT_EQ(c->Exec("ANALYZE t"), "");
+  ASSERT_EQ(c->Exec("EXPLAIN SELECT b FROM t", &plan), "");
+  EXPECT_NE(plan.back()[0].find("Scan t  (rows=3)"), std::string::npos) << plan.back()[0];
   ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT count(*) FROM t", &plan), "");
   EXPECT_NE(plan[2][0].find("actual rows=3 "), std::string::npos) << plan[2][0];
   EXPECT_NE(plan.back()[0].find("Execution Time"), std::string::npos);

@@ -115,7 +115,17 @@ void ApplyFilter(Planned* p, std::vector<BoundExprPtr> preds) {
     if (point || (!p->plan->hi.empty() && p->plan->lo >= p->plan->hi)) p->est = 1;
     p->plan->est_rows = p->est;
   }
-  for (size_t i = 0; i < n; i++) p->est = std::max(1.0, p->est * 0.3);
+  // PostgreSQL's default selectivities: equality 0.005, inequality 1/3; others 0.5.
+  (void)n;
+  for (const auto& e : preds) {
+    double sel = 0.5;
+    if (e->kind == BoundExpr::Kind::kBinary && e->op == BinOp::kEq) {
+      sel = 0.005;
+    } else if (e->kind == BoundExpr::Kind::kBinary && e->op >= BinOp::kLt && e->op <= BinOp::kGe) {
+      sel = 1.0 / 3;
+    }
+    p->est = std::max(1.0, p->est * sel);
+  }
   PlanPtr f = Wrap(PlanNode::Kind::kFilter, std::move(p->plan));
   f->predicate = std::move(pred);
   f->est_rows = p->est;
@@ -510,7 +520,11 @@ Result<Planned> FromPlanner::PlanGroup(std::vector<FromNode*> items, std::vector
         }
         if (!connected) continue;
       }
-      if (best < 0 || units[u].est < units[best].est) best = static_cast<int>(u);
+      // Ties go to the smaller table: a larger one is better looked up by key afterwards.
+      if (best < 0 || units[u].est < units[best].est ||
+          (units[u].est == units[best].est && units[u].table_rows < units[best].table_rows)) {
+        best = static_cast<int>(u);
+      }
     }
     return best;
   };

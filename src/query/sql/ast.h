@@ -248,6 +248,8 @@ struct ExplainStmt {
 struct VacuumStmt {
   std::vector<std::string> names;
   int pos = 0;
+  bool analyze = false;   // VACUUM ANALYZE
+  bool only_analyze = false;  // ANALYZE [tables]: gather planner statistics only
 };
 
 // Statements accepted for compatibility that have nothing to do yet (ANALYZE).

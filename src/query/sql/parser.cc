@@ -124,7 +124,12 @@ Result<Statement> Parser::ParseStatement() {
     i_++;
     VacuumStmt v;
     v.pos = Peek().pos;
-    while (Accept("full") || Accept("freeze") || Accept("verbose") || Accept("analyze") || Accept("analyse")) {
+    while (true) {
+      if (Accept("analyze") || Accept("analyse")) {
+        v.analyze = true;
+      } else if (!(Accept("full") || Accept("freeze") || Accept("verbose"))) {
+        break;
+      }
     }
     if (AcceptOp("(")) {  // VACUUM (options)
       while (Peek().kind != Tok::kEnd && !Peek().IsOp(")")) i_++;
@@ -139,9 +144,18 @@ Result<Statement> Parser::ParseStatement() {
     return Statement(std::move(v));
   }
   if (t.Is("analyze") || t.Is("analyse")) {
-    // Accepted and ignored: the planner keeps no statistics yet.
-    while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) i_++;
-    return Statement(NoOpStmt{"ANALYZE"});
+    i_++;
+    VacuumStmt v;
+    v.analyze = v.only_analyze = true;
+    v.pos = Peek().pos;
+    Accept("verbose");
+    if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
+      do {
+        ASSIGN_OR_RETURN(std::string n, QualifiedName());
+        v.names.push_back(n);
+      } while (AcceptOp(","));
+    }
+    return Statement(std::move(v));
   }
   if (t.Is("copy")) return ParseCopy();
   if (t.Is("explain")) {
