@@ -75,6 +75,11 @@ TEST(Clients, PgbenchInitAndBuiltinScripts) {
     EXPECT_EQ(Processed(out), 100) << out;
   }
   EXPECT_EQ(conn->Scalar("SELECT sum(abalance) FROM pgbench_accounts"), before);
+
+  // Server-side data generation (-I G: INSERT ... SELECT ... FROM generate_series).
+  ASSERT_EQ(RunCommand(Pgbench(cluster, "-i -I dtGvp -s 1"), &out), 0) << out;
+  EXPECT_EQ(conn->Scalar("SELECT count(*) FROM pgbench_accounts"), "100000");
+  EXPECT_EQ(conn->Scalar("SELECT count(DISTINCT bid) FROM pgbench_tellers"), "1");
 }
 
 // The TPC-C driver (benchmarks/tpcc/tpcc.py, psycopg2) on a 3-node cluster whose 1 MiB segments

@@ -168,6 +168,11 @@ TEST(Cluster, BadInputIsContained) {
   EXPECT_EQ(c->Exec("INSERT INTO t VALUES ('one', 'z')"), "22P02");
   EXPECT_EQ(c->Exec("INSERT INTO t VALUES (3, true)"), "");  // bool to text is an assignment cast
   EXPECT_EQ(c->Exec("SELECT a FROM t WHERE b"), "42804");
+  // Clauses we do not have yet are named (0A000), not reported as syntax errors.
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (7, 'x') ON CONFLICT DO NOTHING", nullptr, &msg), "0A000") << msg;
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (7, 'x') RETURNING a", nullptr, &msg), "0A000") << msg;
+  EXPECT_EQ(c->Exec("SELECT ARRAY[1, 2]", nullptr, &msg), "0A000") << msg;
+  EXPECT_EQ(c->Exec("COPY (SELECT 1) TO STDOUT", nullptr, &msg), "0A000") << msg;
   // A multi-row insert that fails on one row leaves nothing behind.
   EXPECT_EQ(c->Exec("INSERT INTO t VALUES (10, 'a'), (2, 'dup'), (11, 'b')"), "23505");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE a >= 10"), "0");

@@ -60,6 +60,42 @@ class ValuesOp : public Operator {
   size_t next_ = 0;
 };
 
+// Integers from start to stop by step (PostgreSQL's generate_series for integers).
+class GenerateSeriesOp : public Operator {
+ public:
+  explicit GenerateSeriesOp(const PlanNode& p) : p_(p) {}
+  Status Open(ExecContext& ctx) override {
+    Batch none;
+    none.rows = 1;
+    Value v[3];
+    for (int i = 0; i < 3; i++) {
+      ASSIGN_OR_RETURN(v[i], Eval(*p_.exprs[i], none, 0, &ctx));
+    }
+    done_ = v[0].is_null() || v[1].is_null() || v[2].is_null();
+    if (done_) return Status::OK();
+    next_ = v[0].as_int();
+    stop_ = v[1].as_int();
+    step_ = v[2].as_int();
+    if (step_ == 0) return Status::Sql("22023", "step size cannot equal zero");
+    return Status::OK();
+  }
+  Result<bool> Next(Batch& out) override {
+    out.Reset(1);
+    bool int32 = p_.types[0].id == TypeId::kInt32;
+    while (!done_ && out.rows < kBatchRows && (step_ > 0 ? next_ <= stop_ : next_ >= stop_)) {
+      out.cols[0].push_back(int32 ? Value::Int32(static_cast<int64_t>(next_)) : Value::Int64(static_cast<int64_t>(next_)));
+      out.rows++;
+      next_ += step_;
+    }
+    return out.rows > 0;
+  }
+
+ private:
+  const PlanNode& p_;
+  bool done_ = false;
+  __int128 next_ = 0, stop_ = 0, step_ = 1;
+};
+
 class FilterOp : public Operator {
  public:
   FilterOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
@@ -401,7 +437,8 @@ Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNo
   if (binary) {
     if (p.children.size() != 2) return Status::Internal("binary plan node without two children");
     ASSIGN_OR_RETURN(right, Build(*p.children[1], stats));
-  } else if (!child && p.kind != PlanNode::Kind::kScan && p.kind != PlanNode::Kind::kValues) {
+  } else if (!child && p.kind != PlanNode::Kind::kScan && p.kind != PlanNode::Kind::kValues &&
+             p.kind != PlanNode::Kind::kGenerateSeries) {
     return Status::Internal("plan node without its child");
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOne(p, std::move(child), std::move(right)));
@@ -424,6 +461,7 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
     case PlanNode::Kind::kNestedLoopJoin: return MakeNestedLoopJoin(p, std::move(child), std::move(right));
     case PlanNode::Kind::kSetOp: return MakeSetOp(p, std::move(child), std::move(right));
     case PlanNode::Kind::kIndexJoin: return MakeIndexJoin(p, std::move(child));
+    case PlanNode::Kind::kGenerateSeries: return std::unique_ptr<Operator>(new GenerateSeriesOp(p));
   }
   return Status::Internal("unknown plan node");
 }

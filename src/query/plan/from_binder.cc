@@ -358,6 +358,47 @@ Result<std::unique_ptr<FromNode>> FromPlanner::Resolve(const sql::TableRef& ref)
     n->plan = std::move(sub.plan);
     return n;
   }
+  if (ref.kind == sql::TableRef::Kind::kFunction) {
+    if (ref.name != "generate_series") {
+      return Status::Sql("0A000", fmt::format("function {} in FROM is not supported", ref.name), ref.pos);
+    }
+    if (ref.args.size() != 2 && ref.args.size() != 3) {
+      return Status::Sql("42883", "function generate_series needs 2 or 3 arguments", ref.pos);
+    }
+    Scope none;
+    none.parent = scope_->parent;
+    ExprBinder b = qb_.MakeExprBinder(&none);
+    auto g = std::make_unique<PlanNode>();
+    g->kind = PlanNode::Kind::kGenerateSeries;
+    SqlType t{TypeId::kInt32};
+    for (const auto& a : ref.args) {
+      bool u;
+      ASSIGN_OR_RETURN(BoundExprPtr e, b.Bind(*a, &u));
+      if (u) {
+        ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, {TypeId::kInt64}, a->pos));
+      }
+      if (!e->type.IsInteger() && e->type.id != TypeId::kNull) {
+        return Status::Sql("42883", fmt::format("function generate_series({}) does not exist", TypeName(e->type)), a->pos);
+      }
+      if (e->HasSubquery()) return Status::Sql("0A000", "subqueries in generate_series are not supported", a->pos);
+      if (e->type.id == TypeId::kInt64) t = {TypeId::kInt64};
+      g->exprs.push_back(std::move(e));
+    }
+    if (g->exprs.size() == 2) g->exprs.push_back(MakeConst(Value::Int32(1), {TypeId::kInt32}));
+    if (none.correlated) scope_->correlated = true;
+    g->types = {t};
+    double est = 1000;
+    if (g->exprs[0]->kind == BoundExpr::Kind::kConst && g->exprs[1]->kind == BoundExpr::Kind::kConst &&
+        !g->exprs[0]->value.is_null() && !g->exprs[1]->value.is_null()) {
+      est = std::max<double>(1, static_cast<double>(g->exprs[1]->value.as_int() - g->exprs[0]->value.as_int() + 1));
+    }
+    g->est_rows = est;
+    std::string name = ref.alias.empty() ? ref.name : ref.alias;
+    ASSIGN_OR_RETURN(auto n, Leaf(ref, name, {{"", name, t, false}}));
+    n->est = est;
+    n->plan = std::move(g);
+    return n;
+  }
   if (auto view = catalog_.GetView(ref.name)) {
     auto parsed = sql::Parse(*view);
     if (!parsed.ok() || parsed->size() != 1 || !std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {

@@ -82,6 +82,7 @@ std::string PlanNode::ToString(int indent) const {
       if (predicate) s += " on " + predicate->ToString();
       break;
     }
+    case Kind::kGenerateSeries: s += "GenerateSeries " + list(exprs); break;
     case Kind::kIndexJoin:
       s += fmt::format("IndexJoin {} on {} keys=[{}]", join_type == JoinType::kLeft ? "left" : "inner", table_name,
                        list(left_keys));
@@ -161,7 +162,7 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   auto p = std::make_unique<PlanNode>();
   uint8_t kind;
   uint64_t n, table;
-  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kIndexJoin) || !r.VarU64(&n) || n > 10000) {
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kGenerateSeries) || !r.VarU64(&n) || n > 10000) {
     return bad();
   }
   p->kind = static_cast<Kind>(kind);

@@ -33,7 +33,7 @@ using PlanPtr = std::unique_ptr<PlanNode>;
 struct PlanNode {
   enum class Kind : uint8_t {
     kScan, kValues, kFilter, kProject, kAggregate, kSort, kLimit, kHashJoin, kNestedLoopJoin, kSetOp,
-    kIndexJoin,
+    kIndexJoin, kGenerateSeries,
   };
   enum class JoinType : uint8_t { kInner, kLeft };
   enum class SetOpType : uint8_t { kUnion, kExcept, kIntersect };
@@ -63,6 +63,8 @@ struct PlanNode {
   // `predicate` (if any) over the joined row. kLeft adds unmatched left rows padded with NULLs.
   JoinType join_type = JoinType::kInner;
   std::vector<BoundExprPtr> left_keys, right_keys;
+  // kGenerateSeries: one column of integers from exprs[0] to exprs[1] by exprs[2]
+  // (expressions without columns, evaluated when the operator opens).
   // kIndexJoin: for each row of children[0], `left_keys` (over that row) give the leading
   // primary-key columns of `table`; the rows with that key prefix are looked up in the
   // segments owning it (the segment's own key index) and joined as above.

@@ -69,12 +69,13 @@ enum class JoinType { kInner, kLeft, kRight, kFull, kCross };
 
 // One item of a FROM list: a table or view, a derived table (subquery), or a join of two items.
 struct TableRef {
-  enum class Kind { kTable, kSubquery, kJoin };
+  enum class Kind { kTable, kSubquery, kJoin, kFunction };
   Kind kind = Kind::kTable;
   int pos = 0;
   std::string name;   // kTable
   std::string alias;  // kTable, kSubquery (required there)
   std::shared_ptr<SelectStmt> subquery;
+  std::vector<ExprPtr> args;         // kFunction: name(args), a set-returning function
   JoinType join = JoinType::kInner;  // kJoin
   std::unique_ptr<TableRef> left, right;
   ExprPtr on;                       // kJoin: ON condition (null for CROSS)

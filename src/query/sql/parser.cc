@@ -1,6 +1,7 @@
 #include "query/sql/parser.h"
 
 #include <charconv>
+#include <map>
 
 #include "query/sql/parser_internal.h"
 
@@ -24,10 +25,25 @@ Result<std::vector<Statement>> Parser::ParseAll() {
     ASSIGN_OR_RETURN(Statement s, ParseStatement());
     out.push_back(std::move(s));
     if (Peek().kind == Tok::kEnd) break;
-    if (!Peek().IsOp(";")) return SyntaxError();
+    if (!Peek().IsOp(";")) return UnsupportedOrSyntaxError();
   }
   if (out.empty()) out.push_back(EmptyStmt{});
   return out;
+}
+
+Status Parser::UnsupportedOrSyntaxError() const {
+  // Clauses PostgreSQL has and we do not: name them (0A000) rather than a bare syntax error.
+  const Token& t = Peek();
+  static const std::map<std::string, std::string> kClauses = {
+      {"returning", "RETURNING"}, {"on", "ON CONFLICT"}, {"window", "WINDOW"},
+      {"tablesample", "TABLESAMPLE"}, {"collate", "COLLATE"}, {"over", "window functions (OVER)"}};
+  if (t.kind == Tok::kIdent) {
+    if (auto it = kClauses.find(t.text); it != kClauses.end()) {
+      return Status::Sql("0A000", fmt::format("{} is not supported yet", it->second), t.pos);
+    }
+  }
+  if (t.IsOp("[")) return Status::Sql("0A000", "arrays are not supported yet", t.pos);
+  return SyntaxError();
 }
 
 // An identifier usable as a name (unquoted non-reserved or quoted).

@@ -51,6 +51,8 @@ class Parser {
     std::string shown = t.kind == Tok::kString ? "'" + t.text + "'" : t.text;
     return Status::Sql("42601", fmt::format("syntax error at or near \"{}\"", shown), t.pos);
   }
+  // 0A000 naming a known but unsupported clause at the current token, else 42601.
+  Status UnsupportedOrSyntaxError() const;
   Status Expect(const char* kw) { return Accept(kw) ? Status::OK() : SyntaxError(); }
   Status ExpectOp(const char* op) { return AcceptOp(op) ? Status::OK() : SyntaxError(); }
 

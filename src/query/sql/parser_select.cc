@@ -193,6 +193,16 @@ Result<TableRef> Parser::ParseTablePrimary() {
   } else {
     if (Peek().Is("lateral")) return Status::Sql("0A000", "LATERAL is not supported", Peek().pos);
     ASSIGN_OR_RETURN(ref.name, QualifiedName());
+    if (AcceptOp("(")) {  // a function in FROM: generate_series(...)
+      ref.kind = TableRef::Kind::kFunction;
+      if (!Peek().IsOp(")")) {
+        do {
+          ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
+          ref.args.push_back(std::move(a));
+        } while (AcceptOp(","));
+      }
+      RETURN_NOT_OK(ExpectOp(")"));
+    }
   }
   if (Accept("as")) {
     ASSIGN_OR_RETURN(ref.alias, Name());
