@@ -18,6 +18,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "common/cli.h"
 #include "common/codec.h"
 #include "common/logging.h"
 #include "master/node_client.h"
@@ -87,16 +88,7 @@ int main(int argc, char** argv) {
       "runs", po::value<int>()->default_value(5), "moves (and copies) to time")(
       "dir", po::value<std::string>()->default_value(""), "scratch directory (default: under /tmp)");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-  } catch (const po::error& e) {
-    std::cerr << e.what() << "\n" << desc;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc;
-    return 0;
-  }
+  if (auto exit_code = ParseCommandLine("wattdb-move-bench", argc, argv, desc, &vm)) return *exit_code;
   ConfigureLogging("error", "bench");
   int mb = vm["mb"].as<int>(), runs = vm["runs"].as<int>();
   std::string dir = vm["dir"].as<std::string>();

@@ -70,15 +70,20 @@ std::shared_ptr<std::shared_timed_mutex> Cluster::Latch(SegmentId seg) {
   return p;
 }
 
+Timestamp Cluster::StableLocked() const { return inflight_.empty() ? last_ts_ : *inflight_.begin() - 1; }
+
+void Cluster::AwaitCompletedLocked(std::unique_lock<std::mutex>& l, Timestamp ts) {
+  ts_cv_.wait(l, [&] { return inflight_.empty() || *inflight_.begin() > ts; });
+}
+
 Timestamp Cluster::ReadTimestamp() {
   std::lock_guard<std::mutex> l(ts_mu_);
-  if (inflight_.empty()) return last_ts_;
-  return *inflight_.begin() - 1;
+  return StableLocked();
 }
 
 Timestamp Cluster::AcquireSnapshot() {
   std::lock_guard<std::mutex> l(ts_mu_);
-  Timestamp ts = inflight_.empty() ? last_ts_ : *inflight_.begin() - 1;
+  Timestamp ts = StableLocked();
   snapshots_.insert(ts);
   return ts;
 }
@@ -91,7 +96,7 @@ void Cluster::ReleaseSnapshot(Timestamp ts) {
 
 Timestamp Cluster::GcHorizon() {
   std::lock_guard<std::mutex> l(ts_mu_);
-  Timestamp read = inflight_.empty() ? last_ts_ : *inflight_.begin() - 1;
+  Timestamp read = StableLocked();
   return snapshots_.empty() ? read : std::min(read, *snapshots_.begin());
 }
 
@@ -109,13 +114,12 @@ void Cluster::EndCommit(Timestamp ts) {
   ts_cv_.notify_all();
   // A commit is acknowledged only once every earlier-stamped commit completed too, so that
   // every snapshot taken after the acknowledgement (in any session) includes it.
-  ts_cv_.wait(l, [&] { return inflight_.empty() || *inflight_.begin() > ts; });
+  AwaitCompletedLocked(l, ts);
 }
 
 void Cluster::AwaitStable() {
   std::unique_lock<std::mutex> l(ts_mu_);
-  Timestamp target = last_ts_;
-  ts_cv_.wait(l, [&] { return inflight_.empty() || *inflight_.begin() > target; });
+  AwaitCompletedLocked(l, last_ts_);
 }
 
 Transaction::~Transaction() {
@@ -142,11 +146,11 @@ void Cluster::EndTxn(Transaction& t) {
 Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> writes) {
   if (writes.empty()) return Status::OK();
   std::map<NodeId, std::vector<RemoteWrite>> by_node;
-  RETURN_NOT_OK(Route(t, table, writes, &by_node));
+  RETURN_NOT_OK(Route(t, table, std::move(writes), &by_node));
   return Send(t, by_node);
 }
 
-Status Cluster::Route(Transaction& t, TableId table, const std::vector<RowWrite>& writes,
+Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
                       std::map<NodeId, std::vector<RemoteWrite>>* by_node) {
   for (int attempt = 0;; attempt++) {
     // Route every write to its segment, then latch the segments not latched yet (in id
@@ -184,9 +188,9 @@ Status Cluster::Route(Transaction& t, TableId table, const std::vector<RowWrite>
     for (size_t i = 0; i < writes.size(); i++) {
       RemoteWrite w;
       w.segment = seg_of[i];
-      w.key = writes[i].key;
+      w.key = std::move(writes[i].key);
       w.is_delete = writes[i].is_delete;
-      w.row = writes[i].row;
+      w.row = std::move(writes[i].row);
       w.check = writes[i].check;
       (*by_node)[segs[seg_of[i]].node].push_back(std::move(w));
     }

@@ -137,7 +137,7 @@ class Cluster {
  private:
   std::shared_ptr<std::shared_timed_mutex> Latch(SegmentId seg);
   // Write = Route (segments of the writes, latched) + Send (prepare them on their nodes).
-  Status Route(Transaction& t, TableId table, const std::vector<RowWrite>& writes,
+  Status Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
                std::map<NodeId, std::vector<RemoteWrite>>* by_node);
   Status Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node);
   // Prepares and commits all of `t`'s writes on one node in one round trip; ends `t` if
@@ -145,6 +145,10 @@ class Cluster {
   Status CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws);
   void RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes);
   static constexpr size_t kPrepareChunk = 5000;
+  // REQUIRES ts_mu_ held. The highest timestamp below every commit in flight.
+  Timestamp StableLocked() const;
+  // REQUIRES ts_mu_ held via `l`. Waits until no commit at or below `ts` is in flight.
+  void AwaitCompletedLocked(std::unique_lock<std::mutex>& l, Timestamp ts);
   Result<Timestamp> BeginCommit();
   // Ends commit `ts`; returns once no commit with a lower timestamp is still in flight.
   void EndCommit(Timestamp ts);

@@ -79,7 +79,8 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   }
   // CREATE TABLE inside a block (drivers such as psycopg open one implicitly) takes effect at
   // once and is not undone by ROLLBACK; other DDL and administration are refused there.
-  if (txn_ && (std::holds_alternative<sql::DropTableStmt>(stmt) || std::holds_alternative<sql::DatabaseStmt>(stmt) ||
+  auto* drop = std::get_if<sql::DropTableStmt>(&stmt);
+  if (txn_ && ((drop && !drop->view) || std::holds_alternative<sql::DatabaseStmt>(stmt) ||
                std::holds_alternative<sql::AddPrimaryKeyStmt>(stmt) ||
                std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt))) {
     failed_ = true;
@@ -166,8 +167,6 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return Show(s, sink);
         } else if constexpr (std::is_same_v<T, sql::TruncateStmt>) {
           return Truncate(s, cancel);
-        } else if constexpr (std::is_same_v<T, sql::NoOpStmt>) {
-          return s.tag;
         } else if constexpr (std::is_same_v<T, sql::CopyStmt>) {
           return Status::NotSupported("COPY must be the only statement of its query");
         } else if constexpr (std::is_same_v<T, sql::ExplainStmt>) {
@@ -182,8 +181,6 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return User(s, sink);
         } else if constexpr (std::is_same_v<T, sql::CreateViewStmt>) {
           return CreateView(s);
-        } else if constexpr (std::is_same_v<T, sql::DropViewStmt>) {
-          return DropView(s, sink);
         }
       },
       stmt);

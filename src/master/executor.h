@@ -65,7 +65,7 @@ class Executor {
   Status LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> User(sql::UserStmt& s, ResultSink& sink);
   Result<std::string> Database(sql::DatabaseStmt& s, ResultSink& sink);
-  Result<std::string> DropView(sql::DropViewStmt& s, ResultSink& sink);
+  Result<std::string> DropView(sql::DropTableStmt& s, ResultSink& sink);
   // Refuses (2BP01) to drop relation `name` that views read, or drops them with `cascade`.
   Status DropDependentViews(const std::string& name, const char* kind, bool cascade, ResultSink& sink);
   Result<std::string> AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel);

@@ -166,7 +166,7 @@ Result<std::string> Executor::CreateView(sql::CreateViewStmt& s) {
   return std::string("CREATE VIEW");
 }
 
-Result<std::string> Executor::DropView(sql::DropViewStmt& s, ResultSink& sink) {
+Result<std::string> Executor::DropView(sql::DropTableStmt& s, ResultSink& sink) {
   for (const auto& name : s.names) {
     if (!db_.GetView(name)) {
       if (db_.GetTable(name).ok()) {
@@ -185,6 +185,7 @@ Result<std::string> Executor::DropView(sql::DropViewStmt& s, ResultSink& sink) {
 }
 
 Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink) {
+  if (s.view) return DropView(s, sink);
   for (const auto& name : s.names) {
     if (db_.GetView(name)) {
       return Status::Sql("42809", fmt::format("\"{}\" is not a table", name));

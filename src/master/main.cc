@@ -6,6 +6,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "common/cli.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "common/process.h"
@@ -32,17 +33,7 @@ int main(int argc, char** argv) {
       "print-default-config", po::bool_switch(), "print the embedded default config and exit")(
       "log-level", po::value<std::string>(), "trace|debug|info|warn|error (default from config)");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "wattdb-master: " << e.what() << "\n" << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (auto exit_code = ParseCommandLine("wattdb-master", argc, argv, desc, &vm)) return *exit_code;
   if (vm["print-default-config"].as<bool>()) {
     std::cout << kDefaultConfigToml;
     return 0;

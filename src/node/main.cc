@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "common/cli.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "common/process.h"
@@ -24,17 +25,7 @@ int main(int argc, char** argv) {
       "data-dir", po::value<std::string>(), "storage directory (default <data_dir>/n<id>)")(
       "log-level", po::value<std::string>(), "trace|debug|info|warn|error (default from config)");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "wattdb-node: " << e.what() << "\n" << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (auto exit_code = ParseCommandLine("wattdb-node", argc, argv, desc, &vm)) return *exit_code;
   if (!vm.count("id")) {
     std::cerr << "wattdb-node: --id is required\n" << desc << "\n";
     return 2;

@@ -1,9 +1,12 @@
 #include "query/exec/join.h"
 
+#include <functional>
+#include <optional>
 #include <unordered_map>
 
 #include "common/codec.h"
 #include "query/exec/eval.h"
+#include "query/exec/operator_base.h"
 #include "query/exec/row_hash.h"
 
 namespace wattdb::exec {
@@ -12,37 +15,21 @@ using plan::PlanNode;
 
 namespace {
 
-// Reads every row of `op` into `rows`.
-Status Drain(Operator& op, const ExecContext& ctx, std::vector<std::vector<Value>>* rows) {
+// Reads every row of `op` into `rows`, calling `each` (if set) on each row in its batch first.
+Status Drain(Operator& op, const ExecContext& ctx, std::vector<std::vector<Value>>* rows,
+             const std::function<Status(const Batch&, size_t)>& each = nullptr) {
   Batch b;
   while (true) {
     RETURN_NOT_OK(CheckCancel(ctx));
     ASSIGN_OR_RETURN(bool more, op.Next(b));
     if (!more) return Status::OK();
-    for (size_t r = 0; r < b.rows; r++) rows->push_back(b.Row(r));
+    for (size_t r = 0; r < b.rows; r++) {
+      if (each) RETURN_NOT_OK(each(b, r));
+      rows->push_back(b.Row(r));
+    }
   }
 }
 
-// An operator over two inputs.
-class BinaryOp : public Operator {
- public:
-  BinaryOp(const PlanNode& p, std::unique_ptr<Operator> left, std::unique_ptr<Operator> right)
-      : p_(p), left_(std::move(left)), right_(std::move(right)) {}
-  Status Open(ExecContext& ctx) override {
-    ctx_ = &ctx;
-    RETURN_NOT_OK(left_->Open(ctx));
-    return right_->Open(ctx);
-  }
-  void Close() override {
-    left_->Close();
-    right_->Close();
-  }
-
- protected:
-  const PlanNode& p_;
-  std::unique_ptr<Operator> left_, right_;
-  ExecContext* ctx_ = nullptr;
-};
 
 // Shared by both joins: streams left batches, asks the subclass for the right rows that
 // match each left row, checks the residual predicate on the joined row, and pads unmatched
@@ -109,20 +96,23 @@ class HashJoinOp : public JoinBase {
 
  private:
   Status Build() override {
-    RETURN_NOT_OK(Drain(*right_, *ctx_, &rows_));
-    Batch one;
-    for (const auto& row : rows_) {
-      one.Reset(row.size());
-      for (size_t c = 0; c < row.size(); c++) one.cols[c].push_back(row[c]);
-      one.rows = 1;
+    // Keys are evaluated on the batches as they arrive; rows with a NULL key never match.
+    std::vector<std::optional<std::vector<Value>>> keys;
+    RETURN_NOT_OK(Drain(*right_, *ctx_, &rows_, [&](const Batch& b, size_t r) -> Status {
       std::vector<Value> key;
-      bool has_null = false;
       for (const auto& k : p_.right_keys) {
-        ASSIGN_OR_RETURN(Value v, Eval(*k, one, 0, ctx_));
-        has_null |= v.is_null();
+        ASSIGN_OR_RETURN(Value v, Eval(*k, b, r, ctx_));
+        if (v.is_null()) {
+          keys.emplace_back();
+          return Status::OK();
+        }
         key.push_back(std::move(v));
       }
-      if (!has_null) table_[std::move(key)].push_back(&row);
+      keys.emplace_back(std::move(key));
+      return Status::OK();
+    }));
+    for (size_t i = 0; i < rows_.size(); i++) {
+      if (keys[i]) table_[std::move(*keys[i])].push_back(&rows_[i]);
     }
     return Status::OK();
   }
@@ -162,27 +152,22 @@ class NestedLoopJoinOp : public JoinBase {
 };
 
 // Looks up the inner rows of each outer row by key prefix: one ranged scan per outer row.
-class IndexJoinOp : public Operator {
+class IndexJoinOp : public UnaryOp {
  public:
-  IndexJoinOp(const PlanNode& p, std::unique_ptr<Operator> outer) : p_(p), outer_(std::move(outer)) {
+  IndexJoinOp(const PlanNode& p, std::unique_ptr<Operator> outer) : UnaryOp(p, std::move(outer)) {
     nleft_ = p.children[0]->types.size();
     scan_.kind = PlanNode::Kind::kScan;
     scan_.table = p.table;
     scan_.table_name = p.table_name;
     scan_.types.assign(p.types.begin() + static_cast<long>(nleft_), p.types.end());
   }
-  Status Open(ExecContext& ctx) override {
-    ctx_ = &ctx;
-    return outer_->Open(ctx);
-  }
-  void Close() override { outer_->Close(); }
   Result<bool> Next(Batch& out) override {
     out.Reset(p_.types.size());
     size_t nright = scan_.types.size();
     while (out.rows < kBatchRows) {
       if (row_ >= in_.rows) {
         RETURN_NOT_OK(CheckCancel(*ctx_));
-        ASSIGN_OR_RETURN(bool more, outer_->Next(in_));
+        ASSIGN_OR_RETURN(bool more, child_->Next(in_));
         if (!more) break;
         row_ = 0;
         continue;
@@ -230,9 +215,6 @@ class IndexJoinOp : public Operator {
   }
 
  private:
-  const PlanNode& p_;
-  std::unique_ptr<Operator> outer_;
-  ExecContext* ctx_ = nullptr;
   size_t nleft_ = 0;
   PlanNode scan_;  // the inner table's scan; its key range is set per outer row
   Batch in_, inner_, joined_;

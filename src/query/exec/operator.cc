@@ -8,6 +8,7 @@
 
 #include "query/exec/eval.h"
 #include "query/exec/join.h"
+#include "query/exec/operator_base.h"
 #include "query/exec/row_hash.h"
 
 namespace wattdb::exec {
@@ -96,13 +97,9 @@ class GenerateSeriesOp : public Operator {
   __int128 next_ = 0, stop_ = 0, step_ = 1;
 };
 
-class FilterOp : public Operator {
+class FilterOp : public UnaryOp {
  public:
-  FilterOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
-  Status Open(ExecContext& ctx) override {
-    ctx_ = &ctx;
-    return child_->Open(ctx);
-  }
+  using UnaryOp::UnaryOp;
   Result<bool> Next(Batch& out) override {
     out.Reset(p_.types.size());
     while (true) {
@@ -118,22 +115,14 @@ class FilterOp : public Operator {
       if (out.rows > 0) return true;
     }
   }
-  void Close() override { child_->Close(); }
 
  private:
-  const PlanNode& p_;
-  std::unique_ptr<Operator> child_;
-  ExecContext* ctx_ = nullptr;
   Batch in_;
 };
 
-class ProjectOp : public Operator {
+class ProjectOp : public UnaryOp {
  public:
-  ProjectOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
-  Status Open(ExecContext& ctx) override {
-    ctx_ = &ctx;
-    return child_->Open(ctx);
-  }
+  using UnaryOp::UnaryOp;
   Result<bool> Next(Batch& out) override {
     ASSIGN_OR_RETURN(bool more, child_->Next(in_));
     out.Reset(p_.exprs.size());
@@ -154,12 +143,8 @@ class ProjectOp : public Operator {
     out.rows = in_.rows;
     return true;
   }
-  void Close() override { child_->Close(); }
 
  private:
-  const PlanNode& p_;
-  std::unique_ptr<Operator> child_;
-  ExecContext* ctx_ = nullptr;
   Batch in_;
 };
 
@@ -171,15 +156,9 @@ struct AggState {
   std::unique_ptr<std::unordered_set<Value, ValueHash, ValueEq>> seen;  // DISTINCT aggregates
 };
 
-class HashAggregateOp : public Operator {
+class HashAggregateOp : public UnaryOp {
  public:
-  HashAggregateOp(const PlanNode& p, std::unique_ptr<Operator> child)
-      : p_(p), child_(std::move(child)) {}
-  Status Open(ExecContext& ctx) override {
-    RETURN_NOT_OK(child_->Open(ctx));
-    ctx_ = &ctx;
-    return Status::OK();
-  }
+  using UnaryOp::UnaryOp;
   Result<bool> Next(Batch& out) override {
     if (!built_) RETURN_NOT_OK(Build());
     out.Reset(p_.types.size());
@@ -195,7 +174,6 @@ class HashAggregateOp : public Operator {
     }
     return out.rows > 0;
   }
-  void Close() override { child_->Close(); }
 
  private:
   using Map = std::unordered_map<std::vector<Value>, std::vector<AggState>, RowHash, RowEq>;
@@ -284,29 +262,21 @@ class HashAggregateOp : public Operator {
     return Value();
   }
 
-  const PlanNode& p_;
-  std::unique_ptr<Operator> child_;
-  ExecContext* ctx_ = nullptr;
   bool built_ = false;
   Map groups_;
   std::vector<Map::iterator> order_;  // first-seen order of groups
   size_t emit_ = 0;
 };
 
-class SortOp : public Operator {
+class SortOp : public UnaryOp {
  public:
-  SortOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
-  Status Open(ExecContext& ctx) override {
-    ctx_ = &ctx;
-    return child_->Open(ctx);
-  }
+  using UnaryOp::UnaryOp;
   Result<bool> Next(Batch& out) override {
     if (!sorted_) RETURN_NOT_OK(Materialize());
     out.Reset(p_.types.size());
     while (emit_ < rows_.size() && out.rows < kBatchRows) out.AppendRow(std::move(rows_[emit_++].row));
     return out.rows > 0;
   }
-  void Close() override { child_->Close(); }
 
  private:
   struct Row {
@@ -345,18 +315,14 @@ class SortOp : public Operator {
     return Status::OK();
   }
 
-  const PlanNode& p_;
-  std::unique_ptr<Operator> child_;
-  ExecContext* ctx_ = nullptr;
   bool sorted_ = false;
   std::vector<Row> rows_;
   size_t emit_ = 0;
 };
 
-class LimitOp : public Operator {
+class LimitOp : public UnaryOp {
  public:
-  LimitOp(const PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
-  Status Open(ExecContext& ctx) override { return child_->Open(ctx); }
+  using UnaryOp::UnaryOp;
   Result<bool> Next(Batch& out) override {
     out.Reset(p_.types.size());
     while (true) {
@@ -375,11 +341,8 @@ class LimitOp : public Operator {
       if (out.rows > 0) return true;
     }
   }
-  void Close() override { child_->Close(); }
 
  private:
-  const PlanNode& p_;
-  std::unique_ptr<Operator> child_;
   Batch in_;
   int64_t skipped_ = 0, emitted_ = 0;
 };

@@ -226,6 +226,13 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
   }
   Scope empty;
   ExprBinder binder = qb.MakeExprBinder(&empty);
+  // The columns no row names take their defaults: bound once, copied into every row.
+  std::vector<BoundExprPtr> defaults(table.columns.size());
+  for (size_t i = 0; i < table.columns.size(); i++) {
+    if (std::find(targets.begin(), targets.end(), static_cast<int>(i)) == targets.end()) {
+      ASSIGN_OR_RETURN(defaults[i], BindDefault(table.columns[i]));
+    }
+  }
   for (const auto& row : s.rows) {
     if (row.size() > targets.size()) {
       return Status::Sql("42601", "INSERT has more expressions than target columns", row[targets.size()]->pos);
@@ -238,9 +245,7 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
       ASSIGN_OR_RETURN(full[targets[i]], BindAssignment(binder, *row[i], table.columns[targets[i]]));
     }
     for (size_t i = 0; i < full.size(); i++) {
-      if (!full[i]) {
-        ASSIGN_OR_RETURN(full[i], BindDefault(table.columns[i]));
-      }
+      if (!full[i]) full[i] = defaults[i]->Clone();
     }
     out.rows.push_back(std::move(full));
   }

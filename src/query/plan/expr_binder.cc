@@ -331,7 +331,6 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
     }
   }
   // Reuse an identical aggregate.
-  std::string key = fmt::format("{}:{}", static_cast<int>(spec.func), spec.arg ? spec.arg->ToString() : "");
   for (size_t i = 0; i < aggs_->size(); i++) {
     const AggSpec& a = (*aggs_)[i];
     if (a.func == spec.func && a.distinct == spec.distinct &&
@@ -339,7 +338,6 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
       return MakeColumn(static_cast<int>(groups_->size() + i), a.type);
     }
   }
-  (void)key;
   SqlType t = spec.type;
   aggs_->push_back(std::move(spec));
   return MakeColumn(static_cast<int>(groups_->size() + aggs_->size() - 1), t);

@@ -107,7 +107,6 @@ void ApplyFilter(Planned* p, std::vector<BoundExprPtr> preds) {
   }
   std::vector<BoundExprPtr> local;
   for (auto& e : preds) local.push_back(Remap(*e, p->layout));
-  size_t n = local.size();
   BoundExprPtr pred = AndAll(std::move(local));
   if (p->base && p->plan->kind == PlanNode::Kind::kScan) {
     bool point = false;
@@ -116,7 +115,6 @@ void ApplyFilter(Planned* p, std::vector<BoundExprPtr> preds) {
     p->plan->est_rows = p->est;
   }
   // PostgreSQL's default selectivities: equality 0.005, inequality 1/3; others 0.5.
-  (void)n;
   for (const auto& e : preds) {
     double sel = 0.5;
     if (e->kind == BoundExpr::Kind::kBinary && e->op == BinOp::kEq) {

@@ -120,7 +120,9 @@ struct CreateTableStmt {
   int pk_pos = 0;
 };
 
+// DROP TABLE | VIEW [IF EXISTS] a [, b] [CASCADE | RESTRICT]
 struct DropTableStmt {
+  bool view = false;  // DROP VIEW
   std::vector<std::string> names;
   bool if_exists = false;
   bool cascade = false;
@@ -171,13 +173,6 @@ struct CreateViewStmt {
   std::string sql;  // the query as written
   std::shared_ptr<SelectStmt> query;
   int pos = 0;
-};
-
-// DROP VIEW [IF EXISTS] a [, b] [CASCADE | RESTRICT]
-struct DropViewStmt {
-  std::vector<std::string> names;
-  bool if_exists = false;
-  bool cascade = false;
 };
 
 // CREATE USER|ROLE name [WITH] [PASSWORD 'p'] ..., ALTER USER name [WITH] PASSWORD 'p',
@@ -253,17 +248,13 @@ struct VacuumStmt {
   bool only_analyze = false;  // ANALYZE [tables]: gather planner statistics only
 };
 
-// Statements accepted for compatibility that have nothing to do yet (ANALYZE).
-struct NoOpStmt {
-  std::string tag;
-};
 
 struct EmptyStmt {};
 
 using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
-                               SetStmt, ShowStmt, TruncateStmt, NoOpStmt, CopyStmt, ExplainStmt,
-                               VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, DropViewStmt, UserStmt,
+                               SetStmt, ShowStmt, TruncateStmt, CopyStmt, ExplainStmt,
+                               VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, UserStmt,
                                DatabaseStmt>;
 
 // The tables and views a query names (FROM items, also inside subqueries and set operations).

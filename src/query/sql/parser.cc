@@ -528,24 +528,11 @@ Result<Statement> Parser::ParseDrop() {
     ASSIGN_OR_RETURN(u.name, Name());
     return Statement(std::move(u));
   }
-  if (Accept("view")) {
-    DropViewStmt v;
-    if (Accept("if")) {
-      RETURN_NOT_OK(Expect("exists"));
-      v.if_exists = true;
-    }
-    do {
-      ASSIGN_OR_RETURN(std::string n, QualifiedName());
-      v.names.push_back(n);
-    } while (AcceptOp(","));
-    v.cascade = Accept("cascade");
-    if (!v.cascade) Accept("restrict");
-    return Statement(std::move(v));
-  }
-  if (!Accept("table")) {
+  DropTableStmt s;
+  s.view = Accept("view");
+  if (!s.view && !Accept("table")) {
     return Status::Sql("0A000", fmt::format("DROP {} is not supported", Peek().text), Peek().pos);
   }
-  DropTableStmt s;
   if (Accept("if")) {
     RETURN_NOT_OK(Expect("exists"));
     s.if_exists = true;
