@@ -18,16 +18,11 @@ namespace {
 // Reads every row of `op` into `rows`, calling `each` (if set) on each row in its batch first.
 Status Drain(Operator& op, const ExecContext& ctx, std::vector<std::vector<Value>>* rows,
              const std::function<Status(const Batch&, size_t)>& each = nullptr) {
-  Batch b;
-  while (true) {
-    RETURN_NOT_OK(CheckCancel(ctx));
-    ASSIGN_OR_RETURN(bool more, op.Next(b));
-    if (!more) return Status::OK();
-    for (size_t r = 0; r < b.rows; r++) {
-      if (each) RETURN_NOT_OK(each(b, r));
-      rows->push_back(b.Row(r));
-    }
-  }
+  return ForEachRow(op, ctx, [&](const Batch& b, size_t r) -> Status {
+    if (each) RETURN_NOT_OK(each(b, r));
+    rows->push_back(b.Row(r));
+    return Status::OK();
+  });
 }
 
 

@@ -180,26 +180,21 @@ class HashAggregateOp : public UnaryOp {
 
   Status Build() {
     built_ = true;
-    Batch in;
-    while (true) {
-      RETURN_NOT_OK(CheckCancel(*ctx_));
-      ASSIGN_OR_RETURN(bool more, child_->Next(in));
-      if (!more) break;
-      for (size_t r = 0; r < in.rows; r++) {
-        std::vector<Value> key;
-        key.reserve(p_.groups.size());
-        for (const auto& g : p_.groups) {
-          ASSIGN_OR_RETURN(Value v, Eval(*g, in, r, ctx_));
-          key.push_back(std::move(v));
-        }
-        auto [it, inserted] = groups_.try_emplace(std::move(key));
-        if (inserted) {
-          it->second.resize(p_.aggs.size());
-          order_.push_back(it);
-        }
-        for (size_t a = 0; a < p_.aggs.size(); a++) RETURN_NOT_OK(Update(p_.aggs[a], it->second[a], in, r));
+    RETURN_NOT_OK(ForEachRow(*child_, *ctx_, [&](const Batch& in, size_t r) -> Status {
+      std::vector<Value> key;
+      key.reserve(p_.groups.size());
+      for (const auto& g : p_.groups) {
+        ASSIGN_OR_RETURN(Value v, Eval(*g, in, r, ctx_));
+        key.push_back(std::move(v));
       }
-    }
+      auto [it, inserted] = groups_.try_emplace(std::move(key));
+      if (inserted) {
+        it->second.resize(p_.aggs.size());
+        order_.push_back(it);
+      }
+      for (size_t a = 0; a < p_.aggs.size(); a++) RETURN_NOT_OK(Update(p_.aggs[a], it->second[a], in, r));
+      return Status::OK();
+    }));
     if (p_.groups.empty() && groups_.empty()) {  // an aggregate over no rows yields one row
       auto [it, inserted] = groups_.try_emplace(std::vector<Value>{});
       it->second.resize(p_.aggs.size());
@@ -285,21 +280,16 @@ class SortOp : public UnaryOp {
   };
   Status Materialize() {
     sorted_ = true;
-    Batch in;
-    while (true) {
-      RETURN_NOT_OK(CheckCancel(*ctx_));
-      ASSIGN_OR_RETURN(bool more, child_->Next(in));
-      if (!more) break;
-      for (size_t r = 0; r < in.rows; r++) {
-        Row row;
-        for (const auto& k : p_.keys) {
-          ASSIGN_OR_RETURN(Value v, Eval(*k.expr, in, r, ctx_));
-          row.keys.push_back(std::move(v));
-        }
-        row.row = in.Row(r);
-        rows_.push_back(std::move(row));
+    RETURN_NOT_OK(ForEachRow(*child_, *ctx_, [&](const Batch& in, size_t r) -> Status {
+      Row row;
+      for (const auto& k : p_.keys) {
+        ASSIGN_OR_RETURN(Value v, Eval(*k.expr, in, r, ctx_));
+        row.keys.push_back(std::move(v));
       }
-    }
+      row.row = in.Row(r);
+      rows_.push_back(std::move(row));
+      return Status::OK();
+    }));
     std::stable_sort(rows_.begin(), rows_.end(), [this](const Row& a, const Row& b) {
       for (size_t i = 0; i < p_.keys.size(); i++) {
         const Value &x = a.keys[i], &y = b.keys[i];

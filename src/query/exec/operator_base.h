@@ -2,11 +2,24 @@
 // open and close them. Internal to the exec folder.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "query/exec/operator.h"
 
 namespace wattdb::exec {
+
+// Pulls every batch of `op` (checking for cancellation between batches) and calls `fn` on
+// each row.
+inline Status ForEachRow(Operator& op, const ExecContext& ctx, const std::function<Status(const Batch&, size_t)>& fn) {
+  Batch b;
+  while (true) {
+    RETURN_NOT_OK(CheckCancel(ctx));
+    ASSIGN_OR_RETURN(bool more, op.Next(b));
+    if (!more) return Status::OK();
+    for (size_t r = 0; r < b.rows; r++) RETURN_NOT_OK(fn(b, r));
+  }
+}
 
 class UnaryOp : public Operator {
  public:

@@ -56,6 +56,15 @@ Result<std::string> Parser::Name() {
   return SyntaxError();
 }
 
+Result<std::vector<std::string>> Parser::QualifiedNameList() {
+  std::vector<std::string> out;
+  do {
+    ASSIGN_OR_RETURN(std::string n, QualifiedName());
+    out.push_back(std::move(n));
+  } while (AcceptOp(","));
+  return out;
+}
+
 Result<std::string> Parser::QualifiedName() {
   ASSIGN_OR_RETURN(std::string n, Name());
   // Accept schema-qualified names of the only schema, public.
@@ -152,10 +161,7 @@ Result<Statement> Parser::ParseStatement() {
       RETURN_NOT_OK(ExpectOp(")"));
     }
     if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
-      do {
-        ASSIGN_OR_RETURN(std::string n, QualifiedName());
-        v.names.push_back(n);
-      } while (AcceptOp(","));
+      ASSIGN_OR_RETURN(v.names, QualifiedNameList());
     }
     return Statement(std::move(v));
   }
@@ -166,10 +172,7 @@ Result<Statement> Parser::ParseStatement() {
     v.pos = Peek().pos;
     Accept("verbose");
     if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
-      do {
-        ASSIGN_OR_RETURN(std::string n, QualifiedName());
-        v.names.push_back(n);
-      } while (AcceptOp(","));
+      ASSIGN_OR_RETURN(v.names, QualifiedNameList());
     }
     return Statement(std::move(v));
   }
@@ -200,10 +203,7 @@ Result<Statement> Parser::ParseStatement() {
     Accept("table");
     TruncateStmt s;
     s.pos = Peek().pos;
-    do {
-      ASSIGN_OR_RETURN(std::string n, QualifiedName());
-      s.names.push_back(n);
-    } while (AcceptOp(","));
+    ASSIGN_OR_RETURN(s.names, QualifiedNameList());
     return Statement(std::move(s));
   }
   static const std::set<std::string> kKnownUnsupported = {
@@ -537,10 +537,7 @@ Result<Statement> Parser::ParseDrop() {
     RETURN_NOT_OK(Expect("exists"));
     s.if_exists = true;
   }
-  do {
-    ASSIGN_OR_RETURN(std::string n, QualifiedName());
-    s.names.push_back(n);
-  } while (AcceptOp(","));
+  ASSIGN_OR_RETURN(s.names, QualifiedNameList());
   s.cascade = Accept("cascade");
   if (!s.cascade) Accept("restrict");
   return Statement(std::move(s));

@@ -59,6 +59,8 @@ class Parser {
   // An identifier usable as a name (unquoted non-reserved or quoted).
   Result<std::string> Name();
   Result<std::string> QualifiedName();
+  // name [, name ...]
+  Result<std::vector<std::string>> QualifiedNameList();
   Result<uint64_t> UnsignedInt();
   Result<SqlType> ParseType();
 
