@@ -131,6 +131,25 @@ std::string PrefixSuccessor(std::string_view prefix) {
   return "";
 }
 
+void EncodeIndexColumn(const Value& v, bool desc, std::string* out) {
+  size_t start = out->size();
+  if (v.is_null()) {
+    out->push_back(2);
+  } else {
+    out->push_back(1);
+    EncodeKeyValue(v, out);
+  }
+  if (desc) {
+    for (size_t i = start; i < out->size(); i++) (*out)[i] = static_cast<char>(~(*out)[i]);
+  }
+}
+
+std::string EncodeIndexKey(const IndexKeySpec& spec, const std::vector<Value>& row) {
+  std::string out;
+  for (size_t i = 0; i < spec.columns.size(); i++) EncodeIndexColumn(row[spec.columns[i]], spec.desc[i], &out);
+  return out;
+}
+
 void EncodeRow(const std::vector<Value>& row, std::string* out) {
   ByteWriter w(out);
   w.VarU64(row.size());

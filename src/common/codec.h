@@ -30,6 +30,12 @@ Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<Sql
 // (used for upper bounds of prefix ranges). Returns "" (meaning +infinity) if none exists.
 std::string PrefixSuccessor(std::string_view prefix);
 
+// Secondary-index keys: per column a tag byte (0x01 value, 0x02 NULL, so NULLs sort last)
+// and the value's key encoding; every byte of a DESC column is complemented, which reverses
+// its order and keeps the encoding prefix-free. `row` is a full row in schema order.
+void EncodeIndexColumn(const Value& v, bool desc, std::string* out);
+std::string EncodeIndexKey(const IndexKeySpec& spec, const std::vector<Value>& row);
+
 void EncodeRow(const std::vector<Value>& row, std::string* out);
 Status DecodeRow(std::string_view in, std::vector<Value>* row);
 

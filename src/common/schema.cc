@@ -32,6 +32,27 @@ void TableSchema::Serialize(std::string* out) const {
   }
   w.VarU64(key_columns.size());
   for (int k : key_columns) w.VarU64(k);
+  // Optional trailing section (absent in records written before indexes existed).
+  w.VarU64(next_index_id);
+  w.VarU64(indexes.size());
+  for (const auto& ix : indexes) {
+    w.VarU64(ix.spec.id);
+    w.Str(ix.name);
+    w.U8((ix.unique ? 1 : 0) | (ix.constraint ? 2 : 0));
+    w.VarU64(ix.ready_ts);
+    w.VarU64(ix.spec.columns.size());
+    for (size_t i = 0; i < ix.spec.columns.size(); i++) {
+      w.VarU64(ix.spec.columns[i]);
+      w.U8(ix.spec.desc[i] ? 1 : 0);
+    }
+  }
+}
+
+const IndexDef* TableSchema::FindIndex(const std::string& index_name) const {
+  for (const auto& ix : indexes) {
+    if (ix.name == index_name) return &ix;
+  }
+  return nullptr;
 }
 
 Result<TableSchema> TableSchema::Deserialize(std::string_view in) {
@@ -62,6 +83,31 @@ Result<TableSchema> TableSchema::Deserialize(std::string_view in) {
     t.key_columns.push_back(static_cast<int>(k));
   }
   if (t.key_columns.empty()) return bad();
+  if (r.empty()) return t;
+  uint64_t next, nix;
+  if (!r.VarU64(&next) || !r.VarU64(&nix) || nix > in.size()) return bad();
+  t.next_index_id = static_cast<uint32_t>(next);
+  for (uint64_t i = 0; i < nix; i++) {
+    IndexDef ix;
+    uint64_t id, ready, ncols;
+    uint8_t unique;
+    if (!r.VarU64(&id) || !r.Str(&ix.name) || !r.U8(&unique) || !r.VarU64(&ready) || !r.VarU64(&ncols) ||
+        ncols > in.size()) {
+      return bad();
+    }
+    ix.spec.id = static_cast<uint32_t>(id);
+    ix.unique = unique & 1;
+    ix.constraint = unique & 2;
+    ix.ready_ts = ready;
+    for (uint64_t c = 0; c < ncols; c++) {
+      uint64_t col;
+      uint8_t desc;
+      if (!r.VarU64(&col) || col >= t.columns.size() || !r.U8(&desc)) return bad();
+      ix.spec.columns.push_back(static_cast<int>(col));
+      ix.spec.desc.push_back(desc != 0);
+    }
+    t.indexes.push_back(std::move(ix));
+  }
   return t;
 }
 

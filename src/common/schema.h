@@ -24,11 +24,36 @@ struct Column {
   std::string default_sql;  // DEFAULT expression (SQL text), "" = NULL
 };
 
+// What storage needs to maintain a secondary index: which row columns form its key, in
+// which direction. Travels with every segment of the table (storage::SegmentMeta).
+struct IndexKeySpec {
+  uint32_t id = 0;           // unique within its table, never reused
+  std::vector<int> columns;  // positions in the table's columns
+  std::vector<bool> desc;    // per column: descending order
+
+  bool operator==(const IndexKeySpec&) const = default;
+};
+
+// A secondary index as the catalog knows it.
+struct IndexDef {
+  IndexKeySpec spec;
+  std::string name;
+  bool unique = false;
+  bool constraint = false;  // backs a UNIQUE constraint of CREATE TABLE (DROP INDEX refuses)
+  // 0 while being built. Readers whose snapshot is at or above it may use the index: every
+  // row version they can see has its entry.
+  Timestamp ready_ts = 0;
+};
+
 struct TableSchema {
   TableId id = 0;
   std::string name;
   std::vector<Column> columns;
   std::vector<int> key_columns;  // indexes into columns; never empty (hidden row id if needed)
+  std::vector<IndexDef> indexes;  // secondary indexes
+  uint32_t next_index_id = 1;
+
+  const IndexDef* FindIndex(const std::string& name) const;
 
   // Index of column `name` (case-sensitive, names are folded at parse time), or -1.
   int ColumnIndex(const std::string& name) const;

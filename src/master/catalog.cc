@@ -193,6 +193,14 @@ Result<TableSchema> Catalog::GetTable(const std::string& name) const {
   return it->second;
 }
 
+std::optional<TableSchema> Catalog::TableById(TableId id) const {
+  std::shared_lock l(mu_);
+  for (const auto& [n, t] : tables_) {
+    if (t.id == id) return t;
+  }
+  return std::nullopt;
+}
+
 std::vector<TableSchema> Catalog::Tables() const {
   std::shared_lock l(mu_);
   std::vector<TableSchema> out;
@@ -387,6 +395,19 @@ Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name,
   tables_.erase(st);
   tables_[name] = std::move(renamed);
   return segs;
+}
+
+Status Catalog::UpdateTable(const TableSchema& schema) {
+  std::unique_lock l(mu_);
+  auto it = tables_.find(schema.name);
+  if (it == tables_.end() || it->second.id != schema.id) {
+    return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", schema.name));
+  }
+  std::string enc;
+  schema.Serialize(&enc);
+  RETURN_NOT_OK(kv_->Write({{kTablePrefix + schema.name, enc}}));
+  it->second = schema;
+  return Status::OK();
 }
 
 std::vector<SegmentEntry> Catalog::Trash() const {

@@ -50,6 +50,7 @@ class Catalog : public plan::CatalogReader {
   // plan::CatalogReader. Also resolves system views registered with AddSystemView.
   Result<TableSchema> GetTable(const std::string& name) const override;
   std::vector<TableSchema> Tables() const;
+  std::optional<TableSchema> TableById(TableId id) const;
   std::optional<std::string> GetView(const std::string& name) const override;
   // Planner statistics: rows counted by the last ANALYZE.
   Status SetRowCount(TableId table, uint64_t rows);
@@ -81,6 +82,8 @@ class Catalog : public plan::CatalogReader {
   // Atomically drops table `name` (returning its segments, as DropTable) and renames table
   // `staged` to `name`.
   Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name, const std::string& staged);
+  // Stores a changed schema (indexes) of the existing table `schema.name` with the same id.
+  Status UpdateTable(const TableSchema& schema);
   std::vector<SegmentEntry> Trash() const;
   Status ClearTrash(SegmentId seg);
 

@@ -136,6 +136,7 @@ std::unique_ptr<Transaction> Cluster::Begin(Timestamp snapshot) {
 }
 
 void Cluster::EndTxn(Transaction& t) {
+  ReleaseUniqueClaims(t);
   for (auto& [seg, latch] : t.latches) latch->unlock_shared();
   t.latches.clear();
   t.participants.clear();
@@ -146,8 +147,12 @@ void Cluster::EndTxn(Transaction& t) {
 Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> writes) {
   if (writes.empty()) return Status::OK();
   std::map<NodeId, std::vector<RemoteWrite>> by_node;
+  bool unique = HasUniqueIndex(table);
+  std::vector<RowWrite> copy;
+  if (unique) copy = writes;
   RETURN_NOT_OK(Route(t, table, std::move(writes), &by_node));
-  return Send(t, by_node);
+  RETURN_NOT_OK(Send(t, by_node));
+  return unique ? CheckUnique(t, table, copy) : Status::OK();
 }
 
 Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
@@ -298,18 +303,21 @@ Status Cluster::Commit(Transaction& t) {
 
 Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
   if (writes.empty()) return Status::OK();
+  bool unique = HasUniqueIndex(table);
   for (int attempt = 0;; attempt++) {
     auto t = Begin(snapshot);
     std::map<NodeId, std::vector<RemoteWrite>> by_node;
     Status s = Route(*t, table, writes, &by_node);
     // A statement writing one node commits in one round trip; if a key is locked by another
-    // transaction it takes the usual path, where the prepare waits for the lock.
-    if (s.ok() && by_node.size() == 1 && by_node.begin()->second.size() <= kPrepareChunk) {
+    // transaction it takes the usual path, where the prepare waits for the lock. Unique
+    // indexes are checked between prepare and commit.
+    if (s.ok() && !unique && by_node.size() == 1 && by_node.begin()->second.size() <= kPrepareChunk) {
       s = CommitOnePhase(*t, by_node.begin()->first, by_node.begin()->second);
       if (s.ok()) return s;
       if (s.sqlstate() == "55P03") s = Status::OK();
     }
     if (s.ok()) s = Send(*t, by_node);
+    if (s.ok() && unique) s = CheckUnique(*t, table, writes);
     if (s.ok()) return Commit(*t);
     Rollback(*t);
     // A segment that moved or split between routing and the node's check: route again.

@@ -54,6 +54,7 @@ struct Transaction {
   Timestamp snapshot = 0;
   std::map<NodeId, std::shared_ptr<NodeClient>> participants;
   std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches;  // held shared
+  std::vector<std::string> unique_locks;  // unique index keys claimed (Cluster::CheckUnique)
   ~Transaction();
 };
 
@@ -121,6 +122,18 @@ class Cluster {
   Status Commit(Transaction& txn);
   void Rollback(Transaction& txn);
 
+  // Secondary indexes (cluster_index.cc). CreateIndex blocks writes to the table while it
+  // adds `def` (spec.id assigned by the caller) to every segment, which builds its entries
+  // at one snapshot and maintains them from then on; a unique index is checked for
+  // duplicates (23505) before it is stored in the catalog, ready for snapshots after it.
+  // `table` is the catalog (qualified) name.
+  Status CreateIndex(const std::string& table, IndexDef def);
+  Status DropIndex(const std::string& table, uint32_t index);
+  // After `writes` of `t` to `table` were prepared: each new row's key in each unique index
+  // of the table is claimed for `t` until it ends (a claim held by another transaction is
+  // waited for, as a row lock is) and must not belong to another live row (23505).
+  Status CheckUnique(Transaction& t, TableId table, const std::vector<RowWrite>& writes);
+
   Result<MoveReport> MoveSegment(SegmentId seg, NodeId target);
   Result<std::vector<MoveReport>> DrainNode(NodeId node);
   Status PowerOff(NodeId node);
@@ -178,6 +191,12 @@ class Cluster {
   std::mutex txn_mu_;  // guards active_txns_
   std::set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort
   void ResolveInDoubt();
+  // Unique index keys claimed by transactions: (table, index, key) -> transaction id.
+  std::mutex unique_mu_;
+  std::condition_variable unique_cv_;  // signalled when claims are released
+  std::map<std::string, uint64_t> unique_claims_;
+  void ReleaseUniqueClaims(Transaction& t);
+  bool HasUniqueIndex(TableId table) const;
   void EndTxn(Transaction& txn);
   std::mutex admin_mu_;  // serializes moves, splits, drains and power changes
   std::thread maintenance_;

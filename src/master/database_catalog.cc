@@ -23,6 +23,7 @@ Result<TableSchema> DatabaseCatalog::GetTable(const std::string& name) const {
   auto t = catalog_.GetTable(Qualify(name));
   if (!t.ok()) return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", name));
   t->name = Unqualify(t->name);
+  std::erase_if(t->indexes, [&](const IndexDef& ix) { return ix.ready_ts == 0 || ix.ready_ts > read_snapshot_; });
   return t;
 }
 
@@ -65,6 +66,11 @@ Result<std::vector<SegmentEntry>> DatabaseCatalog::DropTable(const std::string& 
 
 Result<std::vector<SegmentEntry>> DatabaseCatalog::ReplaceTable(const std::string& name, const std::string& staged) {
   return catalog_.ReplaceTable(Qualify(name), Qualify(staged));
+}
+
+Status DatabaseCatalog::UpdateTable(TableSchema schema) {
+  schema.name = Qualify(schema.name);
+  return catalog_.UpdateTable(schema);
 }
 
 Status DatabaseCatalog::CreateView(const std::string& name, const std::string& sql,

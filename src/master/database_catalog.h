@@ -21,7 +21,10 @@ class DatabaseCatalog : public plan::CatalogReader {
   const std::string& database() const { return db_; }
   Catalog& shared() { return catalog_; }
 
+  // A table with the secondary indexes readers at the read snapshot may use (see
+  // IndexDef::ready_ts); Tables() lists every index.
   Result<TableSchema> GetTable(const std::string& name) const override;
+  void set_read_snapshot(Timestamp ts) { read_snapshot_ = ts; }
   std::optional<std::string> GetView(const std::string& name) const override;
   double EstimateRows(const TableSchema& table) const override { return catalog_.EstimateRows(table); }
   // The tables of this database.
@@ -29,6 +32,8 @@ class DatabaseCatalog : public plan::CatalogReader {
   Result<SegmentEntry> CreateTable(TableSchema* schema, NodeId node);
   Result<std::vector<SegmentEntry>> DropTable(const std::string& name);
   Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name, const std::string& staged);
+  // `schema` as GetTable returned it (unqualified name), changed.
+  Status UpdateTable(TableSchema schema);
   Status CreateView(const std::string& name, const std::string& sql, const std::vector<std::string>& reads,
                     bool replace);
   Status DropView(const std::string& name);
@@ -41,6 +46,7 @@ class DatabaseCatalog : public plan::CatalogReader {
   std::string Unqualify(const std::string& name) const;
 
   Catalog& catalog_;  // borrowed; outlives this view
+  Timestamp read_snapshot_ = ~0ULL;
   std::string db_;
   std::string prefix_;  // "" for the default database, else "<db>/"
 };

@@ -56,7 +56,7 @@ Executor::StatementSnapshot::~StatementSnapshot() {
 // Apply, naming the violated constraint on 23505 as PostgreSQL does.
 Status Executor::ApplyRows(const TableSchema& t, std::vector<RowWrite> writes) {
   Status st = Apply(t.id, Snapshot(), std::move(writes));
-  if (!st.ok() && st.sqlstate() == "23505") {
+  if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
     return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
   return st;
@@ -87,6 +87,7 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
     return Status::Sql("25001", "DDL and cluster administration cannot run inside a transaction block");
   }
   StatementSnapshot snap(*this);
+  db_.set_read_snapshot(Snapshot());
   auto r = Dispatch(stmt, sink, cancel);
   if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
   if (!r.ok() && r.status().sqlstate() == "40001") cluster_.AwaitStable();
@@ -181,6 +182,8 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return User(s, sink);
         } else if constexpr (std::is_same_v<T, sql::CreateViewStmt>) {
           return CreateView(s);
+        } else if constexpr (std::is_same_v<T, sql::CreateIndexStmt>) {
+          return CreateIndex(s, sink);
         }
       },
       stmt);

@@ -61,6 +61,15 @@ class Executor {
   Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);
   Result<std::string> DropTable(sql::DropTableStmt& s, ResultSink& sink);
   Result<std::string> CreateView(sql::CreateViewStmt& s);
+  // Secondary indexes (executor_index.cc).
+  Result<std::string> CreateIndex(sql::CreateIndexStmt& s, ResultSink& sink);
+  Result<std::string> DropIndex(sql::DropTableStmt& s, ResultSink& sink);
+  // Creates index `name` ("" = generated) on `t`'s `columns`; `constraint`: it backs a
+  // UNIQUE constraint (named table_col_key rather than table_col_idx).
+  Status AddIndex(const TableSchema& t, std::string name, const std::vector<std::string>& columns,
+                  const std::vector<bool>& desc, bool unique, bool constraint, int pos);
+  // True if a table, view or index of this database is called `name`.
+  bool RelationExists(const std::string& name) const;
   // SELECT ... FOR UPDATE inside a transaction: takes the write locks of the rows it reads.
   Status LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> User(sql::UserStmt& s, ResultSink& sink);

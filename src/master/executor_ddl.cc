@@ -52,7 +52,21 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
     t.columns.push_back({"__rowid", SqlType{TypeId::kInt64}, true, true});
     t.key_columns.push_back(static_cast<int>(t.columns.size() - 1));
   }
+  for (const auto& u : s.unique) {
+    for (const auto& c : u.columns) {
+      if (t.ColumnIndex(c) < 0) {
+        return Status::Sql("42703", fmt::format("column \"{}\" named in key does not exist", c), u.pos);
+      }
+    }
+  }
   RETURN_NOT_OK(CreateTableStorage(&t));
+  for (const auto& u : s.unique) {
+    Status st = AddIndex(t, u.name, u.columns, std::vector<bool>(u.columns.size(), false), true, true, u.pos);
+    if (!st.ok()) {
+      if (auto segs = db_.DropTable(t.name); segs.ok()) DropSegments(*segs);
+      return st;
+    }
+  }
   return std::string("CREATE TABLE");
 }
 
@@ -186,6 +200,7 @@ Result<std::string> Executor::DropView(sql::DropTableStmt& s, ResultSink& sink) 
 
 Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink) {
   if (s.view) return DropView(s, sink);
+  if (s.index) return DropIndex(s, sink);
   for (const auto& name : s.names) {
     if (db_.GetView(name)) {
       return Status::Sql("42809", fmt::format("\"{}\" is not a table", name));
@@ -216,6 +231,12 @@ void Executor::DropSegments(const std::vector<SegmentEntry>& segs) {
 Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel) {
   ASSIGN_OR_RETURN(TableSchema old, db_.GetTable(s.table));
   if (old.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("\"{}\" is a system view", s.table));
+  for (const auto& other : db_.Tables()) {  // every index, also those not ready yet
+    if (other.id == old.id && !other.indexes.empty()) {
+      return Status::Sql("0A000", "ALTER TABLE ADD PRIMARY KEY on a table with secondary indexes is not supported",
+                         s.pos);
+    }
+  }
   if (!old.HasHiddenKey()) {
     return Status::Sql("42P16", fmt::format("multiple primary keys for table \"{}\" are not allowed", s.table), s.pos);
   }

@@ -120,6 +120,28 @@ Status RpcCompact(NodeClient& c, SegmentId seg) {
   return Call(c, [&](proto::Request::Builder r) { r.setCompact(seg); }, nullptr);
 }
 
+Status RpcAddIndex(NodeClient& c, SegmentId seg, const IndexKeySpec& spec, Timestamp build_ts) {
+  return Call(c, [&](proto::Request::Builder r) {
+    auto a = r.initAddIndex();
+    a.setSegment(seg);
+    a.setBuildTs(build_ts);
+    auto sp = a.initSpec();
+    sp.setId(spec.id);
+    auto cols = sp.initColumns(spec.columns.size());
+    auto desc = sp.initDesc(spec.desc.size());
+    for (size_t i = 0; i < spec.columns.size(); i++) cols.set(i, spec.columns[i]);
+    for (size_t i = 0; i < spec.desc.size(); i++) desc.set(i, spec.desc[i]);
+  }, nullptr);
+}
+
+Status RpcDropIndex(NodeClient& c, SegmentId seg, uint32_t index) {
+  return Call(c, [&](proto::Request::Builder r) {
+    auto d = r.initDropIndex();
+    d.setSegment(seg);
+    d.setIndex(index);
+  }, nullptr);
+}
+
 Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
   std::string key;
   RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {
@@ -168,7 +190,7 @@ Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c) {
 
 Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg, const std::string& lo,
                                                      const std::string& hi, Timestamp read_ts,
-                                                     uint32_t batch_rows, uint64_t txn) {
+                                                     uint32_t batch_rows, uint64_t txn, const IndexRange* index) {
   ASSIGN_OR_RETURN(NodeClient::Lease lease, c.Acquire());
   capnp::MallocMessageBuilder mb;
   auto s = mb.initRoot<proto::Request>().initScan();
@@ -178,6 +200,11 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId se
   s.setReadTs(read_ts);
   s.setBatchRows(batch_rows);
   s.setTxn(txn);
+  if (index) {
+    s.setIndex(index->index);
+    s.setIndexLo(Bytes(index->lo));
+    s.setIndexHi(Bytes(index->hi));
+  }
   Status st = lease.conn().Send(mb);
   if (!st.ok()) {
     lease.Poison();

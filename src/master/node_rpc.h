@@ -48,6 +48,15 @@ Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,
 Status RpcAbort(NodeClient& c, uint64_t txn);
 Status RpcGcHorizon(NodeClient& c, Timestamp horizon);
 Status RpcCompact(NodeClient& c, SegmentId seg);
+// Makes `seg` maintain index `spec`, with entries for the rows visible at `build_ts`.
+Status RpcAddIndex(NodeClient& c, SegmentId seg, const IndexKeySpec& spec, Timestamp build_ts);
+Status RpcDropIndex(NodeClient& c, SegmentId seg, uint32_t index);
+
+// A scan of a secondary index's entries with index keys in [lo, hi) instead of primary keys.
+struct IndexRange {
+  uint32_t index = 0;
+  std::string lo, hi;
+};
 Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
 Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& src_host, uint16_t src_port);
 Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c);
@@ -56,10 +65,13 @@ Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c);
 // Destroying it before the last batch drops the connection (the node is still sending).
 class ScanStream {
  public:
-  // `txn` nonzero: the node overlays that transaction's pending writes.
+  // `txn` nonzero: the node overlays that transaction's pending writes. With `index`, the
+  // stream yields that index's entries (keys = index key || primary key) and [lo, hi) is
+  // the segment's primary-key range as the caller knows it (Stale if it shrank).
   static Result<std::unique_ptr<ScanStream>> Open(NodeClient& c, SegmentId seg, const std::string& lo,
                                                   const std::string& hi, Timestamp read_ts,
-                                                  uint32_t batch_rows, uint64_t txn = 0);
+                                                  uint32_t batch_rows, uint64_t txn = 0,
+                                                  const IndexRange* index = nullptr);
   ~ScanStream();
   // Reads the next batch into keys/rows; sets *last on the final batch. Node-side errors
   // (Stale, NotFound) are returned as is.

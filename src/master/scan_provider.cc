@@ -4,6 +4,7 @@
 
 #include "common/codec.h"
 #include "common/logging.h"
+#include "master/index_scan.h"
 
 namespace wattdb::master {
 
@@ -167,6 +168,10 @@ void RegisterSystemViews(Catalog& catalog) {
 }
 
 Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan::PlanNode& scan) {
+  if (scan.table < kFirstSystemTableId && scan.index) {
+    return std::unique_ptr<exec::RowSource>(new IndexScanSource(cluster_, scan.table, scan.index, scan.lo, scan.hi,
+                                                                read_ts_, scan.types.size(), txn_));
+  }
   if (scan.table < kFirstSystemTableId) {
     return std::unique_ptr<exec::RowSource>(
         new RemoteSource(cluster_, scan.table, scan.lo, scan.hi, read_ts_, scan.types.size(), txn_));

@@ -10,6 +10,7 @@
 
 #include <kj/exception.h>
 
+#include "common/codec.h"
 #include "common/logging.h"
 #include "proto/cluster.capnp.h"
 #include "proto/node_service.capnp.h"
@@ -39,8 +40,27 @@ Status FromProto(proto::Status::Reader r) {
   return Status(static_cast<Status::Code>(r.getCode()), r.getMessage(), r.getSqlstate());
 }
 
+IndexKeySpec SpecFrom(proto::IndexSpec::Reader r) {
+  IndexKeySpec s;
+  s.id = r.getId();
+  for (uint32_t c : r.getColumns()) s.columns.push_back(static_cast<int>(c));
+  for (bool d : r.getDesc()) s.desc.push_back(d);
+  s.desc.resize(s.columns.size(), false);
+  return s;
+}
+
+void SpecTo(proto::IndexSpec::Builder b, const IndexKeySpec& s) {
+  b.setId(s.id);
+  auto cols = b.initColumns(s.columns.size());
+  auto desc = b.initDesc(s.desc.size());
+  for (size_t i = 0; i < s.columns.size(); i++) cols.set(i, s.columns[i]);
+  for (size_t i = 0; i < s.desc.size(); i++) desc.set(i, s.desc[i]);
+}
+
 storage::SegmentMeta MetaFrom(proto::SegmentMeta::Reader r) {
-  return {r.getId(), r.getTable(), Str(r.getLo()), Str(r.getHi())};
+  storage::SegmentMeta m{r.getId(), r.getTable(), Str(r.getLo()), Str(r.getHi()), {}};
+  for (auto ix : r.getIndexes()) m.indexes.push_back(SpecFrom(ix));
+  return m;
 }
 
 void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m) {
@@ -48,6 +68,8 @@ void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m) {
   b.setTable(m.table);
   b.setLo(Bytes(m.lo));
   b.setHi(Bytes(m.hi));
+  auto l = b.initIndexes(m.indexes.size());
+  for (size_t i = 0; i < m.indexes.size(); i++) SpecTo(l[i], m.indexes[i]);
 }
 
 Status Reply(Connection& conn, const Status& s) {
@@ -219,7 +241,10 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       auto s = req.getScan();
       uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
       std::string lo = Str(s.getLo()), hi = Str(s.getHi());
-      auto sc = store_->Scan(s.getSegment(), lo, hi, s.getReadTs());
+      const uint32_t index = s.getIndex();
+      std::string ilo = Str(s.getIndexLo()), ihi = Str(s.getIndexHi());
+      auto sc = index ? store_->ScanIndex(s.getSegment(), lo, hi, index, ilo, ihi, s.getReadTs())
+                      : store_->Scan(s.getSegment(), lo, hi, s.getReadTs());
       if (!sc.ok()) {
         capnp::MallocMessageBuilder mb;
         auto resp = mb.initRoot<proto::Response>();
@@ -228,8 +253,33 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         return conn.Send(mb).ok();
       }
       // A transaction sees its own pending writes on top of its snapshot: merge them in by key.
+      // Index scans: committed entries of rows the transaction wrote are hidden, and its
+      // pending rows are keyed by their entries.
       std::map<std::string, storage::WriteOp> pending;
-      if (s.getTxn() != 0) pending = participant_->PendingWrites(s.getTxn(), s.getSegment(), lo, hi);
+      std::set<std::string> hidden_pks;
+      IndexKeySpec spec;
+      if (s.getTxn() != 0 && !index) pending = participant_->PendingWrites(s.getTxn(), s.getSegment(), lo, hi);
+      if (s.getTxn() != 0 && index) {
+        for (const auto& ix : (*sc)->meta().indexes) {
+          if (ix.id == index) spec = ix;
+        }
+        std::vector<Value> vals;
+        for (auto& [pk, op] : participant_->PendingWrites(s.getTxn(), s.getSegment(), "", "")) {
+          hidden_pks.insert(pk);
+          if (op.kind != storage::VersionKind::kPut || !DecodeRow(op.row, &vals).ok()) continue;
+          std::string ikey = EncodeIndexKey(spec, vals);
+          if (ikey < ilo || (!ihi.empty() && ikey >= ihi)) continue;
+          pending[ikey + pk] = std::move(op);
+        }
+      }
+      // The primary key inside an index scan's entry key: what follows the row's index key.
+      auto hidden = [&](const storage::ScanRow& r) {
+        if (hidden_pks.empty()) return false;
+        std::vector<Value> vals;
+        if (!DecodeRow(r.row, &vals).ok()) return false;
+        std::string ikey = EncodeIndexKey(spec, vals);
+        return r.key.size() >= ikey.size() && hidden_pks.count(r.key.substr(ikey.size())) > 0;
+      };
       auto next_pending = pending.begin();
       std::vector<storage::ScanRow> rows, merged;
       bool exhausted = false;
@@ -259,6 +309,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
             ++next_pending;
             continue;
           }
+          if (hidden(r)) continue;
           merged.push_back(std::move(r));
         }
         if (exhausted) emit_pending_before(nullptr);
@@ -289,6 +340,16 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       SetStatus(resp.initStatus(), key.status());
       if (key.ok()) resp.setSplitKey(Bytes(*key));
       return conn.Send(mb).ok();
+    }
+    case proto::Request::ADD_INDEX: {
+      auto a = req.getAddIndex();
+      Status st = store_->AddIndex(a.getSegment(), SpecFrom(a.getSpec()), a.getBuildTs());
+      if (st.code() == Status::Code::kAlreadyExists) st = Status::OK();  // a retried request
+      return Reply(conn, st).ok();
+    }
+    case proto::Request::DROP_INDEX: {
+      auto d = req.getDropIndex();
+      return Reply(conn, store_->DropIndex(d.getSegment(), d.getIndex())).ok();
     }
     case proto::Request::GC_HORIZON:
       store_->SetGcHorizon(req.getGcHorizon());

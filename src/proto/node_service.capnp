@@ -18,6 +18,13 @@ struct SegmentMeta {
   table @1 :UInt32;
   lo @2 :Data;           # inclusive; empty = -infinity
   hi @3 :Data;           # exclusive; empty = +infinity
+  indexes @4 :List(IndexSpec);
+}
+
+struct IndexSpec {       # wattdb::IndexKeySpec
+  id @0 :UInt32;
+  columns @1 :List(UInt32);
+  desc @2 :List(Bool);
 }
 
 struct Write {
@@ -77,6 +84,9 @@ struct Request {
       readTs @12 :UInt64;
       batchRows @13 :UInt32;
       txn @22 :UInt64;               # nonzero: also show this transaction's pending writes
+      index @26 :UInt32;             # nonzero: scan this secondary index's entries with index
+      indexLo @27 :Data;             # keys in [indexLo, indexHi); lo/hi are then the segment
+      indexHi @28 :Data;             # range the master expects (Stale if it shrank)
     }
     split :group {
       segment @14 :UInt64;
@@ -91,6 +101,15 @@ struct Request {
     listSegments @20 :Void;
     gcHorizon @23 :UInt64;           # no snapshot below this is in use: old versions may go
     compact @24 :UInt64;             # compact this segment now (VACUUM)
+    addIndex :group {                # maintain an index in a segment, built at buildTs
+      segment @29 :UInt64;
+      spec @30 :IndexSpec;
+      buildTs @31 :UInt64;
+    }
+    dropIndex :group {
+      segment @32 :UInt64;
+      index @33 :UInt32;
+    }
   }
 }
 
@@ -100,7 +119,7 @@ struct Response {
     none @1 :Void;
     scanBatch :group {
       rows @2 :List(Data);           # encoded rows (common/codec.h)
-      keys @3 :List(Data);           # their encoded primary keys
+      keys @3 :List(Data);           # their encoded primary keys (index scans: index key || primary key)
       last @4 :Bool;
     }
     splitKey @5 :Data;

@@ -8,7 +8,10 @@
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+
 #include "common/bytes.h"
+#include "common/codec.h"
 #include "common/logging.h"
 #include "storage/version_gc.h"
 
@@ -44,25 +47,53 @@ std::string MetaKey(SegmentId id) {
 std::string EncodeMeta(const SegmentMeta& m) {
   std::string out;
   ByteWriter w(&out);
-  w.U8(1);
+  w.U8(2);
   w.VarU64(m.id);
   w.VarU64(m.table);
   w.Str(m.lo);
   w.Str(m.hi);
+  w.VarU64(m.indexes.size());
+  for (const auto& ix : m.indexes) {
+    w.VarU64(ix.id);
+    w.VarU64(ix.columns.size());
+    for (size_t i = 0; i < ix.columns.size(); i++) {
+      w.VarU64(ix.columns[i]);
+      w.U8(ix.desc[i] ? 1 : 0);
+    }
+  }
   return out;
 }
 
 Result<SegmentMeta> DecodeMeta(std::string_view in) {
   ByteReader r(in);
   SegmentMeta m;
-  uint8_t v;
+  uint8_t v = 0;
   uint64_t id, table;
-  if (!r.U8(&v) || v != 1 || !r.VarU64(&id) || !r.VarU64(&table) || !r.Str(&m.lo) ||
-      !r.Str(&m.hi)) {
-    return Status::Corruption("segment metadata does not decode");
+  auto bad = [] { return Status::Corruption("segment metadata does not decode"); };
+  if (r.U8(&v) && v == 1) {
+    return Status::Corruption("segment metadata of format 1 (before secondary indexes): recreate the data directory");
+  }
+  if (v != 2 || !r.VarU64(&id) || !r.VarU64(&table) || !r.Str(&m.lo) || !r.Str(&m.hi)) {
+    return bad();
   }
   m.id = id;
   m.table = static_cast<TableId>(table);
+  uint64_t n;
+  if (!r.VarU64(&n) || n > in.size()) return bad();
+  for (uint64_t i = 0; i < n; i++) {
+    IndexKeySpec ix;
+    uint64_t ixid, ncols;
+    if (!r.VarU64(&ixid) || !r.VarU64(&ncols) || ncols > in.size()) return bad();
+    ix.id = static_cast<uint32_t>(ixid);
+    for (uint64_t c = 0; c < ncols; c++) {
+      uint64_t col;
+      uint8_t desc;
+      if (!r.VarU64(&col) || !r.U8(&desc)) return bad();
+      ix.columns.push_back(static_cast<int>(col));
+      ix.desc.push_back(desc != 0);
+    }
+    m.indexes.push_back(std::move(ix));
+  }
   return m;
 }
 
@@ -95,6 +126,7 @@ Segment::~Segment() { db_->DestroyColumnFamilyHandle(cf_); }
 
 SegmentScanner::~SegmentScanner() {
   it_.reset();
+  rows_.reset();
   if (snap_) db_->ReleaseSnapshot(snap_);
 }
 
@@ -110,7 +142,7 @@ Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out) {
     if (k.size() < 8) return Status::Corruption("stored key shorter than its version suffix");
     std::string_view sk(k.data(), k.size());
     std::string_view user = UserKey(sk);
-    if (!hi_.empty() && user >= hi_) {
+    if (user >= hi_) {
       done_ = true;
       break;
     }
@@ -127,8 +159,21 @@ Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out) {
     rocksdb::Slice v = it_->value();
     if (v.empty()) return Status::Corruption("stored value without a version kind");
     if (static_cast<VersionKind>(v[0]) == VersionKind::kPut) {
-      out->push_back(ScanRow{last_key_, std::string(v.data() + 1, v.size() - 1)});
-      produced++;
+      std::string_view payload(v.data() + 1, v.size() - 1);
+      if (!rows_) {
+        out->push_back(ScanRow{last_key_.substr(strip_), std::string(payload)});
+        produced++;
+      } else {  // an index entry: payload is the primary key of its row
+        std::string rk = RowUserKey(payload);
+        rows_->Seek(MvccKey(rk, read_ts_));
+        if (rows_->Valid() && rows_->key().size() >= 8 && UserKey(rows_->key().ToStringView()) == rk &&
+            !rows_->value().empty() && static_cast<VersionKind>(rows_->value()[0]) == VersionKind::kPut) {
+          rocksdb::Slice rv = rows_->value();
+          out->push_back(ScanRow{last_key_.substr(strip_), std::string(rv.data() + 1, rv.size() - 1)});
+          produced++;
+        }
+        RETURN_NOT_OK(FromRocks(rows_->status(), "index scan row"));
+      }
     }
     it_->Next();
   }
@@ -297,6 +342,9 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   rocksdb::WriteBatch b;
   if (prepared_txn) RETURN_NOT_OK(FromRocks(b.Delete(PreparedKey(prepared_txn)), "write batch"));
   std::vector<std::pair<SegmentRef, size_t>> touched;
+  // Rows of indexed segments: the last write of each key, whose entries change below.
+  std::map<std::pair<SegmentId, std::string>, const WriteOp*> indexed;
+  std::map<SegmentId, std::pair<SegmentRef, std::vector<IndexKeySpec>>> specs;
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& op : ops) {
@@ -306,10 +354,19 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
       }
       std::string value(1, static_cast<char>(op.kind));
       value += op.row;
-      std::string key = MvccKey(op.key, ts);
+      std::string key = MvccKey(RowUserKey(op.key), ts);
       RETURN_NOT_OK(FromRocks(b.Put(it->second->cf(), key, value), "write batch"));
       touched.emplace_back(it->second, key.size() + value.size());
+      auto sp = specs.find(op.segment);
+      if (sp == specs.end()) sp = specs.emplace(op.segment, std::make_pair(it->second, it->second->meta().indexes)).first;
+      if (!sp->second.second.empty()) indexed[{op.segment, op.key}] = &op;
     }
+  }
+  for (const auto& [k, op] : indexed) {
+    const auto& [seg, seg_specs] = specs[k.first];
+    ASSIGN_OR_RETURN(std::optional<std::string> old_row, LatestRow(*seg, op->key));
+    RETURN_NOT_OK(IndexChanges(*seg, seg_specs, op->key, old_row ? &*old_row : nullptr,
+                               op->kind == VersionKind::kPut ? &op->row : nullptr, ts, &b));
   }
   rocksdb::WriteOptions wo;
   wo.sync = sync_commits_;
@@ -321,9 +378,58 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   return Status::OK();
 }
 
-Result<LatestVersion> SegmentStore::Latest(SegmentId id, std::string_view key) const {
+Result<std::optional<std::string>> SegmentStore::LatestRow(const Segment& seg, std::string_view pk) const {
+  std::string rk = RowUserKey(pk);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg.cf()));
+  it->Seek(MvccKey(rk, ~0ULL));
+  if (!it->Valid()) {
+    RETURN_NOT_OK(FromRocks(it->status(), "latest row"));
+    return std::optional<std::string>();
+  }
+  std::string_view k = it->key().ToStringView();
+  rocksdb::Slice v = it->value();
+  if (k.size() < 8 || UserKey(k) != rk || v.empty() || static_cast<VersionKind>(v[0]) != VersionKind::kPut) {
+    return std::optional<std::string>();
+  }
+  return std::optional<std::string>(std::string(v.data() + 1, v.size() - 1));
+}
+
+Status SegmentStore::IndexChanges(const Segment& seg, const std::vector<IndexKeySpec>& specs, std::string_view pk,
+                                  const std::string* old_row, const std::string* new_row, Timestamp ts,
+                                  void* batch) const {
+  auto* b = static_cast<rocksdb::WriteBatch*>(batch);
+  std::vector<Value> old_vals, new_vals;
+  if (old_row) RETURN_NOT_OK(DecodeRow(*old_row, &old_vals));
+  if (new_row) RETURN_NOT_OK(DecodeRow(*new_row, &new_vals));
+  for (const auto& spec : specs) {
+    for (int c : spec.columns) {
+      if ((old_row && c >= static_cast<int>(old_vals.size())) || (new_row && c >= static_cast<int>(new_vals.size()))) {
+        return Status::Corruption("indexed column beyond the row's width");
+      }
+    }
+    std::optional<std::string> before, after;
+    if (old_row) before = IndexSpacePrefix(spec.id) + EncodeIndexKey(spec, old_vals) + std::string(pk);
+    if (new_row) after = IndexSpacePrefix(spec.id) + EncodeIndexKey(spec, new_vals) + std::string(pk);
+    if (before == after) continue;
+    std::string value;
+    if (before) {
+      value.assign(1, static_cast<char>(VersionKind::kDelete));
+      value += pk;
+      RETURN_NOT_OK(FromRocks(b->Put(seg.cf(), MvccKey(*before, ts), value), "index batch"));
+    }
+    if (after) {
+      value.assign(1, static_cast<char>(VersionKind::kPut));
+      value += pk;
+      RETURN_NOT_OK(FromRocks(b->Put(seg.cf(), MvccKey(*after, ts), value), "index batch"));
+    }
+  }
+  return Status::OK();
+}
+
+Result<LatestVersion> SegmentStore::Latest(SegmentId id, std::string_view pk) const {
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
+  std::string key = RowUserKey(pk);
   std::string start = MvccKey(key, ~0ULL);  // ~max = 0: sorts before every version of key
   it->Seek(start);
   LatestVersion lv;
@@ -341,17 +447,20 @@ Result<LatestVersion> SegmentStore::Latest(SegmentId id, std::string_view key) c
   return lv;
 }
 
-Result<std::unique_ptr<SegmentScanner>> SegmentStore::Scan(SegmentId id, std::string_view lo,
-                                                           std::string_view hi,
-                                                           Timestamp read_ts) const {
+Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id, std::string_view seg_lo,
+                                                                  std::string_view seg_hi, uint32_t index,
+                                                                  Timestamp read_ts) const {
   std::unique_ptr<SegmentScanner> sc(new SegmentScanner());
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = segments_.find(id);
     if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
     SegmentMeta m = it->second->meta();
-    if (!m.Covers(lo, hi)) {
+    if (!m.Covers(seg_lo, seg_hi)) {
       return Status::Stale(fmt::format("segment {} no longer covers the requested range", id));
+    }
+    if (index && std::none_of(m.indexes.begin(), m.indexes.end(), [&](const IndexKeySpec& s) { return s.id == index; })) {
+      return Status::InvalidArgument(fmt::format("segment {} has no index {} (dropped)", id, index));
     }
     sc->db_ = db_.get();
     sc->seg_ = it->second;
@@ -359,12 +468,76 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::Scan(SegmentId id, std::st
   }
   rocksdb::ReadOptions ro;
   ro.snapshot = sc->snap_;
-  ro.fill_cache = true;
   sc->it_.reset(db_->NewIterator(ro, sc->seg_->cf()));
-  sc->hi_.assign(hi);
+  if (index) sc->rows_.reset(db_->NewIterator(ro, sc->seg_->cf()));
   sc->read_ts_ = read_ts;
-  sc->it_->Seek(std::string(lo));
   return sc;
+}
+
+Result<std::unique_ptr<SegmentScanner>> SegmentStore::Scan(SegmentId id, std::string_view lo,
+                                                           std::string_view hi,
+                                                           Timestamp read_ts) const {
+  ASSIGN_OR_RETURN(auto sc, OpenScanner(id, lo, hi, 0, read_ts));
+  sc->hi_ = hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(hi);
+  sc->strip_ = 1;
+  sc->it_->Seek(RowUserKey(lo));
+  return sc;
+}
+
+Result<std::unique_ptr<SegmentScanner>> SegmentStore::ScanIndex(SegmentId id, std::string_view seg_lo,
+                                                                std::string_view seg_hi, uint32_t index,
+                                                                std::string_view lo, std::string_view hi,
+                                                                Timestamp read_ts) const {
+  ASSIGN_OR_RETURN(auto sc, OpenScanner(id, seg_lo, seg_hi, index, read_ts));
+  std::string prefix = IndexSpacePrefix(index);
+  sc->hi_ = hi.empty() ? PrefixSuccessor(prefix) : prefix + std::string(hi);
+  sc->strip_ = prefix.size();
+  sc->it_->Seek(prefix + std::string(lo));
+  return sc;
+}
+
+Status SegmentStore::AddIndex(SegmentId id, const IndexKeySpec& spec, Timestamp build_ts) {
+  ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
+  SegmentMeta m = seg->meta();
+  for (const auto& ix : m.indexes) {
+    if (ix.id == spec.id) return Status::AlreadyExists(fmt::format("segment {} has index {}", id, spec.id));
+  }
+  rocksdb::WriteBatch b;
+  ASSIGN_OR_RETURN(auto scan, Scan(id, m.lo, m.hi, build_ts));
+  std::vector<ScanRow> rows;
+  bool more = true;
+  while (more) {
+    rows.clear();
+    ASSIGN_OR_RETURN(more, scan->Next(4096, &rows));
+    for (const auto& r : rows) RETURN_NOT_OK(IndexChanges(*seg, {spec}, r.key, nullptr, &r.row, build_ts, &b));
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  m = seg->meta();
+  m.indexes.push_back(spec);
+  RETURN_NOT_OK(PutMeta(m, &b));
+  rocksdb::WriteOptions wo;
+  wo.sync = sync_commits_;
+  RETURN_NOT_OK(FromRocks(db_->Write(wo, &b), "add index"));
+  std::lock_guard<std::mutex> ml(seg->mu_);
+  seg->meta_.indexes = m.indexes;
+  return Status::OK();
+}
+
+Status SegmentStore::DropIndex(SegmentId id, uint32_t index) {
+  ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
+  std::lock_guard<std::mutex> l(mu_);
+  SegmentMeta m = seg->meta();
+  auto it = std::find_if(m.indexes.begin(), m.indexes.end(), [&](const IndexKeySpec& s) { return s.id == index; });
+  if (it == m.indexes.end()) return Status::OK();
+  m.indexes.erase(it);
+  rocksdb::WriteBatch b;
+  std::string prefix = IndexSpacePrefix(index);
+  RETURN_NOT_OK(FromRocks(b.DeleteRange(seg->cf(), prefix, PrefixSuccessor(prefix)), "drop index"));
+  RETURN_NOT_OK(PutMeta(m, &b));
+  RETURN_NOT_OK(FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "drop index"));
+  std::lock_guard<std::mutex> ml(seg->mu_);
+  seg->meta_.indexes = m.indexes;
+  return Status::OK();
 }
 
 Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
@@ -380,11 +553,11 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   std::vector<std::pair<std::string, uint64_t>> key_bytes;  // distinct user keys, cumulative
   {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    for (it->Seek(std::string(1, kRowSpace)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
       std::string_view k = it->key().ToStringView();
-      if (k.size() < 8) return Status::Corruption("stored key shorter than its version suffix");
+      if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
       total += k.size() + it->value().size();
-      std::string_view user = UserKey(k);
+      std::string_view user = UserKey(k).substr(1);
       if (key_bytes.empty() || key_bytes.back().first != user) key_bytes.emplace_back(user, 0);
       key_bytes.back().second = total;
     }
@@ -402,15 +575,24 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   rocksdb::ColumnFamilyHandle* h = nullptr;
   RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(new_id), &h),
                           "split: create segment"));
-  auto fresh = std::make_shared<Segment>(db_.get(), h, SegmentMeta{new_id, m.table, split_key, m.hi});
+  auto fresh = std::make_shared<Segment>(db_.get(), h, SegmentMeta{new_id, m.table, split_key, m.hi, m.indexes});
   rocksdb::WriteBatch b;
   uint64_t moved = 0;
   {
+    auto move = [&](const rocksdb::Iterator& it) -> Status {
+      moved += it.key().size() + it.value().size();
+      RETURN_NOT_OK(FromRocks(b.Put(h, it.key(), it.value()), "split batch"));
+      return FromRocks(b.Delete(seg->cf(), it.key()), "split batch");
+    };
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
-    for (it->Seek(split_key); it->Valid(); it->Next()) {
-      moved += it->key().size() + it->value().size();
-      RETURN_NOT_OK(FromRocks(b.Put(h, it->key(), it->value()), "split batch"));
-      RETURN_NOT_OK(FromRocks(b.Delete(seg->cf(), it->key()), "split batch"));
+    for (it->Seek(RowUserKey(split_key)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
+      RETURN_NOT_OK(move(*it));
+    }
+    // Index entries follow their rows: the value of an entry is its row's primary key.
+    for (it->Seek(std::string(1, kIndexSpace)); it->Valid() && it->key()[0] == kIndexSpace; it->Next()) {
+      rocksdb::Slice v = it->value();
+      if (v.empty()) return Status::Corruption("index entry without a version kind");
+      if (std::string_view(v.data() + 1, v.size() - 1) >= split_key) RETURN_NOT_OK(move(*it));
     }
     RETURN_NOT_OK(FromRocks(it->status(), "split copy"));
   }

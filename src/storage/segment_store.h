@@ -1,9 +1,11 @@
 // SegmentStore: the node's storage. One RocksDB instance; one column family per segment.
 //
 // A segment holds a contiguous primary-key range [lo, hi) of one table ("" = unbounded) with
-// every MVCC version of every row in it, and nothing else: moving it means exporting its
-// column family and importing it elsewhere. Segment metadata (table, range) lives in the
-// default column family and changes atomically with the data it describes.
+// every MVCC version of every row in it, and the entries of the table's secondary indexes
+// for those rows (storage/mvcc.h), and nothing else: moving it means exporting its column
+// family and importing it elsewhere. Segment metadata (table, range, the index key specs it
+// maintains) lives in the default column family and changes atomically with the data it
+// describes. Apply maintains the index entries of every row it writes.
 //
 // Thread-safe. Readers hold a SegmentRef (shared ownership of the column family handle), so a
 // dropped segment stays readable by scans already running on it.
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +39,7 @@ struct SegmentMeta {
   TableId table = 0;
   std::string lo;  // inclusive, "" = -infinity
   std::string hi;  // exclusive, "" = +infinity
+  std::vector<IndexKeySpec> indexes;  // secondary indexes whose entries this segment keeps
 
   bool Contains(std::string_view key) const {
     return key >= lo && (hi.empty() || key < hi);
@@ -92,7 +96,7 @@ struct LatestVersion {
 
 // A visible row produced by a scan.
 struct ScanRow {
-  std::string key;
+  std::string key;  // the primary key; for index scans the index key || primary key
   std::string row;
 };
 
@@ -103,6 +107,8 @@ class SegmentScanner {
   ~SegmentScanner();
   // Appends up to `max_rows` rows to `out`; returns false once exhausted.
   Result<bool> Next(size_t max_rows, std::vector<ScanRow>* out);
+  // The scanned segment's metadata now.
+  SegmentMeta meta() const { return seg_->meta(); }
 
  private:
   friend class SegmentStore;
@@ -111,7 +117,9 @@ class SegmentScanner {
   SegmentRef seg_;
   const rocksdb::Snapshot* snap_ = nullptr;
   std::unique_ptr<rocksdb::Iterator> it_;
-  std::string hi_;
+  std::unique_ptr<rocksdb::Iterator> rows_;  // index scans: fetches the rows of entries
+  std::string hi_;    // user key bound (with its key-space prefix)
+  size_t strip_ = 0;  // user-key prefix length not returned to callers
   Timestamp read_ts_ = 0;
   std::string last_key_;
   bool have_last_ = false;
@@ -171,6 +179,19 @@ class SegmentStore {
   // no longer covers [lo, hi) (it split or shrank), NotFound if it is not here.
   Result<std::unique_ptr<SegmentScanner>> Scan(SegmentId seg, std::string_view lo,
                                                std::string_view hi, Timestamp read_ts) const;
+  // Opens a scan of index `index`'s entries with index keys in [lo, hi) at `read_ts`,
+  // yielding each entry's row (key = index key || primary key, in that order). Stale if the
+  // segment no longer covers the primary-key range [seg_lo, seg_hi) the caller expects.
+  Result<std::unique_ptr<SegmentScanner>> ScanIndex(SegmentId seg, std::string_view seg_lo,
+                                                    std::string_view seg_hi, uint32_t index,
+                                                    std::string_view lo, std::string_view hi,
+                                                    Timestamp read_ts) const;
+  // Starts maintaining `spec` in `seg` and writes the entries of the rows visible at
+  // `build_ts`, at that timestamp, atomically. REQUIRES: no write to the segment commits
+  // between build_ts and this call (the caller blocks writers). AlreadyExists if present.
+  Status AddIndex(SegmentId seg, const IndexKeySpec& spec, Timestamp build_ts);
+  // Stops maintaining index `index` in `seg` and deletes its entries. Idempotent.
+  Status DropIndex(SegmentId seg, uint32_t index);
 
   // Splits `seg` at its approximate middle key: keys >= the split key (all versions) move to
   // the new segment `new_id`. Atomic. Returns the split key, or NotFound-free
@@ -195,6 +216,17 @@ class SegmentStore {
  private:
   SegmentStore() = default;
   Status PutMeta(const SegmentMeta& m, void* batch /* rocksdb::WriteBatch* */) const;
+  // A scanner on `id` (Stale unless it covers [seg_lo, seg_hi); `index` nonzero: it must keep
+  // that index) with its snapshot and iterators, not yet positioned.
+  Result<std::unique_ptr<SegmentScanner>> OpenScanner(SegmentId id, std::string_view seg_lo, std::string_view seg_hi,
+                                                      uint32_t index, Timestamp read_ts) const;
+  // Adds to `batch` the index entry changes of one row going from `old_row` to `new_row`
+  // (either null = absent) at `ts`.
+  Status IndexChanges(const Segment& seg, const std::vector<IndexKeySpec>& specs, std::string_view pk,
+                      const std::string* old_row, const std::string* new_row, Timestamp ts,
+                      void* batch /* rocksdb::WriteBatch* */) const;
+  // The newest committed version of row `pk` if it is live.
+  Result<std::optional<std::string>> LatestRow(const Segment& seg, std::string_view pk) const;
   uint64_t ApproximateBytes(rocksdb::ColumnFamilyHandle* cf) const;
 
   std::string dir_;

@@ -62,6 +62,94 @@ class SegmentStoreTest : public ::testing::Test {
   std::unique_ptr<SegmentStore> store_;
 };
 
+// Index entries: rows are (id, text); index 3 is on the text column.
+std::vector<int64_t> IndexLookup(SegmentStore& st, SegmentId seg, const std::string& text, Timestamp ts) {
+  SegmentMeta m = (*st.Get(seg))->meta();
+  std::string k;
+  EncodeIndexColumn(Value::Text(text), false, &k);
+  auto sc = st.ScanIndex(seg, m.lo, m.hi, 3, k, PrefixSuccessor(k), ts);
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+  std::vector<int64_t> out;
+  if (!sc.ok()) return out;
+  std::vector<ScanRow> rows;
+  while (true) {
+    auto more = (*sc)->Next(2, &rows);
+    EXPECT_TRUE(more.ok());
+    if (!more.ok() || !*more) break;
+  }
+  for (auto& r : rows) {
+    std::vector<Value> v;
+    EXPECT_TRUE(DecodeRow(r.row, &v).ok());
+    EXPECT_EQ(v[1].as_text(), text);
+    out.push_back(v[0].as_int());
+  }
+  return out;
+}
+
+IndexKeySpec TextIndex() { return IndexKeySpec{3, {1}, {false}}; }
+
+TEST_F(SegmentStoreTest, IndexEntriesFollowRowVersions) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 10; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, i % 2 ? "odd" : "even")});
+  ASSERT_TRUE(store_->Apply(5, ops).ok());
+  // Built at 5: entries for every row visible then.
+  ASSERT_TRUE(store_->AddIndex(1, TextIndex(), 5).ok());
+  EXPECT_EQ(store_->AddIndex(1, TextIndex(), 5).code(), Status::Code::kAlreadyExists);
+  EXPECT_EQ(IndexLookup(*store_, 1, "odd", 5), (std::vector<int64_t>{1, 3, 5, 7, 9}));
+  // Maintained from then on: an update moves row 3, a delete removes row 5, an insert adds 11,
+  // and a rewrite of row 7 with the same value changes nothing.
+  ASSERT_TRUE(store_->Apply(9, {{1, K(3), VersionKind::kPut, R(3, "even")},
+                                {1, K(5), VersionKind::kDelete, ""},
+                                {1, K(11), VersionKind::kPut, R(11, "odd")},
+                                {1, K(7), VersionKind::kPut, R(7, "odd")}})
+                  .ok());
+  EXPECT_EQ(IndexLookup(*store_, 1, "odd", 9), (std::vector<int64_t>{1, 7, 9, 11}));
+  EXPECT_EQ(IndexLookup(*store_, 1, "even", 9), (std::vector<int64_t>{0, 2, 3, 4, 6, 8}));
+  // Old snapshots see the old entries.
+  EXPECT_EQ(IndexLookup(*store_, 1, "odd", 8), (std::vector<int64_t>{1, 3, 5, 7, 9}));
+  // Two writes of one key in one commit: entries go from the committed row to the last write.
+  ASSERT_TRUE(store_->Apply(12, {{1, K(1), VersionKind::kPut, R(1, "mid")}, {1, K(1), VersionKind::kPut, R(1, "last")}})
+                  .ok());
+  EXPECT_EQ(IndexLookup(*store_, 1, "mid", 12), std::vector<int64_t>{});
+  EXPECT_EQ(IndexLookup(*store_, 1, "last", 12), std::vector<int64_t>{1});
+  EXPECT_EQ(IndexLookup(*store_, 1, "odd", 12), (std::vector<int64_t>{7, 9, 11}));
+  // Row scans never see index entries.
+  EXPECT_EQ(ScanAll(*store_, 1, 12).size(), 10u);
+  // Dropped: the entries go, the segment forgets the index.
+  ASSERT_TRUE(store_->DropIndex(1, 3).ok());
+  EXPECT_TRUE((*store_->Get(1))->meta().indexes.empty());
+  EXPECT_EQ(store_->ScanIndex(1, "", "", 3, "", "", 12).status().code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(SegmentStoreTest, IndexEntriesMoveWithSplitsAndExports) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  ASSERT_TRUE(store_->AddIndex(1, TextIndex(), 1).ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 100; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, i % 3 ? "x" : "y")});
+  ASSERT_TRUE(store_->Apply(5, ops).ok());
+  auto split = store_->Split(1, 2);
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  EXPECT_EQ((*store_->Get(2))->meta().indexes, std::vector<IndexKeySpec>{TextIndex()});
+  auto lower = IndexLookup(*store_, 1, "y", 5), upper = IndexLookup(*store_, 2, "y", 5);
+  EXPECT_EQ(lower.size() + upper.size(), 34u);
+  std::string lo_split = *split;
+  for (int64_t i : upper) EXPECT_GE(K(i), lo_split);
+  for (int64_t i : lower) EXPECT_LT(K(i), lo_split);
+  // A scan that expects the pre-split range learns the segment shrank.
+  EXPECT_TRUE(store_->ScanIndex(1, "", "", 3, "", "", 5).status().IsStale());
+
+  auto exp = store_->Export(2, (root_ / "export2").string());
+  ASSERT_TRUE(exp.ok()) << exp.status().ToString();
+  auto other = SegmentStore::Open((root_ / "b").string());
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE((*other)->Import(*exp).ok());
+  EXPECT_EQ(IndexLookup(**other, 2, "y", 5), upper);
+  // The imported segment keeps maintaining the index.
+  ASSERT_TRUE((*other)->Apply(6, {{2, K(99), VersionKind::kPut, R(99, "y")}}).ok());
+  EXPECT_EQ(IndexLookup(**other, 2, "y", 6).back(), 99);
+}
+
 TEST_F(SegmentStoreTest, SnapshotSeesItsVersion) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   ASSERT_TRUE(store_->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "a")},

@@ -26,11 +26,6 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.file << " (" << c.engine << ")"; }
 
-// Corpus files that need features not built yet (secondary indexes, UNIQUE, views).
-const std::set<std::string> kNotYet = {
-    "evidence_in1", "index_between_10_0", "index_commute_10_0", "index_commute_10_1",
-    "index_delete_10_0", "index_in_10_0", "index_orderby_10_0", "index_orderby_nosort_10_0",
-    "index_random_10_0", "index_view_10_1"};
 
 std::string Runner() {
   const char* home = std::getenv("CARGO_HOME");
@@ -83,7 +78,7 @@ std::vector<Case> Cases() {
   for (const char* dir : {WATTDB_SQL_DIR, WATTDB_SQL_DIR "/sqlite"}) {
     for (auto& e : fs::directory_iterator(dir)) {
       auto ext = e.path().extension();
-      if ((ext == ".test" || ext == ".slt") && !kNotYet.count(e.path().stem().string())) {
+      if ((ext == ".test" || ext == ".slt")) {
         files.push_back(e.path().string());
       }
     }

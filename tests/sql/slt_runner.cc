@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -86,7 +87,14 @@ std::vector<SltFailure> RunSltFile(const std::string& path, PgConn& conn, int* r
     std::string state = conn.Exec(sql, &rows, &msg);
     bool want_error = words.size() > 1 && words[1] == "error";
     if (want_error) {
-      if (state.empty()) failures.push_back({start, "expected an error, statement succeeded:\n" + sql});
+      // "statement error <regex>": the message must match, as in sqllogictest-rs.
+      std::string pattern;
+      if (size_t at = line.find(" error "); at != std::string::npos) pattern = line.substr(at + 7);
+      if (state.empty()) {
+        failures.push_back({start, "expected an error, statement succeeded:\n" + sql});
+      } else if (!pattern.empty() && !std::regex_search(msg, std::regex(pattern))) {
+        failures.push_back({start, fmt::format("{}\nfailed with \"{}\", which does not match /{}/", sql, msg, pattern)});
+      }
       continue;
     }
     if (!state.empty()) {

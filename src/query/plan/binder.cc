@@ -23,6 +23,8 @@ PlanPtr MakeScan(const TableSchema& t, const BoundExpr* where) {
   scan->table_name = t.name;
   for (const auto& c : t.columns) scan->types.push_back(c.type);
   DeriveKeyRange(where, t, &scan->lo, &scan->hi);
+  double est = -1;
+  ChooseScanIndex(where, t, scan.get(), &est);
   return scan;
 }
 
@@ -47,14 +49,18 @@ PlanPtr Wrap(PlanNode::Kind kind, PlanPtr child) {
   return p;
 }
 
-void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo, std::string* hi, bool* point) {
-  lo->clear();
-  hi->clear();
-  if (point) *point = false;
-  if (!pred || t.HasHiddenKey()) return;
-  auto family = [](TypeId id) {
-    return id == TypeId::kInt32 || id == TypeId::kInt64 ? TypeId::kInt64 : id;
-  };
+namespace {
+
+// Bounds on a sequence of columns (a primary key, or an index with per-column directions)
+// derived from conjuncts: equalities on a prefix, then a range on the next column.
+struct KeyBounds {
+  std::string lo, hi;  // "" = unbounded
+  size_t eq_cols = 0;  // leading columns bound by equalities
+  bool range = false;  // the next column is bounded too
+  bool empty = false;  // no key satisfies the bounds
+};
+
+std::vector<const BoundExpr*> Conjuncts(const BoundExpr* pred) {
   std::vector<const BoundExpr*> conj;
   std::vector<const BoundExpr*> stack = {pred};
   while (!stack.empty()) {
@@ -67,11 +73,68 @@ void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo
       conj.push_back(e);
     }
   }
-  // Per key column: comparisons with constants (op, encoded value).
-  std::vector<std::vector<std::pair<BinOp, std::string>>> bounds(t.key_columns.size());
+  return conj;
+}
+
+// `v` as a value of column type `to` for key encoding, if that is exact.
+std::optional<Value> KeyValue(const Value& v, TypeId to) {
+  auto integer = [](TypeId id) { return id == TypeId::kInt32 || id == TypeId::kInt64; };
+  if (v.is_null()) return std::nullopt;
+  if (integer(v.type()) && integer(to)) return v;
+  if (integer(v.type()) && to == TypeId::kDouble && v.as_int() > -(1LL << 53) && v.as_int() < (1LL << 53)) {
+    return Value::Double(static_cast<double>(v.as_int()));
+  }
+  if (v.type() == to) return v;
+  return std::nullopt;
+}
+
+// `desc` null: primary-key encoding (EncodeKeyValue); else index encoding with directions.
+KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSchema& t, const std::vector<int>& cols,
+                       const std::vector<bool>* desc) {
+  auto flip = [](BinOp op) {
+    return op == BinOp::kLt ? BinOp::kGt : op == BinOp::kLe ? BinOp::kGe
+           : op == BinOp::kGt ? BinOp::kLt : op == BinOp::kGe ? BinOp::kLe : op;
+  };
+  auto encode = [&](size_t k, const Value& v) {
+    std::string enc;
+    if (desc) {
+      EncodeIndexColumn(v, (*desc)[k], &enc);
+    } else {
+      EncodeKeyValue(v, &enc);
+    }
+    return enc;
+  };
+  // Per column: comparisons with constants (op in encoded order, encoded value).
+  std::vector<std::vector<std::pair<BinOp, std::string>>> bounds(cols.size());
   for (const BoundExpr* e : conj) {
-    if (e->kind != BoundExpr::Kind::kBinary || e->op < BinOp::kEq || e->op == BinOp::kNe ||
-        e->op > BinOp::kGe) {
+    if (e->kind == BoundExpr::Kind::kInList && !e->negated && e->children[0]->kind == BoundExpr::Kind::kColumn) {
+      // col IN (c1, ...): the range from the smallest to the largest constant.
+      for (size_t k = 0; k < cols.size(); k++) {
+        if (cols[k] != e->children[0]->column) continue;
+        std::optional<std::string> mn, mx;
+        bool ok = e->children.size() > 1;
+        for (size_t i = 1; ok && i < e->children.size(); i++) {
+          const BoundExpr* c = e->children[i].get();
+          auto v = c->kind == BoundExpr::Kind::kConst ? KeyValue(c->value, t.columns[cols[k]].type.id) : std::nullopt;
+          if (!v) {
+            ok = false;
+            break;
+          }
+          std::string enc = encode(k, *v);
+          if (!mn || enc < *mn) mn = enc;
+          if (!mx || enc > *mx) mx = enc;
+        }
+        if (!ok) break;
+        if (*mn == *mx) {
+          bounds[k].emplace_back(BinOp::kEq, *mn);
+        } else {
+          bounds[k].emplace_back(BinOp::kGe, *mn);
+          bounds[k].emplace_back(BinOp::kLe, *mx);
+        }
+      }
+      continue;
+    }
+    if (e->kind != BoundExpr::Kind::kBinary || e->op < BinOp::kEq || e->op == BinOp::kNe || e->op > BinOp::kGe) {
       continue;
     }
     const BoundExpr* a = e->children[0].get();
@@ -79,19 +142,17 @@ void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo
     BinOp op = e->op;
     if (a->kind == BoundExpr::Kind::kConst && b->kind == BoundExpr::Kind::kColumn) {
       std::swap(a, b);
-      op = op == BinOp::kLt ? BinOp::kGt : op == BinOp::kLe ? BinOp::kGe
-           : op == BinOp::kGt ? BinOp::kLt : op == BinOp::kGe ? BinOp::kLe : op;
+      op = flip(op);
     }
-    if (a->kind != BoundExpr::Kind::kColumn || b->kind != BoundExpr::Kind::kConst || b->value.is_null()) continue;
-    for (size_t k = 0; k < t.key_columns.size(); k++) {
-      if (t.key_columns[k] != a->column) continue;
-      if (family(b->value.type()) != family(t.columns[a->column].type.id)) break;
-      std::string enc;
-      EncodeKeyValue(b->value, &enc);
-      bounds[k].emplace_back(op, std::move(enc));
+    if (a->kind != BoundExpr::Kind::kColumn || b->kind != BoundExpr::Kind::kConst) continue;
+    for (size_t k = 0; k < cols.size(); k++) {
+      if (cols[k] != a->column) continue;
+      auto v = KeyValue(b->value, t.columns[cols[k]].type.id);
+      if (!v) break;
+      bounds[k].emplace_back(desc && (*desc)[k] ? flip(op) : op, encode(k, *v));
     }
   }
-  // Equalities on a prefix of the key narrow to that prefix; the next column may add a range.
+  KeyBounds out;
   std::string prefix;
   size_t k = 0;
   for (; k < bounds.size(); k++) {
@@ -99,24 +160,76 @@ void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo
     if (eq == bounds[k].end()) break;
     prefix += eq->second;
   }
-  *lo = prefix;
-  *hi = prefix.empty() ? "" : PrefixSuccessor(prefix);
-  if (k == bounds.size()) {
-    if (point) *point = !prefix.empty();
-  } else {
+  out.eq_cols = k;
+  out.lo = prefix;
+  out.hi = prefix.empty() ? "" : PrefixSuccessor(prefix);
+  if (k < bounds.size()) {
     for (const auto& [op, enc] : bounds[k]) {
       std::string at = prefix + enc;
       std::string after = PrefixSuccessor(at);
+      out.range = true;
       switch (op) {
-        case BinOp::kGt: if (after.empty()) { *lo = at; *hi = at; return; } *lo = std::max(*lo, after); break;
-        case BinOp::kGe: *lo = std::max(*lo, at); break;
-        case BinOp::kLt: if (hi->empty() || at < *hi) *hi = at; break;
-        case BinOp::kLe: if (!after.empty() && (hi->empty() || after < *hi)) *hi = after; break;
+        case BinOp::kGt:
+          if (after.empty()) {
+            out.lo = out.hi = at;
+            out.empty = true;
+            return out;
+          }
+          out.lo = std::max(out.lo, after);
+          break;
+        case BinOp::kGe: out.lo = std::max(out.lo, at); break;
+        case BinOp::kLt: if (out.hi.empty() || at < out.hi) out.hi = at; break;
+        case BinOp::kLe: if (!after.empty() && (out.hi.empty() || after < out.hi)) out.hi = after; break;
         default: break;
       }
     }
   }
-  if (!hi->empty() && *lo >= *hi) *hi = *lo;  // empty range
+  if (!out.hi.empty() && out.lo >= out.hi) {
+    out.hi = out.lo;  // empty range
+    out.empty = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo, std::string* hi, bool* point) {
+  lo->clear();
+  hi->clear();
+  if (point) *point = false;
+  if (!pred || t.HasHiddenKey()) return;
+  KeyBounds b = DeriveBounds(Conjuncts(pred), t, t.key_columns, nullptr);
+  *lo = b.lo;
+  *hi = b.hi;
+  if (point) *point = b.eq_cols == t.key_columns.size();
+}
+
+void ChooseScanIndex(const BoundExpr* pred, const TableSchema& t, PlanNode* scan, double* est) {
+  if (!pred || t.indexes.empty()) return;
+  auto conj = Conjuncts(pred);
+  KeyBounds pk = t.HasHiddenKey() ? KeyBounds{} : DeriveBounds(conj, t, t.key_columns, nullptr);
+  if (pk.eq_cols > 0 || pk.empty) return;  // the primary key narrows the scan already
+  const IndexDef* best = nullptr;
+  KeyBounds best_b;
+  auto rank = [](const KeyBounds& b, const IndexDef& ix) {
+    return std::make_tuple(b.eq_cols, b.range, ix.unique && b.eq_cols == ix.spec.columns.size());
+  };
+  for (const auto& ix : t.indexes) {
+    KeyBounds b = DeriveBounds(conj, t, ix.spec.columns, &ix.spec.desc);
+    if (b.eq_cols == 0 && !b.range) continue;
+    if (!best || rank(b, ix) > rank(best_b, *best)) {
+      best = &ix;
+      best_b = b;
+    }
+  }
+  if (!best) return;
+  // A range on the leading primary-key column beats an index range, not an index equality.
+  if (pk.range && best_b.eq_cols == 0) return;
+  scan->index = best->spec.id;
+  scan->index_name = best->name;
+  scan->lo = best_b.lo;
+  scan->hi = best_b.hi;
+  if (best->unique && best_b.eq_cols == best->spec.columns.size()) *est = 1;
 }
 
 Result<BoundSelect> BindSelect(const sql::SelectStmt& s, const CatalogReader& catalog,

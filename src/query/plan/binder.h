@@ -72,4 +72,10 @@ Result<BoundExprPtr> BindDefault(const Column& col);
 void DeriveKeyRange(const BoundExpr* predicate, const TableSchema& table, std::string* lo,
                     std::string* hi, bool* point = nullptr);
 
+// Turns `scan` (of `table`, filtered by `predicate`) into a secondary-index scan when an
+// index of the table bounds the rows better than the primary key does: its leading columns
+// compared with constants (=, <, <=, >, >=, BETWEEN, IN lists). Conservative like
+// DeriveKeyRange; the predicate still filters the rows. Sets *est to 1 for a unique lookup.
+void ChooseScanIndex(const BoundExpr* predicate, const TableSchema& table, PlanNode* scan, double* est);
+
 }  // namespace wattdb::plan

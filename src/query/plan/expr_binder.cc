@@ -478,9 +478,10 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
         ASSIGN_OR_RETURN(a, Coerce(std::move(a), true, {TypeId::kDouble}, e.pos));
       }
       if (!a->type.IsNumeric() && a->type.id != TypeId::kNull) {
-        return Status::Sql("42883", fmt::format("operator does not exist: - {}", TypeName(a->type)),
+        return Status::Sql("42883", fmt::format("operator does not exist: {} {}", e.op, TypeName(a->type)),
                            e.pos);
       }
+      if (e.op == "+") return a;
       if (a->kind == BoundExpr::Kind::kConst && a->value.type() == TypeId::kInt64 &&
           a->value.as_int() == (1LL << 31)) {
         return MakeConst(Value::Int32(-(1LL << 31)), {TypeId::kInt32});

@@ -112,6 +112,7 @@ void ApplyFilter(Planned* p, std::vector<BoundExprPtr> preds) {
     bool point = false;
     DeriveKeyRange(pred.get(), *p->base, &p->plan->lo, &p->plan->hi, &point);
     if (point || (!p->plan->hi.empty() && p->plan->lo >= p->plan->hi)) p->est = 1;
+    ChooseScanIndex(pred.get(), *p->base, p->plan.get(), &p->est);
     p->plan->est_rows = p->est;
   }
   // PostgreSQL's default selectivities: equality 0.005, inequality 1/3; others 0.5.

@@ -51,8 +51,11 @@ std::string PlanNode::ToString(int indent) const {
   };
   switch (kind) {
     case Kind::kScan:
-      s += fmt::format("Scan {}{}", table_name,
-                       lo.empty() && hi.empty() ? "" : " (key range pruned)");
+      if (index) {
+        s += fmt::format("Index Scan {} using {}", table_name, index_name);
+      } else {
+        s += fmt::format("Scan {}{}", table_name, lo.empty() && hi.empty() ? "" : " (key range pruned)");
+      }
       break;
     case Kind::kValues: s += fmt::format("Values rows={}", rows.size()); break;
     case Kind::kFilter: s += "Filter " + predicate->ToString(); break;
@@ -123,6 +126,8 @@ void PlanNode::SerializeTo(ByteWriter& w) const {
   w.Str(table_name);
   w.Str(lo);
   w.Str(hi);
+  w.VarU64(index);
+  w.Str(index_name);
   w.VarU64(rows.size());
   for (const auto& row : rows) {
     std::string enc;
@@ -170,11 +175,13 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   for (auto& t : p->types) {
     if (!ReadType(r, &t)) return bad();
   }
-  if (!r.VarU64(&table) || !r.Str(&p->table_name) || !r.Str(&p->lo) || !r.Str(&p->hi) ||
-      !r.VarU64(&n) || n > 10000000) {
+  uint64_t index;
+  if (!r.VarU64(&table) || !r.Str(&p->table_name) || !r.Str(&p->lo) || !r.Str(&p->hi) || !r.VarU64(&index) ||
+      !r.Str(&p->index_name) || !r.VarU64(&n) || n > 10000000) {
     return bad();
   }
   p->table = static_cast<TableId>(table);
+  p->index = static_cast<uint32_t>(index);
   for (uint64_t i = 0; i < n; i++) {
     std::string_view enc;
     if (!r.Str(&enc)) return bad();

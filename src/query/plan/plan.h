@@ -42,9 +42,13 @@ struct PlanNode {
   std::vector<PlanPtr> children;
 
   // kScan: every column of `table` in schema order, rows with encoded keys in [lo, hi).
+  // With `index` nonzero: the rows whose keys in that secondary index lie in [lo, hi)
+  // (common/codec.h EncodeIndexKey), in no particular order.
   TableId table = 0;
   std::string table_name;
   std::string lo, hi;
+  uint32_t index = 0;
+  std::string index_name;
   // kValues: constant rows.
   std::vector<std::vector<Value>> rows;
   // kFilter: predicate. kProject: exprs.

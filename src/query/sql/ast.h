@@ -112,17 +112,39 @@ struct ColumnDef {
   int default_pos = 0;
 };
 
+// A UNIQUE constraint of CREATE TABLE (column- or table-level); `name` "" = generated.
+struct UniqueDef {
+  std::string name;
+  std::vector<std::string> columns;
+  int pos = 0;
+};
+
 struct CreateTableStmt {
   std::string name;
   bool if_not_exists = false;
   std::vector<ColumnDef> columns;
   std::vector<std::string> primary_key;  // table-level or column-level PRIMARY KEY
   int pk_pos = 0;
+  std::vector<UniqueDef> unique;
+};
+
+// CREATE [UNIQUE] INDEX [CONCURRENTLY] [[IF NOT EXISTS] name] ON table [USING btree]
+//   (column [ASC | DESC] [NULLS FIRST | LAST], ...)
+struct CreateIndexStmt {
+  std::string name;  // "" = generated
+  std::string table;
+  std::vector<std::string> columns;
+  std::vector<bool> desc;
+  bool unique = false;
+  bool if_not_exists = false;
+  int pos = 0;
+  int table_pos = 0;
 };
 
 // DROP TABLE | VIEW [IF EXISTS] a [, b] [CASCADE | RESTRICT]
 struct DropTableStmt {
   bool view = false;  // DROP VIEW
+  bool index = false;  // DROP INDEX
   std::vector<std::string> names;
   bool if_exists = false;
   bool cascade = false;
@@ -255,7 +277,7 @@ using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTable
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
                                SetStmt, ShowStmt, TruncateStmt, CopyStmt, ExplainStmt,
                                VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, UserStmt,
-                               DatabaseStmt>;
+                               DatabaseStmt, CreateIndexStmt>;
 
 // The tables and views a query names (FROM items, also inside subqueries and set operations).
 void ReferencedRelations(const SelectStmt& s, std::vector<std::string>* out);

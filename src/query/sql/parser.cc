@@ -407,6 +407,7 @@ Result<Statement> Parser::ParseCreate() {
     RETURN_NOT_OK(ParseUserOptions(&u));
     return Statement(std::move(u));
   }
+  if (Peek().Is("unique") || Peek().Is("index")) return ParseCreateIndex();
   if (!Accept("table")) {
     return Status::Sql("0A000", fmt::format("CREATE {} is not supported", Peek().text), Peek().pos);
   }
@@ -419,6 +420,22 @@ Result<Statement> Parser::ParseCreate() {
   ASSIGN_OR_RETURN(s.name, QualifiedName());
   RETURN_NOT_OK(ExpectOp("("));
   do {
+    std::string constraint;
+    if (Accept("constraint")) {
+      ASSIGN_OR_RETURN(constraint, Name());
+    }
+    if (Peek().Is("unique")) {
+      UniqueDef u{constraint, {}, Peek().pos};
+      i_++;
+      RETURN_NOT_OK(ExpectOp("("));
+      ASSIGN_OR_RETURN(u.columns, QualifiedNameList());
+      RETURN_NOT_OK(ExpectOp(")"));
+      s.unique.push_back(std::move(u));
+      continue;
+    }
+    if (!constraint.empty() && !Peek().Is("primary")) {
+      return Status::Sql("0A000", fmt::format("table constraint {} is not supported", Peek().text), Peek().pos);
+    }
     if (Peek().Is("primary")) {
       s.pk_pos = Peek().pos;
       i_++;
@@ -449,8 +466,11 @@ Result<Statement> Parser::ParseCreate() {
         ASSIGN_OR_RETURN(ExprPtr d, ParseExpr());
         c.default_sql = SourceText(start, Peek().pos);
         c.default_pos = start;
-      } else if (Peek().Is("unique") || Peek().Is("check") || Peek().Is("references") ||
-                 Peek().Is("constraint") || Peek().Is("generated")) {
+      } else if (Peek().Is("unique")) {
+        s.unique.push_back(UniqueDef{"", {c.name}, Peek().pos});
+        i_++;
+      } else if (Peek().Is("check") || Peek().Is("references") || Peek().Is("constraint") ||
+                 Peek().Is("generated")) {
         return Status::Sql("0A000", fmt::format("column constraint {} is not supported yet",
                                                 Peek().text), Peek().pos);
       } else if (Peek().Is("primary")) {
@@ -470,15 +490,64 @@ Result<Statement> Parser::ParseCreate() {
     s.columns.push_back(std::move(c));
   } while (AcceptOp(","));
   RETURN_NOT_OK(ExpectOp(")"));
-  if (Accept("with")) {  // storage parameters are accepted and ignored
-    RETURN_NOT_OK(ExpectOp("("));
-    int depth = 1;
-    while (depth > 0 && Peek().kind != Tok::kEnd) {
-      if (Peek().IsOp("(")) depth++;
-      if (Peek().IsOp(")")) depth--;
-      i_++;
+  RETURN_NOT_OK(SkipStorageParameters());
+  return Statement(std::move(s));
+}
+
+Status Parser::SkipStorageParameters() {
+  if (!Accept("with")) return Status::OK();
+  RETURN_NOT_OK(ExpectOp("("));
+  int depth = 1;
+  while (depth > 0 && Peek().kind != Tok::kEnd) {
+    if (Peek().IsOp("(")) depth++;
+    if (Peek().IsOp(")")) depth--;
+    i_++;
+  }
+  return Status::OK();
+}
+
+Result<Statement> Parser::ParseCreateIndex() {
+  CreateIndexStmt s;
+  s.pos = Peek().pos;
+  s.unique = Accept("unique");
+  RETURN_NOT_OK(Expect("index"));
+  Accept("concurrently");
+  if (Accept("if")) {
+    RETURN_NOT_OK(Expect("not"));
+    RETURN_NOT_OK(Expect("exists"));
+    s.if_not_exists = true;
+  }
+  if (!Peek().Is("on")) {
+    ASSIGN_OR_RETURN(s.name, Name());
+  }
+  RETURN_NOT_OK(Expect("on"));
+  Accept("only");
+  s.table_pos = Peek().pos;
+  ASSIGN_OR_RETURN(s.table, QualifiedName());
+  if (Accept("using")) {
+    ASSIGN_OR_RETURN(std::string method, Name());
+    if (method != "btree") {
+      return Status::Sql("0A000", fmt::format("index access method \"{}\" is not supported", method), Peek().pos);
     }
   }
+  RETURN_NOT_OK(ExpectOp("("));
+  do {
+    if (Peek().kind != Tok::kIdent) {
+      return Status::Sql("0A000", "indexes on expressions are not supported", Peek().pos);
+    }
+    ASSIGN_OR_RETURN(std::string c, Name());
+    if (Peek().IsOp("(")) return Status::Sql("0A000", "indexes on expressions are not supported", Peek().pos);
+    s.columns.push_back(std::move(c));
+    bool desc = Accept("desc");
+    if (!desc) Accept("asc");
+    s.desc.push_back(desc);
+    if (Accept("nulls") && !Accept("first")) RETURN_NOT_OK(Expect("last"));
+  } while (AcceptOp(","));
+  RETURN_NOT_OK(ExpectOp(")"));
+  if (Accept("include") || Peek().Is("where")) {
+    return Status::Sql("0A000", "partial indexes and INCLUDE columns are not supported", Peek().pos);
+  }
+  RETURN_NOT_OK(SkipStorageParameters());
   return Statement(std::move(s));
 }
 
@@ -530,7 +599,9 @@ Result<Statement> Parser::ParseDrop() {
   }
   DropTableStmt s;
   s.view = Accept("view");
-  if (!s.view && !Accept("table")) {
+  s.index = !s.view && Accept("index");
+  if (s.index) Accept("concurrently");
+  if (!s.view && !s.index && !Accept("table")) {
     return Status::Sql("0A000", fmt::format("DROP {} is not supported", Peek().text), Peek().pos);
   }
   if (Accept("if")) {

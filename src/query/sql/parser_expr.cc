@@ -182,7 +182,7 @@ Result<ExprPtr> Parser::ParseUnary() {
   if (Peek().IsOp("-") || Peek().IsOp("+")) {
     const Token& t = Next();
     ASSIGN_OR_RETURN(ExprPtr a, ParseUnary());
-    if (t.text == "+") return a;
+    if (t.text == "+" && a->kind == Expr::Kind::kLiteral && SqlType{a->value.type()}.IsNumeric()) return a;
     // Fold -literal so that -9223372036854775808 parses.
     if (a->kind == Expr::Kind::kLiteral && a->value.type() == TypeId::kDouble) {
       a->value = Value::Double(-a->value.as_double());
@@ -190,7 +190,7 @@ Result<ExprPtr> Parser::ParseUnary() {
       return a;
     }
     auto e = std::make_unique<Expr>(Expr::Kind::kUnary, t.pos);
-    e->op = "-";
+    e->op = t.text;  // "-" or "+"
     e->args.push_back(std::move(a));
     return e;
   }

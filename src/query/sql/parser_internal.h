@@ -78,6 +78,9 @@ class Parser {
   // Statements (parser.cc).
   Result<Statement> ParseStatement();
   Result<Statement> ParseCreate();
+  Result<Statement> ParseCreateIndex();
+  // WITH (fillfactor = ..., ...): storage parameters are accepted and ignored.
+  Status SkipStorageParameters();
   Result<Statement> ParseDrop();
   Result<Statement> ParseInsert();
   Result<Statement> ParseUpdate();
