@@ -67,8 +67,7 @@ run_pgbench() {  # name port pgoptions
 run_sysbench() {  # name port pgoptions
   local name=$1 port=$2 opts=$3
   local sb="sysbench oltp_read_write --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$port
-            --pgsql-user=wattdb --pgsql-db=wattdb --tables=1 --table-size=$((SCALE * 25000))
-            --auto_inc=off --create_secondary=off"
+            --pgsql-user=wattdb --pgsql-db=wattdb --tables=1 --table-size=$((SCALE * 25000))"
   echo "== $name: sysbench oltp_read_write"
   PGOPTIONS="$opts" $sb cleanup > /dev/null 2>&1 || true
   PGOPTIONS="$opts" $sb prepare > "$OUT/$name.sb_prepare" 2>&1

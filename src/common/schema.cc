@@ -27,7 +27,7 @@ void TableSchema::Serialize(std::string* out) const {
     w.Str(c.name);
     w.U8(static_cast<uint8_t>(c.type.id));
     w.VarI64(c.type.max_len);
-    w.U8((c.not_null ? 1 : 0) | (c.hidden ? 2 : 0) | (c.default_sql.empty() ? 0 : 4));
+    w.U8((c.not_null ? 1 : 0) | (c.hidden ? 2 : 0) | (c.default_sql.empty() ? 0 : 4) | (c.serial ? 8 : 0));
     if (!c.default_sql.empty()) w.Str(c.default_sql);
   }
   w.VarU64(key_columns.size());
@@ -73,6 +73,7 @@ Result<TableSchema> TableSchema::Deserialize(std::string_view in) {
     c.type = SqlType{static_cast<TypeId>(type), static_cast<int32_t>(len)};
     c.not_null = flags & 1;
     c.hidden = flags & 2;
+    c.serial = flags & 8;
     if ((flags & 4) && !r.Str(&c.default_sql)) return bad();
     t.columns.push_back(std::move(c));
   }

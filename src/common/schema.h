@@ -22,6 +22,7 @@ struct Column {
   bool not_null = false;
   bool hidden = false;  // the row id of a table declared without a primary key
   std::string default_sql;  // DEFAULT expression (SQL text), "" = NULL
+  bool serial = false;      // SERIAL/BIGSERIAL: an INSERT not naming it draws the next number
 };
 
 // What storage needs to maintain a secondary index: which row columns form its key, in

@@ -179,6 +179,11 @@ Result<uint64_t> Catalog::NextRowId(TableId table) {
   return NextFromCounter(fmt::format("rowid/{}", table), 4096);
 }
 
+Result<uint64_t> Catalog::NextSerial(TableId table, int column) {
+  std::unique_lock l(mu_);
+  return NextFromCounter(fmt::format("serial/{}/{}", table, column), 64);
+}
+
 Result<Timestamp> Catalog::NextTimestamp() {
   std::unique_lock l(mu_);
   return NextFromCounter("ts", 100000);

@@ -116,6 +116,8 @@ class Catalog : public plan::CatalogReader {
   // but never repeats one.
   Result<uint64_t> NextSegmentId();
   Result<uint64_t> NextRowId(TableId table);
+  // The next value of serial column `column` of `table` (1, 2, ...; gaps after a restart).
+  Result<uint64_t> NextSerial(TableId table, int column);
   // Timestamps: returns a value greater than every timestamp handed out before.
   Result<Timestamp> NextTimestamp();
 

@@ -258,6 +258,15 @@ Result<RowWrite> Executor::InsertWrite(const TableSchema& t, const std::vector<V
   return w;
 }
 
+Status Executor::DrawSerials(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row) {
+  for (int c : columns) {
+    ASSIGN_OR_RETURN(uint64_t v, cluster_.catalog().NextSerial(t.id, c));
+    (*row)[c] = t.columns[c].type.id == TypeId::kInt64 ? Value::Int64(static_cast<int64_t>(v))
+                                                       : Value::Int32(static_cast<int32_t>(v));
+  }
+  return Status::OK();
+}
+
 Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& row) {
   for (size_t i = 0; i < t.columns.size(); i++) {
     if (t.columns[i].not_null && row[i].is_null()) {
@@ -300,6 +309,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
       ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
       row[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
     }
+    RETURN_NOT_OK(DrawSerials(t, b.generated, &row));
     ASSIGN_OR_RETURN(RowWrite w, InsertWrite(t, row, &keys));
     writes.push_back(std::move(w));
   }
@@ -437,6 +447,10 @@ Result<std::string> Executor::CopyIn(const sql::CopyStmt& s,
   StatementSnapshot snap(*this);
   TableSchema t;
   ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
+  std::vector<int> unnamed_serials;
+  for (int c = 0; c < static_cast<int>(t.columns.size()); c++) {
+    if (t.columns[c].serial && std::find(cols.begin(), cols.end(), c) == cols.end()) unnamed_serials.push_back(c);
+  }
   std::vector<RowWrite> writes;
   std::set<std::string> keys;
   for (size_t line = 0; line < rows.size(); line++) {
@@ -463,6 +477,7 @@ Result<std::string> Executor::CopyIn(const sql::CopyStmt& s,
       ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
       row[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
     }
+    RETURN_NOT_OK(DrawSerials(t, unnamed_serials, &row));
     RETURN_NOT_OK_PREPEND(CheckNotNull(t, row), where(cols.size()));
     RowWrite w;
     w.key = EncodeKey(t, row);

@@ -101,6 +101,8 @@ class Executor {
   Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
   Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
+  // Fills serial `columns` of `row` with their next numbers.
+  Status DrawSerials(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);
   // The write inserting `row` into `t`: 23502 on a NULL in a NOT NULL column, 23505 if its key
   // is already in `keys` (the keys of this statement so far, to which it is added).
   Result<RowWrite> InsertWrite(const TableSchema& t, const std::vector<Value>& row, std::set<std::string>* keys);

@@ -30,7 +30,7 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
     if (!names.insert(c.name).second) {
       return Status::Sql("42701", fmt::format("column \"{}\" specified more than once", c.name), c.pos);
     }
-    t.columns.push_back({c.name, c.type, c.not_null, false, c.default_sql});
+    t.columns.push_back({c.name, c.type, c.not_null, false, c.default_sql, c.serial});
     auto d = plan::BindDefault(t.columns.back());
     if (!d.ok()) return d.status().WithPosition(c.default_pos);
   }

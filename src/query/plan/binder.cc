@@ -302,6 +302,11 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
       targets.push_back(idx);
     }
   }
+  for (size_t i = 0; i < table.columns.size(); i++) {
+    if (table.columns[i].serial && std::find(targets.begin(), targets.end(), static_cast<int>(i)) == targets.end()) {
+      out.generated.push_back(static_cast<int>(i));
+    }
+  }
   QueryBinder qb(catalog, params);
   if (s.select) {
     ASSIGN_OR_RETURN(BoundSelect sel, qb.BindQuery(*s.select, nullptr));

@@ -40,6 +40,7 @@ struct BoundInsert {
   TableSchema table;
   std::vector<std::vector<BoundExprPtr>> rows;
   PlanPtr source;
+  std::vector<int> generated;  // serial columns the statement does not name: to be drawn
 };
 
 // UPDATE / DELETE: `source` yields every column of the matching rows (schema order).

@@ -110,6 +110,7 @@ struct ColumnDef {
   int pos = 0;
   std::string default_sql;  // DEFAULT expression as written ("" = none)
   int default_pos = 0;
+  bool serial = false;  // SMALLSERIAL, SERIAL or BIGSERIAL
 };
 
 // A UNIQUE constraint of CREATE TABLE (column- or table-level); `name` "" = generated.

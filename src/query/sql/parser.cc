@@ -454,7 +454,15 @@ Result<Statement> Parser::ParseCreate() {
     ColumnDef c;
     c.pos = Peek().pos;
     ASSIGN_OR_RETURN(c.name, Name());
-    ASSIGN_OR_RETURN(c.type, ParseType());
+    if (Accept("serial") || Accept("serial4") || Accept("smallserial") || Accept("serial2")) {
+      c.type = SqlType{TypeId::kInt32};
+      c.serial = c.not_null = true;
+    } else if (Accept("bigserial") || Accept("serial8")) {
+      c.type = SqlType{TypeId::kInt64};
+      c.serial = c.not_null = true;
+    } else {
+      ASSIGN_OR_RETURN(c.type, ParseType());
+    }
     while (true) {
       if (Accept("not")) {
         RETURN_NOT_OK(Expect("null"));
