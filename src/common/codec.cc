@@ -38,6 +38,7 @@ void EncodeKeyValue(const Value& v, std::string* out) {
       PutBigEndian(bits, out);
       break;
     }
+    case TypeId::kNumeric: EncodeDecimalKey(v.as_decimal(), out); break;
     case TypeId::kText:
       for (char c : v.as_text()) {
         out->push_back(c);
@@ -60,6 +61,11 @@ Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<Sql
   auto bad = [] { return Status::Corruption("key does not decode"); };
   for (const auto& t : types) {
     switch (t.id) {
+      case TypeId::kNumeric: {
+        ASSIGN_OR_RETURN(Decimal d, DecodeDecimalKey(&key));
+        out.push_back(Value::Numeric(d));
+        break;
+      }
       case TypeId::kBool:
         if (key.empty()) return bad();
         out.push_back(Value::Bool(key[0] != 0));
@@ -169,6 +175,14 @@ void EncodeRow(const std::vector<Value>& row, std::string* out) {
         break;
       }
       case TypeId::kText: w.Str(v.as_text()); break;
+      case TypeId::kNumeric: {
+        const Decimal& d = v.as_decimal();
+        auto u = static_cast<unsigned __int128>(d.v);
+        w.U8(static_cast<uint8_t>(d.scale));
+        w.U64(static_cast<uint64_t>(u));
+        w.U64(static_cast<uint64_t>(u >> 64));
+        break;
+      }
     }
   }
 }
@@ -212,6 +226,14 @@ Status DecodeRow(std::string_view in, std::vector<Value>* row) {
         std::string s;
         if (!r.Str(&s)) return bad();
         row->push_back(Value::Text(std::move(s)));
+        break;
+      }
+      case TypeId::kNumeric: {
+        uint8_t scale;
+        uint64_t lo, hi;
+        if (!r.U8(&scale) || scale > kMaxDecimalScale || !r.U64(&lo) || !r.U64(&hi)) return bad();
+        auto u = (static_cast<unsigned __int128>(hi) << 64) | lo;
+        row->push_back(Value::Numeric(Decimal{static_cast<Int128>(u), scale}));
         break;
       }
       default: return bad();

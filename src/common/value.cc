@@ -15,6 +15,7 @@ std::string SqlType::ToString() const {
     case TypeId::kInt64: return "bigint";
     case TypeId::kDouble: return "double precision";
     case TypeId::kTimestamp: return "timestamp without time zone";
+    case TypeId::kNumeric: return max_len ? fmt::format("numeric({},{})", precision(), scale()) : "numeric";
     case TypeId::kText:
       if (max_len < 0) return fmt::format("character({})", -max_len);
       return max_len > 0 ? fmt::format("character varying({})", max_len) : "text";
@@ -30,9 +31,16 @@ int32_t SqlType::PgOid() const {
     case TypeId::kInt64: return 20;
     case TypeId::kDouble: return 701;
     case TypeId::kTimestamp: return 1114;
+    case TypeId::kNumeric: return 1700;
     case TypeId::kText: return max_len > 0 ? 1043 : max_len < 0 ? 1042 : 25;
   }
   return 25;
+}
+
+int32_t SqlType::PgTypmod() const {
+  if (id == TypeId::kNumeric && max_len) return max_len + 4;
+  if (id == TypeId::kText && max_len) return (max_len < 0 ? -max_len : max_len) + 4;
+  return -1;
 }
 
 int16_t SqlType::PgLen() const {
@@ -66,6 +74,7 @@ std::string Value::ToText() const {
     case TypeId::kDouble: return FormatDouble(d_);
     case TypeId::kText: return s_;
     case TypeId::kTimestamp: return FormatTimestamp(i_);
+    case TypeId::kNumeric: return FormatDecimal(dec_);
   }
   return "";
 }
@@ -76,11 +85,11 @@ int Value::Compare(const Value& o) const {
     return is_null() ? 1 : -1;
   }
   auto cmp = [](auto a, auto b) { return a < b ? -1 : (a > b ? 1 : 0); };
-  bool num_a = type_ == TypeId::kInt32 || type_ == TypeId::kInt64 || type_ == TypeId::kDouble;
-  bool num_b = o.type_ == TypeId::kInt32 || o.type_ == TypeId::kInt64 || o.type_ == TypeId::kDouble;
+  bool num_a = SqlType{type_}.IsNumeric(), num_b = SqlType{o.type_}.IsNumeric();
   if (num_a && num_b) {
-    if (type_ != TypeId::kDouble && o.type_ != TypeId::kDouble) return cmp(i_, o.i_);
-    return cmp(ToDouble(), o.ToDouble());
+    if (type_ == TypeId::kDouble || o.type_ == TypeId::kDouble) return cmp(ToDouble(), o.ToDouble());
+    if (type_ == TypeId::kNumeric || o.type_ == TypeId::kNumeric) return CompareDecimal(ToDecimal(), o.ToDecimal());
+    return cmp(i_, o.i_);
   }
   if (type_ == TypeId::kText && o.type_ == TypeId::kText) {
     int c = s_.compare(o.s_);
@@ -104,6 +113,7 @@ size_t Value::Hash() const {
       return std::hash<double>()(d_);
     }
     case TypeId::kText: return std::hash<std::string>()(s_);
+    case TypeId::kNumeric: return HashDecimal(dec_);
   }
   return 0;
 }
@@ -225,7 +235,9 @@ Result<Value> ParseInt(const std::string& s, const SqlType& t) {
 
 Result<Value> Value::CastTo(const SqlType& t) const {
   if (is_null()) return Value();
-  if (type_ == t.id && t.id != TypeId::kText && t.id != TypeId::kInt32) return *this;
+  if (type_ == t.id && t.id != TypeId::kText && t.id != TypeId::kInt32 && !(t.id == TypeId::kNumeric && t.max_len)) {
+    return *this;
+  }
   switch (t.id) {
     case TypeId::kNull: return *this;
     case TypeId::kBool:
@@ -249,6 +261,10 @@ Result<Value> Value::CastTo(const SqlType& t) const {
           return Status::Sql("22003", fmt::format("{} out of range", t.ToString()));
         }
         v = static_cast<int64_t>(std::nearbyint(d_));  // round half to even, like PostgreSQL
+      } else if (type_ == TypeId::kNumeric) {
+        auto r = DecimalToInt(dec_);
+        if (!r.ok()) return Status::Sql("22003", fmt::format("{} out of range", t.ToString()));
+        v = *r;
       } else if (type_ == TypeId::kText) {
         return ParseInt(s_, t);
       } else if (type_ == TypeId::kBool) {
@@ -262,8 +278,27 @@ Result<Value> Value::CastTo(const SqlType& t) const {
       }
       return t.id == TypeId::kInt32 ? Int32(v) : Int64(v);
     }
+    case TypeId::kNumeric: {
+      Decimal d;
+      if (type_ == TypeId::kNumeric) {
+        d = dec_;
+      } else if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64) {
+        d = DecimalFromInt(i_);
+      } else if (type_ == TypeId::kDouble) {
+        ASSIGN_OR_RETURN(d, DecimalFromDouble(d_));
+      } else if (type_ == TypeId::kText) {
+        ASSIGN_OR_RETURN(d, ParseDecimal(s_));
+      } else {
+        break;
+      }
+      if (t.max_len) {
+        ASSIGN_OR_RETURN(d, ApplyTypmod(d, t.precision(), t.scale()));
+      }
+      return Numeric(d);
+    }
     case TypeId::kDouble:
       if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64) return Double(static_cast<double>(i_));
+      if (type_ == TypeId::kNumeric) return Double(DecimalToDouble(dec_));
       if (type_ == TypeId::kText) {
         std::string_view v(s_);
         while (!v.empty() && isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);

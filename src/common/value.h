@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/decimal.h"
 #include "common/status.h"
 
 namespace wattdb {
@@ -21,15 +22,20 @@ enum class TypeId : uint8_t {
   kDouble = 4,
   kText = 5,
   kTimestamp = 6,  // TIMESTAMP (without time zone): microseconds since 2000-01-01 00:00:00
+  kNumeric = 7,    // NUMERIC / DECIMAL (common/decimal.h)
 };
 
 struct SqlType {
   TypeId id = TypeId::kNull;
-  int32_t max_len = 0;  // VARCHAR(n): n; CHAR(n): -n (blank-padded); 0 = unbounded (TEXT)
+  int32_t max_len = 0;  // VARCHAR(n): n; CHAR(n): -n (blank-padded); 0 = unbounded (TEXT);
+                        // NUMERIC(p, s): p << 16 | s (0 = unconstrained)
+  static SqlType Numeric(int precision, int scale) { return {TypeId::kNumeric, precision << 16 | scale}; }
+  int precision() const { return max_len >> 16; }
+  int scale() const { return max_len & 0xffff; }
 
   bool operator==(const SqlType& o) const { return id == o.id && max_len == o.max_len; }
   bool IsNumeric() const {
-    return id == TypeId::kInt32 || id == TypeId::kInt64 || id == TypeId::kDouble;
+    return id == TypeId::kInt32 || id == TypeId::kInt64 || id == TypeId::kDouble || id == TypeId::kNumeric;
   }
   bool IsInteger() const { return id == TypeId::kInt32 || id == TypeId::kInt64; }
   bool IsFixedChar() const { return id == TypeId::kText && max_len < 0; }
@@ -39,6 +45,8 @@ struct SqlType {
   int32_t PgOid() const;
   // PostgreSQL typlen used in RowDescription (-1 for varlena).
   int16_t PgLen() const;
+  // PostgreSQL atttypmod (-1 if none).
+  int32_t PgTypmod() const;
 };
 
 // Microseconds since 2000-01-01 00:00:00 of a wall-clock time given in microseconds since the
@@ -77,6 +85,11 @@ class Value {
     v.i_ = micros;
     return v;
   }
+  static Value Numeric(Decimal d) {
+    Value v(TypeId::kNumeric);
+    v.dec_ = d;
+    return v;
+  }
   static Value Text(std::string s) {
     Value v(TypeId::kText);
     v.s_ = std::move(s);
@@ -89,8 +102,13 @@ class Value {
   int64_t as_int() const { return i_; }
   double as_double() const { return d_; }
   const std::string& as_text() const { return s_; }
+  const Decimal& as_decimal() const { return dec_; }
   // Numeric value widened to double. REQUIRES: numeric type.
-  double ToDouble() const { return type_ == TypeId::kDouble ? d_ : static_cast<double>(i_); }
+  double ToDouble() const {
+    return type_ == TypeId::kDouble ? d_ : type_ == TypeId::kNumeric ? DecimalToDouble(dec_) : static_cast<double>(i_);
+  }
+  // Numeric value as a decimal. REQUIRES: integer or numeric type.
+  Decimal ToDecimal() const { return type_ == TypeId::kNumeric ? dec_ : DecimalFromInt(i_); }
 
   // Text as PostgreSQL prints it in text format (t/f for bool, shortest round-trip doubles).
   // REQUIRES: !is_null().
@@ -111,6 +129,7 @@ class Value {
   TypeId type_ = TypeId::kNull;
   int64_t i_ = 0;
   double d_ = 0;
+  Decimal dec_;
   std::string s_;
 };
 

@@ -100,7 +100,7 @@ void MessageWriter::RowDescription(const std::vector<std::string>& names, const 
     I16(0);  // column attribute number
     I32(types[i].PgOid());
     I16(types[i].PgLen());
-    I32(types[i].id == TypeId::kText && types[i].max_len != 0 ? std::abs(types[i].max_len) + 4 : -1);  // typmod
+    I32(types[i].PgTypmod());
     I16(i < formats.size() ? formats[i] : 0);  // format code
   }
   End();

@@ -1,4 +1,5 @@
 #include "master/pg_protocol.h"
+#include "master/pg_values.h"
 
 #include <gtest/gtest.h>
 
@@ -60,6 +61,22 @@ TEST(PgProtocol, StartupParamsAreValidated) {
   EXPECT_FALSE(ParseStartupParams(std::string("user\0u", 6)).ok());
   EXPECT_FALSE(ParseStartupParams(std::string("user\0u\0\0junk", 12)).ok());
   EXPECT_FALSE(ParseStartupParams(std::string("user", 4)).ok());
+}
+
+// NUMERIC's binary form: ndigits, weight, sign, dscale, then base-10000 digits.
+TEST(PgValues, NumericBinaryFormat) {
+  std::string out;
+  EncodeValue(Value::Numeric(*ParseDecimal("12.345")), SqlType{TypeId::kNumeric}, true, &out);
+  EXPECT_EQ(out, std::string("\x00\x02\x00\x00\x00\x00\x00\x03\x00\x0c\x0d\x7a", 12));
+  for (const char* s : {"0", "0.00", "-1", "10000", "123456789.000001", "-0.0005", "99999999999999999999999999.9999"}) {
+    Decimal d = *ParseDecimal(s);
+    std::string bin;
+    EncodeValue(Value::Numeric(d), SqlType{TypeId::kNumeric}, true, &bin);
+    auto back = DecodeParam(bin, true, SqlType{TypeId::kNumeric}, 1700);
+    ASSERT_TRUE(back.ok()) << s << ": " << back.status().ToString();
+    EXPECT_EQ(back->ToText(), s);
+  }
+  EXPECT_FALSE(DecodeParam(std::string("\x00\x01", 2), true, SqlType{TypeId::kNumeric}, 1700).ok());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "master/pg_values.h"
 
 #include <cstring>
+#include <vector>
 
 namespace wattdb::master::pg {
 
@@ -14,6 +15,55 @@ uint64_t GetBE(std::string_view b) {
   uint64_t v = 0;
   for (unsigned char c : b) v = (v << 8) | c;
   return v;
+}
+
+// NUMERIC's binary form: int16 ndigits, weight, sign (0 or 0x4000), dscale, then ndigits
+// base-10000 digits; the value is sum(digit[i] * 10000^(weight - i)).
+void EncodeNumeric(const Decimal& d, std::string* out) {
+  std::string text = FormatDecimal(d);
+  if (text[0] == '-') text.erase(0, 1);
+  size_t point = text.find('.');
+  std::string ip = text.substr(0, point), fp = point == std::string::npos ? "" : text.substr(point + 1);
+  if (ip == "0") ip.clear();
+  ip.insert(0, (4 - ip.size() % 4) % 4, '0');
+  fp.append((4 - fp.size() % 4) % 4, '0');
+  std::vector<int> groups;
+  for (size_t i = 0; i < ip.size(); i += 4) groups.push_back(std::stoi(ip.substr(i, 4)));
+  int weight = static_cast<int>(groups.size()) - 1;
+  for (size_t i = 0; i < fp.size(); i += 4) groups.push_back(std::stoi(fp.substr(i, 4)));
+  size_t lead = 0;
+  while (lead < groups.size() && groups[lead] == 0) lead++;
+  groups.erase(groups.begin(), groups.begin() + lead);
+  weight -= static_cast<int>(lead);
+  while (!groups.empty() && groups.back() == 0) groups.pop_back();
+  if (groups.empty()) weight = 0;
+  PutBE(groups.size(), 2, out);
+  PutBE(static_cast<uint16_t>(weight), 2, out);
+  PutBE(d.v < 0 && !groups.empty() ? 0x4000 : 0, 2, out);
+  PutBE(static_cast<uint16_t>(d.scale), 2, out);
+  for (int g : groups) PutBE(static_cast<uint16_t>(g), 2, out);
+}
+
+Result<Decimal> DecodeNumeric(std::string_view b) {
+  auto bad = [] { return Status::Sql("08P01", "incorrect binary data format in numeric parameter"); };
+  if (b.size() < 8) return bad();
+  int n = static_cast<int>(GetBE(b.substr(0, 2)));
+  int weight = static_cast<int16_t>(GetBE(b.substr(2, 2)));
+  int sign = static_cast<int>(GetBE(b.substr(4, 2)));
+  int dscale = static_cast<int>(GetBE(b.substr(6, 2)));
+  if (sign == 0xC000) return Status::Sql("0A000", "numeric NaN is not supported");
+  if ((sign != 0 && sign != 0x4000) || b.size() != 8 + 2 * static_cast<size_t>(n) || dscale > 1000) return bad();
+  std::string ip, fp;
+  for (int i = 0; i < n; i++) {
+    int g = static_cast<int>(GetBE(b.substr(8 + 2 * i, 2)));
+    if (g > 9999) return bad();
+    (weight - i >= 0 ? ip : fp) += fmt::format("{:04}", g);
+  }
+  if (n > 0 && weight >= n) ip.append(4 * static_cast<size_t>(weight - n + 1), '0');
+  if (weight < -1) fp.insert(0, 4 * static_cast<size_t>(-weight - 1), '0');
+  std::string text = (sign ? "-" : "") + (ip.empty() ? "0" : ip) + (fp.empty() ? "" : "." + fp);
+  ASSIGN_OR_RETURN(Decimal d, ParseDecimal(text));
+  return Rescale(d, dscale);
 }
 
 }  // namespace
@@ -35,6 +85,7 @@ void EncodeValue(const Value& v, const SqlType& t, bool binary, std::string* out
       PutBE(bits, 8, out);
       break;
     }
+    case TypeId::kNumeric: EncodeNumeric(v.as_decimal(), out); break;
     case TypeId::kText:
     case TypeId::kNull: out->append(v.ToText()); break;
   }
@@ -51,6 +102,7 @@ Result<SqlType> TypeFromOid(int32_t oid) {
     case 700:
     case 701: return SqlType{TypeId::kDouble};
     case 1114: return SqlType{TypeId::kTimestamp};
+    case 1700: return SqlType{TypeId::kNumeric};
     case 25:
     case 1043:
     case 1042: return SqlType{TypeId::kText};
@@ -106,6 +158,11 @@ Result<Value> DecodeParam(std::string_view bytes, bool binary, const SqlType& t,
       if (bytes.size() != 8) return bad();
       v = Value::Timestamp(static_cast<int64_t>(GetBE(bytes)));
       break;
+    case TypeId::kNumeric: {
+      ASSIGN_OR_RETURN(Decimal d, DecodeNumeric(bytes));
+      v = Value::Numeric(d);
+      break;
+    }
     case TypeId::kText:
     case TypeId::kNull: v = Value::Text(std::string(bytes)); break;
   }

@@ -100,7 +100,9 @@ TEST(Parser, SyntaxErrorsPointAtTheToken) {
   auto end = sql::Parse("SELECT id FROM");
   EXPECT_NE(end.status().message().find("end of input"), std::string::npos);
   EXPECT_EQ(sql::Parse("SELECT 'abc").status().sqlstate(), "42601");
-  EXPECT_EQ(sql::Parse("CREATE TABLE x (a numeric)").status().sqlstate(), "0A000");
+  EXPECT_EQ(sql::Parse("CREATE TABLE x (a date)").status().sqlstate(), "0A000");
+  EXPECT_TRUE(sql::Parse("CREATE TABLE x (a numeric(10, 2), b decimal)").ok());
+  EXPECT_EQ(sql::Parse("CREATE TABLE x (a numeric(3, 4))").status().sqlstate(), "22023");
   EXPECT_EQ(sql::Parse("CREATE TABLE x (a blob)").status().sqlstate(), "42704");
 }
 
@@ -160,7 +162,7 @@ TEST(Select, ExpressionsFollowPostgres) {
                "CASE WHEN 1 > 2 THEN 'x' ELSE 'y' END, coalesce(NULL, 3), 2 BETWEEN 1 AND 3, "
                "'abc' LIKE 'a%', 3 IN (1, NULL), abs(-4), length('héllo')");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ((*r)[0], "3|1|-3|3|a1|NULL|t|y|3|t|t|NULL|4|5");
+  EXPECT_EQ((*r)[0], "3|1|-3|3.0|a1|NULL|t|y|3|t|t|NULL|4|5");
   auto e = RunSql(cat, "SELECT count(*), sum(v), avg(v) FROM t WHERE id < 0");
   ASSERT_TRUE(e.ok());
   EXPECT_EQ((*e)[0], "0|NULL|NULL");

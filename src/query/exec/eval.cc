@@ -55,6 +55,20 @@ Result<Value> Arith(BinOp op, const Value& a, const Value& b, const SqlType& t) 
     }
     return Value::Double(r);
   }
+  if (t.id == TypeId::kNumeric) {
+    Decimal x = a.ToDecimal(), y = b.ToDecimal();
+    Result<Decimal> r = Status::Internal("bad arithmetic operator");
+    switch (op) {
+      case BinOp::kAdd: r = AddDecimal(x, y); break;
+      case BinOp::kSub: r = SubDecimal(x, y); break;
+      case BinOp::kMul: r = MulDecimal(x, y); break;
+      case BinOp::kDiv: r = DivDecimal(x, y); break;
+      case BinOp::kMod: r = ModDecimal(x, y); break;
+      default: break;
+    }
+    RETURN_NOT_OK(r.status());
+    return Value::Numeric(*r);
+  }
   __int128 x = a.as_int(), y = b.as_int();
   switch (op) {
     case BinOp::kAdd: return MakeInt(x + y, t);
@@ -235,6 +249,7 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
       ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row, ctx));
       if (v.is_null()) return v;
       if (v.type() == TypeId::kDouble) return Value::Double(-v.as_double());
+      if (v.type() == TypeId::kNumeric) return Value::Numeric(Decimal{-v.as_decimal().v, v.as_decimal().scale});
       return MakeInt(-static_cast<__int128>(v.as_int()), e.type);
     }
     case BoundExpr::Kind::kNot: {
@@ -279,10 +294,20 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
         case Func::kAbs:
           if (args[0].is_null()) return Value();
           if (args[0].type() == TypeId::kDouble) return Value::Double(std::fabs(args[0].as_double()));
+          if (args[0].type() == TypeId::kNumeric) {
+            Decimal d = args[0].as_decimal();
+            if (d.v < 0) d.v = -d.v;
+            return Value::Numeric(d);
+          }
           return MakeInt(args[0].as_int() < 0 ? -static_cast<__int128>(args[0].as_int()) : args[0].as_int(),
                          e.type);
         case Func::kRound: {
           if (args[0].is_null() || (args.size() > 1 && args[1].is_null())) return Value();
+          if (args[0].type() == TypeId::kNumeric) {
+            int digits = args.size() > 1 ? static_cast<int>(std::clamp<int64_t>(args[1].as_int(), -100, 100)) : 0;
+            ASSIGN_OR_RETURN(Decimal r, RoundDecimal(args[0].as_decimal(), digits));
+            return Value::Numeric(r);
+          }
           double scale = std::pow(10.0, args.size() > 1 ? static_cast<double>(args[1].as_int()) : 0.0);
           return Value::Double(std::nearbyint(args[0].ToDouble() * scale) / scale);
         }

@@ -152,6 +152,7 @@ struct AggState {
   int64_t count = 0;
   __int128 isum = 0;
   double dsum = 0;
+  Decimal nsum;  // NUMERIC arguments
   Value best;
   std::unique_ptr<std::unordered_set<Value, ValueHash, ValueEq>> seen;  // DISTINCT aggregates
 };
@@ -220,6 +221,8 @@ class HashAggregateOp : public UnaryOp {
       case AggFunc::kAvg:
         if (v.type() == TypeId::kDouble) {
           s.dsum += v.as_double();
+        } else if (v.type() == TypeId::kNumeric) {
+          ASSIGN_OR_RETURN(s.nsum, AddDecimal(s.nsum, v.as_decimal()));
         } else {
           s.isum += v.as_int();
           s.dsum += static_cast<double>(v.as_int());
@@ -236,6 +239,11 @@ class HashAggregateOp : public UnaryOp {
     return Status::OK();
   }
 
+  // The sum of a NUMERIC or integer argument as a decimal.
+  static Decimal DecimalSum(const plan::AggSpec& a, const AggState& s) {
+    return a.arg->type.id == TypeId::kNumeric ? s.nsum : Decimal{s.isum, 0};
+  }
+
   Result<Value> Finish(const plan::AggSpec& a, const AggState& s) {
     switch (a.func) {
       case AggFunc::kCountStar:
@@ -243,10 +251,15 @@ class HashAggregateOp : public UnaryOp {
       case AggFunc::kSum:
         if (s.count == 0) return Value();
         if (a.type.id == TypeId::kDouble) return Value::Double(s.dsum);
+        if (a.type.id == TypeId::kNumeric) return Value::Numeric(DecimalSum(a, s));
         if (s.isum > INT64_MAX || s.isum < INT64_MIN) return Status::Sql("22003", "bigint out of range");
         return Value::Int64(static_cast<int64_t>(s.isum));
       case AggFunc::kAvg:
         if (s.count == 0) return Value();
+        if (a.type.id == TypeId::kNumeric) {
+          ASSIGN_OR_RETURN(Decimal avg, DivDecimal(DecimalSum(a, s), DecimalFromInt(s.count)));
+          return Value::Numeric(avg);
+        }
         if (a.arg->type.IsInteger()) {
           return Value::Double(static_cast<double>(s.isum) / static_cast<double>(s.count));
         }

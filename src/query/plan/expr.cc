@@ -143,7 +143,7 @@ Result<BoundExprPtr> BoundExpr::Deserialize(ByteReader& r, int depth) {
   std::string_view v;
   uint64_t n;
   if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kInSubquery) || !r.U8(&tid) ||
-      tid > static_cast<uint8_t>(TypeId::kTimestamp) || !r.VarI64(&max_len) || !r.Str(&v) ||
+      tid > static_cast<uint8_t>(TypeId::kNumeric) || !r.VarI64(&max_len) || !r.Str(&v) ||
       !r.VarI64(&column) || !r.U8(&op) || op > static_cast<uint8_t>(BinOp::kOr) || !r.U8(&func) ||
       func > static_cast<uint8_t>(Func::kBpcharText) || !r.U8(&flags) || !r.VarI64(&outer_depth) ||
       outer_depth < 0 || outer_depth > kMaxDepth) {

@@ -13,6 +13,7 @@ bool IsAggregateName(const std::string& n) {
 
 SqlType NumericUnion(const SqlType& a, const SqlType& b) {
   if (a.id == TypeId::kDouble || b.id == TypeId::kDouble) return {TypeId::kDouble};
+  if (a.id == TypeId::kNumeric || b.id == TypeId::kNumeric) return {TypeId::kNumeric};
   if (a.id == TypeId::kInt64 || b.id == TypeId::kInt64) return {TypeId::kInt64};
   return {TypeId::kInt32};
 }
@@ -321,12 +322,16 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
         return Status::Sql("42883", fmt::format("function {}({}) does not exist", e.name, TypeName(at)),
                            e.pos);
       }
+      // As in PostgreSQL: sum(int) is bigint, sum(bigint | numeric) numeric, avg of anything
+      // but double precision numeric.
       if (e.name == "sum") {
         spec.func = AggFunc::kSum;
-        spec.type = at.id == TypeId::kDouble ? SqlType{TypeId::kDouble} : SqlType{TypeId::kInt64};
+        spec.type = at.id == TypeId::kDouble  ? SqlType{TypeId::kDouble}
+                    : at.id == TypeId::kInt32 ? SqlType{TypeId::kInt64}
+                                              : SqlType{TypeId::kNumeric};
       } else {
         spec.func = AggFunc::kAvg;
-        spec.type = {TypeId::kDouble};
+        spec.type = at.id == TypeId::kDouble ? SqlType{TypeId::kDouble} : SqlType{TypeId::kNumeric};
       }
     }
   }
@@ -398,11 +403,14 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
     }
     if (!args[0]->type.IsNumeric() && args[0]->type.id != TypeId::kNull) return sig();
     if (args.size() == 2 && !args[1]->type.IsInteger()) return sig();
-    if (args[0]->type.IsInteger()) {
-      ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), false, {TypeId::kDouble}, e.pos));
+    if (args[0]->type.IsInteger() || (args.size() == 2 && args[0]->type.id == TypeId::kDouble)) {
+      // round(int) is round(double precision); round(x, n) exists for numeric only.
+      SqlType to{args.size() == 2 ? TypeId::kNumeric : TypeId::kDouble};
+      if (args.size() == 2 && args[0]->type.id == TypeId::kDouble) return sig();
+      ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), false, to, e.pos));
     }
     out->func = Func::kRound;
-    out->type = {TypeId::kDouble};
+    out->type = {args[0]->type.id == TypeId::kNumeric ? TypeId::kNumeric : TypeId::kDouble};
   } else if ((n == "lower" || n == "upper" || n == "length" || n == "char_length" ||
               n == "character_length") && need(1)) {
     if (args[0]->type.id != TypeId::kText && args[0]->type.id != TypeId::kNull && !unt[0]) return sig();

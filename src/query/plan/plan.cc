@@ -19,7 +19,7 @@ void WriteType(ByteWriter& w, const SqlType& t) {
 bool ReadType(ByteReader& r, SqlType* t) {
   uint8_t id;
   int64_t len;
-  if (!r.U8(&id) || id > static_cast<uint8_t>(TypeId::kTimestamp) || !r.VarI64(&len)) return false;
+  if (!r.U8(&id) || id > static_cast<uint8_t>(TypeId::kNumeric) || !r.VarI64(&len)) return false;
   *t = SqlType{static_cast<TypeId>(id), static_cast<int32_t>(len)};
   return true;
 }

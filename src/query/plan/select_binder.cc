@@ -33,7 +33,9 @@ std::string OutputName(const Expr& e) {
         case TypeId::kInt64: return "int8";
         case TypeId::kDouble: return "float8";
         case TypeId::kBool: return "bool";
-        case TypeId::kText: return e.cast_type.max_len ? "varchar" : "text";
+        case TypeId::kNumeric: return "numeric";
+        case TypeId::kTimestamp: return "timestamp";
+        case TypeId::kText: return e.cast_type.max_len > 0 ? "varchar" : e.cast_type.max_len < 0 ? "bpchar" : "text";
         default: return "?column?";
       }
     default: return "?column?";

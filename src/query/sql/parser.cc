@@ -338,6 +338,28 @@ Result<SqlType> Parser::ParseType() {
     return SqlType{TypeId::kDouble};
   }
   if (n == "text") return SqlType{TypeId::kText};
+  if (n == "numeric" || n == "decimal" || n == "dec") {
+    if (!AcceptOp("(")) return SqlType{TypeId::kNumeric};
+    int pos = Peek().pos;
+    ASSIGN_OR_RETURN(uint64_t precision, UnsignedInt());
+    uint64_t scale = 0;
+    if (AcceptOp(",")) {
+      ASSIGN_OR_RETURN(scale, UnsignedInt());
+    }
+    RETURN_NOT_OK(ExpectOp(")"));
+    if (precision < 1 || precision > 1000) {
+      return Status::Sql("22023", fmt::format("NUMERIC precision {} must be between 1 and 1000", precision), pos);
+    }
+    if (precision > static_cast<uint64_t>(kMaxDecimalDigits)) {
+      return Status::Sql("0A000", fmt::format("NUMERIC precision {} is beyond the supported {}", precision,
+                                              kMaxDecimalDigits), pos);
+    }
+    if (scale > precision) {
+      return Status::Sql("22023", fmt::format("NUMERIC scale {} must be between 0 and precision {}", scale, precision),
+                         pos);
+    }
+    return SqlType::Numeric(static_cast<int>(precision), static_cast<int>(scale));
+  }
   if (n == "varchar") {
     ASSIGN_OR_RETURN(int32_t len, length());
     return SqlType{TypeId::kText, len};
@@ -364,13 +386,10 @@ Result<SqlType> Parser::ParseType() {
     }
     return SqlType{TypeId::kTimestamp};
   }
-  return Status::Sql(n == "numeric" || n == "decimal" || n == "timestamptz" || n == "date"
-                         ? "0A000"
-                         : "42704",
-                     n == "numeric" || n == "decimal" || n == "timestamptz" || n == "date"
-                         ? fmt::format("type {} is not supported yet", n)
-                         : fmt::format("type \"{}\" does not exist", n),
-                     t.pos);
+  if (n == "timestamptz" || n == "date") {
+    return Status::Sql("0A000", fmt::format("type {} is not supported yet", n), t.pos);
+  }
+  return Status::Sql("42704", fmt::format("type \"{}\" does not exist", n), t.pos);
 }
 
 Result<Statement> Parser::ParseCreate() {

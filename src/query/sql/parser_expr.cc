@@ -178,6 +178,19 @@ Result<ExprPtr> Parser::ParseMul() {
   return l;
 }
 
+namespace {
+
+// A numeric constant; one beyond NUMERIC's 38 digits becomes a double precision.
+Value NumericLiteral(const std::string& text) {
+  auto d = ParseDecimal(text);
+  if (d.ok()) return Value::Numeric(*d);
+  double x = 0;
+  std::from_chars(text.data(), text.data() + text.size(), x);
+  return Value::Double(x);
+}
+
+}  // namespace
+
 Result<ExprPtr> Parser::ParseUnary() {
   if (Peek().IsOp("-") || Peek().IsOp("+")) {
     const Token& t = Next();
@@ -186,6 +199,11 @@ Result<ExprPtr> Parser::ParseUnary() {
     // Fold -literal so that -9223372036854775808 parses.
     if (a->kind == Expr::Kind::kLiteral && a->value.type() == TypeId::kDouble) {
       a->value = Value::Double(-a->value.as_double());
+      a->pos = t.pos;
+      return a;
+    }
+    if (a->kind == Expr::Kind::kLiteral && a->value.type() == TypeId::kNumeric) {
+      a->value = Value::Numeric(Decimal{-a->value.as_decimal().v, a->value.as_decimal().scale});
       a->pos = t.pos;
       return a;
     }
@@ -218,9 +236,7 @@ Result<ExprPtr> Parser::ParsePrimary() {
       int64_t v = 0;
       auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
       if (ec != std::errc()) {
-        double d = 0;
-        std::from_chars(t.text.data(), t.text.data() + t.text.size(), d);
-        e->value = Value::Double(d);  // too large for bigint: PostgreSQL makes it numeric
+        e->value = NumericLiteral(t.text);  // too large for bigint: numeric, as in PostgreSQL
       } else if (v <= INT32_MAX) {
         e->value = Value::Int32(v);
       } else {
@@ -228,12 +244,10 @@ Result<ExprPtr> Parser::ParsePrimary() {
       }
       return e;
     }
-    case Tok::kFloat: {
+    case Tok::kFloat: {  // 1.5, 1e3: numeric, as in PostgreSQL
       i_++;
       auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-      double d = 0;
-      std::from_chars(t.text.data(), t.text.data() + t.text.size(), d);
-      e->value = Value::Double(d);
+      e->value = NumericLiteral(t.text);
       return e;
     }
     case Tok::kString: {
