@@ -4,7 +4,8 @@ transactions (New-Order, Payment, Order-Status, Delivery, Stock-Level) in the sp
 mix from several client threads, retries serialization failures, and checks the
 specification's consistency conditions 1-4 afterwards.
 
-Money is kept in integer cents (BIGINT): exact, so the consistency sums must match exactly.
+Money, rates and year-to-date amounts are NUMERIC with the specification's precisions (exact,
+so the consistency sums must match exactly).
 
 usage: tpcc.py --port P [--host H] [--user U] [--dbname D] [--warehouses 1] [--clients 4]
                [--transactions 400] [--skip-load] [--seed 7]
@@ -12,6 +13,7 @@ Exit status 0 only if every transaction ended (committed or the 1% New-Order rol
 every consistency condition holds. Prints throughput per transaction type.
 """
 import argparse
+import decimal
 import io
 import random
 import sys
@@ -28,24 +30,25 @@ ORDERS = 3000         # per district; the last 900 are undelivered (in new_order
 
 SCHEMA = [
     "CREATE TABLE warehouse (w_id INT PRIMARY KEY, w_name VARCHAR(10), w_street_1 VARCHAR(20), w_city VARCHAR(20),"
-    " w_state CHAR(2), w_zip CHAR(9), w_tax INT, w_ytd BIGINT)",
+    " w_state CHAR(2), w_zip CHAR(9), w_tax NUMERIC(4,4), w_ytd NUMERIC(12,2))",
     "CREATE TABLE district (d_w_id INT, d_id INT, d_name VARCHAR(10), d_street_1 VARCHAR(20), d_city VARCHAR(20),"
-    " d_state CHAR(2), d_zip CHAR(9), d_tax INT, d_ytd BIGINT, d_next_o_id INT, PRIMARY KEY (d_w_id, d_id))",
+    " d_state CHAR(2), d_zip CHAR(9), d_tax NUMERIC(4,4), d_ytd NUMERIC(12,2), d_next_o_id INT,"
+    " PRIMARY KEY (d_w_id, d_id))",
     "CREATE TABLE customer (c_w_id INT, c_d_id INT, c_id INT, c_first VARCHAR(16), c_middle CHAR(2),"
     " c_last VARCHAR(16), c_street_1 VARCHAR(20), c_city VARCHAR(20), c_state CHAR(2), c_zip CHAR(9),"
-    " c_phone CHAR(16), c_since TIMESTAMP, c_credit CHAR(2), c_credit_lim BIGINT, c_discount INT,"
-    " c_balance BIGINT, c_ytd_payment BIGINT, c_payment_cnt INT, c_delivery_cnt INT, c_data VARCHAR(500),"
+    " c_phone CHAR(16), c_since TIMESTAMP, c_credit CHAR(2), c_credit_lim NUMERIC(12,2),"
+    " c_discount NUMERIC(4,4), c_balance NUMERIC(12,2), c_ytd_payment NUMERIC(12,2), c_payment_cnt INT, c_delivery_cnt INT, c_data VARCHAR(500),"
     " PRIMARY KEY (c_w_id, c_d_id, c_id))",
     "CREATE TABLE history (h_c_id INT, h_c_d_id INT, h_c_w_id INT, h_d_id INT, h_w_id INT, h_date TIMESTAMP,"
-    " h_amount BIGINT, h_data VARCHAR(24))",
+    " h_amount NUMERIC(6,2), h_data VARCHAR(24))",
     "CREATE TABLE orders (o_w_id INT, o_d_id INT, o_id INT, o_c_id INT, o_entry_d TIMESTAMP, o_carrier_id INT,"
     " o_ol_cnt INT, o_all_local INT, PRIMARY KEY (o_w_id, o_d_id, o_id))",
     "CREATE TABLE new_order (no_w_id INT, no_d_id INT, no_o_id INT, PRIMARY KEY (no_w_id, no_d_id, no_o_id))",
     "CREATE TABLE order_line (ol_w_id INT, ol_d_id INT, ol_o_id INT, ol_number INT, ol_i_id INT,"
-    " ol_supply_w_id INT, ol_delivery_d TIMESTAMP, ol_quantity INT, ol_amount BIGINT, ol_dist_info CHAR(24),"
+    " ol_supply_w_id INT, ol_delivery_d TIMESTAMP, ol_quantity INT, ol_amount NUMERIC(6,2), ol_dist_info CHAR(24),"
     " PRIMARY KEY (ol_w_id, ol_d_id, ol_o_id, ol_number))",
-    "CREATE TABLE item (i_id INT PRIMARY KEY, i_im_id INT, i_name VARCHAR(24), i_price BIGINT, i_data VARCHAR(50))",
-    "CREATE TABLE stock (s_w_id INT, s_i_id INT, s_quantity INT, s_dist_01 CHAR(24), s_ytd BIGINT,"
+    "CREATE TABLE item (i_id INT PRIMARY KEY, i_im_id INT, i_name VARCHAR(24), i_price NUMERIC(5,2), i_data VARCHAR(50))",
+    "CREATE TABLE stock (s_w_id INT, s_i_id INT, s_quantity INT, s_dist_01 CHAR(24), s_ytd NUMERIC(8,0),"
     " s_order_cnt INT, s_remote_cnt INT, s_data VARCHAR(50), PRIMARY KEY (s_w_id, s_i_id))",
 ]
 TABLES = ["warehouse", "district", "customer", "history", "orders", "new_order", "order_line", "item", "stock"]
@@ -58,6 +61,11 @@ def last_name(n):
 
 def nurand(rng, a, x, y, c=42):
     return (((rng.randint(0, a) | rng.randint(x, y)) + c) % (y - x + 1)) + x
+
+
+def dec(units, places=2):
+    """units * 10^-places as an exact decimal (cents by default)."""
+    return decimal.Decimal(units).scaleb(-places)
 
 
 def connect(args):
@@ -84,23 +92,25 @@ def load(args):
         cur.execute(ddl)
     now = "2026-01-01 00:00:00"
     t0 = time.time()
-    copy_rows(cur, "item", ((i, rng.randint(1, 10000), f"item-{i}", rng.randint(100, 10000),
+    copy_rows(cur, "item", ((i, rng.randint(1, 10000), f"item-{i}", dec(rng.randint(100, 10000)),
                              "ORIGINAL" if rng.random() < 0.1 else f"data-{i}") for i in range(1, ITEMS + 1)))
     for w in range(1, args.warehouses + 1):
-        copy_rows(cur, "warehouse", [(w, f"w{w}", "street", "city", "ST", "123456789", rng.randint(0, 2000), 30000000)])
+        copy_rows(cur, "warehouse", [(w, f"w{w}", "street", "city", "ST", "123456789", dec(rng.randint(0, 2000), 4),
+                                          dec(30000000))])
         copy_rows(cur, "stock", ((w, i, rng.randint(10, 100), f"dist-{i % 1000:04}".ljust(24), 0, 0, 0, f"s-{i}")
                                  for i in range(1, ITEMS + 1)))
         for d in range(1, DISTRICTS + 1):
             copy_rows(cur, "district", [(w, d, f"d{d}", "street", "city", "ST", "123456789",
-                                         rng.randint(0, 2000), 3000000, ORDERS + 1)])
+                                         dec(rng.randint(0, 2000), 4), dec(3000000), ORDERS + 1)])
             customers, history = [], []
             for c in range(1, CUSTOMERS + 1):
                 last = last_name(c - 1 if c <= 1000 else nurand(rng, 255, 0, 999))
                 credit = "BC" if rng.random() < 0.1 else "GC"
                 customers.append((w, d, c, f"first-{c}", "OE", last, "street", "city", "ST", "123456789",
-                                  "0123456789012345", now, credit, 5000000, rng.randint(0, 5000), -1000, 1000, 1, 0,
+                                  "0123456789012345", now, credit, dec(5000000), dec(rng.randint(0, 5000), 4), dec(-1000),
+                                  dec(1000), 1, 0,
                                   "customer data"))
-                history.append((c, d, w, d, w, now, 1000, "initial"))
+                history.append((c, d, w, d, w, now, dec(1000), "initial"))
             copy_rows(cur, "customer", customers)
             copy_rows(cur, "history", history)
             perm = list(range(1, CUSTOMERS + 1))
@@ -112,7 +122,7 @@ def load(args):
                 orders.append((w, d, o, perm[o - 1], now, rng.randint(1, 10) if delivered else None, cnt, 1))
                 for n in range(1, cnt + 1):
                     lines.append((w, d, o, n, rng.randint(1, ITEMS), w, now if delivered else None, 5,
-                                  0 if delivered else rng.randint(1, 999999), "dist-info".ljust(24)))
+                                  dec(0 if delivered else rng.randint(1, 999999)), "dist-info".ljust(24)))
                 if not delivered:
                     new_orders.append((w, d, o))
             copy_rows(cur, "orders", orders)
@@ -166,7 +176,7 @@ def new_order(cur, rng, w, args):
         s_qty = s_qty - qty if s_qty - qty >= 10 else s_qty - qty + 91
         cur.execute("UPDATE stock SET s_quantity = %s, s_ytd = s_ytd + %s, s_order_cnt = s_order_cnt + 1"
                     " WHERE s_w_id = %s AND s_i_id = %s", (s_qty, qty, w, i))
-        amount = qty * price * (10000 + w_tax + d_tax) * (10000 - discount) // 100000000
+        amount = (qty * price * (1 + w_tax + d_tax) * (1 - discount)).quantize(decimal.Decimal("0.01"))
         cur.execute("INSERT INTO order_line (ol_w_id, ol_d_id, ol_o_id, ol_number, ol_i_id, ol_supply_w_id,"
                     " ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES (%s, %s, %s, %s, %s, %s, NULL, %s, %s, %s)",
                     (w, d, o_id, n, i, w, qty, amount, dist))
@@ -175,7 +185,7 @@ def new_order(cur, rng, w, args):
 
 def payment(cur, rng, w, args):
     d = rng.randint(1, DISTRICTS)
-    amount = rng.randint(100, 500000)
+    amount = dec(rng.randint(100, 500000))
     cur.execute("UPDATE warehouse SET w_ytd = w_ytd + %s WHERE w_id = %s", (amount, w))
     cur.execute("SELECT w_name, w_street_1, w_city FROM warehouse WHERE w_id = %s", (w,))
     cur.fetchone()
@@ -313,7 +323,7 @@ def check(args):
     q = lambda sql, *p: (cur.execute(sql, p), cur.fetchall())[1]
     for (w, w_ytd) in q("SELECT w_id, w_ytd FROM warehouse"):
         d_sum = q("SELECT sum(d_ytd) FROM district WHERE d_w_id = %s", w)[0][0]
-        if w_ytd - 30000000 != d_sum - 3000000 * DISTRICTS:
+        if w_ytd - dec(30000000) != d_sum - dec(3000000) * DISTRICTS:
             problems.append(f"1: warehouse {w}: w_ytd {w_ytd} does not match sum(d_ytd) {d_sum}")
         for (d, next_o) in q("SELECT d_id, d_next_o_id FROM district WHERE d_w_id = %s", w):
             max_o = q("SELECT max(o_id) FROM orders WHERE o_w_id = %s AND o_d_id = %s", w, d)[0][0]
