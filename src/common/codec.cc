@@ -39,6 +39,7 @@ void EncodeKeyValue(const Value& v, std::string* out) {
       break;
     }
     case TypeId::kNumeric: EncodeDecimalKey(v.as_decimal(), out); break;
+    case TypeId::kArray: EncodeKeyValue(Value::Text(v.ToText()), out); break;  // not a key type
     case TypeId::kText:
       for (char c : v.as_text()) {
         out->push_back(c);
@@ -61,6 +62,7 @@ Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<Sql
   auto bad = [] { return Status::Corruption("key does not decode"); };
   for (const auto& t : types) {
     switch (t.id) {
+      case TypeId::kArray: return bad();  // arrays are never keys
       case TypeId::kNumeric: {
         ASSIGN_OR_RETURN(Decimal d, DecodeDecimalKey(&key));
         out.push_back(Value::Numeric(d));
@@ -175,6 +177,12 @@ void EncodeRow(const std::vector<Value>& row, std::string* out) {
         break;
       }
       case TypeId::kText: w.Str(v.as_text()); break;
+      case TypeId::kArray: {
+        std::string elems;
+        EncodeRow(v.as_array(), &elems);
+        w.Str(elems);
+        break;
+      }
       case TypeId::kNumeric: {
         const Decimal& d = v.as_decimal();
         auto u = static_cast<unsigned __int128>(d.v);
@@ -226,6 +234,13 @@ Status DecodeRow(std::string_view in, std::vector<Value>* row) {
         std::string s;
         if (!r.Str(&s)) return bad();
         row->push_back(Value::Text(std::move(s)));
+        break;
+      }
+      case TypeId::kArray: {
+        std::string_view elems;
+        std::vector<Value> vals;
+        if (!r.Str(&elems) || !DecodeRow(elems, &vals).ok()) return bad();
+        row->push_back(Value::Array(std::move(vals)));
         break;
       }
       case TypeId::kNumeric: {

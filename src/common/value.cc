@@ -16,6 +16,7 @@ std::string SqlType::ToString() const {
     case TypeId::kDouble: return "double precision";
     case TypeId::kTimestamp: return "timestamp without time zone";
     case TypeId::kNumeric: return max_len ? fmt::format("numeric({},{})", precision(), scale()) : "numeric";
+    case TypeId::kArray: return element().ToString() + "[]";
     case TypeId::kText:
       if (max_len < 0) return fmt::format("character({})", -max_len);
       return max_len > 0 ? fmt::format("character varying({})", max_len) : "text";
@@ -33,6 +34,16 @@ int32_t SqlType::PgOid() const {
     case TypeId::kTimestamp: return 1114;
     case TypeId::kNumeric: return 1700;
     case TypeId::kText: return max_len > 0 ? 1043 : max_len < 0 ? 1042 : 25;
+    case TypeId::kArray:
+      switch (element().id) {
+        case TypeId::kBool: return 1000;
+        case TypeId::kInt32: return 1007;
+        case TypeId::kInt64: return 1016;
+        case TypeId::kDouble: return 1022;
+        case TypeId::kNumeric: return 1231;
+        case TypeId::kTimestamp: return 1115;
+        default: return 1009;  // text[]
+      }
   }
   return 25;
 }
@@ -75,6 +86,31 @@ std::string Value::ToText() const {
     case TypeId::kText: return s_;
     case TypeId::kTimestamp: return FormatTimestamp(i_);
     case TypeId::kNumeric: return FormatDecimal(dec_);
+    case TypeId::kArray: {
+      // PostgreSQL's array text form: {a,b,NULL,"x y"}.
+      std::string out = "{";
+      for (size_t i = 0; i < arr_->size(); i++) {
+        const Value& e = (*arr_)[i];
+        if (i) out += ',';
+        if (e.is_null()) {
+          out += "NULL";
+          continue;
+        }
+        std::string t = e.ToText();
+        bool quote = t.empty() || t == "NULL" || t.find_first_of("{},\" \\\t\n") != std::string::npos;
+        if (!quote) {
+          out += t;
+          continue;
+        }
+        out += '"';
+        for (char c : t) {
+          if (c == '"' || c == '\\') out += '\\';
+          out += c;
+        }
+        out += '"';
+      }
+      return out + "}";
+    }
   }
   return "";
 }
@@ -90,6 +126,12 @@ int Value::Compare(const Value& o) const {
     if (type_ == TypeId::kDouble || o.type_ == TypeId::kDouble) return cmp(ToDouble(), o.ToDouble());
     if (type_ == TypeId::kNumeric || o.type_ == TypeId::kNumeric) return CompareDecimal(ToDecimal(), o.ToDecimal());
     return cmp(i_, o.i_);
+  }
+  if (type_ == TypeId::kArray && o.type_ == TypeId::kArray) {
+    for (size_t i = 0; i < arr_->size() && i < o.arr_->size(); i++) {
+      if (int c = (*arr_)[i].Compare((*o.arr_)[i])) return c;
+    }
+    return cmp(arr_->size(), o.arr_->size());
   }
   if (type_ == TypeId::kText && o.type_ == TypeId::kText) {
     int c = s_.compare(o.s_);
@@ -114,6 +156,11 @@ size_t Value::Hash() const {
     }
     case TypeId::kText: return std::hash<std::string>()(s_);
     case TypeId::kNumeric: return HashDecimal(dec_);
+    case TypeId::kArray: {
+      size_t h = arr_->size();
+      for (const auto& e : *arr_) h = h * 31 + e.Hash();
+      return h;
+    }
   }
   return 0;
 }
@@ -233,6 +280,46 @@ Result<Value> ParseInt(const std::string& s, const SqlType& t) {
 
 }  // namespace
 
+// PostgreSQL's one-dimensional array text form: {a,"b c",NULL}.
+static Result<std::vector<Value>> ParseArrayText(const std::string& s, const SqlType& element) {
+  auto bad = [&] { return Status::Sql("22P02", fmt::format("malformed array literal: \"{}\"", s)); };
+  size_t i = 0, n = s.size();
+  while (i < n && isspace(static_cast<unsigned char>(s[i]))) i++;
+  if (i >= n || s[i++] != '{') return bad();
+  std::vector<Value> out;
+  while (i < n && isspace(static_cast<unsigned char>(s[i]))) i++;
+  if (i < n && s[i] == '}') return out;
+  while (true) {
+    while (i < n && isspace(static_cast<unsigned char>(s[i]))) i++;
+    std::string item;
+    bool quoted = i < n && s[i] == '"';
+    if (quoted) {
+      for (i++; i < n && s[i] != '"'; i++) {
+        if (s[i] == '\\' && i + 1 < n) i++;
+        item += s[i];
+      }
+      if (i++ >= n) return bad();
+    } else {
+      while (i < n && s[i] != ',' && s[i] != '}') item += s[i++];
+      while (!item.empty() && isspace(static_cast<unsigned char>(item.back()))) item.pop_back();
+      if (item.empty() || item.find_first_of("{\"") != std::string::npos) return bad();
+    }
+    if (!quoted && (item == "NULL" || item == "null")) {
+      out.push_back(Value());
+    } else {
+      ASSIGN_OR_RETURN(Value v, Value::Text(item).CastTo(element));
+      out.push_back(std::move(v));
+    }
+    while (i < n && isspace(static_cast<unsigned char>(s[i]))) i++;
+    if (i < n && s[i] == ',') {
+      i++;
+      continue;
+    }
+    if (i < n && s[i] == '}') return out;
+    return bad();
+  }
+}
+
 Result<Value> Value::CastTo(const SqlType& t) const {
   if (is_null()) return Value();
   if (type_ == t.id && t.id != TypeId::kText && t.id != TypeId::kInt32 && !(t.id == TypeId::kNumeric && t.max_len)) {
@@ -317,6 +404,19 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         return Double(d);
       }
       break;
+    case TypeId::kArray: {
+      if (type_ == TypeId::kArray) {
+        std::vector<Value> out;
+        for (const auto& e : *arr_) {
+          ASSIGN_OR_RETURN(Value c, e.CastTo(t.element()));
+          out.push_back(std::move(c));
+        }
+        return Array(std::move(out));
+      }
+      if (type_ != TypeId::kText) break;
+      ASSIGN_OR_RETURN(std::vector<Value> elems, ParseArrayText(s_, t.element()));
+      return Array(std::move(elems));
+    }
     case TypeId::kTimestamp:
       if (type_ == TypeId::kText) {
         ASSIGN_OR_RETURN(int64_t us, ParseTimestamp(s_));

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -23,6 +25,7 @@ enum class TypeId : uint8_t {
   kText = 5,
   kTimestamp = 6,  // TIMESTAMP (without time zone): microseconds since 2000-01-01 00:00:00
   kNumeric = 7,    // NUMERIC / DECIMAL (common/decimal.h)
+  kArray = 8,      // one-dimensional array; SqlType::max_len holds the element TypeId
 };
 
 struct SqlType {
@@ -30,6 +33,8 @@ struct SqlType {
   int32_t max_len = 0;  // VARCHAR(n): n; CHAR(n): -n (blank-padded); 0 = unbounded (TEXT);
                         // NUMERIC(p, s): p << 16 | s (0 = unconstrained)
   static SqlType Numeric(int precision, int scale) { return {TypeId::kNumeric, precision << 16 | scale}; }
+  static SqlType Array(TypeId element) { return {TypeId::kArray, static_cast<int32_t>(element)}; }
+  SqlType element() const { return SqlType{static_cast<TypeId>(max_len)}; }
   int precision() const { return max_len >> 16; }
   int scale() const { return max_len & 0xffff; }
 
@@ -90,6 +95,11 @@ class Value {
     v.dec_ = d;
     return v;
   }
+  static Value Array(std::vector<Value> elems) {
+    Value v(TypeId::kArray);
+    v.arr_ = std::make_shared<const std::vector<Value>>(std::move(elems));
+    return v;
+  }
   static Value Text(std::string s) {
     Value v(TypeId::kText);
     v.s_ = std::move(s);
@@ -103,6 +113,7 @@ class Value {
   double as_double() const { return d_; }
   const std::string& as_text() const { return s_; }
   const Decimal& as_decimal() const { return dec_; }
+  const std::vector<Value>& as_array() const { return *arr_; }
   // Numeric value widened to double. REQUIRES: numeric type.
   double ToDouble() const {
     return type_ == TypeId::kDouble ? d_ : type_ == TypeId::kNumeric ? DecimalToDouble(dec_) : static_cast<double>(i_);
@@ -131,6 +142,7 @@ class Value {
   double d_ = 0;
   Decimal dec_;
   std::string s_;
+  std::shared_ptr<const std::vector<Value>> arr_;  // kArray
 };
 
 // Formats a double as PostgreSQL 15 does with extra_float_digits=1 (shortest exact form).

@@ -198,6 +198,25 @@ Result<TableSchema> Catalog::GetTable(const std::string& name) const {
   return it->second;
 }
 
+std::vector<std::string> Catalog::Databases() const {
+  std::shared_lock l(mu_);
+  return {databases_.begin(), databases_.end()};
+}
+
+std::vector<std::string> Catalog::UserNames() const {
+  std::shared_lock l(mu_);
+  std::vector<std::string> out;
+  for (const auto& [n, c] : users_) out.push_back(n);
+  return out;
+}
+
+std::map<std::string, std::string> Catalog::Views() const {
+  std::shared_lock l(mu_);
+  std::map<std::string, std::string> out;
+  for (const auto& [n, v] : views_) out[n] = v.sql;
+  return out;
+}
+
 std::optional<TableSchema> Catalog::TableById(TableId id) const {
   std::shared_lock l(mu_);
   for (const auto& [n, t] : tables_) {
@@ -211,6 +230,15 @@ std::vector<TableSchema> Catalog::Tables() const {
   std::vector<TableSchema> out;
   for (const auto& [n, t] : tables_) {
     if (t.id < kFirstSystemTableId) out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<TableSchema> Catalog::SystemViews() const {
+  std::shared_lock l(mu_);
+  std::vector<TableSchema> out;
+  for (const auto& [n, t] : tables_) {
+    if (t.id >= kFirstSystemTableId) out.push_back(t);
   }
   return out;
 }

@@ -51,6 +51,7 @@ class Catalog : public plan::CatalogReader {
   Result<TableSchema> GetTable(const std::string& name) const override;
   std::vector<TableSchema> Tables() const;
   std::optional<TableSchema> TableById(TableId id) const;
+  std::vector<TableSchema> SystemViews() const;
   std::optional<std::string> GetView(const std::string& name) const override;
   // Planner statistics: rows counted by the last ANALYZE.
   Status SetRowCount(TableId table, uint64_t rows);
@@ -60,6 +61,10 @@ class Catalog : public plan::CatalogReader {
   // Removes the database and returns the segments of its tables (as DropTable does).
   Result<std::vector<SegmentEntry>> DropDatabase(const std::string& name);
   bool HasDatabase(const std::string& name) const;
+  std::vector<std::string> Databases() const;  // besides the default one
+  std::vector<std::string> UserNames() const;
+  // Every view: catalog name -> defining query.
+  std::map<std::string, std::string> Views() const;
   // Users with password verifiers (CREATE USER ... PASSWORD).
   Status PutUser(const auth::Credentials& c);
   Status DropUser(const std::string& name);

@@ -1,5 +1,7 @@
 #include "master/database_catalog.h"
 
+#include "master/pg_catalog.h"
+
 namespace wattdb::master {
 
 DatabaseCatalog::DatabaseCatalog(Catalog& catalog, std::string database)
@@ -8,7 +10,7 @@ DatabaseCatalog::DatabaseCatalog(Catalog& catalog, std::string database)
 }
 
 std::string DatabaseCatalog::Qualify(const std::string& name) const {
-  if (name.rfind("wattdb_", 0) == 0) return name;  // system views are shared
+  if (name.rfind("wattdb_", 0) == 0 || IsPgCatalogView(name)) return name;  // system views are shared
   return prefix_ + name;
 }
 
@@ -42,6 +44,16 @@ std::vector<TableSchema> DatabaseCatalog::Tables() const {
     }
     t.name = Unqualify(t.name);
     out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> DatabaseCatalog::Views() const {
+  std::map<std::string, std::string> out;
+  for (auto& [name, sql] : catalog_.Views()) {
+    bool qualified = name.find('/') != std::string::npos;
+    if (prefix_.empty() ? qualified : name.rfind(prefix_, 0) != 0) continue;
+    out[Unqualify(name)] = sql;
   }
   return out;
 }

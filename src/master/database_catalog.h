@@ -20,6 +20,7 @@ class DatabaseCatalog : public plan::CatalogReader {
 
   const std::string& database() const { return db_; }
   Catalog& shared() { return catalog_; }
+  const Catalog& shared() const { return catalog_; }
 
   // A table with the secondary indexes readers at the read snapshot may use (see
   // IndexDef::ready_ts); Tables() lists every index.
@@ -29,6 +30,8 @@ class DatabaseCatalog : public plan::CatalogReader {
   double EstimateRows(const TableSchema& table) const override { return catalog_.EstimateRows(table); }
   // The tables of this database.
   std::vector<TableSchema> Tables() const;
+  // The views of this database: name -> defining query.
+  std::map<std::string, std::string> Views() const;
   Result<SegmentEntry> CreateTable(TableSchema* schema, NodeId node);
   Result<std::vector<SegmentEntry>> DropTable(const std::string& name);
   Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name, const std::string& staged);

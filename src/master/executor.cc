@@ -225,7 +225,7 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
   if (s.for_update) RETURN_NOT_OK(LockRows(s, cancel));
   ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, db_));
   RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
-  MasterScanProvider scans(cluster_, Snapshot(), TxnId());
+  MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
   exec::ExecContext ctx(&scans, cancel);
   uint64_t rows = 0;
   RETURN_NOT_OK(exec::Execute(*bound.plan, ctx, [&](const exec::Batch& b) {
@@ -237,7 +237,7 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
 
 Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
                             const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
-  MasterScanProvider scans(cluster_, snapshot, TxnId());
+  MasterScanProvider scans(cluster_, snapshot, TxnId(), &db_);
   exec::ExecContext ctx(&scans, cancel);
   return exec::Execute(source, ctx, [&](const exec::Batch& batch) {
     for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r, &ctx));
@@ -289,7 +289,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
       return Status::OK();
     }));
   } else {
-    MasterScanProvider scans(cluster_, Snapshot(), TxnId());
+    MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
     exec::ExecContext ctx(&scans, cancel);
     exec::Batch one;
     one.rows = 1;
@@ -558,7 +558,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   std::map<const plan::PlanNode*, exec::OperatorStats> stats;
   double total_ms = 0;
   if (s.analyze) {
-    MasterScanProvider scans(cluster_, Snapshot(), TxnId());
+    MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
     exec::ExecContext ctx(&scans, cancel);
     auto t0 = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(auto op, exec::BuildInstrumented(*bound.plan, &stats));

@@ -264,13 +264,6 @@ void PgSession::Run() {
 void PgSession::HandleQuery(std::string body) {
   cancel_->store(false);
   auto stmts = sql::Parse(body);
-  if (!stmts.ok() && body.find("pg_catalog.") != std::string::npos) {
-    // psql's backslash commands query the system catalogs, which WattDB does not have yet.
-    SendError(Status::Sql("0A000",
-                          "PostgreSQL system catalogs (pg_catalog) are not available yet; use SELECT * FROM "
-                          "wattdb_tables (tables and columns), wattdb_segments, wattdb_partitions or wattdb_nodes"));
-    return;
-  }
   if (!stmts.ok()) {
     SendError(stmts.status());
     return;

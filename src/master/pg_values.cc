@@ -1,5 +1,6 @@
 #include "master/pg_values.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -86,6 +87,30 @@ void EncodeValue(const Value& v, const SqlType& t, bool binary, std::string* out
       break;
     }
     case TypeId::kNumeric: EncodeNumeric(v.as_decimal(), out); break;
+    case TypeId::kArray: {
+      // ndim, has-nulls, element oid, (length, lower bound), then each element length-prefixed.
+      const auto& elems = v.as_array();
+      SqlType et = t.element();
+      bool nulls = std::any_of(elems.begin(), elems.end(), [](const Value& e) { return e.is_null(); });
+      PutBE(elems.empty() ? 0 : 1, 4, out);
+      PutBE(nulls ? 1 : 0, 4, out);
+      PutBE(static_cast<uint32_t>(et.PgOid()), 4, out);
+      if (!elems.empty()) {
+        PutBE(elems.size(), 4, out);
+        PutBE(1, 4, out);
+      }
+      for (const auto& e : elems) {
+        if (e.is_null()) {
+          PutBE(0xffffffffu, 4, out);
+          continue;
+        }
+        std::string b;
+        EncodeValue(e, et, true, &b);
+        PutBE(b.size(), 4, out);
+        out->append(b);
+      }
+      break;
+    }
     case TypeId::kText:
     case TypeId::kNull: out->append(v.ToText()); break;
   }
@@ -163,6 +188,7 @@ Result<Value> DecodeParam(std::string_view bytes, bool binary, const SqlType& t,
       v = Value::Numeric(d);
       break;
     }
+    case TypeId::kArray: return Status::Sql("0A000", "array parameters in binary format are not supported");
     case TypeId::kText:
     case TypeId::kNull: v = Value::Text(std::string(bytes)); break;
   }

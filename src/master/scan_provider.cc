@@ -5,6 +5,7 @@
 #include "common/codec.h"
 #include "common/logging.h"
 #include "master/index_scan.h"
+#include "master/pg_catalog.h"
 
 namespace wattdb::master {
 
@@ -37,6 +38,20 @@ class VectorSource : public exec::RowSource {
   std::vector<std::vector<Value>> rows_;
   size_t next_ = 0;
 };
+
+// The rows of a system view whose key (first column) lies in the scan's range: the planner
+// narrows scans and index joins by key as for tables.
+std::vector<std::vector<Value>> InKeyRange(std::vector<std::vector<Value>> rows, const plan::PlanNode& scan) {
+  if (scan.lo.empty() && scan.hi.empty()) return rows;
+  std::vector<std::vector<Value>> out;
+  for (auto& r : rows) {
+    if (r.empty() || r[0].is_null()) continue;
+    std::string k;
+    EncodeKeyValue(r[0], &k);
+    if (k >= scan.lo && (scan.hi.empty() || k < scan.hi)) out.push_back(std::move(r));
+  }
+  return out;
+}
 
 class RemoteSource : public exec::RowSource {
  public:
@@ -127,6 +142,7 @@ class RemoteSource : public exec::RowSource {
 }  // namespace
 
 void RegisterSystemViews(Catalog& catalog) {
+  RegisterPgCatalog(catalog);
   catalog.AddSystemView(View(kNodesView, "wattdb_nodes",
                              {{"node_id", TypeId::kInt32},
                               {"host", TypeId::kText},
@@ -175,6 +191,11 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
   if (scan.table < kFirstSystemTableId) {
     return std::unique_ptr<exec::RowSource>(
         new RemoteSource(cluster_, scan.table, scan.lo, scan.hi, read_ts_, scan.types.size(), txn_));
+  }
+  if (IsPgCatalogTable(scan.table)) {
+    DatabaseCatalog fallback(cluster_.catalog(), kDefaultDatabase);
+    ASSIGN_OR_RETURN(auto rows, PgCatalogRows(scan.table, db_ ? *db_ : fallback, cluster_));
+    return std::unique_ptr<exec::RowSource>(new VectorSource(InKeyRange(std::move(rows), scan)));
   }
   Catalog& cat = cluster_.catalog();
   auto nodes = cluster_.registry().Snapshot();
@@ -247,7 +268,12 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
   } else {
     return Status::Internal("unknown system view");
   }
-  return std::unique_ptr<exec::RowSource>(new VectorSource(std::move(rows)));
+  return std::unique_ptr<exec::RowSource>(new VectorSource(InKeyRange(std::move(rows), scan)));
+}
+
+Result<Value> MasterScanProvider::CallCatalog(const std::string& name, const std::vector<Value>& args) {
+  DatabaseCatalog fallback(cluster_.catalog(), kDefaultDatabase);
+  return PgCatalogFunction(name, args, db_ ? *db_ : fallback, cluster_);
 }
 
 }  // namespace wattdb::master

@@ -9,6 +9,7 @@
 
 #include "common/schema.h"
 #include "master/cluster.h"
+#include "master/database_catalog.h"
 #include "query/exec/operator.h"
 
 namespace wattdb::master {
@@ -18,15 +19,18 @@ void RegisterSystemViews(Catalog& catalog);
 
 class MasterScanProvider : public exec::ScanProvider {
  public:
-  // `txn` nonzero: scans also see that transaction's own pending writes.
-  MasterScanProvider(Cluster& cluster, Timestamp read_ts, uint64_t txn = 0)
-      : cluster_(cluster), read_ts_(read_ts), txn_(txn) {}
+  // `txn` nonzero: scans also see that transaction's own pending writes. `db`: the session's
+  // database, whose relations pg_catalog shows (default database if null).
+  MasterScanProvider(Cluster& cluster, Timestamp read_ts, uint64_t txn = 0, const DatabaseCatalog* db = nullptr)
+      : cluster_(cluster), read_ts_(read_ts), txn_(txn), db_(db) {}
   Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override;
+  Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) override;
 
  private:
   Cluster& cluster_;  // borrowed; outlives the provider
   Timestamp read_ts_;
   uint64_t txn_;
+  const DatabaseCatalog* db_;  // borrowed; may be null
 };
 
 }  // namespace wattdb::master

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <regex>
 
 #include <fmt/format.h>
@@ -146,6 +147,20 @@ TEST(Clients, Psql) {
   ASSERT_EQ(RunCommand(fmt::format("psql -X -A -t -h 127.0.0.1 -p {} -U wattdb -d wattdb -c 'SELECT count(*) FROM p'",
                                    cluster.pg_port()), &out), 0) << out;
   EXPECT_EQ(out, "3\n");
+}
+
+// psql's describe commands (\dt, \d, \d+, \di, \dv, \dn) read pg_catalog; their output must
+// be what PostgreSQL 15 prints for the same schema (psql_describe.expected was produced by it).
+TEST(Clients, PsqlDescribeMatchesPostgres) {
+  MiniCluster cluster(MiniClusterOptions{3, 4 << 10, 300});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  std::string out;
+  ASSERT_EQ(RunCommand(fmt::format("psql -X -h 127.0.0.1 -p {} -U wattdb -d wattdb -f {}/tests/integration/psql_describe.sql",
+                                   cluster.pg_port(), WATTDB_SOURCE_DIR), &out), 0) << out;
+  std::ifstream in(std::string(WATTDB_SOURCE_DIR) + "/tests/integration/psql_describe.expected");
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(out, expected.str());
 }
 
 TEST(Clients, Psycopg2) {

@@ -27,6 +27,10 @@ class ScanProvider {
  public:
   virtual ~ScanProvider() = default;
   virtual Result<std::unique_ptr<RowSource>> OpenScan(const plan::PlanNode& scan) = 0;
+  // Functions that read the catalog (pg_get_indexdef, regclass output, ...), by name.
+  virtual Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) {
+    return Status::Sql("0A000", "function " + name + " is not available here");
+  }
 };
 
 // Results of subqueries that read nothing of the enclosing query: computed once per execution.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <regex>
 
 #include "query/exec/operator.h"
 
@@ -101,6 +102,17 @@ Value Compare(BinOp op, const Value& a, const Value& b) {
   return Value::Bool(r);
 }
 
+// POSIX regular expression match (ECMAScript syntax covers the patterns clients send:
+// anchors, groups, alternation, classes, repetition). 2201B for a malformed pattern.
+Result<bool> RegexMatch(const std::string& s, const std::string& pattern, bool ci) {
+  try {
+    auto flags = std::regex::ECMAScript | (ci ? std::regex::icase : std::regex::ECMAScript);
+    return std::regex_search(s, std::regex(pattern, flags));
+  } catch (const std::regex_error& e) {
+    return Status::Sql("2201B", fmt::format("invalid regular expression: {}", e.what()));
+  }
+}
+
 bool LikeImpl(const char* s, const char* se, const char* p, const char* pe, bool ci) {
   auto eq = [ci](char a, char b) {
     return ci ? std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b))
@@ -179,6 +191,9 @@ Result<SubqueryResult> RunSubquery(const BoundExpr& e, const Batch& b, size_t ro
     res.any = true;
     switch (e.kind) {
       case BoundExpr::Kind::kExists: return false;
+      case BoundExpr::Kind::kArraySubquery:
+        res.values.push_back(v);
+        return true;
       case BoundExpr::Kind::kSubquery:
         if (rows > 1) {
           return Status::Sql("21000", "more than one row returned by a subquery used as an expression");
@@ -222,6 +237,7 @@ Result<Value> EvalSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecC
   switch (e.kind) {
     case BoundExpr::Kind::kExists: return Value::Bool(res->any);
     case BoundExpr::Kind::kSubquery: return res->scalar.CastTo(e.type);
+    case BoundExpr::Kind::kArraySubquery: return Value::Array(res->values);
     default: break;
   }
   // x IN (rows): true if some row equals x; else NULL if x or some row is NULL; else false.
@@ -269,6 +285,13 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
       }
       ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row, ctx));
       ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row, ctx));
+      if (e.op == BinOp::kConcat && e.type.id == TypeId::kArray) {
+        if (l.is_null()) return r;
+        if (r.is_null()) return l;
+        std::vector<Value> out = l.as_array();
+        out.insert(out.end(), r.as_array().begin(), r.as_array().end());
+        return Value::Array(std::move(out));
+      }
       if (e.op == BinOp::kConcat) {
         if (l.is_null() || r.is_null()) return Value();
         return Value::Text(l.ToText() + r.ToText());
@@ -310,6 +333,57 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
           }
           double scale = std::pow(10.0, args.size() > 1 ? static_cast<double>(args[1].as_int()) : 0.0);
           return Value::Double(std::nearbyint(args[0].ToDouble() * scale) / scale);
+        }
+        case Func::kRegex: {
+          if (args[0].is_null() || args[1].is_null()) return Value();
+          ASSIGN_OR_RETURN(bool m, RegexMatch(args[0].ToText(), args[1].ToText(), e.case_insensitive));
+          return Value::Bool(m != e.negated);
+        }
+        case Func::kAny: {
+          // x op ANY (array): true if some element satisfies it, else NULL if some element or
+          // x is NULL, else false. ALL (negated): the dual.
+          if (args[1].is_null()) return Value();
+          bool all = e.negated, saw_null = false;
+          for (const auto& el : args[1].as_array()) {
+            Value c = Compare(e.op, args[0], el);
+            if (c.is_null()) {
+              saw_null = true;
+            } else if (c.as_bool() != all) {
+              return Value::Bool(!all);
+            }
+          }
+          if (saw_null) return Value();
+          return Value::Bool(all);
+        }
+        case Func::kSubscript: {
+          if (args[0].is_null() || args[1].is_null()) return Value();
+          const auto& a = args[0].as_array();
+          int64_t i = args[1].as_int();
+          if (i < 1 || i > static_cast<int64_t>(a.size())) return Value();
+          return a[i - 1];
+        }
+        case Func::kArrayToString: {
+          if (args[0].is_null() || args[1].is_null()) return Value();
+          std::string out;
+          bool first = true;
+          for (const auto& el : args[0].as_array()) {
+            if (el.is_null()) continue;
+            if (!first) out += args[1].ToText();
+            out += el.ToText();
+            first = false;
+          }
+          return Value::Text(std::move(out));
+        }
+        case Func::kMakeArray: return Value::Array(std::move(args));
+        case Func::kArrayUpper:
+          if (args[0].is_null() || args[1].is_null() || args[1].as_int() != 1 || args[0].as_array().empty()) {
+            return Value();
+          }
+          return Value::Int32(static_cast<int64_t>(args[0].as_array().size()));
+        case Func::kCatalog: {
+          if (!ctx || !ctx->scans) return Status::Internal("catalog function without a scan provider");
+          ASSIGN_OR_RETURN(Value v, ctx->scans->CallCatalog(e.value.ToText(), args));
+          return v.CastTo(e.type);
         }
         case Func::kLower:
         case Func::kUpper: {
@@ -406,7 +480,8 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
     }
     case BoundExpr::Kind::kSubquery:
     case BoundExpr::Kind::kExists:
-    case BoundExpr::Kind::kInSubquery: return EvalSubquery(e, b, row, ctx);
+    case BoundExpr::Kind::kInSubquery:
+    case BoundExpr::Kind::kArraySubquery: return EvalSubquery(e, b, row, ctx);
   }
   return Status::Internal("unknown expression kind");
 }

@@ -97,6 +97,33 @@ class GenerateSeriesOp : public Operator {
   __int128 next_ = 0, stop_ = 0, step_ = 1;
 };
 
+class UnnestOp : public Operator {
+ public:
+  explicit UnnestOp(const PlanNode& p) : p_(p) {}
+  Status Open(ExecContext& ctx) override {
+    Batch none;
+    none.rows = 1;
+    ASSIGN_OR_RETURN(array_, Eval(*p_.exprs[0], none, 0, &ctx));
+    next_ = 0;
+    return Status::OK();
+  }
+  Result<bool> Next(Batch& out) override {
+    out.Reset(1);
+    if (array_.is_null()) return false;
+    const auto& elems = array_.as_array();
+    while (next_ < elems.size() && out.rows < kBatchRows) {
+      out.cols[0].push_back(elems[next_++]);
+      out.rows++;
+    }
+    return out.rows > 0;
+  }
+
+ private:
+  const PlanNode& p_;
+  Value array_;
+  size_t next_ = 0;
+};
+
 class FilterOp : public UnaryOp {
  public:
   using UnaryOp::UnaryOp;
@@ -153,6 +180,7 @@ struct AggState {
   __int128 isum = 0;
   double dsum = 0;
   Decimal nsum;  // NUMERIC arguments
+  std::string text;  // string_agg
   Value best;
   std::unique_ptr<std::unordered_set<Value, ValueHash, ValueEq>> seen;  // DISTINCT aggregates
 };
@@ -228,6 +256,14 @@ class HashAggregateOp : public UnaryOp {
           s.dsum += static_cast<double>(v.as_int());
         }
         break;
+      case AggFunc::kStringAgg: {
+        if (s.count > 1) {
+          ASSIGN_OR_RETURN(Value sep, Eval(*a.separator, in, r, ctx_));
+          if (!sep.is_null()) s.text += sep.ToText();
+        }
+        s.text += v.ToText();
+        break;
+      }
       case AggFunc::kMin:
         if (s.best.is_null() || v.Compare(s.best) < 0) s.best = std::move(v);
         break;
@@ -266,6 +302,7 @@ class HashAggregateOp : public UnaryOp {
         return Value::Double(s.dsum / static_cast<double>(s.count));
       case AggFunc::kMin:
       case AggFunc::kMax: return s.best;
+      case AggFunc::kStringAgg: return s.count ? Value::Text(s.text) : Value();
     }
     return Value();
   }
@@ -404,7 +441,7 @@ Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNo
     if (p.children.size() != 2) return Status::Internal("binary plan node without two children");
     ASSIGN_OR_RETURN(right, Build(*p.children[1], stats));
   } else if (!child && p.kind != PlanNode::Kind::kScan && p.kind != PlanNode::Kind::kValues &&
-             p.kind != PlanNode::Kind::kGenerateSeries) {
+             p.kind != PlanNode::Kind::kGenerateSeries && p.kind != PlanNode::Kind::kUnnest) {
     return Status::Internal("plan node without its child");
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOne(p, std::move(child), std::move(right)));
@@ -428,6 +465,7 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
     case PlanNode::Kind::kSetOp: return MakeSetOp(p, std::move(child), std::move(right));
     case PlanNode::Kind::kIndexJoin: return MakeIndexJoin(p, std::move(child));
     case PlanNode::Kind::kGenerateSeries: return std::unique_ptr<Operator>(new GenerateSeriesOp(p));
+    case PlanNode::Kind::kUnnest: return std::unique_ptr<Operator>(new UnnestOp(p));
   }
   return Status::Internal("unknown plan node");
 }

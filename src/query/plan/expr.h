@@ -20,6 +20,13 @@ enum class BinOp : uint8_t {
 enum class Func : uint8_t {
   kAbs, kLower, kUpper, kLength, kCoalesce, kNullIf, kIsTrue, kIsFalse, kRound, kGreatest, kLeast,
   kBpcharText,  // CHAR(n) value as text: trailing blanks removed
+  kRegex,       // children[0] ~ children[1] (POSIX-like regular expression; negated, case_insensitive)
+  kAny,         // children[0] op ANY (children[1], an array); negated = ALL
+  kSubscript,   // children[0][children[1]] (1-based; NULL outside)
+  kArrayToString,  // array_to_string(array, separator)
+  kArrayUpper,     // array_upper(array, dimension)
+  kCatalog,     // a function answered from the catalog (ExecContext::catalog); name in `value`
+  kMakeArray,   // ARRAY[children...]
 };
 
 struct PlanNode;
@@ -44,6 +51,7 @@ struct BoundExpr {
     kSubquery,     // the single value of `subplan` (NULL if no row; 21000 if several)
     kExists,       // whether `subplan` yields a row
     kInSubquery,   // children[0] [NOT] IN (the rows of `subplan`, one column)
+    kArraySubquery,  // ARRAY(subplan): the values of its one column, in order
   };
   Kind kind = Kind::kConst;
   SqlType type;

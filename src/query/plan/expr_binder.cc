@@ -2,13 +2,41 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 
 namespace wattdb::plan {
 
 std::string TypeName(const SqlType& t) { return t.id == TypeId::kNull ? "unknown" : t.ToString(); }
 
 bool IsAggregateName(const std::string& n) {
-  return n == "count" || n == "sum" || n == "min" || n == "max" || n == "avg";
+  return n == "count" || n == "sum" || n == "min" || n == "max" || n == "avg" || n == "string_agg";
+}
+
+// The result type of a function the catalog answers (ScanProvider::CallCatalog), if `name`
+// with `nargs` arguments is one.
+std::optional<SqlType> CatalogFunctionType(const std::string& name, size_t nargs) {
+  struct Sig {
+    size_t min_args, max_args;
+    TypeId result;
+  };
+  static const std::map<std::string, Sig> kFuncs = {
+      {"regclass", {1, 1, TypeId::kText}},          {"regtype", {1, 1, TypeId::kText}},
+      {"regnamespace", {1, 1, TypeId::kText}},      {"regproc", {1, 1, TypeId::kText}},
+      {"regrole", {1, 1, TypeId::kText}},           {"pg_get_userbyid", {1, 1, TypeId::kText}},
+      {"pg_table_is_visible", {1, 1, TypeId::kBool}}, {"format_type", {2, 2, TypeId::kText}},
+      {"pg_get_expr", {2, 3, TypeId::kText}},       {"pg_get_indexdef", {1, 3, TypeId::kText}},
+      {"pg_get_constraintdef", {1, 2, TypeId::kText}}, {"pg_relation_is_publishable", {1, 1, TypeId::kBool}},
+      {"pg_get_statisticsobjdef_columns", {1, 1, TypeId::kText}}, {"col_description", {2, 2, TypeId::kText}},
+      {"obj_description", {1, 2, TypeId::kText}},   {"shobj_description", {2, 2, TypeId::kText}},
+      {"pg_get_viewdef", {1, 2, TypeId::kText}},    {"pg_relation_size", {1, 2, TypeId::kInt64}},
+      {"pg_table_size", {1, 1, TypeId::kInt64}},    {"pg_total_relation_size", {1, 1, TypeId::kInt64}},
+      {"pg_indexes_size", {1, 1, TypeId::kInt64}},  {"pg_size_pretty", {1, 1, TypeId::kText}},
+      {"pg_encoding_to_char", {1, 1, TypeId::kText}}, {"pg_function_is_visible", {1, 1, TypeId::kBool}},
+      {"pg_type_is_visible", {1, 1, TypeId::kBool}},
+  };
+  auto it = kFuncs.find(name);
+  if (it == kFuncs.end() || nargs < it->second.min_args || nargs > it->second.max_args) return std::nullopt;
+  return SqlType{it->second.result};
 }
 
 SqlType NumericUnion(const SqlType& a, const SqlType& b) {
@@ -119,6 +147,13 @@ Result<BoundExprPtr> ExprBinder::BindSubquery(const Expr& e) {
     return Status::Sql("42601", sub.types.size() > 1 ? "subquery has too many columns"
                                                      : "subquery must return only one column",
                        e.pos);
+  }
+  if (e.kind == Expr::Kind::kArray) {
+    if (sub.types[0].id == TypeId::kArray) return Status::Sql("0A000", "arrays of arrays are not supported", e.pos);
+    out->kind = BoundExpr::Kind::kArraySubquery;
+    out->type = SqlType::Array(sub.types[0].id == TypeId::kNull ? TypeId::kText : sub.types[0].id);
+    out->subplan = std::shared_ptr<const PlanNode>(std::move(sub.plan));
+    return out;
   }
   if (e.kind == Expr::Kind::kSubquery) {
     out->kind = BoundExpr::Kind::kSubquery;
@@ -231,6 +266,40 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
   bool ul, ur;
   ASSIGN_OR_RETURN(BoundExprPtr l, Bind(*e.args[0], &ul));
   ASSIGN_OR_RETURN(BoundExprPtr r, Bind(*e.args[1], &ur));
+  if (op == "~" || op == "!~" || op == "~*" || op == "!~*") {
+    for (BoundExprPtr* side : {&l, &r}) {
+      *side = CharAsText(std::move(*side));
+      if ((*side)->type.id != TypeId::kText && (*side)->type.id != TypeId::kNull) {
+        return Status::Sql("42883", fmt::format("operator does not exist: {} {} {}", TypeName(l->type), op,
+                                                TypeName(r->type)), e.pos);
+      }
+    }
+    out->kind = BoundExpr::Kind::kFunc;
+    out->func = Func::kRegex;
+    out->negated = op[0] == '!';
+    out->case_insensitive = op.back() == '*';
+    out->type = {TypeId::kBool};
+    out->children.push_back(std::move(l));
+    out->children.push_back(std::move(r));
+    return out;
+  }
+  if (op == "||" && (l->type.id == TypeId::kArray || r->type.id == TypeId::kArray)) {
+    // array || array: concatenation (NULL arrays count as empty, as in PostgreSQL).
+    SqlType t = l->type.id == TypeId::kArray ? l->type : r->type;
+    if (ul) {
+      ASSIGN_OR_RETURN(l, Coerce(std::move(l), true, t, e.pos));
+    }
+    if (ur) {
+      ASSIGN_OR_RETURN(r, Coerce(std::move(r), true, t, e.pos));
+    }
+    if (l->type.id != TypeId::kArray && l->type.id != TypeId::kNull) return Status::Sql("42883", "array concatenation needs two arrays", e.pos);
+    if (r->type.id != TypeId::kArray && r->type.id != TypeId::kNull) return Status::Sql("42883", "array concatenation needs two arrays", e.pos);
+    out->op = BinOp::kConcat;
+    out->type = t;
+    out->children.push_back(std::move(l));
+    out->children.push_back(std::move(r));
+    return out;
+  }
   static const std::map<std::string, BinOp> kOps = {
       {"+", BinOp::kAdd}, {"-", BinOp::kSub}, {"*", BinOp::kMul}, {"/", BinOp::kDiv},
       {"%", BinOp::kMod}, {"||", BinOp::kConcat}, {"=", BinOp::kEq}, {"<>", BinOp::kNe},
@@ -298,7 +367,7 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
     spec.func = AggFunc::kCountStar;
     spec.type = {TypeId::kInt64};
   } else {
-    if (e.args.size() != 1) {
+    if (e.args.size() != (e.name == "string_agg" ? 2u : 1u)) {
       return Status::Sql("42883", fmt::format("function {} with {} arguments does not exist", e.name,
                                               e.args.size()),
                          e.pos);
@@ -311,7 +380,19 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
       ASSIGN_OR_RETURN(spec.arg, inner.Coerce(std::move(spec.arg), true, {TypeId::kText}, e.pos));
     }
     SqlType at = spec.arg->type;
-    if (e.name == "count") {
+    if (e.name == "string_agg") {
+      ASSIGN_OR_RETURN(spec.separator, inner.Bind(*e.args[1], &u));
+      spec.arg = CharAsText(std::move(spec.arg));
+      spec.separator = CharAsText(std::move(spec.separator));
+      for (const auto* x : {&spec.arg, &spec.separator}) {
+        if ((*x)->type.id != TypeId::kText && (*x)->type.id != TypeId::kNull) {
+          return Status::Sql("42883", fmt::format("function string_agg({}, {}) does not exist", TypeName(spec.arg->type),
+                                                  TypeName(spec.separator->type)), e.pos);
+        }
+      }
+      spec.func = AggFunc::kStringAgg;
+      spec.type = {TypeId::kText};
+    } else if (e.name == "count") {
       spec.func = AggFunc::kCount;
       spec.type = {TypeId::kInt64};
     } else if (e.name == "min" || e.name == "max") {
@@ -339,6 +420,7 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
   for (size_t i = 0; i < aggs_->size(); i++) {
     const AggSpec& a = (*aggs_)[i];
     if (a.func == spec.func && a.distinct == spec.distinct &&
+        (a.separator ? a.separator->ToString() : "") == (spec.separator ? spec.separator->ToString() : "") &&
         (a.arg ? a.arg->ToString() : "") == (spec.arg ? spec.arg->ToString() : "")) {
       return MakeColumn(static_cast<int>(groups_->size() + i), a.type);
     }
@@ -454,6 +536,84 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
     }
     out->func = n == "__is_true" ? Func::kIsTrue : Func::kIsFalse;
     out->type = {TypeId::kBool};
+  } else if ((n == "__any" || n == "__all") && need(2)) {
+    // x op ANY|ALL (array)
+    if (unt[1]) {
+      SqlType elem = unt[0] || args[0]->type.id == TypeId::kNull ? SqlType{TypeId::kText} : args[0]->type;
+      ASSIGN_OR_RETURN(args[1], Coerce(std::move(args[1]), true, SqlType::Array(elem.id), e.pos));
+    }
+    if (args[1]->type.id != TypeId::kArray && args[1]->type.id != TypeId::kNull) {
+      return Status::Sql("42809", fmt::format("op ANY/ALL (array) requires array on right side"), e.pos);
+    }
+    SqlType elem = args[1]->type.id == TypeId::kArray ? args[1]->type.element() : SqlType{TypeId::kText};
+    if (unt[0]) {
+      ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), true, elem, e.pos));
+    }
+    args[0] = CharAsText(std::move(args[0]));
+    bool comparable = args[0]->type.id == elem.id || args[0]->type.id == TypeId::kNull ||
+                      (args[0]->type.IsNumeric() && elem.IsNumeric());
+    static const std::map<std::string, BinOp> kCmp = {{"=", BinOp::kEq}, {"<>", BinOp::kNe}, {"<", BinOp::kLt},
+                                                       {"<=", BinOp::kLe}, {">", BinOp::kGt}, {">=", BinOp::kGe}};
+    auto op = kCmp.find(e.op);
+    if (!comparable || op == kCmp.end()) {
+      return Status::Sql("42883", fmt::format("operator does not exist: {} {} {}", TypeName(args[0]->type), e.op,
+                                              TypeName(elem)), e.pos);
+    }
+    out->func = Func::kAny;
+    out->op = op->second;
+    out->negated = n == "__all";
+    out->type = {TypeId::kBool};
+  } else if (n == "__array") {
+    // ARRAY[...]: the elements' common type (untyped literals become text when nothing else says).
+    SqlType t{TypeId::kNull};
+    for (size_t i = 0; i < args.size(); i++) {
+      if (unt[i] || args[i]->type.id == TypeId::kNull) continue;
+      SqlType at = args[i]->type.IsFixedChar() ? SqlType{TypeId::kText} : args[i]->type;
+      if (t.id == TypeId::kNull) {
+        t = at;
+      } else if (t.IsNumeric() && at.IsNumeric()) {
+        t = NumericUnion(t, at);
+      } else if (t.id != at.id) {
+        return Status::Sql("42804", fmt::format("ARRAY types {} and {} cannot be matched", TypeName(t), TypeName(at)),
+                           e.pos);
+      }
+    }
+    if (t.id == TypeId::kNull) t = {TypeId::kText};
+    if (t.id == TypeId::kArray) return Status::Sql("0A000", "multidimensional arrays are not supported", e.pos);
+    for (size_t i = 0; i < args.size(); i++) {
+      args[i] = CharAsText(std::move(args[i]));
+      if (args[i]->type != t) {
+        ASSIGN_OR_RETURN(args[i], Coerce(std::move(args[i]), unt[i], t, e.pos));
+      }
+    }
+    out->func = Func::kMakeArray;
+    out->type = SqlType::Array(t.id);
+  } else if (n == "__subscript" && need(2)) {
+    if (args[0]->type.id != TypeId::kArray) {
+      return Status::Sql("42804", fmt::format("cannot subscript type {} because it does not support subscripting",
+                                              TypeName(args[0]->type)), e.pos);
+    }
+    if (unt[1]) {
+      ASSIGN_OR_RETURN(args[1], Coerce(std::move(args[1]), true, {TypeId::kInt32}, e.pos));
+    }
+    if (!args[1]->type.IsInteger() && args[1]->type.id != TypeId::kNull) {
+      return Status::Sql("42804", "array subscript must have type integer", e.pos);
+    }
+    out->func = Func::kSubscript;
+    out->type = args[0]->type.element();
+  } else if ((n == "array_to_string" || n == "array_upper") && need(2)) {
+    if (args[0]->type.id != TypeId::kArray && args[0]->type.id != TypeId::kNull) return sig();
+    out->func = n == "array_to_string" ? Func::kArrayToString : Func::kArrayUpper;
+    out->type = {n == "array_to_string" ? TypeId::kText : TypeId::kInt32};
+  } else if (n == "regclass" && need(1) && (unt[0] || args[0]->type.id == TypeId::kText)) {
+    // 'name'::regclass: the relation's oid (for comparisons with oid columns).
+    out->func = Func::kCatalog;
+    out->value = Value::Text("regclass_in");
+    out->type = {TypeId::kInt64};
+  } else if (auto cat = CatalogFunctionType(n, args.size())) {
+    out->func = Func::kCatalog;
+    out->value = Value::Text(n);
+    out->type = *cat;
   } else {
     return sig();
   }
@@ -664,10 +824,22 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
     }
     case Expr::Kind::kSubquery:
     case Expr::Kind::kExists:
+    case Expr::Kind::kArray:
     case Expr::Kind::kInSelect: return BindSubquery(e);
     case Expr::Kind::kCast: {
       bool u;
       ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &u));
+      if (a->kind == BoundExpr::Kind::kFunc && a->func == Func::kCatalog && a->value.ToText() == "regclass_in" &&
+          e.cast_type.id == TypeId::kText) {
+        // 'name'::regclass::text prints the relation's name, as regclass output does.
+        auto name = std::make_unique<BoundExpr>();
+        name->kind = BoundExpr::Kind::kFunc;
+        name->func = Func::kCatalog;
+        name->value = Value::Text("regclass");
+        name->type = {TypeId::kText};
+        name->children.push_back(std::move(a));
+        return name;
+      }
       if (u) {
         // An untyped literal or parameter cast to a type takes that type.
         ASSIGN_OR_RETURN(a, Coerce(std::move(a), true, e.cast_type, e.pos));

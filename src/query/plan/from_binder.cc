@@ -357,6 +357,33 @@ Result<std::unique_ptr<FromNode>> FromPlanner::Resolve(const sql::TableRef& ref)
     n->plan = std::move(sub.plan);
     return n;
   }
+  if (ref.kind == sql::TableRef::Kind::kFunction && ref.name == "unnest") {
+    if (ref.args.size() != 1) return Status::Sql("42883", "function unnest needs 1 argument", ref.pos);
+    Scope none;
+    none.parent = scope_->parent;
+    ExprBinder b = qb_.MakeExprBinder(&none);
+    bool u;
+    ASSIGN_OR_RETURN(BoundExprPtr e, b.Bind(*ref.args[0], &u));
+    if (u) {
+      ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, SqlType::Array(TypeId::kText), ref.args[0]->pos));
+    }
+    if (e->type.id != TypeId::kArray) {
+      return Status::Sql("42883", fmt::format("function unnest({}) does not exist", TypeName(e->type)), ref.pos);
+    }
+    if (e->HasSubquery()) return Status::Sql("0A000", "subqueries in unnest are not supported", ref.pos);
+    auto g = std::make_unique<PlanNode>();
+    g->kind = PlanNode::Kind::kUnnest;
+    SqlType t = e->type.element();
+    g->types = {t};
+    g->exprs.push_back(std::move(e));
+    if (none.correlated) scope_->correlated = true;
+    g->est_rows = 10;
+    std::string name = ref.alias.empty() ? ref.name : ref.alias;
+    ASSIGN_OR_RETURN(auto n, Leaf(ref, name, {{"", name, t, false}}));
+    n->est = 10;
+    n->plan = std::move(g);
+    return n;
+  }
   if (ref.kind == sql::TableRef::Kind::kFunction) {
     if (ref.name != "generate_series") {
       return Status::Sql("0A000", fmt::format("function {} in FROM is not supported", ref.name), ref.pos);

@@ -7,7 +7,7 @@ namespace wattdb::plan {
 namespace {
 
 const char* AggName(AggFunc f) {
-  static const char* kNames[] = {"count(*)", "count", "sum", "min", "max", "avg"};
+  static const char* kNames[] = {"count(*)", "count", "sum", "min", "max", "avg", "string_agg"};
   return kNames[static_cast<int>(f)];
 }
 
@@ -19,7 +19,7 @@ void WriteType(ByteWriter& w, const SqlType& t) {
 bool ReadType(ByteReader& r, SqlType* t) {
   uint8_t id;
   int64_t len;
-  if (!r.U8(&id) || id > static_cast<uint8_t>(TypeId::kNumeric) || !r.VarI64(&len)) return false;
+  if (!r.U8(&id) || id > static_cast<uint8_t>(TypeId::kArray) || !r.VarI64(&len)) return false;
   *t = SqlType{static_cast<TypeId>(id), static_cast<int32_t>(len)};
   return true;
 }
@@ -86,6 +86,7 @@ std::string PlanNode::ToString(int indent) const {
       break;
     }
     case Kind::kGenerateSeries: s += "GenerateSeries " + list(exprs); break;
+    case Kind::kUnnest: s += "Unnest " + list(exprs); break;
     case Kind::kIndexJoin:
       s += fmt::format("IndexJoin {} on {} keys=[{}]", join_type == JoinType::kLeft ? "left" : "inner", table_name,
                        list(left_keys));
@@ -142,8 +143,9 @@ void PlanNode::SerializeTo(ByteWriter& w) const {
   for (const auto& a : aggs) {
     w.U8(static_cast<uint8_t>(a.func));
     WriteType(w, a.type);
-    w.U8((a.arg ? 1 : 0) | (a.distinct ? 2 : 0));
+    w.U8((a.arg ? 1 : 0) | (a.distinct ? 2 : 0) | (a.separator ? 4 : 0));
     if (a.arg) a.arg->Serialize(w);
+    if (a.separator) a.separator->Serialize(w);
   }
   w.VarU64(keys.size());
   for (const auto& k : keys) {
@@ -167,7 +169,7 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   auto p = std::make_unique<PlanNode>();
   uint8_t kind;
   uint64_t n, table;
-  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kGenerateSeries) || !r.VarU64(&n) || n > 10000) {
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kUnnest) || !r.VarU64(&n) || n > 10000) {
     return bad();
   }
   p->kind = static_cast<Kind>(kind);
@@ -200,7 +202,7 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   for (uint64_t i = 0; i < n; i++) {
     AggSpec a;
     uint8_t f;
-    if (!r.U8(&f) || f > static_cast<uint8_t>(AggFunc::kAvg) || !ReadType(r, &a.type) ||
+    if (!r.U8(&f) || f > static_cast<uint8_t>(AggFunc::kStringAgg) || !ReadType(r, &a.type) ||
         !r.U8(&has)) {
       return bad();
     }
@@ -208,6 +210,9 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
     a.distinct = has & 2;
     if (has & 1) {
       ASSIGN_OR_RETURN(a.arg, BoundExpr::Deserialize(r));
+    }
+    if (has & 4) {
+      ASSIGN_OR_RETURN(a.separator, BoundExpr::Deserialize(r));
     }
     p->aggs.push_back(std::move(a));
   }

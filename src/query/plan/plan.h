@@ -12,13 +12,14 @@
 
 namespace wattdb::plan {
 
-enum class AggFunc : uint8_t { kCountStar, kCount, kSum, kMin, kMax, kAvg };
+enum class AggFunc : uint8_t { kCountStar, kCount, kSum, kMin, kMax, kAvg, kStringAgg };
 
 struct AggSpec {
   AggFunc func = AggFunc::kCountStar;
   BoundExprPtr arg;  // null for count(*)
   SqlType type;      // result type
   bool distinct = false;  // agg(DISTINCT arg): each distinct non-null value counts once
+  BoundExprPtr separator;  // string_agg(arg, separator)
 };
 
 struct SortKey {
@@ -33,7 +34,7 @@ using PlanPtr = std::unique_ptr<PlanNode>;
 struct PlanNode {
   enum class Kind : uint8_t {
     kScan, kValues, kFilter, kProject, kAggregate, kSort, kLimit, kHashJoin, kNestedLoopJoin, kSetOp,
-    kIndexJoin, kGenerateSeries,
+    kIndexJoin, kGenerateSeries, kUnnest,
   };
   enum class JoinType : uint8_t { kInner, kLeft };
   enum class SetOpType : uint8_t { kUnion, kExcept, kIntersect };
@@ -69,6 +70,7 @@ struct PlanNode {
   std::vector<BoundExprPtr> left_keys, right_keys;
   // kGenerateSeries: one column of integers from exprs[0] to exprs[1] by exprs[2]
   // (expressions without columns, evaluated when the operator opens).
+  // kUnnest: the elements of the array exprs[0] (evaluated when the operator opens), in order.
   // kIndexJoin: for each row of children[0], `left_keys` (over that row) give the leading
   // primary-key columns of `table`; the rows with that key prefix are looked up in the
   // segments owning it (the segment's own key index) and joined as above.

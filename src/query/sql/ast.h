@@ -34,6 +34,7 @@ struct Expr {
     kSubquery,  // (SELECT ...) yielding one value
     kExists,    // EXISTS (SELECT ...)
     kInSelect,  // args[0] [NOT] IN (SELECT ...)
+    kArray,     // ARRAY(SELECT ...): the values of the query's one column
   };
   Kind kind;
   int pos = 0;

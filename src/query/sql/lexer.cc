@@ -64,7 +64,8 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
     pos_chars += CharsBetween(sql, pos_byte, i);
     pos_byte = i;
     int pos = pos_chars;
-    if (IdentStart(c)) {
+    bool escape_string = (c == 'E' || c == 'e') && i + 1 < n && sql[i + 1] == '\'';
+    if (IdentStart(c) && !escape_string) {
       size_t s = i;
       while (i < n && IdentChar(sql[i])) i++;
       std::string w = sql.substr(s, i - s);
@@ -158,7 +159,12 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
       out.push_back({Tok::kParam, sql.substr(s, i - s), pos});
       continue;
     }
-    static const char* kTwo[] = {"<=", ">=", "<>", "!=", "||", "::"};
+    if (sql.compare(i, 3, "!~*") == 0) {  // regular expression operators
+      out.push_back({Tok::kOp, "!~*", pos});
+      i += 3;
+      continue;
+    }
+    static const char* kTwo[] = {"<=", ">=", "<>", "!=", "||", "::", "~*", "!~"};
     bool matched = false;
     for (const char* op : kTwo) {
       if (sql.compare(i, 2, op) == 0) {
@@ -169,7 +175,7 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
       }
     }
     if (matched) continue;
-    if (std::string("(),;.*+-/%=<>[]").find(static_cast<char>(c)) != std::string::npos) {
+    if (std::string("(),;.*+-/%=<>[]~").find(static_cast<char>(c)) != std::string::npos) {
       out.push_back({Tok::kOp, std::string(1, static_cast<char>(c)), pos});
       i++;
       continue;

@@ -36,13 +36,13 @@ Status Parser::UnsupportedOrSyntaxError() const {
   const Token& t = Peek();
   static const std::map<std::string, std::string> kClauses = {
       {"returning", "RETURNING"}, {"on", "ON CONFLICT"}, {"window", "WINDOW"},
-      {"tablesample", "TABLESAMPLE"}, {"collate", "COLLATE"}, {"over", "window functions (OVER)"}};
+      {"tablesample", "TABLESAMPLE"}, {"over", "window functions (OVER)"}};
   if (t.kind == Tok::kIdent) {
     if (auto it = kClauses.find(t.text); it != kClauses.end()) {
       return Status::Sql("0A000", fmt::format("{} is not supported yet", it->second), t.pos);
     }
   }
-  if (t.IsOp("[")) return Status::Sql("0A000", "arrays are not supported yet", t.pos);
+  if (t.IsOp("[")) return Status::Sql("0A000", "multidimensional arrays and array slices are not supported", t.pos);
   return SyntaxError();
 }
 
@@ -67,8 +67,8 @@ Result<std::vector<std::string>> Parser::QualifiedNameList() {
 
 Result<std::string> Parser::QualifiedName() {
   ASSIGN_OR_RETURN(std::string n, Name());
-  // Accept schema-qualified names of the only schema, public.
-  if (Peek().IsOp(".") && (n == "public")) {
+  // Accept schema-qualified names of the user schema, public, and of pg_catalog.
+  if (Peek().IsOp(".") && (n == "public" || n == "pg_catalog")) {
     i_++;
     return Name();
   }
@@ -310,9 +310,34 @@ Result<Statement> Parser::ParseSet() {
 }
 
 Result<SqlType> Parser::ParseType() {
+  if (Peek().Is("pg_catalog") && Peek(1).IsOp(".")) i_ += 2;
+  if (Peek().kind == Tok::kQuotedIdent && Peek().text == "char") {  // "char": one byte, as text
+    i_++;
+    return ArraySuffix(SqlType{TypeId::kText});
+  }
+  ASSIGN_OR_RETURN(SqlType t, ParseBaseType());
+  return ArraySuffix(t);
+}
+
+Result<SqlType> Parser::ArraySuffix(SqlType t) {
+  while (Peek().IsOp("[")) {
+    int pos = Next().pos;
+    if (Peek().kind == Tok::kInteger) i_++;
+    RETURN_NOT_OK(ExpectOp("]"));
+    if (t.id == TypeId::kArray) return Status::Sql("0A000", "multidimensional arrays are not supported", pos);
+    t = SqlType::Array(t.id);
+  }
+  return t;
+}
+
+Result<SqlType> Parser::ParseBaseType() {
   const Token& t = Peek();
   if (t.kind != Tok::kIdent) return SyntaxError();
   std::string n = Next().text;
+  if (n == "oid" || n == "xid" || n == "cid") return SqlType{TypeId::kInt64};
+  if (n == "name") return SqlType{TypeId::kText};
+  if (n == "int2vector") return SqlType::Array(TypeId::kInt32);
+  if (n == "oidvector") return SqlType::Array(TypeId::kInt64);
   auto length = [&]() -> Result<int32_t> {
     if (!AcceptOp("(")) return 0;
     ASSIGN_OR_RETURN(uint64_t len, UnsignedInt());

@@ -50,11 +50,48 @@ Result<ExprPtr> Parser::ParseComparison() {
   ASSIGN_OR_RETURN(ExprPtr l, ParsePredicate());
   while (true) {
     const Token& t = Peek();
-    if (t.kind == Tok::kOp && (t.text == "=" || t.text == "<>" || t.text == "!=" ||
-                               t.text == "<" || t.text == "<=" || t.text == ">" || t.text == ">=")) {
+    std::string op;
+    int op_pos = t.pos;
+    if (t.kind == Tok::kOp && (t.text == "=" || t.text == "<>" || t.text == "!=" || t.text == "<" ||
+                               t.text == "<=" || t.text == ">" || t.text == ">=" || t.text == "~" ||
+                               t.text == "!~" || t.text == "~*" || t.text == "!~*")) {
       i_++;
+      op = t.text == "!=" ? "<>" : t.text;
+    } else if (t.Is("operator") && Peek(1).IsOp("(")) {  // OPERATOR(pg_catalog.~)
+      i_ += 2;
+      if (Peek().Is("pg_catalog") && Peek(1).IsOp(".")) i_ += 2;
+      if (Peek().kind != Tok::kOp || Peek().IsOp("(") || Peek().IsOp(")")) return SyntaxError();
+      op = Next().text;
+      RETURN_NOT_OK(ExpectOp(")"));
+    }
+    if (!op.empty()) {
+      if ((Peek().Is("any") || Peek().Is("some") || Peek().Is("all")) && Peek(1).IsOp("(") && !IsSelectAhead(1)) {
+        // x op ANY (array): true if the comparison holds for some (ALL: every) element.
+        bool all = Next().Is("all");
+        i_++;
+        auto e = std::make_unique<Expr>(Expr::Kind::kFunc, op_pos);
+        e->name = all ? "__all" : "__any";
+        e->op = op;
+        e->args.push_back(std::move(l));
+        ASSIGN_OR_RETURN(ExprPtr arr, ParseExpr());
+        e->args.push_back(std::move(arr));
+        RETURN_NOT_OK(ExpectOp(")"));
+        l = std::move(e);
+        continue;
+      }
+      if (op == "=" && (Peek().Is("any") || Peek().Is("some")) && Peek(1).IsOp("(")) {
+        i_++;  // x = ANY (SELECT ...) is x IN (SELECT ...)
+        auto e = std::make_unique<Expr>(Expr::Kind::kInSelect, op_pos);
+        i_++;
+        e->args.push_back(std::move(l));
+        e->subquery = std::make_shared<SelectStmt>();
+        ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
+        RETURN_NOT_OK(ExpectOp(")"));
+        l = std::move(e);
+        continue;
+      }
       ASSIGN_OR_RETURN(ExprPtr r, ParsePredicate());
-      l = MakeBinary(t.text == "!=" ? "<>" : t.text, std::move(l), std::move(r), t.pos);
+      l = MakeBinary(op, std::move(l), std::move(r), op_pos);
       continue;
     }
     if (t.Is("is")) {
@@ -217,14 +254,42 @@ Result<ExprPtr> Parser::ParseUnary() {
 
 Result<ExprPtr> Parser::ParseCastSuffix() {
   ASSIGN_OR_RETURN(ExprPtr e, ParsePrimary());
-  while (Peek().IsOp("::")) {
-    int p = Next().pos;
-    auto c = std::make_unique<Expr>(Expr::Kind::kCast, p);
-    ASSIGN_OR_RETURN(c->cast_type, ParseType());
-    c->args.push_back(std::move(e));
-    e = std::move(c);
+  while (true) {
+    if (Peek().IsOp("::")) {
+      int p = Next().pos;
+      int k = Peek().Is("pg_catalog") && Peek(1).IsOp(".") ? 2 : 0;
+      const Token& ty = Peek(k);
+      if (ty.Is("regclass") || ty.Is("regtype") || ty.Is("regnamespace") || ty.Is("regproc") || ty.Is("regrole")) {
+        // Object identifier types print names: evaluated from the catalog.
+        i_ += k + 1;
+        auto f = std::make_unique<Expr>(Expr::Kind::kFunc, p);
+        f->name = ty.text;
+        f->args.push_back(std::move(e));
+        e = std::move(f);
+        continue;
+      }
+      auto c = std::make_unique<Expr>(Expr::Kind::kCast, p);
+      ASSIGN_OR_RETURN(c->cast_type, ParseType());
+      c->args.push_back(std::move(e));
+      e = std::move(c);
+    } else if (Peek().IsOp("[")) {  // array subscript
+      int p = Next().pos;
+      auto f = std::make_unique<Expr>(Expr::Kind::kFunc, p);
+      f->name = "__subscript";
+      f->args.push_back(std::move(e));
+      ASSIGN_OR_RETURN(ExprPtr idx, ParseExpr());
+      f->args.push_back(std::move(idx));
+      RETURN_NOT_OK(ExpectOp("]"));
+      e = std::move(f);
+    } else if (Peek().Is("collate")) {  // collations: accepted; text compares bytewise
+      i_++;
+      if (Peek(1).IsOp(".")) i_ += 2;
+      if (Peek().kind != Tok::kIdent && Peek().kind != Tok::kQuotedIdent) return SyntaxError();
+      i_++;
+    } else {
+      return e;
+    }
   }
-  return e;
 }
 
 Result<ExprPtr> Parser::ParsePrimary() {
@@ -309,6 +374,27 @@ Result<ExprPtr> Parser::ParsePrimary() {
       f->name = t.text;
       return f;
     }
+    if (t.Is("array") && Peek(1).IsOp("[")) {  // ARRAY[a, b, ...]
+      i_ += 2;
+      auto f = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
+      f->name = "__array";
+      if (!Peek().IsOp("]")) {
+        do {
+          ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
+          f->args.push_back(std::move(a));
+        } while (AcceptOp(","));
+      }
+      RETURN_NOT_OK(ExpectOp("]"));
+      return f;
+    }
+    if (t.Is("array") && Peek(1).IsOp("(") && IsSelectAhead(1)) {
+      i_ += 2;
+      auto e = std::make_unique<Expr>(Expr::Kind::kArray, t.pos);
+      e->subquery = std::make_shared<SelectStmt>();
+      ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
+      RETURN_NOT_OK(ExpectOp(")"));
+      return e;
+    }
     if (t.Is("exists") && Peek(1).IsOp("(")) {
       i_ += 2;
       auto e = std::make_unique<Expr>(Expr::Kind::kExists, t.pos);
@@ -332,6 +418,10 @@ Result<ExprPtr> Parser::ParsePrimary() {
   }
   i_++;
   std::string name = t.text;
+  if (t.Is("pg_catalog") && Peek().IsOp(".") && Peek(2).IsOp("(")) {  // pg_catalog.f(...)
+    i_++;
+    name = Next().text;
+  }
   if (Peek().IsOp("(")) {  // function call
     i_++;
     auto f = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);

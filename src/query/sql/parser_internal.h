@@ -63,6 +63,9 @@ class Parser {
   Result<std::vector<std::string>> QualifiedNameList();
   Result<uint64_t> UnsignedInt();
   Result<SqlType> ParseType();
+  Result<SqlType> ParseBaseType();
+  // `t`[] (a one-dimensional array of `t`) if brackets follow.
+  Result<SqlType> ArraySuffix(SqlType t);
 
   // Queries (parser_select.cc): set operations (INTERSECT binds tighter than UNION and
   // EXCEPT), parenthesized queries, FROM lists with joins and derived tables.
@@ -73,7 +76,7 @@ class Parser {
   Result<TableRef> ParseFromItem();
   Result<TableRef> ParseTablePrimary();
   // True if the tokens from here are "(" ... "(" SELECT: a parenthesized query.
-  bool IsSelectAhead() const;
+  bool IsSelectAhead(int from = 0) const;
 
   // Statements (parser.cc).
   Result<Statement> ParseStatement();

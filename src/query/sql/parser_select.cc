@@ -3,10 +3,10 @@
 
 namespace wattdb::sql::internal {
 
-bool Parser::IsSelectAhead() const {
-  int k = 0;
+bool Parser::IsSelectAhead(int from) const {
+  int k = from;
   while (Peek(k).IsOp("(")) k++;
-  return k > 0 && Peek(k).Is("select");
+  return k > from && Peek(k).Is("select");
 }
 
 Result<SelectStmt> Parser::ParseSelect() {

@@ -1,0 +1,34 @@
+// PostgreSQL's system catalogs (pg_catalog.pg_class, pg_attribute, pg_index, ...) as read-only
+// views computed from WattDB's catalog, and the catalog functions clients call with them
+// (format_type, pg_get_indexdef, regclass output, ...). Enough for psql's \d family and for
+// drivers' introspection; catalogs WattDB has no counterpart for (policies, publications,
+// inheritance, extended statistics) exist and are empty.
+//
+// Object ids are derived, not stored: a table with id T has oid 100000 + 1000 T, its
+// secondary index i has that + i, its primary key index that + 999; views and other objects
+// get fixed or positional oids. Namespaces: pg_catalog (11) and public (2200).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "master/cluster.h"
+#include "master/database_catalog.h"
+
+namespace wattdb::master {
+
+// Registers the pg_catalog views in the catalog (system view ids from kFirstPgCatalogId).
+void RegisterPgCatalog(Catalog& catalog);
+// True if `name` is one of those views (they are shared by every database).
+bool IsPgCatalogView(const std::string& name);
+// True if `table` is the id of one of them.
+bool IsPgCatalogTable(TableId table);
+
+// The rows of pg_catalog view `table` as seen by a session of database `db`.
+Result<std::vector<std::vector<Value>>> PgCatalogRows(TableId table, const DatabaseCatalog& db, Cluster& cluster);
+
+// Catalog function `name` (see plan::CatalogFunctionType) for a session of database `db`.
+Result<Value> PgCatalogFunction(const std::string& name, const std::vector<Value>& args, const DatabaseCatalog& db,
+                                Cluster& cluster);
+
+}  // namespace wattdb::master
