@@ -1,0 +1,313 @@
+// ExprBinder: aggregates and function calls, including the functions the catalog answers.
+#include <chrono>
+#include <map>
+#include <optional>
+
+#include "query/plan/expr_binder.h"
+
+namespace wattdb::plan {
+
+bool IsAggregateName(const std::string& n) {
+  return n == "count" || n == "sum" || n == "min" || n == "max" || n == "avg" || n == "string_agg";
+}
+
+// The result type of a function the catalog answers (ScanProvider::CallCatalog), if `name`
+// with `nargs` arguments is one.
+std::optional<SqlType> CatalogFunctionType(const std::string& name, size_t nargs) {
+  struct Sig {
+    size_t min_args, max_args;
+    TypeId result;
+  };
+  static const std::map<std::string, Sig> kFuncs = {
+      {"regclass", {1, 1, TypeId::kText}},          {"regtype", {1, 1, TypeId::kText}},
+      {"regnamespace", {1, 1, TypeId::kText}},      {"regproc", {1, 1, TypeId::kText}},
+      {"regrole", {1, 1, TypeId::kText}},           {"pg_get_userbyid", {1, 1, TypeId::kText}},
+      {"pg_table_is_visible", {1, 1, TypeId::kBool}}, {"format_type", {2, 2, TypeId::kText}},
+      {"pg_get_expr", {2, 3, TypeId::kText}},       {"pg_get_indexdef", {1, 3, TypeId::kText}},
+      {"pg_get_constraintdef", {1, 2, TypeId::kText}}, {"pg_relation_is_publishable", {1, 1, TypeId::kBool}},
+      {"pg_get_statisticsobjdef_columns", {1, 1, TypeId::kText}}, {"col_description", {2, 2, TypeId::kText}},
+      {"obj_description", {1, 2, TypeId::kText}},   {"shobj_description", {2, 2, TypeId::kText}},
+      {"pg_get_viewdef", {1, 2, TypeId::kText}},    {"pg_relation_size", {1, 2, TypeId::kInt64}},
+      {"pg_table_size", {1, 1, TypeId::kInt64}},    {"pg_total_relation_size", {1, 1, TypeId::kInt64}},
+      {"pg_indexes_size", {1, 1, TypeId::kInt64}},  {"pg_size_pretty", {1, 1, TypeId::kText}},
+      {"pg_encoding_to_char", {1, 1, TypeId::kText}}, {"pg_function_is_visible", {1, 1, TypeId::kBool}},
+      {"pg_type_is_visible", {1, 1, TypeId::kBool}},
+  };
+  auto it = kFuncs.find(name);
+  if (it == kFuncs.end() || nargs < it->second.min_args || nargs > it->second.max_args) return std::nullopt;
+  return SqlType{it->second.result};
+}
+
+Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
+  if (!allow_aggs_) {
+    return Status::Sql("42803", fmt::format("aggregate functions are not allowed in {}", agg_context_),
+                       e.pos);
+  }
+  if (in_aggregate_) {
+    return Status::Sql("42803", "aggregate function calls cannot be nested", e.pos);
+  }
+  AggSpec spec;
+  spec.distinct = e.distinct && !e.star_arg;
+  if (e.star_arg) {
+    if (e.name != "count") {
+      return Status::Sql("42601", fmt::format("{}(*) is not valid", e.name), e.pos);
+    }
+    spec.func = AggFunc::kCountStar;
+    spec.type = {TypeId::kInt64};
+  } else {
+    if (e.args.size() != (e.name == "string_agg" ? 2u : 1u)) {
+      return Status::Sql("42883", fmt::format("function {} with {} arguments does not exist", e.name,
+                                              e.args.size()),
+                         e.pos);
+    }
+    ExprBinder inner = Plain();
+    inner.in_aggregate_ = true;
+    bool u;
+    ASSIGN_OR_RETURN(spec.arg, inner.Bind(*e.args[0], &u));
+    if (u) {
+      ASSIGN_OR_RETURN(spec.arg, inner.Coerce(std::move(spec.arg), true, {TypeId::kText}, e.pos));
+    }
+    SqlType at = spec.arg->type;
+    if (e.name == "string_agg") {
+      ASSIGN_OR_RETURN(spec.separator, inner.Bind(*e.args[1], &u));
+      spec.arg = CharAsText(std::move(spec.arg));
+      spec.separator = CharAsText(std::move(spec.separator));
+      for (const auto* x : {&spec.arg, &spec.separator}) {
+        if ((*x)->type.id != TypeId::kText && (*x)->type.id != TypeId::kNull) {
+          return Status::Sql("42883", fmt::format("function string_agg({}, {}) does not exist", TypeName(spec.arg->type),
+                                                  TypeName(spec.separator->type)), e.pos);
+        }
+      }
+      spec.func = AggFunc::kStringAgg;
+      spec.type = {TypeId::kText};
+    } else if (e.name == "count") {
+      spec.func = AggFunc::kCount;
+      spec.type = {TypeId::kInt64};
+    } else if (e.name == "min" || e.name == "max") {
+      spec.func = e.name == "min" ? AggFunc::kMin : AggFunc::kMax;
+      spec.type = at.id == TypeId::kNull ? SqlType{TypeId::kText} : at;
+    } else {
+      if (!at.IsNumeric() && at.id != TypeId::kNull) {
+        return Status::Sql("42883", fmt::format("function {}({}) does not exist", e.name, TypeName(at)),
+                           e.pos);
+      }
+      // As in PostgreSQL: sum(int) is bigint, sum(bigint | numeric) numeric, avg of anything
+      // but double precision numeric.
+      if (e.name == "sum") {
+        spec.func = AggFunc::kSum;
+        spec.type = at.id == TypeId::kDouble  ? SqlType{TypeId::kDouble}
+                    : at.id == TypeId::kInt32 ? SqlType{TypeId::kInt64}
+                                              : SqlType{TypeId::kNumeric};
+      } else {
+        spec.func = AggFunc::kAvg;
+        spec.type = at.id == TypeId::kDouble ? SqlType{TypeId::kDouble} : SqlType{TypeId::kNumeric};
+      }
+    }
+  }
+  // Reuse an identical aggregate.
+  for (size_t i = 0; i < aggs_->size(); i++) {
+    const AggSpec& a = (*aggs_)[i];
+    if (a.func == spec.func && a.distinct == spec.distinct &&
+        (a.separator ? a.separator->ToString() : "") == (spec.separator ? spec.separator->ToString() : "") &&
+        (a.arg ? a.arg->ToString() : "") == (spec.arg ? spec.arg->ToString() : "")) {
+      return MakeColumn(static_cast<int>(groups_->size() + i), a.type);
+    }
+  }
+  SqlType t = spec.type;
+  aggs_->push_back(std::move(spec));
+  return MakeColumn(static_cast<int>(groups_->size() + aggs_->size() - 1), t);
+}
+
+Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
+  const std::string& n = e.name;
+  if (IsAggregateName(n)) {
+    if (!agg_mode()) {
+      return Status::Sql("42803", fmt::format("aggregate functions are not allowed in {}", agg_context_),
+                         e.pos);
+    }
+    return BindAggregate(e);
+  }
+  if (e.distinct || e.star_arg) {
+    return Status::Sql("42809", fmt::format("{} is not an aggregate function", n), e.pos);
+  }
+  if (e.args.empty()) {
+    if (n == "version") {
+      return MakeConst(Value::Text("PostgreSQL 15.0 (WattDB 0.1, energy-proportional cluster)"),
+                       {TypeId::kText});
+    }
+    if (n == "current_database") return MakeConst(Value::Text("wattdb"), {TypeId::kText});
+    if (n == "now" || n == "current_timestamp" || n == "localtimestamp") {
+      // The time the statement was bound, on the master's clock (UTC).
+      auto unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+      return MakeConst(Value::Timestamp(unix_us - kPgEpochUnixMicros), {TypeId::kTimestamp});
+    }
+    if (n == "current_schema") return MakeConst(Value::Text("public"), {TypeId::kText});
+  }
+  std::vector<BoundExprPtr> args;
+  std::vector<bool> unt;
+  for (const auto& a : e.args) {
+    bool u;
+    ASSIGN_OR_RETURN(BoundExprPtr b, Bind(*a, &u));
+    args.push_back(std::move(b));
+    unt.push_back(u);
+  }
+  auto out = std::make_unique<BoundExpr>();
+  out->kind = BoundExpr::Kind::kFunc;
+  auto sig = [&] {
+    std::string s;
+    for (size_t i = 0; i < args.size(); i++) s += (i ? ", " : "") + TypeName(unt[i] ? SqlType{TypeId::kNull} : args[i]->type);
+    return Status::Sql("42883", fmt::format("function {}({}) does not exist", n, s), e.pos);
+  };
+  auto need = [&](size_t k) { return args.size() == k; };
+  if ((n == "abs") && need(1)) {
+    if (unt[0]) {
+      ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), true, {TypeId::kDouble}, e.pos));
+    }
+    if (!args[0]->type.IsNumeric() && args[0]->type.id != TypeId::kNull) return sig();
+    out->func = Func::kAbs;
+    out->type = args[0]->type.id == TypeId::kNull ? SqlType{TypeId::kInt32} : args[0]->type;
+  } else if ((n == "round") && (need(1) || need(2))) {
+    if (unt[0]) {
+      ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), true, {TypeId::kDouble}, e.pos));
+    }
+    if (!args[0]->type.IsNumeric() && args[0]->type.id != TypeId::kNull) return sig();
+    if (args.size() == 2 && !args[1]->type.IsInteger()) return sig();
+    if (args[0]->type.IsInteger() || (args.size() == 2 && args[0]->type.id == TypeId::kDouble)) {
+      // round(int) is round(double precision); round(x, n) exists for numeric only.
+      SqlType to{args.size() == 2 ? TypeId::kNumeric : TypeId::kDouble};
+      if (args.size() == 2 && args[0]->type.id == TypeId::kDouble) return sig();
+      ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), false, to, e.pos));
+    }
+    out->func = Func::kRound;
+    out->type = {args[0]->type.id == TypeId::kNumeric ? TypeId::kNumeric : TypeId::kDouble};
+  } else if ((n == "lower" || n == "upper" || n == "length" || n == "char_length" ||
+              n == "character_length") && need(1)) {
+    if (args[0]->type.id != TypeId::kText && args[0]->type.id != TypeId::kNull && !unt[0]) return sig();
+    if (n != "lower" && n != "upper") args[0] = CharAsText(std::move(args[0]));
+    out->func = n == "lower" ? Func::kLower : n == "upper" ? Func::kUpper : Func::kLength;
+    out->type = out->func == Func::kLength ? SqlType{TypeId::kInt32} : SqlType{TypeId::kText};
+  } else if ((n == "coalesce" || n == "greatest" || n == "least") && !args.empty()) {
+    SqlType t{TypeId::kNull};
+    for (size_t i = 0; i < args.size(); i++) {
+      if (unt[i] || args[i]->type.id == TypeId::kNull) continue;
+      if (t.id == TypeId::kNull) {
+        t = args[i]->type;
+      } else if (t.IsNumeric() && args[i]->type.IsNumeric()) {
+        t = NumericUnion(t, args[i]->type);
+      } else if (t.id != args[i]->type.id) {
+        return Status::Sql("42804", fmt::format("{} types {} and {} cannot be matched", 
+                                                n == "coalesce" ? "COALESCE" : n == "greatest" ? "GREATEST" : "LEAST",
+                                                TypeName(t), TypeName(args[i]->type)),
+                           e.args[i]->pos);
+      } else if (t.id == TypeId::kText) {
+        t.max_len = 0;
+      }
+    }
+    if (t.id == TypeId::kNull) t = {TypeId::kText};
+    for (size_t i = 0; i < args.size(); i++) {
+      ASSIGN_OR_RETURN(args[i], Coerce(std::move(args[i]), unt[i], t, e.args[i]->pos));
+    }
+    out->func = n == "coalesce" ? Func::kCoalesce : n == "greatest" ? Func::kGreatest : Func::kLeast;
+    out->type = t;
+  } else if (n == "nullif" && need(2)) {
+    RETURN_NOT_OK(Unify(&args[0], unt[0], &args[1], unt[1], e.pos, "="));
+    out->func = Func::kNullIf;
+    out->type = args[0]->type.id == TypeId::kNull ? SqlType{TypeId::kText} : args[0]->type;
+  } else if ((n == "__is_true" || n == "__is_false") && need(1)) {
+    if (unt[0]) {
+      ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), true, {TypeId::kBool}, e.pos));
+    }
+    if (args[0]->type.id != TypeId::kBool && args[0]->type.id != TypeId::kNull) {
+      return Status::Sql("42804", fmt::format("argument of IS TRUE must be type boolean, not type {}",
+                                              TypeName(args[0]->type)), e.pos);
+    }
+    out->func = n == "__is_true" ? Func::kIsTrue : Func::kIsFalse;
+    out->type = {TypeId::kBool};
+  } else if ((n == "__any" || n == "__all") && need(2)) {
+    // x op ANY|ALL (array)
+    if (unt[1]) {
+      SqlType elem = unt[0] || args[0]->type.id == TypeId::kNull ? SqlType{TypeId::kText} : args[0]->type;
+      ASSIGN_OR_RETURN(args[1], Coerce(std::move(args[1]), true, SqlType::Array(elem.id), e.pos));
+    }
+    if (args[1]->type.id != TypeId::kArray && args[1]->type.id != TypeId::kNull) {
+      return Status::Sql("42809", fmt::format("op ANY/ALL (array) requires array on right side"), e.pos);
+    }
+    SqlType elem = args[1]->type.id == TypeId::kArray ? args[1]->type.element() : SqlType{TypeId::kText};
+    if (unt[0]) {
+      ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), true, elem, e.pos));
+    }
+    args[0] = CharAsText(std::move(args[0]));
+    bool comparable = args[0]->type.id == elem.id || args[0]->type.id == TypeId::kNull ||
+                      (args[0]->type.IsNumeric() && elem.IsNumeric());
+    static const std::map<std::string, BinOp> kCmp = {{"=", BinOp::kEq}, {"<>", BinOp::kNe}, {"<", BinOp::kLt},
+                                                       {"<=", BinOp::kLe}, {">", BinOp::kGt}, {">=", BinOp::kGe}};
+    auto op = kCmp.find(e.op);
+    if (!comparable || op == kCmp.end()) {
+      return Status::Sql("42883", fmt::format("operator does not exist: {} {} {}", TypeName(args[0]->type), e.op,
+                                              TypeName(elem)), e.pos);
+    }
+    out->func = Func::kAny;
+    out->op = op->second;
+    out->negated = n == "__all";
+    out->type = {TypeId::kBool};
+  } else if (n == "__array") {
+    // ARRAY[...]: the elements' common type (untyped literals become text when nothing else says).
+    SqlType t{TypeId::kNull};
+    for (size_t i = 0; i < args.size(); i++) {
+      if (unt[i] || args[i]->type.id == TypeId::kNull) continue;
+      SqlType at = args[i]->type.IsFixedChar() ? SqlType{TypeId::kText} : args[i]->type;
+      if (t.id == TypeId::kNull) {
+        t = at;
+      } else if (t.IsNumeric() && at.IsNumeric()) {
+        t = NumericUnion(t, at);
+      } else if (t.id != at.id) {
+        return Status::Sql("42804", fmt::format("ARRAY types {} and {} cannot be matched", TypeName(t), TypeName(at)),
+                           e.pos);
+      }
+    }
+    if (t.id == TypeId::kNull) t = {TypeId::kText};
+    if (t.id == TypeId::kArray) return Status::Sql("0A000", "multidimensional arrays are not supported", e.pos);
+    for (size_t i = 0; i < args.size(); i++) {
+      args[i] = CharAsText(std::move(args[i]));
+      if (args[i]->type != t) {
+        ASSIGN_OR_RETURN(args[i], Coerce(std::move(args[i]), unt[i], t, e.pos));
+      }
+    }
+    out->func = Func::kMakeArray;
+    out->type = SqlType::Array(t.id);
+  } else if (n == "__subscript" && need(2)) {
+    if (args[0]->type.id != TypeId::kArray) {
+      return Status::Sql("42804", fmt::format("cannot subscript type {} because it does not support subscripting",
+                                              TypeName(args[0]->type)), e.pos);
+    }
+    if (unt[1]) {
+      ASSIGN_OR_RETURN(args[1], Coerce(std::move(args[1]), true, {TypeId::kInt32}, e.pos));
+    }
+    if (!args[1]->type.IsInteger() && args[1]->type.id != TypeId::kNull) {
+      return Status::Sql("42804", "array subscript must have type integer", e.pos);
+    }
+    out->func = Func::kSubscript;
+    out->type = args[0]->type.element();
+  } else if ((n == "array_to_string" || n == "array_upper") && need(2)) {
+    if (args[0]->type.id != TypeId::kArray && args[0]->type.id != TypeId::kNull) return sig();
+    out->func = n == "array_to_string" ? Func::kArrayToString : Func::kArrayUpper;
+    out->type = {n == "array_to_string" ? TypeId::kText : TypeId::kInt32};
+  } else if (n == "regclass" && need(1) && (unt[0] || args[0]->type.id == TypeId::kText)) {
+    // 'name'::regclass: the relation's oid (for comparisons with oid columns).
+    out->func = Func::kCatalog;
+    out->value = Value::Text("regclass_in");
+    out->type = {TypeId::kInt64};
+  } else if (auto cat = CatalogFunctionType(n, args.size())) {
+    out->func = Func::kCatalog;
+    out->value = Value::Text(n);
+    out->type = *cat;
+  } else {
+    return sig();
+  }
+  out->children = std::move(args);
+  if (untyped) *untyped = false;
+  return out;
+}
+
+}  // namespace wattdb::plan
