@@ -128,6 +128,12 @@ class Cluster {
   // duplicates (23505) before it is stored in the catalog, ready for snapshots after it.
   // `table` is the catalog (qualified) name.
   Status CreateIndex(const std::string& table, IndexDef def);
+  // Holds the latches of every segment of `table` exclusively: writers to it wait until this
+  // is destroyed. Waits up to latch_wait_ms for transactions that wrote the table (55006).
+  struct WriteBlock {
+    std::vector<std::unique_lock<std::shared_timed_mutex>> latches;
+  };
+  Result<std::unique_ptr<WriteBlock>> BlockWrites(TableId table);
   Status DropIndex(const std::string& table, uint32_t index);
   // After `writes` of `t` to `table` were prepared: each new row's key in each unique index
   // of the table is claimed for `t` until it ends (a claim held by another transaction is

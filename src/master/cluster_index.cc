@@ -102,22 +102,27 @@ Status Cluster::CheckUnique(Transaction& t, TableId table, const std::vector<Row
   return Status::OK();
 }
 
+Result<std::unique_ptr<Cluster::WriteBlock>> Cluster::BlockWrites(TableId table) {
+  auto block = std::make_unique<WriteBlock>();
+  for (const auto& s : catalog_->SegmentsOverlapping(table, "", "")) {
+    block->latches.emplace_back(*Latch(s.id), std::chrono::milliseconds(config_.latch_wait_ms));
+    if (!block->latches.back().owns_lock()) {
+      return Status(Status::Code::kUnavailable,
+                    fmt::format("the table is being written by a transaction that did not finish within {} ms; "
+                                "try again", config_.latch_wait_ms),
+                    "55006");
+    }
+  }
+  return block;
+}
+
 Status Cluster::CreateIndex(const std::string& table, IndexDef def) {
   std::lock_guard<std::mutex> admin(admin_mu_);  // no moves or splits meanwhile
   ASSIGN_OR_RETURN(TableSchema t, catalog_->GetTable(table));
   def.spec.id = t.next_index_id;
   auto segs = catalog_->SegmentsOverlapping(t.id, "", "");
   // Block the table's writers: wait for open transactions that wrote it to end.
-  std::vector<std::unique_lock<std::shared_timed_mutex>> held;
-  for (const auto& s : segs) {
-    held.emplace_back(*Latch(s.id), std::chrono::milliseconds(config_.latch_wait_ms));
-    if (!held.back().owns_lock()) {
-      return Status(Status::Code::kUnavailable,
-                    fmt::format("table \"{}\" is being written by a transaction that did not finish within {} ms; "
-                                "try again", t.name, config_.latch_wait_ms),
-                    "55006");
-    }
-  }
+  ASSIGN_OR_RETURN(auto block, BlockWrites(t.id));
   // Every commit so far has completed: the snapshot below includes all writes to the table.
   AwaitStable();
   Timestamp build_ts = ReadTimestamp();

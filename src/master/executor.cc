@@ -40,7 +40,13 @@ Executor::~Executor() {
   if (txn_) {
     cluster_.Rollback(*txn_);
     cluster_.ReleaseSnapshot(txn_->snapshot);
+    UndoBlockDdl();
   }
+}
+
+void Executor::UndoBlockDdl() {
+  for (auto it = txn_undo_.rbegin(); it != txn_undo_.rend(); ++it) (*it)();
+  txn_undo_.clear();
 }
 
 Timestamp Executor::Snapshot() { return txn_ ? txn_->snapshot : stmt_snapshot_; }
@@ -77,8 +83,9 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
     failed_ = true;
     return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
   }
-  // CREATE TABLE inside a block (drivers such as psycopg open one implicitly) takes effect at
-  // once and is not undone by ROLLBACK; other DDL and administration are refused there.
+  // CREATE TABLE and CREATE INDEX inside a block (drivers such as psycopg open one implicitly)
+  // take effect at once and are undone if the block rolls back; other DDL and administration
+  // are refused there.
   auto* drop = std::get_if<sql::DropTableStmt>(&stmt);
   if (txn_ && ((drop && !drop->view) || std::holds_alternative<sql::DatabaseStmt>(stmt) ||
                std::holds_alternative<sql::AddPrimaryKeyStmt>(stmt) ||
@@ -118,9 +125,15 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
       if (failed_) {
         failed_ = false;
         cluster_.Rollback(*t);
+        UndoBlockDdl();
         return std::string("ROLLBACK");
       }
-      RETURN_NOT_OK(cluster_.Commit(*t));
+      Status committed = cluster_.Commit(*t);
+      if (!committed.ok()) {
+        UndoBlockDdl();
+        return committed;
+      }
+      txn_undo_.clear();
       return std::string("COMMIT");
     }
     case sql::TxnStmt::Kind::kRollback:
@@ -131,6 +144,7 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
         cluster_.ReleaseSnapshot(txn_->snapshot);
         txn_.reset();
         failed_ = false;
+        UndoBlockDdl();
       }
       return std::string("ROLLBACK");
   }

@@ -128,6 +128,10 @@ class Executor {
  // borrowed; outlives the session
   std::map<std::string, std::string> settings_;
   std::unique_ptr<Transaction> txn_;  // open transaction block, if any
+  // DDL done inside the open block takes effect at once; these undo it if the block rolls back
+  // (run newest first).
+  std::vector<std::function<void()>> txn_undo_;
+  void UndoBlockDdl();
   Timestamp stmt_snapshot_ = 0;       // snapshot of the running statement outside a block
   bool failed_ = false;               // a statement of the block failed: only ROLLBACK helps
 };

@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "master/executor.h"
 #include "master/node_rpc.h"
+#include "query/sql/parser.h"
 
 namespace wattdb::master {
 
@@ -66,6 +67,11 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
       if (auto segs = db_.DropTable(t.name); segs.ok()) DropSegments(*segs);
       return st;
     }
+  }
+  if (txn_) {
+    txn_undo_.push_back([this, name = t.name] {
+      if (auto segs = db_.DropTable(name); segs.ok()) DropSegments(*segs);
+    });
   }
   return std::string("CREATE TABLE");
 }
@@ -176,7 +182,23 @@ Result<std::string> Executor::CreateView(sql::CreateViewStmt& s) {
   for (const auto& r : reads) {
     if (r == s.name) return Status::Sql("42P17", fmt::format("infinite recursion detected in view \"{}\"", s.name));
   }
+  std::optional<std::string> before = db_.GetView(s.name);
+  std::vector<std::string> before_reads;
+  if (before) {
+    if (auto parsed = sql::Parse(*before); parsed.ok() && std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {
+      sql::ReferencedRelations(std::get<sql::SelectStmt>((*parsed)[0]), &before_reads);
+    }
+  }
   RETURN_NOT_OK(db_.CreateView(s.name, s.sql, reads, s.or_replace));
+  if (txn_) {  // a rollback restores the previous definition, or removes the view
+    txn_undo_.push_back([this, name = s.name, before, before_reads] {
+      if (before) {
+        (void)db_.CreateView(name, *before, before_reads, true);
+      } else {
+        (void)db_.DropView(name);
+      }
+    });
+  }
   return std::string("CREATE VIEW");
 }
 
@@ -271,10 +293,20 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
     if (auto segs = db_.DropTable(t.name); segs.ok()) DropSegments(*segs);
     return st;
   };
+  // Writers to the old table wait from here until it is replaced (they then fail, as their
+  // table is gone), so the copy misses nothing: it reads after every earlier commit.
+  auto block = cluster_.BlockWrites(old.id);
+  if (!block.ok()) return abandon(block.status());
+  cluster_.AwaitStable();
+  struct Snap {
+    Cluster& c;
+    Timestamp ts;
+    ~Snap() { c.ReleaseSnapshot(ts); }
+  } snap{cluster_, cluster_.AcquireSnapshot()};
   // Copy every row under its new key, in bounded batches (the new table is not visible yet).
   std::set<std::string> keys;
   std::vector<RowWrite> batch;
-  Status st = ForEachRow(*FullScan(old), Snapshot(), cancel, [&](const exec::Batch& b, size_t r, exec::ExecContext*) {
+  Status st = ForEachRow(*FullScan(old), snap.ts, cancel, [&](const exec::Batch& b, size_t r, exec::ExecContext*) {
     std::vector<Value> row;
     for (int i : keep) row.push_back(b.cols[i][r]);
     auto w = InsertWrite(t, row, &keys);
@@ -284,10 +316,10 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
                  : w.status();
     }
     batch.push_back(std::move(w).value());
-    if (batch.size() >= 10000) return cluster_.ApplyWrites(t.id, Snapshot(), std::exchange(batch, {}));
+    if (batch.size() >= 10000) return cluster_.ApplyWrites(t.id, snap.ts, std::exchange(batch, {}));
     return Status::OK();
   });
-  if (st.ok() && !batch.empty()) st = cluster_.ApplyWrites(t.id, Snapshot(), std::move(batch));
+  if (st.ok() && !batch.empty()) st = cluster_.ApplyWrites(t.id, snap.ts, std::move(batch));
   if (!st.ok()) return abandon(st.sqlstate() == "23502" ? Status::Sql("23502", fmt::format(
       "column of relation \"{}\" contains null values", old.name)) : st);
   // One catalog write drops the old table and renames the new one into its place.

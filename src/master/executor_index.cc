@@ -63,6 +63,16 @@ Result<std::string> Executor::CreateIndex(sql::CreateIndexStmt& s, ResultSink& s
     }
   }
   RETURN_NOT_OK(AddIndex(*t, s.name, s.columns, s.desc, s.unique, false, s.pos));
+  if (txn_) {
+    // The newest index of the table is the one just made.
+    for (const auto& tt : db_.Tables()) {
+      if (tt.id == t->id && !tt.indexes.empty()) {
+        txn_undo_.push_back([this, table = db_.Qualify(tt.name), id = tt.indexes.back().spec.id] {
+          (void)cluster_.DropIndex(table, id);
+        });
+      }
+    }
+  }
   return std::string("CREATE INDEX");
 }
 
