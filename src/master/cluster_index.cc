@@ -61,7 +61,7 @@ Status Cluster::CheckUnique(Transaction& t, TableId table, const std::vector<Row
     if (!ix.unique) continue;
     std::set<std::string> keys;  // this statement's new keys, each checked once
     for (const auto& w : writes) {
-      if (w.is_delete) continue;
+      if (w.is_delete || w.check == RemoteWrite::Check::kLock) continue;
       RETURN_NOT_OK(DecodeRow(w.row, &row));
       if (row.size() != schema->columns.size()) return Status::Corruption("row width does not match the table");
       if (!AnyNull(ix.spec, row)) keys.insert(EncodeIndexKey(ix.spec, row));

@@ -209,9 +209,9 @@ Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
     return Status::Sql("0A000", "FOR UPDATE is supported on a plain SELECT of one table");
   }
   if (!txn_) return Status::OK();  // a single statement holds nothing past its own end
-  // The rows the query reads from its table, rewritten unchanged inside the transaction: each
-  // becomes a write of this transaction, so a concurrent writer of it waits for us and a row
-  // changed since our snapshot fails now with 40001 (first updater wins).
+  // The rows the query reads from its table are locked for the transaction on their nodes
+  // (nothing is written): a concurrent writer of one waits for us, and a row changed since our
+  // snapshot fails now with 40001 (first updater wins).
   sql::DeleteStmt d;
   d.table = s.from[0].name;
   d.alias = s.from[0].alias;
@@ -223,11 +223,9 @@ Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
   if (t.id >= kFirstSystemTableId) return Status::Sql("0A000", "FOR UPDATE is not supported on system views");
   std::vector<RowWrite> writes;
   RETURN_NOT_OK(ForEachRow(*bound->source, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
-    std::vector<Value> row = batch.Row(r);
     RowWrite w;
-    w.key = EncodeKey(t, row);
-    EncodeRow(row, &w.row);
-    w.check = RemoteWrite::Check::kUpdate;
+    w.key = EncodeKey(t, batch.Row(r));
+    w.check = RemoteWrite::Check::kLock;
     writes.push_back(std::move(w));
     return Status::OK();
   }));

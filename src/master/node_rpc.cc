@@ -62,6 +62,7 @@ void FillWrites(capnp::List<proto::Write>::Builder l, const std::vector<RemoteWr
     l[i].setRow(Bytes(ws[i].row));
     l[i].setCheck(ws[i].check == RemoteWrite::Check::kInsert   ? proto::Write::Check::INSERT
                   : ws[i].check == RemoteWrite::Check::kUpdate ? proto::Write::Check::UPDATE
+                  : ws[i].check == RemoteWrite::Check::kLock   ? proto::Write::Check::LOCK
                                                                : proto::Write::Check::NONE);
   }
 }

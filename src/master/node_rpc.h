@@ -17,7 +17,7 @@ struct RemoteWrite {
   std::string key;
   bool is_delete = false;
   std::string row;
-  enum class Check { kNone, kInsert, kUpdate } check = Check::kNone;
+  enum class Check { kNone, kInsert, kUpdate, kLock } check = Check::kNone;
 };
 
 struct PullStats {

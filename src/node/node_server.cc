@@ -215,6 +215,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         tw.op.row = Str(w.getRow());
         tw.check = w.getCheck() == proto::Write::Check::INSERT   ? WriteCheck::kInsert
                    : w.getCheck() == proto::Write::Check::UPDATE ? WriteCheck::kUpdate
+                   : w.getCheck() == proto::Write::Check::LOCK   ? WriteCheck::kLock
                                                                  : WriteCheck::kNone;
         writes.push_back(std::move(tw));
       }

@@ -85,6 +85,7 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
 restart:
   auto existing = prepared_.find(txn);
   std::map<LockKey, bool> mine;  // key -> "live after the writes so far" (pending put)
+  std::set<LockKey> locks_only;  // keys this call only locks
   for (const auto& w : writes) {
     ASSIGN_OR_RETURN(storage::SegmentRef seg, store_.Get(w.op.segment));
     if (!seg->meta().Contains(w.op.key)) {
@@ -126,11 +127,17 @@ restart:
         return Status::Aborted("could not serialize access due to concurrent update");
       }
     }
+    if (w.check == WriteCheck::kLock) {
+      if (!mine.count(lk)) locks_only.insert(lk);
+      continue;
+    }
     mine[lk] = w.op.kind == storage::VersionKind::kPut;
+    locks_only.erase(lk);
   }
   Prepared& p = prepared_[txn];
   size_t before = p.ops.size();
   for (auto& w : writes) {
+    if (w.check == WriteCheck::kLock) continue;
     p.last[{w.op.segment, w.op.key}] = p.ops.size();
     p.ops.push_back(std::move(w.op));
   }
@@ -147,29 +154,40 @@ restart:
     }
   }
   for (const auto& [lk, live] : mine) locks_[lk] = txn;
+  for (const auto& lk : locks_only) {
+    locks_[lk] = txn;
+    p.locked.insert(lk);
+  }
+  if (p.ops.empty() && p.locked.empty()) prepared_.erase(txn);
   return Status::OK();
 }
 
 Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched) {
   std::vector<storage::WriteOp> ops;
+  std::set<LockKey> locked;
   bool durable;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = prepared_.find(txn);
     if (it == prepared_.end()) return Status::NotFound(fmt::format("txn {} is not prepared here", txn));
     ops = std::move(it->second.ops);
+    locked = std::move(it->second.locked);
     durable = it->second.durable;
     prepared_.erase(it);
     // Locks are released after the writes are durable, below.
   }
   if (durable) MaybeFail("node.before_distributed_commit");
-  Status s = store_.Apply(commit_ts, ops, durable ? txn : 0);
+  Status s = ops.empty() && !durable ? Status::OK() : store_.Apply(commit_ts, ops, durable ? txn : 0);
   if (touched) {
     for (const auto& op : ops) touched->insert(op.segment);
   }
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& op : ops) {
     auto it = locks_.find({op.segment, op.key});
+    if (it != locks_.end() && it->second == txn) locks_.erase(it);
+  }
+  for (const auto& lk : locked) {
+    auto it = locks_.find(lk);
     if (it != locks_.end() && it->second == txn) locks_.erase(it);
   }
   released_.notify_all();
@@ -183,6 +201,10 @@ void Participant::Abort(uint64_t txn) {
   if (it->second.durable) (void)store_.ErasePrepared(txn);
   for (const auto& op : it->second.ops) {
     auto lk = locks_.find({op.segment, op.key});
+    if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
+  }
+  for (const auto& key : it->second.locked) {
+    auto lk = locks_.find(key);
     if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
   }
   prepared_.erase(it);

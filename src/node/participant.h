@@ -27,7 +27,8 @@
 
 namespace wattdb::node {
 
-enum class WriteCheck { kNone, kInsert, kUpdate };
+// kLock: checked like kUpdate and locked, but nothing is written (SELECT ... FOR UPDATE).
+enum class WriteCheck { kNone, kInsert, kUpdate, kLock };
 
 struct TxnWrite {
   storage::WriteOp op;
@@ -73,6 +74,7 @@ class Participant {
     bool durable = false;
     std::vector<storage::WriteOp> ops;
     std::map<LockKey, size_t> last;  // index in ops of the latest write of each key
+    std::set<LockKey> locked;        // keys locked without a write (kLock)
   };
   std::map<uint64_t, Prepared> prepared_;
   std::map<LockKey, uint64_t> locks_;

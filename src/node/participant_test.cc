@@ -49,6 +49,29 @@ TEST_F(ParticipantTest, DuplicateInsertIsRejected) {
   EXPECT_TRUE(p_->Prepare(4, 12, {W(5, WriteCheck::kInsert)}).ok());
 }
 
+// SELECT ... FOR UPDATE locks rows without writing them: others cannot prepare them until the
+// holder ends, the holder's own later update goes through, and a lock-only commit writes nothing.
+TEST_F(ParticipantTest, LockOnlyWritesLockButWriteNothing) {
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(1, 11).ok());
+  ASSERT_TRUE(p_->Prepare(2, 11, {W(5, WriteCheck::kLock)}).ok());
+  EXPECT_TRUE(p_->PendingWrites(2, 1, "", "").empty());
+  Status other = p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate)}, false, /*wait=*/false);
+  EXPECT_EQ(other.sqlstate(), "55P03");
+  ASSERT_TRUE(p_->Commit(2, 12).ok());
+  auto lv = store_->Latest(1, W(5, WriteCheck::kNone).op.key);
+  ASSERT_TRUE(lv.ok());
+  EXPECT_EQ(lv->ts, 11u);  // nothing written at 12
+  // Released: another transaction now locks it, then updates it in a second statement.
+  ASSERT_TRUE(p_->Prepare(4, 12, {W(5, WriteCheck::kLock)}).ok());
+  ASSERT_TRUE(p_->Prepare(4, 12, {W(5, WriteCheck::kUpdate)}).ok());
+  EXPECT_EQ(p_->PendingWrites(4, 1, "", "").size(), 1u);
+  ASSERT_TRUE(p_->Commit(4, 13).ok());
+  EXPECT_EQ(store_->Latest(1, W(5, WriteCheck::kNone).op.key)->ts, 13u);
+  // A lock taken after our snapshot's view changed fails like an update would.
+  EXPECT_EQ(p_->Prepare(5, 12, {W(5, WriteCheck::kLock)}).code(), Status::Code::kAborted);
+}
+
 TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
   Participant p(*store_, std::chrono::milliseconds(10000));
   ASSERT_TRUE(p.Prepare(1, 10, {W(9, WriteCheck::kInsert)}).ok());

@@ -37,6 +37,7 @@ struct Write {
     none @0;             # blind write
     insert @1;           # key must not have a live version (else 23505)
     update @2;           # newest version must be visible at the snapshot (else 40001)
+    lock @3;             # as update, but only lock the key (SELECT ... FOR UPDATE): no write
   }
 }
 
