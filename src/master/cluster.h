@@ -202,6 +202,8 @@ class Cluster {
   std::condition_variable unique_cv_;  // signalled when claims are released
   std::map<std::string, uint64_t> unique_claims_;
   void ReleaseUniqueClaims(Transaction& t);
+  // BlockWrites with admin_mu_ held by the caller (no split can add a segment meanwhile).
+  Result<std::unique_ptr<WriteBlock>> BlockWritesLocked(TableId table);
   bool HasUniqueIndex(TableId table) const;
   void EndTxn(Transaction& txn);
   std::mutex admin_mu_;  // serializes moves, splits, drains and power changes

@@ -103,6 +103,13 @@ Status Cluster::CheckUnique(Transaction& t, TableId table, const std::vector<Row
 }
 
 Result<std::unique_ptr<Cluster::WriteBlock>> Cluster::BlockWrites(TableId table) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  return BlockWritesLocked(table);
+}
+
+Result<std::unique_ptr<Cluster::WriteBlock>> Cluster::BlockWritesLocked(TableId table) {
+  // Splits and moves hold admin_mu_, and a split needs its segment's latch: once every listed
+  // segment is latched, the table cannot gain a segment writers could use.
   auto block = std::make_unique<WriteBlock>();
   for (const auto& s : catalog_->SegmentsOverlapping(table, "", "")) {
     block->latches.emplace_back(*Latch(s.id), std::chrono::milliseconds(config_.latch_wait_ms));
@@ -122,7 +129,7 @@ Status Cluster::CreateIndex(const std::string& table, IndexDef def) {
   def.spec.id = t.next_index_id;
   auto segs = catalog_->SegmentsOverlapping(t.id, "", "");
   // Block the table's writers: wait for open transactions that wrote it to end.
-  ASSIGN_OR_RETURN(auto block, BlockWrites(t.id));
+  ASSIGN_OR_RETURN(auto block, BlockWritesLocked(t.id));
   // Every commit so far has completed: the snapshot below includes all writes to the table.
   AwaitStable();
   Timestamp build_ts = ReadTimestamp();

@@ -93,7 +93,7 @@ MiniCluster::MiniCluster(MiniClusterOptions opts) : opts_(opts) {
 MiniCluster::~MiniCluster() {
   KillAll();
   std::error_code ec;
-  if (!getenv("WATTDB_KEEP_TEST_DIR")) fs::remove_all(dir_, ec);
+  if (!getenv("WATTDB_KEEP_TEST_DIR") && !keep_dir_) fs::remove_all(dir_, ec);
 }
 
 int MiniCluster::FreePort() {
@@ -150,8 +150,12 @@ bool MiniCluster::Start() {
                             std::to_string(i)},
                            fmt::format("{}/node{}.log", dir_, i)));
   }
+  // A cluster that does not come up keeps its directory (logs) for the failure report.
+  keep_dir_ = true;
   if (!StartMaster()) return false;
-  return WaitFor("select count(*) from wattdb_nodes where state = 'up'", std::to_string(opts_.nodes), 30000);
+  if (!WaitFor("select count(*) from wattdb_nodes where state = 'up'", std::to_string(opts_.nodes), 30000)) return false;
+  keep_dir_ = false;
+  return true;
 }
 
 void MiniCluster::ArmFailpoint(const std::string& name) { std::ofstream(dir_ + "/failpoints") << name << "\n"; }

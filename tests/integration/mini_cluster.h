@@ -72,6 +72,7 @@ class MiniCluster {
 
   MiniClusterOptions opts_;
   std::string dir_, config_;
+  bool keep_dir_ = false;  // Start failed: keep the logs
   int pg_port_ = 0;
   pid_t master_ = 0;
   std::vector<pid_t> nodes_;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <regex>
 
+#include "query/exec/builtins.h"
 #include "query/exec/operator.h"
 
 namespace wattdb::exec {
@@ -375,6 +376,7 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
           return Value::Text(std::move(out));
         }
         case Func::kMakeArray: return Value::Array(std::move(args));
+        case Func::kBuiltin: return CallBuiltin(e.value.ToText(), args);
         case Func::kArrayUpper:
           if (args[0].is_null() || args[1].is_null() || args[1].as_int() != 1 || args[0].as_array().empty()) {
             return Value();

@@ -16,7 +16,7 @@ const char* BinOpName(BinOp op) {
 const char* FuncName(Func f) {
   static const char* kNames[] = {"abs", "lower", "upper", "length", "coalesce", "nullif",
                                  "is_true", "is_false", "round", "greatest", "least", "text",
-                                 "regex", "any", "subscript", "array_to_string", "array_upper", "catalog", "array"};
+                                 "regex", "any", "subscript", "array_to_string", "array_upper", "catalog", "array", "builtin"};
   return kNames[static_cast<int>(f)];
 }
 
@@ -82,7 +82,8 @@ std::string BoundExpr::ToString() const {
     case Kind::kNot: return "(NOT " + child(0) + ")";
     case Kind::kBinary: return fmt::format("({} {} {})", child(0), BinOpName(op), child(1));
     case Kind::kFunc: {
-      std::string s = (func == Func::kCatalog ? value.ToText() : std::string(FuncName(func))) + "(";
+      bool named = func == Func::kCatalog || func == Func::kBuiltin;
+      std::string s = (named ? value.ToText() : std::string(FuncName(func))) + "(";
       for (size_t i = 0; i < children.size(); i++) s += (i ? ", " : "") + child(i);
       return s + ")";
     }
@@ -147,7 +148,7 @@ Result<BoundExprPtr> BoundExpr::Deserialize(ByteReader& r, int depth) {
   if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kArraySubquery) || !r.U8(&tid) ||
       tid > static_cast<uint8_t>(TypeId::kArray) || !r.VarI64(&max_len) || !r.Str(&v) ||
       !r.VarI64(&column) || !r.U8(&op) || op > static_cast<uint8_t>(BinOp::kOr) || !r.U8(&func) ||
-      func > static_cast<uint8_t>(Func::kMakeArray) || !r.U8(&flags) || !r.VarI64(&outer_depth) ||
+      func > static_cast<uint8_t>(Func::kBuiltin) || !r.U8(&flags) || !r.VarI64(&outer_depth) ||
       outer_depth < 0 || outer_depth > kMaxDepth) {
     return bad();
   }

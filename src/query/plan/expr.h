@@ -27,6 +27,7 @@ enum class Func : uint8_t {
   kArrayUpper,     // array_upper(array, dimension)
   kCatalog,     // a function answered from the catalog (ExecContext::catalog); name in `value`
   kMakeArray,   // ARRAY[children...]
+  kBuiltin,     // a scalar built-in (plan/builtins.h); name in `value`
 };
 
 struct PlanNode;

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 
+#include "query/plan/builtins.h"
 #include "query/plan/expr_binder.h"
 
 namespace wattdb::plan {
@@ -298,6 +299,32 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
     out->func = Func::kCatalog;
     out->value = Value::Text("regclass_in");
     out->type = {TypeId::kInt64};
+  } else if (n == "concat" || n == "concat_ws") {
+    if (args.empty() || (n == "concat_ws" && args.size() < 2)) return sig();
+    for (size_t i = 0; i < args.size(); i++) {
+      args[i] = CharAsText(std::move(args[i]));
+      if (unt[i]) {
+        ASSIGN_OR_RETURN(args[i], Coerce(std::move(args[i]), true, {TypeId::kText}, e.pos));
+      }
+    }
+    if (n == "concat_ws" && args[0]->type.id != TypeId::kText && args[0]->type.id != TypeId::kNull) return sig();
+    out->func = Func::kBuiltin;
+    out->value = Value::Text(n);
+    out->type = {TypeId::kText};
+  } else if (auto bi = ResolveBuiltin(n, [&] {
+               std::vector<SqlType> ts;
+               for (const auto& a : args) ts.push_back(a->type);
+               return ts;
+             }(), unt)) {
+    for (size_t i = 0; i < args.size(); i++) {
+      args[i] = CharAsText(std::move(args[i]));
+      if (args[i]->type.id != bi->params[i].id) {
+        ASSIGN_OR_RETURN(args[i], Coerce(std::move(args[i]), unt[i], bi->params[i], e.pos));
+      }
+    }
+    out->func = Func::kBuiltin;
+    out->value = Value::Text(n);
+    out->type = bi->result;
   } else if (auto cat = CatalogFunctionType(n, args.size())) {
     out->func = Func::kCatalog;
     out->value = Value::Text(n);

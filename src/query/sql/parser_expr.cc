@@ -414,7 +414,8 @@ Result<ExprPtr> Parser::ParsePrimary() {
       c->args.push_back(std::move(a));
       return c;
     }
-    if (kReserved.count(t.text)) return SyntaxError();
+    // LEFT and RIGHT are join keywords, and also functions.
+    if (kReserved.count(t.text) && !((t.Is("left") || t.Is("right")) && Peek(1).IsOp("("))) return SyntaxError();
   }
   i_++;
   std::string name = t.text;
