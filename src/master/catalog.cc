@@ -234,6 +234,18 @@ std::vector<TableSchema> Catalog::Tables() const {
   return out;
 }
 
+bool Catalog::HasUniqueIndex(TableId id) const {
+  std::shared_lock l(mu_);
+  for (const auto& [n, t] : tables_) {
+    if (t.id != id) continue;
+    for (const auto& ix : t.indexes) {
+      if (ix.unique) return true;
+    }
+    return false;
+  }
+  return false;
+}
+
 std::vector<TableSchema> Catalog::SystemViews() const {
   std::shared_lock l(mu_);
   std::vector<TableSchema> out;

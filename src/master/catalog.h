@@ -51,6 +51,8 @@ class Catalog : public plan::CatalogReader {
   Result<TableSchema> GetTable(const std::string& name) const override;
   std::vector<TableSchema> Tables() const;
   std::optional<TableSchema> TableById(TableId id) const;
+  // True if table `id` has a unique secondary index (checked on every write: no copying).
+  bool HasUniqueIndex(TableId id) const;
   std::vector<TableSchema> SystemViews() const;
   std::optional<std::string> GetView(const std::string& name) const override;
   // Planner statistics: rows counted by the last ANALYZE.

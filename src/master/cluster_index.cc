@@ -33,14 +33,7 @@ Status Duplicate(const std::string& index) {
 
 }  // namespace
 
-bool Cluster::HasUniqueIndex(TableId table) const {
-  auto t = catalog_->TableById(table);
-  if (!t) return false;
-  for (const auto& ix : t->indexes) {
-    if (ix.unique) return true;
-  }
-  return false;
-}
+bool Cluster::HasUniqueIndex(TableId table) const { return catalog_->HasUniqueIndex(table); }
 
 void Cluster::ReleaseUniqueClaims(Transaction& t) {
   if (t.unique_locks.empty()) return;
