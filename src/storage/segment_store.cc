@@ -64,19 +64,21 @@ std::string EncodeMeta(const SegmentMeta& m) {
   return out;
 }
 
-Result<SegmentMeta> DecodeMeta(std::string_view in) {
+// `*format` receives the metadata's format: 1 (before secondary indexes: row keys without
+// their key-space byte, see Open) or 2.
+Result<SegmentMeta> DecodeMeta(std::string_view in, int* format = nullptr) {
   ByteReader r(in);
   SegmentMeta m;
   uint8_t v = 0;
   uint64_t id, table;
   auto bad = [] { return Status::Corruption("segment metadata does not decode"); };
-  if (r.U8(&v) && v == 1) {
-    return Status::Corruption("segment metadata of format 1 (before secondary indexes): recreate the data directory");
-  }
-  if (v != 2 || !r.VarU64(&id) || !r.VarU64(&table) || !r.Str(&m.lo) || !r.Str(&m.hi)) {
+  if (!r.U8(&v) || (v != 1 && v != 2) || !r.VarU64(&id) || !r.VarU64(&table) || !r.Str(&m.lo) || !r.Str(&m.hi)) {
     return bad();
   }
+  if (format) *format = v;
   m.id = id;
+  m.table = static_cast<TableId>(table);
+  if (v == 1) return m;
   m.table = static_cast<TableId>(table);
   uint64_t n;
   if (!r.VarU64(&n) || n > in.size()) return bad();
@@ -212,11 +214,40 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir)
     }
   }
   std::unique_ptr<rocksdb::Iterator> it(raw->NewIterator(rocksdb::ReadOptions()));
+  // Handles not yet owned by a Segment must be released before an error return.
+  auto fail = [&](Status st) {
+    for (auto& [name, h] : by_name) raw->DestroyColumnFamilyHandle(h);
+    return st;
+  };
   for (it->Seek(kMetaPrefix); it->Valid() && it->key().starts_with(kMetaPrefix); it->Next()) {
-    ASSIGN_OR_RETURN(SegmentMeta m, DecodeMeta(it->value().ToStringView()));
+    int format = 2;
+    auto decoded = DecodeMeta(it->value().ToStringView(), &format);
+    if (!decoded.ok()) return fail(decoded.status());
+    SegmentMeta m = std::move(decoded).value();
     auto h = by_name.find(SegmentCfName(m.id));
     if (h == by_name.end()) {
-      return Status::Corruption(fmt::format("segment {} has metadata but no column family", m.id));
+      return fail(Status::Corruption(fmt::format("segment {} has metadata but no column family", m.id)));
+    }
+    if (format == 1) {
+      // Written before secondary indexes: row keys lack their key-space byte. Rewrite them
+      // and the metadata in one batch (an interrupted upgrade is simply redone).
+      rocksdb::WriteBatch b;
+      std::unique_ptr<rocksdb::Iterator> rows(raw->NewIterator(rocksdb::ReadOptions(), h->second));
+      uint64_t n = 0;
+      for (rows->SeekToFirst(); rows->Valid(); rows->Next(), n++) {
+        std::string k(1, kRowSpace);
+        k += rows->key().ToStringView();
+        (void)b.Put(h->second, k, rows->value());
+        (void)b.Delete(h->second, rows->key());
+      }
+      if (!rows->status().ok()) return fail(FromRocks(rows->status(), "upgrade segment"));
+      std::string meta = EncodeMeta(m);
+      (void)b.Put(MetaKey(m.id), meta);
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      Status st = FromRocks(raw->Write(wo, &b), "upgrade segment");
+      if (!st.ok()) return fail(st);
+      Log("storage")->info("segment upgraded to format 2 seg={} versions={}", m.id, n);
     }
     auto seg = std::make_shared<Segment>(raw, h->second, m);
     seg->counters().bytes = store->ApproximateBytes(h->second);

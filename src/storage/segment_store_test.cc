@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include "common/bytes.h"
 #include "common/codec.h"
 
 namespace wattdb::storage {
@@ -297,6 +301,46 @@ TEST_F(SegmentStoreTest, ReopenKeepsSegmentsAndData) {
   EXPECT_EQ((*s)->List().size(), 1u);
   EXPECT_EQ(ScanAll(**s, 1, 5).size(), 1u);
   EXPECT_EQ((*(*s)->Get(1))->meta().hi, K(50));
+}
+
+// A store written before secondary indexes (segment metadata format 1, row keys without the
+// key-space byte) opens upgraded, with its rows intact.
+TEST_F(SegmentStoreTest, OpensAndUpgradesFormatOneStores) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  ASSERT_TRUE(store_->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "one")}, {1, K(2), VersionKind::kPut, R(2, "two")}})
+                  .ok());
+  store_.reset();
+  {  // Rewrite it as the old format.
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}}, {"seg_1", {}}};
+    std::vector<rocksdb::ColumnFamilyHandle*> hs;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), (root_ / "a").string(), cfs, &hs, &raw).ok());
+    rocksdb::WriteBatch b;
+    std::unique_ptr<rocksdb::Iterator> it(raw->NewIterator(rocksdb::ReadOptions(), hs[1]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      (void)b.Put(hs[1], it->key().ToStringView().substr(1), it->value());
+      (void)b.Delete(hs[1], it->key());
+    }
+    std::string meta;
+    ByteWriter w(&meta);
+    w.U8(1);
+    w.VarU64(1);
+    w.VarU64(7);
+    w.Str("");
+    w.Str("");
+    (void)b.Put(std::string("m/seg/") + std::string(7, '\0') + '\1', meta);
+    ASSERT_TRUE(raw->Write(rocksdb::WriteOptions(), &b).ok());
+    it.reset();
+    for (auto* h : hs) raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+  }
+  for (int round = 0; round < 2; round++) {  // upgraded once, then opened as it is
+    auto s = SegmentStore::Open((root_ / "a").string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    auto rows = ScanAll(**s, 1, 5);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[1].second, "two");
+  }
 }
 
 }  // namespace
