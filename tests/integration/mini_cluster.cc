@@ -75,6 +75,11 @@ MiniCluster::MiniCluster(MiniClusterOptions opts) : opts_(opts) {
                                                   std::chrono::steady_clock::now().time_since_epoch().count()))
              .string();
   fs::create_directories(dir_);
+  WriteConfig();
+}
+
+void MiniCluster::WriteConfig() {
+  const MiniClusterOptions& opts = opts_;
   pg_port_ = FreePort();
   int cluster_port = FreePort();
   std::string toml = fmt::format(
@@ -88,6 +93,18 @@ MiniCluster::MiniCluster(MiniClusterOptions opts) : opts_(opts) {
   for (int i = 1; i <= opts.nodes; i++) toml += fmt::format("[[node]]\nid = {}\nport = {}\n", i, FreePort());
   config_ = dir_ + "/cluster.toml";
   std::ofstream(config_) << toml;
+}
+
+bool MiniCluster::PortWasTaken() const {
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    if (e.path().extension() != ".log") continue;
+    std::ifstream f(e.path());
+    std::string line;
+    while (std::getline(f, line)) {
+      if (line.find("Address already in use") != std::string::npos) return true;
+    }
+  }
+  return false;
 }
 
 MiniCluster::~MiniCluster() {
@@ -145,17 +162,29 @@ bool MiniCluster::StartMaster() {
 }
 
 bool MiniCluster::Start() {
-  for (int i = 1; i <= opts_.nodes; i++) {
-    nodes_.push_back(Spawn({std::string(WATTDB_BIN_DIR) + "/wattdb-node", "--config", config_, "--id",
-                            std::to_string(i)},
-                           fmt::format("{}/node{}.log", dir_, i)));
-  }
-  // A cluster that does not come up keeps its directory (logs) for the failure report.
+  // A cluster that does not come up keeps its directory (logs) for the failure report. Ports
+  // are picked at random, so another test may take one first: then start over on new ports.
   keep_dir_ = true;
-  if (!StartMaster()) return false;
-  if (!WaitFor("select count(*) from wattdb_nodes where state = 'up'", std::to_string(opts_.nodes), 30000)) return false;
-  keep_dir_ = false;
-  return true;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    if (attempt > 0) {
+      KillAll();
+      std::error_code ec;
+      fs::remove_all(dir_ + "/data", ec);
+      WriteConfig();
+    }
+    for (int i = 1; i <= opts_.nodes; i++) {
+      nodes_.push_back(Spawn({std::string(WATTDB_BIN_DIR) + "/wattdb-node", "--config", config_, "--id",
+                              std::to_string(i)},
+                             fmt::format("{}/node{}.log", dir_, i)));
+    }
+    if (StartMaster() &&
+        WaitFor("select count(*) from wattdb_nodes where state = 'up'", std::to_string(opts_.nodes), 30000)) {
+      keep_dir_ = false;
+      return true;
+    }
+    if (!PortWasTaken()) return false;
+  }
+  return false;
 }
 
 void MiniCluster::ArmFailpoint(const std::string& name) { std::ofstream(dir_ + "/failpoints") << name << "\n"; }

@@ -69,6 +69,10 @@ class MiniCluster {
  private:
   pid_t Spawn(const std::vector<std::string>& args, const std::string& log);
   static int FreePort();
+  // Picks ports and writes the cluster's config file.
+  void WriteConfig();
+  // True if a process of this cluster logged that its port was already in use.
+  bool PortWasTaken() const;
 
   MiniClusterOptions opts_;
   std::string dir_, config_;
