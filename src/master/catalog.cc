@@ -225,11 +225,13 @@ std::optional<TableSchema> Catalog::TableById(TableId id) const {
   return std::nullopt;
 }
 
-std::vector<TableSchema> Catalog::Tables() const {
+std::vector<TableSchema> Catalog::Tables() const { return TablesOf(false); }
+
+std::vector<TableSchema> Catalog::TablesOf(bool system) const {
   std::shared_lock l(mu_);
   std::vector<TableSchema> out;
   for (const auto& [n, t] : tables_) {
-    if (t.id < kFirstSystemTableId) out.push_back(t);
+    if ((t.id >= kFirstSystemTableId) == system) out.push_back(t);
   }
   return out;
 }
@@ -246,14 +248,7 @@ bool Catalog::HasUniqueIndex(TableId id) const {
   return false;
 }
 
-std::vector<TableSchema> Catalog::SystemViews() const {
-  std::shared_lock l(mu_);
-  std::vector<TableSchema> out;
-  for (const auto& [n, t] : tables_) {
-    if (t.id >= kFirstSystemTableId) out.push_back(t);
-  }
-  return out;
-}
+std::vector<TableSchema> Catalog::SystemViews() const { return TablesOf(true); }
 
 void Catalog::AddSystemView(TableSchema schema) {
   std::unique_lock l(mu_);

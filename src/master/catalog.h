@@ -131,6 +131,8 @@ class Catalog : public plan::CatalogReader {
  private:
   Catalog() = default;
   Status Load();
+  // User tables (system false) or system views (true).
+  std::vector<TableSchema> TablesOf(bool system) const;
   Result<uint64_t> NextFromCounter(const std::string& name, uint64_t block);
   static std::string SegmentKey(SegmentId id);
   // Writes `ops` plus the removal of the tables' segments into the trash, atomically.

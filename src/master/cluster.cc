@@ -147,12 +147,9 @@ void Cluster::EndTxn(Transaction& t) {
 Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> writes) {
   if (writes.empty()) return Status::OK();
   std::map<NodeId, std::vector<RemoteWrite>> by_node;
-  bool unique = HasUniqueIndex(table);
-  std::vector<RowWrite> copy;
-  if (unique) copy = writes;
   RETURN_NOT_OK(Route(t, table, std::move(writes), &by_node));
   RETURN_NOT_OK(Send(t, by_node));
-  return unique ? CheckUnique(t, table, copy) : Status::OK();
+  return HasUniqueIndex(table) ? CheckUnique(t, table, by_node) : Status::OK();
 }
 
 Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
@@ -317,7 +314,7 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
       if (s.sqlstate() == "55P03") s = Status::OK();
     }
     if (s.ok()) s = Send(*t, by_node);
-    if (s.ok() && unique) s = CheckUnique(*t, table, writes);
+    if (s.ok() && unique) s = CheckUnique(*t, table, by_node);
     if (s.ok()) return Commit(*t);
     Rollback(*t);
     // A segment that moved or split between routing and the node's check: route again.

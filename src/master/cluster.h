@@ -126,8 +126,8 @@ class Cluster {
   // adds `def` (spec.id assigned by the caller) to every segment, which builds its entries
   // at one snapshot and maintains them from then on; a unique index is checked for
   // duplicates (23505) before it is stored in the catalog, ready for snapshots after it.
-  // `table` is the catalog (qualified) name.
-  Status CreateIndex(const std::string& table, IndexDef def);
+  // `table` is the catalog (qualified) name. Returns the new index's id.
+  Result<uint32_t> CreateIndex(const std::string& table, IndexDef def);
   // Holds the latches of every segment of `table` exclusively: writers to it wait until this
   // is destroyed. Waits up to latch_wait_ms for transactions that wrote the table (55006).
   struct WriteBlock {
@@ -138,7 +138,7 @@ class Cluster {
   // After `writes` of `t` to `table` were prepared: each new row's key in each unique index
   // of the table is claimed for `t` until it ends (a claim held by another transaction is
   // waited for, as a row lock is) and must not belong to another live row (23505).
-  Status CheckUnique(Transaction& t, TableId table, const std::vector<RowWrite>& writes);
+  Status CheckUnique(Transaction& t, TableId table, const std::map<NodeId, std::vector<RemoteWrite>>& writes);
 
   Result<MoveReport> MoveSegment(SegmentId seg, NodeId target);
   Result<std::vector<MoveReport>> DrainNode(NodeId node);

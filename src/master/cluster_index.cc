@@ -46,18 +46,20 @@ void Cluster::ReleaseUniqueClaims(Transaction& t) {
   unique_cv_.notify_all();
 }
 
-Status Cluster::CheckUnique(Transaction& t, TableId table, const std::vector<RowWrite>& writes) {
+Status Cluster::CheckUnique(Transaction& t, TableId table, const std::map<NodeId, std::vector<RemoteWrite>>& writes) {
   auto schema = catalog_->TableById(table);
   if (!schema) return Status::OK();
   std::vector<Value> row;
   for (const auto& ix : schema->indexes) {
     if (!ix.unique) continue;
     std::set<std::string> keys;  // this statement's new keys, each checked once
-    for (const auto& w : writes) {
-      if (w.is_delete || w.check == RemoteWrite::Check::kLock) continue;
-      RETURN_NOT_OK(DecodeRow(w.row, &row));
-      if (row.size() != schema->columns.size()) return Status::Corruption("row width does not match the table");
-      if (!AnyNull(ix.spec, row)) keys.insert(EncodeIndexKey(ix.spec, row));
+    for (const auto& [node, ws] : writes) {
+      for (const auto& w : ws) {
+        if (w.is_delete || w.check == RemoteWrite::Check::kLock) continue;
+        RETURN_NOT_OK(DecodeRow(w.row, &row));
+        if (row.size() != schema->columns.size()) return Status::Corruption("row width does not match the table");
+        if (!AnyNull(ix.spec, row)) keys.insert(EncodeIndexKey(ix.spec, row));
+      }
     }
     for (const auto& key : keys) {
       // Claim the key: of two transactions giving it to different rows, the second waits
@@ -116,7 +118,7 @@ Result<std::unique_ptr<Cluster::WriteBlock>> Cluster::BlockWritesLocked(TableId 
   return block;
 }
 
-Status Cluster::CreateIndex(const std::string& table, IndexDef def) {
+Result<uint32_t> Cluster::CreateIndex(const std::string& table, IndexDef def) {
   std::lock_guard<std::mutex> admin(admin_mu_);  // no moves or splits meanwhile
   ASSIGN_OR_RETURN(TableSchema t, catalog_->GetTable(table));
   def.spec.id = t.next_index_id;
@@ -171,10 +173,13 @@ Status Cluster::CreateIndex(const std::string& table, IndexDef def) {
   t.indexes.push_back(def);
   t.next_index_id = std::max(t.next_index_id, def.spec.id + 1);
   Status st = catalog_->UpdateTable(t);
-  if (!st.ok()) undo();
+  if (!st.ok()) {
+    undo();
+    return st;
+  }
   Log("master")->info("index created table={} index={} id={} segments={} build_ts={}", table, def.name,
                       def.spec.id, segs.size(), build_ts);
-  return st;
+  return def.spec.id;
 }
 
 Status Cluster::DropIndex(const std::string& table, uint32_t index) {

@@ -270,7 +270,11 @@ Result<RowWrite> Executor::InsertWrite(const TableSchema& t, const std::vector<V
   return w;
 }
 
-Status Executor::DrawSerials(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row) {
+Status Executor::DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row) {
+  if (t.HasHiddenKey()) {
+    ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
+    (*row)[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
+  }
   for (int c : columns) {
     ASSIGN_OR_RETURN(uint64_t v, cluster_.catalog().NextSerial(t.id, c));
     (*row)[c] = t.columns[c].type.id == TypeId::kInt64 ? Value::Int64(static_cast<int64_t>(v))
@@ -317,11 +321,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
   std::vector<RowWrite> writes;
   std::set<std::string> keys;
   for (auto& row : rows) {
-    if (t.HasHiddenKey()) {
-      ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
-      row[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
-    }
-    RETURN_NOT_OK(DrawSerials(t, b.generated, &row));
+    RETURN_NOT_OK(DrawGenerated(t, b.generated, &row));
     ASSIGN_OR_RETURN(RowWrite w, InsertWrite(t, row, &keys));
     writes.push_back(std::move(w));
   }
@@ -485,11 +485,7 @@ Result<std::string> Executor::CopyIn(const sql::CopyStmt& s,
       if (!v.ok()) return v.status().Prepend(where(c));
       row[cols[c]] = std::move(v).value();
     }
-    if (t.HasHiddenKey()) {
-      ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
-      row[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
-    }
-    RETURN_NOT_OK(DrawSerials(t, unnamed_serials, &row));
+    RETURN_NOT_OK(DrawGenerated(t, unnamed_serials, &row));
     RETURN_NOT_OK_PREPEND(CheckNotNull(t, row), where(cols.size()));
     RowWrite w;
     w.key = EncodeKey(t, row);

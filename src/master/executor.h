@@ -65,8 +65,8 @@ class Executor {
   Result<std::string> CreateIndex(sql::CreateIndexStmt& s, ResultSink& sink);
   Result<std::string> DropIndex(sql::DropTableStmt& s, ResultSink& sink);
   // Creates index `name` ("" = generated) on `t`'s `columns`; `constraint`: it backs a
-  // UNIQUE constraint (named table_col_key rather than table_col_idx).
-  Status AddIndex(const TableSchema& t, std::string name, const std::vector<std::string>& columns,
+  // UNIQUE constraint (named table_col_key rather than table_col_idx). Returns its id.
+  Result<uint32_t> AddIndex(const TableSchema& t, std::string name, const std::vector<std::string>& columns,
                   const std::vector<bool>& desc, bool unique, bool constraint, int pos);
   // True if a table, view or index of this database is called `name`.
   bool RelationExists(const std::string& name) const;
@@ -101,8 +101,8 @@ class Executor {
   Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
   Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
-  // Fills serial `columns` of `row` with their next numbers.
-  Status DrawSerials(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);
+  // Fills the hidden row id (if `t` has one) and serial `columns` of `row` with their next numbers.
+  Status DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);
   // The write inserting `row` into `t`: 23502 on a NULL in a NOT NULL column, 23505 if its key
   // is already in `keys` (the keys of this statement so far, to which it is added).
   Result<RowWrite> InsertWrite(const TableSchema& t, const std::vector<Value>& row, std::set<std::string>* keys);

@@ -62,7 +62,7 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
   }
   RETURN_NOT_OK(CreateTableStorage(&t));
   for (const auto& u : s.unique) {
-    Status st = AddIndex(t, u.name, u.columns, std::vector<bool>(u.columns.size(), false), true, true, u.pos);
+    Status st = AddIndex(t, u.name, u.columns, std::vector<bool>(u.columns.size(), false), true, true, u.pos).status();
     if (!st.ok()) {
       if (auto segs = db_.DropTable(t.name); segs.ok()) DropSegments(*segs);
       return st;

@@ -11,7 +11,7 @@ bool Executor::RelationExists(const std::string& name) const {
   return false;
 }
 
-Status Executor::AddIndex(const TableSchema& t, std::string name, const std::vector<std::string>& columns,
+Result<uint32_t> Executor::AddIndex(const TableSchema& t, std::string name, const std::vector<std::string>& columns,
                           const std::vector<bool>& desc, bool unique, bool constraint, int pos) {
   IndexDef def;
   def.unique = unique;
@@ -62,16 +62,9 @@ Result<std::string> Executor::CreateIndex(sql::CreateIndexStmt& s, ResultSink& s
       }
     }
   }
-  RETURN_NOT_OK(AddIndex(*t, s.name, s.columns, s.desc, s.unique, false, s.pos));
+  ASSIGN_OR_RETURN(uint32_t id, AddIndex(*t, s.name, s.columns, s.desc, s.unique, false, s.pos));
   if (txn_) {
-    // The newest index of the table is the one just made.
-    for (const auto& tt : db_.Tables()) {
-      if (tt.id == t->id && !tt.indexes.empty()) {
-        txn_undo_.push_back([this, table = db_.Qualify(tt.name), id = tt.indexes.back().spec.id] {
-          (void)cluster_.DropIndex(table, id);
-        });
-      }
-    }
+    txn_undo_.push_back([this, table = db_.Qualify(t->name), id] { (void)cluster_.DropIndex(table, id); });
   }
   return std::string("CREATE INDEX");
 }

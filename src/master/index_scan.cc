@@ -1,7 +1,5 @@
 #include "master/index_scan.h"
 
-#include <thread>
-
 #include "common/codec.h"
 
 namespace wattdb::master {
@@ -21,9 +19,7 @@ Status IndexScanSource::Open() {
 }
 
 Status IndexScanSource::Retry(const Status& st) {
-  bool retryable = st.IsStale() || st.IsNotFound() || st.IsUnavailable() || st.code() == Status::Code::kIOError;
-  if (!retryable || ++retries_ > 200) return st;
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 2 * retries_)));
+  RETURN_NOT_OK(ScanRetryBackoff(st, &retries_));
   Part old = std::move(parts_.front());
   parts_.pop_front();
   auto now = cluster_.catalog().SegmentsOverlapping(table_, old.seg.lo, old.seg.hi);

@@ -1,5 +1,8 @@
 #include "master/node_rpc.h"
 
+#include <algorithm>
+#include <thread>
+
 #include <kj/exception.h>
 
 #include "proto/node_service.capnp.h"
@@ -238,6 +241,13 @@ Status ScanStream::Next(std::vector<std::string>* keys, std::vector<std::string>
   } catch (const kj::Exception& e) {
     return Status::Corruption(fmt::format("node {} sent a malformed scan batch", client_.id()));
   }
+  return Status::OK();
+}
+
+Status ScanRetryBackoff(const Status& st, int* retries) {
+  bool retryable = st.IsStale() || st.IsNotFound() || st.IsUnavailable() || st.code() == Status::Code::kIOError;
+  if (!retryable || ++*retries > 200) return st;
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 2 * *retries)));
   return Status::OK();
 }
 

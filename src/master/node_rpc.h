@@ -84,6 +84,11 @@ class ScanStream {
   bool finished_ = false;
 };
 
+// After a failed scan request: OK (having slept a growing backoff) if `st` is worth retrying
+// once the partition map is read again (a segment moved or split, or its node is briefly
+// unreachable); `st` itself if not, or after 200 tries.
+Status ScanRetryBackoff(const Status& st, int* retries);
+
 // Streams the visible rows of [lo, hi) of a segment; `on_batch` receives (keys, rows) and
 // may return an error to stop. Errors from the node (Stale, NotFound) are returned as is.
 Status RpcScan(NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi,

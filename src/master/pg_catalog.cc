@@ -120,17 +120,18 @@ struct PgType {
   const char* name;
   int len;
   const char* category;
+  int64_t elem;  // arrays: the element type's oid
 };
 const std::vector<PgType>& Types() {
   static const std::vector<PgType> types = {
-      {16, "bool", 1, "B"},        {20, "int8", 8, "N"},          {21, "int2", 2, "N"},
-      {23, "int4", 4, "N"},        {25, "text", -1, "S"},         {26, "oid", 4, "N"},
-      {700, "float4", 4, "N"},     {701, "float8", 8, "N"},       {1042, "bpchar", -1, "S"},
-      {1043, "varchar", -1, "S"},  {1114, "timestamp", 8, "D"},   {1700, "numeric", -1, "N"},
-      {1000, "_bool", -1, "A"},    {1005, "_int2", -1, "A"},      {1007, "_int4", -1, "A"},
-      {1009, "_text", -1, "A"},    {1016, "_int8", -1, "A"},      {1022, "_float8", -1, "A"},
-      {1028, "_oid", -1, "A"},     {1115, "_timestamp", -1, "A"}, {1231, "_numeric", -1, "A"},
-      {19, "name", 64, "S"},       {18, "char", 1, "Z"},          {2205, "regclass", 4, "N"},
+      {16, "bool", 1, "B", 0},          {20, "int8", 8, "N", 0},         {21, "int2", 2, "N", 0},
+      {23, "int4", 4, "N", 0},          {25, "text", -1, "S", 0},        {26, "oid", 4, "N", 0},
+      {700, "float4", 4, "N", 0},       {701, "float8", 8, "N", 0},      {1042, "bpchar", -1, "S", 0},
+      {1043, "varchar", -1, "S", 0},    {1114, "timestamp", 8, "D", 0},  {1700, "numeric", -1, "N", 0},
+      {1000, "_bool", -1, "A", 16},     {1005, "_int2", -1, "A", 21},    {1007, "_int4", -1, "A", 23},
+      {1009, "_text", -1, "A", 25},     {1016, "_int8", -1, "A", 20},    {1022, "_float8", -1, "A", 701},
+      {1028, "_oid", -1, "A", 26},      {1115, "_timestamp", -1, "A", 1114}, {1231, "_numeric", -1, "A", 1700},
+      {19, "name", 64, "S", 0},         {18, "char", 1, "Z", 0},         {2205, "regclass", 4, "N", 0},
   };
   return types;
 }
@@ -157,10 +158,7 @@ std::string FormatType(int64_t oid, int64_t typmod) {
     default: break;
   }
   for (const auto& t : Types()) {
-    if (t.oid == oid && t.name[0] == '_') return FormatType(oid == 1000 ? 16 : oid == 1005 ? 21 : oid == 1007 ? 23
-                                                                    : oid == 1009 ? 25 : oid == 1016 ? 20
-                                                                    : oid == 1022 ? 701 : oid == 1028 ? 26
-                                                                    : oid == 1115 ? 1114 : 1700, -1) + "[]";
+    if (t.oid == oid && t.elem) return FormatType(t.elem, -1) + "[]";
   }
   return "???";
 }
@@ -189,13 +187,15 @@ Value O(int64_t v) { return Value::Int64(v); }
 Value I(int64_t v) { return Value::Int32(v); }
 Value B(bool b) { return Value::Bool(b); }
 
+}  // namespace
+
 // The session's relations: tables (with their indexes) and views, by oid.
-struct Relations {
+struct PgRelations {
   std::vector<TableSchema> tables;
   std::vector<std::pair<std::string, std::string>> views;  // name, query
   std::vector<TableSchema> system;                         // wattdb_* and pg_* views
 
-  explicit Relations(const DatabaseCatalog& db) {
+  explicit PgRelations(const DatabaseCatalog& db) {
     tables = db.Tables();
     for (auto& [n, q] : db.Views()) views.emplace_back(n, q);
     system = db.shared().SystemViews();
@@ -238,8 +238,6 @@ struct Relations {
   }
 };
 
-}  // namespace
-
 void RegisterPgCatalog(Catalog& catalog) {
   const auto& v = Views();
   for (size_t i = 0; i < v.size(); i++) {
@@ -258,11 +256,30 @@ bool IsPgCatalogTable(TableId table) {
   return table >= kFirstPgCatalogId && table < kFirstPgCatalogId + Views().size();
 }
 
-Result<std::vector<std::vector<Value>>> PgCatalogRows(TableId table, const DatabaseCatalog& db, Cluster& cluster) {
+PgCatalog::PgCatalog(const DatabaseCatalog& db, Cluster& cluster) : db_(db), cluster_(cluster) {}
+PgCatalog::~PgCatalog() = default;
+
+const PgRelations& PgCatalog::Relations() {
+  if (!rel_) rel_ = std::make_unique<PgRelations>(db_);
+  return *rel_;
+}
+
+std::map<TableId, uint64_t> PgCatalog::TableBytes() const {
+  std::map<SegmentId, uint64_t> seg_bytes;
+  for (const auto& n : cluster_.registry().Snapshot()) {
+    for (const auto& s : n.segments) seg_bytes[s.id] = s.bytes;
+  }
+  std::map<TableId, uint64_t> bytes;
+  for (const auto& s : cluster_.catalog().AllSegments()) bytes[s.table] += seg_bytes[s.id];
+  return bytes;
+}
+
+Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
   const std::string name = Views()[table - kFirstPgCatalogId].name;
   std::vector<std::vector<Value>> rows;
   Value null;
-  Relations rel(db);
+  const DatabaseCatalog& db = db_;
+  const PgRelations& rel = Relations();
   if (name == "pg_namespace") {
     for (auto [oid, n] : std::vector<std::pair<int64_t, const char*>>{
              {kPgCatalogNs, "pg_catalog"}, {kPublicNs, "public"}, {kToastNs, "pg_toast"},
@@ -270,12 +287,7 @@ Result<std::vector<std::vector<Value>>> PgCatalogRows(TableId table, const Datab
       rows.push_back({O(oid), T(n), O(oid == kPublicNs ? kDatabaseOwner : kOwner), null});
     }
   } else if (name == "pg_class") {
-    std::map<TableId, uint64_t> bytes;
-    std::map<SegmentId, uint64_t> seg_bytes;
-    for (const auto& n : cluster.registry().Snapshot()) {
-      for (const auto& s : n.segments) seg_bytes[s.id] = s.bytes;
-    }
-    for (const auto& s : cluster.catalog().AllSegments()) bytes[s.table] += seg_bytes[s.id];
+    std::map<TableId, uint64_t> bytes = TableBytes();
     auto add = [&](int64_t oid, const std::string& n, int64_t ns, int64_t am, const char* kind, int natts,
                    bool has_index, double tuples, int64_t pages) {
       rows.push_back({O(oid), T(n), O(ns), O(0), O(0), O(kOwner), O(am), O(oid), O(0), I(pages), Value::Double(tuples),
@@ -348,7 +360,7 @@ Result<std::vector<std::vector<Value>>> PgCatalogRows(TableId table, const Datab
     for (const auto& ty : Types()) {
       bool arr = ty.name[0] == '_';
       rows.push_back({O(ty.oid), T(ty.name), O(kPgCatalogNs), O(kOwner), I(ty.len), B(ty.len > 0 && ty.len <= 8),
-                      T("b"), T(ty.category), B(false), B(true), T(","), O(0), O(0), O(0), B(false), O(0), I(-1),
+                      T("b"), T(ty.category), B(false), B(true), T(","), O(0), O(ty.elem), O(0), B(false), O(0), I(-1),
                       I(arr ? 1 : 0), O(std::string(ty.category) == "S" ? kDefaultCollation : 0)});
     }
   } else if (name == "pg_index" || name == "pg_constraint") {
@@ -411,19 +423,18 @@ Result<std::vector<std::vector<Value>>> PgCatalogRows(TableId table, const Datab
   return rows;
 }
 
-Result<Value> PgCatalogFunction(const std::string& name, const std::vector<Value>& args, const DatabaseCatalog& db,
-                                Cluster& cluster) {
+Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>& args) {
   for (const auto& a : args) {
     if (a.is_null() && name != "pg_get_expr") return Value();
   }
   auto oid = [&](size_t i) -> int64_t { return args[i].type() == TypeId::kText ? -1 : args[i].as_int(); };
   if (name == "regclass") {
     if (args[0].type() == TypeId::kText) return args[0];
-    auto n = Relations(db).Name(oid(0));
+    auto n = Relations().Name(oid(0));
     return T(n ? *n : std::to_string(oid(0)));
   }
   if (name == "regclass_in") {
-    Relations rel(db);
+    const PgRelations& rel = Relations();
     std::string want = args[0].ToText();
     if (want.rfind("public.", 0) == 0) want = want.substr(7);
     if (want.rfind("pg_catalog.", 0) == 0) want = want.substr(11);
@@ -451,7 +462,7 @@ Result<Value> PgCatalogFunction(const std::string& name, const std::vector<Value
       name == "shobj_description") {
     return Value();
   }
-  Relations rel(db);
+  const PgRelations& rel = Relations();
   if (name == "pg_get_indexdef" || name == "pg_get_constraintdef") {
     const TableSchema* t = rel.TableByOid(oid(0));
     if (!t) return Value();
@@ -481,13 +492,7 @@ Result<Value> PgCatalogFunction(const std::string& name, const std::vector<Value
       name == "pg_indexes_size") {
     const TableSchema* t = rel.TableByOid(oid(0));
     if (!t || name == "pg_indexes_size" || oid(0) != TableOid(*t)) return O(0);
-    std::map<SegmentId, uint64_t> seg_bytes;
-    for (const auto& n : cluster.registry().Snapshot()) {
-      for (const auto& s : n.segments) seg_bytes[s.id] = s.bytes;
-    }
-    int64_t total = 0;
-    for (const auto& s : cluster.catalog().SegmentsOverlapping(t->id, "", "")) total += static_cast<int64_t>(seg_bytes[s.id]);
-    return O(total);
+    return O(static_cast<int64_t>(TableBytes()[t->id]));
   }
   if (name == "pg_size_pretty") {
     // PostgreSQL: bytes below 10 kB, then kB, MB, GB, TB, each rounded half up.

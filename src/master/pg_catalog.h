@@ -9,6 +9,8 @@
 // get fixed or positional oids. Namespaces: pg_catalog (11) and public (2200).
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,11 +26,27 @@ bool IsPgCatalogView(const std::string& name);
 // True if `table` is the id of one of them.
 bool IsPgCatalogTable(TableId table);
 
-// The rows of pg_catalog view `table` as seen by a session of database `db`.
-Result<std::vector<std::vector<Value>>> PgCatalogRows(TableId table, const DatabaseCatalog& db, Cluster& cluster);
+struct PgRelations;
 
-// Catalog function `name` (see plan::CatalogFunctionType) for a session of database `db`.
-Result<Value> PgCatalogFunction(const std::string& name, const std::vector<Value>& args, const DatabaseCatalog& db,
-                                Cluster& cluster);
+// The pg_catalog views and catalog functions as a session of database `db` sees them. The
+// relations are read from the catalog once, on first use (one per statement).
+class PgCatalog {
+ public:
+  PgCatalog(const DatabaseCatalog& db, Cluster& cluster);
+  ~PgCatalog();
+  // The rows of pg_catalog view `table`.
+  Result<std::vector<std::vector<Value>>> Rows(TableId table);
+  // Catalog function `name` (see plan::CatalogFunctionType).
+  Result<Value> Call(const std::string& name, const std::vector<Value>& args);
+
+ private:
+  const PgRelations& Relations();
+  // Stored bytes of each table, from the nodes' latest telemetry.
+  std::map<TableId, uint64_t> TableBytes() const;
+
+  const DatabaseCatalog& db_;  // borrowed; outlives this
+  Cluster& cluster_;
+  std::unique_ptr<PgRelations> rel_;
+};
 
 }  // namespace wattdb::master

@@ -1,11 +1,8 @@
 #include "master/scan_provider.h"
 
-#include <thread>
-
 #include "common/codec.h"
 #include "common/logging.h"
 #include "master/index_scan.h"
-#include "master/pg_catalog.h"
 
 namespace wattdb::master {
 
@@ -66,7 +63,7 @@ class RemoteSource : public exec::RowSource {
         Status st = OpenNext();
         if (done_) return false;
         if (!st.ok()) {
-          RETURN_NOT_OK(Backoff(st, &retries));
+          RETURN_NOT_OK(ScanRetryBackoff(st, &retries));
           continue;
         }
       }
@@ -74,7 +71,7 @@ class RemoteSource : public exec::RowSource {
       Status st = stream_->Next(&keys_, &rows_, &last);
       if (!st.ok()) {
         stream_.reset();
-        RETURN_NOT_OK(Backoff(st, &retries));
+        RETURN_NOT_OK(ScanRetryBackoff(st, &retries));
         continue;
       }
       std::vector<Value> row;
@@ -112,16 +109,6 @@ class RemoteSource : public exec::RowSource {
     ASSIGN_OR_RETURN(stream_, ScanStream::Open(*client, s.id, lo, hi, ts_, exec::kBatchRows, txn_));
     client_ = client;
     seg_hi_ = s.hi;
-    return Status::OK();
-  }
-
-  // A segment that moved, split, or whose node is briefly unreachable is retried after
-  // re-reading the partition map; anything else fails the scan.
-  Status Backoff(const Status& st, int* retries) {
-    bool retryable = st.IsStale() || st.IsNotFound() || st.IsUnavailable() ||
-                     st.code() == Status::Code::kIOError;
-    if (!retryable || ++*retries > 200) return st;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 2 * *retries)));
     return Status::OK();
   }
 
@@ -193,8 +180,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
         new RemoteSource(cluster_, scan.table, scan.lo, scan.hi, read_ts_, scan.types.size(), txn_));
   }
   if (IsPgCatalogTable(scan.table)) {
-    DatabaseCatalog fallback(cluster_.catalog(), kDefaultDatabase);
-    ASSIGN_OR_RETURN(auto rows, PgCatalogRows(scan.table, db_ ? *db_ : fallback, cluster_));
+    ASSIGN_OR_RETURN(auto rows, Pg().Rows(scan.table));
     return std::unique_ptr<exec::RowSource>(new VectorSource(InKeyRange(std::move(rows), scan)));
   }
   Catalog& cat = cluster_.catalog();
@@ -271,9 +257,16 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
   return std::unique_ptr<exec::RowSource>(new VectorSource(InKeyRange(std::move(rows), scan)));
 }
 
+PgCatalog& MasterScanProvider::Pg() {
+  if (!pg_) {
+    if (!db_) default_db_ = std::make_unique<DatabaseCatalog>(cluster_.catalog(), kDefaultDatabase);
+    pg_ = std::make_unique<PgCatalog>(db_ ? *db_ : *default_db_, cluster_);
+  }
+  return *pg_;
+}
+
 Result<Value> MasterScanProvider::CallCatalog(const std::string& name, const std::vector<Value>& args) {
-  DatabaseCatalog fallback(cluster_.catalog(), kDefaultDatabase);
-  return PgCatalogFunction(name, args, db_ ? *db_ : fallback, cluster_);
+  return Pg().Call(name, args);
 }
 
 }  // namespace wattdb::master

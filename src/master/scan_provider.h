@@ -10,6 +10,7 @@
 #include "common/schema.h"
 #include "master/cluster.h"
 #include "master/database_catalog.h"
+#include "master/pg_catalog.h"
 #include "query/exec/operator.h"
 
 namespace wattdb::master {
@@ -31,6 +32,9 @@ class MasterScanProvider : public exec::ScanProvider {
   Timestamp read_ts_;
   uint64_t txn_;
   const DatabaseCatalog* db_;  // borrowed; may be null
+  PgCatalog& Pg();  // the pg_catalog answers for db_ (or the default database), made once
+  std::unique_ptr<DatabaseCatalog> default_db_;
+  std::unique_ptr<PgCatalog> pg_;
 };
 
 }  // namespace wattdb::master

@@ -26,12 +26,12 @@ Status Drain(Operator& op, const ExecContext& ctx, std::vector<std::vector<Value
 }
 
 
-// Shared by both joins: streams left batches, asks the subclass for the right rows that
-// match each left row, checks the residual predicate on the joined row, and pads unmatched
-// left rows with NULLs for a left join.
-class JoinBase : public BinaryOp {
+// Shared by the joins: streams left (outer) batches, asks the subclass for the right rows
+// that may match each left row, checks the residual predicate on the joined row, and pads
+// unmatched left rows with NULLs for a left join. Output = left columns, then right columns.
+class JoinBase : public UnaryOp {
  public:
-  using BinaryOp::BinaryOp;
+  using UnaryOp::UnaryOp;
   Result<bool> Next(Batch& out) override {
     if (!built_) {
       built_ = true;
@@ -39,11 +39,11 @@ class JoinBase : public BinaryOp {
     }
     out.Reset(p_.types.size());
     size_t nleft = p_.children[0]->types.size();
-    size_t nright = p_.children[1]->types.size();
+    size_t nright = p_.types.size() - nleft;
     while (out.rows < kBatchRows) {
       if (lrow_ >= in_.rows) {
         RETURN_NOT_OK(CheckCancel(*ctx_));
-        ASSIGN_OR_RETURN(bool more, left_->Next(in_));
+        ASSIGN_OR_RETURN(bool more, child_->Next(in_));
         if (!more) break;
         lrow_ = 0;
         continue;
@@ -75,7 +75,7 @@ class JoinBase : public BinaryOp {
   }
 
  protected:
-  virtual Status Build() = 0;
+  virtual Status Build() { return Status::OK(); }
   // The right rows that may match left row `r` of `left`.
   virtual Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left, size_t r) = 0;
 
@@ -85,9 +85,27 @@ class JoinBase : public BinaryOp {
   size_t lrow_ = 0;
 };
 
-class HashJoinOp : public JoinBase {
+// A join whose right input is an operator, read once into memory by Build.
+class MaterializedJoin : public JoinBase {
  public:
-  using JoinBase::JoinBase;
+  MaterializedJoin(const PlanNode& p, std::unique_ptr<Operator> left, std::unique_ptr<Operator> right)
+      : JoinBase(p, std::move(left)), right_(std::move(right)) {}
+  Status Open(ExecContext& ctx) override {
+    RETURN_NOT_OK(JoinBase::Open(ctx));
+    return right_->Open(ctx);
+  }
+  void Close() override {
+    JoinBase::Close();
+    right_->Close();
+  }
+
+ protected:
+  std::unique_ptr<Operator> right_;
+};
+
+class HashJoinOp : public MaterializedJoin {
+ public:
+  using MaterializedJoin::MaterializedJoin;
 
  private:
   Status Build() override {
@@ -128,9 +146,9 @@ class HashJoinOp : public JoinBase {
   const std::vector<const std::vector<Value>*> empty_;
 };
 
-class NestedLoopJoinOp : public JoinBase {
+class NestedLoopJoinOp : public MaterializedJoin {
  public:
-  using JoinBase::JoinBase;
+  using MaterializedJoin::MaterializedJoin;
 
  private:
   Status Build() override {
@@ -147,73 +165,43 @@ class NestedLoopJoinOp : public JoinBase {
 };
 
 // Looks up the inner rows of each outer row by key prefix: one ranged scan per outer row.
-class IndexJoinOp : public UnaryOp {
+class IndexJoinOp : public JoinBase {
  public:
-  IndexJoinOp(const PlanNode& p, std::unique_ptr<Operator> outer) : UnaryOp(p, std::move(outer)) {
-    nleft_ = p.children[0]->types.size();
+  IndexJoinOp(const PlanNode& p, std::unique_ptr<Operator> outer) : JoinBase(p, std::move(outer)) {
+    size_t nleft = p.children[0]->types.size();
     scan_.kind = PlanNode::Kind::kScan;
     scan_.table = p.table;
     scan_.table_name = p.table_name;
-    scan_.types.assign(p.types.begin() + static_cast<long>(nleft_), p.types.end());
-  }
-  Result<bool> Next(Batch& out) override {
-    out.Reset(p_.types.size());
-    size_t nright = scan_.types.size();
-    while (out.rows < kBatchRows) {
-      if (row_ >= in_.rows) {
-        RETURN_NOT_OK(CheckCancel(*ctx_));
-        ASSIGN_OR_RETURN(bool more, child_->Next(in_));
-        if (!more) break;
-        row_ = 0;
-        continue;
-      }
-      size_t r = row_++;
-      std::string prefix;
-      bool null_key = false;
-      for (const auto& k : p_.left_keys) {
-        ASSIGN_OR_RETURN(Value v, Eval(*k, in_, r, ctx_));
-        if (v.is_null()) null_key = true;
-        EncodeKeyValue(v, &prefix);
-      }
-      bool matched = false;
-      if (!null_key) {
-        scan_.lo = prefix;
-        scan_.hi = PrefixSuccessor(prefix);
-        ASSIGN_OR_RETURN(std::unique_ptr<RowSource> src, ctx_->scans->OpenScan(scan_));
-        while (true) {
-          inner_.Reset(nright);
-          ASSIGN_OR_RETURN(bool more, src->Next(inner_));
-          if (!more) break;
-          for (size_t i = 0; i < inner_.rows; i++) {
-            if (p_.predicate) {
-              joined_.Reset(nleft_ + nright);
-              for (size_t c = 0; c < nleft_; c++) joined_.cols[c].push_back(in_.cols[c][r]);
-              for (size_t c = 0; c < nright; c++) joined_.cols[nleft_ + c].push_back(inner_.cols[c][i]);
-              joined_.rows = 1;
-              ASSIGN_OR_RETURN(Value ok, Eval(*p_.predicate, joined_, 0, ctx_));
-              if (ok.is_null() || !ok.as_bool()) continue;
-            }
-            matched = true;
-            for (size_t c = 0; c < nleft_; c++) out.cols[c].push_back(in_.cols[c][r]);
-            for (size_t c = 0; c < nright; c++) out.cols[nleft_ + c].push_back(inner_.cols[c][i]);
-            out.rows++;
-          }
-        }
-      }
-      if (!matched && p_.join_type == PlanNode::JoinType::kLeft) {
-        for (size_t c = 0; c < nleft_; c++) out.cols[c].push_back(in_.cols[c][r]);
-        for (size_t c = 0; c < nright; c++) out.cols[nleft_ + c].push_back(Value());
-        out.rows++;
-      }
-    }
-    return out.rows > 0;
+    scan_.types.assign(p.types.begin() + static_cast<long>(nleft), p.types.end());
   }
 
  private:
-  size_t nleft_ = 0;
+  Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left, size_t r) override {
+    rows_.clear();
+    ptrs_.clear();
+    std::string prefix;
+    for (const auto& k : p_.left_keys) {
+      ASSIGN_OR_RETURN(Value v, Eval(*k, left, r, ctx_));
+      if (v.is_null()) return &ptrs_;  // a NULL key matches nothing
+      EncodeKeyValue(v, &prefix);
+    }
+    scan_.lo = prefix;
+    scan_.hi = PrefixSuccessor(prefix);
+    ASSIGN_OR_RETURN(std::unique_ptr<RowSource> src, ctx_->scans->OpenScan(scan_));
+    while (true) {
+      inner_.Reset(scan_.types.size());
+      ASSIGN_OR_RETURN(bool more, src->Next(inner_));
+      if (!more) break;
+      for (size_t i = 0; i < inner_.rows; i++) rows_.push_back(inner_.Row(i));
+    }
+    for (const auto& row : rows_) ptrs_.push_back(&row);
+    return &ptrs_;
+  }
+
   PlanNode scan_;  // the inner table's scan; its key range is set per outer row
-  Batch in_, inner_, joined_;
-  size_t row_ = 0;
+  Batch inner_;
+  std::vector<std::vector<Value>> rows_;  // the current outer row's inner rows
+  std::vector<const std::vector<Value>*> ptrs_;
 };
 
 // UNION [ALL], EXCEPT [ALL], INTERSECT [ALL] with PostgreSQL's multiset rules: a row that

@@ -299,6 +299,58 @@ class FromPlanner {
   std::set<std::string> qualifiers_;
 };
 
+// unnest(array): its elements, one column.
+Result<PlanPtr> BindUnnest(const sql::TableRef& ref, ExprBinder& b) {
+  if (ref.args.size() != 1) return Status::Sql("42883", "function unnest needs 1 argument", ref.pos);
+  bool u;
+  ASSIGN_OR_RETURN(BoundExprPtr e, b.Bind(*ref.args[0], &u));
+  if (u) {
+    ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, SqlType::Array(TypeId::kText), ref.args[0]->pos));
+  }
+  if (e->type.id != TypeId::kArray) {
+    return Status::Sql("42883", fmt::format("function unnest({}) does not exist", TypeName(e->type)), ref.pos);
+  }
+  if (e->HasSubquery()) return Status::Sql("0A000", "subqueries in unnest are not supported", ref.pos);
+  auto g = std::make_unique<PlanNode>();
+  g->kind = PlanNode::Kind::kUnnest;
+  g->types = {e->type.element()};
+  g->exprs.push_back(std::move(e));
+  g->est_rows = 10;
+  return g;
+}
+
+// generate_series(start, stop [, step]) over integers.
+Result<PlanPtr> BindGenerateSeries(const sql::TableRef& ref, ExprBinder& b) {
+  if (ref.args.size() != 2 && ref.args.size() != 3) {
+    return Status::Sql("42883", "function generate_series needs 2 or 3 arguments", ref.pos);
+  }
+  auto g = std::make_unique<PlanNode>();
+  g->kind = PlanNode::Kind::kGenerateSeries;
+  SqlType t{TypeId::kInt32};
+  for (const auto& a : ref.args) {
+    bool u;
+    ASSIGN_OR_RETURN(BoundExprPtr e, b.Bind(*a, &u));
+    if (u) {
+      ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, {TypeId::kInt64}, a->pos));
+    }
+    if (!e->type.IsInteger() && e->type.id != TypeId::kNull) {
+      return Status::Sql("42883", fmt::format("function generate_series({}) does not exist", TypeName(e->type)), a->pos);
+    }
+    if (e->HasSubquery()) return Status::Sql("0A000", "subqueries in generate_series are not supported", a->pos);
+    if (e->type.id == TypeId::kInt64) t = {TypeId::kInt64};
+    g->exprs.push_back(std::move(e));
+  }
+  if (g->exprs.size() == 2) g->exprs.push_back(MakeConst(Value::Int32(1), {TypeId::kInt32}));
+  g->types = {t};
+  double est = 1000;
+  if (g->exprs[0]->kind == BoundExpr::Kind::kConst && g->exprs[1]->kind == BoundExpr::Kind::kConst &&
+      !g->exprs[0]->value.is_null() && !g->exprs[1]->value.is_null()) {
+    est = std::max<double>(1, static_cast<double>(g->exprs[1]->value.as_int() - g->exprs[0]->value.as_int() + 1));
+  }
+  g->est_rows = est;
+  return g;
+}
+
 Result<std::unique_ptr<FromNode>> FromPlanner::Leaf(const sql::TableRef& ref, std::string qualifier,
                                                    std::vector<ScopeColumn> cols) {
   if (!qualifiers_.insert(qualifier).second) {
@@ -357,71 +409,19 @@ Result<std::unique_ptr<FromNode>> FromPlanner::Resolve(const sql::TableRef& ref)
     n->plan = std::move(sub.plan);
     return n;
   }
-  if (ref.kind == sql::TableRef::Kind::kFunction && ref.name == "unnest") {
-    if (ref.args.size() != 1) return Status::Sql("42883", "function unnest needs 1 argument", ref.pos);
-    Scope none;
-    none.parent = scope_->parent;
-    ExprBinder b = qb_.MakeExprBinder(&none);
-    bool u;
-    ASSIGN_OR_RETURN(BoundExprPtr e, b.Bind(*ref.args[0], &u));
-    if (u) {
-      ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, SqlType::Array(TypeId::kText), ref.args[0]->pos));
-    }
-    if (e->type.id != TypeId::kArray) {
-      return Status::Sql("42883", fmt::format("function unnest({}) does not exist", TypeName(e->type)), ref.pos);
-    }
-    if (e->HasSubquery()) return Status::Sql("0A000", "subqueries in unnest are not supported", ref.pos);
-    auto g = std::make_unique<PlanNode>();
-    g->kind = PlanNode::Kind::kUnnest;
-    SqlType t = e->type.element();
-    g->types = {t};
-    g->exprs.push_back(std::move(e));
-    if (none.correlated) scope_->correlated = true;
-    g->est_rows = 10;
-    std::string name = ref.alias.empty() ? ref.name : ref.alias;
-    ASSIGN_OR_RETURN(auto n, Leaf(ref, name, {{"", name, t, false}}));
-    n->est = 10;
-    n->plan = std::move(g);
-    return n;
-  }
   if (ref.kind == sql::TableRef::Kind::kFunction) {
-    if (ref.name != "generate_series") {
+    if (ref.name != "generate_series" && ref.name != "unnest") {
       return Status::Sql("0A000", fmt::format("function {} in FROM is not supported", ref.name), ref.pos);
     }
-    if (ref.args.size() != 2 && ref.args.size() != 3) {
-      return Status::Sql("42883", "function generate_series needs 2 or 3 arguments", ref.pos);
-    }
+    // The arguments may read enclosing queries' columns, not other FROM items'.
     Scope none;
     none.parent = scope_->parent;
     ExprBinder b = qb_.MakeExprBinder(&none);
-    auto g = std::make_unique<PlanNode>();
-    g->kind = PlanNode::Kind::kGenerateSeries;
-    SqlType t{TypeId::kInt32};
-    for (const auto& a : ref.args) {
-      bool u;
-      ASSIGN_OR_RETURN(BoundExprPtr e, b.Bind(*a, &u));
-      if (u) {
-        ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, {TypeId::kInt64}, a->pos));
-      }
-      if (!e->type.IsInteger() && e->type.id != TypeId::kNull) {
-        return Status::Sql("42883", fmt::format("function generate_series({}) does not exist", TypeName(e->type)), a->pos);
-      }
-      if (e->HasSubquery()) return Status::Sql("0A000", "subqueries in generate_series are not supported", a->pos);
-      if (e->type.id == TypeId::kInt64) t = {TypeId::kInt64};
-      g->exprs.push_back(std::move(e));
-    }
-    if (g->exprs.size() == 2) g->exprs.push_back(MakeConst(Value::Int32(1), {TypeId::kInt32}));
+    ASSIGN_OR_RETURN(PlanPtr g, ref.name == "unnest" ? BindUnnest(ref, b) : BindGenerateSeries(ref, b));
     if (none.correlated) scope_->correlated = true;
-    g->types = {t};
-    double est = 1000;
-    if (g->exprs[0]->kind == BoundExpr::Kind::kConst && g->exprs[1]->kind == BoundExpr::Kind::kConst &&
-        !g->exprs[0]->value.is_null() && !g->exprs[1]->value.is_null()) {
-      est = std::max<double>(1, static_cast<double>(g->exprs[1]->value.as_int() - g->exprs[0]->value.as_int() + 1));
-    }
-    g->est_rows = est;
     std::string name = ref.alias.empty() ? ref.name : ref.alias;
-    ASSIGN_OR_RETURN(auto n, Leaf(ref, name, {{"", name, t, false}}));
-    n->est = est;
+    ASSIGN_OR_RETURN(auto n, Leaf(ref, name, {{"", name, g->types[0], false}}));
+    n->est = g->est_rows;
     n->plan = std::move(g);
     return n;
   }
