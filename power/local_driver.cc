@@ -62,6 +62,9 @@ class LocalDriver : public PowerDriver {
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    // The node inherits nothing else: above all not the master's listening sockets, which
+    // would keep a restarted master from binding its ports.
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     // Own session: a Ctrl-C meant for the master does not reach the nodes; the master
@@ -87,6 +90,7 @@ class LocalDriver : public PowerDriver {
     pid_t pid = RunningPid(n);
     if (!pid) return Status::OK();
     Log("power")->info("power off node={} driver=local pid={}", n.id, pid);
+    kill(pid, SIGCONT);  // a frozen process cannot act on SIGTERM
     kill(pid, SIGTERM);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.stop_timeout_ms);
     while (std::chrono::steady_clock::now() < deadline) {

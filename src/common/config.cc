@@ -13,7 +13,9 @@ const char* const kDefaultConfigToml = R"(# WattDB local cluster: a master and t
 data_dir = "run/data"
 segment_bytes = 33554432        # 32 MiB
 telemetry_interval_ms = 2000
-heartbeat_timeout_ms = 6000
+heartbeat_timeout_ms = 6000      # a node silent this long is declared dead
+connect_timeout_ms = 2000
+rpc_timeout_ms = 30000          # no request between cluster processes waits longer
 sync_commit = true              # fsync each commit on the nodes (off: survives process crashes only)
 log_level = "info"
 
@@ -102,6 +104,15 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(Get(*t, "latch_wait_ms", &wait, source));
     if (wait < 1 || wait > 3600000) return Status::InvalidArgument(source + ": latch_wait_ms must be in 1..3600000");
     c.latch_wait_ms = static_cast<int>(wait);
+    for (auto [key, field] : {std::pair{"connect_timeout_ms", &c.connect_timeout_ms},
+                              std::pair{"rpc_timeout_ms", &c.rpc_timeout_ms}}) {
+      int64_t v = *field;
+      RETURN_NOT_OK(Get(*t, key, &v, source));
+      if (v < 10 || v > 3600000) {
+        return Status::InvalidArgument(fmt::format("{}: {} must be in 10..3600000", source, key));
+      }
+      *field = static_cast<int>(v);
+    }
     RETURN_NOT_OK(Get(*t, "log_level", &c.log_level, source));
     if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
     if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");

@@ -34,6 +34,8 @@ struct ClusterConfig {
   int heartbeat_timeout_ms = 6000;          // a node silent this long is marked down
   bool sync_commit = true;                  // nodes fsync their log before acknowledging a commit
   int latch_wait_ms = 10000;                // how long a move or split waits for a segment's writers
+  int connect_timeout_ms = 2000;            // deadline of every connect between cluster processes
+  int rpc_timeout_ms = 30000;               // deadline of each request/reply and frame between them
   std::string master_host = "127.0.0.1";
   uint16_t pg_port = 5433;
   uint16_t cluster_port = 7100;             // nodes register and heartbeat here

@@ -16,6 +16,7 @@ std::string Status::sqlstate() const {
     case Code::kStale: return "40001";
     case Code::kNotSupported: return "0A000";
     case Code::kInternal: return "XX000";
+    case Code::kTimedOut: return "57P03";
   }
   return "XX000";
 }

@@ -29,6 +29,7 @@ class [[nodiscard]] Status {
     kStale,         // caller's view of placement is out of date; re-resolve and retry
     kNotSupported,
     kInternal,
+    kTimedOut,      // a peer did not answer within its deadline
   };
 
   Status() = default;
@@ -56,6 +57,7 @@ class [[nodiscard]] Status {
   static Status Stale(std::string m) { return {Code::kStale, std::move(m)}; }
   static Status NotSupported(std::string m) { return {Code::kNotSupported, std::move(m), "0A000"}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status TimedOut(std::string m) { return {Code::kTimedOut, std::move(m)}; }
   // A SQL error with an explicit SQLSTATE and optional position (1-based, 0 = none).
   static Status Sql(std::string sqlstate, std::string m, int position = 0) {
     return {Code::kInvalidArgument, std::move(m), std::move(sqlstate), position};
@@ -66,6 +68,7 @@ class [[nodiscard]] Status {
   bool IsNotFound() const { return code_ == Code::kNotFound; }
   bool IsStale() const { return code_ == Code::kStale; }
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }
+  bool IsTimedOut() const { return code_ == Code::kTimedOut; }
   const std::string& message() const { return msg_; }
   int position() const { return position_; }
   // The SQLSTATE to send to a client: the explicit one, else a default for the code.

@@ -24,6 +24,7 @@ std::string EncodeView(const std::string& sql, const std::vector<std::string>& r
 }
 constexpr char kSegmentPrefix[] = "segment/";
 constexpr char kMovePrefix[] = "move/";
+constexpr char kSplitPrefix[] = "split/";
 constexpr char kNodePrefix[] = "node/";
 constexpr char kCounterPrefix[] = "counter/";
 constexpr char kTrashPrefix[] = "trash/";
@@ -134,6 +135,13 @@ Status Catalog::Load() {
   }));
   RETURN_NOT_OK(kv_->Scan(kDecisionPrefix, [&](const std::string& k, const std::string& v) {
     decisions_[std::stoull(k.substr(strlen(kDecisionPrefix)))] = std::stoull(v);
+    return Status::OK();
+  }));
+  RETURN_NOT_OK(kv_->Scan(kSplitPrefix, [&](const std::string&, const std::string& v) {
+    ByteReader r(v);
+    uint64_t s, n, node;
+    if (!r.VarU64(&s) || !r.VarU64(&n) || !r.VarU64(&node)) return Status::Corruption("split record");
+    splits_[s] = SplitIntent{s, n, static_cast<NodeId>(node)};
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kMovePrefix, [&](const std::string&, const std::string& v) {
@@ -531,11 +539,39 @@ Status Catalog::ApplySplit(SegmentId seg, SegmentId new_id, const std::string& s
   SegmentEntry lower = old;
   lower.hi = split_key;
   RETURN_NOT_OK(kv_->Write({{SegmentKey(seg), EncodeSegment(lower)},
-                            {SegmentKey(new_id), EncodeSegment(upper)}}));
+                            {SegmentKey(new_id), EncodeSegment(upper)},
+                            {U64Key(kSplitPrefix, seg), "", true}}));
+  splits_.erase(seg);
   old = lower;
   by_table_[upper.table][split_key] = upper;
   seg_index_[new_id] = {upper.table, split_key};
   return Status::OK();
+}
+
+Status Catalog::LogSplitIntent(const SplitIntent& si) {
+  std::string v;
+  ByteWriter w(&v);
+  w.VarU64(si.segment);
+  w.VarU64(si.new_id);
+  w.VarU64(si.node);
+  std::unique_lock l(mu_);
+  RETURN_NOT_OK(kv_->Write({{U64Key(kSplitPrefix, si.segment), v}}));
+  splits_[si.segment] = si;
+  return Status::OK();
+}
+
+Status Catalog::ClearSplitIntent(SegmentId seg) {
+  std::unique_lock l(mu_);
+  RETURN_NOT_OK(kv_->Write({{U64Key(kSplitPrefix, seg), "", true}}));
+  splits_.erase(seg);
+  return Status::OK();
+}
+
+std::vector<SplitIntent> Catalog::PendingSplits() const {
+  std::shared_lock l(mu_);
+  std::vector<SplitIntent> out;
+  for (const auto& [s, si] : splits_) out.push_back(si);
+  return out;
 }
 
 Status Catalog::LogMoveIntent(const MoveIntent& m) {

@@ -40,6 +40,13 @@ struct MoveIntent {
   NodeId from = 0, to = 0;
 };
 
+// A split asked of `node`: segment `segment` keeps keys below the split key, `new_id`
+// takes the rest.
+struct SplitIntent {
+  SegmentId segment = 0, new_id = 0;
+  NodeId node = 0;
+};
+
 // First ids of system views; user tables get ids below this.
 constexpr TableId kFirstSystemTableId = 0xFFFF0000u;
 
@@ -102,6 +109,12 @@ class Catalog : public plan::CatalogReader {
   std::vector<SegmentEntry> AllSegments() const;
   std::vector<SegmentEntry> SegmentsOnNode(NodeId node) const;
 
+  // Splits: the intent is logged before the node is asked; ApplySplit records the two
+  // halves and clears the intent in one atomic write; ClearSplitIntent when the node did
+  // not split.
+  Status LogSplitIntent(const SplitIntent& s);
+  Status ClearSplitIntent(SegmentId seg);
+  std::vector<SplitIntent> PendingSplits() const;
   Status ApplySplit(SegmentId seg, SegmentId new_id, const std::string& split_key);
   // Moves: the intent is logged before any bytes move; SetOwner switches ownership and
   // clears the intent in one atomic write.
@@ -155,6 +168,7 @@ class Catalog : public plan::CatalogReader {
   std::map<TableId, std::map<std::string, SegmentEntry>> by_table_;  // table -> lo -> segment
   std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)
   std::map<SegmentId, MoveIntent> moves_;
+  std::map<SegmentId, SplitIntent> splits_;
   std::map<SegmentId, SegmentEntry> trash_;
   std::map<uint64_t, Timestamp> decisions_;
   std::map<NodeId, NodeAdminState> node_states_;

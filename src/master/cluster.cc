@@ -9,6 +9,10 @@ namespace wattdb::master {
 
 namespace {
 constexpr int kMaxWriteAttempts = 100;
+// The request may have reached the node, but no answer came back.
+bool IsLinkFailure(const Status& s) {
+  return s.code() == Status::Code::kIOError || s.IsTimedOut() || s.IsUnavailable();
+}
 Status InUse(SegmentId seg, int waited_ms) {
   return Status(Status::Code::kUnavailable,
                 fmt::format("segment {} is in use by a transaction that did not finish within {} ms; try again",
@@ -44,6 +48,11 @@ Status Cluster::Start() {
     }
   }
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
+  if (opts_.manage_nodes) {
+    supervisor_ = std::make_unique<NodeSupervisor>(
+        config_, *registry_, *catalog_, [this](NodeId id) -> power::PowerDriver& { return Driver(id); }, power_mu_);
+    supervisor_->Start();
+  }
   return Status::OK();
 }
 
@@ -54,6 +63,7 @@ void Cluster::Stop() {
     stopping_ = true;
   }
   stop_cv_.notify_all();
+  if (supervisor_) supervisor_->Stop();
   if (maintenance_.joinable()) maintenance_.join();
   if (opts_.manage_nodes && local_driver_) {
     for (const auto& n : config_.nodes) (void)Driver(n.id).PowerOff(n);
@@ -206,7 +216,11 @@ Status Cluster::Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWr
     t.participants[node] = client;
     for (size_t off = 0; off < ws.size(); off += kPrepareChunk) {
       std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + std::min(ws.size(), off + kPrepareChunk));
-      RETURN_NOT_OK(RpcPrepare(*client, t.id, t.snapshot, chunk));
+      Status s = RpcPrepare(*client, t.id, t.snapshot, chunk);
+      // Counted even when it failed: the node may hold part of the chunk, and the
+      // transaction cannot commit after a failed prepare anyway.
+      t.sent[node] += chunk.size();
+      RETURN_NOT_OK(s);
     }
   }
   return Status::OK();
@@ -214,15 +228,58 @@ Status Cluster::Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWr
 
 Status Cluster::CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws) {
   ASSIGN_OR_RETURN(auto client, registry_->Client(node));
+  int pid = NodePid(node);
   ASSIGN_OR_RETURN(Timestamp ts, BeginCommit());
   std::vector<std::pair<SegmentId, uint64_t>> sizes;
-  Status s = RpcPrepareCommit(*client, t.id, t.snapshot, ws, ts, &sizes);
+  bool delivered = false;
+  Status s = RpcPrepareCommit(*client, t.id, t.snapshot, ws, ts, &sizes, &delivered);
   EndCommit(ts);
+  if (!s.ok() && delivered && IsLinkFailure(s)) {
+    s = SettleUnknownCommit(node, pid, t.id, ts);
+    if (s.ok() || s.sqlstate() == "40003") EndTxn(t);
+    return s;
+  }
   if (s.ok()) {
     EndTxn(t);
     RequestSplitsIfOversized(sizes);
   }
   return s;
+}
+
+int Cluster::NodePid(NodeId node) {
+  for (const auto& n : registry_->Snapshot()) {
+    if (n.id == node) return n.up ? n.pid : 0;
+  }
+  return 0;
+}
+
+Status Cluster::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Timestamp ts) {
+  auto unknown = Status(Status::Code::kIOError,
+                        fmt::format("connection to node {} lost during commit; the transaction may or may not "
+                                    "have committed",
+                                    node),
+                        "40003");
+  // A node that died comes back within a few seconds (the master restarts it); one that
+  // froze is declared down after heartbeat_timeout_ms. Wait for either, but not longer.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.heartbeat_timeout_ms + 2000);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto c = registry_->Client(node);
+    if (c.ok()) {
+      int pid = NodePid(node);
+      auto done = RpcOutcome(**c, txn);
+      if (done.ok() && *done == ts) return Status::OK();
+      if (done.ok() && *done == 0 && pid != 0 && pid != old_pid) {
+        // Another process serves the node now: the one that had the request is gone and
+        // the prepare it held was never made durable, so the commit did not happen.
+        return Status(Status::Code::kUnavailable,
+                      fmt::format("node {} restarted before the commit; nothing was written", node), "57P03");
+      }
+      if (done.ok() && *done == 0 && pid == old_pid) break;  // the same process: it may still act on it
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Log("master")->warn("commit outcome unknown txn={} node=n{}", txn, node);
+  return unknown;
 }
 
 void Cluster::RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes) {
@@ -245,17 +302,20 @@ Status Cluster::Commit(Transaction& t) {
     EndTxn(t);
     return Status::OK();
   }
-  // A transaction spanning several nodes makes its prepares durable and logs its decision,
-  // so that a participant that crashes before hearing it can still learn it.
+  // A transaction spanning several nodes makes its prepares durable (each node checking
+  // that it still holds every write sent to it) and logs its decision before any node
+  // commits: the logged decision is the commit point. Nodes that miss the commit learn it
+  // when they report the transaction in doubt.
   bool distributed = t.participants.size() > 1;
   if (distributed) {
     for (auto& [node, c] : t.participants) {
-      Status s = RpcPrepare(*c, t.id, t.snapshot, {}, /*durable=*/true);
+      Status s = RpcPrepare(*c, t.id, t.snapshot, {}, /*durable=*/true, t.sent[node]);
       if (!s.ok()) {
         Rollback(t);
-        return s.Prepend("prepare");
+        return s.Prepend(fmt::format("prepare on node {}", node));
       }
     }
+    MaybeFail("master.commit.before_decision");
   }
   auto ts = BeginCommit();
   if (!ts.ok()) {
@@ -263,39 +323,70 @@ Status Cluster::Commit(Transaction& t) {
     return ts.status();
   }
   if (distributed) {
+    {
+      std::lock_guard<std::mutex> l(decisions_mu_);
+      for (auto& [node, c] : t.participants) unconfirmed_[t.id].insert(node);
+    }
     Status logged = catalog_->LogDecision(t.id, *ts);
     if (!logged.ok()) {
+      {
+        std::lock_guard<std::mutex> l(decisions_mu_);
+        unconfirmed_.erase(t.id);
+      }
       EndCommit(*ts);
       Rollback(t);
       return logged.Prepend("commit decision");
     }
+    MaybeFail("master.commit.after_decision");
   }
   Status commit_status;
-  bool all_acked = true;
   std::vector<std::pair<SegmentId, uint64_t>> sizes;
   for (auto& [node, c] : t.participants) {
-    Status s;
-    for (int tries = 0; tries < 3; tries++) {
-      s = RpcCommit(*c, t.id, *ts, &sizes);
-      if (s.ok() || s.IsNotFound()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (s.ok()) continue;
-    all_acked = false;
     if (distributed) {
-      // The decision is durable: the node applies it when it reports the txn in doubt.
-      Log("master")->warn("commit not acknowledged txn={} node={} err={} (resolved later)", t.id, node, s.ToString());
+      Status s = RpcCommit(*c, t.id, *ts, &sizes);
+      if (s.ok()) {
+        Confirmed(t.id, node);
+      } else {
+        // The decision is durable: the node applies it when it reports the txn in doubt.
+        Log("master")->warn("commit not acknowledged txn={} node=n{} err={} (resolved when the node reports it)",
+                            t.id, node, s.ToString());
+      }
+      continue;
+    }
+    // One participant, prepared in memory: the commit is the commit point.
+    int pid = NodePid(node);
+    bool delivered = false;
+    Status s = RpcCommit(*c, t.id, *ts, &sizes, t.sent[node], &delivered);
+    if (s.ok()) continue;
+    if (delivered && IsLinkFailure(s)) {
+      commit_status = SettleUnknownCommit(node, pid, t.id, *ts);
+    } else if (s.IsNotFound()) {
+      commit_status = Status::Aborted(fmt::format(
+          "transaction aborted: node {} restarted during the transaction and lost its writes", node));
     } else {
-      Log("master")->error("commit failed txn={} node={} err={}", t.id, node, s.ToString());
-      commit_status = Status(Status::Code::kIOError, fmt::format("commit on node {} failed: {}", node, s.message()),
-                             "58030");
+      (void)RpcAbort(*c, t.id);
+      commit_status = s.code() == Status::Code::kAborted ? s : s.Prepend(fmt::format("commit on node {}", node));
     }
   }
-  if (distributed && all_acked) (void)catalog_->EraseDecision(t.id);
   EndCommit(*ts);
   EndTxn(t);
   RequestSplitsIfOversized(sizes);
   return commit_status;
+}
+
+void Cluster::Confirmed(uint64_t txn, NodeId node) {
+  bool all = false;
+  {
+    std::lock_guard<std::mutex> l(decisions_mu_);
+    auto it = unconfirmed_.find(txn);
+    if (it == unconfirmed_.end()) return;
+    it->second.erase(node);
+    if (it->second.empty()) {
+      unconfirmed_.erase(it);
+      all = true;
+    }
+  }
+  if (all) (void)catalog_->EraseDecision(txn);
 }
 
 Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
@@ -325,9 +416,16 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
 }
 
 void Cluster::ResolveInDoubt() {
+  std::map<std::pair<NodeId, uint64_t>, uint64_t> still;  // resolutions the latest heartbeats still list
   for (const auto& n : registry_->Snapshot()) {
     if (!n.up) continue;
     for (uint64_t txn : n.in_doubt) {
+      auto key = std::make_pair(n.id, txn);
+      auto done = resolved_.find(key);
+      if (done != resolved_.end() && done->second == n.in_doubt_seq) {
+        still[key] = done->second;  // answered already; this heartbeat predates the answer
+        continue;
+      }
       {
         std::lock_guard<std::mutex> l(txn_mu_);
         if (active_txns_.count(txn)) continue;  // still being decided
@@ -337,10 +435,22 @@ void Cluster::ResolveInDoubt() {
       auto decision = catalog_->Decision(txn);
       // No logged decision means the master never decided to commit: presumed abort.
       Status s = decision ? RpcCommit(**client, txn, *decision) : RpcAbort(**client, txn);
+      if (s.ok()) {
+        still[key] = n.in_doubt_seq;
+        if (decision) Confirmed(txn, n.id);
+      }
       Log("master")->info("in-doubt txn resolved txn={} node=n{} outcome={} status={}", txn, n.id,
                           decision ? "commit" : "abort", s.ToString());
     }
   }
+  resolved_ = std::move(still);
+}
+
+bool Cluster::IsPendingMove(SegmentId seg) const {
+  for (const auto& m : catalog_->PendingMoves()) {
+    if (m.segment == seg) return true;
+  }
+  return false;
 }
 
 NodeId Cluster::LeastLoadedNode(NodeId except) {
@@ -425,9 +535,20 @@ Result<SegmentId> Cluster::SplitSegment(SegmentId seg) {
     ASSIGN_OR_RETURN(SegmentEntry e, catalog_->GetSegment(seg));
     ASSIGN_OR_RETURN(auto client, registry_->Client(e.node));
     ASSIGN_OR_RETURN(fresh, catalog_->NextSegmentId());
+    // Logged first: if the reply is lost (or the master dies) after the node split, the
+    // intent tells recovery to look for the new segment on the node.
+    RETURN_NOT_OK(catalog_->LogSplitIntent({seg, fresh, e.node}));
+    MaybeFail("master.split.after_intent");
     auto key = RpcSplit(*client, seg, fresh);
+    MaybeFail("master.split.after_node_split");
     if (!key.ok()) {
-      if (key.status().code() == Status::Code::kInvalidArgument) return SegmentId{0};
+      if (key.status().code() == Status::Code::kInvalidArgument) {
+        RETURN_NOT_OK(catalog_->ClearSplitIntent(seg));
+        return SegmentId{0};
+      }
+      // Did the node split before the failure? Settled now if it can be asked, else later.
+      Status r = RecoverSplit({seg, fresh, e.node});
+      if (!r.ok()) Log("master")->warn("split outcome unknown seg={} new={} (maintenance retries): {}", seg, fresh, r.ToString());
       return key.status();
     }
     RETURN_NOT_OK(catalog_->ApplySplit(seg, fresh, *key));
@@ -467,13 +588,17 @@ Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
 Status Cluster::PowerOff(NodeId node) {
   const NodeConfig* nc = config_.FindNode(node);
   if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
-  std::lock_guard<std::mutex> admin(admin_mu_);
-  size_t owned = catalog_->SegmentsOnNode(node).size();
-  if (owned > 0) {
-    return Status::Sql("55000", fmt::format("node {} still owns {} segment(s); run ALTER NODE {} DRAIN first",
-                                            node, owned, node));
+  std::lock_guard<std::mutex> power(power_mu_);
+  {
+    // Marked off under the admin lock, so that no move can pick the node meanwhile.
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    size_t owned = catalog_->SegmentsOnNode(node).size();
+    if (owned > 0) {
+      return Status::Sql("55000", fmt::format("node {} still owns {} segment(s); run ALTER NODE {} DRAIN first",
+                                              node, owned, node));
+    }
+    RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kOff));
   }
-  RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kOff));
   RETURN_NOT_OK(Driver(node).PowerOff(*nc));
   registry_->WaitDown(node, 10000);
   Log("master")->info("node powered off id={} driver={}", node, Driver(node).name());
@@ -483,7 +608,7 @@ Status Cluster::PowerOff(NodeId node) {
 Status Cluster::PowerOn(NodeId node) {
   const NodeConfig* nc = config_.FindNode(node);
   if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
-  std::lock_guard<std::mutex> admin(admin_mu_);
+  std::lock_guard<std::mutex> power(power_mu_);
   RETURN_NOT_OK(Driver(node).PowerOn(*nc));
   if (!registry_->WaitUp(node, 30000)) {
     return Status(Status::Code::kUnavailable,
@@ -495,18 +620,37 @@ Status Cluster::PowerOn(NodeId node) {
 }
 
 Status Cluster::RecoverMove(const MoveIntent& m) {
-  ASSIGN_OR_RETURN(auto dst, registry_->Client(m.to));
-  ASSIGN_OR_RETURN(auto src, registry_->Client(m.from));
-  ASSIGN_OR_RETURN(auto list, RpcListSegments(*dst));
-  bool imported = std::any_of(list.begin(), list.end(), [&](const RemoteSegment& s) { return s.id == m.segment; });
-  if (imported) {
-    RETURN_NOT_OK(catalog_->SetOwner(m.segment, m.to));
-    (void)RpcDropSegment(*src, m.segment);
-    Log("master")->info("logged move finished seg={} to=n{}", m.segment, m.to);
-  } else {
-    RETURN_NOT_OK(catalog_->ClearMoveIntent(m.segment));
-    Log("master")->info("logged move rolled back seg={} stays=n{}", m.segment, m.from);
+  // REQUIRES admin_mu_ held. The intent is still logged, so the ownership switch (which
+  // clears it in the same write) never happened: the source still owns the segment and may
+  // have taken writes since, so the target's copy, if any, is stale. Roll back.
+  auto dst = registry_->Client(m.to);
+  if (dst.ok()) {
+    Status dropped = RpcDropSegment(**dst, m.segment);
+    if (!dropped.ok() && !dropped.IsNotFound()) return dropped;
+  } else if (registry_->IsUp(m.to) || catalog_->GetNodeState(m.to) != NodeAdminState::kOff) {
+    return dst.status();  // the target may hold a copy: drop it once it is reachable
   }
+  RETURN_NOT_OK(catalog_->ClearMoveIntent(m.segment));
+  Log("master")->info("logged move rolled back seg={} stays=n{}", m.segment, m.from);
+  return Status::OK();
+}
+
+Status Cluster::RecoverSplit(const SplitIntent& si) {
+  // REQUIRES admin_mu_ held. Writers stay out while the map changes.
+  auto latch = Latch(si.segment);
+  std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+  if (!excl.owns_lock()) return InUse(si.segment, config_.latch_wait_ms);
+  ASSIGN_OR_RETURN(auto c, registry_->Client(si.node));
+  ASSIGN_OR_RETURN(auto list, RpcListSegments(*c));
+  for (const auto& rs : list) {
+    if (rs.id != si.new_id) continue;
+    // The node split: the new segment starts at the split key.
+    RETURN_NOT_OK(catalog_->ApplySplit(si.segment, si.new_id, rs.lo));
+    Log("master")->info("logged split finished seg={} new={} node=n{}", si.segment, si.new_id, si.node);
+    return Status::OK();
+  }
+  RETURN_NOT_OK(catalog_->ClearSplitIntent(si.segment));
+  Log("master")->info("logged split rolled back seg={} node=n{}", si.segment, si.node);
   return Status::OK();
 }
 
@@ -518,11 +662,18 @@ void Cluster::MaintainOnce() {
     auto c = registry_->Client(n.id);
     if (c.ok()) (void)RpcGcHorizon(**c, horizon);
   }
-  // 1. Logged moves interrupted by a master crash: finish or roll back.
+  // 1. Logged moves and splits interrupted by a crash or a lost reply: settle them.
+  //    (A live move or split holds admin_mu_, so what is pending here is not running.)
   for (const auto& m : catalog_->PendingMoves()) {
     std::lock_guard<std::mutex> admin(admin_mu_);
+    if (!IsPendingMove(m.segment)) continue;  // settled meanwhile
     Status s = RecoverMove(m);
     if (!s.ok()) Log("master")->debug("move recovery waits seg={} err={}", m.segment, s.ToString());
+  }
+  for (const auto& si : catalog_->PendingSplits()) {
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    Status s = RecoverSplit(si);
+    if (!s.ok()) Log("master")->debug("split recovery waits seg={} err={}", si.segment, s.ToString());
   }
   // 2. Segments of dropped tables.
   for (const auto& t : catalog_->Trash()) {
@@ -544,7 +695,12 @@ void Cluster::MaintainOnce() {
         auto e = catalog_->GetSegment(rs.id);
         if (!e.ok() || moving.count(rs.id)) continue;  // unknown ids: in-flight split or trash
         if (e->node != n.id) {
-          Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id, e->node);
+          // Checked again under the admin lock: a move that started after the listing has
+          // logged its intent by then (its target's copy is not stray).
+          std::lock_guard<std::mutex> admin(admin_mu_);
+          auto owner = catalog_->GetSegment(rs.id);
+          if (!owner.ok() || owner->node == n.id || IsPendingMove(rs.id)) continue;
+          Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id, owner->node);
           (void)RpcDropSegment(**c, rs.id);
         } else if (rs.bytes > config_.segment_bytes) {
           auto r = SplitSegment(rs.id);

@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "master/catalog.h"
+#include "master/control/node_supervisor.h"
 #include "master/node_registry.h"
 #include "master/node_rpc.h"
 #include "power/power_driver.h"
@@ -53,6 +54,7 @@ struct Transaction {
   uint64_t id = 0;
   Timestamp snapshot = 0;
   std::map<NodeId, std::shared_ptr<NodeClient>> participants;
+  std::map<NodeId, uint64_t> sent;  // writes prepared on each participant (lock-only included)
   std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches;  // held shared
   std::vector<std::string> unique_locks;  // unique index keys claimed (Cluster::CheckUnique)
   ~Transaction();
@@ -75,6 +77,8 @@ class Cluster {
 
   Catalog& catalog() { return *catalog_; }
   NodeRegistry& registry() { return *registry_; }
+  // Crashed nodes restarted so far (0 without --manage-nodes).
+  uint64_t node_restarts() const { return supervisor_ ? supervisor_->restarts() : 0; }
   const ClusterConfig& config() const { return config_; }
 
   // Snapshot for a new statement: every commit with a timestamp <= it has completed.
@@ -172,6 +176,8 @@ class Cluster {
   // Ends commit `ts`; returns once no commit with a lower timestamp is still in flight.
   void EndCommit(Timestamp ts);
   Status RecoverMove(const MoveIntent& m);
+  Status RecoverSplit(const SplitIntent& si);
+  bool IsPendingMove(SegmentId seg) const;
   void MaintenanceLoop();
   power::PowerDriver& Driver(NodeId node);
 
@@ -197,6 +203,17 @@ class Cluster {
   std::mutex txn_mu_;  // guards active_txns_
   std::set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort
   void ResolveInDoubt();
+  // After a one-phase commit of `txn` at `ts` on `node` failed once the request was handed
+  // over: asks the node (waiting briefly for it to come back) whether it committed. OK if it
+  // did; 57P03 if it cannot have (the process that got the request is gone); else 40003.
+  Status SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Timestamp ts);
+  int NodePid(NodeId node);
+  // In-doubt resolutions done: (node, txn) -> the heartbeat (in_doubt_seq) they answered.
+  std::map<std::pair<NodeId, uint64_t>, uint64_t> resolved_;
+  // Logged commit decisions whose participants have not all confirmed yet.
+  std::mutex decisions_mu_;
+  std::map<uint64_t, std::set<NodeId>> unconfirmed_;
+  void Confirmed(uint64_t txn, NodeId node);
   // Unique index keys claimed by transactions: (table, index, key) -> transaction id.
   std::mutex unique_mu_;
   std::condition_variable unique_cv_;  // signalled when claims are released
@@ -206,7 +223,9 @@ class Cluster {
   Result<std::unique_ptr<WriteBlock>> BlockWritesLocked(TableId table);
   bool HasUniqueIndex(TableId table) const;
   void EndTxn(Transaction& txn);
-  std::mutex admin_mu_;  // serializes moves, splits, drains and power changes
+  std::mutex admin_mu_;  // serializes moves, splits and drains
+  std::mutex power_mu_;  // serializes power changes (ALTER NODE ... POWER, restarts)
+  std::unique_ptr<NodeSupervisor> supervisor_;  // with manage_nodes: restarts crashed nodes
   std::thread maintenance_;
   std::mutex stop_mu_;  // guards stopping_ and split_wanted_; stop_cv_ wakes maintenance
   std::condition_variable stop_cv_;

@@ -1,10 +1,16 @@
 // NodeClient: the master's pool of connections to one node's data port.
 // Acquire() lends a connection; a lease whose conversation ended cleanly goes back to the
-// pool, one that failed mid-stream is dropped. Thread-safe.
+// pool, one that failed mid-stream is dropped. Every connect and every frame has a
+// deadline (connect_ms, io_ms). Reset() (the node went down or re-registered) closes every
+// connection, pooled or lent, so calls in flight to a dead node fail at once instead of
+// waiting for their deadline, and no connection to an old incarnation is reused.
+// Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,15 +19,21 @@
 
 namespace wattdb::master {
 
+struct NodeClientOptions {
+  int connect_ms = net::kDefaultConnectTimeoutMs;
+  int io_ms = net::kDefaultIoTimeoutMs;
+};
+
 class NodeClient {
  public:
-  NodeClient(NodeId id, std::string host, uint16_t port);
+  NodeClient(NodeId id, std::string host, uint16_t port, NodeClientOptions opts = {});
   ~NodeClient();
 
   class Lease {
    public:
-    Lease(NodeClient* owner, std::unique_ptr<net::Connection> c) : owner_(owner), conn_(std::move(c)) {}
-    Lease(Lease&&) = default;
+    Lease(NodeClient* owner, std::unique_ptr<net::Connection> c, uint64_t generation);
+    Lease(Lease&& o) noexcept;
+    Lease& operator=(Lease&&) = delete;
     ~Lease();
     net::Connection& conn() { return *conn_; }
     // Marks the connection unusable (a stream was abandoned or an I/O error happened).
@@ -30,22 +42,35 @@ class NodeClient {
    private:
     NodeClient* owner_;  // borrowed; the client outlives its leases
     std::unique_ptr<net::Connection> conn_;
+    uint64_t generation_;
     bool poisoned_ = false;
   };
 
   Result<Lease> Acquire();
   // Sends one request and returns its single response (status not interpreted).
-  Result<std::unique_ptr<net::ReceivedMessage>> Call(capnp::MessageBuilder& req);
-  // Drops pooled connections (the node went down or changed address).
+  // `io_ms` > 0 overrides the reply deadline (long operations such as segment pulls).
+  // `delivered` (optional) is set once the whole request was handed to the node: after a
+  // failure it tells "the node may have acted on it" (true) from "it cannot have" (false).
+  Result<std::unique_ptr<net::ReceivedMessage>> Call(capnp::MessageBuilder& req, int io_ms = 0,
+                                                     bool* delivered = nullptr);
+  // Closes every connection (the node went down or changed address).
   void Reset(const std::string& host, uint16_t port);
   NodeId id() const { return id_; }
+  int io_ms() const { return opts_.io_ms; }
 
  private:
   NodeId id_;
-  std::mutex mu_;  // guards host_, port_, idle_
+  NodeClientOptions opts_;
+  std::mutex mu_;  // guards the fields below
   std::string host_;
   uint16_t port_;
-  std::vector<std::unique_ptr<net::Connection>> idle_;
+  uint64_t generation_ = 0;  // bumped by Reset
+  struct Idle {
+    std::unique_ptr<net::Connection> conn;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::vector<Idle> idle_;
+  std::set<net::Connection*> lent_;
   net::asio::io_context io_;
 };
 

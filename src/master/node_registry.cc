@@ -15,7 +15,8 @@ NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock)
     info.host = n.host;
     info.port = n.port;
     nodes_[n.id] = info;
-    clients_[n.id] = std::make_shared<NodeClient>(n.id, n.host, n.port);
+    clients_[n.id] = std::make_shared<NodeClient>(
+        n.id, n.host, n.port, NodeClientOptions{config.connect_timeout_ms, config.rpc_timeout_ms});
   }
 }
 
@@ -31,10 +32,11 @@ void NodeRegistry::Stop() {
   if (server_) server_->Stop();
 }
 
-void NodeRegistry::MarkDown(NodeId id, const std::string& why) {
+void NodeRegistry::MarkDown(NodeId id, uint64_t link, const std::string& why) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = nodes_.find(id);
-  if (it == nodes_.end() || !it->second.up) return;
+  // A link replaced by a newer registration no longer speaks for the node.
+  if (it == nodes_.end() || !it->second.up || it->second.link != link) return;
   it->second.up = false;
   clients_[id]->Reset(it->second.host, it->second.port);
   Log("master")->info("node down id={} reason={}", id, why);
@@ -43,8 +45,10 @@ void NodeRegistry::MarkDown(NodeId id, const std::string& why) {
 
 void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
   net::Connection conn(&socket);
-  conn.SetTimeouts(config_.heartbeat_timeout_ms, 5000);
+  // A node that sends nothing for heartbeat_timeout_ms (dead, frozen, cut off) is down.
+  conn.SetTimeouts(config_.heartbeat_timeout_ms, config_.rpc_timeout_ms);
   NodeId id = 0;
+  uint64_t link = 0;
   try {
     auto first = conn.Receive();
     if (!first.ok()) return;
@@ -72,31 +76,35 @@ void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
       n.port = reg.getPort();
       n.pid = reg.getPid();
       n.up = true;
+      n.link = link = ++next_link_;
+      n.in_doubt.clear();
       n.last_heartbeat_us = clock_.NowMicros();
       clients_[id]->Reset(n.host, n.port);
       cv_.notify_all();
     }
     r.setRegistered();
     if (!conn.Send(reply).ok()) {
-      MarkDown(id, "registration reply failed");
+      MarkDown(id, link, "registration reply failed");
       return;
     }
     Log("master")->info("node up id={} addr={}:{} pid={}", id, reg.getHost().cStr(), reg.getPort(), reg.getPid());
     while (true) {
       auto msg = conn.Receive();
       if (!msg.ok()) {
-        MarkDown(id, msg.status().message());
+        MarkDown(id, link, msg.status().IsTimedOut() ? "no heartbeat within heartbeat_timeout_ms"
+                                                     : msg.status().message());
         return;
       }
       auto nm = (*msg)->Root<proto::NodeMessage>();
       if (nm.which() == proto::NodeMessage::GOODBYE) {
-        MarkDown(id, "goodbye");
+        MarkDown(id, link, "goodbye");
         return;
       }
       if (nm.which() != proto::NodeMessage::HEARTBEAT) continue;
       auto hb = nm.getHeartbeat();
       std::lock_guard<std::mutex> l(mu_);
       NodeInfo& n = nodes_[id];
+      if (n.link != link) return;  // superseded by a newer registration
       n.last_heartbeat_us = clock_.NowMicros();
       n.heartbeats++;
       n.cpu_percent = hb.getCpuPercent();
@@ -111,6 +119,7 @@ void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
       n.net_tx_bps = hb.getNetTxBytesPerSec();
       n.in_doubt.clear();
       for (auto t : hb.getInDoubt()) n.in_doubt.push_back(t);
+      n.in_doubt_seq = ++next_link_;
       n.segments.clear();
       for (auto s : hb.getSegments()) {
         n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(), s.getRowsWritten()});
@@ -118,7 +127,7 @@ void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
     }
   } catch (const kj::Exception& e) {
     Log("master")->warn("malformed node message peer={} err={}", conn.peer(), e.getDescription().cStr());
-    if (id) MarkDown(id, "malformed message");
+    if (id) MarkDown(id, link, "malformed message");
   }
 }
 

@@ -37,6 +37,8 @@ struct NodeInfo {
   uint64_t heartbeats = 0;
   std::vector<SegmentTelemetry> segments;
   std::vector<uint64_t> in_doubt;  // durably prepared transactions awaiting a decision
+  uint64_t in_doubt_seq = 0;       // changes with every heartbeat that reports in_doubt
+  uint64_t link = 0;               // identifies the registration (link) now serving the node
 };
 
 class NodeRegistry {
@@ -57,7 +59,8 @@ class NodeRegistry {
 
  private:
   void Serve(net::asio::ip::tcp::socket& socket);
-  void MarkDown(NodeId id, const std::string& why);
+  // Marks the node down if `link` is still its current registration.
+  void MarkDown(NodeId id, uint64_t link, const std::string& why);
 
   const ClusterConfig& config_;  // borrowed; outlives the registry
   const Clock& clock_;
@@ -66,6 +69,7 @@ class NodeRegistry {
   std::condition_variable cv_;
   std::map<NodeId, NodeInfo> nodes_;
   std::map<NodeId, std::shared_ptr<NodeClient>> clients_;
+  uint64_t next_link_ = 0;
 };
 
 }  // namespace wattdb::master

@@ -19,16 +19,16 @@ std::string Str(capnp::Data::Reader d) { return std::string(reinterpret_cast<con
 Status FromProto(proto::Status::Reader r) {
   if (r.getCode() == 0) return Status::OK();
   uint8_t code = r.getCode();
-  if (code > static_cast<uint8_t>(Status::Code::kInternal)) code = static_cast<uint8_t>(Status::Code::kInternal);
+  if (code > static_cast<uint8_t>(Status::Code::kTimedOut)) code = static_cast<uint8_t>(Status::Code::kInternal);
   return Status(static_cast<Status::Code>(code), r.getMessage(), r.getSqlstate());
 }
 
 // Runs `fill` to build a request, sends it, and hands the response to `read`.
 Status Call(NodeClient& c, const std::function<void(proto::Request::Builder)>& fill,
-            const std::function<Status(proto::Response::Reader)>& read) {
+            const std::function<Status(proto::Response::Reader)>& read, bool* delivered = nullptr) {
   capnp::MallocMessageBuilder mb;
   fill(mb.initRoot<proto::Request>());
-  ASSIGN_OR_RETURN(auto msg, c.Call(mb));
+  ASSIGN_OR_RETURN(auto msg, c.Call(mb, 0, delivered));
   try {
     auto resp = msg->Root<proto::Response>();
     RETURN_NOT_OK(FromProto(resp.getStatus()));
@@ -73,18 +73,19 @@ void FillWrites(capnp::List<proto::Write>::Builder l, const std::vector<RemoteWr
 }  // namespace
 
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
-                  bool durable) {
+                  bool durable, uint64_t expect) {
   return Call(c, [&](proto::Request::Builder r) {
     auto p = r.initPrepare();
     p.setTxn(txn);
     p.setSnapshotTs(snapshot);
     p.setDurable(durable);
+    p.setExpect(expect);
     FillWrites(p.initWrites(ws.size()), ws);
   }, nullptr);
 }
 
 Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
-                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes) {
+                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes, bool* delivered) {
   return Call(c, [&](proto::Request::Builder r) {
     auto p = r.initPrepare();
     p.setTxn(txn);
@@ -96,20 +97,33 @@ Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const s
       for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
     }
     return Status::OK();
-  });
+  }, delivered);
 }
 
-Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes) {
+Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes,
+                 uint64_t expect, bool* delivered) {
   return Call(c, [&](proto::Request::Builder r) {
     auto m = r.initCommit();
     m.setTxn(txn);
     m.setCommitTs(ts);
+    m.setExpect(expect);
   }, [&](proto::Response::Reader resp) {
     if (sizes && resp.which() == proto::Response::SEGMENTS) {
       for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
     }
     return Status::OK();
-  });
+  }, delivered);
+}
+
+Result<Timestamp> RpcOutcome(NodeClient& c, uint64_t txn) {
+  Timestamp ts = 0;
+  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) { r.setOutcome(txn); },
+                     [&](proto::Response::Reader resp) {
+                       if (resp.which() != proto::Response::COMMITTED_TS) return Status::Corruption("bad outcome reply");
+                       ts = resp.getCommittedTs();
+                       return Status::OK();
+                     }));
+  return ts;
 }
 
 Status RpcAbort(NodeClient& c, uint64_t txn) {
@@ -245,9 +259,14 @@ Status ScanStream::Next(std::vector<std::string>* keys, std::vector<std::string>
 }
 
 Status ScanRetryBackoff(const Status& st, int* retries) {
-  bool retryable = st.IsStale() || st.IsNotFound() || st.IsUnavailable() || st.code() == Status::Code::kIOError;
-  if (!retryable || ++*retries > 200) return st;
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 2 * *retries)));
+  bool placement = st.IsStale() || st.IsNotFound();
+  bool link = st.IsUnavailable() || st.IsTimedOut() || st.code() == Status::Code::kIOError;
+  // A segment that moved or split is found again at once; a node that is down stays down
+  // for a while, and a statement that needs it fails fast (about 1 s of retries).
+  if (!placement && !link) return st;
+  if (++*retries > (placement ? 200 : 12)) return st;
+  int ms = placement ? std::min(100, 2 * *retries) : std::min(200, 20 * *retries);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return Status::OK();
 }
 

@@ -36,15 +36,23 @@ struct RemoteSegment {
 Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::string& lo,
                         const std::string& hi);
 Status RpcDropSegment(NodeClient& c, SegmentId id);
+// `expect` nonzero: the node checks that it received exactly that many writes of `txn` in
+// all (else it lost some in a restart: the txn aborts there with 40001).
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& w,
-                  bool durable = false);
-// Commits; `sizes` (optional) receives (segment, bytes) of the segments written.
+                  bool durable = false, uint64_t expect = 0);
 // Prepares and commits a single-node transaction in one round trip; 55P03 if a key is
 // locked by another transaction (nothing was done: fall back to prepare + commit).
+// `delivered` as in NodeClient::Call: after a failure, whether the node may have committed.
 Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
-                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes);
+                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes,
+                        bool* delivered = nullptr);
+// Commits; `sizes` (optional) receives (segment, bytes) of the segments written. OK also if
+// the node committed `txn` before (a repeated commit applies nothing twice).
 Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,
-                 std::vector<std::pair<SegmentId, uint64_t>>* sizes = nullptr);
+                 std::vector<std::pair<SegmentId, uint64_t>>* sizes = nullptr, uint64_t expect = 0,
+                 bool* delivered = nullptr);
+// The timestamp at which `txn` committed on the node, or 0 if it did not (or not yet).
+Result<Timestamp> RpcOutcome(NodeClient& c, uint64_t txn);
 Status RpcAbort(NodeClient& c, uint64_t txn);
 Status RpcGcHorizon(NodeClient& c, Timestamp horizon);
 Status RpcCompact(NodeClient& c, SegmentId seg);
@@ -85,8 +93,8 @@ class ScanStream {
 };
 
 // After a failed scan request: OK (having slept a growing backoff) if `st` is worth retrying
-// once the partition map is read again (a segment moved or split, or its node is briefly
-// unreachable); `st` itself if not, or after 200 tries.
+// once the partition map is read again (a segment moved or split: up to 200 tries; its node
+// is unreachable: up to 12 tries, about 1 s); `st` itself if not.
 Status ScanRetryBackoff(const Status& st, int* retries);
 
 // Streams the visible rows of [lo, hi) of a segment; `on_batch` receives (keys, rows) and

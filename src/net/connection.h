@@ -1,4 +1,4 @@
-// Connection: one TCP stream carrying framed messages, on Boost.Asio (blocking calls).
+// Connection: one TCP stream carrying framed messages, on a Boost.Asio socket.
 //
 // Frame = 4-byte little-endian payload length, 1-byte kind, payload.
 //   kind 1: a Cap'n Proto message (messageToFlatArray layout; length is a multiple of 8)
@@ -6,8 +6,13 @@
 // Oversized, misaligned or unknown frames are protocol errors: the call fails with
 // Corruption and the caller closes the connection.
 //
+// Deadlines: every Connect, Send and Receive finishes within its timeout or fails with
+// TimedOut. The socket is in non-blocking mode and waits happen in poll() with the time
+// left (Asio's own blocking calls would wait forever whatever SO_RCVTIMEO says). A
+// timed-out or failed connection must be closed: a frame may be half sent or read.
+//
 // Thread-compatible: one thread uses a Connection at a time. Close() may be called from
-// another thread to unblock a reader.
+// another thread to unblock a reader or writer at once.
 #pragma once
 
 #include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
@@ -16,6 +21,7 @@
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -27,6 +33,11 @@ namespace asio = boost::asio;
 
 constexpr size_t kMaxMessageBytes = 64u << 20;
 constexpr size_t kMaxRawChunk = 1u << 20;
+// Timeouts used unless a caller sets others.
+constexpr int kDefaultConnectTimeoutMs = 3000;
+constexpr int kDefaultIoTimeoutMs = 30000;
+// Servers close connections idle longer than 10 minutes; pools retire theirs after this.
+constexpr int kPoolIdleMs = 60000;
 
 // A received Cap'n Proto message together with the buffer it reads from.
 class ReceivedMessage {
@@ -53,11 +64,14 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Connects to host:port. Fails with Unavailable if the peer cannot be reached.
+  // Connects to host:port within `timeout_ms`. Fails with Unavailable if the peer cannot
+  // be reached, TimedOut if it does not answer in time.
   static Result<std::unique_ptr<Connection>> Connect(asio::io_context& io, const std::string& host,
-                                                     uint16_t port);
+                                                     uint16_t port,
+                                                     int timeout_ms = kDefaultConnectTimeoutMs);
 
-  // Blocking send/receive timeouts in milliseconds (0 = none).
+  // Each later Send/SendRaw (Receive/ReceiveRaw) must complete within `send_ms` (`recv_ms`)
+  // milliseconds; both must be positive.
   void SetTimeouts(int recv_ms, int send_ms);
 
   Status Send(capnp::MessageBuilder& msg);
@@ -66,19 +80,34 @@ class Connection {
   // Receives one raw frame into `out` (replacing its contents).
   Status ReceiveRaw(std::string* out);
 
+  // For a connection with no conversation in progress: false if the peer closed it or sent
+  // something unasked (it must not be reused). Does not wait.
+  bool LooksIdle();
+  // Waits up to `timeout_ms` for the peer to start sending (or close): OK when a Receive
+  // would not wait for its first byte, TimedOut otherwise. For servers awaiting the next
+  // request on an idle connection; the Receive that follows has its own deadline.
+  Status WaitReadable(int timeout_ms);
+
   // Shuts the socket down; safe to call from any thread, more than once.
   void Close();
   std::string peer() const { return peer_; }
 
  private:
+  using Deadline = std::chrono::steady_clock::time_point;
+  void Init();
   Status WriteFrame(uint8_t kind, const void* data, size_t n);
   // Reads a frame header; returns payload length and kind.
-  Status ReadHeader(uint32_t* len, uint8_t* kind);
-  Status ReadExact(void* data, size_t n);
+  Status ReadHeader(uint32_t* len, uint8_t* kind, Deadline deadline);
+  Status ReadExact(void* data, size_t n, Deadline deadline);
+  // Waits until the socket is readable (`events` POLLIN) or writable (POLLOUT).
+  Status Wait(short events, Deadline deadline, const char* what);
+  Deadline RecvDeadline() const;
 
   std::unique_ptr<asio::ip::tcp::socket> owned_;
   asio::ip::tcp::socket& socket_;
   std::string peer_;
+  int recv_ms_ = kDefaultIoTimeoutMs;
+  int send_ms_ = kDefaultIoTimeoutMs;
 };
 
 }  // namespace wattdb::net

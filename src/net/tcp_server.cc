@@ -1,5 +1,7 @@
 #include "net/tcp_server.h"
 
+#include <fcntl.h>
+
 #include "common/logging.h"
 
 namespace wattdb::net {
@@ -16,6 +18,8 @@ Status TcpServer::Start() {
   auto acc = std::make_unique<asio::ip::tcp::acceptor>(io_);
   asio::ip::tcp::endpoint ep(addr, port_);
   acc->open(ep.protocol(), ec);
+  // No child process may inherit a listening socket (a restarted server must bind again).
+  if (!ec) fcntl(acc->native_handle(), F_SETFD, FD_CLOEXEC);
   if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acc->bind(ep, ec);
   if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
@@ -42,6 +46,7 @@ void TcpServer::AcceptLoop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
+    fcntl(sock->native_handle(), F_SETFD, FD_CLOEXEC);
     // Replies are written whole; Nagle would only hold back the last piece of one.
     sock->set_option(asio::ip::tcp::no_delay(true), ec);
     Reap();

@@ -22,6 +22,10 @@ using net::Connection;
 
 namespace {
 
+// How long a connection may sit idle between requests (the master retires its pooled
+// connections well before: net::kPoolIdleMs).
+constexpr int kIdleConnectionMs = 600000;
+
 std::string Str(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
 kj::ArrayPtr<const kj::byte> Bytes(const std::string& s) {
   return kj::arrayPtr(reinterpret_cast<const kj::byte*>(s.data()), s.size());
@@ -152,7 +156,11 @@ void NodeServer::Stop() {
 
 void NodeServer::Serve(net::asio::ip::tcp::socket& socket) {
   Connection conn(&socket);
+  conn.SetTimeouts(opts_.rpc_timeout_ms, opts_.rpc_timeout_ms);
   while (!stopping_) {
+    // An idle connection may wait long for its next request (the master pools them and
+    // retires them sooner); once a request starts, every frame has the RPC deadline.
+    if (!conn.WaitReadable(kIdleConnectionMs).ok()) return;
     auto msg = conn.Receive();
     if (!msg.ok()) {
       if (msg.status().code() == Status::Code::kCorruption) {
@@ -220,24 +228,39 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         writes.push_back(std::move(tw));
       }
       if (p.getCommitTs() == 0) {
-        return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), p.getDurable()))
+        return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), p.getDurable(),
+                                                 /*wait=*/true, p.getExpect()))
             .ok();
       }
       // One phase: a single-node transaction prepares and commits in one round trip.
       std::set<SegmentId> touched;
       Status st = participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), false, /*wait=*/false);
-      if (st.ok()) st = participant_->Commit(p.getTxn(), p.getCommitTs(), &touched);
+      if (st.ok()) {
+        st = participant_->Commit(p.getTxn(), p.getCommitTs(), &touched);
+        if (!st.ok()) participant_->Abort(p.getTxn());
+      }
       return ReplyWithSizes(conn, st, touched);
     }
     case proto::Request::COMMIT: {
       auto c = req.getCommit();
       std::set<SegmentId> touched;
-      Status st = participant_->Commit(c.getTxn(), c.getCommitTs(), &touched);
+      Status st = participant_->Commit(c.getTxn(), c.getCommitTs(), &touched, c.getExpect());
       return ReplyWithSizes(conn, st, touched);
     }
-    case proto::Request::ABORT:
-      participant_->Abort(req.getAbort());
-      return Reply(conn, Status::OK()).ok();
+    case proto::Request::ABORT: {
+      bool aborted = participant_->Abort(req.getAbort());
+      return Reply(conn, aborted ? Status::OK()
+                                 : Status::InvalidArgument(fmt::format("txn {} is committing", req.getAbort())))
+          .ok();
+    }
+    case proto::Request::OUTCOME: {
+      auto done = participant_->CommittedAt(req.getOutcome());
+      capnp::MallocMessageBuilder mb;
+      auto resp = mb.initRoot<proto::Response>();
+      SetStatus(resp.initStatus(), done.status());
+      resp.setCommittedTs(done.ok() && *done ? **done : 0);
+      return conn.Send(mb).ok();
+    }
     case proto::Request::SCAN: {
       auto s = req.getScan();
       uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
@@ -427,8 +450,9 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       std::string dir = fmt::format("{}/import/{}-{}", opts_.data_dir, p.getSegment(), nonce_++);
       Status s = [&]() -> Status {
         net::asio::io_context io;
-        ASSIGN_OR_RETURN(auto src, Connection::Connect(io, p.getSourceHost(), p.getSourcePort()));
-        src->SetTimeouts(60000, 60000);
+        ASSIGN_OR_RETURN(auto src, Connection::Connect(io, p.getSourceHost(), p.getSourcePort(),
+                                                       opts_.connect_timeout_ms));
+        src->SetTimeouts(opts_.rpc_timeout_ms, opts_.rpc_timeout_ms);
         capnp::MallocMessageBuilder mb;
         mb.initRoot<proto::Request>().setExportSegment(p.getSegment());
         RETURN_NOT_OK(src->Send(mb));
@@ -506,10 +530,11 @@ void NodeServer::MasterLink() {
   TelemetrySampler sampler(opts_.data_dir, clock_);
   while (!stopping_) {
     net::asio::io_context io;
-    auto conn = Connection::Connect(io, opts_.master_host, opts_.master_port);
+    auto conn = Connection::Connect(io, opts_.master_host, opts_.master_port, opts_.connect_timeout_ms);
     Status s = conn.status();
     if (s.ok()) {
-      (*conn)->SetTimeouts(10000, 10000);
+      // A master that takes in no heartbeat for heartbeat_timeout_ms is gone: reconnect.
+      (*conn)->SetTimeouts(opts_.rpc_timeout_ms, opts_.heartbeat_timeout_ms);
       capnp::MallocMessageBuilder mb;
       auto reg = mb.initRoot<proto::NodeMessage>().initRegister();
       reg.setNodeId(opts_.self.id);
@@ -538,7 +563,7 @@ void NodeServer::MasterLink() {
                         opts_.master_port, backoff_ms, s.message());
       std::unique_lock<std::mutex> l(link_mu_);
       link_cv_.wait_for(l, std::chrono::milliseconds(backoff_ms), [this] { return stopping_.load(); });
-      backoff_ms = std::min(backoff_ms * 2, 5000);
+      backoff_ms = std::min(backoff_ms * 2, 1000);
       continue;
     }
     backoff_ms = 100;
@@ -548,7 +573,14 @@ void NodeServer::MasterLink() {
       std::lock_guard<std::mutex> l(link_mu_);
       link_conn_ = conn->get();
     }
+    uint64_t beats = 0;
     while (!stopping_) {
+      // Outcome records answer repeated commits; an hour covers every retry and resolution
+      // (transaction ids start with the master's wall clock in microseconds).
+      if (beats++ % 600 == 0) {
+        int64_t hour_ago = clock_.WallMicros() - 3600LL * 1000000;
+        if (hour_ago > 0) (void)store_->ForgetOutcomesBefore(static_cast<uint64_t>(hour_ago) << 8);
+      }
       TelemetrySample t = sampler.Sample();
       capnp::MallocMessageBuilder mb;
       auto hb = mb.initRoot<proto::NodeMessage>().initHeartbeat();

@@ -32,6 +32,9 @@ struct NodeOptions {
   uint16_t master_port = 0;
   int telemetry_interval_ms = 2000;
   bool sync_commit = true;
+  int connect_timeout_ms = 2000;  // every connect to the master or another node
+  int rpc_timeout_ms = 30000;     // every frame sent or received once a request started
+  int heartbeat_timeout_ms = 6000;
 };
 
 class NodeServer {

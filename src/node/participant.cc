@@ -9,7 +9,16 @@ namespace wattdb::node {
 
 namespace {
 
-std::string EncodeOps(const std::vector<storage::WriteOp>& ops) {
+// A durable prepare record: the writes, then (added later; absent in older records) the
+// number of writes received and the keys locked without a write.
+struct PrepareRecord {
+  std::vector<storage::WriteOp> ops;
+  uint64_t received = 0;
+  std::vector<std::pair<SegmentId, std::string>> locked;
+};
+
+std::string EncodeRecord(const std::vector<storage::WriteOp>& ops, uint64_t received,
+                         const std::set<std::pair<SegmentId, std::string>>& locked) {
   std::string out;
   ByteWriter w(&out);
   w.VarU64(ops.size());
@@ -19,22 +28,37 @@ std::string EncodeOps(const std::vector<storage::WriteOp>& ops) {
     w.U8(static_cast<uint8_t>(op.kind));
     w.Str(op.row);
   }
+  w.VarU64(received);
+  w.VarU64(locked.size());
+  for (const auto& [seg, key] : locked) {
+    w.VarU64(seg);
+    w.Str(key);
+  }
   return out;
 }
 
-Result<std::vector<storage::WriteOp>> DecodeOps(std::string_view in) {
+Result<PrepareRecord> DecodeRecord(std::string_view in) {
   ByteReader r(in);
   uint64_t n;
   auto bad = [] { return Status::Corruption("prepare record does not decode"); };
   if (!r.VarU64(&n) || n > in.size()) return bad();
-  std::vector<storage::WriteOp> ops(n);
-  for (auto& op : ops) {
+  PrepareRecord rec;
+  rec.ops.resize(n);
+  for (auto& op : rec.ops) {
     uint8_t kind;
     if (!r.VarU64(&op.segment) || !r.Str(&op.key) || !r.U8(&kind) || !r.Str(&op.row)) return bad();
     if (kind != 1 && kind != 2) return bad();
     op.kind = static_cast<storage::VersionKind>(kind);
   }
-  return ops;
+  rec.received = n;
+  if (r.empty()) return rec;  // older format
+  uint64_t nlocked;
+  if (!r.VarU64(&rec.received) || !r.VarU64(&nlocked) || nlocked > in.size()) return bad();
+  rec.locked.resize(nlocked);
+  for (auto& [seg, key] : rec.locked) {
+    if (!r.VarU64(&seg) || !r.Str(&key)) return bad();
+  }
+  return rec;
 }
 
 }  // namespace
@@ -43,14 +67,19 @@ Status Participant::Recover() {
   ASSIGN_OR_RETURN(auto records, store_.ListPrepared());
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [txn, blob] : records) {
-    ASSIGN_OR_RETURN(auto ops, DecodeOps(blob));
+    ASSIGN_OR_RETURN(PrepareRecord rec, DecodeRecord(blob));
     Prepared p;
     p.durable = true;
-    for (size_t i = 0; i < ops.size(); i++) {
-      locks_[{ops[i].segment, ops[i].key}] = txn;
-      p.last[{ops[i].segment, ops[i].key}] = i;
+    p.received = rec.received;
+    for (size_t i = 0; i < rec.ops.size(); i++) {
+      locks_[{rec.ops[i].segment, rec.ops[i].key}] = txn;
+      p.last[{rec.ops[i].segment, rec.ops[i].key}] = i;
     }
-    p.ops = std::move(ops);
+    for (auto& lk : rec.locked) {
+      locks_[lk] = txn;
+      p.locked.insert(lk);
+    }
+    p.ops = std::move(rec.ops);
     prepared_[txn] = std::move(p);
   }
   return Status::OK();
@@ -73,17 +102,28 @@ std::vector<uint64_t> Participant::InDoubt() const {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<uint64_t> out;
   for (const auto& [txn, p] : prepared_) {
-    if (p.durable) out.push_back(txn);
+    if (!p.committing) out.push_back(txn);
   }
   return out;
 }
 
 Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable,
-                            bool wait) {
+                            bool wait, uint64_t expect) {
   std::unique_lock<std::mutex> l(mu_);
   auto deadline = std::chrono::steady_clock::now() + lock_wait_;
 restart:
   auto existing = prepared_.find(txn);
+  if (existing != prepared_.end() && existing->second.committing) {
+    return Status::InvalidArgument(fmt::format("txn {} is committing; it takes no more writes", txn));
+  }
+  if (expect) {
+    uint64_t have = (existing == prepared_.end() ? 0 : existing->second.received) + writes.size();
+    if (have != expect) {
+      ForgetLocked(txn);
+      return Status::Aborted(fmt::format(
+          "transaction aborted: node lost {} of its writes (it restarted during the transaction)", expect - have));
+    }
+  }
   std::map<LockKey, bool> mine;  // key -> "live after the writes so far" (pending put)
   std::set<LockKey> locks_only;  // keys this call only locks
   for (const auto& w : writes) {
@@ -136,6 +176,7 @@ restart:
   }
   Prepared& p = prepared_[txn];
   size_t before = p.ops.size();
+  p.received += writes.size();
   for (auto& w : writes) {
     if (w.check == WriteCheck::kLock) continue;
     p.last[{w.op.segment, w.op.key}] = p.ops.size();
@@ -143,13 +184,16 @@ restart:
   }
   if (durable) {
     p.durable = true;
-    Status s = store_.PutPrepared(txn, EncodeOps(p.ops));
+    std::set<LockKey> locked = p.locked;
+    locked.insert(locks_only.begin(), locks_only.end());
+    Status s = store_.PutPrepared(txn, EncodeRecord(p.ops, p.received, locked));
     if (!s.ok()) {
       p.ops.resize(before);
       for (auto it = p.last.begin(); it != p.last.end();) {
         it = it->second >= before ? p.last.erase(it) : std::next(it);
       }
-      if (p.ops.empty()) prepared_.erase(txn);
+      p.received -= writes.size();
+      if (p.ops.empty() && p.locked.empty() && !p.received) prepared_.erase(txn);
       return s;
     }
   }
@@ -158,44 +202,70 @@ restart:
     locks_[lk] = txn;
     p.locked.insert(lk);
   }
-  if (p.ops.empty() && p.locked.empty()) prepared_.erase(txn);
+  if (p.ops.empty() && p.locked.empty() && !p.durable && !expect) prepared_.erase(txn);
   return Status::OK();
 }
 
-Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched) {
+Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched, uint64_t expect) {
   std::vector<storage::WriteOp> ops;
-  std::set<LockKey> locked;
   bool durable;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::unique_lock<std::mutex> l(mu_);
     auto it = prepared_.find(txn);
-    if (it == prepared_.end()) return Status::NotFound(fmt::format("txn {} is not prepared here", txn));
-    ops = std::move(it->second.ops);
-    locked = std::move(it->second.locked);
+    // A second commit of the same transaction (a retry, or in-doubt resolution racing the
+    // original) waits for the first to finish, then finds its outcome record.
+    while (it != prepared_.end() && it->second.committing) {
+      released_.wait(l);
+      it = prepared_.find(txn);
+    }
+    if (it == prepared_.end()) {
+      l.unlock();
+      ASSIGN_OR_RETURN(auto done, store_.CommittedAt(txn));
+      if (done) {
+        if (*done != commit_ts) {
+          return Status::Internal(fmt::format("txn {} committed at {}, asked again at {}", txn, *done, commit_ts));
+        }
+        return Status::OK();
+      }
+      return Status::NotFound(fmt::format("txn {} is not prepared here", txn));
+    }
+    if (expect && it->second.received != expect) {
+      uint64_t lost = expect - std::min(expect, it->second.received);
+      ForgetLocked(txn);
+      return Status::Aborted(fmt::format(
+          "transaction aborted: node lost {} of its writes (it restarted during the transaction)", lost));
+    }
+    it->second.committing = true;
+    ops = it->second.ops;  // kept until applied: a failed apply leaves the txn prepared
     durable = it->second.durable;
-    prepared_.erase(it);
-    // Locks are released after the writes are durable, below.
   }
   if (durable) MaybeFail("node.before_distributed_commit");
-  Status s = ops.empty() && !durable ? Status::OK() : store_.Apply(commit_ts, ops, durable ? txn : 0);
-  if (touched) {
+  Status s = ops.empty() && !durable ? Status::OK() : store_.Apply(commit_ts, ops, durable ? txn : 0, txn);
+  if (s.ok()) MaybeFail("node.after_commit_applied");
+  if (touched && s.ok()) {
     for (const auto& op : ops) touched->insert(op.segment);
   }
   std::lock_guard<std::mutex> l(mu_);
-  for (const auto& op : ops) {
-    auto it = locks_.find({op.segment, op.key});
-    if (it != locks_.end() && it->second == txn) locks_.erase(it);
-  }
-  for (const auto& lk : locked) {
-    auto it = locks_.find(lk);
-    if (it != locks_.end() && it->second == txn) locks_.erase(it);
+  auto it = prepared_.find(txn);
+  if (s.ok()) {
+    Prepared& p = it->second;
+    for (const auto& op : p.ops) {
+      auto lk = locks_.find({op.segment, op.key});
+      if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
+    }
+    for (const auto& key : p.locked) {
+      auto lk = locks_.find(key);
+      if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
+    }
+    prepared_.erase(it);
+  } else {
+    it->second.committing = false;
   }
   released_.notify_all();
   return s;
 }
 
-void Participant::Abort(uint64_t txn) {
-  std::lock_guard<std::mutex> l(mu_);
+void Participant::ForgetLocked(uint64_t txn) {
   auto it = prepared_.find(txn);
   if (it == prepared_.end()) return;
   if (it->second.durable) (void)store_.ErasePrepared(txn);
@@ -209,6 +279,14 @@ void Participant::Abort(uint64_t txn) {
   }
   prepared_.erase(it);
   released_.notify_all();
+}
+
+bool Participant::Abort(uint64_t txn) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = prepared_.find(txn);
+  if (it != prepared_.end() && it->second.committing) return false;
+  ForgetLocked(txn);
+  return true;
 }
 
 bool Participant::HasPrepared(SegmentId segment) const {

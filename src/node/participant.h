@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -49,11 +50,23 @@ class Participant {
   // locked by another transaction is waited for; 40001 if that one commits (or the wait
   // times out), as under snapshot isolation the first updater wins.
   // `wait` false: a held lock fails at once with 55P03 instead of waiting.
+  // `expect` nonzero: after this call the transaction must have received exactly `expect`
+  // writes here in all (the master's count); otherwise some were lost (this process
+  // restarted since) and the transaction is aborted here (40001).
   Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable = false,
-                 bool wait = true);
-  // Applies the prepared writes; `touched` (optional) receives the segments written.
-  Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr);
-  void Abort(uint64_t txn);
+                 bool wait = true, uint64_t expect = 0);
+  // Applies the prepared writes and records the outcome; `touched` (optional) receives the
+  // segments written. Exactly once: a commit of a transaction already committed here is OK
+  // (nothing is applied twice); a concurrent second commit waits for the first. NotFound if
+  // the transaction is neither prepared nor committed here; with `expect` nonzero, a
+  // transaction that received a different number of writes is aborted (40001). If applying
+  // fails the transaction stays prepared, locks held, so the commit can be retried.
+  Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr, uint64_t expect = 0);
+  // Discards the transaction's writes and releases its locks. A transaction that is
+  // committing (or committed) is not aborted: returns false then.
+  bool Abort(uint64_t txn);
+  // The commit timestamp of `txn` if it committed here (and its record was not forgotten).
+  Result<std::optional<Timestamp>> CommittedAt(uint64_t txn) const { return store_.CommittedAt(txn); }
   // True if any prepared transaction holds writes on `segment` (a move must wait).
   bool HasPrepared(SegmentId segment) const;
   size_t prepared_count() const;
@@ -61,7 +74,9 @@ class Participant {
   // in key order: what the transaction itself must see on top of its snapshot.
   std::map<std::string, storage::WriteOp> PendingWrites(uint64_t txn, SegmentId segment, std::string_view lo,
                                                         std::string_view hi) const;
-  // Durably prepared transactions waiting for the master's decision.
+  // Prepared transactions (durable or not) not being committed: the master, which knows
+  // which transactions are still running, tells the others' outcome (no decision = abort),
+  // so a transaction whose master-side end was lost holds no locks for long.
   std::vector<uint64_t> InDoubt() const;
 
  private:
@@ -70,8 +85,12 @@ class Participant {
   std::chrono::milliseconds lock_wait_;
   mutable std::mutex mu_;         // guards prepared_ and locks_
   std::condition_variable released_;  // notified when locks are released
+  // REQUIRES mu_ held. Drops `txn`'s writes and locks (and its durable record).
+  void ForgetLocked(uint64_t txn);
   struct Prepared {
     bool durable = false;
+    bool committing = false;  // Commit is applying the writes (mu_ released meanwhile)
+    uint64_t received = 0;    // writes received, lock-only ones included
     std::vector<storage::WriteOp> ops;
     std::map<LockKey, size_t> last;  // index in ops of the latest write of each key
     std::set<LockKey> locked;        // keys locked without a write (kLock)

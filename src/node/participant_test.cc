@@ -142,6 +142,74 @@ TEST_F(ParticipantTest, DurablePrepareSurvivesRestart) {
   EXPECT_TRUE(p_->InDoubt().empty());
 }
 
+// The bug behind a lost bank transfer: a node restarted between a transaction's statements
+// and its final durable prepare, which then persisted an empty write set and voted yes.
+// The master's count of writes sent must match what the node holds.
+TEST_F(ParticipantTest, PrepareDetectsWritesLostInARestart) {
+  ASSERT_TRUE(p_->Prepare(60, 10, {W(1, WriteCheck::kInsert), W(2, WriteCheck::kInsert)}).ok());
+  p_.reset();  // restart: the in-memory prepare is gone
+  store_.reset();
+  store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
+  p_ = std::make_unique<Participant>(*store_);
+  ASSERT_TRUE(p_->Recover().ok());
+  Status s = p_->Prepare(60, 10, {}, /*durable=*/true, /*wait=*/true, /*expect=*/2);
+  EXPECT_EQ(s.sqlstate(), "40001") << s.ToString();
+  EXPECT_TRUE(p_->InDoubt().empty());
+  EXPECT_TRUE(store_->ListPrepared()->empty());
+  // A later statement's writes alone do not pass for all of them either.
+  ASSERT_TRUE(p_->Prepare(61, 10, {W(3, WriteCheck::kInsert)}).ok());
+  EXPECT_EQ(p_->Commit(61, 11, nullptr, /*expect=*/2).sqlstate(), "40001");
+  // With the right count both paths go through.
+  ASSERT_TRUE(p_->Prepare(62, 10, {W(4, WriteCheck::kInsert), W(5, WriteCheck::kLock)}).ok());
+  ASSERT_TRUE(p_->Prepare(62, 10, {}, true, true, 2).ok());
+  ASSERT_TRUE(p_->Commit(62, 12).ok());
+}
+
+// A commit repeated (a retry after a lost reply, or in-doubt resolution racing the first
+// commit) applies nothing twice and reports success; an unknown txn is NotFound.
+TEST_F(ParticipantTest, CommitIsExactlyOnce) {
+  ASSERT_TRUE(p_->Prepare(70, 10, {W(1, WriteCheck::kInsert)}, /*durable=*/true).ok());
+  ASSERT_TRUE(p_->Commit(70, 20).ok());
+  ASSERT_TRUE(p_->Commit(70, 20).ok());
+  EXPECT_EQ(*store_->CommittedAt(70), std::optional<Timestamp>(20));
+  EXPECT_TRUE(p_->Commit(71, 20).IsNotFound());
+  // Survives a restart too.
+  p_.reset();
+  store_.reset();
+  store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
+  p_ = std::make_unique<Participant>(*store_);
+  ASSERT_TRUE(p_->Recover().ok());
+  ASSERT_TRUE(p_->Commit(70, 20).ok());
+  auto sc = store_->Scan(1, "", "", 100);
+  std::vector<storage::ScanRow> rows;
+  while (*(*sc)->Next(10, &rows)) {
+  }
+  EXPECT_EQ(rows.size(), 1u);
+  // An aborted transaction has no outcome record; forgetting old records works.
+  ASSERT_TRUE(p_->Prepare(72, 20, {W(2, WriteCheck::kInsert)}).ok());
+  EXPECT_TRUE(p_->Abort(72));
+  EXPECT_FALSE(store_->CommittedAt(72)->has_value());
+  ASSERT_TRUE(store_->ForgetOutcomesBefore(71).ok());
+  EXPECT_FALSE(store_->CommittedAt(70)->has_value());
+}
+
+// Lock-only keys (SELECT ... FOR UPDATE) of a durably prepared transaction stay locked
+// across a restart.
+TEST_F(ParticipantTest, DurablePrepareKeepsLockOnlyKeys) {
+  ASSERT_TRUE(p_->Prepare(80, 10, {W(1, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(80, 11).ok());
+  ASSERT_TRUE(p_->Prepare(81, 11, {W(1, WriteCheck::kLock), W(2, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Prepare(81, 11, {}, true, true, 2).ok());
+  p_.reset();
+  store_.reset();
+  store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
+  p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50));
+  ASSERT_TRUE(p_->Recover().ok());
+  EXPECT_EQ(p_->Prepare(82, 11, {W(1, WriteCheck::kUpdate)}, false, /*wait=*/false).sqlstate(), "55P03");
+  ASSERT_TRUE(p_->Commit(81, 12).ok());
+  EXPECT_TRUE(p_->Prepare(83, 12, {W(1, WriteCheck::kUpdate)}).ok());
+}
+
 TEST_F(ParticipantTest, KeyOutsideSegmentIsStale) {
   ASSERT_TRUE(store_->CreateSegment({2, 1, "", "\x01"}).ok());
   TxnWrite w = W(9, WriteCheck::kInsert);

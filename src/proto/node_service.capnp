@@ -72,11 +72,15 @@ struct Request {
       durable @21 :Bool;             # persist before answering: the txn spans several nodes
       commitTs @25 :UInt64;          # nonzero: commit at once at this timestamp (one phase);
                                      # a key locked by another txn then fails fast with 55P03
+      expect @34 :UInt64;            # nonzero: the txn's writes sent to this node in all; a
+                                     # node that has another count lost some (aborts, 40001)
     }
     commit :group {
       txn @6 :UInt64;
       commitTs @7 :UInt64;
+      expect @35 :UInt64;            # as in prepare (0: not checked)
     }
+    outcome @36 :UInt64;             # txn: did it commit here? (reply: committedTs, 0 = no)
     abort @8 :UInt64;                # txn
     scan :group {
       segment @9 :UInt64;
@@ -135,5 +139,6 @@ struct Response {
       micros @11 :UInt64;
     }
     segments @12 :List(SegmentStats);
+    committedTs @13 :UInt64;
   }
 }

@@ -23,11 +23,22 @@ namespace {
 
 constexpr char kMetaPrefix[] = "m/seg/";
 constexpr char kPreparedPrefix[] = "p/txn/";
+constexpr char kOutcomePrefix[] = "o/txn/";
 
-std::string PreparedKey(uint64_t txn) {
-  std::string k = kPreparedPrefix;
+std::string TxnKey(const char* prefix, uint64_t txn) {
+  std::string k = prefix;
   for (int i = 7; i >= 0; i--) k.push_back(static_cast<char>((txn >> (i * 8)) & 0xff));
   return k;
+}
+std::string PreparedKey(uint64_t txn) { return TxnKey(kPreparedPrefix, txn); }
+std::string OutcomeKey(uint64_t txn) { return TxnKey(kOutcomePrefix, txn); }
+
+// Metadata changes (segments created, dropped, split, imported) are acknowledged only once
+// they are on disk.
+rocksdb::WriteOptions Synced() {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return wo;
 }
 
 Status FromRocks(const rocksdb::Status& s, const std::string& what) {
@@ -295,7 +306,7 @@ Status SegmentStore::CreateSegment(const SegmentMeta& meta) {
                           "create segment"));
   rocksdb::WriteBatch b;
   RETURN_NOT_OK(PutMeta(meta, &b));
-  RETURN_NOT_OK(FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "create segment metadata"));
+  RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "create segment metadata"));
   segments_[meta.id] = std::make_shared<Segment>(db_.get(), h, meta);
   return Status::OK();
 }
@@ -307,7 +318,7 @@ Status SegmentStore::DropSegment(SegmentId id) {
     auto it = segments_.find(id);
     if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
     seg = it->second;
-    RETURN_NOT_OK(FromRocks(db_->Delete(rocksdb::WriteOptions(), MetaKey(id)), "drop metadata"));
+    RETURN_NOT_OK(FromRocks(db_->Delete(Synced(), MetaKey(id)), "drop metadata"));
     segments_.erase(it);
   }
   return FromRocks(db_->DropColumnFamily(seg->cf()), "drop segment");
@@ -369,9 +380,31 @@ Result<std::vector<std::pair<uint64_t, std::string>>> SegmentStore::ListPrepared
   return out;
 }
 
-Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn) {
+Result<std::optional<Timestamp>> SegmentStore::CommittedAt(uint64_t txn) const {
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), OutcomeKey(txn), &v);
+  if (s.IsNotFound()) return std::optional<Timestamp>();
+  RETURN_NOT_OK(FromRocks(s, "read outcome record"));
+  if (v.size() != 8) return Status::Corruption("bad outcome record");
+  Timestamp ts = 0;
+  for (char c : v) ts = (ts << 8) | static_cast<uint8_t>(c);
+  return std::optional<Timestamp>(ts);
+}
+
+Status SegmentStore::ForgetOutcomesBefore(uint64_t txn) {
+  rocksdb::WriteBatch b;
+  RETURN_NOT_OK(FromRocks(b.DeleteRange(db_->DefaultColumnFamily(), kOutcomePrefix, OutcomeKey(txn)), "write batch"));
+  return FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "forget outcomes");
+}
+
+Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn, uint64_t txn) {
   rocksdb::WriteBatch b;
   if (prepared_txn) RETURN_NOT_OK(FromRocks(b.Delete(PreparedKey(prepared_txn)), "write batch"));
+  if (txn) {
+    std::string v;
+    for (int i = 7; i >= 0; i--) v.push_back(static_cast<char>((ts >> (i * 8)) & 0xff));
+    RETURN_NOT_OK(FromRocks(b.Put(OutcomeKey(txn), v), "write batch"));
+  }
   std::vector<std::pair<SegmentRef, size_t>> touched;
   // Rows of indexed segments: the last write of each key, whose entries change below.
   std::map<std::pair<SegmentId, std::string>, const WriteOp*> indexed;
@@ -565,7 +598,7 @@ Status SegmentStore::DropIndex(SegmentId id, uint32_t index) {
   std::string prefix = IndexSpacePrefix(index);
   RETURN_NOT_OK(FromRocks(b.DeleteRange(seg->cf(), prefix, PrefixSuccessor(prefix)), "drop index"));
   RETURN_NOT_OK(PutMeta(m, &b));
-  RETURN_NOT_OK(FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "drop index"));
+  RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "drop index"));
   std::lock_guard<std::mutex> ml(seg->mu_);
   seg->meta_.indexes = m.indexes;
   return Status::OK();
@@ -631,7 +664,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   lower.hi = split_key;
   RETURN_NOT_OK(PutMeta(lower, &b));
   RETURN_NOT_OK(PutMeta(fresh->meta(), &b));
-  rocksdb::Status ws = db_->Write(rocksdb::WriteOptions(), &b);
+  rocksdb::Status ws = db_->Write(Synced(), &b);
   if (!ws.ok()) {
     (void)db_->DropColumnFamily(h);
     return FromRocks(ws, "split write");
@@ -713,7 +746,7 @@ Status SegmentStore::Import(const SegmentExport& exp) {
   }
   rocksdb::WriteBatch b;
   RETURN_NOT_OK(PutMeta(exp.meta, &b));
-  rocksdb::Status ws = db_->Write(rocksdb::WriteOptions(), &b);
+  rocksdb::Status ws = db_->Write(Synced(), &b);
   if (!ws.ok()) {
     (void)db_->DropColumnFamily(h);
     db_->DestroyColumnFamilyHandle(h);

@@ -164,8 +164,13 @@ class SegmentStore {
 
   // Applies committed writes at `ts` atomically (one RocksDB WriteBatch, WAL on; fsynced
   // when the store was opened with sync_commits). If `prepared_txn` is nonzero its prepared
-  // record is erased in the same batch.
-  Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0);
+  // record is erased in the same batch. If `txn` is nonzero the batch also records that txn
+  // committed at `ts` (CommittedAt), so a repeated commit can be recognised as done.
+  Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0, uint64_t txn = 0);
+  // The commit timestamp Apply recorded for `txn`, if any.
+  Result<std::optional<Timestamp>> CommittedAt(uint64_t txn) const;
+  // Drops the outcome records of transaction ids below `txn`.
+  Status ForgetOutcomesBefore(uint64_t txn);
   // Whether Apply fsyncs the log (concurrent commits share one fsync).
   void set_sync_commits(bool on) { sync_commits_ = on; }
 

@@ -152,6 +152,7 @@ pid_t MiniCluster::Spawn(const std::vector<std::string>& args, const std::string
 bool MiniCluster::StartMaster() {
   std::vector<std::string> args = {std::string(WATTDB_BIN_DIR) + "/wattdb-master", "--config", config_};
   if (!opts_.balance) args.push_back("--no-balance");
+  if (opts_.manage_nodes) args.push_back("--manage-nodes");
   master_ = Spawn(args, dir_ + "/master.log");
   for (int i = 0; i < 300; i++) {
     PgConn c(conninfo());
@@ -172,7 +173,7 @@ bool MiniCluster::Start() {
       fs::remove_all(dir_ + "/data", ec);
       WriteConfig();
     }
-    for (int i = 1; i <= opts_.nodes; i++) {
+    for (int i = 1; i <= opts_.nodes && !opts_.manage_nodes; i++) {
       nodes_.push_back(Spawn({std::string(WATTDB_BIN_DIR) + "/wattdb-node", "--config", config_, "--id",
                               std::to_string(i)},
                              fmt::format("{}/node{}.log", dir_, i)));
@@ -210,6 +211,22 @@ int MiniCluster::RestartDeadNodes() {
   return restarted;
 }
 
+void MiniCluster::SignalMaster(int sig) {
+  if (!master_) return;
+  kill(master_, sig);
+  if (sig == SIGKILL) {
+    waitpid(master_, nullptr, 0);
+    master_ = 0;
+  }
+}
+
+pid_t MiniCluster::NodePid(int id) const {
+  std::ifstream f(fmt::format("{}/data/n{}/node.pid", dir_, id));
+  pid_t p = 0;
+  if (!(f >> p) || p <= 0 || kill(p, 0) != 0) return 0;
+  return p;
+}
+
 void MiniCluster::StopMaster() {
   if (!master_ || !MasterAlive()) return;
   kill(master_, SIGTERM);
@@ -226,7 +243,10 @@ void MiniCluster::KillAll() {
     pid_t p = 0;
     if (f >> p && p > 0) pids.push_back(p);
   }
-  for (pid_t p : pids) kill(p, SIGTERM);
+  for (pid_t p : pids) {
+    kill(p, SIGCONT);  // a test may have frozen it
+    kill(p, SIGTERM);
+  }
   for (pid_t p : nodes_) waitpid(p, nullptr, 0);
   nodes_.clear();
   for (int i = 0; i < 200; i++) {
@@ -235,6 +255,7 @@ void MiniCluster::KillAll() {
     if (!alive) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  for (pid_t p : pids) kill(p, SIGKILL);
 }
 
 std::string MiniCluster::conninfo() const {

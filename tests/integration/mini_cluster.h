@@ -42,6 +42,9 @@ struct MiniClusterOptions {
   int latch_wait_ms = 10000;
   std::string extra_toml;  // appended to the generated config (e.g. an [auth] section)
   std::string password;    // for conninfo(), when the config requires one
+  // The master starts its nodes (wattdb-master --manage-nodes, local power driver) and
+  // restarts those that die; the harness starts none.
+  bool manage_nodes = false;
 };
 
 class MiniCluster {
@@ -63,6 +66,10 @@ class MiniCluster {
   // Restarts node processes that exited; returns how many were restarted.
   int RestartDeadNodes();
   bool MasterAlive();
+  // Sends `sig` to the master (SIGKILL: waits until it is gone).
+  void SignalMaster(int sig);
+  // The pid of node `id`'s running process (from its pid file), or 0.
+  pid_t NodePid(int id) const;
   // Waits until `sql` returns `expected` as a scalar (for asynchronous state changes).
   bool WaitFor(const std::string& sql, const std::string& expected, int timeout_ms);
 

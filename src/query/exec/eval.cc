@@ -1,10 +1,11 @@
 #include "query/exec/eval.h"
+#include "common/stack_guard.h"
+#include "query/exec/pattern.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <regex>
 
 #include "query/exec/builtins.h"
 #include "query/exec/operator.h"
@@ -103,53 +104,7 @@ Value Compare(BinOp op, const Value& a, const Value& b) {
   return Value::Bool(r);
 }
 
-// POSIX regular expression match (ECMAScript syntax covers the patterns clients send:
-// anchors, groups, alternation, classes, repetition). 2201B for a malformed pattern.
-Result<bool> RegexMatch(const std::string& s, const std::string& pattern, bool ci) {
-  try {
-    auto flags = std::regex::ECMAScript | (ci ? std::regex::icase : std::regex::ECMAScript);
-    return std::regex_search(s, std::regex(pattern, flags));
-  } catch (const std::regex_error& e) {
-    return Status::Sql("2201B", fmt::format("invalid regular expression: {}", e.what()));
-  }
-}
-
-bool LikeImpl(const char* s, const char* se, const char* p, const char* pe, bool ci) {
-  auto eq = [ci](char a, char b) {
-    return ci ? std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b))
-              : a == b;
-  };
-  while (p < pe) {
-    if (*p == '%') {
-      while (p < pe && *p == '%') p++;
-      if (p == pe) return true;
-      for (const char* t = s; t <= se; t++) {
-        if (LikeImpl(t, se, p, pe, ci)) return true;
-      }
-      return false;
-    }
-    if (s == se) return false;
-    if (*p == '_') {
-      // One character: skip a whole UTF-8 sequence.
-      s++;
-      while (s < se && (static_cast<unsigned char>(*s) & 0xC0) == 0x80) s++;
-      p++;
-      continue;
-    }
-    char pc = *p;
-    if (pc == '\\' && p + 1 < pe) pc = *++p;
-    if (!eq(*s, pc)) return false;
-    s++;
-    p++;
-  }
-  return s == se;
-}
-
 }  // namespace
-
-bool LikeMatch(const std::string& s, const std::string& pattern, bool ci) {
-  return LikeImpl(s.data(), s.data() + s.size(), pattern.data(), pattern.data() + pattern.size(), ci);
-}
 
 namespace {
 
@@ -255,6 +210,7 @@ Result<Value> EvalSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecC
 }  // namespace
 
 Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
+  CHECK_STACK_DEPTH();
   switch (e.kind) {
     case BoundExpr::Kind::kConst: return e.value;
     case BoundExpr::Kind::kColumn:
@@ -453,7 +409,8 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
       ASSIGN_OR_RETURN(Value s, Eval(*e.children[0], b, row, ctx));
       ASSIGN_OR_RETURN(Value p, Eval(*e.children[1], b, row, ctx));
       if (s.is_null() || p.is_null()) return Value();
-      return Value::Bool(LikeMatch(s.as_text(), p.as_text(), e.case_insensitive) != e.negated);
+      ASSIGN_OR_RETURN(bool m, LikeMatch(s.as_text(), p.as_text(), e.case_insensitive));
+      return Value::Bool(m != e.negated);
     }
     case BoundExpr::Kind::kCase: {
       size_t pairs = (e.children.size() - (e.has_else ? 1 : 0)) / 2;

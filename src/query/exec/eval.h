@@ -14,6 +14,5 @@ Result<Value> Eval(const plan::BoundExpr& e, const Batch& b, size_t row, ExecCon
 // Evaluates an expression that reads no columns.
 Result<Value> EvalConst(const plan::BoundExpr& e);
 // SQL LIKE with % and _ and backslash escapes.
-bool LikeMatch(const std::string& s, const std::string& pattern, bool case_insensitive);
 
 }  // namespace wattdb::exec

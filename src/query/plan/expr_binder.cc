@@ -1,4 +1,5 @@
 #include "query/plan/expr_binder.h"
+#include "common/stack_guard.h"
 
 #include <chrono>
 #include <map>
@@ -16,6 +17,7 @@ SqlType NumericUnion(const SqlType& a, const SqlType& b) {
 }
 
 Result<BoundExprPtr> ExprBinder::Bind(const Expr& e, bool* untyped) {
+  CHECK_STACK_DEPTH();
   bool u = false;
   if (agg_mode() && !in_aggregate_) {
     // An expression equal to a GROUP BY expression reads the group column.

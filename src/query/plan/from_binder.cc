@@ -5,6 +5,7 @@
 // nested-loop join. Greedy ordering is linear in the conjuncts per step, so a 10-table comma
 // join plans instantly.
 #include <map>
+#include "common/stack_guard.h"
 #include <set>
 
 #include "common/codec.h"
@@ -621,6 +622,7 @@ Result<Planned> FromPlanner::PlanGroup(std::vector<FromNode*> items, std::vector
 }  // namespace
 
 Result<PlanPtr> QueryBinder::BindFrom(const sql::SelectStmt& s, Scope* scope) {
+  CHECK_STACK_DEPTH();
   FromPlanner fp(*this, catalog_, scope);
   std::vector<std::unique_ptr<FromNode>> items;
   for (const auto& ref : s.from) {

@@ -1,6 +1,7 @@
 // Query binding: set operations and SELECT cores (select list, aggregation, HAVING, DISTINCT,
 // ORDER BY, LIMIT) over the plan of their FROM list (from_binder.cc).
 #include "query/plan/query_binder.h"
+#include "common/stack_guard.h"
 
 namespace wattdb::plan {
 
@@ -73,6 +74,7 @@ ExprBinder QueryBinder::MakeExprBinder(const Scope* scope) {
 }
 
 Result<BoundSelect> QueryBinder::BindQuery(const sql::SelectStmt& s, const Scope* outer) {
+  CHECK_STACK_DEPTH();
   if (++depth_ > 64) {
     depth_--;
     return Status::Sql("54001", "query nesting is too deep");

@@ -1,6 +1,7 @@
 // Expression parsing: precedence climbing, loosest first: OR, AND, NOT, IS/comparison,
 // BETWEEN/IN/LIKE, ||, + -, * / %, unary -, ::.
 #include <charconv>
+#include "common/stack_guard.h"
 
 #include "query/sql/parser_internal.h"
 
@@ -15,6 +16,7 @@ ExprPtr Parser::MakeBinary(std::string op, ExprPtr l, ExprPtr r, int pos) {
 }
 
 Result<ExprPtr> Parser::ParseOr() {
+  CHECK_STACK_DEPTH();
   ASSIGN_OR_RETURN(ExprPtr l, ParseAnd());
   while (Peek().Is("or")) {
     int p = Next().pos;
@@ -35,6 +37,7 @@ Result<ExprPtr> Parser::ParseAnd() {
 }
 
 Result<ExprPtr> Parser::ParseNot() {
+  CHECK_STACK_DEPTH();
   if (Peek().Is("not")) {
     int p = Next().pos;
     ASSIGN_OR_RETURN(ExprPtr a, ParseNot());
@@ -229,6 +232,7 @@ Value NumericLiteral(const std::string& text) {
 }  // namespace
 
 Result<ExprPtr> Parser::ParseUnary() {
+  CHECK_STACK_DEPTH();
   if (Peek().IsOp("-") || Peek().IsOp("+")) {
     const Token& t = Next();
     ASSIGN_OR_RETURN(ExprPtr a, ParseUnary());
@@ -293,6 +297,7 @@ Result<ExprPtr> Parser::ParseCastSuffix() {
 }
 
 Result<ExprPtr> Parser::ParsePrimary() {
+  CHECK_STACK_DEPTH();
   const Token& t = Peek();
   switch (t.kind) {
     case Tok::kInteger: {

@@ -1,5 +1,6 @@
 // Query parsing: SELECT cores, set operations, ORDER BY / LIMIT, FROM items and joins.
 #include "query/sql/parser_internal.h"
+#include "common/stack_guard.h"
 
 namespace wattdb::sql::internal {
 
@@ -10,6 +11,7 @@ bool Parser::IsSelectAhead(int from) const {
 }
 
 Result<SelectStmt> Parser::ParseSelect() {
+  CHECK_STACK_DEPTH();
   ASSIGN_OR_RETURN(SelectStmt s, ParseSetOperand(0));
   if (Peek().Is("order") || Peek().Is("limit") || Peek().Is("offset") || Peek().Is("for") ||
       Peek().Is("fetch")) {
@@ -32,6 +34,7 @@ Result<SelectStmt> Parser::ParseSelect() {
 
 // level 0: UNION / EXCEPT operands; level 1: INTERSECT operands.
 Result<SelectStmt> Parser::ParseSetOperand(int level) {
+  CHECK_STACK_DEPTH();
   SelectStmt l;
   if (level == 0) {
     ASSIGN_OR_RETURN(l, ParseSetOperand(1));

@@ -1,0 +1,38 @@
+#include "common/stack_guard.h"
+
+#include <pthread.h>
+
+#include <cstdint>
+
+namespace wattdb {
+
+namespace {
+
+// Lowest usable address of this thread's stack (stacks grow down), or 0 if unknown.
+uintptr_t StackLimit() {
+  thread_local uintptr_t limit = [] {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return uintptr_t{0};
+    void* addr = nullptr;
+    size_t size = 0;
+    int rc = pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+    if (rc != 0 || size <= kStackMarginBytes) return uintptr_t{0};
+    return reinterpret_cast<uintptr_t>(addr) + kStackMarginBytes;
+  }();
+  return limit;
+}
+
+}  // namespace
+
+Status CheckStackDepth() {
+  char here;
+  uintptr_t sp = reinterpret_cast<uintptr_t>(&here);
+  uintptr_t limit = StackLimit();
+  if (limit != 0 && sp < limit) {
+    return Status::Sql("54001", "stack depth limit exceeded: the statement is nested too deeply");
+  }
+  return Status::OK();
+}
+
+}  // namespace wattdb
