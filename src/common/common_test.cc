@@ -1,10 +1,15 @@
 #include <algorithm>
 #include <random>
+#include <thread>
+#include <atomic>
+#include <mutex>
 
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
 #include "common/config.h"
+#include "common/stack_guard.h"
+#include "common/timer_service.h"
 #include "common/value.h"
 
 namespace wattdb {
@@ -125,6 +130,46 @@ TEST(Config, BadInputNamesTheProblem) {
   EXPECT_NE(c.status().message().find("duplicate"), std::string::npos);
   auto d = ParseConfig("[[node]]\nid=1\nport=99999\n", "p.toml");
   EXPECT_FALSE(d.ok());
+}
+
+TEST(TimerService, RunsDueTimersInOrderAndNeverCancelledOnes) {
+  TimerService timers;
+  std::mutex mu;
+  std::vector<int> fired;
+  auto now = std::chrono::steady_clock::now();
+  auto record = [&](int v) {
+    return [&, v] {
+      std::lock_guard<std::mutex> l(mu);
+      fired.push_back(v);
+    };
+  };
+  timers.Arm(now + std::chrono::milliseconds(30), record(2));
+  timers.Arm(now + std::chrono::milliseconds(10), record(1));
+  uint64_t never = timers.Arm(now + std::chrono::milliseconds(20), record(99));
+  timers.Cancel(never);
+  std::atomic<bool> last{false};
+  timers.Arm(now + std::chrono::milliseconds(40), [&] { last = true; });
+  while (!last) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(fired, (std::vector<int>{1, 2}));
+}
+
+// Unbounded recursion stops with 54001 instead of overflowing the stack.
+Status Recurse(int depth, int* reached) {
+  CHECK_STACK_DEPTH();
+  volatile char pad[512];  // a real frame, as a parser's
+  pad[0] = static_cast<char>(depth);
+  *reached = depth;
+  Status s = Recurse(depth + 1, reached);
+  pad[1] = pad[0];
+  return s;
+}
+
+TEST(StackGuard, DeepRecursionFailsWith54001) {
+  int reached = 0;
+  Status s = Recurse(0, &reached);
+  EXPECT_EQ(s.sqlstate(), "54001");
+  EXPECT_GT(reached, 1000);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <toml++/toml.h>
 
@@ -23,6 +24,9 @@ log_level = "info"
 host = "127.0.0.1"
 pg_port = 5433
 cluster_port = 7100
+max_connections = 100
+authentication_timeout_ms = 60000
+client_io_timeout_ms = 300000
 
 [auth]
 method = "scram-sha-256"        # or "md5", or "trust" (no passwords at all)
@@ -128,6 +132,16 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(Get(*t, "host", &c.master_host, source));
     RETURN_NOT_OK(GetPort(*t, "pg_port", &c.pg_port, source));
     RETURN_NOT_OK(GetPort(*t, "cluster_port", &c.cluster_port, source));
+    for (auto [key, field, lo, hi] : {std::tuple{"max_connections", &c.max_connections, 1, 100000},
+                                      std::tuple{"authentication_timeout_ms", &c.authentication_timeout_ms, 100, 600000},
+                                      std::tuple{"client_io_timeout_ms", &c.client_io_timeout_ms, 100, 86400000}}) {
+      int64_t v = *field;
+      RETURN_NOT_OK(Get(*t, key, &v, source));
+      if (v < lo || v > hi) {
+        return Status::InvalidArgument(fmt::format("{}: [master] {} must be in {}..{}", source, key, lo, hi));
+      }
+      *field = static_cast<int>(v);
+    }
   }
   if (auto* t = root["auth"].as_table()) {
     RETURN_NOT_OK(Get(*t, "method", &c.auth.method, source));

@@ -38,6 +38,9 @@ struct ClusterConfig {
   int rpc_timeout_ms = 30000;               // deadline of each request/reply and frame between them
   std::string master_host = "127.0.0.1";
   uint16_t pg_port = 5433;
+  int max_connections = 100;                // client sessions at once (more get 53300)
+  int authentication_timeout_ms = 60000;    // startup + authentication must finish within this
+  int client_io_timeout_ms = 300000;        // a client that takes no bytes (or sends half a message) this long is dropped
   uint16_t cluster_port = 7100;             // nodes register and heartbeat here
   std::string node_binary;                  // local power driver: path of wattdb-node ("" = beside master)
   std::string log_level = "info";

@@ -501,8 +501,18 @@ Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
       src_port = n.port;
     }
   }
+  // An earlier move of this segment that a crash interrupted is rolled back first.
+  for (const auto& m : catalog_->PendingMoves()) {
+    if (m.segment == seg) RETURN_NOT_OK(RecoverMove(m));
+  }
   RETURN_NOT_OK(catalog_->LogMoveIntent({seg, e.node, target}));
   auto pulled = RpcPull(*dst, seg, src_host, src_port);
+  if (!pulled.ok() && pulled.status().code() == Status::Code::kAlreadyExists) {
+    // A stale copy from an earlier, failed move (the source owns the segment): replace it.
+    Log("master")->info("dropping stale copy seg={} node=n{} before moving it there", seg, target);
+    RETURN_NOT_OK(RpcDropSegment(*dst, seg));
+    pulled = RpcPull(*dst, seg, src_host, src_port);
+  }
   if (!pulled.ok()) {
     (void)RpcDropSegment(*dst, seg);  // remove a partial import, if any
     (void)catalog_->ClearMoveIntent(seg);

@@ -15,6 +15,29 @@ namespace wattdb::master {
 
 namespace {
 
+// PostgreSQL's time units for settings: a number is milliseconds; ms, s, min, h, d suffixes.
+Result<int64_t> ParseDurationMs(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) i++;
+  if (i == 0) return Status::InvalidArgument("not a duration");
+  double v = 0;
+  try {
+    v = std::stod(text.substr(0, i));
+  } catch (...) {
+    return Status::InvalidArgument("not a duration");
+  }
+  std::string unit = text.substr(i);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  double scale = unit.empty() || unit == "ms" ? 1 : unit == "s" ? 1e3 : unit == "min" ? 6e4 : unit == "h" ? 3.6e6
+                 : unit == "d" ? 8.64e7 : -1;
+  if (scale < 0 || v * scale > 2147483647.0) return Status::InvalidArgument("not a duration");
+  return static_cast<int64_t>(v * scale);
+}
+
+}  // namespace
+
+namespace {
+
 // Sends a one-column text result.
 Status TextResult(ResultSink& sink, const std::string& name, const std::vector<std::string>& lines) {
   RETURN_NOT_OK(sink.Describe({name}, {SqlType{TypeId::kText}}));
@@ -176,6 +199,15 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
         } else if constexpr (std::is_same_v<T, sql::TxnStmt>) {
           return Txn(s, sink);
         } else if constexpr (std::is_same_v<T, sql::SetStmt>) {
+          if (s.name == "statement_timeout" || s.name == "idle_in_transaction_session_timeout") {
+            if (s.value == "default" || s.value == "DEFAULT") {
+              settings_.erase(s.name);
+              return std::string("SET");
+            }
+            if (!ParseDurationMs(s.value).ok()) {
+              return Status::Sql("22023", fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
+            }
+          }
           settings_[s.name] = s.value;
           return std::string("SET");
         } else if constexpr (std::is_same_v<T, sql::ShowStmt>) {
@@ -647,12 +679,19 @@ Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink)
   return std::string("ALTER NODE");
 }
 
+int64_t Executor::TimeoutSetting(const std::string& name) const {
+  auto it = settings_.find(name);
+  if (it == settings_.end()) return 0;
+  auto ms = ParseDurationMs(it->second);
+  return ms.ok() ? *ms : 0;
+}
+
 Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
   static const std::map<std::string, std::string> kFixed = {
       {"server_version", "15.0"},        {"server_encoding", "UTF8"},   {"client_encoding", "UTF8"},
       {"datestyle", "ISO, MDY"},         {"integer_datetimes", "on"},   {"standard_conforming_strings", "on"},
       {"timezone", "UTC"},               {"transaction_isolation", "snapshot"},
-      {"max_identifier_length", "63"}};
+      {"max_identifier_length", "63"},  {"statement_timeout", "0"},   {"idle_in_transaction_session_timeout", "0"}};
   auto set = settings_.find(s.name);
   if (set != settings_.end()) {
     RETURN_NOT_OK(TextResult(sink, s.name, {set->second}));

@@ -41,6 +41,9 @@ class Executor {
   ~Executor();  // rolls back an open transaction
   // Transaction status for ReadyForQuery: 'I' idle, 'T' in a transaction, 'E' failed.
   char TxnStatus() const { return !txn_ ? 'I' : failed_ ? 'E' : 'T'; }
+  // A timeout setting (statement_timeout, idle_in_transaction_session_timeout) in
+  // milliseconds; 0 when unset or disabled.
+  int64_t TimeoutSetting(const std::string& name) const;
   // An error outside Execute (parse, bind) fails an open transaction block, as in PostgreSQL.
   void MarkFailed() {
     if (txn_) failed_ = true;

@@ -9,29 +9,23 @@ namespace wattdb::master {
 
 namespace asio = net::asio;
 
-namespace {
-
-// Blocking reads of frontend messages from one socket.
-class Reader {
+// Reads of frontend messages before the session starts, all within one deadline
+// (authentication_timeout_ms from the connection's start).
+class StartupReader {
  public:
-  explicit Reader(asio::ip::tcp::socket& s) : s_(s) {}
-  Status Exact(char* p, size_t n) {
-    boost::system::error_code ec;
-    asio::read(s_, asio::buffer(p, n), ec);
-    if (ec) return Status::IOError(ec.message());
-    return Status::OK();
-  }
+  StartupReader(net::Stream& s, net::Stream::Deadline deadline) : s_(s), deadline_(deadline) {}
+  Status Exact(char* p, size_t n) { return s_.ReadExact(p, n, deadline_); }
   Result<int32_t> I32() {
     unsigned char b[4];
     RETURN_NOT_OK(Exact(reinterpret_cast<char*>(b), 4));
     return static_cast<int32_t>((uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | b[3]);
   }
+  net::Stream::Deadline deadline() const { return deadline_; }
 
  private:
-  asio::ip::tcp::socket& s_;
+  net::Stream& s_;
+  net::Stream::Deadline deadline_;
 };
-
-}  // namespace
 
 PgServer::PgServer(Cluster& cluster, std::string host, uint16_t port)
     : cluster_(cluster), host_(std::move(host)), port_(port) {
@@ -43,8 +37,7 @@ PgServer::PgServer(Cluster& cluster, std::string host, uint16_t port)
 namespace {
 
 // Reads one typed frontend message during authentication (only 'p' is expected).
-Result<std::string> ReadPasswordMessage(asio::ip::tcp::socket& s) {
-  Reader in(s);
+Result<std::string> ReadPasswordMessage(StartupReader& in) {
   char type;
   RETURN_NOT_OK(in.Exact(&type, 1));
   ASSIGN_OR_RETURN(int32_t len, in.I32());
@@ -57,11 +50,11 @@ Result<std::string> ReadPasswordMessage(asio::ip::tcp::socket& s) {
 
 }  // namespace
 
-Status PgServer::Authenticate(asio::ip::tcp::socket& socket, const std::string& user) {
+Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std::string& user) {
   const AuthConfig& cfg = cluster_.config().auth;
   if (cfg.method == "trust") return Status::OK();
   boost::system::error_code ec;
-  auto peer = socket.remote_endpoint(ec);
+  auto peer = socket.socket().remote_endpoint(ec);
   if (!ec && cfg.trust_loopback && peer.address().is_loopback()) return Status::OK();
   std::optional<auth::Credentials> creds;
   if (auto it = config_users_.find(user); it != config_users_.end()) {
@@ -78,16 +71,16 @@ Status PgServer::Authenticate(asio::ip::tcp::socket& socket, const std::string& 
       for (auto& c : salt) c = static_cast<char>(rng_());
     }
     out.Authentication(5, salt);
-    RETURN_NOT_OK(WriteAll(socket, out.buffer()));
-    ASSIGN_OR_RETURN(std::string resp, ReadPasswordMessage(socket));
+    RETURN_NOT_OK(WriteAll(socket, out.buffer(), in.deadline()));
+    ASSIGN_OR_RETURN(std::string resp, ReadPasswordMessage(in));
     if (!resp.empty() && resp.back() == '\0') resp.pop_back();
     if (!creds || !auth::CheckMd5Response(*creds, salt, resp)) return failed;
     return Status::OK();
   }
   // SCRAM-SHA-256.
   out.Authentication(10, std::string("SCRAM-SHA-256\0\0", 15));
-  RETURN_NOT_OK(WriteAll(socket, out.buffer()));
-  ASSIGN_OR_RETURN(std::string init, ReadPasswordMessage(socket));
+  RETURN_NOT_OK(WriteAll(socket, out.buffer(), in.deadline()));
+  ASSIGN_OR_RETURN(std::string init, ReadPasswordMessage(in));
   size_t nul = init.find('\0');
   if (nul == std::string::npos || init.substr(0, nul) != "SCRAM-SHA-256" || init.size() < nul + 5) {
     return Status::Sql("08P01", "client selected an invalid SASL authentication mechanism");
@@ -96,18 +89,21 @@ Status PgServer::Authenticate(asio::ip::tcp::socket& socket, const std::string& 
   auth::ScramExchange scram(creds);
   ASSIGN_OR_RETURN(std::string server_first, scram.First(first));
   out.Authentication(11, server_first);
-  RETURN_NOT_OK(WriteAll(socket, out.buffer()));
-  ASSIGN_OR_RETURN(std::string final_msg, ReadPasswordMessage(socket));
+  RETURN_NOT_OK(WriteAll(socket, out.buffer(), in.deadline()));
+  ASSIGN_OR_RETURN(std::string final_msg, ReadPasswordMessage(in));
   auto server_final = scram.Final(final_msg);
   if (!server_final.ok()) return server_final.status().sqlstate() == "28P01" ? failed : server_final.status();
   out.Authentication(12, *server_final);
-  return WriteAll(socket, out.buffer());
+  return WriteAll(socket, out.buffer(), in.deadline());
 }
 
 PgServer::~PgServer() { Stop(); }
 
 Status PgServer::Start() {
   server_ = std::make_unique<net::TcpServer>("pg", host_, port_, [this](asio::ip::tcp::socket& s) { Serve(s); });
+  // Connections still authenticating count too: past this many the server closes new ones
+  // at once (sessions beyond max_connections are told 53300 first).
+  server_->set_max_connections(2 * cluster_.config().max_connections + 16);
   return server_->Start();
 }
 
@@ -115,12 +111,13 @@ void PgServer::Stop() {
   if (server_) server_->Stop();
 }
 
-void PgServer::Serve(asio::ip::tcp::socket& socket) {
-  Reader in(socket);
+void PgServer::Serve(asio::ip::tcp::socket& raw) {
+  net::Stream socket(raw);
+  StartupReader in(socket, net::Stream::In(cluster_.config().authentication_timeout_ms));
   pg::MessageWriter out;
   auto fatal = [&](const char* code, const std::string& msg) {
     out.ErrorOrNotice('E', "FATAL", code, msg, 0);
-    (void)WriteAll(socket, out.buffer());
+    (void)WriteAll(socket, out.buffer(), net::Stream::In(1000));
   };
   // Startup: SSL/GSS negotiation requests are declined with 'N'; a CancelRequest is
   // honoured and the connection closed.
@@ -137,7 +134,7 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
     int32_t code = (uint8_t(body[0]) << 24) | (uint8_t(body[1]) << 16) | (uint8_t(body[2]) << 8) | uint8_t(body[3]);
     if (code == pg::kSslRequest || code == pg::kGssEncRequest) {
       out.buffer().push_back('N');
-      if (!WriteAll(socket, out.buffer()).ok()) return;
+      if (!WriteAll(socket, out.buffer(), in.deadline()).ok()) return;
       continue;
     }
     if (code == pg::kCancelRequest) {
@@ -174,9 +171,10 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
     fatal("28000", "no PostgreSQL user name specified in startup packet");
     return;
   }
-  if (Status st = Authenticate(socket, user); !st.ok()) {
-    Log("master")->info("authentication failed user={} reason={}", user, st.message());
-    if (st.code() != Status::Code::kIOError) fatal(st.sqlstate().c_str(), st.message());
+  if (Status st = Authenticate(socket, in, user); !st.ok()) {
+    Log("master")->info("authentication failed user={} peer={} reason={}", user, socket.peer(), st.message());
+    if (st.IsTimedOut()) fatal("08006", "canceling authentication due to timeout");
+    else if (st.code() != Status::Code::kIOError) fatal(st.sqlstate().c_str(), st.message());
     return;
   }
   if (database != kDefaultDatabase && !cluster_.catalog().HasDatabase(database)) {
@@ -188,6 +186,10 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   {
     std::lock_guard<std::mutex> l(mu_);
+    if (sessions_.size() >= static_cast<size_t>(cluster_.config().max_connections)) {
+      fatal("53300", "sorry, too many clients already");
+      return;
+    }
     pid = next_pid_++;
     secret = static_cast<int32_t>(rng_());
     sessions_[pid] = {secret, cancel};
@@ -211,10 +213,10 @@ void PgServer::Serve(asio::ip::tcp::socket& socket) {
   }
   out.BackendKeyData(pid, secret);
   out.ReadyForQuery('I');
-  if (!WriteAll(socket, out.buffer()).ok()) return;
+  if (!WriteAll(socket, out.buffer(), in.deadline()).ok()) return;
   Log("master")->debug("session start pid={} user={} app={}", pid, user, app);
 
-  PgSession(cluster_, socket, pid, cancel, database).Run();
+  PgSession(cluster_, socket, pid, cancel, database, timers_).Run();
 }
 
 }  // namespace wattdb::master

@@ -10,10 +10,13 @@
 #include <random>
 
 #include "master/auth.h"
+#include "common/timer_service.h"
 #include "master/cluster.h"
 #include "net/tcp_server.h"
 
 namespace wattdb::master {
+
+class StartupReader;
 
 class PgServer {
  public:
@@ -30,7 +33,7 @@ class PgServer {
   };
   void Serve(net::asio::ip::tcp::socket& socket);
   // Runs the password exchange the config asks for; an error (28P01, 08P01) is FATAL.
-  Status Authenticate(net::asio::ip::tcp::socket& socket, const std::string& user);
+  Status Authenticate(net::Stream& socket, StartupReader& in, const std::string& user);
 
   Cluster& cluster_;  // borrowed
   std::string host_;
@@ -41,6 +44,7 @@ class PgServer {
   int32_t next_pid_ = 1000;
   std::mt19937 rng_{std::random_device{}()};
   std::map<std::string, auth::Credentials> config_users_;  // from [[auth.user]]; read-only after construction
+  TimerService timers_;  // statement timeouts of every session
 };
 
 }  // namespace wattdb::master

@@ -10,21 +10,13 @@ namespace wattdb::master {
 
 namespace asio = net::asio;
 
-Status WriteAll(asio::ip::tcp::socket& s, std::string& buf) {
-  boost::system::error_code ec;
-  asio::write(s, asio::buffer(buf), ec);
+Status WriteAll(net::Stream& s, std::string& buf, net::Stream::Deadline deadline) {
+  Status st = s.WriteAll(buf.data(), buf.size(), deadline);
   buf.clear();
-  if (ec) return Status::IOError(ec.message());
-  return Status::OK();
+  return st;
 }
 
 namespace {
-
-Status ReadExact(asio::ip::tcp::socket& s, char* p, size_t n) {
-  boost::system::error_code ec;
-  asio::read(s, asio::buffer(p, n), ec);
-  return ec ? Status::IOError(ec.message()) : Status::OK();
-}
 
 // Bounds-checked reader of one frontend message body.
 class Body {
@@ -84,7 +76,7 @@ class NoticeSink : public ResultSink {
 
 class WireSink : public NoticeSink {
  public:
-  WireSink(pg::MessageWriter& w, asio::ip::tcp::socket& s) : NoticeSink(w), s_(s) {}
+  WireSink(pg::MessageWriter& w, net::Stream& s, int io_ms) : NoticeSink(w), s_(s), io_ms_(io_ms) {}
   Status Describe(const std::vector<std::string>& names, const std::vector<SqlType>& types) override {
     types_ = types;
     w_.RowDescription(names, types);
@@ -105,12 +97,13 @@ class WireSink : public NoticeSink {
       }
       w_.DataRow(cells);
     }
-    if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer());
+    if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer(), net::Stream::In(io_ms_));
     return Status::OK();
   }
 
  private:
-  asio::ip::tcp::socket& s_;
+  net::Stream& s_;
+  int io_ms_;
   std::vector<SqlType> types_;
 };
 
@@ -176,12 +169,59 @@ Status Substitute(sql::Statement& st, const std::vector<Value>& params) {
 
 }  // namespace
 
-PgSession::PgSession(Cluster& cluster, asio::ip::tcp::socket& socket, int32_t pid,
-                     std::shared_ptr<std::atomic<bool>> cancel, std::string database)
-    : cluster_(cluster), socket_(socket), pid_(pid), cancel_(std::move(cancel)),
+PgSession::PgSession(Cluster& cluster, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
+                     std::string database, TimerService& timers)
+    : cluster_(cluster), socket_(socket), timers_(timers), pid_(pid), cancel_(std::move(cancel)),
       executor_(cluster, std::move(database)) {}
 
-Status PgSession::Flush() { return WriteAll(socket_, out_.buffer()); }
+Status PgSession::Flush() { return WriteAll(socket_, out_.buffer(), IoDeadline()); }
+
+Status PgSession::ReadExact(char* p, size_t n) { return socket_.ReadExact(p, n, IoDeadline()); }
+
+bool PgSession::AwaitMessage() {
+  int64_t idle_ms = executor_.TxnStatus() == 'I' ? 0 : executor_.TimeoutSetting("idle_in_transaction_session_timeout");
+  if (idle_ms > 0) {
+    Status st = socket_.WaitReadable(net::Stream::In(static_cast<int>(std::min<int64_t>(idle_ms, INT32_MAX))));
+    if (st.IsTimedOut()) {
+      Log("master")->info("session ended pid={} reason=idle-in-transaction timeout", pid_);
+      SendError(Status::Sql("25P03", "terminating connection due to idle-in-transaction timeout"), "FATAL");
+      (void)Flush();
+      return false;
+    }
+    return st.ok();
+  }
+  // Idle outside a transaction: as long as the client likes (a server shutdown wakes it).
+  while (true) {
+    Status st = socket_.WaitReadable(net::Stream::In(60000));
+    if (!st.IsTimedOut()) return st.ok();
+  }
+}
+
+namespace {
+const Status& StatusOf(const Status& s) { return s; }
+template <typename T>
+const Status& StatusOf(const Result<T>& r) {
+  return r.status();
+}
+}  // namespace
+
+template <typename Fn>
+auto PgSession::WithStatementTimeout(Fn fn) -> decltype(fn()) {
+  int64_t ms = executor_.TimeoutSetting("statement_timeout");
+  if (ms <= 0) return fn();
+  auto fired = std::make_shared<std::atomic<bool>>(false);
+  auto cancel = cancel_;
+  uint64_t timer = timers_.Arm(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms), [fired, cancel] {
+    fired->store(true);
+    cancel->store(true);
+  });
+  auto r = fn();
+  timers_.Cancel(timer);
+  if (!r.ok() && StatusOf(r).sqlstate() == "57014" && fired->load()) {
+    return Status::Sql("57014", "canceling statement due to statement timeout");
+  }
+  return r;
+}
 
 void PgSession::SendError(const Status& e, const char* severity) {
   executor_.MarkFailed();
@@ -194,10 +234,11 @@ void PgSession::SendError(const Status& e, const char* severity) {
 void PgSession::Run() {
   bool skip_to_sync = false;  // after an error in an extended-protocol message
   while (true) {
+    if (!AwaitMessage()) return;
     char type;
-    if (!ReadExact(socket_, &type, 1).ok()) return;
+    if (!ReadExact(&type, 1).ok()) return;
     char lenb[4];
-    if (!ReadExact(socket_, lenb, 4).ok()) return;
+    if (!ReadExact(lenb, 4).ok()) return;
     int32_t len = static_cast<int32_t>((uint32_t(uint8_t(lenb[0])) << 24) | (uint32_t(uint8_t(lenb[1])) << 16) |
                                        (uint32_t(uint8_t(lenb[2])) << 8) | uint8_t(lenb[3]));
     if (len < 4 || static_cast<uint32_t>(len) > pg::kMaxMessage) {
@@ -206,7 +247,7 @@ void PgSession::Run() {
       return;
     }
     std::string body(len - 4, '\0');
-    if (!ReadExact(socket_, body.data(), body.size()).ok()) return;
+    if (!ReadExact(body.data(), body.size()).ok()) return;
     Status st;
     switch (type) {
       case 'Q':
@@ -276,9 +317,9 @@ void PgSession::HandleQuery(std::string body) {
     if (!HandleCopy(std::get<sql::CopyStmt>((*stmts)[0]))) copy_failed_connection_ = true;
     return;
   }
-  WireSink sink(out_, socket_);
+  WireSink sink(out_, socket_, cluster_.config().client_io_timeout_ms);
   for (auto& st : *stmts) {
-    auto tag = executor_.Execute(st, sink, cancel_.get());
+    auto tag = WithStatementTimeout([&] { return executor_.Execute(st, sink, cancel_.get()); });
     if (!tag.ok()) {
       SendError(tag.status());
       return;
@@ -290,7 +331,7 @@ void PgSession::HandleQuery(std::string body) {
 bool PgSession::HandleCopy(const sql::CopyStmt& s) {
   if (!s.from) {
     std::vector<std::vector<Value>> rows;
-    Status st = executor_.CopyOut(s, &rows, cancel_.get());
+    Status st = WithStatementTimeout([&] { return executor_.CopyOut(s, &rows, cancel_.get()); });
     if (!st.ok()) {
       SendError(st);
       return true;
@@ -318,12 +359,12 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
   while (true) {
     char type;
     char lenb[4];
-    if (!ReadExact(socket_, &type, 1).ok() || !ReadExact(socket_, lenb, 4).ok()) return false;
+    if (!ReadExact(&type, 1).ok() || !ReadExact(lenb, 4).ok()) return false;
     uint32_t len = (uint32_t(uint8_t(lenb[0])) << 24) | (uint32_t(uint8_t(lenb[1])) << 16) |
                    (uint32_t(uint8_t(lenb[2])) << 8) | uint8_t(lenb[3]);
     if (len < 4 || len > pg::kMaxMessage) return false;
     std::string body(len - 4, '\0');
-    if (!ReadExact(socket_, body.data(), body.size()).ok()) return false;
+    if (!ReadExact(body.data(), body.size()).ok()) return false;
     if (type == 'd') {
       if (data.size() + body.size() > (1ull << 31)) {
         failed = Status::Sql("54000", "COPY data larger than 2 GiB in one statement");
@@ -527,7 +568,7 @@ Status PgSession::HandleExecute(std::string_view body) {
     ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
     RETURN_NOT_OK(Substitute(stmts[0], po.params));
     BufferSink sink(out_, &po.rows);
-    ASSIGN_OR_RETURN(po.tag, executor_.Execute(stmts[0], sink, cancel_.get()));
+    ASSIGN_OR_RETURN(po.tag, WithStatementTimeout([&] { return executor_.Execute(stmts[0], sink, cancel_.get()); }));
   }
   std::vector<std::string> cells(p.types.size());
   std::vector<const std::string*> ptrs(p.types.size());

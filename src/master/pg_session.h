@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/timer_service.h"
 #include "master/cluster.h"
 #include "master/executor.h"
 #include "master/pg_protocol.h"
@@ -21,13 +22,17 @@
 
 namespace wattdb::master {
 
-// Writes all of `buf` to `socket` (blocking) and clears it.
-Status WriteAll(net::asio::ip::tcp::socket& socket, std::string& buf);
+// Writes all of `buf` to `socket` before `deadline` and clears it.
+Status WriteAll(net::Stream& socket, std::string& buf, net::Stream::Deadline deadline);
 
+// Timeouts (PostgreSQL's settings, per session, set with SET): statement_timeout cancels a
+// statement running longer (57014); idle_in_transaction_session_timeout ends a session
+// idle inside a transaction block (25P03). A client that takes no bytes, or stops halfway
+// through a message, for client_io_timeout_ms is dropped.
 class PgSession {
  public:
-  PgSession(Cluster& cluster, net::asio::ip::tcp::socket& socket, int32_t pid,
-            std::shared_ptr<std::atomic<bool>> cancel, std::string database);
+  PgSession(Cluster& cluster, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
+            std::string database, TimerService& timers);
   // Serves messages until the client terminates or the connection fails.
   void Run();
 
@@ -52,6 +57,14 @@ class PgSession {
   };
 
   Status Flush();
+  Status ReadExact(char* p, size_t n);
+  net::Stream::Deadline IoDeadline() const { return net::Stream::In(cluster_.config().client_io_timeout_ms); }
+  // Waits for the client's next message; false if the session must end (after telling the
+  // client why, for an idle-in-transaction timeout).
+  bool AwaitMessage();
+  // Runs `fn` under the session's statement_timeout; a 57014 caused by it says so.
+  template <typename Fn>
+  auto WithStatementTimeout(Fn fn) -> decltype(fn());
   // Simple query protocol.
   void HandleQuery(std::string body);
   // Extended protocol; an error puts the session in skip-to-Sync mode.
@@ -67,7 +80,8 @@ class PgSession {
   bool HandleCopy(const sql::CopyStmt& s);
 
   Cluster& cluster_;                      // borrowed; outlives the session
-  net::asio::ip::tcp::socket& socket_;    // borrowed; owned by the server
+  net::Stream& socket_;                   // borrowed; owned by the server
+  TimerService& timers_;                  // borrowed; the server's
   int32_t pid_;
   std::shared_ptr<std::atomic<bool>> cancel_;
   Executor executor_;

@@ -17,19 +17,14 @@ ReceivedMessage::ReceivedMessage(kj::Array<capnp::word> words) : words_(std::mov
 }
 
 Connection::Connection(asio::ip::tcp::socket socket)
-    : owned_(std::make_unique<asio::ip::tcp::socket>(std::move(socket))), socket_(*owned_) {
-  Init();
+    : owned_(std::make_unique<asio::ip::tcp::socket>(std::move(socket))), socket_(*owned_), stream_(socket_) {
+  boost::system::error_code ec;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
-Connection::Connection(asio::ip::tcp::socket* socket) : socket_(*socket) { Init(); }
-
-void Connection::Init() {
+Connection::Connection(asio::ip::tcp::socket* socket) : socket_(*socket), stream_(socket_) {
   boost::system::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
-  peer_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  socket_.non_blocking(true, ec);
-  if (socket_.is_open()) fcntl(socket_.native_handle(), F_SETFD, FD_CLOEXEC);
 }
 
 Connection::~Connection() { Close(); }
@@ -80,75 +75,17 @@ void Connection::SetTimeouts(int recv_ms, int send_ms) {
   send_ms_ = send_ms > 0 ? send_ms : kDefaultIoTimeoutMs;
 }
 
-Connection::Deadline Connection::RecvDeadline() const {
-  return std::chrono::steady_clock::now() + std::chrono::milliseconds(recv_ms_);
-}
-
-Status Connection::Wait(short events, Deadline deadline, const char* what) {
-  pollfd p{socket_.native_handle(), events, 0};
-  while (true) {
-    int left = MillisLeft(deadline);
-    if (left == 0) {
-      return Status::TimedOut(fmt::format("{} {}: no progress within {} ms", what, peer_,
-                                          events == POLLIN ? recv_ms_ : send_ms_));
-    }
-    int rc = ::poll(&p, 1, left);
-    if (rc > 0) return Status::OK();  // ready, or an error/hangup the next call reports
-    if (rc < 0 && errno != EINTR) return Status::IOError(fmt::format("{} {}: poll: {}", what, peer_, strerror(errno)));
-  }
-}
-
 Status Connection::WriteFrame(uint8_t kind, const void* data, size_t n) {
   char hdr[5];
   uint32_t len = static_cast<uint32_t>(n);
   std::memcpy(hdr, &len, 4);
   hdr[4] = static_cast<char>(kind);
-  std::array<asio::const_buffer, 2> bufs = {asio::buffer(hdr, 5), asio::buffer(data, n)};
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(send_ms_);
-  size_t total = 5 + n, sent = 0;
-  while (sent < total) {
-    boost::system::error_code ec;
-    // Skip what was sent already across the two buffers.
-    std::array<asio::const_buffer, 2> rest = bufs;
-    size_t skip = sent;
-    for (auto& b : rest) {
-      size_t k = std::min(skip, b.size());
-      b += k;
-      skip -= k;
-    }
-    size_t k = socket_.write_some(rest, ec);
-    sent += k;
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      RETURN_NOT_OK(Wait(POLLOUT, deadline, "send to"));
-      continue;
-    }
-    if (ec == asio::error::interrupted) continue;
-    if (ec) return Status::IOError(fmt::format("send to {}: {}", peer_, ec.message()));
-  }
-  return Status::OK();
+  return stream_.WriteAll(hdr, 5, data, n, Stream::In(send_ms_));
 }
 
-Status Connection::ReadExact(void* data, size_t n, Deadline deadline) {
-  char* p = static_cast<char*>(data);
-  size_t got = 0;
-  while (got < n) {
-    boost::system::error_code ec;
-    size_t k = socket_.read_some(asio::buffer(p + got, n - got), ec);
-    got += k;
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));
-      continue;
-    }
-    if (ec == asio::error::interrupted) continue;
-    if (ec == asio::error::eof) return Status::IOError(fmt::format("{} closed the connection", peer_));
-    if (ec) return Status::IOError(fmt::format("receive from {}: {}", peer_, ec.message()));
-  }
-  return Status::OK();
-}
-
-Status Connection::ReadHeader(uint32_t* len, uint8_t* kind, Deadline deadline) {
+Status Connection::ReadHeader(uint32_t* len, uint8_t* kind, Stream::Deadline deadline) {
   char hdr[5];
-  RETURN_NOT_OK(ReadExact(hdr, 5, deadline));
+  RETURN_NOT_OK(stream_.ReadExact(hdr, 5, deadline));
   std::memcpy(len, hdr, 4);
   *kind = static_cast<uint8_t>(hdr[4]);
   return Status::OK();
@@ -166,14 +103,14 @@ Status Connection::Send(capnp::MessageBuilder& msg) {
 Result<std::unique_ptr<ReceivedMessage>> Connection::Receive() {
   uint32_t len;
   uint8_t kind;
-  Deadline deadline = RecvDeadline();
+  Stream::Deadline deadline = Stream::In(recv_ms_);
   RETURN_NOT_OK(ReadHeader(&len, &kind, deadline));
   if (kind != 1) return Status::Corruption(fmt::format("expected a message frame, got kind {}", kind));
   if (len == 0 || len % sizeof(capnp::word) != 0 || len > kMaxMessageBytes) {
     return Status::Corruption(fmt::format("bad message frame length {}", len));
   }
   auto words = kj::heapArray<capnp::word>(len / sizeof(capnp::word));
-  RETURN_NOT_OK(ReadExact(words.begin(), len, deadline));
+  RETURN_NOT_OK(stream_.ReadExact(words.begin(), len, deadline));
   // The segment table must be consistent with the frame; capnp validates lazily, so check
   // the header here and let readers' exceptions be caught at the service boundary.
   const uint32_t* seg = reinterpret_cast<const uint32_t*>(words.begin());
@@ -194,31 +131,17 @@ Status Connection::SendRaw(const char* data, size_t n) {
 Status Connection::ReceiveRaw(std::string* out) {
   uint32_t len;
   uint8_t kind;
-  Deadline deadline = RecvDeadline();
+  Stream::Deadline deadline = Stream::In(recv_ms_);
   RETURN_NOT_OK(ReadHeader(&len, &kind, deadline));
   if (kind != 2) return Status::Corruption(fmt::format("expected a raw frame, got kind {}", kind));
   if (len > kMaxRawChunk) return Status::Corruption(fmt::format("raw frame of {} bytes", len));
   out->resize(len);
-  return ReadExact(out->data(), len, deadline);
+  return stream_.ReadExact(out->data(), len, deadline);
 }
 
-bool Connection::LooksIdle() {
-  if (!socket_.is_open()) return false;
-  pollfd p{socket_.native_handle(), POLLIN, 0};
-  int rc = ::poll(&p, 1, 0);
-  return rc == 0;
-}
+bool Connection::LooksIdle() { return stream_.LooksIdle(); }
 
-Status Connection::WaitReadable(int timeout_ms) {
-  pollfd p{socket_.native_handle(), POLLIN, 0};
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (true) {
-    int rc = ::poll(&p, 1, MillisLeft(deadline));
-    if (rc > 0) return Status::OK();
-    if (rc == 0) return Status::TimedOut(fmt::format("{} sent nothing for {} ms", peer_, timeout_ms));
-    if (errno != EINTR) return Status::IOError(fmt::format("poll {}: {}", peer_, strerror(errno)));
-  }
-}
+Status Connection::WaitReadable(int timeout_ms) { return stream_.WaitReadable(Stream::In(timeout_ms)); }
 
 void Connection::Close() {
   boost::system::error_code ec;

@@ -7,9 +7,8 @@
 // Corruption and the caller closes the connection.
 //
 // Deadlines: every Connect, Send and Receive finishes within its timeout or fails with
-// TimedOut. The socket is in non-blocking mode and waits happen in poll() with the time
-// left (Asio's own blocking calls would wait forever whatever SO_RCVTIMEO says). A
-// timed-out or failed connection must be closed: a frame may be half sent or read.
+// TimedOut (net::Stream). A timed-out or failed connection must be closed: a frame may be
+// half sent or read.
 //
 // Thread-compatible: one thread uses a Connection at a time. Close() may be called from
 // another thread to unblock a reader or writer at once.
@@ -26,10 +25,9 @@
 #include <string>
 
 #include "common/status.h"
+#include "net/stream.h"
 
 namespace wattdb::net {
-
-namespace asio = boost::asio;
 
 constexpr size_t kMaxMessageBytes = 64u << 20;
 constexpr size_t kMaxRawChunk = 1u << 20;
@@ -90,22 +88,16 @@ class Connection {
 
   // Shuts the socket down; safe to call from any thread, more than once.
   void Close();
-  std::string peer() const { return peer_; }
+  std::string peer() const { return stream_.peer(); }
 
  private:
-  using Deadline = std::chrono::steady_clock::time_point;
-  void Init();
   Status WriteFrame(uint8_t kind, const void* data, size_t n);
   // Reads a frame header; returns payload length and kind.
-  Status ReadHeader(uint32_t* len, uint8_t* kind, Deadline deadline);
-  Status ReadExact(void* data, size_t n, Deadline deadline);
-  // Waits until the socket is readable (`events` POLLIN) or writable (POLLOUT).
-  Status Wait(short events, Deadline deadline, const char* what);
-  Deadline RecvDeadline() const;
+  Status ReadHeader(uint32_t* len, uint8_t* kind, Stream::Deadline deadline);
 
   std::unique_ptr<asio::ip::tcp::socket> owned_;
   asio::ip::tcp::socket& socket_;
-  std::string peer_;
+  Stream stream_;
   int recv_ms_ = kDefaultIoTimeoutMs;
   int send_ms_ = kDefaultIoTimeoutMs;
 };

@@ -51,6 +51,11 @@ void TcpServer::AcceptLoop() {
     sock->set_option(asio::ip::tcp::no_delay(true), ec);
     Reap();
     std::lock_guard<std::mutex> l(mu_);
+    if (conns_.size() >= max_connections_) {
+      Log("net")->warn("too many connections service={} limit={}; closing a new one", name_, max_connections_);
+      sock->close(ec);
+      continue;
+    }
     auto c = std::make_unique<Conn>();
     Conn* raw = c.get();
     c->socket = std::move(sock);

@@ -33,6 +33,9 @@ class TcpServer {
 
   Status Start();
   void Stop();
+  // Connections served at once; one accepted beyond this is closed at once (and logged).
+  // 0 (default) = 4096. Set before Start().
+  void set_max_connections(size_t n) { max_connections_ = n; }
   // The bound port (useful when constructed with port 0).
   uint16_t port() const { return port_; }
 
@@ -55,6 +58,7 @@ class TcpServer {
   std::atomic<bool> stopping_{false};
   std::mutex mu_;  // guards conns_
   std::list<std::unique_ptr<Conn>> conns_;
+  size_t max_connections_ = 4096;
 };
 
 }  // namespace wattdb::net

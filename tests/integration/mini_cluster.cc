@@ -89,7 +89,7 @@ void MiniCluster::WriteConfig() {
       dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10, opts.latch_wait_ms,
       WATTDB_BIN_DIR,
       pg_port_, cluster_port);
-  toml += opts.extra_toml + "\n";
+  toml += opts.master_toml + "\n" + opts.extra_toml + "\n";
   for (int i = 1; i <= opts.nodes; i++) toml += fmt::format("[[node]]\nid = {}\nport = {}\n", i, FreePort());
   config_ = dir_ + "/cluster.toml";
   std::ofstream(config_) << toml;

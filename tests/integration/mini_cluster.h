@@ -41,6 +41,7 @@ struct MiniClusterOptions {
   bool balance = true;  // spread split-off segments (wattdb-master --no-balance if false)
   int latch_wait_ms = 10000;
   std::string extra_toml;  // appended to the generated config (e.g. an [auth] section)
+  std::string master_toml;  // more keys of the [master] section
   std::string password;    // for conninfo(), when the config requires one
   // The master starts its nodes (wattdb-master --manage-nodes, local power driver) and
   // restarts those that die; the harness starts none.

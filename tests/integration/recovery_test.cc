@@ -74,6 +74,7 @@ TEST(Recovery, MoveInterruptedByMasterCrashIsRolledBackAfterRestart) {
   // The ownership switch was never logged, and the source may take writes after the
   // restart, so the target's copy is stale: the move is rolled back and that copy dropped.
   c = cluster.Connect();
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "2", 30000));
   std::string msg;
   ASSERT_EQ(c->Exec("UPDATE t SET v = 5 WHERE id = 0", nullptr, &msg), "") << msg;
   EXPECT_TRUE(cluster.WaitFor(fmt::format("SELECT node_id FROM wattdb_segments WHERE segment_id = {}", id),

@@ -1,0 +1,91 @@
+#include "net/stream.h"
+
+#include <fcntl.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+namespace wattdb::net {
+
+namespace {
+int MillisLeft(Stream::Deadline deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX));
+}
+}  // namespace
+
+Stream::Stream(asio::ip::tcp::socket& socket) : socket_(socket) {
+  boost::system::error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  peer_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+  socket_.non_blocking(true, ec);
+  if (socket_.is_open()) fcntl(socket_.native_handle(), F_SETFD, FD_CLOEXEC);
+}
+
+Status Stream::Wait(short events, Deadline deadline, const char* what) {
+  pollfd p{socket_.native_handle(), events, 0};
+  while (true) {
+    int left = MillisLeft(deadline);
+    if (left == 0) return Status::TimedOut(fmt::format("{} {}: deadline passed", what, peer_));
+    int rc = ::poll(&p, 1, left);
+    if (rc > 0) return Status::OK();  // ready, or an error/hangup the next call reports
+    if (rc < 0 && errno != EINTR) return Status::IOError(fmt::format("{} {}: poll: {}", what, peer_, strerror(errno)));
+  }
+}
+
+Status Stream::ReadExact(void* data, size_t n, Deadline deadline) {
+  char* p = static_cast<char*>(data);
+  size_t got = 0;
+  while (got < n) {
+    boost::system::error_code ec;
+    got += socket_.read_some(asio::buffer(p + got, n - got), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));
+      continue;
+    }
+    if (ec == asio::error::interrupted) continue;
+    if (ec == asio::error::eof) return Status::IOError(fmt::format("{} closed the connection", peer_));
+    if (ec) return Status::IOError(fmt::format("receive from {}: {}", peer_, ec.message()));
+  }
+  return Status::OK();
+}
+
+Status Stream::WriteAll(const void* data, size_t n, Deadline deadline) {
+  return WriteAll(data, n, nullptr, 0, deadline);
+}
+
+Status Stream::WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline) {
+  std::array<asio::const_buffer, 2> bufs = {asio::buffer(a, na), asio::buffer(b, nb)};
+  size_t total = na + nb, sent = 0;
+  while (sent < total) {
+    std::array<asio::const_buffer, 2> rest = bufs;
+    size_t skip = sent;
+    for (auto& buf : rest) {
+      size_t k = std::min(skip, buf.size());
+      buf += k;
+      skip -= k;
+    }
+    boost::system::error_code ec;
+    sent += socket_.write_some(rest, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      RETURN_NOT_OK(Wait(POLLOUT, deadline, "send to"));
+      continue;
+    }
+    if (ec == asio::error::interrupted) continue;
+    if (ec) return Status::IOError(fmt::format("send to {}: {}", peer_, ec.message()));
+  }
+  return Status::OK();
+}
+
+Status Stream::WaitReadable(Deadline deadline) { return Wait(POLLIN, deadline, "waiting for"); }
+
+bool Stream::LooksIdle() {
+  if (!socket_.is_open()) return false;
+  pollfd p{socket_.native_handle(), POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;
+}
+
+}  // namespace wattdb::net

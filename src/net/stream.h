@@ -1,0 +1,53 @@
+// Stream: deadline-bounded I/O on a connected TCP socket, for every socket WattDB reads or
+// writes (cluster frames in net::Connection, PostgreSQL clients in the master).
+//
+// The socket is put in non-blocking mode; a read or write that would block waits in poll()
+// for the time left before its deadline and fails with TimedOut after it. (Asio's blocking
+// calls would wait forever, whatever SO_RCVTIMEO says.) Shutting the socket down from
+// another thread wakes a waiter at once.
+#pragma once
+
+#include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
+#include <boost/asio.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "common/status.h"
+
+namespace wattdb::net {
+
+namespace asio = boost::asio;
+
+class Stream {
+ public:
+  using Deadline = std::chrono::steady_clock::time_point;
+  static Deadline In(int ms) { return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms); }
+
+  // Borrows `socket` (which must outlive the Stream) and makes it non-blocking and
+  // close-on-exec.
+  explicit Stream(asio::ip::tcp::socket& socket);
+
+  Status ReadExact(void* data, size_t n, Deadline deadline);
+  Status WriteAll(const void* data, size_t n, Deadline deadline);
+  // Writes two buffers as one (a frame header and its payload).
+  Status WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline);
+  // OK once a read would not wait for its first byte (data, or the peer closed); TimedOut
+  // if nothing came before `deadline`.
+  Status WaitReadable(Deadline deadline);
+  // For a stream with no conversation in progress: false if the peer closed it or sent
+  // something unasked. Does not wait.
+  bool LooksIdle();
+
+  const std::string& peer() const { return peer_; }
+  asio::ip::tcp::socket& socket() { return socket_; }
+
+ private:
+  // Waits until `events` (POLLIN or POLLOUT) or the deadline.
+  Status Wait(short events, Deadline deadline, const char* what);
+
+  asio::ip::tcp::socket& socket_;
+  std::string peer_;
+};
+
+}  // namespace wattdb::net
