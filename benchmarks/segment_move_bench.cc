@@ -37,9 +37,10 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 }
 
 // Receives an export of `seg` from a node into `dir` (as a target node would).
-Status FetchExport(uint16_t port, SegmentId seg, const std::string& dir, uint64_t* bytes) {
+Status FetchExport(uint16_t port, SegmentId seg, const std::string& dir, uint64_t* bytes, const net::ClusterKey& key) {
   net::asio::io_context io;
   ASSIGN_OR_RETURN(auto conn, net::Connection::Connect(io, "127.0.0.1", port));
+  RETURN_NOT_OK(conn->Authenticate(key, net::Connection::Role::kClient, 2000));
   capnp::MallocMessageBuilder mb;
   mb.initRoot<proto::Request>().setExportSegment(seg);
   RETURN_NOT_OK(conn->Send(mb));
@@ -103,6 +104,7 @@ int main(int argc, char** argv) {
     o.data_dir = fmt::format("{}/n{}", dir, i + 1);
     o.master_host = "127.0.0.1";
     o.master_port = 1;  // no master: the link retries quietly in the background
+    o.key_file = dir + "/cluster.key";
     nodes[i] = std::make_unique<node::NodeServer>(o);
     Status s = nodes[i]->Start();
     if (!s.ok()) {
@@ -110,7 +112,14 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  master::NodeClient c1(1, "127.0.0.1", nodes[0]->port()), c2(2, "127.0.0.1", nodes[1]->port());
+  auto key = net::ClusterKey::LoadOrCreate(dir + "/cluster.key");
+  if (!key.ok()) {
+    std::cerr << key.status().ToString() << "\n";
+    return 1;
+  }
+  master::NodeClientOptions copts;
+  copts.key = &*key;
+  master::NodeClient c1(1, "127.0.0.1", nodes[0]->port(), copts), c2(2, "127.0.0.1", nodes[1]->port(), copts);
   master::NodeClient* clients[2] = {&c1, &c2};
   const SegmentId seg = 7;
   if (!master::RpcCreateSegment(c1, seg, 1, "", "").ok()) return 1;
@@ -162,7 +171,7 @@ int main(int argc, char** argv) {
     // Baseline on the same bytes: fetch the export once, then copy those files.
     std::string src = fmt::format("{}/export_{}", dir, r);
     uint64_t b = 0;
-    if (!FetchExport(nodes[at]->port(), seg, src, &b).ok()) return 1;
+    if (!FetchExport(nodes[at]->port(), seg, src, &b, *key).ok()) return 1;
     copies.push_back(CopyWithFsync(src, dir + "/copy"));
     fs::remove_all(src);
   }

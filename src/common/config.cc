@@ -18,6 +18,7 @@ heartbeat_timeout_ms = 6000      # a node silent this long is declared dead
 connect_timeout_ms = 2000
 rpc_timeout_ms = 30000          # no request between cluster processes waits longer
 sync_commit = true              # fsync each commit on the nodes (off: survives process crashes only)
+# key_file = "run/data/cluster.key"  # shared secret of master and nodes (created on first start)
 log_level = "info"
 
 [master]
@@ -103,6 +104,7 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(Get(*t, "telemetry_interval_ms", &tel, source));
     RETURN_NOT_OK(Get(*t, "heartbeat_timeout_ms", &hb, source));
     RETURN_NOT_OK(Get(*t, "node_binary", &c.node_binary, source));
+    RETURN_NOT_OK(Get(*t, "key_file", &c.key_file, source));
     RETURN_NOT_OK(Get(*t, "sync_commit", &c.sync_commit, source));
     int64_t wait = c.latch_wait_ms;
     RETURN_NOT_OK(Get(*t, "latch_wait_ms", &wait, source));

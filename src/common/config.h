@@ -43,11 +43,14 @@ struct ClusterConfig {
   int client_io_timeout_ms = 300000;        // a client that takes no bytes (or sends half a message) this long is dropped
   uint16_t cluster_port = 7100;             // nodes register and heartbeat here
   std::string node_binary;                  // local power driver: path of wattdb-node ("" = beside master)
+  std::string key_file;                     // cluster key shared by master and nodes ("" = <data_dir>/cluster.key)
   std::string log_level = "info";
   std::vector<NodeConfig> nodes;
   AuthConfig auth;
 
   const NodeConfig* FindNode(NodeId id) const;
+  // The cluster key's path: key_file, or <data_dir>/cluster.key.
+  std::string KeyPath() const { return key_file.empty() ? data_dir + "/cluster.key" : key_file; }
 };
 
 extern const char* const kDefaultConfigToml;

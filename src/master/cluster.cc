@@ -31,7 +31,8 @@ Status Cluster::Start() {
   ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
   last_ts_ = ts;  // everything committed before this run has a smaller timestamp
   next_txn_ = static_cast<uint64_t>(clock_.WallMicros()) << 8;  // unique across restarts
-  registry_ = std::make_unique<NodeRegistry>(config_, clock_);
+  ASSIGN_OR_RETURN(net::ClusterKey key, net::ClusterKey::LoadOrCreate(config_.KeyPath()));
+  registry_ = std::make_unique<NodeRegistry>(config_, clock_, std::move(key));
   RETURN_NOT_OK(registry_->Start());
   local_driver_ = power::MakeLocalDriver({opts_.node_binary, opts_.config_path, config_.data_dir});
   if (opts_.manage_nodes) {

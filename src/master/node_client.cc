@@ -45,6 +45,10 @@ Result<NodeClient::Lease> NodeClient::Acquire() {
   }
   auto c = net::Connection::Connect(io_, host, port, opts_.connect_ms);
   if (!c.ok()) return c.status().Prepend(fmt::format("node {}", id_));
+  if (opts_.key) {
+    Status a = (*c)->Authenticate(*opts_.key, net::Connection::Role::kClient, opts_.connect_ms);
+    if (!a.ok()) return a.Prepend(fmt::format("node {}", id_));
+  }
   (*c)->SetTimeouts(opts_.io_ms, opts_.io_ms);
   std::lock_guard<std::mutex> l(mu_);
   if (generation != generation_) {

@@ -22,6 +22,7 @@ namespace wattdb::master {
 struct NodeClientOptions {
   int connect_ms = net::kDefaultConnectTimeoutMs;
   int io_ms = net::kDefaultIoTimeoutMs;
+  const net::ClusterKey* key = nullptr;  // borrowed; connections authenticate with it (required)
 };
 
 class NodeClient {

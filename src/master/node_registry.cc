@@ -7,8 +7,8 @@
 
 namespace wattdb::master {
 
-NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock)
-    : config_(config), clock_(clock) {
+NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key)
+    : config_(config), clock_(clock), key_(std::move(key)) {
   for (const auto& n : config.nodes) {
     NodeInfo info;
     info.id = n.id;
@@ -16,7 +16,7 @@ NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock)
     info.port = n.port;
     nodes_[n.id] = info;
     clients_[n.id] = std::make_shared<NodeClient>(
-        n.id, n.host, n.port, NodeClientOptions{config.connect_timeout_ms, config.rpc_timeout_ms});
+        n.id, n.host, n.port, NodeClientOptions{config.connect_timeout_ms, config.rpc_timeout_ms, &key_});
   }
 }
 
@@ -49,6 +49,10 @@ void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
   conn.SetTimeouts(config_.heartbeat_timeout_ms, config_.rpc_timeout_ms);
   NodeId id = 0;
   uint64_t link = 0;
+  if (Status a = conn.Authenticate(key_, net::Connection::Role::kServer, config_.connect_timeout_ms); !a.ok()) {
+    Log("master")->warn("refused a registration: {}", a.message());
+    return;
+  }
   try {
     auto first = conn.Receive();
     if (!first.ok()) return;

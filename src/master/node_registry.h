@@ -43,7 +43,8 @@ struct NodeInfo {
 
 class NodeRegistry {
  public:
-  NodeRegistry(const ClusterConfig& config, const Clock& clock);
+  // Nodes must prove they hold `key` (net/cluster_auth.h); so does the master to them.
+  NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key);
   ~NodeRegistry();
 
   Status Start();
@@ -64,6 +65,7 @@ class NodeRegistry {
 
   const ClusterConfig& config_;  // borrowed; outlives the registry
   const Clock& clock_;
+  const net::ClusterKey key_;
   std::unique_ptr<net::TcpServer> server_;
   std::mutex mu_;  // guards nodes_ and clients_
   std::condition_variable cv_;

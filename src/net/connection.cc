@@ -4,7 +4,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <openssl/crypto.h>
+
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -80,14 +83,27 @@ Status Connection::WriteFrame(uint8_t kind, const void* data, size_t n) {
   uint32_t len = static_cast<uint32_t>(n);
   std::memcpy(hdr, &len, 4);
   hdr[4] = static_cast<char>(kind);
-  return stream_.WriteAll(hdr, 5, data, n, Stream::In(send_ms_));
+  if (!send_mac_) return stream_.WriteAll(hdr, 5, data, n, Stream::In(send_ms_));
+  auto mac = send_mac_->Frame(send_seq_++, hdr, 5, data, n);
+  return stream_.WriteAll(hdr, 5, data, n, Stream::In(send_ms_), mac.data(), mac.size());
 }
 
-Status Connection::ReadHeader(uint32_t* len, uint8_t* kind, Stream::Deadline deadline) {
-  char hdr[5];
+Status Connection::ReadHeader(char* hdr, uint32_t* len, uint8_t* kind, Stream::Deadline deadline) {
   RETURN_NOT_OK(stream_.ReadExact(hdr, 5, deadline));
   std::memcpy(len, hdr, 4);
   *kind = static_cast<uint8_t>(hdr[4]);
+  return Status::OK();
+}
+
+Status Connection::ReadPayload(const char* hdr, void* data, size_t n, Stream::Deadline deadline) {
+  RETURN_NOT_OK(stream_.ReadExact(data, n, deadline));
+  if (!recv_mac_) return Status::OK();
+  std::array<unsigned char, kFrameMacBytes> got;
+  RETURN_NOT_OK(stream_.ReadExact(got.data(), got.size(), deadline));
+  auto want = recv_mac_->Frame(recv_seq_++, hdr, 5, data, n);
+  if (CRYPTO_memcmp(got.data(), want.data(), got.size()) != 0) {
+    return Status::Corruption(fmt::format("frame from {} failed authentication", peer()));
+  }
   return Status::OK();
 }
 
@@ -101,16 +117,17 @@ Status Connection::Send(capnp::MessageBuilder& msg) {
 }
 
 Result<std::unique_ptr<ReceivedMessage>> Connection::Receive() {
-  uint32_t len;
-  uint8_t kind;
+  char hdr[5];
+  uint32_t len = 0;
+  uint8_t kind = 0;
   Stream::Deadline deadline = Stream::In(recv_ms_);
-  RETURN_NOT_OK(ReadHeader(&len, &kind, deadline));
+  RETURN_NOT_OK(ReadHeader(hdr, &len, &kind, deadline));
   if (kind != 1) return Status::Corruption(fmt::format("expected a message frame, got kind {}", kind));
   if (len == 0 || len % sizeof(capnp::word) != 0 || len > kMaxMessageBytes) {
     return Status::Corruption(fmt::format("bad message frame length {}", len));
   }
   auto words = kj::heapArray<capnp::word>(len / sizeof(capnp::word));
-  RETURN_NOT_OK(stream_.ReadExact(words.begin(), len, deadline));
+  RETURN_NOT_OK(ReadPayload(hdr, words.begin(), len, deadline));
   // The segment table must be consistent with the frame; capnp validates lazily, so check
   // the header here and let readers' exceptions be caught at the service boundary.
   const uint32_t* seg = reinterpret_cast<const uint32_t*>(words.begin());
@@ -129,14 +146,74 @@ Status Connection::SendRaw(const char* data, size_t n) {
 }
 
 Status Connection::ReceiveRaw(std::string* out) {
-  uint32_t len;
-  uint8_t kind;
+  char hdr[5];
+  uint32_t len = 0;
+  uint8_t kind = 0;
   Stream::Deadline deadline = Stream::In(recv_ms_);
-  RETURN_NOT_OK(ReadHeader(&len, &kind, deadline));
+  RETURN_NOT_OK(ReadHeader(hdr, &len, &kind, deadline));
   if (kind != 2) return Status::Corruption(fmt::format("expected a raw frame, got kind {}", kind));
   if (len > kMaxRawChunk) return Status::Corruption(fmt::format("raw frame of {} bytes", len));
   out->resize(len);
-  return stream_.ReadExact(out->data(), len, deadline);
+  return ReadPayload(hdr, out->data(), len, deadline);
+}
+
+Status Connection::SendHandshake(const std::string& bytes, Stream::Deadline deadline) {
+  char hdr[5];
+  uint32_t len = static_cast<uint32_t>(bytes.size());
+  std::memcpy(hdr, &len, 4);
+  hdr[4] = 3;
+  return stream_.WriteAll(hdr, 5, bytes.data(), bytes.size(), deadline);
+}
+
+Result<std::string> Connection::ReceiveHandshake(size_t n, Stream::Deadline deadline) {
+  char hdr[5];
+  uint32_t len = 0;
+  uint8_t kind = 0;
+  RETURN_NOT_OK(ReadHeader(hdr, &len, &kind, deadline));
+  if (kind != 3 || len != n) {
+    return Status::InvalidArgument(fmt::format("{} did not authenticate as a member of this cluster", peer()));
+  }
+  std::string out(n, '\0');
+  RETURN_NOT_OK(stream_.ReadExact(out.data(), n, deadline));
+  return out;
+}
+
+Status Connection::Authenticate(const ClusterKey& key, Role role, int timeout_ms) {
+  auto deadline = Stream::In(timeout_ms);
+  Mac k(key.bytes());
+  const std::string magic = "WDB1";
+  const size_t kNonce = 16;
+  std::string nc, ns;
+  auto refused = [&] {
+    return Status::InvalidArgument(fmt::format("{} is not a member of this cluster (wrong cluster key)", peer()));
+  };
+  if (role == Role::kClient) {
+    nc = RandomBytes(kNonce);
+    RETURN_NOT_OK(SendHandshake(magic + nc, deadline));
+    ASSIGN_OR_RETURN(std::string reply, ReceiveHandshake(kNonce + 32, deadline));
+    ns = reply.substr(0, kNonce);
+    std::string proof = k.Full("server" + nc + ns);
+    if (CRYPTO_memcmp(proof.data(), reply.data() + kNonce, 32) != 0) return refused();
+    RETURN_NOT_OK(SendHandshake(k.Full("client" + nc + ns), deadline));
+    ASSIGN_OR_RETURN(std::string ack, ReceiveHandshake(1, deadline));
+    if (ack != "\1") return refused();
+  } else {
+    ASSIGN_OR_RETURN(std::string hello, ReceiveHandshake(magic.size() + kNonce, deadline));
+    if (hello.compare(0, magic.size(), magic) != 0) return refused();
+    nc = hello.substr(magic.size());
+    ns = RandomBytes(kNonce);
+    RETURN_NOT_OK(SendHandshake(ns + k.Full("server" + nc + ns), deadline));
+    ASSIGN_OR_RETURN(std::string proof, ReceiveHandshake(32, deadline));
+    std::string want = k.Full("client" + nc + ns);
+    bool ok = CRYPTO_memcmp(proof.data(), want.data(), 32) == 0;
+    RETURN_NOT_OK(SendHandshake(ok ? "\1" : "\0", deadline));
+    if (!ok) return refused();
+  }
+  std::string c2s = k.Full("c2s" + nc + ns), s2c = k.Full("s2c" + nc + ns);
+  send_mac_ = std::make_unique<Mac>(role == Role::kClient ? c2s : s2c);
+  recv_mac_ = std::make_unique<Mac>(role == Role::kClient ? s2c : c2s);
+  send_seq_ = recv_seq_ = 0;
+  return Status::OK();
 }
 
 bool Connection::LooksIdle() { return stream_.LooksIdle(); }

@@ -3,6 +3,8 @@
 // Frame = 4-byte little-endian payload length, 1-byte kind, payload.
 //   kind 1: a Cap'n Proto message (messageToFlatArray layout; length is a multiple of 8)
 //   kind 2: raw bytes (segment file contents), at most kMaxRawChunk per frame
+//   kind 3: authentication handshake (net/cluster_auth.h)
+// After Authenticate, every frame is followed by its MAC.
 // Oversized, misaligned or unknown frames are protocol errors: the call fails with
 // Corruption and the caller closes the connection.
 //
@@ -25,6 +27,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "net/cluster_auth.h"
 #include "net/stream.h"
 
 namespace wattdb::net {
@@ -68,6 +71,12 @@ class Connection {
                                                      uint16_t port,
                                                      int timeout_ms = kDefaultConnectTimeoutMs);
 
+  // Mutual authentication with the cluster key (see net/cluster_auth.h), within
+  // `timeout_ms`; afterwards every frame is MAC'd. Fails with Unauthenticated-style
+  // InvalidArgument ("peer is not a member of this cluster") if the peer lacks the key.
+  enum class Role { kClient, kServer };
+  Status Authenticate(const ClusterKey& key, Role role, int timeout_ms);
+
   // Each later Send/SendRaw (Receive/ReceiveRaw) must complete within `send_ms` (`recv_ms`)
   // milliseconds; both must be positive.
   void SetTimeouts(int recv_ms, int send_ms);
@@ -92,14 +101,20 @@ class Connection {
 
  private:
   Status WriteFrame(uint8_t kind, const void* data, size_t n);
+  // Reads the payload of a frame whose header was read, and checks its MAC.
+  Status ReadPayload(const char* hdr, void* data, size_t n, Stream::Deadline deadline);
+  Status SendHandshake(const std::string& bytes, Stream::Deadline deadline);
+  Result<std::string> ReceiveHandshake(size_t n, Stream::Deadline deadline);
   // Reads a frame header; returns payload length and kind.
-  Status ReadHeader(uint32_t* len, uint8_t* kind, Stream::Deadline deadline);
+  Status ReadHeader(char* hdr, uint32_t* len, uint8_t* kind, Stream::Deadline deadline);
 
   std::unique_ptr<asio::ip::tcp::socket> owned_;
   asio::ip::tcp::socket& socket_;
   Stream stream_;
   int recv_ms_ = kDefaultIoTimeoutMs;
   int send_ms_ = kDefaultIoTimeoutMs;
+  std::unique_ptr<Mac> send_mac_, recv_mac_;  // set by Authenticate
+  uint64_t send_seq_ = 0, recv_seq_ = 0;
 };
 
 }  // namespace wattdb::net

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "net/tcp_server.h"
 #include "proto/node_service.capnp.h"
 
@@ -69,6 +73,110 @@ TEST(Connection, GarbageClosesOnlyThatConnection) {
   mb.initRoot<wattdb::proto::Request>().initCreateSegment();
   ASSERT_TRUE((*c)->Send(mb).ok());
   EXPECT_TRUE((*c)->Receive().ok());
+}
+
+// A peer that does not answer within the deadline makes Receive fail with TimedOut instead
+// of blocking forever.
+TEST(Connection, ReceiveHasADeadline) {
+  std::atomic<bool> release{false};
+  TcpServer server("mute", "127.0.0.1", 0, [&](asio::ip::tcp::socket&) {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  ASSERT_TRUE(server.Start().ok());
+  asio::io_context io;
+  auto c = Connection::Connect(io, "127.0.0.1", server.port());
+  ASSERT_TRUE(c.ok());
+  (*c)->SetTimeouts(200, 200);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = (*c)->Receive();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(r.status().IsTimedOut()) << r.status().ToString();
+  EXPECT_GE(s, 0.15);
+  EXPECT_LT(s, 5.0);
+  release = true;
+  server.Stop();
+}
+
+ClusterKey Key(char fill) { return ClusterKey::FromBytes(std::string(kClusterKeyBytes, fill)); }
+
+// Echoes messages on connections that authenticate with `key`.
+TcpServer::Handler AuthEcho(const ClusterKey& key, std::atomic<int>* refused) {
+  return [&key, refused](asio::ip::tcp::socket& s) {
+    Connection c(&s);
+    if (!c.Authenticate(key, Connection::Role::kServer, 2000).ok()) {
+      (*refused)++;
+      return;
+    }
+    while (true) {
+      auto m = c.Receive();
+      if (!m.ok()) return;
+      capnp::MallocMessageBuilder b;
+      b.initRoot<wattdb::proto::Response>().setSplitKey((*m)->Root<wattdb::proto::Request>().getCreateSegment().getLo());
+      if (!c.Send(b).ok()) return;
+    }
+  };
+}
+
+TEST(Connection, ClusterKeyAuthenticatesBothSidesAndEveryFrame) {
+  ClusterKey key = Key('k');
+  std::atomic<int> refused{0};
+  TcpServer server("auth", "127.0.0.1", 0, AuthEcho(key, &refused));
+  ASSERT_TRUE(server.Start().ok());
+  asio::io_context io;
+  auto send = [](Connection& c, const std::string& lo) {
+    capnp::MallocMessageBuilder b;
+    b.initRoot<wattdb::proto::Request>().initCreateSegment().setLo(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(lo.data()), lo.size()));
+    return c.Send(b);
+  };
+  {  // Same key: messages flow.
+    auto c = Connection::Connect(io, "127.0.0.1", server.port());
+    ASSERT_TRUE((*c)->Authenticate(key, Connection::Role::kClient, 2000).ok());
+    for (int i = 0; i < 3; i++) {
+      ASSERT_TRUE(send(**c, "x" + std::to_string(i)).ok());
+      ASSERT_TRUE((*c)->Receive().ok());
+    }
+  }
+  {  // Another key: refused on both sides.
+    auto c = Connection::Connect(io, "127.0.0.1", server.port());
+    EXPECT_FALSE((*c)->Authenticate(Key('x'), Connection::Role::kClient, 2000).ok());
+  }
+  {  // No handshake at all: the first request is refused, nothing answered.
+    auto c = Connection::Connect(io, "127.0.0.1", server.port());
+    ASSERT_TRUE(send(**c, "rogue").ok());
+    EXPECT_FALSE((*c)->Receive().ok());
+  }
+  for (int i = 0; i < 100 && refused < 2; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(refused.load(), 2);
+  server.Stop();
+}
+
+// A frame altered in flight fails its MAC: the receiver drops the connection.
+TEST(Connection, TamperedFrameIsRejected) {
+  ClusterKey key = Key('k');
+  std::atomic<int> refused{0};
+  std::atomic<bool> rejected{false};
+  TcpServer server("auth", "127.0.0.1", 0, [&](asio::ip::tcp::socket& s) {
+    Connection c(&s);
+    if (!c.Authenticate(key, Connection::Role::kServer, 2000).ok()) return;
+    auto m = c.Receive();
+    rejected = !m.ok() && m.status().code() == Status::Code::kCorruption;
+  });
+  ASSERT_TRUE(server.Start().ok());
+  asio::io_context io;
+  asio::ip::tcp::socket raw(io);
+  raw.connect({asio::ip::make_address("127.0.0.1"), server.port()});
+  // Authenticate on a Connection that borrows the socket, then write a frame by hand.
+  Connection c(&raw);
+  ASSERT_TRUE(c.Authenticate(key, Connection::Role::kClient, 2000).ok());
+  std::string frame("\x08\x00\x00\x00\x01", 5);
+  frame += std::string("\x00\x00\x00\x00\x00\x00\x00\x00", 8);  // an empty message
+  frame += std::string(kFrameMacBytes, '\x42');                      // a MAC made up
+  boost::system::error_code ec;
+  asio::write(raw, asio::buffer(frame), ec);
+  for (int i = 0; i < 200 && !rejected; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(rejected.load());
+  server.Stop();
 }
 
 }  // namespace

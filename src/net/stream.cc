@@ -57,11 +57,12 @@ Status Stream::WriteAll(const void* data, size_t n, Deadline deadline) {
   return WriteAll(data, n, nullptr, 0, deadline);
 }
 
-Status Stream::WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline) {
-  std::array<asio::const_buffer, 2> bufs = {asio::buffer(a, na), asio::buffer(b, nb)};
-  size_t total = na + nb, sent = 0;
+Status Stream::WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline, const void* c,
+                        size_t nc) {
+  std::array<asio::const_buffer, 3> bufs = {asio::buffer(a, na), asio::buffer(b, nb), asio::buffer(c, nc)};
+  size_t total = na + nb + nc, sent = 0;
   while (sent < total) {
-    std::array<asio::const_buffer, 2> rest = bufs;
+    std::array<asio::const_buffer, 3> rest = bufs;
     size_t skip = sent;
     for (auto& buf : rest) {
       size_t k = std::min(skip, buf.size());

@@ -30,8 +30,9 @@ class Stream {
 
   Status ReadExact(void* data, size_t n, Deadline deadline);
   Status WriteAll(const void* data, size_t n, Deadline deadline);
-  // Writes two buffers as one (a frame header and its payload).
-  Status WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline);
+  // Writes up to three buffers as one (a frame header, its payload, its MAC).
+  Status WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline, const void* c = nullptr,
+                  size_t nc = 0);
   // OK once a read would not wait for its first byte (data, or the peer closed); TimedOut
   // if nothing came before `deadline`.
   Status WaitReadable(Deadline deadline);

@@ -105,6 +105,9 @@ NodeServer::NodeServer(NodeOptions opts, const Clock& clock) : opts_(std::move(o
 NodeServer::~NodeServer() { Stop(); }
 
 Status NodeServer::Start() {
+  if (opts_.key_file.empty()) return Status::InvalidArgument("no cluster key file configured");
+  ASSIGN_OR_RETURN(net::ClusterKey key, net::ClusterKey::LoadOrCreate(opts_.key_file));
+  key_ = std::make_unique<net::ClusterKey>(std::move(key));
   ASSIGN_OR_RETURN(store_, storage::SegmentStore::Open(opts_.data_dir + "/segments"));
   store_->set_sync_commits(opts_.sync_commit);
   participant_ = std::make_unique<Participant>(*store_);
@@ -157,6 +160,11 @@ void NodeServer::Stop() {
 void NodeServer::Serve(net::asio::ip::tcp::socket& socket) {
   Connection conn(&socket);
   conn.SetTimeouts(opts_.rpc_timeout_ms, opts_.rpc_timeout_ms);
+  // Only the master and other nodes, which hold the cluster key, may ask anything.
+  if (Status a = conn.Authenticate(*key_, Connection::Role::kServer, opts_.connect_timeout_ms); !a.ok()) {
+    Log("node")->warn("refused a connection: {}", a.message());
+    return;
+  }
   while (!stopping_) {
     // An idle connection may wait long for its next request (the master pools them and
     // retires them sooner); once a request starts, every frame has the RPC deadline.
@@ -452,6 +460,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         net::asio::io_context io;
         ASSIGN_OR_RETURN(auto src, Connection::Connect(io, p.getSourceHost(), p.getSourcePort(),
                                                        opts_.connect_timeout_ms));
+        RETURN_NOT_OK(src->Authenticate(*key_, Connection::Role::kClient, opts_.connect_timeout_ms));
         src->SetTimeouts(opts_.rpc_timeout_ms, opts_.rpc_timeout_ms);
         capnp::MallocMessageBuilder mb;
         mb.initRoot<proto::Request>().setExportSegment(p.getSegment());
@@ -532,6 +541,7 @@ void NodeServer::MasterLink() {
     net::asio::io_context io;
     auto conn = Connection::Connect(io, opts_.master_host, opts_.master_port, opts_.connect_timeout_ms);
     Status s = conn.status();
+    if (s.ok()) s = (*conn)->Authenticate(*key_, Connection::Role::kClient, opts_.connect_timeout_ms);
     if (s.ok()) {
       // A master that takes in no heartbeat for heartbeat_timeout_ms is gone: reconnect.
       (*conn)->SetTimeouts(opts_.rpc_timeout_ms, opts_.heartbeat_timeout_ms);

@@ -35,6 +35,7 @@ struct NodeOptions {
   int connect_timeout_ms = 2000;  // every connect to the master or another node
   int rpc_timeout_ms = 30000;     // every frame sent or received once a request started
   int heartbeat_timeout_ms = 6000;
+  std::string key_file;  // the cluster key (created if missing); every connection authenticates with it
 };
 
 class NodeServer {
@@ -62,6 +63,7 @@ class NodeServer {
   std::unique_ptr<storage::SegmentStore> store_;
   std::unique_ptr<Participant> participant_;
   std::unique_ptr<net::TcpServer> server_;
+  std::unique_ptr<net::ClusterKey> key_;
   std::thread link_thread_;
   std::atomic<bool> stopping_{false};
   std::mutex link_mu_;  // guards link_conn_ and wakes the link thread

@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "net/connection.h"
+#include "proto/cluster.capnp.h"
+#include "proto/node_service.capnp.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -285,6 +288,60 @@ TEST(Faults, DeepAndHugeStatementsDoNotCrashTheMaster) {
   EXPECT_LT(SecondsSince(t0), 5.0);
   EXPECT_EQ(c->Scalar("SELECT 1"), "1");
   EXPECT_TRUE(cluster.MasterAlive());
+}
+
+// A process without the cluster key can neither register as a node, nor read (export) or
+// drop a node's segment; one with a made-up key is refused at the handshake.
+TEST(Faults, RogueProcessesAreRefused) {
+  MiniCluster cluster(MiniClusterOptions{1});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t VALUES (1), (2)"), "");
+  int node_port = std::stoi(c->Scalar("SELECT port FROM wattdb_nodes WHERE node_id = 1"));
+  std::string seg = c->Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 't'");
+  pid_t pid = cluster.NodePid(1);
+  net::asio::io_context io;
+  auto request = [&](net::Connection& conn, bool drop) {
+    capnp::MallocMessageBuilder mb;
+    auto r = mb.initRoot<proto::Request>();
+    if (drop) r.setDropSegment(std::stoull(seg));
+    else r.setExportSegment(std::stoull(seg));
+    return conn.Send(mb).ok() && conn.Receive().ok();
+  };
+  for (bool drop : {false, true}) {
+    auto conn = net::Connection::Connect(io, "127.0.0.1", static_cast<uint16_t>(node_port));
+    ASSERT_TRUE(conn.ok());
+    (*conn)->SetTimeouts(3000, 3000);
+    EXPECT_FALSE(request(**conn, drop)) << "an unauthenticated request was answered";
+    auto keyed = net::Connection::Connect(io, "127.0.0.1", static_cast<uint16_t>(node_port));
+    ASSERT_TRUE(keyed.ok());
+    auto wrong = net::ClusterKey::FromBytes(std::string(net::kClusterKeyBytes, 'w'));
+    EXPECT_FALSE((*keyed)->Authenticate(wrong, net::Connection::Role::kClient, 2000).ok());
+  }
+  // A registration for node 1 without the key changes nothing.
+  std::string toml;
+  ASSERT_EQ(RunCommand("grep ^cluster_port " + cluster.dir() + "/cluster.toml", &toml), 0);
+  int cluster_port = std::stoi(toml.substr(toml.find('=') + 1));
+  auto reg = net::Connection::Connect(io, "127.0.0.1", static_cast<uint16_t>(cluster_port));
+  ASSERT_TRUE(reg.ok());
+  (*reg)->SetTimeouts(3000, 3000);
+  {
+    capnp::MallocMessageBuilder mb;
+    auto r = mb.initRoot<proto::NodeMessage>().initRegister();
+    r.setNodeId(1);
+    r.setHost("127.0.0.1");
+    r.setPort(1);
+    r.setPid(4242);
+    ASSERT_TRUE((*reg)->Send(mb).ok());
+    EXPECT_FALSE((*reg)->Receive().ok());
+  }
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "2");
+  EXPECT_EQ(c->Scalar("SELECT pid FROM wattdb_nodes WHERE node_id = 1"), std::to_string(pid));
+  EXPECT_EQ(c->Scalar("SELECT state FROM wattdb_nodes WHERE node_id = 1"), "up");
+  std::string log;
+  RunCommand("grep -h 'refused' " + cluster.dir() + "/*.log", &log);
+  EXPECT_NE(log.find("refused"), std::string::npos) << "refusals are not logged: " << log;
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+// Cluster authentication: every connection between cluster processes (master <-> node,
+// node <-> node) proves knowledge of one shared secret, the cluster key, and then carries a
+// MAC on every frame.
+//
+// Handshake (frames of kind 3, before anything else):
+//   client -> server  "WDB1" || nonce_c                      (16 random bytes)
+//   server -> client  nonce_s || HMAC(K, "server" || nonce_c || nonce_s)
+//   client -> server  HMAC(K, "client" || nonce_c || nonce_s)
+//   server -> client  1 byte: 1 = accepted
+// Both sides then derive one key per direction, HMAC(K, "c2s"|"s2c" || nonce_c || nonce_s),
+// and append to each frame the first 16 bytes of HMAC-SHA256(direction key, sequence number ||
+// header || payload): a frame that was altered, replayed, reordered or injected fails.
+// A peer without the key learns nothing and can do nothing but be refused.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace wattdb::net {
+
+constexpr size_t kClusterKeyBytes = 32;
+constexpr size_t kFrameMacBytes = 16;
+
+class ClusterKey {
+ public:
+  // Reads the key at `path`, or creates it (random, mode 0600) if there is none; processes
+  // racing to create it all end up with the one written first.
+  static Result<ClusterKey> LoadOrCreate(const std::string& path);
+  static ClusterKey FromBytes(std::string bytes) { return ClusterKey(std::move(bytes)); }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  explicit ClusterKey(std::string b) : bytes_(std::move(b)) {}
+  std::string bytes_;
+};
+
+// HMAC-SHA256 under one key, over several pieces.
+class Mac {
+ public:
+  explicit Mac(const std::string& key);
+  ~Mac();
+  Mac(const Mac&) = delete;
+  Mac& operator=(const Mac&) = delete;
+  // The first kFrameMacBytes of HMAC(key, pieces...).
+  std::array<unsigned char, kFrameMacBytes> Frame(uint64_t seq, const void* hdr, size_t nhdr, const void* payload,
+                                                  size_t n);
+  // The whole HMAC of one piece.
+  std::string Full(const std::string& data);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Random bytes from the operating system's generator.
+std::string RandomBytes(size_t n);
+
+}  // namespace wattdb::net
