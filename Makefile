@@ -3,7 +3,9 @@
 BUILD ?= build
 CONFIG ?=
 
-.PHONY: all deps build run test asan bench clean
+DURATION ?= 1800
+
+.PHONY: all deps build run test asan bench chaos clean
 
 all: build
 
@@ -25,6 +27,10 @@ asan: deps
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWATTDB_SANITIZE=ON > /dev/null
 	@cmake --build build-asan
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 -E '_smoke'
+
+# Chaos run (kills, freezes, moves under bank transfers and inserts) for DURATION seconds.
+chaos: build
+	@WATTDB_CHAOS_SECONDS=$(DURATION) $(BUILD)/bin/cluster_test --gtest_filter='Chaos.*'
 
 bench: build
 	@$(BUILD)/bin/wattdb-bench

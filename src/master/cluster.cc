@@ -543,6 +543,11 @@ Result<SegmentId> Cluster::SplitSegment(SegmentId seg) {
     auto latch = Latch(seg);
     std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
     if (!excl.owns_lock()) return InUse(seg, config_.latch_wait_ms);
+    // A split of this segment whose outcome is not settled yet (lost reply, crash) is
+    // settled first: the node may hold a new segment the catalog does not know.
+    for (const auto& si : catalog_->PendingSplits()) {
+      if (si.segment == seg) RETURN_NOT_OK(RecoverSplitLocked(si));
+    }
     ASSIGN_OR_RETURN(SegmentEntry e, catalog_->GetSegment(seg));
     ASSIGN_OR_RETURN(auto client, registry_->Client(e.node));
     ASSIGN_OR_RETURN(fresh, catalog_->NextSegmentId());
@@ -558,7 +563,7 @@ Result<SegmentId> Cluster::SplitSegment(SegmentId seg) {
         return SegmentId{0};
       }
       // Did the node split before the failure? Settled now if it can be asked, else later.
-      Status r = RecoverSplit({seg, fresh, e.node});
+      Status r = RecoverSplitLocked({seg, fresh, e.node});
       if (!r.ok()) Log("master")->warn("split outcome unknown seg={} new={} (maintenance retries): {}", seg, fresh, r.ToString());
       return key.status();
     }
@@ -651,15 +656,18 @@ Status Cluster::RecoverSplit(const SplitIntent& si) {
   auto latch = Latch(si.segment);
   std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
   if (!excl.owns_lock()) return InUse(si.segment, config_.latch_wait_ms);
+  return RecoverSplitLocked(si);
+}
+
+Status Cluster::RecoverSplitLocked(const SplitIntent& si) {
   ASSIGN_OR_RETURN(auto c, registry_->Client(si.node));
-  ASSIGN_OR_RETURN(auto list, RpcListSegments(*c));
-  for (const auto& rs : list) {
-    if (rs.id != si.new_id) continue;
-    // The node split: the new segment starts at the split key.
-    RETURN_NOT_OK(catalog_->ApplySplit(si.segment, si.new_id, rs.lo));
+  auto key = RpcSettleSplit(*c, si.segment, si.new_id);
+  if (key.ok()) {
+    RETURN_NOT_OK(catalog_->ApplySplit(si.segment, si.new_id, *key));
     Log("master")->info("logged split finished seg={} new={} node=n{}", si.segment, si.new_id, si.node);
     return Status::OK();
   }
+  if (!key.status().IsNotFound()) return key.status();
   RETURN_NOT_OK(catalog_->ClearSplitIntent(si.segment));
   Log("master")->info("logged split rolled back seg={} node=n{}", si.segment, si.node);
   return Status::OK();

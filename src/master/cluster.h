@@ -177,6 +177,8 @@ class Cluster {
   void EndCommit(Timestamp ts);
   Status RecoverMove(const MoveIntent& m);
   Status RecoverSplit(const SplitIntent& si);
+  // RecoverSplit with admin_mu_ and the segment's latch (exclusive) held by the caller.
+  Status RecoverSplitLocked(const SplitIntent& si);
   bool IsPendingMove(SegmentId seg) const;
   void MaintenanceLoop();
   power::PowerDriver& Driver(NodeId node);

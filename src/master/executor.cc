@@ -60,6 +60,7 @@ plan::PlanPtr FullScan(const TableSchema& t) {
 }
 
 Executor::~Executor() {
+  if (copy_) (void)EndCopyIn(false);
   if (txn_) {
     cluster_.Rollback(*txn_);
     cluster_.ReleaseSnapshot(txn_->snapshot);
@@ -486,52 +487,76 @@ Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSche
   return cols;
 }
 
-Result<std::string> Executor::CopyIn(const sql::CopyStmt& s,
-                                     const std::vector<std::vector<std::optional<std::string>>>& rows) {
-  StatementSnapshot snap(*this);
-  TableSchema t;
-  ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
-  std::vector<int> unnamed_serials;
-  for (int c = 0; c < static_cast<int>(t.columns.size()); c++) {
-    if (t.columns[c].serial && std::find(cols.begin(), cols.end(), c) == cols.end()) unnamed_serials.push_back(c);
+Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
+  if (failed_) {
+    return Status::Sql("25P02", "current transaction is aborted, commands ignored until end of transaction block");
   }
-  std::vector<RowWrite> writes;
-  std::set<std::string> keys;
-  for (size_t line = 0; line < rows.size(); line++) {
-    const auto& fields = rows[line];
-    auto where = [&](size_t c) {
-      return fmt::format("COPY {}, line {}{}", t.name, line + 1 + (s.header ? 1 : 0),
-                         c < cols.size() ? fmt::format(", column {}", t.columns[cols[c]].name) : "");
-    };
-    if (fields.size() < cols.size()) {
-      return Status::Sql("22P04", fmt::format("missing data for column \"{}\" ({})", t.columns[cols[fields.size()]].name,
-                                              where(fields.size())));
+  auto c = std::make_unique<CopyIn>();
+  c->stmt = s;
+  ASSIGN_OR_RETURN(c->cols, CopyColumns(s, &c->table));
+  for (int i = 0; i < static_cast<int>(c->table.columns.size()); i++) {
+    if (c->table.columns[i].serial && std::find(c->cols.begin(), c->cols.end(), i) == c->cols.end()) {
+      c->unnamed_serials.push_back(i);
     }
-    if (fields.size() > cols.size()) {
-      return Status::Sql("22P04", fmt::format("extra data after last expected column ({})", where(cols.size())));
+  }
+  if (!txn_) c->own = cluster_.Begin(cluster_.AcquireSnapshot());
+  copy_ = std::move(c);
+  return Status::OK();
+}
+
+Status Executor::CopyInRows(const std::vector<std::vector<std::optional<std::string>>>& rows) {
+  CopyIn& c = *copy_;
+  const TableSchema& t = c.table;
+  std::vector<RowWrite> writes;
+  writes.reserve(rows.size());
+  for (const auto& fields : rows) {
+    uint64_t line = ++c.rows + (c.stmt.header ? 1 : 0);
+    auto where = [&](size_t col) {
+      return fmt::format("COPY {}, line {}{}", t.name, line,
+                         col < c.cols.size() ? fmt::format(", column {}", t.columns[c.cols[col]].name) : "");
+    };
+    if (fields.size() < c.cols.size()) {
+      return Status::Sql("22P04", fmt::format("missing data for column \"{}\" ({})",
+                                              t.columns[c.cols[fields.size()]].name, where(fields.size())));
+    }
+    if (fields.size() > c.cols.size()) {
+      return Status::Sql("22P04", fmt::format("extra data after last expected column ({})", where(c.cols.size())));
     }
     std::vector<Value> row(t.columns.size());
-    for (size_t c = 0; c < cols.size(); c++) {
-      if (!fields[c]) continue;
-      auto v = Value::Text(*fields[c]).CastTo(t.columns[cols[c]].type);
-      if (!v.ok()) return v.status().Prepend(where(c));
-      row[cols[c]] = std::move(v).value();
+    for (size_t i = 0; i < c.cols.size(); i++) {
+      if (!fields[i]) continue;
+      auto v = Value::Text(*fields[i]).CastTo(t.columns[c.cols[i]].type);
+      if (!v.ok()) return v.status().Prepend(where(i));
+      row[c.cols[i]] = std::move(v).value();
     }
-    RETURN_NOT_OK(DrawGenerated(t, unnamed_serials, &row));
-    RETURN_NOT_OK_PREPEND(CheckNotNull(t, row), where(cols.size()));
+    RETURN_NOT_OK(DrawGenerated(t, c.unnamed_serials, &row));
+    RETURN_NOT_OK_PREPEND(CheckNotNull(t, row), where(c.cols.size()));
     RowWrite w;
     w.key = EncodeKey(t, row);
-    if (!keys.insert(w.key).second) {
-      return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\" ({})", t.name,
-                                              where(cols.size())));
-    }
     EncodeRow(row, &w.row);
-    w.check = RemoteWrite::Check::kInsert;
+    w.check = RemoteWrite::Check::kInsert;  // a key repeated within the COPY fails on its node (23505)
     writes.push_back(std::move(w));
   }
-  size_t n = writes.size();
-  RETURN_NOT_OK(ApplyRows(t, std::move(writes)));
-  return fmt::format("COPY {}", n);
+  Transaction& txn = c.own ? *c.own : *txn_;
+  Status st = cluster_.Write(txn, t.id, std::move(writes));
+  if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
+    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  }
+  return st;
+}
+
+Result<std::string> Executor::EndCopyIn(bool commit) {
+  if (!copy_) return Status::Internal("no COPY in progress");
+  std::unique_ptr<CopyIn> c = std::move(copy_);
+  if (!c->own) {  // the block's transaction ends with the block
+    if (!commit) failed_ = true;
+    return fmt::format("COPY {}", c->rows);
+  }
+  Timestamp snap = c->own->snapshot;
+  Status st = commit ? cluster_.Commit(*c->own) : (cluster_.Rollback(*c->own), Status::OK());
+  cluster_.ReleaseSnapshot(snap);
+  RETURN_NOT_OK(st);
+  return fmt::format("COPY {}", c->rows);
 }
 
 Status Executor::CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>* rows,

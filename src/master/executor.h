@@ -49,8 +49,14 @@ class Executor {
     if (txn_) failed_ = true;
   }
 
-  // COPY ... FROM STDIN: inserts `rows` (fields as text; nullopt = NULL) atomically.
-  Result<std::string> CopyIn(const sql::CopyStmt& s, const std::vector<std::vector<std::optional<std::string>>>& rows);
+  // COPY ... FROM STDIN, streamed: BeginCopyIn, then CopyInRows for each piece of whole
+  // rows (fields as text; nullopt = NULL) as they arrive, then EndCopyIn. Each piece is
+  // prepared on the nodes at once, so the master holds one piece at a time; the COPY is one
+  // transaction (the block's, or its own), atomic as in PostgreSQL. After an error, call
+  // EndCopyIn(false).
+  Status BeginCopyIn(const sql::CopyStmt& s);
+  Status CopyInRows(const std::vector<std::vector<std::optional<std::string>>>& rows);
+  Result<std::string> EndCopyIn(bool commit);
   // COPY ... TO STDOUT: the rows to send and the column types.
   Status CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>* rows, const std::atomic<bool>* cancel);
   // The columns a COPY addresses (all visible ones when none are listed).
@@ -131,6 +137,14 @@ class Executor {
  // borrowed; outlives the session
   std::map<std::string, std::string> settings_;
   std::unique_ptr<Transaction> txn_;  // open transaction block, if any
+  struct CopyIn {
+    sql::CopyStmt stmt;
+    TableSchema table;
+    std::vector<int> cols, unnamed_serials;
+    std::unique_ptr<Transaction> own;  // outside a block: the COPY's own transaction
+    uint64_t rows = 0;
+  };
+  std::unique_ptr<CopyIn> copy_;  // between BeginCopyIn and EndCopyIn
   // DDL done inside the open block takes effect at once; these undo it if the block rolls back
   // (run newest first).
   std::vector<std::function<void()>> txn_undo_;

@@ -174,6 +174,20 @@ Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
   return key;
 }
 
+Result<std::string> RpcSettleSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
+  std::string key;
+  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {
+    auto s = r.initSettleSplit();
+    s.setSegment(seg);
+    s.setNewId(new_id);
+  }, [&](proto::Response::Reader resp) {
+    if (resp.which() != proto::Response::SPLIT_KEY) return Status::Corruption("settle reply without key");
+    key = Str(resp.getSplitKey());
+    return Status::OK();
+  }));
+  return key;
+}
+
 Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& host, uint16_t port) {
   PullStats st;
   RETURN_NOT_OK(Call(target, [&](proto::Request::Builder r) {

@@ -66,6 +66,9 @@ struct IndexRange {
   std::string lo, hi;
 };
 Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
+// After a split's reply was lost: its split key if the node did it, NotFound if it did not
+// (and then it never will).
+Result<std::string> RpcSettleSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
 Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& src_host, uint16_t src_port);
 Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c);
 

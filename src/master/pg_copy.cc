@@ -116,6 +116,20 @@ Result<std::vector<CopyRow>> ParseCopyData(std::string_view data, const sql::Cop
   return s.csv ? ParseCsv(data, s) : ParseText(data, s);
 }
 
+size_t WholeRowsPrefix(std::string_view data, const sql::CopyStmt& s) {
+  if (!s.csv) {
+    size_t nl = data.rfind('\n');
+    return nl == std::string_view::npos ? 0 : nl + 1;
+  }
+  bool in_quotes = false;
+  size_t end = 0;
+  for (size_t i = 0; i < data.size(); i++) {
+    if (data[i] == '"') in_quotes = !in_quotes;  // a doubled quote toggles twice
+    else if (data[i] == '\n' && !in_quotes) end = i + 1;
+  }
+  return end;
+}
+
 std::string FormatCopyRow(const std::vector<Value>& row, const sql::CopyStmt& s) {
   std::string out;
   for (size_t i = 0; i < row.size(); i++) {

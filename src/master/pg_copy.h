@@ -19,6 +19,11 @@ using CopyRow = std::vector<std::optional<std::string>>;
 // Errors (an unterminated CSV quote) carry SQLSTATE 22P04 and the line number.
 Result<std::vector<CopyRow>> ParseCopyData(std::string_view data, const sql::CopyStmt& s);
 
+// The length of the longest prefix of `data` that holds whole rows only (ends right after a
+// row's newline; CSV newlines inside quotes do not end rows). COPY data is parsed piece by
+// piece at these boundaries.
+size_t WholeRowsPrefix(std::string_view data, const sql::CopyStmt& s);
+
 // One output line, newline included.
 std::string FormatCopyRow(const std::vector<Value>& row, const sql::CopyStmt& s);
 

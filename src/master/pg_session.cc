@@ -345,33 +345,63 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
     out_.CommandComplete(fmt::format("COPY {}", rows.size()));
     return true;
   }
-  TableSchema t;
-  auto cols = executor_.CopyColumns(s, &t);
-  if (!cols.ok()) {
-    SendError(cols.status());
+  Status failed = executor_.BeginCopyIn(s);
+  if (!failed.ok()) {
+    SendError(failed);
     return true;
   }
-  out_.CopyResponse('G', static_cast<int>(cols->size()));
-  if (!Flush().ok()) return false;
-  // Collect the stream: CopyData until CopyDone (or CopyFail).
+  TableSchema t;
+  auto cols = executor_.CopyColumns(s, &t);
+  out_.CopyResponse('G', static_cast<int>(cols.ok() ? cols->size() : 0));
+  if (!Flush().ok()) {
+    (void)executor_.EndCopyIn(false);
+    return false;
+  }
+  // Stream: whole rows go to the nodes piece by piece (kCopyPiece bytes at a time), so the
+  // master holds one piece, whatever the size of the load. After an error the rest of the
+  // stream is read and dropped, then the error is reported.
+  constexpr size_t kCopyPiece = 4u << 20;
   std::string data;
-  Status failed;
+  bool first = true, ended = false;  // ended: the text format's end marker "\." was seen
+  auto consume = [&](bool all) {
+    size_t n = all ? data.size() : pg::WholeRowsPrefix(data, s);
+    if (n == 0 || ended) return;
+    std::string_view piece(data.data(), n);
+    sql::CopyStmt part = s;
+    part.header = s.header && first;
+    first = false;
+    if (!s.csv && (piece.substr(0, 3) == "\\.\n" || piece == "\\." || piece.find("\n\\.\n") != std::string_view::npos ||
+                   piece.substr(piece.size() >= 3 ? piece.size() - 3 : 0) == "\n\\.")) {
+      ended = true;
+    }
+    auto rows = pg::ParseCopyData(piece, part);
+    failed = rows.ok() ? WithStatementTimeout([&] { return executor_.CopyInRows(*rows); }) : rows.status();
+    data.erase(0, n);
+  };
   while (true) {
     char type;
     char lenb[4];
-    if (!ReadExact(&type, 1).ok() || !ReadExact(lenb, 4).ok()) return false;
+    if (!ReadExact(&type, 1).ok() || !ReadExact(lenb, 4).ok()) {
+      (void)executor_.EndCopyIn(false);
+      return false;
+    }
     uint32_t len = (uint32_t(uint8_t(lenb[0])) << 24) | (uint32_t(uint8_t(lenb[1])) << 16) |
                    (uint32_t(uint8_t(lenb[2])) << 8) | uint8_t(lenb[3]);
-    if (len < 4 || len > pg::kMaxMessage) return false;
-    std::string body(len - 4, '\0');
-    if (!ReadExact(body.data(), body.size()).ok()) return false;
+    std::string body;
+    if (len >= 4 && len <= pg::kMaxMessage) {
+      body.resize(len - 4);
+      if (!ReadExact(body.data(), body.size()).ok()) len = 0;
+    }
+    if (len < 4 || len > pg::kMaxMessage) {
+      (void)executor_.EndCopyIn(false);
+      return false;
+    }
     if (type == 'd') {
-      if (data.size() + body.size() > (1ull << 31)) {
-        failed = Status::Sql("54000", "COPY data larger than 2 GiB in one statement");
-      } else if (failed.ok()) {
-        data += body;
-      }
+      if (!failed.ok()) continue;
+      data += body;
+      if (data.size() >= kCopyPiece) consume(false);
     } else if (type == 'c') {
+      if (failed.ok()) consume(true);
       break;
     } else if (type == 'f') {
       if (!body.empty() && body.back() == '\0') body.pop_back();
@@ -380,23 +410,15 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
     } else if (type == 'H' || type == 'S') {
       continue;
     } else {
+      (void)executor_.EndCopyIn(false);
       SendError(Status::Sql("08P01", fmt::format("unexpected message type {} during COPY", int(uint8_t(type)))), "FATAL");
       (void)Flush();
       return false;
     }
   }
-  if (!failed.ok()) {
-    SendError(failed);
-    return true;
-  }
-  auto rows = pg::ParseCopyData(data, s);
-  if (!rows.ok()) {
-    SendError(rows.status());
-    return true;
-  }
-  auto tag = executor_.CopyIn(s, *rows);
-  if (!tag.ok()) {
-    SendError(tag.status());
+  auto tag = executor_.EndCopyIn(failed.ok());
+  if (!failed.ok() || !tag.ok()) {
+    SendError(failed.ok() ? tag.status() : failed);
     return true;
   }
   out_.CommandComplete(*tag);

@@ -373,6 +373,15 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       if (key.ok()) resp.setSplitKey(Bytes(*key));
       return conn.Send(mb).ok();
     }
+    case proto::Request::SETTLE_SPLIT: {
+      auto s = req.getSettleSplit();
+      Result<std::string> key = store_->SettleSplit(s.getSegment(), s.getNewId());
+      capnp::MallocMessageBuilder mb;
+      auto resp = mb.initRoot<proto::Response>();
+      SetStatus(resp.initStatus(), key.status());
+      if (key.ok()) resp.setSplitKey(Bytes(*key));
+      return conn.Send(mb).ok();
+    }
     case proto::Request::ADD_INDEX: {
       auto a = req.getAddIndex();
       Status st = store_->AddIndex(a.getSegment(), SpecFrom(a.getSpec()), a.getBuildTs());

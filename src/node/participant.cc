@@ -207,7 +207,10 @@ restart:
 }
 
 Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched, uint64_t expect) {
-  std::vector<storage::WriteOp> ops;
+  // The writes stay in prepared_ while they are applied (a failed apply leaves the txn
+  // prepared); `committing` keeps every other call away from them, and std::map entries do
+  // not move, so they are read in place without mu_.
+  const std::vector<storage::WriteOp>* ops = nullptr;
   bool durable;
   {
     std::unique_lock<std::mutex> l(mu_);
@@ -236,14 +239,14 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId
           "transaction aborted: node lost {} of its writes (it restarted during the transaction)", lost));
     }
     it->second.committing = true;
-    ops = it->second.ops;  // kept until applied: a failed apply leaves the txn prepared
+    ops = &it->second.ops;
     durable = it->second.durable;
   }
   if (durable) MaybeFail("node.before_distributed_commit");
-  Status s = ops.empty() && !durable ? Status::OK() : store_.Apply(commit_ts, ops, durable ? txn : 0, txn);
+  Status s = ops->empty() && !durable ? Status::OK() : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn);
   if (s.ok()) MaybeFail("node.after_commit_applied");
   if (touched && s.ok()) {
-    for (const auto& op : ops) touched->insert(op.segment);
+    for (const auto& op : *ops) touched->insert(op.segment);
   }
   std::lock_guard<std::mutex> l(mu_);
   auto it = prepared_.find(txn);

@@ -81,6 +81,10 @@ struct Request {
       expect @35 :UInt64;            # as in prepare (0: not checked)
     }
     outcome @36 :UInt64;             # txn: did it commit here? (reply: committedTs, 0 = no)
+    settleSplit :group {             # after a split's reply was lost: did it happen? Waits
+      segment @37 :UInt64;           # for a split in progress; if it did not happen, no
+      newId @38 :UInt64;             # later split may create newId (reply: splitKey or NotFound)
+    }
     abort @8 :UInt64;                # txn
     scan :group {
       segment @9 :UInt64;

@@ -263,6 +263,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir)
     auto seg = std::make_shared<Segment>(raw, h->second, m);
     seg->counters().bytes = store->ApproximateBytes(h->second);
     store->segments_[m.id] = seg;
+    store->PublishListLocked();
     by_name.erase(h);
   }
   // Column families without metadata are leftovers of an interrupted create or import.
@@ -277,6 +278,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir)
 
 SegmentStore::~SegmentStore() {
   segments_.clear();
+  list_.reset();  // segments hold column family handles, which must go before the DB
   if (db_) (void)db_->Close();
 }
 
@@ -308,6 +310,7 @@ Status SegmentStore::CreateSegment(const SegmentMeta& meta) {
   RETURN_NOT_OK(PutMeta(meta, &b));
   RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "create segment metadata"));
   segments_[meta.id] = std::make_shared<Segment>(db_.get(), h, meta);
+  PublishListLocked();
   return Status::OK();
 }
 
@@ -320,6 +323,7 @@ Status SegmentStore::DropSegment(SegmentId id) {
     seg = it->second;
     RETURN_NOT_OK(FromRocks(db_->Delete(Synced(), MetaKey(id)), "drop metadata"));
     segments_.erase(it);
+    PublishListLocked();
   }
   return FromRocks(db_->DropColumnFamily(seg->cf()), "drop segment");
 }
@@ -331,10 +335,22 @@ Result<SegmentRef> SegmentStore::Get(SegmentId id) const {
   return it->second;
 }
 
+void SegmentStore::PublishListLocked() {
+  auto list = std::make_shared<std::vector<SegmentRef>>();
+  for (const auto& [id, seg] : segments_) list->push_back(seg);
+  std::lock_guard<std::mutex> l(list_mu_);
+  list_ = std::move(list);
+}
+
 std::vector<SegmentInfo> SegmentStore::List() const {
-  std::lock_guard<std::mutex> l(mu_);
+  std::shared_ptr<const std::vector<SegmentRef>> list;
+  {
+    std::lock_guard<std::mutex> l(list_mu_);
+    list = list_;
+  }
   std::vector<SegmentInfo> out;
-  for (const auto& [id, s] : segments_) {
+  if (!list) return out;
+  for (const auto& s : *list) {
     out.push_back(SegmentInfo{s->meta(), s->counters().bytes.load(), s->counters().rows_read.load(),
                               s->counters().rows_written.load()});
   }
@@ -405,26 +421,36 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
     for (int i = 7; i >= 0; i--) v.push_back(static_cast<char>((ts >> (i * 8)) & 0xff));
     RETURN_NOT_OK(FromRocks(b.Put(OutcomeKey(txn), v), "write batch"));
   }
-  std::vector<std::pair<SegmentRef, size_t>> touched;
+  std::map<SegmentId, std::pair<uint64_t, uint64_t>> written;  // segment -> (rows, bytes)
   // Rows of indexed segments: the last write of each key, whose entries change below.
   std::map<std::pair<SegmentId, std::string>, const WriteOp*> indexed;
   std::map<SegmentId, std::pair<SegmentRef, std::vector<IndexKeySpec>>> specs;
+  // The segments are looked up under mu_; the batch (which may hold millions of rows) is
+  // built without it, so heartbeats and other segments' work go on meanwhile.
+  std::map<SegmentId, SegmentRef> refs;
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& op : ops) {
+      if (refs.count(op.segment)) continue;
       auto it = segments_.find(op.segment);
       if (it == segments_.end()) {
         return Status::NotFound(fmt::format("segment {} is not here", op.segment));
       }
-      std::string value(1, static_cast<char>(op.kind));
-      value += op.row;
-      std::string key = MvccKey(RowUserKey(op.key), ts);
-      RETURN_NOT_OK(FromRocks(b.Put(it->second->cf(), key, value), "write batch"));
-      touched.emplace_back(it->second, key.size() + value.size());
-      auto sp = specs.find(op.segment);
-      if (sp == specs.end()) sp = specs.emplace(op.segment, std::make_pair(it->second, it->second->meta().indexes)).first;
-      if (!sp->second.second.empty()) indexed[{op.segment, op.key}] = &op;
+      refs.emplace(op.segment, it->second);
     }
+  }
+  for (const auto& op : ops) {
+    const SegmentRef& seg = refs.at(op.segment);
+    std::string value(1, static_cast<char>(op.kind));
+    value += op.row;
+    std::string key = MvccKey(RowUserKey(op.key), ts);
+    RETURN_NOT_OK(FromRocks(b.Put(seg->cf(), key, value), "write batch"));
+    auto& [rows, bytes] = written[op.segment];
+    rows++;
+    bytes += key.size() + value.size();
+    auto sp = specs.find(op.segment);
+    if (sp == specs.end()) sp = specs.emplace(op.segment, std::make_pair(seg, seg->meta().indexes)).first;
+    if (!sp->second.second.empty()) indexed[{op.segment, op.key}] = &op;
   }
   for (const auto& [k, op] : indexed) {
     const auto& [seg, seg_specs] = specs[k.first];
@@ -435,9 +461,9 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   rocksdb::WriteOptions wo;
   wo.sync = sync_commits_;
   RETURN_NOT_OK(FromRocks(db_->Write(wo, &b), "apply writes"));
-  for (auto& [seg, bytes] : touched) {
-    seg->counters().rows_written++;
-    seg->counters().bytes += bytes;
+  for (auto& [id, rb] : written) {
+    refs.at(id)->counters().rows_written += rb.first;
+    refs.at(id)->counters().bytes += rb.second;
   }
   return Status::OK();
 }
@@ -605,11 +631,21 @@ Status SegmentStore::DropIndex(SegmentId id, uint32_t index) {
 }
 
 Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto found = segments_.find(id);
-  if (found == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
-  if (segments_.count(new_id)) return Status::AlreadyExists(fmt::format("segment {} exists", new_id));
-  SegmentRef seg = found->second;
+  // The store's map lock is not held while the split reads and batches up to a segment's
+  // size: heartbeats, scans and commits of other segments go on meanwhile. (The master
+  // keeps writers of this segment out.)
+  std::lock_guard<std::mutex> serial(split_mu_);
+  if (cancelled_splits_.count(new_id)) {
+    return Status::Aborted(fmt::format("split of segment {} into {} was given up", id, new_id), "55000");
+  }
+  SegmentRef seg;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto found = segments_.find(id);
+    if (found == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
+    if (segments_.count(new_id)) return Status::AlreadyExists(fmt::format("segment {} exists", new_id));
+    seg = found->second;
+  }
   SegmentMeta m = seg->meta();
 
   // Find the user key at which half of the stored bytes lie below.
@@ -664,21 +700,35 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   lower.hi = split_key;
   RETURN_NOT_OK(PutMeta(lower, &b));
   RETURN_NOT_OK(PutMeta(fresh->meta(), &b));
-  rocksdb::Status ws = db_->Write(Synced(), &b);
-  if (!ws.ok()) {
-    (void)db_->DropColumnFamily(h);
-    return FromRocks(ws, "split write");
-  }
   {
-    std::lock_guard<std::mutex> ml(seg->mu_);
-    seg->meta_.hi = split_key;
+    // The write and the range change happen together under mu_, so a scan checks its range
+    // either before both or after both.
+    std::lock_guard<std::mutex> l(mu_);
+    rocksdb::Status ws = db_->Write(Synced(), &b);
+    if (!ws.ok()) {
+      (void)db_->DropColumnFamily(h);
+      return FromRocks(ws, "split write");
+    }
+    {
+      std::lock_guard<std::mutex> ml(seg->mu_);
+      seg->meta_.hi = split_key;
+    }
+    segments_[new_id] = fresh;
+    PublishListLocked();
   }
   uint64_t old_bytes = seg->counters().bytes.load();
   seg->counters().bytes = old_bytes > moved ? old_bytes - moved : 0;
   fresh->counters().bytes = moved;
-  segments_[new_id] = fresh;
   Log("storage")->info("segment split seg={} new={} moved_bytes={}", id, new_id, moved);
   return split_key;
+}
+
+Result<std::string> SegmentStore::SettleSplit(SegmentId seg, SegmentId new_id) {
+  std::lock_guard<std::mutex> serial(split_mu_);
+  auto fresh = Get(new_id);
+  if (fresh.ok()) return (*fresh)->meta().lo;
+  cancelled_splits_.insert(new_id);
+  return Status::NotFound(fmt::format("segment {} was not split into {}", seg, new_id));
 }
 
 Result<SegmentExport> SegmentStore::Export(SegmentId id, const std::string& export_dir) {
@@ -755,6 +805,7 @@ Status SegmentStore::Import(const SegmentExport& exp) {
   auto seg = std::make_shared<Segment>(db_.get(), h, exp.meta);
   seg->counters().bytes = ApproximateBytes(h);
   segments_[exp.meta.id] = seg;
+  PublishListLocked();
   return Status::OK();
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,10 @@ class SegmentStore {
   // the new segment `new_id`. Atomic. Returns the split key, or NotFound-free
   // InvalidArgument if the segment has fewer than two distinct keys.
   Result<std::string> Split(SegmentId seg, SegmentId new_id);
+  // Whether Split(seg, new_id) happened: its split key (the new segment's low key), after
+  // waiting for a split in progress; NotFound if it did not, and then it never will (a late
+  // request to do it is refused).
+  Result<std::string> SettleSplit(SegmentId seg, SegmentId new_id);
 
   // Exports `seg` into `export_dir` (must not exist). The segment stays readable.
   Result<SegmentExport> Export(SegmentId seg, const std::string& export_dir);
@@ -242,6 +247,13 @@ class SegmentStore {
   // Guards segments_ and serializes structural changes (create/drop/split/import) against
   // Scan's range check, so a scan never sees a half-split segment.
   mutable std::mutex mu_;
+  // List() reads a copy of the segment list published on every change, so heartbeats never
+  // wait for mu_ (held across a split's or an import's final write).
+  void PublishListLocked();  // REQUIRES mu_ held
+  mutable std::mutex list_mu_;
+  std::shared_ptr<const std::vector<SegmentRef>> list_;
+  std::mutex split_mu_;  // serializes splits (which hold mu_ only briefly); guards cancelled_splits_
+  std::set<SegmentId> cancelled_splits_;  // new ids SettleSplit found unused
   std::map<SegmentId, SegmentRef> segments_;
 };
 
