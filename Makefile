@@ -4,8 +4,10 @@ BUILD ?= build
 CONFIG ?=
 
 DURATION ?= 1800
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = fuzz_sql_parser fuzz_pg_wire fuzz_cluster_message fuzz_config
 
-.PHONY: all deps build run test asan bench chaos clean
+.PHONY: all deps build run test asan bench chaos fuzz clean
 
 all: build
 
@@ -32,8 +34,23 @@ asan: deps
 chaos: build
 	@WATTDB_CHAOS_SECONDS=$(DURATION) $(BUILD)/bin/cluster_test --gtest_filter='Chaos.*'
 
+# Coverage-guided fuzzing (clang, libFuzzer, ASan + UBSan): each target runs FUZZ_SECONDS,
+# starting from the checked-in seeds (fuzz/corpus/); new inputs go to build-fuzz/corpus/.
+fuzz: deps
+	@command -v clang++ >/dev/null && dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev)
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWATTDB_FUZZ=ON \
+	  -DWATTDB_SANITIZE=ON -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" > /dev/null
+	@cmake --build build-fuzz --target $(FUZZ_TARGETS)
+	@for t in $(FUZZ_TARGETS); do mkdir -p build-fuzz/corpus/$$t build-fuzz/crashes; \
+	  echo "== $$t ($(FUZZ_SECONDS) s)"; \
+	  build-fuzz/bin/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t fuzz/corpus/$$t > build-fuzz/$$t.log 2>&1; \
+	  rc=$$?; grep -E "stat::number_of_executed_units|SUMMARY|Test unit written" build-fuzz/$$t.log; \
+	  if [ $$rc -ne 0 ]; then echo "$$t failed: see build-fuzz/$$t.log"; exit 1; fi; done
+
 bench: build
 	@$(BUILD)/bin/wattdb-bench
 
 clean:
-	rm -rf $(BUILD) build-asan run
+	rm -rf $(BUILD) build-asan build-fuzz run

@@ -129,6 +129,7 @@ Result<Decimal> ParseDecimal(std::string_view in) {
     }
     bool up = digits[digits.size() - drop] >= '5';
     digits.resize(digits.size() - drop);
+    if (digits.size() > static_cast<size_t>(kMaxDecimalDigits)) return Overflow();
     Int128 v = 0;
     for (char c : digits) v = v * 10 + (c - '0');
     if (up) v++;

@@ -30,6 +30,10 @@ TEST(Decimal, ParsesAndPrintsWithDisplayScale) {
   EXPECT_EQ(ParseDecimal("1e40").status().sqlstate(), "22003");
   EXPECT_EQ(F(D("99999999999999999999999999999999999999")), "99999999999999999999999999999999999999");
   EXPECT_EQ(ParseDecimal("999999999999999999999999999999999999999").status().sqlstate(), "22003");
+  // Found by fuzzing: more fractional digits than fit, with an integer part, overflowed the
+  // 128-bit accumulator after rounding. More than 38 significant digits remain: 22003.
+  EXPECT_EQ(ParseDecimal("24." + std::string(200, '1')).status().sqlstate(), "22003");
+  EXPECT_EQ(F(D(("0." + std::string(60, '1')).c_str())), "0." + std::string(38, '1'));
 }
 
 // Expected values are PostgreSQL 15's.

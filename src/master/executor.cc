@@ -97,6 +97,33 @@ Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> 
   return cluster_.ApplyWrites(table, snapshot, std::move(writes));
 }
 
+Executor::StatementWriter::~StatementWriter() {
+  if (own_) e_.cluster_.Rollback(*own_);
+}
+
+Status Executor::StatementWriter::Add(RowWrite w) {
+  held_.push_back(std::move(w));
+  return held_.size() >= kWritePiece ? Flush(true) : Status::OK();
+}
+
+Status Executor::StatementWriter::Flush(bool force) {
+  if (held_.empty() || (!force && !sent_)) return Status::OK();
+  if (!e_.txn_ && !own_) own_ = e_.cluster_.Begin(snapshot_);
+  Transaction& t = own_ ? *own_ : *e_.txn_;
+  sent_ = true;
+  std::vector<RowWrite> piece;
+  piece.swap(held_);
+  return e_.cluster_.Write(t, table_, std::move(piece));
+}
+
+Status Executor::StatementWriter::Finish() {
+  if (!sent_) return e_.Apply(table_, snapshot_, std::move(held_));  // one piece: the usual path
+  RETURN_NOT_OK(Flush(true));
+  if (!own_) return Status::OK();
+  std::unique_ptr<Transaction> t = std::move(own_);
+  return e_.cluster_.Commit(*t);
+}
+
 Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
                                       const std::atomic<bool>* cancel) {
   bool is_txn_control = std::holds_alternative<sql::TxnStmt>(stmt);
@@ -368,6 +395,32 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot update view \"{}\"", t.name));
   Timestamp snap = Snapshot();
+  // Keys stay put unless a key column is set: then every row is written in place and the
+  // writes stream to the nodes in pieces. Otherwise the statement's writes are gathered, to
+  // pair each moved key's delete with the insert that may take its place.
+  bool keys_change = std::any_of(b.sets.begin(), b.sets.end(), [&](const auto& set) {
+    return std::find(t.key_columns.begin(), t.key_columns.end(), set.first) != t.key_columns.end();
+  });
+  if (!keys_change) {
+    StatementWriter out(*this, t.id, snap);
+    uint64_t n = 0;
+    RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
+      std::vector<Value> row = batch.Row(r);
+      for (auto& [col, e] : b.sets) {
+        ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
+        row[col] = std::move(v);
+      }
+      RETURN_NOT_OK(CheckNotNull(t, row));
+      RowWrite w;
+      w.key = EncodeKey(t, row);
+      EncodeRow(row, &w.row);
+      w.check = RemoteWrite::Check::kUpdate;
+      n++;
+      return out.Add(std::move(w));
+    }));
+    RETURN_NOT_OK(out.Finish());
+    return fmt::format("UPDATE {}", n);
+  }
   std::vector<RowWrite> writes;
   std::set<std::string> new_keys;
   uint64_t count = 0;
@@ -423,17 +476,17 @@ Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
   Timestamp snap = Snapshot();
-  std::vector<RowWrite> writes;
+  StatementWriter out(*this, t.id, snap);
+  size_t n = 0;
   RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
     RowWrite w;
     w.key = EncodeKey(t, batch.Row(r));
     w.is_delete = true;
     w.check = RemoteWrite::Check::kUpdate;
-    writes.push_back(std::move(w));
-    return Status::OK();
+    n++;
+    return out.Add(std::move(w));
   }));
-  size_t n = writes.size();
-  RETURN_NOT_OK(Apply(t.id, snap, std::move(writes)));
+  RETURN_NOT_OK(out.Finish());
   return fmt::format("DELETE {}", n);
 }
 
@@ -450,16 +503,15 @@ Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<b
   Timestamp snap = Snapshot();
   for (const auto& t : tables) {
     plan::PlanPtr scan = FullScan(t);
-    std::vector<RowWrite> writes;
+    StatementWriter out(*this, t.id, snap);
     RETURN_NOT_OK(ForEachRow(*scan, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
       RowWrite w;
       w.key = EncodeKey(t, batch.Row(r));
       w.is_delete = true;
       w.check = RemoteWrite::Check::kUpdate;
-      writes.push_back(std::move(w));
-      return Status::OK();
+      return out.Add(std::move(w));
     }));
-    RETURN_NOT_OK(Apply(t.id, snap, std::move(writes)));
+    RETURN_NOT_OK(out.Finish());
   }
   return std::string("TRUNCATE TABLE");
 }

@@ -109,6 +109,29 @@ class Executor {
   uint64_t TxnId() const { return txn_ ? txn_->id : 0; }
   Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
   Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes);
+  // Takes a statement's writes as they are produced. A statement of up to kWritePiece
+  // writes goes out whole at Finish (Apply); a larger one is sent to the nodes a piece at a
+  // time, under the block's transaction or the statement's own (committed by Finish), so
+  // the master holds one piece, however many rows the statement changes.
+  class StatementWriter {
+   public:
+    static constexpr size_t kWritePiece = 10000;
+    StatementWriter(Executor& e, TableId table, Timestamp snapshot) : e_(e), table_(table), snapshot_(snapshot) {}
+    ~StatementWriter();  // rolls back a statement transaction that did not finish
+    Status Add(RowWrite w);
+    // Sends what is held (once Add has overflowed a piece, or always with `force`).
+    Status Flush(bool force = false);
+    Status Finish();
+    bool streaming() const { return own_ != nullptr || e_.txn_ != nullptr; }
+
+   private:
+    Executor& e_;
+    TableId table_;
+    Timestamp snapshot_;
+    std::vector<RowWrite> held_;
+    std::unique_ptr<Transaction> own_;  // outside a block, once the statement outgrew a piece
+    bool sent_ = false;
+  };
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
   // Fills the hidden row id (if `t` has one) and serial `columns` of `row` with their next numbers.
   Status DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);

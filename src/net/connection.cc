@@ -128,15 +128,21 @@ Result<std::unique_ptr<ReceivedMessage>> Connection::Receive() {
   }
   auto words = kj::heapArray<capnp::word>(len / sizeof(capnp::word));
   RETURN_NOT_OK(ReadPayload(hdr, words.begin(), len, deadline));
+  return DecodeMessage(std::move(words));
+}
+
+Result<std::unique_ptr<ReceivedMessage>> DecodeMessage(kj::Array<capnp::word> words) {
+  size_t nwords = words.size();
+  if (nwords == 0) return Status::Corruption("empty message");
   // The segment table must be consistent with the frame; capnp validates lazily, so check
   // the header here and let readers' exceptions be caught at the service boundary.
   const uint32_t* seg = reinterpret_cast<const uint32_t*>(words.begin());
   uint64_t nseg = static_cast<uint64_t>(seg[0]) + 1;
   uint64_t header_words = (nseg + 2) / 2;
-  if (header_words > len / 8) return Status::Corruption("message segment table exceeds frame");
+  if (header_words > nwords) return Status::Corruption("message segment table exceeds frame");
   uint64_t body = 0;
   for (uint64_t i = 0; i < nseg; i++) body += seg[1 + i];
-  if (header_words + body != len / 8) return Status::Corruption("message segment sizes mismatch");
+  if (header_words + body != nwords) return Status::Corruption("message segment sizes mismatch");
   return std::make_unique<ReceivedMessage>(std::move(words));
 }
 

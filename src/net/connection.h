@@ -54,6 +54,12 @@ class ReceivedMessage {
   std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
 };
 
+// Checks that `words` (a message frame's payload) holds a well-formed Cap'n Proto message
+// layout (segment table consistent with the size) and wraps it for reading; Corruption if
+// not. Receive runs every message through this; fields are validated lazily as read
+// (readers throw kj::Exception on bad pointers, caught at the service boundary).
+Result<std::unique_ptr<ReceivedMessage>> DecodeMessage(kj::Array<capnp::word> words);
+
 class Connection {
  public:
   // Owns `socket`.

@@ -143,7 +143,7 @@ class HashJoinOp : public MaterializedJoin {
   std::vector<std::vector<Value>> rows_;
   std::unordered_map<std::vector<Value>, std::vector<const std::vector<Value>*>, RowHash, RowEq> table_;
   std::vector<Value> key_;
-  const std::vector<const std::vector<Value>*> empty_;
+  const std::vector<const std::vector<Value>*> empty_{};
 };
 
 class NestedLoopJoinOp : public MaterializedJoin {

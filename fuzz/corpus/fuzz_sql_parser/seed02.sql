@@ -1,0 +1,1 @@
+UPDATE accounts SET balance = balance - 10 WHERE id = 7

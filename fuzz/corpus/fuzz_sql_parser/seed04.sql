@@ -1,0 +1,1 @@
+SELECT count(*), sum(x) FROM a JOIN b ON a.id = b.id LEFT JOIN c USING (k) GROUP BY a.g HAVING count(*) > 1
