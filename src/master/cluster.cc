@@ -502,10 +502,17 @@ Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
       src_port = n.port;
     }
   }
-  // An earlier move of this segment that a crash interrupted is rolled back first.
+  // An earlier move of this segment that a crash interrupted is rolled back first, and a
+  // split whose outcome is unsettled is settled: the node may hold the segment's upper half
+  // as a new segment, which must not stay behind when the segment moves.
   for (const auto& m : catalog_->PendingMoves()) {
     if (m.segment == seg) RETURN_NOT_OK(RecoverMove(m));
   }
+  for (const auto& si : catalog_->PendingSplits()) {
+    if (si.segment == seg) RETURN_NOT_OK(RecoverSplitLocked(si));
+  }
+  ASSIGN_OR_RETURN(e, catalog_->GetSegment(seg));
+  if (e.node == target) return rep;
   RETURN_NOT_OK(catalog_->LogMoveIntent({seg, e.node, target}));
   auto pulled = RpcPull(*dst, seg, src_host, src_port);
   if (!pulled.ok() && pulled.status().code() == Status::Code::kAlreadyExists) {
@@ -660,6 +667,13 @@ Status Cluster::RecoverSplit(const SplitIntent& si) {
 }
 
 Status Cluster::RecoverSplitLocked(const SplitIntent& si) {
+  // The new segment, if any, is on the node that split; ApplySplit records it with the old
+  // segment's owner, which must therefore still be that node (moves settle splits first).
+  ASSIGN_OR_RETURN(SegmentEntry owner, catalog_->GetSegment(si.segment));
+  if (owner.node != si.node) {
+    return Status::Internal(fmt::format("segment {} moved to node {} with its split into {} on node {} unsettled",
+                                        si.segment, owner.node, si.new_id, si.node));
+  }
   ASSIGN_OR_RETURN(auto c, registry_->Client(si.node));
   auto key = RpcSettleSplit(*c, si.segment, si.new_id);
   if (key.ok()) {

@@ -611,17 +611,17 @@ Result<std::string> Executor::EndCopyIn(bool commit) {
   return fmt::format("COPY {}", c->rows);
 }
 
-Status Executor::CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>* rows,
-                         const std::atomic<bool>* cancel) {
+Status Executor::CopyOut(const sql::CopyStmt& s, const std::atomic<bool>* cancel,
+                         const std::function<Status(const std::vector<Value>&)>& emit) {
   StatementSnapshot snap(*this);
   TableSchema t;
   ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
   plan::PlanPtr scan = FullScan(t);
+  std::vector<Value> row;
   return ForEachRow(*scan, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
-    std::vector<Value> row;
+    row.clear();
     for (int c : cols) row.push_back(batch.cols[c][r]);
-    rows->push_back(std::move(row));
-    return Status::OK();
+    return emit(row);
   });
 }
 

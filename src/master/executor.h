@@ -57,8 +57,10 @@ class Executor {
   Status BeginCopyIn(const sql::CopyStmt& s);
   Status CopyInRows(const std::vector<std::vector<std::optional<std::string>>>& rows);
   Result<std::string> EndCopyIn(bool commit);
-  // COPY ... TO STDOUT: the rows to send and the column types.
-  Status CopyOut(const sql::CopyStmt& s, std::vector<std::vector<Value>>* rows, const std::atomic<bool>* cancel);
+  // COPY ... TO STDOUT: hands each row (the COPY's columns) to `emit` as the scan produces
+  // it; an error from `emit` stops the scan.
+  Status CopyOut(const sql::CopyStmt& s, const std::atomic<bool>* cancel,
+                 const std::function<Status(const std::vector<Value>&)>& emit);
   // The columns a COPY addresses (all visible ones when none are listed).
   Result<std::vector<int>> CopyColumns(const sql::CopyStmt& s, TableSchema* table);
 

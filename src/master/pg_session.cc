@@ -107,6 +107,42 @@ class WireSink : public NoticeSink {
   std::vector<SqlType> types_;
 };
 
+// Streams a portal's rows to the client as DataRows in the formats Bind asked for (an
+// Execute without a row limit: nothing is kept on the master).
+class PortalStreamSink : public NoticeSink {
+ public:
+  PortalStreamSink(pg::MessageWriter& w, net::Stream& s, int io_ms, const std::vector<SqlType>& types,
+                   const std::vector<int16_t>& formats)
+      : NoticeSink(w), s_(s), io_ms_(io_ms), types_(types), formats_(formats) {}
+  Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override { return Status::OK(); }
+  Status Rows(const exec::Batch& b) override {
+    std::vector<std::string> cells(types_.size());
+    std::vector<const std::string*> ptrs(types_.size());
+    for (size_t r = 0; r < b.rows; r++) {
+      for (size_t c = 0; c < b.cols.size() && c < cells.size(); c++) {
+        const Value& v = b.cols[c][r];
+        ptrs[c] = nullptr;
+        if (v.is_null()) continue;
+        cells[c].clear();
+        pg::EncodeValue(v, types_[c], c < formats_.size() && formats_[c] == 1, &cells[c]);
+        ptrs[c] = &cells[c];
+      }
+      w_.DataRow(ptrs);
+      rows_++;
+    }
+    if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer(), net::Stream::In(io_ms_));
+    return Status::OK();
+  }
+  uint64_t rows() const { return rows_; }
+
+ private:
+  net::Stream& s_;
+  int io_ms_;
+  const std::vector<SqlType>& types_;
+  const std::vector<int16_t>& formats_;
+  uint64_t rows_ = 0;
+};
+
 // Collects a portal's rows so that Execute can hand them out in row-limited pieces.
 class BufferSink : public NoticeSink {
  public:
@@ -330,19 +366,36 @@ void PgSession::HandleQuery(std::string body) {
 
 bool PgSession::HandleCopy(const sql::CopyStmt& s) {
   if (!s.from) {
-    std::vector<std::vector<Value>> rows;
-    Status st = WithStatementTimeout([&] { return executor_.CopyOut(s, &rows, cancel_.get()); });
+    // Rows stream to the client as the scan produces them (the buffer is flushed every
+    // 256 KiB, and a client that stops reading stalls the scan, not the master's memory).
+    TableSchema t;
+    auto cols = executor_.CopyColumns(s, &t);
+    if (!cols.ok()) {
+      SendError(cols.status());
+      return true;
+    }
+    out_.CopyResponse('H', static_cast<int>(cols->size()));
+    uint64_t n = 0;
+    bool sent = true;
+    Status st = WithStatementTimeout([&] {
+      return executor_.CopyOut(s, cancel_.get(), [&](const std::vector<Value>& row) -> Status {
+        out_.CopyData(pg::FormatCopyRow(row, s));
+        n++;
+        if (out_.buffer().size() > (256u << 10)) {
+          Status f = Flush();
+          if (!f.ok()) sent = false;
+          return f;
+        }
+        return Status::OK();
+      });
+    });
+    if (!sent) return false;
     if (!st.ok()) {
       SendError(st);
       return true;
     }
-    out_.CopyResponse('H', rows.empty() ? static_cast<int>(s.columns.size()) : static_cast<int>(rows[0].size()));
-    for (const auto& r : rows) {
-      out_.CopyData(pg::FormatCopyRow(r, s));
-      if (out_.buffer().size() > (256u << 10) && !Flush().ok()) return false;
-    }
     out_.Simple('c');
-    out_.CommandComplete(fmt::format("COPY {}", rows.size()));
+    out_.CommandComplete(fmt::format("COPY {}", n));
     return true;
   }
   Status failed = executor_.BeginCopyIn(s);
@@ -582,6 +635,18 @@ Status PgSession::HandleExecute(std::string_view body) {
   const Prepared& p = *po.stmt;
   if (p.empty) {
     out_.EmptyQueryResponse();
+    return Status::OK();
+  }
+  if (!po.executed && max_rows <= 0) {
+    // The whole result at once (what libpq and most drivers ask for): stream it.
+    po.executed = true;
+    cancel_->store(false);
+    ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
+    RETURN_NOT_OK(Substitute(stmts[0], po.params));
+    PortalStreamSink sink(out_, socket_, cluster_.config().client_io_timeout_ms, p.types, po.formats);
+    ASSIGN_OR_RETURN(po.tag, WithStatementTimeout([&] { return executor_.Execute(stmts[0], sink, cancel_.get()); }));
+    out_.CommandComplete(p.returns_rows && po.tag.rfind("SELECT", 0) == 0 ? fmt::format("SELECT {}", sink.rows())
+                                                                          : po.tag);
     return Status::OK();
   }
   if (!po.executed) {
