@@ -37,6 +37,16 @@ void LoadAccounts(MiniCluster& cluster, PgConn& c, int n, int nodes) {
                               std::to_string(nodes), 60000));
 }
 
+// A cluster whose master starts (and restarts) its nodes, with fast heartbeats.
+MiniClusterOptions Managed(int nodes, uint64_t segment_bytes, int telemetry_ms = 200) {
+  MiniClusterOptions o;
+  o.nodes = nodes;
+  o.segment_bytes = segment_bytes;
+  o.telemetry_interval_ms = telemetry_ms;
+  o.manage_nodes = true;
+  return o;
+}
+
 bool AllUp(MiniCluster& cluster, int nodes, int timeout_ms) {
   return cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", std::to_string(nodes), timeout_ms);
 }
@@ -46,12 +56,7 @@ bool AllUp(MiniCluster& cluster, int nodes, int timeout_ms) {
 // node restarted between a transfer's UPDATEs and its COMMIT voted yes with an empty write
 // set, and the transfer committed half.)
 TEST(Faults, BankTransfersStayAtomicWhileNodesAreKilled) {
-  MiniClusterOptions o;
-  o.nodes = 3;
-  o.segment_bytes = 4096;
-  o.telemetry_interval_ms = 200;
-  o.manage_nodes = true;
-  MiniCluster cluster(o);
+  MiniCluster cluster(Managed(3, 4096, 200));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   const int kAccounts = 200;
@@ -121,12 +126,7 @@ TEST(Faults, BankTransfersStayAtomicWhileNodesAreKilled) {
 // its UPDATEs and before COMMIT. The restarted node lost the in-memory prepared writes, so
 // COMMIT must fail (40001) and change nothing; before the fix it committed the other half.
 TEST(Faults, CommitFailsWhenAParticipantRestartedDuringTheTransaction) {
-  MiniClusterOptions o;
-  o.nodes = 2;
-  o.segment_bytes = 4096;
-  o.telemetry_interval_ms = 200;
-  o.manage_nodes = true;
-  MiniCluster cluster(o);
+  MiniCluster cluster(Managed(2, 4096, 200));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   LoadAccounts(cluster, *c, 200, 2);
@@ -173,12 +173,7 @@ TEST(Faults, CommitFailsWhenAParticipantRestartedDuringTheTransaction) {
 // A frozen node (SIGSTOP) is declared dead within the heartbeat timeout; a statement that
 // needs it fails instead of hanging, one that does not is served; after SIGCONT it is back.
 TEST(Faults, FrozenNodeIsDeclaredDeadAndDoesNotHangStatements) {
-  MiniClusterOptions o;
-  o.nodes = 2;
-  o.segment_bytes = 1 << 20;
-  o.telemetry_interval_ms = 200;  // heartbeat timeout 2 s
-  o.manage_nodes = true;
-  MiniCluster cluster(o);
+  MiniCluster cluster(Managed(2, 1 << 20, 200));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec("CREATE TABLE a (id INT PRIMARY KEY, v INT)"), "");

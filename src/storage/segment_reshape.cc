@@ -1,0 +1,199 @@
+// SegmentStore, the operations that change where a segment's rows live: Split (within this
+// node) and Export/Import (between nodes).
+#include <filesystem>
+
+#include <rocksdb/db.h>
+#include <rocksdb/metadata.h>
+#include <rocksdb/utilities/checkpoint.h>
+#include <rocksdb/write_batch.h>
+
+#include "common/logging.h"
+#include "storage/segment_store.h"
+#include "storage/segment_store_util.h"
+
+namespace wattdb::storage {
+
+using internal::FromRocks;
+using internal::SegmentCfOptions;
+using internal::Synced;
+
+Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
+  // The store's map lock is not held while the split reads and batches up to a segment's
+  // size: heartbeats, scans and commits of other segments go on meanwhile. (The master
+  // keeps writers of this segment out.)
+  std::lock_guard<std::mutex> serial(split_mu_);
+  if (cancelled_splits_.count(new_id)) {
+    return Status::Aborted(fmt::format("split of segment {} into {} was given up", id, new_id), "55000");
+  }
+  SegmentRef seg;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto found = segments_.find(id);
+    if (found == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
+    if (segments_.count(new_id)) return Status::AlreadyExists(fmt::format("segment {} exists", new_id));
+    seg = found->second;
+  }
+  SegmentMeta m = seg->meta();
+
+  // Find the user key at which half of the stored bytes lie below.
+  uint64_t total = 0;
+  std::vector<std::pair<std::string, uint64_t>> key_bytes;  // distinct user keys, cumulative
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
+    for (it->Seek(std::string(1, kRowSpace)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
+      std::string_view k = it->key().ToStringView();
+      if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
+      total += k.size() + it->value().size();
+      std::string_view user = UserKey(k).substr(1);
+      if (key_bytes.empty() || key_bytes.back().first != user) key_bytes.emplace_back(user, 0);
+      key_bytes.back().second = total;
+    }
+    RETURN_NOT_OK(FromRocks(it->status(), "split scan"));
+  }
+  if (key_bytes.size() < 2) {
+    return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
+  }
+  size_t split_idx = 1;
+  while (split_idx + 1 < key_bytes.size() && key_bytes[split_idx - 1].second < total / 2) {
+    split_idx++;
+  }
+  std::string split_key = key_bytes[split_idx].first;
+
+  rocksdb::ColumnFamilyHandle* h = nullptr;
+  RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(new_id), &h),
+                          "split: create segment"));
+  auto fresh = std::make_shared<Segment>(db_.get(), h, SegmentMeta{new_id, m.table, split_key, m.hi, m.indexes});
+  rocksdb::WriteBatch b;
+  uint64_t moved = 0;
+  {
+    auto move = [&](const rocksdb::Iterator& it) -> Status {
+      moved += it.key().size() + it.value().size();
+      RETURN_NOT_OK(FromRocks(b.Put(h, it.key(), it.value()), "split batch"));
+      return FromRocks(b.Delete(seg->cf(), it.key()), "split batch");
+    };
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
+    for (it->Seek(RowUserKey(split_key)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
+      RETURN_NOT_OK(move(*it));
+    }
+    // Index entries follow their rows: the value of an entry is its row's primary key.
+    for (it->Seek(std::string(1, kIndexSpace)); it->Valid() && it->key()[0] == kIndexSpace; it->Next()) {
+      rocksdb::Slice v = it->value();
+      if (v.empty()) return Status::Corruption("index entry without a version kind");
+      if (std::string_view(v.data() + 1, v.size() - 1) >= split_key) RETURN_NOT_OK(move(*it));
+    }
+    RETURN_NOT_OK(FromRocks(it->status(), "split copy"));
+  }
+  SegmentMeta lower = m;
+  lower.hi = split_key;
+  RETURN_NOT_OK(PutMeta(lower, &b));
+  RETURN_NOT_OK(PutMeta(fresh->meta(), &b));
+  {
+    // The write and the range change happen together under mu_, so a scan checks its range
+    // either before both or after both.
+    std::lock_guard<std::mutex> l(mu_);
+    rocksdb::Status ws = db_->Write(Synced(), &b);
+    if (!ws.ok()) {
+      (void)db_->DropColumnFamily(h);
+      return FromRocks(ws, "split write");
+    }
+    {
+      std::lock_guard<std::mutex> ml(seg->mu_);
+      seg->meta_.hi = split_key;
+    }
+    segments_[new_id] = fresh;
+    PublishListLocked();
+  }
+  uint64_t old_bytes = seg->counters().bytes.load();
+  seg->counters().bytes = old_bytes > moved ? old_bytes - moved : 0;
+  fresh->counters().bytes = moved;
+  Log("storage")->info("segment split seg={} new={} moved_bytes={}", id, new_id, moved);
+  return split_key;
+}
+
+Result<std::string> SegmentStore::SettleSplit(SegmentId seg, SegmentId new_id) {
+  std::lock_guard<std::mutex> serial(split_mu_);
+  auto fresh = Get(new_id);
+  if (fresh.ok()) return (*fresh)->meta().lo;
+  cancelled_splits_.insert(new_id);
+  return Status::NotFound(fmt::format("segment {} was not split into {}", seg, new_id));
+}
+
+Result<SegmentExport> SegmentStore::Export(SegmentId id, const std::string& export_dir) {
+  ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
+  rocksdb::Checkpoint* cp_raw = nullptr;
+  RETURN_NOT_OK(FromRocks(rocksdb::Checkpoint::Create(db_.get(), &cp_raw), "checkpoint"));
+  std::unique_ptr<rocksdb::Checkpoint> cp(cp_raw);
+  rocksdb::ExportImportFilesMetaData* md = nullptr;
+  RETURN_NOT_OK(FromRocks(cp->ExportColumnFamily(seg->cf(), export_dir, &md), "export segment"));
+  std::unique_ptr<rocksdb::ExportImportFilesMetaData> owned(md);
+  SegmentExport exp;
+  exp.meta = seg->meta();
+  exp.dir = export_dir;
+  exp.comparator = md->db_comparator_name;
+  for (const auto& f : md->files) {
+    ExportedFile e;
+    e.name = f.relative_filename.empty() ? f.name.substr(f.name.find_first_not_of('/'))
+                                         : f.relative_filename;
+    e.level = f.level;
+    e.size = f.size;
+    e.smallest_seqno = f.smallest_seqno;
+    e.largest_seqno = f.largest_seqno;
+    e.smallest_key = f.smallestkey;
+    e.largest_key = f.largestkey;
+    e.num_entries = f.num_entries;
+    e.num_deletions = f.num_deletions;
+    exp.files.push_back(std::move(e));
+  }
+  return exp;
+}
+
+Status SegmentStore::Import(const SegmentExport& exp) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (segments_.count(exp.meta.id)) {
+    return Status::AlreadyExists(fmt::format("segment {} already exists", exp.meta.id));
+  }
+  rocksdb::ColumnFamilyHandle* h = nullptr;
+  const std::string name = SegmentCfName(exp.meta.id);
+  if (exp.files.empty()) {
+    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), name, &h), "import empty"));
+  } else {
+    rocksdb::ExportImportFilesMetaData md;
+    md.db_comparator_name = exp.comparator;
+    for (const auto& e : exp.files) {
+      rocksdb::LiveFileMetaData f;
+      f.name = "/" + e.name;
+      f.relative_filename = e.name;
+      f.db_path = exp.dir;
+      f.directory = exp.dir;
+      f.level = e.level;
+      f.size = e.size;
+      f.smallest_seqno = e.smallest_seqno;
+      f.largest_seqno = e.largest_seqno;
+      f.smallestkey = e.smallest_key;
+      f.largestkey = e.largest_key;
+      f.num_entries = e.num_entries;
+      f.num_deletions = e.num_deletions;
+      f.column_family_name = name;
+      md.files.push_back(std::move(f));
+    }
+    rocksdb::ImportColumnFamilyOptions io;
+    io.move_files = true;
+    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamilyWithImport(SegmentCfOptions(gc_factory_), name, io, md, &h),
+                            fmt::format("import segment {}", exp.meta.id)));
+  }
+  rocksdb::WriteBatch b;
+  RETURN_NOT_OK(PutMeta(exp.meta, &b));
+  rocksdb::Status ws = db_->Write(Synced(), &b);
+  if (!ws.ok()) {
+    (void)db_->DropColumnFamily(h);
+    db_->DestroyColumnFamilyHandle(h);
+    return FromRocks(ws, "import metadata");
+  }
+  auto seg = std::make_shared<Segment>(db_.get(), h, exp.meta);
+  seg->counters().bytes = ApproximateBytes(h);
+  segments_[exp.meta.id] = seg;
+  PublishListLocked();
+  return Status::OK();
+}
+
+}  // namespace wattdb::storage

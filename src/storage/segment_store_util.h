@@ -1,0 +1,38 @@
+// Helpers shared by the files of SegmentStore (segment_store.cc, segment_reshape.cc).
+#pragma once
+
+#include <rocksdb/options.h>
+#include <rocksdb/status.h>
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace wattdb::storage::internal {
+
+// Metadata changes (segments created, dropped, split, imported) are acknowledged only once
+// they are on disk.
+inline rocksdb::WriteOptions Synced() {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return wo;
+}
+
+inline Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::OK();
+  if (s.IsNotFound()) return Status::NotFound(what + ": " + s.ToString());
+  if (s.IsCorruption()) return Status::Corruption(what + ": " + s.ToString());
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(what + ": " + s.ToString());
+  return Status::IOError(what + ": " + s.ToString());
+}
+
+// Options of every segment column family; `gc` drops versions no snapshot can see.
+inline rocksdb::ColumnFamilyOptions SegmentCfOptions(const std::shared_ptr<rocksdb::CompactionFilterFactory>& gc) {
+  rocksdb::ColumnFamilyOptions o;
+  o.write_buffer_size = 8 << 20;
+  o.compaction_filter_factory = gc;
+  return o;
+}
+
+}  // namespace wattdb::storage::internal
