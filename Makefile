@@ -32,7 +32,7 @@ asan: deps
 
 # Chaos run (kills, freezes, moves under bank transfers and inserts) for DURATION seconds.
 chaos: build
-	@WATTDB_CHAOS_SECONDS=$(DURATION) $(BUILD)/bin/cluster_test --gtest_also_run_disabled_tests --gtest_filter='Chaos.*'
+	@WATTDB_CHAOS_SECONDS=$(DURATION) $(BUILD)/bin/cluster_test --gtest_filter='Chaos.*'
 
 # Coverage-guided fuzzing (clang, libFuzzer, ASan + UBSan): each target runs FUZZ_SECONDS,
 # starting from the checked-in seeds (fuzz/corpus/); new inputs go to build-fuzz/corpus/.

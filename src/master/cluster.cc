@@ -255,13 +255,9 @@ int Cluster::NodePid(NodeId node) {
 }
 
 Status Cluster::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Timestamp ts) {
-  auto unknown = Status(Status::Code::kIOError,
-                        fmt::format("connection to node {} lost during commit; the transaction may or may not "
-                                    "have committed",
-                                    node),
-                        "40003");
   // A node that died comes back within a few seconds (the master restarts it); one that
   // froze is declared down after heartbeat_timeout_ms. Wait for either, but not longer.
+  // The node's answer is final: a commit it has not applied by then never will be.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.heartbeat_timeout_ms + 2000);
   while (std::chrono::steady_clock::now() < deadline) {
     auto c = registry_->Client(node);
@@ -269,18 +265,20 @@ Status Cluster::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Time
       int pid = NodePid(node);
       auto done = RpcOutcome(**c, txn);
       if (done.ok() && *done == ts) return Status::OK();
-      if (done.ok() && *done == 0 && pid != 0 && pid != old_pid) {
-        // Another process serves the node now: the one that had the request is gone and
-        // the prepare it held was never made durable, so the commit did not happen.
+      if (done.ok() && *done == 0) {
         return Status(Status::Code::kUnavailable,
-                      fmt::format("node {} restarted before the commit; nothing was written", node), "57P03");
+                      fmt::format("node {} {} before the commit reached it; nothing was written", node,
+                                  pid != old_pid ? "restarted" : "stopped answering"),
+                      "57P03");
       }
-      if (done.ok() && *done == 0 && pid == old_pid) break;  // the same process: it may still act on it
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   Log("master")->warn("commit outcome unknown txn={} node=n{}", txn, node);
-  return unknown;
+  return Status(Status::Code::kIOError,
+                fmt::format("connection to node {} lost during commit; the transaction may or may not have committed",
+                            node),
+                "40003");
 }
 
 void Cluster::RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes) {
@@ -309,8 +307,15 @@ Status Cluster::Commit(Transaction& t) {
   // when they report the transaction in doubt.
   bool distributed = t.participants.size() > 1;
   if (distributed) {
+    // Every snapshot handed out so far is <= issued, and the commit timestamp will be
+    // above it: readers at snapshots <= issued need not wait for this transaction.
+    Timestamp issued;
+    {
+      std::lock_guard<std::mutex> l(ts_mu_);
+      issued = last_ts_;
+    }
     for (auto& [node, c] : t.participants) {
-      Status s = RpcPrepare(*c, t.id, t.snapshot, {}, /*durable=*/true, t.sent[node]);
+      Status s = RpcPrepare(*c, t.id, t.snapshot, {}, /*durable=*/true, t.sent[node], issued);
       if (!s.ok()) {
         Rollback(t);
         return s.Prepend(fmt::format("prepare on node {}", node));

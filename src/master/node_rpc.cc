@@ -73,13 +73,14 @@ void FillWrites(capnp::List<proto::Write>::Builder l, const std::vector<RemoteWr
 }  // namespace
 
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
-                  bool durable, uint64_t expect) {
+                  bool durable, uint64_t expect, Timestamp min_commit_ts) {
   return Call(c, [&](proto::Request::Builder r) {
     auto p = r.initPrepare();
     p.setTxn(txn);
     p.setSnapshotTs(snapshot);
     p.setDurable(durable);
     p.setExpect(expect);
+    p.setMinCommitTs(min_commit_ts);
     FillWrites(p.initWrites(ws.size()), ws);
   }, nullptr);
 }

@@ -37,9 +37,10 @@ Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::s
                         const std::string& hi);
 Status RpcDropSegment(NodeClient& c, SegmentId id);
 // `expect` nonzero: the node checks that it received exactly that many writes of `txn` in
-// all (else it lost some in a restart: the txn aborts there with 40001).
+// all (else it lost some in a restart: the txn aborts there with 40001). `min_commit_ts`
+// (durable): the commit timestamp, if any, will exceed it.
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& w,
-                  bool durable = false, uint64_t expect = 0);
+                  bool durable = false, uint64_t expect = 0, Timestamp min_commit_ts = 0);
 // Prepares and commits a single-node transaction in one round trip; 55P03 if a key is
 // locked by another transaction (nothing was done: fall back to prepare + commit).
 // `delivered` as in NodeClient::Call: after a failure, whether the node may have committed.

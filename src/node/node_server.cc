@@ -110,7 +110,8 @@ Status NodeServer::Start() {
   key_ = std::make_unique<net::ClusterKey>(std::move(key));
   ASSIGN_OR_RETURN(store_, storage::SegmentStore::Open(opts_.data_dir + "/segments"));
   store_->set_sync_commits(opts_.sync_commit);
-  participant_ = std::make_unique<Participant>(*store_);
+  participant_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(1000),
+                                               std::chrono::milliseconds(opts_.heartbeat_timeout_ms));
   RETURN_NOT_OK(participant_->Recover());
   if (!participant_->InDoubt().empty()) {
     Log("node")->info("recovered in-doubt transactions count={}", participant_->InDoubt().size());
@@ -237,7 +238,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       }
       if (p.getCommitTs() == 0) {
         return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), p.getDurable(),
-                                                 /*wait=*/true, p.getExpect()))
+                                                 /*wait=*/true, p.getExpect(), p.getMinCommitTs()))
             .ok();
       }
       // One phase: a single-node transaction prepares and commits in one round trip.
@@ -262,7 +263,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
           .ok();
     }
     case proto::Request::OUTCOME: {
-      auto done = participant_->CommittedAt(req.getOutcome());
+      auto done = participant_->FenceAndGetOutcome(req.getOutcome());
       capnp::MallocMessageBuilder mb;
       auto resp = mb.initRoot<proto::Response>();
       SetStatus(resp.initStatus(), done.status());
@@ -275,8 +276,13 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       std::string lo = Str(s.getLo()), hi = Str(s.getHi());
       const uint32_t index = s.getIndex();
       std::string ilo = Str(s.getIndexLo()), ihi = Str(s.getIndexHi());
-      auto sc = index ? store_->ScanIndex(s.getSegment(), lo, hi, index, ilo, ihi, s.getReadTs())
-                      : store_->Scan(s.getSegment(), lo, hi, s.getReadTs());
+      // Index scans read rows anywhere in the segment.
+      Status readable = participant_->AwaitReadable(s.getSegment(), index ? "" : lo, index ? "" : hi, s.getReadTs(),
+                                                    s.getTxn());
+      using Scanner = Result<std::unique_ptr<storage::SegmentScanner>>;
+      Scanner sc = !readable.ok() ? Scanner(readable)
+                   : index        ? store_->ScanIndex(s.getSegment(), lo, hi, index, ilo, ihi, s.getReadTs())
+                                  : store_->Scan(s.getSegment(), lo, hi, s.getReadTs());
       if (!sc.ok()) {
         capnp::MallocMessageBuilder mb;
         auto resp = mb.initRoot<proto::Response>();
@@ -384,7 +390,8 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
     }
     case proto::Request::ADD_INDEX: {
       auto a = req.getAddIndex();
-      Status st = store_->AddIndex(a.getSegment(), SpecFrom(a.getSpec()), a.getBuildTs());
+      Status st = participant_->AwaitReadable(a.getSegment(), "", "", a.getBuildTs(), 0);
+      if (st.ok()) st = store_->AddIndex(a.getSegment(), SpecFrom(a.getSpec()), a.getBuildTs());
       if (st.code() == Status::Code::kAlreadyExists) st = Status::OK();  // a retried request
       return Reply(conn, st).ok();
     }

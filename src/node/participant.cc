@@ -3,6 +3,7 @@
 #include "common/bytes.h"
 #include "common/failpoint.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace wattdb::node {
@@ -10,15 +11,17 @@ namespace wattdb::node {
 namespace {
 
 // A durable prepare record: the writes, then (added later; absent in older records) the
-// number of writes received and the keys locked without a write.
+// number of writes received and the keys locked without a write, then the timestamp the
+// commit will exceed.
 struct PrepareRecord {
   std::vector<storage::WriteOp> ops;
   uint64_t received = 0;
   std::vector<std::pair<SegmentId, std::string>> locked;
+  Timestamp min_commit_ts = 0;
 };
 
 std::string EncodeRecord(const std::vector<storage::WriteOp>& ops, uint64_t received,
-                         const std::set<std::pair<SegmentId, std::string>>& locked) {
+                         const std::set<std::pair<SegmentId, std::string>>& locked, Timestamp min_commit_ts) {
   std::string out;
   ByteWriter w(&out);
   w.VarU64(ops.size());
@@ -34,6 +37,7 @@ std::string EncodeRecord(const std::vector<storage::WriteOp>& ops, uint64_t rece
     w.VarU64(seg);
     w.Str(key);
   }
+  w.VarU64(min_commit_ts);
   return out;
 }
 
@@ -58,6 +62,7 @@ Result<PrepareRecord> DecodeRecord(std::string_view in) {
   for (auto& [seg, key] : rec.locked) {
     if (!r.VarU64(&seg) || !r.Str(&key)) return bad();
   }
+  if (!r.empty() && !r.VarU64(&rec.min_commit_ts)) return bad();
   return rec;
 }
 
@@ -71,6 +76,7 @@ Status Participant::Recover() {
     Prepared p;
     p.durable = true;
     p.received = rec.received;
+    p.min_commit_ts = rec.min_commit_ts;
     for (size_t i = 0; i < rec.ops.size(); i++) {
       locks_[{rec.ops[i].segment, rec.ops[i].key}] = txn;
       p.last[{rec.ops[i].segment, rec.ops[i].key}] = i;
@@ -80,6 +86,7 @@ Status Participant::Recover() {
       p.locked.insert(lk);
     }
     p.ops = std::move(rec.ops);
+    for (const auto& op : p.ops) p.segments.insert(op.segment);
     prepared_[txn] = std::move(p);
   }
   return Status::OK();
@@ -108,9 +115,12 @@ std::vector<uint64_t> Participant::InDoubt() const {
 }
 
 Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable,
-                            bool wait, uint64_t expect) {
+                            bool wait, uint64_t expect, Timestamp min_commit_ts) {
   std::unique_lock<std::mutex> l(mu_);
   auto deadline = std::chrono::steady_clock::now() + lock_wait_;
+  if (fenced_.count(txn)) {
+    return Status::Aborted(fmt::format("transaction {} aborted: its commit was given up on", txn));
+  }
 restart:
   auto existing = prepared_.find(txn);
   if (existing != prepared_.end() && existing->second.committing) {
@@ -180,14 +190,20 @@ restart:
   for (auto& w : writes) {
     if (w.check == WriteCheck::kLock) continue;
     p.last[{w.op.segment, w.op.key}] = p.ops.size();
+    p.segments.insert(w.op.segment);
     p.ops.push_back(std::move(w.op));
   }
   if (durable) {
+    bool was_durable = p.durable;
+    Timestamp old_min = p.min_commit_ts;
     p.durable = true;
+    p.min_commit_ts = std::max(p.min_commit_ts, min_commit_ts);
     std::set<LockKey> locked = p.locked;
     locked.insert(locks_only.begin(), locks_only.end());
-    Status s = store_.PutPrepared(txn, EncodeRecord(p.ops, p.received, locked));
+    Status s = store_.PutPrepared(txn, EncodeRecord(p.ops, p.received, locked, p.min_commit_ts));
     if (!s.ok()) {
+      p.durable = was_durable;
+      p.min_commit_ts = old_min;
       p.ops.resize(before);
       for (auto it = p.last.begin(); it != p.last.end();) {
         it = it->second >= before ? p.last.erase(it) : std::next(it);
@@ -238,7 +254,15 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId
       return Status::Aborted(fmt::format(
           "transaction aborted: node lost {} of its writes (it restarted during the transaction)", lost));
     }
+    if (!it->second.durable && commit_ts <= max_read_ts_) {
+      // Its commit point is here, and a read at a snapshot >= commit_ts has missed it: the
+      // master gave up waiting for this commit (the node was frozen or slow) and went on.
+      ForgetLocked(txn);
+      return Status::Aborted(fmt::format(
+          "transaction aborted: its commit reached node late, after a read at a later snapshot"));
+    }
     it->second.committing = true;
+    it->second.commit_ts = commit_ts;
     ops = &it->second.ops;
     durable = it->second.durable;
   }
@@ -290,6 +314,60 @@ bool Participant::Abort(uint64_t txn) {
   if (it != prepared_.end() && it->second.committing) return false;
   ForgetLocked(txn);
   return true;
+}
+
+Result<std::optional<Timestamp>> Participant::FenceAndGetOutcome(uint64_t txn) {
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    bool settled = released_.wait_for(l, read_wait_, [&] {
+      auto it = prepared_.find(txn);
+      return it == prepared_.end() || !it->second.committing;
+    });
+    if (!settled) return Status::Unavailable(fmt::format("txn {} is still being applied", txn));
+    auto it = prepared_.find(txn);
+    if (it == prepared_.end() || !it->second.durable) {
+      ForgetLocked(txn);
+      if (fenced_.insert(txn).second) fenced_order_.push_back(txn);
+      while (fenced_order_.size() > 100000) {
+        fenced_.erase(fenced_order_.front());
+        fenced_order_.pop_front();
+      }
+    }
+  }
+  return store_.CommittedAt(txn);
+}
+
+Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi, Timestamp read_ts,
+                                  uint64_t own_txn) {
+  std::unique_lock<std::mutex> l(mu_);
+  max_read_ts_ = std::max(max_read_ts_, read_ts);
+  // Does `txn` have a write in the range that may be committed at or below read_ts?
+  auto blocks = [&](uint64_t txn, const Prepared& p) {
+    if (txn == own_txn) return false;
+    bool may_be_below = p.committing ? p.commit_ts <= read_ts : p.durable && p.min_commit_ts < read_ts;
+    if (!may_be_below || !p.segments.count(segment)) return false;
+    if (lo.empty() && hi.empty()) return true;
+    for (const auto& op : p.ops) {
+      if (op.segment == segment && op.key >= lo && (hi.empty() || op.key < hi)) return true;
+    }
+    return false;
+  };
+  auto blocker = [&]() -> std::optional<uint64_t> {
+    for (const auto& [txn, p] : prepared_) {
+      if (blocks(txn, p)) return txn;
+    }
+    return std::nullopt;
+  };
+  auto deadline = std::chrono::steady_clock::now() + read_wait_;
+  for (auto txn = blocker(); txn; txn = blocker()) {
+    if (released_.wait_until(l, deadline) == std::cv_status::timeout && blocker()) {
+      return Status::Aborted(fmt::format(
+          "could not serialize access: rows of segment {} belong to transaction {}, whose outcome is not known "
+          "here yet",
+          segment, *txn));
+    }
+  }
+  return Status::OK();
 }
 
 bool Participant::HasPrepared(SegmentId segment) const {

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <optional>
 #include <mutex>
@@ -41,8 +42,9 @@ class Participant {
   // A Prepare that finds a key locked by another transaction waits up to `lock_wait` for
   // it to end.
   explicit Participant(storage::SegmentStore& store,
-                       std::chrono::milliseconds lock_wait = std::chrono::milliseconds(1000))
-      : store_(store), lock_wait_(lock_wait) {}
+                       std::chrono::milliseconds lock_wait = std::chrono::milliseconds(1000),
+                       std::chrono::milliseconds read_wait = std::chrono::milliseconds(6000))
+      : store_(store), lock_wait_(lock_wait), read_wait_(read_wait) {}
 
   // Reloads durably prepared transactions and their locks (call once, before serving).
   Status Recover();
@@ -53,13 +55,15 @@ class Participant {
   // `expect` nonzero: after this call the transaction must have received exactly `expect`
   // writes here in all (the master's count); otherwise some were lost (this process
   // restarted since) and the transaction is aborted here (40001).
+  // `min_commit_ts` (durable prepares): the transaction will commit above it, if at all.
   Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable = false,
-                 bool wait = true, uint64_t expect = 0);
+                 bool wait = true, uint64_t expect = 0, Timestamp min_commit_ts = 0);
   // Applies the prepared writes and records the outcome; `touched` (optional) receives the
   // segments written. Exactly once: a commit of a transaction already committed here is OK
   // (nothing is applied twice); a concurrent second commit waits for the first. NotFound if
   // the transaction is neither prepared nor committed here; with `expect` nonzero, a
-  // transaction that received a different number of writes is aborted (40001). If applying
+  // transaction that received a different number of writes is aborted (40001), and so is
+  // one prepared in memory whose timestamp a read here has passed (see above). If applying
   // fails the transaction stays prepared, locks held, so the commit can be retried.
   Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr, uint64_t expect = 0);
   // Discards the transaction's writes and releases its locks. A transaction that is
@@ -67,6 +71,11 @@ class Participant {
   bool Abort(uint64_t txn);
   // The commit timestamp of `txn` if it committed here (and its record was not forgotten).
   Result<std::optional<Timestamp>> CommittedAt(uint64_t txn) const { return store_.CommittedAt(txn); }
+  // Settles a transaction prepared in memory whose commit the master may have sent but saw
+  // no answer to: waits for a commit in progress, then discards it if it is not committed
+  // and refuses its later prepares, so that CommittedAt's answer is final. Durable
+  // prepares are left to the master's decision.
+  Result<std::optional<Timestamp>> FenceAndGetOutcome(uint64_t txn);
   // True if any prepared transaction holds writes on `segment` (a move must wait).
   bool HasPrepared(SegmentId segment) const;
   size_t prepared_count() const;
@@ -78,25 +87,38 @@ class Participant {
   // which transactions are still running, tells the others' outcome (no decision = abort),
   // so a transaction whose master-side end was lost holds no locks for long.
   std::vector<uint64_t> InDoubt() const;
+  // Before a read of [lo, hi) of `segment` at `read_ts` ("" = unbounded; `own_txn` is the
+  // reader's transaction, 0 if none): records the read and waits, up to `read_wait`, for
+  // the transactions whose writes there may be committed at or below `read_ts` and are not
+  // applied yet. 40001 if they are still unresolved then.
+  Status AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi, Timestamp read_ts,
+                       uint64_t own_txn);
 
  private:
   using LockKey = std::pair<SegmentId, std::string>;
   storage::SegmentStore& store_;  // borrowed; outlives the participant
   std::chrono::milliseconds lock_wait_;
-  mutable std::mutex mu_;         // guards prepared_ and locks_
+  std::chrono::milliseconds read_wait_;
+  mutable std::mutex mu_;         // guards prepared_, locks_ and max_read_ts_
   std::condition_variable released_;  // notified when locks are released
   // REQUIRES mu_ held. Drops `txn`'s writes and locks (and its durable record).
   void ForgetLocked(uint64_t txn);
   struct Prepared {
     bool durable = false;
     bool committing = false;  // Commit is applying the writes (mu_ released meanwhile)
+    Timestamp commit_ts = 0;  // while committing
+    Timestamp min_commit_ts = 0;  // durable: the commit timestamp will be above this
     uint64_t received = 0;    // writes received, lock-only ones included
     std::vector<storage::WriteOp> ops;
     std::map<LockKey, size_t> last;  // index in ops of the latest write of each key
     std::set<LockKey> locked;        // keys locked without a write (kLock)
+    std::set<SegmentId> segments;    // segments of ops (a superset after a failed durable prepare)
   };
   std::map<uint64_t, Prepared> prepared_;
   std::map<LockKey, uint64_t> locks_;
+  Timestamp max_read_ts_ = 0;  // highest snapshot read here (this process)
+  std::set<uint64_t> fenced_;   // transactions settled by FenceAndGetOutcome (bounded)
+  std::deque<uint64_t> fenced_order_;
 };
 
 }  // namespace wattdb::node

@@ -210,6 +210,43 @@ TEST_F(ParticipantTest, DurablePrepareKeepsLockOnlyKeys) {
   EXPECT_TRUE(p_->Prepare(83, 12, {W(1, WriteCheck::kUpdate)}).ok());
 }
 
+// A decided transaction whose commit has not arrived (durable prepare) holds back readers
+// at snapshots it may belong to, until it is resolved; readers below its bound go ahead.
+TEST_F(ParticipantTest, ReadersWaitForDurablePreparesTheirSnapshotMayInclude) {
+  p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50), std::chrono::milliseconds(100));
+  ASSERT_TRUE(p_->Prepare(90, 10, {W(1, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Prepare(90, 10, {}, /*durable=*/true, true, 1, /*min_commit_ts=*/20).ok());
+  std::string k1, k2;
+  EncodeKeyValue(Value::Int64(1), &k1);
+  EncodeKeyValue(Value::Int64(2), &k2);
+  EXPECT_TRUE(p_->AwaitReadable(1, "", "", 20, 0).ok());       // commits above 20: not in this snapshot
+  EXPECT_TRUE(p_->AwaitReadable(1, k2, "", 25, 0).ok());       // another key range
+  EXPECT_TRUE(p_->AwaitReadable(1, "", "", 25, 90).ok());      // its own reads
+  EXPECT_EQ(p_->AwaitReadable(1, "", "", 25, 0).sqlstate(), "40001");  // unresolved: no guess
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(p_->Commit(90, 22).ok());
+  });
+  Status waited = p_->AwaitReadable(1, k1, k2, 25, 0);
+  late.join();
+  EXPECT_TRUE(waited.ok()) << waited.ToString();
+  EXPECT_TRUE(store_->Latest(1, k1).value().found);
+}
+
+// A commit decided by this node (in-memory prepare) that arrives after a read at a snapshot
+// at or above its timestamp is refused: the read missed it, so it must not happen.
+TEST_F(ParticipantTest, LateCommitBelowAReadIsRefused) {
+  ASSERT_TRUE(p_->Prepare(91, 10, {W(1, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->AwaitReadable(1, "", "", 30, 0).ok());
+  EXPECT_EQ(p_->Commit(91, 30).sqlstate(), "40001");
+  std::string k1;
+  EncodeKeyValue(Value::Int64(1), &k1);
+  EXPECT_FALSE(store_->Latest(1, k1).value().found);
+  // Its locks are gone, and a commit above the reads goes through.
+  ASSERT_TRUE(p_->Prepare(92, 30, {W(1, WriteCheck::kInsert)}).ok());
+  EXPECT_TRUE(p_->Commit(92, 31).ok());
+}
+
 TEST_F(ParticipantTest, KeyOutsideSegmentIsStale) {
   ASSERT_TRUE(store_->CreateSegment({2, 1, "", "\x01"}).ok());
   TxnWrite w = W(9, WriteCheck::kInsert);

@@ -74,13 +74,17 @@ struct Request {
                                      # a key locked by another txn then fails fast with 55P03
       expect @34 :UInt64;            # nonzero: the txn's writes sent to this node in all; a
                                      # node that has another count lost some (aborts, 40001)
+      minCommitTs @39 :UInt64;       # durable: the commit timestamp will exceed this; readers
+                                     # of the txn's rows at snapshots above it wait for it
     }
     commit :group {
       txn @6 :UInt64;
       commitTs @7 :UInt64;
       expect @35 :UInt64;            # as in prepare (0: not checked)
     }
-    outcome @36 :UInt64;             # txn: did it commit here? (reply: committedTs, 0 = no)
+    outcome @36 :UInt64;             # txn: did it commit here? (reply: committedTs, 0 = no);
+                                     # a txn prepared in memory and not committed is aborted
+                                     # then, so that the answer is final
     settleSplit :group {             # after a split's reply was lost: did it happen? Waits
       segment @37 :UInt64;           # for a split in progress; if it did not happen, no
       newId @38 :UInt64;             # later split may create newId (reply: splitKey or NotFound)

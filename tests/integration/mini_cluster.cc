@@ -70,6 +70,13 @@ std::string PgConn::Scalar(const std::string& sql) {
   return rows[0][0];
 }
 
+// The built binaries; WATTDB_BIN_DIR in the environment points elsewhere (a long run can
+// use a copy while the tree is rebuilt).
+static std::string BinDir() {
+  const char* env = getenv("WATTDB_BIN_DIR");
+  return env && *env ? env : WATTDB_BIN_DIR;
+}
+
 MiniCluster::MiniCluster(MiniClusterOptions opts) : opts_(opts) {
   dir_ = (fs::temp_directory_path() / fmt::format("wattdb_cluster_{}_{}", getpid(),
                                                   std::chrono::steady_clock::now().time_since_epoch().count()))
@@ -87,7 +94,7 @@ void MiniCluster::WriteConfig() {
       "heartbeat_timeout_ms = {}\nlatch_wait_ms = {}\nnode_binary = \"{}/wattdb-node\"\n"
       "[master]\npg_port = {}\ncluster_port = {}\n",
       dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10, opts.latch_wait_ms,
-      WATTDB_BIN_DIR,
+      BinDir(),
       pg_port_, cluster_port);
   toml += opts.master_toml + "\n" + opts.extra_toml + "\n";
   for (int i = 1; i <= opts.nodes; i++) toml += fmt::format("[[node]]\nid = {}\nport = {}\n", i, FreePort());
@@ -150,7 +157,7 @@ pid_t MiniCluster::Spawn(const std::vector<std::string>& args, const std::string
 }
 
 bool MiniCluster::StartMaster() {
-  std::vector<std::string> args = {std::string(WATTDB_BIN_DIR) + "/wattdb-master", "--config", config_};
+  std::vector<std::string> args = {BinDir() + "/wattdb-master", "--config", config_};
   if (!opts_.balance) args.push_back("--no-balance");
   if (opts_.manage_nodes) args.push_back("--manage-nodes");
   master_ = Spawn(args, dir_ + "/master.log");
@@ -174,7 +181,7 @@ bool MiniCluster::Start() {
       WriteConfig();
     }
     for (int i = 1; i <= opts_.nodes && !opts_.manage_nodes; i++) {
-      nodes_.push_back(Spawn({std::string(WATTDB_BIN_DIR) + "/wattdb-node", "--config", config_, "--id",
+      nodes_.push_back(Spawn({BinDir() + "/wattdb-node", "--config", config_, "--id",
                               std::to_string(i)},
                              fmt::format("{}/node{}.log", dir_, i)));
     }
@@ -203,7 +210,7 @@ int MiniCluster::RestartDeadNodes() {
   int restarted = 0;
   for (size_t i = 0; i < nodes_.size(); i++) {
     if (waitpid(nodes_[i], nullptr, WNOHANG) != nodes_[i]) continue;
-    nodes_[i] = Spawn({std::string(WATTDB_BIN_DIR) + "/wattdb-node", "--config", config_, "--id",
+    nodes_[i] = Spawn({BinDir() + "/wattdb-node", "--config", config_, "--id",
                        std::to_string(i + 1)},
                       fmt::format("{}/node{}.log", dir_, i + 1));
     restarted++;
