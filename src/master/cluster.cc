@@ -519,6 +519,7 @@ Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
   ASSIGN_OR_RETURN(e, catalog_->GetSegment(seg));
   if (e.node == target) return rep;
   RETURN_NOT_OK(catalog_->LogMoveIntent({seg, e.node, target}));
+  MaybeFail("master.move.after_intent");
   auto pulled = RpcPull(*dst, seg, src_host, src_port);
   if (!pulled.ok() && pulled.status().code() == Status::Code::kAlreadyExists) {
     // A stale copy from an earlier, failed move (the source owns the segment): replace it.
@@ -533,6 +534,7 @@ Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
   }
   MaybeFail("master.move.after_pull");
   RETURN_NOT_OK(catalog_->SetOwner(seg, target));
+  MaybeFail("master.move.after_switch");
   Status dropped = RpcDropSegment(*src, seg);
   if (!dropped.ok()) {
     Log("master")->warn("source copy not dropped seg={} node={} err={} (maintenance retries)", seg,

@@ -11,6 +11,7 @@
 #include <kj/exception.h>
 
 #include "common/codec.h"
+#include "common/failpoint.h"
 #include "common/logging.h"
 #include "proto/cluster.capnp.h"
 #include "proto/node_service.capnp.h"
@@ -428,6 +429,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       fs::create_directories(fs::path(dir).parent_path(), ec);
       auto exp = participant_->HasPrepared(id) ? Result<storage::SegmentExport>(InUse(id))
                                                : store_->Export(id, dir);
+      MaybeFail("node.export.after_checkpoint");
       capnp::MallocMessageBuilder mb;
       auto resp = mb.initRoot<proto::Response>();
       SetStatus(resp.initStatus(), exp.status());
@@ -527,8 +529,10 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
           nfiles++;
           exp.files.push_back(std::move(ef));
         }
+        MaybeFail("node.pull.after_files");
         return store_->Import(exp);
       }();
+      if (s.ok()) MaybeFail("node.pull.after_import");
       std::error_code ec;
       fs::remove_all(dir, ec);
       uint64_t micros = clock_.NowMicros() - t0;

@@ -7,6 +7,7 @@
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
+#include "common/failpoint.h"
 #include "common/logging.h"
 #include "storage/segment_store.h"
 #include "storage/segment_store_util.h"
@@ -62,6 +63,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   rocksdb::ColumnFamilyHandle* h = nullptr;
   RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(new_id), &h),
                           "split: create segment"));
+  MaybeFail("node.split.after_create");
   auto fresh = std::make_shared<Segment>(db_.get(), h, SegmentMeta{new_id, m.table, split_key, m.hi, m.indexes});
   rocksdb::WriteBatch b;
   uint64_t moved = 0;
@@ -107,6 +109,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   seg->counters().bytes = old_bytes > moved ? old_bytes - moved : 0;
   fresh->counters().bytes = moved;
   Log("storage")->info("segment split seg={} new={} moved_bytes={}", id, new_id, moved);
+  MaybeFail("node.split.after_write");
   return split_key;
 }
 

@@ -1,0 +1,160 @@
+// A crash at every step of a move and of a split, on the master, the source and the target
+// (failpoints, common/failpoint.h): afterwards every acknowledged write is there once, each
+// segment has one owner, and the table can be written, moved and split again.
+#include <cctype>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/mini_cluster.h"
+
+namespace wattdb::testing {
+namespace {
+
+constexpr int kRows = 2000;
+
+// t(id, v, pad) with kRows rows, all on one node; then v = 1 for the lower half (acknowledged).
+void Load(MiniCluster& cluster, PgConn& c) {
+  ASSERT_EQ(c.Exec("CREATE TABLE t (id INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
+  for (int start = 0; start < kRows; start += 200) {
+    std::string sql = "INSERT INTO t VALUES ";
+    for (int i = start; i < start + 200; i++) {
+      sql += fmt::format("{}({}, 0, 'padding padding padding padding {}')", i == start ? "" : ",", i, i);
+    }
+    std::string msg;
+    ASSERT_EQ(c.Exec(sql, nullptr, &msg), "") << msg;
+  }
+  std::string msg;
+  ASSERT_EQ(c.Exec(fmt::format("UPDATE t SET v = 1 WHERE id < {}", kRows / 2), nullptr, &msg), "") << msg;
+}
+
+// Waits until the failpoint killed a process (the master, or a node: restarted here), then
+// brings the cluster back. Returns what died.
+std::string AwaitCrashAndRecover(MiniCluster& cluster, int nodes) {
+  std::string died;
+  for (int i = 0; i < 400 && died.empty(); i++) {
+    if (!cluster.MasterAlive()) died = "master";
+    else if (cluster.RestartDeadNodes() > 0) died = "node";
+    else std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  if (died == "master") {
+    (void)cluster.RestartDeadNodes();
+    if (!cluster.StartMaster()) return "master (did not restart)";
+  }
+  if (!cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", std::to_string(nodes), 30000)) {
+    return died + " (nodes did not come back)";
+  }
+  return died;
+}
+
+// Retries a statement that may meet a move or recovery in progress (55006, 57P03, 40001).
+std::string ExecSettled(PgConn& c, const std::string& sql, std::string* msg) {
+  std::string st;
+  for (int i = 0; i < 100; i++) {
+    st = c.Exec(sql, nullptr, msg);
+    if (st.empty() || (st != "55006" && st != "57P03" && st != "40001" && st != "55000")) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return st;
+}
+
+// What must hold after any crash: all rows once, the acknowledged UPDATE, one owner per
+// segment, and the table writable.
+void ExpectIntactAndWritable(MiniCluster& cluster, PgConn& c) {
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM t", std::to_string(kRows), 30000))
+      << "got " << c.Scalar("SELECT count(*) FROM t") << "; logs in " << cluster.dir();
+  EXPECT_EQ(c.Scalar("SELECT count(DISTINCT id) FROM t"), std::to_string(kRows));
+  EXPECT_EQ(c.Scalar("SELECT sum(v) FROM t"), std::to_string(kRows / 2));
+  EXPECT_EQ(c.Scalar(fmt::format("SELECT count(*) FROM t WHERE id >= {}", kRows / 2)), std::to_string(kRows / 2));
+  EXPECT_EQ(c.Scalar("SELECT count(*) - count(DISTINCT segment_id) FROM wattdb_segments"), "0");
+  std::string msg;
+  ASSERT_EQ(ExecSettled(c, "UPDATE t SET v = v + 1", &msg), "") << msg;
+  EXPECT_EQ(c.Scalar("SELECT sum(v) FROM t"), std::to_string(kRows / 2 + kRows));
+}
+
+std::string TestName(const ::testing::TestParamInfo<const char*>& info) {
+  std::string n = info.param;
+  for (auto& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return n;
+}
+
+class MoveCrash : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MoveCrash, NothingAcknowledgedIsLost) {
+  MiniCluster cluster(MiniClusterOptions{2, 1 << 20, 200, /*balance=*/false});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_NO_FATAL_FAILURE(Load(cluster, *c));
+  std::vector<std::vector<std::string>> seg;
+  ASSERT_EQ(c->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 't'", &seg), "");
+  ASSERT_EQ(seg.size(), 1u);
+  const std::string id = seg[0][0];
+  const int from = std::stoi(seg[0][1]), to = 3 - from;
+
+  cluster.ArmFailpoint(GetParam());
+  std::string msg;
+  std::string st = c->Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE {}", id, to), nullptr, &msg);
+  std::string died = AwaitCrashAndRecover(cluster, 2);
+  ASSERT_TRUE(died == "master" || died == "node") << "failpoint " << GetParam() << ": " << died << "; move said "
+                                                  << st << " " << msg << "; logs in " << cluster.dir();
+  c = cluster.Connect();
+  ASSERT_NO_FATAL_FAILURE(ExpectIntactAndWritable(cluster, *c));
+  // The move can be made (again), and carries everything.
+  std::string owner = c->Scalar(fmt::format("SELECT node_id FROM wattdb_segments WHERE segment_id = {}", id));
+  const int target = owner == std::to_string(to) ? from : to;
+  ASSERT_EQ(ExecSettled(*c, fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE {}", id, target), &msg), "") << msg;
+  EXPECT_EQ(c->Scalar(fmt::format("SELECT node_id FROM wattdb_segments WHERE segment_id = {}", id)),
+            std::to_string(target));
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), std::to_string(kRows));
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), std::to_string(kRows / 2 + kRows));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStep, MoveCrash,
+                         ::testing::Values("master.move.after_intent",    // master, before the pull
+                                           "node.export.after_checkpoint",  // source, exported
+                                           "node.pull.after_files",         // target, files received
+                                           "node.pull.after_import",        // target, imported, no reply
+                                           "master.move.after_pull",        // master, before the switch
+                                           "master.move.after_switch"),     // master, before dropping the source
+                         TestName);
+
+class SplitCrash : public ::testing::TestWithParam<const char*> {};
+
+// Maintenance splits the segment once the master restarts with small segments; the crash
+// comes during that split.
+TEST_P(SplitCrash, NothingAcknowledgedIsLost) {
+  MiniCluster cluster(MiniClusterOptions{1, 1 << 20, 200, /*balance=*/false});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_NO_FATAL_FAILURE(Load(cluster, *c));
+  ASSERT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 't'"), "1");
+  c.reset();
+  cluster.StopMaster();
+  cluster.ArmFailpoint(GetParam());
+  std::string out;
+  ASSERT_EQ(RunCommand("sed -i 's/^segment_bytes = .*/segment_bytes = 4096/' " + cluster.dir() + "/cluster.toml", &out),
+            0)
+      << out;
+  ASSERT_TRUE(cluster.StartMaster());
+  std::string died = AwaitCrashAndRecover(cluster, 1);
+  ASSERT_TRUE(died == "master" || died == "node") << "failpoint " << GetParam() << ": " << died << "; logs in "
+                                                  << cluster.dir();
+  c = cluster.Connect();
+  ASSERT_NO_FATAL_FAILURE(ExpectIntactAndWritable(cluster, *c));
+  // Splits go on (settled or redone) and keep every row.
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) > 2 FROM wattdb_segments WHERE table_name = 't'", "t", 30000));
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), std::to_string(kRows));
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), std::to_string(kRows / 2 + kRows));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStep, SplitCrash,
+                         ::testing::Values("master.split.after_intent",      // master, before asking the node
+                                           "node.split.after_create",        // node, new segment created, rows not moved
+                                           "node.split.after_write",         // node, split written, no reply
+                                           "master.split.after_node_split"),  // master, before recording it
+                         TestName);
+
+}  // namespace
+}  // namespace wattdb::testing
