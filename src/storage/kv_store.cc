@@ -7,12 +7,13 @@
 
 namespace wattdb::storage {
 
-Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir) {
+Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, rocksdb::Env* env) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", dir, ec.message()));
   rocksdb::Options o;
   o.create_if_missing = true;
+  if (env) o.env = env;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
   if (!s.ok()) return Status::IOError(fmt::format("open {}: {}", dir, s.ToString()));

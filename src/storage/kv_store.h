@@ -12,13 +12,16 @@
 
 namespace rocksdb {
 class DB;
+class Env;
 }
 
 namespace wattdb::storage {
 
 class KvStore {
  public:
-  static Result<std::unique_ptr<KvStore>> Open(const std::string& dir);
+  // `env` (tests): the RocksDB environment to use instead of the default; it must outlive
+  // the store.
+  static Result<std::unique_ptr<KvStore>> Open(const std::string& dir, rocksdb::Env* env = nullptr);
   ~KvStore();
 
   struct Op {

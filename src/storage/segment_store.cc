@@ -99,8 +99,9 @@ Result<SegmentMeta> DecodeMeta(std::string_view in, int* format = nullptr) {
   return m;
 }
 
-rocksdb::Options BaseOptions() {
+rocksdb::Options BaseOptions(rocksdb::Env* env) {
   rocksdb::Options o;
+  if (env) o.env = env;
   o.create_if_missing = true;
   o.create_missing_column_families = true;
   o.max_background_jobs = 2;
@@ -177,7 +178,7 @@ Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out) {
   return !done_ || produced > 0;
 }
 
-Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir) {
+Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir, rocksdb::Env* env) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", dir, ec.message()));
@@ -186,7 +187,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir)
   store->gc_factory_ = std::make_shared<VersionGcFactory>(store->gc_horizon_);
 
   std::vector<std::string> names;
-  rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(BaseOptions(), dir, &names);
+  rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(BaseOptions(env), dir, &names);
   if (!ls.ok()) names = {rocksdb::kDefaultColumnFamilyName};
   std::vector<rocksdb::ColumnFamilyDescriptor> descs;
   for (const auto& n : names) {
@@ -195,7 +196,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir)
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  RETURN_NOT_OK(FromRocks(rocksdb::DB::Open(BaseOptions(), dir, descs, &handles, &raw),
+  RETURN_NOT_OK(FromRocks(rocksdb::DB::Open(BaseOptions(env), dir, descs, &handles, &raw),
                           "open segment store " + dir));
   store->db_.reset(raw);
 

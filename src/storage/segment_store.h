@@ -28,6 +28,7 @@
 namespace rocksdb {
 class CompactionFilterFactory;
 class DB;
+class Env;
 class ColumnFamilyHandle;
 class Iterator;
 class Snapshot;
@@ -153,7 +154,9 @@ struct SegmentInfo {
 class SegmentStore {
  public:
   // Opens or creates the store at `dir` (parents are created), reopening every segment.
-  static Result<std::unique_ptr<SegmentStore>> Open(const std::string& dir);
+  // `env` (tests): the RocksDB environment to use instead of the default; it must outlive
+  // the store.
+  static Result<std::unique_ptr<SegmentStore>> Open(const std::string& dir, rocksdb::Env* env = nullptr);
   ~SegmentStore();
 
   Status CreateSegment(const SegmentMeta& meta);
