@@ -28,6 +28,7 @@ cluster_port = 7100
 max_connections = 100
 authentication_timeout_ms = 60000
 client_io_timeout_ms = 300000
+work_mem_mb = 256               # each sort or hash table of a statement (53200 beyond; SET work_mem)
 
 [auth]
 method = "scram-sha-256"        # or "md5", or "trust" (no passwords at all)
@@ -136,7 +137,8 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(GetPort(*t, "cluster_port", &c.cluster_port, source));
     for (auto [key, field, lo, hi] : {std::tuple{"max_connections", &c.max_connections, 1, 100000},
                                       std::tuple{"authentication_timeout_ms", &c.authentication_timeout_ms, 100, 600000},
-                                      std::tuple{"client_io_timeout_ms", &c.client_io_timeout_ms, 100, 86400000}}) {
+                                      std::tuple{"client_io_timeout_ms", &c.client_io_timeout_ms, 100, 86400000},
+                                      std::tuple{"work_mem_mb", &c.work_mem_mb, 1, 1048576}}) {
       int64_t v = *field;
       RETURN_NOT_OK(Get(*t, key, &v, source));
       if (v < lo || v > hi) {

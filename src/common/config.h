@@ -39,6 +39,7 @@ struct ClusterConfig {
   std::string master_host = "127.0.0.1";
   uint16_t pg_port = 5433;
   int max_connections = 100;                // client sessions at once (more get 53300)
+  int work_mem_mb = 256;                    // each sort or hash table of a statement (53200 beyond)
   int authentication_timeout_ms = 60000;    // startup + authentication must finish within this
   int client_io_timeout_ms = 300000;        // a client that takes no bytes (or sends half a message) this long is dropped
   uint16_t cluster_port = 7100;             // nodes register and heartbeat here

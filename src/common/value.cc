@@ -449,4 +449,12 @@ Result<Value> Value::CastTo(const SqlType& t) const {
                                           SqlType{type_, 0}.ToString(), t.ToString()));
 }
 
+size_t Value::HeapBytes() const {
+  size_t n = s_.capacity() > std::string().capacity() ? s_.capacity() : 0;  // beyond the inline buffer
+  if (arr_) {
+    for (const auto& e : *arr_) n += sizeof(Value) + e.HeapBytes();
+  }
+  return n;
+}
+
 }  // namespace wattdb

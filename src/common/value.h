@@ -130,6 +130,8 @@ class Value {
   int Compare(const Value& o) const;
   bool operator==(const Value& o) const { return Compare(o) == 0; }
   size_t Hash() const;
+  // Bytes held outside the object (string and array storage), for memory accounting.
+  size_t HeapBytes() const;
 
   // Converts to `t` following SQL assignment rules (int range checks -> 22003,
   // text parse failures -> 22P02, varchar length -> 22001).

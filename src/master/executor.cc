@@ -15,6 +15,29 @@ namespace wattdb::master {
 
 namespace {
 
+Result<int64_t> ParseMemoryBytes(const std::string& text) {
+  // PostgreSQL's form: an integer of kB, or with a unit (B, kB, MB, GB, TB).
+  size_t pos = 0;
+  int64_t n = 0;
+  try {
+    n = std::stoll(text, &pos);
+  } catch (...) {
+    return Status::InvalidArgument("not a memory size");
+  }
+  std::string unit = text.substr(pos);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  for (auto& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  static const std::map<std::string, int64_t> kUnits = {
+      {"", 1024}, {"b", 1}, {"kb", 1024}, {"mb", 1 << 20}, {"gb", int64_t{1} << 30}, {"tb", int64_t{1} << 40}};
+  auto u = kUnits.find(unit);
+  if (u == kUnits.end() || n < 0 || n > (int64_t{1} << 50) / u->second) {
+    return Status::InvalidArgument("not a memory size");
+  }
+  if (n * u->second < 64 * 1024) return Status::InvalidArgument("below 64kB");
+  return n * u->second;
+}
+
+
 // PostgreSQL's time units for settings: a number is milliseconds; ms, s, min, h, d suffixes.
 Result<int64_t> ParseDurationMs(const std::string& text) {
   size_t i = 0;
@@ -227,6 +250,15 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
         } else if constexpr (std::is_same_v<T, sql::TxnStmt>) {
           return Txn(s, sink);
         } else if constexpr (std::is_same_v<T, sql::SetStmt>) {
+          if (s.name == "work_mem") {
+            if (s.value == "default" || s.value == "DEFAULT") {
+              settings_.erase(s.name);
+              return std::string("SET");
+            }
+            if (!ParseMemoryBytes(s.value).ok()) {
+              return Status::Sql("22023", fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
+            }
+          }
           if (s.name == "statement_timeout" || s.name == "idle_in_transaction_session_timeout") {
             if (s.value == "default" || s.value == "DEFAULT") {
               settings_.erase(s.name);
@@ -299,6 +331,7 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
   RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
   MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
   exec::ExecContext ctx(&scans, cancel);
+  ctx.work_mem = WorkMem();
   uint64_t rows = 0;
   RETURN_NOT_OK(exec::Execute(*bound.plan, ctx, [&](const exec::Batch& b) {
     rows += b.rows;
@@ -311,6 +344,7 @@ Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, co
                             const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
   MasterScanProvider scans(cluster_, snapshot, TxnId(), &db_);
   exec::ExecContext ctx(&scans, cancel);
+  ctx.work_mem = WorkMem();
   return exec::Execute(source, ctx, [&](const exec::Batch& batch) {
     for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r, &ctx));
     return Status::OK();
@@ -367,6 +401,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
   } else {
     MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
     exec::ExecContext ctx(&scans, cancel);
+    ctx.work_mem = WorkMem();
     exec::Batch one;
     one.rows = 1;
     for (auto& exprs : b.rows) {
@@ -677,6 +712,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   if (s.analyze) {
     MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
     exec::ExecContext ctx(&scans, cancel);
+    ctx.work_mem = WorkMem();
     auto t0 = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(auto op, exec::BuildInstrumented(*bound.plan, &stats));
     RETURN_NOT_OK(op->Open(ctx));
@@ -756,6 +792,15 @@ Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink)
   return std::string("ALTER NODE");
 }
 
+int64_t Executor::WorkMem() const {
+  auto it = settings_.find("work_mem");
+  if (it != settings_.end()) {
+    auto b = ParseMemoryBytes(it->second);
+    if (b.ok()) return *b;
+  }
+  return int64_t{cluster_.config().work_mem_mb} << 20;
+}
+
 int64_t Executor::TimeoutSetting(const std::string& name) const {
   auto it = settings_.find(name);
   if (it == settings_.end()) return 0;
@@ -772,6 +817,10 @@ Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
   auto set = settings_.find(s.name);
   if (set != settings_.end()) {
     RETURN_NOT_OK(TextResult(sink, s.name, {set->second}));
+    return std::string("SHOW");
+  }
+  if (s.name == "work_mem") {
+    RETURN_NOT_OK(TextResult(sink, s.name, {fmt::format("{}MB", cluster_.config().work_mem_mb)}));
     return std::string("SHOW");
   }
   auto it = kFixed.find(s.name);

@@ -44,6 +44,8 @@ class Executor {
   // A timeout setting (statement_timeout, idle_in_transaction_session_timeout) in
   // milliseconds; 0 when unset or disabled.
   int64_t TimeoutSetting(const std::string& name) const;
+  // Bytes each sort or hash table of a statement may hold: SET work_mem, else the config.
+  int64_t WorkMem() const;
   // An error outside Execute (parse, bind) fails an open transaction block, as in PostgreSQL.
   void MarkFailed() {
     if (txn_) failed_ = true;

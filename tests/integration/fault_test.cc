@@ -287,6 +287,36 @@ TEST(Faults, DeepAndHugeStatementsDoNotCrashTheMaster) {
   EXPECT_TRUE(cluster.MasterAlive());
 }
 
+// Sorts, hash aggregates and joins hold at most work_mem each: past it the statement fails
+// with 53200 and the master goes on; the same statements run under the default.
+TEST(Faults, SortsAndHashTablesPastWorkMemFailWith53200) {
+  MiniCluster cluster(MiniClusterOptions{1});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  EXPECT_EQ(c->Scalar("SHOW work_mem"), "256MB");
+  const std::vector<std::string> big = {
+      "SELECT x FROM generate_series(1, 200000) x ORDER BY x DESC LIMIT 1",
+      "SELECT count(*) FROM (SELECT x % 100000 AS g, count(*) FROM generate_series(1, 200000) x GROUP BY 1) s",
+      "SELECT count(*) FROM generate_series(1, 100000) a JOIN generate_series(1, 100000) b ON a = b",
+      "SELECT count(DISTINCT x) FROM generate_series(1, 200000) x"};
+  const std::vector<std::string> expect = {"200000", "100000", "100000", "200000"};
+  for (size_t i = 0; i < big.size(); i++) EXPECT_EQ(c->Scalar(big[i]), expect[i]) << big[i];
+  ASSERT_EQ(c->Exec("SET work_mem = '1MB'"), "");
+  EXPECT_EQ(c->Scalar("SHOW work_mem"), "1MB");
+  for (const auto& sql : big) {
+    std::string msg;
+    EXPECT_EQ(c->Exec(sql, nullptr, &msg), "53200") << sql;
+    EXPECT_NE(msg.find("work_mem"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(c->Scalar("SELECT x FROM generate_series(1, 1000) x ORDER BY x DESC LIMIT 1"), "1000");
+  std::string msg;
+  EXPECT_EQ(c->Exec("SET work_mem = 'lots'", nullptr, &msg), "22023") << msg;
+  EXPECT_EQ(c->Exec("SET work_mem = '1kB'", nullptr, &msg), "22023") << msg;
+  ASSERT_EQ(c->Exec("SET work_mem = DEFAULT"), "");
+  EXPECT_EQ(c->Scalar(big[0]), expect[0]);
+  EXPECT_TRUE(cluster.MasterAlive());
+}
+
 // A process without the cluster key can neither register as a node, nor read (export) or
 // drop a node's segment; one with a made-up key is refused at the handshake.
 TEST(Faults, RogueProcessesAreRefused) {

@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/status.h"
 #include "query/exec/batch.h"
 #include "query/plan/plan.h"
@@ -50,6 +52,34 @@ struct ExecContext {
   // Rows of the enclosing queries while a correlated subquery runs, innermost last.
   std::vector<std::vector<Value>> outer;
   std::unordered_map<const plan::BoundExpr*, SubqueryResult> subqueries;
+  // Bytes each sort, hash table or materialized input may hold (0: no limit). Past it the
+  // statement fails with 53200 instead of the process running out of memory.
+  int64_t work_mem = 0;
+};
+
+// Approximate bytes one row of values occupies in memory.
+inline size_t RowBytes(const std::vector<Value>& row) {
+  size_t n = sizeof(row) + row.capacity() * sizeof(Value);
+  for (const auto& v : row) n += v.HeapBytes();
+  return n;
+}
+
+// What one materializing operator holds, checked against ExecContext::work_mem.
+class MemoryGauge {
+ public:
+  explicit MemoryGauge(const char* what) : what_(what) {}
+  // Counts `bytes` more; 53200 once the total passes the limit.
+  Status Add(const ExecContext& ctx, size_t bytes) {
+    used_ += static_cast<int64_t>(bytes);
+    if (ctx.work_mem <= 0 || used_ <= ctx.work_mem) return Status::OK();
+    return Status::Sql("53200", fmt::format("out of memory: {} needs more than work_mem ({} kB); raise work_mem or "
+                                            "narrow the query",
+                                            what_, ctx.work_mem / 1024));
+  }
+
+ private:
+  const char* what_;
+  int64_t used_ = 0;
 };
 
 // 57014 once the statement was cancelled; operators check it between batches.

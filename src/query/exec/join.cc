@@ -16,12 +16,14 @@ using plan::PlanNode;
 namespace {
 
 // Reads every row of `op` into `rows`, calling `each` (if set) on each row in its batch first.
+// The rows held count against work_mem (53200 past it).
 Status Drain(Operator& op, const ExecContext& ctx, std::vector<std::vector<Value>>* rows,
              const std::function<Status(const Batch&, size_t)>& each = nullptr) {
+  MemoryGauge gauge("a join or set operation's materialized input");
   return ForEachRow(op, ctx, [&](const Batch& b, size_t r) -> Status {
     if (each) RETURN_NOT_OK(each(b, r));
     rows->push_back(b.Row(r));
-    return Status::OK();
+    return gauge.Add(ctx, RowBytes(rows->back()) + 16);
   });
 }
 

@@ -216,10 +216,12 @@ class HashAggregateOp : public UnaryOp {
         ASSIGN_OR_RETURN(Value v, Eval(*g, in, r, ctx_));
         key.push_back(std::move(v));
       }
+      size_t key_bytes = RowBytes(key);
       auto [it, inserted] = groups_.try_emplace(std::move(key));
       if (inserted) {
         it->second.resize(p_.aggs.size());
         order_.push_back(it);
+        RETURN_NOT_OK(gauge_.Add(*ctx_, key_bytes + p_.aggs.size() * sizeof(AggState) + 64));
       }
       for (size_t a = 0; a < p_.aggs.size(); a++) RETURN_NOT_OK(Update(p_.aggs[a], it->second[a], in, r));
       return Status::OK();
@@ -241,7 +243,9 @@ class HashAggregateOp : public UnaryOp {
     if (v.is_null()) return Status::OK();
     if (a.distinct) {
       if (!s.seen) s.seen = std::make_unique<std::unordered_set<Value, ValueHash, ValueEq>>();
+      size_t bytes = sizeof(Value) + v.HeapBytes() + 32;
       if (!s.seen->insert(v).second) return Status::OK();
+      RETURN_NOT_OK(gauge_.Add(*ctx_, bytes));
     }
     s.count++;
     switch (a.func) {
@@ -308,6 +312,7 @@ class HashAggregateOp : public UnaryOp {
   }
 
   bool built_ = false;
+  MemoryGauge gauge_{"a hash aggregate"};
   Map groups_;
   std::vector<Map::iterator> order_;  // first-seen order of groups
   size_t emit_ = 0;
@@ -337,6 +342,7 @@ class SortOp : public UnaryOp {
         row.keys.push_back(std::move(v));
       }
       row.row = in.Row(r);
+      RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(row.keys) + RowBytes(row.row)));
       rows_.push_back(std::move(row));
       return Status::OK();
     }));
@@ -356,6 +362,7 @@ class SortOp : public UnaryOp {
   }
 
   bool sorted_ = false;
+  MemoryGauge gauge_{"a sort"};
   std::vector<Row> rows_;
   size_t emit_ = 0;
 };
