@@ -211,12 +211,22 @@ Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> write
   }
 }
 
+size_t Cluster::ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off) {
+  size_t bytes = 0, end = off;
+  while (end < ws.size() && end - off < kPrepareChunk && (end == off || bytes < kPrepareChunkBytes)) {
+    bytes += ws[end].key.size() + ws[end].row.size() + 16;
+    end++;
+  }
+  return end;
+}
+
 Status Cluster::Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node) {
   for (const auto& [node, ws] : by_node) {
     ASSIGN_OR_RETURN(auto client, registry_->Client(node));
     t.participants[node] = client;
-    for (size_t off = 0; off < ws.size(); off += kPrepareChunk) {
-      std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + std::min(ws.size(), off + kPrepareChunk));
+    for (size_t off = 0, end; off < ws.size(); off = end) {
+      end = ChunkEnd(ws, off);
+      std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + end);
       Status s = RpcPrepare(*client, t.id, t.snapshot, chunk);
       // Counted even when it failed: the node may hold part of the chunk, and the
       // transaction cannot commit after a failed prepare anyway.
@@ -405,7 +415,7 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
     // A statement writing one node commits in one round trip; if a key is locked by another
     // transaction it takes the usual path, where the prepare waits for the lock. Unique
     // indexes are checked between prepare and commit.
-    if (s.ok() && !unique && by_node.size() == 1 && by_node.begin()->second.size() <= kPrepareChunk) {
+    if (s.ok() && !unique && by_node.size() == 1 && ChunkEnd(by_node.begin()->second, 0) == by_node.begin()->second.size()) {
       s = CommitOnePhase(*t, by_node.begin()->first, by_node.begin()->second);
       if (s.ok()) return s;
       if (s.sqlstate() == "55P03") s = Status::OK();

@@ -167,7 +167,10 @@ class Cluster {
   // that worked. 55P03: a key was locked and nothing happened.
   Status CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws);
   void RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes);
-  static constexpr size_t kPrepareChunk = 5000;
+  static constexpr size_t kPrepareChunk = 5000;           // writes per prepare request, at most
+  static constexpr size_t kPrepareChunkBytes = 8u << 20;  // and about this many bytes (frames stay small)
+  // The end of the prepare chunk of `ws` that starts at `off` (at least one write).
+  static size_t ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off);
   // REQUIRES ts_mu_ held. The highest timestamp below every commit in flight.
   Timestamp StableLocked() const;
   // REQUIRES ts_mu_ held via `l`. Waits until no commit at or below `ts` is in flight.

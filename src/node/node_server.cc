@@ -23,6 +23,10 @@ using net::Connection;
 
 namespace {
 
+// A scan batch frame carries about this many bytes of rows at most (frames are capped at
+// net::kMaxMessageBytes; batches of wide rows are cut short).
+constexpr size_t kScanBatchBytes = 4u << 20;
+
 // How long a connection may sit idle between requests (the master retires its pooled
 // connections well before: net::kPoolIdleMs).
 constexpr int kIdleConnectionMs = 600000;
@@ -327,7 +331,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         merged.clear();
         Status st;
         if (!exhausted) {
-          auto more = (*sc)->Next(batch, &rows);
+          auto more = (*sc)->Next(batch, &rows, kScanBatchBytes);
           st = more.status();
           exhausted = !more.ok() || !*more;
         }

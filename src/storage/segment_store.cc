@@ -127,9 +127,9 @@ SegmentScanner::~SegmentScanner() {
   if (snap_) db_->ReleaseSnapshot(snap_);
 }
 
-Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out) {
-  size_t produced = 0;
-  while (!done_ && produced < max_rows) {
+Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out, size_t max_bytes) {
+  size_t produced = 0, bytes = 0;
+  while (!done_ && produced < max_rows && bytes < max_bytes) {
     if (!it_->Valid()) {
       RETURN_NOT_OK(FromRocks(it_->status(), "scan"));
       done_ = true;
@@ -160,6 +160,7 @@ Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out) {
       if (!rows_) {
         out->push_back(ScanRow{last_key_.substr(strip_), std::string(payload)});
         produced++;
+        bytes += out->back().key.size() + out->back().row.size();
       } else {  // an index entry: payload is the primary key of its row
         std::string rk = RowUserKey(payload);
         rows_->Seek(MvccKey(rk, read_ts_));
@@ -168,6 +169,7 @@ Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out) {
           rocksdb::Slice rv = rows_->value();
           out->push_back(ScanRow{last_key_.substr(strip_), std::string(rv.data() + 1, rv.size() - 1)});
           produced++;
+          bytes += out->back().key.size() + out->back().row.size();
         }
         RETURN_NOT_OK(FromRocks(rows_->status(), "index scan row"));
       }

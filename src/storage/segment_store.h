@@ -107,8 +107,9 @@ struct ScanRow {
 class SegmentScanner {
  public:
   ~SegmentScanner();
-  // Appends up to `max_rows` rows to `out`; returns false once exhausted.
-  Result<bool> Next(size_t max_rows, std::vector<ScanRow>* out);
+  // Appends up to `max_rows` rows to `out`, stopping early once they hold `max_bytes` (at
+  // least one row); returns false once exhausted.
+  Result<bool> Next(size_t max_rows, std::vector<ScanRow>* out, size_t max_bytes = SIZE_MAX);
   // The scanned segment's metadata now.
   SegmentMeta meta() const { return seg_->meta(); }
 

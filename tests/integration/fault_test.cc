@@ -287,6 +287,21 @@ TEST(Faults, DeepAndHugeStatementsDoNotCrashTheMaster) {
   EXPECT_TRUE(cluster.MasterAlive());
 }
 
+// Rows of a megabyte each: scans and writes of 100 MB travel in frames below the cluster's
+// 64 MiB frame limit (scan batches and prepare chunks are cut by bytes, not only rows).
+TEST(Faults, WideRowsTravelInBoundedFrames) {
+  MiniCluster cluster(MiniClusterOptions{1});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE w (id INT PRIMARY KEY, v TEXT)"), "");
+  std::string msg;
+  ASSERT_EQ(c->Exec("INSERT INTO w SELECT i, repeat('x', 1000000) FROM generate_series(1, 100) i", nullptr, &msg), "")
+      << msg;
+  EXPECT_EQ(c->Scalar("SELECT sum(length(v)) FROM w"), "100000000");
+  ASSERT_EQ(c->Exec("UPDATE w SET v = v || 'y'", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT sum(length(v)) FROM w"), "100000100");
+}
+
 // Sorts, hash aggregates and joins hold at most work_mem each: past it the statement fails
 // with 53200 and the master goes on; the same statements run under the default.
 TEST(Faults, SortsAndHashTablesPastWorkMemFailWith53200) {
