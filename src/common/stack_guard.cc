@@ -35,4 +35,11 @@ Status CheckStackDepth() {
   return Status::OK();
 }
 
+void SetDefaultThreadStackSize(size_t bytes) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return;
+  if (pthread_attr_setstacksize(&attr, bytes) == 0) (void)pthread_setattr_default_np(&attr);
+  pthread_attr_destroy(&attr);
+}
+
 }  // namespace wattdb

@@ -14,6 +14,12 @@ constexpr size_t kStackMarginBytes = 512 * 1024;
 // thread's stack remain. Cheap: one comparison after the first call on a thread.
 Status CheckStackDepth();
 
+// Stack size of threads created after the call (std::thread included): servers call it
+// first thing, so that sessions can bind and evaluate expressions thousands of levels
+// deep. Pages are only used as touched.
+constexpr size_t kServerThreadStackBytes = 64u << 20;
+void SetDefaultThreadStackSize(size_t bytes);
+
 }  // namespace wattdb
 
 // In a function returning Status or Result<T>: returns 54001 when the stack is nearly full.

@@ -10,6 +10,7 @@
 #include "common/config.h"
 #include "common/logging.h"
 #include "common/process.h"
+#include "common/stack_guard.h"
 #include "master/cluster.h"
 #include "master/pg_server.h"
 #include "master/scan_provider.h"
@@ -18,6 +19,7 @@ namespace po = boost::program_options;
 using namespace wattdb;
 
 int main(int argc, char** argv) {
+  wattdb::SetDefaultThreadStackSize(wattdb::kServerThreadStackBytes);
   po::options_description desc(
       "wattdb-master: accepts PostgreSQL clients, plans queries, and controls the nodes of a\n"
       "WattDB cluster (placement, segment moves, drain, power).\n\n"

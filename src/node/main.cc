@@ -12,12 +12,14 @@
 #include "common/config.h"
 #include "common/logging.h"
 #include "common/process.h"
+#include "common/stack_guard.h"
 #include "node/node_server.h"
 
 namespace po = boost::program_options;
 using namespace wattdb;
 
 int main(int argc, char** argv) {
+  wattdb::SetDefaultThreadStackSize(wattdb::kServerThreadStackBytes);
   po::options_description desc(
       "wattdb-node: a WattDB storage and execution node.\n"
       "Registers with the master named in the cluster config and serves its segments.\n\n"

@@ -1,9 +1,11 @@
 // Parser, binder and operators, run against an in-memory table.
 #include <map>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
+#include "common/stack_guard.h"
 #include "query/exec/eval.h"
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
@@ -172,6 +174,40 @@ TEST(Select, ExpressionsFollowPostgres) {
   auto d = RunSql(cat, "SELECT DISTINCT grp FROM t ORDER BY 1");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(*d, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+// Left-deep chains are built without recursion, so nothing bounds their depth but their
+// length: a chain of thousands of terms evaluates, one of a million fails with 54001, and
+// neither overflows the stack (in the walkers after the parser, or in destroying the tree).
+TEST(Select, LongExpressionChainsEvaluateOrFailWith54001) {
+  // On a thread with a server's stack, as sessions run.
+  SetDefaultThreadStackSize(kServerThreadStackBytes);
+  std::thread([] {
+    MemCatalog cat;
+    auto chain = [](const char* op, int terms) {
+      std::string sql = "SELECT 1";
+      for (int i = 1; i < terms; i++) sql += std::string(" ") + op + " 1";
+      return sql;
+    };
+    auto r = RunSql(cat, chain("+", 9000));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ((*r)[0], "9000");
+    for (const char* op : {"+", "*", "AND", "OR", "||", "="}) {
+      auto huge = RunSql(cat, chain(op, 1000000));
+      EXPECT_EQ(huge.status().sqlstate(), "54001") << op << ": " << huge.status().ToString();
+    }
+    auto casts = RunSql(cat, "SELECT 1" + [] {
+      std::string s;
+      for (int i = 0; i < 200000; i++) s += "::int";
+      return s;
+    }());
+    EXPECT_TRUE(casts.ok() || casts.status().sqlstate() == "54001") << casts.status().ToString();
+  }).join();
+  // Join trees are built the same way: at most 100 joins.
+  std::string joins = "SELECT * FROM t a0";
+  for (int i = 1; i <= 101; i++) joins += fmt::format(" JOIN t a{} ON true", i);
+  EXPECT_EQ(sql::Parse(joins).status().sqlstate(), "54001");
+  EXPECT_TRUE(sql::Parse(joins.substr(0, joins.rfind(" JOIN"))).ok());
 }
 
 TEST(Select, ErrorsCarrySqlState) {

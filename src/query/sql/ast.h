@@ -51,9 +51,18 @@ struct Expr {
   ExprPtr operand;    // CASE operand
   ExprPtr else_expr;  // CASE ELSE
   std::shared_ptr<SelectStmt> subquery;  // kSubquery, kExists, kInSelect
+  int depth = 0;  // levels of the tree below and including this node; 0 = not computed yet
 
   explicit Expr(Kind k, int p) : kind(k), pos(p) {}
+  Expr(Expr&&) = default;
+  Expr& operator=(Expr&&) = default;
+  // Iterative: a left-deep chain (1 + 1 + ...) can be deeper than recursion allows.
+  ~Expr();
 };
+
+// Sets `depth` on `e` and every node below it not yet measured (without recursion) and
+// returns e's.
+int MeasureDepth(Expr& e);
 
 struct SelectItem {
   ExprPtr expr;

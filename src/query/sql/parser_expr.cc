@@ -23,6 +23,13 @@ Result<ExprPtr> Parser::ParseOr() {
     ASSIGN_OR_RETURN(ExprPtr r, ParseAnd());
     l = MakeBinary("or", std::move(l), std::move(r), p);
   }
+  // Every expression passes here: bound the depth of its tree, which the loops above and
+  // below build without recursion (later passes over the tree recurse).
+  if (MeasureDepth(*l) > kMaxExprDepth) {
+    return Status::Sql("54001",
+                       fmt::format("statement too complex: an expression nests {} levels deep (at most {})",
+                                   l->depth, kMaxExprDepth));
+  }
   return l;
 }
 

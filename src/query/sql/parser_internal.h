@@ -18,6 +18,12 @@ namespace wattdb::sql::internal {
 extern const std::set<std::string> kReserved;
 
 class Parser {
+  // Deepest expression tree accepted (54001 beyond): within what the later recursive passes
+  // (binder, evaluator) can take on a server thread (kServerThreadStackBytes).
+  static constexpr int kMaxExprDepth = 10000;
+  // Joins in one query string (54001 beyond): join trees are built by a loop, and later
+  // passes over them recurse.
+  static constexpr int kMaxJoins = 100;
  public:
   Parser(std::vector<Token> toks, std::string_view src) : t_(std::move(toks)), src_(src) {}
 
@@ -116,6 +122,7 @@ class Parser {
   std::vector<Token> t_;
   std::string_view src_;  // the text the tokens came from (borrowed)
   size_t i_ = 0;
+  int joins_ = 0;  // joins parsed so far (kMaxJoins)
 };
 
 }  // namespace wattdb::sql::internal

@@ -243,6 +243,9 @@ Result<TableRef> Parser::ParseFromItem() {
     } else {
       return l;
     }
+    if (++joins_ > kMaxJoins) {
+      return Status::Sql("54001", fmt::format("statement too complex: more than {} joins", kMaxJoins), pos);
+    }
     TableRef j;
     j.kind = TableRef::Kind::kJoin;
     j.pos = pos;
