@@ -660,7 +660,7 @@ Status Cluster::PowerOn(NodeId node) {
 }
 
 Status Cluster::RecoverMove(const MoveIntent& m) {
-  // REQUIRES admin_mu_ held. The intent is still logged, so the ownership switch (which
+  // REQUIRES admin_mu_ and the segment's latch (exclusive) held. The intent is still logged, so the ownership switch (which
   // clears it in the same write) never happened: the source still owns the segment and may
   // have taken writes since, so the target's copy, if any, is stale. Roll back.
   auto dst = registry_->Client(m.to);
@@ -717,7 +717,9 @@ void Cluster::MaintainOnce() {
   for (const auto& m : catalog_->PendingMoves()) {
     std::lock_guard<std::mutex> admin(admin_mu_);
     if (!IsPendingMove(m.segment)) continue;  // settled meanwhile
-    Status s = RecoverMove(m);
+    auto latch = Latch(m.segment);
+    std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+    Status s = excl.owns_lock() ? RecoverMove(m) : InUse(m.segment, config_.latch_wait_ms);
     if (!s.ok()) Log("master")->debug("move recovery waits seg={} err={}", m.segment, s.ToString());
   }
   for (const auto& si : catalog_->PendingSplits()) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -45,6 +46,19 @@ MiniClusterOptions Managed(int nodes, uint64_t segment_bytes, int telemetry_ms =
   o.telemetry_interval_ms = telemetry_ms;
   o.manage_nodes = true;
   return o;
+}
+
+// kill() only queues SIGSTOP: waits until every thread of `pid` has stopped (state T).
+bool AwaitStopped(pid_t pid) {
+  for (int i = 0; i < 200; i++) {
+    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    std::getline(stat, line);
+    auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 bool AllUp(MiniCluster& cluster, int nodes, int timeout_ms) {
@@ -198,6 +212,7 @@ TEST(Faults, FrozenNodeIsDeclaredDeadAndDoesNotHangStatements) {
   pid_t pid = cluster.NodePid(node_a);
   ASSERT_GT(pid, 0);
   kill(pid, SIGSTOP);
+  ASSERT_TRUE(AwaitStopped(pid)) << "node " << node_a << " (pid " << pid << ") did not stop";
   auto t0 = Clock::now();
   std::string msg;
   std::string st = c->Exec("SELECT count(*) FROM a", nullptr, &msg);
