@@ -20,10 +20,20 @@ std::string NodePidFile(const std::string& node_data_dir) { return node_data_dir
 
 namespace {
 
+// One-letter process state from /proc/<pid>/stat ('T' = stopped), or 0.
+char ProcState(pid_t pid) {
+  std::ifstream f(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  std::getline(f, line);
+  size_t p = line.rfind(')');
+  return p == std::string::npos || p + 2 >= line.size() ? 0 : line[p + 2];
+}
+
 class LocalDriver : public PowerDriver {
  public:
-  explicit LocalDriver(LocalDriverOptions o) : o_(std::move(o)) {}
+  explicit LocalDriver(DriverContext o) : o_(std::move(o)) {}
   const char* name() const override { return "local"; }
+  bool Supports(PowerAction) const override { return true; }
 
   std::string NodeDir(const NodeConfig& n) const { return fmt::format("{}/n{}", o_.data_dir, n.id); }
 
@@ -40,11 +50,30 @@ class LocalDriver : public PowerDriver {
   }
 
   Result<PowerState> State(const NodeConfig& n) override {
-    return RunningPid(n) ? PowerState::kOn : PowerState::kOff;
+    pid_t pid = RunningPid(n);
+    if (!pid) return PowerState::kOff;
+    return ProcState(pid) == 'T' ? PowerState::kSuspended : PowerState::kOn;
+  }
+
+  Status Suspend(const NodeConfig& n) override {
+    pid_t pid = RunningPid(n);
+    if (!pid) return Status::InvalidArgument(fmt::format("node {} is off", n.id));
+    if (kill(pid, SIGSTOP) != 0) return Status::IOError(fmt::format("cannot stop pid {}: {}", pid, strerror(errno)));
+    // kill() only queues the signal: suspended means every thread has stopped.
+    for (int i = 0; i < 500 && ProcState(pid) != 'T'; i++) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (ProcState(pid) != 'T') return Status::TimedOut(fmt::format("node {} (pid {}) did not stop within 1 s", n.id, pid));
+    Log("power")->info("suspend node={} driver=local pid={}", n.id, pid);
+    return Status::OK();
   }
 
   Status PowerOn(const NodeConfig& n) override {
-    if (RunningPid(n)) return Status::OK();
+    if (pid_t pid = RunningPid(n)) {
+      if (ProcState(pid) == 'T') {
+        kill(pid, SIGCONT);
+        Log("power")->info("resume node={} driver=local pid={}", n.id, pid);
+      }
+      return Status::OK();
+    }
     std::error_code ec;
     std::filesystem::create_directories(NodeDir(n), ec);
     std::string log = fmt::format("{}/n{}.log", o_.data_dir, n.id);
@@ -105,13 +134,11 @@ class LocalDriver : public PowerDriver {
   }
 
  private:
-  LocalDriverOptions o_;
+  DriverContext o_;
 };
 
 }  // namespace
 
-std::unique_ptr<PowerDriver> MakeLocalDriver(LocalDriverOptions opts) {
-  return std::make_unique<LocalDriver>(std::move(opts));
-}
+std::unique_ptr<PowerDriver> MakeLocalDriver(const DriverContext& ctx) { return std::make_unique<LocalDriver>(ctx); }
 
 }  // namespace wattdb::power

@@ -7,6 +7,8 @@
 
 #include <toml++/toml.h>
 
+#include "common/config_power.h"
+
 namespace wattdb {
 
 const char* const kDefaultConfigToml = R"(# WattDB local cluster: a master and three nodes on loopback.
@@ -53,6 +55,13 @@ port = 7103
 power = "local"
 )";
 
+const HostProfile& ClusterConfig::Profile(const NodeConfig& node) const {
+  for (const auto& p : profiles) {
+    if (p.name == node.profile) return p;
+  }
+  return profiles.front();
+}
+
 const NodeConfig* ClusterConfig::FindNode(NodeId id) const {
   for (const auto& n : nodes) {
     if (n.id == id) return &n;
@@ -97,6 +106,7 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
                                                e.source().begin.column, e.description()));
   }
   ClusterConfig c;
+  RETURN_NOT_OK(config_internal::ParsePowerSections(root, source, &c));
   if (auto* t = root["cluster"].as_table()) {
     int64_t seg = static_cast<int64_t>(c.segment_bytes);
     int64_t tel = c.telemetry_interval_ms, hb = c.heartbeat_timeout_ms;
@@ -172,6 +182,8 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
       auto* t = el.as_table();
       if (!t) return Status::InvalidArgument(source + ": [[node]] entries must be tables");
       NodeConfig n;
+      RETURN_NOT_OK(config_internal::CheckKeys(*t, {"id", "host", "port", "power", "profile", "meter", "ipmi", "wol"},
+                                               "[[node]]", source));
       int64_t id = 0;
       RETURN_NOT_OK(Get(*t, "id", &id, source));
       RETURN_NOT_OK(Get(*t, "host", &n.host, source));
@@ -185,14 +197,12 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
         return Status::InvalidArgument(fmt::format("{}: duplicate node id {}", source, id));
       }
       if (n.port == 0) return Status::InvalidArgument(fmt::format("{}: node {} needs a port", source, id));
-      if (n.power != "local") {
-        return Status::InvalidArgument(fmt::format(
-            "{}: node {}: unknown power driver '{}' (known: local)", source, id, n.power));
-      }
+      RETURN_NOT_OK(config_internal::ParseNodePower(*t, source, &n));
       c.nodes.push_back(n);
     }
   }
   if (c.nodes.empty()) return Status::InvalidArgument(source + ": no [[node]] entries");
+  RETURN_NOT_OK(config_internal::FinishPowerConfig(root, source, &c));
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/power_config.h"
 #include "common/schema.h"
 #include "common/status.h"
 
@@ -16,7 +17,11 @@ struct NodeConfig {
   NodeId id = 0;
   std::string host = "127.0.0.1";
   uint16_t port = 0;          // data port: the master's requests to this node
-  std::string power = "local";  // power driver: "local" (process start/stop)
+  std::string power = "local";  // power driver: local | ipmi | wol
+  std::string profile = "atom"; // host profile (watts, latencies)
+  MeterConfig meter;
+  IpmiConfig ipmi;
+  WolConfig wol;
 };
 
 // Client authentication at the master's PostgreSQL port.
@@ -48,8 +53,14 @@ struct ClusterConfig {
   std::string log_level = "info";
   std::vector<NodeConfig> nodes;
   AuthConfig auth;
+  std::vector<HostProfile> profiles;        // always holds "atom" (the default) unless redefined
+  std::vector<InfraConfig> infrastructure;  // metered always-on parts (default: master, switch)
+  HostsConfig hosts;
+  int meter_interval_ms = 1000;             // how often the master reads every meter
+  uint16_t metrics_port = 0;                // Prometheus text endpoint (/metrics); 0 = off
 
   const NodeConfig* FindNode(NodeId id) const;
+  const HostProfile& Profile(const NodeConfig& node) const;  // REQUIRES a parsed config
   // The cluster key's path: key_file, or <data_dir>/cluster.key.
   std::string KeyPath() const { return key_file.empty() ? data_dir + "/cluster.key" : key_file; }
 };

@@ -61,6 +61,7 @@ const char* NodeAdminStateName(NodeAdminState s) {
     case NodeAdminState::kActive: return "active";
     case NodeAdminState::kDraining: return "draining";
     case NodeAdminState::kOff: return "off";
+    case NodeAdminState::kSuspended: return "suspended";
   }
   return "?";
 }
@@ -152,7 +153,7 @@ Status Catalog::Load() {
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kNodePrefix, [&](const std::string& k, const std::string& v) {
-    if (v.size() != 1 || v[0] > 2) return Status::Corruption("node state record");
+    if (v.size() != 1 || v[0] > 3) return Status::Corruption("node state record");
     node_states_[static_cast<NodeId>(std::stoul(k.substr(strlen(kNodePrefix))))] =
         static_cast<NodeAdminState>(v[0]);
     return Status::OK();

@@ -32,7 +32,7 @@ struct SegmentEntry {
   NodeId node = 0;
 };
 
-enum class NodeAdminState : uint8_t { kActive = 0, kDraining = 1, kOff = 2 };
+enum class NodeAdminState : uint8_t { kActive = 0, kDraining = 1, kOff = 2, kSuspended = 3 };
 const char* NodeAdminStateName(NodeAdminState s);
 
 struct MoveIntent {

@@ -34,14 +34,24 @@ Status Cluster::Start() {
   ASSIGN_OR_RETURN(net::ClusterKey key, net::ClusterKey::LoadOrCreate(config_.KeyPath()));
   registry_ = std::make_unique<NodeRegistry>(config_, clock_, std::move(key));
   RETURN_NOT_OK(registry_->Start());
-  local_driver_ = power::MakeLocalDriver({opts_.node_binary, opts_.config_path, config_.data_dir});
+  power_ = std::make_unique<NodePower>(config_, *registry_, clock_);
+  power::DriverContext ctx;
+  ctx.node_binary = opts_.node_binary;
+  ctx.config_path = opts_.config_path;
+  ctx.data_dir = config_.data_dir;
+  RETURN_NOT_OK(power_->Init(ctx));
+  auto sleeping = [this](NodeId id) {
+    NodeAdminState s = catalog_->GetNodeState(id);
+    return s == NodeAdminState::kOff || s == NodeAdminState::kSuspended;
+  };
   if (opts_.manage_nodes) {
     for (const auto& n : config_.nodes) {
-      if (catalog_->GetNodeState(n.id) == NodeAdminState::kOff) continue;
-      RETURN_NOT_OK(Driver(n.id).PowerOn(n));
+      if (sleeping(n.id)) continue;
+      std::lock_guard<std::mutex> l(power_->mu());
+      RETURN_NOT_OK(power_->Act(n.id, power::PowerAction::kOn));
     }
     for (const auto& n : config_.nodes) {
-      if (catalog_->GetNodeState(n.id) == NodeAdminState::kOff) continue;
+      if (sleeping(n.id)) continue;
       if (!registry_->WaitUp(n.id, 30000)) {
         Log("master")->warn("node {} did not register within 30 s; see {}/n{}.log", n.id,
                             config_.data_dir, n.id);
@@ -50,8 +60,7 @@ Status Cluster::Start() {
   }
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
   if (opts_.manage_nodes) {
-    supervisor_ = std::make_unique<NodeSupervisor>(
-        config_, *registry_, *catalog_, [this](NodeId id) -> power::PowerDriver& { return Driver(id); }, power_mu_);
+    supervisor_ = std::make_unique<NodeSupervisor>(config_, *registry_, *catalog_, *power_);
     supervisor_->Start();
   }
   return Status::OK();
@@ -66,13 +75,14 @@ void Cluster::Stop() {
   stop_cv_.notify_all();
   if (supervisor_) supervisor_->Stop();
   if (maintenance_.joinable()) maintenance_.join();
-  if (opts_.manage_nodes && local_driver_) {
-    for (const auto& n : config_.nodes) (void)Driver(n.id).PowerOff(n);
+  if (opts_.manage_nodes && power_) {
+    for (const auto& n : config_.nodes) {
+      std::lock_guard<std::mutex> l(power_->mu());
+      if (power_->Driver(n.id).Supports(power::PowerAction::kOff)) (void)power_->Act(n.id, power::PowerAction::kOff);
+    }
   }
   if (registry_) registry_->Stop();
 }
-
-power::PowerDriver& Cluster::Driver(NodeId) { return *local_driver_; }
 
 std::shared_ptr<std::shared_timed_mutex> Cluster::Latch(SegmentId seg) {
   std::lock_guard<std::mutex> l(latch_mu_);
@@ -625,37 +635,66 @@ Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
   return reports;
 }
 
-Status Cluster::PowerOff(NodeId node) {
+Status Cluster::PowerOff(NodeId node) { return PowerDown(node, power::PowerAction::kOff); }
+
+Status Cluster::Suspend(NodeId node) { return PowerDown(node, power::PowerAction::kSuspend); }
+
+Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
   const NodeConfig* nc = config_.FindNode(node);
   if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
-  std::lock_guard<std::mutex> power(power_mu_);
+  std::lock_guard<std::mutex> power(power_->mu());
+  power::PowerDriver& driver = power_->Driver(node);
+  if (!driver.Supports(action)) {
+    return Status::Sql("0A000", fmt::format("node {}'s power driver '{}' cannot {}", node, driver.name(),
+                                            power::PowerActionName(action)));
+  }
+  bool suspend = action == power::PowerAction::kSuspend;
+  NodeAdminState before = catalog_->GetNodeState(node);
   {
-    // Marked off under the admin lock, so that no move can pick the node meanwhile.
+    // Marked under the admin lock, so that no move can pick the node meanwhile.
     std::lock_guard<std::mutex> admin(admin_mu_);
     size_t owned = catalog_->SegmentsOnNode(node).size();
     if (owned > 0) {
       return Status::Sql("55000", fmt::format("node {} still owns {} segment(s); run ALTER NODE {} DRAIN first",
                                               node, owned, node));
     }
-    RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kOff));
+    if (suspend && before == NodeAdminState::kOff) {
+      return Status::Sql("55000", fmt::format("node {} is off; it cannot be suspended", node));
+    }
+    RETURN_NOT_OK(catalog_->SetNodeState(node, suspend ? NodeAdminState::kSuspended : NodeAdminState::kOff));
   }
-  RETURN_NOT_OK(Driver(node).PowerOff(*nc));
-  registry_->WaitDown(node, 10000);
-  Log("master")->info("node powered off id={} driver={}", node, Driver(node).name());
+  Status s = power_->Act(node, action);
+  if (!s.ok()) {
+    // Nothing happened (or we cannot tell): the node keeps its former admin state, so the
+    // supervisor and the placement see it as before.
+    (void)catalog_->SetNodeState(node, before);
+    return s;
+  }
+  if (suspend) {
+    registry_->MarkAsleep(node);
+  } else {
+    registry_->WaitDown(node, 10000);
+  }
+  Log("master")->info("node {} id={} driver={}", suspend ? "suspended" : "powered off", node, driver.name());
   return Status::OK();
 }
 
 Status Cluster::PowerOn(NodeId node) {
   const NodeConfig* nc = config_.FindNode(node);
   if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
-  std::lock_guard<std::mutex> power(power_mu_);
-  RETURN_NOT_OK(Driver(node).PowerOn(*nc));
-  if (!registry_->WaitUp(node, 30000)) {
+  std::lock_guard<std::mutex> power(power_->mu());
+  NodeAdminState before = catalog_->GetNodeState(node);
+  RETURN_NOT_OK(power_->Act(node, power::PowerAction::kOn));
+  // Firmware and OS (emulated hosts wait the profile's latencies), then the node's own start.
+  const HostProfile& p = config_.Profile(*nc);
+  int wait_ms = (before == NodeAdminState::kSuspended ? p.resume_ms : p.boot_ms) + 30000;
+  if (!registry_->WaitUp(node, wait_ms)) {
     return Status(Status::Code::kUnavailable,
-                  fmt::format("node {} was powered on but did not register within 30 s", node), "57P03");
+                  fmt::format("node {} was powered on but did not register within {} s", node, wait_ms / 1000),
+                  "57P03");
   }
   RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kActive));
-  Log("master")->info("node powered on id={} driver={}", node, Driver(node).name());
+  Log("master")->info("node powered on id={} driver={}", node, power_->Driver(node).name());
   return Status::OK();
 }
 

@@ -24,6 +24,7 @@
 #include "common/config.h"
 #include "master/catalog.h"
 #include "master/control/node_supervisor.h"
+#include "master/energy/node_power.h"
 #include "master/node_registry.h"
 #include "master/node_rpc.h"
 #include "power/power_driver.h"
@@ -77,6 +78,7 @@ class Cluster {
 
   Catalog& catalog() { return *catalog_; }
   NodeRegistry& registry() { return *registry_; }
+  NodePower& power() { return *power_; }
   // Crashed nodes restarted so far (0 without --manage-nodes).
   uint64_t node_restarts() const { return supervisor_ ? supervisor_->restarts() : 0; }
   const ClusterConfig& config() const { return config_; }
@@ -146,7 +148,11 @@ class Cluster {
 
   Result<MoveReport> MoveSegment(SegmentId seg, NodeId target);
   Result<std::vector<MoveReport>> DrainNode(NodeId node);
+  // ALTER NODE n POWER OFF | SUSPEND: refused (55000) while the node owns segments, and
+  // (0A000) if its power driver cannot do it. POWER ON starts an off node or resumes a
+  // suspended one and returns once it has registered.
   Status PowerOff(NodeId node);
+  Status Suspend(NodeId node);
   Status PowerOn(NodeId node);
   // Splits `seg` if it holds at least two keys; returns the new segment id or 0.
   Result<SegmentId> SplitSegment(SegmentId seg);
@@ -184,14 +190,15 @@ class Cluster {
   Status RecoverSplitLocked(const SplitIntent& si);
   bool IsPendingMove(SegmentId seg) const;
   void MaintenanceLoop();
-  power::PowerDriver& Driver(NodeId node);
+  // PowerOff and Suspend: checks, marks the admin state, runs the driver.
+  Status PowerDown(NodeId node, power::PowerAction action);
 
   const ClusterConfig& config_;  // borrowed; outlives the cluster
   MasterOptions opts_;
   const Clock& clock_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<NodeRegistry> registry_;
-  std::unique_ptr<power::PowerDriver> local_driver_;
+  std::unique_ptr<NodePower> power_;
 
   std::mutex latch_mu_;  // guards latches_
   std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches_;
@@ -229,7 +236,6 @@ class Cluster {
   bool HasUniqueIndex(TableId table) const;
   void EndTxn(Transaction& txn);
   std::mutex admin_mu_;  // serializes moves, splits and drains
-  std::mutex power_mu_;  // serializes power changes (ALTER NODE ... POWER, restarts)
   std::unique_ptr<NodeSupervisor> supervisor_;  // with manage_nodes: restarts crashed nodes
   std::thread maintenance_;
   std::mutex stop_mu_;  // guards stopping_ and split_wanted_; stop_cv_ wakes maintenance

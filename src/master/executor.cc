@@ -788,6 +788,7 @@ Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink)
     }
     case sql::AlterNodeStmt::Action::kPowerOff: RETURN_NOT_OK(cluster_.PowerOff(s.node)); break;
     case sql::AlterNodeStmt::Action::kPowerOn: RETURN_NOT_OK(cluster_.PowerOn(s.node)); break;
+    case sql::AlterNodeStmt::Action::kSuspend: RETURN_NOT_OK(cluster_.Suspend(s.node)); break;
   }
   return std::string("ALTER NODE");
 }

@@ -43,6 +43,16 @@ void NodeRegistry::MarkDown(NodeId id, uint64_t link, const std::string& why) {
   cv_.notify_all();
 }
 
+void NodeRegistry::MarkAsleep(NodeId id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || !it->second.up) return;
+  it->second.up = false;
+  clients_[id]->Reset(it->second.host, it->second.port);
+  Log("master")->info("node down id={} reason=suspended", id);
+  cv_.notify_all();
+}
+
 void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
   net::Connection conn(&socket);
   // A node that sends nothing for heartbeat_timeout_ms (dead, frozen, cut off) is down.

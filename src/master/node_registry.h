@@ -57,6 +57,9 @@ class NodeRegistry {
   // Waits until the node is up (true) or `timeout_ms` passes (false).
   bool WaitUp(NodeId id, int timeout_ms);
   bool WaitDown(NodeId id, int timeout_ms);
+  // The node was suspended on purpose: down now, whatever its current link still delivers;
+  // it is up again when it registers anew after resuming.
+  void MarkAsleep(NodeId id);
 
  private:
   void Serve(net::asio::ip::tcp::socket& socket);

@@ -148,7 +148,14 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"net_rx_bps", TypeId::kDouble},
                               {"net_tx_bps", TypeId::kDouble},
                               {"heartbeats", TypeId::kInt64},
-                              {"last_heartbeat_ms", TypeId::kInt64}}));
+                              {"last_heartbeat_ms", TypeId::kInt64},
+                              {"power_state", TypeId::kText},
+                              {"power_driver", TypeId::kText},
+                              {"power_error", TypeId::kText},
+                              {"last_power_action", TypeId::kText},
+                              {"last_power_result", TypeId::kText},
+                              {"last_power_at", TypeId::kTimestamp},
+                              {"last_power_ms", TypeId::kDouble}}));
   catalog.AddSystemView(View(kSegmentsView, "wattdb_segments",
                              {{"segment_id", TypeId::kInt64},
                               {"table_name", TypeId::kText},
@@ -195,12 +202,21 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
   std::vector<std::vector<Value>> rows;
   if (scan.table == kNodesView) {
     int64_t now = Clock::Real().NowMicros();
-    for (const auto& n : nodes) {
+    std::map<NodeId, NodeInfo> live;
+    for (auto& n : nodes) live[n.id] = n;
+    std::map<NodeId, NodePowerInfo> power;
+    for (auto& p : cluster_.power().Snapshot()) power[p.id] = p;
+    constexpr int64_t kUnixToPgEpochUs = 946684800LL * 1000000;
+    for (const auto& nc : cluster_.config().nodes) {
+      const NodeInfo& n = live[nc.id];
+      const NodePowerInfo& p = power[nc.id];
       int64_t count = 0;
-      for (const auto& s : segs) count += s.node == n.id;
-      rows.push_back({Value::Int32(n.id), Value::Text(n.host), Value::Int32(n.port),
+      for (const auto& s : segs) count += s.node == nc.id;
+      bool seen = n.id != 0;
+      auto text_or_null = [](const std::string& t) { return t.empty() ? Value() : Value::Text(t); };
+      rows.push_back({Value::Int32(nc.id), Value::Text(seen ? n.host : nc.host), Value::Int32(seen ? n.port : nc.port),
                       Value::Text(n.up ? "up" : "down"),
-                      Value::Text(NodeAdminStateName(cat.GetNodeState(n.id))),
+                      Value::Text(NodeAdminStateName(cat.GetNodeState(nc.id))),
                       n.up ? Value::Int32(n.pid) : Value(), Value::Int64(count),
                       Value::Double(n.cpu_percent), Value::Double(n.host_cpu_percent),
                       Value::Int64(static_cast<int64_t>(n.rss_bytes)),
@@ -208,7 +224,12 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
                       Value::Int64(static_cast<int64_t>(n.disk_bytes)), Value::Double(n.disk_read_bps),
                       Value::Double(n.disk_write_bps), Value::Double(n.net_rx_bps),
                       Value::Double(n.net_tx_bps), Value::Int64(static_cast<int64_t>(n.heartbeats)),
-                      n.last_heartbeat_us ? Value::Int64((now - n.last_heartbeat_us) / 1000) : Value()});
+                      n.last_heartbeat_us ? Value::Int64((now - n.last_heartbeat_us) / 1000) : Value(),
+                      Value::Text(power::PowerStateName(p.state)), Value::Text(p.driver),
+                      text_or_null(p.state_error),
+                      text_or_null(p.last_action), text_or_null(p.last_result),
+                      p.last_action_us ? Value::Timestamp(p.last_action_us - kUnixToPgEpochUs) : Value(),
+                      p.last_action_us ? Value::Double(p.last_action_ms) : Value()});
     }
   } else if (scan.table == kSegmentsView) {
     for (const auto& s : segs) {

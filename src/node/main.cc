@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <iostream>
 #include <thread>
 
@@ -53,6 +54,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   BlockTerminationSignals();
+  // SIGCONT (a resume from suspend) is taken by a thread of its own, below.
+  sigset_t cont;
+  sigemptyset(&cont);
+  sigaddset(&cont, SIGCONT);
+  pthread_sigmask(SIG_BLOCK, &cont, nullptr);
 
   node::NodeOptions opts;
   opts.self = *self;
@@ -72,6 +78,13 @@ int main(int argc, char** argv) {
     Log("node")->error("cannot start: {}", s.ToString());
     return 1;
   }
+  static std::atomic<node::NodeServer*> resumable{&server};
+  std::thread([cont] {
+    int sig = 0;
+    while (sigwait(&cont, &sig) == 0) {
+      if (node::NodeServer* s = resumable.load()) s->Resumed();
+    }
+  }).detach();
   int sig = WaitForTerminationSignal();
   Log("node")->info("signal {} received, shutting down", sig);
   // A node stops within 2 s of SIGTERM (power drivers and operators count on it). What it
@@ -88,6 +101,7 @@ int main(int argc, char** argv) {
     spdlog::shutdown();
     _exit(0);
   }).detach();
+  resumable = nullptr;
   server.Stop();
   return 0;
 }

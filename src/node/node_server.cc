@@ -558,6 +558,12 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
   return false;
 }
 
+void NodeServer::Resumed() {
+  resumed_ = true;
+  std::lock_guard<std::mutex> l(link_mu_);
+  link_cv_.notify_all();
+}
+
 void NodeServer::MasterLink() {
   int backoff_ms = 100;
   TelemetrySampler sampler(opts_.data_dir, clock_);
@@ -596,7 +602,8 @@ void NodeServer::MasterLink() {
       Log("node")->warn("cannot reach master at {}:{}, retrying in {} ms: {}", opts_.master_host,
                         opts_.master_port, backoff_ms, s.message());
       std::unique_lock<std::mutex> l(link_mu_);
-      link_cv_.wait_for(l, std::chrono::milliseconds(backoff_ms), [this] { return stopping_.load(); });
+      link_cv_.wait_for(l, std::chrono::milliseconds(backoff_ms),
+                        [this] { return stopping_.load() || resumed_.exchange(false); });
       backoff_ms = std::min(backoff_ms * 2, 1000);
       continue;
     }
@@ -652,7 +659,11 @@ void NodeServer::MasterLink() {
       }
       std::unique_lock<std::mutex> l(link_mu_);
       link_cv_.wait_for(l, std::chrono::milliseconds(opts_.telemetry_interval_ms),
-                        [this] { return stopping_.load(); });
+                        [this] { return stopping_.load() || resumed_.load(); });
+      if (resumed_.exchange(false)) {
+        Log("node")->info("host resumed; registering with the master again");
+        break;
+      }
     }
     std::lock_guard<std::mutex> l(link_mu_);
     link_conn_ = nullptr;

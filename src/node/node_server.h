@@ -47,6 +47,9 @@ class NodeServer {
   void Stop();
   // The data port actually bound (differs from the config when it asked for port 0).
   uint16_t port() const { return server_ ? server_->port() : 0; }
+  // The host resumed from suspend (SIGCONT): register with the master again at once, as the
+  // master took the node for asleep and ignores its old link.
+  void Resumed();
 
  private:
   void Serve(net::asio::ip::tcp::socket& socket);
@@ -66,6 +69,7 @@ class NodeServer {
   std::unique_ptr<net::ClusterKey> key_;
   std::thread link_thread_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> resumed_{false};
   std::mutex link_mu_;  // guards link_conn_ and wakes the link thread
   std::condition_variable link_cv_;
   net::Connection* link_conn_ = nullptr;

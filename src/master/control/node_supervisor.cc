@@ -14,14 +14,8 @@ int64_t NowUs() {
 }  // namespace
 
 NodeSupervisor::NodeSupervisor(const ClusterConfig& config, NodeRegistry& registry, Catalog& catalog,
-                               std::function<power::PowerDriver&(NodeId)> driver, std::mutex& power_mu,
-                               int period_ms)
-    : config_(config),
-      registry_(registry),
-      catalog_(catalog),
-      driver_(std::move(driver)),
-      power_mu_(power_mu),
-      period_ms_(period_ms) {}
+                               NodePower& power, int period_ms)
+    : config_(config), registry_(registry), catalog_(catalog), power_(power), period_ms_(period_ms) {}
 
 NodeSupervisor::~NodeSupervisor() { Stop(); }
 
@@ -68,12 +62,15 @@ void NodeSupervisor::CheckOnce() {
       if (stopping_) return;
       if (NowUs() < backoff_[n.id].next_us) continue;
     }
-    std::unique_lock<std::mutex> power(power_mu_, std::try_to_lock);
+    std::unique_lock<std::mutex> power(power_.mu(), std::try_to_lock);
     if (!power.owns_lock()) continue;  // an ALTER NODE ... POWER is in progress
-    if (catalog_.GetNodeState(n.id) == NodeAdminState::kOff || registry_.IsUp(n.id)) continue;
-    auto state = driver_(n.id).State(n);
+    NodeAdminState admin = catalog_.GetNodeState(n.id);
+    if (admin == NodeAdminState::kOff || admin == NodeAdminState::kSuspended || registry_.IsUp(n.id)) continue;
+    power::PowerDriver& driver = power_.Driver(n.id);
+    if (!driver.ObservesState()) continue;  // its host restarts it (wol hosts: the host agent)
+    auto state = driver.State(n);
     if (!state.ok() || *state != power::PowerState::kOff) continue;  // alive (maybe frozen) or unknown
-    Status s = driver_(n.id).PowerOn(n);
+    Status s = power_.Act(n.id, power::PowerAction::kOn, "restart");
     std::lock_guard<std::mutex> l(mu_);
     Backoff& b = backoff_[n.id];
     b.delay_ms = b.delay_ms == 0 ? 1000 : std::min(b.delay_ms * 2, 30000);

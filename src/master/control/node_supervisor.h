@@ -1,6 +1,7 @@
 // NodeSupervisor: restarts nodes that crashed. Every `period_ms` it looks at each node the
-// master manages: one that should be on (its admin state is not off), is not registered,
-// and whose process is gone (the power driver says off) is powered on again. Restarts of a
+// master manages: one that should be on (its admin state is neither off nor suspended), is
+// not registered, and whose process is gone (its power driver observes the state and says
+// off) is powered on again. Restarts of a
 // node that keeps crashing back off exponentially (up to 30 s). A node that is alive but
 // silent (frozen) is left alone: it may come back by itself.
 // Thread-safe; Stop() (or destruction) joins the thread.
@@ -14,17 +15,17 @@
 
 #include "common/config.h"
 #include "master/catalog.h"
+#include "master/energy/node_power.h"
 #include "master/node_registry.h"
-#include "power/power_driver.h"
 
 namespace wattdb::master {
 
 class NodeSupervisor {
  public:
-  // `driver` and `power_mu` are the cluster's: the supervisor powers a node on only while
-  // holding `power_mu`, as ALTER NODE ... POWER does, so the two never race.
-  NodeSupervisor(const ClusterConfig& config, NodeRegistry& registry, Catalog& catalog,
-                 std::function<power::PowerDriver&(NodeId)> driver, std::mutex& power_mu, int period_ms = 500);
+  // The supervisor powers a node on only while holding power.mu(), as ALTER NODE ... POWER
+  // does, so the two never race.
+  NodeSupervisor(const ClusterConfig& config, NodeRegistry& registry, Catalog& catalog, NodePower& power,
+                 int period_ms = 500);
   ~NodeSupervisor();
 
   void Start();
@@ -39,8 +40,7 @@ class NodeSupervisor {
   const ClusterConfig& config_;
   NodeRegistry& registry_;
   Catalog& catalog_;
-  std::function<power::PowerDriver&(NodeId)> driver_;
-  std::mutex& power_mu_;
+  NodePower& power_;
   const int period_ms_;
 
   mutable std::mutex mu_;  // guards the fields below

@@ -225,9 +225,9 @@ struct DatabaseStmt {
   bool if_exists = false;
 };
 
-// ALTER NODE n DRAIN | POWER OFF | POWER ON
+// ALTER NODE n DRAIN | POWER OFF | POWER ON | SUSPEND
 struct AlterNodeStmt {
-  enum class Action { kDrain, kPowerOff, kPowerOn };
+  enum class Action { kDrain, kPowerOff, kPowerOn, kSuspend };
   uint32_t node = 0;
   Action action = Action::kDrain;
 };

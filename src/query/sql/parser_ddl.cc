@@ -412,6 +412,8 @@ Result<Statement> Parser::ParseAlter() {
     s.node = static_cast<uint32_t>(n);
     if (Accept("drain")) {
       s.action = AlterNodeStmt::Action::kDrain;
+    } else if (Accept("suspend")) {
+      s.action = AlterNodeStmt::Action::kSuspend;
     } else if (Accept("power")) {
       if (Accept("on")) {
         s.action = AlterNodeStmt::Action::kPowerOn;

@@ -1,0 +1,134 @@
+// Power states on real node processes (local driver): suspend keeps a node's memory and its
+// data, resume brings it back serving, the master never powers down a node that owns data,
+// and wattdb_nodes reports each node's power state and last power action.
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/mini_cluster.h"
+
+namespace wattdb::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double MillisSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+char ProcState(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : 0;
+}
+
+bool AwaitProcState(pid_t pid, char want) {
+  for (int i = 0; i < 300; i++) {
+    if (ProcState(pid) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+MiniClusterOptions Managed() {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.segment_bytes = 16 << 10;
+  o.telemetry_interval_ms = 200;
+  o.manage_nodes = true;
+  return o;
+}
+
+std::string Fingerprint(PgConn& c) { return c.Scalar("SELECT count(*) || '/' || sum(v) FROM t"); }
+
+TEST(Power, SuspendAndResumeThroughTheLocalDriver) {
+  MiniCluster cluster(Managed());
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
+  std::string sql = "INSERT INTO t VALUES ";
+  for (int i = 0; i < 2000; i++) sql += fmt::format("{}({}, {}, repeat('x', 40))", i ? "," : "", i, i * 7);
+  std::string msg;
+  ASSERT_EQ(c->Exec(sql, nullptr, &msg), "") << msg;
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "3", 60000));
+  const std::string before = Fingerprint(*c);
+
+  // Nothing that owns data is put to sleep.
+  EXPECT_EQ(c->Exec("ALTER NODE 3 SUSPEND", nullptr, &msg), "55000") << msg;
+  EXPECT_EQ(c->Scalar("SELECT power_state || ' ' || admin_state FROM wattdb_nodes WHERE node_id = 3"), "on active");
+
+  ASSERT_EQ(c->Exec("ALTER NODE 3 DRAIN", nullptr, &msg), "") << msg;
+  pid_t pid3 = cluster.NodePid(3);
+  ASSERT_EQ(c->Exec("ALTER NODE 3 SUSPEND", nullptr, &msg), "") << msg;
+  EXPECT_EQ(ProcState(pid3), 'T') << "the node process must be stopped (memory kept)";
+  EXPECT_EQ(c->Scalar("SELECT state || ' ' || admin_state || ' ' || power_state || ' ' || last_power_action || ' ' || "
+                      "last_power_result FROM wattdb_nodes WHERE node_id = 3"),
+            "down suspended suspended suspend ok");
+  EXPECT_EQ(Fingerprint(*c), before);
+  // The supervisor leaves a suspended node alone; the same process is resumed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(cluster.NodePid(3), pid3);
+  EXPECT_EQ(ProcState(pid3), 'T');
+
+  auto t0 = Clock::now();
+  ASSERT_EQ(c->Exec("ALTER NODE 3 POWER ON", nullptr, &msg), "") << msg;
+  ::testing::Test::RecordProperty("resume_to_registered_ms", std::to_string(MillisSince(t0)));
+  EXPECT_EQ(cluster.NodePid(3), pid3) << "resume must not restart the process";
+  EXPECT_EQ(c->Scalar("SELECT state || ' ' || admin_state || ' ' || power_state FROM wattdb_nodes WHERE node_id = 3"),
+            "up active on");
+  // The resumed node serves data again.
+  std::string seg = c->Scalar("SELECT min(segment_id) FROM wattdb_segments");
+  ASSERT_EQ(c->Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE 3", seg), nullptr, &msg), "") << msg;
+  EXPECT_EQ(Fingerprint(*c), before);
+
+  // Power off a suspended node: it is gone, and POWER ON boots a new process.
+  ASSERT_EQ(c->Exec("ALTER NODE 2 DRAIN", nullptr, &msg), "") << msg;
+  ASSERT_EQ(c->Exec("ALTER NODE 2 SUSPEND", nullptr, &msg), "") << msg;
+  pid_t pid2 = cluster.NodePid(2);
+  ASSERT_EQ(c->Exec("ALTER NODE 2 POWER OFF", nullptr, &msg), "") << msg;
+  EXPECT_EQ(cluster.NodePid(2), 0);
+  EXPECT_EQ(c->Scalar("SELECT power_state || ' ' || admin_state FROM wattdb_nodes WHERE node_id = 2"), "off off");
+  EXPECT_EQ(c->Exec("ALTER NODE 2 SUSPEND", nullptr, &msg), "55000") << "an off node cannot be suspended";
+  ASSERT_EQ(c->Exec("ALTER NODE 2 POWER ON", nullptr, &msg), "") << msg;
+  EXPECT_NE(cluster.NodePid(2), pid2);
+  EXPECT_EQ(c->Scalar("SELECT power_state FROM wattdb_nodes WHERE node_id = 2"), "on");
+  EXPECT_EQ(Fingerprint(*c), before);
+  EXPECT_EQ(c->Exec("ALTER NODE 9 SUSPEND", nullptr, &msg), "42704");
+}
+
+TEST(Power, AHostSuspendedWithItsDataAnswersTheSameRowsAfterResume) {
+  MiniCluster cluster(Managed());
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
+  std::string sql = "INSERT INTO t VALUES ";
+  for (int i = 0; i < 2000; i++) sql += fmt::format("{}({}, {}, repeat('y', 40))", i ? "," : "", i, i * 3);
+  std::string msg;
+  ASSERT_EQ(c->Exec(sql, nullptr, &msg), "") << msg;
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "3", 60000));
+  const std::string before = Fingerprint(*c);
+  const std::string on_node2 = c->Scalar("SELECT count(*) FROM wattdb_segments WHERE node_id = 2");
+
+  // The host suspends by itself (its OS, not the master): the process stops with its
+  // memory, the master sees a silent node, and reads of its data fail fast meanwhile.
+  pid_t pid2 = cluster.NodePid(2);
+  ASSERT_EQ(kill(pid2, SIGSTOP), 0);
+  ASSERT_TRUE(AwaitProcState(pid2, 'T'));
+  ASSERT_TRUE(cluster.WaitFor("SELECT state FROM wattdb_nodes WHERE node_id = 2", "down", 20000));
+  EXPECT_NE(c->Exec("SELECT count(*) FROM t", nullptr, &msg), "");
+
+  // POWER ON resumes it; its first scan returns the same rows.
+  auto t0 = Clock::now();
+  ASSERT_EQ(c->Exec("ALTER NODE 2 POWER ON", nullptr, &msg), "") << msg;
+  EXPECT_EQ(Fingerprint(*c), before);
+  ::testing::Test::RecordProperty("resume_to_first_scan_ms", std::to_string(MillisSince(t0)));
+  EXPECT_EQ(cluster.NodePid(2), pid2);
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE node_id = 2"), on_node2);
+}
+
+}  // namespace
+}  // namespace wattdb::testing
