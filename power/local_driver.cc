@@ -1,6 +1,5 @@
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,9 +9,9 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/subprocess.h"
 #include "power/power_driver.h"
 
-extern char** environ;
 
 namespace wattdb::power {
 
@@ -77,40 +76,14 @@ class LocalDriver : public PowerDriver {
     std::error_code ec;
     std::filesystem::create_directories(NodeDir(n), ec);
     std::string log = fmt::format("{}/n{}.log", o_.data_dir, n.id);
-    std::string id = std::to_string(n.id);
-    std::vector<std::string> args = {o_.node_binary, "--id", id};
-    if (!o_.config_path.empty()) {
-      args.push_back("--config");
-      args.push_back(o_.config_path);
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    // The node inherits nothing else: above all not the master's listening sockets, which
-    // would keep a restarted master from binding its ports.
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
     // Own session: a Ctrl-C meant for the master does not reach the nodes; the master
-    // powers them off itself. Default signal mask and dispositions for the child.
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, o_.node_binary.c_str(), &fa, &attr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
-      return Status::IOError(fmt::format("cannot start {}: {}", o_.node_binary, strerror(rc)));
-    }
+    // powers them off itself.
+    SpawnOptions so;
+    so.output_file = log;
+    so.new_session = true;
+    auto spawned = Spawn(NodeCommandLine(o_.node_binary, n.id, o_.config_path), so);
+    if (!spawned.ok()) return Status::IOError(fmt::format("cannot start {}: {}", o_.node_binary, spawned.status().message()));
+    pid_t pid = *spawned;
     Log("power")->info("power on node={} driver=local pid={} log={}", n.id, pid, log);
     return Status::OK();
   }

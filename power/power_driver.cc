@@ -21,12 +21,23 @@ const char* PowerActionName(PowerAction a) {
   return "?";
 }
 
+std::vector<std::string> NodeCommandLine(const std::string& binary, NodeId id, const std::string& config_path) {
+  std::vector<std::string> args = {binary, "--id", std::to_string(id)};
+  if (!config_path.empty()) {
+    args.push_back("--config");
+    args.push_back(config_path);
+  }
+  return args;
+}
+
 Status PowerDriver::Suspend(const NodeConfig& node) {
   return Status::NotSupported(fmt::format("the {} power driver of node {} cannot suspend", name(), node.id));
 }
 
 Result<std::unique_ptr<PowerDriver>> MakeDriver(const NodeConfig& node, const DriverContext& ctx) {
   if (node.power == "local") return MakeLocalDriver(ctx);
+  if (node.power == "wol") return MakeWolDriver(ctx);
+  if (node.power == "ipmi") return MakeIpmiDriver(ctx);
   return Status::InvalidArgument(fmt::format("node {}: unknown power driver '{}'", node.id, node.power));
 }
 

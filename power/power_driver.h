@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/config.h"
 #include "common/status.h"
@@ -60,6 +61,15 @@ Result<std::unique_ptr<PowerDriver>> MakeDriver(const NodeConfig& node, const Dr
 // SIGSTOP, resume = SIGCONT. A node's pid comes from the pid file it writes
 // (<data_dir>/n<id>/node.pid), so nodes started by anyone are managed alike.
 std::unique_ptr<PowerDriver> MakeLocalDriver(const DriverContext& ctx);
+
+// Wake-on-LAN: magic packets (power/magic_packet.h) to wake; off and suspend through
+// ctx.os_request (unsupported without it); state not observed.
+std::unique_ptr<PowerDriver> MakeWolDriver(const DriverContext& ctx);
+// IPMI through ipmitool: on, off (soft, then forced after ctx.stop_timeout_ms), status.
+std::unique_ptr<PowerDriver> MakeIpmiDriver(const DriverContext& ctx);
+
+// The command line that starts node `id`: binary --id N [--config PATH].
+std::vector<std::string> NodeCommandLine(const std::string& binary, NodeId id, const std::string& config_path);
 
 // Path of the pid file a node writes in its data directory.
 std::string NodePidFile(const std::string& node_data_dir);

@@ -182,7 +182,8 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
       auto* t = el.as_table();
       if (!t) return Status::InvalidArgument(source + ": [[node]] entries must be tables");
       NodeConfig n;
-      RETURN_NOT_OK(config_internal::CheckKeys(*t, {"id", "host", "port", "power", "profile", "meter", "ipmi", "wol"},
+      RETURN_NOT_OK(config_internal::CheckKeys(*t, {"id", "host", "port", "power", "profile", "meter", "ipmi", "wol",
+                                                    "os_suspend", "os_poweroff"},
                                                "[[node]]", source));
       int64_t id = 0;
       RETURN_NOT_OK(Get(*t, "id", &id, source));

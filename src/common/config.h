@@ -22,6 +22,10 @@ struct NodeConfig {
   MeterConfig meter;
   IpmiConfig ipmi;
   WolConfig wol;
+  // The OS path for suspend and power off on real hosts (e.g. "systemctl suspend"); emulated
+  // hosts use their agent instead.
+  std::string os_suspend_command;
+  std::string os_poweroff_command;
 };
 
 // Client authentication at the master's PostgreSQL port.

@@ -201,6 +201,8 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
 Status ParseNodePower(const toml::table& t, const std::string& source, NodeConfig* n) {
   std::string where = "[[node]]";
   RETURN_NOT_OK(Read(t, "profile", &n->profile, where, source));
+  RETURN_NOT_OK(Read(t, "os_suspend", &n->os_suspend_command, where, source));
+  RETURN_NOT_OK(Read(t, "os_poweroff", &n->os_poweroff_command, where, source));
   RETURN_NOT_OK(ParseMeter(t, where, source, &n->meter));
   if (const toml::node* in = t.get("ipmi")) {
     auto* it = in->as_table();

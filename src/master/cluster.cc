@@ -39,7 +39,13 @@ Status Cluster::Start() {
   ctx.node_binary = opts_.node_binary;
   ctx.config_path = opts_.config_path;
   ctx.data_dir = config_.data_dir;
+  ctx.os_request = [this](NodeId id, power::PowerAction a) -> Status {
+    ASSIGN_OR_RETURN(auto client, registry_->Client(id));
+    return RpcHostPower(*client, a == power::PowerAction::kSuspend);
+  };
   RETURN_NOT_OK(power_->Init(ctx));
+  monitor_ = std::make_unique<PowerMonitor>(config_, *registry_, *power_, clock_);
+  RETURN_NOT_OK(monitor_->Init());
   auto sleeping = [this](NodeId id) {
     NodeAdminState s = catalog_->GetNodeState(id);
     return s == NodeAdminState::kOff || s == NodeAdminState::kSuspended;
@@ -59,6 +65,7 @@ Status Cluster::Start() {
     }
   }
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
+  monitor_->Start();
   if (opts_.manage_nodes) {
     supervisor_ = std::make_unique<NodeSupervisor>(config_, *registry_, *catalog_, *power_);
     supervisor_->Start();
@@ -74,6 +81,7 @@ void Cluster::Stop() {
   }
   stop_cv_.notify_all();
   if (supervisor_) supervisor_->Stop();
+  if (monitor_) monitor_->Stop();
   if (maintenance_.joinable()) maintenance_.join();
   if (opts_.manage_nodes && power_) {
     for (const auto& n : config_.nodes) {
@@ -688,7 +696,14 @@ Status Cluster::PowerOn(NodeId node) {
   // Firmware and OS (emulated hosts wait the profile's latencies), then the node's own start.
   const HostProfile& p = config_.Profile(*nc);
   int wait_ms = (before == NodeAdminState::kSuspended ? p.resume_ms : p.boot_ms) + 30000;
-  if (!registry_->WaitUp(node, wait_ms)) {
+  power::PowerDriver& driver = power_->Driver(node);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  bool up = false;
+  while (!(up = registry_->WaitUp(node, 2000)) && std::chrono::steady_clock::now() < deadline) {
+    // A magic packet is one unacknowledged datagram: send it again while the node is silent.
+    if (!driver.ObservesState()) (void)driver.PowerOn(*nc);
+  }
+  if (!up) {
     return Status(Status::Code::kUnavailable,
                   fmt::format("node {} was powered on but did not register within {} s", node, wait_ms / 1000),
                   "57P03");

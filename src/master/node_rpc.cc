@@ -55,6 +55,10 @@ Status RpcDropSegment(NodeClient& c, SegmentId id) {
   return Call(c, [&](proto::Request::Builder r) { r.setDropSegment(id); }, nullptr);
 }
 
+Status RpcHostPower(NodeClient& c, bool suspend) {
+  return Call(c, [&](proto::Request::Builder r) { r.setHostPower(suspend ? 2 : 1); }, nullptr);
+}
+
 namespace {
 
 void FillWrites(capnp::List<proto::Write>::Builder l, const std::vector<RemoteWrite>& ws) {

@@ -36,6 +36,8 @@ struct RemoteSegment {
 Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::string& lo,
                         const std::string& hi);
 Status RpcDropSegment(NodeClient& c, SegmentId id);
+// Asks the node's host OS to power off (suspend = false) or suspend; the node answers first.
+Status RpcHostPower(NodeClient& c, bool suspend);
 // `expect` nonzero: the node checks that it received exactly that many writes of `txn` in
 // all (else it lost some in a restart: the txn aborts there with 40001). `min_commit_ts`
 // (durable): the commit timestamp, if any, will exceed it.

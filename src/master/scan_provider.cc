@@ -12,6 +12,7 @@ constexpr TableId kNodesView = kFirstSystemTableId;
 constexpr TableId kSegmentsView = kFirstSystemTableId + 1;
 constexpr TableId kPartitionsView = kFirstSystemTableId + 2;
 constexpr TableId kTablesView = kFirstSystemTableId + 3;
+constexpr TableId kPowerView = kFirstSystemTableId + 4;
 
 TableSchema View(TableId id, const char* name, std::vector<std::pair<const char*, TypeId>> cols) {
   TableSchema t;
@@ -170,6 +171,19 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"columns", TypeId::kText},
                               {"primary_key", TypeId::kText},
                               {"segments", TypeId::kInt64}}));
+  catalog.AddSystemView(View(kPowerView, "wattdb_power",
+                             {{"component", TypeId::kText},
+                              {"node_id", TypeId::kInt32},
+                              {"state", TypeId::kText},
+                              {"meter", TypeId::kText},
+                              {"watts", TypeId::kDouble},
+                              {"joules", TypeId::kDouble},
+                              {"meter_ok", TypeId::kBool},
+                              {"meter_error", TypeId::kText},
+                              {"readings", TypeId::kInt64},
+                              {"gaps", TypeId::kInt64},
+                              {"gap_seconds", TypeId::kDouble},
+                              {"covered_seconds", TypeId::kDouble}}));
   catalog.AddSystemView(View(kPartitionsView, "wattdb_partitions",
                              {{"table_name", TypeId::kText},
                               {"node_id", TypeId::kInt32},
@@ -257,6 +271,14 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
     }
     for (auto& [k, v] : parts) {
       rows.push_back({Value::Text(k.first), Value::Int32(k.second), Value::Int64(v.first), Value::Int64(v.second)});
+    }
+  } else if (scan.table == kPowerView) {
+    for (const auto& p : cluster_.monitor().Snapshot()) {
+      rows.push_back({Value::Text(p.component), p.node_id ? Value::Int32(p.node_id) : Value(), Value::Text(p.state),
+                      Value::Text(p.meter), Value::Double(p.watts), Value::Double(p.joules), Value::Bool(p.meter_ok),
+                      p.meter_error.empty() ? Value() : Value::Text(p.meter_error),
+                      Value::Int64(static_cast<int64_t>(p.readings)), Value::Int64(static_cast<int64_t>(p.gaps)),
+                      Value::Double(p.gap_seconds), Value::Double(p.covered_seconds)});
     }
   } else if (scan.table == kTablesView) {
     for (const auto& [id, t] : tables) {

@@ -32,44 +32,9 @@ Connection::Connection(asio::ip::tcp::socket* socket) : socket_(*socket), stream
 
 Connection::~Connection() { Close(); }
 
-namespace {
-int MillisLeft(std::chrono::steady_clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX));
-}
-}  // namespace
-
 Result<std::unique_ptr<Connection>> Connection::Connect(asio::io_context& io, const std::string& host,
                                                         uint16_t port, int timeout_ms) {
-  boost::system::error_code ec;
-  auto addr = asio::ip::make_address(host, ec);
-  if (ec) return Status::InvalidArgument(fmt::format("bad address '{}': {}", host, ec.message()));
-  asio::ip::tcp::endpoint ep(addr, port);
-  asio::ip::tcp::socket s(io);
-  s.open(ep.protocol(), ec);
-  if (ec) return Status::IOError(fmt::format("socket: {}", ec.message()));
-  fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
-  s.non_blocking(true, ec);
-  s.connect(ep, ec);
-  if (ec == asio::error::in_progress || ec == asio::error::would_block) {
-    pollfd p{s.native_handle(), POLLOUT, 0};
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    int rc;
-    do {
-      rc = ::poll(&p, 1, MillisLeft(deadline));
-    } while (rc < 0 && errno == EINTR);
-    if (rc == 0) {
-      return Status::TimedOut(fmt::format("connect {}:{}: no answer within {} ms", host, port, timeout_ms));
-    }
-    int err = 0;
-    socklen_t len = sizeof(err);
-    if (rc < 0) err = errno;
-    else getsockopt(s.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len);
-    ec = err ? boost::system::error_code(err, boost::system::system_category()) : boost::system::error_code();
-  }
-  if (ec) {
-    return Status::Unavailable(fmt::format("connect {}:{}: {}", host, port, ec.message()));
-  }
+  ASSIGN_OR_RETURN(asio::ip::tcp::socket s, ConnectTcp(io, host, port, timeout_ms));
   return std::make_unique<Connection>(std::move(s));
 }
 

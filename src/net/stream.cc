@@ -1,6 +1,7 @@
 #include "net/stream.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -87,6 +88,40 @@ bool Stream::LooksIdle() {
   if (!socket_.is_open()) return false;
   pollfd p{socket_.native_handle(), POLLIN, 0};
   return ::poll(&p, 1, 0) == 0;
+}
+
+Result<asio::ip::tcp::socket> ConnectTcp(asio::io_context& io, const std::string& host, uint16_t port,
+                                         int timeout_ms) {
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(host, ec);
+  if (ec) return Status::InvalidArgument(fmt::format("bad address '{}': {}", host, ec.message()));
+  asio::ip::tcp::endpoint ep(addr, port);
+  asio::ip::tcp::socket s(io);
+  s.open(ep.protocol(), ec);
+  if (ec) return Status::IOError(fmt::format("socket: {}", ec.message()));
+  fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
+  s.non_blocking(true, ec);
+  s.connect(ep, ec);
+  if (ec == asio::error::in_progress || ec == asio::error::would_block) {
+    pollfd p{s.native_handle(), POLLOUT, 0};
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    int rc;
+    do {
+      rc = ::poll(&p, 1, MillisLeft(deadline));
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0) {
+      return Status::TimedOut(fmt::format("connect {}:{}: no answer within {} ms", host, port, timeout_ms));
+    }
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (rc < 0) err = errno;
+    else getsockopt(s.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len);
+    ec = err ? boost::system::error_code(err, boost::system::system_category()) : boost::system::error_code();
+  }
+  if (ec) {
+    return Status::Unavailable(fmt::format("connect {}:{}: {}", host, port, ec.message()));
+  }
+    return s;
 }
 
 }  // namespace wattdb::net

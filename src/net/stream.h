@@ -51,4 +51,8 @@ class Stream {
   std::string peer_;
 };
 
+// Connects to host:port (a numeric address) within `timeout_ms`; the socket is close-on-exec.
+Result<asio::ip::tcp::socket> ConnectTcp(asio::io_context& io, const std::string& host, uint16_t port,
+                                         int timeout_ms);
+
 }  // namespace wattdb::net

@@ -1,5 +1,8 @@
 #include "node/node_server.h"
 
+#include "common/subprocess.h"
+#include "power/host/agent_client.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -216,6 +219,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   switch (req.which()) {
     case proto::Request::PING: return Reply(conn, Status::OK()).ok();
+    case proto::Request::HOST_POWER: return HostPower(conn, req.getHostPower());
     case proto::Request::CREATE_SEGMENT:
       return Reply(conn, store_->CreateSegment(MetaFrom(req.getCreateSegment()))).ok();
     case proto::Request::DROP_SEGMENT: {
@@ -556,6 +560,34 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
   }
   (void)Reply(conn, Status::NotSupported("unknown request"));
   return false;
+}
+
+bool NodeServer::HostPower(Connection& conn, uint8_t action) {
+  const char* agent = std::getenv("WATTDB_HOST_AGENT");
+  const std::string& command = action == 2 ? opts_.self.os_suspend_command : opts_.self.os_poweroff_command;
+  if (action != 1 && action != 2) return Reply(conn, Status::InvalidArgument("unknown host power action")).ok();
+  if (!agent && command.empty()) {
+    return Reply(conn, Status::NotSupported(fmt::format(
+                           "node {} has no OS power path: no host agent, and no os_{} command in its config",
+                           opts_.self.id, action == 2 ? "suspend" : "poweroff")))
+        .ok();
+  }
+  // Answer first: once the host goes down it cannot.
+  bool sent = Reply(conn, Status::OK()).ok();
+  std::string what = action == 2 ? "suspend" : "soft";
+  Log("node")->info("asked to {}: handing over to the host", action == 2 ? "suspend" : "power off");
+  if (agent) {
+    auto r = power::HostAgentRequest(agent, what);
+    if (!r.ok() || *r != "ok") {
+      Log("node")->warn("host agent refused {}: {}", what, r.ok() ? *r : r.status().message());
+    }
+  } else {
+    auto r = RunProcess({"/bin/sh", "-c", command}, 60000);
+    if (!r.ok() || r->exit_code != 0) {
+      Log("node")->warn("'{}' failed: {}", command, r.ok() ? r->output : r.status().message());
+    }
+  }
+  return sent;
 }
 
 void NodeServer::Resumed() {

@@ -59,6 +59,9 @@ class NodeServer {
   bool Dispatch(net::Connection& conn, net::ReceivedMessage& msg);
   // A commit's reply: its status and the sizes of the segments it wrote, so that the master
   // can split oversized ones right away.
+  // Hands a power off (1) or suspend (2) to the host: its agent (WATTDB_HOST_AGENT) or the
+  // OS command of the node's config. Replies before the host goes down.
+  bool HostPower(net::Connection& conn, uint8_t action);
   bool ReplyWithSizes(net::Connection& conn, const Status& st, const std::set<SegmentId>& touched);
 
   NodeOptions opts_;

@@ -123,6 +123,8 @@ struct Request {
       segment @32 :UInt64;
       index @33 :UInt32;
     }
+    hostPower @40 :UInt8;            # master -> node: ask the host's OS, after replying, to
+                                     # power off (1, soft) or suspend (2)
   }
 }
 

@@ -132,3 +132,57 @@ TEST(Power, AHostSuspendedWithItsDataAnswersTheSameRowsAfterResume) {
 
 }  // namespace
 }  // namespace wattdb::testing
+
+namespace wattdb::testing {
+namespace {
+
+TEST(Power, WattdbPowerMetersEveryComponentAndFlagsASilentMeter) {
+  MiniClusterOptions o = Managed();
+  std::string meter_file = "/tmp/wattdb-switch-meter-" + std::to_string(getpid()) + ".log";
+  {
+    std::ofstream f(meter_file, std::ios::trunc);
+    f << "1700000000 20.5\n";
+  }
+  o.extra_toml = fmt::format(
+      "[power]\nmeter_interval_ms = 100\n"
+      "[[infrastructure]]\nname = \"master\"\nidle_watts = 30\n"
+      "[[infrastructure]]\nname = \"switch\"\nmeter = {{ type = \"external\", source = \"{}\", stale_ms = 1000 }}\n",
+      meter_file);
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_power WHERE meter_ok", "5", 10000));
+  EXPECT_EQ(c->Scalar("SELECT string_agg(x, ' ') FROM (SELECT component || ':' || coalesce(node_id::text, '-') || ':' "
+                      "|| meter AS x FROM wattdb_power ORDER BY component) s"),
+            "master:-:model node 1:1:model node 2:2:model node 3:3:model switch:-:external");
+  // Atom nodes, idle: 22-26 W each; the master 30 W; the switch what its meter says.
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_power WHERE node_id IS NOT NULL AND watts BETWEEN 22 AND 26"), "3");
+  EXPECT_EQ(c->Scalar("SELECT watts FROM wattdb_power WHERE component = 'master'"), "30");
+  EXPECT_EQ(c->Scalar("SELECT watts FROM wattdb_power WHERE component = 'switch'"), "20.5");
+  double j0 = std::stod(c->Scalar("SELECT sum(joules) FROM wattdb_power"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  double j1 = std::stod(c->Scalar("SELECT sum(joules) FROM wattdb_power"));
+  EXPECT_GT(j1, j0) << "energy accumulates";
+
+  // A suspended node draws its profile's suspended watts.
+  std::string msg;
+  ASSERT_EQ(c->Exec("ALTER NODE 3 DRAIN", nullptr, &msg), "") << msg;
+  ASSERT_EQ(c->Exec("ALTER NODE 3 SUSPEND", nullptr, &msg), "") << msg;
+  ASSERT_TRUE(cluster.WaitFor("SELECT state || ' ' || watts FROM wattdb_power WHERE node_id = 3", "suspended 2.5", 5000));
+
+  // The switch's logger stops: its meter is flagged with the reason and its joules stop.
+  ASSERT_TRUE(cluster.WaitFor("SELECT meter_ok FROM wattdb_power WHERE component = 'switch'", "f", 5000));
+  std::string err = c->Scalar("SELECT meter_error FROM wattdb_power WHERE component = 'switch'");
+  EXPECT_NE(err.find("no sample"), std::string::npos) << err;
+  EXPECT_NE(c->Scalar("SELECT gaps FROM wattdb_power WHERE component = 'switch'"), "0");
+  {
+    std::ofstream f(meter_file, std::ios::app);
+    f << "1700000100 19\n";
+  }
+  ASSERT_TRUE(cluster.WaitFor("SELECT meter_ok || ' ' || watts FROM wattdb_power WHERE component = 'switch'", "t 19",
+                              5000));
+  std::remove(meter_file.c_str());
+}
+
+}  // namespace
+}  // namespace wattdb::testing

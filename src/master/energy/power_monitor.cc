@@ -1,0 +1,127 @@
+#include "master/energy/power_monitor.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/logging.h"
+
+namespace wattdb::master {
+
+PowerMonitor::PowerMonitor(const ClusterConfig& config, NodeRegistry& registry, NodePower& power, const Clock& clock)
+    : config_(config), registry_(registry), power_(power), clock_(clock) {}
+
+PowerMonitor::~PowerMonitor() { Stop(); }
+
+Status PowerMonitor::Init() {
+  // A reading may be late by one interval before its gap is left out.
+  int64_t max_gap_us = int64_t{config_.meter_interval_ms} * 3000;
+  for (const auto& n : config_.nodes) {
+    auto c = std::make_unique<Component>(Component{{}, nullptr, power::EnergyIntegrator(max_gap_us)});
+    ASSIGN_OR_RETURN(c->meter, power::MakeNodeMeter(n, config_.Profile(n)));
+    c->info.component = fmt::format("node {}", n.id);
+    c->info.node_id = n.id;
+    c->info.meter = n.meter.type;
+    c->cpus = config_.Profile(n).cpus;
+    components_.push_back(std::move(c));
+  }
+  for (const auto& inf : config_.infrastructure) {
+    auto c = std::make_unique<Component>(Component{{}, nullptr, power::EnergyIntegrator(max_gap_us)});
+    ASSIGN_OR_RETURN(c->meter, power::MakeInfraMeter(inf));
+    c->info.component = inf.name;
+    c->info.meter = inf.meter.type;
+    c->cpus = std::max(1u, std::thread::hardware_concurrency());
+    components_.push_back(std::move(c));
+  }
+  return Status::OK();
+}
+
+void PowerMonitor::Start() {
+  thread_ = std::thread([this] {
+    while (true) {
+      SampleOnce();
+      std::unique_lock<std::mutex> l(stop_mu_);
+      if (stop_cv_.wait_for(l, std::chrono::milliseconds(config_.meter_interval_ms), [this] { return stopping_; })) {
+        return;
+      }
+    }
+  });
+}
+
+void PowerMonitor::Stop() {
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+double PowerMonitor::MasterCpuUtilization() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  int64_t cpu = int64_t{ru.ru_utime.tv_sec + ru.ru_stime.tv_sec} * 1000000 + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+  int64_t now = clock_.NowMicros();
+  double util = 0;
+  if (last_cpu_at_us_ && now > last_cpu_at_us_) {
+    util = static_cast<double>(cpu - last_cpu_us_) / static_cast<double>(now - last_cpu_at_us_);
+  }
+  last_cpu_us_ = cpu;
+  last_cpu_at_us_ = now;
+  return util;
+}
+
+void PowerMonitor::SampleOnce() {
+  power_.Refresh();
+  std::map<NodeId, NodeInfo> live;
+  for (auto& n : registry_.Snapshot()) live[n.id] = n;
+  double master_util = MasterCpuUtilization();
+  for (auto& c : components_) {
+    power::ComponentStatus st;
+    if (c->info.node_id) {
+      st.state = power_.State(c->info.node_id);
+      const NodeInfo& n = live[c->info.node_id];
+      st.cpu_utilization = n.up ? n.cpu_percent / 100.0 / c->cpus : 0;
+    } else {
+      st.state = power::PowerState::kOn;
+      st.cpu_utilization = master_util / c->cpus;
+    }
+    Result<power::MeterReading> r = Status::NotSupported("not metered");
+    if (c->meter) r = c->meter->Read(st);
+    int64_t now = clock_.NowMicros();
+    std::lock_guard<std::mutex> l(mu_);
+    c->info.state = power::PowerStateName(st.state);
+    if (!c->meter) continue;
+    c->info.readings++;
+    if (r.ok()) {
+      c->energy.Add(now, r->watts, r->joules);
+      if (!c->info.meter_ok && !c->info.meter_error.empty()) {
+        Log("power")->info("meter of {} reads again", c->info.component);
+      }
+      c->info.meter_ok = true;
+      c->info.meter_error.clear();
+    } else {
+      c->energy.Fail(now);
+      if (c->info.meter_error != r.status().message()) {
+        Log("power")->warn("meter of {} ({}) failed: {}", c->info.component, c->info.meter, r.status().message());
+      }
+      c->info.meter_ok = false;
+      c->info.meter_error = r.status().message();
+    }
+    c->info.watts = c->energy.watts();
+    c->info.joules = c->energy.joules();
+    c->info.gaps = c->energy.gaps();
+    c->info.gap_seconds = c->energy.gap_seconds();
+    c->info.covered_seconds = c->energy.covered_seconds();
+  }
+}
+
+std::vector<ComponentPower> PowerMonitor::Snapshot() {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<ComponentPower> out;
+  for (auto& c : components_) out.push_back(c->info);
+  return out;
+}
+
+}  // namespace wattdb::master
