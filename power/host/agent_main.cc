@@ -3,10 +3,13 @@
 //   wattdb-host ctl --dir D status|on|off|soft|suspend             one control request
 //   wattdb-host chassis --dir D get power | set power 0|1 | set shutdown 1
 //       ipmi_sim's chassis_control hook (prints power:0|1 for get)
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <cstring>
 #include <iostream>
 
 #include "common/cli.h"
@@ -99,9 +102,21 @@ int main(int argc, char** argv) {
       "dir", po::value<std::string>()->required(), "host directory (control socket, watts file)")(
       "node-binary", po::value<std::string>(), "wattdb-node executable (default: beside wattdb-host)")(
       "cgroup", po::value<std::string>()->default_value(""), "cgroup name for the CPU cap and freezer (\"\" = none)")(
+      "netns", po::value<std::string>(), "network namespace to join first (/run/netns/NAME)")(
       "on", "power the host on at start")("log-level", po::value<std::string>()->default_value("info"), "log level");
   po::variables_map vm;
   if (auto rc = ParseCommandLine("wattdb-host", argc, argv, desc, &vm)) return *rc;
+  if (vm.count("netns")) {
+    // Joined here rather than through `ip netns exec`, which remounts /sys and so hides the
+    // cgroup hierarchies the host's CPU cap and freezer live in.
+    std::string path = "/run/netns/" + vm["netns"].as<std::string>();
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+      std::cerr << "wattdb-host: cannot join network namespace " << path << ": " << strerror(errno) << "\n";
+      return 1;
+    }
+    close(fd);
+  }
   std::string config_path = vm.count("config") ? vm["config"].as<std::string>() : "";
   auto cfg = LoadConfig(config_path);
   if (!cfg.ok()) {

@@ -65,6 +65,9 @@ struct ClusterConfig {
 
   const NodeConfig* FindNode(NodeId id) const;
   const HostProfile& Profile(const NodeConfig& node) const;  // REQUIRES a parsed config
+  // Where nodes reach the master's cluster port: master_host, or the bridge address of
+  // emulated hosts (<subnet>.1).
+  std::string ClusterHost() const { return hosts.mode == "emulated" ? hosts.subnet + ".1" : master_host; }
   // The cluster key's path: key_file, or <data_dir>/cluster.key.
   std::string KeyPath() const { return key_file.empty() ? data_dir + "/cluster.key" : key_file; }
 };

@@ -23,7 +23,7 @@ NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock, net:
 NodeRegistry::~NodeRegistry() { Stop(); }
 
 Status NodeRegistry::Start() {
-  server_ = std::make_unique<net::TcpServer>("cluster", config_.master_host, config_.cluster_port,
+  server_ = std::make_unique<net::TcpServer>("cluster", config_.ClusterHost(), config_.cluster_port,
                                              [this](net::asio::ip::tcp::socket& s) { Serve(s); });
   return server_->Start();
 }

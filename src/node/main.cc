@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   opts.self = *self;
   opts.data_dir = vm.count("data-dir") ? vm["data-dir"].as<std::string>()
                                        : fmt::format("{}/n{}", cfg->data_dir, id);
-  opts.master_host = cfg->master_host;
+  opts.master_host = cfg->ClusterHost();
   opts.master_port = cfg->cluster_port;
   opts.telemetry_interval_ms = cfg->telemetry_interval_ms;
   opts.sync_commit = cfg->sync_commit;
