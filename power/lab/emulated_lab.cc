@@ -130,6 +130,15 @@ Status EmulatedLab::Up() {
   return Status::OK();
 }
 
+Status EmulatedLab::Adopt() {
+  for (const auto& n : config_.nodes) {
+    auto st = HostAgentRequest(HostDir(n.id) + "/agent.sock", "status", 1000);
+    if (!st.ok()) return Status::NotFound(fmt::format("host agent {}: {}", n.id, st.status().message()));
+  }
+  Log("lab")->info("emulated lab already up: {} hosts answer, state in {}", config_.nodes.size(), o_.dir);
+  return Status::OK();
+}
+
 void EmulatedLab::Down() {
   std::vector<pid_t> agents, bmcs;
   std::ifstream in(o_.dir + "/lab.pids");

@@ -25,6 +25,8 @@ class EmulatedLab {
   EmulatedLab(const ClusterConfig& config, LabOptions opts) : config_(config), o_(std::move(opts)) {}
 
   Status Up();
+  // OK if this lab is up already (its agents answer): a restarted master keeps its hosts.
+  Status Adopt();
   // Best effort: stops agents (and their nodes) and BMCs, deletes namespaces and the bridge.
   void Down();
 

@@ -1,6 +1,6 @@
 // wattdb-lab: builds and removes the emulated hardware of a cluster whose config says
 // [hosts] mode = "emulated" (power/lab/emulated_lab.h). Needs root.
-//   wattdb-lab up --config F [--dir D]     bridge, namespaces, host agents, BMCs (hosts off)
+//   wattdb-lab up --config F [--dir D] [--adopt]   bridge, namespaces, host agents, BMCs (hosts off)
 //   wattdb-lab down --config F [--dir D]   stops them all and removes the namespaces
 #include <filesystem>
 #include <iostream>
@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
       "IPMI BMCs) for a config with [hosts] mode = \"emulated\". Needs root.\n\nOptions");
   desc.add_options()("help,h", "show this help")("action", po::value<std::string>(), "up or down")(
       "config", po::value<std::string>()->required(), "cluster config file")(
-      "dir", po::value<std::string>(), "lab directory (default: <data_dir>/lab)");
+      "dir", po::value<std::string>(), "lab directory (default: <data_dir>/lab)")(
+      "adopt", "up: succeed without change if this lab is up already");
   po::positional_options_description pos;
   pos.add("action", 1);
   po::variables_map vm;
@@ -54,6 +55,10 @@ int main(int argc, char** argv) {
   if (action == "down") {
     lab.Down();
     std::cout << "emulated hosts removed\n";
+    return 0;
+  }
+  if (vm.count("adopt") && lab.Adopt().ok()) {
+    std::cout << "emulated hosts already up; state and logs in " << o.dir << "\n";
     return 0;
   }
   Status s = lab.Up();

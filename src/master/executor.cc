@@ -169,7 +169,12 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   }
   StatementSnapshot snap(*this);
   db_.set_read_snapshot(Snapshot());
+  auto started = std::chrono::steady_clock::now();
   auto r = Dispatch(stmt, sink, cancel);
+  cluster_.queries().Record(
+      r.ok(), static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                        std::chrono::steady_clock::now() - started)
+                                        .count()));
   if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
   if (!r.ok() && r.status().sqlstate() == "40001") cluster_.AwaitStable();
   return r;

@@ -10,8 +10,10 @@
 #include "common/config.h"
 #include "common/logging.h"
 #include "common/process.h"
+#include "common/subprocess.h"
 #include "common/stack_guard.h"
 #include "master/cluster.h"
+#include "master/metrics/metrics_server.h"
 #include "master/pg_server.h"
 #include "master/scan_provider.h"
 
@@ -65,10 +67,32 @@ int main(int argc, char** argv) {
     std::error_code ec;
     opts.node_binary = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "wattdb-node").string();
   }
+  // Emulated hosts are hardware to the master: wattdb-lab builds them (its processes leave
+  // the master's process tree) and removes them when the master that built them stops.
+  bool lab = opts.manage_nodes && cfg->hosts.mode == "emulated";
+  std::string lab_cmd = (std::filesystem::path(opts.node_binary).parent_path() / "wattdb-lab").string();
+  if (lab) {
+    if (opts.config_path.empty()) {
+      std::cerr << "wattdb-master: emulated hosts need a config file (--config)\n";
+      return 2;
+    }
+    auto up = RunProcess({lab_cmd, "up", "--adopt", "--config", opts.config_path}, 60000);
+    if (!up.ok() || up->exit_code != 0) {
+      Log("master")->error("cannot bring up the emulated hosts: {}", up.ok() ? up->output : up.status().ToString());
+      return 1;
+    }
+    Log("master")->info("{}", up->output.substr(0, up->output.find_last_not_of('\n') + 1));
+    lab = up->output.find("already up") == std::string::npos;  // adopted ones stay up at exit
+  }
+  auto lab_down = [&] {
+    if (lab) (void)RunProcess({lab_cmd, "down", "--config", opts.config_path}, 60000);
+  };
   master::Cluster cluster(*cfg, opts);
   Status s = cluster.Start();
   if (!s.ok()) {
     Log("master")->error("cannot start: {}", s.ToString());
+    cluster.Stop();
+    lab_down();
     return 1;
   }
   master::RegisterSystemViews(cluster.catalog());
@@ -77,13 +101,28 @@ int main(int argc, char** argv) {
   if (!s.ok()) {
     Log("master")->error("cannot start SQL listener: {}", s.ToString());
     cluster.Stop();
+    lab_down();
     return 1;
+  }
+  std::unique_ptr<master::MetricsServer> metrics;
+  if (cfg->metrics_port != 0) {
+    metrics = std::make_unique<master::MetricsServer>(cluster, cfg->master_host, cfg->metrics_port);
+    s = metrics->Start();
+    if (!s.ok()) {
+      Log("master")->error("{}", s.ToString());
+      pg.Stop();
+      cluster.Stop();
+      lab_down();
+      return 1;
+    }
   }
   Log("master")->info("ready: psql -h {} -p {} -U wattdb", cfg->master_host, cfg->pg_port);
   int sig = WaitForTerminationSignal();
   Log("master")->info("signal {} received, shutting down", sig);
+  if (metrics) metrics->Stop();
   pg.Stop();
   cluster.Stop();
+  lab_down();
   Log("master")->info("master stopped");
   return 0;
 }

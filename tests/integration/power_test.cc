@@ -186,3 +186,58 @@ TEST(Power, WattdbPowerMetersEveryComponentAndFlagsASilentMeter) {
 
 }  // namespace
 }  // namespace wattdb::testing
+
+namespace wattdb::testing {
+namespace {
+
+// A port nobody listens on right now.
+int FreeTcpPort() {
+  std::string out;
+  RunCommand("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'",
+             &out);
+  return std::stoi(out);
+}
+
+std::string HttpGet(int port, const std::string& path, int* status) {
+  std::string out;
+  *status = RunCommand(fmt::format("python3 -c 'import urllib.request, urllib.error, sys\n"
+                                   "try:\n  sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:{}{}\", "
+                                   "timeout=10).read().decode())\n"
+                                   "except urllib.error.HTTPError as e:\n  print(e.code); sys.exit(3)'",
+                                   port, path),
+                       &out);
+  return out;
+}
+
+TEST(Power, PrometheusEndpointServesPowerNodesAndQueries) {
+  MiniClusterOptions o = Managed();
+  int port = FreeTcpPort();
+  o.extra_toml = fmt::format("[power]\nmeter_interval_ms = 100\nmetrics_port = {}\n", port);
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_power WHERE meter_ok", "5", 10000));
+  ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY)"), "");
+  std::string msg;
+  EXPECT_NE(c->Exec("SELECT * FROM missing", nullptr, &msg), "");
+  int status = 0;
+  std::string text = HttpGet(port, "/metrics", &status);
+  ASSERT_EQ(status, 0) << text;
+  for (const char* want : {"# TYPE wattdb_power_watts gauge", "wattdb_power_watts{component=\"node 1\",meter=\"model\"} 2",
+                           "wattdb_energy_joules_total{component=\"switch\"}", "wattdb_node_up{node=\"3\"} 1",
+                           "wattdb_node_power_state{node=\"2\",state=\"on\"} 1", "wattdb_segments 1",
+                           "# TYPE wattdb_statements_total counter", "wattdb_meter_ok{component=\"master\"} 1"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << "missing " << want << " in\n" << text;
+  }
+  auto count = [&](const std::string& name) {
+    size_t p = text.find("\n" + name + " ");
+    return p == std::string::npos ? -1.0 : std::stod(text.substr(p + name.size() + 2));
+  };
+  EXPECT_GE(count("wattdb_statements_total"), 3);
+  EXPECT_GE(count("wattdb_statement_errors_total"), 1);
+  HttpGet(port, "/elsewhere", &status);
+  EXPECT_EQ(status, 3) << "404 expected";
+}
+
+}  // namespace
+}  // namespace wattdb::testing

@@ -1,0 +1,21 @@
+// QueryCounters: statements run by every session of the master, for /metrics. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace wattdb::master {
+
+struct QueryCounters {
+  std::atomic<uint64_t> statements{0};     // finished, successfully or not
+  std::atomic<uint64_t> errors{0};         // finished with an error
+  std::atomic<uint64_t> micros{0};         // time spent in them
+
+  void Record(bool ok, uint64_t us) {
+    statements.fetch_add(1, std::memory_order_relaxed);
+    if (!ok) errors.fetch_add(1, std::memory_order_relaxed);
+    micros.fetch_add(us, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace wattdb::master
