@@ -127,7 +127,7 @@ void HostAgent::Shutdown() {
 }
 
 std::string HostAgent::Command(const std::string& req) {
-  if (req == "status") return StateName(state_);
+  if (req == "status") return stopping_ && pid_ > 0 ? "stopping" : StateName(state_);
   if (req == "on") {
     Wake("power on request");
     return "ok";

@@ -631,13 +631,24 @@ Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
   if (!config_.FindNode(node)) return Status::Sql("42704", fmt::format("node {} does not exist", node));
   RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kDraining));
   std::vector<MoveReport> reports;
-  for (const auto& s : catalog_->SegmentsOnNode(node)) {
-    NodeId target = LeastLoadedNode(node);
-    if (target == 0) {
-      return Status::Sql("55000", fmt::format("cannot drain node {}: no other active node is up", node));
+  // Writes go on while the node drains, so its segments may split meanwhile: the pieces
+  // stay on the node until a later round moves them too.
+  for (int round = 0; round < 100; round++) {
+    auto left = catalog_->SegmentsOnNode(node);
+    if (left.empty()) break;
+    for (const auto& s : left) {
+      NodeId target = LeastLoadedNode(node);
+      if (target == 0) {
+        return Status::Sql("55000", fmt::format("cannot drain node {}: no other active node is up", node));
+      }
+      ASSIGN_OR_RETURN(MoveReport r, MoveSegment(s.id, target));
+      reports.push_back(r);
     }
-    ASSIGN_OR_RETURN(MoveReport r, MoveSegment(s.id, target));
-    reports.push_back(r);
+  }
+  if (size_t left = catalog_->SegmentsOnNode(node).size()) {
+    return Status::Sql("55000", fmt::format("node {} still owns {} segment(s) after 100 rounds of moves; writes "
+                                            "keep splitting them: try again",
+                                            node, left));
   }
   Log("master")->info("node drained id={} segments_moved={}", node, reports.size());
   return reports;

@@ -576,17 +576,22 @@ bool NodeServer::HostPower(Connection& conn, uint8_t action) {
   bool sent = Reply(conn, Status::OK()).ok();
   std::string what = action == 2 ? "suspend" : "soft";
   Log("node")->info("asked to {}: handing over to the host", action == 2 ? "suspend" : "power off");
+  bool done = true;
   if (agent) {
     auto r = power::HostAgentRequest(agent, what);
     if (!r.ok() || *r != "ok") {
       Log("node")->warn("host agent refused {}: {}", what, r.ok() ? *r : r.status().message());
+      done = false;
     }
   } else {
     auto r = RunProcess({"/bin/sh", "-c", command}, 60000);
     if (!r.ok() || r->exit_code != 0) {
       Log("node")->warn("'{}' failed: {}", command, r.ok() ? r->output : r.status().message());
+      done = false;
     }
   }
+  // Still running: register again so that the master, which took the node for gone, sees it.
+  if (!done) Resumed();
   return sent;
 }
 
