@@ -51,13 +51,19 @@ Status Cluster::Start() {
     return s == NodeAdminState::kOff || s == NodeAdminState::kSuspended;
   };
   if (opts_.manage_nodes) {
+    std::set<NodeId> failed;
     for (const auto& n : config_.nodes) {
       if (sleeping(n.id)) continue;
       std::lock_guard<std::mutex> l(power_->mu());
-      RETURN_NOT_OK(power_->Act(n.id, power::PowerAction::kOn));
+      // A node that cannot be powered on (BMC unreachable, ...) is reported; the rest serve.
+      Status on = power_->Act(n.id, power::PowerAction::kOn);
+      if (!on.ok()) {
+        Log("master")->error("cannot power on node {}: {}", n.id, on.ToString());
+        failed.insert(n.id);
+      }
     }
     for (const auto& n : config_.nodes) {
-      if (sleeping(n.id)) continue;
+      if (sleeping(n.id) || failed.count(n.id)) continue;
       if (!registry_->WaitUp(n.id, 30000)) {
         Log("master")->warn("node {} did not register within 30 s; see {}/n{}.log", n.id,
                             config_.data_dir, n.id);

@@ -97,7 +97,10 @@ void MiniCluster::WriteConfig() {
       BinDir(),
       pg_port_, cluster_port);
   toml += opts.master_toml + "\n" + opts.extra_toml + "\n";
-  for (int i = 1; i <= opts.nodes; i++) toml += fmt::format("[[node]]\nid = {}\nport = {}\n", i, FreePort());
+  for (int i = 1; i <= opts.nodes; i++) {
+    toml += fmt::format("[[node]]\nid = {}\nport = {}\n", i, FreePort());
+    if (opts.node_toml.count(i)) toml += opts.node_toml.at(i) + "\n";
+  }
   config_ = dir_ + "/cluster.toml";
   std::ofstream(config_) << toml;
 }

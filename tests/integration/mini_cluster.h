@@ -6,6 +6,7 @@
 #include <libpq-fe.h>
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@ struct MiniClusterOptions {
   int latch_wait_ms = 10000;
   std::string extra_toml;  // appended to the generated config (e.g. an [auth] section)
   std::string master_toml;  // more keys of the [master] section
+  std::map<int, std::string> node_toml;  // more keys of node n's [[node]] table
   std::string password;    // for conninfo(), when the config requires one
   // The master starts its nodes (wattdb-master --manage-nodes, local power driver) and
   // restarts those that die; the harness starts none.

@@ -241,3 +241,43 @@ TEST(Power, PrometheusEndpointServesPowerNodesAndQueries) {
 
 }  // namespace
 }  // namespace wattdb::testing
+
+namespace wattdb::testing {
+namespace {
+
+TEST(Power, UnreachableBmcMissingIpmitoolAndSilentMeterAreReportedAndTheRestServes) {
+  MiniClusterOptions o = Managed();
+  int dead_port = FreeTcpPort();  // no BMC answers here
+  o.extra_toml = "[power]\nmeter_interval_ms = 100\n";
+  o.node_toml[2] = fmt::format(
+      "power = \"ipmi\"\nmeter = \"ipmi-dcmi\"\nipmi = {{ port = {}, password = \"x\", timeout_ms = 300, retries = 0 }}",
+      dead_port);
+  o.node_toml[3] = "power = \"ipmi\"\nipmi = { ipmitool = \"/nonexistent/ipmitool\", password = \"x\" }";
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.StartMaster()) << "logs in " << cluster.dir();  // nodes 2 and 3 cannot be powered on
+  auto c = cluster.Connect();
+  ASSERT_TRUE(c) << "the master serves";
+  ASSERT_TRUE(cluster.WaitFor("SELECT state FROM wattdb_nodes WHERE node_id = 1", "up", 20000));
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE power_state = 'unknown' AND power_error IS NOT NULL",
+                              "2", 10000));
+  ASSERT_TRUE(cluster.WaitFor("SELECT meter_error IS NOT NULL FROM wattdb_power WHERE node_id = 2", "t", 10000));
+  std::string r2 = c->Scalar("SELECT power_state || ' | ' || last_power_result || ' | ' || power_error FROM wattdb_nodes "
+                             "WHERE node_id = 2");
+  EXPECT_EQ(r2.rfind("unknown | ", 0), 0u) << r2;
+  EXPECT_NE(r2.find("ipmitool chassis power on"), std::string::npos) << r2;
+  EXPECT_NE(r2.find(std::to_string(dead_port)), std::string::npos) << r2;
+  std::string r3 = c->Scalar("SELECT power_state || ' | ' || power_error FROM wattdb_nodes WHERE node_id = 3");
+  EXPECT_NE(r3.find("not found (install the ipmitool package"), std::string::npos) << r3;
+  std::string m2 = c->Scalar("SELECT meter_ok || ' | ' || meter_error FROM wattdb_power WHERE node_id = 2");
+  EXPECT_EQ(m2.rfind("f | ", 0), 0u) << m2;
+  std::string msg;
+  EXPECT_NE(c->Exec("ALTER NODE 2 POWER ON", nullptr, &msg), "");
+  EXPECT_NE(msg.find("BMC 127.0.0.1:" + std::to_string(dead_port)), std::string::npos) << msg;
+  // Data on the healthy node is served meanwhile.
+  ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t VALUES (1), (2)"), "");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "2");
+}
+
+}  // namespace
+}  // namespace wattdb::testing

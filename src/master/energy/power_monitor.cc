@@ -37,16 +37,30 @@ Status PowerMonitor::Init() {
   return Status::OK();
 }
 
-void PowerMonitor::Start() {
-  thread_ = std::thread([this] {
-    while (true) {
-      SampleOnce();
-      std::unique_lock<std::mutex> l(stop_mu_);
-      if (stop_cv_.wait_for(l, std::chrono::milliseconds(config_.meter_interval_ms), [this] { return stopping_; })) {
-        return;
-      }
+void PowerMonitor::Every(const std::function<void()>& f) {
+  while (true) {
+    f();
+    std::unique_lock<std::mutex> l(stop_mu_);
+    if (stop_cv_.wait_for(l, std::chrono::milliseconds(config_.meter_interval_ms), [this] { return stopping_; })) {
+      return;
     }
-  });
+  }
+}
+
+void PowerMonitor::Start() {
+  threads_.emplace_back([this] { Every([this] { power_.Refresh(); }); });
+  for (auto& c : components_) {
+    Component* comp = c.get();
+    threads_.emplace_back([this, comp] {
+      Every([this, comp] {
+        std::map<NodeId, NodeInfo> live;
+        if (comp->info.node_id) {
+          for (auto& n : registry_.Snapshot()) live[n.id] = n;
+        }
+        Sample(*comp, live);
+      });
+    });
+  }
 }
 
 void PowerMonitor::Stop() {
@@ -55,7 +69,8 @@ void PowerMonitor::Stop() {
     stopping_ = true;
   }
   stop_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 double PowerMonitor::MasterCpuUtilization() {
@@ -76,45 +91,46 @@ void PowerMonitor::SampleOnce() {
   power_.Refresh();
   std::map<NodeId, NodeInfo> live;
   for (auto& n : registry_.Snapshot()) live[n.id] = n;
-  double master_util = MasterCpuUtilization();
-  for (auto& c : components_) {
-    power::ComponentStatus st;
-    if (c->info.node_id) {
-      st.state = power_.State(c->info.node_id);
-      const NodeInfo& n = live[c->info.node_id];
-      st.cpu_utilization = n.up ? n.cpu_percent / 100.0 / c->cpus : 0;
-    } else {
-      st.state = power::PowerState::kOn;
-      st.cpu_utilization = master_util / c->cpus;
-    }
-    Result<power::MeterReading> r = Status::NotSupported("not metered");
-    if (c->meter) r = c->meter->Read(st);
-    int64_t now = clock_.NowMicros();
-    std::lock_guard<std::mutex> l(mu_);
-    c->info.state = power::PowerStateName(st.state);
-    if (!c->meter) continue;
-    c->info.readings++;
-    if (r.ok()) {
-      c->energy.Add(now, r->watts, r->joules);
-      if (!c->info.meter_ok && !c->info.meter_error.empty()) {
-        Log("power")->info("meter of {} reads again", c->info.component);
-      }
-      c->info.meter_ok = true;
-      c->info.meter_error.clear();
-    } else {
-      c->energy.Fail(now);
-      if (c->info.meter_error != r.status().message()) {
-        Log("power")->warn("meter of {} ({}) failed: {}", c->info.component, c->info.meter, r.status().message());
-      }
-      c->info.meter_ok = false;
-      c->info.meter_error = r.status().message();
-    }
-    c->info.watts = c->energy.watts();
-    c->info.joules = c->energy.joules();
-    c->info.gaps = c->energy.gaps();
-    c->info.gap_seconds = c->energy.gap_seconds();
-    c->info.covered_seconds = c->energy.covered_seconds();
+  for (auto& c : components_) Sample(*c, live);
+}
+
+void PowerMonitor::Sample(Component& c, const std::map<NodeId, NodeInfo>& live) {
+  power::ComponentStatus st;
+  if (c.info.node_id) {
+    st.state = power_.State(c.info.node_id);
+    auto it = live.find(c.info.node_id);
+    st.cpu_utilization = it != live.end() && it->second.up ? it->second.cpu_percent / 100.0 / c.cpus : 0;
+  } else {
+    st.state = power::PowerState::kOn;
+    if (c.info.component == "master") st.cpu_utilization = MasterCpuUtilization() / c.cpus;
   }
+  Result<power::MeterReading> r = Status::NotSupported("not metered");
+  if (c.meter) r = c.meter->Read(st);
+  int64_t now = clock_.NowMicros();
+  std::lock_guard<std::mutex> l(mu_);
+  c.info.state = power::PowerStateName(st.state);
+  if (!c.meter) return;
+  c.info.readings++;
+  if (r.ok()) {
+    c.energy.Add(now, r->watts, r->joules);
+    if (!c.info.meter_ok && !c.info.meter_error.empty()) {
+      Log("power")->info("meter of {} reads again", c.info.component);
+    }
+    c.info.meter_ok = true;
+    c.info.meter_error.clear();
+  } else {
+    c.energy.Fail(now);
+    if (c.info.meter_error != r.status().message()) {
+      Log("power")->warn("meter of {} ({}) failed: {}", c.info.component, c.info.meter, r.status().message());
+    }
+    c.info.meter_ok = false;
+    c.info.meter_error = r.status().message();
+  }
+  c.info.watts = c.energy.watts();
+  c.info.joules = c.energy.joules();
+  c.info.gaps = c.energy.gaps();
+  c.info.gap_seconds = c.energy.gap_seconds();
+  c.info.covered_seconds = c.energy.covered_seconds();
 }
 
 std::vector<ComponentPower> PowerMonitor::Snapshot() {

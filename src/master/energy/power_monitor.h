@@ -3,10 +3,14 @@
 // since the master started (power/energy_integrator.h). Model meters get the node's power
 // state (NodePower) and CPU utilisation (its telemetry over its profile's CPU capacity).
 // A meter that fails or goes silent is flagged with the reason and its gap left out of the
-// energy. Meters are read one after another on the monitor's thread. Thread-safe.
+// energy. Each component is read on a thread of its own, so a slow meter (an ipmitool call
+// waiting for an unreachable BMC) delays no other; node power states are refreshed on
+// another. Thread-safe.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +48,7 @@ class PowerMonitor {
   Status Init();  // builds the meters
   void Start();
   void Stop();
+  // Refreshes power states and reads every meter once, on the calling thread (tests).
   void SampleOnce();
   std::vector<ComponentPower> Snapshot();
 
@@ -54,7 +59,10 @@ class PowerMonitor {
     power::EnergyIntegrator energy;
     double cpus = 1;  // capacity the utilisation is relative to
   };
+  void Sample(Component& c, const std::map<NodeId, NodeInfo>& live);
   double MasterCpuUtilization();
+  // Runs `f` every meter interval until Stop().
+  void Every(const std::function<void()>& f);
 
   const ClusterConfig& config_;
   NodeRegistry& registry_;
@@ -65,8 +73,8 @@ class PowerMonitor {
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
-  std::thread thread_;
-  int64_t last_cpu_us_ = 0, last_cpu_at_us_ = 0;  // the master's own CPU time (monitor thread)
+  std::vector<std::thread> threads_;
+  int64_t last_cpu_us_ = 0, last_cpu_at_us_ = 0;  // the master's own CPU time (its component's thread)
 };
 
 }  // namespace wattdb::master
