@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 
 namespace wattdb {
@@ -42,6 +43,13 @@ class ManualClock : public Clock {
  private:
   std::atomic<int64_t> now_;
 };
+
+// CPU time consumed by the calling thread, nanoseconds.
+inline uint64_t ThreadCpuNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 inline Clock& Clock::Real() {
   static RealClock clock;

@@ -26,6 +26,7 @@
 #include "master/control/node_supervisor.h"
 #include "master/energy/node_power.h"
 #include "master/energy/power_monitor.h"
+#include "master/energy/statement_energy.h"
 #include "master/metrics/query_counters.h"
 #include "master/node_registry.h"
 #include "master/node_rpc.h"
@@ -83,6 +84,7 @@ class Cluster {
   NodePower& power() { return *power_; }
   PowerMonitor& monitor() { return *monitor_; }
   QueryCounters& queries() { return queries_; }
+  StatementEnergyLog& energy_log() { return energy_log_; }
   // Crashed nodes restarted so far (0 without --manage-nodes).
   uint64_t node_restarts() const { return supervisor_ ? supervisor_->restarts() : 0; }
   const ClusterConfig& config() const { return config_; }
@@ -205,6 +207,7 @@ class Cluster {
   std::unique_ptr<NodePower> power_;
   std::unique_ptr<PowerMonitor> monitor_;
   QueryCounters queries_;
+  StatementEnergyLog energy_log_;
 
   std::mutex latch_mu_;  // guards latches_
   std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches_;

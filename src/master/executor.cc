@@ -170,11 +170,17 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   StatementSnapshot snap(*this);
   db_.set_read_snapshot(Snapshot());
   auto started = std::chrono::steady_clock::now();
+  StatementCpuScope energy;
+  energy_ = &energy;
   auto r = Dispatch(stmt, sink, cancel);
+  energy_ = nullptr;
   cluster_.queries().Record(
       r.ok(), static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                         std::chrono::steady_clock::now() - started)
                                         .count()));
+  StatementEnergy e = energy.Finish(cluster_.monitor(), cluster_.registry());
+  e.statement = r.ok() ? *r : "ERROR " + r.status().sqlstate();
+  cluster_.energy_log().Add(std::move(e));
   if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
   if (!r.ok() && r.status().sqlstate() == "40001") cluster_.AwaitStable();
   return r;
@@ -755,7 +761,16 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
     for (const auto& c : p.children) walk(*c, depth + 1);
   };
   walk(*bound.plan, 0);
-  if (s.analyze) lines.push_back(fmt::format("Execution Time: {:.3f} ms", total_ms));
+  if (s.analyze) {
+    lines.push_back(fmt::format("Execution Time: {:.3f} ms", total_ms));
+    if (energy_) {
+      StatementEnergy e = energy_->Finish(cluster_.monitor(), cluster_.registry());
+      lines.push_back(fmt::format("Energy: {:.3f} J estimated (master {:.3f} J, nodes {:.3f} J, infrastructure {:.3f} J; "
+                                  "CPU {:.3f} ms{})",
+                                  e.joules, e.master_joules, e.node_joules, e.infra_joules, e.cpu_ms,
+                                  e.unmetered ? fmt::format("; {} component(s) unmetered", e.unmetered) : ""));
+    }
+  }
   RETURN_NOT_OK(sink.Describe({"QUERY PLAN"}, {SqlType{TypeId::kText}}));
   exec::Batch out;
   out.Reset(1);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "master/cluster.h"
+#include "master/energy/statement_energy.h"
 #include "master/database_catalog.h"
 #include "query/exec/batch.h"
 #include "query/exec/context.h"
@@ -160,6 +161,7 @@ class Executor {
   };
 
   Cluster& cluster_;
+  StatementCpuScope* energy_ = nullptr;  // the running statement's accounting (EXPLAIN ANALYZE reads it)
   DatabaseCatalog db_;
  // borrowed; outlives the session
   std::map<std::string, std::string> settings_;

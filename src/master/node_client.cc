@@ -1,5 +1,8 @@
 #include "master/node_client.h"
 
+#include "master/energy/statement_energy.h"
+#include "proto/node_service.capnp.h"
+
 namespace wattdb::master {
 
 NodeClient::NodeClient(NodeId id, std::string host, uint16_t port, NodeClientOptions opts)
@@ -73,6 +76,11 @@ Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Call(capnp::MessageBui
   if (!r.ok()) {
     lease.Poison();
     return r.status().Prepend(fmt::format("node {}", id_));
+  }
+  try {
+    StatementCpuScope::AddNode(id_, (*r)->Root<proto::Response>().getCpuNanos());
+  } catch (const kj::Exception&) {
+    // a malformed reply is the caller's to report
   }
   return r;
 }

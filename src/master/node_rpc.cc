@@ -1,5 +1,7 @@
 #include "master/node_rpc.h"
 
+#include "master/energy/statement_energy.h"
+
 #include <algorithm>
 #include <thread>
 
@@ -260,6 +262,7 @@ Status ScanStream::Next(std::vector<std::string>* keys, std::vector<std::string>
   if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
   try {
     auto resp = (*msg)->Root<proto::Response>();
+    StatementCpuScope::AddNode(client_.id(), resp.getCpuNanos());
     Status ns = FromProto(resp.getStatus());
     if (resp.which() != proto::Response::SCAN_BATCH) return Status::Corruption("scan reply without a batch");
     auto b = resp.getScanBatch();

@@ -13,6 +13,7 @@ constexpr TableId kSegmentsView = kFirstSystemTableId + 1;
 constexpr TableId kPartitionsView = kFirstSystemTableId + 2;
 constexpr TableId kTablesView = kFirstSystemTableId + 3;
 constexpr TableId kPowerView = kFirstSystemTableId + 4;
+constexpr TableId kStatementEnergyView = kFirstSystemTableId + 5;
 
 TableSchema View(TableId id, const char* name, std::vector<std::pair<const char*, TypeId>> cols) {
   TableSchema t;
@@ -184,6 +185,16 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"gaps", TypeId::kInt64},
                               {"gap_seconds", TypeId::kDouble},
                               {"covered_seconds", TypeId::kDouble}}));
+  catalog.AddSystemView(View(kStatementEnergyView, "wattdb_statement_energy",
+                             {{"started_at", TypeId::kTimestamp},
+                              {"seconds", TypeId::kDouble},
+                              {"joules", TypeId::kDouble},
+                              {"master_joules", TypeId::kDouble},
+                              {"node_joules", TypeId::kDouble},
+                              {"infra_joules", TypeId::kDouble},
+                              {"cpu_ms", TypeId::kDouble},
+                              {"unmetered", TypeId::kInt32},
+                              {"statement", TypeId::kText}}));
   catalog.AddSystemView(View(kPartitionsView, "wattdb_partitions",
                              {{"table_name", TypeId::kText},
                               {"node_id", TypeId::kInt32},
@@ -279,6 +290,14 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
                       p.meter_error.empty() ? Value() : Value::Text(p.meter_error),
                       Value::Int64(static_cast<int64_t>(p.readings)), Value::Int64(static_cast<int64_t>(p.gaps)),
                       Value::Double(p.gap_seconds), Value::Double(p.covered_seconds)});
+    }
+  } else if (scan.table == kStatementEnergyView) {
+    constexpr int64_t kUnixToPgEpochUs = 946684800LL * 1000000;
+    for (const auto& e : cluster_.energy_log().Snapshot()) {
+      rows.push_back({Value::Timestamp(e.started_us - kUnixToPgEpochUs), Value::Double(e.seconds),
+                      Value::Double(e.joules), Value::Double(e.master_joules), Value::Double(e.node_joules),
+                      Value::Double(e.infra_joules), Value::Double(e.cpu_ms), Value::Int32(e.unmetered),
+                      Value::Text(e.statement)});
     }
   } else if (scan.table == kTablesView) {
     for (const auto& [id, t] : tables) {

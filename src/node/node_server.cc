@@ -84,12 +84,23 @@ void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m) {
   for (size_t i = 0; i < m.indexes.size(); i++) SpecTo(l[i], m.indexes[i]);
 }
 
+// CPU this thread used, up to each reply, for the request it serves (thread CPU clock).
+thread_local uint64_t tl_cpu_mark = 0;
+
+// Sends a Response stamped with the CPU spent on the request since the previous frame.
+Status SendResponse(Connection& conn, capnp::MallocMessageBuilder& mb) {
+  uint64_t now = ThreadCpuNanos();
+  mb.getRoot<proto::Response>().setCpuNanos(now - tl_cpu_mark);
+  tl_cpu_mark = now;
+  return conn.Send(mb);
+}
+
 Status Reply(Connection& conn, const Status& s) {
   capnp::MallocMessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), s);
   resp.setNone();
-  return conn.Send(mb);
+  return SendResponse(conn, mb);
 }
 
 // A segment with prepared, undecided writes cannot split or move until they are decided.
@@ -186,6 +197,7 @@ void NodeServer::Serve(net::asio::ip::tcp::socket& socket) {
       return;
     }
     try {
+      tl_cpu_mark = ThreadCpuNanos();
       if (!Dispatch(conn, **msg)) return;
     } catch (const kj::Exception& e) {
       Log("node")->warn("malformed request peer={} err={}", conn.peer(), e.getDescription().cStr());
@@ -212,7 +224,7 @@ bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st, const std::s
     MetaTo(l[i].initMeta(), infos[i].meta);
     l[i].setBytes(infos[i].bytes);
   }
-  return conn.Send(mb).ok();
+  return SendResponse(conn, mb).ok();
 }
 
 bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
@@ -277,7 +289,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       auto resp = mb.initRoot<proto::Response>();
       SetStatus(resp.initStatus(), done.status());
       resp.setCommittedTs(done.ok() && *done ? **done : 0);
-      return conn.Send(mb).ok();
+      return SendResponse(conn, mb).ok();
     }
     case proto::Request::SCAN: {
       auto s = req.getScan();
@@ -297,7 +309,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         auto resp = mb.initRoot<proto::Response>();
         SetStatus(resp.initStatus(), sc.status());
         resp.initScanBatch().setLast(true);
-        return conn.Send(mb).ok();
+        return SendResponse(conn, mb).ok();
       }
       // A transaction sees its own pending writes on top of its snapshot: merge them in by key.
       // Index scans: committed entries of rows the transaction wrote are hidden, and its
@@ -372,7 +384,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
           lr.set(i, Bytes(merged[i].row));
           lk.set(i, Bytes(merged[i].key));
         }
-        if (!conn.Send(mb).ok()) return false;
+        if (!SendResponse(conn, mb).ok()) return false;
         if (last) return true;
       }
     }
@@ -386,7 +398,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       auto resp = mb.initRoot<proto::Response>();
       SetStatus(resp.initStatus(), key.status());
       if (key.ok()) resp.setSplitKey(Bytes(*key));
-      return conn.Send(mb).ok();
+      return SendResponse(conn, mb).ok();
     }
     case proto::Request::SETTLE_SPLIT: {
       auto s = req.getSettleSplit();
@@ -395,7 +407,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       auto resp = mb.initRoot<proto::Response>();
       SetStatus(resp.initStatus(), key.status());
       if (key.ok()) resp.setSplitKey(Bytes(*key));
-      return conn.Send(mb).ok();
+      return SendResponse(conn, mb).ok();
     }
     case proto::Request::ADD_INDEX: {
       auto a = req.getAddIndex();
@@ -428,7 +440,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         l[i].setRowsRead(list[i].rows_read);
         l[i].setRowsWritten(list[i].rows_written);
       }
-      return conn.Send(mb).ok();
+      return SendResponse(conn, mb).ok();
     }
     case proto::Request::EXPORT_SEGMENT: {
       SegmentId id = req.getExportSegment();
@@ -441,7 +453,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       capnp::MallocMessageBuilder mb;
       auto resp = mb.initRoot<proto::Response>();
       SetStatus(resp.initStatus(), exp.status());
-      if (!exp.ok()) return conn.Send(mb).ok();
+      if (!exp.ok()) return SendResponse(conn, mb).ok();
       auto e = resp.initSegmentExport();
       MetaTo(e.initMeta(), exp->meta);
       e.setComparator(exp->comparator);
@@ -458,7 +470,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         files[i].setNumEntries(f.num_entries);
         files[i].setNumDeletions(f.num_deletions);
       }
-      bool ok = conn.Send(mb).ok();
+      bool ok = SendResponse(conn, mb).ok();
       std::vector<char> buf(net::kMaxRawChunk);
       for (size_t i = 0; ok && i < exp->files.size(); i++) {
         std::ifstream in(dir + "/" + exp->files[i].name, std::ios::binary);
@@ -555,7 +567,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       pulled.setBytes(bytes);
       pulled.setFiles(static_cast<uint32_t>(nfiles));
       pulled.setMicros(micros);
-      return conn.Send(mb).ok();
+      return SendResponse(conn, mb).ok();
     }
   }
   (void)Reply(conn, Status::NotSupported("unknown request"));

@@ -130,6 +130,8 @@ struct Request {
 
 struct Response {
   status @0 :Status;
+  cpuNanos @14 :UInt64;              # thread CPU the node spent on the request since its
+                                     # previous reply frame (statement energy accounting)
   union {
     none @1 :Void;
     scanBatch :group {

@@ -281,3 +281,50 @@ TEST(Power, UnreachableBmcMissingIpmitoolAndSilentMeterAreReportedAndTheRestServ
 
 }  // namespace
 }  // namespace wattdb::testing
+
+namespace wattdb::testing {
+namespace {
+
+using Rows = std::vector<std::vector<std::string>>;
+
+TEST(Power, StatementsReportTheirEstimatedEnergy) {
+  MiniClusterOptions o = Managed();
+  o.segment_bytes = 4 << 20;
+  o.extra_toml = "[power]\nmeter_interval_ms = 100\n";
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_power WHERE meter_ok", "5", 10000));
+  ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT g, g, repeat('e', 100) FROM generate_series(1, 60000) g"), "");
+  Rows plan;
+  ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT count(*), sum(v) FROM t WHERE pad LIKE '%e%'", &plan), "");
+  std::string energy;
+  for (auto& r : plan) {
+    if (r[0].rfind("Energy: ", 0) == 0) energy = r[0];
+  }
+  ASSERT_FALSE(energy.empty()) << "no Energy line in EXPLAIN ANALYZE";
+  EXPECT_GT(std::stod(energy.substr(8)), 0) << energy;
+  EXPECT_NE(energy.find("nodes "), std::string::npos) << energy;
+
+  ASSERT_EQ(c->Exec("SELECT 1"), "");
+  Rows recent;
+  ASSERT_EQ(c->Exec("SELECT statement, joules, node_joules, seconds, cpu_ms FROM wattdb_statement_energy", &recent), "");
+  ASSERT_GE(recent.size(), 3u);
+  // The scan of 60,000 rows on the nodes cost node energy; SELECT 1 cost none of it.
+  const auto& explain = recent[recent.size() - 2];
+  const auto& one = recent[recent.size() - 1];
+  EXPECT_EQ(explain[0], "EXPLAIN");
+  EXPECT_EQ(one[0], "SELECT 1");
+  EXPECT_GT(std::stod(explain[2]), 0);
+  EXPECT_EQ(std::stod(one[2]), 0);
+  EXPECT_GT(std::stod(explain[1]), std::stod(one[1]));
+  // Never more than the whole cluster drew over the statement's run time.
+  double cluster_watts = std::stod(c->Scalar("SELECT sum(watts) FROM wattdb_power"));
+  for (const auto& r : recent) {
+    EXPECT_LE(std::stod(r[1]), cluster_watts * std::stod(r[3]) * 1.05) << r[0];
+  }
+}
+
+}  // namespace
+}  // namespace wattdb::testing

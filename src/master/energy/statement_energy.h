@@ -1,0 +1,74 @@
+// Energy per statement: an estimate of the joules a statement cost the cluster.
+//
+// While a statement runs, its session thread collects the CPU it used: its own (the thread's
+// CPU clock) and, per node, the CPU each node reports with every reply (Response.cpuNanos).
+// At the end, each component's energy over the statement's run time (its current watts ×
+// the run time) is apportioned by the statement's share of that component's CPU in the run:
+//   node n:  share = statement CPU on n / max(statement CPU on n, n's CPU rate × run time)
+//   master:  share = the session thread's CPU / the master process's CPU over the run
+//   other infrastructure (switch): share = the statement's CPU / all CPU seen, over the
+//            components above
+// A component the statement did not use costs it nothing; one it used alone costs it all of
+// its draw, idle power included (the energy the cluster spent while serving it). Components
+// whose meter is failing are left out and counted. Estimates, not measurements: CPU time is
+// the only proxy for attribution, node CPU rates come from the latest telemetry, watts from
+// the latest meter reading.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/schema.h"
+
+namespace wattdb::master {
+
+class PowerMonitor;
+class NodeRegistry;
+
+struct StatementEnergy {
+  int64_t started_us = 0;   // wall clock
+  double seconds = 0;
+  double joules = 0;
+  double master_joules = 0, node_joules = 0, infra_joules = 0;
+  double cpu_ms = 0;        // the statement's CPU, master and nodes
+  int unmetered = 0;        // components left out (meter failing)
+  std::string statement;    // the command tag
+};
+
+// Collects the current statement's CPU on this thread. Nested scopes are not supported: an
+// inner scope is inert (the outer one counts).
+class StatementCpuScope {
+ public:
+  StatementCpuScope();
+  ~StatementCpuScope();
+  // Adds CPU a node reported for this thread's current statement (no-op outside a scope).
+  static void AddNode(NodeId node, uint64_t nanos);
+  // The energy of the statement so far.
+  StatementEnergy Finish(PowerMonitor& monitor, NodeRegistry& registry) const;
+
+ private:
+  bool active_ = false;
+  int64_t start_steady_us_, start_wall_us_;
+  uint64_t start_thread_ns_, start_process_ns_;
+  std::map<NodeId, uint64_t> nodes_;
+};
+
+// The most recent statements' energy (wattdb_statement_energy). Thread-safe.
+class StatementEnergyLog {
+ public:
+  explicit StatementEnergyLog(size_t capacity = 1000) : capacity_(capacity) {}
+  void Add(StatementEnergy e);
+  std::vector<StatementEnergy> Snapshot() const;
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::deque<StatementEnergy> entries_;
+};
+
+}  // namespace wattdb::master
