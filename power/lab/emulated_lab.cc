@@ -19,7 +19,6 @@ namespace wattdb::power {
 
 namespace {
 
-bool NeedsBmc(const NodeConfig& n) { return n.power == "ipmi" || n.meter.type == "ipmi-dcmi"; }
 
 // Third octet of the subnet: short, unique interface names per lab.
 std::string Octet(const std::string& subnet) { return subnet.substr(subnet.rfind('.') + 1); }
@@ -87,7 +86,7 @@ Status EmulatedLab::Up() {
                             o_.bin_dir + "/wattdb-node"},
                            so));
     pids << "agent " << n.id << " " << agent << "\n";
-    if (NeedsBmc(n)) {
+    {  // every emulated host has a BMC, whatever drives it
       BmcFiles f{fmt::format("{}/bmc{}", o_.dir, n.id), hd, o_.bin_dir + "/wattdb-host",
                  o_.bin_dir + "/wattdb_dcmi.so"};
       if (!std::filesystem::exists(f.dcmi_plugin)) f.dcmi_plugin.clear();
@@ -111,7 +110,6 @@ Status EmulatedLab::Up() {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (!NeedsBmc(n)) continue;
     IpmiConfig probe = n.ipmi;
     probe.retries = 0;
     probe.timeout_ms = 2000;

@@ -1,8 +1,8 @@
 // EmulatedLab: the hardware of an emulated cluster ([hosts] mode = "emulated"), built on one
 // machine from real mechanisms: a bridge in the root namespace (the master's side, address
 // <subnet>.1) and, per node, a network namespace with its own interface, IP and MAC on the
-// bridge, a host agent (wattdb-host: power states, Wake-on-LAN, CPU cap) and, for nodes with
-// an ipmi driver or meter, a BMC (ipmi_sim) on the host's IPMI address. Hosts start off.
+// bridge, a host agent (wattdb-host: power states, Wake-on-LAN, CPU cap) and a BMC
+// (ipmi_sim) on the host's IPMI address, whatever driver the master uses. Hosts start off.
 // Up() needs root (namespaces, cgroups, port 9 and 623). Down() undoes all of it, also
 // after a crash (it works from the config and the lab directory alone).
 #pragma once

@@ -61,6 +61,7 @@ struct ClusterConfig {
   std::vector<InfraConfig> infrastructure;  // metered always-on parts (default: master, switch)
   HostsConfig hosts;
   int meter_interval_ms = 1000;             // how often the master reads every meter
+  int wake_timeout_ms = 30000;              // a woken node must register within its boot or resume delay + this
   uint16_t metrics_port = 0;                // Prometheus text endpoint (/metrics); 0 = off
 
   const NodeConfig* FindNode(NodeId id) const;

@@ -111,7 +111,8 @@ Status CheckKeys(const toml::table& t, std::initializer_list<const char*> known,
 Status ParsePowerSections(const toml::table& root, const std::string& source, ClusterConfig* c) {
   c->profiles = {HostProfile{}};  // "atom"
   if (auto* t = root["power"].as_table()) {
-    RETURN_NOT_OK(CheckKeys(*t, {"meter_interval_ms", "metrics_port"}, "[power]", source));
+    RETURN_NOT_OK(CheckKeys(*t, {"meter_interval_ms", "metrics_port", "wake_timeout_ms"}, "[power]", source));
+    RETURN_NOT_OK(ReadInt(*t, "wake_timeout_ms", &c->wake_timeout_ms, 100, 3600000, "[power]", source));
     RETURN_NOT_OK(ReadInt(*t, "meter_interval_ms", &c->meter_interval_ms, 10, 600000, "[power]", source));
     int port = c->metrics_port;
     RETURN_NOT_OK(ReadInt(*t, "metrics_port", &port, 0, 65535, "[power]", source));
@@ -256,6 +257,8 @@ Status FinishPowerConfig(const toml::table& root, const std::string& source, Clu
       }
       if (!t || !t->get("host")) n.host = fmt::format("{}.{}", c->hosts.subnet, 10 + n.id);
       if (n.wol.mac.empty()) n.wol.mac = fmt::format("52:54:00:57:00:{:02x}", n.id);
+      // Every emulated host has a BMC on the lab's private bridge; its default password.
+      if (n.ipmi.password.empty()) n.ipmi.password = "wattdb";
       if (!t || !t->get("wol") || !(*t->get("wol")->as_table()).get("broadcast")) {
         n.wol.broadcast = c->hosts.subnet + ".255";
       }

@@ -64,9 +64,10 @@ Status Cluster::Start() {
     }
     for (const auto& n : config_.nodes) {
       if (sleeping(n.id) || failed.count(n.id)) continue;
-      if (!registry_->WaitUp(n.id, 30000)) {
-        Log("master")->warn("node {} did not register within 30 s; see {}/n{}.log", n.id,
-                            config_.data_dir, n.id);
+      int wait_ms = config_.Profile(n).boot_ms + config_.wake_timeout_ms;
+      if (!AwaitRegistration(n, wait_ms)) {
+        power_->RecordFailure(n.id, fmt::format("node {} did not register within {} ms of power on; see {}/n{}.log",
+                                                n.id, wait_ms, config_.data_dir, n.id));
       }
     }
   }
@@ -704,6 +705,18 @@ Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
   return Status::OK();
 }
 
+bool Cluster::AwaitRegistration(const NodeConfig& n, int wait_ms) {
+  power::PowerDriver& driver = power_->Driver(n.id);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  while (!registry_->WaitUp(n.id, 1000)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    // A magic packet is one unacknowledged datagram (and a fresh link may drop it): send it
+    // again while the node is silent.
+    if (!driver.ObservesState()) (void)driver.PowerOn(n);
+  }
+  return true;
+}
+
 Status Cluster::PowerOn(NodeId node) {
   const NodeConfig* nc = config_.FindNode(node);
   if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
@@ -712,18 +725,13 @@ Status Cluster::PowerOn(NodeId node) {
   RETURN_NOT_OK(power_->Act(node, power::PowerAction::kOn));
   // Firmware and OS (emulated hosts wait the profile's latencies), then the node's own start.
   const HostProfile& p = config_.Profile(*nc);
-  int wait_ms = (before == NodeAdminState::kSuspended ? p.resume_ms : p.boot_ms) + 30000;
+  int wait_ms = (before == NodeAdminState::kSuspended ? p.resume_ms : p.boot_ms) + config_.wake_timeout_ms;
   power::PowerDriver& driver = power_->Driver(node);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  bool up = false;
-  while (!(up = registry_->WaitUp(node, 2000)) && std::chrono::steady_clock::now() < deadline) {
-    // A magic packet is one unacknowledged datagram: send it again while the node is silent.
-    if (!driver.ObservesState()) (void)driver.PowerOn(*nc);
-  }
-  if (!up) {
-    return Status(Status::Code::kUnavailable,
-                  fmt::format("node {} was powered on but did not register within {} s", node, wait_ms / 1000),
-                  "57P03");
+  if (!AwaitRegistration(*nc, wait_ms)) {
+    std::string why = fmt::format("node {} was powered on ({}) but did not register within {} ms", node,
+                                  driver.name(), wait_ms);
+    power_->RecordFailure(node, why);
+    return Status(Status::Code::kUnavailable, why, "57P03");
   }
   RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kActive));
   Log("master")->info("node powered on id={} driver={}", node, power_->Driver(node).name());

@@ -196,6 +196,10 @@ class Cluster {
   Status RecoverSplitLocked(const SplitIntent& si);
   bool IsPendingMove(SegmentId seg) const;
   void MaintenanceLoop();
+  // Waits up to `wait_ms` for node `n` to register after a power on; repeats the wake of
+  // drivers that cannot observe it (Wake-on-LAN). REQUIRES no other power action on n (the
+  // power lock held, or the supervisor not started yet).
+  bool AwaitRegistration(const NodeConfig& n, int wait_ms);
   // PowerOff and Suspend: checks, marks the admin state, runs the driver.
   Status PowerDown(NodeId node, power::PowerAction action);
 

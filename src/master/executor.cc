@@ -762,7 +762,6 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   };
   walk(*bound.plan, 0);
   if (s.analyze) {
-    lines.push_back(fmt::format("Execution Time: {:.3f} ms", total_ms));
     if (energy_) {
       StatementEnergy e = energy_->Finish(cluster_.monitor(), cluster_.registry());
       lines.push_back(fmt::format("Energy: {:.3f} J estimated (master {:.3f} J, nodes {:.3f} J, infrastructure {:.3f} J; "
@@ -770,6 +769,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
                                   e.joules, e.master_joules, e.node_joules, e.infra_joules, e.cpu_ms,
                                   e.unmetered ? fmt::format("; {} component(s) unmetered", e.unmetered) : ""));
     }
+    lines.push_back(fmt::format("Execution Time: {:.3f} ms", total_ms));
   }
   RETURN_NOT_OK(sink.Describe({"QUERY PLAN"}, {SqlType{TypeId::kText}}));
   exec::Batch out;

@@ -2,6 +2,7 @@
 // bridge, host agents with cgroup CPU caps and freezers, ipmi_sim BMCs driven by ipmitool,
 // Wake-on-LAN magic packets through the bridge, a master that powers nodes through them.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include "common/config.h"
 #include "power/ipmitool.h"
+#include "net/stream.h"
 #include "power/magic_packet.h"
 #include "tests/integration/mini_cluster.h"
 
@@ -33,20 +35,24 @@ class Lab {
  public:
   // `nodes_toml` holds the [[node]] tables; the rest is generated with unique names.
   explicit Lab(const std::string& nodes_toml, const std::string& cluster_keys = "") {
-    int u = getpid() % 200 + 20;
+    // A subnet (and bridge) of its own: claimed with an atomic mkdir, so labs of tests that
+    // run at once never share one.
+    int u = 20;
+    while (u < 220 && mkdir(fmt::format("/tmp/wattdb-emulated-net-{}", u).c_str(), 0700) != 0) u++;
+    net_claim_ = fmt::format("/tmp/wattdb-emulated-net-{}", u);
     dir_ = fmt::format("/tmp/wattdb-emulated-{}-{}", getpid(), counter_++);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    pg_port_ = 20000 + (getpid() * 7 + counter_ * 13) % 20000;
+    pg_port_ = FreePort();
     std::ofstream f(dir_ + "/cluster.toml");
     f << fmt::format(
         "[cluster]\ndata_dir = \"{dir}/data\"\ntelemetry_interval_ms = 200\nheartbeat_timeout_ms = 1000\n{ck}"
         "[master]\npg_port = {pg}\ncluster_port = {cp}\n"
-        "[hosts]\nmode = \"emulated\"\nsubnet = \"10.213.{u}\"\nbridge = \"wdbe{u}x{c}\"\n"
+        "[hosts]\nmode = \"emulated\"\nsubnet = \"10.213.{u}\"\nbridge = \"wdbe{u}\"\n"
         "[profile.atom]\ncpus = 0.5\nboot_ms = 300\nresume_ms = 150\n"
         "[power]\nmeter_interval_ms = 200\n{nodes}",
-        fmt::arg("dir", dir_), fmt::arg("pg", pg_port_), fmt::arg("cp", pg_port_ + 1), fmt::arg("u", u),
-        fmt::arg("c", counter_), fmt::arg("nodes", nodes_toml), fmt::arg("ck", cluster_keys));
+        fmt::arg("dir", dir_), fmt::arg("pg", pg_port_), fmt::arg("cp", FreePort()), fmt::arg("u", u),
+        fmt::arg("nodes", nodes_toml), fmt::arg("ck", cluster_keys));
     f.close();
     config_ = *LoadConfig(dir_ + "/cluster.toml");
   }
@@ -54,7 +60,15 @@ class Lab {
     StopMaster();
     std::string out;
     RunCommand(fmt::format("{}/wattdb-lab down --config {}/cluster.toml", kBin, dir_), &out);
-    std::filesystem::remove_all(dir_);
+    if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir_);  // else keep the logs
+    rmdir(net_claim_.c_str());
+  }
+
+  // A TCP port free right now on loopback.
+  static int FreePort() {
+    net::asio::io_context io;
+    net::asio::ip::tcp::acceptor a(io, net::asio::ip::tcp::endpoint(net::asio::ip::make_address("127.0.0.1"), 0));
+    return a.local_endpoint().port();
   }
 
   bool Up() {
@@ -113,6 +127,7 @@ class Lab {
 
  private:
   static inline int counter_ = 0;
+  std::string net_claim_;
   std::string dir_;
   int pg_port_ = 0;
   ClusterConfig config_;

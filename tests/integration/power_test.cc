@@ -328,3 +328,35 @@ TEST(Power, StatementsReportTheirEstimatedEnergy) {
 
 }  // namespace
 }  // namespace wattdb::testing
+
+namespace wattdb::testing {
+namespace {
+
+TEST(Power, AHostThatNeverWakesIsReportedAndPowerOnFailsWithinTheWakeTimeout) {
+  MiniClusterOptions o = Managed();
+  int nobody = FreeTcpPort();
+  o.extra_toml = "[power]\nmeter_interval_ms = 100\nwake_timeout_ms = 1500\n[profile.atom]\nboot_ms = 0\n";
+  o.node_toml[3] = fmt::format("power = \"wol\"\nwol = {{ mac = \"52:54:00:00:00:03\", broadcast = \"127.0.0.1\", "
+                               "port = {} }}",
+                               nobody);
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.StartMaster()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "2", 20000));
+  std::string err = c->Scalar("SELECT power_state || ' | ' || power_error FROM wattdb_nodes WHERE node_id = 3");
+  EXPECT_EQ(err.rfind("unknown | ", 0), 0u) << err;
+  EXPECT_NE(err.find("did not register within 1500 ms"), std::string::npos) << err;
+  auto t0 = std::chrono::steady_clock::now();
+  std::string msg;
+  EXPECT_EQ(c->Exec("ALTER NODE 3 POWER ON", nullptr, &msg), "57P03");
+  EXPECT_NE(msg.find("did not register within 1500 ms"), std::string::npos) << msg;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_NE(c->Scalar("SELECT last_power_result FROM wattdb_nodes WHERE node_id = 3").find("did not register"),
+            std::string::npos);
+  // The rest serves.
+  ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY)"), "");
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (1)"), "");
+}
+
+}  // namespace
+}  // namespace wattdb::testing

@@ -57,6 +57,15 @@ Status NodePower::Act(NodeId node, PowerAction action, const std::string& label)
   return s;
 }
 
+void NodePower::RecordFailure(NodeId node, const std::string& why) {
+  std::lock_guard<std::mutex> l(info_mu_);
+  NodePowerInfo& i = info_[node];
+  i.last_result = why;
+  i.state = PowerState::kUnknown;
+  i.state_error = why;
+  Log("power")->warn("node {}: {}", node, why);
+}
+
 void NodePower::Refresh() {
   for (const auto& n : config_.nodes) {
     std::unique_lock<std::mutex> busy(mu_, std::try_to_lock);
@@ -71,6 +80,7 @@ void NodePower::Refresh() {
       // Heartbeats say on; otherwise the last successful action says what the node became.
       if (registry_.IsUp(n.id)) {
         i.state = PowerState::kOn;
+        i.state_error.clear();
       } else if (i.state == PowerState::kOn) {
         i.state = PowerState::kUnknown;
         i.state_error = "not heartbeating";

@@ -43,6 +43,10 @@ class NodePower {
   // REQUIRES mu() held. `label` names the action in the record (e.g. "restart").
   Status Act(NodeId node, power::PowerAction action, const std::string& label = "");
 
+  // Records that `action` on `node` failed after the driver took it (e.g. the node did not
+  // register after a wake): the node's state becomes unknown with `why`.
+  void RecordFailure(NodeId node, const std::string& why);
+
   // Re-reads every node's state (drivers that observe it; otherwise from heartbeats and the
   // last action). Skips a node whose action is running.
   void Refresh();
