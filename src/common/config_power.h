@@ -1,6 +1,6 @@
 // Parsing of the power parts of the cluster config: [power], [profile.NAME],
 // [[infrastructure]], [hosts] and each node's driver and meter keys. Errors name the file,
-// line and key. Internal to config.cc.
+// line and key. Used by config.cc (and CheckKeys by the energy-policy parser).
 #pragma once
 
 #include <initializer_list>
