@@ -1,0 +1,417 @@
+#include "master/energy/controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+
+namespace wattdb::master {
+
+uint64_t ControlNode::bytes() const {
+  uint64_t b = 0;
+  for (const auto& s : segments) b += s.bytes;
+  return b;
+}
+
+double ControlNode::heat() const {
+  double h = 0;
+  for (const auto& s : segments) h += s.heat;
+  return h;
+}
+
+struct EnergyController::Inputs {
+  std::vector<const ControlNode*> active;    // active and up
+  std::vector<NodeId> wakeable;              // asleep, not failed, preferred first
+  double demand = 0;                         // cores in use on the active nodes
+  double capacity = 0;                       // their cores
+  double window_mean = 0;                    // demand over the window
+  double forecast = 0;                       // demand horizon_s ahead
+  double low_s = 0;                          // how long demand has stayed below scale-in
+  NodeId busy = 0;                           // a node under an operator action, if any
+};
+
+namespace {
+
+constexpr double kMB = 1024.0 * 1024.0;
+
+double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+bool Pinned(const EnergyPolicy& p, NodeId id) {
+  return std::find(p.pinned.begin(), p.pinned.end(), id) != p.pinned.end();
+}
+
+// Weight of a segment for balancing: its heat, or its bytes while nothing is hot.
+double Weight(const ControlSegment& s, bool by_heat) { return by_heat ? s.heat : static_cast<double>(s.bytes); }
+
+bool AnyHeat(const std::vector<ControlNode>& nodes) {
+  for (const auto& n : nodes) {
+    if (n.heat() > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+EnergyController::EnergyController(ControlPlane& plane, const Clock& clock, EnergyPolicy policy)
+    : plane_(plane), clock_(clock), policy_(std::move(policy)) {}
+
+void EnergyController::SetPolicy(EnergyPolicy p) {
+  std::lock_guard<std::mutex> l(policy_mu_);
+  policy_ = std::move(p);
+}
+
+EnergyPolicy EnergyController::policy() const {
+  std::lock_guard<std::mutex> l(policy_mu_);
+  return policy_;
+}
+
+double EnergyController::EffectiveRate(const EnergyPolicy& p) const {
+  double cap = p.migration_mb_s * kMB;
+  if (move_rate_ <= 0) return cap > 0 ? cap : 50 * kMB;
+  return cap > 0 ? std::min(cap, move_rate_) : move_rate_;
+}
+
+EnergyController::Inputs EnergyController::Measure(const std::vector<ControlNode>& nodes, const EnergyPolicy& p,
+                                                   int64_t now) {
+  Inputs in;
+  std::vector<const ControlNode*> asleep;
+  for (const auto& n : nodes) {
+    if (n.busy) in.busy = n.id;
+    if (n.state == ControlState::kActive && n.up) {
+      in.active.push_back(&n);
+      in.demand += n.cpu_cores;
+      in.capacity += n.profile.cpus;
+    } else if ((n.state == ControlState::kSuspended || n.state == ControlState::kOff) && !n.busy &&
+               !failed_.count(n.id)) {
+      asleep.push_back(&n);
+    }
+  }
+  // Suspended nodes first: they resume in seconds, an off node boots.
+  std::stable_sort(asleep.begin(), asleep.end(), [](const ControlNode* a, const ControlNode* b) {
+    return (a->state == ControlState::kSuspended) > (b->state == ControlState::kSuspended);
+  });
+  for (const auto* n : asleep) in.wakeable.push_back(n->id);
+
+  if (!forecaster_ || forecaster_kind_ != p.forecaster) {
+    forecaster_ = std::make_unique<Forecaster>(p.forecaster, p.alpha, p.beta);
+    forecaster_kind_ = p.forecaster;
+  }
+  double t = now / 1e6;
+  forecaster_->Observe(t, in.demand);
+  in.forecast = forecaster_->Forecast(p.horizon_s);
+  window_.emplace_back(now, in.demand);
+  while (!window_.empty() && window_.front().first < now - static_cast<int64_t>(p.window_s * 1e6)) window_.pop_front();
+  double sum = 0;
+  for (const auto& [_, d] : window_) sum += d;
+  in.window_mean = window_.empty() ? 0 : sum / window_.size();
+  if (in.demand < (p.scale_in_cpu - p.hysteresis) * in.capacity) {
+    if (low_since_us_ < 0) low_since_us_ = now;
+    in.low_s = (now - low_since_us_) / 1e6;
+  } else {
+    low_since_us_ = -1;
+  }
+  return in;
+}
+
+DecisionRecord EnergyController::Step() {
+  EnergyPolicy p = policy();
+  int64_t now = clock_.NowMicros();
+  std::vector<ControlNode> nodes = plane_.Observe();
+  for (const auto& n : nodes) {
+    if (n.up) failed_.erase(n.id);  // came back after all
+  }
+  Inputs in = Measure(nodes, p, now);
+
+  DecisionRecord rec;
+  rec.time_us = clock_.WallMicros();
+  rec.mode = PolicyModeName(p.mode);
+  rec.active_nodes = static_cast<int>(in.active.size());
+  rec.utilization = Ratio(in.demand, in.capacity);
+  rec.window_utilization = Ratio(in.window_mean, in.capacity);
+  rec.forecast_utilization = Ratio(in.forecast, in.capacity);
+  rec.scale_out_cpu = p.scale_out_cpu;
+  rec.scale_in_cpu = p.scale_in_cpu;
+
+  auto done = [&](DecisionRecord r) {
+    Record(r);
+    return r;
+  };
+  auto act = [&](DecisionRecord r) {
+    last_action_us_ = clock_.NowMicros();
+    window_.clear();
+    low_since_us_ = -1;
+    r.duration_ms = (last_action_us_ - now) / 1000.0;
+    return done(std::move(r));
+  };
+
+  if (p.mode == EnergyPolicy::Mode::kManual) {
+    rec.reason = "mode is manual";
+    return done(rec);
+  }
+  if (in.busy != 0) {
+    rec.reason = fmt::format("an operator action on node {} is running", in.busy);
+    return done(rec);
+  }
+  int total = static_cast<int>(nodes.size());
+  int max_active = p.max_active_nodes == 0 ? total : p.max_active_nodes;
+  int active = static_cast<int>(in.active.size());
+  int floor = p.mode == EnergyPolicy::Mode::kStatic ? max_active : p.min_active_nodes;
+  if (active < floor && !in.wakeable.empty()) {
+    rec.decision = "wake";
+    rec.reason = p.mode == EnergyPolicy::Mode::kStatic ? "static mode keeps every node on"
+                                                       : "fewer active nodes than min_active_nodes";
+    DoWake(nodes, in.wakeable, floor - active, p, &rec);
+    return act(rec);
+  }
+  if (p.mode == EnergyPolicy::Mode::kStatic) {
+    rec.reason = failed_.empty() ? "static mode: every node on" : "static mode: a node failed to wake";
+    return done(rec);
+  }
+  if (last_action_us_ >= 0 && now - last_action_us_ < static_cast<int64_t>(p.cooldown_s * 1e6)) {
+    rec.reason = "cooldown after the last action";
+    return done(rec);
+  }
+
+  double out_at = (p.scale_out_cpu + p.hysteresis) * in.capacity;
+  double peak = std::max(in.forecast, in.demand);
+  if (peak > out_at || active == 0) {
+    if (active >= max_active) {
+      rec.reason = "demand above scale_out_cpu, but max_active_nodes are active";
+      return done(rec);
+    }
+    if (in.wakeable.empty()) {
+      rec.reason = "demand above scale_out_cpu, but no node can be woken";
+      return done(rec);
+    }
+    double per_node = 0;
+    for (const auto& n : nodes) per_node += n.profile.cpus / nodes.size();
+    int needed = per_node > 0 ? static_cast<int>(std::ceil(peak / (p.scale_out_cpu * per_node))) : active + 1;
+    int count = std::clamp(needed - active, 1, std::min(max_active - active, static_cast<int>(in.wakeable.size())));
+    rec.decision = "wake";
+    rec.reason = "forecast demand above scale_out_cpu";
+    DoWake(nodes, in.wakeable, count, p, &rec);
+    return act(rec);
+  }
+
+  double in_at = (p.scale_in_cpu - p.hysteresis) * in.capacity;
+  bool low = in.low_s >= p.window_s && in.window_mean < in_at && in.forecast < in_at;
+  if (active > max_active) low = true;  // over the cap: shed a node whatever the load
+  if (!low) {
+    rec.reason = in.demand < in_at ? "demand below scale_in_cpu, not yet for window_s" : "demand within thresholds";
+    return done(rec);
+  }
+  if (active <= std::max(1, p.min_active_nodes)) {
+    rec.reason = "demand below scale_in_cpu, at min_active_nodes";
+    return done(rec);
+  }
+  const ControlNode* victim = nullptr;
+  for (const ControlNode* n : in.active) {
+    if (Pinned(p, n->id)) continue;
+    if (!victim || n->bytes() < victim->bytes() ||
+        (n->bytes() == victim->bytes() && (n->heat() < victim->heat() ||
+                                           (n->heat() == victim->heat() && n->id > victim->id)))) {
+      victim = n;
+    }
+  }
+  if (!victim) {
+    rec.reason = "demand below scale_in_cpu, every active node is pinned";
+    return done(rec);
+  }
+  double cap_after = in.capacity - victim->profile.cpus;
+  double fit_at = (p.scale_out_cpu - p.hysteresis) * cap_after;
+  if (active <= max_active && in.forecast >= fit_at) {
+    rec.reason = "demand below scale_in_cpu, but the other nodes could not carry the forecast";
+    return done(rec);
+  }
+  BreakEven be = ComputeBreakEven(p, victim->profile, victim->bytes(), EffectiveRate(p));
+  double idle = in.low_s;
+  if (forecaster_->slope() > 0) idle = std::min(idle, (fit_at - forecaster_->level()) / forecaster_->slope());
+  rec.predicted_idle_s = idle;
+  rec.break_even_s = be.seconds;
+  if (active <= max_active && !(idle > be.seconds)) {
+    rec.reason = fmt::format("break-even: node {} would not sleep long enough to save energy", victim->id);
+    return done(rec);
+  }
+  rec.decision = "sleep";
+  rec.reason = active > max_active ? "more active nodes than max_active_nodes" : "demand below scale_in_cpu for window_s";
+  DoSleep(nodes, victim->id, p, &rec);
+  return act(rec);
+}
+
+void EnergyController::DoWake(const std::vector<ControlNode>& nodes, std::vector<NodeId> candidates, int count,
+                              const EnergyPolicy& p, DecisionRecord* rec) {
+  std::set<NodeId> woken;
+  std::string errors;
+  for (NodeId id : candidates) {
+    if (static_cast<int>(woken.size()) >= count) break;
+    int64_t t0 = clock_.NowMicros();
+    Status s = plane_.Wake(id);
+    double secs = (clock_.NowMicros() - t0) / 1e6;
+    if (s.ok()) {
+      woken.insert(id);
+      rec->actions += fmt::format("{}woke node {} in {:.1f} s", rec->actions.empty() ? "" : "; ", id, secs);
+    } else {
+      failed_[id] = s.message();
+      errors = s.message();
+      rec->actions += fmt::format("{}node {} did not wake: {}", rec->actions.empty() ? "" : "; ", id, s.message());
+      Log("energy")->warn("node {} did not wake (marked failed, trying another): {}", id, s.message());
+    }
+  }
+  if (woken.empty()) {
+    rec->outcome = errors.empty() ? "no node could be woken" : errors;
+    return;
+  }
+  (void)nodes;
+  int moved = Refill(plane_.Observe(), woken, p, rec);
+  (void)moved;
+  if (rec->outcome.empty()) rec->outcome = "ok";
+}
+
+int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<NodeId>& fresh, const EnergyPolicy& p,
+                             DecisionRecord* rec) {
+  bool by_heat = AnyHeat(nodes);
+  std::map<NodeId, double> load;
+  std::map<NodeId, std::vector<ControlSegment>> segs;
+  for (const auto& n : nodes) {
+    if (n.state != ControlState::kActive || !n.up) continue;
+    load[n.id] = 0;
+    for (const auto& s : n.segments) {
+      load[n.id] += Weight(s, by_heat);
+      segs[n.id].push_back(s);
+    }
+  }
+  int moves = 0;
+  uint64_t bytes = 0;
+  for (; moves < 100000;) {
+    NodeId target = 0, donor = 0;
+    for (NodeId f : fresh) {
+      if (load.count(f) && (target == 0 || load[f] < load[target])) target = f;
+    }
+    for (const auto& [id, l] : load) {
+      if (id != target && (donor == 0 || l > load[donor])) donor = id;
+    }
+    if (target == 0 || donor == 0) break;
+    double gap = load[donor] - load[target];
+    auto& list = segs[donor];
+    std::sort(list.begin(), list.end(),
+              [&](const ControlSegment& a, const ControlSegment& b) { return Weight(a, by_heat) > Weight(b, by_heat); });
+    auto it = std::find_if(list.begin(), list.end(), [&](const ControlSegment& s) {
+      double w = Weight(s, by_heat);
+      return w > 0 && 2 * w <= gap;
+    });
+    if (it == list.end()) break;
+    ControlSegment s = *it;
+    Status st = PacedMove(s, target, p, &bytes);
+    if (!st.ok()) {
+      rec->outcome = st.message();
+      break;
+    }
+    moves++;
+    double w = Weight(s, by_heat);
+    load[donor] -= w;
+    load[target] += w;
+    list.erase(it);
+    segs[target].push_back(s);
+  }
+  rec->actions += fmt::format("; refilled with {} segment(s), {:.1f} MB, hottest first (by {})", moves, bytes / kMB,
+                              by_heat ? "heat" : "bytes");
+  return moves;
+}
+
+Status EnergyController::PacedMove(const ControlSegment& seg, NodeId to, const EnergyPolicy& p, uint64_t* moved) {
+  int64_t t0 = clock_.NowMicros();
+  ASSIGN_OR_RETURN(MovedSegment m, plane_.Move(seg.id, to));
+  *moved += m.bytes;
+  if (m.bytes >= (1u << 20) && m.seconds > 0) {
+    double r = m.bytes / m.seconds;
+    move_rate_ = move_rate_ <= 0 ? r : 0.7 * move_rate_ + 0.3 * r;
+  }
+  if (p.migration_mb_s > 0) {
+    double elapsed = (clock_.NowMicros() - t0) / 1e6;
+    double owed = m.bytes / (p.migration_mb_s * kMB) - elapsed;
+    if (owed > 0 && !plane_.Pause(owed)) return Status::Aborted("the energy controller is stopping", "57P01");
+  }
+  return Status::OK();
+}
+
+void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId victim, const EnergyPolicy& p,
+                               DecisionRecord* rec) {
+  Status s = plane_.SetDraining(victim, true);
+  if (!s.ok()) {
+    rec->outcome = s.message();
+    return;
+  }
+  uint64_t bytes = 0;
+  int moves = 0;
+  std::vector<ControlNode> nodes = first;
+  // Writes go on while the node drains, so its segments may split: later rounds move the pieces.
+  for (int round = 0; round < 20 && s.ok(); round++) {
+    const ControlNode* v = nullptr;
+    bool by_heat = AnyHeat(nodes);
+    std::map<NodeId, double> load;
+    for (const auto& n : nodes) {
+      if (n.id == victim) v = &n;
+      if (n.id == victim || n.state != ControlState::kActive || !n.up) continue;
+      load[n.id] = 0;
+      for (const auto& sg : n.segments) load[n.id] += Weight(sg, by_heat);
+    }
+    if (!v || v->segments.empty()) break;
+    if (load.empty()) {
+      s = Status::Sql("55000", "no other active node to take the segments");
+      break;
+    }
+    std::vector<ControlSegment> list = v->segments;
+    std::sort(list.begin(), list.end(), [&](const ControlSegment& a, const ControlSegment& b) {
+      return Weight(a, by_heat) > Weight(b, by_heat);
+    });
+    for (const auto& sg : list) {
+      auto coolest = std::min_element(load.begin(), load.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+      s = PacedMove(sg, coolest->first, p, &bytes);
+      if (!s.ok()) break;
+      coolest->second += Weight(sg, by_heat);
+      moves++;
+    }
+    if (s.ok()) nodes = plane_.Observe();
+  }
+  rec->actions = fmt::format("drained node {}: {} segment(s), {:.1f} MB", victim, moves, bytes / kMB);
+  if (s.ok()) {
+    for (const auto& n : nodes) {
+      if (n.id == victim && !n.segments.empty()) {
+        s = Status::Sql("55000", fmt::format("node {} still owns {} segment(s) after the drain", victim, n.segments.size()));
+      }
+    }
+  }
+  if (s.ok()) {
+    bool suspend = p.standby == "suspend";
+    s = plane_.Sleep(victim, suspend);
+    if (!s.ok() && suspend && s.sqlstate() == "0A000") {
+      rec->actions += fmt::format("; cannot suspend ({}), powering off", s.message());
+      suspend = false;
+      s = plane_.Sleep(victim, false);
+    }
+    if (s.ok()) rec->actions += fmt::format("; node {} {}", victim, suspend ? "suspended" : "powered off");
+  }
+  if (!s.ok()) {
+    (void)plane_.SetDraining(victim, false);
+    rec->outcome = s.message();
+    Log("energy")->warn("putting node {} to sleep failed (it stays active): {}", victim, s.message());
+    return;
+  }
+  rec->outcome = "ok";
+}
+
+void EnergyController::Record(DecisionRecord rec) {
+  DecisionRecord last = log_.Last();
+  if (rec.decision == "none" && last.decision == "none" && last.reason == rec.reason && last.time_us != 0) return;
+  if (rec.decision != "none") {
+    Log("energy")->info("decision={} reason=\"{}\" utilization={:.2f} forecast={:.2f} actions=\"{}\" outcome={} ms={:.0f}",
+                        rec.decision, rec.reason, rec.utilization, rec.forecast_utilization, rec.actions, rec.outcome,
+                        rec.duration_ms);
+  }
+  log_.Add(std::move(rec));
+}
+
+}  // namespace wattdb::master

@@ -1,0 +1,131 @@
+// EnergyController: decides, every telemetry interval, how many nodes run and where the
+// segments live, so that the cluster's power follows its load (the control loop of
+// docs/ARCHITECTURE.md "Energy control").
+//
+// One step: observe the nodes (CPU in use, capacity, segments with their bytes and heat),
+// feed the cluster's CPU demand (cores) to the forecaster, decide at most one thing, and do it
+// before returning:
+//   wake N   the forecast demand exceeds (scale_out_cpu + hysteresis) of the active capacity,
+//            or fewer than min_active_nodes are active (static mode: every node). Wakes through
+//            the plane (returns once the node registered); a node that does not is marked failed
+//            and the next one is tried. Then refills the woken nodes hottest segment first
+//            until no move narrows the gap between the hottest node and a woken one.
+//   sleep 1  demand stayed below (scale_in_cpu − hysteresis) of the capacity for window_s, the
+//            forecast fits the other nodes below (scale_out_cpu − hysteresis), more than
+//            min_active_nodes are active, and the predicted idle time exceeds the break-even
+//            time. The node with the fewest bytes (unpinned) is drained to the coolest nodes
+//            and put into the policy's standby state.
+//   none     otherwise, with the reason.
+// Moves of drains and refills are paced to migration_mb_s. Nothing is decided during
+// cooldown_s after an action, while an operator action runs, or in manual mode.
+// Predicted idle time = how long demand has already stayed low, or less if the forecaster's
+// trend reaches the remaining nodes' scale-out threshold sooner.
+//
+// Not thread-safe except SetPolicy/policy/log: one thread calls Step.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "master/energy/decision_log.h"
+#include "master/energy/forecaster.h"
+#include "master/energy/policy.h"
+
+namespace wattdb::master {
+
+struct ControlSegment {
+  SegmentId id = 0;
+  uint64_t bytes = 0;
+  double heat = 0;  // rows read + written per second, recently
+};
+
+enum class ControlState { kActive, kDraining, kSuspended, kOff };
+
+struct ControlNode {
+  NodeId id = 0;
+  ControlState state = ControlState::kActive;
+  bool up = false;        // registered and serving
+  bool busy = false;      // an operator action on it is running
+  double cpu_cores = 0;   // CPU in use, in cores
+  HostProfile profile;    // capacity (cpus) and watts
+  std::vector<ControlSegment> segments;
+  uint64_t bytes() const;
+  double heat() const;
+};
+
+struct MovedSegment {
+  uint64_t bytes = 0;
+  double seconds = 0;  // the copy's duration
+};
+
+// What the controller observes and acts on. The master's implementation drives the cluster;
+// tests script one with a ManualClock.
+class ControlPlane {
+ public:
+  virtual ~ControlPlane() = default;
+  virtual std::vector<ControlNode> Observe() = 0;
+  // Powers the node on and returns once it serves; 57P03 if it did not register in time.
+  virtual Status Wake(NodeId node) = 0;
+  // Marks a node draining (no new segments) or active again.
+  virtual Status SetDraining(NodeId node, bool draining) = 0;
+  virtual Result<MovedSegment> Move(SegmentId seg, NodeId to) = 0;
+  // Puts a node that owns nothing to sleep: suspend (true) or power off.
+  virtual Status Sleep(NodeId node, bool suspend) = 0;
+  // Waits `seconds` (pacing of moves); false if the controller should stop.
+  virtual bool Pause(double seconds) = 0;
+};
+
+class EnergyController {
+ public:
+  EnergyController(ControlPlane& plane, const Clock& clock, EnergyPolicy policy);
+
+  // One control step (see above). Returns the decision, also appended to log() unless it
+  // repeats the previous "none" with the same reason.
+  DecisionRecord Step();
+
+  // A new policy takes effect at the next step; the forecaster restarts if its kind changed.
+  void SetPolicy(EnergyPolicy p);
+  EnergyPolicy policy() const;
+  DecisionLog& log() { return log_; }
+  // Bytes per second of recent moves (0 until one was measured).
+  double measured_move_rate() const { return move_rate_; }
+
+ private:
+  struct Inputs;
+  Inputs Measure(const std::vector<ControlNode>& nodes, const EnergyPolicy& p, int64_t now_us);
+  // Wakes up to `count` of `candidates` in order, skipping failures; then refills the woken.
+  void DoWake(const std::vector<ControlNode>& nodes, std::vector<NodeId> candidates, int count,
+              const EnergyPolicy& p, DecisionRecord* rec);
+  void DoSleep(const std::vector<ControlNode>& nodes, NodeId victim, const EnergyPolicy& p, DecisionRecord* rec);
+  // Moves hot segments onto `fresh` nodes until balanced. Returns moves made.
+  int Refill(std::vector<ControlNode> nodes, const std::set<NodeId>& fresh, const EnergyPolicy& p,
+             DecisionRecord* rec);
+  // Moves `seg` and paces to the policy's bandwidth; false if the controller should stop.
+  Status PacedMove(const ControlSegment& seg, NodeId to, const EnergyPolicy& p, uint64_t* moved_bytes);
+  double EffectiveRate(const EnergyPolicy& p) const;
+  void Record(DecisionRecord rec);
+
+  ControlPlane& plane_;
+  const Clock& clock_;
+  mutable std::mutex policy_mu_;  // guards policy_
+  EnergyPolicy policy_;
+  std::string forecaster_kind_;
+  std::unique_ptr<Forecaster> forecaster_;
+  std::deque<std::pair<int64_t, double>> window_;  // (time us, demand in cores)
+  int64_t low_since_us_ = -1;                      // demand below scale-in since then (-1: not low)
+  int64_t last_action_us_ = -1;
+  std::map<NodeId, std::string> failed_;  // nodes that did not wake, with why
+  double move_rate_ = 0;                  // bytes/s, smoothed
+  DecisionLog log_;
+};
+
+}  // namespace wattdb::master

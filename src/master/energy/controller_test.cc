@@ -1,0 +1,305 @@
+#include "master/energy/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace wattdb::master {
+namespace {
+
+constexpr uint64_t kMB = 1 << 20;
+
+// A scripted cluster: nodes with a CPU demand the test sets, segments that move, wakes that
+// succeed unless told otherwise. Time is a ManualClock that pacing and wakes advance.
+class FakePlane : public ControlPlane {
+ public:
+  explicit FakePlane(ManualClock& clock, int nodes) : clock_(clock) {
+    for (int i = 1; i <= nodes; i++) {
+      ControlNode n;
+      n.id = i;
+      n.up = true;
+      n.profile.cpus = 1.0;
+      nodes_.push_back(n);
+    }
+  }
+  ControlNode& node(NodeId id) { return nodes_[id - 1]; }
+  void Asleep(NodeId id) {
+    node(id).state = ControlState::kSuspended;
+    node(id).up = false;
+  }
+  void AddSegment(NodeId id, SegmentId seg, uint64_t bytes, double heat) {
+    node(id).segments.push_back({seg, bytes, heat});
+  }
+  std::vector<ControlNode> Observe() override { return nodes_; }
+  Status Wake(NodeId id) override {
+    wakes.push_back(id);
+    clock_.Advance(2'000'000);
+    if (std::count(never_wakes.begin(), never_wakes.end(), id)) {
+      return Status(Status::Code::kUnavailable, "did not register", "57P03");
+    }
+    node(id).state = ControlState::kActive;
+    node(id).up = true;
+    return Status::OK();
+  }
+  Status SetDraining(NodeId id, bool d) override {
+    node(id).state = d ? ControlState::kDraining : ControlState::kActive;
+    return Status::OK();
+  }
+  Result<MovedSegment> Move(SegmentId seg, NodeId to) override {
+    for (auto& n : nodes_) {
+      for (size_t i = 0; i < n.segments.size(); i++) {
+        if (n.segments[i].id != seg) continue;
+        ControlSegment s = n.segments[i];
+        n.segments.erase(n.segments.begin() + i);
+        node(to).segments.push_back(s);
+        moves.emplace_back(seg, to);
+        double secs = s.bytes / (200.0 * kMB);  // copies at 200 MB/s
+        clock_.Advance(static_cast<int64_t>(secs * 1e6));
+        return MovedSegment{s.bytes, secs};
+      }
+    }
+    return Status::NotFound("no such segment");
+  }
+  Status Sleep(NodeId id, bool suspend) override {
+    if (!node(id).segments.empty()) return Status::Sql("55000", "owns segments");
+    node(id).state = suspend ? ControlState::kSuspended : ControlState::kOff;
+    node(id).up = false;
+    sleeps.push_back(id);
+    return Status::OK();
+  }
+  bool Pause(double s) override {
+    paused_s += s;
+    clock_.Advance(static_cast<int64_t>(s * 1e6));
+    return true;
+  }
+
+  std::vector<NodeId> wakes, sleeps, never_wakes;
+  std::vector<std::pair<SegmentId, NodeId>> moves;
+  double paused_s = 0;
+
+ private:
+  ManualClock& clock_;
+  std::vector<ControlNode> nodes_;
+};
+
+EnergyPolicy Policy() {
+  EnergyPolicy p;
+  p.window_s = 10;
+  p.cooldown_s = 5;
+  p.migration_mb_s = 0;
+  p.forecaster = "ewma";  // demand as observed: the thresholds are what is tested
+  p.alpha = 1;
+  return p;
+}
+
+// Steps once a second until a decision other than "none" or `seconds` pass.
+DecisionRecord RunUntilAction(EnergyController& c, ManualClock& clock, int seconds) {
+  DecisionRecord r;
+  for (int i = 0; i < seconds; i++) {
+    r = c.Step();
+    if (r.decision != "none") return r;
+    clock.Advance(1'000'000);
+  }
+  return r;
+}
+
+struct ControllerTest : ::testing::Test {
+  ManualClock clock;
+  FakePlane plane{clock, 4};
+  void SetUp() override {
+    // Node 1 serves everything; 2..4 sleep. Segments 1..6, hotter by number.
+    for (NodeId n = 2; n <= 4; n++) plane.Asleep(n);
+    for (SegmentId s = 1; s <= 6; s++) plane.AddSegment(1, s, 4 * kMB, 10.0 * s);
+  }
+};
+
+TEST_F(ControllerTest, WakesAtTheScaleOutThresholdAndRefillsHottestFirst) {
+  EnergyController c(plane, clock, Policy());
+  plane.node(1).cpu_cores = 0.84;  // above 0.80 but inside the hysteresis
+  EXPECT_EQ(RunUntilAction(c, clock, 20).decision, "none");
+  EXPECT_TRUE(plane.wakes.empty());
+  plane.node(1).cpu_cores = 0.86;
+  DecisionRecord r = c.Step();
+  ASSERT_EQ(r.decision, "wake") << r.reason;
+  EXPECT_EQ(r.outcome, "ok");
+  ASSERT_EQ(plane.wakes.size(), 1u) << "0.86 cores: one more node brings it under 0.80 per node";
+  NodeId woken = plane.wakes[0];
+  ASSERT_FALSE(plane.moves.empty());
+  EXPECT_EQ(plane.moves[0], std::make_pair(SegmentId{6}, woken)) << "the hottest segment moves first";
+  // Heat 10..60 (total 210): the woken node ends with about half.
+  double moved_heat = plane.node(woken).heat();
+  EXPECT_GE(moved_heat, 80);
+  EXPECT_LE(moved_heat, 130);
+  EXPECT_NEAR(r.forecast_utilization, 0.86, 1e-9);
+}
+
+TEST_F(ControllerTest, WakesSeveralNodesForALargeStep) {
+  EnergyController c(plane, clock, Policy());
+  plane.node(1).cpu_cores = 1.0;
+  plane.node(1).profile.cpus = 1.0;
+  for (NodeId n = 2; n <= 4; n++) plane.node(n).profile.cpus = 0.4;
+  // Average capacity 0.55 cores: 1.0 core at 80% needs ceil(1.0 / 0.44) = 3 nodes.
+  DecisionRecord r = c.Step();
+  ASSERT_EQ(r.decision, "wake");
+  EXPECT_EQ(plane.wakes.size(), 2u) << r.actions;
+}
+
+TEST_F(ControllerTest, CooldownHoldsTheNextDecision) {
+  EnergyPolicy p = Policy();
+  p.cooldown_s = 30;
+  EnergyController c(plane, clock, p);
+  plane.node(1).cpu_cores = 0.95;
+  ASSERT_EQ(c.Step().decision, "wake");
+  // The demand moved with the segments, and is high again on both.
+  for (NodeId n : {NodeId{1}, plane.wakes[0]}) plane.node(n).cpu_cores = 0.95;
+  clock.Advance(1'000'000);
+  DecisionRecord held = c.Step();
+  EXPECT_EQ(held.decision, "none");
+  EXPECT_EQ(held.reason, "cooldown after the last action");
+  DecisionRecord r = RunUntilAction(c, clock, 60);
+  EXPECT_EQ(r.decision, "wake");
+  EXPECT_EQ(plane.wakes.size(), 2u);
+}
+
+TEST_F(ControllerTest, ScalesInAfterTheWindowTheNodeCheapestToMove) {
+  EnergyPolicy p = Policy();
+  p.pinned = {2};
+  EnergyController c(plane, clock, p);
+  ASSERT_TRUE(plane.Wake(2).ok());
+  ASSERT_TRUE(plane.Wake(3).ok());
+  plane.AddSegment(2, 20, 1 * kMB, 1);  // cheapest, but pinned
+  plane.AddSegment(3, 30, 2 * kMB, 1);
+  plane.node(1).cpu_cores = 0.05;
+  clock.Advance(1'000'000);
+  // Below scale-in, but not for the whole window yet.
+  for (int i = 0; i < 9; i++) {
+    DecisionRecord r = c.Step();
+    ASSERT_EQ(r.decision, "none");
+    EXPECT_EQ(r.reason, "demand below scale_in_cpu, not yet for window_s");
+    clock.Advance(1'000'000);
+  }
+  DecisionRecord r = RunUntilAction(c, clock, 5);
+  ASSERT_EQ(r.decision, "sleep") << r.reason;
+  EXPECT_EQ(r.outcome, "ok") << r.actions;
+  EXPECT_EQ(plane.sleeps, std::vector<NodeId>{3});
+  EXPECT_EQ(plane.node(3).state, ControlState::kSuspended);
+  EXPECT_TRUE(plane.node(3).segments.empty());
+  EXPECT_GT(r.predicted_idle_s, r.break_even_s);
+  // Then node 1 (unpinned), never node 2, and never below min_active_nodes = 1... which
+  // leaves node 2 only once node 1 is drained: min is 1, so one more sleep happens.
+  r = RunUntilAction(c, clock, 30);
+  ASSERT_EQ(r.decision, "sleep");
+  EXPECT_EQ(plane.sleeps.back(), 1u);
+  EXPECT_EQ(plane.node(2).segments.size(), 8u) << "everything ends on the pinned node";
+  r = RunUntilAction(c, clock, 30);
+  EXPECT_EQ(r.decision, "none");
+  EXPECT_EQ(r.reason, "demand below scale_in_cpu, at min_active_nodes");
+}
+
+TEST_F(ControllerTest, BreakEvenRefusesASleepThatWouldNotPayOff) {
+  EnergyPolicy p = Policy();
+  p.migration_mb_s = 1;  // 24 MB to move at 1 MB/s: a minute of sleep to pay off
+  EnergyController c(plane, clock, p);
+  ASSERT_TRUE(plane.Wake(2).ok());
+  plane.node(1).cpu_cores = 0.01;
+  // Node 2 owns nothing: cheap to sleep. Make both expensive.
+  for (SegmentId s = 10; s < 16; s++) plane.AddSegment(2, s, 4 * kMB, 1);
+  DecisionRecord r = RunUntilAction(c, clock, 20);
+  EXPECT_EQ(r.decision, "none");
+  EXPECT_NE(r.reason.find("break-even"), std::string::npos) << r.reason;
+  EXPECT_LE(r.predicted_idle_s, r.break_even_s);
+  EXPECT_GT(r.break_even_s, 50);  // (110 J down + 44 J up + 2 x 22 W x 24 s) / 19.5 W = 62 s
+  EXPECT_TRUE(plane.sleeps.empty());
+  // Once the load has stayed low longer than the break-even time, the sleep is allowed.
+  r = RunUntilAction(c, clock, 400);
+  EXPECT_EQ(r.decision, "sleep");
+  EXPECT_GT(r.predicted_idle_s, r.break_even_s);
+  EXPECT_GE(plane.paused_s, 20) << "24 MB moved at 1 MB/s";
+}
+
+TEST_F(ControllerTest, MinAndMaxActiveNodes) {
+  EnergyPolicy p = Policy();
+  p.min_active_nodes = 2;
+  p.max_active_nodes = 3;
+  EnergyController c(plane, clock, p);
+  DecisionRecord r = c.Step();
+  ASSERT_EQ(r.decision, "wake") << "idle, but below min";
+  EXPECT_EQ(r.reason, "fewer active nodes than min_active_nodes");
+  EXPECT_EQ(plane.wakes.size(), 1u);
+  for (NodeId n = 1; n <= 4; n++) plane.node(n).cpu_cores = plane.node(n).up ? 1.0 : 0;
+  r = RunUntilAction(c, clock, 30);
+  ASSERT_EQ(r.decision, "wake");
+  EXPECT_EQ(plane.wakes.size(), 2u) << "up to max 3 active, not 4";
+  for (NodeId n = 1; n <= 4; n++) plane.node(n).cpu_cores = plane.node(n).up ? 1.0 : 0;
+  r = RunUntilAction(c, clock, 30);
+  EXPECT_EQ(r.decision, "none");
+  EXPECT_EQ(r.reason, "demand above scale_out_cpu, but max_active_nodes are active");
+}
+
+TEST_F(ControllerTest, ANodeThatDoesNotWakeIsMarkedFailedAndAnotherTried) {
+  EnergyController c(plane, clock, Policy());
+  plane.never_wakes = {2};
+  plane.node(1).cpu_cores = 0.95;
+  DecisionRecord r = c.Step();
+  ASSERT_EQ(r.decision, "wake");
+  EXPECT_EQ(plane.wakes, (std::vector<NodeId>{2, 3}));
+  EXPECT_EQ(r.outcome, "ok");
+  EXPECT_NE(r.actions.find("node 2 did not wake"), std::string::npos) << r.actions;
+  // Still high after the cooldown: node 2 is not tried again.
+  for (NodeId n : {1, 3}) plane.node(n).cpu_cores = 0.95;
+  r = RunUntilAction(c, clock, 30);
+  ASSERT_EQ(r.decision, "wake");
+  EXPECT_EQ(plane.wakes.back(), 4u);
+  EXPECT_EQ(std::count(plane.wakes.begin(), plane.wakes.end(), 2), 1);
+}
+
+TEST_F(ControllerTest, ManualModeAndOperatorActionsLeaveNodesAlone) {
+  EnergyPolicy p = Policy();
+  p.mode = EnergyPolicy::Mode::kManual;
+  EnergyController c(plane, clock, p);
+  plane.node(1).cpu_cores = 1.0;
+  EXPECT_EQ(RunUntilAction(c, clock, 20).reason, "mode is manual");
+  p.mode = EnergyPolicy::Mode::kDynamic;
+  c.SetPolicy(p);
+  plane.node(2).busy = true;
+  DecisionRecord r = c.Step();
+  EXPECT_EQ(r.decision, "none");
+  EXPECT_EQ(r.reason, "an operator action on node 2 is running");
+  plane.node(2).busy = false;
+  EXPECT_EQ(c.Step().decision, "wake");
+}
+
+TEST_F(ControllerTest, StaticModeWakesEveryNodeAndNeverSleeps) {
+  EnergyPolicy p = Policy();
+  p.mode = EnergyPolicy::Mode::kStatic;
+  EnergyController c(plane, clock, p);
+  DecisionRecord r = c.Step();
+  ASSERT_EQ(r.decision, "wake");
+  EXPECT_EQ(plane.wakes.size(), 3u);
+  for (NodeId n = 1; n <= 4; n++) EXPECT_FALSE(plane.node(n).segments.empty()) << "node " << n << " refilled";
+  EXPECT_EQ(RunUntilAction(c, clock, 120).decision, "none");
+  EXPECT_TRUE(plane.sleeps.empty());
+}
+
+TEST_F(ControllerTest, HoltForecastWakesAheadOfARisingLoad) {
+  EnergyPolicy p = Policy();
+  p.forecaster = "holt";
+  p.alpha = 0.5;
+  p.beta = 0.3;
+  p.horizon_s = 10;
+  EnergyController holt_c(plane, clock, p);
+  // Demand rises 2% of a core per second from 0.3: crosses 0.85 at 27.5 s.
+  int holt_at = -1;
+  for (int t = 0; t < 40; t++) {
+    plane.node(1).cpu_cores = 0.3 + 0.02 * t;
+    DecisionRecord h = holt_c.Step();
+    if (holt_at < 0 && h.decision == "wake") holt_at = t;
+    if (h.decision == "wake") break;
+    clock.Advance(1'000'000);
+  }
+  ASSERT_GE(holt_at, 0);
+  EXPECT_LT(holt_at, 27) << "Holt wakes before the demand crosses the threshold";
+}
+
+}  // namespace
+}  // namespace wattdb::master
