@@ -145,6 +145,7 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(Get(*t, "host", &c.master_host, source));
     RETURN_NOT_OK(GetPort(*t, "pg_port", &c.pg_port, source));
     RETURN_NOT_OK(GetPort(*t, "cluster_port", &c.cluster_port, source));
+    RETURN_NOT_OK(Get(*t, "energy_policy", &c.energy_policy, source));
     for (auto [key, field, lo, hi] : {std::tuple{"max_connections", &c.max_connections, 1, 100000},
                                       std::tuple{"authentication_timeout_ms", &c.authentication_timeout_ms, 100, 600000},
                                       std::tuple{"client_io_timeout_ms", &c.client_io_timeout_ms, 100, 86400000},
@@ -213,7 +214,13 @@ Result<ClusterConfig> LoadConfig(const std::string& path) {
   if (!in) return Status::IOError(fmt::format("cannot read config file {}", path));
   std::stringstream ss;
   ss << in.rdbuf();
-  return ParseConfig(ss.str(), path);
+  ASSIGN_OR_RETURN(ClusterConfig c, ParseConfig(ss.str(), path));
+  // A relative policy path is relative to the config file.
+  if (!c.energy_policy.empty() && c.energy_policy[0] != '/') {
+    std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+    c.energy_policy = dir + "/" + c.energy_policy;
+  }
+  return c;
 }
 
 }  // namespace wattdb

@@ -63,6 +63,7 @@ struct ClusterConfig {
   int meter_interval_ms = 1000;             // how often the master reads every meter
   int wake_timeout_ms = 30000;              // a woken node must register within its boot or resume delay + this
   uint16_t metrics_port = 0;                // Prometheus text endpoint (/metrics); 0 = off
+  std::string energy_policy;                // [master] energy_policy: the energy-policy file ("" = embedded default)
 
   const NodeConfig* FindNode(NodeId id) const;
   const HostProfile& Profile(const NodeConfig& node) const;  // REQUIRES a parsed config

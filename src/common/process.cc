@@ -16,12 +16,21 @@ sigset_t TerminationSignals() {
 
 void BlockTerminationSignals() {
   sigset_t s = TerminationSignals();
+  sigaddset(&s, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &s, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 
 int WaitForTerminationSignal() {
   sigset_t s = TerminationSignals();
+  int sig = 0;
+  sigwait(&s, &sig);
+  return sig;
+}
+
+int WaitForSignal() {
+  sigset_t s = TerminationSignals();
+  sigaddset(&s, SIGHUP);
   int sig = 0;
   sigwait(&s, &sig);
   return sig;

@@ -27,6 +27,9 @@ Cluster::Cluster(const ClusterConfig& config, MasterOptions opts, const Clock& c
 Cluster::~Cluster() { Stop(); }
 
 Status Cluster::Start() {
+  // An invalid energy policy stops the master before it touches anything.
+  energy_ = std::make_unique<EnergyService>(*this, opts_.policy_path.empty() ? config_.energy_policy : opts_.policy_path);
+  RETURN_NOT_OK(energy_->Init());
   ASSIGN_OR_RETURN(catalog_, Catalog::Open(config_.data_dir + "/master"));
   ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
   last_ts_ = ts;  // everything committed before this run has a smaller timestamp
@@ -77,6 +80,7 @@ Status Cluster::Start() {
     supervisor_ = std::make_unique<NodeSupervisor>(config_, *registry_, *catalog_, *power_);
     supervisor_->Start();
   }
+  energy_->Start();
   return Status::OK();
 }
 
@@ -87,6 +91,7 @@ void Cluster::Stop() {
     stopping_ = true;
   }
   stop_cv_.notify_all();
+  if (energy_) energy_->Stop();
   if (supervisor_) supervisor_->Stop();
   if (monitor_) monitor_->Stop();
   if (maintenance_.joinable()) maintenance_.join();
@@ -659,6 +664,16 @@ Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
   }
   Log("master")->info("node drained id={} segments_moved={}", node, reports.size());
   return reports;
+}
+
+Status Cluster::SetDraining(NodeId node, bool draining) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  NodeAdminState now = catalog_->GetNodeState(node);
+  NodeAdminState from = draining ? NodeAdminState::kActive : NodeAdminState::kDraining;
+  if (now != from) {
+    return Status::Sql("55000", fmt::format("node {} is {}, not {}", node, NodeAdminStateName(now), NodeAdminStateName(from)));
+  }
+  return catalog_->SetNodeState(node, draining ? NodeAdminState::kDraining : NodeAdminState::kActive);
 }
 
 Status Cluster::PowerOff(NodeId node) { return PowerDown(node, power::PowerAction::kOff); }

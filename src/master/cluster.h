@@ -24,6 +24,7 @@
 #include "common/config.h"
 #include "master/catalog.h"
 #include "master/control/node_supervisor.h"
+#include "master/energy/energy_service.h"
 #include "master/energy/node_power.h"
 #include "master/energy/power_monitor.h"
 #include "master/energy/statement_energy.h"
@@ -69,6 +70,7 @@ struct MasterOptions {
   std::string node_binary;
   bool manage_nodes = false;  // power nodes on at start and off at exit
   bool balance = true;        // spread split-off segments to the least loaded node
+  std::string policy_path;    // energy-policy file ("" = the config's energy_policy, else the embedded default)
 };
 
 class Cluster {
@@ -85,6 +87,7 @@ class Cluster {
   PowerMonitor& monitor() { return *monitor_; }
   QueryCounters& queries() { return queries_; }
   StatementEnergyLog& energy_log() { return energy_log_; }
+  EnergyService& energy() { return *energy_; }
   // Crashed nodes restarted so far (0 without --manage-nodes).
   uint64_t node_restarts() const { return supervisor_ ? supervisor_->restarts() : 0; }
   const ClusterConfig& config() const { return config_; }
@@ -160,6 +163,33 @@ class Cluster {
   Status PowerOff(NodeId node);
   Status Suspend(NodeId node);
   Status PowerOn(NodeId node);
+  // Marks an active node draining (placement and moves skip it) or a draining one active.
+  Status SetDraining(NodeId node, bool draining);
+
+  // An operator's action on a node (ALTER NODE, a manual move to it) is running while one of
+  // these lives; the energy controller leaves the cluster alone meanwhile.
+  class OperatorAction {
+   public:
+    OperatorAction(Cluster& c, NodeId node) : c_(c), node_(node) {
+      std::lock_guard<std::mutex> l(c_.operator_mu_);
+      c_.operator_nodes_.insert(node_);
+    }
+    ~OperatorAction() {
+      std::lock_guard<std::mutex> l(c_.operator_mu_);
+      c_.operator_nodes_.erase(c_.operator_nodes_.find(node_));
+    }
+    OperatorAction(const OperatorAction&) = delete;
+    OperatorAction& operator=(const OperatorAction&) = delete;
+
+   private:
+    Cluster& c_;
+    NodeId node_;
+  };
+  bool OperatorBusy(NodeId node) {
+    std::lock_guard<std::mutex> l(operator_mu_);
+    return operator_nodes_.count(node) > 0;
+  }
+
   // Splits `seg` if it holds at least two keys; returns the new segment id or 0.
   Result<SegmentId> SplitSegment(SegmentId seg);
   // The active, up node with the fewest segments (excluding `except`), or 0 if none.
@@ -250,6 +280,9 @@ class Cluster {
   void EndTxn(Transaction& txn);
   std::mutex admin_mu_;  // serializes moves, splits and drains
   std::unique_ptr<NodeSupervisor> supervisor_;  // with manage_nodes: restarts crashed nodes
+  std::unique_ptr<EnergyService> energy_;
+  std::mutex operator_mu_;  // guards operator_nodes_
+  std::multiset<NodeId> operator_nodes_;
   std::thread maintenance_;
   std::mutex stop_mu_;  // guards stopping_ and split_wanted_; stop_cv_ wakes maintenance
   std::condition_variable stop_cv_;

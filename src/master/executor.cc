@@ -163,7 +163,8 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   auto* drop = std::get_if<sql::DropTableStmt>(&stmt);
   if (txn_ && ((drop && !drop->view) || std::holds_alternative<sql::DatabaseStmt>(stmt) ||
                std::holds_alternative<sql::AddPrimaryKeyStmt>(stmt) ||
-               std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt))) {
+               std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt) ||
+               std::holds_alternative<sql::AlterSystemStmt>(stmt))) {
     failed_ = true;
     return Status::Sql("25001", "DDL and cluster administration cannot run inside a transaction block");
   }
@@ -258,6 +259,9 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
           return Move(s, sink);
         } else if constexpr (std::is_same_v<T, sql::AlterNodeStmt>) {
           return AlterNode(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::AlterSystemStmt>) {
+          RETURN_NOT_OK(cluster_.energy().Reload());
+          return std::string("ALTER SYSTEM");
         } else if constexpr (std::is_same_v<T, sql::TxnStmt>) {
           return Txn(s, sink);
         } else if constexpr (std::is_same_v<T, sql::SetStmt>) {
@@ -785,6 +789,7 @@ Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {
   if (e.table != t.id) {
     return Status::Sql("42704", fmt::format("segment {} does not belong to table \"{}\"", s.segment, t.name));
   }
+  Cluster::OperatorAction busy(cluster_, s.node);
   ASSIGN_OR_RETURN(MoveReport r, cluster_.MoveSegment(s.segment, s.node));
   RETURN_NOT_OK(sink.Notice("00000", fmt::format("segment {} moved from node {} to node {}: {} bytes in {} files, "
                                                  "{:.1f} ms (pull {:.1f} ms)",
@@ -793,6 +798,7 @@ Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {
 }
 
 Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink) {
+  Cluster::OperatorAction busy(cluster_, s.node);  // the energy controller waits meanwhile
   switch (s.action) {
     case sql::AlterNodeStmt::Action::kDrain: {
       ASSIGN_OR_RETURN(auto reports, cluster_.DrainNode(s.node));

@@ -34,12 +34,20 @@ int main(int argc, char** argv) {
       "node-binary", po::value<std::string>(), "wattdb-node executable for the local power driver "
                                                "(default: next to this binary)")(
       "no-balance", po::bool_switch(), "do not spread split-off segments across nodes")(
+      "policy", po::value<std::string>(),
+      "energy-policy file (TOML; default: [master] energy_policy of the config, else the embedded "
+      "dynamic policy; SIGHUP or ALTER SYSTEM RELOAD ENERGY POLICY re-reads it)")(
+      "print-default-policy", po::bool_switch(), "print the embedded energy policy and exit")(
       "print-default-config", po::bool_switch(), "print the embedded default config and exit")(
       "log-level", po::value<std::string>(), "trace|debug|info|warn|error (default from config)");
   po::variables_map vm;
   if (auto exit_code = ParseCommandLine("wattdb-master", argc, argv, desc, &vm)) return *exit_code;
   if (vm["print-default-config"].as<bool>()) {
     std::cout << kDefaultConfigToml;
+    return 0;
+  }
+  if (vm["print-default-policy"].as<bool>()) {
+    std::cout << master::kDefaultPolicyToml;
     return 0;
   }
   std::string config_path = vm["config"].as<std::string>();
@@ -59,6 +67,14 @@ int main(int argc, char** argv) {
   opts.config_path = config_path.empty() ? "" : std::filesystem::absolute(config_path).string();
   opts.manage_nodes = vm["manage-nodes"].as<bool>();
   opts.balance = !vm["no-balance"].as<bool>();
+  if (vm.count("policy")) opts.policy_path = vm["policy"].as<std::string>();
+  if (std::string policy = opts.policy_path.empty() ? cfg->energy_policy : opts.policy_path; !policy.empty()) {
+    auto p = master::LoadPolicy(policy, *cfg);  // checked before anything starts
+    if (!p.ok()) {
+      std::cerr << "wattdb-master: invalid energy policy: " << p.status().message() << "\n";
+      return 2;
+    }
+  }
   if (vm.count("node-binary")) {
     opts.node_binary = vm["node-binary"].as<std::string>();
   } else if (!cfg->node_binary.empty()) {
@@ -117,7 +133,11 @@ int main(int argc, char** argv) {
     }
   }
   Log("master")->info("ready: psql -h {} -p {} -U wattdb", cfg->master_host, cfg->pg_port);
-  int sig = WaitForTerminationSignal();
+  int sig;
+  while ((sig = WaitForSignal()) == SIGHUP) {
+    Log("master")->info("SIGHUP received, reloading the energy policy");
+    (void)cluster.energy().Reload();
+  }
   Log("master")->info("signal {} received, shutting down", sig);
   if (metrics) metrics->Stop();
   pg.Stop();

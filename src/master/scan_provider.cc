@@ -14,6 +14,9 @@ constexpr TableId kPartitionsView = kFirstSystemTableId + 2;
 constexpr TableId kTablesView = kFirstSystemTableId + 3;
 constexpr TableId kPowerView = kFirstSystemTableId + 4;
 constexpr TableId kStatementEnergyView = kFirstSystemTableId + 5;
+constexpr TableId kEnergyDecisionsView = kFirstSystemTableId + 6;
+constexpr TableId kEnergyPolicyView = kFirstSystemTableId + 7;
+constexpr int64_t kUnixToPgEpochUs = 946684800LL * 1000000;
 
 TableSchema View(TableId id, const char* name, std::vector<std::pair<const char*, TypeId>> cols) {
   TableSchema t;
@@ -185,6 +188,25 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"gaps", TypeId::kInt64},
                               {"gap_seconds", TypeId::kDouble},
                               {"covered_seconds", TypeId::kDouble}}));
+  catalog.AddSystemView(View(kEnergyDecisionsView, "wattdb_energy_decisions",
+                             {{"seq", TypeId::kInt64},
+                              {"decided_at", TypeId::kTimestamp},
+                              {"decision", TypeId::kText},
+                              {"reason", TypeId::kText},
+                              {"mode", TypeId::kText},
+                              {"active_nodes", TypeId::kInt32},
+                              {"utilization", TypeId::kDouble},
+                              {"window_utilization", TypeId::kDouble},
+                              {"forecast_utilization", TypeId::kDouble},
+                              {"scale_out_cpu", TypeId::kDouble},
+                              {"scale_in_cpu", TypeId::kDouble},
+                              {"predicted_idle_s", TypeId::kDouble},
+                              {"break_even_s", TypeId::kDouble},
+                              {"actions", TypeId::kText},
+                              {"duration_ms", TypeId::kDouble},
+                              {"outcome", TypeId::kText}}));
+  catalog.AddSystemView(View(kEnergyPolicyView, "wattdb_energy_policy",
+                             {{"key", TypeId::kText}, {"value", TypeId::kText}, {"source", TypeId::kText}}));
   catalog.AddSystemView(View(kStatementEnergyView, "wattdb_statement_energy",
                              {{"started_at", TypeId::kTimestamp},
                               {"seconds", TypeId::kDouble},
@@ -291,8 +313,41 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
                       Value::Int64(static_cast<int64_t>(p.readings)), Value::Int64(static_cast<int64_t>(p.gaps)),
                       Value::Double(p.gap_seconds), Value::Double(p.covered_seconds)});
     }
+  } else if (scan.table == kEnergyDecisionsView) {
+    int64_t seq = 0;
+    for (const auto& d : cluster_.energy().decisions().Snapshot()) {
+      auto text = [](const std::string& t) { return t.empty() ? Value() : Value::Text(t); };
+      rows.push_back({Value::Int64(++seq), Value::Timestamp(d.time_us - kUnixToPgEpochUs), Value::Text(d.decision),
+                      text(d.reason), text(d.mode), Value::Int32(d.active_nodes), Value::Double(d.utilization),
+                      Value::Double(d.window_utilization), Value::Double(d.forecast_utilization),
+                      Value::Double(d.scale_out_cpu), Value::Double(d.scale_in_cpu),
+                      d.break_even_s > 0 ? Value::Double(d.predicted_idle_s) : Value(),
+                      d.break_even_s > 0 ? Value::Double(d.break_even_s) : Value(), text(d.actions),
+                      Value::Double(d.duration_ms), text(d.outcome)});
+    }
+  } else if (scan.table == kEnergyPolicyView) {
+    EnergyPolicy p = cluster_.energy().policy();
+    std::string pinned;
+    for (NodeId n : p.pinned) pinned += (pinned.empty() ? "" : ", ") + std::to_string(n);
+    std::vector<std::pair<std::string, std::string>> kv = {
+        {"mode", PolicyModeName(p.mode)},
+        {"scale_out_cpu", fmt::format("{}", p.scale_out_cpu)},
+        {"scale_in_cpu", fmt::format("{}", p.scale_in_cpu)},
+        {"hysteresis", fmt::format("{}", p.hysteresis)},
+        {"window_s", fmt::format("{}", p.window_s)},
+        {"cooldown_s", fmt::format("{}", p.cooldown_s)},
+        {"min_active_nodes", std::to_string(p.min_active_nodes)},
+        {"max_active_nodes", std::to_string(p.max_active_nodes)},
+        {"pinned", "[" + pinned + "]"},
+        {"standby", p.standby},
+        {"migration_mb_s", fmt::format("{}", p.migration_mb_s)},
+        {"forecaster", p.forecaster},
+        {"alpha", fmt::format("{}", p.alpha)},
+        {"beta", fmt::format("{}", p.beta)},
+        {"horizon_s", fmt::format("{}", p.horizon_s)},
+        {"down_s", fmt::format("{}", p.down_s)}};
+    for (auto& [k, v] : kv) rows.push_back({Value::Text(k), Value::Text(v), Value::Text(p.source)});
   } else if (scan.table == kStatementEnergyView) {
-    constexpr int64_t kUnixToPgEpochUs = 946684800LL * 1000000;
     for (const auto& e : cluster_.energy_log().Snapshot()) {
       rows.push_back({Value::Timestamp(e.started_us - kUnixToPgEpochUs), Value::Double(e.seconds),
                       Value::Double(e.joules), Value::Double(e.master_joules), Value::Double(e.node_joules),

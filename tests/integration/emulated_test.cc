@@ -44,10 +44,11 @@ class Lab {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     pg_port_ = FreePort();
+    std::ofstream(dir_ + "/policy.toml") << "mode = \"manual\"\n";
     std::ofstream f(dir_ + "/cluster.toml");
     f << fmt::format(
         "[cluster]\ndata_dir = \"{dir}/data\"\ntelemetry_interval_ms = 200\nheartbeat_timeout_ms = 1000\n{ck}"
-        "[master]\npg_port = {pg}\ncluster_port = {cp}\n"
+        "[master]\npg_port = {pg}\ncluster_port = {cp}\nenergy_policy = \"policy.toml\"\n"
         "[hosts]\nmode = \"emulated\"\nsubnet = \"10.213.{u}\"\nbridge = \"wdbe{u}\"\n"
         "[profile.atom]\ncpus = 0.5\nboot_ms = 300\nresume_ms = 150\n"
         "[power]\nmeter_interval_ms = 200\n{nodes}",

@@ -175,7 +175,8 @@ DecisionRecord EnergyController::Step() {
   }
 
   double out_at = (p.scale_out_cpu + p.hysteresis) * in.capacity;
-  double peak = std::max(in.forecast, in.demand);
+  // The forecast, not the last sample: one busy interval is not a trend.
+  double peak = in.forecast;
   if (peak > out_at || active == 0) {
     if (active >= max_active) {
       rec.reason = "demand above scale_out_cpu, but max_active_nodes are active";

@@ -301,5 +301,24 @@ TEST_F(ControllerTest, HoltForecastWakesAheadOfARisingLoad) {
   EXPECT_LT(holt_at, 27) << "Holt wakes before the demand crosses the threshold";
 }
 
+TEST_F(ControllerTest, OneBusySampleIsNotATrendButAStepIs) {
+  EnergyPolicy p;  // the defaults: Holt, alpha 0.5, beta 0.1, horizon 15 s
+  p.window_s = 1000;
+  EnergyController c(plane, clock, p);
+  for (int t = 0; t < 20; t++) {
+    plane.node(1).cpu_cores = t == 10 ? 0.9 : 0.05;
+    EXPECT_EQ(c.Step().decision, "none") << "t=" << t;
+    clock.Advance(2'000'000);
+  }
+  plane.node(1).cpu_cores = 0.9;
+  int steps = 0;
+  while (c.Step().decision == "none" && steps < 10) {
+    steps++;
+    clock.Advance(2'000'000);
+  }
+  EXPECT_LE(steps, 2) << "a sustained step wakes a node within two telemetry intervals";
+  EXPECT_EQ(plane.wakes.size(), 1u);
+}
+
 }  // namespace
 }  // namespace wattdb::master

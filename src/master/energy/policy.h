@@ -15,8 +15,8 @@
 //   migration_mb_s = 50         # drains and refills move at most this fast (0 = unlimited)
 //   forecaster = "holt"         # holt (linear trend) | ewma
 //   alpha = 0.5                 # level smoothing
-//   beta = 0.3                  # trend smoothing (holt)
-//   horizon_s = 30              # forecast this far ahead (wake before the load arrives)
+//   beta = 0.1                  # trend smoothing (holt; low: one busy sample is not a trend)
+//   horizon_s = 15              # forecast this far ahead (wake before the load arrives)
 //   down_s = 5                  # time a node takes to go to standby (break-even energy)
 #pragma once
 
@@ -43,8 +43,8 @@ struct EnergyPolicy {
   double migration_mb_s = 50;
   std::string forecaster = "holt";
   double alpha = 0.5;
-  double beta = 0.3;
-  double horizon_s = 30;
+  double beta = 0.1;
+  double horizon_s = 15;
   double down_s = 5;
   std::string source;  // the file it came from ("<default>" for the embedded one)
 };

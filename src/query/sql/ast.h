@@ -232,6 +232,12 @@ struct AlterNodeStmt {
   Action action = Action::kDrain;
 };
 
+// ALTER SYSTEM RELOAD ENERGY POLICY: re-reads the master's energy-policy file.
+struct AlterSystemStmt {
+  enum class Action { kReloadEnergyPolicy };
+  Action action = Action::kReloadEnergyPolicy;
+};
+
 struct TxnStmt {
   enum class Kind { kBegin, kCommit, kRollback };
   Kind kind;
@@ -288,7 +294,7 @@ using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTable
                                UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
                                SetStmt, ShowStmt, TruncateStmt, CopyStmt, ExplainStmt,
                                VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, UserStmt,
-                               DatabaseStmt, CreateIndexStmt>;
+                               DatabaseStmt, CreateIndexStmt, AlterSystemStmt>;
 
 // The tables and views a query names (FROM items, also inside subqueries and set operations).
 void ReferencedRelations(const SelectStmt& s, std::vector<std::string>* out);

@@ -406,6 +406,12 @@ Result<Statement> Parser::ParseAlter() {
     s.node = static_cast<uint32_t>(n);
     return Statement(std::move(s));
   }
+  if (Accept("system")) {
+    RETURN_NOT_OK(Expect("reload"));
+    RETURN_NOT_OK(Expect("energy"));
+    RETURN_NOT_OK(Expect("policy"));
+    return Statement(AlterSystemStmt{});
+  }
   if (Accept("node")) {
     AlterNodeStmt s;
     ASSIGN_OR_RETURN(uint64_t n, UnsignedInt());
