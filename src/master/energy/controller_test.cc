@@ -302,7 +302,7 @@ TEST_F(ControllerTest, HoltForecastWakesAheadOfARisingLoad) {
 }
 
 TEST_F(ControllerTest, OneBusySampleIsNotATrendButAStepIs) {
-  EnergyPolicy p;  // the defaults: Holt, alpha 0.5, beta 0.1, horizon 15 s
+  EnergyPolicy p;  // the defaults: Holt, alpha 0.3, beta 0.05 (per second), horizon 15 s
   p.window_s = 1000;
   EnergyController c(plane, clock, p);
   for (int t = 0; t < 20; t++) {

@@ -1,6 +1,7 @@
 #include "master/energy/forecaster.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace wattdb::master {
 
@@ -13,13 +14,16 @@ void Forecaster::Observe(double t, double u) {
   }
   double dt = std::max(1e-3, t - last_t_);
   last_t_ = t;
+  // The weights are per second: samples every 0.2 s smooth as much per second as samples
+  // every 2 s (a sample's weight grows with the time it stands for).
+  double a = 1 - std::pow(1 - alpha_, dt), b = 1 - std::pow(1 - beta_, dt);
   if (kind_ != "holt") {
-    level_ += alpha_ * (u - level_);
+    level_ += a * (u - level_);
     return;
   }
   double predicted = level_ + slope_ * dt;
-  double level = alpha_ * u + (1 - alpha_) * predicted;
-  slope_ = beta_ * ((level - level_) / dt) + (1 - beta_) * slope_;
+  double level = a * u + (1 - a) * predicted;
+  slope_ = b * ((level - level_) / dt) + (1 - b) * slope_;
   level_ = level;
 }
 

@@ -1,9 +1,11 @@
 // Load forecasting for the energy controller: utilisation samples (0..1, at irregular times)
 // in, the expected utilisation `horizon_s` ahead out, so the cluster wakes nodes before a
 // rising load arrives rather than after it.
-//   ewma: level += alpha × (sample − level); forecast = level.
-//   holt: Holt's linear trend, per second: level and slope smoothed with alpha and beta over
-//         the time between samples; forecast = level + slope × horizon (never below 0).
+//   ewma: level += a × (sample − level); forecast = level.
+//   holt: Holt's linear trend: level and slope (per second) smoothed with a and b;
+//         forecast = level + slope × horizon (never below 0).
+// alpha and beta are weights per second: a sample dt seconds after the previous one weighs
+// a = 1 − (1 − alpha)^dt (likewise b), so the smoothing does not depend on the sampling rate.
 // Not thread-safe.
 #pragma once
 

@@ -14,8 +14,8 @@
 //   standby = "suspend"         # suspend | off
 //   migration_mb_s = 50         # drains and refills move at most this fast (0 = unlimited)
 //   forecaster = "holt"         # holt (linear trend) | ewma
-//   alpha = 0.5                 # level smoothing
-//   beta = 0.1                  # trend smoothing (holt; low: one busy sample is not a trend)
+//   alpha = 0.3                 # level smoothing, weight of one second of samples
+//   beta = 0.05                 # trend smoothing, per second (holt; low: one busy sample is not a trend)
 //   horizon_s = 15              # forecast this far ahead (wake before the load arrives)
 //   down_s = 5                  # time a node takes to go to standby (break-even energy)
 #pragma once
@@ -42,8 +42,8 @@ struct EnergyPolicy {
   std::string standby = "suspend";
   double migration_mb_s = 50;
   std::string forecaster = "holt";
-  double alpha = 0.5;
-  double beta = 0.1;
+  double alpha = 0.3;
+  double beta = 0.05;
   double horizon_s = 15;
   double down_s = 5;
   std::string source;  // the file it came from ("<default>" for the embedded one)

@@ -107,5 +107,23 @@ TEST(Forecaster, HoltSeesARisingLoadAheadAndEwmaSmooths) {
   EXPECT_EQ(falling.Forecast(60), 0) << "never below zero";
 }
 
+TEST(Forecaster, SmoothingDoesNotDependOnTheSamplingRate) {
+  // The same noisy load (0.1 and 0.3 alternating around 0.2) sampled every 0.2 s and every 2 s.
+  for (double dt : {0.2, 2.0}) {
+    Forecaster holt("holt", 0.3, 0.05);
+    double lo = 1, hi = 0;
+    int i = 0;
+    for (double t = 0; t <= 120; t += dt, i++) {
+      holt.Observe(t, i % 2 ? 0.3 : 0.1);
+      if (t > 20) {
+        lo = std::min(lo, holt.Forecast(15));
+        hi = std::max(hi, holt.Forecast(15));
+      }
+    }
+    EXPECT_GT(lo, 0.05) << "dt=" << dt;
+    EXPECT_LT(hi, 0.45) << "dt=" << dt << ": noise is not a trend";
+  }
+}
+
 }  // namespace
 }  // namespace wattdb::master
