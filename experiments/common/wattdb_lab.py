@@ -8,11 +8,37 @@ import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port_pair():
+    """Two consecutive free loopback ports below the ephemeral range."""
+    for _ in range(1000):
+        p = 20000 + random.randrange(12000)
+        try:
+            for q in (p, p + 1):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", q))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no free port")
+
+
+def claim_subnet():
+    """A subnet of our own for emulated hosts (the tests claim theirs the same way)."""
+    for u in range(20, 220):
+        try:
+            os.mkdir(f"/tmp/wattdb-emulated-net-{u}", 0o700)
+            return u
+        except FileExistsError:
+            continue
+    raise RuntimeError("no free subnet")
 
 
 def log(msg):
@@ -28,14 +54,18 @@ class Cluster:
         self.hosts = hosts
         self.nodes = nodes
         self.dir = tempfile.mkdtemp(prefix="wattdb_exp_")
-        self.port = 30000 + random.randrange(2000)
-        net = 100 + random.randrange(100)
+        self.port = free_port_pair()
+        self.net = claim_subnet() if hosts == "emulated" else None
+        net = self.net
         node_tables = ""
         for i in range(1, nodes + 1):
+            # Emulated hosts have addresses of their own; local processes need free ports.
+            port = 7100 + i if hosts == "emulated" else free_port_pair()
             power = 'power = "wol"\n' if hosts == "emulated" else ""
-            node_tables += f"[[node]]\nid = {i}\nport = {self.port + 10 + i}\n{power}"
+            node_tables += f"[[node]]\nid = {i}\nport = {port}\n{power}"
         hosts_toml = (f'[hosts]\nmode = "emulated"\nsubnet = "10.213.{net}"\nbridge = "wdbx{net}"\n'
                       if hosts == "emulated" else "")
+        self.master = None
         self.config = os.path.join(self.dir, "cluster.toml")
         self.policy_path = os.path.join(self.dir, "policy.toml")
         with open(self.config, "w") as f:
@@ -94,7 +124,15 @@ meter_interval_ms = 500
             except subprocess.TimeoutExpired:
                 self.master.kill()
                 self.master.wait()
-        if not keep:
+        if self.net is not None:
+            try:
+                os.rmdir(f"/tmp/wattdb-emulated-net-{self.net}")
+            except OSError:
+                pass
+            self.net = None
+        if keep or os.environ.get("WATTDB_EXP_KEEP"):
+            log(f"cluster directory kept: {self.dir}")
+        else:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def psql_args(self):

@@ -196,6 +196,36 @@ DecisionRecord EnergyController::Step() {
     return act(rec);
   }
 
+  // One node hot while the cluster is not: move its hottest segments to cooler nodes.
+  const ControlNode* hot = nullptr;
+  for (const ControlNode* n : in.active) {
+    if (n->profile.cpus > 0 && (!hot || n->cpu_cores / n->profile.cpus > hot->cpu_cores / hot->profile.cpus)) hot = n;
+  }
+  if (hot && active > 1 && hot->cpu_cores / hot->profile.cpus > p.scale_out_cpu + p.hysteresis &&
+      hot->segments.size() > 1) {
+    std::set<NodeId> cooler;
+    for (const ControlNode* n : in.active) {
+      if (n != hot) cooler.insert(n->id);
+    }
+    DecisionRecord none = rec;
+    rec.decision = "rebalance";
+    rec.reason = fmt::format("node {} above scale_out_cpu, the cluster below it", hot->id);
+    int moved = Refill(nodes, cooler, p, &rec, kRebalanceMoves);
+    if (rec.outcome.empty()) rec.outcome = "ok";
+    if (moved > 0 || rec.outcome != "ok") return act(rec);
+    // The hot node's segments cannot be spread any better over the active nodes: another node
+    // takes some of them.
+    if (active < max_active && !in.wakeable.empty()) {
+      none.decision = "wake";
+      none.reason = fmt::format("node {} above scale_out_cpu, no move among the active nodes would even the load",
+                                hot->id);
+      DoWake(nodes, in.wakeable, 1, p, &none);
+      return act(none);
+    }
+    none.reason = fmt::format("node {} above scale_out_cpu, no move would even the load", hot->id);
+    return done(none);
+  }
+
   double in_at = (p.scale_in_cpu - p.hysteresis) * in.capacity;
   bool low = in.low_s >= p.window_s && in.window_mean < in_at && in.forecast < in_at;
   if (active > max_active) low = true;  // over the cap: shed a node whatever the load
@@ -271,7 +301,7 @@ void EnergyController::DoWake(const std::vector<ControlNode>& nodes, std::vector
 }
 
 int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<NodeId>& fresh, const EnergyPolicy& p,
-                             DecisionRecord* rec) {
+                             DecisionRecord* rec, int max_moves) {
   bool by_heat = AnyHeat(nodes);
   std::map<NodeId, double> load;
   std::map<NodeId, std::vector<ControlSegment>> segs;
@@ -285,7 +315,7 @@ int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<Node
   }
   int moves = 0;
   uint64_t bytes = 0;
-  for (; moves < 100000;) {
+  while (moves < max_moves) {
     NodeId target = 0, donor = 0;
     for (NodeId f : fresh) {
       if (load.count(f) && (target == 0 || load[f] < load[target])) target = f;
@@ -316,8 +346,8 @@ int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<Node
     list.erase(it);
     segs[target].push_back(s);
   }
-  rec->actions += fmt::format("; refilled with {} segment(s), {:.1f} MB, hottest first (by {})", moves, bytes / kMB,
-                              by_heat ? "heat" : "bytes");
+  rec->actions += fmt::format("{}moved {} segment(s), {:.1f} MB, hottest first (by {})", rec->actions.empty() ? "" : "; ",
+                              moves, bytes / kMB, by_heat ? "heat" : "bytes");
   return moves;
 }
 

@@ -10,6 +10,10 @@
 //            the plane (returns once the node registered); a node that does not is marked failed
 //            and the next one is tried. Then refills the woken nodes hottest segment first
 //            until no move narrows the gap between the hottest node and a woken one.
+//   rebalance  one node's CPU exceeds (scale_out_cpu + hysteresis) of its own while the
+//            cluster's does not: up to kRebalanceMoves of its hottest segments move to cooler
+//            nodes (the same rule as a refill); if no move would narrow the gap, one node is
+//            woken and refilled instead.
 //   sleep 1  demand stayed below (scale_in_cpu − hysteresis) of the capacity for window_s, the
 //            forecast fits the other nodes below (scale_out_cpu − hysteresis), more than
 //            min_active_nodes are active, and the predicted idle time exceeds the break-even
@@ -86,6 +90,7 @@ class ControlPlane {
 
 class EnergyController {
  public:
+  static constexpr int kRebalanceMoves = 4;  // moves per rebalance decision, at most
   EnergyController(ControlPlane& plane, const Clock& clock, EnergyPolicy policy);
 
   // One control step (see above). Returns the decision, also appended to log() unless it
@@ -106,9 +111,10 @@ class EnergyController {
   void DoWake(const std::vector<ControlNode>& nodes, std::vector<NodeId> candidates, int count,
               const EnergyPolicy& p, DecisionRecord* rec);
   void DoSleep(const std::vector<ControlNode>& nodes, NodeId victim, const EnergyPolicy& p, DecisionRecord* rec);
-  // Moves hot segments onto `fresh` nodes until balanced. Returns moves made.
+  // Moves segments onto `fresh` nodes, hottest first, from the node with the most load (heat, or
+  // bytes while nothing is hot), while a move narrows the gap. Returns moves made.
   int Refill(std::vector<ControlNode> nodes, const std::set<NodeId>& fresh, const EnergyPolicy& p,
-             DecisionRecord* rec);
+             DecisionRecord* rec, int max_moves = 100000);
   // Moves `seg` and paces to the policy's bandwidth; false if the controller should stop.
   Status PacedMove(const ControlSegment& seg, NodeId to, const EnergyPolicy& p, uint64_t* moved_bytes);
   double EffectiveRate(const EnergyPolicy& p) const;

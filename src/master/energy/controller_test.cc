@@ -301,6 +301,36 @@ TEST_F(ControllerTest, HoltForecastWakesAheadOfARisingLoad) {
   EXPECT_LT(holt_at, 27) << "Holt wakes before the demand crosses the threshold";
 }
 
+TEST_F(ControllerTest, AHotNodeShedsHotSegmentsToCoolerOnes) {
+  EnergyController c(plane, clock, Policy());
+  ASSERT_TRUE(plane.Wake(2).ok());
+  plane.AddSegment(2, 20, 4 * kMB, 1);
+  plane.node(1).cpu_cores = 0.95;  // segments 1..6, heat 10..60
+  plane.node(2).cpu_cores = 0.05;
+  DecisionRecord r = c.Step();
+  ASSERT_EQ(r.decision, "rebalance") << r.reason;
+  EXPECT_EQ(r.outcome, "ok");
+  EXPECT_TRUE(plane.wakes.size() == 1) << "no node woken: the cluster as a whole is at 50%";
+  ASSERT_FALSE(plane.moves.empty());
+  EXPECT_EQ(plane.moves[0], std::make_pair(SegmentId{6}, NodeId{2}));
+  EXPECT_LE(plane.moves.size(), static_cast<size_t>(EnergyController::kRebalanceMoves));
+  EXPECT_GE(plane.node(2).heat(), 80);
+}
+
+TEST_F(ControllerTest, AHotNodeWhoseLoadCannotBeSpreadWakesANode) {
+  EnergyController c(plane, clock, Policy());
+  ASSERT_TRUE(plane.Wake(2).ok());
+  // Node 1 is saturated; node 2 owns as much heat, so no move between them narrows the gap.
+  plane.AddSegment(2, 20, 4 * kMB, 210);
+  plane.node(1).cpu_cores = 0.95;
+  plane.node(2).cpu_cores = 0.60;
+  DecisionRecord r = c.Step();
+  ASSERT_EQ(r.decision, "wake") << r.reason;
+  EXPECT_NE(r.reason.find("no move among the active nodes"), std::string::npos) << r.reason;
+  ASSERT_EQ(plane.wakes.size(), 2u);
+  EXPECT_FALSE(plane.node(plane.wakes[1]).segments.empty()) << "the woken node was refilled";
+}
+
 TEST_F(ControllerTest, OneBusySampleIsNotATrendButAStepIs) {
   EnergyPolicy p;  // the defaults: Holt, alpha 0.3, beta 0.05 (per second), horizon 15 s
   p.window_s = 1000;
