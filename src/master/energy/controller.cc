@@ -202,7 +202,7 @@ DecisionRecord EnergyController::Step() {
     if (n->profile.cpus > 0 && (!hot || n->cpu_cores / n->profile.cpus > hot->cpu_cores / hot->profile.cpus)) hot = n;
   }
   if (hot && active > 1 && hot->cpu_cores / hot->profile.cpus > p.scale_out_cpu + p.hysteresis &&
-      hot->segments.size() > 1) {
+      !hot->segments.empty()) {
     std::set<NodeId> cooler;
     for (const ControlNode* n : in.active) {
       if (n != hot) cooler.insert(n->id);
@@ -213,6 +213,21 @@ DecisionRecord EnergyController::Step() {
     int moved = Refill(nodes, cooler, p, &rec, kRebalanceMoves);
     if (rec.outcome.empty()) rec.outcome = "ok";
     if (moved > 0 || rec.outcome != "ok") return act(rec);
+    // Most of the heat in one segment: no move can divide it, a split can.
+    const ControlSegment* top = nullptr;
+    for (const auto& sg : hot->segments) {
+      if (!top || sg.heat > top->heat) top = &sg;
+    }
+    if (top && top->heat > 0 && 2 * top->heat > hot->heat()) {
+      auto fresh = plane_.Split(top->id);
+      if (fresh.ok() && *fresh != 0) {
+        none.decision = "split";
+        none.reason = fmt::format("node {} above scale_out_cpu, most of its load in segment {}", hot->id, top->id);
+        none.actions = fmt::format("split segment {} into {} and {}", top->id, top->id, *fresh);
+        none.outcome = "ok";
+        return act(none);
+      }
+    }
     // The hot node's segments cannot be spread any better over the active nodes: another node
     // takes some of them.
     if (active < max_active && !in.wakeable.empty()) {
@@ -316,23 +331,37 @@ int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<Node
   int moves = 0;
   uint64_t bytes = 0;
   while (moves < max_moves) {
-    NodeId target = 0, donor = 0;
+    NodeId target = 0;
     for (NodeId f : fresh) {
       if (load.count(f) && (target == 0 || load[f] < load[target])) target = f;
     }
+    if (target == 0) break;
+    // Donors from the most loaded down; the first with a segment whose move narrows its gap
+    // to the target (weight at most half the gap) gives its hottest such segment.
+    std::vector<NodeId> donors;
     for (const auto& [id, l] : load) {
-      if (id != target && (donor == 0 || l > load[donor])) donor = id;
+      if (id != target && l > load[target]) donors.push_back(id);
     }
-    if (target == 0 || donor == 0) break;
-    double gap = load[donor] - load[target];
+    std::sort(donors.begin(), donors.end(), [&](NodeId a, NodeId b) { return load[a] > load[b]; });
+    NodeId donor = 0;
+    std::vector<ControlSegment>::iterator it;
+    for (NodeId d : donors) {
+      double gap = load[d] - load[target];
+      auto& list = segs[d];
+      std::sort(list.begin(), list.end(), [&](const ControlSegment& a, const ControlSegment& b) {
+        return Weight(a, by_heat) > Weight(b, by_heat);
+      });
+      it = std::find_if(list.begin(), list.end(), [&](const ControlSegment& s) {
+        double w = Weight(s, by_heat);
+        return w > 0 && 2 * w <= gap;
+      });
+      if (it != list.end()) {
+        donor = d;
+        break;
+      }
+    }
+    if (donor == 0) break;
     auto& list = segs[donor];
-    std::sort(list.begin(), list.end(),
-              [&](const ControlSegment& a, const ControlSegment& b) { return Weight(a, by_heat) > Weight(b, by_heat); });
-    auto it = std::find_if(list.begin(), list.end(), [&](const ControlSegment& s) {
-      double w = Weight(s, by_heat);
-      return w > 0 && 2 * w <= gap;
-    });
-    if (it == list.end()) break;
     ControlSegment s = *it;
     Status st = PacedMove(s, target, p, &bytes);
     if (!st.ok()) {

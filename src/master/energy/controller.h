@@ -12,8 +12,9 @@
 //            until no move narrows the gap between the hottest node and a woken one.
 //   rebalance  one node's CPU exceeds (scale_out_cpu + hysteresis) of its own while the
 //            cluster's does not: up to kRebalanceMoves of its hottest segments move to cooler
-//            nodes (the same rule as a refill); if no move would narrow the gap, one node is
-//            woken and refilled instead.
+//            nodes (the same rule as a refill). If its hottest segment carries most of its
+//            heat, that segment is split first (a move cannot divide it); if no move would
+//            narrow the gap, one node is woken and refilled instead.
 //   sleep 1  demand stayed below (scale_in_cpu − hysteresis) of the capacity for window_s, the
 //            forecast fits the other nodes below (scale_out_cpu − hysteresis), more than
 //            min_active_nodes are active, and the predicted idle time exceeds the break-even
@@ -82,6 +83,8 @@ class ControlPlane {
   // Marks a node draining (no new segments) or active again.
   virtual Status SetDraining(NodeId node, bool draining) = 0;
   virtual Result<MovedSegment> Move(SegmentId seg, NodeId to) = 0;
+  // Splits a segment at its middle key; returns the new segment's id, or 0 if it cannot split.
+  virtual Result<SegmentId> Split(SegmentId seg) = 0;
   // Puts a node that owns nothing to sleep: suspend (true) or power off.
   virtual Status Sleep(NodeId node, bool suspend) = 0;
   // Waits `seconds` (pacing of moves); false if the controller should stop.

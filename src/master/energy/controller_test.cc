@@ -60,6 +60,20 @@ class FakePlane : public ControlPlane {
     }
     return Status::NotFound("no such segment");
   }
+  Result<SegmentId> Split(SegmentId seg) override {
+    for (auto& n : nodes_) {
+      for (auto& s : n.segments) {
+        if (s.id != seg) continue;
+        s.bytes /= 2;
+        s.heat /= 2;
+        SegmentId fresh = 1000 + splits.size();
+        n.segments.push_back({fresh, s.bytes, s.heat});
+        splits.push_back(seg);
+        return fresh;
+      }
+    }
+    return Status::NotFound("no such segment");
+  }
   Status Sleep(NodeId id, bool suspend) override {
     if (!node(id).segments.empty()) return Status::Sql("55000", "owns segments");
     node(id).state = suspend ? ControlState::kSuspended : ControlState::kOff;
@@ -74,6 +88,7 @@ class FakePlane : public ControlPlane {
   }
 
   std::vector<NodeId> wakes, sleeps, never_wakes;
+  std::vector<SegmentId> splits;
   std::vector<std::pair<SegmentId, NodeId>> moves;
   double paused_s = 0;
 
@@ -329,6 +344,35 @@ TEST_F(ControllerTest, AHotNodeWhoseLoadCannotBeSpreadWakesANode) {
   EXPECT_NE(r.reason.find("no move among the active nodes"), std::string::npos) << r.reason;
   ASSERT_EQ(plane.wakes.size(), 2u);
   EXPECT_FALSE(plane.node(plane.wakes[1]).segments.empty()) << "the woken node was refilled";
+}
+
+TEST_F(ControllerTest, AHotNodeSplitsASegmentThatCarriesMostOfItsLoad) {
+  EnergyController c(plane, clock, Policy());
+  ASSERT_TRUE(plane.Wake(2).ok());
+  plane.AddSegment(1, 7, 4 * kMB, 500);  // node 1: heat 210 + 500
+  plane.node(1).cpu_cores = 0.95;
+  plane.node(2).cpu_cores = 0.05;
+  // First the segments that can move do; then the one that carries the load splits.
+  DecisionRecord r;
+  int rebalances = 0;
+  for (int i = 0; i < 10; i++) {
+    r = c.Step();
+    if (r.decision != "rebalance") break;
+    rebalances++;
+    clock.Advance(10'000'000);
+  }
+  EXPECT_GE(rebalances, 1);
+  ASSERT_EQ(r.decision, "split") << r.reason;
+  EXPECT_EQ(plane.splits, std::vector<SegmentId>{7});
+  EXPECT_EQ(plane.node(1).segments.size(), 2u) << "segment 7 and its upper half";
+  clock.Advance(10'000'000);
+  size_t before = plane.moves.size();
+  r = c.Step();  // node 2 cannot take a half without becoming the hotter one: a node wakes for it
+  EXPECT_EQ(r.decision, "wake") << r.reason;
+  ASSERT_GT(plane.moves.size(), before);
+  SegmentId half = plane.moves.back().first;
+  EXPECT_TRUE(half == 7 || half == 1000) << "a half moves, not " << half;
+  EXPECT_EQ(plane.node(1).segments.size(), 1u);
 }
 
 TEST_F(ControllerTest, OneBusySampleIsNotATrendButAStepIs) {

@@ -58,7 +58,9 @@ class EnergyService::ClusterPlane : public ControlPlane {
         uint64_t count = t->second->rows_read + t->second->rows_written;
         int64_t at = seen_at[s.id];
         if (h.at == 0 || h.node != s.node || count < h.count) {
-          h = Heat{count, at, s.node, 0};
+          // First sight, or the segment moved (its counters restart on the new owner): a new
+          // baseline; the rate measured so far stays, heat follows the segment.
+          h = Heat{count, at, s.node, h.rate};
         } else if (at > h.at) {
           double rate = (count - h.count) / ((at - h.at) / 1e6);
           h.rate = 0.5 * h.rate + 0.5 * rate;
@@ -82,6 +84,7 @@ class EnergyService::ClusterPlane : public ControlPlane {
     ASSIGN_OR_RETURN(MoveReport r, c_.MoveSegment(seg, to));
     return MovedSegment{r.bytes, r.pull_ms / 1000.0};
   }
+  Result<SegmentId> Split(SegmentId seg) override { return c_.SplitSegment(seg); }
   Status Sleep(NodeId node, bool suspend) override { return suspend ? c_.Suspend(node) : c_.PowerOff(node); }
   bool Pause(double seconds) override {
     std::unique_lock<std::mutex> l(svc_.mu_);
