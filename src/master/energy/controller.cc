@@ -189,6 +189,8 @@ DecisionRecord EnergyController::Step() {
     double per_node = 0;
     for (const auto& n : nodes) per_node += n.profile.cpus / nodes.size();
     int needed = per_node > 0 ? static_cast<int>(std::ceil(peak / (p.scale_out_cpu * per_node))) : active + 1;
+    // Saturated nodes hide how much more is wanted: then at least double the active nodes.
+    if (in.demand >= kSaturated * in.capacity) needed = std::max(needed, 2 * active);
     int count = std::clamp(needed - active, 1, std::min(max_active - active, static_cast<int>(in.wakeable.size())));
     rec.decision = "wake";
     rec.reason = "forecast demand above scale_out_cpu";

@@ -6,7 +6,9 @@
 // feed the cluster's CPU demand (cores) to the forecaster, decide at most one thing, and do it
 // before returning:
 //   wake N   the forecast demand exceeds (scale_out_cpu + hysteresis) of the active capacity,
-//            or fewer than min_active_nodes are active (static mode: every node). Wakes through
+//            or fewer than min_active_nodes are active (static mode: every node). N brings the
+//            forecast under scale_out_cpu; when the active nodes are saturated (the demand
+//            beyond them cannot be seen), N at least doubles them. Wakes through
 //            the plane (returns once the node registered); a node that does not is marked failed
 //            and the next one is tried. Then refills the woken nodes hottest segment first
 //            until no move narrows the gap between the hottest node and a woken one.
@@ -94,6 +96,7 @@ class ControlPlane {
 class EnergyController {
  public:
   static constexpr int kRebalanceMoves = 4;  // moves per rebalance decision, at most
+  static constexpr double kSaturated = 0.95;  // demand / capacity at which the active nodes are saturated
   EnergyController(ControlPlane& plane, const Clock& clock, EnergyPolicy policy);
 
   // One control step (see above). Returns the decision, also appended to log() unless it

@@ -159,6 +159,17 @@ TEST_F(ControllerTest, WakesSeveralNodesForALargeStep) {
   EXPECT_EQ(plane.wakes.size(), 2u) << r.actions;
 }
 
+TEST_F(ControllerTest, SaturatedNodesAtLeastDouble) {
+  EnergyController c(plane, clock, Policy());
+  ASSERT_TRUE(plane.Wake(2).ok());
+  plane.AddSegment(2, 20, 4 * kMB, 200);
+  plane.node(1).cpu_cores = 1.0;
+  plane.node(2).cpu_cores = 1.0;
+  DecisionRecord r = c.Step();
+  ASSERT_EQ(r.decision, "wake");
+  EXPECT_EQ(plane.wakes.size(), 3u) << "2 active and saturated: 2 more, " << r.actions;
+}
+
 TEST_F(ControllerTest, CooldownHoldsTheNextDecision) {
   EnergyPolicy p = Policy();
   p.cooldown_s = 30;
@@ -166,7 +177,7 @@ TEST_F(ControllerTest, CooldownHoldsTheNextDecision) {
   plane.node(1).cpu_cores = 0.95;
   ASSERT_EQ(c.Step().decision, "wake");
   // The demand moved with the segments, and is high again on both.
-  for (NodeId n : {NodeId{1}, plane.wakes[0]}) plane.node(n).cpu_cores = 0.95;
+  for (NodeId n : {NodeId{1}, plane.wakes[0]}) plane.node(n).cpu_cores = 0.9;
   clock.Advance(1'000'000);
   DecisionRecord held = c.Step();
   EXPECT_EQ(held.decision, "none");
