@@ -2,6 +2,7 @@
 # make test — install missing packages, build, run every test through ctest
 BUILD ?= build
 CONFIG ?=
+POLICY ?=
 
 DURATION ?= 1800
 FUZZ_SECONDS ?= 60
@@ -19,7 +20,7 @@ build: deps
 	@cmake --build $(BUILD)
 
 run: build
-	@$(BUILD)/bin/wattdb-master --manage-nodes $(if $(CONFIG),--config $(CONFIG))
+	@$(BUILD)/bin/wattdb-master --manage-nodes $(if $(CONFIG),--config $(CONFIG)) $(if $(POLICY),--policy $(POLICY))
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j2

@@ -99,7 +99,7 @@ def plot(rows, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default="experiments/energy_proportionality/out")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     ap.add_argument("--build", default="build")
     ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
     a = ap.parse_args()
