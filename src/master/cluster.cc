@@ -725,6 +725,10 @@ bool Cluster::AwaitRegistration(const NodeConfig& n, int wait_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   while (!registry_->WaitUp(n.id, 1000)) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
+    {
+      std::lock_guard<std::mutex> l(stop_mu_);
+      if (stopping_) return false;  // the master is shutting down: do not hold it up
+    }
     // A magic packet is one unacknowledged datagram (and a fresh link may drop it): send it
     // again while the node is silent.
     if (!driver.ObservesState()) (void)driver.PowerOn(n);

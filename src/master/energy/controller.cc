@@ -139,6 +139,7 @@ DecisionRecord EnergyController::Step() {
     return r;
   };
   auto act = [&](DecisionRecord r) {
+    if (r.decision != "rebalance") rebalanced_node_ = 0;
     last_action_us_ = clock_.NowMicros();
     window_.clear();
     low_since_us_ = -1;
@@ -212,9 +213,15 @@ DecisionRecord EnergyController::Step() {
     DecisionRecord none = rec;
     rec.decision = "rebalance";
     rec.reason = fmt::format("node {} above scale_out_cpu, the cluster below it", hot->id);
-    int moved = Refill(nodes, cooler, p, &rec, kRebalanceMoves);
-    if (rec.outcome.empty()) rec.outcome = "ok";
-    if (moved > 0 || rec.outcome != "ok") return act(rec);
+    // Rebalancing that has not cooled the same node after kRebalanceTries goes on to a wake.
+    rebalances_ = rebalanced_node_ == hot->id ? rebalances_ + 1 : 1;
+    rebalanced_node_ = hot->id;
+    int moved = 0;
+    if (rebalances_ <= kRebalanceTries) {
+      moved = Refill(nodes, cooler, p, &rec, kRebalanceMoves);
+      if (rec.outcome.empty()) rec.outcome = "ok";
+      if (moved > 0 || rec.outcome != "ok") return act(rec);
+    }
     // Most of the heat in one segment: no move can divide it, a split can.
     const ControlSegment* top = nullptr;
     for (const auto& sg : hot->segments) {
@@ -234,14 +241,17 @@ DecisionRecord EnergyController::Step() {
     // takes some of them.
     if (active < max_active && !in.wakeable.empty()) {
       none.decision = "wake";
-      none.reason = fmt::format("node {} above scale_out_cpu, no move among the active nodes would even the load",
-                                hot->id);
+      none.reason = rebalances_ > kRebalanceTries
+                        ? fmt::format("node {} above scale_out_cpu after {} rebalances", hot->id, kRebalanceTries)
+                        : fmt::format("node {} above scale_out_cpu, no move among the active nodes would even the load",
+                                      hot->id);
       DoWake(nodes, in.wakeable, 1, p, &none);
       return act(none);
     }
     none.reason = fmt::format("node {} above scale_out_cpu, no move would even the load", hot->id);
     return done(none);
   }
+  rebalanced_node_ = 0;
 
   double in_at = (p.scale_in_cpu - p.hysteresis) * in.capacity;
   bool low = in.low_s >= p.window_s && in.window_mean < in_at && in.forecast < in_at;
@@ -384,7 +394,17 @@ int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<Node
 
 Status EnergyController::PacedMove(const ControlSegment& seg, NodeId to, const EnergyPolicy& p, uint64_t* moved) {
   int64_t t0 = clock_.NowMicros();
-  ASSIGN_OR_RETURN(MovedSegment m, plane_.Move(seg.id, to));
+  auto result = plane_.Move(seg.id, to);
+  if (!result.ok()) {
+    // A failed move leaves the segment where it was (moves are logged and rolled back), so
+    // one retry is safe; a node just woken sometimes drops its first connection.
+    Log("energy")->info("move of segment {} to node {} failed, retrying once: {}", seg.id, to,
+                        result.status().message());
+    if (!plane_.Pause(0.5)) return Status::Aborted("the energy controller is stopping", "57P01");
+    result = plane_.Move(seg.id, to);
+  }
+  if (!result.ok()) return result.status();
+  MovedSegment m = *result;
   *moved += m.bytes;
   if (m.bytes >= (1u << 20) && m.seconds > 0) {
     double r = m.bytes / m.seconds;

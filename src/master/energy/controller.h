@@ -16,7 +16,8 @@
 //            cluster's does not: up to kRebalanceMoves of its hottest segments move to cooler
 //            nodes (the same rule as a refill). If its hottest segment carries most of its
 //            heat, that segment is split first (a move cannot divide it); if no move would
-//            narrow the gap, one node is woken and refilled instead.
+//            narrow the gap, or kRebalanceTries rebalances in a row have not cooled it, one
+//            node is woken and refilled instead.
 //   sleep 1  demand stayed below (scale_in_cpu − hysteresis) of the capacity for window_s, the
 //            forecast fits the other nodes below (scale_out_cpu − hysteresis), more than
 //            min_active_nodes are active, and the predicted idle time exceeds the break-even
@@ -96,6 +97,7 @@ class ControlPlane {
 class EnergyController {
  public:
   static constexpr int kRebalanceMoves = 4;  // moves per rebalance decision, at most
+  static constexpr int kRebalanceTries = 2;    // rebalances of one hot node before a wake instead
   static constexpr double kSaturated = 0.95;  // demand / capacity at which the active nodes are saturated
   EnergyController(ControlPlane& plane, const Clock& clock, EnergyPolicy policy);
 
@@ -137,6 +139,8 @@ class EnergyController {
   int64_t last_action_us_ = -1;
   std::map<NodeId, std::string> failed_;  // nodes that did not wake, with why
   double move_rate_ = 0;                  // bytes/s, smoothed
+  NodeId rebalanced_node_ = 0;            // the hot node of the last rebalances, in a row
+  int rebalances_ = 0;
   DecisionLog log_;
 };
 

@@ -343,6 +343,23 @@ TEST_F(ControllerTest, AHotNodeShedsHotSegmentsToCoolerOnes) {
   EXPECT_GE(plane.node(2).heat(), 80);
 }
 
+TEST_F(ControllerTest, RebalancesThatDoNotCoolANodeLeadToAWake) {
+  EnergyController c(plane, clock, Policy());
+  ASSERT_TRUE(plane.Wake(2).ok());
+  for (auto& s : plane.node(1).segments) s.heat = 5;
+  for (SegmentId s = 10; s < 30; s++) plane.AddSegment(1, s, kMB, 5);  // many small, warm segments
+  plane.node(1).cpu_cores = 0.95;  // and it stays hot whatever moves
+  plane.node(2).cpu_cores = 0.10;
+  std::vector<std::string> seen;
+  for (int i = 0; i < 6 && plane.wakes.size() < 2; i++) {
+    DecisionRecord r = c.Step();
+    if (r.decision != "none") seen.push_back(r.decision);
+    clock.Advance(6'000'000);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"rebalance", "rebalance", "wake"}));
+  ASSERT_EQ(plane.wakes.size(), 2u);
+}
+
 TEST_F(ControllerTest, AHotNodeWhoseLoadCannotBeSpreadWakesANode) {
   EnergyController c(plane, clock, Policy());
   ASSERT_TRUE(plane.Wake(2).ok());
