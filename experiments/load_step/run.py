@@ -38,6 +38,12 @@ def policy(quick):
             'window_s = 15\ncooldown_s = 10\ndown_s = 2\nhorizon_s = 10\n')
 
 
+def smooth(v, k=3):
+    """Centered moving average over k samples (the meters' readings and ours are not aligned)."""
+    h = k // 2
+    return [sum(v[max(0, i - h):i + h + 1]) / len(v[max(0, i - h):i + h + 1]) for i in range(len(v))]
+
+
 def wall(ts):
     return datetime.datetime.strptime(ts[:26], "%Y-%m-%d %H:%M:%S.%f").replace(
         tzinfo=datetime.timezone.utc).timestamp() if "." in ts else datetime.datetime.strptime(
@@ -199,8 +205,8 @@ def main():
     ax[2].step(xs, [r[4] for r in timeline], where="post", color="tab:green")
     ax[2].set_ylabel("nodes on")
     ax[2].set_ylim(0, 4.5)
-    ax[3].plot(xs, [r[5] for r in timeline], color="tab:orange")
-    ax[3].set_ylabel("cluster W")
+    ax[3].plot(xs, smooth([r[5] for r in timeline]), color="tab:orange")
+    ax[3].set_ylabel("cluster W (3 s mean)")
     ax[3].set_xlabel("seconds")
     for _, at, _d in delays:
         for axis in ax:
