@@ -33,9 +33,9 @@ SELECT sum(v), count(*) FROM t WHERE k BETWEEN :k AND :k2;
 def policy(quick):
     if quick:
         return ('mode = "dynamic"\nmin_active_nodes = 1\nscale_out_cpu = 0.80\nscale_in_cpu = 0.45\n'
-                'window_s = 3\ncooldown_s = 2\ndown_s = 1\nhorizon_s = 5\n')
+                'window_s = 3\ncooldown_s = 2\ndown_s = 1\nhorizon_s = 5\nlatency_target_ms = 15\n')
     return ('mode = "dynamic"\nmin_active_nodes = 1\nscale_out_cpu = 0.80\nscale_in_cpu = 0.45\n'
-            'window_s = 15\ncooldown_s = 10\ndown_s = 2\nhorizon_s = 10\n')
+            'window_s = 15\ncooldown_s = 10\ndown_s = 2\nhorizon_s = 10\nlatency_target_ms = 15\n')
 
 
 def smooth(v, k=3):

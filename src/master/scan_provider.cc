@@ -345,7 +345,8 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
         {"alpha", fmt::format("{}", p.alpha)},
         {"beta", fmt::format("{}", p.beta)},
         {"horizon_s", fmt::format("{}", p.horizon_s)},
-        {"down_s", fmt::format("{}", p.down_s)}};
+        {"down_s", fmt::format("{}", p.down_s)},
+        {"latency_target_ms", fmt::format("{}", p.latency_target_ms)}};
     for (auto& [k, v] : kv) rows.push_back({Value::Text(k), Value::Text(v), Value::Text(p.source)});
   } else if (scan.table == kStatementEnergyView) {
     for (const auto& e : cluster_.energy_log().Snapshot()) {

@@ -29,6 +29,7 @@ struct EnergyController::Inputs {
   double window_mean = 0;                    // demand over the window
   double forecast = 0;                       // demand horizon_s ahead
   double low_s = 0;                          // how long demand has stayed below scale-in
+  double statement_ms = 0;                   // mean time of the statements of the last interval
   NodeId busy = 0;                           // a node under an operator action, if any
 };
 
@@ -94,6 +95,11 @@ EnergyController::Inputs EnergyController::Measure(const std::vector<ControlNode
   });
   for (const auto* n : asleep) in.wakeable.push_back(n->id);
 
+  auto st = plane_.Statements();
+  if (st.first > last_statements_.first && st.second >= last_statements_.second) {
+    in.statement_ms = (st.second - last_statements_.second) / 1000.0 / (st.first - last_statements_.first);
+  }
+  last_statements_ = st;
   if (!forecaster_ || forecaster_kind_ != p.forecaster) {
     forecaster_ = std::make_unique<Forecaster>(p.forecaster, p.alpha, p.beta);
     forecaster_kind_ = p.forecaster;
@@ -178,9 +184,12 @@ DecisionRecord EnergyController::Step() {
   double out_at = (p.scale_out_cpu + p.hysteresis) * in.capacity;
   // The forecast, not the last sample: one busy interval is not a trend.
   double peak = in.forecast;
-  if (peak > out_at || active == 0) {
+  bool slow = p.latency_target_ms > 0 && in.statement_ms > p.latency_target_ms &&
+              in.demand > (p.scale_in_cpu + p.hysteresis) * in.capacity;
+  if (peak > out_at || active == 0 || slow) {
     if (active >= max_active) {
-      rec.reason = "demand above scale_out_cpu, but max_active_nodes are active";
+      rec.reason = slow && !(peak > out_at) ? "statements slower than latency_target_ms, but max_active_nodes are active"
+                                            : "demand above scale_out_cpu, but max_active_nodes are active";
       return done(rec);
     }
     if (in.wakeable.empty()) {
@@ -194,7 +203,8 @@ DecisionRecord EnergyController::Step() {
     if (in.demand >= kSaturated * in.capacity) needed = std::max(needed, 2 * active);
     int count = std::clamp(needed - active, 1, std::min(max_active - active, static_cast<int>(in.wakeable.size())));
     rec.decision = "wake";
-    rec.reason = "forecast demand above scale_out_cpu";
+    rec.reason = peak > out_at || active == 0 ? "forecast demand above scale_out_cpu"
+                                              : "statements slower than latency_target_ms";
     DoWake(nodes, in.wakeable, count, p, &rec);
     return act(rec);
   }

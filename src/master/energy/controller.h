@@ -26,6 +26,9 @@
 //   none     otherwise, with the reason.
 // Moves of drains and refills are paced to migration_mb_s. Nothing is decided during
 // cooldown_s after an action, while an operator action runs, or in manual mode.
+// With latency_target_ms set, a wake also happens when the statements finished during the last
+// interval took longer than that on average while demand is above scale_in_cpu (the nodes are
+// busy, not idle behind one long query): CPU readings miss nodes starved by their host.
 // Predicted idle time = how long demand has already stayed low, or less if the forecaster's
 // trend reaches the remaining nodes' scale-out threshold sooner.
 //
@@ -90,6 +93,8 @@ class ControlPlane {
   virtual Result<SegmentId> Split(SegmentId seg) = 0;
   // Puts a node that owns nothing to sleep: suspend (true) or power off.
   virtual Status Sleep(NodeId node, bool suspend) = 0;
+  // Statements finished at the master so far and the microseconds they took (cumulative).
+  virtual std::pair<uint64_t, uint64_t> Statements() { return {0, 0}; }
   // Waits `seconds` (pacing of moves); false if the controller should stop.
   virtual bool Pause(double seconds) = 0;
 };
@@ -139,6 +144,7 @@ class EnergyController {
   int64_t last_action_us_ = -1;
   std::map<NodeId, std::string> failed_;  // nodes that did not wake, with why
   double move_rate_ = 0;                  // bytes/s, smoothed
+  std::pair<uint64_t, uint64_t> last_statements_{0, 0};
   NodeId rebalanced_node_ = 0;            // the hot node of the last rebalances, in a row
   int rebalances_ = 0;
   DecisionLog log_;

@@ -81,6 +81,7 @@ class FakePlane : public ControlPlane {
     sleeps.push_back(id);
     return Status::OK();
   }
+  std::pair<uint64_t, uint64_t> Statements() override { return statements; }
   bool Pause(double s) override {
     paused_s += s;
     clock_.Advance(static_cast<int64_t>(s * 1e6));
@@ -89,6 +90,7 @@ class FakePlane : public ControlPlane {
 
   std::vector<NodeId> wakes, sleeps, never_wakes;
   std::vector<SegmentId> splits;
+  std::pair<uint64_t, uint64_t> statements{0, 0};  // finished, microseconds
   std::vector<std::pair<SegmentId, NodeId>> moves;
   double paused_s = 0;
 
@@ -401,6 +403,29 @@ TEST_F(ControllerTest, AHotNodeSplitsASegmentThatCarriesMostOfItsLoad) {
   SegmentId half = plane.moves.back().first;
   EXPECT_TRUE(half == 7 || half == 1000) << "a half moves, not " << half;
   EXPECT_EQ(plane.node(1).segments.size(), 1u);
+}
+
+TEST_F(ControllerTest, SlowStatementsWakeANodeWhenALatencyTargetIsSet) {
+  EnergyPolicy p = Policy();
+  p.latency_target_ms = 50;
+  EnergyController c(plane, clock, p);
+  auto interval = [&](uint64_t n, double ms) {
+    plane.statements.first += n;
+    plane.statements.second += static_cast<uint64_t>(n * ms * 1000);
+    clock.Advance(1'000'000);
+    return c.Step();
+  };
+  plane.node(1).cpu_cores = 0.10;  // idle nodes behind a few long statements: no wake
+  EXPECT_EQ(interval(5, 400).decision, "none");
+  plane.node(1).cpu_cores = 0.60;  // busy, below scale_out_cpu
+  EXPECT_EQ(interval(100, 10).decision, "none");
+  DecisionRecord r = interval(100, 80);
+  ASSERT_EQ(r.decision, "wake");
+  EXPECT_EQ(r.reason, "statements slower than latency_target_ms");
+  p.latency_target_ms = 0;  // off: CPU only
+  c.SetPolicy(p);
+  clock.Advance(10'000'000);
+  EXPECT_EQ(interval(100, 80).decision, "none");
 }
 
 TEST_F(ControllerTest, OneBusySampleIsNotATrendButAStepIs) {

@@ -84,6 +84,9 @@ class EnergyService::ClusterPlane : public ControlPlane {
     ASSIGN_OR_RETURN(MoveReport r, c_.MoveSegment(seg, to));
     return MovedSegment{r.bytes, r.pull_ms / 1000.0};
   }
+  std::pair<uint64_t, uint64_t> Statements() override {
+    return {c_.queries().statements.load(), c_.queries().micros.load()};
+  }
   Result<SegmentId> Split(SegmentId seg) override { return c_.SplitSegment(seg); }
   Status Sleep(NodeId node, bool suspend) override { return suspend ? c_.Suspend(node) : c_.PowerOff(node); }
   bool Pause(double seconds) override {

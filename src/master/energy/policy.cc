@@ -73,7 +73,7 @@ Result<EnergyPolicy> ParsePolicy(const std::string& text, const std::string& sou
   RETURN_NOT_OK(config_internal::CheckKeys(
       t, {"mode", "scale_out_cpu", "scale_in_cpu", "hysteresis", "window_s", "cooldown_s", "min_active_nodes",
           "max_active_nodes", "pinned", "standby", "migration_mb_s", "forecaster", "alpha", "beta", "horizon_s",
-          "down_s"},
+          "down_s", "latency_target_ms"},
       "the policy", source));
   EnergyPolicy p;
   p.source = source;
@@ -92,6 +92,7 @@ Result<EnergyPolicy> ParsePolicy(const std::string& text, const std::string& sou
   RETURN_NOT_OK(Number(t, "beta", 0, 1, &p.beta, source));
   RETURN_NOT_OK(Number(t, "horizon_s", 0, 3600, &p.horizon_s, source));
   RETURN_NOT_OK(Number(t, "down_s", 0, 3600, &p.down_s, source));
+  RETURN_NOT_OK(Number(t, "latency_target_ms", 0, 3.6e6, &p.latency_target_ms, source));
   RETURN_NOT_OK(Text(t, "standby", {"suspend", "off"}, &p.standby, source));
   RETURN_NOT_OK(Text(t, "forecaster", {"holt", "ewma"}, &p.forecaster, source));
   int nodes = static_cast<int>(cluster.nodes.size());

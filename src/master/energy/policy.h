@@ -18,6 +18,8 @@
 //   beta = 0.05                 # trend smoothing, per second (holt; low: one busy sample is not a trend)
 //   horizon_s = 15              # forecast this far ahead (wake before the load arrives)
 //   down_s = 5                  # time a node takes to go to standby (break-even energy)
+//   latency_target_ms = 0       # also wake a node when statements take longer than this on
+//                               # average over a telemetry interval (0 = CPU only)
 #pragma once
 
 #include <string>
@@ -46,6 +48,7 @@ struct EnergyPolicy {
   double beta = 0.05;
   double horizon_s = 15;
   double down_s = 5;
+  double latency_target_ms = 0;
   std::string source;  // the file it came from ("<default>" for the embedded one)
 };
 
