@@ -41,6 +41,21 @@ def claim_subnet():
     raise RuntimeError("no free subnet")
 
 
+# A range of 1,000 rows: the nodes' work (reading and shipping rows) is the bottleneck.
+RANGE_QUERY = """\\set k random(1, {hi})
+\\set k2 :k + {span}
+SELECT sum(v), count(*) FROM t WHERE k BETWEEN :k AND :k2;
+"""
+
+
+def dynamic_policy(quick, extra=""):
+    """The experiments' dynamic policy: short windows in quick mode."""
+    timing = ("window_s = 3\ncooldown_s = 2\ndown_s = 1\nhorizon_s = 5\n" if quick
+              else "window_s = 15\ncooldown_s = 10\ndown_s = 2\nhorizon_s = 10\n")
+    return ('mode = "dynamic"\nmin_active_nodes = 1\nscale_out_cpu = 0.80\nscale_in_cpu = 0.45\n'
+            + timing + extra)
+
+
 def log(msg):
     print(time.strftime("%H:%M:%S"), msg, flush=True)
 

@@ -21,21 +21,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from wattdb_lab import Cluster, ep_metric, log  # noqa: E402
-
-# A range of 1,000 rows: the nodes' work (reading and shipping rows) is the bottleneck.
-SCRIPT = """\\set k random(1, {hi})
-\\set k2 :k + {span}
-SELECT sum(v), count(*) FROM t WHERE k BETWEEN :k AND :k2;
-"""
-
-
-def dynamic_policy(quick):
-    if quick:
-        return ('mode = "dynamic"\nmin_active_nodes = 1\nscale_out_cpu = 0.80\nscale_in_cpu = 0.45\n'
-                'window_s = 3\ncooldown_s = 2\ndown_s = 1\nhorizon_s = 5\n')
-    return ('mode = "dynamic"\nmin_active_nodes = 1\nscale_out_cpu = 0.80\nscale_in_cpu = 0.45\n'
-            'window_s = 15\ncooldown_s = 10\ndown_s = 2\nhorizon_s = 10\n')
+from wattdb_lab import RANGE_QUERY, Cluster, dynamic_policy, ep_metric, log  # noqa: E402
 
 
 def run_level(cl, script, level, peak, settle, measure, clients):
@@ -110,7 +96,7 @@ def main():
     settle, measure = (14, 8) if quick else (40, 40)
     calibrate = 8 if quick else 30
     clients = 8
-    script = SCRIPT.format(hi=rows_n - 1000, span=999)
+    script = RANGE_QUERY.format(hi=rows_n - 1000, span=999)
 
     cl = Cluster(build=a.build, nodes=4, hosts=a.hosts, segment_bytes=1 << 20, resume_ms=1000,
                  boot_ms=3000, telemetry_ms=1000 if not quick else 500)

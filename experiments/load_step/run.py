@@ -21,21 +21,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from wattdb_lab import Cluster, log  # noqa: E402
-
-# A range of 1,000 rows: the nodes' work (reading and shipping rows) is the bottleneck.
-SCRIPT = """\\set k random(1, {hi})
-\\set k2 :k + {span}
-SELECT sum(v), count(*) FROM t WHERE k BETWEEN :k AND :k2;
-"""
-
-
-def policy(quick):
-    if quick:
-        return ('mode = "dynamic"\nmin_active_nodes = 1\nscale_out_cpu = 0.80\nscale_in_cpu = 0.45\n'
-                'window_s = 3\ncooldown_s = 2\ndown_s = 1\nhorizon_s = 5\nlatency_target_ms = 15\n')
-    return ('mode = "dynamic"\nmin_active_nodes = 1\nscale_out_cpu = 0.80\nscale_in_cpu = 0.45\n'
-            'window_s = 15\ncooldown_s = 10\ndown_s = 2\nhorizon_s = 10\nlatency_target_ms = 15\n')
+from wattdb_lab import RANGE_QUERY, Cluster, dynamic_policy, log  # noqa: E402
 
 
 def smooth(v, k=3):
@@ -97,7 +83,7 @@ def main():
     rows_n = 60000 if quick else 120000
     low_s, high_s, back_s = (20, 30, 15) if quick else (90, 120, 90)
     calibrate, clients = (8 if quick else 30), 8
-    script = SCRIPT.format(hi=rows_n - 1000, span=999)
+    script = RANGE_QUERY.format(hi=rows_n - 1000, span=999)
     resume_ms = 1000
     cl = Cluster(build=a.build, nodes=4, hosts=a.hosts, segment_bytes=1 << 20, resume_ms=resume_ms,
                  boot_ms=3000, telemetry_ms=500 if quick else 1000)
@@ -111,7 +97,7 @@ def main():
         cl.set_policy('mode = "static"\n')
         peak = cl.pgbench(script, calibrate, clients, tag="calibrate")["tps"]
         log(f"calibrated peak: {peak:.1f} queries/s")
-        cl.set_policy(policy(quick))
+        cl.set_policy(dynamic_policy(quick, "latency_target_ms = 15\n"))
         sampler = Sampler(cl)
         sampler.start()
         t_start = time.time()
