@@ -390,10 +390,13 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
     }
     case proto::Request::SPLIT: {
       auto s = req.getSplit();
-      // Prepared writes are addressed to this segment's range: it must not change under them.
-      Result<std::string> key = participant_->HasPrepared(s.getSegment())
-                                    ? Result<std::string>(InUse(s.getSegment()))
-                                    : store_->Split(s.getSegment(), s.getNewId());
+      // Prepared writes are addressed to this segment's range: it must not change under them,
+      // and no write may land in the upper half while it moves to the new segment.
+      Result<std::string> key = Result<std::string>(InUse(s.getSegment()));
+      if (participant_->BeginExclusive(s.getSegment())) {
+        key = store_->Split(s.getSegment(), s.getNewId());
+        participant_->EndExclusive(s.getSegment());
+      }
       capnp::MallocMessageBuilder mb;
       auto resp = mb.initRoot<proto::Response>();
       SetStatus(resp.initStatus(), key.status());
@@ -447,8 +450,12 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       std::string dir = fmt::format("{}/export/{}-{}", opts_.data_dir, id, nonce_++);
       std::error_code ec;
       fs::create_directories(fs::path(dir).parent_path(), ec);
-      auto exp = participant_->HasPrepared(id) ? Result<storage::SegmentExport>(InUse(id))
-                                               : store_->Export(id, dir);
+      // No write may commit here after the checkpoint: the copy would miss it.
+      auto exp = Result<storage::SegmentExport>(InUse(id));
+      if (participant_->BeginExclusive(id)) {
+        exp = store_->Export(id, dir);
+        participant_->EndExclusive(id);
+      }
       MaybeFail("node.export.after_checkpoint");
       capnp::MallocMessageBuilder mb;
       auto resp = mb.initRoot<proto::Response>();

@@ -10,6 +10,10 @@ namespace wattdb::node {
 
 namespace {
 
+Status InUse(SegmentId segment, const char* why) {
+  return Status(Status::Code::kUnavailable, fmt::format("segment {} {}; try again", segment, why), "55006");
+}
+
 // A durable prepare record: the writes, then (added later; absent in older records) the
 // number of writes received and the keys locked without a write, then the timestamp the
 // commit will exceed.
@@ -137,6 +141,11 @@ restart:
   std::map<LockKey, bool> mine;  // key -> "live after the writes so far" (pending put)
   std::set<LockKey> locks_only;  // keys this call only locks
   for (const auto& w : writes) {
+    if (exclusive_.count(w.op.segment)) {
+      bool ended = released_.wait_until(l, deadline, [&] { return !exclusive_.count(w.op.segment); });
+      if (!ended) return InUse(w.op.segment, "is being split or moved");
+      goto restart;
+    }
     ASSIGN_OR_RETURN(storage::SegmentRef seg, store_.Get(w.op.segment));
     if (!seg->meta().Contains(w.op.key)) {
       return Status::Stale(fmt::format("key outside segment {} (it split or moved)", w.op.segment));
@@ -372,10 +381,27 @@ Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::s
 
 bool Participant::HasPrepared(SegmentId segment) const {
   std::lock_guard<std::mutex> l(mu_);
-  for (const auto& [lk, txn] : locks_) {
-    if (lk.first == segment) return true;
+  return HasPreparedLocked(segment);
+}
+
+bool Participant::HasPreparedLocked(SegmentId segment) const {
+  auto it = locks_.lower_bound({segment, std::string()});
+  return it != locks_.end() && it->first.first == segment;
+}
+
+bool Participant::BeginExclusive(SegmentId segment) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (HasPreparedLocked(segment) || exclusive_.count(segment)) return false;
+  exclusive_.insert(segment);
+  return true;
+}
+
+void Participant::EndExclusive(SegmentId segment) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    exclusive_.erase(segment);
   }
-  return false;
+  released_.notify_all();
 }
 
 size_t Participant::prepared_count() const {

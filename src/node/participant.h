@@ -78,6 +78,13 @@ class Participant {
   Result<std::optional<Timestamp>> FenceAndGetOutcome(uint64_t txn);
   // True if any prepared transaction holds writes on `segment` (a move must wait).
   bool HasPrepared(SegmentId segment) const;
+  // Keeps writers out of `segment` while it is split or exported. False (nothing held) if a
+  // prepared transaction holds writes there. Until EndExclusive, a Prepare that reaches the
+  // segment waits (within its lock wait), then re-checks the segment's range. The master
+  // keeps its own writers out with latches; this covers requests that reach the node after
+  // the master gave up on them (a frozen node), which must not land in a half that moved.
+  bool BeginExclusive(SegmentId segment);
+  void EndExclusive(SegmentId segment);
   size_t prepared_count() const;
   // The latest pending write of `txn` per key of `segment` within [lo, hi) ("" = unbounded),
   // in key order: what the transaction itself must see on top of its snapshot.
@@ -99,8 +106,10 @@ class Participant {
   storage::SegmentStore& store_;  // borrowed; outlives the participant
   std::chrono::milliseconds lock_wait_;
   std::chrono::milliseconds read_wait_;
-  mutable std::mutex mu_;         // guards prepared_, locks_ and max_read_ts_
+  mutable std::mutex mu_;         // guards prepared_, locks_, exclusive_ and max_read_ts_
   std::condition_variable released_;  // notified when locks are released
+  // REQUIRES mu_ held.
+  bool HasPreparedLocked(SegmentId segment) const;
   // REQUIRES mu_ held. Drops `txn`'s writes and locks (and its durable record).
   void ForgetLocked(uint64_t txn);
   struct Prepared {
@@ -116,6 +125,7 @@ class Participant {
   };
   std::map<uint64_t, Prepared> prepared_;
   std::map<LockKey, uint64_t> locks_;
+  std::set<SegmentId> exclusive_;  // segments being split or exported (BeginExclusive)
   Timestamp max_read_ts_ = 0;  // highest snapshot read here (this process)
   std::set<uint64_t> fenced_;   // transactions settled by FenceAndGetOutcome (bounded)
   std::deque<uint64_t> fenced_order_;

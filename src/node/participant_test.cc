@@ -72,6 +72,37 @@ TEST_F(ParticipantTest, LockOnlyWritesLockButWriteNothing) {
   EXPECT_EQ(p_->Prepare(5, 12, {W(5, WriteCheck::kLock)}).code(), Status::Code::kAborted);
 }
 
+// A split can reach the node after the master gave up on it (the node was frozen) and let
+// writes go on: a write into the half that moves waits for the split, then is refused as
+// stale instead of landing in the lower half's column family, where no reader looks.
+TEST_F(ParticipantTest, WritesWaitOutASplitThenSeeTheNewRange) {
+  Participant p(*store_, std::chrono::milliseconds(10000));
+  for (int k = 0; k < 10; k++) {
+    ASSERT_TRUE(p.Prepare(k + 1, 10, {W(k, WriteCheck::kInsert)}).ok());
+    ASSERT_TRUE(p.Commit(k + 1, 11 + k).ok());
+  }
+  ASSERT_TRUE(p.BeginExclusive(1));
+  EXPECT_FALSE(p.BeginExclusive(1));  // one split or export at a time
+  Status upper;
+  std::thread writer([&] { upper = p.Prepare(100, 30, {W(15, WriteCheck::kInsert)}); });
+  auto split_key = store_->Split(1, 2);
+  p.EndExclusive(1);
+  writer.join();
+  ASSERT_TRUE(split_key.ok()) << split_key.status().ToString();
+  EXPECT_TRUE(upper.IsStale()) << upper.ToString();
+  EXPECT_TRUE(p.Prepare(101, 30, {W(1, WriteCheck::kUpdate)}).ok());  // the lower half takes writes
+  // A prepared transaction keeps splits and exports out; a wait that outlasts the lock wait
+  // fails with 55006.
+  EXPECT_FALSE(p.BeginExclusive(1));
+  EXPECT_TRUE(p.Abort(101));
+  ASSERT_TRUE(p.BeginExclusive(1));
+  Participant impatient(*store_, std::chrono::milliseconds(1));
+  ASSERT_TRUE(impatient.BeginExclusive(1));
+  EXPECT_EQ(impatient.Prepare(102, 30, {W(2, WriteCheck::kUpdate)}).sqlstate(), "55006");
+  impatient.EndExclusive(1);
+  p.EndExclusive(1);
+}
+
 TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
   Participant p(*store_, std::chrono::milliseconds(10000));
   ASSERT_TRUE(p.Prepare(1, 10, {W(9, WriteCheck::kInsert)}).ok());

@@ -236,12 +236,18 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
   std::map<int64_t, int> seen;
   for (auto& r : rows) seen[std::stoll(r[0])]++;
   int missing = 0, duplicated = 0, phantom = 0;
-  for (int64_t id : acked) missing += seen.count(id) ? 0 : 1;
+  std::string missing_ids;
+  for (int64_t id : acked) {
+    if (seen.count(id)) continue;
+    missing++;
+    missing_ids += fmt::format(" {}", id);
+  }
   for (auto& [id, n] : seen) {
     duplicated += n > 1 ? 1 : 0;
     phantom += acked.count(id) || unknown.count(id) ? 0 : 1;
   }
-  EXPECT_EQ(missing, 0) << "acknowledged inserts lost";
+  EXPECT_EQ(missing, 0) << "acknowledged inserts lost:" << missing_ids << "; logs in " << cluster.dir();
+  if (missing > 0) cluster.KeepDir();
   EXPECT_EQ(duplicated, 0);
   EXPECT_EQ(phantom, 0) << "rows nobody inserted";
   EXPECT_EQ(c->Scalar("SELECT count(*) - count(DISTINCT segment_id) FROM wattdb_segments"), "0");

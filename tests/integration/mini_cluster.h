@@ -66,6 +66,7 @@ class MiniCluster {
   std::string conninfo() const;
   std::unique_ptr<PgConn> Connect() const;
   const std::string& dir() const { return dir_; }
+  void KeepDir() { keep_dir_ = true; }  // the directory outlives the cluster (for a failure report)
   int pg_port() const { return pg_port_; }
   // Arms a failpoint in whichever process reaches it first (see common/failpoint.h).
   void ArmFailpoint(const std::string& name);
@@ -89,7 +90,7 @@ class MiniCluster {
 
   MiniClusterOptions opts_;
   std::string dir_, config_;
-  bool keep_dir_ = false;  // Start failed: keep the logs
+  bool keep_dir_ = false;  // Start failed or KeepDir(): keep the logs
   int pg_port_ = 0;
   pid_t master_ = 0;
   std::vector<pid_t> nodes_;
