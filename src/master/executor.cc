@@ -670,7 +670,7 @@ Status Executor::CopyOut(const sql::CopyStmt& s, const std::atomic<bool>* cancel
   std::vector<Value> row;
   return ForEachRow(*scan, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
     row.clear();
-    for (int c : cols) row.push_back(batch.cols[c][r]);
+    for (int c : cols) row.push_back(batch.Get(c, r));
     return emit(row);
   });
 }

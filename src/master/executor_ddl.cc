@@ -308,7 +308,7 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
   std::vector<RowWrite> batch;
   Status st = ForEachRow(*FullScan(old), snap.ts, cancel, [&](const exec::Batch& b, size_t r, exec::ExecContext*) {
     std::vector<Value> row;
-    for (int i : keep) row.push_back(b.cols[i][r]);
+    for (int i : keep) row.push_back(b.Get(i, r));
     auto w = InsertWrite(t, row, &keys);
     if (!w.ok()) {
       return w.status().sqlstate() == "23505"

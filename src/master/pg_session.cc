@@ -87,7 +87,7 @@ class WireSink : public NoticeSink {
     std::vector<const std::string*> cells(b.cols.size());
     for (size_t r = 0; r < b.rows; r++) {
       for (size_t c = 0; c < b.cols.size(); c++) {
-        const Value& v = b.cols[c][r];
+        Value v = b.Get(c, r);
         cells[c] = nullptr;
         if (!v.is_null()) {
           texts[c].clear();
@@ -120,7 +120,7 @@ class PortalStreamSink : public NoticeSink {
     std::vector<const std::string*> ptrs(types_.size());
     for (size_t r = 0; r < b.rows; r++) {
       for (size_t c = 0; c < b.cols.size() && c < cells.size(); c++) {
-        const Value& v = b.cols[c][r];
+        Value v = b.Get(c, r);
         ptrs[c] = nullptr;
         if (v.is_null()) continue;
         cells[c].clear();

@@ -79,7 +79,8 @@ Result<std::vector<std::string>> RunSql(MemCatalog& cat, const std::string& sql,
     for (size_t r = 0; r < batch.rows; r++) {
       std::string s;
       for (size_t c = 0; c < batch.cols.size(); c++) {
-        s += (c ? "|" : "") + (batch.cols[c][r].is_null() ? "NULL" : batch.cols[c][r].ToText());
+        Value v = batch.Get(c, r);
+        s += (c ? "|" : "") + (v.is_null() ? "NULL" : v.ToText());
       }
       out.push_back(s);
     }

@@ -125,7 +125,7 @@ Status RunSubplan(const BoundExpr& e, const Batch& b, size_t row, ExecContext* c
     if (!*more) break;
     bool go_on = true;
     for (size_t r = 0; r < out.rows && go_on; r++) {
-      auto g = fn(out.cols.empty() ? Value() : out.cols[0][r]);
+      auto g = fn(out.cols.empty() ? Value() : out.cols[0].GetValue(r));
       if (!g.ok()) {
         st = g.status();
         break;
@@ -217,7 +217,7 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
       if (e.column < 0 || static_cast<size_t>(e.column) >= b.cols.size()) {
         return Status::Internal("column reference out of range");
       }
-      return b.cols[e.column][row];
+      return b.cols[e.column].GetValue(row);
     case BoundExpr::Kind::kNeg: {
       ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row, ctx));
       if (v.is_null()) return v;

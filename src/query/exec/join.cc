@@ -56,20 +56,20 @@ class JoinBase : public UnaryOp {
       for (const auto* right : *cands) {
         if (p_.predicate) {
           joined_.Reset(nleft + nright);
-          for (size_t c = 0; c < nleft; c++) joined_.cols[c].push_back(in_.cols[c][r]);
-          for (size_t c = 0; c < nright; c++) joined_.cols[nleft + c].push_back((*right)[c]);
+          for (size_t c = 0; c < nleft; c++) joined_.cols[c].AppendFrom(in_.cols[c], r);
+          for (size_t c = 0; c < nright; c++) joined_.cols[nleft + c].Append((*right)[c]);
           joined_.rows = 1;
           ASSIGN_OR_RETURN(Value ok, Eval(*p_.predicate, joined_, 0, ctx_));
           if (ok.is_null() || !ok.as_bool()) continue;
         }
         matched = true;
-        for (size_t c = 0; c < nleft; c++) out.cols[c].push_back(in_.cols[c][r]);
-        for (size_t c = 0; c < nright; c++) out.cols[nleft + c].push_back((*right)[c]);
+        for (size_t c = 0; c < nleft; c++) out.cols[c].AppendFrom(in_.cols[c], r);
+        for (size_t c = 0; c < nright; c++) out.cols[nleft + c].Append((*right)[c]);
         out.rows++;
       }
       if (!matched && p_.join_type == PlanNode::JoinType::kLeft) {
-        for (size_t c = 0; c < nleft; c++) out.cols[c].push_back(in_.cols[c][r]);
-        for (size_t c = 0; c < nright; c++) out.cols[nleft + c].push_back(Value());
+        for (size_t c = 0; c < nleft; c++) out.cols[c].AppendFrom(in_.cols[c], r);
+        for (size_t c = 0; c < nright; c++) out.cols[nleft + c].AppendNull();
         out.rows++;
       }
     }

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "query/exec/eval.h"
+#include "query/exec/eval_vector.h"
 #include "query/exec/join.h"
 #include "query/exec/operator_base.h"
 #include "query/exec/row_hash.h"
@@ -84,7 +85,7 @@ class GenerateSeriesOp : public Operator {
     out.Reset(1);
     bool int32 = p_.types[0].id == TypeId::kInt32;
     while (!done_ && out.rows < kBatchRows && (step_ > 0 ? next_ <= stop_ : next_ >= stop_)) {
-      out.cols[0].push_back(int32 ? Value::Int32(static_cast<int64_t>(next_)) : Value::Int64(static_cast<int64_t>(next_)));
+      out.cols[0].Append(int32 ? Value::Int32(static_cast<int64_t>(next_)) : Value::Int64(static_cast<int64_t>(next_)));
       out.rows++;
       next_ += step_;
     }
@@ -112,7 +113,7 @@ class UnnestOp : public Operator {
     if (array_.is_null()) return false;
     const auto& elems = array_.as_array();
     while (next_ < elems.size() && out.rows < kBatchRows) {
-      out.cols[0].push_back(elems[next_++]);
+      out.cols[0].Append(elems[next_++]);
       out.rows++;
     }
     return out.rows > 0;
@@ -132,19 +133,16 @@ class FilterOp : public UnaryOp {
     while (true) {
       ASSIGN_OR_RETURN(bool more, child_->Next(in_));
       if (!more) return out.rows > 0;
-      for (size_t r = 0; r < in_.rows; r++) {
-        ASSIGN_OR_RETURN(Value v, Eval(*p_.predicate, in_, r, ctx_));
-        if (!v.is_null() && v.as_bool()) {
-          for (size_t c = 0; c < in_.cols.size(); c++) out.cols[c].push_back(std::move(in_.cols[c][r]));
-          out.rows++;
-        }
-      }
+      ASSIGN_OR_RETURN(size_t n, Select(*p_.predicate, in_, ctx_, &sel_));
+      for (size_t c = 0; c < in_.cols.size(); c++) out.cols[c].Gather(in_.cols[c], sel_.data(), n);
+      out.rows += n;
       if (out.rows > 0) return true;
     }
   }
 
  private:
   Batch in_;
+  std::vector<uint32_t> sel_;
 };
 
 class ProjectOp : public UnaryOp {
@@ -155,17 +153,7 @@ class ProjectOp : public UnaryOp {
     out.Reset(p_.exprs.size());
     if (!more) return false;
     for (size_t c = 0; c < p_.exprs.size(); c++) {
-      const auto& e = *p_.exprs[c];
-      auto& col = out.cols[c];
-      col.reserve(in_.rows);
-      if (e.kind == plan::BoundExpr::Kind::kColumn) {
-        col = in_.cols[e.column];
-        continue;
-      }
-      for (size_t r = 0; r < in_.rows; r++) {
-        ASSIGN_OR_RETURN(Value v, Eval(e, in_, r, ctx_));
-        col.push_back(std::move(v));
-      }
+      RETURN_NOT_OK(EvalVector(*p_.exprs[c], in_, ctx_, &out.cols[c]));
     }
     out.rows = in_.rows;
     return true;

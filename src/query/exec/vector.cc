@@ -1,0 +1,340 @@
+#include "query/exec/vector.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace wattdb::exec {
+
+PhysType PhysOf(TypeId t) {
+  switch (t) {
+    case TypeId::kBool:
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+    case TypeId::kTimestamp:
+      return PhysType::kInt;
+    case TypeId::kDouble:
+      return PhysType::kDouble;
+    case TypeId::kNumeric:
+      return PhysType::kDecimal;
+    case TypeId::kText:
+      return PhysType::kText;
+    case TypeId::kNull:
+      return PhysType::kEmpty;
+    case TypeId::kArray:
+      break;
+  }
+  return PhysType::kBoxed;
+}
+
+Value IntValue(TypeId t, int64_t v) {
+  switch (t) {
+    case TypeId::kBool:
+      return Value::Bool(v != 0);
+    case TypeId::kInt32:
+      return Value::Int32(v);
+    case TypeId::kTimestamp:
+      return Value::Timestamp(v);
+    default:
+      return Value::Int64(v);
+  }
+}
+
+std::string_view TextArena::Copy(std::string_view s) {
+  if (s.empty()) return {};
+  if (used_ + s.size() > cap_) {
+    cap_ = std::max<size_t>(64 << 10, s.size());
+    chunks_.emplace_back(new char[cap_]);
+    used_ = 0;
+  }
+  char* p = chunks_.back().get() + used_;
+  memcpy(p, s.data(), s.size());
+  used_ += s.size();
+  return {p, s.size()};
+}
+
+bool Vector::HasNulls() const {
+  return std::find(null_.begin(), null_.end(), 1) != null_.end();
+}
+
+Value Vector::GetValue(size_t i) const {
+  if (null_[i]) return Value();
+  switch (phys_) {
+    case PhysType::kInt:
+      return IntValue(type_, ints_[i]);
+    case PhysType::kDouble:
+      return Value::Double(doubles_[i]);
+    case PhysType::kDecimal:
+      return Value::Numeric(decimals_[i]);
+    case PhysType::kText:
+      return Value::Text(std::string(texts_[i]));
+    case PhysType::kBoxed:
+      return boxed_[i];
+    case PhysType::kEmpty:
+      break;
+  }
+  return Value();
+}
+
+void Vector::Clear() {
+  phys_ = PhysType::kEmpty;
+  type_ = TypeId::kNull;
+  null_.clear();
+  ints_.clear();
+  doubles_.clear();
+  decimals_.clear();
+  texts_.clear();
+  boxed_.clear();
+  arena_.reset();
+  kept_.clear();
+}
+
+void Vector::Init(TypeId t, size_t n) {
+  Clear();
+  null_.assign(n, 0);
+  phys_ = PhysOf(t);
+  type_ = t;
+  switch (phys_) {
+    case PhysType::kInt:
+      ints_.assign(n, 0);
+      break;
+    case PhysType::kDouble:
+      doubles_.assign(n, 0);
+      break;
+    case PhysType::kDecimal:
+      decimals_.assign(n, Decimal{});
+      break;
+    default:  // not for text or boxed values
+      phys_ = PhysType::kBoxed;
+      boxed_.assign(n, Value());
+      null_.assign(n, 1);
+      break;
+  }
+}
+
+void Vector::Reserve(size_t n) {
+  null_.reserve(n);
+  switch (phys_) {
+    case PhysType::kInt:
+      ints_.reserve(n);
+      break;
+    case PhysType::kDouble:
+      doubles_.reserve(n);
+      break;
+    case PhysType::kDecimal:
+      decimals_.reserve(n);
+      break;
+    case PhysType::kText:
+      texts_.reserve(n);
+      break;
+    case PhysType::kBoxed:
+      boxed_.reserve(n);
+      break;
+    case PhysType::kEmpty:
+      break;
+  }
+}
+
+bool Vector::Prepare(TypeId t) {
+  if (phys_ == PhysType::kBoxed) return false;
+  PhysType p = PhysOf(t);
+  if (phys_ == PhysType::kEmpty && p != PhysType::kBoxed && p != PhysType::kEmpty) {
+    phys_ = p;
+    type_ = t;
+    size_t n = null_.size();  // NULLs so far
+    switch (p) {
+      case PhysType::kInt:
+        ints_.assign(n, 0);
+        break;
+      case PhysType::kDouble:
+        doubles_.assign(n, 0);
+        break;
+      case PhysType::kDecimal:
+        decimals_.assign(n, Decimal{});
+        break;
+      case PhysType::kText:
+        texts_.assign(n, std::string_view());
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+  if (p == phys_ && t == type_) return true;
+  Box();
+  return false;
+}
+
+void Vector::Box() {
+  if (phys_ == PhysType::kBoxed) return;
+  std::vector<Value> vals;
+  vals.reserve(null_.size());
+  for (size_t i = 0; i < null_.size(); i++) vals.push_back(GetValue(i));
+  ints_.clear();
+  doubles_.clear();
+  decimals_.clear();
+  texts_.clear();
+  arena_.reset();
+  kept_.clear();
+  boxed_ = std::move(vals);
+  phys_ = PhysType::kBoxed;
+}
+
+TextArena& Vector::Arena() {
+  if (!arena_) arena_ = std::make_shared<TextArena>();
+  return *arena_;
+}
+
+void Vector::AppendNull() {
+  null_.push_back(1);
+  switch (phys_) {
+    case PhysType::kInt:
+      ints_.push_back(0);
+      break;
+    case PhysType::kDouble:
+      doubles_.push_back(0);
+      break;
+    case PhysType::kDecimal:
+      decimals_.push_back(Decimal{});
+      break;
+    case PhysType::kText:
+      texts_.emplace_back();
+      break;
+    case PhysType::kBoxed:
+      boxed_.emplace_back();
+      break;
+    case PhysType::kEmpty:
+      break;
+  }
+}
+
+void Vector::Append(const Value& v) {
+  if (v.is_null()) return AppendNull();
+  if (!Prepare(v.type())) {
+    boxed_.push_back(v);
+    null_.push_back(0);
+    return;
+  }
+  null_.push_back(0);
+  switch (phys_) {
+    case PhysType::kInt:
+      ints_.push_back(v.as_int());
+      break;
+    case PhysType::kDouble:
+      doubles_.push_back(v.as_double());
+      break;
+    case PhysType::kDecimal:
+      decimals_.push_back(v.as_decimal());
+      break;
+    case PhysType::kText:
+      texts_.push_back(Arena().Copy(v.as_text()));
+      break;
+    default:
+      break;
+  }
+}
+
+void Vector::Append(Value&& v) {
+  if (!v.is_null() && !Prepare(v.type())) {
+    boxed_.push_back(std::move(v));
+    null_.push_back(0);
+    return;
+  }
+  Append(static_cast<const Value&>(v));
+}
+
+void Vector::AppendInt(TypeId t, int64_t v) {
+  if (!Prepare(t)) return Append(IntValue(t, v));
+  null_.push_back(0);
+  ints_.push_back(v);
+}
+
+void Vector::AppendDouble(double v) {
+  if (!Prepare(TypeId::kDouble)) return Append(Value::Double(v));
+  null_.push_back(0);
+  doubles_.push_back(v);
+}
+
+void Vector::AppendDecimal(const Decimal& v) {
+  if (!Prepare(TypeId::kNumeric)) return Append(Value::Numeric(v));
+  null_.push_back(0);
+  decimals_.push_back(v);
+}
+
+void Vector::AppendText(std::string_view v) {
+  if (!Prepare(TypeId::kText)) return Append(Value::Text(std::string(v)));
+  null_.push_back(0);
+  texts_.push_back(Arena().Copy(v));
+}
+
+void Vector::AppendFrom(const Vector& src, size_t i) {
+  if (src.null_[i]) return AppendNull();
+  if (src.phys_ == PhysType::kBoxed || !Prepare(src.type_)) return Append(src.GetValue(i));
+  null_.push_back(0);
+  switch (phys_) {
+    case PhysType::kInt:
+      ints_.push_back(src.ints_[i]);
+      break;
+    case PhysType::kDouble:
+      doubles_.push_back(src.doubles_[i]);
+      break;
+    case PhysType::kDecimal:
+      decimals_.push_back(src.decimals_[i]);
+      break;
+    case PhysType::kText:
+      texts_.push_back(Arena().Copy(src.texts_[i]));
+      break;
+    default:
+      break;
+  }
+}
+
+void Vector::Gather(const Vector& src, const uint32_t* sel, size_t n) {
+  if (n == 0) return;
+  bool typed = src.phys_ != PhysType::kBoxed && src.phys_ != PhysType::kEmpty &&
+               (phys_ == PhysType::kEmpty || (phys_ == src.phys_ && type_ == src.type_));
+  if (!typed) {
+    for (size_t k = 0; k < n; k++) AppendFrom(src, sel[k]);
+    return;
+  }
+  Prepare(src.type_);
+  size_t base = null_.size();
+  null_.resize(base + n);
+  for (size_t k = 0; k < n; k++) null_[base + k] = src.null_[sel[k]];
+  switch (phys_) {
+    case PhysType::kInt:
+      ints_.resize(base + n);
+      for (size_t k = 0; k < n; k++) ints_[base + k] = src.ints_[sel[k]];
+      break;
+    case PhysType::kDouble:
+      doubles_.resize(base + n);
+      for (size_t k = 0; k < n; k++) doubles_[base + k] = src.doubles_[sel[k]];
+      break;
+    case PhysType::kDecimal:
+      decimals_.resize(base + n);
+      for (size_t k = 0; k < n; k++) decimals_[base + k] = src.decimals_[sel[k]];
+      break;
+    case PhysType::kText: {
+      // Views into src's arenas: keep those alive instead of copying the bytes.
+      auto keep = [&](const std::shared_ptr<const TextArena>& a) {
+        if (a && a != arena_ && std::find(kept_.begin(), kept_.end(), a) == kept_.end()) kept_.push_back(a);
+      };
+      keep(src.arena_);
+      for (const auto& a : src.kept_) keep(a);
+      texts_.resize(base + n);
+      for (size_t k = 0; k < n; k++) texts_[base + k] = src.texts_[sel[k]];
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void Vector::AppendAll(const Vector& src) {
+  size_t n = src.size();
+  if (n == 0) return;
+  std::vector<uint32_t> sel(n);
+  for (size_t i = 0; i < n; i++) sel[i] = static_cast<uint32_t>(i);
+  Gather(src, sel.data(), n);
+}
+
+}  // namespace wattdb::exec

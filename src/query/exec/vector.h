@@ -1,0 +1,106 @@
+// Vector: one column of a batch, stored by physical type so that operators can run tight
+// loops over plain arrays:
+//   kInt     int64_t   (BOOLEAN, INTEGER, BIGINT, TIMESTAMP)
+//   kDouble  double    (DOUBLE PRECISION)
+//   kDecimal Decimal   (NUMERIC)
+//   kText    string_view into arenas the vector keeps alive (TEXT, VARCHAR, CHAR)
+//   kBoxed   Value     (arrays, and any column whose values do not share one physical type)
+// A vector holding only NULLs so far is kEmpty; the first non-NULL value fixes the physical
+// type and the SQL type of the values (`value_type()`). Appending a value of another
+// physical type turns the vector into kBoxed, so every column round-trips its Values
+// exactly. Copies share text arenas (cheap); a vector is not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "common/value.h"
+
+namespace wattdb::exec {
+
+enum class PhysType : uint8_t { kEmpty, kInt, kDouble, kDecimal, kText, kBoxed };
+
+// The physical type values of SQL type `t` take in a vector.
+PhysType PhysOf(TypeId t);
+// The Value of an integer-like type (kBool, kInt32, kInt64, kTimestamp) held as int64.
+Value IntValue(TypeId t, int64_t v);
+
+// Owns the bytes of text values; chunks never move, so views into them stay valid.
+class TextArena {
+ public:
+  std::string_view Copy(std::string_view s);
+
+ private:
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  size_t used_ = 0, cap_ = 0;
+};
+
+class Vector {
+ public:
+  Vector() = default;
+
+  size_t size() const { return null_.size(); }
+  PhysType phys() const { return phys_; }
+  TypeId value_type() const { return type_; }
+  bool IsNull(size_t i) const { return null_[i] != 0; }
+  bool HasNulls() const;
+
+  // Boxes element i. O(1) but allocates for text and arrays: hot loops use the arrays.
+  Value GetValue(size_t i) const;
+
+  void Clear();
+  void Reserve(size_t n);
+  void AppendNull();
+  void Append(const Value& v);
+  void Append(Value&& v);
+  // Appends src[i]. REQUIRES: &src != this.
+  void AppendFrom(const Vector& src, size_t i);
+  // Appends src[sel[0..n)] (a filter's survivors, a join's matches). REQUIRES: &src != this.
+  void Gather(const Vector& src, const uint32_t* sel, size_t n);
+  // Appends every element of src. REQUIRES: &src != this.
+  void AppendAll(const Vector& src);
+
+  // Typed appends. REQUIRES: phys() is kEmpty or the matching type, and `t` maps to it.
+  void AppendInt(TypeId t, int64_t v);
+  void AppendDouble(double v);
+  void AppendDecimal(const Decimal& v);
+  void AppendText(std::string_view v);  // copies the bytes into the vector's arena
+
+  // Makes this an all-non-NULL vector of n zeroes of type t (kInt, kDouble or kDecimal types)
+  // to be filled through the mutable arrays.
+  void Init(TypeId t, size_t n);
+  int64_t* mutable_ints() { return ints_.data(); }
+  double* mutable_doubles() { return doubles_.data(); }
+  Decimal* mutable_decimals() { return decimals_.data(); }
+  uint8_t* mutable_nulls() { return null_.data(); }
+
+  // The arrays. REQUIRES: the matching phys(); entries of NULL rows are zero / empty.
+  const int64_t* ints() const { return ints_.data(); }
+  const double* doubles() const { return doubles_.data(); }
+  const Decimal* decimals() const { return decimals_.data(); }
+  const std::string_view* texts() const { return texts_.data(); }
+  const Value* boxed() const { return boxed_.data(); }
+  const uint8_t* nulls() const { return null_.data(); }  // 1 = NULL
+
+ private:
+  // Fixes the physical type on the first non-NULL value; boxes on a mismatch. Returns false
+  // if the vector is (now) boxed.
+  bool Prepare(TypeId t);
+  void Box();
+  TextArena& Arena();
+
+  PhysType phys_ = PhysType::kEmpty;
+  TypeId type_ = TypeId::kNull;
+  std::vector<uint8_t> null_;
+  std::vector<int64_t> ints_;
+  std::vector<double> doubles_;
+  std::vector<Decimal> decimals_;
+  std::vector<std::string_view> texts_;
+  std::vector<Value> boxed_;
+  std::shared_ptr<TextArena> arena_;                   // this vector's own text bytes
+  std::vector<std::shared_ptr<const TextArena>> kept_;  // other vectors' arenas it points into
+};
+
+}  // namespace wattdb::exec

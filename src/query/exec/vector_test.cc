@@ -1,0 +1,87 @@
+#include "query/exec/vector.h"
+
+#include <gtest/gtest.h>
+
+namespace wattdb::exec {
+namespace {
+
+TEST(Vector, KeepsEachPhysicalTypeAndRoundTripsValues) {
+  std::vector<Value> vals = {Value(), Value::Int32(7), Value::Int32(-3), Value()};
+  Vector v;
+  for (const auto& x : vals) v.Append(x);
+  EXPECT_EQ(v.phys(), PhysType::kInt);
+  EXPECT_EQ(v.value_type(), TypeId::kInt32);
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_TRUE(v.IsNull(0));
+  EXPECT_EQ(v.ints()[1], 7);
+  for (size_t i = 0; i < vals.size(); i++) {
+    EXPECT_EQ(v.GetValue(i).type(), vals[i].type());
+    if (!vals[i].is_null()) {
+      EXPECT_EQ(v.GetValue(i).as_int(), vals[i].as_int());
+    }
+  }
+  Vector t;
+  t.Append(Value::Text("abc"));
+  t.AppendNull();
+  t.AppendText("");
+  EXPECT_EQ(t.phys(), PhysType::kText);
+  EXPECT_EQ(t.GetValue(0).as_text(), "abc");
+  EXPECT_TRUE(t.GetValue(1).is_null());
+  EXPECT_EQ(t.GetValue(2).as_text(), "");
+  Vector d;
+  d.Append(Value::Numeric(ParseDecimal("1.25").value()));
+  EXPECT_EQ(d.phys(), PhysType::kDecimal);
+  EXPECT_EQ(FormatDecimal(d.GetValue(0).as_decimal()), "1.25");
+  Vector b;
+  b.Append(Value::Bool(true));
+  EXPECT_EQ(b.GetValue(0).type(), TypeId::kBool);
+  EXPECT_TRUE(b.GetValue(0).as_bool());
+}
+
+// Values of different types in one column (a UNION of an int and a bigint, say) box the
+// vector; nothing is converted.
+TEST(Vector, MixedTypesBoxTheColumnWithoutChangingValues) {
+  Vector v;
+  v.Append(Value::Int64(1));
+  v.AppendNull();
+  v.Append(Value::Double(2.5));
+  v.Append(Value::Text("x"));
+  EXPECT_EQ(v.phys(), PhysType::kBoxed);
+  EXPECT_EQ(v.GetValue(0).type(), TypeId::kInt64);
+  EXPECT_TRUE(v.GetValue(1).is_null());
+  EXPECT_EQ(v.GetValue(2).as_double(), 2.5);
+  EXPECT_EQ(v.GetValue(3).as_text(), "x");
+  Vector a;
+  a.Append(Value::Array({Value::Int64(1)}));
+  EXPECT_EQ(a.phys(), PhysType::kBoxed);
+  EXPECT_EQ(a.GetValue(0).as_array().size(), 1u);
+}
+
+// A gathered text column points into the source's arena, which outlives the source.
+TEST(Vector, GatheredTextOutlivesItsSource) {
+  Vector out;
+  {
+    Vector src;
+    for (int i = 0; i < 100; i++) src.Append(Value::Text("row " + std::to_string(i)));
+    src.AppendNull();
+    uint32_t sel[] = {3, 100, 99};
+    out.Gather(src, sel, 3);
+    src.Clear();
+    src.Append(Value::Text("overwritten?"));
+  }
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out.GetValue(0).as_text(), "row 3");
+  EXPECT_TRUE(out.IsNull(1));
+  EXPECT_EQ(out.GetValue(2).as_text(), "row 99");
+  // Gathering a different physical type into it boxes; a NULL-only source fits anything.
+  Vector ints;
+  ints.Append(Value::Int64(5));
+  uint32_t zero = 0;
+  out.Gather(ints, &zero, 1);
+  EXPECT_EQ(out.phys(), PhysType::kBoxed);
+  EXPECT_EQ(out.GetValue(3).as_int(), 5);
+  EXPECT_EQ(out.GetValue(0).as_text(), "row 3");
+}
+
+}  // namespace
+}  // namespace wattdb::exec
