@@ -321,6 +321,12 @@ Status Catalog::SetRowCount(TableId table, uint64_t rows) {
   return Status::OK();
 }
 
+void Catalog::AdjustRowCount(TableId table, int64_t delta) {
+  std::unique_lock l(mu_);
+  uint64_t& n = row_counts_[table];
+  n = delta < 0 && static_cast<uint64_t>(-delta) > n ? 0 : n + delta;
+}
+
 double Catalog::EstimateRows(const TableSchema& table) const {
   std::shared_lock l(mu_);
   auto it = row_counts_.find(table.id);

@@ -64,6 +64,9 @@ class Catalog : public plan::CatalogReader {
   std::optional<std::string> GetView(const std::string& name) const override;
   // Planner statistics: rows counted by the last ANALYZE.
   Status SetRowCount(TableId table, uint64_t rows);
+  // Moves the table's row estimate by `delta` (rows inserted minus rows deleted by a
+  // statement), in memory only: ANALYZE makes it exact and durable.
+  void AdjustRowCount(TableId table, int64_t delta);
   double EstimateRows(const TableSchema& table) const override;
   // Databases besides the default one (namespaces of table and view names, "db/name").
   Status CreateDatabase(const std::string& name);

@@ -115,9 +115,17 @@ Status Executor::ApplyRows(const TableSchema& t, std::vector<RowWrite> writes) {
   return st;
 }
 
+int64_t Executor::RowDelta(const std::vector<RowWrite>& writes) {
+  int64_t delta = 0;
+  for (const auto& w : writes) delta += w.is_delete ? -1 : w.check == RemoteWrite::Check::kInsert ? 1 : 0;
+  return delta;
+}
+
 Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
-  if (txn_) return cluster_.Write(*txn_, table, std::move(writes));
-  return cluster_.ApplyWrites(table, snapshot, std::move(writes));
+  int64_t delta = RowDelta(writes);
+  Status st = txn_ ? cluster_.Write(*txn_, table, std::move(writes)) : cluster_.ApplyWrites(table, snapshot, std::move(writes));
+  if (st.ok() && delta != 0) cluster_.catalog().AdjustRowCount(table, delta);
+  return st;
 }
 
 Executor::StatementWriter::~StatementWriter() {
@@ -136,15 +144,20 @@ Status Executor::StatementWriter::Flush(bool force) {
   sent_ = true;
   std::vector<RowWrite> piece;
   piece.swap(held_);
+  row_delta_ += RowDelta(piece);
   return e_.cluster_.Write(t, table_, std::move(piece));
 }
 
 Status Executor::StatementWriter::Finish() {
   if (!sent_) return e_.Apply(table_, snapshot_, std::move(held_));  // one piece: the usual path
   RETURN_NOT_OK(Flush(true));
-  if (!own_) return Status::OK();
-  std::unique_ptr<Transaction> t = std::move(own_);
-  return e_.cluster_.Commit(*t);
+  Status st;
+  if (own_) {
+    std::unique_ptr<Transaction> t = std::move(own_);
+    st = e_.cluster_.Commit(*t);
+  }
+  if (st.ok() && row_delta_ != 0) e_.cluster_.catalog().AdjustRowCount(table_, row_delta_);
+  return st;
 }
 
 Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
@@ -652,12 +665,14 @@ Result<std::string> Executor::EndCopyIn(bool commit) {
   std::unique_ptr<CopyIn> c = std::move(copy_);
   if (!c->own) {  // the block's transaction ends with the block
     if (!commit) failed_ = true;
+    if (commit) cluster_.catalog().AdjustRowCount(c->table.id, static_cast<int64_t>(c->rows));
     return fmt::format("COPY {}", c->rows);
   }
   Timestamp snap = c->own->snapshot;
   Status st = commit ? cluster_.Commit(*c->own) : (cluster_.Rollback(*c->own), Status::OK());
   cluster_.ReleaseSnapshot(snap);
   RETURN_NOT_OK(st);
+  if (commit) cluster_.catalog().AdjustRowCount(c->table.id, static_cast<int64_t>(c->rows));
   return fmt::format("COPY {}", c->rows);
 }
 

@@ -136,7 +136,10 @@ class Executor {
     std::vector<RowWrite> held_;
     std::unique_ptr<Transaction> own_;  // outside a block, once the statement outgrew a piece
     bool sent_ = false;
+    int64_t row_delta_ = 0;  // rows inserted minus deleted by the pieces sent
   };
+  // Rows inserted minus rows deleted by `writes` (the planner's row estimate follows them).
+  static int64_t RowDelta(const std::vector<RowWrite>& writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
   // Fills the hidden row id (if `t` has one) and serial `columns` of `row` with their next numbers.
   Status DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);

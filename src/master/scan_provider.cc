@@ -1,8 +1,11 @@
 #include "master/scan_provider.h"
 
+#include "query/exec/row_decode.h"
+
 #include "common/codec.h"
 #include "common/logging.h"
 #include "master/index_scan.h"
+#include "query/exec/row_decode.h"
 
 namespace wattdb::master {
 
@@ -79,12 +82,7 @@ class RemoteSource : public exec::RowSource {
         RETURN_NOT_OK(ScanRetryBackoff(st, &retries));
         continue;
       }
-      std::vector<Value> row;
-      for (size_t i = 0; i < rows_.size(); i++) {
-        RETURN_NOT_OK(DecodeRow(rows_[i], &row));
-        if (row.size() != ncols_) return Status::Corruption("row width does not match the table");
-        out.AppendRow(std::move(row));
-      }
+      for (size_t i = 0; i < rows_.size(); i++) RETURN_NOT_OK(exec::AppendEncodedRow(rows_[i], &out));
       // Keys are prefix-free, so key + "\0" is the smallest key after it.
       if (!keys_.empty()) cursor_ = keys_.back() + std::string(1, '\0');
       if (last) {

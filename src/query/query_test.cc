@@ -145,6 +145,28 @@ TEST(Select, FilterAggregateSortLimit) {
   EXPECT_EQ(cat.last_hi, PrefixSuccessor(hi));
 }
 
+// ORDER BY ... LIMIT keeps a bounded heap; its rows are the full sort's first rows, ties
+// (many here: grp has three values, v is NULL in every tenth row) in the same input order.
+TEST(Select, TopNAgreesWithTheFullSort) {
+  MemCatalog cat;
+  auto full = RunSql(cat, "SELECT id, grp, v FROM t ORDER BY grp DESC, v NULLS FIRST");
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  ASSERT_EQ(full->size(), 2500u);
+  for (int limit : {1, 7, 1500, 3000}) {
+    for (int offset : {0, 5}) {
+      auto top = RunSql(cat, fmt::format("SELECT id, grp, v FROM t ORDER BY grp DESC, v NULLS FIRST LIMIT {} OFFSET {}",
+                                         limit, offset));
+      ASSERT_TRUE(top.ok()) << top.status().ToString();
+      std::vector<std::string> want(full->begin() + std::min<size_t>(offset, full->size()),
+                                    full->begin() + std::min<size_t>(offset + limit, full->size()));
+      EXPECT_EQ(*top, want) << "LIMIT " << limit << " OFFSET " << offset;
+    }
+  }
+  auto ties = RunSql(cat, "SELECT id FROM t ORDER BY grp LIMIT 3");
+  ASSERT_TRUE(ties.ok());
+  EXPECT_EQ(*ties, (std::vector<std::string>{"3", "6", "9"}));  // input order among the ties
+}
+
 TEST(Select, SameResultsAfterPlanRoundTrip) {
   MemCatalog cat;
   const char* q =

@@ -76,6 +76,8 @@ class MemoryGauge {
                                             "narrow the query",
                                             what_, ctx.work_mem / 1024));
   }
+  // Starts counting again from zero (the operator released what it had).
+  void Reset() { used_ = 0; }
 
  private:
   const char* what_;

@@ -306,52 +306,115 @@ class HashAggregateOp : public UnaryOp {
   size_t emit_ = 0;
 };
 
+// Sorts its input (stable: ties keep their input order). Rows stay in their typed batches;
+// only the sort keys are boxed. With `top` > 0 (a LIMIT above it) only the first `top`
+// rows are kept, in a bounded heap.
 class SortOp : public UnaryOp {
  public:
-  using UnaryOp::UnaryOp;
+  SortOp(const PlanNode& p, std::unique_ptr<Operator> child, size_t top)
+      : UnaryOp(p, std::move(child)), top_(top) {}
   Result<bool> Next(Batch& out) override {
     if (!sorted_) RETURN_NOT_OK(Materialize());
     out.Reset(p_.types.size());
-    while (emit_ < rows_.size() && out.rows < kBatchRows) out.AppendRow(std::move(rows_[emit_++].row));
+    while (emit_ < order_.size() && out.rows < kBatchRows) {
+      const Entry& e = entries_[order_[emit_++]];
+      out.AppendRowFrom(chunks_[e.chunk], e.row);
+    }
     return out.rows > 0;
   }
 
  private:
-  struct Row {
+  struct Entry {
     std::vector<Value> keys;
-    std::vector<Value> row;
+    uint64_t seq;  // input order: the tie-breaker that makes the sort stable
+    uint32_t chunk, row;
   };
+  // a before b?
+  bool Less(const Entry& a, const Entry& b) const {
+    for (size_t i = 0; i < p_.keys.size(); i++) {
+      const Value &x = a.keys[i], &y = b.keys[i];
+      if (x.is_null() || y.is_null()) {
+        if (x.is_null() && y.is_null()) continue;
+        return x.is_null() == p_.keys[i].nulls_first;
+      }
+      int c = x.Compare(y);
+      if (c != 0) return p_.keys[i].desc ? c > 0 : c < 0;
+    }
+    return a.seq < b.seq;
+  }
   Status Materialize() {
     sorted_ = true;
-    RETURN_NOT_OK(ForEachRow(*child_, *ctx_, [&](const Batch& in, size_t r) -> Status {
-      Row row;
-      for (const auto& k : p_.keys) {
-        ASSIGN_OR_RETURN(Value v, Eval(*k.expr, in, r, ctx_));
-        row.keys.push_back(std::move(v));
-      }
-      row.row = in.Row(r);
-      RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(row.keys) + RowBytes(row.row)));
-      rows_.push_back(std::move(row));
-      return Status::OK();
-    }));
-    std::stable_sort(rows_.begin(), rows_.end(), [this](const Row& a, const Row& b) {
-      for (size_t i = 0; i < p_.keys.size(); i++) {
-        const Value &x = a.keys[i], &y = b.keys[i];
-        if (x.is_null() || y.is_null()) {
-          if (x.is_null() && y.is_null()) continue;
-          return x.is_null() == p_.keys[i].nulls_first;
+    auto less = [this](uint32_t a, uint32_t b) { return Less(entries_[a], entries_[b]); };
+    std::vector<Vector> keys(p_.keys.size());
+    Batch in;
+    uint64_t seq = 0;
+    while (true) {
+      RETURN_NOT_OK(CheckCancel(*ctx_));
+      ASSIGN_OR_RETURN(bool more, child_->Next(in));
+      if (!more) break;
+      for (size_t k = 0; k < p_.keys.size(); k++) RETURN_NOT_OK(EvalVector(*p_.keys[k].expr, in, ctx_, &keys[k]));
+      // Rows that enter the result (all of them without `top`) are copied into the last chunk.
+      for (size_t r = 0; r < in.rows; r++, seq++) {
+        Entry e;
+        e.seq = seq;
+        for (const auto& k : keys) e.keys.push_back(k.GetValue(r));
+        if (top_ > 0 && order_.size() == top_) {
+          if (!Less(e, entries_[order_.front()])) continue;  // not better than the worst kept
+          uint32_t worst = order_.front();
+          std::pop_heap(order_.begin(), order_.end(), less);
+          order_.pop_back();
+          free_.push_back(worst);
         }
-        int c = x.Compare(y);
-        if (c != 0) return p_.keys[i].desc ? c > 0 : c < 0;
+        if (chunks_.empty() || chunks_.back().rows == kBatchRows) {
+          chunks_.emplace_back();
+          chunks_.back().Reset(p_.types.size());
+        }
+        e.chunk = static_cast<uint32_t>(chunks_.size() - 1);
+        e.row = static_cast<uint32_t>(chunks_.back().rows);
+        chunks_.back().AppendRowFrom(in, r);
+        RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(e.keys) + sizeof(Entry) + 16 * p_.types.size()));
+        uint32_t idx;
+        if (!free_.empty()) {
+          idx = free_.back();
+          free_.pop_back();
+          entries_[idx] = std::move(e);
+        } else {
+          idx = static_cast<uint32_t>(entries_.size());
+          entries_.push_back(std::move(e));
+        }
+        order_.push_back(idx);
+        if (top_ > 0) std::push_heap(order_.begin(), order_.end(), less);
       }
-      return false;
-    });
+      // A top-N sort drops the chunks no kept row points into, now and then.
+      if (top_ > 0 && chunks_.size() > 2 * (top_ / kBatchRows + 1) + 8) Compact();
+    }
+    std::sort(order_.begin(), order_.end(), less);
     return Status::OK();
   }
+  // Copies the kept rows into fresh chunks (top-N only).
+  void Compact() {
+    std::vector<Batch> fresh;
+    for (uint32_t idx : order_) {
+      Entry& e = entries_[idx];
+      if (fresh.empty() || fresh.back().rows == kBatchRows) {
+        fresh.emplace_back();
+        fresh.back().Reset(p_.types.size());
+      }
+      fresh.back().AppendRowFrom(chunks_[e.chunk], e.row);
+      e.chunk = static_cast<uint32_t>(fresh.size() - 1);
+      e.row = static_cast<uint32_t>(fresh.back().rows - 1);
+    }
+    chunks_ = std::move(fresh);
+    gauge_.Reset();
+  }
 
+  size_t top_;
   bool sorted_ = false;
   MemoryGauge gauge_{"a sort"};
-  std::vector<Row> rows_;
+  std::vector<Batch> chunks_;
+  std::vector<Entry> entries_;
+  std::vector<uint32_t> order_;  // indexes into entries_ (a max-heap of the kept rows with `top`)
+  std::vector<uint32_t> free_;   // entries_ slots of rows dropped from the heap
   size_t emit_ = 0;
 };
 
@@ -410,7 +473,8 @@ class InstrumentedOp : public Operator {
   OperatorStats* stats_;  // borrowed; the stats map outlives the execution
 };
 
-Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats);
+Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats,
+                                        size_t top = 0);
 
 }  // namespace
 
@@ -423,12 +487,19 @@ Result<std::unique_ptr<Operator>> BuildInstrumented(const PlanNode& p, std::map<
 namespace {
 
 Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Operator> child,
-                                           std::unique_ptr<Operator> right);
+                                           std::unique_ptr<Operator> right, size_t top);
 
-Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats) {
+// `top` > 0: only the first `top` rows of p's output are wanted (p is a Sort under a Limit).
+Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats,
+                                        size_t top) {
   std::unique_ptr<Operator> child, right;
   if (!p.children.empty()) {
-    ASSIGN_OR_RETURN(child, Build(*p.children[0], stats));
+    size_t child_top = 0;
+    if (p.kind == PlanNode::Kind::kLimit && p.limit >= 0 && p.children[0]->kind == PlanNode::Kind::kSort &&
+        p.limit + p.offset < (int64_t{1} << 30)) {
+      child_top = static_cast<size_t>(std::max<int64_t>(1, p.limit + p.offset));
+    }
+    ASSIGN_OR_RETURN(child, Build(*p.children[0], stats, child_top));
   }
   bool binary = p.kind == PlanNode::Kind::kHashJoin || p.kind == PlanNode::Kind::kNestedLoopJoin ||
                 p.kind == PlanNode::Kind::kSetOp;
@@ -439,13 +510,13 @@ Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNo
              p.kind != PlanNode::Kind::kGenerateSeries && p.kind != PlanNode::Kind::kUnnest) {
     return Status::Internal("plan node without its child");
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOne(p, std::move(child), std::move(right)));
+  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOne(p, std::move(child), std::move(right), top));
   if (!stats) return op;
   return std::unique_ptr<Operator>(new InstrumentedOp(std::move(op), &(*stats)[&p]));
 }
 
 Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Operator> child,
-                                           std::unique_ptr<Operator> right) {
+                                           std::unique_ptr<Operator> right, size_t top) {
   switch (p.kind) {
     case PlanNode::Kind::kScan: return std::unique_ptr<Operator>(new ScanOp(p));
     case PlanNode::Kind::kValues: return std::unique_ptr<Operator>(new ValuesOp(p));
@@ -453,7 +524,7 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
     case PlanNode::Kind::kProject: return std::unique_ptr<Operator>(new ProjectOp(p, std::move(child)));
     case PlanNode::Kind::kAggregate:
       return std::unique_ptr<Operator>(new HashAggregateOp(p, std::move(child)));
-    case PlanNode::Kind::kSort: return std::unique_ptr<Operator>(new SortOp(p, std::move(child)));
+    case PlanNode::Kind::kSort: return std::unique_ptr<Operator>(new SortOp(p, std::move(child), top));
     case PlanNode::Kind::kLimit: return std::unique_ptr<Operator>(new LimitOp(p, std::move(child)));
     case PlanNode::Kind::kHashJoin: return MakeHashJoin(p, std::move(child), std::move(right));
     case PlanNode::Kind::kNestedLoopJoin: return MakeNestedLoopJoin(p, std::move(child), std::move(right));

@@ -88,6 +88,15 @@ void Vector::Clear() {
   kept_.clear();
 }
 
+void Vector::Truncate(size_t n) {
+  null_.resize(n);
+  if (ints_.size() > n) ints_.resize(n);
+  if (doubles_.size() > n) doubles_.resize(n);
+  if (decimals_.size() > n) decimals_.resize(n);
+  if (texts_.size() > n) texts_.resize(n);
+  if (boxed_.size() > n) boxed_.resize(n);
+}
+
 void Vector::Init(TypeId t, size_t n) {
   Clear();
   null_.assign(n, 0);

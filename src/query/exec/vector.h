@@ -52,6 +52,8 @@ class Vector {
 
   void Clear();
   void Reserve(size_t n);
+  // Drops the elements from n on. REQUIRES: n <= size().
+  void Truncate(size_t n);
   void AppendNull();
   void Append(const Value& v);
   void Append(Value&& v);

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "common/codec.h"
+#include "query/exec/batch.h"
+#include "query/exec/row_decode.h"
+
 namespace wattdb::exec {
 namespace {
 
@@ -81,6 +85,33 @@ TEST(Vector, GatheredTextOutlivesItsSource) {
   EXPECT_EQ(out.phys(), PhysType::kBoxed);
   EXPECT_EQ(out.GetValue(3).as_int(), 5);
   EXPECT_EQ(out.GetValue(0).as_text(), "row 3");
+}
+
+TEST(RowDecode, StoredRowsDecodeIntoTypedColumnsAndBadOnesLeaveNoTrace) {
+  std::vector<Value> row = {Value::Int32(3), Value(), Value::Text("abc"), Value::Double(0.5),
+                            Value::Numeric(ParseDecimal("-12.50").value()), Value::Bool(true),
+                            Value::Timestamp(123), Value::Array({Value::Int64(1), Value()})};
+  std::string enc;
+  EncodeRow(row, &enc);
+  Batch b;
+  b.Reset(row.size());
+  ASSERT_TRUE(AppendEncodedRow(enc, &b).ok());
+  ASSERT_TRUE(AppendEncodedRow(enc, &b).ok());
+  ASSERT_EQ(b.rows, 2u);
+  EXPECT_EQ(b.cols[0].phys(), PhysType::kInt);
+  EXPECT_EQ(b.cols[2].phys(), PhysType::kText);
+  EXPECT_EQ(b.cols[4].phys(), PhysType::kDecimal);
+  for (size_t c = 0; c < row.size(); c++) {
+    Value v = b.Get(c, 1);
+    EXPECT_EQ(v.type(), row[c].type()) << c;
+    EXPECT_EQ(v.is_null() ? "NULL" : v.ToText(), row[c].is_null() ? "NULL" : row[c].ToText()) << c;
+  }
+  // Truncated, padded, or of another width: an error, and the batch is as it was.
+  for (std::string bad : {enc.substr(0, enc.size() - 3), enc + "x", std::string("\x01\x03\x05")}) {
+    EXPECT_EQ(AppendEncodedRow(bad, &b).code(), Status::Code::kCorruption);
+    EXPECT_EQ(b.rows, 2u);
+    for (const auto& col : b.cols) EXPECT_EQ(col.size(), 2u);
+  }
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // FROM planning: resolves FROM items (tables, views, derived tables, joins) into one scope,
 // places each WHERE / ON conjunct as low as it can go (a scan's filter and key range, a join
 // condition, or the top), and orders inner joins greedily: start from the smallest input, then
-// repeatedly add the smallest input connected by an equality (a hash join), falling back to a
-// nested-loop join. Greedy ordering is linear in the conjuncts per step, so a 10-table comma
+// repeatedly add the smallest input connected by an equality (a hash join building the smaller
+// side), falling back to a nested-loop join. Greedy ordering is linear in the conjuncts per step, so a 10-table comma
 // join plans instantly.
 #include <map>
 #include "common/stack_guard.h"
@@ -613,7 +613,16 @@ Result<Planned> FromPlanner::PlanGroup(std::vector<FromNode*> items, std::vector
       for (size_t o : pc.units) covered &= have.count(o) > 0;
       if (covered) on.push_back(std::move(pc.e));
     }
-    cur = Join(std::move(cur), std::move(units[next]), std::move(on), PlanNode::JoinType::kInner);
+    // A hash join builds its right input: the smaller one, unless the new input can be
+    // looked up by key for each row so far (an index join).
+    Planned add = std::move(units[next]);
+    if (auto ij = IndexJoin(cur, add, on, PlanNode::JoinType::kInner)) {
+      cur = std::move(*ij);
+    } else if (add.est > cur.est) {
+      cur = Join(std::move(add), std::move(cur), std::move(on), PlanNode::JoinType::kInner);
+    } else {
+      cur = Join(std::move(cur), std::move(add), std::move(on), PlanNode::JoinType::kInner);
+    }
   }
   ApplyFilter(&cur, std::move(constant));
   return cur;

@@ -1,0 +1,16 @@
+// Decoding stored rows (common/codec.h's row format) straight into a batch's typed columns,
+// without a Value per datum.
+#pragma once
+
+#include <string_view>
+
+#include "common/status.h"
+#include "query/exec/batch.h"
+
+namespace wattdb::exec {
+
+// Appends the row encoded in `in` to `out`. Corruption if it does not decode or its width is
+// not out->cols.size() (nothing is appended then).
+Status AppendEncodedRow(std::string_view in, Batch* out);
+
+}  // namespace wattdb::exec
