@@ -9,6 +9,7 @@
 #include "query/exec/eval.h"
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
+#include "query/plan/fragment.h"
 #include "query/sql/parser.h"
 
 namespace wattdb {
@@ -55,6 +56,57 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
     return std::unique_ptr<exec::RowSource>(std::move(s));
   }
   std::string last_lo, last_hi;
+  // When set, Exchanges run their fragment (serialized and read back, as a node would) once
+  // per "segment" of three -- ids 1..800, 801..1600, the rest -- and return the outputs in
+  // segment order.
+  bool ship = false;
+  Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& x) override {
+    if (!ship) return std::unique_ptr<exec::RowSource>();
+    std::string bytes;
+    x.children[0]->Serialize(&bytes);
+    ASSIGN_OR_RETURN(plan::PlanPtr frag, plan::PlanNode::Deserialize(bytes));
+    struct Segment : exec::ScanProvider {
+      std::vector<std::vector<Value>> rows;
+      Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode&) override {
+        struct Src : exec::RowSource {
+          const std::vector<std::vector<Value>>* rows;
+          size_t next = 0;
+          Result<bool> Next(exec::Batch& out) override {
+            while (next < rows->size() && out.rows < exec::kBatchRows) out.AppendRow(std::vector<Value>((*rows)[next++]));
+            return out.rows > 0;
+          }
+        };
+        auto src = std::make_unique<Src>();
+        src->rows = &rows;
+        return std::unique_ptr<exec::RowSource>(std::move(src));
+      }
+    };
+    struct Out : exec::RowSource {
+      std::vector<exec::Batch> batches;
+      size_t next = 0;
+      Result<bool> Next(exec::Batch& out) override {
+        if (next == batches.size()) return false;
+        out = std::move(batches[next++]);
+        return true;
+      }
+    };
+    auto out = std::make_unique<Out>();
+    for (int seg = 0; seg < 3; seg++) {
+      Segment provider;
+      for (const auto& r : rows_) {
+        int64_t id = r[0].as_int();
+        if ((seg == 0 && id <= 800) || (seg == 1 && id > 800 && id <= 1600) || (seg == 2 && id > 1600)) {
+          provider.rows.push_back(r);
+        }
+      }
+      exec::ExecContext ctx{&provider, nullptr};
+      RETURN_NOT_OK(exec::Execute(*frag, ctx, [&](const exec::Batch& b) {
+        out->batches.push_back(b);
+        return Status::OK();
+      }));
+    }
+    return std::unique_ptr<exec::RowSource>(std::move(out));
+  }
 
  private:
   std::map<std::string, TableSchema> tables_;
@@ -62,12 +114,16 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
 };
 
 // Runs a SELECT and returns rows as "a|b|c" strings (NULL for nulls).
+// `pushdown`: split the plan into fragments (run as cat.ship says).
 Result<std::vector<std::string>> RunSql(MemCatalog& cat, const std::string& sql,
-                                     bool roundtrip = false) {
+                                     bool roundtrip = false, bool pushdown = false,
+                                     std::string* explain = nullptr) {
   ASSIGN_OR_RETURN(auto stmts, sql::Parse(sql));
   auto& sel = std::get<sql::SelectStmt>(stmts[0]);
   ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(sel, cat));
   plan::PlanPtr p = std::move(b.plan);
+  if (pushdown) p = plan::PushDownFragments(std::move(p), [](const plan::PlanNode&) { return true; });
+  if (explain) *explain = p->ToString();
   if (roundtrip) {
     std::string bytes;
     p->Serialize(&bytes);
@@ -165,6 +221,43 @@ TEST(Select, TopNAgreesWithTheFullSort) {
   auto ties = RunSql(cat, "SELECT id FROM t ORDER BY grp LIMIT 3");
   ASSERT_TRUE(ties.ok());
   EXPECT_EQ(*ties, (std::vector<std::string>{"3", "6", "9"}));  // input order among the ties
+}
+
+// Fragments pushed below an Exchange (run whole, or per segment with partial and final
+// aggregation) give the answers of the plan run in one piece.
+TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
+  const char* queries[] = {
+      "SELECT count(*), sum(v), avg(v), min(grp), max(d), count(v), avg(d), sum(d) FROM t",
+      "SELECT grp, count(*), sum(v), avg(id), min(d), max(v) FROM t WHERE id % 7 <> 3 GROUP BY grp ORDER BY grp",
+      "SELECT count(*), sum(v) FROM t WHERE id > 5000",
+      "SELECT v % 10, count(*) FROM t GROUP BY v % 10 ORDER BY 1",
+      "SELECT id, v * 2 FROM t WHERE d > 600 ORDER BY id",
+      "SELECT grp, count(DISTINCT v), string_agg(grp, ',') FROM t WHERE id < 20 GROUP BY grp ORDER BY grp",
+      "SELECT id FROM t WHERE v > (SELECT avg(v) FROM t) ORDER BY id DESC LIMIT 3",
+      "SELECT grp, sum(v) FROM t GROUP BY grp HAVING sum(v) > 1000 ORDER BY 2 DESC",
+  };
+  for (const char* q : queries) {
+    MemCatalog cat;
+    auto whole = RunSql(cat, q);
+    ASSERT_TRUE(whole.ok()) << q << ": " << whole.status().ToString();
+    for (bool ship : {false, true}) {
+      cat.ship = ship;
+      std::string plan;
+      auto pushed = RunSql(cat, q, false, true, &plan);
+      ASSERT_TRUE(pushed.ok()) << q << ": " << pushed.status().ToString();
+      EXPECT_EQ(*pushed, *whole) << q << (ship ? " (per segment)" : "") << "\n" << plan;
+      EXPECT_NE(plan.find("Exchange"), std::string::npos) << plan;
+    }
+  }
+  std::string plan;
+  MemCatalog cat;
+  ASSERT_TRUE(RunSql(cat, "SELECT grp, sum(v) FROM t WHERE id > 3 GROUP BY grp", false, true, &plan).ok());
+  EXPECT_NE(plan.find("FinalAggregate"), std::string::npos) << plan;
+  EXPECT_LT(plan.find("Exchange"), plan.find("PartialAggregate")) << plan;
+  EXPECT_LT(plan.find("PartialAggregate"), plan.find("Filter")) << plan;
+  // DISTINCT aggregates stay whole, above the exchange.
+  ASSERT_TRUE(RunSql(cat, "SELECT count(DISTINCT v) FROM t", false, true, &plan).ok());
+  EXPECT_EQ(plan.find("PartialAggregate"), std::string::npos) << plan;
 }
 
 TEST(Select, SameResultsAfterPlanRoundTrip) {

@@ -261,12 +261,13 @@ TEST(Cluster, BadInputIsContained) {
   // tables hashes one of them.
   ASSERT_EQ(c->Exec("CREATE TABLE u (a INT, b INT, note TEXT, PRIMARY KEY (a, b))"), "");
   ASSERT_EQ(c->Exec("INSERT INTO u VALUES (1, 1, 'p'), (1, 2, 'q'), (2, 1, 'r')"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO u SELECT 3, g, 's' FROM generate_series(1, 100) g"), "");  // worth a lookup
   ASSERT_EQ(c->Exec("EXPLAIN SELECT u.note FROM t, u WHERE t.a = 1 AND u.a = t.a", &plan), "");
   EXPECT_NE(plan[1][0].find("IndexJoin inner on u keys=[#0]"), std::string::npos) << plan[1][0];
   Rows joined;
   ASSERT_EQ(c->Exec("SELECT u.note FROM t, u WHERE t.a = 1 AND u.a = t.a ORDER BY 1", &joined), "");
   EXPECT_EQ(joined, (Rows{{"p"}, {"q"}}));
-  ASSERT_EQ(c->Exec("EXPLAIN SELECT u.note FROM t, u WHERE u.a = t.a", &plan), "");
+  ASSERT_EQ(c->Exec("EXPLAIN SELECT u1.note FROM u u1, u u2 WHERE u1.b = u2.b", &plan), "");
   EXPECT_NE(plan[1][0].find("HashJoin"), std::string::npos) << plan[1][0];
   // ANALYZE counts rows for the planner's estimates.
   ASSERT_EQ(c->Exec("ANALYZE t"), "");

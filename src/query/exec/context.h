@@ -29,6 +29,10 @@ class ScanProvider {
  public:
   virtual ~ScanProvider() = default;
   virtual Result<std::unique_ptr<RowSource>> OpenScan(const plan::PlanNode& scan) = 0;
+  // The rows of an Exchange's fragment run where its scan's data lives; null: run it here.
+  virtual Result<std::unique_ptr<RowSource>> OpenExchange(const plan::PlanNode& exchange) {
+    return std::unique_ptr<RowSource>();
+  }
   // Functions that read the catalog (pg_get_indexdef, regclass output, ...), by name.
   virtual Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) {
     return Status::Sql("0A000", "function " + name + " is not available here");

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "query/exec/aggregate.h"
 #include "query/exec/eval.h"
 #include "query/exec/eval_vector.h"
 #include "query/exec/join.h"
@@ -39,6 +40,36 @@ class ScanOp : public Operator {
   const PlanNode& p_;
   ExecContext* ctx_ = nullptr;
   std::unique_ptr<RowSource> src_;
+};
+
+// The rows of its fragment: from the nodes if the scan provider ships it there, else from
+// running it here.
+class ExchangeOp : public UnaryOp {
+ public:
+  using UnaryOp::UnaryOp;
+  Status Open(ExecContext& ctx) override {
+    ctx_ = &ctx;
+    if (ctx.scans) {
+      ASSIGN_OR_RETURN(remote_, ctx.scans->OpenExchange(p_));
+    }
+    return remote_ ? Status::OK() : child_->Open(ctx);
+  }
+  Result<bool> Next(Batch& out) override {
+    RETURN_NOT_OK(CheckCancel(*ctx_));
+    if (!remote_) return child_->Next(out);
+    out.Reset(p_.types.size());
+    return remote_->Next(out);
+  }
+  void Close() override {
+    if (remote_) {
+      remote_.reset();
+    } else {
+      child_->Close();
+    }
+  }
+
+ private:
+  std::unique_ptr<RowSource> remote_;
 };
 
 class ValuesOp : public Operator {
@@ -161,149 +192,6 @@ class ProjectOp : public UnaryOp {
 
  private:
   Batch in_;
-};
-
-struct AggState {
-  int64_t count = 0;
-  __int128 isum = 0;
-  double dsum = 0;
-  Decimal nsum;  // NUMERIC arguments
-  std::string text;  // string_agg
-  Value best;
-  std::unique_ptr<std::unordered_set<Value, ValueHash, ValueEq>> seen;  // DISTINCT aggregates
-};
-
-class HashAggregateOp : public UnaryOp {
- public:
-  using UnaryOp::UnaryOp;
-  Result<bool> Next(Batch& out) override {
-    if (!built_) RETURN_NOT_OK(Build());
-    out.Reset(p_.types.size());
-    while (emit_ < order_.size() && out.rows < kBatchRows) {
-      auto it = order_[emit_++];
-      std::vector<Value> row = it->first;
-      const auto& states = it->second;
-      for (size_t a = 0; a < p_.aggs.size(); a++) {
-        ASSIGN_OR_RETURN(Value v, Finish(p_.aggs[a], states[a]));
-        row.push_back(std::move(v));
-      }
-      out.AppendRow(std::move(row));
-    }
-    return out.rows > 0;
-  }
-
- private:
-  using Map = std::unordered_map<std::vector<Value>, std::vector<AggState>, RowHash, RowEq>;
-
-  Status Build() {
-    built_ = true;
-    RETURN_NOT_OK(ForEachRow(*child_, *ctx_, [&](const Batch& in, size_t r) -> Status {
-      std::vector<Value> key;
-      key.reserve(p_.groups.size());
-      for (const auto& g : p_.groups) {
-        ASSIGN_OR_RETURN(Value v, Eval(*g, in, r, ctx_));
-        key.push_back(std::move(v));
-      }
-      size_t key_bytes = RowBytes(key);
-      auto [it, inserted] = groups_.try_emplace(std::move(key));
-      if (inserted) {
-        it->second.resize(p_.aggs.size());
-        order_.push_back(it);
-        RETURN_NOT_OK(gauge_.Add(*ctx_, key_bytes + p_.aggs.size() * sizeof(AggState) + 64));
-      }
-      for (size_t a = 0; a < p_.aggs.size(); a++) RETURN_NOT_OK(Update(p_.aggs[a], it->second[a], in, r));
-      return Status::OK();
-    }));
-    if (p_.groups.empty() && groups_.empty()) {  // an aggregate over no rows yields one row
-      auto [it, inserted] = groups_.try_emplace(std::vector<Value>{});
-      it->second.resize(p_.aggs.size());
-      order_.push_back(it);
-    }
-    return Status::OK();
-  }
-
-  Status Update(const plan::AggSpec& a, AggState& s, const Batch& in, size_t r) {
-    if (a.func == AggFunc::kCountStar) {
-      s.count++;
-      return Status::OK();
-    }
-    ASSIGN_OR_RETURN(Value v, Eval(*a.arg, in, r, ctx_));
-    if (v.is_null()) return Status::OK();
-    if (a.distinct) {
-      if (!s.seen) s.seen = std::make_unique<std::unordered_set<Value, ValueHash, ValueEq>>();
-      size_t bytes = sizeof(Value) + v.HeapBytes() + 32;
-      if (!s.seen->insert(v).second) return Status::OK();
-      RETURN_NOT_OK(gauge_.Add(*ctx_, bytes));
-    }
-    s.count++;
-    switch (a.func) {
-      case AggFunc::kSum:
-      case AggFunc::kAvg:
-        if (v.type() == TypeId::kDouble) {
-          s.dsum += v.as_double();
-        } else if (v.type() == TypeId::kNumeric) {
-          ASSIGN_OR_RETURN(s.nsum, AddDecimal(s.nsum, v.as_decimal()));
-        } else {
-          s.isum += v.as_int();
-          s.dsum += static_cast<double>(v.as_int());
-        }
-        break;
-      case AggFunc::kStringAgg: {
-        if (s.count > 1) {
-          ASSIGN_OR_RETURN(Value sep, Eval(*a.separator, in, r, ctx_));
-          if (!sep.is_null()) s.text += sep.ToText();
-        }
-        s.text += v.ToText();
-        break;
-      }
-      case AggFunc::kMin:
-        if (s.best.is_null() || v.Compare(s.best) < 0) s.best = std::move(v);
-        break;
-      case AggFunc::kMax:
-        if (s.best.is_null() || v.Compare(s.best) > 0) s.best = std::move(v);
-        break;
-      default: break;
-    }
-    return Status::OK();
-  }
-
-  // The sum of a NUMERIC or integer argument as a decimal.
-  static Decimal DecimalSum(const plan::AggSpec& a, const AggState& s) {
-    return a.arg->type.id == TypeId::kNumeric ? s.nsum : Decimal{s.isum, 0};
-  }
-
-  Result<Value> Finish(const plan::AggSpec& a, const AggState& s) {
-    switch (a.func) {
-      case AggFunc::kCountStar:
-      case AggFunc::kCount: return Value::Int64(s.count);
-      case AggFunc::kSum:
-        if (s.count == 0) return Value();
-        if (a.type.id == TypeId::kDouble) return Value::Double(s.dsum);
-        if (a.type.id == TypeId::kNumeric) return Value::Numeric(DecimalSum(a, s));
-        if (s.isum > INT64_MAX || s.isum < INT64_MIN) return Status::Sql("22003", "bigint out of range");
-        return Value::Int64(static_cast<int64_t>(s.isum));
-      case AggFunc::kAvg:
-        if (s.count == 0) return Value();
-        if (a.type.id == TypeId::kNumeric) {
-          ASSIGN_OR_RETURN(Decimal avg, DivDecimal(DecimalSum(a, s), DecimalFromInt(s.count)));
-          return Value::Numeric(avg);
-        }
-        if (a.arg->type.IsInteger()) {
-          return Value::Double(static_cast<double>(s.isum) / static_cast<double>(s.count));
-        }
-        return Value::Double(s.dsum / static_cast<double>(s.count));
-      case AggFunc::kMin:
-      case AggFunc::kMax: return s.best;
-      case AggFunc::kStringAgg: return s.count ? Value::Text(s.text) : Value();
-    }
-    return Value();
-  }
-
-  bool built_ = false;
-  MemoryGauge gauge_{"a hash aggregate"};
-  Map groups_;
-  std::vector<Map::iterator> order_;  // first-seen order of groups
-  size_t emit_ = 0;
 };
 
 // Sorts its input (stable: ties keep their input order). Rows stay in their typed batches;
@@ -522,8 +410,8 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
     case PlanNode::Kind::kValues: return std::unique_ptr<Operator>(new ValuesOp(p));
     case PlanNode::Kind::kFilter: return std::unique_ptr<Operator>(new FilterOp(p, std::move(child)));
     case PlanNode::Kind::kProject: return std::unique_ptr<Operator>(new ProjectOp(p, std::move(child)));
-    case PlanNode::Kind::kAggregate:
-      return std::unique_ptr<Operator>(new HashAggregateOp(p, std::move(child)));
+    case PlanNode::Kind::kAggregate: return MakeHashAggregate(p, std::move(child));
+    case PlanNode::Kind::kExchange: return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
     case PlanNode::Kind::kSort: return std::unique_ptr<Operator>(new SortOp(p, std::move(child), top));
     case PlanNode::Kind::kLimit: return std::unique_ptr<Operator>(new LimitOp(p, std::move(child)));
     case PlanNode::Kind::kHashJoin: return MakeHashJoin(p, std::move(child), std::move(right));

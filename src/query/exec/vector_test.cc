@@ -4,6 +4,7 @@
 
 #include "common/codec.h"
 #include "query/exec/batch.h"
+#include "query/exec/batch_codec.h"
 #include "query/exec/row_decode.h"
 
 namespace wattdb::exec {
@@ -112,6 +113,51 @@ TEST(RowDecode, StoredRowsDecodeIntoTypedColumnsAndBadOnesLeaveNoTrace) {
     EXPECT_EQ(b.rows, 2u);
     for (const auto& col : b.cols) EXPECT_EQ(col.size(), 2u);
   }
+}
+
+TEST(BatchCodec, RoundTripsEveryPhysicalTypeAndRejectsEveryTruncation) {
+  Batch b;
+  b.Reset(7);
+  for (int i = 0; i < 300; i++) {
+    bool null = i % 7 == 3;
+    b.cols[0].Append(null ? Value() : Value::Int32(i - 150));
+    b.cols[1].Append(null ? Value() : Value::Double(i / 3.0));
+    b.cols[2].Append(null ? Value() : Value::Numeric(Decimal{static_cast<Int128>(i) * 1000000007, 4}));
+    b.cols[3].Append(null ? Value() : Value::Text(std::string(i % 5, 'x')));
+    b.cols[4].Append(i % 2 ? Value::Array({Value::Int64(i)}) : Value::Int64(i));  // boxed
+    b.cols[5].AppendNull();                                                      // all NULL
+    b.cols[6].Append(Value::Timestamp(i * 1000000LL));
+    b.rows++;
+  }
+  std::string enc;
+  EncodeBatch(b, &enc);
+  Batch d;
+  ASSERT_TRUE(DecodeBatch(enc, &d).ok());
+  ASSERT_EQ(d.rows, b.rows);
+  ASSERT_EQ(d.cols.size(), b.cols.size());
+  for (size_t c = 0; c < b.cols.size(); c++) {
+    EXPECT_EQ(d.cols[c].phys(), b.cols[c].phys()) << c;
+    for (size_t r = 0; r < b.rows; r++) {
+      Value x = b.Get(c, r), y = d.Get(c, r);
+      ASSERT_EQ(x.is_null(), y.is_null()) << c << "," << r;
+      if (!x.is_null()) {
+        EXPECT_EQ(x.type(), y.type());
+        EXPECT_EQ(x.ToText(), y.ToText()) << c << "," << r;
+      }
+    }
+  }
+  for (size_t cut = 0; cut < enc.size(); cut += 7) {
+    EXPECT_FALSE(DecodeBatch(std::string_view(enc).substr(0, cut), &d).ok()) << cut;
+  }
+  EXPECT_FALSE(DecodeBatch(enc + "z", &d).ok());
+  // No columns, some rows (count(*) below a projection of nothing).
+  Batch none;
+  none.rows = 5;
+  enc.clear();
+  EncodeBatch(none, &enc);
+  ASSERT_TRUE(DecodeBatch(enc, &d).ok());
+  EXPECT_EQ(d.rows, 5u);
+  EXPECT_TRUE(d.cols.empty());
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ std::string PlanNode::ToString(int indent) const {
     case Kind::kFilter: s += "Filter " + predicate->ToString(); break;
     case Kind::kProject: s += "Project " + list(exprs); break;
     case Kind::kAggregate: {
-      s += "HashAggregate groups=[" + list(groups) + "] aggs=[";
+      static const char* kModes[] = {"HashAggregate", "PartialAggregate", "FinalAggregate"};
+      s += std::string(kModes[static_cast<int>(agg_mode)]) + " groups=[" + list(groups) + "] aggs=[";
       for (size_t i = 0; i < aggs.size(); i++) {
         s += (i ? ", " : "") + std::string(AggName(aggs[i].func));
         if (aggs[i].arg) s += std::string("(") + (aggs[i].distinct ? "DISTINCT " : "") + aggs[i].arg->ToString() + ")";
@@ -92,6 +93,7 @@ std::string PlanNode::ToString(int indent) const {
                        list(left_keys));
       if (predicate) s += " filter " + predicate->ToString();
       break;
+    case Kind::kExchange: s += "Exchange"; break;
     case Kind::kSetOp: {
       static const char* kOps[] = {"Union", "Except", "Intersect"};
       s += std::string(kOps[static_cast<int>(set_op)]) + (set_all ? " all" : "");
@@ -158,6 +160,7 @@ void PlanNode::SerializeTo(ByteWriter& w) const {
   WriteExprs(w, left_keys);
   WriteExprs(w, right_keys);
   w.U8(static_cast<uint8_t>(set_op) | (set_all ? 0x80 : 0));
+  w.U8(static_cast<uint8_t>(agg_mode));
   w.VarI64(static_cast<int64_t>(est_rows));
   w.VarU64(children.size());
   for (const auto& c : children) c->SerializeTo(w);
@@ -169,7 +172,7 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   auto p = std::make_unique<PlanNode>();
   uint8_t kind;
   uint64_t n, table;
-  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kUnnest) || !r.VarU64(&n) || n > 10000) {
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kExchange) || !r.VarU64(&n) || n > 10000) {
     return bad();
   }
   p->kind = static_cast<Kind>(kind);
@@ -226,7 +229,7 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
     k.nulls_first = flags & 2;
     p->keys.push_back(std::move(k));
   }
-  uint8_t jt, so;
+  uint8_t jt, so, mode;
   int64_t est;
   if (!r.VarI64(&p->limit) || !r.VarI64(&p->offset) || !r.U8(&jt) ||
       jt > static_cast<uint8_t>(JoinType::kLeft)) {
@@ -235,10 +238,11 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   p->join_type = static_cast<JoinType>(jt);
   RETURN_NOT_OK(ReadExprs(r, &p->left_keys));
   RETURN_NOT_OK(ReadExprs(r, &p->right_keys));
-  if (!r.U8(&so) || (so & 0x7f) > static_cast<uint8_t>(SetOpType::kIntersect) || !r.VarI64(&est) ||
-      !r.VarU64(&n) || n > 1000) {
+  if (!r.U8(&so) || (so & 0x7f) > static_cast<uint8_t>(SetOpType::kIntersect) || !r.U8(&mode) ||
+      mode > static_cast<uint8_t>(AggMode::kFinal) || !r.VarI64(&est) || !r.VarU64(&n) || n > 1000) {
     return bad();
   }
+  p->agg_mode = static_cast<AggMode>(mode);
   p->set_op = static_cast<SetOpType>(so & 0x7f);
   p->set_all = so & 0x80;
   p->est_rows = static_cast<double>(est);

@@ -14,6 +14,10 @@ namespace wattdb::plan {
 
 enum class AggFunc : uint8_t { kCountStar, kCount, kSum, kMin, kMax, kAvg, kStringAgg };
 
+// How a kAggregate node aggregates (exec/aggregate.h): all of it, the partial states of its
+// input's share (on a node), or the final results from such states (on the master).
+enum class AggMode : uint8_t { kComplete, kPartial, kFinal };
+
 struct AggSpec {
   AggFunc func = AggFunc::kCountStar;
   BoundExprPtr arg;  // null for count(*)
@@ -34,7 +38,7 @@ using PlanPtr = std::unique_ptr<PlanNode>;
 struct PlanNode {
   enum class Kind : uint8_t {
     kScan, kValues, kFilter, kProject, kAggregate, kSort, kLimit, kHashJoin, kNestedLoopJoin, kSetOp,
-    kIndexJoin, kGenerateSeries, kUnnest,
+    kIndexJoin, kGenerateSeries, kUnnest, kExchange,
   };
   enum class JoinType : uint8_t { kInner, kLeft };
   enum class SetOpType : uint8_t { kUnion, kExcept, kIntersect };
@@ -55,9 +59,13 @@ struct PlanNode {
   // kFilter: predicate. kProject: exprs.
   BoundExprPtr predicate;
   std::vector<BoundExprPtr> exprs;
-  // kAggregate: output = group keys then aggregates.
+  // kAggregate: output = group keys then aggregates (kPartial: a state column per aggregate;
+  // kFinal: input = group keys then those state columns, and `groups` are column 0..g-1).
   std::vector<BoundExprPtr> groups;
   std::vector<AggSpec> aggs;
+  AggMode agg_mode = AggMode::kComplete;
+  // kExchange: the rows of children[0], a fragment whose leaf is a Scan, run on the nodes
+  // owning the scan's segments (each segment's share apart, in parallel), in no order.
   // kSort
   std::vector<SortKey> keys;
   // kLimit: -1 = no limit

@@ -1,0 +1,317 @@
+#include "query/exec/aggregate.h"
+
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/bytes.h"
+#include "common/codec.h"
+#include "query/exec/eval.h"
+#include "query/exec/eval_vector.h"
+#include "query/exec/operator_base.h"
+#include "query/exec/row_hash.h"
+
+namespace wattdb::exec {
+
+using plan::AggFunc;
+using plan::AggMode;
+using plan::AggSpec;
+
+namespace {
+
+struct AggState {
+  int64_t count = 0;
+  __int128 isum = 0;
+  double dsum = 0;
+  Decimal nsum;      // NUMERIC arguments
+  std::string text;  // string_agg
+  Value best;        // min, max
+  std::unique_ptr<std::unordered_set<Value, ValueHash, ValueEq>> seen;  // DISTINCT aggregates
+};
+
+void PutI128(ByteWriter& w, __int128 v) {
+  auto u = static_cast<unsigned __int128>(v);
+  w.U64(static_cast<uint64_t>(u));
+  w.U64(static_cast<uint64_t>(u >> 64));
+}
+
+bool GetI128(ByteReader& r, __int128* v) {
+  uint64_t lo, hi;
+  if (!r.U64(&lo) || !r.U64(&hi)) return false;
+  *v = static_cast<__int128>((static_cast<unsigned __int128>(hi) << 64) | lo);
+  return true;
+}
+
+// A partial state as a value of the state column.
+Value EncodeState(const AggState& s) {
+  std::string out;
+  ByteWriter w(&out);
+  w.VarI64(s.count);
+  PutI128(w, s.isum);
+  uint64_t bits;
+  std::memcpy(&bits, &s.dsum, 8);
+  w.U64(bits);
+  w.U8(static_cast<uint8_t>(s.nsum.scale));
+  PutI128(w, s.nsum.v);
+  std::string best;
+  EncodeRow({s.best}, &best);
+  w.Str(best);
+  return Value::Text(std::move(out));
+}
+
+Status MergeState(const AggSpec& a, std::string_view in, AggState* s) {
+  auto bad = [] { return Status::Corruption("aggregate state does not decode"); };
+  ByteReader r(in);
+  int64_t count;
+  __int128 isum;
+  uint64_t bits;
+  uint8_t scale;
+  Decimal nsum;
+  std::string_view best_enc;
+  std::vector<Value> best;
+  if (!r.VarI64(&count) || !GetI128(r, &isum) || !r.U64(&bits) || !r.U8(&scale) || scale > kMaxDecimalScale ||
+      !GetI128(r, &nsum.v) || !r.Str(&best_enc) || !r.empty() || !DecodeRow(best_enc, &best).ok() || best.size() != 1) {
+    return bad();
+  }
+  nsum.scale = scale;
+  double dsum;
+  std::memcpy(&dsum, &bits, 8);
+  s->count += count;
+  s->isum += isum;
+  s->dsum += dsum;
+  if (count > 0 && (a.func == AggFunc::kSum || a.func == AggFunc::kAvg)) {
+    ASSIGN_OR_RETURN(s->nsum, AddDecimal(s->nsum, nsum));
+  }
+  const Value& b = best[0];
+  if (!b.is_null()) {
+    int want = a.func == AggFunc::kMin ? -1 : 1;
+    if (s->best.is_null() || (b.Compare(s->best) > 0 ? 1 : -1) == want) s->best = b;
+  }
+  return Status::OK();
+}
+
+class HashAggregateOp : public UnaryOp {
+ public:
+  HashAggregateOp(const plan::PlanNode& p, std::unique_ptr<Operator> child) : UnaryOp(p, std::move(child)) {}
+
+  Result<bool> Next(Batch& out) override {
+    if (!built_) RETURN_NOT_OK(Build());
+    out.Reset(p_.types.size());
+    size_t ng = p_.groups.size();
+    while (emit_ < order_.size() && out.rows < kBatchRows) {
+      const auto& [key, states] = *order_[emit_++];
+      for (size_t g = 0; g < ng; g++) out.cols[g].Append(key[g]);
+      for (size_t a = 0; a < p_.aggs.size(); a++) {
+        if (p_.agg_mode == AggMode::kPartial) {
+          out.cols[ng + a].Append(EncodeState(states[a]));
+        } else {
+          ASSIGN_OR_RETURN(Value v, Finish(p_.aggs[a], states[a]));
+          out.cols[ng + a].Append(std::move(v));
+        }
+      }
+      out.rows++;
+    }
+    return out.rows > 0;
+  }
+
+ private:
+  using Map = std::unordered_map<std::vector<Value>, std::vector<AggState>, RowHash, RowEq>;
+
+  Status Build() {
+    built_ = true;
+    size_t ng = p_.groups.size();
+    std::vector<Vector> keys(ng), args(p_.aggs.size());
+    std::vector<std::vector<AggState>*> row_states;
+    Batch in;
+    while (true) {
+      RETURN_NOT_OK(CheckCancel(*ctx_));
+      ASSIGN_OR_RETURN(bool more, child_->Next(in));
+      if (!more) break;
+      for (size_t g = 0; g < ng; g++) RETURN_NOT_OK(EvalVector(*p_.groups[g], in, ctx_, &keys[g]));
+      // The group of each row.
+      row_states.resize(in.rows);
+      std::vector<Value> key;
+      for (size_t r = 0; r < in.rows; r++) {
+        key.clear();
+        for (size_t g = 0; g < ng; g++) key.push_back(keys[g].GetValue(r));
+        ASSIGN_OR_RETURN(row_states[r], Group(std::move(key)));
+      }
+      for (size_t a = 0; a < p_.aggs.size(); a++) {
+        const AggSpec& spec = p_.aggs[a];
+        if (p_.agg_mode == AggMode::kFinal) {
+          const Vector& st = in.cols[ng + a];
+          for (size_t r = 0; r < in.rows; r++) {
+            if (st.IsNull(r) || st.phys() != PhysType::kText) return Status::Corruption("aggregate state missing");
+            RETURN_NOT_OK(MergeState(spec, st.texts()[r], &(*row_states[r])[a]));
+          }
+          continue;
+        }
+        if (spec.func == AggFunc::kCountStar) {
+          for (size_t r = 0; r < in.rows; r++) (*row_states[r])[a].count++;
+          continue;
+        }
+        RETURN_NOT_OK(EvalVector(*spec.arg, in, ctx_, &args[a]));
+        for (size_t r = 0; r < in.rows; r++) RETURN_NOT_OK(Update(spec, (*row_states[r])[a], args[a], in, r));
+      }
+    }
+    if (ng == 0 && groups_.empty()) {  // an aggregate over no rows yields one row
+      ASSIGN_OR_RETURN(auto* unused, Group({}));
+      (void)unused;
+    }
+    return Status::OK();
+  }
+
+  Result<std::vector<AggState>*> Group(std::vector<Value> key) {
+    if (key.empty() && !order_.empty()) return &order_[0]->second;
+    size_t key_bytes = RowBytes(key);
+    auto [it, inserted] = groups_.try_emplace(std::move(key));
+    if (inserted) {
+      it->second.resize(p_.aggs.size());
+      order_.push_back(it);
+      RETURN_NOT_OK(gauge_.Add(*ctx_, key_bytes + p_.aggs.size() * sizeof(AggState) + 64));
+    }
+    return &it->second;
+  }
+
+  // Adds row r of argument column v.
+  Status Update(const AggSpec& a, AggState& s, const Vector& v, const Batch& in, size_t r) {
+    if (v.IsNull(r)) return Status::OK();
+    if (a.distinct || a.func == AggFunc::kStringAgg || v.phys() == PhysType::kBoxed) {
+      return UpdateValue(a, s, v.GetValue(r), in, r);
+    }
+    s.count++;
+    switch (a.func) {
+      case AggFunc::kSum:
+      case AggFunc::kAvg:
+        switch (v.phys()) {
+          case PhysType::kDouble:
+            s.dsum += v.doubles()[r];
+            break;
+          case PhysType::kDecimal: {
+            ASSIGN_OR_RETURN(s.nsum, AddDecimal(s.nsum, v.decimals()[r]));
+            break;
+          }
+          default:
+            s.isum += v.ints()[r];
+            s.dsum += static_cast<double>(v.ints()[r]);
+        }
+        break;
+      case AggFunc::kMin:
+      case AggFunc::kMax: {
+        int want = a.func == AggFunc::kMin ? -1 : 1;
+        if (s.best.is_null()) {
+          s.best = v.GetValue(r);
+          break;
+        }
+        int c = 0;
+        bool same = s.best.type() == v.value_type();
+        switch (v.phys()) {
+          case PhysType::kInt:
+            c = same ? (v.ints()[r] < s.best.as_int() ? -1 : v.ints()[r] > s.best.as_int()) : v.GetValue(r).Compare(s.best);
+            break;
+          case PhysType::kDouble:
+            c = same ? (v.doubles()[r] < s.best.as_double() ? -1 : v.doubles()[r] > s.best.as_double())
+                     : v.GetValue(r).Compare(s.best);
+            break;
+          case PhysType::kText:
+            c = same ? v.texts()[r].compare(s.best.as_text()) : v.GetValue(r).Compare(s.best);
+            c = c < 0 ? -1 : c > 0;
+            break;
+          default:
+            c = v.GetValue(r).Compare(s.best);
+        }
+        if (c == want) s.best = v.GetValue(r);
+        break;
+      }
+      default:  // count
+        break;
+    }
+    return Status::OK();
+  }
+
+  Status UpdateValue(const AggSpec& a, AggState& s, Value v, const Batch& in, size_t r) {
+    if (a.distinct) {
+      if (!s.seen) s.seen = std::make_unique<std::unordered_set<Value, ValueHash, ValueEq>>();
+      size_t bytes = sizeof(Value) + v.HeapBytes() + 32;
+      if (!s.seen->insert(v).second) return Status::OK();
+      RETURN_NOT_OK(gauge_.Add(*ctx_, bytes));
+    }
+    s.count++;
+    switch (a.func) {
+      case AggFunc::kSum:
+      case AggFunc::kAvg:
+        if (v.type() == TypeId::kDouble) {
+          s.dsum += v.as_double();
+        } else if (v.type() == TypeId::kNumeric) {
+          ASSIGN_OR_RETURN(s.nsum, AddDecimal(s.nsum, v.as_decimal()));
+        } else {
+          s.isum += v.as_int();
+          s.dsum += static_cast<double>(v.as_int());
+        }
+        break;
+      case AggFunc::kStringAgg: {
+        if (s.count > 1) {
+          ASSIGN_OR_RETURN(Value sep, Eval(*a.separator, in, r, ctx_));
+          if (!sep.is_null()) s.text += sep.ToText();
+        }
+        s.text += v.ToText();
+        break;
+      }
+      case AggFunc::kMin:
+        if (s.best.is_null() || v.Compare(s.best) < 0) s.best = std::move(v);
+        break;
+      case AggFunc::kMax:
+        if (s.best.is_null() || v.Compare(s.best) > 0) s.best = std::move(v);
+        break;
+      default:
+        break;
+    }
+    return Status::OK();
+  }
+
+  // The sum of a NUMERIC or integer argument as a decimal.
+  static Decimal DecimalSum(const AggSpec& a, const AggState& s) {
+    return a.arg->type.id == TypeId::kNumeric ? s.nsum : Decimal{s.isum, 0};
+  }
+
+  Result<Value> Finish(const AggSpec& a, const AggState& s) {
+    switch (a.func) {
+      case AggFunc::kCountStar:
+      case AggFunc::kCount: return Value::Int64(s.count);
+      case AggFunc::kSum:
+        if (s.count == 0) return Value();
+        if (a.type.id == TypeId::kDouble) return Value::Double(s.dsum);
+        if (a.type.id == TypeId::kNumeric) return Value::Numeric(DecimalSum(a, s));
+        if (s.isum > INT64_MAX || s.isum < INT64_MIN) return Status::Sql("22003", "bigint out of range");
+        return Value::Int64(static_cast<int64_t>(s.isum));
+      case AggFunc::kAvg:
+        if (s.count == 0) return Value();
+        if (a.type.id == TypeId::kNumeric) {
+          ASSIGN_OR_RETURN(Decimal avg, DivDecimal(DecimalSum(a, s), DecimalFromInt(s.count)));
+          return Value::Numeric(avg);
+        }
+        if (a.arg->type.IsInteger()) {
+          return Value::Double(static_cast<double>(s.isum) / static_cast<double>(s.count));
+        }
+        return Value::Double(s.dsum / static_cast<double>(s.count));
+      case AggFunc::kMin:
+      case AggFunc::kMax: return s.best;
+      case AggFunc::kStringAgg: return s.count ? Value::Text(s.text) : Value();
+    }
+    return Value();
+  }
+
+  bool built_ = false;
+  MemoryGauge gauge_{"a hash aggregate"};
+  Map groups_;
+  std::vector<Map::iterator> order_;  // first-seen order of groups
+  size_t emit_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Operator> MakeHashAggregate(const plan::PlanNode& p, std::unique_ptr<Operator> child) {
+  return std::unique_ptr<Operator>(new HashAggregateOp(p, std::move(child)));
+}
+
+}  // namespace wattdb::exec

@@ -1,0 +1,160 @@
+#include "query/exec/batch_codec.h"
+
+#include <cstring>
+
+#include "common/bytes.h"
+#include "common/codec.h"
+
+namespace wattdb::exec {
+
+namespace {
+
+constexpr uint64_t kMaxRows = 1 << 20;
+constexpr uint64_t kMaxCols = 1 << 16;
+
+void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w) {
+  w.U8(static_cast<uint8_t>(v.phys()));
+  w.U8(static_cast<uint8_t>(v.value_type()));
+  bool nulls = v.HasNulls();
+  w.U8(nulls ? 1 : 0);
+  if (nulls) {
+    for (size_t i = 0; i < rows; i += 8) {
+      uint8_t bits = 0;
+      for (size_t j = 0; j < 8 && i + j < rows; j++) bits |= static_cast<uint8_t>(v.IsNull(i + j) << j);
+      w.U8(bits);
+    }
+  }
+  switch (v.phys()) {
+    case PhysType::kInt:
+      for (size_t i = 0; i < rows; i++) {
+        if (!v.IsNull(i)) w.VarI64(v.ints()[i]);
+      }
+      break;
+    case PhysType::kDouble:
+      for (size_t i = 0; i < rows; i++) {
+        if (v.IsNull(i)) continue;
+        uint64_t bits;
+        std::memcpy(&bits, &v.doubles()[i], 8);
+        w.U64(bits);
+      }
+      break;
+    case PhysType::kDecimal:
+      for (size_t i = 0; i < rows; i++) {
+        if (v.IsNull(i)) continue;
+        const Decimal& d = v.decimals()[i];
+        auto u = static_cast<unsigned __int128>(d.v);
+        w.U8(static_cast<uint8_t>(d.scale));
+        w.U64(static_cast<uint64_t>(u));
+        w.U64(static_cast<uint64_t>(u >> 64));
+      }
+      break;
+    case PhysType::kText:
+      for (size_t i = 0; i < rows; i++) {
+        if (!v.IsNull(i)) w.Str(v.texts()[i]);
+      }
+      break;
+    case PhysType::kBoxed: {
+      std::vector<Value> vals;
+      vals.reserve(rows);
+      for (size_t i = 0; i < rows; i++) vals.push_back(v.boxed()[i]);
+      std::string enc;
+      EncodeRow(vals, &enc);
+      w.Str(enc);
+      break;
+    }
+    case PhysType::kEmpty:
+      break;
+  }
+}
+
+Status DecodeColumn(ByteReader& r, size_t rows, Vector* v) {
+  auto bad = [] { return Status::Corruption("column batch does not decode"); };
+  uint8_t phys, type, has_nulls;
+  if (!r.U8(&phys) || !r.U8(&type) || !r.U8(&has_nulls) || phys > static_cast<uint8_t>(PhysType::kBoxed) ||
+      type > static_cast<uint8_t>(TypeId::kArray)) {
+    return bad();
+  }
+  std::vector<uint8_t> null(rows, 0);
+  if (has_nulls) {
+    for (size_t i = 0; i < rows; i += 8) {
+      uint8_t bits;
+      if (!r.U8(&bits)) return bad();
+      for (size_t j = 0; j < 8 && i + j < rows; j++) null[i + j] = (bits >> j) & 1;
+    }
+  }
+  auto p = static_cast<PhysType>(phys);
+  auto t = static_cast<TypeId>(type);
+  if (p != PhysType::kEmpty && p != PhysType::kBoxed && PhysOf(t) != p) return bad();
+  v->Clear();
+  v->Reserve(rows);
+  if (p == PhysType::kBoxed) {
+    std::string_view enc;
+    std::vector<Value> vals;
+    if (!r.Str(&enc) || !DecodeRow(enc, &vals).ok() || vals.size() != rows) return bad();
+    for (auto& x : vals) v->Append(std::move(x));
+    return Status::OK();
+  }
+  for (size_t i = 0; i < rows; i++) {
+    if (null[i] || p == PhysType::kEmpty) {
+      v->AppendNull();
+      continue;
+    }
+    switch (p) {
+      case PhysType::kInt: {
+        int64_t x;
+        if (!r.VarI64(&x)) return bad();
+        v->AppendInt(t, x);
+        break;
+      }
+      case PhysType::kDouble: {
+        uint64_t bits;
+        if (!r.U64(&bits)) return bad();
+        double d;
+        std::memcpy(&d, &bits, 8);
+        v->AppendDouble(d);
+        break;
+      }
+      case PhysType::kDecimal: {
+        uint8_t scale;
+        uint64_t lo, hi;
+        if (!r.U8(&scale) || scale > kMaxDecimalScale || !r.U64(&lo) || !r.U64(&hi)) return bad();
+        auto u = (static_cast<unsigned __int128>(hi) << 64) | lo;
+        v->AppendDecimal(Decimal{static_cast<Int128>(u), scale});
+        break;
+      }
+      case PhysType::kText: {
+        std::string_view s;
+        if (!r.Str(&s)) return bad();
+        v->AppendText(s);
+        break;
+      }
+      default:
+        return bad();
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+void EncodeBatch(const Batch& b, std::string* out) {
+  ByteWriter w(out);
+  w.VarU64(b.cols.size());
+  w.VarU64(b.rows);
+  for (const auto& c : b.cols) EncodeColumn(c, b.rows, w);
+}
+
+Status DecodeBatch(std::string_view in, Batch* out) {
+  ByteReader r(in);
+  uint64_t ncols, rows;
+  if (!r.VarU64(&ncols) || !r.VarU64(&rows) || ncols > kMaxCols || rows > kMaxRows) {
+    return Status::Corruption("column batch does not decode");
+  }
+  out->Reset(ncols);
+  for (auto& c : out->cols) RETURN_NOT_OK(DecodeColumn(r, rows, &c));
+  if (!r.empty()) return Status::Corruption("column batch has trailing bytes");
+  out->rows = rows;
+  return Status::OK();
+}
+
+}  // namespace wattdb::exec

@@ -1,0 +1,19 @@
+// Column batches on the wire: what a plan fragment on a node sends to the master. Each column
+// travels as its physical type: a NULL bitmap, then the non-NULL values (varint integers,
+// raw doubles, 128-bit decimals with their scale, length-prefixed text, boxed values in the
+// row format). Decoding never reads past its input and checks every count.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "query/exec/batch.h"
+
+namespace wattdb::exec {
+
+void EncodeBatch(const Batch& b, std::string* out);
+// Replaces `out` with the decoded batch; Corruption on malformed input.
+Status DecodeBatch(std::string_view in, Batch* out);
+
+}  // namespace wattdb::exec

@@ -1,0 +1,119 @@
+#include "query/plan/fragment.h"
+
+namespace wattdb::plan {
+
+namespace {
+
+using Kind = PlanNode::Kind;
+
+bool AllNodeSafe(const std::vector<BoundExprPtr>& es) {
+  for (const auto& e : es) {
+    if (!NodeSafe(*e)) return false;
+  }
+  return true;
+}
+
+// p's operator can run on a node above a node-side input.
+bool Pushable(const PlanNode& p) {
+  switch (p.kind) {
+    case Kind::kFilter: return NodeSafe(*p.predicate);
+    case Kind::kProject: return AllNodeSafe(p.exprs);
+    default: return false;
+  }
+}
+
+// An aggregation a node can do its part of: the states of count, sum, avg, min and max merge.
+bool Splittable(const PlanNode& p) {
+  if (p.kind != Kind::kAggregate || p.agg_mode != AggMode::kComplete || !AllNodeSafe(p.groups)) return false;
+  for (const auto& a : p.aggs) {
+    if (a.distinct || a.func == AggFunc::kStringAgg || (a.arg && !NodeSafe(*a.arg))) return false;
+  }
+  return true;
+}
+
+PlanPtr Exchange(PlanPtr fragment) {
+  auto x = std::make_unique<PlanNode>();
+  x->kind = Kind::kExchange;
+  x->types = fragment->types;
+  x->est_rows = fragment->est_rows;
+  x->children.push_back(std::move(fragment));
+  return x;
+}
+
+// The aggregation split in two: FinalAggregate(Exchange(PartialAggregate(input))).
+PlanPtr Split(PlanPtr agg) {
+  size_t ng = agg->groups.size();
+  auto final_agg = std::make_unique<PlanNode>();
+  final_agg->kind = Kind::kAggregate;
+  final_agg->agg_mode = AggMode::kFinal;
+  final_agg->types = agg->types;
+  final_agg->est_rows = agg->est_rows;
+  for (size_t g = 0; g < ng; g++) final_agg->groups.push_back(MakeColumn(static_cast<int>(g), agg->groups[g]->type));
+  for (const auto& a : agg->aggs) {
+    AggSpec f;
+    f.func = a.func;
+    f.type = a.type;
+    if (a.arg) f.arg = a.arg->Clone();  // its type picks the result's form
+    final_agg->aggs.push_back(std::move(f));
+  }
+  agg->agg_mode = AggMode::kPartial;
+  agg->types.resize(ng);
+  for (size_t i = 0; i < agg->aggs.size(); i++) agg->types.push_back(SqlType{TypeId::kText});
+  final_agg->children.push_back(Exchange(std::move(agg)));
+  return final_agg;
+}
+
+// Rewrites p's subtree. Returns whether p itself is a node-side chain (a remote scan with
+// pushable operators above it) that the caller may extend or must close with an Exchange.
+bool Rewrite(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote);
+
+// Closes a node-side chain at child i of p.
+void Close(PlanPtr& p, size_t i) { p->children[i] = Exchange(std::move(p->children[i])); }
+
+bool Rewrite(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote) {
+  if (p->kind == Kind::kScan) return p->index == 0 && remote(*p);
+  if (p->kind == Kind::kExchange) return false;
+  std::vector<bool> chain(p->children.size());
+  for (size_t i = 0; i < p->children.size(); i++) chain[i] = Rewrite(p->children[i], remote);
+  if (p->children.size() == 1 && chain[0]) {
+    if (Pushable(*p)) return true;
+    if (Splittable(*p)) {
+      p = Split(std::move(p));
+      return false;
+    }
+  }
+  for (size_t i = 0; i < p->children.size(); i++) {
+    if (chain[i]) Close(p, i);
+  }
+  return false;
+}
+
+}  // namespace
+
+bool NodeSafe(const BoundExpr& e) {
+  switch (e.kind) {
+    case BoundExpr::Kind::kParam:
+    case BoundExpr::Kind::kOuterColumn:
+    case BoundExpr::Kind::kSubquery:
+    case BoundExpr::Kind::kExists:
+    case BoundExpr::Kind::kInSubquery:
+    case BoundExpr::Kind::kArraySubquery:
+      return false;
+    case BoundExpr::Kind::kFunc:
+      if (e.func == Func::kCatalog) return false;
+      break;
+    default:
+      break;
+  }
+  for (const auto& c : e.children) {
+    if (!NodeSafe(*c)) return false;
+  }
+  return true;
+}
+
+PlanPtr PushDownFragments(PlanPtr plan, const std::function<bool(const PlanNode&)>& remote) {
+  if (Rewrite(plan, remote)) plan = Exchange(std::move(plan));
+  return plan;
+}
+
+}  // namespace wattdb::plan

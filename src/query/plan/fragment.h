@@ -1,0 +1,20 @@
+// Splitting a plan for distributed execution. Above each scan of a table stored on the nodes,
+// the longest chain a node can run on its own segments -- filters, projections, and the
+// partial half of an aggregation -- moves below an Exchange; the master keeps the rest and
+// merges (a final aggregation over the nodes' partial states). Expressions that need the
+// master (subqueries, outer columns, catalog functions, parameters) stay on the master.
+#pragma once
+
+#include <functional>
+
+#include "query/plan/plan.h"
+
+namespace wattdb::plan {
+
+// `remote(scan)`: the scan reads segments on the nodes (not a system view or an index).
+PlanPtr PushDownFragments(PlanPtr plan, const std::function<bool(const PlanNode& scan)>& remote);
+
+// True if `e` can be evaluated on a node (see above).
+bool NodeSafe(const BoundExpr& e);
+
+}  // namespace wattdb::plan
