@@ -10,6 +10,7 @@
 #include "query/exec/eval.h"
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
+#include "query/plan/fragment.h"
 
 namespace wattdb::master {
 
@@ -287,6 +288,15 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
               return Status::Sql("22023", fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
             }
           }
+          if (s.name == "wattdb_pushdown") {  // on: fragments run on the nodes; off: all on the master
+            if (s.value == "default" || s.value == "DEFAULT") {
+              settings_.erase(s.name);
+              return std::string("SET");
+            }
+            if (s.value != "on" && s.value != "off") {
+              return Status::Sql("22023", fmt::format("invalid value for parameter \"wattdb_pushdown\": \"{}\"", s.value));
+            }
+          }
           if (s.name == "statement_timeout" || s.name == "idle_in_transaction_session_timeout") {
             if (s.value == "default" || s.value == "DEFAULT") {
               settings_.erase(s.name);
@@ -355,7 +365,7 @@ Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
 
 Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
   if (s.for_update) RETURN_NOT_OK(LockRows(s, cancel));
-  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, db_));
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, PlanSelect(s));
   RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
   MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
   exec::ExecContext ctx(&scans, cancel);
@@ -736,7 +746,7 @@ Result<std::string> Executor::Vacuum(sql::VacuumStmt& s, const std::atomic<bool>
 Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
   auto* sel = std::get_if<sql::SelectStmt>(&s.inner->stmt);
   if (!sel) return Status::Sql("0A000", "EXPLAIN supports only SELECT yet", s.pos);
-  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(*sel, db_));
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, PlanSelect(*sel));
   std::map<const plan::PlanNode*, exec::OperatorStats> stats;
   double total_ms = 0;
   if (s.analyze) {
@@ -759,11 +769,18 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
     total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::vector<std::string> lines;
-  std::function<void(const plan::PlanNode&, int)> walk = [&](const plan::PlanNode& p, int depth) {
+  // Below an Exchange, operators run on the nodes owning the scan's segments.
+  std::function<const plan::PlanNode*(const plan::PlanNode&)> leaf = [&](const plan::PlanNode& p) {
+    return p.kind == plan::PlanNode::Kind::kScan ? &p : p.children.size() == 1 ? leaf(*p.children[0]) : nullptr;
+  };
+  std::function<void(const plan::PlanNode&, int, const plan::PlanNode*)> walk = [&](const plan::PlanNode& p, int depth,
+                                                                                    const plan::PlanNode* remote) {
     std::string text = p.ToString(0);
     text = text.substr(0, text.find('\n'));
     std::string where = "master";
-    if (p.kind == plan::PlanNode::Kind::kScan && p.table < kFirstSystemTableId) {
+    const plan::PlanNode* scan = remote ? remote : p.kind == plan::PlanNode::Kind::kScan ? &p : nullptr;
+    if (scan && scan->table < kFirstSystemTableId) {
+      const plan::PlanNode& p = *scan;
       auto segs = cluster_.catalog().SegmentsOverlapping(p.table, p.lo, p.hi);
       std::set<NodeId> nodes;
       for (const auto& seg : segs) nodes.insert(seg.node);
@@ -772,14 +789,16 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
       where = fmt::format("{}; {} segment{}", where.empty() ? "no nodes" : where, segs.size(), segs.size() == 1 ? "" : "s");
     }
     std::string line = std::string(depth * 2, ' ') + (depth ? "->  " : "") + text + "  (on " + where + ")";
-    if (s.analyze) {
+    if (s.analyze && !remote) {
       const exec::OperatorStats& st = stats[&p];
       line += fmt::format(" (actual rows={} batches={} time={:.3f} ms)", st.rows, st.batches, st.ms);
     }
     lines.push_back(line);
-    for (const auto& c : p.children) walk(*c, depth + 1);
+    for (const auto& c : p.children) {
+      walk(*c, depth + 1, remote ? remote : p.kind == plan::PlanNode::Kind::kExchange ? leaf(*c) : nullptr);
+    }
   };
-  walk(*bound.plan, 0);
+  walk(*bound.plan, 0, nullptr);
   if (s.analyze) {
     if (energy_) {
       StatementEnergy e = energy_->Finish(cluster_.monitor(), cluster_.registry());
@@ -832,6 +851,17 @@ Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink)
     case sql::AlterNodeStmt::Action::kSuspend: RETURN_NOT_OK(cluster_.Suspend(s.node)); break;
   }
   return std::string("ALTER NODE");
+}
+
+Result<plan::BoundSelect> Executor::PlanSelect(sql::SelectStmt& s) {
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, db_));
+  auto it = settings_.find("wattdb_pushdown");
+  if (it == settings_.end() || it->second != "off") {
+    bound.plan = plan::PushDownFragments(std::move(bound.plan), [](const plan::PlanNode& scan) {
+      return scan.table < kFirstSystemTableId;
+    });
+  }
+  return bound;
 }
 
 int64_t Executor::WorkMem() const {

@@ -47,6 +47,9 @@ class Executor {
   int64_t TimeoutSetting(const std::string& name) const;
   // Bytes each sort or hash table of a statement may hold: SET work_mem, else the config.
   int64_t WorkMem() const;
+  // Binds a SELECT and, unless the session set wattdb_pushdown = off, moves what the nodes
+  // can run below Exchanges (query/plan/fragment.h).
+  Result<plan::BoundSelect> PlanSelect(sql::SelectStmt& s);
   // An error outside Execute (parse, bind) fails an open transaction block, as in PostgreSQL.
   void MarkFailed() {
     if (txn_) failed_ = true;

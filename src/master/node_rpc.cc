@@ -8,6 +8,7 @@
 #include <kj/exception.h>
 
 #include "proto/node_service.capnp.h"
+#include "query/exec/batch_codec.h"
 
 namespace wattdb::master {
 
@@ -250,6 +251,54 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId se
     return st.Prepend(fmt::format("node {}", c.id()));
   }
   return std::unique_ptr<ScanStream>(new ScanStream(c, std::move(lease)));
+}
+
+Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, SegmentId seg, const std::string& lo,
+                                                             const std::string& hi, Timestamp read_ts, uint64_t txn,
+                                                             const std::string& fragment, int64_t work_mem) {
+  ASSIGN_OR_RETURN(NodeClient::Lease lease, c.Acquire());
+  capnp::MallocMessageBuilder mb;
+  auto s = mb.initRoot<proto::Request>().initScan();
+  s.setSegment(seg);
+  s.setLo(Bytes(lo));
+  s.setHi(Bytes(hi));
+  s.setReadTs(read_ts);
+  s.setBatchRows(exec::kBatchRows);
+  s.setTxn(txn);
+  s.setFragment(Bytes(fragment));
+  s.setWorkMem(static_cast<uint64_t>(std::max<int64_t>(0, work_mem)));
+  Status st = lease.conn().Send(mb);
+  if (!st.ok()) {
+    lease.Poison();
+    return st.Prepend(fmt::format("node {}", c.id()));
+  }
+  return std::unique_ptr<ScanStream>(new ScanStream(c, std::move(lease)));
+}
+
+Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos) {
+  if (finished_) return Status::Internal("scan stream already finished");
+  auto msg = lease_.conn().Receive();
+  if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
+  try {
+    auto resp = (*msg)->Root<proto::Response>();
+    *cpu_nanos = resp.getCpuNanos();
+    Status ns = FromProto(resp.getStatus());
+    if (resp.which() != proto::Response::SCAN_BATCH) return Status::Corruption("scan reply without a batch");
+    auto b = resp.getScanBatch();
+    *last = b.getLast();
+    if (*last) finished_ = true;
+    if (!ns.ok()) return ns;
+    *resume_key = Str(b.getResumeKey());
+    out->rows = 0;
+    out->cols.clear();
+    if (b.hasColumns()) {
+      Status d = exec::DecodeBatch(Str(b.getColumns()), out);
+      if (!d.ok()) return d.Prepend(fmt::format("node {}", client_.id()));
+    }
+  } catch (const kj::Exception& e) {
+    return Status::Corruption(fmt::format("node {} sent a malformed fragment batch", client_.id()));
+  }
+  return Status::OK();
 }
 
 ScanStream::~ScanStream() {

@@ -9,6 +9,7 @@
 #include "common/schema.h"
 #include "common/status.h"
 #include "master/node_client.h"
+#include "query/exec/batch.h"
 
 namespace wattdb::master {
 
@@ -86,10 +87,18 @@ class ScanStream {
                                                   const std::string& hi, Timestamp read_ts,
                                                   uint32_t batch_rows, uint64_t txn = 0,
                                                   const IndexRange* index = nullptr);
+  // The node runs `fragment` (a serialized plan whose leaf Scan reads these rows) and
+  // streams its output as column batches (read them with NextColumns).
+  static Result<std::unique_ptr<ScanStream>> OpenFragment(NodeClient& c, SegmentId seg, const std::string& lo,
+                                                          const std::string& hi, Timestamp read_ts, uint64_t txn,
+                                                          const std::string& fragment, int64_t work_mem);
   ~ScanStream();
   // Reads the next batch into keys/rows; sets *last on the final batch. Node-side errors
   // (Stale, NotFound) are returned as is.
   Status Next(std::vector<std::string>* keys, std::vector<std::string>* rows, bool* last);
+  // A fragment stream's next reply: its batch (out->rows may be 0), the last primary key the
+  // node has read, whether it was the last reply, and the node CPU it reported.
+  Status NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos);
 
  private:
   ScanStream(NodeClient& c, NodeClient::Lease lease) : client_(c), lease_(std::move(lease)) {}

@@ -5,6 +5,7 @@
 #include "common/codec.h"
 #include "common/logging.h"
 #include "master/index_scan.h"
+#include "master/sql/exchange.h"
 #include "query/exec/row_decode.h"
 
 namespace wattdb::master {
@@ -130,6 +131,17 @@ class RemoteSource : public exec::RowSource {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const plan::PlanNode& exchange,
+                                                                          const exec::ExecContext& ctx) {
+  ExchangeSource::Options o;
+  o.read_ts = read_ts_;
+  o.txn = txn_;
+  o.work_mem = ctx.work_mem;
+  o.cancel = ctx.cancelled;
+  ASSIGN_OR_RETURN(auto x, ExchangeSource::Open(cluster_, exchange, o));
+  return std::unique_ptr<exec::RowSource>(std::move(x));
+}
 
 void RegisterSystemViews(Catalog& catalog) {
   RegisterPgCatalog(catalog);

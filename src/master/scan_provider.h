@@ -25,6 +25,9 @@ class MasterScanProvider : public exec::ScanProvider {
   MasterScanProvider(Cluster& cluster, Timestamp read_ts, uint64_t txn = 0, const DatabaseCatalog* db = nullptr)
       : cluster_(cluster), read_ts_(read_ts), txn_(txn), db_(db) {}
   Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override;
+  // Runs the fragment on the nodes (master/sql/exchange.h).
+  Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& exchange,
+                                                        const exec::ExecContext& ctx) override;
   Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) override;
 
  private:

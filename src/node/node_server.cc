@@ -16,6 +16,8 @@
 #include "common/codec.h"
 #include "common/failpoint.h"
 #include "common/logging.h"
+#include "node/fragment_runner.h"
+#include "query/exec/batch_codec.h"
 #include "proto/cluster.capnp.h"
 #include "proto/node_service.capnp.h"
 
@@ -293,99 +295,57 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
     }
     case proto::Request::SCAN: {
       auto s = req.getScan();
-      uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
-      std::string lo = Str(s.getLo()), hi = Str(s.getHi());
-      const uint32_t index = s.getIndex();
-      std::string ilo = Str(s.getIndexLo()), ihi = Str(s.getIndexHi());
-      // Index scans read rows anywhere in the segment.
-      Status readable = participant_->AwaitReadable(s.getSegment(), index ? "" : lo, index ? "" : hi, s.getReadTs(),
-                                                    s.getTxn());
-      using Scanner = Result<std::unique_ptr<storage::SegmentScanner>>;
-      Scanner sc = !readable.ok() ? Scanner(readable)
-                   : index        ? store_->ScanIndex(s.getSegment(), lo, hi, index, ilo, ihi, s.getReadTs())
-                                  : store_->Scan(s.getSegment(), lo, hi, s.getReadTs());
-      if (!sc.ok()) {
-        capnp::MallocMessageBuilder mb;
-        auto resp = mb.initRoot<proto::Response>();
-        SetStatus(resp.initStatus(), sc.status());
-        resp.initScanBatch().setLast(true);
-        return SendResponse(conn, mb).ok();
-      }
-      // A transaction sees its own pending writes on top of its snapshot: merge them in by key.
-      // Index scans: committed entries of rows the transaction wrote are hidden, and its
-      // pending rows are keyed by their entries.
-      std::map<std::string, storage::WriteOp> pending;
-      std::set<std::string> hidden_pks;
-      IndexKeySpec spec;
-      if (s.getTxn() != 0 && !index) pending = participant_->PendingWrites(s.getTxn(), s.getSegment(), lo, hi);
-      if (s.getTxn() != 0 && index) {
-        for (const auto& ix : (*sc)->meta().indexes) {
-          if (ix.id == index) spec = ix;
-        }
-        std::vector<Value> vals;
-        for (auto& [pk, op] : participant_->PendingWrites(s.getTxn(), s.getSegment(), "", "")) {
-          hidden_pks.insert(pk);
-          if (op.kind != storage::VersionKind::kPut || !DecodeRow(op.row, &vals).ok()) continue;
-          std::string ikey = EncodeIndexKey(spec, vals);
-          if (ikey < ilo || (!ihi.empty() && ikey >= ihi)) continue;
-          pending[ikey + pk] = std::move(op);
-        }
-      }
-      // The primary key inside an index scan's entry key: what follows the row's index key.
-      auto hidden = [&](const storage::ScanRow& r) {
-        if (hidden_pks.empty()) return false;
-        std::vector<Value> vals;
-        if (!DecodeRow(r.row, &vals).ok()) return false;
-        std::string ikey = EncodeIndexKey(spec, vals);
-        return r.key.size() >= ikey.size() && hidden_pks.count(r.key.substr(ikey.size())) > 0;
-      };
-      auto next_pending = pending.begin();
-      std::vector<storage::ScanRow> rows, merged;
-      bool exhausted = false;
-      while (true) {
-        rows.clear();
-        merged.clear();
-        Status st;
-        if (!exhausted) {
-          auto more = (*sc)->Next(batch, &rows, kScanBatchBytes);
-          st = more.status();
-          exhausted = !more.ok() || !*more;
-        }
-        auto emit_pending_before = [&](const std::string* key) {
-          while (next_pending != pending.end() && (!key || next_pending->first < *key)) {
-            if (next_pending->second.kind == storage::VersionKind::kPut) {
-              merged.push_back({next_pending->first, next_pending->second.row});
-            }
-            ++next_pending;
-          }
-        };
-        for (auto& r : rows) {
-          emit_pending_before(&r.key);
-          if (next_pending != pending.end() && next_pending->first == r.key) {
-            if (next_pending->second.kind == storage::VersionKind::kPut) {
-              merged.push_back({r.key, next_pending->second.row});
-            }
-            ++next_pending;
-            continue;
-          }
-          if (hidden(r)) continue;
-          merged.push_back(std::move(r));
-        }
-        if (exhausted) emit_pending_before(nullptr);
+      ScanRequest sr;
+      sr.segment = s.getSegment();
+      sr.lo = Str(s.getLo());
+      sr.hi = Str(s.getHi());
+      sr.read_ts = s.getReadTs();
+      sr.txn = s.getTxn();
+      sr.index = s.getIndex();
+      sr.index_lo = Str(s.getIndexLo());
+      sr.index_hi = Str(s.getIndexHi());
+      auto rows = SegmentRows::Open(*store_, *participant_, sr);
+      auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch,
+                       const std::string* columns, const std::string* resume) {
         capnp::MallocMessageBuilder mb;
         auto resp = mb.initRoot<proto::Response>();
         SetStatus(resp.initStatus(), st);
         auto b = resp.initScanBatch();
-        bool last = !st.ok() || exhausted;
         b.setLast(last);
-        auto lr = b.initRows(merged.size());
-        auto lk = b.initKeys(merged.size());
-        for (size_t i = 0; i < merged.size(); i++) {
-          lr.set(i, Bytes(merged[i].row));
-          lk.set(i, Bytes(merged[i].key));
+        if (batch) {
+          auto lr = b.initRows(batch->size());
+          auto lk = b.initKeys(batch->size());
+          for (size_t i = 0; i < batch->size(); i++) {
+            lr.set(i, Bytes((*batch)[i].row));
+            lk.set(i, Bytes((*batch)[i].key));
+          }
         }
-        if (!SendResponse(conn, mb).ok()) return false;
-        if (last) return true;
+        if (columns) b.setColumns(Bytes(*columns));
+        if (resume) b.setResumeKey(Bytes(*resume));
+        return SendResponse(conn, mb).ok();
+      };
+      if (!rows.ok()) return reply(rows.status(), true, nullptr, nullptr, nullptr);
+      if (s.hasFragment() && s.getFragment().size() > 0) {
+        // The fragment's output travels as column batches; a send that fails ends the scan.
+        bool sent = true;
+        std::string enc;
+        Status st = RunFragment(Str(s.getFragment()), **rows, {static_cast<int64_t>(s.getWorkMem()), nullptr},
+                                [&](const exec::Batch& b, const std::string& resume) {
+                                  enc.clear();
+                                  exec::EncodeBatch(b, &enc);
+                                  sent = reply(Status::OK(), false, nullptr, &enc, &resume);
+                                  return sent ? Status::OK() : Status::IOError("master went away");
+                                });
+        if (!sent) return false;
+        return reply(st, true, nullptr, nullptr, nullptr);
+      }
+      uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
+      std::vector<storage::ScanRow> merged;
+      while (true) {
+        auto more = (*rows)->Next(batch, kScanBatchBytes, &merged);
+        if (!more.ok()) return reply(more.status(), true, nullptr, nullptr, nullptr);
+        if (!reply(Status::OK(), !*more, &merged, nullptr, nullptr)) return false;
+        if (!*more) return true;
       }
     }
     case proto::Request::SPLIT: {

@@ -100,6 +100,9 @@ struct Request {
       index @26 :UInt32;             # nonzero: scan this secondary index's entries with index
       indexLo @27 :Data;             # keys in [indexLo, indexHi); lo/hi are then the segment
       indexHi @28 :Data;             # range the master expects (Stale if it shrank)
+      fragment @41 :Data;            # a serialized plan whose leaf Scan these rows feed: the
+                                     # node runs it and answers with column batches
+      workMem @42 :UInt64;           # the fragment's work_mem (bytes per sort or hash table)
     }
     split :group {
       segment @14 :UInt64;
@@ -138,6 +141,8 @@ struct Response {
       rows @2 :List(Data);           # encoded rows (common/codec.h)
       keys @3 :List(Data);           # their encoded primary keys (index scans: index key || primary key)
       last @4 :Bool;
+      columns @15 :Data;             # fragment scans: the fragment's output (exec/batch_codec.h)
+      resumeKey @16 :Data;           # fragment scans: the last primary key read so far
     }
     splitKey @5 :Data;
     segmentExport :group {

@@ -60,7 +60,7 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
   // per "segment" of three -- ids 1..800, 801..1600, the rest -- and return the outputs in
   // segment order.
   bool ship = false;
-  Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& x) override {
+  Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& x, const exec::ExecContext&) override {
     if (!ship) return std::unique_ptr<exec::RowSource>();
     std::string bytes;
     x.children[0]->Serialize(&bytes);

@@ -1,5 +1,6 @@
 // Runs every tests/sql/*.test file against a fresh 3-node cluster whose tiny segments make
-// the data of even small tables span several nodes.
+// the data of even small tables span several nodes: once with plan fragments run on the
+// nodes (the default), once with everything on the master (wattdb_pushdown = off).
 #include <cstdio>
 #include <filesystem>
 
@@ -10,35 +11,49 @@
 namespace wattdb::testing {
 namespace {
 
-class SqlLogicTest : public ::testing::TestWithParam<std::string> {};
+struct Case {
+  std::string file;
+  bool pushdown;
+};
+
+class SqlLogicTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SqlLogicTest, Passes) {
+  const std::string& file = GetParam().file;
   MiniCluster cluster(MiniClusterOptions{3, 1024, 200});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto conn = cluster.Connect();
   ASSERT_TRUE(conn->ok()) << conn->error();
+  if (!GetParam().pushdown) {
+    ASSERT_EQ(conn->Exec("SET wattdb_pushdown = off"), "");
+  }
   int records = 0;
-  auto failures = RunSltFile(GetParam(), *conn, &records);
-  for (const auto& f : failures) ADD_FAILURE_AT(GetParam().c_str(), f.line) << f.message;
+  auto failures = RunSltFile(file, *conn, &records);
+  for (const auto& f : failures) ADD_FAILURE_AT(file.c_str(), f.line) << f.message;
   EXPECT_GT(records, 0);
   ::testing::Test::RecordProperty("segments", conn->Scalar("SELECT count(*) FROM wattdb_segments"));
-  std::printf("%s: %d records; segments=%s partitions=%s\n", GetParam().c_str(), records,
+  std::printf("%s: %d records; segments=%s partitions=%s\n", file.c_str(), records,
               conn->Scalar("SELECT count(*) FROM wattdb_segments").c_str(),
               conn->Scalar("SELECT count(*) FROM wattdb_partitions").c_str());
 }
 
-std::vector<std::string> Files() {
-  std::vector<std::string> out;
+std::vector<Case> Files() {
+  std::vector<std::string> files;
   for (auto& e : std::filesystem::directory_iterator(WATTDB_SQL_DIR)) {
-    if (e.path().extension() == ".test") out.push_back(e.path().string());
+    if (e.path().extension() == ".test") files.push_back(e.path().string());
   }
-  std::sort(out.begin(), out.end());
+  std::sort(files.begin(), files.end());
+  std::vector<Case> out;
+  for (const auto& f : files) {
+    for (bool pushdown : {true, false}) out.push_back({f, pushdown});
+  }
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, SqlLogicTest, ::testing::ValuesIn(Files()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return std::filesystem::path(info.param).stem().string();
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::filesystem::path(info.param.file).stem().string() +
+                                  (info.param.pushdown ? "" : "_on_master");
                          });
 
 }  // namespace

@@ -25,12 +25,14 @@ class RowSource {
   virtual Result<bool> Next(Batch& out) = 0;
 };
 
+struct ExecContext;
+
 class ScanProvider {
  public:
   virtual ~ScanProvider() = default;
   virtual Result<std::unique_ptr<RowSource>> OpenScan(const plan::PlanNode& scan) = 0;
   // The rows of an Exchange's fragment run where its scan's data lives; null: run it here.
-  virtual Result<std::unique_ptr<RowSource>> OpenExchange(const plan::PlanNode& exchange) {
+  virtual Result<std::unique_ptr<RowSource>> OpenExchange(const plan::PlanNode& exchange, const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();
   }
   // Functions that read the catalog (pg_get_indexdef, regclass output, ...), by name.

@@ -50,7 +50,7 @@ class ExchangeOp : public UnaryOp {
   Status Open(ExecContext& ctx) override {
     ctx_ = &ctx;
     if (ctx.scans) {
-      ASSIGN_OR_RETURN(remote_, ctx.scans->OpenExchange(p_));
+      ASSIGN_OR_RETURN(remote_, ctx.scans->OpenExchange(p_, ctx));
     }
     return remote_ ? Status::OK() : child_->Open(ctx);
   }

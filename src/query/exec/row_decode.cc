@@ -7,7 +7,43 @@
 
 namespace wattdb::exec {
 
-Status AppendEncodedRow(std::string_view in, Batch* out) {
+namespace {
+
+// Moves past one encoded value (its tag already read).
+bool SkipValue(ByteReader& r, uint8_t tag) {
+  switch (static_cast<TypeId>(tag)) {
+    case TypeId::kNull: return true;
+    case TypeId::kBool: {
+      uint8_t b;
+      return r.U8(&b);
+    }
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+    case TypeId::kTimestamp: {
+      uint64_t v;
+      return r.VarU64(&v);
+    }
+    case TypeId::kDouble: {
+      uint64_t v;
+      return r.U64(&v);
+    }
+    case TypeId::kText:
+    case TypeId::kArray: {
+      std::string_view s;
+      return r.Str(&s);
+    }
+    case TypeId::kNumeric: {
+      uint8_t scale;
+      uint64_t lo, hi;
+      return r.U8(&scale) && scale <= kMaxDecimalScale && r.U64(&lo) && r.U64(&hi);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Status AppendEncodedRow(std::string_view in, Batch* out, const std::vector<bool>* used) {
   ByteReader r(in);
   uint64_t n;
   auto bad = [] { return Status::Corruption("row does not decode"); };
@@ -20,6 +56,11 @@ Status AppendEncodedRow(std::string_view in, Batch* out) {
     Vector& col = out->cols[c];
     uint8_t tag;
     if (!r.U8(&tag)) break;
+    if (used && c < used->size() && !(*used)[c]) {
+      if (!SkipValue(r, tag)) break;
+      col.AppendNull();
+      continue;
+    }
     bool ok = true;
     switch (static_cast<TypeId>(tag)) {
       case TypeId::kNull:

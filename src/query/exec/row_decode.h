@@ -10,7 +10,8 @@
 namespace wattdb::exec {
 
 // Appends the row encoded in `in` to `out`. Corruption if it does not decode or its width is
-// not out->cols.size() (nothing is appended then).
-Status AppendEncodedRow(std::string_view in, Batch* out);
+// not out->cols.size() (nothing is appended then). With `used`, columns it marks false are
+// skipped and read as NULL.
+Status AppendEncodedRow(std::string_view in, Batch* out, const std::vector<bool>* used = nullptr);
 
 }  // namespace wattdb::exec

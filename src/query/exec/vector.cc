@@ -251,19 +251,19 @@ void Vector::Append(Value&& v) {
   Append(static_cast<const Value&>(v));
 }
 
-void Vector::AppendInt(TypeId t, int64_t v) {
+void Vector::AppendIntSlow(TypeId t, int64_t v) {
   if (!Prepare(t)) return Append(IntValue(t, v));
   null_.push_back(0);
   ints_.push_back(v);
 }
 
-void Vector::AppendDouble(double v) {
+void Vector::AppendDoubleSlow(double v) {
   if (!Prepare(TypeId::kDouble)) return Append(Value::Double(v));
   null_.push_back(0);
   doubles_.push_back(v);
 }
 
-void Vector::AppendDecimal(const Decimal& v) {
+void Vector::AppendDecimalSlow(const Decimal& v) {
   if (!Prepare(TypeId::kNumeric)) return Append(Value::Numeric(v));
   null_.push_back(0);
   decimals_.push_back(v);

@@ -64,10 +64,31 @@ class Vector {
   // Appends every element of src. REQUIRES: &src != this.
   void AppendAll(const Vector& src);
 
-  // Typed appends. REQUIRES: phys() is kEmpty or the matching type, and `t` maps to it.
-  void AppendInt(TypeId t, int64_t v);
-  void AppendDouble(double v);
-  void AppendDecimal(const Decimal& v);
+  // Typed appends (a value of another physical type boxes the vector, as Append does).
+  void AppendInt(TypeId t, int64_t v) {
+    if (phys_ == PhysType::kInt && type_ == t) {
+      null_.push_back(0);
+      ints_.push_back(v);
+      return;
+    }
+    AppendIntSlow(t, v);
+  }
+  void AppendDouble(double v) {
+    if (phys_ == PhysType::kDouble) {
+      null_.push_back(0);
+      doubles_.push_back(v);
+      return;
+    }
+    AppendDoubleSlow(v);
+  }
+  void AppendDecimal(const Decimal& v) {
+    if (phys_ == PhysType::kDecimal) {
+      null_.push_back(0);
+      decimals_.push_back(v);
+      return;
+    }
+    AppendDecimalSlow(v);
+  }
   void AppendText(std::string_view v);  // copies the bytes into the vector's arena
 
   // Makes this an all-non-NULL vector of n zeroes of type t (kInt, kDouble or kDecimal types)
@@ -91,6 +112,9 @@ class Vector {
   // if the vector is (now) boxed.
   bool Prepare(TypeId t);
   void Box();
+  void AppendIntSlow(TypeId t, int64_t v);
+  void AppendDoubleSlow(double v);
+  void AppendDecimalSlow(const Decimal& v);
   TextArena& Arena();
 
   PhysType phys_ = PhysType::kEmpty;

@@ -111,6 +111,50 @@ bool NodeSafe(const BoundExpr& e) {
   return true;
 }
 
+namespace {
+
+void MarkColumns(const BoundExpr& e, std::vector<bool>* used) {
+  if (e.kind == BoundExpr::Kind::kColumn && e.column >= 0 && static_cast<size_t>(e.column) < used->size()) {
+    (*used)[e.column] = true;
+  }
+  for (const auto& c : e.children) MarkColumns(*c, used);
+}
+
+}  // namespace
+
+std::vector<bool> UsedScanColumns(const PlanNode& fragment) {
+  std::vector<const PlanNode*> path;  // root to scan
+  for (const PlanNode* p = &fragment;; p = p->children[0].get()) {
+    path.push_back(p);
+    if (p->kind == Kind::kScan) break;
+    if (p->children.size() != 1) return {};
+  }
+  const PlanNode& scan = *path.back();
+  std::vector<bool> used(scan.types.size(), false);
+  // Filters pass the scan's columns through unchanged; the first other node consumes them.
+  for (size_t i = path.size() - 1; i-- > 0;) {
+    const PlanNode& p = *path[i];
+    switch (p.kind) {
+      case Kind::kFilter:
+        MarkColumns(*p.predicate, &used);
+        continue;
+      case Kind::kProject:
+        for (const auto& e : p.exprs) MarkColumns(*e, &used);
+        return used;
+      case Kind::kAggregate:
+        for (const auto& e : p.groups) MarkColumns(*e, &used);
+        for (const auto& a : p.aggs) {
+          if (a.arg) MarkColumns(*a.arg, &used);
+          if (a.separator) MarkColumns(*a.separator, &used);
+        }
+        return used;
+      default:
+        return std::vector<bool>(scan.types.size(), true);
+    }
+  }
+  return std::vector<bool>(scan.types.size(), true);  // the scan's rows are the output
+}
+
 PlanPtr PushDownFragments(PlanPtr plan, const std::function<bool(const PlanNode&)>& remote) {
   if (Rewrite(plan, remote)) plan = Exchange(std::move(plan));
   return plan;

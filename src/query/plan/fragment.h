@@ -17,4 +17,8 @@ PlanPtr PushDownFragments(PlanPtr plan, const std::function<bool(const PlanNode&
 // True if `e` can be evaluated on a node (see above).
 bool NodeSafe(const BoundExpr& e);
 
+// Which columns of the leaf Scan of `fragment` (a chain of single-input nodes) the fragment
+// reads; the others need not be decoded. Empty if the chain has no scan.
+std::vector<bool> UsedScanColumns(const PlanNode& fragment);
+
 }  // namespace wattdb::plan

@@ -1,0 +1,72 @@
+// ExchangeSource: the rows of an Exchange's fragment (query/plan/fragment.h), run on the
+// nodes owning the segments of its scan's key range. Segments run in parallel, a few at a
+// time, each into a bounded prefetch buffer (the paper's buffering operator), and their
+// outputs are read in key order, so the rows come in the order the fragment run on the
+// master would give them. A segment that moved or split meanwhile is looked up again and
+// resumed after the last key read; a fragment that aggregates or sorts holds a segment's
+// output until it is complete, and runs the segment again if it failed midway.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "master/cluster.h"
+#include "query/exec/context.h"
+
+namespace wattdb::master {
+
+class ExchangeSource : public exec::RowSource {
+ public:
+  struct Options {
+    Timestamp read_ts = 0;
+    uint64_t txn = 0;       // nonzero: the nodes overlay its pending writes
+    int64_t work_mem = 0;   // per sort or hash table on the nodes
+    const std::atomic<bool>* cancel = nullptr;
+  };
+  static constexpr size_t kMaxInFlight = 4;      // segments streaming at once
+  static constexpr size_t kBufferedBatches = 8;  // prefetch buffer per segment
+
+  static Result<std::unique_ptr<ExchangeSource>> Open(Cluster& cluster, const plan::PlanNode& exchange,
+                                                      Options opts);
+  ~ExchangeSource() override;  // stops and joins the producers
+  Result<bool> Next(exec::Batch& out) override;
+
+ private:
+  struct Part {
+    std::string lo, hi;  // key range ("" = unbounded)
+    std::deque<exec::Batch> batches;
+    bool done = false;
+    Status error;
+  };
+  ExchangeSource(Cluster& cluster, Options opts) : cluster_(cluster), opts_(opts) {}
+  void Produce();
+  // Runs the fragment over part i's range; returns its final status.
+  Status RunPart(size_t i);
+  // Queues a batch of part i (waits while its buffer is full); false if stopped.
+  bool Push(size_t i, exec::Batch b);
+
+  Cluster& cluster_;
+  Options opts_;
+  TableId table_ = 0;
+  size_t ncols_ = 0;  // of the fragment's output
+  std::string fragment_;  // serialized
+  bool blocking_ = false;  // the fragment aggregates or sorts
+  std::vector<Part> parts_;
+  std::vector<std::thread> producers_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t next_part_ = 0;  // the next part a producer takes
+  size_t current_ = 0;    // the part the consumer reads
+  bool stop_ = false;
+  std::map<NodeId, uint64_t> cpu_;  // node CPU reported, not yet booked to the statement
+};
+
+}  // namespace wattdb::master

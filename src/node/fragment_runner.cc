@@ -1,0 +1,63 @@
+#include "node/fragment_runner.h"
+
+#include "query/exec/operator.h"
+#include "query/exec/row_decode.h"
+#include "query/plan/fragment.h"
+#include "query/plan/plan.h"
+
+namespace wattdb::node {
+
+namespace {
+
+constexpr size_t kFragmentScanBytes = 4u << 20;
+
+// The segment's rows as the fragment's one scan.
+class SegmentSource : public exec::RowSource {
+ public:
+  SegmentSource(SegmentRows& rows, std::string* last_key, std::vector<bool> used)
+      : rows_(rows), last_key_(last_key), used_(std::move(used)) {}
+  Result<bool> Next(exec::Batch& out) override {
+    ASSIGN_OR_RETURN(bool more, rows_.Next(exec::kBatchRows, kFragmentScanBytes, &buf_));
+    if (!more) return false;
+    for (const auto& r : buf_) RETURN_NOT_OK(exec::AppendEncodedRow(r.row, &out, used_.empty() ? nullptr : &used_));
+    *last_key_ = buf_.back().key;
+    return true;
+  }
+
+ private:
+  SegmentRows& rows_;
+  std::string* last_key_;
+  std::vector<bool> used_;  // columns the fragment reads (empty: all)
+  std::vector<storage::ScanRow> buf_;
+};
+
+class SegmentProvider : public exec::ScanProvider {
+ public:
+  SegmentProvider(SegmentRows& rows, std::string* last_key, std::vector<bool> used)
+      : rows_(rows), last_key_(last_key), used_(std::move(used)) {}
+  Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override {
+    if (opened_) return Status::Corruption("plan fragment reads more than one scan");
+    opened_ = true;
+    return std::unique_ptr<exec::RowSource>(new SegmentSource(rows_, last_key_, used_));
+  }
+
+ private:
+  SegmentRows& rows_;
+  std::string* last_key_;
+  std::vector<bool> used_;
+  bool opened_ = false;
+};
+
+}  // namespace
+
+Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptions& opts,
+                   const std::function<Status(const exec::Batch&, const std::string& resume_key)>& emit) {
+  ASSIGN_OR_RETURN(plan::PlanPtr p, plan::PlanNode::Deserialize(plan));
+  std::string last_key;
+  SegmentProvider provider(rows, &last_key, plan::UsedScanColumns(*p));
+  exec::ExecContext ctx(&provider, opts.cancel);
+  ctx.work_mem = opts.work_mem;
+  return exec::Execute(*p, ctx, [&](const exec::Batch& b) { return emit(b, last_key); });
+}
+
+}  // namespace wattdb::node

@@ -1,0 +1,27 @@
+// Runs a plan fragment (query/plan/fragment.h) over the rows of one segment that a scan
+// request sees: the fragment's leaf Scan reads them, decoded straight into typed batches.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "node/segment_rows.h"
+#include "query/exec/batch.h"
+
+namespace wattdb::node {
+
+struct FragmentOptions {
+  int64_t work_mem = 0;  // per materializing operator; 0 = unbounded
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Calls `emit` for each non-empty output batch with the last primary key read so far (all
+// rows up to it are accounted for in what was emitted). Corruption if `plan` does not
+// decode or has no single Scan leaf.
+Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptions& opts,
+                   const std::function<Status(const exec::Batch&, const std::string& resume_key)>& emit);
+
+}  // namespace wattdb::node

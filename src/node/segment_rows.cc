@@ -1,0 +1,82 @@
+#include "node/segment_rows.h"
+
+#include "common/codec.h"
+
+namespace wattdb::node {
+
+Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& store, Participant& participant,
+                                                       const ScanRequest& req) {
+  // Index scans read rows anywhere in the segment.
+  RETURN_NOT_OK(participant.AwaitReadable(req.segment, req.index ? "" : req.lo, req.index ? "" : req.hi,
+                                          req.read_ts, req.txn));
+  std::unique_ptr<SegmentRows> s(new SegmentRows());
+  if (req.index) {
+    ASSIGN_OR_RETURN(s->scanner_, store.ScanIndex(req.segment, req.lo, req.hi, req.index, req.index_lo,
+                                                  req.index_hi, req.read_ts));
+  } else {
+    ASSIGN_OR_RETURN(s->scanner_, store.Scan(req.segment, req.lo, req.hi, req.read_ts));
+  }
+  // A transaction sees its own pending writes on top of its snapshot. Index scans: committed
+  // entries of rows the transaction wrote are hidden, and its pending rows are keyed by
+  // their entries.
+  if (req.txn != 0 && !req.index) s->pending_ = participant.PendingWrites(req.txn, req.segment, req.lo, req.hi);
+  if (req.txn != 0 && req.index) {
+    for (const auto& ix : s->scanner_->meta().indexes) {
+      if (ix.id == req.index) s->spec_ = ix;
+    }
+    std::vector<Value> vals;
+    for (auto& [pk, op] : participant.PendingWrites(req.txn, req.segment, "", "")) {
+      s->hidden_pks_.insert(pk);
+      if (op.kind != storage::VersionKind::kPut || !DecodeRow(op.row, &vals).ok()) continue;
+      std::string ikey = EncodeIndexKey(s->spec_, vals);
+      if (ikey < req.index_lo || (!req.index_hi.empty() && ikey >= req.index_hi)) continue;
+      s->pending_[ikey + pk] = std::move(op);
+    }
+  }
+  s->next_pending_ = s->pending_.begin();
+  return s;
+}
+
+// The primary key inside an index scan's entry key: what follows the row's index key.
+bool SegmentRows::Hidden(const storage::ScanRow& r) const {
+  if (hidden_pks_.empty()) return false;
+  std::vector<Value> vals;
+  if (!DecodeRow(r.row, &vals).ok()) return false;
+  std::string ikey = EncodeIndexKey(spec_, vals);
+  return r.key.size() >= ikey.size() && hidden_pks_.count(r.key.substr(ikey.size())) > 0;
+}
+
+void SegmentRows::EmitPendingBefore(const std::string* key, std::vector<storage::ScanRow>* out) {
+  while (next_pending_ != pending_.end() && (!key || next_pending_->first < *key)) {
+    if (next_pending_->second.kind == storage::VersionKind::kPut) {
+      out->push_back({next_pending_->first, next_pending_->second.row});
+    }
+    ++next_pending_;
+  }
+}
+
+Result<bool> SegmentRows::Next(size_t max_rows, size_t max_bytes, std::vector<storage::ScanRow>* out) {
+  out->clear();
+  while (out->empty()) {
+    if (exhausted_ && next_pending_ == pending_.end()) return false;
+    rows_.clear();
+    if (!exhausted_) {
+      ASSIGN_OR_RETURN(bool more, scanner_->Next(max_rows, &rows_, max_bytes));
+      exhausted_ = !more;
+    }
+    for (auto& r : rows_) {
+      EmitPendingBefore(&r.key, out);
+      if (next_pending_ != pending_.end() && next_pending_->first == r.key) {
+        if (next_pending_->second.kind == storage::VersionKind::kPut) out->push_back({r.key, next_pending_->second.row});
+        ++next_pending_;
+        continue;
+      }
+      if (Hidden(r)) continue;
+      out->push_back(std::move(r));
+    }
+    if (exhausted_) EmitPendingBefore(nullptr, out);
+  }
+  return true;
+}
+
+}  // namespace wattdb::node

@@ -1,0 +1,119 @@
+// Plan fragments on real nodes: filters, projections and partial aggregations run where the
+// segments are, their column batches stream back through the exchange, and the answers are
+// those of the plan run on the master -- also while segments move and split under the scans.
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/mini_cluster.h"
+
+namespace wattdb::testing {
+namespace {
+
+using Rows = std::vector<std::vector<std::string>>;
+
+const char* kQueries[] = {
+    "SELECT count(*), sum(v), avg(v), min(note), max(d) FROM t",
+    // Double sums are rounded: partial sums added in another order differ in the last bits.
+    "SELECT g, count(*), round(sum(d)::numeric, 6), avg(v) FROM t WHERE v % 5 <> 1 GROUP BY g ORDER BY g",
+    "SELECT id, v * 2 FROM t WHERE d > 1900 ORDER BY id",
+    "SELECT count(*) FROM t WHERE id BETWEEN 100 AND 299",
+    "SELECT g, max(note) FROM t GROUP BY g HAVING count(*) > 10 ORDER BY 2 DESC LIMIT 3",
+};
+
+TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.segment_bytes = 16 << 10;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, d DOUBLE PRECISION, note TEXT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i * 3, i / 1.5, 'n' || (i % 100) FROM generate_series(1, 3000) i"),
+            "");
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 't'", "3", 30000));
+  Rows plan;
+  ASSERT_EQ(c->Exec("EXPLAIN SELECT g, sum(v) FROM t WHERE d > 10 GROUP BY g", &plan), "");
+  std::string text;
+  for (auto& r : plan) text += r[0] + "\n";
+  EXPECT_NE(text.find("FinalAggregate"), std::string::npos) << text;
+  EXPECT_NE(text.find("Exchange  (on master)"), std::string::npos) << text;
+  EXPECT_NE(text.find("PartialAggregate groups=[#1] aggs=[sum(#2)]  (on nodes 1,2,3;"), std::string::npos) << text;
+  for (const char* q : kQueries) {
+    Rows pushed, whole;
+    ASSERT_EQ(c->Exec(q, &pushed), "") << q;
+    ASSERT_EQ(c->Exec("SET wattdb_pushdown = off"), "");
+    ASSERT_EQ(c->Exec(q, &whole), "") << q;
+    ASSERT_EQ(c->Exec("SET wattdb_pushdown = on"), "");
+    EXPECT_EQ(pushed, whole) << q;
+    EXPECT_FALSE(pushed.empty()) << q;
+  }
+  std::string msg;
+  EXPECT_EQ(c->Exec("SET wattdb_pushdown = maybe", nullptr, &msg), "22023") << msg;
+  // A transaction's own writes are in what the nodes read for it.
+  ASSERT_EQ(c->Exec("BEGIN"), "");
+  ASSERT_EQ(c->Exec("DELETE FROM t WHERE id <= 1000"), "");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "2000");
+  ASSERT_EQ(c->Exec("ROLLBACK"), "");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "3000");
+}
+
+TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.segment_bytes = 16 << 10;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, d DOUBLE PRECISION, note TEXT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i, i, repeat('x', 50) FROM generate_series(1, 4000) i"), "");
+  const std::string count = c->Scalar("SELECT count(*) FROM t WHERE v % 3 = 0");
+  const std::string sums = c->Scalar("SELECT sum(v) || '/' || count(*) FROM t");
+  ASSERT_EQ(sums, "8002000/4000");
+  std::atomic<bool> stop{false};
+  std::atomic<int> moves{0};
+  std::thread mover([&] {
+    auto admin = cluster.Connect();
+    std::mt19937 rng(5);
+    while (!stop) {
+      Rows segs;
+      if (admin->Exec("SELECT segment_id FROM wattdb_segments WHERE table_name = 't'", &segs) != "" || segs.empty()) continue;
+      std::string st = admin->Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE {}",
+                                               segs[rng() % segs.size()][0], 1 + rng() % 3));
+      if (st.empty()) moves++;
+    }
+  });
+  std::thread writer([&] {  // inserts beyond the checked range make segments split
+    auto w = cluster.Connect();
+    for (int i = 0; !stop; i++) w->Exec(fmt::format("INSERT INTO t VALUES ({}, 0, 0, 0, repeat('y', 200))", 100000 + i));
+  });
+  int checked = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+       std::chrono::steady_clock::now() < deadline;) {
+    std::string msg;
+    Rows r;
+    std::string st = c->Exec("SELECT sum(v) || '/' || count(*) FROM t WHERE id <= 4000", &r, &msg);
+    if (st.empty()) {
+      EXPECT_EQ(r[0][0], sums);
+      checked++;
+    } else {
+      EXPECT_TRUE(st == "55006" || st == "57P03") << st << " " << msg;  // busy or away: retried by clients
+    }
+    st = c->Exec("SELECT count(*) FROM (SELECT id FROM t WHERE v % 3 = 0 AND id <= 4000) s", &r, &msg);
+    if (st.empty()) {
+      EXPECT_EQ(r[0][0], count);
+    }
+  }
+  stop = true;
+  mover.join();
+  writer.join();
+  EXPECT_GT(checked, 5);
+  EXPECT_GT(moves.load(), 3);
+  EXPECT_GT(std::stoi(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 't'")), 3);
+}
+
+}  // namespace
+}  // namespace wattdb::testing
