@@ -235,6 +235,8 @@ TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
       "SELECT grp, count(DISTINCT v), string_agg(grp, ',') FROM t WHERE id < 20 GROUP BY grp ORDER BY grp",
       "SELECT id FROM t WHERE v > (SELECT avg(v) FROM t) ORDER BY id DESC LIMIT 3",
       "SELECT grp, sum(v) FROM t GROUP BY grp HAVING sum(v) > 1000 ORDER BY 2 DESC",
+      "SELECT id, grp, v FROM t WHERE id > 10 ORDER BY grp DESC, v NULLS FIRST LIMIT 7 OFFSET 3",
+      "SELECT v, d FROM t ORDER BY v DESC LIMIT 5",
   };
   for (const char* q : queries) {
     MemCatalog cat;
@@ -255,6 +257,8 @@ TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
   EXPECT_NE(plan.find("FinalAggregate"), std::string::npos) << plan;
   EXPECT_LT(plan.find("Exchange"), plan.find("PartialAggregate")) << plan;
   EXPECT_LT(plan.find("PartialAggregate"), plan.find("Filter")) << plan;
+  ASSERT_TRUE(RunSql(cat, "SELECT id FROM t ORDER BY v LIMIT 4 OFFSET 2", false, true, &plan).ok());
+  EXPECT_LT(plan.find("Exchange"), plan.find("Limit 6 offset 0")) << plan;  // a top-N on each node
   // DISTINCT aggregates stay whole, above the exchange.
   ASSERT_TRUE(RunSql(cat, "SELECT count(DISTINCT v) FROM t", false, true, &plan).ok());
   EXPECT_EQ(plan.find("PartialAggregate"), std::string::npos) << plan;

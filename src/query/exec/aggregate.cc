@@ -1,6 +1,8 @@
 #include "query/exec/aggregate.h"
 
 #include <cstring>
+#include <deque>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -98,14 +100,14 @@ class HashAggregateOp : public UnaryOp {
     if (!built_) RETURN_NOT_OK(Build());
     out.Reset(p_.types.size());
     size_t ng = p_.groups.size();
-    while (emit_ < order_.size() && out.rows < kBatchRows) {
-      const auto& [key, states] = *order_[emit_++];
-      for (size_t g = 0; g < ng; g++) out.cols[g].Append(key[g]);
+    while (emit_ < groups_.size() && out.rows < kBatchRows) {
+      const Group& grp = groups_[emit_++];
+      for (size_t g = 0; g < ng; g++) out.cols[g].Append(grp.key[g]);
       for (size_t a = 0; a < p_.aggs.size(); a++) {
         if (p_.agg_mode == AggMode::kPartial) {
-          out.cols[ng + a].Append(EncodeState(states[a]));
+          out.cols[ng + a].Append(EncodeState(grp.states[a]));
         } else {
-          ASSIGN_OR_RETURN(Value v, Finish(p_.aggs[a], states[a]));
+          ASSIGN_OR_RETURN(Value v, Finish(p_.aggs[a], grp.states[a]));
           out.cols[ng + a].Append(std::move(v));
         }
       }
@@ -115,7 +117,10 @@ class HashAggregateOp : public UnaryOp {
   }
 
  private:
-  using Map = std::unordered_map<std::vector<Value>, std::vector<AggState>, RowHash, RowEq>;
+  struct Group {
+    std::vector<Value> key;
+    std::vector<AggState> states;
+  };
 
   Status Build() {
     built_ = true;
@@ -123,18 +128,35 @@ class HashAggregateOp : public UnaryOp {
     std::vector<Vector> keys(ng), args(p_.aggs.size());
     std::vector<std::vector<AggState>*> row_states;
     Batch in;
+    std::string enc;
     while (true) {
       RETURN_NOT_OK(CheckCancel(*ctx_));
       ASSIGN_OR_RETURN(bool more, child_->Next(in));
       if (!more) break;
       for (size_t g = 0; g < ng; g++) RETURN_NOT_OK(EvalVector(*p_.groups[g], in, ctx_, &keys[g]));
-      // The group of each row.
+      // The group of each row: by an encoding of the typed key columns, or by boxed keys.
       row_states.resize(in.rows);
-      std::vector<Value> key;
-      for (size_t r = 0; r < in.rows; r++) {
-        key.clear();
-        for (size_t g = 0; g < ng; g++) key.push_back(keys[g].GetValue(r));
-        ASSIGN_OR_RETURN(row_states[r], Group(std::move(key)));
+      if (ng == 0) {
+        ASSIGN_OR_RETURN(auto* all, FindGroup({}, nullptr));
+        for (size_t r = 0; r < in.rows; r++) row_states[r] = all;
+      } else {
+        bool typed = !boxed_mode_ && TypedKeys(keys);
+        if (!typed && !boxed_mode_) SwitchToBoxed();
+        std::vector<Value> key;
+        for (size_t r = 0; r < in.rows; r++) {
+          if (typed) {
+            enc.clear();
+            for (const auto& k : keys) EncodeKeyPart(k, r, &enc);
+            auto it = encoded_.find(enc);
+            if (it != encoded_.end()) {
+              row_states[r] = &groups_[it->second].states;
+              continue;
+            }
+          }
+          key.clear();
+          for (size_t g = 0; g < ng; g++) key.push_back(keys[g].GetValue(r));
+          ASSIGN_OR_RETURN(row_states[r], FindGroup(std::move(key), typed ? &enc : nullptr));
+        }
       }
       for (size_t a = 0; a < p_.aggs.size(); a++) {
         const AggSpec& spec = p_.aggs[a];
@@ -155,22 +177,87 @@ class HashAggregateOp : public UnaryOp {
       }
     }
     if (ng == 0 && groups_.empty()) {  // an aggregate over no rows yields one row
-      ASSIGN_OR_RETURN(auto* unused, Group({}));
+      ASSIGN_OR_RETURN(auto* unused, FindGroup({}, nullptr));
       (void)unused;
     }
     return Status::OK();
   }
 
-  Result<std::vector<AggState>*> Group(std::vector<Value> key) {
-    if (key.empty() && !order_.empty()) return &order_[0]->second;
-    size_t key_bytes = RowBytes(key);
-    auto [it, inserted] = groups_.try_emplace(std::move(key));
-    if (inserted) {
-      it->second.resize(p_.aggs.size());
-      order_.push_back(it);
-      RETURN_NOT_OK(gauge_.Add(*ctx_, key_bytes + p_.aggs.size() * sizeof(AggState) + 64));
+  // True if every key column is typed and of the physical type its earlier batches had.
+  bool TypedKeys(const std::vector<Vector>& keys) {
+    if (key_types_.empty()) key_types_.assign(keys.size(), {PhysType::kEmpty, TypeId::kNull});
+    for (size_t g = 0; g < keys.size(); g++) {
+      const Vector& k = keys[g];
+      if (k.phys() == PhysType::kBoxed) return false;
+      if (k.phys() == PhysType::kEmpty) continue;
+      auto& seen = key_types_[g];
+      if (seen.first == PhysType::kEmpty) seen = {k.phys(), k.value_type()};
+      if (seen.first != k.phys() || seen.second != k.value_type()) return false;
     }
-    return &it->second;
+    return true;
+  }
+
+  // Appends row r of key column v: equal keys (as grouping compares them) encode equally.
+  static void EncodeKeyPart(const Vector& v, size_t r, std::string* out) {
+    if (v.IsNull(r)) {
+      out->push_back('\0');
+      return;
+    }
+    out->push_back('\1');
+    switch (v.phys()) {
+      case PhysType::kInt:
+        out->append(reinterpret_cast<const char*>(&v.ints()[r]), 8);
+        break;
+      case PhysType::kDouble: {
+        double d = v.doubles()[r];
+        if (d == 0) d = 0;  // -0.0 groups with 0.0
+        if (d != d) d = std::numeric_limits<double>::quiet_NaN();
+        out->append(reinterpret_cast<const char*>(&d), 8);
+        break;
+      }
+      case PhysType::kDecimal: {
+        Decimal n = Normalize(v.decimals()[r]);  // 1.0 groups with 1.00
+        out->push_back(static_cast<char>(n.scale));
+        out->append(reinterpret_cast<const char*>(&n.v), 16);
+        break;
+      }
+      default: {
+        std::string_view t = v.texts()[r];
+        uint64_t len = t.size();
+        out->append(reinterpret_cast<const char*>(&len), 8);
+        out->append(t);
+      }
+    }
+  }
+
+  // From now on every batch groups by boxed keys (a key column was boxed or changed type).
+  void SwitchToBoxed() {
+    boxed_mode_ = true;
+    encoded_.clear();
+    for (size_t i = 0; i < groups_.size(); i++) boxed_.emplace(groups_[i].key, i);
+  }
+
+  // The group of `key`, created if new; `enc` (typed keys) indexes it by its encoding.
+  Result<std::vector<AggState>*> FindGroup(std::vector<Value> key, const std::string* enc) {
+    if (key.empty()) {
+      if (groups_.empty()) {
+        groups_.push_back({{}, std::vector<AggState>(p_.aggs.size())});
+      }
+      return &groups_[0].states;
+    }
+    if (!enc) {
+      auto it = boxed_.find(key);
+      if (it != boxed_.end()) return &groups_[it->second].states;
+    }
+    RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(key) + p_.aggs.size() * sizeof(AggState) + 96));
+    size_t idx = groups_.size();
+    if (enc) {
+      encoded_.emplace(*enc, idx);
+    } else {
+      boxed_.emplace(key, idx);
+    }
+    groups_.push_back({std::move(key), std::vector<AggState>(p_.aggs.size())});
+    return &groups_.back().states;
   }
 
   // Adds row r of argument column v.
@@ -303,8 +390,11 @@ class HashAggregateOp : public UnaryOp {
 
   bool built_ = false;
   MemoryGauge gauge_{"a hash aggregate"};
-  Map groups_;
-  std::vector<Map::iterator> order_;  // first-seen order of groups
+  std::deque<Group> groups_;  // in first-seen order; elements never move
+  std::unordered_map<std::string, size_t> encoded_;  // encoded typed key -> index in groups_
+  std::unordered_map<std::vector<Value>, size_t, RowHash, RowEq> boxed_;  // boxed key -> index
+  bool boxed_mode_ = false;
+  std::vector<std::pair<PhysType, TypeId>> key_types_;  // of each key column, once seen
   size_t emit_ = 0;
 };
 

@@ -6,6 +6,11 @@ namespace {
 
 using Kind = PlanNode::Kind;
 
+// Larger limits are sorted on the master only (each node would send that many rows).
+constexpr int64_t kMaxPushedLimit = 100000;
+
+bool Rewrite(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote);  // below
+
 bool AllNodeSafe(const std::vector<BoundExprPtr>& es) {
   for (const auto& e : es) {
     if (!NodeSafe(*e)) return false;
@@ -63,16 +68,40 @@ PlanPtr Split(PlanPtr agg) {
   return final_agg;
 }
 
-// Rewrites p's subtree. Returns whether p itself is a node-side chain (a remote scan with
-// pushable operators above it) that the caller may extend or must close with an Exchange.
-bool Rewrite(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote);
-
 // Closes a node-side chain at child i of p.
 void Close(PlanPtr& p, size_t i) { p->children[i] = Exchange(std::move(p->children[i])); }
 
+// ORDER BY ... LIMIT over a node-side chain: each node sends its first limit + offset rows
+// (a top-N sort there), and the master sorts those and applies the limit.
+bool TopN(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote) {
+  PlanNode& sort = *p->children[0];
+  for (const auto& k : sort.keys) {
+    if (!NodeSafe(*k.expr)) return false;
+  }
+  if (!Rewrite(sort.children[0], remote)) return true;
+  auto node_sort = std::make_unique<PlanNode>();
+  node_sort->kind = Kind::kSort;
+  node_sort->types = sort.types;
+  for (const auto& k : sort.keys) node_sort->keys.push_back({k.expr->Clone(), k.desc, k.nulls_first});
+  node_sort->children.push_back(std::move(sort.children[0]));
+  auto node_limit = std::make_unique<PlanNode>();
+  node_limit->kind = Kind::kLimit;
+  node_limit->types = sort.types;
+  node_limit->limit = p->limit + p->offset;
+  node_limit->children.push_back(std::move(node_sort));
+  sort.children[0] = Exchange(std::move(node_limit));
+  return true;
+}
+
+// Rewrites p's subtree. Returns whether p itself is a node-side chain (a remote scan with
+// pushable operators above it) that the caller may extend or must close with an Exchange.
 bool Rewrite(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote) {
   if (p->kind == Kind::kScan) return p->index == 0 && remote(*p);
   if (p->kind == Kind::kExchange) return false;
+  if (p->kind == Kind::kLimit && p->limit >= 0 && p->limit + p->offset <= kMaxPushedLimit &&
+      p->children[0]->kind == Kind::kSort && TopN(p, remote)) {
+    return false;
+  }
   std::vector<bool> chain(p->children.size());
   for (size_t i = 0; i < p->children.size(); i++) chain[i] = Rewrite(p->children[i], remote);
   if (p->children.size() == 1 && chain[0]) {
