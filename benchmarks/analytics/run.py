@@ -49,6 +49,10 @@ QUERIES = [
 ]
 
 
+def fmt_ms(ms):
+    return "failed" if ms is None else f"{ms:.1f}"
+
+
 def generate(rows, out_dir):
     """Writes lineitem.csv and orders.csv (deterministic for a given row count)."""
     rng = random.Random(42)
@@ -209,21 +213,26 @@ def main():
                 psql(port, "VACUUM ANALYZE")
             print(f"== {name}: loaded in {loads[name]:.1f} s", flush=True)
             for qname, sql in QUERIES:
-                best = None
-                for _ in range(a.runs):
-                    lines, ms = psql(port, sql, timing=True)
-                    best = ms if best is None else min(best, ms)
+                best, lines = None, []
+                try:
+                    for _ in range(a.runs):
+                        lines, ms = psql(port, sql, timing=True)
+                        best = ms if best is None else min(best, ms)
+                except RuntimeError as e:  # recorded as a failure; the other queries still run
+                    print(f"   {qname:<38}    FAILED: {str(e).splitlines()[-1][:120]}", flush=True)
+                    best, lines = None, [f"error: {e}"]
                 times[(name, qname)] = best
                 answers[(name, qname)] = normalise(lines)
-                print(f"   {qname:<38}{best:>10.1f} ms", flush=True)
+                if best is not None:
+                    print(f"   {qname:<38}{best:>10.1f} ms", flush=True)
         finally:
             server.stop()
 
-    ok = True
+    ok = all(t is not None for t in times.values())
     for qname, _ in QUERIES:
         ref = answers[(systems[0], qname)]
         for name in systems[1:]:
-            if answers[(name, qname)] != ref:
+            if times[(name, qname)] is not None and answers[(name, qname)] != ref:
                 ok = False
                 print(f"ANSWERS DIFFER: {qname}: {systems[0]} {ref[:3]} vs {name} {answers[(name, qname)][:3]}")
     with open(f"{out}/results.csv", "w", newline="") as f:
@@ -231,7 +240,7 @@ def main():
         w.writerow(["query"] + [f"{s}_ms" for s in systems])
         w.writerow(["load (COPY)"] + [f"{loads[s] * 1000:.0f}" for s in systems])
         for qname, _ in QUERIES:
-            w.writerow([qname] + [f"{times[(s, qname)]:.1f}" for s in systems])
+            w.writerow([qname] + [fmt_ms(times[(s, qname)]) for s in systems])
 
     print(f"\n{a.rows:,} lineitem rows, best of {a.runs}; machine: {os.cpu_count()} cores")
     head = f'{"query":<38}' + "".join(f"{s:>12}" for s in systems)
@@ -241,11 +250,12 @@ def main():
     rows = [("load (COPY)", {s: loads[s] * 1000 for s in systems})]
     rows += [(q, {s: times[(s, q)] for s in systems}) for q, _ in QUERIES]
     for q, t in rows:
-        line = f"{q:<38}" + "".join(f"{t[s]:>12.1f}" for s in systems)
+        line = f"{q:<38}" + "".join(f"{fmt_ms(t[s]):>12}" for s in systems)
         if "postgres" in systems:
-            line += "".join(f"{t['postgres'] / t[s]:>9.2f}" for s in systems[1:])
+            line += "".join(f"{t['postgres'] / t[s]:>9.2f}" if t[s] and t["postgres"] else f"{'-':>9}"
+                            for s in systems[1:])
         print(line)
-    print(f"answers {'identical' if ok else 'DIFFER'}; results in {out}")
+    print(f"answers {'identical' if ok else 'DIFFER or queries FAILED'}; results in {out}")
     return 0 if ok else 1
 
 

@@ -748,11 +748,13 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   if (!sel) return Status::Sql("0A000", "EXPLAIN supports only SELECT yet", s.pos);
   ASSIGN_OR_RETURN(plan::BoundSelect bound, PlanSelect(*sel));
   std::map<const plan::PlanNode*, exec::OperatorStats> stats;
+  exec::RemoteStats remote_stats;
   double total_ms = 0;
   if (s.analyze) {
     MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
     exec::ExecContext ctx(&scans, cancel);
     ctx.work_mem = WorkMem();
+    ctx.remote_stats = &remote_stats;
     auto t0 = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(auto op, exec::BuildInstrumented(*bound.plan, &stats));
     RETURN_NOT_OK(op->Open(ctx));
@@ -792,6 +794,14 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
     if (s.analyze && !remote) {
       const exec::OperatorStats& st = stats[&p];
       line += fmt::format(" (actual rows={} batches={} time={:.3f} ms)", st.rows, st.batches, st.ms);
+    }
+    if (s.analyze && remote) {  // summed over each node's segments
+      std::string per_node;
+      for (const auto& [node, st] : remote_stats[&p]) {
+        per_node += fmt::format("{}n{}: rows={} batches={} time={:.3f} ms", per_node.empty() ? "" : "; ", node,
+                                st.rows, st.batches, st.ms);
+      }
+      line += " (actual " + (per_node.empty() ? std::string("not run") : per_node) + ")";
     }
     lines.push_back(line);
     for (const auto& c : p.children) {

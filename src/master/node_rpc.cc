@@ -275,7 +275,8 @@ Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, Segm
   return std::unique_ptr<ScanStream>(new ScanStream(c, std::move(lease)));
 }
 
-Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos) {
+Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
+                               std::vector<exec::OperatorStats>* stats) {
   if (finished_) return Status::Internal("scan stream already finished");
   auto msg = lease_.conn().Receive();
   if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
@@ -294,6 +295,9 @@ Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* 
     if (b.hasColumns()) {
       Status d = exec::DecodeBatch(Str(b.getColumns()), out);
       if (!d.ok()) return d.Prepend(fmt::format("node {}", client_.id()));
+    }
+    if (*last && b.hasStats() && !exec::DecodeOperatorStats(Str(b.getStats()), stats)) {
+      return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
     }
   } catch (const kj::Exception& e) {
     return Status::Corruption(fmt::format("node {} sent a malformed fragment batch", client_.id()));

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "master/node_client.h"
 #include "query/exec/batch.h"
+#include "query/exec/context.h"
 
 namespace wattdb::master {
 
@@ -97,8 +98,10 @@ class ScanStream {
   // (Stale, NotFound) are returned as is.
   Status Next(std::vector<std::string>* keys, std::vector<std::string>* rows, bool* last);
   // A fragment stream's next reply: its batch (out->rows may be 0), the last primary key the
-  // node has read, whether it was the last reply, and the node CPU it reported.
-  Status NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos);
+  // node has read, whether it was the last reply (then `stats`: the fragment's operator
+  // counters, in its plan's pre-order), and the node CPU it reported.
+  Status NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
+                     std::vector<exec::OperatorStats>* stats);
 
  private:
   ScanStream(NodeClient& c, NodeClient::Lease lease) : client_(c), lease_(std::move(lease)) {}

@@ -139,6 +139,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const 
   o.txn = txn_;
   o.work_mem = ctx.work_mem;
   o.cancel = ctx.cancelled;
+  o.stats = ctx.remote_stats;
   ASSIGN_OR_RETURN(auto x, ExchangeSource::Open(cluster_, exchange, o));
   return std::unique_ptr<exec::RowSource>(std::move(x));
 }

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "node/segment_rows.h"
 #include "query/exec/batch.h"
+#include "query/exec/context.h"
 
 namespace wattdb::node {
 
@@ -19,9 +20,12 @@ struct FragmentOptions {
 };
 
 // Calls `emit` for each non-empty output batch with the last primary key read so far (all
-// rows up to it are accounted for in what was emitted). Corruption if `plan` does not
-// decode or has no single Scan leaf.
+// rows up to it are accounted for in what was emitted); `stats` receives each operator's
+// counters in the plan's pre-order. Corruption if `plan` does not decode or has no single
+// Scan leaf.
 Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptions& opts,
-                   const std::function<Status(const exec::Batch&, const std::string& resume_key)>& emit);
+                   const std::function<Status(const exec::Batch&, const std::string& resume_key)>& emit,
+                   std::vector<exec::OperatorStats>* stats);
+
 
 }  // namespace wattdb::node

@@ -306,7 +306,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       sr.index_hi = Str(s.getIndexHi());
       auto rows = SegmentRows::Open(*store_, *participant_, sr);
       auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch,
-                       const std::string* columns, const std::string* resume) {
+                       const std::string* columns, const std::string* resume, const std::string* stats = nullptr) {
         capnp::MallocMessageBuilder mb;
         auto resp = mb.initRoot<proto::Response>();
         SetStatus(resp.initStatus(), st);
@@ -322,6 +322,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         }
         if (columns) b.setColumns(Bytes(*columns));
         if (resume) b.setResumeKey(Bytes(*resume));
+        if (stats) b.setStats(Bytes(*stats));
         return SendResponse(conn, mb).ok();
       };
       if (!rows.ok()) return reply(rows.status(), true, nullptr, nullptr, nullptr);
@@ -329,15 +330,19 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
         // The fragment's output travels as column batches; a send that fails ends the scan.
         bool sent = true;
         std::string enc;
-        Status st = RunFragment(Str(s.getFragment()), **rows, {static_cast<int64_t>(s.getWorkMem()), nullptr},
-                                [&](const exec::Batch& b, const std::string& resume) {
-                                  enc.clear();
-                                  exec::EncodeBatch(b, &enc);
-                                  sent = reply(Status::OK(), false, nullptr, &enc, &resume);
-                                  return sent ? Status::OK() : Status::IOError("master went away");
-                                });
+        std::vector<exec::OperatorStats> stats;
+        Status st = RunFragment(
+            Str(s.getFragment()), **rows, {static_cast<int64_t>(s.getWorkMem()), nullptr},
+            [&](const exec::Batch& b, const std::string& resume) {
+              enc.clear();
+              exec::EncodeBatch(b, &enc);
+              sent = reply(Status::OK(), false, nullptr, &enc, &resume);
+              return sent ? Status::OK() : Status::IOError("master went away");
+            },
+            &stats);
         if (!sent) return false;
-        return reply(st, true, nullptr, nullptr, nullptr);
+        std::string counters = exec::EncodeOperatorStats(stats);
+        return reply(st, true, nullptr, nullptr, nullptr, &counters);
       }
       uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
       std::vector<storage::ScanRow> merged;

@@ -143,6 +143,8 @@ struct Response {
       last @4 :Bool;
       columns @15 :Data;             # fragment scans: the fragment's output (exec/batch_codec.h)
       resumeKey @16 :Data;           # fragment scans: the last primary key read so far
+      stats @17 :Data;               # fragment scans, last reply: rows, batches, microseconds
+                                     # of each operator in the plan's pre-order (varints)
     }
     splitKey @5 :Data;
     segmentExport :group {

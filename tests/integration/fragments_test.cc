@@ -42,6 +42,25 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
   EXPECT_NE(text.find("FinalAggregate"), std::string::npos) << text;
   EXPECT_NE(text.find("Exchange  (on master)"), std::string::npos) << text;
   EXPECT_NE(text.find("PartialAggregate groups=[#1] aggs=[sum(#2)]  (on nodes 1,2,3;"), std::string::npos) << text;
+  // EXPLAIN ANALYZE: each node's rows and time for the operators it ran, over its segments.
+  ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT g, sum(v) FROM t WHERE d > 10 GROUP BY g", &plan), "");
+  text.clear();
+  for (auto& r : plan) text += r[0] + "\n";
+  EXPECT_NE(text.find("FinalAggregate groups=[#0] aggs=[sum(#2)]  (on master) (actual rows=7 "), std::string::npos)
+      << text;
+  for (const char* node : {"n1: rows=", "n2: rows=", "n3: rows="}) {
+    EXPECT_NE(text.find(node), std::string::npos) << text;
+  }
+  Rows scanned;
+  ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT count(*) FROM t", &scanned), "");
+  int64_t rows = 0;  // the scan's rows, summed over the nodes
+  for (auto& r : scanned) {
+    if (r[0].find("Scan t") == std::string::npos) continue;
+    for (size_t at = r[0].find("rows=", r[0].find("actual")); at != std::string::npos; at = r[0].find("rows=", at + 1)) {
+      rows += std::stoll(r[0].substr(at + 5));
+    }
+  }
+  EXPECT_EQ(rows, 3000);
   for (const char* q : kQueries) {
     Rows pushed, whole;
     ASSERT_EQ(c->Exec(q, &pushed), "") << q;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "master/energy/statement_energy.h"
 #include "master/node_rpc.h"
@@ -31,6 +32,7 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(Cluster& cluster, c
   x->table_ = scan->table;
   x->ncols_ = exchange.types.size();
   exchange.children[0]->Serialize(&x->fragment_);
+  x->fragment_root_ = exchange.children[0].get();
   x->blocking_ = Blocking(*exchange.children[0]);
   for (const auto& s : cluster.catalog().SegmentsOverlapping(scan->table, scan->lo, scan->hi)) {
     Part p;
@@ -50,6 +52,21 @@ ExchangeSource::~ExchangeSource() {
   }
   cv_.notify_all();
   for (auto& t : producers_) t.join();
+  if (!opts_.stats) return;
+  std::vector<const plan::PlanNode*> order;  // the fragment's nodes in pre-order
+  std::function<void(const plan::PlanNode&)> walk = [&](const plan::PlanNode& p) {
+    order.push_back(&p);
+    for (const auto& c : p.children) walk(*c);
+  };
+  walk(*fragment_root_);
+  for (const auto& [node, stats] : node_stats_) {
+    for (size_t i = 0; i < stats.size() && i < order.size(); i++) {
+      exec::OperatorStats& into = (*opts_.stats)[order[i]][node];
+      into.rows += stats[i].rows;
+      into.batches += stats[i].batches;
+      into.ms += stats[i].ms;
+    }
+  }
 }
 
 void ExchangeSource::Produce() {
@@ -115,10 +132,20 @@ Status ExchangeSource::RunPart(size_t i) {
       exec::Batch b;
       std::string resume;
       uint64_t cpu = 0;
-      st = stream->NextColumns(&b, &resume, &last, &cpu);
-      if (cpu) {
+      std::vector<exec::OperatorStats> stats;
+      st = stream->NextColumns(&b, &resume, &last, &cpu, &stats);
+      {
         std::lock_guard<std::mutex> l(mu_);
         cpu_[s.node] += cpu;
+        if (st.ok() && last && !stats.empty()) {
+          auto& sum = node_stats_[s.node];
+          sum.resize(std::max(sum.size(), stats.size()));
+          for (size_t k = 0; k < stats.size(); k++) {
+            sum[k].rows += stats[k].rows;
+            sum[k].batches += stats[k].batches;
+            sum[k].ms += stats[k].ms;
+          }
+        }
       }
       if (!st.ok()) break;
       if (b.rows > 0) {

@@ -29,6 +29,7 @@ class ExchangeSource : public exec::RowSource {
     uint64_t txn = 0;       // nonzero: the nodes overlay its pending writes
     int64_t work_mem = 0;   // per sort or hash table on the nodes
     const std::atomic<bool>* cancel = nullptr;
+    exec::RemoteStats* stats = nullptr;  // EXPLAIN ANALYZE: the nodes' operator counters go here
   };
   static constexpr size_t kMaxInFlight = 4;      // segments streaming at once
   static constexpr size_t kBufferedBatches = 8;  // prefetch buffer per segment
@@ -67,6 +68,8 @@ class ExchangeSource : public exec::RowSource {
   size_t current_ = 0;    // the part the consumer reads
   bool stop_ = false;
   std::map<NodeId, uint64_t> cpu_;  // node CPU reported, not yet booked to the statement
+  std::map<NodeId, std::vector<exec::OperatorStats>> node_stats_;  // summed over segments
+  const plan::PlanNode* fragment_root_ = nullptr;
 };
 
 }  // namespace wattdb::master

@@ -157,4 +157,29 @@ Status DecodeBatch(std::string_view in, Batch* out) {
   return Status::OK();
 }
 
+std::string EncodeOperatorStats(const std::vector<OperatorStats>& stats) {
+  std::string out;
+  ByteWriter w(&out);
+  w.VarU64(stats.size());
+  for (const auto& s : stats) {
+    w.VarU64(s.rows);
+    w.VarU64(s.batches);
+    w.VarU64(static_cast<uint64_t>(s.ms * 1000));
+  }
+  return out;
+}
+
+bool DecodeOperatorStats(std::string_view in, std::vector<OperatorStats>* stats) {
+  ByteReader r(in);
+  uint64_t n;
+  if (!r.VarU64(&n) || n > 10000) return false;
+  stats->resize(n);
+  for (auto& s : *stats) {
+    uint64_t us;
+    if (!r.VarU64(&s.rows) || !r.VarU64(&s.batches) || !r.VarU64(&us)) return false;
+    s.ms = static_cast<double>(us) / 1000;
+  }
+  return r.empty();
+}
+
 }  // namespace wattdb::exec

@@ -9,11 +9,16 @@
 
 #include "common/status.h"
 #include "query/exec/batch.h"
+#include "query/exec/context.h"
 
 namespace wattdb::exec {
 
 void EncodeBatch(const Batch& b, std::string* out);
 // Replaces `out` with the decoded batch; Corruption on malformed input.
 Status DecodeBatch(std::string_view in, Batch* out);
+
+// Operator counters (a fragment's, in its plan's pre-order) as a node sends them.
+std::string EncodeOperatorStats(const std::vector<OperatorStats>& stats);
+bool DecodeOperatorStats(std::string_view in, std::vector<OperatorStats>* stats);
 
 }  // namespace wattdb::exec

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +27,15 @@ class RowSource {
 };
 
 struct ExecContext;
+
+// Per-operator counters filled by an instrumented execution (EXPLAIN ANALYZE).
+struct OperatorStats {
+  uint64_t rows = 0;
+  uint64_t batches = 0;
+  double ms = 0;  // time in Open + Next, children included
+};
+// Counters of operators that ran on the nodes (below an Exchange), by plan node and node id.
+using RemoteStats = std::map<const plan::PlanNode*, std::map<uint32_t, OperatorStats>>;
 
 class ScanProvider {
  public:
@@ -61,6 +71,8 @@ struct ExecContext {
   // Bytes each sort, hash table or materialized input may hold (0: no limit). Past it the
   // statement fails with 53200 instead of the process running out of memory.
   int64_t work_mem = 0;
+  // EXPLAIN ANALYZE: where exchanges leave the counters of the operators they ran remotely.
+  RemoteStats* remote_stats = nullptr;
 };
 
 // Approximate bytes one row of values occupies in memory.

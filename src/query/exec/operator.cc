@@ -426,9 +426,10 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
 
 }  // namespace
 
-Status Execute(const PlanNode& plan, ExecContext& ctx,
-               const std::function<Status(const Batch&)>& sink) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOperator(plan));
+Status Execute(const PlanNode& plan, ExecContext& ctx, const std::function<Status(const Batch&)>& sink,
+               std::vector<OperatorStats>* stats) {
+  std::map<const PlanNode*, OperatorStats> counters;
+  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, stats ? BuildInstrumented(plan, &counters) : BuildOperator(plan));
   RETURN_NOT_OK(op->Open(ctx));
   Batch b;
   Status st;
@@ -445,6 +446,14 @@ Status Execute(const PlanNode& plan, ExecContext& ctx,
     }
   }
   op->Close();
+  if (stats) {
+    stats->clear();
+    std::function<void(const PlanNode&)> walk = [&](const PlanNode& p) {
+      stats->push_back(counters[&p]);
+      for (const auto& c : p.children) walk(*c);
+    };
+    walk(plan);
+  }
   return st;
 }
 

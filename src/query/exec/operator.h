@@ -26,19 +26,14 @@ class Operator {
 
 Result<std::unique_ptr<Operator>> BuildOperator(const plan::PlanNode& plan);
 
-// Per-operator counters filled by an instrumented execution (EXPLAIN ANALYZE).
-struct OperatorStats {
-  uint64_t rows = 0;
-  uint64_t batches = 0;
-  double ms = 0;  // time in Open + Next, children included
-};
 // Like BuildOperator, but every operator records its output rows and time in `stats`,
 // keyed by its plan node.
 Result<std::unique_ptr<Operator>> BuildInstrumented(const plan::PlanNode& plan,
                                                     std::map<const plan::PlanNode*, OperatorStats>* stats);
 
-// Runs `plan` to completion, calling `sink` for each non-empty batch.
+// Runs `plan` to completion, calling `sink` for each non-empty batch. With `stats`, the
+// operators are instrumented and their counters land there, in the plan's pre-order.
 Status Execute(const plan::PlanNode& plan, ExecContext& ctx,
-               const std::function<Status(const Batch&)>& sink);
+               const std::function<Status(const Batch&)>& sink, std::vector<OperatorStats>* stats = nullptr);
 
 }  // namespace wattdb::exec
