@@ -17,18 +17,23 @@ class SegmentSource : public exec::RowSource {
   SegmentSource(SegmentRows& rows, std::string* last_key, std::vector<bool> used)
       : rows_(rows), last_key_(last_key), used_(std::move(used)) {}
   Result<bool> Next(exec::Batch& out) override {
-    ASSIGN_OR_RETURN(bool more, rows_.Next(exec::kBatchRows, kFragmentScanBytes, &buf_));
-    if (!more) return false;
-    for (const auto& r : buf_) RETURN_NOT_OK(exec::AppendEncodedRow(r.row, &out, used_.empty() ? nullptr : &used_));
-    *last_key_ = buf_.back().key;
-    return true;
+    const std::vector<bool>* used = used_.empty() ? nullptr : &used_;
+    while (out.rows == 0) {
+      ASSIGN_OR_RETURN(bool more, rows_.Visit(exec::kBatchRows, kFragmentScanBytes,
+                                              [&](std::string_view key, std::string_view row) {
+                                                last_key_->assign(key);
+                                                return exec::AppendEncodedRow(row, &out, used);
+                                              }));
+      if (!more) break;
+    }
+    if (used) exec::PadUnused(*used, &out);
+    return out.rows > 0;
   }
 
  private:
   SegmentRows& rows_;
   std::string* last_key_;
   std::vector<bool> used_;  // columns the fragment reads (empty: all)
-  std::vector<storage::ScanRow> buf_;
 };
 
 class SegmentProvider : public exec::ScanProvider {

@@ -79,4 +79,11 @@ Result<bool> SegmentRows::Next(size_t max_rows, size_t max_bytes, std::vector<st
   return true;
 }
 
+Result<bool> SegmentRows::Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn) {
+  if (pending_.empty() && hidden_pks_.empty()) return scanner_->Visit(max_rows, max_bytes, fn);
+  ASSIGN_OR_RETURN(bool more, Next(max_rows, max_bytes, &visit_buf_));
+  for (const auto& r : visit_buf_) RETURN_NOT_OK(fn(r.key, r.row));
+  return more;
+}
+
 }  // namespace wattdb::node

@@ -33,6 +33,9 @@ class SegmentRows {
   // Replaces `out` with up to `max_rows` rows (about `max_bytes`) in key order; false once
   // none are left (out is then empty).
   Result<bool> Next(size_t max_rows, size_t max_bytes, std::vector<storage::ScanRow>* out);
+  // Like Next, handing each row to `fn` (views valid during the call); without pending writes
+  // to merge, straight from the storage's buffers.
+  Result<bool> Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn);
 
  private:
   SegmentRows() = default;
@@ -46,6 +49,7 @@ class SegmentRows {
   IndexKeySpec spec_;
   bool exhausted_ = false;
   std::vector<storage::ScanRow> rows_;
+  std::vector<storage::ScanRow> visit_buf_;
 };
 
 }  // namespace wattdb::node

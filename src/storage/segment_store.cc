@@ -127,7 +127,7 @@ SegmentScanner::~SegmentScanner() {
   if (snap_) db_->ReleaseSnapshot(snap_);
 }
 
-Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out, size_t max_bytes) {
+Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowVisitor& fn) {
   size_t produced = 0, bytes = 0;
   while (!done_ && produced < max_rows && bytes < max_bytes) {
     if (!it_->Valid()) {
@@ -158,18 +158,21 @@ Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out, si
     if (static_cast<VersionKind>(v[0]) == VersionKind::kPut) {
       std::string_view payload(v.data() + 1, v.size() - 1);
       if (!rows_) {
-        out->push_back(ScanRow{last_key_.substr(strip_), std::string(payload)});
+        std::string_view key = std::string_view(last_key_).substr(strip_);
+        RETURN_NOT_OK(fn(key, payload));
         produced++;
-        bytes += out->back().key.size() + out->back().row.size();
+        bytes += key.size() + payload.size();
       } else {  // an index entry: payload is the primary key of its row
         std::string rk = RowUserKey(payload);
         rows_->Seek(MvccKey(rk, read_ts_));
         if (rows_->Valid() && rows_->key().size() >= 8 && UserKey(rows_->key().ToStringView()) == rk &&
             !rows_->value().empty() && static_cast<VersionKind>(rows_->value()[0]) == VersionKind::kPut) {
           rocksdb::Slice rv = rows_->value();
-          out->push_back(ScanRow{last_key_.substr(strip_), std::string(rv.data() + 1, rv.size() - 1)});
+          std::string_view key = std::string_view(last_key_).substr(strip_);
+          std::string_view row(rv.data() + 1, rv.size() - 1);
+          RETURN_NOT_OK(fn(key, row));
           produced++;
-          bytes += out->back().key.size() + out->back().row.size();
+          bytes += key.size() + row.size();
         }
         RETURN_NOT_OK(FromRocks(rows_->status(), "index scan row"));
       }
@@ -178,6 +181,13 @@ Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out, si
   }
   seg_->counters().rows_read += produced;
   return !done_ || produced > 0;
+}
+
+Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out, size_t max_bytes) {
+  return Visit(max_rows, max_bytes, [out](std::string_view key, std::string_view row) {
+    out->push_back(ScanRow{std::string(key), std::string(row)});
+    return Status::OK();
+  });
 }
 
 Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir, rocksdb::Env* env) {

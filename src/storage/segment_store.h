@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -110,6 +111,10 @@ class SegmentScanner {
   // Appends up to `max_rows` rows to `out`, stopping early once they hold `max_bytes` (at
   // least one row); returns false once exhausted.
   Result<bool> Next(size_t max_rows, std::vector<ScanRow>* out, size_t max_bytes = SIZE_MAX);
+  // Like Next, but hands each row to `fn` as views into the storage's buffers, valid only
+  // during the call: no copies.
+  using RowVisitor = std::function<Status(std::string_view key, std::string_view row)>;
+  Result<bool> Visit(size_t max_rows, size_t max_bytes, const RowVisitor& fn);
   // The scanned segment's metadata now.
   SegmentMeta meta() const { return seg_->meta(); }
 

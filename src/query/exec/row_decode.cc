@@ -58,7 +58,6 @@ Status AppendEncodedRow(std::string_view in, Batch* out, const std::vector<bool>
     if (!r.U8(&tag)) break;
     if (used && c < used->size() && !(*used)[c]) {
       if (!SkipValue(r, tag)) break;
-      col.AppendNull();
       continue;
     }
     bool ok = true;
@@ -122,8 +121,16 @@ Status AppendEncodedRow(std::string_view in, Batch* out, const std::vector<bool>
     out->rows++;
     return Status::OK();
   }
-  for (size_t i = 0; i < c + 1 && i < n; i++) out->cols[i].Truncate(out->rows);
+  for (size_t i = 0; i < c + 1 && i < n; i++) {
+    if (!used || i >= used->size() || (*used)[i]) out->cols[i].Truncate(out->rows);
+  }
   return bad();
+}
+
+void PadUnused(const std::vector<bool>& used, Batch* out) {
+  for (size_t c = 0; c < out->cols.size() && c < used.size(); c++) {
+    if (!used[c]) out->cols[c].AppendNulls(out->rows - out->cols[c].size());
+  }
 }
 
 }  // namespace wattdb::exec

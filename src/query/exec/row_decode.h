@@ -10,8 +10,9 @@
 namespace wattdb::exec {
 
 // Appends the row encoded in `in` to `out`. Corruption if it does not decode or its width is
-// not out->cols.size() (nothing is appended then). With `used`, columns it marks false are
-// skipped and read as NULL.
+// not out->cols.size() (nothing is appended then). With `used`, the columns it marks false
+// are skipped and left as they are: PadUnused makes them NULL once the batch is complete.
 Status AppendEncodedRow(std::string_view in, Batch* out, const std::vector<bool>* used = nullptr);
+void PadUnused(const std::vector<bool>& used, Batch* out);
 
 }  // namespace wattdb::exec

@@ -216,6 +216,30 @@ void Vector::AppendNull() {
   }
 }
 
+void Vector::AppendNulls(size_t n) {
+  size_t m = null_.size() + n;
+  null_.resize(m, 1);
+  switch (phys_) {
+    case PhysType::kInt:
+      ints_.resize(m);
+      break;
+    case PhysType::kDouble:
+      doubles_.resize(m);
+      break;
+    case PhysType::kDecimal:
+      decimals_.resize(m);
+      break;
+    case PhysType::kText:
+      texts_.resize(m);
+      break;
+    case PhysType::kBoxed:
+      boxed_.resize(m);
+      break;
+    case PhysType::kEmpty:
+      break;
+  }
+}
+
 void Vector::Append(const Value& v) {
   if (v.is_null()) return AppendNull();
   if (!Prepare(v.type())) {

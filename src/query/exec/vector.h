@@ -55,6 +55,7 @@ class Vector {
   // Drops the elements from n on. REQUIRES: n <= size().
   void Truncate(size_t n);
   void AppendNull();
+  void AppendNulls(size_t n);
   void Append(const Value& v);
   void Append(Value&& v);
   // Appends src[i]. REQUIRES: &src != this.

@@ -107,6 +107,19 @@ TEST(RowDecode, StoredRowsDecodeIntoTypedColumnsAndBadOnesLeaveNoTrace) {
     EXPECT_EQ(v.type(), row[c].type()) << c;
     EXPECT_EQ(v.is_null() ? "NULL" : v.ToText(), row[c].is_null() ? "NULL" : row[c].ToText()) << c;
   }
+  // Only the used columns decode; the others are NULL once padded.
+  Batch some;
+  some.Reset(row.size());
+  std::vector<bool> used(row.size(), false);
+  used[2] = used[4] = true;
+  ASSERT_TRUE(AppendEncodedRow(enc, &some, &used).ok());
+  ASSERT_TRUE(AppendEncodedRow(enc, &some, &used).ok());
+  PadUnused(used, &some);
+  for (size_t c = 0; c < row.size(); c++) {
+    ASSERT_EQ(some.cols[c].size(), 2u);
+    EXPECT_EQ(some.cols[c].IsNull(1), !used[c]) << c;
+  }
+  EXPECT_EQ(some.Get(2, 1).as_text(), "abc");
   // Truncated, padded, or of another width: an error, and the batch is as it was.
   for (std::string bad : {enc.substr(0, enc.size() - 3), enc + "x", std::string("\x01\x03\x05")}) {
     EXPECT_EQ(AppendEncodedRow(bad, &b).code(), Status::Code::kCorruption);
