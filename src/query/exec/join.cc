@@ -6,6 +6,7 @@
 
 #include "common/codec.h"
 #include "query/exec/eval.h"
+#include "query/exec/hash_join.h"
 #include "query/exec/operator_base.h"
 #include "query/exec/row_hash.h"
 
@@ -276,6 +277,7 @@ class SetOpOp : public BinaryOp {
 
 std::unique_ptr<Operator> MakeHashJoin(const PlanNode& p, std::unique_ptr<Operator> left,
                                        std::unique_ptr<Operator> right) {
+  if (auto typed = MakeTypedHashJoin(p, left, right)) return typed;
   return std::make_unique<HashJoinOp>(p, std::move(left), std::move(right));
 }
 

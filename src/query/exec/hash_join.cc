@@ -1,0 +1,262 @@
+// Hash join on typed batches: the right (build) input stays in its column batches; a hash
+// table maps an encoding of each row's key to its rows. Left batches probe a batch at a
+// time: keys are evaluated as vectors, matches gathered into the output, and the residual
+// predicate selected on the joined batch. Output follows the left input's order, each left
+// row's matches in build order, as the row-at-a-time join gives them.
+#include "query/exec/hash_join.h"
+
+#include <cstring>
+#include <unordered_map>
+
+#include "query/exec/eval.h"
+#include "query/exec/eval_vector.h"
+#include "query/exec/operator_base.h"
+
+namespace wattdb::exec {
+
+using plan::PlanNode;
+
+namespace {
+
+// Key families whose values compare equal exactly when their encodings are equal.
+enum class Family { kInt, kNumeric, kDouble, kText, kBool, kTimestamp, kOther };
+
+Family FamilyOf(TypeId t) {
+  switch (t) {
+    case TypeId::kInt32:
+    case TypeId::kInt64: return Family::kInt;
+    case TypeId::kNumeric: return Family::kNumeric;
+    case TypeId::kDouble: return Family::kDouble;
+    case TypeId::kText: return Family::kText;
+    case TypeId::kBool: return Family::kBool;
+    case TypeId::kTimestamp: return Family::kTimestamp;
+    default: return Family::kOther;
+  }
+}
+
+void PutDecimal(const Decimal& d, std::string* out) {
+  Decimal n = Normalize(d);  // 1.0 and 1.00 meet
+  out->push_back(static_cast<char>(n.scale));
+  out->append(reinterpret_cast<const char*>(&n.v), 16);
+}
+
+// Appends the encoding of a non-NULL value of family f.
+void PutValue(Family f, const Value& v, std::string* out) {
+  switch (f) {
+    case Family::kNumeric:
+      PutDecimal(v.ToDecimal(), out);
+      return;
+    case Family::kDouble: {
+      double d = v.ToDouble();
+      if (d == 0) d = 0;  // -0.0 meets 0.0
+      out->append(reinterpret_cast<const char*>(&d), 8);
+      return;
+    }
+    case Family::kText: {
+      const std::string& s = v.as_text();
+      uint64_t n = s.size();
+      out->append(reinterpret_cast<const char*>(&n), 8);
+      out->append(s);
+      return;
+    }
+    default: {
+      int64_t i = v.as_int();
+      out->append(reinterpret_cast<const char*>(&i), 8);
+    }
+  }
+}
+
+// Appends row r of key column v; false if it is NULL (NULL keys never match).
+bool PutKey(Family f, const Vector& v, size_t r, std::string* out) {
+  if (v.IsNull(r)) return false;
+  switch (v.phys()) {
+    case PhysType::kInt:
+      if (f == Family::kInt || f == Family::kBool || f == Family::kTimestamp) {
+        out->append(reinterpret_cast<const char*>(&v.ints()[r]), 8);
+        return true;
+      }
+      break;
+    case PhysType::kDecimal:
+      if (f == Family::kNumeric) {
+        PutDecimal(v.decimals()[r], out);
+        return true;
+      }
+      break;
+    case PhysType::kText:
+      if (f == Family::kText) {
+        uint64_t n = v.texts()[r].size();
+        out->append(reinterpret_cast<const char*>(&n), 8);
+        out->append(v.texts()[r]);
+        return true;
+      }
+      break;
+    default:
+      break;
+  }
+  PutValue(f, v.GetValue(r), out);
+  return true;
+}
+
+size_t BatchBytes(const Batch& b) {
+  size_t n = 64;
+  for (const auto& c : b.cols) {
+    n += c.size() * 17;
+    if (c.phys() == PhysType::kDecimal) n += c.size() * 24;
+    if (c.phys() == PhysType::kText) {
+      for (size_t i = 0; i < c.size(); i++) n += c.texts()[i].size();
+    }
+    if (c.phys() == PhysType::kBoxed) {
+      for (size_t i = 0; i < c.size(); i++) n += sizeof(Value) + c.boxed()[i].HeapBytes();
+    }
+  }
+  return n;
+}
+
+class TypedHashJoinOp : public UnaryOp {
+ public:
+  TypedHashJoinOp(const PlanNode& p, std::unique_ptr<Operator> left, std::unique_ptr<Operator> right,
+                  std::vector<Family> families)
+      : UnaryOp(p, std::move(left)), right_(std::move(right)), families_(std::move(families)) {}
+  Status Open(ExecContext& ctx) override {
+    RETURN_NOT_OK(UnaryOp::Open(ctx));
+    return right_->Open(ctx);
+  }
+  void Close() override {
+    UnaryOp::Close();
+    right_->Close();
+  }
+
+  Result<bool> Next(Batch& out) override {
+    if (!built_) RETURN_NOT_OK(Build());
+    size_t nleft = p_.children[0]->types.size(), nright = p_.types.size() - nleft;
+    bool left_join = p_.join_type == PlanNode::JoinType::kLeft;
+    while (true) {
+      out.Reset(p_.types.size());
+      if (lrow_ >= in_.rows) {
+        RETURN_NOT_OK(CheckCancel(*ctx_));
+        ASSIGN_OR_RETURN(bool more, child_->Next(in_));
+        if (!more) return false;
+        lrow_ = 0;
+        for (size_t k = 0; k < keys_.size(); k++) RETURN_NOT_OK(EvalVector(*p_.left_keys[k], in_, ctx_, &keys_[k]));
+      }
+      // The candidate pairs of the next left rows, up to about a batch of them.
+      left_sel_.clear();
+      right_refs_.clear();
+      size_t first = lrow_;
+      for (; lrow_ < in_.rows && left_sel_.size() < kBatchRows; lrow_++) {
+        const std::vector<Ref>* matches = Lookup(lrow_);
+        if (!matches) continue;
+        for (const Ref& m : *matches) {
+          left_sel_.push_back(static_cast<uint32_t>(lrow_));
+          right_refs_.push_back(m);
+        }
+      }
+      size_t last = lrow_;
+      Batch& joined = joined_;
+      joined.Reset(p_.types.size());
+      for (size_t c = 0; c < nleft; c++) joined.cols[c].Gather(in_.cols[c], left_sel_.data(), left_sel_.size());
+      for (size_t c = 0; c < nright; c++) {
+        Vector& col = joined.cols[nleft + c];
+        for (const Ref& m : right_refs_) col.AppendFrom(chunks_[m.chunk].cols[c], m.row);
+      }
+      joined.rows = left_sel_.size();
+      if (!p_.predicate && !left_join) {
+        if (joined.rows == 0) continue;
+        std::swap(out, joined);
+        return true;
+      }
+      std::vector<uint32_t> keep;  // positions in `joined` that survive the predicate, ascending
+      if (p_.predicate) {
+        ASSIGN_OR_RETURN(size_t n, Select(*p_.predicate, joined, ctx_, &keep));
+        keep.resize(n);
+      } else {
+        keep.resize(joined.rows);
+        for (size_t i = 0; i < keep.size(); i++) keep[i] = static_cast<uint32_t>(i);
+      }
+      // Survivors in left order; a left join pads each left row that kept none.
+      size_t idx = 0;
+      for (size_t r = first; r < last; r++) {
+        bool any = false;
+        for (; idx < keep.size() && left_sel_[keep[idx]] == r; idx++) {
+          out.AppendRowFrom(joined, keep[idx]);
+          any = true;
+        }
+        if (!any && left_join) {
+          for (size_t c = 0; c < nleft; c++) out.cols[c].AppendFrom(in_.cols[c], r);
+          for (size_t c = 0; c < nright; c++) out.cols[nleft + c].AppendNull();
+          out.rows++;
+        }
+      }
+      if (out.rows > 0) return true;
+    }
+  }
+
+ private:
+  struct Ref {
+    uint32_t chunk, row;
+  };
+
+  Status Build() {
+    built_ = true;
+    keys_.resize(p_.left_keys.size());
+    MemoryGauge gauge("a join or set operation's materialized input");
+    std::vector<Vector> keys(p_.right_keys.size());
+    Batch b;
+    std::string enc;
+    while (true) {
+      RETURN_NOT_OK(CheckCancel(*ctx_));
+      ASSIGN_OR_RETURN(bool more, right_->Next(b));
+      if (!more) break;
+      if (b.rows == 0) continue;
+      for (size_t k = 0; k < keys.size(); k++) RETURN_NOT_OK(EvalVector(*p_.right_keys[k], b, ctx_, &keys[k]));
+      auto chunk = static_cast<uint32_t>(chunks_.size());
+      for (size_t r = 0; r < b.rows; r++) {
+        enc.clear();
+        bool null = false;
+        for (size_t k = 0; k < keys.size() && !null; k++) null = !PutKey(families_[k], keys[k], r, &enc);
+        if (null) continue;
+        table_[enc].push_back({chunk, static_cast<uint32_t>(r)});
+      }
+      RETURN_NOT_OK(gauge.Add(*ctx_, BatchBytes(b) + b.rows * 48));
+      chunks_.push_back(std::move(b));
+      b = Batch();
+    }
+    return Status::OK();
+  }
+
+  const std::vector<Ref>* Lookup(size_t r) {
+    key_.clear();
+    for (size_t k = 0; k < keys_.size(); k++) {
+      if (!PutKey(families_[k], keys_[k], r, &key_)) return nullptr;
+    }
+    auto it = table_.find(key_);
+    return it == table_.end() ? nullptr : &it->second;
+  }
+
+  std::unique_ptr<Operator> right_;
+  std::vector<Family> families_;
+  bool built_ = false;
+  std::vector<Batch> chunks_;  // the build input as it came
+  std::unordered_map<std::string, std::vector<Ref>> table_;
+  Batch in_, joined_;
+  std::vector<Vector> keys_;  // the left keys of in_
+  size_t lrow_ = 0;
+  std::vector<uint32_t> left_sel_;
+  std::vector<Ref> right_refs_;
+  std::string key_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operator> MakeTypedHashJoin(const PlanNode& p, std::unique_ptr<Operator>& left,
+                                            std::unique_ptr<Operator>& right) {
+  std::vector<Family> families;
+  for (size_t k = 0; k < p.left_keys.size(); k++) {
+    Family f = FamilyOf(p.left_keys[k]->type.id);
+    if (f == Family::kOther || f != FamilyOf(p.right_keys[k]->type.id)) return nullptr;
+    families.push_back(f);
+  }
+  return std::make_unique<TypedHashJoinOp>(p, std::move(left), std::move(right), std::move(families));
+}
+
+}  // namespace wattdb::exec
