@@ -209,8 +209,10 @@ def main():
         server = Postgres(out, port) if name == "postgres" else WattDB(a.build, int(name.split("-")[1]), out, port)
         try:
             loads[name] = load(port, data)
-            if name == "postgres":
-                psql(port, "VACUUM ANALYZE")
+            # The same maintenance after the load on both: statistics, and storage settled.
+            psql(port, "VACUUM ANALYZE" if name == "postgres" else "VACUUM")
+            if name != "postgres":
+                psql(port, "ANALYZE")
             print(f"== {name}: loaded in {loads[name]:.1f} s", flush=True)
             for qname, sql in QUERIES:
                 best, lines = None, []
