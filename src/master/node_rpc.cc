@@ -231,7 +231,6 @@ Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c) {
 Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg, const std::string& lo,
                                                      const std::string& hi, Timestamp read_ts,
                                                      uint32_t batch_rows, uint64_t txn, const IndexRange* index) {
-  ASSIGN_OR_RETURN(NodeClient::Lease lease, c.Acquire());
   capnp::MallocMessageBuilder mb;
   auto s = mb.initRoot<proto::Request>().initScan();
   s.setSegment(seg);
@@ -245,7 +244,12 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId se
     s.setIndexLo(Bytes(index->lo));
     s.setIndexHi(Bytes(index->hi));
   }
-  Status st = lease.conn().Send(mb);
+  return Start(c, mb);
+}
+
+Result<std::unique_ptr<ScanStream>> ScanStream::Start(NodeClient& c, capnp::MessageBuilder& request) {
+  ASSIGN_OR_RETURN(NodeClient::Lease lease, c.Acquire());
+  Status st = lease.conn().Send(request);
   if (!st.ok()) {
     lease.Poison();
     return st.Prepend(fmt::format("node {}", c.id()));
@@ -256,7 +260,6 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId se
 Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, SegmentId seg, const std::string& lo,
                                                              const std::string& hi, Timestamp read_ts, uint64_t txn,
                                                              const std::string& fragment, int64_t work_mem) {
-  ASSIGN_OR_RETURN(NodeClient::Lease lease, c.Acquire());
   capnp::MallocMessageBuilder mb;
   auto s = mb.initRoot<proto::Request>().initScan();
   s.setSegment(seg);
@@ -267,12 +270,7 @@ Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, Segm
   s.setTxn(txn);
   s.setFragment(Bytes(fragment));
   s.setWorkMem(static_cast<uint64_t>(std::max<int64_t>(0, work_mem)));
-  Status st = lease.conn().Send(mb);
-  if (!st.ok()) {
-    lease.Poison();
-    return st.Prepend(fmt::format("node {}", c.id()));
-  }
-  return std::unique_ptr<ScanStream>(new ScanStream(c, std::move(lease)));
+  return Start(c, mb);
 }
 
 Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,

@@ -105,6 +105,8 @@ class ScanStream {
 
  private:
   ScanStream(NodeClient& c, NodeClient::Lease lease) : client_(c), lease_(std::move(lease)) {}
+  // Sends a scan request on a leased connection; the stream reads its replies.
+  static Result<std::unique_ptr<ScanStream>> Start(NodeClient& c, capnp::MessageBuilder& request);
   NodeClient& client_;
   NodeClient::Lease lease_;
   bool finished_ = false;

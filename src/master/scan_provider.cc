@@ -61,8 +61,8 @@ std::vector<std::vector<Value>> InKeyRange(std::vector<std::vector<Value>> rows,
 
 class RemoteSource : public exec::RowSource {
  public:
-  RemoteSource(Cluster& c, TableId table, std::string lo, std::string hi, Timestamp ts, size_t ncols, uint64_t txn)
-      : cluster_(c), table_(table), cursor_(std::move(lo)), hi_(std::move(hi)), ts_(ts), ncols_(ncols), txn_(txn) {}
+  RemoteSource(Cluster& c, TableId table, std::string lo, std::string hi, Timestamp ts, uint64_t txn)
+      : cluster_(c), table_(table), cursor_(std::move(lo)), hi_(std::move(hi)), ts_(ts), txn_(txn) {}
 
   Result<bool> Next(exec::Batch& out) override {
     int retries = 0;
@@ -121,7 +121,6 @@ class RemoteSource : public exec::RowSource {
   std::string cursor_;  // next key to read (inclusive)
   std::string hi_;
   Timestamp ts_;
-  size_t ncols_;
   uint64_t txn_;
   bool done_ = false;
   std::shared_ptr<NodeClient> client_;  // keeps the stream's client alive
@@ -242,7 +241,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
   }
   if (scan.table < kFirstSystemTableId) {
     return std::unique_ptr<exec::RowSource>(
-        new RemoteSource(cluster_, scan.table, scan.lo, scan.hi, read_ts_, scan.types.size(), txn_));
+        new RemoteSource(cluster_, scan.table, scan.lo, scan.hi, read_ts_, txn_));
   }
   if (IsPgCatalogTable(scan.table)) {
     ASSIGN_OR_RETURN(auto rows, Pg().Rows(scan.table));

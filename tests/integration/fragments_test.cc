@@ -24,14 +24,21 @@ const char* kQueries[] = {
     "SELECT g, max(note) FROM t GROUP BY g HAVING count(*) > 10 ORDER BY 2 DESC LIMIT 3",
 };
 
-TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
+// Three nodes and 16 KiB segments: a few thousand rows span many segments on every node.
+MiniClusterOptions SmallSegments() {
   MiniClusterOptions o;
   o.nodes = 3;
   o.segment_bytes = 16 << 10;
-  MiniCluster cluster(o);
+  return o;
+}
+
+constexpr const char* kCreateTable = "CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, d DOUBLE PRECISION, note TEXT)";
+
+TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
+  MiniCluster cluster(SmallSegments());
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
-  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, d DOUBLE PRECISION, note TEXT)"), "");
+  ASSERT_EQ(c->Exec(kCreateTable), "");
   ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i * 3, i / 1.5, 'n' || (i % 100) FROM generate_series(1, 3000) i"),
             "");
   ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 't'", "3", 30000));
@@ -81,13 +88,10 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
 }
 
 TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
-  MiniClusterOptions o;
-  o.nodes = 3;
-  o.segment_bytes = 16 << 10;
-  MiniCluster cluster(o);
+  MiniCluster cluster(SmallSegments());
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
-  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, d DOUBLE PRECISION, note TEXT)"), "");
+  ASSERT_EQ(c->Exec(kCreateTable), "");
   ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i, i, repeat('x', 50) FROM generate_series(1, 4000) i"), "");
   const std::string count = c->Scalar("SELECT count(*) FROM t WHERE v % 3 = 0");
   const std::string sums = c->Scalar("SELECT sum(v) || '/' || count(*) FROM t");

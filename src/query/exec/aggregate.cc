@@ -10,6 +10,7 @@
 #include "common/codec.h"
 #include "query/exec/eval.h"
 #include "query/exec/eval_vector.h"
+#include "query/exec/key_encoding.h"
 #include "query/exec/operator_base.h"
 #include "query/exec/row_hash.h"
 
@@ -197,37 +198,15 @@ class HashAggregateOp : public UnaryOp {
     return true;
   }
 
-  // Appends row r of key column v: equal keys (as grouping compares them) encode equally.
+  // Appends row r of key column v: equal keys (as grouping compares them, NULLs together)
+  // encode equally.
   static void EncodeKeyPart(const Vector& v, size_t r, std::string* out) {
     if (v.IsNull(r)) {
       out->push_back('\0');
       return;
     }
     out->push_back('\1');
-    switch (v.phys()) {
-      case PhysType::kInt:
-        out->append(reinterpret_cast<const char*>(&v.ints()[r]), 8);
-        break;
-      case PhysType::kDouble: {
-        double d = v.doubles()[r];
-        if (d == 0) d = 0;  // -0.0 groups with 0.0
-        if (d != d) d = std::numeric_limits<double>::quiet_NaN();
-        out->append(reinterpret_cast<const char*>(&d), 8);
-        break;
-      }
-      case PhysType::kDecimal: {
-        Decimal n = Normalize(v.decimals()[r]);  // 1.0 groups with 1.00
-        out->push_back(static_cast<char>(n.scale));
-        out->append(reinterpret_cast<const char*>(&n.v), 16);
-        break;
-      }
-      default: {
-        std::string_view t = v.texts()[r];
-        uint64_t len = t.size();
-        out->append(reinterpret_cast<const char*>(&len), 8);
-        out->append(t);
-      }
-    }
+    PutKey(FamilyOf(v.value_type()), v, r, out);
   }
 
   // From now on every batch groups by boxed keys (a key column was boxed or changed type).

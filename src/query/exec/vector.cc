@@ -90,11 +90,7 @@ void Vector::Clear() {
 
 void Vector::Truncate(size_t n) {
   null_.resize(n);
-  if (ints_.size() > n) ints_.resize(n);
-  if (doubles_.size() > n) doubles_.resize(n);
-  if (decimals_.size() > n) decimals_.resize(n);
-  if (texts_.size() > n) texts_.resize(n);
-  if (boxed_.size() > n) boxed_.resize(n);
+  ResizeArray(n);
 }
 
 void Vector::Init(TypeId t, size_t n) {
@@ -102,20 +98,33 @@ void Vector::Init(TypeId t, size_t n) {
   null_.assign(n, 0);
   phys_ = PhysOf(t);
   type_ = t;
+  if (phys_ == PhysType::kInt || phys_ == PhysType::kDouble || phys_ == PhysType::kDecimal) {
+    ResizeArray(n);
+    return;
+  }
+  phys_ = PhysType::kBoxed;  // not for text or boxed values
+  null_.assign(n, 1);
+  ResizeArray(n);
+}
+
+void Vector::ResizeArray(size_t n) {
   switch (phys_) {
     case PhysType::kInt:
-      ints_.assign(n, 0);
+      ints_.resize(n);
       break;
     case PhysType::kDouble:
-      doubles_.assign(n, 0);
+      doubles_.resize(n);
       break;
     case PhysType::kDecimal:
-      decimals_.assign(n, Decimal{});
+      decimals_.resize(n);
       break;
-    default:  // not for text or boxed values
-      phys_ = PhysType::kBoxed;
-      boxed_.assign(n, Value());
-      null_.assign(n, 1);
+    case PhysType::kText:
+      texts_.resize(n);
+      break;
+    case PhysType::kBoxed:
+      boxed_.resize(n);
+      break;
+    case PhysType::kEmpty:
       break;
   }
 }
@@ -149,23 +158,7 @@ bool Vector::Prepare(TypeId t) {
   if (phys_ == PhysType::kEmpty && p != PhysType::kBoxed && p != PhysType::kEmpty) {
     phys_ = p;
     type_ = t;
-    size_t n = null_.size();  // NULLs so far
-    switch (p) {
-      case PhysType::kInt:
-        ints_.assign(n, 0);
-        break;
-      case PhysType::kDouble:
-        doubles_.assign(n, 0);
-        break;
-      case PhysType::kDecimal:
-        decimals_.assign(n, Decimal{});
-        break;
-      case PhysType::kText:
-        texts_.assign(n, std::string_view());
-        break;
-      default:
-        break;
-    }
+    ResizeArray(null_.size());  // the NULLs so far
     return true;
   }
   if (p == phys_ && t == type_) return true;
@@ -193,51 +186,11 @@ TextArena& Vector::Arena() {
   return *arena_;
 }
 
-void Vector::AppendNull() {
-  null_.push_back(1);
-  switch (phys_) {
-    case PhysType::kInt:
-      ints_.push_back(0);
-      break;
-    case PhysType::kDouble:
-      doubles_.push_back(0);
-      break;
-    case PhysType::kDecimal:
-      decimals_.push_back(Decimal{});
-      break;
-    case PhysType::kText:
-      texts_.emplace_back();
-      break;
-    case PhysType::kBoxed:
-      boxed_.emplace_back();
-      break;
-    case PhysType::kEmpty:
-      break;
-  }
-}
+void Vector::AppendNull() { AppendNulls(1); }
 
 void Vector::AppendNulls(size_t n) {
-  size_t m = null_.size() + n;
-  null_.resize(m, 1);
-  switch (phys_) {
-    case PhysType::kInt:
-      ints_.resize(m);
-      break;
-    case PhysType::kDouble:
-      doubles_.resize(m);
-      break;
-    case PhysType::kDecimal:
-      decimals_.resize(m);
-      break;
-    case PhysType::kText:
-      texts_.resize(m);
-      break;
-    case PhysType::kBoxed:
-      boxed_.resize(m);
-      break;
-    case PhysType::kEmpty:
-      break;
-  }
+  null_.resize(null_.size() + n, 1);
+  ResizeArray(null_.size());
 }
 
 void Vector::Append(const Value& v) {

@@ -113,6 +113,8 @@ class Vector {
   // if the vector is (now) boxed.
   bool Prepare(TypeId t);
   void Box();
+  // Sizes the array of phys() to n (new entries zero / empty / NULL Values).
+  void ResizeArray(size_t n);
   void AppendIntSlow(TypeId t, int64_t v);
   void AppendDoubleSlow(double v);
   void AppendDecimalSlow(const Decimal& v);
