@@ -17,6 +17,7 @@ std::string Status::sqlstate() const {
     case Code::kNotSupported: return "0A000";
     case Code::kInternal: return "XX000";
     case Code::kTimedOut: return "57P03";
+    case Code::kConflict: return "40001";
   }
   return "XX000";
 }

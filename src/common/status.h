@@ -30,6 +30,8 @@ class [[nodiscard]] Status {
     kNotSupported,
     kInternal,
     kTimedOut,      // a peer did not answer within its deadline
+    kConflict,      // a row to be written has a version newer than the writer's snapshot:
+                    // 40001 under REPEATABLE READ; READ COMMITTED restarts the statement
   };
 
   Status() = default;
@@ -55,6 +57,7 @@ class [[nodiscard]] Status {
     return {Code::kAborted, std::move(m), std::move(st)};
   }
   static Status Stale(std::string m) { return {Code::kStale, std::move(m)}; }
+  static Status Conflict(std::string m) { return {Code::kConflict, std::move(m), "40001"}; }
   static Status NotSupported(std::string m) { return {Code::kNotSupported, std::move(m), "0A000"}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
   static Status TimedOut(std::string m) { return {Code::kTimedOut, std::move(m)}; }
@@ -69,6 +72,7 @@ class [[nodiscard]] Status {
   bool IsStale() const { return code_ == Code::kStale; }
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }
   bool IsTimedOut() const { return code_ == Code::kTimedOut; }
+  bool IsConflict() const { return code_ == Code::kConflict; }
   const std::string& message() const { return msg_; }
   int position() const { return position_; }
   // The SQLSTATE to send to a client: the explicit one, else a default for the code.

@@ -336,6 +336,30 @@ void Cluster::Rollback(Transaction& t) {
   EndTxn(t);
 }
 
+Status Cluster::RollbackStatement(Transaction& t, const Transaction::Mark& mark) {
+  Status result;
+  for (auto it = t.sent.begin(); it != t.sent.end();) {
+    auto [node, sent] = *it;
+    auto m = mark.sent.find(node);
+    uint64_t keep = m == mark.sent.end() ? 0 : m->second;
+    if (sent == keep) {
+      ++it;
+      continue;
+    }
+    Status s = RpcRollbackTo(*t.participants.at(node), t.id, keep);
+    if (!s.ok() && result.ok()) result = s.Prepend(fmt::format("statement rollback on node {}", node));
+    if (keep == 0 && s.ok()) {  // nothing of the transaction is left there
+      t.participants.erase(node);
+      it = t.sent.erase(it);
+    } else {
+      it->second = keep;
+      ++it;
+    }
+  }
+  ReleaseUniqueClaims(t, mark.unique_locks);
+  return result;
+}
+
 Status Cluster::Commit(Transaction& t) {
   if (t.participants.empty()) {  // read-only
     EndTxn(t);

@@ -62,6 +62,12 @@ struct Transaction {
   std::map<NodeId, uint64_t> sent;  // writes prepared on each participant (lock-only included)
   std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches;  // held shared
   std::vector<std::string> unique_locks;  // unique index keys claimed (Cluster::CheckUnique)
+  // How far the transaction had got when a statement began (Cluster::RollbackStatement).
+  struct Mark {
+    std::map<NodeId, uint64_t> sent;
+    size_t unique_locks = 0;
+  };
+  Mark mark() const { return Mark{sent, unique_locks.size()}; }
   ~Transaction();
 };
 
@@ -136,6 +142,10 @@ class Cluster {
   Status Write(Transaction& txn, TableId table, std::vector<RowWrite> writes);
   Status Commit(Transaction& txn);
   void Rollback(Transaction& txn);
+  // Undoes what `txn` prepared since `mark` (a failed statement's writes, locks and unique
+  // claims) so that it can go on. An error means the nodes could not say: the transaction
+  // must end.
+  Status RollbackStatement(Transaction& txn, const Transaction::Mark& mark);
 
   // Secondary indexes (cluster_index.cc). CreateIndex blocks writes to the table while it
   // adds `def` (spec.id assigned by the caller) to every segment, which builds its entries
@@ -273,7 +283,8 @@ class Cluster {
   std::mutex unique_mu_;
   std::condition_variable unique_cv_;  // signalled when claims are released
   std::map<std::string, uint64_t> unique_claims_;
-  void ReleaseUniqueClaims(Transaction& t);
+  // Releases `t`'s unique-key claims but its first `keep`.
+  void ReleaseUniqueClaims(Transaction& t, size_t keep = 0);
   // BlockWrites with admin_mu_ held by the caller (no split can add a segment meanwhile).
   Result<std::unique_ptr<WriteBlock>> BlockWritesLocked(TableId table);
   bool HasUniqueIndex(TableId table) const;

@@ -35,14 +35,14 @@ Status Duplicate(const std::string& index) {
 
 bool Cluster::HasUniqueIndex(TableId table) const { return catalog_->HasUniqueIndex(table); }
 
-void Cluster::ReleaseUniqueClaims(Transaction& t) {
-  if (t.unique_locks.empty()) return;
+void Cluster::ReleaseUniqueClaims(Transaction& t, size_t keep) {
+  if (t.unique_locks.size() <= keep) return;
   std::lock_guard<std::mutex> l(unique_mu_);
-  for (const auto& k : t.unique_locks) {
-    auto it = unique_claims_.find(k);
+  for (size_t i = keep; i < t.unique_locks.size(); i++) {
+    auto it = unique_claims_.find(t.unique_locks[i]);
     if (it != unique_claims_.end() && it->second == t.id) unique_claims_.erase(it);
   }
-  t.unique_locks.clear();
+  t.unique_locks.resize(keep);
   unique_cv_.notify_all();
 }
 

@@ -99,8 +99,19 @@ void Executor::UndoBlockDdl() {
 
 Timestamp Executor::Snapshot() { return txn_ ? txn_->snapshot : stmt_snapshot_; }
 
-Executor::StatementSnapshot::StatementSnapshot(Executor& e) : e_(e), own_(!e.txn_) {
-  if (own_) e_.stmt_snapshot_ = e_.cluster_.AcquireSnapshot();
+Executor::StatementSnapshot::StatementSnapshot(Executor& e, bool txn_control) : e_(e), own_(!e.txn_) {
+  if (own_) {
+    e_.stmt_snapshot_ = e_.cluster_.AcquireSnapshot();
+  } else if (!txn_control && e_.isolation_ == Isolation::kReadCommitted) {
+    Refresh();
+  }
+}
+
+void Executor::StatementSnapshot::Refresh() {
+  Timestamp& ts = own_ ? e_.stmt_snapshot_ : e_.txn_->snapshot;
+  Timestamp fresh = e_.cluster_.AcquireSnapshot();
+  e_.cluster_.ReleaseSnapshot(ts);
+  ts = fresh;
 }
 
 Executor::StatementSnapshot::~StatementSnapshot() {
@@ -182,12 +193,36 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
     failed_ = true;
     return Status::Sql("25001", "DDL and cluster administration cannot run inside a transaction block");
   }
-  StatementSnapshot snap(*this);
+  if (txn_ && read_only_ && WritesData(stmt)) {
+    failed_ = true;
+    return Status::Sql("25006", "cannot execute a write in a read-only transaction");
+  }
+  if (txn_ && !is_txn_control && !std::holds_alternative<sql::SetStmt>(stmt)) block_used_ = true;
+  StatementSnapshot snap(*this, is_txn_control);
   db_.set_read_snapshot(Snapshot());
   auto started = std::chrono::steady_clock::now();
   StatementCpuScope energy;
   energy_ = &energy;
+  Transaction::Mark mark = txn_ ? txn_->mark() : Transaction::Mark{};
   auto r = Dispatch(stmt, sink, cancel);
+  // READ COMMITTED: a row the statement writes was changed by a transaction that committed
+  // after the statement's snapshot. Undo the statement's writes and run it again on a
+  // snapshot that sees that commit (its lock is ours to wait for, so the retry makes progress).
+  for (int restarts = 0; !r.ok() && r.status().IsConflict() && isolation() == Isolation::kReadCommitted &&
+                         Restartable(stmt) && restarts < kMaxRestarts;
+       restarts++) {
+    if (txn_) {
+      Status undone = cluster_.RollbackStatement(*txn_, mark);
+      if (!undone.ok()) {
+        r = undone;
+        break;
+      }
+    }
+    cluster_.AwaitStable();
+    snap.Refresh();
+    db_.set_read_snapshot(Snapshot());
+    r = Dispatch(stmt, sink, cancel);
+  }
   energy_ = nullptr;
   cluster_.queries().Record(
       r.ok(), static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -199,56 +234,6 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
   if (!r.ok() && r.status().sqlstate() == "40001") cluster_.AwaitStable();
   return r;
-}
-
-Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
-  switch (s.kind) {
-    case sql::TxnStmt::Kind::kBegin:
-      if (txn_) {
-        RETURN_NOT_OK(sink.Notice("25001", "there is already a transaction in progress"));
-      } else {
-        txn_ = cluster_.Begin(cluster_.AcquireSnapshot());
-        failed_ = false;
-      }
-      return std::string("BEGIN");
-    case sql::TxnStmt::Kind::kCommit: {
-      if (!txn_) {
-        RETURN_NOT_OK(sink.Notice("25P01", "there is no transaction in progress"));
-        return std::string("COMMIT");
-      }
-      std::unique_ptr<Transaction> t = std::move(txn_);
-      struct Release {
-        Cluster& c;
-        Timestamp ts;
-        ~Release() { c.ReleaseSnapshot(ts); }
-      } release{cluster_, t->snapshot};
-      if (failed_) {
-        failed_ = false;
-        cluster_.Rollback(*t);
-        UndoBlockDdl();
-        return std::string("ROLLBACK");
-      }
-      Status committed = cluster_.Commit(*t);
-      if (!committed.ok()) {
-        UndoBlockDdl();
-        return committed;
-      }
-      txn_undo_.clear();
-      return std::string("COMMIT");
-    }
-    case sql::TxnStmt::Kind::kRollback:
-      if (!txn_) {
-        RETURN_NOT_OK(sink.Notice("25P01", "there is no transaction in progress"));
-      } else {
-        cluster_.Rollback(*txn_);
-        cluster_.ReleaseSnapshot(txn_->snapshot);
-        txn_.reset();
-        failed_ = false;
-        UndoBlockDdl();
-      }
-      return std::string("ROLLBACK");
-  }
-  return std::string();
 }
 
 Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel) {
@@ -296,6 +281,9 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
             if (s.value != "on" && s.value != "off") {
               return Status::Sql("22023", fmt::format("invalid value for parameter \"wattdb_pushdown\": \"{}\"", s.value));
             }
+          }
+          if (s.name == "transaction_isolation" || s.name == "default_transaction_isolation") {
+            return SetIsolation(s, sink);
           }
           if (s.name == "statement_timeout" || s.name == "idle_in_transaction_session_timeout") {
             if (s.value == "default" || s.value == "DEFAULT") {
@@ -699,7 +687,7 @@ Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
   static const std::map<std::string, std::string> kFixed = {
       {"server_version", "15.0"},        {"server_encoding", "UTF8"},   {"client_encoding", "UTF8"},
       {"datestyle", "ISO, MDY"},         {"integer_datetimes", "on"},   {"standard_conforming_strings", "on"},
-      {"timezone", "UTC"},               {"transaction_isolation", "snapshot"},
+      {"timezone", "UTC"},
       {"max_identifier_length", "63"},  {"statement_timeout", "0"},   {"idle_in_transaction_session_timeout", "0"}};
   auto set = settings_.find(s.name);
   if (set != settings_.end()) {
@@ -708,6 +696,11 @@ Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
   }
   if (s.name == "work_mem") {
     RETURN_NOT_OK(TextResult(sink, s.name, {fmt::format("{}MB", cluster_.config().work_mem_mb)}));
+    return std::string("SHOW");
+  }
+  if (s.name == "transaction_isolation" || s.name == "default_transaction_isolation") {
+    Isolation level = s.name == "transaction_isolation" ? isolation() : *ParseIsolation(DefaultIsolation());
+    RETURN_NOT_OK(TextResult(sink, s.name, {IsolationName(level)}));
     return std::string("SHOW");
   }
   auto it = kFixed.find(s.name);

@@ -105,7 +105,25 @@ class Executor {
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
   Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
+  // Transaction control and isolation levels (executor_txn.cc). READ COMMITTED (the default,
+  // as in PostgreSQL): each statement of a block reads a fresh snapshot, and a statement
+  // that meets a row changed since then is undone and run again (Execute). REPEATABLE READ:
+  // one snapshot for the block; such a statement fails with 40001.
+  enum class Isolation { kReadCommitted, kRepeatableRead };
+  static constexpr int kMaxRestarts = 100;
   Result<std::string> Txn(sql::TxnStmt& s, ResultSink& sink);
+  static Result<Isolation> ParseIsolation(std::string_view level);
+  static const char* IsolationName(Isolation level);
+  std::string DefaultIsolation() const;
+  // The open block's level, else the level the next one gets.
+  Isolation isolation() const;
+  // SET [SESSION CHARACTERISTICS AS] TRANSACTION ISOLATION LEVEL, SET [default_]transaction_isolation.
+  Result<std::string> SetIsolation(sql::SetStmt& s, ResultSink& sink);
+  // Statements refused in a READ ONLY block (25006).
+  static bool WritesData(const sql::Statement& stmt);
+  // Statements READ COMMITTED runs again after a write conflict: they send nothing to the
+  // client before their writes succeed.
+  static bool Restartable(const sql::Statement& stmt);
   Result<std::string> Truncate(sql::TruncateStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel);
   // Counts the rows of `tables` for the planner (ANALYZE).
@@ -158,8 +176,11 @@ class Executor {
   // cluster (so garbage collection keeps what it can see) while the statement runs.
   class StatementSnapshot {
    public:
-    explicit StatementSnapshot(Executor& e);
+    // `txn_control`: BEGIN/COMMIT/ROLLBACK (a block's snapshot stays as it is).
+    StatementSnapshot(Executor& e, bool txn_control);
     ~StatementSnapshot();
+    // A newer snapshot for the statement (READ COMMITTED; the block's under a block).
+    void Refresh();
 
    private:
     Executor& e_;
@@ -186,6 +207,9 @@ class Executor {
   void UndoBlockDdl();
   Timestamp stmt_snapshot_ = 0;       // snapshot of the running statement outside a block
   bool failed_ = false;               // a statement of the block failed: only ROLLBACK helps
+  Isolation isolation_ = Isolation::kReadCommitted;  // of the open block
+  bool read_only_ = false;            // the open block is READ ONLY
+  bool block_used_ = false;           // a statement other than SET ran in the open block
 };
 
 }  // namespace wattdb::master

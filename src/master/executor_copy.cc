@@ -33,6 +33,14 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
   if (failed_) {
     return Status::Sql("25P02", "current transaction is aborted, commands ignored until end of transaction block");
   }
+  if (txn_ && read_only_) {
+    failed_ = true;
+    return Status::Sql("25006", "cannot execute COPY FROM in a read-only transaction");
+  }
+  if (txn_) {
+    block_used_ = true;
+    StatementSnapshot fresh(*this, /*txn_control=*/false);  // READ COMMITTED: a new snapshot for the block
+  }
   auto c = std::make_unique<CopyIn>();
   c->stmt = s;
   ASSIGN_OR_RETURN(c->cols, CopyColumns(s, &c->table));
@@ -105,7 +113,7 @@ Result<std::string> Executor::EndCopyIn(bool commit) {
 
 Status Executor::CopyOut(const sql::CopyStmt& s, const std::atomic<bool>* cancel,
                          const std::function<Status(const std::vector<Value>&)>& emit) {
-  StatementSnapshot snap(*this);
+  StatementSnapshot snap(*this, /*txn_control=*/false);
   TableSchema t;
   ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
   plan::PlanPtr scan = FullScan(t);

@@ -22,7 +22,7 @@ std::string Str(capnp::Data::Reader d) { return std::string(reinterpret_cast<con
 Status FromProto(proto::Status::Reader r) {
   if (r.getCode() == 0) return Status::OK();
   uint8_t code = r.getCode();
-  if (code > static_cast<uint8_t>(Status::Code::kTimedOut)) code = static_cast<uint8_t>(Status::Code::kInternal);
+  if (code > static_cast<uint8_t>(Status::Code::kConflict)) code = static_cast<uint8_t>(Status::Code::kInternal);
   return Status(static_cast<Status::Code>(code), r.getMessage(), r.getSqlstate());
 }
 
@@ -136,6 +136,14 @@ Result<Timestamp> RpcOutcome(NodeClient& c, uint64_t txn) {
 
 Status RpcAbort(NodeClient& c, uint64_t txn) {
   return Call(c, [&](proto::Request::Builder r) { r.setAbort(txn); }, nullptr);
+}
+
+Status RpcRollbackTo(NodeClient& c, uint64_t txn, uint64_t keep) {
+  return Call(c, [&](proto::Request::Builder r) {
+    auto b = r.initRollbackTo();
+    b.setTxn(txn);
+    b.setKeep(keep);
+  }, nullptr);
 }
 
 Status RpcGcHorizon(NodeClient& c, Timestamp horizon) {

@@ -59,6 +59,8 @@ Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,
 // The timestamp at which `txn` committed on the node, or 0 if it did not (or not yet).
 Result<Timestamp> RpcOutcome(NodeClient& c, uint64_t txn);
 Status RpcAbort(NodeClient& c, uint64_t txn);
+// Drops the writes `txn` prepared on the node after its first `keep` (a failed statement's).
+Status RpcRollbackTo(NodeClient& c, uint64_t txn, uint64_t keep);
 Status RpcGcHorizon(NodeClient& c, Timestamp horizon);
 Status RpcCompact(NodeClient& c, SegmentId seg);
 // Makes `seg` maintain index `spec`, with entries for the rows visible at `build_ts`.

@@ -285,6 +285,10 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
                                  : Status::InvalidArgument(fmt::format("txn {} is committing", req.getAbort())))
           .ok();
     }
+    case proto::Request::ROLLBACK_TO: {
+      auto r = req.getRollbackTo();
+      return Reply(conn, participant_->RollbackTo(r.getTxn(), r.getKeep())).ok();
+    }
     case proto::Request::OUTCOME: {
       auto done = participant_->FenceAndGetOutcome(req.getOutcome());
       capnp::MallocMessageBuilder mb;

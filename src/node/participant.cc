@@ -158,11 +158,28 @@ restart:
       // outlasts lock_wait_ (a deadlock, or a stuck holder) aborts this writer.
       uint64_t holder = held->second;
       if (!wait) return Status::Sql("55P03", "could not obtain lock on row");
-      bool freed = released_.wait_until(l, deadline, [&] {
-        auto h = locks_.find(lk);
-        return h == locks_.end() || h->second != holder;
-      });
-      if (!freed) return Status::Aborted("could not serialize access due to concurrent update");
+      // The wait is checked for a cycle of waiting transactions when it begins and every
+      // kDeadlockCheck after (the last of the cycle to wait may not be the one to see it).
+      waits_for_[txn] = holder;
+      bool freed = false;
+      while (!freed && std::chrono::steady_clock::now() < deadline) {
+        if (WaitsForLocked(holder, txn)) {
+          waits_for_.erase(txn);
+          return Status::Aborted(
+              fmt::format("deadlock detected: transaction {} waits for transaction {}, which waits for it", txn,
+                          holder),
+              "40P01");
+        }
+        freed = released_.wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + kDeadlockCheck), [&] {
+          auto h = locks_.find(lk);
+          return h == locks_.end() || h->second != holder;
+        });
+      }
+      waits_for_.erase(txn);
+      if (!freed) {
+        return Status::Aborted(fmt::format("could not obtain lock on row: transaction {} held it for longer than {} ms",
+                                           holder, lock_wait_.count()));
+      }
       goto restart;
     }
     // What this transaction wrote to the key before, in this call or an earlier statement.
@@ -183,7 +200,7 @@ restart:
         return Status::Sql("23505", "duplicate key value violates unique constraint");
       }
       if (lv.found && lv.ts > snapshot) {
-        return Status::Aborted("could not serialize access due to concurrent update");
+        return Status::Conflict("could not serialize access due to concurrent update");
       }
     }
     if (w.check == WriteCheck::kLock) {
@@ -195,6 +212,7 @@ restart:
   }
   Prepared& p = prepared_[txn];
   size_t before = p.ops.size();
+  Prepared::Call call{p.received, before, {}};
   p.received += writes.size();
   for (auto& w : writes) {
     if (w.check == WriteCheck::kLock) continue;
@@ -222,11 +240,15 @@ restart:
       return s;
     }
   }
-  for (const auto& [lk, live] : mine) locks_[lk] = txn;
+  auto take = [&](const LockKey& lk) {
+    if (locks_.emplace(lk, txn).second) call.locked.push_back(lk);
+  };
+  for (const auto& [lk, live] : mine) take(lk);
   for (const auto& lk : locks_only) {
-    locks_[lk] = txn;
+    take(lk);
     p.locked.insert(lk);
   }
+  if (!writes.empty()) p.calls.push_back(std::move(call));
   if (p.ops.empty() && p.locked.empty() && !p.durable && !expect) prepared_.erase(txn);
   return Status::OK();
 }
@@ -323,6 +345,56 @@ bool Participant::Abort(uint64_t txn) {
   if (it != prepared_.end() && it->second.committing) return false;
   ForgetLocked(txn);
   return true;
+}
+
+Status Participant::RollbackTo(uint64_t txn, uint64_t keep) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = prepared_.find(txn);
+  if (keep == 0) {
+    if (it != prepared_.end() && it->second.committing) {
+      return Status::InvalidArgument(fmt::format("txn {} is committing", txn));
+    }
+    ForgetLocked(txn);
+    return Status::OK();
+  }
+  if (it == prepared_.end() || it->second.received < keep) {
+    return Status::Aborted(fmt::format("transaction {} lost writes here (the node restarted)", txn));
+  }
+  Prepared& p = it->second;
+  if (p.committing || p.durable) {
+    return Status::InvalidArgument(fmt::format("txn {} is committing; its writes stay", txn));
+  }
+  while (!p.calls.empty() && p.calls.back().received_before >= keep) {
+    Prepared::Call& c = p.calls.back();
+    p.ops.resize(c.ops_before);
+    p.received = c.received_before;
+    for (const auto& lk : c.locked) {
+      locks_.erase(lk);
+      p.locked.erase(lk);
+    }
+    p.calls.pop_back();
+  }
+  if (p.received != keep) {
+    return Status::Internal(fmt::format("txn {}: no prepare ended after write {}", txn, keep));
+  }
+  p.last.clear();
+  p.segments.clear();
+  for (size_t i = 0; i < p.ops.size(); i++) {
+    p.last[{p.ops[i].segment, p.ops[i].key}] = i;
+    p.segments.insert(p.ops[i].segment);
+  }
+  released_.notify_all();
+  return Status::OK();
+}
+
+bool Participant::WaitsForLocked(uint64_t from, uint64_t to) const {
+  for (size_t hops = 0; hops <= waits_for_.size(); hops++) {  // the chain has no other cycle
+    if (from == to) return true;
+    auto next = waits_for_.find(from);
+    if (next == waits_for_.end()) return false;
+    from = next->second;
+  }
+  return false;
 }
 
 Result<std::optional<Timestamp>> Participant::FenceAndGetOutcome(uint64_t txn) {

@@ -6,6 +6,11 @@
 // write batch; Abort forgets them. A key locked by one prepared transaction cannot be
 // prepared by another (40001: the later writer aborts).
 //
+// A Prepare that would wait for a lock held by a transaction that (through other waits here)
+// waits for the preparing one fails at once with 40P01 (deadlock detected). A write whose
+// key has a committed version newer than the snapshot fails with a Conflict (40001); under
+// READ COMMITTED the master then rolls the statement back (RollbackTo) and restarts it.
+//
 // A transaction spanning several nodes prepares durably: its writes are persisted (synced)
 // before Prepare answers, and Recover() reloads them with their locks after a restart. Such a
 // transaction stays "in doubt" until the master, which logs its decision before announcing
@@ -49,8 +54,9 @@ class Participant {
   // Reloads durably prepared transactions and their locks (call once, before serving).
   Status Recover();
   // Validates and locks `writes`; a later Prepare of the same txn adds more writes. A key
-  // locked by another transaction is waited for; 40001 if that one commits (or the wait
-  // times out), as under snapshot isolation the first updater wins.
+  // locked by another transaction is waited for (40001 if the wait times out, 40P01 if the
+  // holder waits for this one); then a key whose newest version is above `snapshot` is a
+  // Conflict, as under snapshot isolation the first updater wins.
   // `wait` false: a held lock fails at once with 55P03 instead of waiting.
   // `expect` nonzero: after this call the transaction must have received exactly `expect`
   // writes here in all (the master's count); otherwise some were lost (this process
@@ -71,6 +77,11 @@ class Participant {
   bool Abort(uint64_t txn);
   // The commit timestamp of `txn` if it committed here (and its record was not forgotten).
   Result<std::optional<Timestamp>> CommittedAt(uint64_t txn) const { return store_.CommittedAt(txn); }
+  // Undoes the writes (and releases the locks they took) of the prepares that came after the
+  // first `keep` writes of `txn` here: a failed statement's, so the transaction goes on without
+  // them. `keep` 0 forgets the transaction. `keep` must end a prepare call; not allowed once
+  // the transaction prepared durably or is committing.
+  Status RollbackTo(uint64_t txn, uint64_t keep);
   // Settles a transaction prepared in memory whose commit the master may have sent but saw
   // no answer to: waits for a commit in progress, then discards it if it is not committed
   // and refuses its later prepares, so that CommittedAt's answer is final. Durable
@@ -112,6 +123,8 @@ class Participant {
   bool HasPreparedLocked(SegmentId segment) const;
   // REQUIRES mu_ held. Drops `txn`'s writes and locks (and its durable record).
   void ForgetLocked(uint64_t txn);
+  // REQUIRES mu_ held. True if `from` is `to` or waits (directly or not) for `to`.
+  bool WaitsForLocked(uint64_t from, uint64_t to) const;
   struct Prepared {
     bool durable = false;
     bool committing = false;  // Commit is applying the writes (mu_ released meanwhile)
@@ -122,9 +135,17 @@ class Participant {
     std::map<LockKey, size_t> last;  // index in ops of the latest write of each key
     std::set<LockKey> locked;        // keys locked without a write (kLock)
     std::set<SegmentId> segments;    // segments of ops (a superset after a failed durable prepare)
+    struct Call {                    // one successful Prepare call, for RollbackTo
+      uint64_t received_before;
+      size_t ops_before;
+      std::vector<LockKey> locked;   // keys this call locked first
+    };
+    std::vector<Call> calls;
   };
   std::map<uint64_t, Prepared> prepared_;
   std::map<LockKey, uint64_t> locks_;
+  static constexpr std::chrono::milliseconds kDeadlockCheck{20};
+  std::map<uint64_t, uint64_t> waits_for_;  // a Prepare of txn waits for a lock of the other
   std::set<SegmentId> exclusive_;  // segments being split or exported (BeginExclusive)
   Timestamp max_read_ts_ = 0;  // highest snapshot read here (this process)
   std::set<uint64_t> fenced_;   // transactions settled by FenceAndGetOutcome (bounded)

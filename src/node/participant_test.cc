@@ -69,7 +69,58 @@ TEST_F(ParticipantTest, LockOnlyWritesLockButWriteNothing) {
   ASSERT_TRUE(p_->Commit(4, 13).ok());
   EXPECT_EQ(store_->Latest(1, W(5, WriteCheck::kNone).op.key)->ts, 13u);
   // A lock taken after our snapshot's view changed fails like an update would.
-  EXPECT_EQ(p_->Prepare(5, 12, {W(5, WriteCheck::kLock)}).code(), Status::Code::kAborted);
+  EXPECT_TRUE(p_->Prepare(5, 12, {W(5, WriteCheck::kLock)}).IsConflict());
+}
+
+// A failed statement's writes are undone: its locks go (others may take them), the earlier
+// statements' writes and locks stay and commit.
+TEST_F(ParticipantTest, RollbackToUndoesTheLaterStatementsOnly) {
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(1, WriteCheck::kInsert), W(2, WriteCheck::kInsert)}).ok());  // statement 1
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(3, WriteCheck::kInsert)}).ok());                         // statement 2
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(1, WriteCheck::kUpdate, storage::VersionKind::kDelete),  // statement 2
+                                  W(4, WriteCheck::kLock)})
+                  .ok());
+  EXPECT_EQ(p_->RollbackTo(1, 1).code(), Status::Code::kInternal);  // not the end of a prepare
+  ASSERT_TRUE(p_->RollbackTo(1, 2).ok());
+  auto pending = p_->PendingWrites(1, 1, "", "");
+  ASSERT_EQ(pending.size(), 2u);
+  for (const auto& [key, op] : pending) EXPECT_EQ(op.kind, storage::VersionKind::kPut);  // key 1's delete is gone
+  // Keys 3 and 4 are free again; key 1 is still ours.
+  EXPECT_TRUE(p_->Prepare(2, 10, {W(3, WriteCheck::kInsert), W(4, WriteCheck::kLock)}, false, /*wait=*/false).ok());
+  EXPECT_EQ(p_->Prepare(3, 10, {W(1, WriteCheck::kUpdate)}, false, /*wait=*/false).sqlstate(), "55P03");
+  // The transaction goes on: more writes, then a commit with the count of writes kept.
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}, false, true, /*expect=*/3).ok());
+  ASSERT_TRUE(p_->Commit(1, 11).ok());
+  EXPECT_TRUE(store_->Latest(1, W(1, WriteCheck::kNone).op.key)->found);
+  EXPECT_TRUE(store_->Latest(1, W(5, WriteCheck::kNone).op.key)->found);
+  EXPECT_FALSE(store_->Latest(1, W(3, WriteCheck::kNone).op.key)->found);  // txn 2 has it, uncommitted
+  EXPECT_EQ(p_->RollbackTo(1, 1).sqlstate(), "40001");                      // nothing of txn 1 is left here
+  ASSERT_TRUE(p_->RollbackTo(2, 0).ok());                                    // 0: forget it all
+  EXPECT_EQ(p_->prepared_count(), 0u);
+}
+
+// Two transactions each wait for the other's row: the one whose wait would close the cycle is
+// told at once (40P01) instead of both waiting out the lock wait.
+TEST_F(ParticipantTest, ALocalDeadlockIsDetected) {
+  Participant p(*store_, std::chrono::milliseconds(20000));
+  ASSERT_TRUE(p.Prepare(1, 10, {W(1, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p.Prepare(2, 10, {W(2, WriteCheck::kInsert)}).ok());
+  auto started = std::chrono::steady_clock::now();
+  Status s1, s2;
+  std::thread t1([&] {
+    s1 = p.Prepare(1, 10, {W(2, WriteCheck::kUpdate)});  // waits for txn 2
+    if (!s1.ok()) p.Abort(1);
+  });
+  std::thread t2([&] {
+    s2 = p.Prepare(2, 10, {W(1, WriteCheck::kUpdate)});  // waits for txn 1
+    if (!s2.ok()) p.Abort(2);
+  });
+  t1.join();
+  t2.join();
+  // One is the victim; the other gets the row once the victim's locks are gone.
+  EXPECT_NE(s1.ok(), s2.ok()) << s1.ToString() << " / " << s2.ToString();
+  EXPECT_EQ((s1.ok() ? s2 : s1).sqlstate(), "40P01");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));  // not the lock wait
 }
 
 // A split can reach the node after the master gave up on it (the node was frozen) and let

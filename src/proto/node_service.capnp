@@ -90,6 +90,10 @@ struct Request {
       newId @38 :UInt64;             # later split may create newId (reply: splitKey or NotFound)
     }
     abort @8 :UInt64;                # txn
+    rollbackTo :group {              # undo a failed statement's writes: keep the txn's first
+      txn @43 :UInt64;               # `keep` writes here (0 = abort), drop the later ones
+      keep @44 :UInt64;
+    }
     scan :group {
       segment @9 :UInt64;
       lo @10 :Data;

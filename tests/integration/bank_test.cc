@@ -116,8 +116,8 @@ TEST(Bank, SelectForUpdateLocksRowsUntilCommit) {
   auto b = cluster.Connect();
   ASSERT_EQ(a->Exec("CREATE TABLE acct (id INT PRIMARY KEY, bal INT)"), "");
   ASSERT_EQ(a->Exec("INSERT INTO acct VALUES (1, 100), (2, 200)"), "");
-  // b's snapshot predates a's locking read.
-  ASSERT_EQ(b->Exec("BEGIN"), "");
+  // b's snapshot (one for the block: REPEATABLE READ) predates a's locking read.
+  ASSERT_EQ(b->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ"), "");
   EXPECT_EQ(b->Scalar("SELECT bal FROM acct WHERE id = 2"), "200");
   ASSERT_EQ(a->Exec("BEGIN"), "");
   std::vector<std::vector<std::string>> rows;
@@ -136,7 +136,13 @@ TEST(Bank, SelectForUpdateLocksRowsUntilCommit) {
   EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 2 FOR UPDATE"), "");
   EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "40001");
   ASSERT_EQ(b->Exec("ROLLBACK"), "");
-  EXPECT_EQ(a->Scalar("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "90");
+  // Under READ COMMITTED the locking read is re-run on a snapshot that sees a's commit.
+  ASSERT_EQ(b->Exec("BEGIN"), "");
+  EXPECT_EQ(b->Scalar("SELECT bal FROM acct WHERE id = 1"), "90");
+  ASSERT_EQ(a->Exec("UPDATE acct SET bal = bal - 5 WHERE id = 1"), "");
+  EXPECT_EQ(b->Scalar("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "85");
+  ASSERT_EQ(b->Exec("ROLLBACK"), "");
+  EXPECT_EQ(a->Scalar("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "85");
   EXPECT_EQ(a->Exec("SELECT * FROM acct a1, acct a2 FOR UPDATE"), "0A000");
 }
 
@@ -149,7 +155,7 @@ TEST(Bank, VacuumReclaimsOldVersionsButKeepsOpenSnapshots) {
   for (int i = 0; i < 200; i++) sql += fmt::format("{}({}, '{}')", i ? "," : "", i, std::string(200, 'a'));
   ASSERT_EQ(c->Exec(sql), "");
   // A transaction that started before the updates must keep seeing the original rows.
-  ASSERT_EQ(reader->Exec("BEGIN"), "");
+  ASSERT_EQ(reader->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ"), "");
   ASSERT_EQ(reader->Scalar("SELECT count(*) FROM g WHERE pad LIKE 'a%'"), "200");
   for (int round = 0; round < 30; round++) {
     ASSERT_EQ(c->Exec(fmt::format("UPDATE g SET pad = '{}'", std::string(200, static_cast<char>('b' + round % 20)))), "");

@@ -241,6 +241,10 @@ struct AlterSystemStmt {
 struct TxnStmt {
   enum class Kind { kBegin, kCommit, kRollback };
   Kind kind;
+  // BEGIN's modes: "read committed", "repeatable read", "serializable", "read uncommitted"
+  // or "" (the session's default_transaction_isolation); READ ONLY.
+  std::string isolation;
+  bool read_only = false;
 };
 
 struct SetStmt {

@@ -124,7 +124,9 @@ Result<Statement> Parser::ParseStatement() {
     i_++;
     if (t.Is("start")) RETURN_NOT_OK(Expect("transaction"));
     else if (!Accept("transaction")) Accept("work");
-    return Statement(TxnStmt{TxnStmt::Kind::kBegin});
+    TxnStmt b{TxnStmt::Kind::kBegin};
+    RETURN_NOT_OK(ParseTxnModes(&b));
+    return Statement(std::move(b));
   }
   if (t.Is("commit") || t.Is("end")) {
     i_++;
@@ -288,10 +290,65 @@ Result<Statement> Parser::ParseCopy() {
   return Statement(std::move(c));
 }
 
+Status Parser::ParseTxnModes(TxnStmt* t) {
+  bool first = true;
+  while (Peek().kind != Tok::kEnd && !Peek().IsOp(";")) {
+    if (!first) AcceptOp(",");
+    first = false;
+    if (Accept("isolation")) {
+      RETURN_NOT_OK(Expect("level"));
+      if (Accept("serializable")) {
+        t->isolation = "serializable";
+      } else if (Accept("repeatable")) {
+        RETURN_NOT_OK(Expect("read"));
+        t->isolation = "repeatable read";
+      } else if (Accept("read")) {
+        if (Accept("committed")) {
+          t->isolation = "read committed";
+        } else {
+          RETURN_NOT_OK(Expect("uncommitted"));
+          t->isolation = "read uncommitted";
+        }
+      } else {
+        return SyntaxError();
+      }
+    } else if (Accept("read")) {
+      if (Accept("only")) {
+        t->read_only = true;
+      } else {
+        RETURN_NOT_OK(Expect("write"));
+        t->read_only = false;
+      }
+    } else if (Accept("not")) {
+      RETURN_NOT_OK(Expect("deferrable"));
+    } else if (!Accept("deferrable")) {
+      return SyntaxError();
+    }
+  }
+  return Status::OK();
+}
+
 Result<Statement> Parser::ParseSet() {
   i_++;
   SetStmt s;
-  Accept("session");
+  // SET TRANSACTION <modes> and SET SESSION CHARACTERISTICS AS TRANSACTION <modes> become
+  // settings of transaction_isolation / default_transaction_isolation.
+  bool characteristics = false;
+  if (Accept("session")) {
+    if (Accept("characteristics")) {
+      RETURN_NOT_OK(Expect("as"));
+      characteristics = true;
+    }
+  }
+  if (characteristics || Peek().Is("transaction")) {
+    RETURN_NOT_OK(Expect("transaction"));
+    TxnStmt modes{TxnStmt::Kind::kBegin};
+    RETURN_NOT_OK(ParseTxnModes(&modes));
+    if (modes.isolation.empty()) modes.isolation = "default";  // only READ WRITE etc.: no change
+    s.name = characteristics ? "default_transaction_isolation" : "transaction_isolation";
+    s.value = modes.isolation;
+    return Statement(std::move(s));
+  }
   Accept("local");
   if (Peek().kind != Tok::kIdent) return SyntaxError();
   s.name = Next().text;

@@ -97,6 +97,9 @@ class Parser {
   Result<Statement> ParseAlter();
   Result<Statement> ParseCopy();
   Result<Statement> ParseSet();
+  // Transaction modes after BEGIN / SET TRANSACTION: ISOLATION LEVEL …, READ ONLY|WRITE,
+  // [NOT] DEFERRABLE, comma-separated.
+  Status ParseTxnModes(TxnStmt* t);
   Status ParseUserOptions(UserStmt* u);
 
   // Expressions (parser_expr.cc): precedence climbing, loosest first: OR, AND, NOT,
