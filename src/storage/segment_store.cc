@@ -144,11 +144,11 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
       break;
     }
     if (have_last_ && user == last_key_) {  // an older version of a key already decided
-      it_->Next();
+      SkipOlderVersions();
       continue;
     }
     if (VersionTs(sk) > read_ts_) {  // too new for this snapshot; an older version may follow
-      it_->Next();
+      SkipNewerVersions(user);
       continue;
     }
     last_key_.assign(user);
@@ -181,6 +181,27 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
   }
   seg_->counters().rows_read += produced;
   return !done_ || produced > 0;
+}
+
+// A hot row has thousands of versions until compaction drops them: a few steps of Next, then
+// one seek past the rest (keys are prefix-free, so the user key's successor follows them all).
+void SegmentScanner::SkipOlderVersions() {
+  for (int i = 0; i < kNextBeforeSeek; i++) {
+    it_->Next();
+    if (!it_->Valid() || it_->key().size() < 8 || UserKey(it_->key().ToStringView()) != last_key_) return;
+  }
+  it_->Seek(PrefixSuccessor(last_key_));
+}
+
+void SegmentScanner::SkipNewerVersions(std::string_view user_key) {
+  std::string user(user_key);  // the iterator's buffer moves on
+  for (int i = 0; i < kNextBeforeSeek; i++) {
+    it_->Next();
+    if (!it_->Valid() || it_->key().size() < 8) return;
+    std::string_view k = it_->key().ToStringView();
+    if (UserKey(k) != user || VersionTs(k) <= read_ts_) return;
+  }
+  it_->Seek(MvccKey(user, read_ts_));
 }
 
 Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out, size_t max_bytes) {

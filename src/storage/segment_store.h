@@ -121,6 +121,12 @@ class SegmentScanner {
  private:
   friend class SegmentStore;
   SegmentScanner() = default;
+  static constexpr int kNextBeforeSeek = 8;
+  // From a version of last_key_: to the first entry of the next key.
+  void SkipOlderVersions();
+  // From a version of `user_key` newer than read_ts_: to its newest version at read_ts_, or
+  // past the key.
+  void SkipNewerVersions(std::string_view user_key);
   rocksdb::DB* db_ = nullptr;
   SegmentRef seg_;
   const rocksdb::Snapshot* snap_ = nullptr;

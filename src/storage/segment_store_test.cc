@@ -176,6 +176,27 @@ TEST_F(SegmentStoreTest, SnapshotSeesItsVersion) {
   EXPECT_FALSE(store_->Latest(1, K(4))->found);
 }
 
+// A hot row with many versions (a scan seeks past runs of them rather than stepping): every
+// snapshot still sees exactly its version of each key, and the neighbours.
+TEST_F(SegmentStoreTest, ManyVersionsOfOneKeyEachSnapshotSeesItsOwn) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  ASSERT_TRUE(store_->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "first")},
+                                {1, K(3), VersionKind::kPut, R(3, "last")}}).ok());
+  for (int v = 1; v <= 100; v++) {
+    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), v == 50 ? VersionKind::kDelete : VersionKind::kPut,
+                                        v == 50 ? "" : R(2, fmt::format("v{}", v))}}).ok());
+  }
+  using V = std::vector<std::pair<int64_t, std::string>>;
+  EXPECT_EQ(ScanAll(*store_, 1, 9), (V{{1, "first"}, {3, "last"}}));
+  for (int ts : {10, 15, 90, 230, 495, 500, 505, 510, 999, 1000, 5000}) {
+    int v = std::min(ts / 10, 100);
+    V want{{1, "first"}};
+    if (v != 50) want.emplace_back(2, fmt::format("v{}", v));
+    want.emplace_back(3, "last");
+    EXPECT_EQ(ScanAll(*store_, 1, ts), want) << "snapshot " << ts;
+  }
+}
+
 TEST_F(SegmentStoreTest, ScanHonoursRangeAndDetectsStaleness) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, K(0), K(100)}).ok());
   std::vector<WriteOp> ops;
