@@ -21,8 +21,8 @@
 #include "common/cli.h"
 #include "common/codec.h"
 #include "common/logging.h"
-#include "master/node_client.h"
-#include "master/node_rpc.h"
+#include "master/cluster/node_client.h"
+#include "master/cluster/node_rpc.h"
 #include "node/node_server.h"
 #include "proto/node_service.capnp.h"
 

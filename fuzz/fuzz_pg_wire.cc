@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "master/pg_copy.h"
-#include "master/pg_protocol.h"
-#include "master/pg_values.h"
+#include "master/pgwire/pg_copy.h"
+#include "master/pgwire/pg_protocol.h"
+#include "master/pgwire/pg_values.h"
 
 using namespace wattdb;
 

@@ -12,10 +12,10 @@
 #include "common/process.h"
 #include "common/subprocess.h"
 #include "common/stack_guard.h"
-#include "master/cluster.h"
+#include "master/cluster/cluster.h"
 #include "master/metrics/metrics_server.h"
-#include "master/pg_server.h"
-#include "master/scan_provider.h"
+#include "master/pgwire/pg_server.h"
+#include "master/sql/scan_provider.h"
 
 namespace po = boost::program_options;
 using namespace wattdb;

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
-#include "master/cluster.h"
+#include "master/cluster/cluster.h"
 
 namespace wattdb::master {
 

@@ -20,7 +20,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "master/energy/node_power.h"
-#include "master/node_registry.h"
+#include "master/cluster/node_registry.h"
 #include "power/energy_integrator.h"
 #include "power/meter.h"
 

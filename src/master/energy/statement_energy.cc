@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "master/energy/power_monitor.h"
-#include "master/node_registry.h"
+#include "master/cluster/node_registry.h"
 
 namespace wattdb::master {
 

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "common/logging.h"
-#include "master/cluster.h"
+#include "master/cluster/cluster.h"
 
 namespace wattdb::master {
 

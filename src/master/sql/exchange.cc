@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "master/energy/statement_energy.h"
-#include "master/node_rpc.h"
+#include "master/cluster/node_rpc.h"
 
 namespace wattdb::master {
 

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "master/cluster.h"
+#include "master/cluster/cluster.h"
 #include "query/exec/context.h"
 
 namespace wattdb::master {

@@ -1,0 +1,184 @@
+// Catalog: tables, the partition map (table -> key-range segments -> owning node), node
+// admin states, logged segment moves, and durable counters (ids, timestamps, row ids).
+// Everything lives in a KvStore under the master's data directory and survives restarts.
+//
+// A table's segments tile its whole key space: sorted by `lo`, each segment's `hi` is the
+// next one's `lo`, the first starts at "" (-inf) and the last ends at "" (+inf). A
+// "partition" is the set of a table's segments owned by one node.
+//
+// Thread-safe: readers share a lock, mutations are exclusive and write through.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "common/schema.h"
+#include "common/status.h"
+#include "master/pgwire/auth.h"
+#include "query/plan/binder.h"
+#include "storage/kv_store.h"
+
+namespace wattdb::master {
+
+struct SegmentEntry {
+  SegmentId id = 0;
+  TableId table = 0;
+  std::string lo, hi;
+  NodeId node = 0;
+};
+
+enum class NodeAdminState : uint8_t { kActive = 0, kDraining = 1, kOff = 2, kSuspended = 3 };
+const char* NodeAdminStateName(NodeAdminState s);
+
+struct MoveIntent {
+  SegmentId segment = 0;
+  NodeId from = 0, to = 0;
+};
+
+// A split asked of `node`: segment `segment` keeps keys below the split key, `new_id`
+// takes the rest.
+struct SplitIntent {
+  SegmentId segment = 0, new_id = 0;
+  NodeId node = 0;
+};
+
+// First ids of system views; user tables get ids below this.
+constexpr TableId kFirstSystemTableId = 0xFFFF0000u;
+
+class Catalog : public plan::CatalogReader {
+ public:
+  static Result<std::unique_ptr<Catalog>> Open(const std::string& dir);
+
+  // plan::CatalogReader. Also resolves system views registered with AddSystemView.
+  Result<TableSchema> GetTable(const std::string& name) const override;
+  std::vector<TableSchema> Tables() const;
+  std::optional<TableSchema> TableById(TableId id) const;
+  // True if table `id` has a unique secondary index (checked on every write: no copying).
+  bool HasUniqueIndex(TableId id) const;
+  std::vector<TableSchema> SystemViews() const;
+  std::optional<std::string> GetView(const std::string& name) const override;
+  // Planner statistics: rows counted by the last ANALYZE.
+  Status SetRowCount(TableId table, uint64_t rows);
+  // Moves the table's row estimate by `delta` (rows inserted minus rows deleted by a
+  // statement), in memory only: ANALYZE makes it exact and durable.
+  void AdjustRowCount(TableId table, int64_t delta);
+  double EstimateRows(const TableSchema& table) const override;
+  // Databases besides the default one (namespaces of table and view names, "db/name").
+  Status CreateDatabase(const std::string& name);
+  // Removes the database and returns the segments of its tables (as DropTable does).
+  Result<std::vector<SegmentEntry>> DropDatabase(const std::string& name);
+  bool HasDatabase(const std::string& name) const;
+  std::vector<std::string> Databases() const;  // besides the default one
+  std::vector<std::string> UserNames() const;
+  // Every view: catalog name -> defining query.
+  std::map<std::string, std::string> Views() const;
+  // Users with password verifiers (CREATE USER ... PASSWORD).
+  Status PutUser(const auth::Credentials& c);
+  Status DropUser(const std::string& name);
+  std::optional<auth::Credentials> GetUser(const std::string& name) const;
+  bool HasUser(const std::string& name) const;
+  // Views: their query text and the relations it reads. A name is a table or a view, not both.
+  Status CreateView(const std::string& name, const std::string& sql, const std::vector<std::string>& reads,
+                    bool replace);
+  Status DropView(const std::string& name);
+  // Views that read `name` (table or view).
+  std::vector<std::string> DependentViews(const std::string& name) const;
+  void AddSystemView(TableSchema schema);  // REQUIRES: id >= kFirstSystemTableId
+
+  // Creates the table and its single initial segment on `node`. Fails with 42P07 if a
+  // table of that name exists. Fills in schema.id.
+  Result<SegmentEntry> CreateTable(TableSchema* schema, NodeId node);
+  // Removes the table and its segments from the catalog, returning the segments. The
+  // segments stay listed in Trash() until ClearTrash confirms their nodes dropped them.
+  Result<std::vector<SegmentEntry>> DropTable(const std::string& name);
+  // Atomically drops table `name` (returning its segments, as DropTable) and renames table
+  // `staged` to `name`.
+  Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name, const std::string& staged);
+  // Stores a changed schema (indexes) of the existing table `schema.name` with the same id.
+  Status UpdateTable(const TableSchema& schema);
+  std::vector<SegmentEntry> Trash() const;
+  Status ClearTrash(SegmentId seg);
+
+  // Segments of `table` overlapping [lo, hi), in key order.
+  std::vector<SegmentEntry> SegmentsOverlapping(TableId table, const std::string& lo,
+                                                const std::string& hi) const;
+  Result<SegmentEntry> SegmentForKey(TableId table, const std::string& key) const;
+  Result<SegmentEntry> GetSegment(SegmentId id) const;
+  std::vector<SegmentEntry> AllSegments() const;
+  std::vector<SegmentEntry> SegmentsOnNode(NodeId node) const;
+
+  // Splits: the intent is logged before the node is asked; ApplySplit records the two
+  // halves and clears the intent in one atomic write; ClearSplitIntent when the node did
+  // not split.
+  Status LogSplitIntent(const SplitIntent& s);
+  Status ClearSplitIntent(SegmentId seg);
+  std::vector<SplitIntent> PendingSplits() const;
+  Status ApplySplit(SegmentId seg, SegmentId new_id, const std::string& split_key);
+  // Moves: the intent is logged before any bytes move; SetOwner switches ownership and
+  // clears the intent in one atomic write.
+  Status LogMoveIntent(const MoveIntent& m);
+  Status ClearMoveIntent(SegmentId seg);
+  Status SetOwner(SegmentId seg, NodeId node);
+  std::vector<MoveIntent> PendingMoves() const;
+
+  // Commit decisions of transactions spanning several nodes: logged (synced) before any
+  // participant is told to commit; erased once every participant acknowledged.
+  Status LogDecision(uint64_t txn, Timestamp commit_ts);
+  Status EraseDecision(uint64_t txn);
+  std::optional<Timestamp> Decision(uint64_t txn) const;
+
+  NodeAdminState GetNodeState(NodeId node) const;
+  Status SetNodeState(NodeId node, NodeAdminState s);
+
+  // Durable counters, handed out in memory from persisted blocks: a restart may skip values
+  // but never repeats one.
+  Result<uint64_t> NextSegmentId();
+  Result<uint64_t> NextRowId(TableId table);
+  // The next value of serial column `column` of `table` (1, 2, ...; gaps after a restart).
+  Result<uint64_t> NextSerial(TableId table, int column);
+  // Timestamps: returns a value greater than every timestamp handed out before.
+  Result<Timestamp> NextTimestamp();
+
+ private:
+  Catalog() = default;
+  Status Load();
+  // User tables (system false) or system views (true).
+  std::vector<TableSchema> TablesOf(bool system) const;
+  Result<uint64_t> NextFromCounter(const std::string& name, uint64_t block);
+  static std::string SegmentKey(SegmentId id);
+  // Writes `ops` plus the removal of the tables' segments into the trash, atomically.
+  // REQUIRES: mu_ held exclusively.
+  Result<std::vector<SegmentEntry>> TrashSegments(const std::vector<TableId>& ids,
+                                                  std::vector<storage::KvStore::Op> ops);
+  static std::string EncodeSegment(const SegmentEntry& e);
+
+  std::unique_ptr<storage::KvStore> kv_;
+  mutable std::shared_mutex mu_;  // guards everything below
+  std::map<std::string, TableSchema> tables_;
+  struct View {
+    std::string sql;
+    std::vector<std::string> reads;
+  };
+  std::map<std::string, View> views_;
+  std::set<std::string> databases_;
+  std::map<TableId, uint64_t> row_counts_;
+  std::map<std::string, std::optional<auth::Credentials>> users_;  // nullopt: no password
+  std::map<TableId, std::map<std::string, SegmentEntry>> by_table_;  // table -> lo -> segment
+  std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)
+  std::map<SegmentId, MoveIntent> moves_;
+  std::map<SegmentId, SplitIntent> splits_;
+  std::map<SegmentId, SegmentEntry> trash_;
+  std::map<uint64_t, Timestamp> decisions_;
+  std::map<NodeId, NodeAdminState> node_states_;
+  struct Counter {
+    uint64_t next = 0, limit = 0;
+  };
+  std::map<std::string, Counter> counters_;
+};
+
+}  // namespace wattdb::master

@@ -1,0 +1,818 @@
+#include "master/cluster/cluster.h"
+
+#include <algorithm>
+
+#include "common/failpoint.h"
+#include "common/logging.h"
+
+namespace wattdb::master {
+
+namespace {
+constexpr int kMaxWriteAttempts = 100;
+// The request may have reached the node, but no answer came back.
+bool IsLinkFailure(const Status& s) {
+  return s.code() == Status::Code::kIOError || s.IsTimedOut() || s.IsUnavailable();
+}
+Status InUse(SegmentId seg, int waited_ms) {
+  return Status(Status::Code::kUnavailable,
+                fmt::format("segment {} is in use by a transaction that did not finish within {} ms; try again",
+                            seg, waited_ms),
+                "55006");
+}
+}
+
+Cluster::Cluster(const ClusterConfig& config, MasterOptions opts, const Clock& clock)
+    : config_(config), opts_(std::move(opts)), clock_(clock) {}
+
+Cluster::~Cluster() { Stop(); }
+
+Status Cluster::Start() {
+  // An invalid energy policy stops the master before it touches anything.
+  energy_ = std::make_unique<EnergyService>(*this, opts_.policy_path.empty() ? config_.energy_policy : opts_.policy_path);
+  RETURN_NOT_OK(energy_->Init());
+  ASSIGN_OR_RETURN(catalog_, Catalog::Open(config_.data_dir + "/master"));
+  ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
+  last_ts_ = ts;  // everything committed before this run has a smaller timestamp
+  next_txn_ = static_cast<uint64_t>(clock_.WallMicros()) << 8;  // unique across restarts
+  ASSIGN_OR_RETURN(net::ClusterKey key, net::ClusterKey::LoadOrCreate(config_.KeyPath()));
+  registry_ = std::make_unique<NodeRegistry>(config_, clock_, std::move(key));
+  RETURN_NOT_OK(registry_->Start());
+  power_ = std::make_unique<NodePower>(config_, *registry_, clock_);
+  power::DriverContext ctx;
+  ctx.node_binary = opts_.node_binary;
+  ctx.config_path = opts_.config_path;
+  ctx.data_dir = config_.data_dir;
+  ctx.os_request = [this](NodeId id, power::PowerAction a) -> Status {
+    ASSIGN_OR_RETURN(auto client, registry_->Client(id));
+    return RpcHostPower(*client, a == power::PowerAction::kSuspend);
+  };
+  RETURN_NOT_OK(power_->Init(ctx));
+  monitor_ = std::make_unique<PowerMonitor>(config_, *registry_, *power_, clock_);
+  RETURN_NOT_OK(monitor_->Init());
+  auto sleeping = [this](NodeId id) {
+    NodeAdminState s = catalog_->GetNodeState(id);
+    return s == NodeAdminState::kOff || s == NodeAdminState::kSuspended;
+  };
+  if (opts_.manage_nodes) {
+    std::set<NodeId> failed;
+    for (const auto& n : config_.nodes) {
+      if (sleeping(n.id)) continue;
+      std::lock_guard<std::mutex> l(power_->mu());
+      // A node that cannot be powered on (BMC unreachable, ...) is reported; the rest serve.
+      Status on = power_->Act(n.id, power::PowerAction::kOn);
+      if (!on.ok()) {
+        Log("master")->error("cannot power on node {}: {}", n.id, on.ToString());
+        failed.insert(n.id);
+      }
+    }
+    for (const auto& n : config_.nodes) {
+      if (sleeping(n.id) || failed.count(n.id)) continue;
+      int wait_ms = config_.Profile(n).boot_ms + config_.wake_timeout_ms;
+      if (!AwaitRegistration(n, wait_ms)) {
+        power_->RecordFailure(n.id, fmt::format("node {} did not register within {} ms of power on; see {}/n{}.log",
+                                                n.id, wait_ms, config_.data_dir, n.id));
+      }
+    }
+  }
+  maintenance_ = std::thread([this] { MaintenanceLoop(); });
+  monitor_->Start();
+  if (opts_.manage_nodes) {
+    supervisor_ = std::make_unique<NodeSupervisor>(config_, *registry_, *catalog_, *power_);
+    supervisor_->Start();
+  }
+  energy_->Start();
+  return Status::OK();
+}
+
+void Cluster::Stop() {
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (energy_) energy_->Stop();
+  if (supervisor_) supervisor_->Stop();
+  if (monitor_) monitor_->Stop();
+  if (maintenance_.joinable()) maintenance_.join();
+  if (opts_.manage_nodes && power_) {
+    for (const auto& n : config_.nodes) {
+      std::lock_guard<std::mutex> l(power_->mu());
+      if (power_->Driver(n.id).Supports(power::PowerAction::kOff)) (void)power_->Act(n.id, power::PowerAction::kOff);
+    }
+  }
+  if (registry_) registry_->Stop();
+}
+
+std::shared_ptr<std::shared_timed_mutex> Cluster::Latch(SegmentId seg) {
+  std::lock_guard<std::mutex> l(latch_mu_);
+  auto& p = latches_[seg];
+  if (!p) p = std::make_shared<std::shared_timed_mutex>();
+  return p;
+}
+
+Timestamp Cluster::StableLocked() const { return inflight_.empty() ? last_ts_ : *inflight_.begin() - 1; }
+
+void Cluster::AwaitCompletedLocked(std::unique_lock<std::mutex>& l, Timestamp ts) {
+  ts_cv_.wait(l, [&] { return inflight_.empty() || *inflight_.begin() > ts; });
+}
+
+Timestamp Cluster::ReadTimestamp() {
+  std::lock_guard<std::mutex> l(ts_mu_);
+  return StableLocked();
+}
+
+Timestamp Cluster::AcquireSnapshot() {
+  std::lock_guard<std::mutex> l(ts_mu_);
+  Timestamp ts = StableLocked();
+  snapshots_.insert(ts);
+  return ts;
+}
+
+void Cluster::ReleaseSnapshot(Timestamp ts) {
+  std::lock_guard<std::mutex> l(ts_mu_);
+  auto it = snapshots_.find(ts);
+  if (it != snapshots_.end()) snapshots_.erase(it);
+}
+
+Timestamp Cluster::GcHorizon() {
+  std::lock_guard<std::mutex> l(ts_mu_);
+  Timestamp read = StableLocked();
+  return snapshots_.empty() ? read : std::min(read, *snapshots_.begin());
+}
+
+Result<Timestamp> Cluster::BeginCommit() {
+  ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
+  std::lock_guard<std::mutex> l(ts_mu_);
+  inflight_.insert(ts);
+  if (ts > last_ts_) last_ts_ = ts;
+  return ts;
+}
+
+void Cluster::EndCommit(Timestamp ts) {
+  std::unique_lock<std::mutex> l(ts_mu_);
+  inflight_.erase(ts);
+  ts_cv_.notify_all();
+  // A commit is acknowledged only once every earlier-stamped commit completed too, so that
+  // every snapshot taken after the acknowledgement (in any session) includes it.
+  AwaitCompletedLocked(l, ts);
+}
+
+void Cluster::AwaitStable() {
+  std::unique_lock<std::mutex> l(ts_mu_);
+  AwaitCompletedLocked(l, last_ts_);
+}
+
+Transaction::~Transaction() {
+  for (auto& [seg, latch] : latches) latch->unlock_shared();
+}
+
+std::unique_ptr<Transaction> Cluster::Begin(Timestamp snapshot) {
+  auto t = std::make_unique<Transaction>();
+  t->id = next_txn_++;
+  t->snapshot = snapshot;
+  std::lock_guard<std::mutex> l(txn_mu_);
+  active_txns_.insert(t->id);
+  return t;
+}
+
+void Cluster::EndTxn(Transaction& t) {
+  ReleaseUniqueClaims(t);
+  for (auto& [seg, latch] : t.latches) latch->unlock_shared();
+  t.latches.clear();
+  t.participants.clear();
+  std::lock_guard<std::mutex> l(txn_mu_);
+  active_txns_.erase(t.id);
+}
+
+Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> writes) {
+  if (writes.empty()) return Status::OK();
+  std::map<NodeId, std::vector<RemoteWrite>> by_node;
+  RETURN_NOT_OK(Route(t, table, std::move(writes), &by_node));
+  RETURN_NOT_OK(Send(t, by_node));
+  return HasUniqueIndex(table) ? CheckUnique(t, table, by_node) : Status::OK();
+}
+
+Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
+                      std::map<NodeId, std::vector<RemoteWrite>>* by_node) {
+  for (int attempt = 0;; attempt++) {
+    // Route every write to its segment, then latch the segments not latched yet (in id
+    // order) and check that no move or split finished between routing and latching.
+    std::map<SegmentId, SegmentEntry> segs;
+    std::vector<SegmentId> seg_of(writes.size());
+    for (size_t i = 0; i < writes.size(); i++) {
+      ASSIGN_OR_RETURN(SegmentEntry e, catalog_->SegmentForKey(table, writes[i].key));
+      seg_of[i] = e.id;
+      segs[e.id] = e;
+    }
+    std::vector<SegmentId> fresh;
+    for (auto& [id, e] : segs) {
+      if (t.latches.count(id)) continue;
+      auto latch = Latch(id);
+      latch->lock_shared();
+      t.latches[id] = latch;
+      fresh.push_back(id);
+    }
+    bool changed = false;
+    for (auto& [id, e] : segs) {
+      auto now = catalog_->GetSegment(id);
+      if (!now.ok() || now->node != e.node || now->lo != e.lo || now->hi != e.hi) changed = true;
+    }
+    if (changed) {
+      for (SegmentId id : fresh) {
+        t.latches[id]->unlock_shared();
+        t.latches.erase(id);
+      }
+      if (attempt >= kMaxWriteAttempts) return Status::Aborted("partition map kept changing");
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 1 + attempt)));
+      continue;
+    }
+    by_node->clear();
+    for (size_t i = 0; i < writes.size(); i++) {
+      RemoteWrite w;
+      w.segment = seg_of[i];
+      w.key = std::move(writes[i].key);
+      w.is_delete = writes[i].is_delete;
+      w.row = std::move(writes[i].row);
+      w.check = writes[i].check;
+      (*by_node)[segs[seg_of[i]].node].push_back(std::move(w));
+    }
+    return Status::OK();
+  }
+}
+
+size_t Cluster::ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off) {
+  size_t bytes = 0, end = off;
+  while (end < ws.size() && end - off < kPrepareChunk && (end == off || bytes < kPrepareChunkBytes)) {
+    bytes += ws[end].key.size() + ws[end].row.size() + 16;
+    end++;
+  }
+  return end;
+}
+
+Status Cluster::Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node) {
+  for (const auto& [node, ws] : by_node) {
+    ASSIGN_OR_RETURN(auto client, registry_->Client(node));
+    t.participants[node] = client;
+    for (size_t off = 0, end; off < ws.size(); off = end) {
+      end = ChunkEnd(ws, off);
+      std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + end);
+      Status s = RpcPrepare(*client, t.id, t.snapshot, chunk);
+      // Counted even when it failed: the node may hold part of the chunk, and the
+      // transaction cannot commit after a failed prepare anyway.
+      t.sent[node] += chunk.size();
+      RETURN_NOT_OK(s);
+    }
+  }
+  return Status::OK();
+}
+
+Status Cluster::CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws) {
+  ASSIGN_OR_RETURN(auto client, registry_->Client(node));
+  int pid = NodePid(node);
+  ASSIGN_OR_RETURN(Timestamp ts, BeginCommit());
+  std::vector<std::pair<SegmentId, uint64_t>> sizes;
+  bool delivered = false;
+  Status s = RpcPrepareCommit(*client, t.id, t.snapshot, ws, ts, &sizes, &delivered);
+  EndCommit(ts);
+  if (!s.ok() && delivered && IsLinkFailure(s)) {
+    s = SettleUnknownCommit(node, pid, t.id, ts);
+    if (s.ok() || s.sqlstate() == "40003") EndTxn(t);
+    return s;
+  }
+  if (s.ok()) {
+    EndTxn(t);
+    RequestSplitsIfOversized(sizes);
+  }
+  return s;
+}
+
+int Cluster::NodePid(NodeId node) {
+  for (const auto& n : registry_->Snapshot()) {
+    if (n.id == node) return n.up ? n.pid : 0;
+  }
+  return 0;
+}
+
+Status Cluster::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Timestamp ts) {
+  // A node that died comes back within a few seconds (the master restarts it); one that
+  // froze is declared down after heartbeat_timeout_ms. Wait for either, but not longer.
+  // The node's answer is final: a commit it has not applied by then never will be.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.heartbeat_timeout_ms + 2000);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto c = registry_->Client(node);
+    if (c.ok()) {
+      int pid = NodePid(node);
+      auto done = RpcOutcome(**c, txn);
+      if (done.ok() && *done == ts) return Status::OK();
+      if (done.ok() && *done == 0) {
+        return Status(Status::Code::kUnavailable,
+                      fmt::format("node {} {} before the commit reached it; nothing was written", node,
+                                  pid != old_pid ? "restarted" : "stopped answering"),
+                      "57P03");
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Log("master")->warn("commit outcome unknown txn={} node=n{}", txn, node);
+  return Status(Status::Code::kIOError,
+                fmt::format("connection to node {} lost during commit; the transaction may or may not have committed",
+                            node),
+                "40003");
+}
+
+void Cluster::RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes) {
+  bool oversized = std::any_of(sizes.begin(), sizes.end(),
+                               [&](const auto& p) { return p.second > config_.segment_bytes; });
+  if (oversized) {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    split_wanted_ = true;
+    stop_cv_.notify_all();
+  }
+}
+
+void Cluster::Rollback(Transaction& t) {
+  for (auto& [node, c] : t.participants) (void)RpcAbort(*c, t.id);
+  EndTxn(t);
+}
+
+Status Cluster::RollbackStatement(Transaction& t, const Transaction::Mark& mark) {
+  Status result;
+  for (auto it = t.sent.begin(); it != t.sent.end();) {
+    auto [node, sent] = *it;
+    auto m = mark.sent.find(node);
+    uint64_t keep = m == mark.sent.end() ? 0 : m->second;
+    if (sent == keep) {
+      ++it;
+      continue;
+    }
+    Status s = RpcRollbackTo(*t.participants.at(node), t.id, keep);
+    if (!s.ok() && result.ok()) result = s.Prepend(fmt::format("statement rollback on node {}", node));
+    if (keep == 0 && s.ok()) {  // nothing of the transaction is left there
+      t.participants.erase(node);
+      it = t.sent.erase(it);
+    } else {
+      it->second = keep;
+      ++it;
+    }
+  }
+  ReleaseUniqueClaims(t, mark.unique_locks);
+  return result;
+}
+
+Status Cluster::Commit(Transaction& t) {
+  if (t.participants.empty()) {  // read-only
+    EndTxn(t);
+    return Status::OK();
+  }
+  // A transaction spanning several nodes makes its prepares durable (each node checking
+  // that it still holds every write sent to it) and logs its decision before any node
+  // commits: the logged decision is the commit point. Nodes that miss the commit learn it
+  // when they report the transaction in doubt.
+  bool distributed = t.participants.size() > 1;
+  if (distributed) {
+    // Every snapshot handed out so far is <= issued, and the commit timestamp will be
+    // above it: readers at snapshots <= issued need not wait for this transaction.
+    Timestamp issued;
+    {
+      std::lock_guard<std::mutex> l(ts_mu_);
+      issued = last_ts_;
+    }
+    for (auto& [node, c] : t.participants) {
+      Status s = RpcPrepare(*c, t.id, t.snapshot, {}, /*durable=*/true, t.sent[node], issued);
+      if (!s.ok()) {
+        Rollback(t);
+        return s.Prepend(fmt::format("prepare on node {}", node));
+      }
+    }
+    MaybeFail("master.commit.before_decision");
+  }
+  auto ts = BeginCommit();
+  if (!ts.ok()) {
+    Rollback(t);
+    return ts.status();
+  }
+  if (distributed) {
+    {
+      std::lock_guard<std::mutex> l(decisions_mu_);
+      for (auto& [node, c] : t.participants) unconfirmed_[t.id].insert(node);
+    }
+    Status logged = catalog_->LogDecision(t.id, *ts);
+    if (!logged.ok()) {
+      {
+        std::lock_guard<std::mutex> l(decisions_mu_);
+        unconfirmed_.erase(t.id);
+      }
+      EndCommit(*ts);
+      Rollback(t);
+      return logged.Prepend("commit decision");
+    }
+    MaybeFail("master.commit.after_decision");
+  }
+  Status commit_status;
+  std::vector<std::pair<SegmentId, uint64_t>> sizes;
+  for (auto& [node, c] : t.participants) {
+    if (distributed) {
+      Status s = RpcCommit(*c, t.id, *ts, &sizes);
+      if (s.ok()) {
+        Confirmed(t.id, node);
+      } else {
+        // The decision is durable: the node applies it when it reports the txn in doubt.
+        Log("master")->warn("commit not acknowledged txn={} node=n{} err={} (resolved when the node reports it)",
+                            t.id, node, s.ToString());
+      }
+      continue;
+    }
+    // One participant, prepared in memory: the commit is the commit point.
+    int pid = NodePid(node);
+    bool delivered = false;
+    Status s = RpcCommit(*c, t.id, *ts, &sizes, t.sent[node], &delivered);
+    if (s.ok()) continue;
+    if (delivered && IsLinkFailure(s)) {
+      commit_status = SettleUnknownCommit(node, pid, t.id, *ts);
+    } else if (s.IsNotFound()) {
+      commit_status = Status::Aborted(fmt::format(
+          "transaction aborted: node {} restarted during the transaction and lost its writes", node));
+    } else {
+      (void)RpcAbort(*c, t.id);
+      commit_status = s.code() == Status::Code::kAborted ? s : s.Prepend(fmt::format("commit on node {}", node));
+    }
+  }
+  EndCommit(*ts);
+  EndTxn(t);
+  RequestSplitsIfOversized(sizes);
+  return commit_status;
+}
+
+void Cluster::Confirmed(uint64_t txn, NodeId node) {
+  bool all = false;
+  {
+    std::lock_guard<std::mutex> l(decisions_mu_);
+    auto it = unconfirmed_.find(txn);
+    if (it == unconfirmed_.end()) return;
+    it->second.erase(node);
+    if (it->second.empty()) {
+      unconfirmed_.erase(it);
+      all = true;
+    }
+  }
+  if (all) (void)catalog_->EraseDecision(txn);
+}
+
+Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
+  if (writes.empty()) return Status::OK();
+  bool unique = HasUniqueIndex(table);
+  for (int attempt = 0;; attempt++) {
+    auto t = Begin(snapshot);
+    std::map<NodeId, std::vector<RemoteWrite>> by_node;
+    Status s = Route(*t, table, writes, &by_node);
+    // A statement writing one node commits in one round trip; if a key is locked by another
+    // transaction it takes the usual path, where the prepare waits for the lock. Unique
+    // indexes are checked between prepare and commit.
+    if (s.ok() && !unique && by_node.size() == 1 && ChunkEnd(by_node.begin()->second, 0) == by_node.begin()->second.size()) {
+      s = CommitOnePhase(*t, by_node.begin()->first, by_node.begin()->second);
+      if (s.ok()) return s;
+      if (s.sqlstate() == "55P03") s = Status::OK();
+    }
+    if (s.ok()) s = Send(*t, by_node);
+    if (s.ok() && unique) s = CheckUnique(*t, table, by_node);
+    if (s.ok()) return Commit(*t);
+    Rollback(*t);
+    // A segment that moved or split between routing and the node's check: route again.
+    bool retry = (s.IsStale() || s.IsNotFound()) && attempt < kMaxWriteAttempts;
+    if (!retry) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 1 + attempt)));
+  }
+}
+
+void Cluster::ResolveInDoubt() {
+  std::map<std::pair<NodeId, uint64_t>, uint64_t> still;  // resolutions the latest heartbeats still list
+  for (const auto& n : registry_->Snapshot()) {
+    if (!n.up) continue;
+    for (uint64_t txn : n.in_doubt) {
+      auto key = std::make_pair(n.id, txn);
+      auto done = resolved_.find(key);
+      if (done != resolved_.end() && done->second == n.in_doubt_seq) {
+        still[key] = done->second;  // answered already; this heartbeat predates the answer
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> l(txn_mu_);
+        if (active_txns_.count(txn)) continue;  // still being decided
+      }
+      auto client = registry_->Client(n.id);
+      if (!client.ok()) break;
+      auto decision = catalog_->Decision(txn);
+      // No logged decision means the master never decided to commit: presumed abort.
+      Status s = decision ? RpcCommit(**client, txn, *decision) : RpcAbort(**client, txn);
+      if (s.ok()) {
+        still[key] = n.in_doubt_seq;
+        if (decision) Confirmed(txn, n.id);
+      }
+      Log("master")->info("in-doubt txn resolved txn={} node=n{} outcome={} status={}", txn, n.id,
+                          decision ? "commit" : "abort", s.ToString());
+    }
+  }
+  resolved_ = std::move(still);
+}
+
+bool Cluster::IsPendingMove(SegmentId seg) const {
+  for (const auto& m : catalog_->PendingMoves()) {
+    if (m.segment == seg) return true;
+  }
+  return false;
+}
+
+NodeId Cluster::LeastLoadedNode(NodeId except) {
+  std::map<NodeId, size_t> load;
+  for (const auto& n : config_.nodes) {
+    if (n.id == except || !registry_->IsUp(n.id)) continue;
+    if (catalog_->GetNodeState(n.id) != NodeAdminState::kActive) continue;
+    load[n.id] = 0;
+  }
+  for (const auto& s : catalog_->AllSegments()) {
+    auto it = load.find(s.node);
+    if (it != load.end()) it->second++;
+  }
+  NodeId best = 0;
+  size_t best_load = SIZE_MAX;
+  for (auto& [id, l] : load) {
+    if (l < best_load) {
+      best = id;
+      best_load = l;
+    }
+  }
+  return best;
+}
+
+Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  int64_t t0 = clock_.NowMicros();
+  if (!config_.FindNode(target)) return Status::Sql("42704", fmt::format("node {} does not exist", target));
+  if (catalog_->GetNodeState(target) != NodeAdminState::kActive) {
+    return Status::Sql("55000", fmt::format("node {} is {}; it cannot take segments", target,
+                                            NodeAdminStateName(catalog_->GetNodeState(target))));
+  }
+  auto latch = Latch(seg);
+  // Waits for in-flight writes and open transactions on the segment, but not forever: a
+  // client idle inside a transaction block must not stall moves and maintenance.
+  std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+  if (!excl.owns_lock()) return InUse(seg, config_.latch_wait_ms);
+  ASSIGN_OR_RETURN(SegmentEntry e, catalog_->GetSegment(seg));
+  MoveReport rep{seg, e.node, target};
+  if (e.node == target) return rep;
+  ASSIGN_OR_RETURN(auto src, registry_->Client(e.node));
+  ASSIGN_OR_RETURN(auto dst, registry_->Client(target));
+  std::string src_host;
+  uint16_t src_port = 0;
+  for (const auto& n : registry_->Snapshot()) {
+    if (n.id == e.node) {
+      src_host = n.host;
+      src_port = n.port;
+    }
+  }
+  // An earlier move of this segment that a crash interrupted is rolled back first, and a
+  // split whose outcome is unsettled is settled: the node may hold the segment's upper half
+  // as a new segment, which must not stay behind when the segment moves.
+  for (const auto& m : catalog_->PendingMoves()) {
+    if (m.segment == seg) RETURN_NOT_OK(RecoverMove(m));
+  }
+  for (const auto& si : catalog_->PendingSplits()) {
+    if (si.segment == seg) RETURN_NOT_OK(RecoverSplitLocked(si));
+  }
+  ASSIGN_OR_RETURN(e, catalog_->GetSegment(seg));
+  if (e.node == target) return rep;
+  RETURN_NOT_OK(catalog_->LogMoveIntent({seg, e.node, target}));
+  MaybeFail("master.move.after_intent");
+  auto pulled = RpcPull(*dst, seg, src_host, src_port);
+  if (!pulled.ok() && pulled.status().code() == Status::Code::kAlreadyExists) {
+    // A stale copy from an earlier, failed move (the source owns the segment): replace it.
+    Log("master")->info("dropping stale copy seg={} node=n{} before moving it there", seg, target);
+    RETURN_NOT_OK(RpcDropSegment(*dst, seg));
+    pulled = RpcPull(*dst, seg, src_host, src_port);
+  }
+  if (!pulled.ok()) {
+    (void)RpcDropSegment(*dst, seg);  // remove a partial import, if any
+    (void)catalog_->ClearMoveIntent(seg);
+    return pulled.status().Prepend(fmt::format("move of segment {} to node {}", seg, target));
+  }
+  MaybeFail("master.move.after_pull");
+  RETURN_NOT_OK(catalog_->SetOwner(seg, target));
+  MaybeFail("master.move.after_switch");
+  Status dropped = RpcDropSegment(*src, seg);
+  if (!dropped.ok()) {
+    Log("master")->warn("source copy not dropped seg={} node={} err={} (maintenance retries)", seg,
+                        e.node, dropped.ToString());
+  }
+  rep.bytes = pulled->bytes;
+  rep.files = pulled->files;
+  rep.pull_ms = pulled->micros / 1000.0;
+  rep.total_ms = (clock_.NowMicros() - t0) / 1000.0;
+  Log("master")->info("segment moved seg={} from=n{} to=n{} bytes={} files={} pull_ms={:.1f} total_ms={:.1f}",
+                      seg, e.node, target, rep.bytes, rep.files, rep.pull_ms, rep.total_ms);
+  return rep;
+}
+
+Result<SegmentId> Cluster::SplitSegment(SegmentId seg) {
+  NodeId node;
+  SegmentId fresh;
+  {
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    auto latch = Latch(seg);
+    std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+    if (!excl.owns_lock()) return InUse(seg, config_.latch_wait_ms);
+    // A split of this segment whose outcome is not settled yet (lost reply, crash) is
+    // settled first: the node may hold a new segment the catalog does not know.
+    for (const auto& si : catalog_->PendingSplits()) {
+      if (si.segment == seg) RETURN_NOT_OK(RecoverSplitLocked(si));
+    }
+    ASSIGN_OR_RETURN(SegmentEntry e, catalog_->GetSegment(seg));
+    ASSIGN_OR_RETURN(auto client, registry_->Client(e.node));
+    ASSIGN_OR_RETURN(fresh, catalog_->NextSegmentId());
+    // Logged first: if the reply is lost (or the master dies) after the node split, the
+    // intent tells recovery to look for the new segment on the node.
+    RETURN_NOT_OK(catalog_->LogSplitIntent({seg, fresh, e.node}));
+    MaybeFail("master.split.after_intent");
+    auto key = RpcSplit(*client, seg, fresh);
+    MaybeFail("master.split.after_node_split");
+    if (!key.ok()) {
+      if (key.status().code() == Status::Code::kInvalidArgument) {
+        RETURN_NOT_OK(catalog_->ClearSplitIntent(seg));
+        return SegmentId{0};
+      }
+      // Did the node split before the failure? Settled now if it can be asked, else later.
+      Status r = RecoverSplitLocked({seg, fresh, e.node});
+      if (!r.ok()) Log("master")->warn("split outcome unknown seg={} new={} (maintenance retries): {}", seg, fresh, r.ToString());
+      return key.status();
+    }
+    RETURN_NOT_OK(catalog_->ApplySplit(seg, fresh, *key));
+    node = e.node;
+    Log("master")->info("segment split seg={} new={} node=n{}", seg, fresh, node);
+  }
+  if (opts_.balance) {
+    NodeId target = LeastLoadedNode();
+    if (target != 0 && target != node) {
+      size_t on_node = catalog_->SegmentsOnNode(node).size();
+      size_t on_target = catalog_->SegmentsOnNode(target).size();
+      if (on_node > on_target + 1) {
+        auto moved = MoveSegment(fresh, target);
+        if (!moved.ok()) Log("master")->warn("balance move failed seg={} err={}", fresh, moved.status().ToString());
+      }
+    }
+  }
+  return fresh;
+}
+
+Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
+  if (!config_.FindNode(node)) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kDraining));
+  std::vector<MoveReport> reports;
+  // Writes go on while the node drains, so its segments may split meanwhile: the pieces
+  // stay on the node until a later round moves them too.
+  for (int round = 0; round < 100; round++) {
+    auto left = catalog_->SegmentsOnNode(node);
+    if (left.empty()) break;
+    for (const auto& s : left) {
+      NodeId target = LeastLoadedNode(node);
+      if (target == 0) {
+        return Status::Sql("55000", fmt::format("cannot drain node {}: no other active node is up", node));
+      }
+      ASSIGN_OR_RETURN(MoveReport r, MoveSegment(s.id, target));
+      reports.push_back(r);
+    }
+  }
+  if (size_t left = catalog_->SegmentsOnNode(node).size()) {
+    return Status::Sql("55000", fmt::format("node {} still owns {} segment(s) after 100 rounds of moves; writes "
+                                            "keep splitting them: try again",
+                                            node, left));
+  }
+  Log("master")->info("node drained id={} segments_moved={}", node, reports.size());
+  return reports;
+}
+
+Status Cluster::RecoverMove(const MoveIntent& m) {
+  // REQUIRES admin_mu_ and the segment's latch (exclusive) held. The intent is still logged, so the ownership switch (which
+  // clears it in the same write) never happened: the source still owns the segment and may
+  // have taken writes since, so the target's copy, if any, is stale. Roll back.
+  auto dst = registry_->Client(m.to);
+  if (dst.ok()) {
+    Status dropped = RpcDropSegment(**dst, m.segment);
+    if (!dropped.ok() && !dropped.IsNotFound()) return dropped;
+  } else if (registry_->IsUp(m.to) || catalog_->GetNodeState(m.to) != NodeAdminState::kOff) {
+    return dst.status();  // the target may hold a copy: drop it once it is reachable
+  }
+  RETURN_NOT_OK(catalog_->ClearMoveIntent(m.segment));
+  Log("master")->info("logged move rolled back seg={} stays=n{}", m.segment, m.from);
+  return Status::OK();
+}
+
+Status Cluster::RecoverSplit(const SplitIntent& si) {
+  // REQUIRES admin_mu_ held. Writers stay out while the map changes.
+  auto latch = Latch(si.segment);
+  std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+  if (!excl.owns_lock()) return InUse(si.segment, config_.latch_wait_ms);
+  return RecoverSplitLocked(si);
+}
+
+Status Cluster::RecoverSplitLocked(const SplitIntent& si) {
+  // The new segment, if any, is on the node that split; ApplySplit records it with the old
+  // segment's owner, which must therefore still be that node (moves settle splits first).
+  ASSIGN_OR_RETURN(SegmentEntry owner, catalog_->GetSegment(si.segment));
+  if (owner.node != si.node) {
+    return Status::Internal(fmt::format("segment {} moved to node {} with its split into {} on node {} unsettled",
+                                        si.segment, owner.node, si.new_id, si.node));
+  }
+  ASSIGN_OR_RETURN(auto c, registry_->Client(si.node));
+  auto key = RpcSettleSplit(*c, si.segment, si.new_id);
+  if (key.ok()) {
+    RETURN_NOT_OK(catalog_->ApplySplit(si.segment, si.new_id, *key));
+    Log("master")->info("logged split finished seg={} new={} node=n{}", si.segment, si.new_id, si.node);
+    return Status::OK();
+  }
+  if (!key.status().IsNotFound()) return key.status();
+  RETURN_NOT_OK(catalog_->ClearSplitIntent(si.segment));
+  Log("master")->info("logged split rolled back seg={} node=n{}", si.segment, si.node);
+  return Status::OK();
+}
+
+void Cluster::MaintainOnce() {
+  ResolveInDoubt();
+  // Old versions no snapshot can see may go: tell every node the oldest snapshot in use.
+  Timestamp horizon = GcHorizon();
+  for (const auto& n : config_.nodes) {
+    auto c = registry_->Client(n.id);
+    if (c.ok()) (void)RpcGcHorizon(**c, horizon);
+  }
+  // 1. Logged moves and splits interrupted by a crash or a lost reply: settle them.
+  //    (A live move or split holds admin_mu_, so what is pending here is not running.)
+  for (const auto& m : catalog_->PendingMoves()) {
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    if (!IsPendingMove(m.segment)) continue;  // settled meanwhile
+    auto latch = Latch(m.segment);
+    std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+    Status s = excl.owns_lock() ? RecoverMove(m) : InUse(m.segment, config_.latch_wait_ms);
+    if (!s.ok()) Log("master")->debug("move recovery waits seg={} err={}", m.segment, s.ToString());
+  }
+  for (const auto& si : catalog_->PendingSplits()) {
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    Status s = RecoverSplit(si);
+    if (!s.ok()) Log("master")->debug("split recovery waits seg={} err={}", si.segment, s.ToString());
+  }
+  // 2. Segments of dropped tables.
+  for (const auto& t : catalog_->Trash()) {
+    auto c = registry_->Client(t.node);
+    if (c.ok() && RpcDropSegment(**c, t.id).ok()) (void)catalog_->ClearTrash(t.id);
+  }
+  // 3. Split oversized segments; drop stray copies left behind by moves. Repeats while
+  //    splits happen so that a bulk load converges within one pass.
+  for (int round = 0; round < 64; round++) {
+    bool split_any = false;
+    std::set<SegmentId> moving;
+    for (const auto& m : catalog_->PendingMoves()) moving.insert(m.segment);
+    for (const auto& n : config_.nodes) {
+      auto c = registry_->Client(n.id);
+      if (!c.ok()) continue;
+      auto list = RpcListSegments(**c);
+      if (!list.ok()) continue;
+      for (const auto& rs : *list) {
+        auto e = catalog_->GetSegment(rs.id);
+        if (!e.ok() || moving.count(rs.id)) continue;  // unknown ids: in-flight split or trash
+        if (e->node != n.id) {
+          // Checked again under the admin lock: a move that started after the listing has
+          // logged its intent by then (its target's copy is not stray).
+          std::lock_guard<std::mutex> admin(admin_mu_);
+          auto owner = catalog_->GetSegment(rs.id);
+          if (!owner.ok() || owner->node == n.id || IsPendingMove(rs.id)) continue;
+          Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id, owner->node);
+          (void)RpcDropSegment(**c, rs.id);
+        } else if (rs.bytes > config_.segment_bytes) {
+          auto r = SplitSegment(rs.id);
+          if (r.ok() && *r != 0) split_any = true;
+          if (!r.ok() && r.status().sqlstate() != "55006") {
+            Log("master")->warn("split failed seg={} err={}", rs.id, r.status().ToString());
+          }
+        }
+      }
+    }
+    {
+      std::lock_guard<std::mutex> l(stop_mu_);
+      if (stopping_) return;
+    }
+    if (!split_any) break;
+  }
+}
+
+void Cluster::MaintenanceLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> l(stop_mu_);
+      stop_cv_.wait_for(l, std::chrono::milliseconds(config_.telemetry_interval_ms),
+                        [this] { return stopping_ || split_wanted_; });
+      if (stopping_) return;
+      split_wanted_ = false;
+    }
+    MaintainOnce();
+  }
+}
+
+}  // namespace wattdb::master

@@ -1,0 +1,304 @@
+// Cluster: the master's view and control of the whole cluster. Owns the catalog, the node
+// registry and power drivers, hands out timestamps, and runs the operations that change
+// where data lives: atomic multi-node writes, segment moves, splits, drains, power changes.
+//
+// Concurrency: each segment has a latch. A statement's writes hold the latches of the
+// segments they touch (shared) from routing until commit; moves and splits hold one latch
+// exclusively, so they never run under in-flight writes. Readers take no latches: a reader
+// that meets a moved or split segment re-resolves the partition map and resumes.
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "master/catalog/catalog.h"
+#include "master/cluster/node_supervisor.h"
+#include "master/energy/energy_service.h"
+#include "master/energy/node_power.h"
+#include "master/energy/power_monitor.h"
+#include "master/energy/statement_energy.h"
+#include "master/metrics/query_counters.h"
+#include "master/cluster/node_registry.h"
+#include "master/cluster/node_rpc.h"
+#include "power/power_driver.h"
+
+namespace wattdb::master {
+
+// One row change of a statement, addressed by table and encoded primary key.
+struct RowWrite {
+  std::string key;
+  bool is_delete = false;
+  std::string row;  // encoded row (empty for deletes)
+  RemoteWrite::Check check = RemoteWrite::Check::kNone;
+};
+
+struct MoveReport {
+  SegmentId segment = 0;
+  NodeId from = 0, to = 0;
+  uint64_t bytes = 0;
+  uint32_t files = 0;
+  double pull_ms = 0;   // export + ship + import, measured on the target
+  double total_ms = 0;  // including latch wait and ownership switch
+};
+
+// A transaction in progress. Its writes are prepared on the nodes statement by statement
+// (taking key locks there) and the latches of the segments it wrote stay held until it ends.
+// Owned and used by one session thread.
+struct Transaction {
+  uint64_t id = 0;
+  Timestamp snapshot = 0;
+  std::map<NodeId, std::shared_ptr<NodeClient>> participants;
+  std::map<NodeId, uint64_t> sent;  // writes prepared on each participant (lock-only included)
+  std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches;  // held shared
+  std::vector<std::string> unique_locks;  // unique index keys claimed (Cluster::CheckUnique)
+  // How far the transaction had got when a statement began (Cluster::RollbackStatement).
+  struct Mark {
+    std::map<NodeId, uint64_t> sent;
+    size_t unique_locks = 0;
+  };
+  Mark mark() const { return Mark{sent, unique_locks.size()}; }
+  ~Transaction();
+};
+
+struct MasterOptions {
+  std::string config_path;  // passed to locally started nodes
+  std::string node_binary;
+  bool manage_nodes = false;  // power nodes on at start and off at exit
+  bool balance = true;        // spread split-off segments to the least loaded node
+  std::string policy_path;    // energy-policy file ("" = the config's energy_policy, else the embedded default)
+};
+
+class Cluster {
+ public:
+  Cluster(const ClusterConfig& config, MasterOptions opts, const Clock& clock = Clock::Real());
+  ~Cluster();
+
+  Status Start();
+  void Stop();
+
+  Catalog& catalog() { return *catalog_; }
+  NodeRegistry& registry() { return *registry_; }
+  NodePower& power() { return *power_; }
+  PowerMonitor& monitor() { return *monitor_; }
+  QueryCounters& queries() { return queries_; }
+  StatementEnergyLog& energy_log() { return energy_log_; }
+  EnergyService& energy() { return *energy_; }
+  // Crashed nodes restarted so far (0 without --manage-nodes).
+  uint64_t node_restarts() const { return supervisor_ ? supervisor_->restarts() : 0; }
+  const ClusterConfig& config() const { return config_; }
+
+  // Snapshot for a new statement: every commit with a timestamp <= it has completed.
+  Timestamp ReadTimestamp();
+  // A snapshot held by a running statement or transaction: garbage collection keeps every
+  // version it can see until ReleaseSnapshot.
+  Timestamp AcquireSnapshot();
+  void ReleaseSnapshot(Timestamp ts);
+  // Sessions connected to each database (DROP DATABASE refuses while any is).
+  class SessionGuard {
+   public:
+    SessionGuard(Cluster& c, std::string db) : c_(c), db_(std::move(db)) {
+      std::lock_guard<std::mutex> l(c_.sessions_mu_);
+      c_.sessions_[db_]++;
+    }
+    ~SessionGuard() {
+      std::lock_guard<std::mutex> l(c_.sessions_mu_);
+      if (--c_.sessions_[db_] == 0) c_.sessions_.erase(db_);
+    }
+
+   private:
+    Cluster& c_;
+    std::string db_;
+  };
+  int SessionsOn(const std::string& db) {
+    std::lock_guard<std::mutex> l(sessions_mu_);
+    auto it = sessions_.find(db);
+    return it == sessions_.end() ? 0 : it->second;
+  }
+
+  // Returns once every commit that has a timestamp now has completed, so that snapshots
+  // taken afterwards see all of them. A client told 40001 retries against the winner's write.
+  void AwaitStable();
+  // The oldest snapshot in use (or the current read timestamp if none).
+  Timestamp GcHorizon();
+  // Applies `writes` to `table` atomically across all nodes they touch (prepare everywhere,
+  // then commit at one timestamp). Retries transparently when segments moved or split.
+  Status ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
+
+  // Multi-statement transactions: Begin, any number of Write calls (each prepares its
+  // writes on the nodes at once: duplicate keys and conflicts surface per statement), then
+  // Commit or Rollback. The transaction sees its own writes in scans that pass its id.
+  std::unique_ptr<Transaction> Begin(Timestamp snapshot);
+  Status Write(Transaction& txn, TableId table, std::vector<RowWrite> writes);
+  Status Commit(Transaction& txn);
+  void Rollback(Transaction& txn);
+  // Undoes what `txn` prepared since `mark` (a failed statement's writes, locks and unique
+  // claims) so that it can go on. An error means the nodes could not say: the transaction
+  // must end.
+  Status RollbackStatement(Transaction& txn, const Transaction::Mark& mark);
+
+  // Secondary indexes (cluster_index.cc). CreateIndex blocks writes to the table while it
+  // adds `def` (spec.id assigned by the caller) to every segment, which builds its entries
+  // at one snapshot and maintains them from then on; a unique index is checked for
+  // duplicates (23505) before it is stored in the catalog, ready for snapshots after it.
+  // `table` is the catalog (qualified) name. Returns the new index's id.
+  Result<uint32_t> CreateIndex(const std::string& table, IndexDef def);
+  // Holds the latches of every segment of `table` exclusively: writers to it wait until this
+  // is destroyed. Waits up to latch_wait_ms for transactions that wrote the table (55006).
+  struct WriteBlock {
+    std::vector<std::unique_lock<std::shared_timed_mutex>> latches;
+  };
+  Result<std::unique_ptr<WriteBlock>> BlockWrites(TableId table);
+  Status DropIndex(const std::string& table, uint32_t index);
+  // After `writes` of `t` to `table` were prepared: each new row's key in each unique index
+  // of the table is claimed for `t` until it ends (a claim held by another transaction is
+  // waited for, as a row lock is) and must not belong to another live row (23505).
+  Status CheckUnique(Transaction& t, TableId table, const std::map<NodeId, std::vector<RemoteWrite>>& writes);
+
+  Result<MoveReport> MoveSegment(SegmentId seg, NodeId target);
+  Result<std::vector<MoveReport>> DrainNode(NodeId node);
+  // ALTER NODE n POWER OFF | SUSPEND: refused (55000) while the node owns segments, and
+  // (0A000) if its power driver cannot do it. POWER ON starts an off node or resumes a
+  // suspended one and returns once it has registered.
+  Status PowerOff(NodeId node);
+  Status Suspend(NodeId node);
+  Status PowerOn(NodeId node);
+  // Marks an active node draining (placement and moves skip it) or a draining one active.
+  Status SetDraining(NodeId node, bool draining);
+
+  // An operator's action on a node (ALTER NODE, a manual move to it) is running while one of
+  // these lives; the energy controller leaves the cluster alone meanwhile.
+  class OperatorAction {
+   public:
+    OperatorAction(Cluster& c, NodeId node) : c_(c), node_(node) {
+      std::lock_guard<std::mutex> l(c_.operator_mu_);
+      c_.operator_nodes_.insert(node_);
+    }
+    ~OperatorAction() {
+      std::lock_guard<std::mutex> l(c_.operator_mu_);
+      c_.operator_nodes_.erase(c_.operator_nodes_.find(node_));
+    }
+    OperatorAction(const OperatorAction&) = delete;
+    OperatorAction& operator=(const OperatorAction&) = delete;
+
+   private:
+    Cluster& c_;
+    NodeId node_;
+  };
+  bool OperatorBusy(NodeId node) {
+    std::lock_guard<std::mutex> l(operator_mu_);
+    return operator_nodes_.count(node) > 0;
+  }
+
+  // Splits `seg` if it holds at least two keys; returns the new segment id or 0.
+  Result<SegmentId> SplitSegment(SegmentId seg);
+  // The active, up node with the fewest segments (excluding `except`), or 0 if none.
+  NodeId LeastLoadedNode(NodeId except = 0);
+
+  // Runs one maintenance pass now (split oversized segments, finish logged moves, clean
+  // up dropped segments). Normally runs every telemetry interval.
+  void MaintainOnce();
+
+ private:
+  std::shared_ptr<std::shared_timed_mutex> Latch(SegmentId seg);
+  // Write = Route (segments of the writes, latched) + Send (prepare them on their nodes).
+  Status Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
+               std::map<NodeId, std::vector<RemoteWrite>>* by_node);
+  Status Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node);
+  // Prepares and commits all of `t`'s writes on one node in one round trip; ends `t` if
+  // that worked. 55P03: a key was locked and nothing happened.
+  Status CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws);
+  void RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes);
+  static constexpr size_t kPrepareChunk = 5000;           // writes per prepare request, at most
+  static constexpr size_t kPrepareChunkBytes = 8u << 20;  // and about this many bytes (frames stay small)
+  // The end of the prepare chunk of `ws` that starts at `off` (at least one write).
+  static size_t ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off);
+  // REQUIRES ts_mu_ held. The highest timestamp below every commit in flight.
+  Timestamp StableLocked() const;
+  // REQUIRES ts_mu_ held via `l`. Waits until no commit at or below `ts` is in flight.
+  void AwaitCompletedLocked(std::unique_lock<std::mutex>& l, Timestamp ts);
+  Result<Timestamp> BeginCommit();
+  // Ends commit `ts`; returns once no commit with a lower timestamp is still in flight.
+  void EndCommit(Timestamp ts);
+  Status RecoverMove(const MoveIntent& m);
+  Status RecoverSplit(const SplitIntent& si);
+  // RecoverSplit with admin_mu_ and the segment's latch (exclusive) held by the caller.
+  Status RecoverSplitLocked(const SplitIntent& si);
+  bool IsPendingMove(SegmentId seg) const;
+  void MaintenanceLoop();
+  // Waits up to `wait_ms` for node `n` to register after a power on; repeats the wake of
+  // drivers that cannot observe it (Wake-on-LAN). REQUIRES no other power action on n (the
+  // power lock held, or the supervisor not started yet).
+  bool AwaitRegistration(const NodeConfig& n, int wait_ms);
+  // PowerOff and Suspend: checks, marks the admin state, runs the driver.
+  Status PowerDown(NodeId node, power::PowerAction action);
+
+  const ClusterConfig& config_;  // borrowed; outlives the cluster
+  MasterOptions opts_;
+  const Clock& clock_;
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<NodeRegistry> registry_;
+  std::unique_ptr<NodePower> power_;
+  std::unique_ptr<PowerMonitor> monitor_;
+  QueryCounters queries_;
+  StatementEnergyLog energy_log_;
+
+  std::mutex latch_mu_;  // guards latches_
+  std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches_;
+
+  std::mutex ts_mu_;  // guards the timestamp state below
+  std::condition_variable ts_cv_;  // signalled when a commit completes
+  Timestamp last_ts_ = 0;
+  std::set<Timestamp> inflight_;
+  std::multiset<Timestamp> snapshots_;  // held by statements and transactions
+
+  std::mutex sessions_mu_;  // guards sessions_
+  std::map<std::string, int> sessions_;
+  std::atomic<uint64_t> next_txn_{1};
+  std::mutex txn_mu_;  // guards active_txns_
+  std::set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort
+  void ResolveInDoubt();
+  // After a one-phase commit of `txn` at `ts` on `node` failed once the request was handed
+  // over: asks the node (waiting briefly for it to come back) whether it committed. OK if it
+  // did; 57P03 if it cannot have (the process that got the request is gone); else 40003.
+  Status SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Timestamp ts);
+  int NodePid(NodeId node);
+  // In-doubt resolutions done: (node, txn) -> the heartbeat (in_doubt_seq) they answered.
+  std::map<std::pair<NodeId, uint64_t>, uint64_t> resolved_;
+  // Logged commit decisions whose participants have not all confirmed yet.
+  std::mutex decisions_mu_;
+  std::map<uint64_t, std::set<NodeId>> unconfirmed_;
+  void Confirmed(uint64_t txn, NodeId node);
+  // Unique index keys claimed by transactions: (table, index, key) -> transaction id.
+  std::mutex unique_mu_;
+  std::condition_variable unique_cv_;  // signalled when claims are released
+  std::map<std::string, uint64_t> unique_claims_;
+  // Releases `t`'s unique-key claims but its first `keep`.
+  void ReleaseUniqueClaims(Transaction& t, size_t keep = 0);
+  // BlockWrites with admin_mu_ held by the caller (no split can add a segment meanwhile).
+  Result<std::unique_ptr<WriteBlock>> BlockWritesLocked(TableId table);
+  bool HasUniqueIndex(TableId table) const;
+  void EndTxn(Transaction& txn);
+  std::mutex admin_mu_;  // serializes moves, splits and drains
+  std::unique_ptr<NodeSupervisor> supervisor_;  // with manage_nodes: restarts crashed nodes
+  std::unique_ptr<EnergyService> energy_;
+  std::mutex operator_mu_;  // guards operator_nodes_
+  std::multiset<NodeId> operator_nodes_;
+  std::thread maintenance_;
+  std::mutex stop_mu_;  // guards stopping_ and split_wanted_; stop_cv_ wakes maintenance
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  bool split_wanted_ = false;  // a commit reported an oversized segment
+};
+
+}  // namespace wattdb::master

@@ -1,0 +1,99 @@
+// Cluster's power operations: drain marks, power off, suspend, power on (cluster.h).
+#include "master/cluster/cluster.h"
+
+#include "common/logging.h"
+
+namespace wattdb::master {
+
+Status Cluster::SetDraining(NodeId node, bool draining) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  NodeAdminState now = catalog_->GetNodeState(node);
+  NodeAdminState from = draining ? NodeAdminState::kActive : NodeAdminState::kDraining;
+  if (now != from) {
+    return Status::Sql("55000", fmt::format("node {} is {}, not {}", node, NodeAdminStateName(now), NodeAdminStateName(from)));
+  }
+  return catalog_->SetNodeState(node, draining ? NodeAdminState::kDraining : NodeAdminState::kActive);
+}
+
+Status Cluster::PowerOff(NodeId node) { return PowerDown(node, power::PowerAction::kOff); }
+
+Status Cluster::Suspend(NodeId node) { return PowerDown(node, power::PowerAction::kSuspend); }
+
+Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
+  const NodeConfig* nc = config_.FindNode(node);
+  if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  std::lock_guard<std::mutex> power(power_->mu());
+  power::PowerDriver& driver = power_->Driver(node);
+  if (!driver.Supports(action)) {
+    return Status::Sql("0A000", fmt::format("node {}'s power driver '{}' cannot {}", node, driver.name(),
+                                            power::PowerActionName(action)));
+  }
+  bool suspend = action == power::PowerAction::kSuspend;
+  NodeAdminState before = catalog_->GetNodeState(node);
+  {
+    // Marked under the admin lock, so that no move can pick the node meanwhile.
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    size_t owned = catalog_->SegmentsOnNode(node).size();
+    if (owned > 0) {
+      return Status::Sql("55000", fmt::format("node {} still owns {} segment(s); run ALTER NODE {} DRAIN first",
+                                              node, owned, node));
+    }
+    if (suspend && before == NodeAdminState::kOff) {
+      return Status::Sql("55000", fmt::format("node {} is off; it cannot be suspended", node));
+    }
+    RETURN_NOT_OK(catalog_->SetNodeState(node, suspend ? NodeAdminState::kSuspended : NodeAdminState::kOff));
+  }
+  Status s = power_->Act(node, action);
+  if (!s.ok()) {
+    // Nothing happened (or we cannot tell): the node keeps its former admin state, so the
+    // supervisor and the placement see it as before.
+    (void)catalog_->SetNodeState(node, before);
+    return s;
+  }
+  if (suspend) {
+    registry_->MarkAsleep(node);
+  } else {
+    registry_->WaitDown(node, 10000);
+  }
+  Log("master")->info("node {} id={} driver={}", suspend ? "suspended" : "powered off", node, driver.name());
+  return Status::OK();
+}
+
+bool Cluster::AwaitRegistration(const NodeConfig& n, int wait_ms) {
+  power::PowerDriver& driver = power_->Driver(n.id);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  while (!registry_->WaitUp(n.id, 1000)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    {
+      std::lock_guard<std::mutex> l(stop_mu_);
+      if (stopping_) return false;  // the master is shutting down: do not hold it up
+    }
+    // A magic packet is one unacknowledged datagram (and a fresh link may drop it): send it
+    // again while the node is silent.
+    if (!driver.ObservesState()) (void)driver.PowerOn(n);
+  }
+  return true;
+}
+
+Status Cluster::PowerOn(NodeId node) {
+  const NodeConfig* nc = config_.FindNode(node);
+  if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  std::lock_guard<std::mutex> power(power_->mu());
+  NodeAdminState before = catalog_->GetNodeState(node);
+  RETURN_NOT_OK(power_->Act(node, power::PowerAction::kOn));
+  // Firmware and OS (emulated hosts wait the profile's latencies), then the node's own start.
+  const HostProfile& p = config_.Profile(*nc);
+  int wait_ms = (before == NodeAdminState::kSuspended ? p.resume_ms : p.boot_ms) + config_.wake_timeout_ms;
+  power::PowerDriver& driver = power_->Driver(node);
+  if (!AwaitRegistration(*nc, wait_ms)) {
+    std::string why = fmt::format("node {} was powered on ({}) but did not register within {} ms", node,
+                                  driver.name(), wait_ms);
+    power_->RecordFailure(node, why);
+    return Status(Status::Code::kUnavailable, why, "57P03");
+  }
+  RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kActive));
+  Log("master")->info("node powered on id={} driver={}", node, power_->Driver(node).name());
+  return Status::OK();
+}
+
+}  // namespace wattdb::master

@@ -1,0 +1,97 @@
+#include "master/cluster/node_client.h"
+
+#include "master/energy/statement_energy.h"
+#include "proto/node_service.capnp.h"
+
+namespace wattdb::master {
+
+NodeClient::NodeClient(NodeId id, std::string host, uint16_t port, NodeClientOptions opts)
+    : id_(id), opts_(opts), host_(std::move(host)), port_(port) {}
+
+NodeClient::~NodeClient() { idle_.clear(); }
+
+NodeClient::Lease::Lease(NodeClient* owner, std::unique_ptr<net::Connection> c, uint64_t generation)
+    : owner_(owner), conn_(std::move(c)), generation_(generation) {}
+
+NodeClient::Lease::Lease(Lease&& o) noexcept
+    : owner_(o.owner_), conn_(std::move(o.conn_)), generation_(o.generation_), poisoned_(o.poisoned_) {
+  o.owner_ = nullptr;
+}
+
+NodeClient::Lease::~Lease() {
+  if (!conn_ || !owner_) return;
+  std::lock_guard<std::mutex> l(owner_->mu_);
+  owner_->lent_.erase(conn_.get());
+  if (poisoned_ || generation_ != owner_->generation_) return;
+  conn_->SetTimeouts(owner_->opts_.io_ms, owner_->opts_.io_ms);
+  if (owner_->idle_.size() < 16) owner_->idle_.push_back({std::move(conn_), std::chrono::steady_clock::now()});
+}
+
+Result<NodeClient::Lease> NodeClient::Acquire() {
+  std::string host;
+  uint16_t port;
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto now = std::chrono::steady_clock::now();
+    while (!idle_.empty()) {
+      auto c = std::move(idle_.back().conn);
+      bool fresh = now - idle_.back().since < std::chrono::milliseconds(net::kPoolIdleMs);
+      idle_.pop_back();
+      if (!fresh || !c->LooksIdle()) continue;  // retired, or the node closed it
+      lent_.insert(c.get());
+      return Lease(this, std::move(c), generation_);
+    }
+    host = host_;
+    port = port_;
+    generation = generation_;
+  }
+  auto c = net::Connection::Connect(io_, host, port, opts_.connect_ms);
+  if (!c.ok()) return c.status().Prepend(fmt::format("node {}", id_));
+  if (opts_.key) {
+    Status a = (*c)->Authenticate(*opts_.key, net::Connection::Role::kClient, opts_.connect_ms);
+    if (!a.ok()) return a.Prepend(fmt::format("node {}", id_));
+  }
+  (*c)->SetTimeouts(opts_.io_ms, opts_.io_ms);
+  std::lock_guard<std::mutex> l(mu_);
+  if (generation != generation_) {
+    return Status(Status::Code::kUnavailable, fmt::format("node {} went down", id_), "57P03");
+  }
+  lent_.insert(c->get());
+  return Lease(this, std::move(c).value(), generation);
+}
+
+Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Call(capnp::MessageBuilder& req, int io_ms,
+                                                               bool* delivered) {
+  if (delivered) *delivered = false;
+  ASSIGN_OR_RETURN(Lease lease, Acquire());
+  if (io_ms > 0) lease.conn().SetTimeouts(io_ms, opts_.io_ms);
+  Status s = lease.conn().Send(req);
+  if (!s.ok()) {
+    lease.Poison();
+    return s.Prepend(fmt::format("node {}", id_));
+  }
+  if (delivered) *delivered = true;
+  auto r = lease.conn().Receive();
+  if (!r.ok()) {
+    lease.Poison();
+    return r.status().Prepend(fmt::format("node {}", id_));
+  }
+  try {
+    StatementCpuScope::AddNode(id_, (*r)->Root<proto::Response>().getCpuNanos());
+  } catch (const kj::Exception&) {
+    // a malformed reply is the caller's to report
+  }
+  return r;
+}
+
+void NodeClient::Reset(const std::string& host, uint16_t port) {
+  std::lock_guard<std::mutex> l(mu_);
+  host_ = host;
+  port_ = port;
+  generation_++;
+  idle_.clear();
+  for (net::Connection* c : lent_) c->Close();  // their owners see an error and drop them
+}
+
+}  // namespace wattdb::master

@@ -1,0 +1,179 @@
+#include "master/cluster/node_registry.h"
+
+#include <kj/exception.h>
+
+#include "common/logging.h"
+#include "proto/cluster.capnp.h"
+
+namespace wattdb::master {
+
+NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key)
+    : config_(config), clock_(clock), key_(std::move(key)) {
+  for (const auto& n : config.nodes) {
+    NodeInfo info;
+    info.id = n.id;
+    info.host = n.host;
+    info.port = n.port;
+    nodes_[n.id] = info;
+    clients_[n.id] = std::make_shared<NodeClient>(
+        n.id, n.host, n.port, NodeClientOptions{config.connect_timeout_ms, config.rpc_timeout_ms, &key_});
+  }
+}
+
+NodeRegistry::~NodeRegistry() { Stop(); }
+
+Status NodeRegistry::Start() {
+  server_ = std::make_unique<net::TcpServer>("cluster", config_.ClusterHost(), config_.cluster_port,
+                                             [this](net::asio::ip::tcp::socket& s) { Serve(s); });
+  return server_->Start();
+}
+
+void NodeRegistry::Stop() {
+  if (server_) server_->Stop();
+}
+
+void NodeRegistry::MarkDown(NodeId id, uint64_t link, const std::string& why) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = nodes_.find(id);
+  // A link replaced by a newer registration no longer speaks for the node.
+  if (it == nodes_.end() || !it->second.up || it->second.link != link) return;
+  it->second.up = false;
+  clients_[id]->Reset(it->second.host, it->second.port);
+  Log("master")->info("node down id={} reason={}", id, why);
+  cv_.notify_all();
+}
+
+void NodeRegistry::MarkAsleep(NodeId id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || !it->second.up) return;
+  it->second.up = false;
+  clients_[id]->Reset(it->second.host, it->second.port);
+  Log("master")->info("node down id={} reason=suspended", id);
+  cv_.notify_all();
+}
+
+void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
+  net::Connection conn(&socket);
+  // A node that sends nothing for heartbeat_timeout_ms (dead, frozen, cut off) is down.
+  conn.SetTimeouts(config_.heartbeat_timeout_ms, config_.rpc_timeout_ms);
+  NodeId id = 0;
+  uint64_t link = 0;
+  if (Status a = conn.Authenticate(key_, net::Connection::Role::kServer, config_.connect_timeout_ms); !a.ok()) {
+    Log("master")->warn("refused a registration: {}", a.message());
+    return;
+  }
+  try {
+    auto first = conn.Receive();
+    if (!first.ok()) return;
+    auto m = (*first)->Root<proto::NodeMessage>();
+    capnp::MallocMessageBuilder reply;
+    auto r = reply.initRoot<proto::MasterMessage>();
+    if (m.which() != proto::NodeMessage::REGISTER) {
+      r.setRejected("expected a registration");
+      (void)conn.Send(reply);
+      return;
+    }
+    auto reg = m.getRegister();
+    id = reg.getNodeId();
+    const NodeConfig* nc = config_.FindNode(id);
+    if (!nc) {
+      r.setRejected(fmt::format("node id {} is not in the cluster config", id));
+      (void)conn.Send(reply);
+      Log("master")->warn("rejected registration of unknown node id={} peer={}", id, conn.peer());
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      NodeInfo& n = nodes_[id];
+      n.host = reg.getHost();
+      n.port = reg.getPort();
+      n.pid = reg.getPid();
+      n.up = true;
+      n.link = link = ++next_link_;
+      n.in_doubt.clear();
+      n.last_heartbeat_us = clock_.NowMicros();
+      clients_[id]->Reset(n.host, n.port);
+      cv_.notify_all();
+    }
+    r.setRegistered();
+    if (!conn.Send(reply).ok()) {
+      MarkDown(id, link, "registration reply failed");
+      return;
+    }
+    Log("master")->info("node up id={} addr={}:{} pid={}", id, reg.getHost().cStr(), reg.getPort(), reg.getPid());
+    while (true) {
+      auto msg = conn.Receive();
+      if (!msg.ok()) {
+        MarkDown(id, link, msg.status().IsTimedOut() ? "no heartbeat within heartbeat_timeout_ms"
+                                                     : msg.status().message());
+        return;
+      }
+      auto nm = (*msg)->Root<proto::NodeMessage>();
+      if (nm.which() == proto::NodeMessage::GOODBYE) {
+        MarkDown(id, link, "goodbye");
+        return;
+      }
+      if (nm.which() != proto::NodeMessage::HEARTBEAT) continue;
+      auto hb = nm.getHeartbeat();
+      std::lock_guard<std::mutex> l(mu_);
+      NodeInfo& n = nodes_[id];
+      if (n.link != link) return;  // superseded by a newer registration
+      n.last_heartbeat_us = clock_.NowMicros();
+      n.heartbeats++;
+      n.cpu_percent = hb.getCpuPercent();
+      n.host_cpu_percent = hb.getHostCpuPercent();
+      n.rss_bytes = hb.getRssBytes();
+      n.mem_total_bytes = hb.getMemTotalBytes();
+      n.mem_available_bytes = hb.getMemAvailableBytes();
+      n.disk_bytes = hb.getDiskBytes();
+      n.disk_read_bps = hb.getDiskReadBytesPerSec();
+      n.disk_write_bps = hb.getDiskWriteBytesPerSec();
+      n.net_rx_bps = hb.getNetRxBytesPerSec();
+      n.net_tx_bps = hb.getNetTxBytesPerSec();
+      n.in_doubt.clear();
+      for (auto t : hb.getInDoubt()) n.in_doubt.push_back(t);
+      n.in_doubt_seq = ++next_link_;
+      n.segments.clear();
+      for (auto s : hb.getSegments()) {
+        n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(), s.getRowsWritten()});
+      }
+    }
+  } catch (const kj::Exception& e) {
+    Log("master")->warn("malformed node message peer={} err={}", conn.peer(), e.getDescription().cStr());
+    if (id) MarkDown(id, link, "malformed message");
+  }
+}
+
+Result<std::shared_ptr<NodeClient>> NodeRegistry::Client(NodeId id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return Status::Sql("42704", fmt::format("node {} does not exist", id));
+  if (!it->second.up) return Status(Status::Code::kUnavailable, fmt::format("node {} is down", id), "57P03");
+  return clients_[id];
+}
+
+bool NodeRegistry::IsUp(NodeId id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = nodes_.find(id);
+  return it != nodes_.end() && it->second.up;
+}
+
+std::vector<NodeInfo> NodeRegistry::Snapshot() {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<NodeInfo> out;
+  for (const auto& [id, n] : nodes_) out.push_back(n);
+  return out;
+}
+
+bool NodeRegistry::WaitUp(NodeId id, int timeout_ms) {
+  std::unique_lock<std::mutex> l(mu_);
+  return cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return nodes_[id].up; });
+}
+
+bool NodeRegistry::WaitDown(NodeId id, int timeout_ms) {
+  std::unique_lock<std::mutex> l(mu_);
+  return cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return !nodes_[id].up; });
+}
+
+}  // namespace wattdb::master

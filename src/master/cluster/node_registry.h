@@ -1,0 +1,80 @@
+// NodeRegistry: which nodes are up, where they listen, and their latest telemetry.
+// Nodes connect to the master's cluster port, register, and heartbeat; a node is up from a
+// valid registration until its link closes, it says goodbye, or heartbeats stop for
+// heartbeat_timeout_ms. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "master/cluster/node_client.h"
+#include "net/tcp_server.h"
+
+namespace wattdb::master {
+
+struct SegmentTelemetry {
+  SegmentId id = 0;
+  uint64_t bytes = 0, rows_read = 0, rows_written = 0;
+};
+
+struct NodeInfo {
+  NodeId id = 0;
+  std::string host;
+  uint16_t port = 0;
+  bool up = false;
+  int pid = 0;
+  int64_t last_heartbeat_us = 0;  // monotonic clock
+  double cpu_percent = 0, host_cpu_percent = 0;
+  uint64_t rss_bytes = 0, mem_total_bytes = 0, mem_available_bytes = 0, disk_bytes = 0;
+  double disk_read_bps = 0, disk_write_bps = 0, net_rx_bps = 0, net_tx_bps = 0;
+  uint64_t heartbeats = 0;
+  std::vector<SegmentTelemetry> segments;
+  std::vector<uint64_t> in_doubt;  // durably prepared transactions awaiting a decision
+  uint64_t in_doubt_seq = 0;       // changes with every heartbeat that reports in_doubt
+  uint64_t link = 0;               // identifies the registration (link) now serving the node
+};
+
+class NodeRegistry {
+ public:
+  // Nodes must prove they hold `key` (net/cluster_auth.h); so does the master to them.
+  NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key);
+  ~NodeRegistry();
+
+  Status Start();
+  void Stop();
+
+  // The client for an up node, or Unavailable (SQLSTATE 57P03) naming the node.
+  Result<std::shared_ptr<NodeClient>> Client(NodeId id);
+  bool IsUp(NodeId id);
+  std::vector<NodeInfo> Snapshot();
+  // Waits until the node is up (true) or `timeout_ms` passes (false).
+  bool WaitUp(NodeId id, int timeout_ms);
+  bool WaitDown(NodeId id, int timeout_ms);
+  // The node was suspended on purpose: down now, whatever its current link still delivers;
+  // it is up again when it registers anew after resuming.
+  void MarkAsleep(NodeId id);
+
+ private:
+  void Serve(net::asio::ip::tcp::socket& socket);
+  // Marks the node down if `link` is still its current registration.
+  void MarkDown(NodeId id, uint64_t link, const std::string& why);
+
+  const ClusterConfig& config_;  // borrowed; outlives the registry
+  const Clock& clock_;
+  const net::ClusterKey key_;
+  std::unique_ptr<net::TcpServer> server_;
+  std::mutex mu_;  // guards nodes_ and clients_
+  std::condition_variable cv_;
+  std::map<NodeId, NodeInfo> nodes_;
+  std::map<NodeId, std::shared_ptr<NodeClient>> clients_;
+  uint64_t next_link_ = 0;
+};
+
+}  // namespace wattdb::master

@@ -1,0 +1,58 @@
+// NodeSupervisor: restarts nodes that crashed. Every `period_ms` it looks at each node the
+// master manages: one that should be on (its admin state is neither off nor suspended), is
+// not registered, and whose process is gone (its power driver observes the state and says
+// off) is powered on again. Restarts of a
+// node that keeps crashing back off exponentially (up to 30 s). A node that is alive but
+// silent (frozen) is left alone: it may come back by itself.
+// Thread-safe; Stop() (or destruction) joins the thread.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/config.h"
+#include "master/catalog/catalog.h"
+#include "master/energy/node_power.h"
+#include "master/cluster/node_registry.h"
+
+namespace wattdb::master {
+
+class NodeSupervisor {
+ public:
+  // The supervisor powers a node on only while holding power.mu(), as ALTER NODE ... POWER
+  // does, so the two never race.
+  NodeSupervisor(const ClusterConfig& config, NodeRegistry& registry, Catalog& catalog, NodePower& power,
+                 int period_ms = 500);
+  ~NodeSupervisor();
+
+  void Start();
+  void Stop();
+  // One pass now (tests).
+  void CheckOnce();
+  uint64_t restarts() const;
+
+ private:
+  void Loop();
+
+  const ClusterConfig& config_;
+  NodeRegistry& registry_;
+  Catalog& catalog_;
+  NodePower& power_;
+  const int period_ms_;
+
+  mutable std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  struct Backoff {
+    int64_t next_us = 0;  // no restart before this (steady clock)
+    int delay_ms = 0;
+  };
+  std::map<NodeId, Backoff> backoff_;
+  uint64_t restarts_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace wattdb::master

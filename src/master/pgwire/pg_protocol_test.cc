@@ -1,0 +1,83 @@
+#include "master/pgwire/pg_protocol.h"
+#include "master/pgwire/pg_values.h"
+
+#include <gtest/gtest.h>
+
+namespace wattdb::master::pg {
+namespace {
+
+std::string Hex(const std::string& s) {
+  std::string h;
+  for (unsigned char c : s) h += fmt::format("{:02x}", c);
+  return h;
+}
+
+TEST(PgProtocol, MessagesMatchTheSpecLayout) {
+  MessageWriter w;
+  w.AuthenticationOk();
+  EXPECT_EQ(Hex(w.buffer()), "520000000800000000");
+  w.Clear();
+  w.ReadyForQuery('I');
+  EXPECT_EQ(Hex(w.buffer()), "5a0000000549");
+  w.Clear();
+  w.CommandComplete("SELECT 1");
+  EXPECT_EQ(w.buffer(), std::string("C\0\0\0\x0dSELECT 1\0", 14));
+  w.Clear();
+  std::string one = "1";
+  w.DataRow({&one, nullptr});
+  EXPECT_EQ(Hex(w.buffer()), "440000000f0002000000013" "1ffffffff");
+}
+
+TEST(PgProtocol, RowDescriptionCarriesTypeOids) {
+  MessageWriter w;
+  w.RowDescription({"a", "b"}, {SqlType{TypeId::kInt64}, SqlType{TypeId::kText, 10}});
+  const std::string& b = w.buffer();
+  ASSERT_EQ(b[0], 'T');
+  // "a\0" + table oid(4) + attnum(2) then the type oid.
+  size_t p = 7 + 2;
+  auto i32 = [&](size_t at) {
+    return (uint8_t(b[at]) << 24) | (uint8_t(b[at + 1]) << 16) | (uint8_t(b[at + 2]) << 8) | uint8_t(b[at + 3]);
+  };
+  EXPECT_EQ(i32(p + 6), 20);  // int8
+  size_t q = p + 18 + 2;       // second field after "b\0"
+  EXPECT_EQ(i32(q + 6), 1043);  // varchar
+  EXPECT_EQ(i32(q + 12), 14);   // typmod = n + 4
+}
+
+TEST(PgProtocol, ErrorHasSqlStateAndPosition) {
+  MessageWriter w;
+  w.ErrorOrNotice('E', "ERROR", "42601", "syntax error at or near \"x\"", 8);
+  const std::string& b = w.buffer();
+  EXPECT_NE(b.find(std::string("C42601\0", 7)), std::string::npos);
+  EXPECT_NE(b.find(std::string("P8\0", 3)), std::string::npos);
+  EXPECT_EQ(b.back(), '\0');
+}
+
+TEST(PgProtocol, StartupParamsAreValidated) {
+  auto ok = ParseStartupParams(std::string("user\0u\0database\0d\0\0", 19));
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->size(), 2u);
+  EXPECT_EQ((*ok)[1].second, "d");
+  EXPECT_FALSE(ParseStartupParams(std::string("user\0u", 6)).ok());
+  EXPECT_FALSE(ParseStartupParams(std::string("user\0u\0\0junk", 12)).ok());
+  EXPECT_FALSE(ParseStartupParams(std::string("user", 4)).ok());
+}
+
+// NUMERIC's binary form: ndigits, weight, sign, dscale, then base-10000 digits.
+TEST(PgValues, NumericBinaryFormat) {
+  std::string out;
+  EncodeValue(Value::Numeric(*ParseDecimal("12.345")), SqlType{TypeId::kNumeric}, true, &out);
+  EXPECT_EQ(out, std::string("\x00\x02\x00\x00\x00\x00\x00\x03\x00\x0c\x0d\x7a", 12));
+  for (const char* s : {"0", "0.00", "-1", "10000", "123456789.000001", "-0.0005", "99999999999999999999999999.9999"}) {
+    Decimal d = *ParseDecimal(s);
+    std::string bin;
+    EncodeValue(Value::Numeric(d), SqlType{TypeId::kNumeric}, true, &bin);
+    auto back = DecodeParam(bin, true, SqlType{TypeId::kNumeric}, 1700);
+    ASSERT_TRUE(back.ok()) << s << ": " << back.status().ToString();
+    EXPECT_EQ(back->ToText(), s);
+  }
+  EXPECT_FALSE(DecodeParam(std::string("\x00\x01", 2), true, SqlType{TypeId::kNumeric}, 1700).ok());
+}
+
+}  // namespace
+}  // namespace wattdb::master::pg

@@ -1,0 +1,700 @@
+#include "master/pgwire/pg_session.h"
+
+#include "common/logging.h"
+#include "master/pgwire/pg_copy.h"
+#include "master/pgwire/pg_values.h"
+#include "query/plan/binder.h"
+#include "query/sql/parser.h"
+
+namespace wattdb::master {
+
+namespace asio = net::asio;
+
+Status WriteAll(net::Stream& s, std::string& buf, net::Stream::Deadline deadline) {
+  Status st = s.WriteAll(buf.data(), buf.size(), deadline);
+  buf.clear();
+  return st;
+}
+
+namespace {
+
+// Bounds-checked reader of one frontend message body.
+class Body {
+ public:
+  explicit Body(std::string_view b) : b_(b) {}
+  Status Cstr(std::string* out) {
+    auto z = b_.find('\0');
+    if (z == std::string_view::npos) return Trunc();
+    out->assign(b_.substr(0, z));
+    b_.remove_prefix(z + 1);
+    return Status::OK();
+  }
+  Status I16(int16_t* v) {
+    if (b_.size() < 2) return Trunc();
+    *v = static_cast<int16_t>((uint8_t(b_[0]) << 8) | uint8_t(b_[1]));
+    b_.remove_prefix(2);
+    return Status::OK();
+  }
+  Status I32(int32_t* v) {
+    if (b_.size() < 4) return Trunc();
+    *v = static_cast<int32_t>((uint32_t(uint8_t(b_[0])) << 24) | (uint32_t(uint8_t(b_[1])) << 16) |
+                              (uint32_t(uint8_t(b_[2])) << 8) | uint8_t(b_[3]));
+    b_.remove_prefix(4);
+    return Status::OK();
+  }
+  Status Bytes(size_t n, std::string_view* out) {
+    if (b_.size() < n) return Trunc();
+    *out = b_.substr(0, n);
+    b_.remove_prefix(n);
+    return Status::OK();
+  }
+  char Byte() {
+    if (b_.empty()) return 0;
+    char c = b_[0];
+    b_.remove_prefix(1);
+    return c;
+  }
+
+ private:
+  static Status Trunc() { return Status::Sql("08P01", "invalid message format: insufficient data left in message"); }
+  std::string_view b_;
+};
+
+// Streams a statement's results straight to the client (simple protocol).
+// Base of the session's sinks: notices go out as NoticeResponse messages.
+class NoticeSink : public ResultSink {
+ public:
+  explicit NoticeSink(pg::MessageWriter& w) : w_(w) {}
+  Status Notice(const std::string& sqlstate, const std::string& message) override {
+    w_.ErrorOrNotice('N', "NOTICE", sqlstate, message, 0);
+    return Status::OK();
+  }
+
+ protected:
+  pg::MessageWriter& w_;
+};
+
+class WireSink : public NoticeSink {
+ public:
+  WireSink(pg::MessageWriter& w, net::Stream& s, int io_ms) : NoticeSink(w), s_(s), io_ms_(io_ms) {}
+  Status Describe(const std::vector<std::string>& names, const std::vector<SqlType>& types) override {
+    types_ = types;
+    w_.RowDescription(names, types);
+    return Status::OK();
+  }
+  Status Rows(const exec::Batch& b) override {
+    std::vector<std::string> texts(b.cols.size());
+    std::vector<const std::string*> cells(b.cols.size());
+    for (size_t r = 0; r < b.rows; r++) {
+      for (size_t c = 0; c < b.cols.size(); c++) {
+        Value v = b.Get(c, r);
+        cells[c] = nullptr;
+        if (!v.is_null()) {
+          texts[c].clear();
+          pg::EncodeValue(v, types_[c], false, &texts[c]);
+          cells[c] = &texts[c];
+        }
+      }
+      w_.DataRow(cells);
+    }
+    if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer(), net::Stream::In(io_ms_));
+    return Status::OK();
+  }
+
+ private:
+  net::Stream& s_;
+  int io_ms_;
+  std::vector<SqlType> types_;
+};
+
+// Streams a portal's rows to the client as DataRows in the formats Bind asked for (an
+// Execute without a row limit: nothing is kept on the master).
+class PortalStreamSink : public NoticeSink {
+ public:
+  PortalStreamSink(pg::MessageWriter& w, net::Stream& s, int io_ms, const std::vector<SqlType>& types,
+                   const std::vector<int16_t>& formats)
+      : NoticeSink(w), s_(s), io_ms_(io_ms), types_(types), formats_(formats) {}
+  Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override { return Status::OK(); }
+  Status Rows(const exec::Batch& b) override {
+    std::vector<std::string> cells(types_.size());
+    std::vector<const std::string*> ptrs(types_.size());
+    for (size_t r = 0; r < b.rows; r++) {
+      for (size_t c = 0; c < b.cols.size() && c < cells.size(); c++) {
+        Value v = b.Get(c, r);
+        ptrs[c] = nullptr;
+        if (v.is_null()) continue;
+        cells[c].clear();
+        pg::EncodeValue(v, types_[c], c < formats_.size() && formats_[c] == 1, &cells[c]);
+        ptrs[c] = &cells[c];
+      }
+      w_.DataRow(ptrs);
+      rows_++;
+    }
+    if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer(), net::Stream::In(io_ms_));
+    return Status::OK();
+  }
+  uint64_t rows() const { return rows_; }
+
+ private:
+  net::Stream& s_;
+  int io_ms_;
+  const std::vector<SqlType>& types_;
+  const std::vector<int16_t>& formats_;
+  uint64_t rows_ = 0;
+};
+
+// Collects a portal's rows so that Execute can hand them out in row-limited pieces.
+class BufferSink : public NoticeSink {
+ public:
+  BufferSink(pg::MessageWriter& w, std::vector<std::vector<Value>>* rows) : NoticeSink(w), rows_(rows) {}
+  Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override { return Status::OK(); }
+  Status Rows(const exec::Batch& b) override {
+    for (size_t r = 0; r < b.rows; r++) rows_->push_back(b.Row(r));
+    return Status::OK();
+  }
+
+ private:
+  std::vector<std::vector<Value>>* rows_;
+};
+
+// Replaces every $n in `e` by a literal holding params[n-1].
+Status Substitute(sql::ExprPtr& e, const std::vector<Value>& params) {
+  if (!e) return Status::OK();
+  if (e->kind == sql::Expr::Kind::kParam) {
+    if (e->param < 1 || e->param > static_cast<int>(params.size())) {
+      return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e->param), e->pos);
+    }
+    auto lit = std::make_unique<sql::Expr>(sql::Expr::Kind::kLiteral, e->pos);
+    lit->value = params[e->param - 1];
+    e = std::move(lit);
+    return Status::OK();
+  }
+  for (auto& a : e->args) RETURN_NOT_OK(Substitute(a, params));
+  RETURN_NOT_OK(Substitute(e->operand, params));
+  return Substitute(e->else_expr, params);
+}
+
+Status Substitute(sql::Statement& st, const std::vector<Value>& params) {
+  return std::visit(
+      [&](auto& s) -> Status {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<T, sql::SelectStmt>) {
+          for (auto& it : s.items) RETURN_NOT_OK(Substitute(it.expr, params));
+          RETURN_NOT_OK(Substitute(s.where, params));
+          for (auto& g : s.group_by) RETURN_NOT_OK(Substitute(g, params));
+          RETURN_NOT_OK(Substitute(s.having, params));
+          for (auto& o : s.order_by) RETURN_NOT_OK(Substitute(o.expr, params));
+          RETURN_NOT_OK(Substitute(s.limit, params));
+          return Substitute(s.offset, params);
+        } else if constexpr (std::is_same_v<T, sql::InsertStmt>) {
+          for (auto& row : s.rows) {
+            for (auto& e : row) RETURN_NOT_OK(Substitute(e, params));
+          }
+          return Status::OK();
+        } else if constexpr (std::is_same_v<T, sql::UpdateStmt>) {
+          for (auto& [c, e] : s.sets) RETURN_NOT_OK(Substitute(e, params));
+          return Substitute(s.where, params);
+        } else if constexpr (std::is_same_v<T, sql::DeleteStmt>) {
+          return Substitute(s.where, params);
+        } else {
+          return Status::OK();
+        }
+      },
+      st);
+}
+
+}  // namespace
+
+PgSession::PgSession(Cluster& cluster, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
+                     std::string database, TimerService& timers)
+    : cluster_(cluster), socket_(socket), timers_(timers), pid_(pid), cancel_(std::move(cancel)),
+      executor_(cluster, std::move(database)) {}
+
+Status PgSession::Flush() { return WriteAll(socket_, out_.buffer(), IoDeadline()); }
+
+Status PgSession::ReadExact(char* p, size_t n) { return socket_.ReadExact(p, n, IoDeadline()); }
+
+bool PgSession::AwaitMessage() {
+  int64_t idle_ms = executor_.TxnStatus() == 'I' ? 0 : executor_.TimeoutSetting("idle_in_transaction_session_timeout");
+  if (idle_ms > 0) {
+    Status st = socket_.WaitReadable(net::Stream::In(static_cast<int>(std::min<int64_t>(idle_ms, INT32_MAX))));
+    if (st.IsTimedOut()) {
+      Log("master")->info("session ended pid={} reason=idle-in-transaction timeout", pid_);
+      SendError(Status::Sql("25P03", "terminating connection due to idle-in-transaction timeout"), "FATAL");
+      (void)Flush();
+      return false;
+    }
+    return st.ok();
+  }
+  // Idle outside a transaction: as long as the client likes (a server shutdown wakes it).
+  while (true) {
+    Status st = socket_.WaitReadable(net::Stream::In(60000));
+    if (!st.IsTimedOut()) return st.ok();
+  }
+}
+
+namespace {
+const Status& StatusOf(const Status& s) { return s; }
+template <typename T>
+const Status& StatusOf(const Result<T>& r) {
+  return r.status();
+}
+}  // namespace
+
+template <typename Fn>
+auto PgSession::WithStatementTimeout(Fn fn) -> decltype(fn()) {
+  int64_t ms = executor_.TimeoutSetting("statement_timeout");
+  if (ms <= 0) return fn();
+  auto fired = std::make_shared<std::atomic<bool>>(false);
+  auto cancel = cancel_;
+  uint64_t timer = timers_.Arm(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms), [fired, cancel] {
+    fired->store(true);
+    cancel->store(true);
+  });
+  auto r = fn();
+  timers_.Cancel(timer);
+  if (!r.ok() && StatusOf(r).sqlstate() == "57014" && fired->load()) {
+    return Status::Sql("57014", "canceling statement due to statement timeout");
+  }
+  return r;
+}
+
+void PgSession::SendError(const Status& e, const char* severity) {
+  executor_.MarkFailed();
+  if (e.code() == Status::Code::kInternal || e.code() == Status::Code::kCorruption) {
+    Log("master")->error("statement failed pid={} err={}", pid_, e.ToString());
+  }
+  out_.ErrorOrNotice('E', severity, e.sqlstate(), e.message(), e.position());
+}
+
+void PgSession::Run() {
+  bool skip_to_sync = false;  // after an error in an extended-protocol message
+  while (true) {
+    if (!AwaitMessage()) return;
+    char type;
+    if (!ReadExact(&type, 1).ok()) return;
+    char lenb[4];
+    if (!ReadExact(lenb, 4).ok()) return;
+    int32_t len = static_cast<int32_t>((uint32_t(uint8_t(lenb[0])) << 24) | (uint32_t(uint8_t(lenb[1])) << 16) |
+                                       (uint32_t(uint8_t(lenb[2])) << 8) | uint8_t(lenb[3]));
+    if (len < 4 || static_cast<uint32_t>(len) > pg::kMaxMessage) {
+      SendError(Status::Sql("08P01", fmt::format("invalid message length {}", len)), "FATAL");
+      (void)Flush();
+      return;
+    }
+    std::string body(len - 4, '\0');
+    if (!ReadExact(body.data(), body.size()).ok()) return;
+    Status st;
+    switch (type) {
+      case 'Q':
+        if (body.empty() || body.back() != '\0') {
+          SendError(Status::Sql("08P01", "invalid query message: missing terminator"), "FATAL");
+          (void)Flush();
+          return;
+        }
+        body.pop_back();
+        HandleQuery(std::move(body));
+        if (copy_failed_connection_) return;
+        out_.ReadyForQuery(executor_.TxnStatus());
+        if (!Flush().ok()) return;
+        break;
+      case 'X': return;
+      case 'S':
+        skip_to_sync = false;
+        out_.ReadyForQuery(executor_.TxnStatus());
+        if (!Flush().ok()) return;
+        break;
+      case 'H':
+        if (!Flush().ok()) return;
+        break;
+      case 'P': case 'B': case 'D': case 'E': case 'C':
+        if (skip_to_sync) break;
+        st = type == 'P'   ? HandleParse(body)
+             : type == 'B' ? HandleBind(body)
+             : type == 'D' ? HandleDescribe(body)
+             : type == 'E' ? HandleExecute(body)
+                           : HandleClose(body);
+        if (!st.ok()) {
+          SendError(st);
+          skip_to_sync = true;
+        }
+        if (out_.buffer().size() > (256u << 10) && !Flush().ok()) return;
+        break;
+      case 'F':
+        SendError(Status::NotSupported("the function call protocol is not supported"));
+        skip_to_sync = true;
+        break;
+      case 'd': case 'c': case 'f':
+        SendError(Status::Sql("08P01", "unexpected COPY data"));
+        if (!Flush().ok()) return;
+        break;
+      default:
+        SendError(Status::Sql("08P01", fmt::format("invalid frontend message type {}",
+                                                   static_cast<int>(static_cast<uint8_t>(type)))),
+                  "FATAL");
+        (void)Flush();
+        return;
+    }
+  }
+}
+
+void PgSession::HandleQuery(std::string body) {
+  cancel_->store(false);
+  auto stmts = sql::Parse(body);
+  if (!stmts.ok()) {
+    SendError(stmts.status());
+    return;
+  }
+  if (stmts->size() == 1 && std::holds_alternative<sql::EmptyStmt>((*stmts)[0])) {
+    out_.EmptyQueryResponse();
+    return;
+  }
+  if (stmts->size() == 1 && std::holds_alternative<sql::CopyStmt>((*stmts)[0])) {
+    if (!HandleCopy(std::get<sql::CopyStmt>((*stmts)[0]))) copy_failed_connection_ = true;
+    return;
+  }
+  WireSink sink(out_, socket_, cluster_.config().client_io_timeout_ms);
+  for (auto& st : *stmts) {
+    auto tag = WithStatementTimeout([&] { return executor_.Execute(st, sink, cancel_.get()); });
+    if (!tag.ok()) {
+      SendError(tag.status());
+      return;
+    }
+    if (!tag->empty()) out_.CommandComplete(*tag);
+  }
+}
+
+bool PgSession::HandleCopy(const sql::CopyStmt& s) {
+  if (!s.from) {
+    // Rows stream to the client as the scan produces them (the buffer is flushed every
+    // 256 KiB, and a client that stops reading stalls the scan, not the master's memory).
+    TableSchema t;
+    auto cols = executor_.CopyColumns(s, &t);
+    if (!cols.ok()) {
+      SendError(cols.status());
+      return true;
+    }
+    out_.CopyResponse('H', static_cast<int>(cols->size()));
+    uint64_t n = 0;
+    bool sent = true;
+    Status st = WithStatementTimeout([&] {
+      return executor_.CopyOut(s, cancel_.get(), [&](const std::vector<Value>& row) -> Status {
+        out_.CopyData(pg::FormatCopyRow(row, s));
+        n++;
+        if (out_.buffer().size() > (256u << 10)) {
+          Status f = Flush();
+          if (!f.ok()) sent = false;
+          return f;
+        }
+        return Status::OK();
+      });
+    });
+    if (!sent) return false;
+    if (!st.ok()) {
+      SendError(st);
+      return true;
+    }
+    out_.Simple('c');
+    out_.CommandComplete(fmt::format("COPY {}", n));
+    return true;
+  }
+  Status failed = executor_.BeginCopyIn(s);
+  if (!failed.ok()) {
+    SendError(failed);
+    return true;
+  }
+  TableSchema t;
+  auto cols = executor_.CopyColumns(s, &t);
+  out_.CopyResponse('G', static_cast<int>(cols.ok() ? cols->size() : 0));
+  if (!Flush().ok()) {
+    (void)executor_.EndCopyIn(false);
+    return false;
+  }
+  // Stream: whole rows go to the nodes piece by piece (kCopyPiece bytes at a time), so the
+  // master holds one piece, whatever the size of the load. After an error the rest of the
+  // stream is read and dropped, then the error is reported.
+  constexpr size_t kCopyPiece = 4u << 20;
+  std::string data;
+  bool first = true, ended = false;  // ended: the text format's end marker "\." was seen
+  auto consume = [&](bool all) {
+    size_t n = all ? data.size() : pg::WholeRowsPrefix(data, s);
+    if (n == 0 || ended) return;
+    std::string_view piece(data.data(), n);
+    sql::CopyStmt part = s;
+    part.header = s.header && first;
+    first = false;
+    if (!s.csv && (piece.substr(0, 3) == "\\.\n" || piece == "\\." || piece.find("\n\\.\n") != std::string_view::npos ||
+                   piece.substr(piece.size() >= 3 ? piece.size() - 3 : 0) == "\n\\.")) {
+      ended = true;
+    }
+    auto rows = pg::ParseCopyData(piece, part);
+    failed = rows.ok() ? WithStatementTimeout([&] { return executor_.CopyInRows(*rows); }) : rows.status();
+    data.erase(0, n);
+  };
+  while (true) {
+    char type;
+    char lenb[4];
+    if (!ReadExact(&type, 1).ok() || !ReadExact(lenb, 4).ok()) {
+      (void)executor_.EndCopyIn(false);
+      return false;
+    }
+    uint32_t len = (uint32_t(uint8_t(lenb[0])) << 24) | (uint32_t(uint8_t(lenb[1])) << 16) |
+                   (uint32_t(uint8_t(lenb[2])) << 8) | uint8_t(lenb[3]);
+    std::string body;
+    if (len >= 4 && len <= pg::kMaxMessage) {
+      body.resize(len - 4);
+      if (!ReadExact(body.data(), body.size()).ok()) len = 0;
+    }
+    if (len < 4 || len > pg::kMaxMessage) {
+      (void)executor_.EndCopyIn(false);
+      return false;
+    }
+    if (type == 'd') {
+      if (!failed.ok()) continue;
+      data += body;
+      if (data.size() >= kCopyPiece) consume(false);
+    } else if (type == 'c') {
+      if (failed.ok()) consume(true);
+      break;
+    } else if (type == 'f') {
+      if (!body.empty() && body.back() == '\0') body.pop_back();
+      failed = Status::Sql("57014", "COPY from stdin failed: " + body);
+      break;
+    } else if (type == 'H' || type == 'S') {
+      continue;
+    } else {
+      (void)executor_.EndCopyIn(false);
+      SendError(Status::Sql("08P01", fmt::format("unexpected message type {} during COPY", int(uint8_t(type)))), "FATAL");
+      (void)Flush();
+      return false;
+    }
+  }
+  auto tag = executor_.EndCopyIn(failed.ok());
+  if (!failed.ok() || !tag.ok()) {
+    SendError(failed.ok() ? tag.status() : failed);
+    return true;
+  }
+  out_.CommandComplete(*tag);
+  return true;
+}
+
+Result<std::shared_ptr<PgSession::Prepared>> PgSession::Describe(const std::string& sql, std::vector<int32_t> oids) {
+  auto p = std::make_shared<Prepared>();
+  p->sql = sql;
+  ASSIGN_OR_RETURN(auto stmts, sql::Parse(sql));
+  if (stmts.size() != 1) return Status::Sql("42601", "cannot insert multiple commands into a prepared statement");
+  size_t nparams = std::max<size_t>(oids.size(), static_cast<size_t>(sql::MaxParamIndex(sql)));
+  oids.resize(nparams, 0);
+  p->declared_oids = oids;
+  std::vector<SqlType> types;
+  for (int32_t oid : oids) {
+    ASSIGN_OR_RETURN(SqlType t, pg::TypeFromOid(oid));
+    types.push_back(t);
+  }
+  sql::Statement& st = stmts[0];
+  const plan::CatalogReader& cat = executor_.catalog();
+  if (auto* sel = std::get_if<sql::SelectStmt>(&st)) {
+    ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(*sel, cat, &types));
+    p->returns_rows = true;
+    p->names = b.names;
+    p->types = b.types;
+  } else if (auto* ins = std::get_if<sql::InsertStmt>(&st)) {
+    RETURN_NOT_OK(plan::BindInsert(*ins, cat, &types).status());
+  } else if (auto* up = std::get_if<sql::UpdateStmt>(&st)) {
+    RETURN_NOT_OK(plan::BindUpdate(*up, cat, &types).status());
+  } else if (auto* del = std::get_if<sql::DeleteStmt>(&st)) {
+    RETURN_NOT_OK(plan::BindDelete(*del, cat, &types).status());
+  } else if (auto* show = std::get_if<sql::ShowStmt>(&st)) {
+    p->returns_rows = true;
+    p->names = {show->name};
+    p->types = {SqlType{TypeId::kText}};
+  } else if (std::holds_alternative<sql::EmptyStmt>(st)) {
+    p->empty = true;
+  }
+  for (auto& t : types) {
+    if (t.id == TypeId::kNull) t = SqlType{TypeId::kText};  // as PostgreSQL: unknown is text
+  }
+  p->param_types = std::move(types);
+  return p;
+}
+
+Status PgSession::HandleParse(std::string_view body) {
+  Body b(body);
+  std::string name, sql;
+  int16_t n = 0;
+  RETURN_NOT_OK(b.Cstr(&name));
+  RETURN_NOT_OK(b.Cstr(&sql));
+  RETURN_NOT_OK(b.I16(&n));
+  if (n < 0) return Status::Sql("08P01", "negative parameter count");
+  std::vector<int32_t> oids(n);
+  for (auto& o : oids) RETURN_NOT_OK(b.I32(&o));
+  if (!name.empty() && statements_.count(name)) {
+    return Status::Sql("42P05", fmt::format("prepared statement \"{}\" already exists", name));
+  }
+  ASSIGN_OR_RETURN(auto p, Describe(sql, std::move(oids)));
+  statements_[name] = std::move(p);
+  out_.Simple('1');
+  return Status::OK();
+}
+
+Status PgSession::HandleBind(std::string_view body) {
+  Body b(body);
+  std::string portal, stmt;
+  RETURN_NOT_OK(b.Cstr(&portal));
+  RETURN_NOT_OK(b.Cstr(&stmt));
+  auto it = statements_.find(stmt);
+  if (it == statements_.end()) {
+    return Status::Sql("26000", fmt::format("prepared statement \"{}\" does not exist", stmt));
+  }
+  const Prepared& p = *it->second;
+  int16_t nfmt = 0, nparams = 0, nres = 0;
+  RETURN_NOT_OK(b.I16(&nfmt));
+  if (nfmt < 0) return Status::Sql("08P01", "negative format count");
+  std::vector<int16_t> pfmt(nfmt);
+  for (auto& f : pfmt) RETURN_NOT_OK(b.I16(&f));
+  RETURN_NOT_OK(b.I16(&nparams));
+  if (nparams != static_cast<int16_t>(p.param_types.size())) {
+    return Status::Sql("08P01", fmt::format("bind message supplies {} parameters, but prepared statement \"{}\" "
+                                            "requires {}",
+                                            nparams, stmt, p.param_types.size()));
+  }
+  if (nfmt > 1 && nfmt != nparams) return Status::Sql("08P01", "parameter format count does not match");
+  Portal po;
+  po.stmt = it->second;
+  for (int i = 0; i < nparams; i++) {
+    int32_t len = 0;
+    RETURN_NOT_OK(b.I32(&len));
+    if (len == -1) {
+      po.params.push_back(Value());
+      continue;
+    }
+    if (len < 0) return Status::Sql("08P01", "invalid parameter length");
+    std::string_view bytes;
+    RETURN_NOT_OK(b.Bytes(len, &bytes));
+    bool binary = nfmt == 0 ? false : pfmt[nfmt == 1 ? 0 : i] == 1;
+    auto v = pg::DecodeParam(bytes, binary, p.param_types[i], p.declared_oids[i]);
+    if (!v.ok()) return v.status().Prepend(fmt::format("parameter ${}", i + 1));
+    po.params.push_back(std::move(v).value());
+  }
+  RETURN_NOT_OK(b.I16(&nres));
+  if (nres < 0) return Status::Sql("08P01", "negative result format count");
+  std::vector<int16_t> rfmt(nres);
+  for (auto& f : rfmt) {
+    RETURN_NOT_OK(b.I16(&f));
+    if (f != 0 && f != 1) return Status::Sql("22023", fmt::format("unsupported format code: {}", f));
+  }
+  for (size_t c = 0; c < p.types.size(); c++) {
+    po.formats.push_back(nres == 0 ? 0 : rfmt[nres == 1 ? 0 : std::min<size_t>(c, nres - 1)]);
+  }
+  portals_[portal] = std::move(po);
+  out_.Simple('2');
+  return Status::OK();
+}
+
+Status PgSession::HandleDescribe(std::string_view body) {
+  Body b(body);
+  char what = b.Byte();
+  std::string name;
+  RETURN_NOT_OK(b.Cstr(&name));
+  if (what == 'S') {
+    auto it = statements_.find(name);
+    if (it == statements_.end()) {
+      return Status::Sql("26000", fmt::format("prepared statement \"{}\" does not exist", name));
+    }
+    out_.ParameterDescription(it->second->param_types);
+    if (it->second->returns_rows) {
+      out_.RowDescription(it->second->names, it->second->types);
+    } else {
+      out_.Simple('n');
+    }
+    return Status::OK();
+  }
+  if (what == 'P') {
+    auto it = portals_.find(name);
+    if (it == portals_.end()) return Status::Sql("34000", fmt::format("portal \"{}\" does not exist", name));
+    const Prepared& p = *it->second.stmt;
+    if (p.returns_rows) {
+      out_.RowDescription(p.names, p.types, it->second.formats);
+    } else {
+      out_.Simple('n');
+    }
+    return Status::OK();
+  }
+  return Status::Sql("08P01", "invalid DESCRIBE message subtype");
+}
+
+Status PgSession::HandleExecute(std::string_view body) {
+  Body b(body);
+  std::string name;
+  int32_t max_rows = 0;
+  RETURN_NOT_OK(b.Cstr(&name));
+  RETURN_NOT_OK(b.I32(&max_rows));
+  auto it = portals_.find(name);
+  if (it == portals_.end()) return Status::Sql("34000", fmt::format("portal \"{}\" does not exist", name));
+  Portal& po = it->second;
+  const Prepared& p = *po.stmt;
+  if (p.empty) {
+    out_.EmptyQueryResponse();
+    return Status::OK();
+  }
+  if (!po.executed && max_rows <= 0) {
+    // The whole result at once (what libpq and most drivers ask for): stream it.
+    po.executed = true;
+    cancel_->store(false);
+    ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
+    RETURN_NOT_OK(Substitute(stmts[0], po.params));
+    PortalStreamSink sink(out_, socket_, cluster_.config().client_io_timeout_ms, p.types, po.formats);
+    ASSIGN_OR_RETURN(po.tag, WithStatementTimeout([&] { return executor_.Execute(stmts[0], sink, cancel_.get()); }));
+    out_.CommandComplete(p.returns_rows && po.tag.rfind("SELECT", 0) == 0 ? fmt::format("SELECT {}", sink.rows())
+                                                                          : po.tag);
+    return Status::OK();
+  }
+  if (!po.executed) {
+    po.executed = true;
+    cancel_->store(false);
+    ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
+    RETURN_NOT_OK(Substitute(stmts[0], po.params));
+    BufferSink sink(out_, &po.rows);
+    ASSIGN_OR_RETURN(po.tag, WithStatementTimeout([&] { return executor_.Execute(stmts[0], sink, cancel_.get()); }));
+  }
+  std::vector<std::string> cells(p.types.size());
+  std::vector<const std::string*> ptrs(p.types.size());
+  size_t sent = 0;
+  while (po.next < po.rows.size() && (max_rows <= 0 || sent < static_cast<size_t>(max_rows))) {
+    const auto& row = po.rows[po.next++];
+    for (size_t c = 0; c < row.size() && c < cells.size(); c++) {
+      ptrs[c] = nullptr;
+      if (row[c].is_null()) continue;
+      cells[c].clear();
+      pg::EncodeValue(row[c], p.types[c], po.formats[c] == 1, &cells[c]);
+      ptrs[c] = &cells[c];
+    }
+    out_.DataRow(ptrs);
+    sent++;
+    if (out_.buffer().size() > (256u << 10)) RETURN_NOT_OK(Flush());
+  }
+  if (po.next < po.rows.size()) {
+    out_.Simple('s');  // PortalSuspended: Execute again for more
+    return Status::OK();
+  }
+  out_.CommandComplete(p.returns_rows && po.tag.rfind("SELECT", 0) == 0 ? fmt::format("SELECT {}", sent) : po.tag);
+  return Status::OK();
+}
+
+Status PgSession::HandleClose(std::string_view body) {
+  Body b(body);
+  char what = b.Byte();
+  std::string name;
+  RETURN_NOT_OK(b.Cstr(&name));
+  if (what == 'S') {
+    statements_.erase(name);
+  } else if (what == 'P') {
+    portals_.erase(name);
+  } else {
+    return Status::Sql("08P01", "invalid CLOSE message subtype");
+  }
+  out_.Simple('3');
+  return Status::OK();
+}
+
+}  // namespace wattdb::master

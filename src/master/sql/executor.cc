@@ -1,0 +1,714 @@
+#include "master/sql/executor.h"
+
+#include <chrono>
+#include <functional>
+#include <set>
+
+#include "common/codec.h"
+#include "common/logging.h"
+#include "master/sql/scan_provider.h"
+#include "query/exec/eval.h"
+#include "query/exec/operator.h"
+#include "query/plan/binder.h"
+#include "query/plan/fragment.h"
+
+namespace wattdb::master {
+
+namespace {
+
+Result<int64_t> ParseMemoryBytes(const std::string& text) {
+  // PostgreSQL's form: an integer of kB, or with a unit (B, kB, MB, GB, TB).
+  size_t pos = 0;
+  int64_t n = 0;
+  try {
+    n = std::stoll(text, &pos);
+  } catch (...) {
+    return Status::InvalidArgument("not a memory size");
+  }
+  std::string unit = text.substr(pos);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  for (auto& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  static const std::map<std::string, int64_t> kUnits = {
+      {"", 1024}, {"b", 1}, {"kb", 1024}, {"mb", 1 << 20}, {"gb", int64_t{1} << 30}, {"tb", int64_t{1} << 40}};
+  auto u = kUnits.find(unit);
+  if (u == kUnits.end() || n < 0 || n > (int64_t{1} << 50) / u->second) {
+    return Status::InvalidArgument("not a memory size");
+  }
+  if (n * u->second < 64 * 1024) return Status::InvalidArgument("below 64kB");
+  return n * u->second;
+}
+
+
+// PostgreSQL's time units for settings: a number is milliseconds; ms, s, min, h, d suffixes.
+Result<int64_t> ParseDurationMs(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) i++;
+  if (i == 0) return Status::InvalidArgument("not a duration");
+  double v = 0;
+  try {
+    v = std::stod(text.substr(0, i));
+  } catch (...) {
+    return Status::InvalidArgument("not a duration");
+  }
+  std::string unit = text.substr(i);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  double scale = unit.empty() || unit == "ms" ? 1 : unit == "s" ? 1e3 : unit == "min" ? 6e4 : unit == "h" ? 3.6e6
+                 : unit == "d" ? 8.64e7 : -1;
+  if (scale < 0 || v * scale > 2147483647.0) return Status::InvalidArgument("not a duration");
+  return static_cast<int64_t>(v * scale);
+}
+
+}  // namespace
+
+namespace {
+
+// Sends a one-column text result.
+Status TextResult(ResultSink& sink, const std::string& name, const std::vector<std::string>& lines) {
+  RETURN_NOT_OK(sink.Describe({name}, {SqlType{TypeId::kText}}));
+  exec::Batch b;
+  b.Reset(1);
+  for (const auto& l : lines) b.AppendRow({Value::Text(l)});
+  return b.rows ? sink.Rows(b) : Status::OK();
+}
+
+
+}  // namespace
+
+plan::PlanPtr FullScan(const TableSchema& t) {
+  auto scan = std::make_unique<plan::PlanNode>();
+  scan->kind = plan::PlanNode::Kind::kScan;
+  scan->table = t.id;
+  scan->table_name = t.name;
+  for (const auto& c : t.columns) scan->types.push_back(c.type);
+  return scan;
+}
+
+Executor::~Executor() {
+  if (copy_) (void)EndCopyIn(false);
+  if (txn_) {
+    cluster_.Rollback(*txn_);
+    cluster_.ReleaseSnapshot(txn_->snapshot);
+    UndoBlockDdl();
+  }
+}
+
+void Executor::UndoBlockDdl() {
+  for (auto it = txn_undo_.rbegin(); it != txn_undo_.rend(); ++it) (*it)();
+  txn_undo_.clear();
+}
+
+Timestamp Executor::Snapshot() { return txn_ ? txn_->snapshot : stmt_snapshot_; }
+
+Executor::StatementSnapshot::StatementSnapshot(Executor& e, bool txn_control) : e_(e), own_(!e.txn_) {
+  if (own_) {
+    e_.stmt_snapshot_ = e_.cluster_.AcquireSnapshot();
+  } else if (!txn_control && e_.isolation_ == Isolation::kReadCommitted) {
+    Refresh();
+  }
+}
+
+void Executor::StatementSnapshot::Refresh() {
+  Timestamp& ts = own_ ? e_.stmt_snapshot_ : e_.txn_->snapshot;
+  Timestamp fresh = e_.cluster_.AcquireSnapshot();
+  e_.cluster_.ReleaseSnapshot(ts);
+  ts = fresh;
+}
+
+Executor::StatementSnapshot::~StatementSnapshot() {
+  if (own_) e_.cluster_.ReleaseSnapshot(e_.stmt_snapshot_);
+}
+
+// Apply, naming the violated constraint on 23505 as PostgreSQL does.
+Status Executor::ApplyRows(const TableSchema& t, std::vector<RowWrite> writes) {
+  Status st = Apply(t.id, Snapshot(), std::move(writes));
+  if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
+    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  }
+  return st;
+}
+
+int64_t Executor::RowDelta(const std::vector<RowWrite>& writes) {
+  int64_t delta = 0;
+  for (const auto& w : writes) delta += w.is_delete ? -1 : w.check == RemoteWrite::Check::kInsert ? 1 : 0;
+  return delta;
+}
+
+Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
+  int64_t delta = RowDelta(writes);
+  Status st = txn_ ? cluster_.Write(*txn_, table, std::move(writes)) : cluster_.ApplyWrites(table, snapshot, std::move(writes));
+  if (st.ok() && delta != 0) cluster_.catalog().AdjustRowCount(table, delta);
+  return st;
+}
+
+Executor::StatementWriter::~StatementWriter() {
+  if (own_) e_.cluster_.Rollback(*own_);
+}
+
+Status Executor::StatementWriter::Add(RowWrite w) {
+  held_.push_back(std::move(w));
+  return held_.size() >= kWritePiece ? Flush(true) : Status::OK();
+}
+
+Status Executor::StatementWriter::Flush(bool force) {
+  if (held_.empty() || (!force && !sent_)) return Status::OK();
+  if (!e_.txn_ && !own_) own_ = e_.cluster_.Begin(snapshot_);
+  Transaction& t = own_ ? *own_ : *e_.txn_;
+  sent_ = true;
+  std::vector<RowWrite> piece;
+  piece.swap(held_);
+  row_delta_ += RowDelta(piece);
+  return e_.cluster_.Write(t, table_, std::move(piece));
+}
+
+Status Executor::StatementWriter::Finish() {
+  if (!sent_) return e_.Apply(table_, snapshot_, std::move(held_));  // one piece: the usual path
+  RETURN_NOT_OK(Flush(true));
+  Status st;
+  if (own_) {
+    std::unique_ptr<Transaction> t = std::move(own_);
+    st = e_.cluster_.Commit(*t);
+  }
+  if (st.ok() && row_delta_ != 0) e_.cluster_.catalog().AdjustRowCount(table_, row_delta_);
+  return st;
+}
+
+Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
+                                      const std::atomic<bool>* cancel) {
+  bool is_txn_control = std::holds_alternative<sql::TxnStmt>(stmt);
+  if (failed_ && !is_txn_control) {
+    return Status::Sql("25P02", "current transaction is aborted, commands ignored until end of transaction block");
+  }
+  if (txn_ && std::holds_alternative<sql::VacuumStmt>(stmt) && !std::get<sql::VacuumStmt>(stmt).only_analyze) {
+    failed_ = true;
+    return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
+  }
+  // CREATE TABLE and CREATE INDEX inside a block (drivers such as psycopg open one implicitly)
+  // take effect at once and are undone if the block rolls back; other DDL and administration
+  // are refused there.
+  auto* drop = std::get_if<sql::DropTableStmt>(&stmt);
+  if (txn_ && ((drop && !drop->view) || std::holds_alternative<sql::DatabaseStmt>(stmt) ||
+               std::holds_alternative<sql::AddPrimaryKeyStmt>(stmt) ||
+               std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt) ||
+               std::holds_alternative<sql::AlterSystemStmt>(stmt))) {
+    failed_ = true;
+    return Status::Sql("25001", "DDL and cluster administration cannot run inside a transaction block");
+  }
+  if (txn_ && read_only_ && WritesData(stmt)) {
+    failed_ = true;
+    return Status::Sql("25006", "cannot execute a write in a read-only transaction");
+  }
+  if (txn_ && !is_txn_control && !std::holds_alternative<sql::SetStmt>(stmt)) block_used_ = true;
+  StatementSnapshot snap(*this, is_txn_control);
+  db_.set_read_snapshot(Snapshot());
+  auto started = std::chrono::steady_clock::now();
+  StatementCpuScope energy;
+  energy_ = &energy;
+  Transaction::Mark mark = txn_ ? txn_->mark() : Transaction::Mark{};
+  auto r = Dispatch(stmt, sink, cancel);
+  // READ COMMITTED: a row the statement writes was changed by a transaction that committed
+  // after the statement's snapshot. Undo the statement's writes and run it again on a
+  // snapshot that sees that commit (its lock is ours to wait for, so the retry makes progress).
+  for (int restarts = 0; !r.ok() && r.status().IsConflict() && isolation() == Isolation::kReadCommitted &&
+                         Restartable(stmt) && restarts < kMaxRestarts;
+       restarts++) {
+    if (txn_) {
+      Status undone = cluster_.RollbackStatement(*txn_, mark);
+      if (!undone.ok()) {
+        r = undone;
+        break;
+      }
+    }
+    cluster_.AwaitStable();
+    snap.Refresh();
+    db_.set_read_snapshot(Snapshot());
+    r = Dispatch(stmt, sink, cancel);
+  }
+  energy_ = nullptr;
+  cluster_.queries().Record(
+      r.ok(), static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                        std::chrono::steady_clock::now() - started)
+                                        .count()));
+  StatementEnergy e = energy.Finish(cluster_.monitor(), cluster_.registry());
+  e.statement = r.ok() ? *r : "ERROR " + r.status().sqlstate();
+  cluster_.energy_log().Add(std::move(e));
+  if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
+  if (!r.ok() && r.status().sqlstate() == "40001") cluster_.AwaitStable();
+  return r;
+}
+
+Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel) {
+  return std::visit(
+      [&](auto& s) -> Result<std::string> {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<T, sql::EmptyStmt>) {
+          return std::string();
+        } else if constexpr (std::is_same_v<T, sql::SelectStmt>) {
+          return Select(s, sink, cancel);
+        } else if constexpr (std::is_same_v<T, sql::CreateTableStmt>) {
+          return CreateTable(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::DropTableStmt>) {
+          return DropTable(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::InsertStmt>) {
+          return Insert(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::UpdateStmt>) {
+          return Update(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::DeleteStmt>) {
+          return Delete(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::MoveSegmentStmt>) {
+          return Move(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::AlterNodeStmt>) {
+          return AlterNode(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::AlterSystemStmt>) {
+          RETURN_NOT_OK(cluster_.energy().Reload());
+          return std::string("ALTER SYSTEM");
+        } else if constexpr (std::is_same_v<T, sql::TxnStmt>) {
+          return Txn(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::SetStmt>) {
+          if (s.name == "work_mem") {
+            if (s.value == "default" || s.value == "DEFAULT") {
+              settings_.erase(s.name);
+              return std::string("SET");
+            }
+            if (!ParseMemoryBytes(s.value).ok()) {
+              return Status::Sql("22023", fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
+            }
+          }
+          if (s.name == "wattdb_pushdown") {  // on: fragments run on the nodes; off: all on the master
+            if (s.value == "default" || s.value == "DEFAULT") {
+              settings_.erase(s.name);
+              return std::string("SET");
+            }
+            if (s.value != "on" && s.value != "off") {
+              return Status::Sql("22023", fmt::format("invalid value for parameter \"wattdb_pushdown\": \"{}\"", s.value));
+            }
+          }
+          if (s.name == "transaction_isolation" || s.name == "default_transaction_isolation") {
+            return SetIsolation(s, sink);
+          }
+          if (s.name == "statement_timeout" || s.name == "idle_in_transaction_session_timeout") {
+            if (s.value == "default" || s.value == "DEFAULT") {
+              settings_.erase(s.name);
+              return std::string("SET");
+            }
+            if (!ParseDurationMs(s.value).ok()) {
+              return Status::Sql("22023", fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
+            }
+          }
+          settings_[s.name] = s.value;
+          return std::string("SET");
+        } else if constexpr (std::is_same_v<T, sql::ShowStmt>) {
+          return Show(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::TruncateStmt>) {
+          return Truncate(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::CopyStmt>) {
+          return Status::NotSupported("COPY must be the only statement of its query");
+        } else if constexpr (std::is_same_v<T, sql::ExplainStmt>) {
+          return Explain(s, sink, cancel);
+        } else if constexpr (std::is_same_v<T, sql::VacuumStmt>) {
+          return Vacuum(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::AddPrimaryKeyStmt>) {
+          return AddPrimaryKey(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::DatabaseStmt>) {
+          return Database(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::UserStmt>) {
+          return User(s, sink);
+        } else if constexpr (std::is_same_v<T, sql::CreateViewStmt>) {
+          return CreateView(s);
+        } else if constexpr (std::is_same_v<T, sql::CreateIndexStmt>) {
+          return CreateIndex(s, sink);
+        }
+      },
+      stmt);
+}
+
+Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
+  if (s.set_op != sql::SetOp::kNone || s.from.size() != 1 || s.from[0].kind != sql::TableRef::Kind::kTable ||
+      !s.group_by.empty() || s.having || s.distinct || db_.GetView(s.from[0].name)) {
+    return Status::Sql("0A000", "FOR UPDATE is supported on a plain SELECT of one table");
+  }
+  if (!txn_) return Status::OK();  // a single statement holds nothing past its own end
+  // The rows the query reads from its table are locked for the transaction on their nodes
+  // (nothing is written): a concurrent writer of one waits for us, and a row changed since our
+  // snapshot fails now with 40001 (first updater wins).
+  sql::DeleteStmt d;
+  d.table = s.from[0].name;
+  d.alias = s.from[0].alias;
+  d.where = std::move(s.where);
+  auto bound = plan::BindDelete(d, db_);
+  s.where = std::move(d.where);
+  RETURN_NOT_OK(bound.status());
+  const TableSchema& t = bound->table;
+  if (t.id >= kFirstSystemTableId) return Status::Sql("0A000", "FOR UPDATE is not supported on system views");
+  std::vector<RowWrite> writes;
+  RETURN_NOT_OK(ForEachRow(*bound->source, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+    RowWrite w;
+    w.key = EncodeKey(t, batch.Row(r));
+    w.check = RemoteWrite::Check::kLock;
+    writes.push_back(std::move(w));
+    return Status::OK();
+  }));
+  if (writes.empty()) return Status::OK();
+  return Apply(t.id, Snapshot(), std::move(writes));
+}
+
+Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
+  if (s.for_update) RETURN_NOT_OK(LockRows(s, cancel));
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, PlanSelect(s));
+  RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
+  MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
+  exec::ExecContext ctx(&scans, cancel);
+  ctx.work_mem = WorkMem();
+  uint64_t rows = 0;
+  RETURN_NOT_OK(exec::Execute(*bound.plan, ctx, [&](const exec::Batch& b) {
+    rows += b.rows;
+    return sink.Rows(b);
+  }));
+  return fmt::format("SELECT {}", rows);
+}
+
+Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
+                            const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
+  MasterScanProvider scans(cluster_, snapshot, TxnId(), &db_);
+  exec::ExecContext ctx(&scans, cancel);
+  ctx.work_mem = WorkMem();
+  return exec::Execute(source, ctx, [&](const exec::Batch& batch) {
+    for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r, &ctx));
+    return Status::OK();
+  });
+}
+
+Result<RowWrite> Executor::InsertWrite(const TableSchema& t, const std::vector<Value>& row,
+                                       std::set<std::string>* keys) {
+  RETURN_NOT_OK(CheckNotNull(t, row));
+  RowWrite w;
+  w.key = EncodeKey(t, row);
+  if (!keys->insert(w.key).second) {
+    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  }
+  EncodeRow(row, &w.row);
+  w.check = RemoteWrite::Check::kInsert;
+  return w;
+}
+
+Status Executor::DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row) {
+  if (t.HasHiddenKey()) {
+    ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
+    (*row)[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
+  }
+  for (int c : columns) {
+    ASSIGN_OR_RETURN(uint64_t v, cluster_.catalog().NextSerial(t.id, c));
+    (*row)[c] = t.columns[c].type.id == TypeId::kInt64 ? Value::Int64(static_cast<int64_t>(v))
+                                                       : Value::Int32(static_cast<int32_t>(v));
+  }
+  return Status::OK();
+}
+
+Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& row) {
+  for (size_t i = 0; i < t.columns.size(); i++) {
+    if (t.columns[i].not_null && row[i].is_null()) {
+      return Status::Sql("23502", fmt::format("null value in column \"{}\" of relation \"{}\" violates "
+                                              "not-null constraint",
+                                              t.columns[i].name, t.name));
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel) {
+  ASSIGN_OR_RETURN(plan::BoundInsert b, plan::BindInsert(s, db_));
+  const TableSchema& t = b.table;
+  if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot insert into view \"{}\"", t.name));
+  std::vector<std::vector<Value>> rows;
+  if (b.source) {
+    RETURN_NOT_OK(ForEachRow(*b.source, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+      rows.push_back(batch.Row(r));
+      return Status::OK();
+    }));
+  } else {
+    MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
+    exec::ExecContext ctx(&scans, cancel);
+    ctx.work_mem = WorkMem();
+    exec::Batch one;
+    one.rows = 1;
+    for (auto& exprs : b.rows) {
+      std::vector<Value> row;
+      for (auto& e : exprs) {
+        ASSIGN_OR_RETURN(Value v, exec::Eval(*e, one, 0, &ctx));
+        row.push_back(std::move(v));
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  std::vector<RowWrite> writes;
+  std::set<std::string> keys;
+  for (auto& row : rows) {
+    RETURN_NOT_OK(DrawGenerated(t, b.generated, &row));
+    ASSIGN_OR_RETURN(RowWrite w, InsertWrite(t, row, &keys));
+    writes.push_back(std::move(w));
+  }
+  size_t n = writes.size();
+  RETURN_NOT_OK(ApplyRows(t, std::move(writes)));
+  return fmt::format("INSERT 0 {}", n);
+}
+
+Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel) {
+  ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindUpdate(s, db_));
+  const TableSchema& t = b.table;
+  if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot update view \"{}\"", t.name));
+  Timestamp snap = Snapshot();
+  // Keys stay put unless a key column is set: then every row is written in place and the
+  // writes stream to the nodes in pieces. Otherwise the statement's writes are gathered, to
+  // pair each moved key's delete with the insert that may take its place.
+  bool keys_change = std::any_of(b.sets.begin(), b.sets.end(), [&](const auto& set) {
+    return std::find(t.key_columns.begin(), t.key_columns.end(), set.first) != t.key_columns.end();
+  });
+  if (!keys_change) {
+    StatementWriter out(*this, t.id, snap);
+    uint64_t n = 0;
+    RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
+      std::vector<Value> row = batch.Row(r);
+      for (auto& [col, e] : b.sets) {
+        ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
+        row[col] = std::move(v);
+      }
+      RETURN_NOT_OK(CheckNotNull(t, row));
+      RowWrite w;
+      w.key = EncodeKey(t, row);
+      EncodeRow(row, &w.row);
+      w.check = RemoteWrite::Check::kUpdate;
+      n++;
+      return out.Add(std::move(w));
+    }));
+    RETURN_NOT_OK(out.Finish());
+    return fmt::format("UPDATE {}", n);
+  }
+  std::vector<RowWrite> writes;
+  std::set<std::string> new_keys;
+  uint64_t count = 0;
+  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
+    std::vector<Value> row = batch.Row(r);
+    std::string old_key = EncodeKey(t, row);
+    for (auto& [col, e] : b.sets) {
+      ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
+      row[col] = std::move(v);
+    }
+    RETURN_NOT_OK(CheckNotNull(t, row));
+    RowWrite w;
+    w.key = EncodeKey(t, row);
+    EncodeRow(row, &w.row);
+    if (w.key != old_key) {
+      // The key changed: delete the old row, insert the new one.
+      RowWrite del;
+      del.key = old_key;
+      del.is_delete = true;
+      del.check = RemoteWrite::Check::kUpdate;
+      writes.push_back(std::move(del));
+      w.check = RemoteWrite::Check::kInsert;
+    } else {
+      w.check = RemoteWrite::Check::kUpdate;
+    }
+    if (!new_keys.insert(w.key).second) {
+      return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+    }
+    writes.push_back(std::move(w));
+    count++;
+    return Status::OK();
+  }));
+  // A key moved onto another row's old key: that row is rewritten in this statement too,
+  // so drop the conflicting delete (insert check must see the old row as gone).
+  std::set<std::string> deleted;
+  for (const auto& w : writes) {
+    if (w.is_delete) deleted.insert(w.key);
+  }
+  std::vector<RowWrite> merged;
+  for (auto& w : writes) {
+    if (w.is_delete && new_keys.count(w.key)) continue;
+    if (!w.is_delete && w.check == RemoteWrite::Check::kInsert && deleted.count(w.key)) {
+      w.check = RemoteWrite::Check::kUpdate;
+    }
+    merged.push_back(std::move(w));
+  }
+  RETURN_NOT_OK(ApplyRows(t, std::move(merged)));
+  return fmt::format("UPDATE {}", count);
+}
+
+Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel) {
+  ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindDelete(s, db_));
+  const TableSchema& t = b.table;
+  if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
+  Timestamp snap = Snapshot();
+  StatementWriter out(*this, t.id, snap);
+  size_t n = 0;
+  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+    RowWrite w;
+    w.key = EncodeKey(t, batch.Row(r));
+    w.is_delete = true;
+    w.check = RemoteWrite::Check::kUpdate;
+    n++;
+    return out.Add(std::move(w));
+  }));
+  RETURN_NOT_OK(out.Finish());
+  return fmt::format("DELETE {}", n);
+}
+
+Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<bool>* cancel) {
+  // Every row is deleted at the statement's snapshot, so TRUNCATE is transactional (and
+  // rolls back with its block); all tables go in one atomic write per table.
+  std::vector<TableSchema> tables;
+  for (const auto& name : s.names) {
+    auto t = db_.GetTable(name);
+    if (!t.ok()) return t.status().WithPosition(s.pos);
+    if (t->id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("\"{}\" is a system view", name));
+    tables.push_back(std::move(t).value());
+  }
+  Timestamp snap = Snapshot();
+  for (const auto& t : tables) {
+    plan::PlanPtr scan = FullScan(t);
+    StatementWriter out(*this, t.id, snap);
+    RETURN_NOT_OK(ForEachRow(*scan, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+      RowWrite w;
+      w.key = EncodeKey(t, batch.Row(r));
+      w.is_delete = true;
+      w.check = RemoteWrite::Check::kUpdate;
+      return out.Add(std::move(w));
+    }));
+    RETURN_NOT_OK(out.Finish());
+  }
+  return std::string("TRUNCATE TABLE");
+}
+
+Status Executor::Analyze(const std::vector<TableSchema>& tables, const std::atomic<bool>* cancel) {
+  for (const auto& t : tables) {
+    if (t.id >= kFirstSystemTableId) continue;
+    uint64_t rows = 0;
+    RETURN_NOT_OK(ForEachRow(*FullScan(t), Snapshot(), cancel, [&](const exec::Batch&, size_t, exec::ExecContext*) {
+      rows++;
+      return Status::OK();
+    }));
+    RETURN_NOT_OK(cluster_.catalog().SetRowCount(t.id, rows));
+  }
+  return Status::OK();
+}
+
+Result<std::string> Executor::Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel) {
+  if (txn_ && !s.only_analyze) return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
+  std::set<TableId> tables;
+  std::vector<TableSchema> schemas;
+  for (const auto& name : s.names) {
+    auto t = db_.GetTable(name);
+    if (!t.ok()) return t.status().WithPosition(s.pos);
+    tables.insert(t->id);
+    schemas.push_back(*t);
+  }
+  if (s.names.empty()) {
+    for (const auto& t : db_.Tables()) schemas.push_back(t);
+  }
+  if (s.analyze) RETURN_NOT_OK(Analyze(schemas, cancel));
+  if (s.only_analyze) return std::string("ANALYZE");
+  // Versions below the oldest snapshot in use are garbage: compact them away now. (This
+  // statement's own snapshot is registered too, so the horizon is at most it.)
+  Timestamp horizon = cluster_.GcHorizon();
+  std::set<NodeId> told;
+  for (const auto& seg : cluster_.catalog().AllSegments()) {
+    if (!tables.empty() && !tables.count(seg.table)) continue;
+    auto c = cluster_.registry().Client(seg.node);
+    if (!c.ok()) return c.status();
+    if (told.insert(seg.node).second) RETURN_NOT_OK(RpcGcHorizon(**c, horizon));
+    Status st = RpcCompact(**c, seg.id);
+    if (!st.ok() && !st.IsStale()) return st;  // a segment that moved meanwhile is skipped
+  }
+  return std::string("VACUUM");
+}
+
+Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {
+  ASSIGN_OR_RETURN(TableSchema t, db_.GetTable(s.table));
+  ASSIGN_OR_RETURN(SegmentEntry e, cluster_.catalog().GetSegment(s.segment));
+  if (e.table != t.id) {
+    return Status::Sql("42704", fmt::format("segment {} does not belong to table \"{}\"", s.segment, t.name));
+  }
+  Cluster::OperatorAction busy(cluster_, s.node);
+  ASSIGN_OR_RETURN(MoveReport r, cluster_.MoveSegment(s.segment, s.node));
+  RETURN_NOT_OK(sink.Notice("00000", fmt::format("segment {} moved from node {} to node {}: {} bytes in {} files, "
+                                                 "{:.1f} ms (pull {:.1f} ms)",
+                                                 r.segment, r.from, r.to, r.bytes, r.files, r.total_ms, r.pull_ms)));
+  return std::string("ALTER TABLE");
+}
+
+Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink) {
+  Cluster::OperatorAction busy(cluster_, s.node);  // the energy controller waits meanwhile
+  switch (s.action) {
+    case sql::AlterNodeStmt::Action::kDrain: {
+      ASSIGN_OR_RETURN(auto reports, cluster_.DrainNode(s.node));
+      uint64_t bytes = 0;
+      double ms = 0;
+      for (const auto& r : reports) {
+        bytes += r.bytes;
+        ms += r.total_ms;
+      }
+      RETURN_NOT_OK(sink.Notice("00000", fmt::format("node {} drained: {} segment(s), {} bytes moved in {:.1f} ms",
+                                                     s.node, reports.size(), bytes, ms)));
+      break;
+    }
+    case sql::AlterNodeStmt::Action::kPowerOff: RETURN_NOT_OK(cluster_.PowerOff(s.node)); break;
+    case sql::AlterNodeStmt::Action::kPowerOn: RETURN_NOT_OK(cluster_.PowerOn(s.node)); break;
+    case sql::AlterNodeStmt::Action::kSuspend: RETURN_NOT_OK(cluster_.Suspend(s.node)); break;
+  }
+  return std::string("ALTER NODE");
+}
+
+Result<plan::BoundSelect> Executor::PlanSelect(sql::SelectStmt& s) {
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, db_));
+  auto it = settings_.find("wattdb_pushdown");
+  if (it == settings_.end() || it->second != "off") {
+    bound.plan = plan::PushDownFragments(std::move(bound.plan), [](const plan::PlanNode& scan) {
+      return scan.table < kFirstSystemTableId;
+    });
+  }
+  return bound;
+}
+
+int64_t Executor::WorkMem() const {
+  auto it = settings_.find("work_mem");
+  if (it != settings_.end()) {
+    auto b = ParseMemoryBytes(it->second);
+    if (b.ok()) return *b;
+  }
+  return int64_t{cluster_.config().work_mem_mb} << 20;
+}
+
+int64_t Executor::TimeoutSetting(const std::string& name) const {
+  auto it = settings_.find(name);
+  if (it == settings_.end()) return 0;
+  auto ms = ParseDurationMs(it->second);
+  return ms.ok() ? *ms : 0;
+}
+
+Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
+  static const std::map<std::string, std::string> kFixed = {
+      {"server_version", "15.0"},        {"server_encoding", "UTF8"},   {"client_encoding", "UTF8"},
+      {"datestyle", "ISO, MDY"},         {"integer_datetimes", "on"},   {"standard_conforming_strings", "on"},
+      {"timezone", "UTC"},
+      {"max_identifier_length", "63"},  {"statement_timeout", "0"},   {"idle_in_transaction_session_timeout", "0"}};
+  auto set = settings_.find(s.name);
+  if (set != settings_.end()) {
+    RETURN_NOT_OK(TextResult(sink, s.name, {set->second}));
+    return std::string("SHOW");
+  }
+  if (s.name == "work_mem") {
+    RETURN_NOT_OK(TextResult(sink, s.name, {fmt::format("{}MB", cluster_.config().work_mem_mb)}));
+    return std::string("SHOW");
+  }
+  if (s.name == "transaction_isolation" || s.name == "default_transaction_isolation") {
+    Isolation level = s.name == "transaction_isolation" ? isolation() : *ParseIsolation(DefaultIsolation());
+    RETURN_NOT_OK(TextResult(sink, s.name, {IsolationName(level)}));
+    return std::string("SHOW");
+  }
+  auto it = kFixed.find(s.name);
+  if (it == kFixed.end()) {
+    return Status::Sql("42704", fmt::format("unrecognized configuration parameter \"{}\"", s.name));
+  }
+  RETURN_NOT_OK(TextResult(sink, s.name, {it->second}));
+  return std::string("SHOW");
+}
+
+}  // namespace wattdb::master

@@ -1,0 +1,215 @@
+// Executor: runs one parsed statement against the cluster and reports its results to a
+// ResultSink. SELECTs run as vectorized plans whose scans stream from the nodes; writes are
+// computed on the master and applied atomically across nodes by Cluster::ApplyWrites.
+// One Executor per session; not thread-safe.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <set>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "master/cluster/cluster.h"
+#include "master/energy/statement_energy.h"
+#include "master/catalog/database_catalog.h"
+#include "query/exec/batch.h"
+#include "query/exec/context.h"
+#include "query/plan/plan.h"
+#include "query/sql/ast.h"
+
+namespace wattdb::master {
+
+// A scan of every row of `t`, all columns in schema order.
+plan::PlanPtr FullScan(const TableSchema& t);
+
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  virtual Status Describe(const std::vector<std::string>& names, const std::vector<SqlType>& types) = 0;
+  virtual Status Rows(const exec::Batch& batch) = 0;
+  virtual Status Notice(const std::string& sqlstate, const std::string& message) = 0;
+};
+
+class Executor {
+ public:
+  // A session's executor, bound to one database for its lifetime.
+  explicit Executor(Cluster& cluster, std::string database = kDefaultDatabase)
+      : cluster_(cluster), db_(cluster.catalog(), std::move(database)) {}
+  const DatabaseCatalog& catalog() const { return db_; }
+  ~Executor();  // rolls back an open transaction
+  // Transaction status for ReadyForQuery: 'I' idle, 'T' in a transaction, 'E' failed.
+  char TxnStatus() const { return !txn_ ? 'I' : failed_ ? 'E' : 'T'; }
+  // A timeout setting (statement_timeout, idle_in_transaction_session_timeout) in
+  // milliseconds; 0 when unset or disabled.
+  int64_t TimeoutSetting(const std::string& name) const;
+  // Bytes each sort or hash table of a statement may hold: SET work_mem, else the config.
+  int64_t WorkMem() const;
+  // Binds a SELECT and, unless the session set wattdb_pushdown = off, moves what the nodes
+  // can run below Exchanges (query/plan/fragment.h).
+  Result<plan::BoundSelect> PlanSelect(sql::SelectStmt& s);
+  // An error outside Execute (parse, bind) fails an open transaction block, as in PostgreSQL.
+  void MarkFailed() {
+    if (txn_) failed_ = true;
+  }
+
+  // COPY ... FROM STDIN, streamed: BeginCopyIn, then CopyInRows for each piece of whole
+  // rows (fields as text; nullopt = NULL) as they arrive, then EndCopyIn. Each piece is
+  // prepared on the nodes at once, so the master holds one piece at a time; the COPY is one
+  // transaction (the block's, or its own), atomic as in PostgreSQL. After an error, call
+  // EndCopyIn(false).
+  Status BeginCopyIn(const sql::CopyStmt& s);
+  Status CopyInRows(const std::vector<std::vector<std::optional<std::string>>>& rows);
+  Result<std::string> EndCopyIn(bool commit);
+  // COPY ... TO STDOUT: hands each row (the COPY's columns) to `emit` as the scan produces
+  // it; an error from `emit` stops the scan.
+  Status CopyOut(const sql::CopyStmt& s, const std::atomic<bool>* cancel,
+                 const std::function<Status(const std::vector<Value>&)>& emit);
+  // The columns a COPY addresses (all visible ones when none are listed).
+  Result<std::vector<int>> CopyColumns(const sql::CopyStmt& s, TableSchema* table);
+
+  // Executes `stmt`; returns the command tag (e.g. "SELECT 3", "INSERT 0 2").
+  Result<std::string> Execute(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
+
+ private:
+  Result<std::string> Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
+  Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);
+  Result<std::string> DropTable(sql::DropTableStmt& s, ResultSink& sink);
+  Result<std::string> CreateView(sql::CreateViewStmt& s);
+  // Secondary indexes (executor_index.cc).
+  Result<std::string> CreateIndex(sql::CreateIndexStmt& s, ResultSink& sink);
+  Result<std::string> DropIndex(sql::DropTableStmt& s, ResultSink& sink);
+  // Creates index `name` ("" = generated) on `t`'s `columns`; `constraint`: it backs a
+  // UNIQUE constraint (named table_col_key rather than table_col_idx). Returns its id.
+  Result<uint32_t> AddIndex(const TableSchema& t, std::string name, const std::vector<std::string>& columns,
+                  const std::vector<bool>& desc, bool unique, bool constraint, int pos);
+  // True if a table, view or index of this database is called `name`.
+  bool RelationExists(const std::string& name) const;
+  // SELECT ... FOR UPDATE inside a transaction: takes the write locks of the rows it reads.
+  Status LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> User(sql::UserStmt& s, ResultSink& sink);
+  Result<std::string> Database(sql::DatabaseStmt& s, ResultSink& sink);
+  Result<std::string> DropView(sql::DropTableStmt& s, ResultSink& sink);
+  // Refuses (2BP01) to drop relation `name` that views read, or drops them with `cascade`.
+  Status DropDependentViews(const std::string& name, const char* kind, bool cascade, ResultSink& sink);
+  Result<std::string> AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel);
+  // Registers `t` in the catalog (filling t->id) with one empty segment on the least-loaded node.
+  Status CreateTableStorage(TableSchema* t);
+  // Drops dropped tables' segments on their nodes.
+  void DropSegments(const std::vector<SegmentEntry>& segs);
+  Result<std::string> Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
+  Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
+  Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
+  // Transaction control and isolation levels (executor_txn.cc). READ COMMITTED (the default,
+  // as in PostgreSQL): each statement of a block reads a fresh snapshot, and a statement
+  // that meets a row changed since then is undone and run again (Execute). REPEATABLE READ:
+  // one snapshot for the block; such a statement fails with 40001.
+  enum class Isolation { kReadCommitted, kRepeatableRead };
+  static constexpr int kMaxRestarts = 100;
+  Result<std::string> Txn(sql::TxnStmt& s, ResultSink& sink);
+  static Result<Isolation> ParseIsolation(std::string_view level);
+  static const char* IsolationName(Isolation level);
+  std::string DefaultIsolation() const;
+  // The open block's level, else the level the next one gets.
+  Isolation isolation() const;
+  // SET [SESSION CHARACTERISTICS AS] TRANSACTION ISOLATION LEVEL, SET [default_]transaction_isolation.
+  Result<std::string> SetIsolation(sql::SetStmt& s, ResultSink& sink);
+  // Statements refused in a READ ONLY block (25006).
+  static bool WritesData(const sql::Statement& stmt);
+  // Statements READ COMMITTED runs again after a write conflict: they send nothing to the
+  // client before their writes succeed.
+  static bool Restartable(const sql::Statement& stmt);
+  Result<std::string> Truncate(sql::TruncateStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel);
+  // Counts the rows of `tables` for the planner (ANALYZE).
+  Status Analyze(const std::vector<TableSchema>& tables, const std::atomic<bool>* cancel);
+  Result<std::string> Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
+  Result<std::string> Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
+  // The snapshot and transaction id statements read with; writes go through Apply.
+  Timestamp Snapshot();
+  uint64_t TxnId() const { return txn_ ? txn_->id : 0; }
+  Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
+  Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes);
+  // Takes a statement's writes as they are produced. A statement of up to kWritePiece
+  // writes goes out whole at Finish (Apply); a larger one is sent to the nodes a piece at a
+  // time, under the block's transaction or the statement's own (committed by Finish), so
+  // the master holds one piece, however many rows the statement changes.
+  class StatementWriter {
+   public:
+    static constexpr size_t kWritePiece = 10000;
+    StatementWriter(Executor& e, TableId table, Timestamp snapshot) : e_(e), table_(table), snapshot_(snapshot) {}
+    ~StatementWriter();  // rolls back a statement transaction that did not finish
+    Status Add(RowWrite w);
+    // Sends what is held (once Add has overflowed a piece, or always with `force`).
+    Status Flush(bool force = false);
+    Status Finish();
+    bool streaming() const { return own_ != nullptr || e_.txn_ != nullptr; }
+
+   private:
+    Executor& e_;
+    TableId table_;
+    Timestamp snapshot_;
+    std::vector<RowWrite> held_;
+    std::unique_ptr<Transaction> own_;  // outside a block, once the statement outgrew a piece
+    bool sent_ = false;
+    int64_t row_delta_ = 0;  // rows inserted minus deleted by the pieces sent
+  };
+  // Rows inserted minus rows deleted by `writes` (the planner's row estimate follows them).
+  static int64_t RowDelta(const std::vector<RowWrite>& writes);
+  Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
+  // Fills the hidden row id (if `t` has one) and serial `columns` of `row` with their next numbers.
+  Status DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);
+  // The write inserting `row` into `t`: 23502 on a NULL in a NOT NULL column, 23505 if its key
+  // is already in `keys` (the keys of this statement so far, to which it is added).
+  Result<RowWrite> InsertWrite(const TableSchema& t, const std::vector<Value>& row, std::set<std::string>* keys);
+  // Runs `source` at `snapshot`, calling `fn` for every row it yields; `fn` gets the
+  // execution context for evaluating expressions over the row (subqueries need it).
+  Status ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
+                    const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn);
+
+  // Outside a transaction block, a statement reads at its own snapshot, registered with the
+  // cluster (so garbage collection keeps what it can see) while the statement runs.
+  class StatementSnapshot {
+   public:
+    // `txn_control`: BEGIN/COMMIT/ROLLBACK (a block's snapshot stays as it is).
+    StatementSnapshot(Executor& e, bool txn_control);
+    ~StatementSnapshot();
+    // A newer snapshot for the statement (READ COMMITTED; the block's under a block).
+    void Refresh();
+
+   private:
+    Executor& e_;
+    bool own_;
+  };
+
+  Cluster& cluster_;
+  StatementCpuScope* energy_ = nullptr;  // the running statement's accounting (EXPLAIN ANALYZE reads it)
+  DatabaseCatalog db_;
+ // borrowed; outlives the session
+  std::map<std::string, std::string> settings_;
+  std::unique_ptr<Transaction> txn_;  // open transaction block, if any
+  struct CopyIn {
+    sql::CopyStmt stmt;
+    TableSchema table;
+    std::vector<int> cols, unnamed_serials;
+    std::unique_ptr<Transaction> own;  // outside a block: the COPY's own transaction
+    uint64_t rows = 0;
+  };
+  std::unique_ptr<CopyIn> copy_;  // between BeginCopyIn and EndCopyIn
+  // DDL done inside the open block takes effect at once; these undo it if the block rolls back
+  // (run newest first).
+  std::vector<std::function<void()>> txn_undo_;
+  void UndoBlockDdl();
+  Timestamp stmt_snapshot_ = 0;       // snapshot of the running statement outside a block
+  bool failed_ = false;               // a statement of the block failed: only ROLLBACK helps
+  Isolation isolation_ = Isolation::kReadCommitted;  // of the open block
+  bool read_only_ = false;            // the open block is READ ONLY
+  bool block_used_ = false;           // a statement other than SET ran in the open block
+};
+
+}  // namespace wattdb::master

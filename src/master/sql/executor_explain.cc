@@ -1,0 +1,98 @@
+// EXPLAIN [ANALYZE] of the executor: the plan tree, where each operator runs, and with
+// ANALYZE the counters of the operators run here and on the nodes.
+#include <chrono>
+#include <functional>
+#include <set>
+
+#include "master/sql/executor.h"
+#include "master/sql/scan_provider.h"
+#include "query/exec/operator.h"
+#include "query/plan/binder.h"
+
+namespace wattdb::master {
+
+Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
+  auto* sel = std::get_if<sql::SelectStmt>(&s.inner->stmt);
+  if (!sel) return Status::Sql("0A000", "EXPLAIN supports only SELECT yet", s.pos);
+  ASSIGN_OR_RETURN(plan::BoundSelect bound, PlanSelect(*sel));
+  std::map<const plan::PlanNode*, exec::OperatorStats> stats;
+  exec::RemoteStats remote_stats;
+  double total_ms = 0;
+  if (s.analyze) {
+    MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
+    exec::ExecContext ctx(&scans, cancel);
+    ctx.work_mem = WorkMem();
+    ctx.remote_stats = &remote_stats;
+    auto t0 = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(auto op, exec::BuildInstrumented(*bound.plan, &stats));
+    RETURN_NOT_OK(op->Open(ctx));
+    exec::Batch b;
+    while (true) {
+      auto more = op->Next(b);
+      if (!more.ok()) {
+        op->Close();
+        return more.status();
+      }
+      if (!*more) break;
+    }
+    op->Close();
+    total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::vector<std::string> lines;
+  // Below an Exchange, operators run on the nodes owning the scan's segments.
+  std::function<const plan::PlanNode*(const plan::PlanNode&)> leaf = [&](const plan::PlanNode& p) {
+    return p.kind == plan::PlanNode::Kind::kScan ? &p : p.children.size() == 1 ? leaf(*p.children[0]) : nullptr;
+  };
+  std::function<void(const plan::PlanNode&, int, const plan::PlanNode*)> walk = [&](const plan::PlanNode& p, int depth,
+                                                                                    const plan::PlanNode* remote) {
+    std::string text = p.ToString(0);
+    text = text.substr(0, text.find('\n'));
+    std::string where = "master";
+    const plan::PlanNode* scan = remote ? remote : p.kind == plan::PlanNode::Kind::kScan ? &p : nullptr;
+    if (scan && scan->table < kFirstSystemTableId) {
+      const plan::PlanNode& p = *scan;
+      auto segs = cluster_.catalog().SegmentsOverlapping(p.table, p.lo, p.hi);
+      std::set<NodeId> nodes;
+      for (const auto& seg : segs) nodes.insert(seg.node);
+      where.clear();
+      for (NodeId n : nodes) where += (where.empty() ? "nodes " : ",") + std::to_string(n);
+      where = fmt::format("{}; {} segment{}", where.empty() ? "no nodes" : where, segs.size(), segs.size() == 1 ? "" : "s");
+    }
+    std::string line = std::string(depth * 2, ' ') + (depth ? "->  " : "") + text + "  (on " + where + ")";
+    if (s.analyze && !remote) {
+      const exec::OperatorStats& st = stats[&p];
+      line += fmt::format(" (actual rows={} batches={} time={:.3f} ms)", st.rows, st.batches, st.ms);
+    }
+    if (s.analyze && remote) {  // summed over each node's segments
+      std::string per_node;
+      for (const auto& [node, st] : remote_stats[&p]) {
+        per_node += fmt::format("{}n{}: rows={} batches={} time={:.3f} ms", per_node.empty() ? "" : "; ", node,
+                                st.rows, st.batches, st.ms);
+      }
+      line += " (actual " + (per_node.empty() ? std::string("not run") : per_node) + ")";
+    }
+    lines.push_back(line);
+    for (const auto& c : p.children) {
+      walk(*c, depth + 1, remote ? remote : p.kind == plan::PlanNode::Kind::kExchange ? leaf(*c) : nullptr);
+    }
+  };
+  walk(*bound.plan, 0, nullptr);
+  if (s.analyze) {
+    if (energy_) {
+      StatementEnergy e = energy_->Finish(cluster_.monitor(), cluster_.registry());
+      lines.push_back(fmt::format("Energy: {:.3f} J estimated (master {:.3f} J, nodes {:.3f} J, infrastructure {:.3f} J; "
+                                  "CPU {:.3f} ms{})",
+                                  e.joules, e.master_joules, e.node_joules, e.infra_joules, e.cpu_ms,
+                                  e.unmetered ? fmt::format("; {} component(s) unmetered", e.unmetered) : ""));
+    }
+    lines.push_back(fmt::format("Execution Time: {:.3f} ms", total_ms));
+  }
+  RETURN_NOT_OK(sink.Describe({"QUERY PLAN"}, {SqlType{TypeId::kText}}));
+  exec::Batch out;
+  out.Reset(1);
+  for (auto& l : lines) out.AppendRow({Value::Text(std::move(l))});
+  RETURN_NOT_OK(sink.Rows(out));
+  return std::string("EXPLAIN");
+}
+
+}  // namespace wattdb::master

@@ -1,0 +1,124 @@
+// Transaction control: BEGIN/COMMIT/ROLLBACK, isolation levels and their settings.
+#include "master/sql/executor.h"
+
+#include <algorithm>
+
+namespace wattdb::master {
+
+Result<Executor::Isolation> Executor::ParseIsolation(std::string_view level) {
+  std::string l(level);
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (l == "read committed" || l == "read uncommitted") return Isolation::kReadCommitted;  // as PostgreSQL
+  if (l == "repeatable read") return Isolation::kRepeatableRead;
+  if (l == "serializable") {
+    return Status::Sql("0A000", "SERIALIZABLE isolation is not supported; REPEATABLE READ gives snapshot isolation");
+  }
+  return Status::Sql("22023", fmt::format("invalid value for parameter \"transaction_isolation\": \"{}\"", level));
+}
+
+const char* Executor::IsolationName(Isolation level) {
+  return level == Isolation::kReadCommitted ? "read committed" : "repeatable read";
+}
+
+std::string Executor::DefaultIsolation() const {
+  auto it = settings_.find("default_transaction_isolation");
+  return it == settings_.end() ? std::string("read committed") : it->second;
+}
+
+Executor::Isolation Executor::isolation() const {
+  return txn_ ? isolation_ : *ParseIsolation(DefaultIsolation());
+}
+
+Result<std::string> Executor::SetIsolation(sql::SetStmt& s, ResultSink& sink) {
+  bool reset = s.value == "default" || s.value == "DEFAULT";
+  if (s.name == "default_transaction_isolation") {
+    if (reset) {
+      settings_.erase(s.name);
+    } else {
+      ASSIGN_OR_RETURN(Isolation level, ParseIsolation(s.value));
+      settings_[s.name] = IsolationName(level);
+    }
+    return std::string("SET");
+  }
+  if (reset) return std::string("SET");  // SET TRANSACTION with no isolation level
+  ASSIGN_OR_RETURN(Isolation level, ParseIsolation(s.value));
+  if (!txn_) {
+    RETURN_NOT_OK(sink.Notice("25P01", "SET TRANSACTION can only be used in transaction blocks"));
+    return std::string("SET");
+  }
+  if (block_used_ && level != isolation_) {
+    return Status::Sql("25001", "SET TRANSACTION ISOLATION LEVEL must be called before any query");
+  }
+  isolation_ = level;
+  return std::string("SET");
+}
+
+bool Executor::WritesData(const sql::Statement& stmt) {
+  if (auto* sel = std::get_if<sql::SelectStmt>(&stmt)) return sel->for_update;
+  if (auto* copy = std::get_if<sql::CopyStmt>(&stmt)) return copy->from;
+  return std::holds_alternative<sql::InsertStmt>(stmt) || std::holds_alternative<sql::UpdateStmt>(stmt) ||
+         std::holds_alternative<sql::DeleteStmt>(stmt) || std::holds_alternative<sql::TruncateStmt>(stmt) ||
+         std::holds_alternative<sql::CreateTableStmt>(stmt) || std::holds_alternative<sql::CreateIndexStmt>(stmt) ||
+         std::holds_alternative<sql::CreateViewStmt>(stmt);
+}
+
+bool Executor::Restartable(const sql::Statement& stmt) {
+  if (auto* sel = std::get_if<sql::SelectStmt>(&stmt)) return sel->for_update;
+  return std::holds_alternative<sql::InsertStmt>(stmt) || std::holds_alternative<sql::UpdateStmt>(stmt) ||
+         std::holds_alternative<sql::DeleteStmt>(stmt);
+}
+
+Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
+  switch (s.kind) {
+    case sql::TxnStmt::Kind::kBegin:
+      if (txn_) {
+        RETURN_NOT_OK(sink.Notice("25001", "there is already a transaction in progress"));
+      } else {
+        ASSIGN_OR_RETURN(isolation_, ParseIsolation(s.isolation.empty() ? DefaultIsolation() : s.isolation));
+        txn_ = cluster_.Begin(cluster_.AcquireSnapshot());
+        failed_ = false;
+        read_only_ = s.read_only;
+        block_used_ = false;
+      }
+      return std::string("BEGIN");
+    case sql::TxnStmt::Kind::kCommit: {
+      if (!txn_) {
+        RETURN_NOT_OK(sink.Notice("25P01", "there is no transaction in progress"));
+        return std::string("COMMIT");
+      }
+      std::unique_ptr<Transaction> t = std::move(txn_);
+      struct Release {
+        Cluster& c;
+        Timestamp ts;
+        ~Release() { c.ReleaseSnapshot(ts); }
+      } release{cluster_, t->snapshot};
+      if (failed_) {
+        failed_ = false;
+        cluster_.Rollback(*t);
+        UndoBlockDdl();
+        return std::string("ROLLBACK");
+      }
+      Status committed = cluster_.Commit(*t);
+      if (!committed.ok()) {
+        UndoBlockDdl();
+        return committed;
+      }
+      txn_undo_.clear();
+      return std::string("COMMIT");
+    }
+    case sql::TxnStmt::Kind::kRollback:
+      if (!txn_) {
+        RETURN_NOT_OK(sink.Notice("25P01", "there is no transaction in progress"));
+      } else {
+        cluster_.Rollback(*txn_);
+        cluster_.ReleaseSnapshot(txn_->snapshot);
+        txn_.reset();
+        failed_ = false;
+        UndoBlockDdl();
+      }
+      return std::string("ROLLBACK");
+  }
+  return std::string();
+}
+
+}  // namespace wattdb::master

@@ -1,0 +1,43 @@
+// MasterScanProvider: turns Scan plan nodes into row streams. User tables stream from the
+// nodes owning their segments (pruned to the scan's key range); system views
+// (wattdb_nodes, wattdb_segments, wattdb_partitions) come from the master's own state.
+//
+// A remote scan remembers the last key it returned. When a segment turns out to have moved
+// (NotFound) or split (Stale), it re-reads the partition map and resumes after that key, so
+// a scan running across a move or split returns every row exactly once.
+#pragma once
+
+#include "common/schema.h"
+#include "master/cluster/cluster.h"
+#include "master/catalog/database_catalog.h"
+#include "master/catalog/pg_catalog.h"
+#include "query/exec/operator.h"
+
+namespace wattdb::master {
+
+// Registers the system views in the catalog.
+void RegisterSystemViews(Catalog& catalog);
+
+class MasterScanProvider : public exec::ScanProvider {
+ public:
+  // `txn` nonzero: scans also see that transaction's own pending writes. `db`: the session's
+  // database, whose relations pg_catalog shows (default database if null).
+  MasterScanProvider(Cluster& cluster, Timestamp read_ts, uint64_t txn = 0, const DatabaseCatalog* db = nullptr)
+      : cluster_(cluster), read_ts_(read_ts), txn_(txn), db_(db) {}
+  Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override;
+  // Runs the fragment on the nodes (master/sql/exchange.h).
+  Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& exchange,
+                                                        const exec::ExecContext& ctx) override;
+  Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) override;
+
+ private:
+  Cluster& cluster_;  // borrowed; outlives the provider
+  Timestamp read_ts_;
+  uint64_t txn_;
+  const DatabaseCatalog* db_;  // borrowed; may be null
+  PgCatalog& Pg();  // the pg_catalog answers for db_ (or the default database), made once
+  std::unique_ptr<DatabaseCatalog> default_db_;
+  std::unique_ptr<PgCatalog> pg_;
+};
+
+}  // namespace wattdb::master
