@@ -57,11 +57,30 @@ class NodeServer {
   // Handles one request; may send several frames (scan, export). Returns false if the
   // connection must close.
   bool Dispatch(net::Connection& conn, net::ReceivedMessage& msg);
+  // One handler per request kind (Dispatch's table): node_server.cc (ping, host power),
+  // txn_handlers.cc, scan_handler.cc, segment_handlers.cc, move_handlers.cc. Each replies
+  // and returns false if the connection must close.
+  bool OnPing(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnHostPower(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnCreateSegment(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnDropSegment(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnPrepare(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnCommit(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnAbort(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnRollbackTo(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnOutcome(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnScan(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnSplit(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnSettleSplit(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnAddIndex(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnDropIndex(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnGcHorizon(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnCompact(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnListSegments(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnExportSegment(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnPullSegment(net::Connection& conn, net::ReceivedMessage& msg);
   // A commit's reply: its status and the sizes of the segments it wrote, so that the master
   // can split oversized ones right away.
-  // Hands a power off (1) or suspend (2) to the host: its agent (WATTDB_HOST_AGENT) or the
-  // OS command of the node's config. Replies before the host goes down.
-  bool HostPower(net::Connection& conn, uint8_t action);
   bool ReplyWithSizes(net::Connection& conn, const Status& st, const std::set<SegmentId>& touched);
 
   NodeOptions opts_;

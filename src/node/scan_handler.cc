@@ -1,0 +1,78 @@
+// The node service's scan request: rows of a segment at a snapshot, or the column batches of
+// a plan fragment run over them.
+#include "node/node_server.h"
+
+#include <algorithm>
+
+#include "node/fragment_runner.h"
+#include "node/segment_rows.h"
+#include "query/exec/batch_codec.h"
+#include "node/wire.h"
+
+namespace wattdb::node {
+
+using net::Connection;
+
+bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  auto s = req.getScan();
+  ScanRequest sr;
+  sr.segment = s.getSegment();
+  sr.lo = Str(s.getLo());
+  sr.hi = Str(s.getHi());
+  sr.read_ts = s.getReadTs();
+  sr.txn = s.getTxn();
+  sr.index = s.getIndex();
+  sr.index_lo = Str(s.getIndexLo());
+  sr.index_hi = Str(s.getIndexHi());
+  auto rows = SegmentRows::Open(*store_, *participant_, sr);
+  auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch,
+                   const std::string* columns, const std::string* resume, const std::string* stats = nullptr) {
+    capnp::MallocMessageBuilder mb;
+    auto resp = mb.initRoot<proto::Response>();
+    SetStatus(resp.initStatus(), st);
+    auto b = resp.initScanBatch();
+    b.setLast(last);
+    if (batch) {
+      auto lr = b.initRows(batch->size());
+      auto lk = b.initKeys(batch->size());
+      for (size_t i = 0; i < batch->size(); i++) {
+        lr.set(i, Bytes((*batch)[i].row));
+        lk.set(i, Bytes((*batch)[i].key));
+      }
+    }
+    if (columns) b.setColumns(Bytes(*columns));
+    if (resume) b.setResumeKey(Bytes(*resume));
+    if (stats) b.setStats(Bytes(*stats));
+    return SendResponse(conn, mb).ok();
+  };
+  if (!rows.ok()) return reply(rows.status(), true, nullptr, nullptr, nullptr);
+  if (s.hasFragment() && s.getFragment().size() > 0) {
+    // The fragment's output travels as column batches; a send that fails ends the scan.
+    bool sent = true;
+    std::string enc;
+    std::vector<exec::OperatorStats> stats;
+    Status st = RunFragment(
+        Str(s.getFragment()), **rows, {static_cast<int64_t>(s.getWorkMem()), nullptr},
+        [&](const exec::Batch& b, const std::string& resume) {
+          enc.clear();
+          exec::EncodeBatch(b, &enc);
+          sent = reply(Status::OK(), false, nullptr, &enc, &resume);
+          return sent ? Status::OK() : Status::IOError("master went away");
+        },
+        &stats);
+    if (!sent) return false;
+    std::string counters = exec::EncodeOperatorStats(stats);
+    return reply(st, true, nullptr, nullptr, nullptr, &counters);
+  }
+  uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
+  std::vector<storage::ScanRow> merged;
+  while (true) {
+    auto more = (*rows)->Next(batch, kScanBatchBytes, &merged);
+    if (!more.ok()) return reply(more.status(), true, nullptr, nullptr, nullptr);
+    if (!reply(Status::OK(), !*more, &merged, nullptr, nullptr)) return false;
+    if (!*more) return true;
+  }
+}
+
+}  // namespace wattdb::node

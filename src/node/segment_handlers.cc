@@ -1,0 +1,96 @@
+// The node service's segment requests: create, drop, split, indexes, garbage collection,
+// compaction, listing.
+#include "node/node_server.h"
+
+#include "node/wire.h"
+
+namespace wattdb::node {
+
+using net::Connection;
+
+bool NodeServer::OnCreateSegment(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  return Reply(conn, store_->CreateSegment(MetaFrom(req.getCreateSegment()))).ok();
+}
+
+bool NodeServer::OnDropSegment(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  SegmentId id = req.getDropSegment();
+  Status s = store_->DropSegment(id);
+  if (s.IsNotFound()) s = Status::OK();  // idempotent
+  if (s.ok()) Log("node")->info("segment dropped seg={}", id);
+  return Reply(conn, s).ok();
+}
+
+bool NodeServer::OnSplit(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  auto s = req.getSplit();
+  // Prepared writes are addressed to this segment's range: it must not change under them,
+  // and no write may land in the upper half while it moves to the new segment.
+  Result<std::string> key = Result<std::string>(InUse(s.getSegment()));
+  if (participant_->BeginExclusive(s.getSegment())) {
+    key = store_->Split(s.getSegment(), s.getNewId());
+    participant_->EndExclusive(s.getSegment());
+  }
+  capnp::MallocMessageBuilder mb;
+  auto resp = mb.initRoot<proto::Response>();
+  SetStatus(resp.initStatus(), key.status());
+  if (key.ok()) resp.setSplitKey(Bytes(*key));
+  return SendResponse(conn, mb).ok();
+}
+
+bool NodeServer::OnSettleSplit(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  auto s = req.getSettleSplit();
+  Result<std::string> key = store_->SettleSplit(s.getSegment(), s.getNewId());
+  capnp::MallocMessageBuilder mb;
+  auto resp = mb.initRoot<proto::Response>();
+  SetStatus(resp.initStatus(), key.status());
+  if (key.ok()) resp.setSplitKey(Bytes(*key));
+  return SendResponse(conn, mb).ok();
+}
+
+bool NodeServer::OnAddIndex(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  auto a = req.getAddIndex();
+  Status st = participant_->AwaitReadable(a.getSegment(), "", "", a.getBuildTs(), 0);
+  if (st.ok()) st = store_->AddIndex(a.getSegment(), SpecFrom(a.getSpec()), a.getBuildTs());
+  if (st.code() == Status::Code::kAlreadyExists) st = Status::OK();  // a retried request
+  return Reply(conn, st).ok();
+}
+
+bool NodeServer::OnDropIndex(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  auto d = req.getDropIndex();
+  return Reply(conn, store_->DropIndex(d.getSegment(), d.getIndex())).ok();
+}
+
+bool NodeServer::OnGcHorizon(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  store_->SetGcHorizon(req.getGcHorizon());
+  return Reply(conn, Status::OK()).ok();
+}
+
+bool NodeServer::OnCompact(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  Status st = store_->CompactSegment(req.getCompact());
+  if (st.IsNotFound()) st = Status::Stale(st.message());
+  return Reply(conn, st).ok();
+}
+
+bool NodeServer::OnListSegments(Connection& conn, net::ReceivedMessage& msg) {
+  auto list = store_->List();
+  capnp::MallocMessageBuilder mb;
+  auto resp = mb.initRoot<proto::Response>();
+  SetStatus(resp.initStatus(), Status::OK());
+  auto l = resp.initSegments(list.size());
+  for (size_t i = 0; i < list.size(); i++) {
+    MetaTo(l[i].initMeta(), list[i].meta);
+    l[i].setBytes(list[i].bytes);
+    l[i].setRowsRead(list[i].rows_read);
+    l[i].setRowsWritten(list[i].rows_written);
+  }
+  return SendResponse(conn, mb).ok();
+}
+
+}  // namespace wattdb::node

@@ -1,0 +1,96 @@
+#include "node/wire.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+
+namespace wattdb::node {
+
+using net::Connection;
+
+std::string Str(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+kj::ArrayPtr<const kj::byte> Bytes(const std::string& s) {
+  return kj::arrayPtr(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+
+void SetStatus(proto::Status::Builder b, const Status& s) {
+  b.setCode(static_cast<uint8_t>(s.code()));
+  if (!s.ok()) {
+    b.setMessage(s.message());
+    b.setSqlstate(s.sqlstate());
+  }
+}
+
+Status FromProto(proto::Status::Reader r) {
+  if (r.getCode() == 0) return Status::OK();
+  return Status(static_cast<Status::Code>(r.getCode()), r.getMessage(), r.getSqlstate());
+}
+
+IndexKeySpec SpecFrom(proto::IndexSpec::Reader r) {
+  IndexKeySpec s;
+  s.id = r.getId();
+  for (uint32_t c : r.getColumns()) s.columns.push_back(static_cast<int>(c));
+  for (bool d : r.getDesc()) s.desc.push_back(d);
+  s.desc.resize(s.columns.size(), false);
+  return s;
+}
+
+void SpecTo(proto::IndexSpec::Builder b, const IndexKeySpec& s) {
+  b.setId(s.id);
+  auto cols = b.initColumns(s.columns.size());
+  auto desc = b.initDesc(s.desc.size());
+  for (size_t i = 0; i < s.columns.size(); i++) cols.set(i, s.columns[i]);
+  for (size_t i = 0; i < s.desc.size(); i++) desc.set(i, s.desc[i]);
+}
+
+storage::SegmentMeta MetaFrom(proto::SegmentMeta::Reader r) {
+  storage::SegmentMeta m{r.getId(), r.getTable(), Str(r.getLo()), Str(r.getHi()), {}};
+  for (auto ix : r.getIndexes()) m.indexes.push_back(SpecFrom(ix));
+  return m;
+}
+
+void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m) {
+  b.setId(m.id);
+  b.setTable(m.table);
+  b.setLo(Bytes(m.lo));
+  b.setHi(Bytes(m.hi));
+  auto l = b.initIndexes(m.indexes.size());
+  for (size_t i = 0; i < m.indexes.size(); i++) SpecTo(l[i], m.indexes[i]);
+}
+
+// CPU this thread used, up to each reply, for the request it serves (thread CPU clock).
+thread_local uint64_t tl_cpu_mark = 0;
+
+// Sends a Response stamped with the CPU spent on the request since the previous frame.
+Status SendResponse(Connection& conn, capnp::MallocMessageBuilder& mb) {
+  uint64_t now = ThreadCpuNanos();
+  mb.getRoot<proto::Response>().setCpuNanos(now - tl_cpu_mark);
+  tl_cpu_mark = now;
+  return conn.Send(mb);
+}
+
+Status Reply(Connection& conn, const Status& s) {
+  capnp::MallocMessageBuilder mb;
+  auto resp = mb.initRoot<proto::Response>();
+  SetStatus(resp.initStatus(), s);
+  resp.setNone();
+  return SendResponse(conn, mb);
+}
+
+// A segment with prepared, undecided writes cannot split or move until they are decided.
+Status InUse(SegmentId id) {
+  return Status(Status::Code::kUnavailable,
+                fmt::format("segment {} has prepared writes awaiting a commit decision", id), "55006");
+}
+
+Status FsyncFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Status::IOError("open " + path);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status::OK() : Status::IOError("fsync " + path);
+}
+
+
+}  // namespace wattdb::node

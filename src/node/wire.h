@@ -1,0 +1,42 @@
+// The node service's side of its wire format: converting between Cap'n Proto messages
+// (proto/node_service.capnp) and WattDB types, and sending replies. For the request handlers
+// of NodeServer only.
+#pragma once
+
+#include <string>
+
+#include <capnp/message.h>
+
+#include "common/failpoint.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "net/connection.h"
+#include "proto/node_service.capnp.h"
+#include "storage/segment_store.h"
+
+namespace wattdb::node {
+
+// A scan batch frame carries about this many bytes of rows at most (frames are capped at
+// net::kMaxMessageBytes; batches of wide rows are cut short).
+constexpr size_t kScanBatchBytes = 4u << 20;
+
+std::string Str(capnp::Data::Reader d);
+kj::ArrayPtr<const kj::byte> Bytes(const std::string& s);
+void SetStatus(proto::Status::Builder b, const Status& s);
+Status FromProto(proto::Status::Reader r);
+IndexKeySpec SpecFrom(proto::IndexSpec::Reader r);
+void SpecTo(proto::IndexSpec::Builder b, const IndexKeySpec& s);
+storage::SegmentMeta MetaFrom(proto::SegmentMeta::Reader r);
+void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m);
+
+// The thread CPU clock when the request being served started, or its previous reply frame.
+extern thread_local uint64_t tl_cpu_mark;
+// Sends a Response stamped with the CPU spent on the request since the previous frame.
+Status SendResponse(net::Connection& conn, capnp::MallocMessageBuilder& mb);
+// A Response with only a status.
+Status Reply(net::Connection& conn, const Status& s);
+// A segment with prepared, undecided writes cannot split or move until they are decided (55006).
+Status InUse(SegmentId id);
+Status FsyncFile(const std::string& path);
+
+}  // namespace wattdb::node
