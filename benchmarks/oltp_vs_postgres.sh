@@ -2,8 +2,8 @@
 # OLTP throughput of a 1-node WattDB cluster next to PostgreSQL 15 on the same machine, same
 # scale, same clients, in one run: pgbench's built-in TPC-B-like and select-only scripts and
 # sysbench oltp_read_write. Both sides commit durably (WattDB sync_commit, PostgreSQL fsync and
-# synchronous_commit on). PostgreSQL runs at its default READ COMMITTED and at REPEATABLE READ
-# (snapshot isolation, like WattDB); pgbench retries serialization failures on both.
+# synchronous_commit on). WattDB runs at its default READ COMMITTED, as PostgreSQL does;
+# PostgreSQL also at REPEATABLE READ for reference. pgbench retries serialization failures.
 #
 # Usage: benchmarks/oltp_vs_postgres.sh [--scale N] [--clients N] [--time SEC] [--build DIR]
 # Writes results.csv and the raw outputs under a fresh directory it names at the end.

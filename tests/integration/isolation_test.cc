@@ -114,6 +114,14 @@ TEST(Isolation, EachLevelSeesWhatPostgresWouldSee) {
   deleter.join();
   EXPECT_EQ(doubled, "");
   EXPECT_EQ(a->Scalar("SELECT count(*) FROM t"), "1");
+
+  // The level a client asks for in its startup packet (PGOPTIONS), as PostgreSQL takes it.
+  PgConn rr(cluster.conninfo() + " options='-c default_transaction_isolation=repeatable\\\\ read'");  // conninfo unescapes once
+  ASSERT_TRUE(rr.ok()) << rr.error();
+  EXPECT_EQ(rr.Scalar("SHOW transaction_isolation"), "repeatable read");
+  PgConn bad(cluster.conninfo() + " options='-c default_transaction_isolation=sometimes'");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("invalid value for parameter"), std::string::npos) << bad.error();
 }
 
 // Two blocks each wait for the other's row on one node: one is told 40P01 at once (not after

@@ -1,5 +1,7 @@
-#include <cstdlib>
 #include "master/pgwire/pg_protocol.h"
+
+#include <algorithm>
+#include <cstdlib>
 
 namespace wattdb::master::pg {
 
@@ -167,6 +169,48 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseStartupParams(std:
     out.emplace_back(std::move(k), std::move(v));
   }
   if (!body.empty()) return Status::Sql("08P01", "invalid startup packet layout: trailing bytes");
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ParseStartupOptions(std::string_view options) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < options.size(); i++) {
+    char c = options[i];
+    if (c == '\\' && i + 1 < options.size()) {
+      word += options[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < words.size(); i++) {
+    std::string setting;
+    if (words[i] == "-c" && i + 1 < words.size()) {
+      setting = words[++i];
+    } else if (words[i].rfind("-c", 0) == 0 && words[i].size() > 2) {
+      setting = words[i].substr(2);
+    } else if (words[i].rfind("--", 0) == 0) {
+      setting = words[i].substr(2);
+    } else {
+      return Status::Sql("22023", fmt::format("invalid command-line argument for server process: {}", words[i]));
+    }
+    size_t eq = setting.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::Sql("22023", fmt::format("-c {} requires a value", setting));
+    }
+    std::string name = setting.substr(0, eq);
+    std::replace(name.begin(), name.end(), '-', '_');
+    out.emplace_back(std::move(name), setting.substr(eq + 1));
+  }
   return out;
 }
 

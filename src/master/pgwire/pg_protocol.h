@@ -62,5 +62,9 @@ class MessageWriter {
 
 // Parses the key/value pairs of a StartupMessage body (after the protocol version).
 Result<std::vector<std::pair<std::string, std::string>>> ParseStartupParams(std::string_view body);
+// The settings of a startup packet's `options` parameter (libpq's PGOPTIONS): `-c name=value`,
+// `-cname=value` or `--name=value`, separated by blanks; a backslash keeps the next character
+// (`-c default_transaction_isolation=repeatable\ read`). 22023 for anything else.
+Result<std::vector<std::pair<std::string, std::string>>> ParseStartupOptions(std::string_view options);
 
 }  // namespace wattdb::master::pg

@@ -79,5 +79,18 @@ TEST(PgValues, NumericBinaryFormat) {
   EXPECT_FALSE(DecodeParam(std::string("\x00\x01", 2), true, SqlType{TypeId::kNumeric}, 1700).ok());
 }
 
+// libpq's PGOPTIONS: -c settings, escaped blanks, --name=value; anything else is refused.
+TEST(PgProtocol, StartupOptions) {
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  auto r = ParseStartupOptions("-c default_transaction_isolation=repeatable\\ read  -cwork_mem=8MB --statement-timeout=5s");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, (Pairs{{"default_transaction_isolation", "repeatable read"}, {"work_mem", "8MB"},
+                       {"statement_timeout", "5s"}}));
+  EXPECT_TRUE(ParseStartupOptions("")->empty());
+  EXPECT_EQ(ParseStartupOptions("-c").status().sqlstate(), "22023");
+  EXPECT_EQ(ParseStartupOptions("-c work_mem").status().sqlstate(), "22023");
+  EXPECT_EQ(ParseStartupOptions("verbose").status().sqlstate(), "22023");
+}
+
 }  // namespace
 }  // namespace wattdb::master::pg

@@ -160,11 +160,12 @@ void PgServer::Serve(asio::ip::tcp::socket& raw) {
     params = std::move(p).value();
     break;
   }
-  std::string user, app, database;
+  std::string user, app, database, options;
   for (auto& [k, v] : params) {
     if (k == "user") user = v;
     if (k == "application_name") app = v;
     if (k == "database") database = v;
+    if (k == "options") options = v;
   }
   if (database.empty()) database = user;
   if (user.empty()) {
@@ -203,6 +204,13 @@ void PgServer::Serve(asio::ip::tcp::socket& raw) {
     }
   } unregister{this, pid};
 
+  PgSession session(cluster_, socket, pid, cancel, database, timers_);
+  auto settings = pg::ParseStartupOptions(options);
+  Status applied = settings.ok() ? session.ApplyStartupOptions(*settings) : settings.status();
+  if (!applied.ok()) {
+    fatal(applied.sqlstate().c_str(), applied.message());
+    return;
+  }
   out.AuthenticationOk();
   for (auto [k, v] : std::vector<std::pair<const char*, std::string>>{
            {"server_version", "15.0"}, {"server_encoding", "UTF8"}, {"client_encoding", "UTF8"},
@@ -216,7 +224,7 @@ void PgServer::Serve(asio::ip::tcp::socket& raw) {
   if (!WriteAll(socket, out.buffer(), in.deadline()).ok()) return;
   Log("master")->debug("session start pid={} user={} app={}", pid, user, app);
 
-  PgSession(cluster_, socket, pid, cancel, database, timers_).Run();
+  session.Run();
 }
 
 }  // namespace wattdb::master

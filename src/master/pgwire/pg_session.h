@@ -33,6 +33,11 @@ class PgSession {
  public:
   PgSession(Cluster& cluster, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
             std::string database, TimerService& timers);
+  // Applies the settings of the startup packet's `options` (before Run).
+  Status ApplyStartupOptions(const std::vector<std::pair<std::string, std::string>>& settings) {
+    for (const auto& [name, value] : settings) RETURN_NOT_OK(executor_.SetAtStartup(name, value));
+    return Status::OK();
+  }
   // Serves messages until the client terminates or the connection fails.
   void Run();
 

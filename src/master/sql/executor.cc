@@ -1,5 +1,6 @@
 #include "master/sql/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <set>
@@ -236,6 +237,52 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   return r;
 }
 
+Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
+  if (s.name == "work_mem") {
+    if (s.value == "default" || s.value == "DEFAULT") {
+      settings_.erase(s.name);
+      return std::string("SET");
+    }
+    if (!ParseMemoryBytes(s.value).ok()) {
+      return Status::Sql("22023", fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
+    }
+  }
+  if (s.name == "wattdb_pushdown") {  // on: fragments run on the nodes; off: all on the master
+    if (s.value == "default" || s.value == "DEFAULT") {
+      settings_.erase(s.name);
+      return std::string("SET");
+    }
+    if (s.value != "on" && s.value != "off") {
+      return Status::Sql("22023", fmt::format("invalid value for parameter \"wattdb_pushdown\": \"{}\"", s.value));
+    }
+  }
+  if (s.name == "transaction_isolation" || s.name == "default_transaction_isolation") {
+    return SetIsolation(s, sink);
+  }
+  if (s.name == "statement_timeout" || s.name == "idle_in_transaction_session_timeout") {
+    if (s.value == "default" || s.value == "DEFAULT") {
+      settings_.erase(s.name);
+      return std::string("SET");
+    }
+    if (!ParseDurationMs(s.value).ok()) {
+      return Status::Sql("22023", fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
+    }
+  }
+  settings_[s.name] = s.value;
+  return std::string("SET");
+}
+
+Status Executor::SetAtStartup(const std::string& name, const std::string& value) {
+  struct Quiet : ResultSink {
+    Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override { return Status::OK(); }
+    Status Rows(const exec::Batch&) override { return Status::OK(); }
+    Status Notice(const std::string&, const std::string&) override { return Status::OK(); }
+  } quiet;
+  sql::SetStmt s{name, value};
+  std::transform(s.name.begin(), s.name.end(), s.name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return Set(s, quiet).status();
+}
+
 Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel) {
   return std::visit(
       [&](auto& s) -> Result<std::string> {
@@ -264,38 +311,7 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
         } else if constexpr (std::is_same_v<T, sql::TxnStmt>) {
           return Txn(s, sink);
         } else if constexpr (std::is_same_v<T, sql::SetStmt>) {
-          if (s.name == "work_mem") {
-            if (s.value == "default" || s.value == "DEFAULT") {
-              settings_.erase(s.name);
-              return std::string("SET");
-            }
-            if (!ParseMemoryBytes(s.value).ok()) {
-              return Status::Sql("22023", fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
-            }
-          }
-          if (s.name == "wattdb_pushdown") {  // on: fragments run on the nodes; off: all on the master
-            if (s.value == "default" || s.value == "DEFAULT") {
-              settings_.erase(s.name);
-              return std::string("SET");
-            }
-            if (s.value != "on" && s.value != "off") {
-              return Status::Sql("22023", fmt::format("invalid value for parameter \"wattdb_pushdown\": \"{}\"", s.value));
-            }
-          }
-          if (s.name == "transaction_isolation" || s.name == "default_transaction_isolation") {
-            return SetIsolation(s, sink);
-          }
-          if (s.name == "statement_timeout" || s.name == "idle_in_transaction_session_timeout") {
-            if (s.value == "default" || s.value == "DEFAULT") {
-              settings_.erase(s.name);
-              return std::string("SET");
-            }
-            if (!ParseDurationMs(s.value).ok()) {
-              return Status::Sql("22023", fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
-            }
-          }
-          settings_[s.name] = s.value;
-          return std::string("SET");
+          return Set(s, sink);
         } else if constexpr (std::is_same_v<T, sql::ShowStmt>) {
           return Show(s, sink);
         } else if constexpr (std::is_same_v<T, sql::TruncateStmt>) {

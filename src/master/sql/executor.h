@@ -70,6 +70,9 @@ class Executor {
   // The columns a COPY addresses (all visible ones when none are listed).
   Result<std::vector<int>> CopyColumns(const sql::CopyStmt& s, TableSchema* table);
 
+  // A setting from the client's startup packet (`options=-c name=value`), as SET would make it.
+  Status SetAtStartup(const std::string& name, const std::string& value);
+
   // Executes `stmt`; returns the command tag (e.g. "SELECT 3", "INSERT 0 2").
   Result<std::string> Execute(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
 
@@ -105,6 +108,7 @@ class Executor {
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
   Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
+  Result<std::string> Set(sql::SetStmt& s, ResultSink& sink);
   // Transaction control and isolation levels (executor_txn.cc). READ COMMITTED (the default,
   // as in PostgreSQL): each statement of a block reads a fresh snapshot, and a statement
   // that meets a row changed since then is undone and run again (Execute). REPEATABLE READ:

@@ -1,6 +1,7 @@
 #include "query/plan/expr_binder.h"
 #include "common/stack_guard.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -37,7 +38,32 @@ Result<BoundExprPtr> ExprBinder::Bind(const Expr& e, bool* untyped) {
   auto r = BindInner(e, &u);
   if (untyped) *untyped = u;
   if (!r.ok()) return r.status().WithPosition(e.pos);
-  return r;
+  return FoldStrictNull(std::move(*r));
+}
+
+// PostgreSQL's planner replaces a strict operator or function with a NULL constant
+// argument by NULL before anything runs, so the other arguments are never evaluated
+// (CAST(NULL AS INTEGER) + <an expression that would overflow> is NULL, not 22003).
+BoundExprPtr FoldStrictNull(BoundExprPtr e) {
+  using K = BoundExpr::Kind;
+  bool strict = false;
+  switch (e->kind) {
+    case K::kBinary: strict = e->op != BinOp::kAnd && e->op != BinOp::kOr; break;
+    case K::kNeg:
+    case K::kCast:
+    case K::kLike: strict = true; break;
+    case K::kFunc:
+      strict = e->func == Func::kAbs || e->func == Func::kLower || e->func == Func::kUpper ||
+               e->func == Func::kLength || e->func == Func::kRound || e->func == Func::kBpcharText ||
+               e->func == Func::kRegex;
+      break;
+    default: break;
+  }
+  if (!strict) return e;
+  bool null_arg = std::any_of(e->children.begin(), e->children.end(), [](const BoundExprPtr& c) {
+    return c->kind == BoundExpr::Kind::kConst && c->value.is_null();
+  });
+  return null_arg ? MakeConst(Value(), e->type) : std::move(e);
 }
 
 BoundExprPtr CharAsText(BoundExprPtr e) {

@@ -40,6 +40,9 @@ std::string TypeName(const SqlType& t);
 bool IsAggregateName(const std::string& n);
 // Numeric result type of combining numeric types a and b.
 SqlType NumericUnion(const SqlType& a, const SqlType& b);
+// `e` itself, or a NULL constant of its type if `e` is a strict operator or function with a
+// NULL constant argument (PostgreSQL's planner folds these before execution).
+BoundExprPtr FoldStrictNull(BoundExprPtr e);
 // A CHAR(n) expression as text (trailing blanks dropped, as PostgreSQL's bpchar -> text).
 BoundExprPtr CharAsText(BoundExprPtr e);
 

@@ -213,6 +213,14 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
     out->type = t;
   } else if (n == "nullif" && need(2)) {
     RETURN_NOT_OK(Unify(&args[0], unt[0], &args[1], unt[1], e.pos, "="));
+    // The result is the first argument of the implied `=`, promoted to the common type:
+    // NULLIF(1, 2.5) is numeric, as in PostgreSQL.
+    if (args[0]->type.IsNumeric() && args[1]->type.IsNumeric()) {
+      SqlType common = NumericUnion(args[0]->type, args[1]->type);
+      if (common.id != args[0]->type.id) {
+        ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), false, common, e.pos));
+      }
+    }
     out->func = Func::kNullIf;
     out->type = args[0]->type.id == TypeId::kNull ? SqlType{TypeId::kText} : args[0]->type;
   } else if ((n == "__is_true" || n == "__is_false") && need(1)) {
