@@ -219,6 +219,11 @@ class Cluster {
   // that worked. 55P03: a key was locked and nothing happened.
   Status CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws);
   void RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes);
+  static constexpr int kMaxWriteAttempts = 100;  // routings of one write (segments moved or split meanwhile)
+  // The request may have reached the node, but no answer came back.
+  static bool IsLinkFailure(const Status& s) {
+    return s.code() == Status::Code::kIOError || s.IsTimedOut() || s.IsUnavailable();
+  }
   static constexpr size_t kPrepareChunk = 5000;           // writes per prepare request, at most
   static constexpr size_t kPrepareChunkBytes = 8u << 20;  // and about this many bytes (frames stay small)
   // The end of the prepare chunk of `ws` that starts at `off` (at least one write).
