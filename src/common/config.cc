@@ -122,7 +122,8 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     if (wait < 1 || wait > 3600000) return Status::InvalidArgument(source + ": latch_wait_ms must be in 1..3600000");
     c.latch_wait_ms = static_cast<int>(wait);
     for (auto [key, field] : {std::pair{"connect_timeout_ms", &c.connect_timeout_ms},
-                              std::pair{"rpc_timeout_ms", &c.rpc_timeout_ms}}) {
+                              std::pair{"rpc_timeout_ms", &c.rpc_timeout_ms},
+                              std::pair{"lock_timeout_ms", &c.lock_timeout_ms}}) {
       int64_t v = *field;
       RETURN_NOT_OK(Get(*t, key, &v, source));
       if (v < 10 || v > 3600000) {

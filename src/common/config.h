@@ -45,6 +45,8 @@ struct ClusterConfig {
   int latch_wait_ms = 10000;                // how long a move or split waits for a segment's writers
   int connect_timeout_ms = 2000;            // deadline of every connect between cluster processes
   int rpc_timeout_ms = 30000;               // deadline of each request/reply and frame between them
+  int lock_timeout_ms = 10000;              // a writer waits this long for a row lock (then 40001);
+                                            // deadlocks end sooner (40P01)
   std::string master_host = "127.0.0.1";
   uint16_t pg_port = 5433;
   int max_connections = 100;                // client sessions at once (more get 53300)

@@ -1,5 +1,6 @@
 #include "common/failpoint.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +22,13 @@ void MaybeFail(const char* name) {
       Log("failpoint")->warn("failpoint fired name={}: exiting", name);
       Log("failpoint")->flush();
       _exit(86);
+    }
+    if (line == std::string(name) + " stop") {
+      std::remove(file);
+      Log("failpoint")->warn("failpoint fired name={}: stopping", name);
+      Log("failpoint")->flush();
+      raise(SIGSTOP);
+      return;
     }
   }
 }

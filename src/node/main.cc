@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   opts.connect_timeout_ms = cfg->connect_timeout_ms;
   opts.rpc_timeout_ms = cfg->rpc_timeout_ms;
   opts.heartbeat_timeout_ms = cfg->heartbeat_timeout_ms;
+  opts.lock_timeout_ms = cfg->lock_timeout_ms;
   opts.key_file = cfg->KeyPath();
   node::NodeServer server(opts);
   Status s = server.Start();

@@ -43,7 +43,7 @@ Status NodeServer::Start() {
   key_ = std::make_unique<net::ClusterKey>(std::move(key));
   ASSIGN_OR_RETURN(store_, storage::SegmentStore::Open(opts_.data_dir + "/segments"));
   store_->set_sync_commits(opts_.sync_commit);
-  participant_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(1000),
+  participant_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(opts_.lock_timeout_ms),
                                                std::chrono::milliseconds(opts_.heartbeat_timeout_ms));
   RETURN_NOT_OK(participant_->Recover());
   if (!participant_->InDoubt().empty()) {
@@ -152,6 +152,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       {proto::Request::COMMIT, &NodeServer::OnCommit},
       {proto::Request::ABORT, &NodeServer::OnAbort},
       {proto::Request::ROLLBACK_TO, &NodeServer::OnRollbackTo},
+      {proto::Request::BREAK_WAIT, &NodeServer::OnBreakWait},
       {proto::Request::OUTCOME, &NodeServer::OnOutcome},
       {proto::Request::SCAN, &NodeServer::OnScan},
       {proto::Request::SPLIT, &NodeServer::OnSplit},
@@ -293,6 +294,12 @@ void NodeServer::MasterLink() {
       auto doubt = participant_->InDoubt();
       auto d = hb.initInDoubt(doubt.size());
       for (size_t i = 0; i < doubt.size(); i++) d.set(i, doubt[i]);
+      auto waits = participant_->LockWaits();
+      auto w = hb.initLockWaits(waits.size());
+      for (size_t i = 0; i < waits.size(); i++) {
+        w[i].setTxn(waits[i].first);
+        w[i].setHolder(waits[i].second);
+      }
       auto list = store_->List();
       auto segs = hb.initSegments(list.size());
       for (size_t i = 0; i < list.size(); i++) {

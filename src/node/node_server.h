@@ -35,6 +35,7 @@ struct NodeOptions {
   int connect_timeout_ms = 2000;  // every connect to the master or another node
   int rpc_timeout_ms = 30000;     // every frame sent or received once a request started
   int heartbeat_timeout_ms = 6000;
+  int lock_timeout_ms = 10000;  // a row-lock wait's deadline
   std::string key_file;  // the cluster key (created if missing); every connection authenticates with it
 };
 
@@ -68,6 +69,7 @@ class NodeServer {
   bool OnCommit(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnAbort(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnRollbackTo(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnBreakWait(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnOutcome(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnScan(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnSplit(net::Connection& conn, net::ReceivedMessage& msg);

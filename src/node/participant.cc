@@ -161,21 +161,25 @@ restart:
       // The wait is checked for a cycle of waiting transactions when it begins and every
       // kDeadlockCheck after (the last of the cycle to wait may not be the one to see it).
       waits_for_[txn] = holder;
+      broken_waits_.erase(txn);
       bool freed = false;
       while (!freed && std::chrono::steady_clock::now() < deadline) {
-        if (WaitsForLocked(holder, txn)) {
+        bool broken = broken_waits_.erase(txn) > 0;
+        if (broken || WaitsForLocked(holder, txn)) {
           waits_for_.erase(txn);
           return Status::Aborted(
-              fmt::format("deadlock detected: transaction {} waits for transaction {}, which waits for it", txn,
-                          holder),
+              fmt::format("deadlock detected: transaction {} waits for transaction {}, which waits for it{}", txn,
+                          holder, broken ? " (through other nodes)" : ""),
               "40P01");
         }
         freed = released_.wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + kDeadlockCheck), [&] {
           auto h = locks_.find(lk);
-          return h == locks_.end() || h->second != holder;
+          return h == locks_.end() || h->second != holder || broken_waits_.count(txn);
         });
+        if (freed && broken_waits_.count(txn)) freed = false;  // the loop reports it
       }
       waits_for_.erase(txn);
+      broken_waits_.erase(txn);
       if (!freed) {
         return Status::Aborted(fmt::format("could not obtain lock on row: transaction {} held it for longer than {} ms",
                                            holder, lock_wait_.count()));
@@ -385,6 +389,20 @@ Status Participant::RollbackTo(uint64_t txn, uint64_t keep) {
   }
   released_.notify_all();
   return Status::OK();
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> Participant::LockWaits() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return {waits_for_.begin(), waits_for_.end()};
+}
+
+bool Participant::BreakWait(uint64_t txn, uint64_t holder) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto w = waits_for_.find(txn);
+  if (w == waits_for_.end() || w->second != holder) return false;
+  broken_waits_.insert(txn);
+  released_.notify_all();
+  return true;
 }
 
 bool Participant::WaitsForLocked(uint64_t from, uint64_t to) const {

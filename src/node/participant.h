@@ -105,6 +105,12 @@ class Participant {
   // which transactions are still running, tells the others' outcome (no decision = abort),
   // so a transaction whose master-side end was lost holds no locks for long.
   std::vector<uint64_t> InDoubt() const;
+  // Row-lock waits now, as (waiting txn, holder): a cycle through several nodes is a deadlock
+  // no node sees alone.
+  std::vector<std::pair<uint64_t, uint64_t>> LockWaits() const;
+  // Ends `txn`'s wait with 40P01 if it still waits for `holder` (a deadlock across nodes);
+  // false if it does not.
+  bool BreakWait(uint64_t txn, uint64_t holder);
   // Before a read of [lo, hi) of `segment` at `read_ts` ("" = unbounded; `own_txn` is the
   // reader's transaction, 0 if none): records the read and waits, up to `read_wait`, for
   // the transactions whose writes there may be committed at or below `read_ts` and are not
@@ -146,6 +152,7 @@ class Participant {
   std::map<LockKey, uint64_t> locks_;
   static constexpr std::chrono::milliseconds kDeadlockCheck{20};
   std::map<uint64_t, uint64_t> waits_for_;  // a Prepare of txn waits for a lock of the other
+  std::set<uint64_t> broken_waits_;         // waits of these txns end with 40P01 (BreakWait)
   std::set<SegmentId> exclusive_;  // segments being split or exported (BeginExclusive)
   Timestamp max_read_ts_ = 0;  // highest snapshot read here (this process)
   std::set<uint64_t> fenced_;   // transactions settled by FenceAndGetOutcome (bounded)

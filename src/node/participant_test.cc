@@ -123,6 +123,29 @@ TEST_F(ParticipantTest, ALocalDeadlockIsDetected) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));  // not the lock wait
 }
 
+// The master sees cycles through several nodes in their reported waits and breaks one wait;
+// only a wait that is still there (same holder) is broken.
+TEST_F(ParticipantTest, AWaitReportedToTheMasterCanBeBroken) {
+  Participant p(*store_, std::chrono::milliseconds(20000));
+  ASSERT_TRUE(p.Prepare(1, 10, {W(1, WriteCheck::kInsert)}).ok());
+  EXPECT_TRUE(p.LockWaits().empty());
+  EXPECT_FALSE(p.BreakWait(2, 1));  // not waiting
+  Status s;
+  std::thread waiter([&] { s = p.Prepare(2, 10, {W(1, WriteCheck::kUpdate)}); });
+  while (p.LockWaits().empty()) std::this_thread::yield();
+  EXPECT_EQ(p.LockWaits(), (std::vector<std::pair<uint64_t, uint64_t>>{{2, 1}}));
+  EXPECT_FALSE(p.BreakWait(2, 3));  // it waits for another transaction than that
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(p.BreakWait(2, 1));
+  waiter.join();
+  EXPECT_EQ(s.sqlstate(), "40P01") << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));  // not the lock wait
+  EXPECT_TRUE(p.LockWaits().empty());
+  // The broken wait leaves nothing behind: txn 2's next wait is a normal one.
+  p.Abort(1);
+  EXPECT_TRUE(p.Prepare(2, 10, {W(1, WriteCheck::kUpdate)}).ok());
+}
+
 // A split can reach the node after the master gave up on it (the node was frozen) and let
 // writes go on: a write into the half that moves waits for the split, then is refused as
 // stale instead of landing in the lower half's column family, where no reader looks.

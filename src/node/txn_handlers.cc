@@ -56,10 +56,18 @@ bool NodeServer::OnAbort(Connection& conn, net::ReceivedMessage& msg) {
       .ok();
 }
 
+bool NodeServer::OnBreakWait(Connection& conn, net::ReceivedMessage& msg) {
+  auto r = msg.Root<proto::Request>().getBreakWait();
+  bool broken = participant_->BreakWait(r.getTxn(), r.getHolder());
+  return Reply(conn, broken ? Status::OK() : Status::NotFound("the transaction no longer waits for that lock")).ok();
+}
+
 bool NodeServer::OnRollbackTo(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto r = req.getRollbackTo();
-  return Reply(conn, participant_->RollbackTo(r.getTxn(), r.getKeep())).ok();
+  Status s = participant_->RollbackTo(r.getTxn(), r.getKeep());
+  MaybeFail("node.rollback_to.before_reply");
+  return Reply(conn, s).ok();
 }
 
 bool NodeServer::OnOutcome(Connection& conn, net::ReceivedMessage& msg) {

@@ -21,6 +21,12 @@ struct Telemetry {
   segments @10 :List(Svc.SegmentStats);
   wallMicros @11 :Int64;
   inDoubt @12 :List(UInt64);     # durably prepared transactions awaiting the master's decision
+  lockWaits @13 :List(LockWait); # row-lock waits now: the master looks for cycles across nodes
+}
+
+struct LockWait {
+  txn @0 :UInt64;                # waits for a row lock
+  holder @1 :UInt64;             # that this transaction holds
 }
 
 struct NodeMessage {

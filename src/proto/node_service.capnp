@@ -130,6 +130,10 @@ struct Request {
       segment @32 :UInt64;
       index @33 :UInt32;
     }
+    breakWait :group {               # master -> node: a deadlock across nodes; if `txn` still
+      txn @45 :UInt64;               # waits here for `holder`, its wait ends with 40P01
+      holder @46 :UInt64;
+    }
     hostPower @40 :UInt8;            # master -> node: ask the host's OS, after replying, to
                                      # power off (1, soft) or suspend (2)
   }

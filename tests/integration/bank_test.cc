@@ -124,13 +124,17 @@ TEST(Bank, SelectForUpdateLocksRowsUntilCommit) {
   ASSERT_EQ(a->Exec("SELECT id, bal FROM acct AS x WHERE x.id = 1 FOR UPDATE", &rows), "");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][1], "100");
-  // While a holds the row, a second locker gives up (after the lock wait) with 40001.
+  // While a holds the row, a second locker waits for a to end, then locks a's committed row.
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec("BEGIN"), "");
-  EXPECT_EQ(c->Exec("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "40001");
-  ASSERT_EQ(c->Exec("ROLLBACK"), "");
+  std::string locked;
+  std::thread locker([&] { locked = c->Scalar("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"); });
+  EXPECT_TRUE(cluster.WaitFor("SELECT sum(lock_waits) FROM wattdb_nodes", "1", 10000));
   ASSERT_EQ(a->Exec("UPDATE acct SET bal = bal - 10 WHERE id = 1"), "");
   ASSERT_EQ(a->Exec("COMMIT"), "");
+  locker.join();
+  EXPECT_EQ(locked, "90");
+  ASSERT_EQ(c->Exec("ROLLBACK"), "");
   // b's snapshot does not include a's write: locking that row now fails; rows a never
   // touched lock fine.
   EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 2 FOR UPDATE"), "");

@@ -404,5 +404,54 @@ TEST(Faults, RogueProcessesAreRefused) {
   EXPECT_NE(log.find("refused"), std::string::npos) << "refusals are not logged: " << log;
 }
 
+// A READ COMMITTED statement that met a newer row is undone on its node and run again. The
+// node dies (or freezes) while undoing it: the statement fails instead of hanging, the
+// block's earlier write is not committed, the winner's commit stays, and the row is
+// writable again once the node is back (restarted, or resumed and told the block is over).
+void StatementRestartMeetsANodeFault(bool freeze) {
+  MiniCluster cluster(Managed(1, 1 << 20, 200));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto a = cluster.Connect(), b = cluster.Connect(), c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t VALUES (1, 1), (2, 2)"), "");
+  pid_t pid = cluster.NodePid(1);
+  ASSERT_EQ(a->Exec("BEGIN"), "");
+  ASSERT_EQ(a->Exec("UPDATE t SET v = v + 10 WHERE id = 2"), "");
+  ASSERT_EQ(b->Exec("BEGIN"), "");
+  ASSERT_EQ(b->Exec("UPDATE t SET v = v + 100 WHERE id = 1"), "");
+  cluster.ArmFailpoint(freeze ? "node.rollback_to.before_reply stop" : "node.rollback_to.before_reply");
+  std::string st, msg;
+  Clock::time_point t0;
+  std::thread waiter([&] { st = a->Exec("UPDATE t SET v = v * 2 WHERE id = 1", nullptr, &msg); });
+  // a's statement read its snapshot and waits for b's row lock on the node.
+  EXPECT_TRUE(cluster.WaitFor("SELECT sum(lock_waits) FROM wattdb_nodes", "1", 10000));
+  t0 = Clock::now();
+  std::string committed = b->Exec("COMMIT");
+  waiter.join();
+  double waited = SecondsSince(t0);
+  EXPECT_EQ(committed, "");
+  EXPECT_FALSE(st.empty()) << "the statement succeeded although its node failed while undoing it";
+  EXPECT_LT(waited, 12.0) << "the statement took " << waited << " s (" << st << ": " << msg << ")";
+  EXPECT_EQ(a->Exec("COMMIT"), "");  // COMMIT of a failed block is a ROLLBACK, as in PostgreSQL
+  if (freeze) {
+    ASSERT_TRUE(AwaitStopped(pid));
+    kill(pid, SIGCONT);
+  }
+  ASSERT_TRUE(AllUp(cluster, 1, 20000)) << "logs in " << cluster.dir();
+  EXPECT_EQ(cluster.NodePid(1) == pid, freeze);  // a frozen node resumes; a dead one is restarted
+  // Once the node learns the block is over, its locks go and the rows are as b left them.
+  std::string updated = "none";
+  for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until && !updated.empty();) {
+    updated = c->Exec("UPDATE t SET v = v + 1000 WHERE id = 2", nullptr, &msg);
+  }
+  EXPECT_EQ(updated, "") << msg;
+  std::vector<std::vector<std::string>> rows;
+  ASSERT_EQ(c->Exec("SELECT id, v FROM t ORDER BY id", &rows), "");
+  EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"1", "101"}, {"2", "1002"}}));
+}
+
+TEST(Faults, NodeKilledWhileUndoingARestartedStatement) { StatementRestartMeetsANodeFault(false); }
+TEST(Faults, NodeFrozenWhileUndoingARestartedStatement) { StatementRestartMeetsANodeFault(true); }
+
 }  // namespace
 }  // namespace wattdb::testing

@@ -153,5 +153,118 @@ TEST(Isolation, ADeadlockIsDetectedAndTheOtherTransactionGoesOn) {
   EXPECT_EQ(sum, sa.empty() ? "2" : "20");  // the survivor's two updates, nothing of the victim's
 }
 
+// Tables x and y on different nodes. Returns false (with a test failure) if the move failed.
+bool OnTwoNodes(MiniCluster& cluster, PgConn& c) {
+  EXPECT_EQ(c.Exec("CREATE TABLE x (id INT PRIMARY KEY, v INT)"), "");
+  EXPECT_EQ(c.Exec("CREATE TABLE y (id INT PRIMARY KEY, v INT)"), "");
+  EXPECT_EQ(c.Exec("INSERT INTO x VALUES (1, 0)"), "");
+  EXPECT_EQ(c.Exec("INSERT INTO y VALUES (1, 0)"), "");
+  int nx = std::stoi(c.Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'x'"));
+  if (std::stoi(c.Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'y'")) == nx) {
+    std::string msg;
+    std::string st = c.Exec(fmt::format("ALTER TABLE y MOVE SEGMENT {} TO NODE {}",
+                                        c.Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'y'"), 3 - nx),
+                            nullptr, &msg);
+    EXPECT_EQ(st, "") << msg;
+    if (!st.empty()) return false;
+  }
+  return true;
+}
+
+// A cycle through two nodes, which neither node sees alone: the master finds it in the
+// nodes' reported waits and one of the two is told 40P01 long before the lock timeout.
+TEST(Isolation, ADeadlockAcrossNodesIsDetected) {
+  MiniCluster cluster(MiniClusterOptions{2, 64 << 10, 200});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto a = cluster.Connect(), b = cluster.Connect();
+  ASSERT_TRUE(OnTwoNodes(cluster, *a));
+  ASSERT_EQ(a->Exec("BEGIN"), "");
+  ASSERT_EQ(b->Exec("BEGIN"), "");
+  ASSERT_EQ(a->Exec("UPDATE x SET v = v + 1 WHERE id = 1"), "");
+  ASSERT_EQ(b->Exec("UPDATE y SET v = v + 10 WHERE id = 1"), "");
+  std::string sa, sb, ma, mb;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread ta([&] {
+    sa = a->Exec("UPDATE y SET v = v + 1 WHERE id = 1", nullptr, &ma);
+    (void)a->Exec(sa.empty() ? "COMMIT" : "ROLLBACK");
+  });
+  std::thread tb([&] {
+    sb = b->Exec("UPDATE x SET v = v + 10 WHERE id = 1", nullptr, &mb);
+    (void)b->Exec(sb.empty() ? "COMMIT" : "ROLLBACK");
+  });
+  ta.join();
+  tb.join();
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_NE(sa.empty(), sb.empty()) << sa << " " << ma << " / " << sb << " " << mb;
+  EXPECT_EQ(sa.empty() ? sb : sa, "40P01") << (sa.empty() ? mb : ma);
+  EXPECT_LT(waited, 5.0) << "the lock timeout (10 s) is what ended it";
+  std::string x = a->Scalar("SELECT v FROM x"), y = a->Scalar("SELECT v FROM y");
+  EXPECT_EQ(x + "/" + y, sa.empty() ? "1/1" : "10/10");  // the survivor's two updates only
+}
+
+// A writer waits for a row lock as long as its holder runs (up to lock_timeout_ms, 10 s by
+// default), as PostgreSQL does; it used to give up after 1 s with 40001.
+TEST(Isolation, AWriterWaitsOutALongTransaction) {
+  MiniCluster cluster(MiniClusterOptions{1, 64 << 10, 200});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto a = cluster.Connect(), b = cluster.Connect();
+  ASSERT_EQ(a->Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"), "");
+  ASSERT_EQ(a->Exec("INSERT INTO t VALUES (1, 1)"), "");
+  ASSERT_EQ(a->Exec("BEGIN"), "");
+  ASSERT_EQ(a->Exec("UPDATE t SET v = v + 1 WHERE id = 1"), "");
+  std::string st, msg;
+  std::thread waiter([&] { st = b->Exec("UPDATE t SET v = v * 10 WHERE id = 1", nullptr, &msg); });
+  ASSERT_TRUE(cluster.WaitFor("SELECT sum(lock_waits) FROM wattdb_nodes", "1", 10000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // longer than the old 1 s limit
+  ASSERT_EQ(a->Exec("COMMIT"), "");
+  waiter.join();
+  EXPECT_EQ(st, "") << msg;
+  EXPECT_EQ(a->Scalar("SELECT v FROM t"), "20");  // applied to a's committed version
+}
+
+// pg_stat_activity shows each session's state and its running or last statement.
+TEST(Isolation, PgStatActivityShowsWhatEachSessionDoes) {
+  MiniCluster cluster(MiniClusterOptions{1, 64 << 10, 200});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto a = cluster.Connect(), c = cluster.Connect();
+  ASSERT_EQ(a->Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"), "");
+  ASSERT_EQ(a->Exec("INSERT INTO t VALUES (1, 1)"), "");
+  auto state_of = [&](const std::string& query) {
+    std::vector<std::vector<std::string>> rows;
+    EXPECT_EQ(c->Exec("SELECT state, xact_start IS NOT NULL, usename, datname, backend_type, client_addr "
+                      "FROM pg_stat_activity WHERE query = '" + query + "'", &rows), "");
+    if (rows.size() != 1) return std::string("rows: ") + std::to_string(rows.size());
+    std::string out;
+    for (const auto& v : rows[0]) out += (out.empty() ? "" : "|") + v;
+    return out;
+  };
+  EXPECT_EQ(state_of("INSERT INTO t VALUES (1, 1)"), "idle|f|wattdb|wattdb|client backend|127.0.0.1");
+  ASSERT_EQ(a->Exec("BEGIN"), "");
+  ASSERT_EQ(a->Exec("SELECT v FROM t"), "");
+  EXPECT_EQ(state_of("SELECT v FROM t"), "idle in transaction|t|wattdb|wattdb|client backend|127.0.0.1");
+  EXPECT_EQ(a->Exec("SELECT 1 / 0"), "22012");
+  EXPECT_EQ(state_of("SELECT 1 / 0"), "idle in transaction (aborted)|t|wattdb|wattdb|client backend|127.0.0.1");
+  ASSERT_EQ(a->Exec("ROLLBACK"), "");
+  // A statement running now: waiting for a row lock another session holds.
+  auto b = cluster.Connect();
+  ASSERT_EQ(b->Exec("BEGIN"), "");
+  ASSERT_EQ(b->Exec("UPDATE t SET v = 2 WHERE id = 1"), "");
+  std::string st;
+  std::thread waiter([&] { st = a->Exec("UPDATE t SET v = 3 WHERE id = 1"); });
+  ASSERT_TRUE(cluster.WaitFor("SELECT sum(lock_waits) FROM wattdb_nodes", "1", 10000));
+  EXPECT_EQ(state_of("UPDATE t SET v = 3 WHERE id = 1"), "active|t|wattdb|wattdb|client backend|127.0.0.1");
+  ASSERT_EQ(b->Exec("COMMIT"), "");
+  waiter.join();
+  EXPECT_EQ(st, "");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM pg_stat_activity"), "3");
+  b.reset();  // gone once the master has seen the Terminate message
+  std::string sessions;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       std::chrono::steady_clock::now() < until && sessions != "2";) {
+    sessions = c->Scalar("SELECT count(*) FROM pg_stat_activity");
+  }
+  EXPECT_EQ(sessions, "2");
+}
+
 }  // namespace
 }  // namespace wattdb::testing

@@ -17,7 +17,7 @@ constexpr int64_t kHeapAm = 2, kBtreeAm = 403;
 constexpr int64_t kDefaultCollation = 100;
 
 const SqlType kOid{TypeId::kInt64}, kText{TypeId::kText}, kBool{TypeId::kBool}, kInt{TypeId::kInt32},
-    kFloat{TypeId::kDouble};
+    kFloat{TypeId::kDouble}, kTime{TypeId::kTimestamp};
 const SqlType kTextArr = SqlType::Array(TypeId::kText), kOidArr = SqlType::Array(TypeId::kInt64),
               kIntArr = SqlType::Array(TypeId::kInt32);
 
@@ -96,6 +96,12 @@ const std::vector<ViewDef>& Views() {
       {"pg_rewrite", {{"oid", kOid}, {"rulename", kText}, {"ev_class", kOid}}},
       {"pg_foreign_table", {{"ftrelid", kOid}, {"ftserver", kOid}, {"ftoptions", kTextArr}}},
       {"pg_partitioned_table", {{"partrelid", kOid}, {"partstrat", kText}, {"partnatts", kInt}}},
+      {"pg_stat_activity",
+       {{"datid", kOid}, {"datname", kText}, {"pid", kInt}, {"leader_pid", kInt}, {"usesysid", kOid},
+        {"usename", kText}, {"application_name", kText}, {"client_addr", kText}, {"client_port", kInt},
+        {"backend_start", kTime}, {"xact_start", kTime}, {"query_start", kTime}, {"state_change", kTime},
+        {"wait_event_type", kText}, {"wait_event", kText}, {"state", kText}, {"query", kText},
+        {"backend_type", kText}}},
   };
   return views;
 }
@@ -418,6 +424,24 @@ Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
     }
   } else if (name == "pg_tablespace") {
     rows.push_back({O(1663), T("pg_default"), O(kOwner), null});
+  } else if (name == "pg_stat_activity") {
+    std::vector<std::string> dbs = db.shared().Databases();
+    dbs.insert(dbs.begin(), kDefaultDatabase);
+    std::vector<std::string> users = db.shared().UserNames();  // numbered as pg_roles numbers them
+    if (std::find(users.begin(), users.end(), "wattdb") == users.end()) users.insert(users.begin(), "wattdb");
+    constexpr int64_t kUnixToPgEpochUs = 946684800LL * 1000000;
+    auto time = [&](int64_t us) { return us ? Value::Timestamp(us - kUnixToPgEpochUs) : Value(); };
+    for (const auto& b : cluster_.activity().Snapshot()) {
+      auto d = std::find(dbs.begin(), dbs.end(), b.datname);
+      auto u = std::find(users.begin(), users.end(), b.usename);
+      int64_t usesysid = b.usename == "wattdb" || u == users.end() ? kOwner : 16000 + (u - users.begin());
+      rows.push_back({d == dbs.end() ? null : O(16384 + (d - dbs.begin())), T(b.datname), I(b.pid), null,
+                      O(usesysid), T(b.usename), T(b.application_name),
+                      b.client_addr.empty() ? null : T(b.client_addr), I(b.client_port), time(b.backend_start_us),
+                      time(b.xact_start_us), time(b.query_start_us), time(b.state_change_us),
+                      b.state == "active" ? null : T("Client"), b.state == "active" ? null : T("ClientRead"),
+                      T(b.state), T(b.query), T("client backend")});
+    }
   }
   // The other catalogs (policies, publications, inheritance, ...) have no WattDB counterpart.
   return rows;

@@ -1,6 +1,9 @@
 #include "master/cluster/cluster.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
 
 #include "common/failpoint.h"
 #include "common/logging.h"
@@ -362,6 +365,48 @@ void Cluster::ResolveInDoubt() {
   resolved_ = std::move(still);
 }
 
+void Cluster::BreakDeadlocks() {
+  struct Wait {
+    uint64_t holder;
+    NodeId node;
+  };
+  std::multimap<uint64_t, Wait> waits;  // a statement may wait on several nodes at once
+  for (const auto& n : registry_->Snapshot()) {
+    if (!n.up) continue;
+    for (auto [txn, holder] : n.lock_waits) waits.emplace(txn, Wait{holder, n.id});
+  }
+  // Depth-first search; a wait leading back into the current path closes a cycle.
+  std::map<uint64_t, int> state;  // 1 on the path, 2 done
+  std::vector<std::pair<uint64_t, Wait>> path;
+  std::function<void(uint64_t)> visit = [&](uint64_t txn) {
+    state[txn] = 1;
+    auto [b, e] = waits.equal_range(txn);
+    for (auto it = b; it != e; ++it) {
+      path.emplace_back(txn, it->second);
+      uint64_t next = it->second.holder;
+      if (state[next] == 1) {
+        auto from = std::find_if(path.begin(), path.end(), [&](const auto& p) { return p.first == next; });
+        std::set<NodeId> nodes;
+        for (auto p = from; p != path.end(); ++p) nodes.insert(p->second.node);
+        auto victim = std::max_element(from, path.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+        if (nodes.size() > 1) {  // one node's cycles are its own to break
+          auto c = registry_->Client(victim->second.node);
+          Status s = c.ok() ? RpcBreakWait(**c, victim->first, victim->second.holder) : c.status();
+          Log("master")->info("deadlock across nodes txn={} waits_for={} node=n{} nodes={} status={}", victim->first,
+                              victim->second.holder, victim->second.node, nodes.size(), s.ToString());
+        }
+      } else if (state[next] == 0) {
+        visit(next);
+      }
+      path.pop_back();
+    }
+    state[txn] = 2;
+  };
+  for (const auto& [txn, w] : waits) {
+    if (state[txn] == 0) visit(txn);
+  }
+}
+
 bool Cluster::IsPendingMove(SegmentId seg) const {
   for (const auto& m : catalog_->PendingMoves()) {
     if (m.segment == seg) return true;
@@ -582,6 +627,7 @@ Status Cluster::RecoverSplitLocked(const SplitIntent& si) {
 }
 
 void Cluster::MaintainOnce() {
+  BreakDeadlocks();
   ResolveInDoubt();
   // Old versions no snapshot can see may go: tell every node the oldest snapshot in use.
   Timestamp horizon = GcHorizon();

@@ -28,6 +28,7 @@
 #include "master/energy/node_power.h"
 #include "master/energy/power_monitor.h"
 #include "master/energy/statement_energy.h"
+#include "master/metrics/activity.h"
 #include "master/metrics/query_counters.h"
 #include "master/cluster/node_registry.h"
 #include "master/cluster/node_rpc.h"
@@ -92,6 +93,7 @@ class Cluster {
   NodePower& power() { return *power_; }
   PowerMonitor& monitor() { return *monitor_; }
   QueryCounters& queries() { return queries_; }
+  Activity& activity() { return activity_; }  // pg_stat_activity
   StatementEnergyLog& energy_log() { return energy_log_; }
   EnergyService& energy() { return *energy_; }
   // Crashed nodes restarted so far (0 without --manage-nodes).
@@ -256,6 +258,7 @@ class Cluster {
   std::unique_ptr<NodePower> power_;
   std::unique_ptr<PowerMonitor> monitor_;
   QueryCounters queries_;
+  Activity activity_;
   StatementEnergyLog energy_log_;
 
   std::mutex latch_mu_;  // guards latches_
@@ -273,6 +276,9 @@ class Cluster {
   std::mutex txn_mu_;  // guards active_txns_
   std::set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort
   void ResolveInDoubt();
+  // Cycles of row-lock waits through several nodes (from the latest heartbeats): the
+  // youngest transaction of each is told 40P01 where it waits.
+  void BreakDeadlocks();
   // After a one-phase commit of `txn` at `ts` on `node` failed once the request was handed
   // over: asks the node (waiting briefly for it to come back) whether it committed. OK if it
   // did; 57P03 if it cannot have (the process that got the request is gone); else 40003.

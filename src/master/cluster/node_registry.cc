@@ -92,6 +92,7 @@ void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
       n.up = true;
       n.link = link = ++next_link_;
       n.in_doubt.clear();
+      n.lock_waits.clear();
       n.last_heartbeat_us = clock_.NowMicros();
       clients_[id]->Reset(n.host, n.port);
       cv_.notify_all();
@@ -134,6 +135,8 @@ void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
       n.in_doubt.clear();
       for (auto t : hb.getInDoubt()) n.in_doubt.push_back(t);
       n.in_doubt_seq = ++next_link_;
+      n.lock_waits.clear();
+      for (auto w : hb.getLockWaits()) n.lock_waits.emplace_back(w.getTxn(), w.getHolder());
       n.segments.clear();
       for (auto s : hb.getSegments()) {
         n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(), s.getRowsWritten()});

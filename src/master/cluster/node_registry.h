@@ -38,6 +38,7 @@ struct NodeInfo {
   std::vector<SegmentTelemetry> segments;
   std::vector<uint64_t> in_doubt;  // durably prepared transactions awaiting a decision
   uint64_t in_doubt_seq = 0;       // changes with every heartbeat that reports in_doubt
+  std::vector<std::pair<uint64_t, uint64_t>> lock_waits;  // (txn, holder): row-lock waits now
   uint64_t link = 0;               // identifies the registration (link) now serving the node
 };
 

@@ -146,6 +146,14 @@ Status RpcRollbackTo(NodeClient& c, uint64_t txn, uint64_t keep) {
   }, nullptr);
 }
 
+Status RpcBreakWait(NodeClient& c, uint64_t txn, uint64_t holder) {
+  return Call(c, [&](proto::Request::Builder r) {
+    auto b = r.initBreakWait();
+    b.setTxn(txn);
+    b.setHolder(holder);
+  }, nullptr);
+}
+
 Status RpcGcHorizon(NodeClient& c, Timestamp horizon) {
   return Call(c, [&](proto::Request::Builder r) { r.setGcHorizon(horizon); }, nullptr);
 }

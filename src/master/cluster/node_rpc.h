@@ -61,6 +61,8 @@ Result<Timestamp> RpcOutcome(NodeClient& c, uint64_t txn);
 Status RpcAbort(NodeClient& c, uint64_t txn);
 // Drops the writes `txn` prepared on the node after its first `keep` (a failed statement's).
 Status RpcRollbackTo(NodeClient& c, uint64_t txn, uint64_t keep);
+// Ends `txn`'s row-lock wait for `holder` with 40P01 (NotFound if it no longer waits so).
+Status RpcBreakWait(NodeClient& c, uint64_t txn, uint64_t holder);
 Status RpcGcHorizon(NodeClient& c, Timestamp horizon);
 Status RpcCompact(NodeClient& c, SegmentId seg);
 // Makes `seg` maintain index `spec`, with entries for the rows visible at `build_ts`.

@@ -1,5 +1,6 @@
 #include "master/pgwire/pg_server.h"
 
+#include "common/clock.h"
 #include "common/logging.h"
 #include "master/catalog/database_catalog.h"
 #include "master/pgwire/pg_session.h"
@@ -201,6 +202,7 @@ void PgServer::Serve(asio::ip::tcp::socket& raw) {
     ~Unregister() {
       std::lock_guard<std::mutex> l(s->mu_);
       s->sessions_.erase(pid);
+      s->cluster_.activity().Disconnected(pid);
     }
   } unregister{this, pid};
 
@@ -223,6 +225,12 @@ void PgServer::Serve(asio::ip::tcp::socket& raw) {
   out.ReadyForQuery('I');
   if (!WriteAll(socket, out.buffer(), in.deadline()).ok()) return;
   Log("master")->debug("session start pid={} user={} app={}", pid, user, app);
+  Activity::Backend me;
+  me.pid = pid;
+  me.datname = database;
+  me.usename = user;
+  me.application_name = app;
+  cluster_.activity().Connected(std::move(me), socket.peer(), Clock::Real().NowMicros());
 
   session.Run();
 }

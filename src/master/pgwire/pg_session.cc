@@ -1,9 +1,11 @@
 #include "master/pgwire/pg_session.h"
 
+#include "common/clock.h"
 #include "common/logging.h"
 #include "master/pgwire/pg_copy.h"
 #include "master/pgwire/pg_values.h"
 #include "query/plan/binder.h"
+#include "query/plan/view_rewrite.h"
 #include "query/sql/parser.h"
 
 namespace wattdb::master {
@@ -241,6 +243,18 @@ const Status& StatusOf(const Result<T>& r) {
 }
 }  // namespace
 
+// Shows the statement in pg_stat_activity while it runs, and the session's state after it.
+class PgSession::Published {
+ public:
+  Published(PgSession& s, std::string_view query) : s_(s) {
+    s_.cluster_.activity().StatementStarted(s_.pid_, query, Clock::Real().NowMicros());
+  }
+  ~Published() { s_.cluster_.activity().StatementEnded(s_.pid_, s_.executor_.TxnStatus(), Clock::Real().NowMicros()); }
+
+ private:
+  PgSession& s_;
+};
+
 template <typename Fn>
 auto PgSession::WithStatementTimeout(Fn fn) -> decltype(fn()) {
   int64_t ms = executor_.TimeoutSetting("statement_timeout");
@@ -261,6 +275,7 @@ auto PgSession::WithStatementTimeout(Fn fn) -> decltype(fn()) {
 
 void PgSession::SendError(const Status& e, const char* severity) {
   executor_.MarkFailed();
+  cluster_.activity().StatementEnded(pid_, executor_.TxnStatus(), Clock::Real().NowMicros());
   if (e.code() == Status::Code::kInternal || e.code() == Status::Code::kCorruption) {
     Log("master")->error("statement failed pid={} err={}", pid_, e.ToString());
   }
@@ -340,6 +355,7 @@ void PgSession::Run() {
 
 void PgSession::HandleQuery(std::string body) {
   cancel_->store(false);
+  Published published(*this, body);
   auto stmts = sql::Parse(body);
   if (!stmts.ok()) {
     SendError(stmts.status());
@@ -499,10 +515,13 @@ Result<std::shared_ptr<PgSession::Prepared>> PgSession::Describe(const std::stri
     p->names = b.names;
     p->types = b.types;
   } else if (auto* ins = std::get_if<sql::InsertStmt>(&st)) {
+    RETURN_NOT_OK(plan::RewriteViewTarget(*ins, cat));
     RETURN_NOT_OK(plan::BindInsert(*ins, cat, &types).status());
   } else if (auto* up = std::get_if<sql::UpdateStmt>(&st)) {
+    RETURN_NOT_OK(plan::RewriteViewTarget(*up, cat));
     RETURN_NOT_OK(plan::BindUpdate(*up, cat, &types).status());
   } else if (auto* del = std::get_if<sql::DeleteStmt>(&st)) {
+    RETURN_NOT_OK(plan::RewriteViewTarget(*del, cat));
     RETURN_NOT_OK(plan::BindDelete(*del, cat, &types).status());
   } else if (auto* show = std::get_if<sql::ShowStmt>(&st)) {
     p->returns_rows = true;
@@ -641,6 +660,7 @@ Status PgSession::HandleExecute(std::string_view body) {
     // The whole result at once (what libpq and most drivers ask for): stream it.
     po.executed = true;
     cancel_->store(false);
+    Published published(*this, p.sql);
     ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
     RETURN_NOT_OK(Substitute(stmts[0], po.params));
     PortalStreamSink sink(out_, socket_, cluster_.config().client_io_timeout_ms, p.types, po.formats);
@@ -652,6 +672,7 @@ Status PgSession::HandleExecute(std::string_view body) {
   if (!po.executed) {
     po.executed = true;
     cancel_->store(false);
+    Published published(*this, p.sql);
     ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
     RETURN_NOT_OK(Substitute(stmts[0], po.params));
     BufferSink sink(out_, &po.rows);

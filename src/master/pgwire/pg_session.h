@@ -67,6 +67,7 @@ class PgSession {
   // Waits for the client's next message; false if the session must end (after telling the
   // client why, for an idle-in-transaction timeout).
   bool AwaitMessage();
+  class Published;
   // Runs `fn` under the session's statement_timeout; a 57014 caused by it says so.
   template <typename Fn>
   auto WithStatementTimeout(Fn fn) -> decltype(fn());

@@ -12,6 +12,7 @@
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
 #include "query/plan/fragment.h"
+#include "query/plan/view_rewrite.h"
 
 namespace wattdb::master {
 
@@ -431,6 +432,7 @@ Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& ro
 }
 
 Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel) {
+  RETURN_NOT_OK(plan::RewriteViewTarget(s, db_));
   ASSIGN_OR_RETURN(plan::BoundInsert b, plan::BindInsert(s, db_));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot insert into view \"{}\"", t.name));
@@ -468,6 +470,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
 }
 
 Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel) {
+  RETURN_NOT_OK(plan::RewriteViewTarget(s, db_));
   ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindUpdate(s, db_));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot update view \"{}\"", t.name));
@@ -549,6 +552,7 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
 }
 
 Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel) {
+  RETURN_NOT_OK(plan::RewriteViewTarget(s, db_));
   ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindDelete(s, db_));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));

@@ -35,6 +35,8 @@ class QueryBinder {
 };
 
 // Helpers shared by the binder files.
+// The name PostgreSQL gives a select-list item without an alias ("?column?" if none).
+std::string OutputName(const sql::Expr& e);
 Result<int64_t> ConstInt(const sql::Expr& e, const char* what);
 PlanPtr Wrap(PlanNode::Kind kind, PlanPtr child);
 

@@ -17,6 +17,27 @@ bool ContainsAggregate(const Expr& e) {
   return false;
 }
 
+// Sorts `plan` by `keys` (if any), then applies the query's LIMIT and OFFSET.
+Result<PlanPtr> SortAndLimit(const sql::SelectStmt& s, PlanPtr plan, std::vector<SortKey> keys) {
+  if (!keys.empty()) {
+    plan = Wrap(PlanNode::Kind::kSort, std::move(plan));
+    plan->keys = std::move(keys);
+  }
+  if (s.limit || s.offset) {
+    plan = Wrap(PlanNode::Kind::kLimit, std::move(plan));
+    if (s.limit) {
+      ASSIGN_OR_RETURN(plan->limit, ConstInt(*s.limit, "LIMIT"));
+    }
+    if (s.offset) {
+      ASSIGN_OR_RETURN(plan->offset, ConstInt(*s.offset, "OFFSET"));
+      if (plan->offset < 0) plan->offset = 0;
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
 std::string OutputName(const Expr& e) {
   switch (e.kind) {
     case Expr::Kind::kColumn: return e.name;
@@ -42,27 +63,6 @@ std::string OutputName(const Expr& e) {
     default: return "?column?";
   }
 }
-
-// Sorts `plan` by `keys` (if any), then applies the query's LIMIT and OFFSET.
-Result<PlanPtr> SortAndLimit(const sql::SelectStmt& s, PlanPtr plan, std::vector<SortKey> keys) {
-  if (!keys.empty()) {
-    plan = Wrap(PlanNode::Kind::kSort, std::move(plan));
-    plan->keys = std::move(keys);
-  }
-  if (s.limit || s.offset) {
-    plan = Wrap(PlanNode::Kind::kLimit, std::move(plan));
-    if (s.limit) {
-      ASSIGN_OR_RETURN(plan->limit, ConstInt(*s.limit, "LIMIT"));
-    }
-    if (s.offset) {
-      ASSIGN_OR_RETURN(plan->offset, ConstInt(*s.offset, "OFFSET"));
-      if (plan->offset < 0) plan->offset = 0;
-    }
-  }
-  return plan;
-}
-
-}  // namespace
 
 ExprBinder QueryBinder::MakeExprBinder(const Scope* scope) {
   ExprBinder b(scope);

@@ -1,0 +1,51 @@
+#include "master/metrics/activity.h"
+
+namespace wattdb::master {
+
+void Activity::Connected(Backend b, std::string_view client, int64_t now_us) {
+  if (auto colon = client.rfind(':'); colon != std::string_view::npos) {
+    b.client_addr = std::string(client.substr(0, colon));
+    int port = 0;
+    for (char c : client.substr(colon + 1)) port = c >= '0' && c <= '9' && port < 65536 ? port * 10 + (c - '0') : -1;
+    b.client_port = port >= 0 && port < 65536 ? port : -1;
+  }
+  b.backend_start_us = b.state_change_us = now_us;
+  std::lock_guard<std::mutex> l(mu_);
+  backends_[b.pid] = std::move(b);
+}
+
+void Activity::Disconnected(int32_t pid) {
+  std::lock_guard<std::mutex> l(mu_);
+  backends_.erase(pid);
+}
+
+void Activity::StatementStarted(int32_t pid, std::string_view query, int64_t now_us) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = backends_.find(pid);
+  if (it == backends_.end()) return;
+  Backend& b = it->second;
+  if (b.xact_start_us == 0) b.xact_start_us = now_us;  // not in a block: the statement is the transaction
+  b.query_start_us = b.state_change_us = now_us;
+  b.state = "active";
+  b.query = std::string(query);
+}
+
+void Activity::StatementEnded(int32_t pid, char txn_status, int64_t now_us) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = backends_.find(pid);
+  if (it == backends_.end()) return;
+  Backend& b = it->second;
+  b.state_change_us = now_us;
+  b.state = txn_status == 'T' ? "idle in transaction" : txn_status == 'E' ? "idle in transaction (aborted)" : "idle";
+  if (txn_status == 'I') b.xact_start_us = 0;
+}
+
+std::vector<Activity::Backend> Activity::Snapshot() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<Backend> out;
+  out.reserve(backends_.size());
+  for (const auto& [pid, b] : backends_) out.push_back(b);
+  return out;
+}
+
+}  // namespace wattdb::master
