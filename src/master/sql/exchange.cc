@@ -40,6 +40,10 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(Cluster& cluster, c
     p.hi = s.hi.empty() ? scan->hi : (scan->hi.empty() ? s.hi : std::min(scan->hi, s.hi));
     x->parts_.push_back(std::move(p));
   }
+  if (x->parts_.size() == 1) {
+    x->inline_ = std::make_unique<PartReader>(*x, x->parts_[0].lo, x->parts_[0].hi);
+    return x;
+  }
   size_t n = std::min(kMaxInFlight, x->parts_.size());
   for (size_t i = 0; i < n; i++) x->producers_.emplace_back([p = x.get()] { p->Produce(); });
   return x;
@@ -99,80 +103,108 @@ bool ExchangeSource::Push(size_t i, exec::Batch b) {
 }
 
 Status ExchangeSource::RunPart(size_t i) {
-  const std::string part_hi = parts_[i].hi;
-  std::string cursor = parts_[i].lo;
-  int retries = 0;
+  PartReader reader(*this, parts_[i].lo, parts_[i].hi);
   while (true) {
+    exec::Batch b;
+    ASSIGN_OR_RETURN(bool more, reader.Next(&b));
+    if (!more || !Push(i, std::move(b))) return Status::OK();  // the end, or stopped
+  }
+}
+
+Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
+  while (true) {
+    if (!ready_.empty()) {
+      *out = std::move(ready_.front());
+      ready_.pop_front();
+      return true;
+    }
     {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stop_) return Status::OK();
+      std::lock_guard<std::mutex> l(x_.mu_);
+      if (x_.stop_) return false;
     }
-    if (!part_hi.empty() && cursor >= part_hi) return Status::OK();
-    auto segs = cluster_.catalog().SegmentsOverlapping(table_, cursor, part_hi);
-    if (segs.empty()) return Status::OK();
-    const SegmentEntry s = segs.front();
-    std::string lo = std::max(cursor, s.lo);
-    std::string hi = s.hi.empty() ? part_hi : (part_hi.empty() ? s.hi : std::min(part_hi, s.hi));
+    if (finished_ || (!hi_.empty() && cursor_ >= hi_)) return false;
     Status st;
-    auto client = cluster_.registry().Client(s.node);
-    std::unique_ptr<ScanStream> stream;
-    if (client.ok()) {
-      auto opened = ScanStream::OpenFragment(**client, s.id, lo, hi, opts_.read_ts, opts_.txn, fragment_, opts_.work_mem);
-      if (opened.ok()) {
-        stream = std::move(*opened);
+    if (!stream_) {
+      auto segs = x_.cluster_.catalog().SegmentsOverlapping(x_.table_, cursor_, hi_);
+      if (segs.empty()) return false;
+      seg_ = segs.front();
+      std::string lo = std::max(cursor_, seg_.lo);
+      std::string hi = seg_.hi.empty() ? hi_ : (hi_.empty() ? seg_.hi : std::min(hi_, seg_.hi));
+      pending_.clear();
+      auto client = x_.cluster_.registry().Client(seg_.node);
+      if (client.ok()) {
+        auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.fragment_,
+                                               x_.opts_.work_mem);
+        if (opened.ok()) {
+          stream_ = std::move(*opened);
+        } else {
+          st = opened.status();
+        }
       } else {
-        st = opened.status();
+        st = client.status();
       }
-    } else {
-      st = client.status();
     }
-    std::vector<exec::Batch> held;  // blocking fragments: the segment's output until complete
+    exec::Batch b;
     bool last = false;
-    while (stream && !last) {
-      exec::Batch b;
+    if (stream_) {
       std::string resume;
       uint64_t cpu = 0;
       std::vector<exec::OperatorStats> stats;
-      st = stream->NextColumns(&b, &resume, &last, &cpu, &stats);
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        cpu_[s.node] += cpu;
-        if (st.ok() && last && !stats.empty()) {
-          auto& sum = node_stats_[s.node];
-          sum.resize(std::max(sum.size(), stats.size()));
-          for (size_t k = 0; k < stats.size(); k++) {
-            sum[k].rows += stats[k].rows;
-            sum[k].batches += stats[k].batches;
-            sum[k].ms += stats[k].ms;
-          }
-        }
-      }
-      if (!st.ok()) break;
-      if (b.rows > 0) {
-        if (blocking_) {
-          held.push_back(std::move(b));
-        } else if (!Push(i, std::move(b))) {
-          return Status::OK();  // stopped
+      st = stream_->NextColumns(&b, &resume, &last, &cpu, &stats);
+      std::lock_guard<std::mutex> l(x_.mu_);
+      x_.cpu_[seg_.node] += cpu;
+      if (st.ok() && last && !stats.empty()) {
+        auto& sum = x_.node_stats_[seg_.node];
+        sum.resize(std::max(sum.size(), stats.size()));
+        for (size_t k = 0; k < stats.size(); k++) {
+          sum[k].rows += stats[k].rows;
+          sum[k].batches += stats[k].batches;
+          sum[k].ms += stats[k].ms;
         }
       }
       // Keys are prefix-free, so key + "\0" is the smallest key after it.
-      if (!blocking_ && !resume.empty()) cursor = resume + std::string(1, '\0');
+      if (st.ok() && !x_.blocking_ && !resume.empty()) cursor_ = resume + std::string(1, '\0');
     }
-    if (st.ok() && last) {
-      for (auto& b : held) {
-        if (!Push(i, std::move(b))) return Status::OK();
-      }
-      if (s.hi.empty() || (!part_hi.empty() && s.hi >= part_hi)) return Status::OK();
-      cursor = std::max(cursor, s.hi);
-      retries = 0;
+    if (!st.ok()) {
+      // A segment that moved or split, or a node briefly away: read the map again and resume
+      // (a blocking fragment reruns the whole segment).
+      stream_.reset();
+      RETURN_NOT_OK(ScanRetryBackoff(st, &retries_));
       continue;
     }
-    // A segment that moved or split, or a node briefly away: read the map again and resume.
-    RETURN_NOT_OK(ScanRetryBackoff(st, &retries));
+    bool rows = b.rows > 0;
+    if (rows && x_.blocking_) {
+      pending_.push_back(std::move(b));
+      rows = false;
+    }
+    if (last) {
+      stream_.reset();
+      for (auto& p : pending_) ready_.push_back(std::move(p));
+      pending_.clear();
+      if (seg_.hi.empty() || (!hi_.empty() && seg_.hi >= hi_)) {
+        finished_ = true;
+      } else {
+        cursor_ = std::max(cursor_, seg_.hi);
+      }
+      retries_ = 0;
+    }
+    if (rows) {
+      *out = std::move(b);
+      return true;
+    }
   }
 }
 
 Result<bool> ExchangeSource::Next(exec::Batch& out) {
+  if (inline_) {
+    if (opts_.cancel && opts_.cancel->load()) return Status::Sql("57014", "canceling statement due to user request");
+    auto more = inline_->Next(&out);
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [node, ns] : cpu_) StatementCpuScope::AddNode(node, ns);
+    cpu_.clear();
+    if (more.ok() && *more && out.cols.size() != ncols_) return Status::Corruption("a node sent a batch of another width");
+    return more;
+  }
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     for (auto& [node, ns] : cpu_) StatementCpuScope::AddNode(node, ns);

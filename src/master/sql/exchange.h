@@ -4,7 +4,9 @@
 // outputs are read in key order, so the rows come in the order the fragment run on the
 // master would give them. A segment that moved or split meanwhile is looked up again and
 // resumed after the last key read; a fragment that aggregates or sorts holds a segment's
-// output until it is complete, and runs the segment again if it failed midway.
+// output until it is complete, and runs the segment again if it failed midway. A range
+// within one segment (a point query, most short statements) is read by the consumer itself:
+// no producer thread, no hand-off.
 #pragma once
 
 #include <atomic>
@@ -40,6 +42,23 @@ class ExchangeSource : public exec::RowSource {
   Result<bool> Next(exec::Batch& out) override;
 
  private:
+  // Reads the fragment's output over one key range, segment by segment, batch by batch.
+  class PartReader {
+   public:
+    PartReader(ExchangeSource& x, std::string lo, std::string hi) : x_(x), cursor_(std::move(lo)), hi_(std::move(hi)) {}
+    // The next batch with rows (true), or the end of the range (false).
+    Result<bool> Next(exec::Batch* out);
+
+   private:
+    ExchangeSource& x_;
+    std::string cursor_, hi_;  // what is left to read: [cursor_, hi_)
+    int retries_ = 0;
+    SegmentEntry seg_;                     // the segment the stream reads
+    std::unique_ptr<ScanStream> stream_;
+    std::vector<exec::Batch> pending_;     // blocking fragments: the segment's output so far
+    std::deque<exec::Batch> ready_;        // blocking fragments: a complete segment's output
+    bool finished_ = false;
+  };
   struct Part {
     std::string lo, hi;  // key range ("" = unbounded)
     std::deque<exec::Batch> batches;
@@ -61,6 +80,7 @@ class ExchangeSource : public exec::RowSource {
   bool blocking_ = false;  // the fragment aggregates or sorts
   std::vector<Part> parts_;
   std::vector<std::thread> producers_;
+  std::unique_ptr<PartReader> inline_;  // one part: read by Next itself
 
   std::mutex mu_;
   std::condition_variable cv_;
