@@ -122,7 +122,7 @@ Result<std::vector<std::string>> RunSql(MemCatalog& cat, const std::string& sql,
   auto& sel = std::get<sql::SelectStmt>(stmts[0]);
   ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(sel, cat));
   plan::PlanPtr p = std::move(b.plan);
-  if (pushdown) p = plan::PushDownFragments(std::move(p), [](const plan::PlanNode&) { return true; });
+  if (pushdown) p = plan::PushDownFragments(std::move(p), {[](const plan::PlanNode&) { return true; }});
   if (explain) *explain = p->ToString();
   if (roundtrip) {
     std::string bytes;

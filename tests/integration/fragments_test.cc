@@ -73,12 +73,29 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
     ASSERT_EQ(c->Exec(q, &pushed), "") << q;
     ASSERT_EQ(c->Exec("SET wattdb_pushdown = off"), "");
     ASSERT_EQ(c->Exec(q, &whole), "") << q;
-    ASSERT_EQ(c->Exec("SET wattdb_pushdown = on"), "");
     EXPECT_EQ(pushed, whole) << q;
     EXPECT_FALSE(pushed.empty()) << q;
+    // Only filters and projections on the nodes; and segments read one at a time, unbuffered.
+    for (const char* mode : {"SET wattdb_pushdown = scan", "SET wattdb_exchange_prefetch = off",
+                             "SET wattdb_pushdown = on"}) {
+      ASSERT_EQ(c->Exec(mode), "");
+      Rows other;
+      ASSERT_EQ(c->Exec(q, &other), "") << q;
+      EXPECT_EQ(other, whole) << q << " after " << mode;
+    }
+    ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = on"), "");
   }
+  ASSERT_EQ(c->Exec("SET wattdb_pushdown = scan"), "");
+  ASSERT_EQ(c->Exec("EXPLAIN SELECT g, sum(v) FROM t WHERE d > 10 GROUP BY g", &plan), "");
+  text.clear();
+  for (auto& r : plan) text += r[0] + "\n";
+  EXPECT_EQ(text.find("PartialAggregate"), std::string::npos) << text;
+  EXPECT_NE(text.find("(on nodes 1,2,3;"), std::string::npos) << text;
+  ASSERT_EQ(c->Exec("SET wattdb_pushdown = on"), "");
   std::string msg;
   EXPECT_EQ(c->Exec("SET wattdb_pushdown = maybe", nullptr, &msg), "22023") << msg;
+  EXPECT_EQ(c->Exec("SET wattdb_exchange_prefetch = scan", nullptr, &msg), "22023") << msg;
+  EXPECT_EQ(c->Scalar("SHOW wattdb_exchange_prefetch"), "on");
   // A transaction's own writes are in what the nodes read for it.
   ASSERT_EQ(c->Exec("BEGIN"), "");
   ASSERT_EQ(c->Exec("DELETE FROM t WHERE id <= 1000"), "");

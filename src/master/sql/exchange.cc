@@ -40,8 +40,8 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(Cluster& cluster, c
     p.hi = s.hi.empty() ? scan->hi : (scan->hi.empty() ? s.hi : std::min(scan->hi, s.hi));
     x->parts_.push_back(std::move(p));
   }
-  if (x->parts_.size() == 1) {
-    x->inline_ = std::make_unique<PartReader>(*x, x->parts_[0].lo, x->parts_[0].hi);
+  if (x->parts_.size() == 1 || (!opts.prefetch && !x->parts_.empty())) {
+    x->inline_ = std::make_unique<PartReader>(*x, x->parts_.front().lo, x->parts_.back().hi);
     return x;
   }
   size_t n = std::min(kMaxInFlight, x->parts_.size());

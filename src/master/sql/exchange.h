@@ -30,6 +30,7 @@ class ExchangeSource : public exec::RowSource {
     Timestamp read_ts = 0;
     uint64_t txn = 0;       // nonzero: the nodes overlay its pending writes
     int64_t work_mem = 0;   // per sort or hash table on the nodes
+    bool prefetch = true;   // false: one segment at a time, read by the consumer off the wire
     const std::atomic<bool>* cancel = nullptr;
     exec::RemoteStats* stats = nullptr;  // EXPLAIN ANALYZE: the nodes' operator counters go here
   };
@@ -80,7 +81,7 @@ class ExchangeSource : public exec::RowSource {
   bool blocking_ = false;  // the fragment aggregates or sorts
   std::vector<Part> parts_;
   std::vector<std::thread> producers_;
-  std::unique_ptr<PartReader> inline_;  // one part: read by Next itself
+  std::unique_ptr<PartReader> inline_;  // one part, or no prefetch: read by Next itself
 
   std::mutex mu_;
   std::condition_variable cv_;

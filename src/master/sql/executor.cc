@@ -248,13 +248,17 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
       return Status::Sql("22023", fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
     }
   }
-  if (s.name == "wattdb_pushdown") {  // on: fragments run on the nodes; off: all on the master
+  // wattdb_pushdown: on, fragments run on the nodes; scan, only their filters and projections
+  // (aggregation and sorting on the master); off, all on the master.
+  // wattdb_exchange_prefetch: on, exchanges read up to four segments at once into buffers;
+  // off, one segment at a time straight off its connection.
+  if (s.name == "wattdb_pushdown" || s.name == "wattdb_exchange_prefetch") {
     if (s.value == "default" || s.value == "DEFAULT") {
       settings_.erase(s.name);
       return std::string("SET");
     }
-    if (s.value != "on" && s.value != "off") {
-      return Status::Sql("22023", fmt::format("invalid value for parameter \"wattdb_pushdown\": \"{}\"", s.value));
+    if (s.value != "on" && s.value != "off" && !(s.value == "scan" && s.name == "wattdb_pushdown")) {
+      return Status::Sql("22023", fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
     }
   }
   if (s.name == "transaction_isolation" || s.name == "default_transaction_isolation") {
@@ -375,6 +379,7 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
   MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
   exec::ExecContext ctx(&scans, cancel);
   ctx.work_mem = WorkMem();
+  ctx.prefetch = ExchangePrefetch();
   uint64_t rows = 0;
   RETURN_NOT_OK(exec::Execute(*bound.plan, ctx, [&](const exec::Batch& b) {
     rows += b.rows;
@@ -388,6 +393,7 @@ Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, co
   MasterScanProvider scans(cluster_, snapshot, TxnId(), &db_);
   exec::ExecContext ctx(&scans, cancel);
   ctx.work_mem = WorkMem();
+  ctx.prefetch = ExchangePrefetch();
   return exec::Execute(source, ctx, [&](const exec::Batch& batch) {
     for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r, &ctx));
     return Status::OK();
@@ -446,6 +452,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
     MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
     exec::ExecContext ctx(&scans, cancel);
     ctx.work_mem = WorkMem();
+    ctx.prefetch = ExchangePrefetch();
     exec::Batch one;
     one.rows = 1;
     for (auto& exprs : b.rows) {
@@ -680,11 +687,17 @@ Result<plan::BoundSelect> Executor::PlanSelect(sql::SelectStmt& s) {
   ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, db_));
   auto it = settings_.find("wattdb_pushdown");
   if (it == settings_.end() || it->second != "off") {
-    bound.plan = plan::PushDownFragments(std::move(bound.plan), [](const plan::PlanNode& scan) {
-      return scan.table < kFirstSystemTableId;
-    });
+    plan::PushDownOptions o;
+    o.remote = [](const plan::PlanNode& scan) { return scan.table < kFirstSystemTableId; };
+    o.blocking = it == settings_.end() || it->second != "scan";
+    bound.plan = plan::PushDownFragments(std::move(bound.plan), o);
   }
   return bound;
+}
+
+bool Executor::ExchangePrefetch() const {
+  auto it = settings_.find("wattdb_exchange_prefetch");
+  return it == settings_.end() || it->second != "off";
 }
 
 int64_t Executor::WorkMem() const {
@@ -708,7 +721,8 @@ Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
       {"server_version", "15.0"},        {"server_encoding", "UTF8"},   {"client_encoding", "UTF8"},
       {"datestyle", "ISO, MDY"},         {"integer_datetimes", "on"},   {"standard_conforming_strings", "on"},
       {"timezone", "UTC"},
-      {"max_identifier_length", "63"},  {"statement_timeout", "0"},   {"idle_in_transaction_session_timeout", "0"}};
+      {"max_identifier_length", "63"},  {"statement_timeout", "0"},   {"idle_in_transaction_session_timeout", "0"},
+      {"wattdb_pushdown", "on"},         {"wattdb_exchange_prefetch", "on"}};
   auto set = settings_.find(s.name);
   if (set != settings_.end()) {
     RETURN_NOT_OK(TextResult(sink, s.name, {set->second}));

@@ -22,6 +22,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
     MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
     exec::ExecContext ctx(&scans, cancel);
     ctx.work_mem = WorkMem();
+    ctx.prefetch = ExchangePrefetch();
     ctx.remote_stats = &remote_stats;
     auto t0 = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(auto op, exec::BuildInstrumented(*bound.plan, &stats));

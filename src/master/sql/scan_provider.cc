@@ -137,6 +137,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const 
   o.read_ts = read_ts_;
   o.txn = txn_;
   o.work_mem = ctx.work_mem;
+  o.prefetch = ctx.prefetch;
   o.cancel = ctx.cancelled;
   o.stats = ctx.remote_stats;
   ASSIGN_OR_RETURN(auto x, ExchangeSource::Open(cluster_, exchange, o));

@@ -71,6 +71,8 @@ struct ExecContext {
   // Bytes each sort, hash table or materialized input may hold (0: no limit). Past it the
   // statement fails with 53200 instead of the process running out of memory.
   int64_t work_mem = 0;
+  // Exchanges read several segments at once into buffers (false: one at a time, off the wire).
+  bool prefetch = true;
   // EXPLAIN ANALYZE: where exchanges leave the counters of the operators they ran remotely.
   RemoteStats* remote_stats = nullptr;
 };

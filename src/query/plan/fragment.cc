@@ -9,7 +9,7 @@ using Kind = PlanNode::Kind;
 // Larger limits are sorted on the master only (each node would send that many rows).
 constexpr int64_t kMaxPushedLimit = 100000;
 
-bool Rewrite(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote);  // below
+bool Rewrite(PlanPtr& p, const PushDownOptions& pd);  // below
 
 bool AllNodeSafe(const std::vector<BoundExprPtr>& es) {
   for (const auto& e : es) {
@@ -73,12 +73,12 @@ void Close(PlanPtr& p, size_t i) { p->children[i] = Exchange(std::move(p->childr
 
 // ORDER BY ... LIMIT over a node-side chain: each node sends its first limit + offset rows
 // (a top-N sort there), and the master sorts those and applies the limit.
-bool TopN(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote) {
+bool TopN(PlanPtr& p, const PushDownOptions& pd) {
   PlanNode& sort = *p->children[0];
   for (const auto& k : sort.keys) {
     if (!NodeSafe(*k.expr)) return false;
   }
-  if (!Rewrite(sort.children[0], remote)) return true;
+  if (!Rewrite(sort.children[0], pd)) return true;
   auto node_sort = std::make_unique<PlanNode>();
   node_sort->kind = Kind::kSort;
   node_sort->types = sort.types;
@@ -95,18 +95,18 @@ bool TopN(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote) {
 
 // Rewrites p's subtree. Returns whether p itself is a node-side chain (a remote scan with
 // pushable operators above it) that the caller may extend or must close with an Exchange.
-bool Rewrite(PlanPtr& p, const std::function<bool(const PlanNode&)>& remote) {
-  if (p->kind == Kind::kScan) return p->index == 0 && remote(*p);
+bool Rewrite(PlanPtr& p, const PushDownOptions& pd) {
+  if (p->kind == Kind::kScan) return p->index == 0 && pd.remote(*p);
   if (p->kind == Kind::kExchange) return false;
   if (p->kind == Kind::kLimit && p->limit >= 0 && p->limit + p->offset <= kMaxPushedLimit &&
-      p->children[0]->kind == Kind::kSort && TopN(p, remote)) {
+      p->children[0]->kind == Kind::kSort && pd.blocking && TopN(p, pd)) {
     return false;
   }
   std::vector<bool> chain(p->children.size());
-  for (size_t i = 0; i < p->children.size(); i++) chain[i] = Rewrite(p->children[i], remote);
+  for (size_t i = 0; i < p->children.size(); i++) chain[i] = Rewrite(p->children[i], pd);
   if (p->children.size() == 1 && chain[0]) {
     if (Pushable(*p)) return true;
-    if (Splittable(*p)) {
+    if (pd.blocking && Splittable(*p)) {
       p = Split(std::move(p));
       return false;
     }
@@ -184,8 +184,8 @@ std::vector<bool> UsedScanColumns(const PlanNode& fragment) {
   return std::vector<bool>(scan.types.size(), true);  // the scan's rows are the output
 }
 
-PlanPtr PushDownFragments(PlanPtr plan, const std::function<bool(const PlanNode&)>& remote) {
-  if (Rewrite(plan, remote)) plan = Exchange(std::move(plan));
+PlanPtr PushDownFragments(PlanPtr plan, const PushDownOptions& pd) {
+  if (Rewrite(plan, pd)) plan = Exchange(std::move(plan));
   return plan;
 }
 

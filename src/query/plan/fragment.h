@@ -11,8 +11,14 @@
 
 namespace wattdb::plan {
 
-// `remote(scan)`: the scan reads segments on the nodes (not a system view or an index).
-PlanPtr PushDownFragments(PlanPtr plan, const std::function<bool(const PlanNode& scan)>& remote);
+struct PushDownOptions {
+  // The scan reads segments on the nodes (not a system view or an index).
+  std::function<bool(const PlanNode& scan)> remote;
+  // Also the partial half of aggregations and top-N sorts; false: filters and projections only
+  // (every row the query reads crosses to the master).
+  bool blocking = true;
+};
+PlanPtr PushDownFragments(PlanPtr plan, const PushDownOptions& options);
 
 // True if `e` can be evaluated on a node (see above).
 bool NodeSafe(const BoundExpr& e);
