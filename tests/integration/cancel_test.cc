@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -78,6 +80,33 @@ TEST(Cancel, StopsALongQueryAndIgnoresUnknownKeys) {
   EXPECT_STREQ(PQgetvalue(r, 0, 0), "10");
   PQclear(r);
   PQfinish(conn);
+}
+
+// A node aggregating a whole segment sends nothing until it is done; a cancelled statement
+// (here by statement_timeout) stops waiting for it at once and closes the stream, instead of
+// sitting out the node's work.
+TEST(Cancel, DoesNotWaitForANodeThatIsStillAggregating) {
+  MiniCluster cluster(MiniClusterOptions{1, 256 << 20, 300});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE w (k INT PRIMARY KEY, pad TEXT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO w SELECT g, repeat('x', 1000) FROM generate_series(1, 20000) g"), "");
+  ASSERT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 'w'"), "1");
+  // About 20 GB of string building on the node, in one partial aggregate: many seconds.
+  const std::string slow = "SELECT sum(length(repeat(pad, 1000))) FROM w";
+  std::vector<std::vector<std::string>> plan;
+  ASSERT_EQ(c->Exec("EXPLAIN " + slow, &plan), "");
+  std::string text;
+  for (auto& r : plan) text += r[0] + "\n";
+  ASSERT_NE(text.find("PartialAggregate"), std::string::npos) << text;
+  ASSERT_EQ(c->Exec("SET statement_timeout = 300"), "");
+  auto start = std::chrono::steady_clock::now();
+  std::string msg;
+  EXPECT_EQ(c->Exec(slow, nullptr, &msg), "57014") << msg;
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 3.0) << "the statement waited for the node's aggregate";
+  ASSERT_EQ(c->Exec("SET statement_timeout = 0"), "");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM w WHERE k <= 10"), "10");  // the session and the node go on
 }
 
 }  // namespace

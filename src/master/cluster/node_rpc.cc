@@ -3,6 +3,7 @@
 #include "master/energy/statement_energy.h"
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include <kj/exception.h>
@@ -290,8 +291,21 @@ Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, Segm
 }
 
 Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
-                               std::vector<exec::OperatorStats>* stats) {
+                               std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel) {
   if (finished_) return Status::Internal("scan stream already finished");
+  if (cancel) {
+    // A node aggregating a segment sends nothing for a while: wait in slices.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(client_.io_ms());
+    while (!cancel->load()) {
+      Status ready = lease_.conn().WaitReadable(100);
+      if (!ready.IsTimedOut() || std::chrono::steady_clock::now() >= deadline) break;  // Receive tells
+    }
+    if (cancel->load()) {
+      lease_.Poison();
+      finished_ = true;
+      return Status::Sql("57014", "canceling statement due to user request");
+    }
+  }
   auto msg = lease_.conn().Receive();
   if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
   try {

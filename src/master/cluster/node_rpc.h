@@ -2,6 +2,7 @@
 // Every function converts the node's Status back into a wattdb::Status.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -103,9 +104,11 @@ class ScanStream {
   Status Next(std::vector<std::string>* keys, std::vector<std::string>* rows, bool* last);
   // A fragment stream's next reply: its batch (out->rows may be 0), the last primary key the
   // node has read, whether it was the last reply (then `stats`: the fragment's operator
-  // counters, in its plan's pre-order), and the node CPU it reported.
+  // counters, in its plan's pre-order), and the node CPU it reported. With `cancel`, the wait
+  // for the reply ends with 57014 once it is set, and the stream's connection is closed (the
+  // node stops at its next send); the reply deadline holds either way.
   Status NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
-                     std::vector<exec::OperatorStats>* stats);
+                     std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel = nullptr);
 
  private:
   ScanStream(NodeClient& c, NodeClient::Lease lease) : client_(c), lease_(std::move(lease)) {}

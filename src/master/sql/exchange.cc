@@ -150,7 +150,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       std::string resume;
       uint64_t cpu = 0;
       std::vector<exec::OperatorStats> stats;
-      st = stream_->NextColumns(&b, &resume, &last, &cpu, &stats);
+      st = stream_->NextColumns(&b, &resume, &last, &cpu, &stats, x_.opts_.cancel);
       std::lock_guard<std::mutex> l(x_.mu_);
       x_.cpu_[seg_.node] += cpu;
       if (st.ok() && last && !stats.empty()) {
