@@ -22,6 +22,19 @@ bool NodeServer::OnDropSegment(Connection& conn, net::ReceivedMessage& msg) {
   return Reply(conn, s).ok();
 }
 
+namespace {
+
+// Answers a split or settle-split request with the split key (or why there is none).
+bool ReplySplitKey(Connection& conn, const Result<std::string>& key) {
+  capnp::MallocMessageBuilder mb;
+  auto resp = mb.initRoot<proto::Response>();
+  SetStatus(resp.initStatus(), key.status());
+  if (key.ok()) resp.setSplitKey(Bytes(*key));
+  return SendResponse(conn, mb).ok();
+}
+
+}  // namespace
+
 bool NodeServer::OnSplit(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto s = req.getSplit();
@@ -32,22 +45,14 @@ bool NodeServer::OnSplit(Connection& conn, net::ReceivedMessage& msg) {
     key = store_->Split(s.getSegment(), s.getNewId());
     participant_->EndExclusive(s.getSegment());
   }
-  capnp::MallocMessageBuilder mb;
-  auto resp = mb.initRoot<proto::Response>();
-  SetStatus(resp.initStatus(), key.status());
-  if (key.ok()) resp.setSplitKey(Bytes(*key));
-  return SendResponse(conn, mb).ok();
+  return ReplySplitKey(conn, key);
 }
 
 bool NodeServer::OnSettleSplit(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto s = req.getSettleSplit();
   Result<std::string> key = store_->SettleSplit(s.getSegment(), s.getNewId());
-  capnp::MallocMessageBuilder mb;
-  auto resp = mb.initRoot<proto::Response>();
-  SetStatus(resp.initStatus(), key.status());
-  if (key.ok()) resp.setSplitKey(Bytes(*key));
-  return SendResponse(conn, mb).ok();
+  return ReplySplitKey(conn, key);
 }
 
 bool NodeServer::OnAddIndex(Connection& conn, net::ReceivedMessage& msg) {

@@ -114,6 +114,22 @@ TableId IdOf(const std::string& name) {
   return 0;
 }
 
+// Roles and databases in the order pg_roles and pg_database number them.
+std::vector<std::string> RoleNames(const DatabaseCatalog& db) {
+  std::vector<std::string> users = db.shared().UserNames();
+  if (std::find(users.begin(), users.end(), "wattdb") == users.end()) users.insert(users.begin(), "wattdb");
+  return users;
+}
+int64_t RoleOid(const std::vector<std::string>& roles, size_t i) {
+  return roles[i] == "wattdb" ? kOwner : 16000 + static_cast<int64_t>(i);
+}
+std::vector<std::string> DatabaseNames(const DatabaseCatalog& db) {
+  std::vector<std::string> dbs = db.shared().Databases();
+  dbs.insert(dbs.begin(), kDefaultDatabase);
+  return dbs;
+}
+int64_t DatabaseOid(size_t i) { return 16384 + static_cast<int64_t>(i); }
+
 int64_t TableOid(const TableSchema& t) { return 100000 + 1000 * static_cast<int64_t>(t.id); }
 int64_t IndexOid(const TableSchema& t, const IndexDef& ix) { return TableOid(t) + ix.spec.id; }
 int64_t PkeyOid(const TableSchema& t) { return TableOid(t) + 999; }
@@ -409,34 +425,27 @@ Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
     rows.push_back({O(kDefaultCollation), T("default"), O(kPgCatalogNs), O(kOwner), T("d"), B(true), I(-1), null, null});
     rows.push_back({O(950), T("C"), O(kPgCatalogNs), O(kOwner), T("c"), B(true), I(-1), T("C"), T("C")});
   } else if (name == "pg_roles") {
-    std::vector<std::string> users = db.shared().UserNames();
-    if (std::find(users.begin(), users.end(), "wattdb") == users.end()) users.insert(users.begin(), "wattdb");
+    std::vector<std::string> users = RoleNames(db);
     for (size_t i = 0; i < users.size(); i++) {
-      rows.push_back({O(users[i] == "wattdb" ? kOwner : 16000 + static_cast<int64_t>(i)), T(users[i]), B(true), B(true),
+      rows.push_back({O(RoleOid(users, i)), T(users[i]), B(true), B(true),
                       B(true), B(true), B(true), B(false), I(-1), T("********"), null, B(true), null});
     }
   } else if (name == "pg_database") {
-    std::vector<std::string> dbs = db.shared().Databases();
-    dbs.insert(dbs.begin(), kDefaultDatabase);
+    std::vector<std::string> dbs = DatabaseNames(db);
     for (size_t i = 0; i < dbs.size(); i++) {
-      rows.push_back({O(16384 + static_cast<int64_t>(i)), T(dbs[i]), O(kOwner), I(6), T("c"), B(false), B(true), I(-1),
+      rows.push_back({O(DatabaseOid(i)), T(dbs[i]), O(kOwner), I(6), T("c"), B(false), B(true), I(-1),
                       O(1663), T("C.UTF-8"), T("C.UTF-8"), null, null, null});
     }
   } else if (name == "pg_tablespace") {
     rows.push_back({O(1663), T("pg_default"), O(kOwner), null});
   } else if (name == "pg_stat_activity") {
-    std::vector<std::string> dbs = db.shared().Databases();
-    dbs.insert(dbs.begin(), kDefaultDatabase);
-    std::vector<std::string> users = db.shared().UserNames();  // numbered as pg_roles numbers them
-    if (std::find(users.begin(), users.end(), "wattdb") == users.end()) users.insert(users.begin(), "wattdb");
-    constexpr int64_t kUnixToPgEpochUs = 946684800LL * 1000000;
-    auto time = [&](int64_t us) { return us ? Value::Timestamp(us - kUnixToPgEpochUs) : Value(); };
+    std::vector<std::string> dbs = DatabaseNames(db), users = RoleNames(db);
+    auto time = [&](int64_t us) { return us ? Value::Timestamp(us - kPgEpochUnixMicros) : Value(); };
     for (const auto& b : cluster_.activity().Snapshot()) {
       auto d = std::find(dbs.begin(), dbs.end(), b.datname);
       auto u = std::find(users.begin(), users.end(), b.usename);
-      int64_t usesysid = b.usename == "wattdb" || u == users.end() ? kOwner : 16000 + (u - users.begin());
-      rows.push_back({d == dbs.end() ? null : O(16384 + (d - dbs.begin())), T(b.datname), I(b.pid), null,
-                      O(usesysid), T(b.usename), T(b.application_name),
+      rows.push_back({d == dbs.end() ? null : O(DatabaseOid(d - dbs.begin())), T(b.datname), I(b.pid), null,
+                      u == users.end() ? O(kOwner) : O(RoleOid(users, u - users.begin())), T(b.usename), T(b.application_name),
                       b.client_addr.empty() ? null : T(b.client_addr), I(b.client_port), time(b.backend_start_us),
                       time(b.xact_start_us), time(b.query_start_us), time(b.state_change_us),
                       b.state == "active" ? null : T("Client"), b.state == "active" ? null : T("ClientRead"),

@@ -185,13 +185,12 @@ Status RpcDropIndex(NodeClient& c, SegmentId seg, uint32_t index) {
   }, nullptr);
 }
 
-Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
+namespace {
+
+// A request answered with a split key (split, settle split).
+Result<std::string> SplitKeyCall(NodeClient& c, const std::function<void(proto::Request::Builder)>& build) {
   std::string key;
-  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {
-    auto s = r.initSplit();
-    s.setSegment(seg);
-    s.setNewId(new_id);
-  }, [&](proto::Response::Reader resp) {
+  RETURN_NOT_OK(Call(c, build, [&](proto::Response::Reader resp) {
     if (resp.which() != proto::Response::SPLIT_KEY) return Status::Corruption("split reply without key");
     key = Str(resp.getSplitKey());
     return Status::OK();
@@ -199,18 +198,22 @@ Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
   return key;
 }
 
+}  // namespace
+
+Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
+  return SplitKeyCall(c, [&](proto::Request::Builder r) {
+    auto s = r.initSplit();
+    s.setSegment(seg);
+    s.setNewId(new_id);
+  });
+}
+
 Result<std::string> RpcSettleSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
-  std::string key;
-  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {
+  return SplitKeyCall(c, [&](proto::Request::Builder r) {
     auto s = r.initSettleSplit();
     s.setSegment(seg);
     s.setNewId(new_id);
-  }, [&](proto::Response::Reader resp) {
-    if (resp.which() != proto::Response::SPLIT_KEY) return Status::Corruption("settle reply without key");
-    key = Str(resp.getSplitKey());
-    return Status::OK();
-  }));
-  return key;
+  });
 }
 
 Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& host, uint16_t port) {

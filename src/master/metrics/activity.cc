@@ -1,13 +1,16 @@
 #include "master/metrics/activity.h"
 
+#include <charconv>
+
 namespace wattdb::master {
 
 void Activity::Connected(Backend b, std::string_view client, int64_t now_us) {
   if (auto colon = client.rfind(':'); colon != std::string_view::npos) {
     b.client_addr = std::string(client.substr(0, colon));
-    int port = 0;
-    for (char c : client.substr(colon + 1)) port = c >= '0' && c <= '9' && port < 65536 ? port * 10 + (c - '0') : -1;
-    b.client_port = port >= 0 && port < 65536 ? port : -1;
+    std::string_view digits = client.substr(colon + 1);
+    uint16_t port = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    b.client_port = ec == std::errc() && end == digits.data() + digits.size() ? port : -1;
   }
   b.backend_start_us = b.state_change_us = now_us;
   std::lock_guard<std::mutex> l(mu_);

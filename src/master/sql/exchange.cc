@@ -195,20 +195,23 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
   }
 }
 
+void ExchangeSource::BookNodeCpu() {
+  for (auto& [node, ns] : cpu_) StatementCpuScope::AddNode(node, ns);
+  cpu_.clear();
+}
+
 Result<bool> ExchangeSource::Next(exec::Batch& out) {
   if (inline_) {
     if (opts_.cancel && opts_.cancel->load()) return Status::Sql("57014", "canceling statement due to user request");
     auto more = inline_->Next(&out);
     std::lock_guard<std::mutex> l(mu_);
-    for (auto& [node, ns] : cpu_) StatementCpuScope::AddNode(node, ns);
-    cpu_.clear();
+    BookNodeCpu();
     if (more.ok() && *more && out.cols.size() != ncols_) return Status::Corruption("a node sent a batch of another width");
     return more;
   }
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
-    for (auto& [node, ns] : cpu_) StatementCpuScope::AddNode(node, ns);
-    cpu_.clear();
+    BookNodeCpu();
     if (current_ >= parts_.size()) return false;
     Part& p = parts_[current_];
     if (!p.batches.empty()) {

@@ -70,6 +70,9 @@ class ExchangeSource : public exec::RowSource {
   void Produce();
   // Runs the fragment over part i's range; returns its final status.
   Status RunPart(size_t i);
+  // REQUIRES mu_ held, on the consumer's thread: charges the node CPU reported so far to the
+  // running statement.
+  void BookNodeCpu();
   // Queues a batch of part i (waits while its buffer is full); false if stopped.
   bool Push(size_t i, exec::Batch b);
 

@@ -20,7 +20,6 @@ constexpr TableId kPowerView = kFirstSystemTableId + 4;
 constexpr TableId kStatementEnergyView = kFirstSystemTableId + 5;
 constexpr TableId kEnergyDecisionsView = kFirstSystemTableId + 6;
 constexpr TableId kEnergyPolicyView = kFirstSystemTableId + 7;
-constexpr int64_t kUnixToPgEpochUs = 946684800LL * 1000000;
 
 TableSchema View(TableId id, const char* name, std::vector<std::pair<const char*, TypeId>> cols) {
   TableSchema t;
@@ -265,7 +264,6 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
     for (auto& n : nodes) live[n.id] = n;
     std::map<NodeId, NodePowerInfo> power;
     for (auto& p : cluster_.power().Snapshot()) power[p.id] = p;
-    constexpr int64_t kUnixToPgEpochUs = 946684800LL * 1000000;
     for (const auto& nc : cluster_.config().nodes) {
       const NodeInfo& n = live[nc.id];
       const NodePowerInfo& p = power[nc.id];
@@ -288,7 +286,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
                       Value::Text(power::PowerStateName(p.state)), Value::Text(p.driver),
                       text_or_null(p.state_error),
                       text_or_null(p.last_action), text_or_null(p.last_result),
-                      p.last_action_us ? Value::Timestamp(p.last_action_us - kUnixToPgEpochUs) : Value(),
+                      p.last_action_us ? Value::Timestamp(p.last_action_us - kPgEpochUnixMicros) : Value(),
                       p.last_action_us ? Value::Double(p.last_action_ms) : Value()});
     }
   } else if (scan.table == kSegmentsView) {
@@ -330,7 +328,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
     int64_t seq = 0;
     for (const auto& d : cluster_.energy().decisions().Snapshot()) {
       auto text = [](const std::string& t) { return t.empty() ? Value() : Value::Text(t); };
-      rows.push_back({Value::Int64(++seq), Value::Timestamp(d.time_us - kUnixToPgEpochUs), Value::Text(d.decision),
+      rows.push_back({Value::Int64(++seq), Value::Timestamp(d.time_us - kPgEpochUnixMicros), Value::Text(d.decision),
                       text(d.reason), text(d.mode), Value::Int32(d.active_nodes), Value::Double(d.utilization),
                       Value::Double(d.window_utilization), Value::Double(d.forecast_utilization),
                       Value::Double(d.scale_out_cpu), Value::Double(d.scale_in_cpu),
@@ -363,7 +361,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
     for (auto& [k, v] : kv) rows.push_back({Value::Text(k), Value::Text(v), Value::Text(p.source)});
   } else if (scan.table == kStatementEnergyView) {
     for (const auto& e : cluster_.energy_log().Snapshot()) {
-      rows.push_back({Value::Timestamp(e.started_us - kUnixToPgEpochUs), Value::Double(e.seconds),
+      rows.push_back({Value::Timestamp(e.started_us - kPgEpochUnixMicros), Value::Double(e.seconds),
                       Value::Double(e.joules), Value::Double(e.master_joules), Value::Double(e.node_joules),
                       Value::Double(e.infra_joules), Value::Double(e.cpu_ms), Value::Int32(e.unmetered),
                       Value::Text(e.statement)});

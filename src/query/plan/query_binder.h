@@ -35,6 +35,8 @@ class QueryBinder {
 };
 
 // Helpers shared by the binder files.
+// True if `e` calls an aggregate function outside subqueries.
+bool ContainsAggregate(const sql::Expr& e);
 // The name PostgreSQL gives a select-list item without an alias ("?column?" if none).
 std::string OutputName(const sql::Expr& e);
 Result<int64_t> ConstInt(const sql::Expr& e, const char* what);

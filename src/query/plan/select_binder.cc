@@ -7,15 +7,6 @@ namespace wattdb::plan {
 
 namespace {
 
-bool ContainsAggregate(const Expr& e) {
-  if (e.kind == Expr::Kind::kFunc && IsAggregateName(e.name)) return true;
-  for (const auto& a : e.args) {
-    if (a && ContainsAggregate(*a)) return true;
-  }
-  if (e.operand && ContainsAggregate(*e.operand)) return true;
-  if (e.else_expr && ContainsAggregate(*e.else_expr)) return true;
-  return false;
-}
 
 // Sorts `plan` by `keys` (if any), then applies the query's LIMIT and OFFSET.
 Result<PlanPtr> SortAndLimit(const sql::SelectStmt& s, PlanPtr plan, std::vector<SortKey> keys) {
@@ -37,6 +28,16 @@ Result<PlanPtr> SortAndLimit(const sql::SelectStmt& s, PlanPtr plan, std::vector
 }
 
 }  // namespace
+
+bool ContainsAggregate(const Expr& e) {
+  if (e.kind == Expr::Kind::kFunc && IsAggregateName(e.name)) return true;
+  for (const auto& a : e.args) {
+    if (a && ContainsAggregate(*a)) return true;
+  }
+  if (e.operand && ContainsAggregate(*e.operand)) return true;
+  if (e.else_expr && ContainsAggregate(*e.else_expr)) return true;
+  return false;
+}
 
 std::string OutputName(const Expr& e) {
   switch (e.kind) {

@@ -45,13 +45,14 @@ void Walk(Expr& e, const Fn& fn) {
   if (e.else_expr) Walk(*e.else_expr, fn);
 }
 
-bool ContainsAggregate(Expr& e) {
-  bool found = false;
+// Drops the qualifier `ref_name` from e's column references (the rewritten statement has
+// the view's relation alone in scope) and marks e's depths for measuring again.
+void StripQualifier(Expr& e, const std::string& ref_name) {
   Walk(e, [&](Expr& x) {
-    if (x.kind == Expr::Kind::kFunc && IsAggregateName(x.name)) found = true;
-    return !found;
+    if (x.kind == Expr::Kind::kColumn && x.table == ref_name) x.table.clear();
+    x.depth = 0;
+    return true;
   });
-  return found;
 }
 
 // A view's column: its output name and defining expression; `column` names the column of
@@ -146,11 +147,7 @@ ExprPtr Definition(const UpdatableView& v, const ViewColumn& c, int pos) {
     e = std::make_unique<Expr>(Expr::Kind::kColumn, pos);
     e->name = c.column;
   }
-  Walk(*e, [&](Expr& x) {
-    if (x.kind == Expr::Kind::kColumn && x.table == v.ref_name) x.table.clear();
-    x.depth = 0;
-    return true;
-  });
+  StripQualifier(*e, v.ref_name);
   return e;
 }
 
@@ -171,11 +168,7 @@ void MapColumns(ExprPtr& e, const UpdatableView& v, const std::string& target) {
 ExprPtr AddViewCondition(const UpdatableView& v, ExprPtr where) {
   if (!v.where) return where;
   ExprPtr cond = Clone(*v.where);
-  Walk(*cond, [&](Expr& x) {
-    if (x.kind == Expr::Kind::kColumn && x.table == v.ref_name) x.table.clear();
-    x.depth = 0;
-    return true;
-  });
+  StripQualifier(*cond, v.ref_name);
   if (!where) return cond;
   auto both = std::make_unique<Expr>(Expr::Kind::kBinary, where->pos);
   both->op = "and";
