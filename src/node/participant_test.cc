@@ -132,7 +132,10 @@ TEST_F(ParticipantTest, AWaitReportedToTheMasterCanBeBroken) {
   EXPECT_FALSE(p.BreakWait(2, 1));  // not waiting
   Status s;
   std::thread waiter([&] { s = p.Prepare(2, 10, {W(1, WriteCheck::kUpdate)}); });
-  while (p.LockWaits().empty()) std::this_thread::yield();
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       p.LockWaits().empty() && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::yield();
+  }
   EXPECT_EQ(p.LockWaits(), (std::vector<std::pair<uint64_t, uint64_t>>{{2, 1}}));
   EXPECT_FALSE(p.BreakWait(2, 3));  // it waits for another transaction than that
   auto started = std::chrono::steady_clock::now();
