@@ -20,6 +20,8 @@ heartbeat_timeout_ms = 6000      # a node silent this long is declared dead
 connect_timeout_ms = 2000
 rpc_timeout_ms = 30000          # no request between cluster processes waits longer
 sync_commit = true              # fsync each commit on the nodes (off: survives process crashes only)
+column_cache_mb = 1024          # each node keeps quiet segments decoded as columns in this much memory (0: off)
+column_cache_quiet_ms = 1000    # a segment unchanged this long (as scans saw it) is quiet
 # key_file = "run/data/cluster.key"  # shared secret of master and nodes (created on first start)
 log_level = "info"
 
@@ -131,6 +133,16 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
       }
       *field = static_cast<int>(v);
     }
+    int64_t cache = c.column_cache_mb;
+    RETURN_NOT_OK(Get(*t, "column_cache_mb", &cache, source));
+    if (cache < 0 || cache > 1048576) return Status::InvalidArgument(source + ": column_cache_mb must be in 0..1048576");
+    c.column_cache_mb = static_cast<int>(cache);
+    int64_t quiet = c.column_cache_quiet_ms;
+    RETURN_NOT_OK(Get(*t, "column_cache_quiet_ms", &quiet, source));
+    if (quiet < 0 || quiet > 86400000) {
+      return Status::InvalidArgument(source + ": column_cache_quiet_ms must be in 0..86400000");
+    }
+    c.column_cache_quiet_ms = static_cast<int>(quiet);
     RETURN_NOT_OK(Get(*t, "log_level", &c.log_level, source));
     if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
     if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");

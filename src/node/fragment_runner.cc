@@ -18,6 +18,7 @@ class SegmentSource : public exec::RowSource {
       : rows_(rows), last_key_(last_key), used_(std::move(used)) {}
   Result<bool> Next(exec::Batch& out) override {
     const std::vector<bool>* used = used_.empty() ? nullptr : &used_;
+    if (rows_.columnar()) return rows_.NextBatch(used, &out, last_key_);
     while (out.rows == 0) {
       ASSIGN_OR_RETURN(bool more, rows_.Visit(exec::kBatchRows, kFragmentScanBytes,
                                               [&](std::string_view key, std::string_view row) {

@@ -45,6 +45,8 @@ Status NodeServer::Start() {
   store_->set_sync_commits(opts_.sync_commit);
   participant_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(opts_.lock_timeout_ms),
                                                std::chrono::milliseconds(opts_.heartbeat_timeout_ms));
+  columns_ = std::make_unique<ColumnCache>(opts_.column_cache_bytes,
+                                           int64_t{opts_.column_cache_quiet_ms} * 1000, clock_);
   RETURN_NOT_OK(participant_->Recover());
   if (!participant_->InDoubt().empty()) {
     Log("node")->info("recovered in-doubt transactions count={}", participant_->InDoubt().size());

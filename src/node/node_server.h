@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "net/tcp_server.h"
+#include "node/column_cache.h"
 #include "node/participant.h"
 #include "node/telemetry.h"
 #include "storage/segment_store.h"
@@ -36,6 +37,8 @@ struct NodeOptions {
   int rpc_timeout_ms = 30000;     // every frame sent or received once a request started
   int heartbeat_timeout_ms = 6000;
   int lock_timeout_ms = 10000;  // a row-lock wait's deadline
+  size_t column_cache_bytes = 1024ull << 20;  // column images of quiet segments (0 = none)
+  int column_cache_quiet_ms = 1000;           // a segment unchanged this long gets an image
   std::string key_file;  // the cluster key (created if missing); every connection authenticates with it
 };
 
@@ -89,6 +92,7 @@ class NodeServer {
   const Clock& clock_;  // borrowed
   std::unique_ptr<storage::SegmentStore> store_;
   std::unique_ptr<Participant> participant_;
+  std::unique_ptr<ColumnCache> columns_;
   std::unique_ptr<net::TcpServer> server_;
   std::unique_ptr<net::ClusterKey> key_;
   std::thread link_thread_;

@@ -25,7 +25,9 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
   sr.index = s.getIndex();
   sr.index_lo = Str(s.getIndexLo());
   sr.index_hi = Str(s.getIndexHi());
-  auto rows = SegmentRows::Open(*store_, *participant_, sr);
+  bool fragment = s.hasFragment() && s.getFragment().size() > 0;
+  // Fragments read column images of quiet segments; row scans ship the stored rows.
+  auto rows = SegmentRows::Open(*store_, *participant_, sr, fragment ? columns_.get() : nullptr);
   auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch,
                    const std::string* columns, const std::string* resume, const std::string* stats = nullptr) {
     capnp::MallocMessageBuilder mb;
@@ -47,7 +49,7 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     return SendResponse(conn, mb).ok();
   };
   if (!rows.ok()) return reply(rows.status(), true, nullptr, nullptr, nullptr);
-  if (s.hasFragment() && s.getFragment().size() > 0) {
+  if (fragment) {
     // The fragment's output travels as column batches; a send that fails ends the scan.
     bool sent = true;
     std::string enc;

@@ -1,25 +1,38 @@
 #include "node/segment_rows.h"
 
+#include <algorithm>
+
 #include "common/codec.h"
 
 namespace wattdb::node {
 
 Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& store, Participant& participant,
-                                                       const ScanRequest& req) {
+                                                       const ScanRequest& req, ColumnCache* cache) {
   // Index scans read rows anywhere in the segment.
   RETURN_NOT_OK(participant.AwaitReadable(req.segment, req.index ? "" : req.lo, req.index ? "" : req.hi,
                                           req.read_ts, req.txn));
   std::unique_ptr<SegmentRows> s(new SegmentRows());
+  if (req.txn != 0 && !req.index) s->pending_ = participant.PendingWrites(req.txn, req.segment, req.lo, req.hi);
+  if (cache && !req.index && s->pending_.empty()) {
+    ASSIGN_OR_RETURN(s->seg_, store.GetCovering(req.segment, req.lo, req.hi));
+    storage::SegmentMeta meta = s->seg_->meta();
+    bool whole = req.lo == meta.lo && req.hi == meta.hi;
+    ASSIGN_OR_RETURN(s->image_, cache->Get(store, s->seg_, req.read_ts, whole));
+    if (s->image_) {
+      s->pos_ = s->image_->LowerBound(req.lo);
+      s->end_ = req.hi.empty() ? s->image_->rows : s->image_->LowerBound(req.hi);
+      return s;
+    }
+  }
   if (req.index) {
     ASSIGN_OR_RETURN(s->scanner_, store.ScanIndex(req.segment, req.lo, req.hi, req.index, req.index_lo,
                                                   req.index_hi, req.read_ts));
   } else {
     ASSIGN_OR_RETURN(s->scanner_, store.Scan(req.segment, req.lo, req.hi, req.read_ts));
   }
-  // A transaction sees its own pending writes on top of its snapshot. Index scans: committed
-  // entries of rows the transaction wrote are hidden, and its pending rows are keyed by
-  // their entries.
-  if (req.txn != 0 && !req.index) s->pending_ = participant.PendingWrites(req.txn, req.segment, req.lo, req.hi);
+  // A transaction sees its own pending writes on top of its snapshot (pending_, above). Index
+  // scans: committed entries of rows the transaction wrote are hidden, and its pending rows
+  // are keyed by their entries.
   if (req.txn != 0 && req.index) {
     for (const auto& ix : s->scanner_->meta().indexes) {
       if (ix.id == req.index) s->spec_ = ix;
@@ -84,6 +97,40 @@ Result<bool> SegmentRows::Visit(size_t max_rows, size_t max_bytes, const storage
   ASSIGN_OR_RETURN(bool more, Next(max_rows, max_bytes, &visit_buf_));
   for (const auto& r : visit_buf_) RETURN_NOT_OK(fn(r.key, r.row));
   return more;
+}
+
+Result<bool> SegmentRows::NextBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key) {
+  size_t n = std::min(exec::kBatchRows - pos_ % exec::kBatchRows, end_ - pos_);
+  if (pos_ >= end_) n = 0;
+  if (n > 0 && out->cols.size() != image_->width) return Status::Corruption("row width does not match the table");
+  out->rows = n;
+  if (n == 0) {
+    for (auto& c : out->cols) c.Clear();
+    return false;
+  }
+  const exec::Batch& src = image_->batches[pos_ / exec::kBatchRows];
+  size_t first = pos_ % exec::kBatchRows;
+  bool whole = first == 0 && n == src.rows;
+  if (!whole) {
+    sel_.resize(n);
+    for (size_t i = 0; i < n; i++) sel_[i] = static_cast<uint32_t>(first + i);
+  }
+  for (size_t c = 0; c < out->cols.size(); c++) {
+    exec::Vector& col = out->cols[c];
+    if (used && c < used->size() && !(*used)[c]) {
+      col.Clear();
+      col.AppendNulls(n);
+    } else if (whole) {
+      col = src.cols[c];
+    } else {
+      col.Clear();
+      col.Gather(src.cols[c], sel_.data(), n);
+    }
+  }
+  pos_ += n;
+  last_key->assign(image_->key(pos_ - 1));
+  seg_->counters().rows_read += n;
+  return true;
 }
 
 }  // namespace wattdb::node

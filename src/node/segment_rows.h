@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "node/column_cache.h"
 #include "node/participant.h"
 #include "storage/segment_store.h"
 
@@ -27,9 +28,16 @@ struct ScanRequest {
 
 class SegmentRows {
  public:
-  // Stale/NotFound if the segment does not cover the range (it split or moved).
+  // Stale/NotFound if the segment does not cover the range (it split or moved). With `cache`,
+  // a range scan whose transaction has no pending writes in the segment reads the segment's
+  // column image if one answers it (columnar() then; read with NextBatch).
   static Result<std::unique_ptr<SegmentRows>> Open(storage::SegmentStore& store, Participant& participant,
-                                                   const ScanRequest& req);
+                                                   const ScanRequest& req, ColumnCache* cache = nullptr);
+  bool columnar() const { return image_ != nullptr; }
+  // REQUIRES columnar(). Replaces `out`'s rows with the next up to exec::kBatchRows rows; the
+  // columns `used` marks false (if given) are NULL. Sets *last_key to the last row's key.
+  // False once none are left. Corruption if `out` is not as wide as the table's rows.
+  Result<bool> NextBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key);
   // Replaces `out` with up to `max_rows` rows (about `max_bytes`) in key order; false once
   // none are left (out is then empty).
   Result<bool> Next(size_t max_rows, size_t max_bytes, std::vector<storage::ScanRow>* out);
@@ -43,6 +51,10 @@ class SegmentRows {
   void EmitPendingBefore(const std::string* key, std::vector<storage::ScanRow>* out);
 
   std::unique_ptr<storage::SegmentScanner> scanner_;
+  storage::SegmentRef seg_;                    // columnar: the segment read
+  std::shared_ptr<const SegmentImage> image_;  // columnar: its image, rows [pos_, end_)
+  size_t pos_ = 0, end_ = 0;
+  std::vector<uint32_t> sel_;
   std::map<std::string, storage::WriteOp> pending_;
   std::map<std::string, storage::WriteOp>::iterator next_pending_;
   std::set<std::string> hidden_pks_;  // index scans: rows the transaction rewrote

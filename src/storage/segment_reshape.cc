@@ -66,10 +66,11 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   MaybeFail("node.split.after_create");
   auto fresh = std::make_shared<Segment>(db_.get(), h, SegmentMeta{new_id, m.table, split_key, m.hi, m.indexes});
   rocksdb::WriteBatch b;
-  uint64_t moved = 0;
+  uint64_t moved = 0, moved_rows = 0;
   {
     auto move = [&](const rocksdb::Iterator& it) -> Status {
       moved += it.key().size() + it.value().size();
+      if (it.key()[0] == kRowSpace) moved_rows += it.key().size() + it.value().size();
       RETURN_NOT_OK(FromRocks(b.Put(h, it.key(), it.value()), "split batch"));
       return FromRocks(b.Delete(seg->cf(), it.key()), "split batch");
     };
@@ -102,12 +103,24 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
       std::lock_guard<std::mutex> ml(seg->mu_);
       seg->meta_.hi = split_key;
     }
+    seg->Changed();
     segments_[new_id] = fresh;
     PublishListLocked();
   }
-  uint64_t old_bytes = seg->counters().bytes.load();
-  seg->counters().bytes = old_bytes > moved ? old_bytes - moved : 0;
+  // The rows that stay, as measured above (the counter before the split may count versions
+  // and deletions that compaction has not dropped yet). The moved range is compacted away
+  // now, so that the size read back after a restart is the live size too; a larger one
+  // would split the segment again and again.
+  seg->counters().bytes = total > moved_rows ? total - moved_rows : 0;
   fresh->counters().bytes = moved;
+  {
+    rocksdb::CompactRangeOptions o;
+    o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    std::string from = RowUserKey(split_key);
+    rocksdb::Slice begin(from);
+    rocksdb::Status cs = db_->CompactRange(o, seg->cf(), &begin, nullptr);
+    if (!cs.ok()) Log("storage")->warn("segment {}: compaction after split: {}", id, cs.ToString());
+  }
   Log("storage")->info("segment split seg={} new={} moved_bytes={}", id, new_id, moved);
   MaybeFail("node.split.after_write");
   return split_key;

@@ -121,6 +121,8 @@ bool SegmentMeta::Covers(std::string_view a, std::string_view b) const {
 
 Segment::~Segment() { db_->DestroyColumnFamilyHandle(cf_); }
 
+void Segment::Changed() { data_version_.fetch_add(1, std::memory_order_acq_rel); }
+
 SegmentScanner::~SegmentScanner() {
   it_.reset();
   rows_.reset();
@@ -153,6 +155,7 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
     }
     last_key_.assign(user);
     have_last_ = true;
+    newest_ts_ = std::max(newest_ts_, VersionTs(sk));
     rocksdb::Slice v = it_->value();
     if (v.empty()) return Status::Corruption("stored value without a version kind");
     if (static_cast<VersionKind>(v[0]) == VersionKind::kPut) {
@@ -479,6 +482,7 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   wo.sync = sync_commits_;
   RETURN_NOT_OK(FromRocks(db_->Write(wo, &b), "apply writes"));
   for (auto& [id, rb] : written) {
+    refs.at(id)->Changed();
     refs.at(id)->counters().rows_written += rb.first;
     refs.at(id)->counters().bytes += rb.second;
   }
@@ -554,23 +558,33 @@ Result<LatestVersion> SegmentStore::Latest(SegmentId id, std::string_view pk) co
   return lv;
 }
 
+Result<SegmentRef> SegmentStore::GetCovering(SegmentId id, std::string_view lo, std::string_view hi) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return GetCoveringLocked(id, lo, hi);
+}
+
+Result<SegmentRef> SegmentStore::GetCoveringLocked(SegmentId id, std::string_view lo, std::string_view hi) const {
+  auto it = segments_.find(id);
+  if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
+  if (!it->second->meta().Covers(lo, hi)) {
+    return Status::Stale(fmt::format("segment {} no longer covers the requested range", id));
+  }
+  return it->second;
+}
+
 Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id, std::string_view seg_lo,
                                                                   std::string_view seg_hi, uint32_t index,
                                                                   Timestamp read_ts) const {
   std::unique_ptr<SegmentScanner> sc(new SegmentScanner());
   {
     std::lock_guard<std::mutex> l(mu_);
-    auto it = segments_.find(id);
-    if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
-    SegmentMeta m = it->second->meta();
-    if (!m.Covers(seg_lo, seg_hi)) {
-      return Status::Stale(fmt::format("segment {} no longer covers the requested range", id));
-    }
+    ASSIGN_OR_RETURN(SegmentRef seg, GetCoveringLocked(id, seg_lo, seg_hi));
+    SegmentMeta m = seg->meta();
     if (index && std::none_of(m.indexes.begin(), m.indexes.end(), [&](const IndexKeySpec& s) { return s.id == index; })) {
       return Status::InvalidArgument(fmt::format("segment {} has no index {} (dropped)", id, index));
     }
     sc->db_ = db_.get();
-    sc->seg_ = it->second;
+    sc->seg_ = std::move(seg);
     sc->snap_ = db_->GetSnapshot();  // taken under mu_: consistent with the range check
   }
   rocksdb::ReadOptions ro;

@@ -71,14 +71,19 @@ class Segment {
     return meta_;
   }
   SegmentCounters& counters() { return counters_; }
+  // Grows after every change to the segment's rows or range, once the change is visible to
+  // new scans: state derived from the rows (a column image) is current while it is unchanged.
+  uint64_t data_version() const { return data_version_.load(std::memory_order_acquire); }
 
  private:
   friend class SegmentStore;
+  void Changed();
   rocksdb::DB* db_;               // borrowed; the SegmentStore's DB outlives every Segment
   rocksdb::ColumnFamilyHandle* cf_;  // owned; destroyed with the Segment
   mutable std::mutex mu_;         // guards meta_
   SegmentMeta meta_;
   SegmentCounters counters_;
+  std::atomic<uint64_t> data_version_{0};
 };
 using SegmentRef = std::shared_ptr<Segment>;
 
@@ -117,6 +122,10 @@ class SegmentScanner {
   Result<bool> Visit(size_t max_rows, size_t max_bytes, const RowVisitor& fn);
   // The scanned segment's metadata now.
   SegmentMeta meta() const { return seg_->meta(); }
+  // The newest commit timestamp among the versions the scan has decided on so far, deletions
+  // included: a reader at or above it sees the same rows.
+  Timestamp newest_ts() const { return newest_ts_; }
+  const Segment* segment() const { return seg_.get(); }
 
  private:
   friend class SegmentStore;
@@ -135,6 +144,7 @@ class SegmentScanner {
   std::string hi_;    // user key bound (with its key-space prefix)
   size_t strip_ = 0;  // user-key prefix length not returned to callers
   Timestamp read_ts_ = 0;
+  Timestamp newest_ts_ = 0;
   std::string last_key_;
   bool have_last_ = false;
   bool done_ = false;
@@ -176,6 +186,9 @@ class SegmentStore {
   Status DropSegment(SegmentId id);
   // Returns the segment or NotFound.
   Result<SegmentRef> Get(SegmentId id) const;
+  // The segment if it still covers [lo, hi) ("" = unbounded): NotFound if it is not here,
+  // Stale if it split or moved since.
+  Result<SegmentRef> GetCovering(SegmentId id, std::string_view lo, std::string_view hi) const;
   std::vector<SegmentInfo> List() const;
 
   // Applies committed writes at `ts` atomically (one RocksDB WriteBatch, WAL on; fsynced
@@ -241,6 +254,7 @@ class SegmentStore {
  private:
   SegmentStore() = default;
   Status PutMeta(const SegmentMeta& m, void* batch /* rocksdb::WriteBatch* */) const;
+  Result<SegmentRef> GetCoveringLocked(SegmentId id, std::string_view lo, std::string_view hi) const;  // REQUIRES mu_
   // A scanner on `id` (Stale unless it covers [seg_lo, seg_hi); `index` nonzero: it must keep
   // that index) with its snapshot and iterators, not yet positioned.
   Result<std::unique_ptr<SegmentScanner>> OpenScanner(SegmentId id, std::string_view seg_lo, std::string_view seg_hi,

@@ -41,6 +41,9 @@ struct MiniClusterOptions {
   int telemetry_interval_ms = 300;
   bool balance = true;  // spread split-off segments (wattdb-master --no-balance if false)
   int latch_wait_ms = 10000;
+  // 0: every fragment scan reads (and after a write first rebuilds) its segment's column
+  // image, so that tests exercise images as much as possible.
+  int column_cache_quiet_ms = 0;
   std::string extra_toml;  // appended to the generated config (e.g. an [auth] section)
   std::string master_toml;  // more keys of the [master] section
   std::map<int, std::string> node_toml;  // more keys of node n's [[node]] table

@@ -303,6 +303,14 @@ Status RowByRow(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* ou
 
 }  // namespace
 
+Result<const Vector*> EvalVectorRef(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* scratch) {
+  if (e.kind == BoundExpr::Kind::kColumn && e.column >= 0 && static_cast<size_t>(e.column) < b.cols.size()) {
+    return &b.cols[e.column];
+  }
+  RETURN_NOT_OK(EvalVector(e, b, ctx, scratch));
+  return scratch;
+}
+
 Status EvalVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* out) {
   size_t n = b.rows;
   switch (e.kind) {

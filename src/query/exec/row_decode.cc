@@ -43,6 +43,13 @@ bool SkipValue(ByteReader& r, uint8_t tag) {
 
 }  // namespace
 
+Result<size_t> EncodedRowWidth(std::string_view in) {
+  ByteReader r(in);
+  uint64_t n;
+  if (!r.VarU64(&n) || n > in.size()) return Status::Corruption("row does not decode");
+  return static_cast<size_t>(n);
+}
+
 Status AppendEncodedRow(std::string_view in, Batch* out, const std::vector<bool>* used) {
   ByteReader r(in);
   uint64_t n;

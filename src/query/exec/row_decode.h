@@ -14,5 +14,7 @@ namespace wattdb::exec {
 // are skipped and left as they are: PadUnused makes them NULL once the batch is complete.
 Status AppendEncodedRow(std::string_view in, Batch* out, const std::vector<bool>* used = nullptr);
 void PadUnused(const std::vector<bool>& used, Batch* out);
+// The number of columns of the row encoded in `in`.
+Result<size_t> EncodedRowWidth(std::string_view in);
 
 }  // namespace wattdb::exec

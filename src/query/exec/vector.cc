@@ -181,6 +181,24 @@ void Vector::Box() {
   phys_ = PhysType::kBoxed;
 }
 
+Vector::Vector(const Vector& o)
+    : phys_(o.phys_),
+      type_(o.type_),
+      null_(o.null_),
+      ints_(o.ints_),
+      doubles_(o.doubles_),
+      decimals_(o.decimals_),
+      texts_(o.texts_),
+      boxed_(o.boxed_),
+      kept_(o.kept_) {
+  if (o.arena_) kept_.push_back(o.arena_);
+}
+
+Vector& Vector::operator=(const Vector& o) {
+  if (this != &o) *this = Vector(o);
+  return *this;
+}
+
 TextArena& Vector::Arena() {
   if (!arena_) arena_ = std::make_shared<TextArena>();
   return *arena_;

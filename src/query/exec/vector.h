@@ -8,7 +8,9 @@
 // A vector holding only NULLs so far is kEmpty; the first non-NULL value fixes the physical
 // type and the SQL type of the values (`value_type()`). Appending a value of another
 // physical type turns the vector into kBoxed, so every column round-trips its Values
-// exactly. Copies share text arenas (cheap); a vector is not thread-safe.
+// exactly. Copies share the text bytes (cheap) read-only: text a copy appends goes to an arena
+// of its own, so any number of threads may copy one vector that nobody changes (a column
+// image); a vector is not thread-safe otherwise.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,10 @@ class TextArena {
 class Vector {
  public:
   Vector() = default;
+  Vector(const Vector& o);
+  Vector& operator=(const Vector& o);
+  Vector(Vector&&) noexcept = default;
+  Vector& operator=(Vector&&) noexcept = default;
 
   size_t size() const { return null_.size(); }
   PhysType phys() const { return phys_; }

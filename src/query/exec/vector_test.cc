@@ -88,6 +88,30 @@ TEST(Vector, GatheredTextOutlivesItsSource) {
   EXPECT_EQ(out.GetValue(0).as_text(), "row 3");
 }
 
+// A copy reads its source's text but appends to an arena of its own: copies of one shared
+// vector (a column image) never write into it.
+TEST(Vector, CopiesShareTextReadOnly) {
+  Vector src;
+  src.AppendText("shared");
+  Vector copy = src;
+  copy.AppendText("more of the copy's own text");
+  Vector assigned;
+  assigned = src;
+  assigned.AppendText("and the assigned one's");
+  Vector moved = Vector(copy);
+  EXPECT_EQ(src.size(), 1u);
+  EXPECT_EQ(src.texts()[0], "shared");
+  EXPECT_EQ(copy.texts()[0].data(), src.texts()[0].data());  // not copied
+  EXPECT_EQ(copy.texts()[1], "more of the copy's own text");
+  EXPECT_EQ(assigned.texts()[1], "and the assigned one's");
+  EXPECT_EQ(moved.texts()[1], "more of the copy's own text");
+  // The copy keeps the bytes alive after the source is gone.
+  src = Vector();
+  EXPECT_EQ(copy.texts()[0], "shared");
+  // Text appended to src's old arena would sit right after "shared"; it went elsewhere.
+  EXPECT_NE(copy.texts()[1].data(), copy.texts()[0].data() + 6);
+}
+
 TEST(RowDecode, StoredRowsDecodeIntoTypedColumnsAndBadOnesLeaveNoTrace) {
   std::vector<Value> row = {Value::Int32(3), Value(), Value::Text("abc"), Value::Double(0.5),
                             Value::Numeric(ParseDecimal("-12.50").value()), Value::Bool(true),

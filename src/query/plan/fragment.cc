@@ -184,8 +184,113 @@ std::vector<bool> UsedScanColumns(const PlanNode& fragment) {
   return std::vector<bool>(scan.types.size(), true);  // the scan's rows are the output
 }
 
+namespace {
+
+// Adds the columns `e` reads to `used`; false if `e` may read others too (subqueries and
+// outer references: their columns are not this row's).
+bool ReadColumns(const BoundExpr& e, std::vector<bool>* used) {
+  if (!NodeSafe(e)) return false;
+  MarkColumns(e, used);
+  return true;
+}
+
+bool ReadColumns(const std::vector<BoundExprPtr>& es, std::vector<bool>* used) {
+  for (const auto& e : es) {
+    if (!ReadColumns(*e, used)) return false;
+  }
+  return true;
+}
+
+// Which of p's input columns (children[0] then children[1], concatenated as joins see
+// them) p reads to produce its `needed` output columns; all if p's kind is not known here.
+std::vector<bool> InputColumns(const PlanNode& p, const std::vector<bool>& needed) {
+  size_t width = 0;
+  for (const auto& c : p.children) width += c->types.size();
+  std::vector<bool> used(width, false);
+  bool known = true;
+  switch (p.kind) {
+    case Kind::kFilter:
+      used = needed;
+      known = ReadColumns(*p.predicate, &used);
+      break;
+    case Kind::kSort:
+      used = needed;
+      for (const auto& k : p.keys) known = known && ReadColumns(*k.expr, &used);
+      break;
+    case Kind::kLimit:
+    case Kind::kExchange:
+      used = needed;
+      break;
+    case Kind::kProject:
+      for (size_t i = 0; i < p.exprs.size(); i++) {
+        if (i < needed.size() && needed[i]) known = known && ReadColumns(*p.exprs[i], &used);
+      }
+      break;
+    case Kind::kAggregate:
+      known = p.agg_mode != AggMode::kFinal && ReadColumns(p.groups, &used);
+      for (const auto& a : p.aggs) {
+        if (a.arg) known = known && ReadColumns(*a.arg, &used);
+        if (a.separator) known = known && ReadColumns(*a.separator, &used);
+      }
+      break;
+    case Kind::kHashJoin:
+    case Kind::kNestedLoopJoin: {
+      size_t left = p.children[0]->types.size();
+      std::vector<bool> right(width - left, false);
+      for (size_t i = 0; i < width && i < needed.size(); i++) used[i] = needed[i];
+      known = ReadColumns(p.left_keys, &used) && ReadColumns(p.right_keys, &right) &&
+              (!p.predicate || ReadColumns(*p.predicate, &used));
+      for (size_t i = 0; i < right.size(); i++) used[left + i] = used[left + i] || right[i];
+      break;
+    }
+    default:
+      known = false;
+  }
+  if (!known || used.size() != width) used.assign(width, true);
+  return used;
+}
+
+// Below each Exchange, the columns nobody above reads are replaced by NULLs (a Project on
+// top of the node's chain): they are neither decoded on the node nor sent.
+void PruneExchanges(PlanPtr& p, const std::vector<bool>& needed) {
+  if (p->kind == Kind::kExchange) {
+    PlanPtr& chain = p->children[0];
+    bool prune = false;
+    for (size_t i = 0; i < chain->types.size(); i++) prune = prune || (i < needed.size() && !needed[i]);
+    if (!prune || chain->kind == Kind::kProject) {
+      if (prune) {  // a Project already: NULLs in place of the unread expressions
+        for (size_t i = 0; i < chain->exprs.size(); i++) {
+          if (!needed[i]) chain->exprs[i] = MakeConst(Value::Null(), chain->types[i]);
+        }
+      }
+      return;
+    }
+    auto project = std::make_unique<PlanNode>();
+    project->kind = Kind::kProject;
+    project->types = chain->types;
+    project->est_rows = chain->est_rows;
+    for (size_t i = 0; i < chain->types.size(); i++) {
+      project->exprs.push_back(needed[i] ? MakeColumn(static_cast<int>(i), chain->types[i])
+                                         : MakeConst(Value::Null(), chain->types[i]));
+    }
+    project->children.push_back(std::move(chain));
+    chain = std::move(project);
+    return;
+  }
+  std::vector<bool> input = InputColumns(*p, needed);
+  size_t at = 0;
+  for (auto& c : p->children) {
+    std::vector<bool> child(input.begin() + at, input.begin() + at + c->types.size());
+    at += c->types.size();
+    PruneExchanges(c, child);
+  }
+}
+
+}  // namespace
+
 PlanPtr PushDownFragments(PlanPtr plan, const PushDownOptions& pd) {
   if (Rewrite(plan, pd)) plan = Exchange(std::move(plan));
+  PruneExchanges(plan, std::vector<bool>(plan->types.size(), true));
   return plan;
 }
 

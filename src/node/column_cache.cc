@@ -1,0 +1,197 @@
+#include "node/column_cache.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "query/exec/row_decode.h"
+
+namespace wattdb::node {
+
+namespace {
+
+size_t VectorBytes(const exec::Vector& v) {
+  size_t n = v.size();
+  size_t bytes = n;  // NULL flags
+  switch (v.phys()) {
+    case exec::PhysType::kInt:
+    case exec::PhysType::kDouble:
+      return bytes + 8 * n;
+    case exec::PhysType::kDecimal:
+      return bytes + sizeof(Decimal) * n;
+    case exec::PhysType::kText:
+      bytes += sizeof(std::string_view) * n;
+      for (size_t i = 0; i < n; i++) bytes += v.texts()[i].size();
+      return bytes;
+    case exec::PhysType::kBoxed:
+      return bytes + 64 * n;
+    case exec::PhysType::kEmpty:
+      return bytes;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+size_t SegmentImage::LowerBound(std::string_view k) const {
+  size_t lo = 0, hi = rows;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (key(mid) < k) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+ColumnCache::ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock& clock)
+    : budget_(budget_bytes), quiet_micros_(quiet_micros), clock_(clock) {}
+
+Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentStore& store,
+                                                             const storage::SegmentRef& seg, Timestamp read_ts,
+                                                             bool may_build) {
+  if (budget_ == 0) return std::shared_ptr<const SegmentImage>();
+  SegmentId id = seg->meta().id;
+  uint64_t version = seg->data_version();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (++gets_ % 256 == 0) PruneLocked();
+    Entry& e = entries_[id];
+    if (e.seg.lock() != seg) {
+      DropImageLocked(e);
+      e = Entry{seg, nullptr, version, clock_.NowMicros()};
+    }
+    if (e.image && e.image->data_version != version) DropImageLocked(e);
+    if (e.image) {
+      if (read_ts < e.image->newest_ts) {
+        stats_.misses++;
+        return std::shared_ptr<const SegmentImage>();
+      }
+      e.last_use = ++use_counter_;
+      stats_.hits++;
+      return e.image;
+    }
+    int64_t now = clock_.NowMicros();
+    if (e.seen_version != version) {
+      e.seen_version = version;
+      e.seen_at = now;
+    }
+    bool quiet = version == 0 || now - e.seen_at >= quiet_micros_;
+    if (!may_build || !quiet || e.building || e.failed_version == version) {
+      stats_.misses++;
+      return std::shared_ptr<const SegmentImage>();
+    }
+    e.building = true;
+  }
+  auto built = Build(store, seg);
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = entries_.find(id);
+  bool ours = it != entries_.end() && it->second.seg.lock() == seg;
+  if (ours) it->second.building = false;
+  if (!built.ok()) return built.status();
+  std::shared_ptr<SegmentImage> image = std::move(*built);
+  if (!image) {
+    if (ours) it->second.failed_version = version;
+    stats_.misses++;
+    return std::shared_ptr<const SegmentImage>();
+  }
+  stats_.builds++;
+  // Kept only if nothing changed meanwhile and it fits; this scan may read it either way,
+  // if it answers read_ts (the version was read before the image's snapshot was taken).
+  if (ours && image->data_version == seg->data_version() && image->bytes <= budget_) {
+    it->second.image = image;
+    it->second.last_use = ++use_counter_;
+    stats_.bytes += image->bytes;
+    stats_.images++;
+    EvictLocked();
+  }
+  if (read_ts < image->newest_ts || image->data_version != seg->data_version()) {
+    stats_.misses++;
+    return std::shared_ptr<const SegmentImage>();
+  }
+  stats_.hits++;
+  return std::shared_ptr<const SegmentImage>(std::move(image));
+}
+
+Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& store,
+                                                         const storage::SegmentRef& seg) {
+  auto image = std::make_shared<SegmentImage>();
+  image->data_version = seg->data_version();  // before the scan's snapshot
+  storage::SegmentMeta meta = seg->meta();
+  ASSIGN_OR_RETURN(auto scan, store.Scan(meta.id, meta.lo, meta.hi, std::numeric_limits<Timestamp>::max()));
+  if (scan->segment() != seg.get()) return std::shared_ptr<SegmentImage>();  // replaced meanwhile
+  bool uniform = true;
+  bool more = true;
+  while (more && uniform) {
+    ASSIGN_OR_RETURN(more, scan->Visit(exec::kBatchRows, SIZE_MAX, [&](std::string_view key, std::string_view row) {
+      if (image->width == 0) {
+        ASSIGN_OR_RETURN(image->width, exec::EncodedRowWidth(row));
+      }
+      if (image->batches.empty() || image->batches.back().rows == exec::kBatchRows) {
+        image->batches.emplace_back();
+        image->batches.back().Reset(image->width);
+        for (auto& c : image->batches.back().cols) c.Reserve(exec::kBatchRows);
+      }
+      Status st = exec::AppendEncodedRow(row, &image->batches.back());
+      if (!st.ok()) {  // another width (or undecodable): this segment is read from RocksDB
+        uniform = false;
+        return Status::OK();
+      }
+      image->key_bytes.append(key);
+      image->key_ends.push_back(static_cast<uint32_t>(image->key_bytes.size()));
+      image->rows++;
+      return Status::OK();
+    }));
+  }
+  if (!uniform || image->key_bytes.size() > std::numeric_limits<uint32_t>::max()) {
+    return std::shared_ptr<SegmentImage>();
+  }
+  image->newest_ts = scan->newest_ts();
+  image->bytes = sizeof(SegmentImage) + image->key_bytes.size() + 4 * image->key_ends.size();
+  for (const auto& b : image->batches) {
+    for (const auto& c : b.cols) image->bytes += VectorBytes(c);
+  }
+  return image;
+}
+
+void ColumnCache::DropImageLocked(Entry& e) {
+  if (!e.image) return;
+  stats_.bytes -= e.image->bytes;
+  stats_.images--;
+  e.image.reset();
+}
+
+void ColumnCache::EvictLocked() {
+  PruneLocked();
+  while (stats_.bytes > budget_) {
+    auto victim = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->second.image && (victim == entries_.end() || it->second.last_use < victim->second.last_use)) victim = it;
+    }
+    if (victim == entries_.end()) return;
+    DropImageLocked(victim->second);
+  }
+}
+
+void ColumnCache::PruneLocked() {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    storage::SegmentRef seg = it->second.seg.lock();
+    if (!seg && !it->second.building) {  // dropped or moved away
+      DropImageLocked(it->second);
+      it = entries_.erase(it);
+      continue;
+    }
+    if (seg && it->second.image && it->second.image->data_version != seg->data_version()) {
+      DropImageLocked(it->second);
+    }
+    ++it;
+  }
+}
+
+ColumnCacheStats ColumnCache::stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return stats_;
+}
+
+}  // namespace wattdb::node

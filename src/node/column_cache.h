@@ -1,0 +1,100 @@
+// ColumnCache: quiet segments' rows decoded once into column batches, so that plan fragments
+// scan them without RocksDB iteration or row decoding.
+//
+// An image holds every column of every live row of one segment at its newest committed
+// version, in key order, and the newest commit timestamp among those versions (deletions
+// included). It answers a scan at read_ts exactly when read_ts >= that timestamp and the
+// segment's data version is still the one the image was built at (storage::Segment::
+// data_version grows after every commit or split that reaches the segment): the reader has
+// waited for every commit at or below read_ts (Participant::AwaitReadable), so no version it
+// must see is missing. Scans whose transaction has pending writes in the segment, and index
+// scans, never use images (SegmentRows decides).
+//
+// Only scans of a whole segment build images, and only of quiet segments: one whose data
+// version has not changed for `quiet_micros` as earlier scans saw it, or one not written
+// since the node started. Hot segments keep being read from RocksDB. Least recently used images are dropped past the byte budget.
+// Thread-safe; images are immutable and shared by the scans reading them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "query/exec/batch.h"
+#include "storage/segment_store.h"
+
+namespace wattdb::node {
+
+struct SegmentImage {
+  uint64_t data_version = 0;  // the segment's data version it reflects
+  Timestamp newest_ts = 0;    // answers reads at or above this
+  size_t rows = 0;
+  size_t width = 0;  // columns per row (0 if the segment has no rows)
+  size_t bytes = 0;  // approximate memory held
+  std::string key_bytes;             // the rows' primary keys, concatenated in key order
+  std::vector<uint32_t> key_ends;    // key i ends at key_ends[i] and starts where key i-1 ends
+  std::vector<exec::Batch> batches;  // exec::kBatchRows rows each, the last possibly fewer
+
+  std::string_view key(size_t i) const {
+    size_t begin = i == 0 ? 0 : key_ends[i - 1];
+    return std::string_view(key_bytes).substr(begin, key_ends[i] - begin);
+  }
+  // The first row whose key is >= k (rows if none).
+  size_t LowerBound(std::string_view k) const;
+};
+
+struct ColumnCacheStats {
+  uint64_t hits = 0;    // scans answered from an image
+  uint64_t misses = 0;  // scans that asked and read RocksDB instead
+  uint64_t builds = 0;  // images built
+  uint64_t images = 0;  // images held now
+  uint64_t bytes = 0;   // their memory
+};
+
+class ColumnCache {
+ public:
+  // budget_bytes 0 turns the cache off.
+  ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock& clock = Clock::Real());
+
+  // An image of `seg` that answers a scan at read_ts; nullptr if none. With `may_build` (a
+  // scan of the whole segment, which costs about what a build does), builds it first in the
+  // calling thread if the segment is quiet and nobody else is building it: point and short
+  // range lookups only use images that are there.
+  Result<std::shared_ptr<const SegmentImage>> Get(storage::SegmentStore& store, const storage::SegmentRef& seg,
+                                                  Timestamp read_ts, bool may_build);
+  ColumnCacheStats stats() const;
+
+ private:
+  struct Entry {
+    std::weak_ptr<storage::Segment> seg;  // the segment object the entry is about
+    std::shared_ptr<const SegmentImage> image;
+    uint64_t seen_version = 0;  // the data version an earlier scan saw, since seen_at
+    int64_t seen_at = 0;
+    uint64_t failed_version = ~0ull;  // a build at this version found rows it cannot hold
+    bool building = false;
+    uint64_t last_use = 0;
+  };
+  // Builds the image of the newest committed rows; nullptr if the rows do not all have one width.
+  static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store, const storage::SegmentRef& seg);
+  // REQUIRES mu_ for each:
+  void DropImageLocked(Entry& e);
+  void EvictLocked();  // least recently used images past the budget
+  void PruneLocked();  // entries of segments gone, images of segments changed
+
+  const size_t budget_;
+  const int64_t quiet_micros_;
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  std::map<SegmentId, Entry> entries_;
+  uint64_t use_counter_ = 0;
+  uint64_t gets_ = 0;
+  ColumnCacheStats stats_;
+};
+
+}  // namespace wattdb::node

@@ -1,0 +1,189 @@
+#include "node/column_cache.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "common/codec.h"
+#include "node/segment_rows.h"
+
+namespace wattdb::node {
+namespace {
+
+class ColumnCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / fmt::format("wattdb_colcache_{}", getpid());
+    std::filesystem::remove_all(dir_);
+    store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
+    ASSERT_TRUE(store_->CreateSegment({1, 1, "", ""}).ok());
+    participant_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50));
+  }
+  void TearDown() override {
+    participant_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  static std::string Key(int k) {
+    std::string key;
+    EncodeKeyValue(Value::Int64(k), &key);
+    return key;
+  }
+  // Rows k = first..last-1 as (k, 'name k', k * 1.5), committed at ts.
+  void Put(int first, int last, Timestamp ts) {
+    std::vector<storage::WriteOp> ops;
+    for (int k = first; k < last; k++) {
+      storage::WriteOp op;
+      op.segment = 1;
+      op.key = Key(k);
+      EncodeRow({Value::Int64(k), Value::Text(fmt::format("name {}", k)), Value::Double(k * 1.5)}, &op.row);
+      ops.push_back(std::move(op));
+    }
+    ASSERT_TRUE(store_->Apply(ts, ops).ok());
+  }
+  void Delete(int k, Timestamp ts) {
+    storage::WriteOp op;
+    op.segment = 1;
+    op.key = Key(k);
+    op.kind = storage::VersionKind::kDelete;
+    ASSERT_TRUE(store_->Apply(ts, {op}).ok());
+  }
+  // The first column of every row a fragment-style scan of [lo, hi) reads at read_ts, and
+  // whether it came from an image.
+  std::vector<int64_t> Scan(ColumnCache* cache, Timestamp read_ts, bool* columnar, int lo = -1, int hi = -1) {
+    ScanRequest req;
+    req.segment = 1;
+    req.read_ts = read_ts;
+    if (lo >= 0) req.lo = Key(lo);
+    if (hi >= 0) req.hi = Key(hi);
+    auto rows = SegmentRows::Open(*store_, *participant_, req, cache);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    std::vector<int64_t> out;
+    *columnar = (*rows)->columnar();
+    if (*columnar) {
+      exec::Batch b;
+      b.Reset(3);
+      std::string last_key;
+      std::vector<bool> used = {true, false, true};
+      while ((*rows)->NextBatch(&used, &b, &last_key).value()) {
+        EXPECT_EQ(b.cols[1].size(), b.rows);
+        for (size_t r = 0; r < b.rows; r++) {
+          EXPECT_TRUE(b.cols[1].IsNull(r));  // not used: NULL
+          EXPECT_DOUBLE_EQ(b.cols[2].doubles()[r], b.cols[0].ints()[r] * 1.5);
+          out.push_back(b.cols[0].ints()[r]);
+        }
+        EXPECT_EQ(last_key, Key(static_cast<int>(out.back())));
+      }
+    } else {
+      std::vector<storage::ScanRow> batch;
+      while ((*rows)->Next(1000, SIZE_MAX, &batch).value()) {
+        for (const auto& r : batch) {
+          std::vector<Value> vals;
+          EXPECT_TRUE(DecodeRow(r.row, &vals).ok());
+          out.push_back(vals[0].as_int());
+        }
+      }
+    }
+    return out;
+  }
+  static std::vector<int64_t> Range(int first, int last) {
+    std::vector<int64_t> v;
+    for (int k = first; k < last; k++) v.push_back(k);
+    return v;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<storage::SegmentStore> store_;
+  std::unique_ptr<Participant> participant_;
+  ManualClock clock_;
+};
+
+TEST_F(ColumnCacheTest, AQuietSegmentIsReadFromItsImage) {
+  Put(0, 3000, 10);
+  ColumnCache cache(64 << 20, 1000000, clock_);
+  bool columnar = true;
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 3000));
+  EXPECT_FALSE(columnar);  // written just now, as far as the cache knows
+  clock_.Advance(999999);
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 3000));
+  EXPECT_FALSE(columnar);
+  clock_.Advance(1);
+  // Quiet now, but a lookup of a few rows does not pay for a build.
+  EXPECT_EQ(Scan(&cache, 20, &columnar, 10, 20), Range(10, 20));
+  EXPECT_FALSE(columnar);
+  EXPECT_EQ(cache.stats().builds, 0u);
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 3000));
+  EXPECT_TRUE(columnar);
+  EXPECT_EQ(cache.stats().builds, 1u);
+  // Ranges inside the segment, across batch boundaries, read the image that is there.
+  EXPECT_EQ(Scan(&cache, 20, &columnar, 1000, 2500), Range(1000, 2500));
+  EXPECT_TRUE(columnar);
+  EXPECT_EQ(Scan(&cache, 20, &columnar, 2999, -1), Range(2999, 3000));
+  EXPECT_EQ(Scan(&cache, 20, &columnar, 5000, -1), Range(0, 0));
+  EXPECT_EQ(cache.stats().builds, 1u);
+  EXPECT_EQ(cache.stats().images, 1u);
+  EXPECT_GT(cache.stats().bytes, 3000u * 24);
+}
+
+TEST_F(ColumnCacheTest, OlderSnapshotsAndChangedSegmentsReadRocksDb) {
+  Put(0, 100, 10);
+  Put(100, 200, 30);
+  ColumnCache cache(64 << 20, 0, clock_);
+  bool columnar = false;
+  // The image holds the newest rows (ts 30): a reader at 20 must not see rows 100..199.
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 100));
+  EXPECT_FALSE(columnar);
+  EXPECT_EQ(Scan(&cache, 30, &columnar), Range(0, 200));
+  EXPECT_TRUE(columnar);
+  // A deletion is a change too: the image goes, the next one lacks the row and needs ts >= 40.
+  Delete(5, 40);
+  std::vector<int64_t> want = Range(0, 200);
+  want.erase(want.begin() + 5);
+  EXPECT_EQ(Scan(&cache, 35, &columnar), Range(0, 200));
+  EXPECT_FALSE(columnar);
+  EXPECT_EQ(Scan(&cache, 40, &columnar), want);
+  EXPECT_TRUE(columnar);
+  // A transaction's own pending writes are merged by the row path.
+  TxnWrite w;
+  w.op = storage::WriteOp{1, Key(5), storage::VersionKind::kPut, ""};
+  EncodeRow({Value::Int64(5), Value::Text("x"), Value::Double(7.5)}, &w.op.row);
+  w.check = WriteCheck::kInsert;
+  ASSERT_TRUE(participant_->Prepare(7, 40, {w}).ok());
+  ScanRequest req;
+  req.segment = 1;
+  req.read_ts = 40;
+  req.txn = 7;
+  auto rows = SegmentRows::Open(*store_, *participant_, req, &cache);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_FALSE((*rows)->columnar());
+}
+
+TEST_F(ColumnCacheTest, ImagesPastTheBudgetAreDropped) {
+  Put(0, 2000, 10);
+  ColumnCache cache(1, 0, clock_);  // nothing fits: images serve their scan and are not kept
+  bool columnar = false;
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 2000));
+  EXPECT_TRUE(columnar);
+  EXPECT_EQ(cache.stats().images, 0u);
+  EXPECT_EQ(cache.stats().bytes, 0u);
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 2000));
+  EXPECT_EQ(cache.stats().builds, 2u);
+}
+
+TEST_F(ColumnCacheTest, AnImageIsNotSharedWithASegmentThatReplacedIt) {
+  Put(0, 50, 10);
+  ColumnCache cache(64 << 20, 0, clock_);
+  bool columnar = false;
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 50));
+  EXPECT_TRUE(columnar);
+  // Dropped and created again (a segment moved away and back): the old image must not answer.
+  ASSERT_TRUE(store_->DropSegment(1).ok());
+  ASSERT_TRUE(store_->CreateSegment({1, 1, "", ""}).ok());
+  Put(7, 9, 30);
+  EXPECT_EQ(Scan(&cache, 40, &columnar), Range(7, 9));
+  EXPECT_TRUE(columnar);
+  EXPECT_EQ(cache.stats().builds, 2u);
+}
+
+}  // namespace
+}  // namespace wattdb::node
