@@ -11,6 +11,7 @@
 #include "query/exec/eval.h"
 #include "query/exec/eval_vector.h"
 #include "query/exec/key_encoding.h"
+#include "query/exec/key_index.h"
 #include "query/exec/operator_base.h"
 #include "query/exec/row_hash.h"
 
@@ -158,9 +159,8 @@ class HashAggregateOp : public UnaryOp {
           if (typed) {
             enc.clear();
             for (const Vector* k : keys) EncodeKeyPart(*k, r, &enc);
-            auto it = encoded_.find(enc);
-            if (it != encoded_.end()) {
-              row_states[r] = &groups_[it->second].states;
+            if (const uint32_t* idx = encoded_.Find(enc)) {
+              row_states[r] = &groups_[*idx].states;
               continue;
             }
           }
@@ -280,7 +280,7 @@ class HashAggregateOp : public UnaryOp {
   // From now on every batch groups by boxed keys (a key column was boxed or changed type).
   void SwitchToBoxed() {
     boxed_mode_ = true;
-    encoded_.clear();
+    encoded_.Clear();
     for (size_t i = 0; i < groups_.size(); i++) boxed_.emplace(groups_[i].key, i);
   }
 
@@ -299,7 +299,7 @@ class HashAggregateOp : public UnaryOp {
     RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(key) + p_.aggs.size() * sizeof(AggState) + 96));
     size_t idx = groups_.size();
     if (enc) {
-      encoded_.emplace(*enc, idx);
+      encoded_.Insert(*enc, static_cast<uint32_t>(idx));
     } else {
       boxed_.emplace(key, idx);
     }
@@ -438,7 +438,7 @@ class HashAggregateOp : public UnaryOp {
   bool built_ = false;
   MemoryGauge gauge_{"a hash aggregate"};
   std::deque<Group> groups_;  // in first-seen order; elements never move
-  std::unordered_map<std::string, size_t> encoded_;  // encoded typed key -> index in groups_
+  KeyIndex encoded_;  // encoded typed key -> index in groups_
   std::unordered_map<std::vector<Value>, size_t, RowHash, RowEq> boxed_;  // boxed key -> index
   bool boxed_mode_ = false;
   std::vector<std::pair<PhysType, TypeId>> key_types_;  // of each key column, once seen

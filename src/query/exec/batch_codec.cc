@@ -86,6 +86,36 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v) {
   auto t = static_cast<TypeId>(type);
   if (p != PhysType::kEmpty && p != PhysType::kBoxed && PhysOf(t) != p) return bad();
   v->Clear();
+  if (rows == 0) return Status::OK();
+  if (p == PhysType::kEmpty) {
+    v->AppendNulls(rows);
+    return Status::OK();
+  }
+  if (p == PhysType::kInt || p == PhysType::kDouble || p == PhysType::kDecimal) {
+    // Straight into the arrays: NULL rows keep their zero entry.
+    v->Init(t, rows);
+    uint8_t* nulls = v->mutable_nulls();
+    for (size_t i = 0; i < rows; i++) {
+      if (null[i]) {
+        nulls[i] = 1;
+        continue;
+      }
+      if (p == PhysType::kInt) {
+        if (!r.VarI64(&v->mutable_ints()[i])) return bad();
+      } else if (p == PhysType::kDouble) {
+        uint64_t bits;
+        if (!r.U64(&bits)) return bad();
+        std::memcpy(&v->mutable_doubles()[i], &bits, 8);
+      } else {
+        uint8_t scale;
+        uint64_t lo, hi;
+        if (!r.U8(&scale) || scale > kMaxDecimalScale || !r.U64(&lo) || !r.U64(&hi)) return bad();
+        auto u = (static_cast<unsigned __int128>(hi) << 64) | lo;
+        v->mutable_decimals()[i] = Decimal{static_cast<Int128>(u), scale};
+      }
+    }
+    return Status::OK();
+  }
   v->Reserve(rows);
   if (p == PhysType::kBoxed) {
     std::string_view enc;

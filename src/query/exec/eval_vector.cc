@@ -322,6 +322,10 @@ Status EvalVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* 
       return Status::OK();
     case BoundExpr::Kind::kConst:
       out->Clear();
+      if (e.value.is_null()) {
+        out->AppendNulls(n);
+        return Status::OK();
+      }
       out->Reserve(n);
       for (size_t k = 0; k < n; k++) out->Append(e.value);
       return Status::OK();

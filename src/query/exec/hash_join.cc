@@ -79,6 +79,10 @@ class TypedHashJoinOp : public UnaryOp {
       for (size_t c = 0; c < nleft; c++) joined.cols[c].Gather(in_.cols[c], left_sel_.data(), left_sel_.size());
       for (size_t c = 0; c < nright; c++) {
         Vector& col = joined.cols[nleft + c];
+        if (RightColumnEmpty(c)) {
+          col.AppendNulls(right_refs_.size());
+          continue;
+        }
         for (const Ref& m : right_refs_) col.AppendFrom(chunks_[m.chunk].cols[c], m.row);
       }
       joined.rows = left_sel_.size();
@@ -121,6 +125,8 @@ class TypedHashJoinOp : public UnaryOp {
   Status Build() {
     built_ = true;
     keys_.resize(p_.left_keys.size());
+    int_keys_ = families_.size() == 1 &&
+                (families_[0] == Family::kInt || families_[0] == Family::kBool || families_[0] == Family::kTimestamp);
     MemoryGauge gauge("a join or set operation's materialized input");
     std::vector<Vector> keys(p_.right_keys.size());
     Batch b;
@@ -132,7 +138,14 @@ class TypedHashJoinOp : public UnaryOp {
       if (b.rows == 0) continue;
       for (size_t k = 0; k < keys.size(); k++) RETURN_NOT_OK(EvalVector(*p_.right_keys[k], b, ctx_, &keys[k]));
       auto chunk = static_cast<uint32_t>(chunks_.size());
-      for (size_t r = 0; r < b.rows; r++) {
+      if (int_keys_ && keys[0].phys() != PhysType::kInt && keys[0].phys() != PhysType::kEmpty) ToStringKeys();
+      if (int_keys_) {
+        const Vector& k = keys[0];
+        for (size_t r = 0; r < b.rows && k.phys() == PhysType::kInt; r++) {
+          if (!k.IsNull(r)) int_table_[k.ints()[r]].push_back({chunk, static_cast<uint32_t>(r)});
+        }
+      }
+      for (size_t r = 0; r < b.rows && !int_keys_; r++) {
         enc.clear();
         bool null = false;
         for (size_t k = 0; k < keys.size() && !null; k++) null = !PutKey(families_[k], keys[k], r, &enc);
@@ -143,13 +156,42 @@ class TypedHashJoinOp : public UnaryOp {
       chunks_.push_back(std::move(b));
       b = Batch();
     }
+    right_empty_.assign(p_.types.size() - p_.children[0]->types.size(), true);
+    for (const Batch& c : chunks_) {
+      for (size_t i = 0; i < right_empty_.size(); i++) right_empty_[i] = right_empty_[i] && c.cols[i].phys() == PhysType::kEmpty;
+    }
     return Status::OK();
   }
 
+  // Column c of the build side holds only NULLs (a column nobody reads, pruned below).
+  bool RightColumnEmpty(size_t c) const { return c < right_empty_.size() && right_empty_[c]; }
+
+  // The build keys so far, moved from int_table_ to table_ (a key column that is not BIGINT-like).
+  void ToStringKeys() {
+    int_keys_ = false;
+    for (auto& [k, refs] : int_table_) {
+      std::string enc(reinterpret_cast<const char*>(&k), 8);  // PutKey's encoding of an integer
+      table_[enc] = std::move(refs);
+    }
+    int_table_.clear();
+  }
+
   const std::vector<Ref>* Lookup(size_t r) {
+    if (int_keys_ && keys_[0].phys() == PhysType::kInt) {
+      if (keys_[0].IsNull(r)) return nullptr;
+      auto it = int_table_.find(keys_[0].ints()[r]);
+      return it == int_table_.end() ? nullptr : &it->second;
+    }
     key_.clear();
     for (size_t k = 0; k < keys_.size(); k++) {
       if (!PutKey(families_[k], keys_[k], r, &key_)) return nullptr;
+    }
+    if (int_keys_) {  // a probe key of another physical type: equal only if encoded alike
+      if (key_.size() != 8) return nullptr;
+      int64_t v;
+      std::memcpy(&v, key_.data(), 8);
+      auto it = int_table_.find(v);
+      return it == int_table_.end() ? nullptr : &it->second;
     }
     auto it = table_.find(key_);
     return it == table_.end() ? nullptr : &it->second;
@@ -160,6 +202,10 @@ class TypedHashJoinOp : public UnaryOp {
   bool built_ = false;
   std::vector<Batch> chunks_;  // the build input as it came
   std::unordered_map<std::string, std::vector<Ref>> table_;
+  // One integer-family key whose build values are all BIGINT-like: keyed by the integer.
+  bool int_keys_ = false;
+  std::unordered_map<int64_t, std::vector<Ref>> int_table_;
+  std::vector<bool> right_empty_;
   Batch in_, joined_;
   std::vector<Vector> keys_;  // the left keys of in_
   size_t lrow_ = 0;

@@ -230,22 +230,66 @@ class SortOp : public UnaryOp {
     }
     return a.seq < b.seq;
   }
+  // Less(row r of `keys` as a new entry, b), without boxing: a new row's seq is above every
+  // kept one's, so a tie is not before b.
+  bool RowLess(const std::vector<const Vector*>& keys, size_t r, const Entry& b) const {
+    for (size_t i = 0; i < p_.keys.size(); i++) {
+      const Vector& v = *keys[i];
+      const Value& y = b.keys[i];
+      bool xn = v.IsNull(r), yn = y.is_null();
+      if (xn || yn) {
+        if (xn && yn) continue;
+        return xn == p_.keys[i].nulls_first;
+      }
+      int c = CompareTo(v, r, y);
+      if (c != 0) return p_.keys[i].desc ? c > 0 : c < 0;
+    }
+    return false;
+  }
+  // Value::Compare(row r of v, y) for a non-NULL row and y.
+  static int CompareTo(const Vector& v, size_t r, const Value& y) {
+    if (v.value_type() == y.type()) {
+      switch (v.phys()) {
+        case PhysType::kInt: {
+          int64_t a = v.ints()[r], b = y.as_int();
+          return a < b ? -1 : (a > b ? 1 : 0);
+        }
+        case PhysType::kDouble: {
+          double a = v.doubles()[r], b = y.as_double();
+          return a < b ? -1 : (a > b ? 1 : 0);
+        }
+        case PhysType::kDecimal:
+          return CompareDecimal(v.decimals()[r], y.as_decimal());
+        case PhysType::kText: {
+          int c = v.texts()[r].compare(y.as_text());
+          return c < 0 ? -1 : (c > 0 ? 1 : 0);
+        }
+        default:
+          break;
+      }
+    }
+    return v.GetValue(r).Compare(y);
+  }
   Status Materialize() {
     sorted_ = true;
     auto less = [this](uint32_t a, uint32_t b) { return Less(entries_[a], entries_[b]); };
-    std::vector<Vector> keys(p_.keys.size());
+    std::vector<Vector> key_scratch(p_.keys.size());
+    std::vector<const Vector*> keys(p_.keys.size());
     Batch in;
     uint64_t seq = 0;
     while (true) {
       RETURN_NOT_OK(CheckCancel(*ctx_));
       ASSIGN_OR_RETURN(bool more, child_->Next(in));
       if (!more) break;
-      for (size_t k = 0; k < p_.keys.size(); k++) RETURN_NOT_OK(EvalVector(*p_.keys[k].expr, in, ctx_, &keys[k]));
+      for (size_t k = 0; k < p_.keys.size(); k++) {
+        ASSIGN_OR_RETURN(keys[k], EvalVectorRef(*p_.keys[k].expr, in, ctx_, &key_scratch[k]));
+      }
       // Rows that enter the result (all of them without `top`) are copied into the last chunk.
       for (size_t r = 0; r < in.rows; r++, seq++) {
+        if (top_ > 0 && order_.size() == top_ && !RowLess(keys, r, entries_[order_.front()])) continue;
         Entry e;
         e.seq = seq;
-        for (const auto& k : keys) e.keys.push_back(k.GetValue(r));
+        for (const Vector* k : keys) e.keys.push_back(k->GetValue(r));
         if (top_ > 0 && order_.size() == top_) {
           if (!Less(e, entries_[order_.front()])) continue;  // not better than the worst kept
           uint32_t worst = order_.front();

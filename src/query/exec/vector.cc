@@ -294,6 +294,7 @@ void Vector::AppendFrom(const Vector& src, size_t i) {
 
 void Vector::Gather(const Vector& src, const uint32_t* sel, size_t n) {
   if (n == 0) return;
+  if (src.phys_ == PhysType::kEmpty) return AppendNulls(n);  // NULLs only
   bool typed = src.phys_ != PhysType::kBoxed && src.phys_ != PhysType::kEmpty &&
                (phys_ == PhysType::kEmpty || (phys_ == src.phys_ && type_ == src.type_));
   if (!typed) {

@@ -1,0 +1,36 @@
+#include "query/exec/key_index.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace wattdb::exec {
+namespace {
+
+TEST(KeyIndex, FindsEveryInsertedKeyAndNoOther) {
+  KeyIndex index;
+  EXPECT_EQ(index.Find("a"), nullptr);
+  // Keys of many lengths (0..20 bytes), sharing prefixes, through several growths.
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20000; i++) keys.push_back(std::string(i % 21, 'k') + std::to_string(i));
+  keys.push_back("");
+  for (size_t i = 0; i < keys.size(); i++) {
+    ASSERT_EQ(index.Find(keys[i]), nullptr) << keys[i];
+    index.Insert(keys[i], static_cast<uint32_t>(i * 7));
+  }
+  EXPECT_EQ(index.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); i++) {
+    const uint32_t* v = index.Find(keys[i]);
+    ASSERT_NE(v, nullptr) << keys[i];
+    EXPECT_EQ(*v, i * 7);
+  }
+  EXPECT_EQ(index.Find("k20000"), nullptr);
+  EXPECT_EQ(index.Find(std::string("\0", 1)), nullptr);  // not the empty key
+  EXPECT_GT(index.bytes(), keys.size() * 16);
+  index.Clear();
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_EQ(index.Find(keys[5]), nullptr);
+}
+
+}  // namespace
+}  // namespace wattdb::exec
