@@ -47,7 +47,7 @@ struct ClusterConfig {
   int rpc_timeout_ms = 30000;               // deadline of each request/reply and frame between them
   int lock_timeout_ms = 10000;              // a writer waits this long for a row lock (then 40001);
                                             // deadlocks end sooner (40P01)
-  int column_cache_mb = 1024;               // each node's column images of quiet segments (0 = none)
+  int column_cache_mb = 2048;               // each node's column images of quiet segments (0 = none)
   int column_cache_quiet_ms = 1000;         // a segment unchanged this long gets a column image
   std::string master_host = "127.0.0.1";
   uint16_t pg_port = 5433;

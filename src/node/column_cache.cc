@@ -68,7 +68,7 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentSto
         stats_.misses++;
         return std::shared_ptr<const SegmentImage>();
       }
-      e.last_use = ++use_counter_;
+      e.last_use = clock_.NowMicros();
       stats_.hits++;
       return e.image;
     }
@@ -78,7 +78,7 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentSto
       e.seen_at = now;
     }
     bool quiet = version == 0 || now - e.seen_at >= quiet_micros_;
-    if (!may_build || !quiet || e.building || e.failed_version == version) {
+    if (!may_build || !quiet || e.building || e.failed_version == version || !RoomLocked()) {
       stats_.misses++;
       return std::shared_ptr<const SegmentImage>();
     }
@@ -99,12 +99,12 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentSto
   stats_.builds++;
   // Kept only if nothing changed meanwhile and it fits; this scan may read it either way,
   // if it answers read_ts (the version was read before the image's snapshot was taken).
-  if (ours && image->data_version == seg->data_version() && image->bytes <= budget_) {
+  if (ours && image->data_version == seg->data_version()) {
     it->second.image = image;
-    it->second.last_use = ++use_counter_;
+    it->second.last_use = clock_.NowMicros();
     stats_.bytes += image->bytes;
     stats_.images++;
-    EvictLocked();
+    EvictLocked(id);
   }
   if (read_ts < image->newest_ts || image->data_version != seg->data_version()) {
     stats_.misses++;
@@ -162,16 +162,28 @@ void ColumnCache::DropImageLocked(Entry& e) {
   e.image.reset();
 }
 
-void ColumnCache::EvictLocked() {
+void ColumnCache::EvictLocked(SegmentId keep) {
   PruneLocked();
+  int64_t idle_before = clock_.NowMicros() - kIdleMicros;
   while (stats_.bytes > budget_) {
     auto victim = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->second.image && (victim == entries_.end() || it->second.last_use < victim->second.last_use)) victim = it;
+      const Entry& e = it->second;
+      if (!e.image || it->first == keep || e.last_use > idle_before) continue;
+      if (victim == entries_.end() || e.last_use < victim->second.last_use) victim = it;
     }
     if (victim == entries_.end()) return;
     DropImageLocked(victim->second);
   }
+}
+
+bool ColumnCache::RoomLocked() const {
+  if (stats_.bytes < budget_) return true;
+  int64_t idle_before = clock_.NowMicros() - kIdleMicros;
+  for (const auto& [id, e] : entries_) {
+    if (e.image && e.last_use <= idle_before) return true;
+  }
+  return false;
 }
 
 void ColumnCache::PruneLocked() {

@@ -12,7 +12,10 @@
 //
 // Only scans of a whole segment build images, and only of quiet segments: one whose data
 // version has not changed for `quiet_micros` as earlier scans saw it, or one not written
-// since the node started. Hot segments keep being read from RocksDB. Least recently used images are dropped past the byte budget.
+// since the node started. Hot segments keep being read from RocksDB. Past the byte budget the
+// least recently used images give way if they have not been read for kIdleMicros; otherwise
+// no image is built (a table larger than the budget keeps its first images rather than
+// rebuilding all of them on every scan).
 // Thread-safe; images are immutable and shared by the scans reading them.
 #pragma once
 
@@ -59,6 +62,8 @@ struct ColumnCacheStats {
 
 class ColumnCache {
  public:
+  static constexpr int64_t kIdleMicros = 10'000'000;
+
   // budget_bytes 0 turns the cache off.
   ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock& clock = Clock::Real());
 
@@ -78,13 +83,16 @@ class ColumnCache {
     int64_t seen_at = 0;
     uint64_t failed_version = ~0ull;  // a build at this version found rows it cannot hold
     bool building = false;
-    uint64_t last_use = 0;
+    int64_t last_use = 0;  // clock micros
   };
   // Builds the image of the newest committed rows; nullptr if the rows do not all have one width.
   static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store, const storage::SegmentRef& seg);
   // REQUIRES mu_ for each:
   void DropImageLocked(Entry& e);
-  void EvictLocked();  // least recently used images past the budget
+  // Least recently used images idle for kIdleMicros, while past the budget (but not `keep`'s,
+  // just built: the budget may be exceeded by one image).
+  void EvictLocked(SegmentId keep);
+  bool RoomLocked() const;  // below the budget, or an image idle for kIdleMicros can give way
   void PruneLocked();  // entries of segments gone, images of segments changed
 
   const size_t budget_;
@@ -92,7 +100,6 @@ class ColumnCache {
   const Clock& clock_;
   mutable std::mutex mu_;
   std::map<SegmentId, Entry> entries_;
-  uint64_t use_counter_ = 0;
   uint64_t gets_ = 0;
   ColumnCacheStats stats_;
 };

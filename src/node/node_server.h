@@ -37,7 +37,7 @@ struct NodeOptions {
   int rpc_timeout_ms = 30000;     // every frame sent or received once a request started
   int heartbeat_timeout_ms = 6000;
   int lock_timeout_ms = 10000;  // a row-lock wait's deadline
-  size_t column_cache_bytes = 1024ull << 20;  // column images of quiet segments (0 = none)
+  size_t column_cache_bytes = 2048ull << 20;  // column images of quiet segments (0 = none)
   int column_cache_quiet_ms = 1000;           // a segment unchanged this long gets an image
   std::string key_file;  // the cluster key (created if missing); every connection authenticates with it
 };
