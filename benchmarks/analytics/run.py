@@ -170,6 +170,24 @@ class Postgres:
                        capture_output=True)
 
 
+def settle(port, segment_bytes=32 << 20, quiet_s=5, limit_s=900):
+    """Waits until the loaded tables' segments stop splitting and moving (after a load the
+    master splits the segments past segment_bytes, one at a time, and spreads them), as
+    PostgreSQL's VACUUM settles its table: the queries then time the cluster at rest."""
+    t0 = time.time()
+    last, since = None, time.time()
+    while time.time() - t0 < limit_s:
+        layout, _ = psql(port, "SELECT segment_id, node_id, bytes FROM wattdb_segments ORDER BY 1")
+        ids = [row.rsplit("|", 1)[0] for row in layout]
+        big = any(row.rsplit("|", 1)[1] and int(row.rsplit("|", 1)[1]) > segment_bytes for row in layout)
+        if ids != last or big:
+            last, since = ids, time.time()
+        elif time.time() - since >= quiet_s:
+            break
+        time.sleep(1)
+    print(f"   segments settled after {time.time() - t0:.0f} s ({len(last)} segments)", flush=True)
+
+
 def wait_ready(port, db="wattdb", seconds=120):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -213,6 +231,7 @@ def main():
             psql(port, "VACUUM ANALYZE" if name == "postgres" else "VACUUM")
             if name != "postgres":
                 psql(port, "ANALYZE")
+                settle(port)
             print(f"== {name}: loaded in {loads[name]:.1f} s", flush=True)
             for qname, sql in QUERIES:
                 best, first, lines = None, None, []

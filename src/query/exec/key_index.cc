@@ -32,7 +32,7 @@ const uint32_t* KeyIndex::Find(std::string_view key) const {
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     const Slot& s = slots_[i];
     if (s.key == kEmpty) return nullptr;
-    if (s.hash == h && KeyAt(s.key) == key) return &s.value;
+    if (Matches(s, h, key)) return &s.value;
   }
 }
 
@@ -44,7 +44,12 @@ void KeyIndex::Insert(std::string_view key, uint32_t value) {
   size_t mask = slots_.size() - 1;
   size_t i = h & mask;
   while (slots_[i].key != kEmpty) i = (i + 1) & mask;
-  slots_[i] = Slot{h, static_cast<uint32_t>(ends_.size() - 1), value};
+  Slot& s = slots_[i];
+  s.hash = h;
+  s.key = static_cast<uint32_t>(ends_.size() - 1);
+  s.value = value;
+  s.size = static_cast<uint32_t>(key.size());
+  if (key.size() <= kInline) std::memcpy(s.inline_key, key.data(), key.size());
 }
 
 void KeyIndex::Grow() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,11 +25,20 @@ class KeyIndex {
   static uint64_t Hash(std::string_view key);
 
  private:
+  // Keys of up to kInline bytes (one or two encoded columns) are compared in the slot itself.
+  static constexpr size_t kInline = 16;
   struct Slot {
     uint64_t hash = 0;
     uint32_t key = kEmpty;  // index into ends_
     uint32_t value = 0;
+    uint32_t size = 0;
+    char inline_key[kInline];
   };
+  bool Matches(const Slot& s, uint64_t h, std::string_view key) const {
+    if (s.hash != h || s.size != key.size()) return false;
+    if (key.size() <= kInline) return std::memcmp(s.inline_key, key.data(), key.size()) == 0;
+    return KeyAt(s.key) == key;
+  }
   static constexpr uint32_t kEmpty = UINT32_MAX;
   std::string_view KeyAt(uint32_t i) const {
     uint32_t begin = i == 0 ? 0 : ends_[i - 1];
