@@ -1,6 +1,7 @@
 // Plan fragments on real nodes: filters, projections and partial aggregations run where the
 // segments are, their column batches stream back through the exchange, and the answers are
 // those of the plan run on the master -- also while segments move and split under the scans.
+#include <csignal>
 #include <atomic>
 #include <random>
 #include <thread>
@@ -153,6 +154,61 @@ TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
   EXPECT_GT(checked, 5);
   EXPECT_GT(moves.load(), 3);
   EXPECT_GT(std::stoi(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 't'")), 3);
+}
+
+}  // namespace
+}  // namespace wattdb::testing
+
+namespace wattdb::testing {
+namespace {
+
+// Column images (the clusters here build them on every whole-segment scan) are a cache of
+// committed rows: a write acknowledged just before the node is killed (-9) is in the answer of
+// the restarted node, and a node frozen (SIGSTOP) with images in memory answers, once resumed,
+// with the writes committed before it froze and none lost after.
+TEST(Fragments, ColumnImagesNeverHideAnAcknowledgedWriteAcrossAKillOrAFreeze) {
+  MiniClusterOptions o;
+  o.nodes = 1;
+  o.segment_bytes = 16 << 10;
+  o.manage_nodes = true;  // the master restarts the killed node
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec(kCreateTable), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i, i, 'n' FROM generate_series(1, 2000) i"), "");
+  const char* sum = "SELECT count(*), sum(v) FROM t";  // a partial aggregate on the node: images
+  const char* count = "SELECT count(*) FROM t";
+  Rows rows;
+  ASSERT_EQ(c->Exec(sum, &rows), "");
+  ASSERT_EQ(rows[0][0], "2000");
+  ASSERT_EQ(rows[0][1], "2001000");
+
+  ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1"), "");  // acknowledged: every image is stale now
+  pid_t pid = cluster.NodePid(1);
+  ASSERT_GT(pid, 0);
+  kill(pid, SIGKILL);
+  for (int i = 0; i < 300 && (cluster.NodePid(1) == 0 || cluster.NodePid(1) == pid); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+  ASSERT_TRUE(cluster.WaitFor(count, "2000", 30000));
+  ASSERT_EQ(c->Exec(sum, &rows), "");
+  EXPECT_EQ(rows[0][1], "2003000");  // the restarted node's fresh images include the update
+
+  ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1 WHERE id <= 1000"), "");
+  ASSERT_EQ(c->Exec(sum, &rows), "");
+  EXPECT_EQ(rows[0][1], "2004000");
+  pid = cluster.NodePid(1);
+  kill(pid, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // frozen with its images
+  kill(pid, SIGCONT);
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+  ASSERT_TRUE(cluster.WaitFor(count, "2000", 30000));
+  ASSERT_EQ(c->Exec("DELETE FROM t WHERE id > 1990"), "");
+  ASSERT_EQ(c->Exec(sum, &rows), "");
+  EXPECT_EQ(rows[0][0], "1990");
+  EXPECT_EQ(rows[0][1], std::to_string(2004000 - (1991 + 1992 + 1993 + 1994 + 1995 + 1996 + 1997 + 1998 + 1999 +
+                                                  2000 + 10)));
 }
 
 }  // namespace
