@@ -228,27 +228,27 @@ class HashAggregateOp : public UnaryOp {
         }
         return Status::OK();
       }
-      case PhysType::kDouble: {
-        const double* d = v.doubles();
-        for (size_t r = 0; r < n; r++) {
-          if (nulls[r]) continue;
-          AggState& s = (*states[r])[a];
-          s.count++;
-          s.dsum += d[r];
-        }
+      case PhysType::kDouble:
+        ForEachValue(nulls, n, states, a, [d = v.doubles()](AggState& s, size_t r) { s.dsum += d[r]; });
         return Status::OK();
-      }
-      default: {
-        const int64_t* d = v.ints();
-        for (size_t r = 0; r < n; r++) {
-          if (nulls[r]) continue;
-          AggState& s = (*states[r])[a];
-          s.count++;
+      default:
+        ForEachValue(nulls, n, states, a, [d = v.ints()](AggState& s, size_t r) {
           s.isum += d[r];
           s.dsum += static_cast<double>(d[r]);
-        }
+        });
         return Status::OK();
-      }
+    }
+  }
+
+  // Counts each non-NULL row into its group's state of aggregate a and hands both to add.
+  template <typename Add>
+  static void ForEachValue(const uint8_t* nulls, size_t n, const std::vector<std::vector<AggState>*>& states,
+                           size_t a, Add add) {
+    for (size_t r = 0; r < n; r++) {
+      if (nulls[r]) continue;
+      AggState& s = (*states[r])[a];
+      s.count++;
+      add(s, r);
     }
   }
 
