@@ -99,22 +99,6 @@ Mac::~Mac() {
   EVP_MAC_free(impl_->mac);
 }
 
-std::array<unsigned char, kFrameMacBytes> Mac::Frame(uint64_t seq, const void* hdr, size_t nhdr, const void* payload,
-                                                     size_t n) {
-  EVP_MAC_init(impl_->ctx, nullptr, 0, nullptr);  // same key, fresh state
-  unsigned char s[8];
-  for (int i = 0; i < 8; i++) s[i] = static_cast<unsigned char>(seq >> (56 - 8 * i));
-  EVP_MAC_update(impl_->ctx, s, 8);
-  EVP_MAC_update(impl_->ctx, static_cast<const unsigned char*>(hdr), nhdr);
-  if (n) EVP_MAC_update(impl_->ctx, static_cast<const unsigned char*>(payload), n);
-  unsigned char out[EVP_MAX_MD_SIZE];
-  size_t len = 0;
-  EVP_MAC_final(impl_->ctx, out, &len, sizeof(out));
-  std::array<unsigned char, kFrameMacBytes> r;
-  std::copy(out, out + kFrameMacBytes, r.begin());
-  return r;
-}
-
 std::string Mac::Full(const std::string& data) {
   EVP_MAC_init(impl_->ctx, nullptr, 0, nullptr);
   EVP_MAC_update(impl_->ctx, reinterpret_cast<const unsigned char*>(data.data()), data.size());
@@ -122,6 +106,32 @@ std::string Mac::Full(const std::string& data) {
   size_t len = 0;
   EVP_MAC_final(impl_->ctx, out, &len, sizeof(out));
   return std::string(reinterpret_cast<char*>(out), len);
+}
+
+FrameMac::FrameMac(const std::string& key) : ctx_(EVP_CIPHER_CTX_new()) {
+  auto* c = static_cast<EVP_CIPHER_CTX*>(ctx_);
+  EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), nullptr, nullptr, nullptr);
+  EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, 12, nullptr);
+  EVP_EncryptInit_ex(c, nullptr, nullptr, reinterpret_cast<const unsigned char*>(key.data()), nullptr);
+}
+
+FrameMac::~FrameMac() { EVP_CIPHER_CTX_free(static_cast<EVP_CIPHER_CTX*>(ctx_)); }
+
+std::array<unsigned char, kFrameMacBytes> FrameMac::Frame(uint64_t seq, const void* hdr, size_t nhdr,
+                                                          const void* payload, size_t n) {
+  auto* c = static_cast<EVP_CIPHER_CTX*>(ctx_);
+  unsigned char iv[12] = {0};
+  for (int i = 0; i < 8; i++) iv[4 + i] = static_cast<unsigned char>(seq >> (56 - 8 * i));
+  EVP_EncryptInit_ex(c, nullptr, nullptr, nullptr, iv);  // same key, next nonce
+  int len = 0;
+  // Authenticated-only data (no plaintext): GMAC. Lengths fit an int (frames are bounded).
+  EVP_EncryptUpdate(c, nullptr, &len, static_cast<const unsigned char*>(hdr), static_cast<int>(nhdr));
+  if (n) EVP_EncryptUpdate(c, nullptr, &len, static_cast<const unsigned char*>(payload), static_cast<int>(n));
+  unsigned char none[16];
+  EVP_EncryptFinal_ex(c, none, &len);
+  std::array<unsigned char, kFrameMacBytes> r;
+  EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, kFrameMacBytes, r.data());
+  return r;
 }
 
 }  // namespace wattdb::net

@@ -3,14 +3,18 @@
 // MAC on every frame.
 //
 // Handshake (frames of kind 3, before anything else):
-//   client -> server  "WDB1" || nonce_c                      (16 random bytes)
+//   client -> server  "WDB2" || nonce_c                      (16 random bytes)
 //   server -> client  nonce_s || HMAC(K, "server" || nonce_c || nonce_s)
 //   client -> server  HMAC(K, "client" || nonce_c || nonce_s)
 //   server -> client  1 byte: 1 = accepted
 // Both sides then derive one key per direction, HMAC(K, "c2s"|"s2c" || nonce_c || nonce_s),
-// and append to each frame the first 16 bytes of HMAC-SHA256(direction key, sequence number ||
-// header || payload): a frame that was altered, replayed, reordered or injected fails.
-// A peer without the key learns nothing and can do nothing but be refused.
+// and append to each frame the 16-byte GMAC (AES-256-GCM authenticating without encrypting)
+// under the direction key of header || payload, with the frame's sequence number as the nonce:
+// a frame that was altered, replayed, reordered or injected fails. A nonce never repeats
+// under a key (sequence numbers count up; every connection derives fresh keys). GMAC rather
+// than HMAC-SHA256 on frames: 4.5x cheaper per byte here (AES-NI, carry-less multiply), and
+// frames carry every scanned row. A peer without the key learns nothing and can do nothing
+// but be refused.
 #pragma once
 
 #include <array>
@@ -37,22 +41,34 @@ class ClusterKey {
   std::string bytes_;
 };
 
-// HMAC-SHA256 under one key, over several pieces.
+// HMAC-SHA256 under one key (handshake proofs and key derivation).
 class Mac {
  public:
   explicit Mac(const std::string& key);
   ~Mac();
   Mac(const Mac&) = delete;
   Mac& operator=(const Mac&) = delete;
-  // The first kFrameMacBytes of HMAC(key, pieces...).
-  std::array<unsigned char, kFrameMacBytes> Frame(uint64_t seq, const void* hdr, size_t nhdr, const void* payload,
-                                                  size_t n);
   // The whole HMAC of one piece.
   std::string Full(const std::string& data);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// The MAC of one direction's frames: GMAC under a 32-byte key, nonce = sequence number.
+class FrameMac {
+ public:
+  explicit FrameMac(const std::string& key);  // key: kClusterKeyBytes
+  ~FrameMac();
+  FrameMac(const FrameMac&) = delete;
+  FrameMac& operator=(const FrameMac&) = delete;
+  // The tag of frame number `seq` (header and payload). Each `seq` is used once per key.
+  std::array<unsigned char, kFrameMacBytes> Frame(uint64_t seq, const void* hdr, size_t nhdr, const void* payload,
+                                                  size_t n);
+
+ private:
+  void* ctx_;  // EVP_CIPHER_CTX
 };
 
 // Random bytes from the operating system's generator.

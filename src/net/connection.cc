@@ -152,7 +152,7 @@ Result<std::string> Connection::ReceiveHandshake(size_t n, Stream::Deadline dead
 Status Connection::Authenticate(const ClusterKey& key, Role role, int timeout_ms) {
   auto deadline = Stream::In(timeout_ms);
   Mac k(key.bytes());
-  const std::string magic = "WDB1";
+  const std::string magic = "WDB2";
   const size_t kNonce = 16;
   std::string nc, ns;
   auto refused = [&] {
@@ -181,8 +181,8 @@ Status Connection::Authenticate(const ClusterKey& key, Role role, int timeout_ms
     if (!ok) return refused();
   }
   std::string c2s = k.Full("c2s" + nc + ns), s2c = k.Full("s2c" + nc + ns);
-  send_mac_ = std::make_unique<Mac>(role == Role::kClient ? c2s : s2c);
-  recv_mac_ = std::make_unique<Mac>(role == Role::kClient ? s2c : c2s);
+  send_mac_ = std::make_unique<FrameMac>(role == Role::kClient ? c2s : s2c);
+  recv_mac_ = std::make_unique<FrameMac>(role == Role::kClient ? s2c : c2s);
   send_seq_ = recv_seq_ = 0;
   return Status::OK();
 }

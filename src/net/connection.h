@@ -119,7 +119,7 @@ class Connection {
   Stream stream_;
   int recv_ms_ = kDefaultIoTimeoutMs;
   int send_ms_ = kDefaultIoTimeoutMs;
-  std::unique_ptr<Mac> send_mac_, recv_mac_;  // set by Authenticate
+  std::unique_ptr<FrameMac> send_mac_, recv_mac_;  // set by Authenticate
   uint64_t send_seq_ = 0, recv_seq_ = 0;
 };
 

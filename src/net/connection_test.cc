@@ -179,5 +179,24 @@ TEST(Connection, TamperedFrameIsRejected) {
   server.Stop();
 }
 
+// A frame's tag depends on the key, the sequence number, the header and every payload byte.
+TEST(FrameMac, TagCoversKeySequenceHeaderAndPayload) {
+  FrameMac a(std::string(kClusterKeyBytes, 'a')), a2(std::string(kClusterKeyBytes, 'a'));
+  FrameMac b(std::string(kClusterKeyBytes, 'b'));
+  std::string hdr("\x05\x00\x00\x00\x01", 5), payload(100000, 'p');
+  auto tag = a.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size());
+  EXPECT_EQ(tag, a2.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size()));  // the receiver's
+  EXPECT_EQ(tag, a.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size()));   // deterministic
+  EXPECT_NE(tag, b.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size()));
+  EXPECT_NE(tag, a.Frame(8, hdr.data(), hdr.size(), payload.data(), payload.size()));
+  std::string hdr2 = hdr;
+  hdr2[4] = 2;
+  EXPECT_NE(tag, a.Frame(7, hdr2.data(), hdr2.size(), payload.data(), payload.size()));
+  std::string flipped = payload;
+  flipped[77777] ^= 1;
+  EXPECT_NE(tag, a.Frame(7, hdr.data(), hdr.size(), flipped.data(), flipped.size()));
+  EXPECT_NE(tag, a.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size() - 1));
+}
+
 }  // namespace
 }  // namespace wattdb::net
