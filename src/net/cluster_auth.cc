@@ -119,14 +119,23 @@ FrameMac::~FrameMac() { EVP_CIPHER_CTX_free(static_cast<EVP_CIPHER_CTX*>(ctx_));
 
 std::array<unsigned char, kFrameMacBytes> FrameMac::Frame(uint64_t seq, const void* hdr, size_t nhdr,
                                                           const void* payload, size_t n) {
+  std::array<std::string_view, 2> pieces = {std::string_view(static_cast<const char*>(hdr), nhdr),
+                                            std::string_view(static_cast<const char*>(payload), n)};
+  return Frame(seq, pieces);
+}
+
+std::array<unsigned char, kFrameMacBytes> FrameMac::Frame(uint64_t seq, std::span<const std::string_view> pieces) {
   auto* c = static_cast<EVP_CIPHER_CTX*>(ctx_);
   unsigned char iv[12] = {0};
   for (int i = 0; i < 8; i++) iv[4 + i] = static_cast<unsigned char>(seq >> (56 - 8 * i));
   EVP_EncryptInit_ex(c, nullptr, nullptr, nullptr, iv);  // same key, next nonce
   int len = 0;
-  // Authenticated-only data (no plaintext): GMAC. Lengths fit an int (frames are bounded).
-  EVP_EncryptUpdate(c, nullptr, &len, static_cast<const unsigned char*>(hdr), static_cast<int>(nhdr));
-  if (n) EVP_EncryptUpdate(c, nullptr, &len, static_cast<const unsigned char*>(payload), static_cast<int>(n));
+  // Authenticated-only data (no plaintext): GMAC. Pieces fit an int (frames are bounded).
+  for (std::string_view p : pieces) {
+    if (!p.empty()) {
+      EVP_EncryptUpdate(c, nullptr, &len, reinterpret_cast<const unsigned char*>(p.data()), static_cast<int>(p.size()));
+    }
+  }
   unsigned char none[16];
   EVP_EncryptFinal_ex(c, none, &len);
   std::array<unsigned char, kFrameMacBytes> r;

@@ -19,7 +19,9 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -66,6 +68,8 @@ class FrameMac {
   // The tag of frame number `seq` (header and payload). Each `seq` is used once per key.
   std::array<unsigned char, kFrameMacBytes> Frame(uint64_t seq, const void* hdr, size_t nhdr, const void* payload,
                                                   size_t n);
+  // The same over the frame's bytes in pieces (header first).
+  std::array<unsigned char, kFrameMacBytes> Frame(uint64_t seq, std::span<const std::string_view> pieces);
 
  private:
   void* ctx_;  // EVP_CIPHER_CTX

@@ -73,12 +73,45 @@ Status Connection::ReadPayload(const char* hdr, void* data, size_t n, Stream::De
 }
 
 Status Connection::Send(capnp::MessageBuilder& msg) {
-  kj::Array<capnp::word> flat = capnp::messageToFlatArray(msg);
-  auto bytes = flat.asBytes();
-  if (bytes.size() > kMaxMessageBytes) {
-    return Status::InvalidArgument(fmt::format("message of {} bytes exceeds the limit", bytes.size()));
+  // The bytes messageToFlatArray would make (segment table, then each segment), written
+  // from where they lie: a large blob (ReferenceBlob) is never copied.
+  auto segs = msg.getSegmentsForOutput();
+  constexpr size_t kInline = 8;  // segments described without allocating
+  if (segs.size() > kInline) {
+    kj::Array<capnp::word> flat = capnp::messageToFlatArray(segs);
+    if (flat.asBytes().size() > kMaxMessageBytes) {
+      return Status::InvalidArgument(fmt::format("message of {} bytes exceeds the limit", flat.asBytes().size()));
+    }
+    return WriteFrame(1, flat.begin(), flat.asBytes().size());
   }
-  return WriteFrame(1, bytes.begin(), bytes.size());
+  std::array<uint32_t, kInline + 2> table{};
+  size_t ntable = (segs.size() + 2) & ~size_t{1};  // count, sizes, padded to a word
+  table[0] = static_cast<uint32_t>(segs.size() - 1);
+  size_t total = ntable * 4;
+  for (size_t i = 0; i < segs.size(); i++) {
+    table[i + 1] = static_cast<uint32_t>(segs[i].size());
+    total += segs[i].asBytes().size();
+  }
+  if (total > kMaxMessageBytes) {
+    return Status::InvalidArgument(fmt::format("message of {} bytes exceeds the limit", total));
+  }
+  char hdr[5];
+  uint32_t len = static_cast<uint32_t>(total);
+  std::memcpy(hdr, &len, 4);
+  hdr[4] = 1;
+  std::array<std::string_view, kInline + 3> pieces;
+  size_t n = 0;
+  pieces[n++] = {hdr, 5};
+  pieces[n++] = {reinterpret_cast<const char*>(table.data()), ntable * 4};
+  for (const auto& seg : segs) pieces[n++] = {reinterpret_cast<const char*>(seg.begin()), seg.asBytes().size()};
+  std::array<unsigned char, kFrameMacBytes> mac;
+  if (send_mac_) {
+    mac = send_mac_->Frame(send_seq_++, std::span(pieces.data(), n));
+    pieces[n++] = {reinterpret_cast<const char*>(mac.data()), mac.size()};
+  }
+  std::array<asio::const_buffer, kInline + 3> bufs;
+  for (size_t i = 0; i < n; i++) bufs[i] = asio::buffer(pieces[i].data(), pieces[i].size());
+  return stream_.WriteGather(std::span(bufs.data(), n), Stream::In(send_ms_));
 }
 
 Result<std::unique_ptr<ReceivedMessage>> Connection::Receive() {
@@ -94,6 +127,16 @@ Result<std::unique_ptr<ReceivedMessage>> Connection::Receive() {
   auto words = kj::heapArray<capnp::word>(len / sizeof(capnp::word));
   RETURN_NOT_OK(ReadPayload(hdr, words.begin(), len, deadline));
   return DecodeMessage(std::move(words));
+}
+
+capnp::Orphan<capnp::Data> ReferenceBlob(capnp::MessageBuilder& msg, std::string* bytes) {
+  size_t n = bytes->size();
+  bytes->resize((n + 7) & ~size_t{7}, '\0');  // what the segment shows past the end: zeros
+  capnp::Data::Reader data(reinterpret_cast<const kj::byte*>(bytes->data()), n);
+  if (reinterpret_cast<uintptr_t>(bytes->data()) % alignof(capnp::word) != 0) {
+    return msg.getOrphanage().newOrphanCopy(data);
+  }
+  return msg.getOrphanage().referenceExternalData(data);
 }
 
 Result<std::unique_ptr<ReceivedMessage>> DecodeMessage(kj::Array<capnp::word> words) {

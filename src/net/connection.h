@@ -60,6 +60,11 @@ class ReceivedMessage {
 // (readers throw kj::Exception on bad pointers, caught at the service boundary).
 Result<std::unique_ptr<ReceivedMessage>> DecodeMessage(kj::Array<capnp::word> words);
 
+// A Data field's value that points at `*bytes` instead of copying it into `msg` (for large
+// payloads; Connection::Send writes it from where it lies). Pads `*bytes` with zeros to whole
+// words; `*bytes` must stay unchanged until `msg` is sent. Copies if `*bytes` is misaligned.
+capnp::Orphan<capnp::Data> ReferenceBlob(capnp::MessageBuilder& msg, std::string* bytes);
+
 class Connection {
  public:
   // Owns `socket`.

@@ -61,23 +61,30 @@ Status Stream::WriteAll(const void* data, size_t n, Deadline deadline) {
 Status Stream::WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline, const void* c,
                         size_t nc) {
   std::array<asio::const_buffer, 3> bufs = {asio::buffer(a, na), asio::buffer(b, nb), asio::buffer(c, nc)};
-  size_t total = na + nb + nc, sent = 0;
-  while (sent < total) {
-    std::array<asio::const_buffer, 3> rest = bufs;
-    size_t skip = sent;
-    for (auto& buf : rest) {
-      size_t k = std::min(skip, buf.size());
-      buf += k;
-      skip -= k;
-    }
+  return WriteGather(bufs, deadline);
+}
+
+Status Stream::WriteGather(std::span<const asio::const_buffer> bufs, Deadline deadline) {
+  // At most kMax buffers per system call (IOV_MAX is far larger); the rest on later calls.
+  constexpr size_t kMax = 16;
+  size_t first = 0, offset = 0;  // the first unsent byte: bufs[first] + offset
+  while (first < bufs.size()) {
+    std::array<asio::const_buffer, kMax> rest;
+    size_t n = 0;
+    for (size_t i = first; i < bufs.size() && n < kMax; i++) rest[n++] = bufs[i] + (i == first ? offset : 0);
     boost::system::error_code ec;
-    sent += socket_.write_some(rest, ec);
+    size_t sent = socket_.write_some(std::span(rest.data(), n), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       RETURN_NOT_OK(Wait(POLLOUT, deadline, "send to"));
       continue;
     }
     if (ec == asio::error::interrupted) continue;
     if (ec) return Status::IOError(fmt::format("send to {}: {}", peer_, ec.message()));
+    offset += sent;
+    while (first < bufs.size() && offset >= bufs[first].size()) {
+      offset -= bufs[first].size();
+      first++;
+    }
   }
   return Status::OK();
 }

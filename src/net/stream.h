@@ -11,6 +11,7 @@
 #include <boost/asio.hpp>
 
 #include <chrono>
+#include <span>
 #include <string>
 
 #include "common/status.h"
@@ -33,6 +34,8 @@ class Stream {
   // Writes up to three buffers as one (a frame header, its payload, its MAC).
   Status WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline, const void* c = nullptr,
                   size_t nc = 0);
+  // Writes `bufs` in order, as one (gathered: no copy into one buffer).
+  Status WriteGather(std::span<const asio::const_buffer> bufs, Deadline deadline);
   // OK once a read would not wait for its first byte (data, or the peer closed); TimedOut
   // if nothing came before `deadline`.
   Status WaitReadable(Deadline deadline);

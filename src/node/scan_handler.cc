@@ -29,7 +29,7 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
   // Fragments read column images of quiet segments; row scans ship the stored rows.
   auto rows = SegmentRows::Open(*store_, *participant_, sr, fragment ? columns_.get() : nullptr);
   auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch,
-                   const std::string* columns, const std::string* resume, const std::string* stats = nullptr) {
+                   std::string* columns, const std::string* resume, const std::string* stats = nullptr) {
     capnp::MallocMessageBuilder mb;
     auto resp = mb.initRoot<proto::Response>();
     SetStatus(resp.initStatus(), st);
@@ -43,7 +43,7 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
         lk.set(i, Bytes((*batch)[i].key));
       }
     }
-    if (columns) b.setColumns(Bytes(*columns));
+    if (columns) b.adoptColumns(net::ReferenceBlob(mb, columns));  // not copied
     if (resume) b.setResumeKey(Bytes(*resume));
     if (stats) b.setStats(Bytes(*stats));
     return SendResponse(conn, mb).ok();

@@ -291,6 +291,39 @@ Status AndOrVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector*
   return Status::OK();
 }
 
+// length(), lower(), upper() over a text column, as Eval computes them (characters counted as
+// UTF-8 lead bytes; case mapped per byte), without boxing each value.
+void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
+  if (f == plan::Func::kLength) {
+    out->Init(TypeId::kInt32, n);
+    for (size_t k = 0; k < n; k++) {
+      if (in.IsNull(k)) {
+        out->mutable_nulls()[k] = 1;
+        continue;
+      }
+      int64_t chars = 0;
+      for (unsigned char c : in.texts()[k]) chars += (c & 0xC0) != 0x80;
+      out->mutable_ints()[k] = chars;
+    }
+    return;
+  }
+  out->Clear();
+  out->Reserve(n);
+  std::string buf;
+  for (size_t k = 0; k < n; k++) {
+    if (in.IsNull(k)) {
+      out->AppendNull();
+      continue;
+    }
+    buf.assign(in.texts()[k]);
+    for (auto& c : buf) {
+      c = static_cast<char>(f == plan::Func::kLower ? std::tolower(static_cast<unsigned char>(c))
+                                              : std::toupper(static_cast<unsigned char>(c)));
+    }
+    out->AppendText(buf);
+  }
+}
+
 Status RowByRow(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* out) {
   out->Clear();
   out->Reserve(b.rows);
@@ -361,6 +394,17 @@ Status EvalVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* 
       for (size_t k = 0; k < n; k++) out->mutable_ints()[k] = in.null(k) != e.negated;
       return Status::OK();
     }
+    case BoundExpr::Kind::kFunc:
+      if ((e.func == plan::Func::kLength || e.func == plan::Func::kLower || e.func == plan::Func::kUpper) && e.children.size() == 1 &&
+          e.children[0]->type.id == TypeId::kText && e.children[0]->kind == BoundExpr::Kind::kColumn) {
+        Vector scratch;
+        ASSIGN_OR_RETURN(const Vector* in, EvalVectorRef(*e.children[0], b, ctx, &scratch));
+        if (in->phys() == PhysType::kText && in->value_type() == TypeId::kText) {
+          TextFuncVector(e.func, *in, n, out);
+          return Status::OK();
+        }
+      }
+      break;
     default:
       break;
   }
