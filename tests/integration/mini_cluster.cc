@@ -286,4 +286,27 @@ bool MiniCluster::WaitFor(const std::string& sql, const std::string& expected, i
   return false;
 }
 
+int FreeTcpPort() {
+  std::string out;
+  RunCommand("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'",
+             &out);
+  return std::stoi(out);
+}
+
+std::string HttpGet(int port, const std::string& path, int* status) {
+  std::string out;
+  *status = RunCommand(fmt::format("python3 -c 'import urllib.request, urllib.error, sys\n"
+                                   "try:\n  sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:{}{}\", "
+                                   "timeout=10).read().decode())\n"
+                                   "except urllib.error.HTTPError as e:\n  print(e.code); sys.exit(3)'",
+                                   port, path),
+                       &out);
+  return out;
+}
+
+double MetricValue(const std::string& text, const std::string& name) {
+  size_t p = text.find("\n" + name + " ");
+  return p == std::string::npos ? -1.0 : std::stod(text.substr(p + name.size() + 2));
+}
+
 }  // namespace wattdb::testing

@@ -34,6 +34,12 @@ class PgConn {
 // Runs `cmd` through the shell with stderr merged into stdout; returns its exit status
 // (-1 if it could not start) and its output in *out.
 int RunCommand(const std::string& cmd, std::string* out);
+// A loopback TCP port nobody listens on right now.
+int FreeTcpPort();
+// GET http://127.0.0.1:port/path: the body; *status 0, or 3 on an HTTP error.
+std::string HttpGet(int port, const std::string& path, int* status);
+// The value of sample `name` (no labels) in Prometheus text `text`; -1 if absent.
+double MetricValue(const std::string& text, const std::string& name);
 
 struct MiniClusterOptions {
   int nodes = 3;

@@ -190,25 +190,6 @@ TEST(Power, WattdbPowerMetersEveryComponentAndFlagsASilentMeter) {
 namespace wattdb::testing {
 namespace {
 
-// A port nobody listens on right now.
-int FreeTcpPort() {
-  std::string out;
-  RunCommand("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'",
-             &out);
-  return std::stoi(out);
-}
-
-std::string HttpGet(int port, const std::string& path, int* status) {
-  std::string out;
-  *status = RunCommand(fmt::format("python3 -c 'import urllib.request, urllib.error, sys\n"
-                                   "try:\n  sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:{}{}\", "
-                                   "timeout=10).read().decode())\n"
-                                   "except urllib.error.HTTPError as e:\n  print(e.code); sys.exit(3)'",
-                                   port, path),
-                       &out);
-  return out;
-}
-
 TEST(Power, PrometheusEndpointServesPowerNodesAndQueries) {
   MiniClusterOptions o = Managed();
   int port = FreeTcpPort();
@@ -229,12 +210,8 @@ TEST(Power, PrometheusEndpointServesPowerNodesAndQueries) {
                            "# TYPE wattdb_statements_total counter", "wattdb_meter_ok{component=\"master\"} 1"}) {
     EXPECT_NE(text.find(want), std::string::npos) << "missing " << want << " in\n" << text;
   }
-  auto count = [&](const std::string& name) {
-    size_t p = text.find("\n" + name + " ");
-    return p == std::string::npos ? -1.0 : std::stod(text.substr(p + name.size() + 2));
-  };
-  EXPECT_GE(count("wattdb_statements_total"), 3);
-  EXPECT_GE(count("wattdb_statement_errors_total"), 1);
+  EXPECT_GE(MetricValue(text, "wattdb_statements_total"), 3);
+  EXPECT_GE(MetricValue(text, "wattdb_statement_errors_total"), 1);
   HttpGet(port, "/elsewhere", &status);
   EXPECT_EQ(status, 3) << "404 expected";
 }

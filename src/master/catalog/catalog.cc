@@ -266,6 +266,7 @@ void Catalog::AddSystemView(TableSchema schema) {
 
 Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
   std::unique_lock l(mu_);
+  schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (tables_.count(schema->name) || views_.count(schema->name)) {
     return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", schema->name));
   }
@@ -285,6 +286,7 @@ Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
 
 Result<std::vector<SegmentEntry>> Catalog::DropTable(const std::string& name) {
   std::unique_lock l(mu_);
+  schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(name);
   if (it == tables_.end()) return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
   if (it->second.id >= kFirstSystemTableId) {
@@ -335,6 +337,7 @@ double Catalog::EstimateRows(const TableSchema& table) const {
 
 Status Catalog::CreateDatabase(const std::string& name) {
   std::unique_lock l(mu_);
+  schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (databases_.count(name)) return Status::Sql("42P04", fmt::format("database \"{}\" already exists", name));
   RETURN_NOT_OK(kv_->Write({{kDatabasePrefix + name, "1"}}));
   databases_.insert(name);
@@ -348,6 +351,7 @@ bool Catalog::HasDatabase(const std::string& name) const {
 
 Result<std::vector<SegmentEntry>> Catalog::DropDatabase(const std::string& name) {
   std::unique_lock l(mu_);
+  schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (!databases_.count(name)) return Status::Sql("3D000", fmt::format("database \"{}\" does not exist", name));
   std::string prefix = name + "/";
   // One atomic write: the database, its views, its tables and their segments.
@@ -410,6 +414,7 @@ std::optional<std::string> Catalog::GetView(const std::string& name) const {
 Status Catalog::CreateView(const std::string& name, const std::string& sql, const std::vector<std::string>& reads,
                            bool replace) {
   std::unique_lock l(mu_);
+  schema_version_++;
   if (tables_.count(name) || (views_.count(name) && !replace)) {
     return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", name));
   }
@@ -420,6 +425,7 @@ Status Catalog::CreateView(const std::string& name, const std::string& sql, cons
 
 Status Catalog::DropView(const std::string& name) {
   std::unique_lock l(mu_);
+  schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (!views_.count(name)) return Status::Sql("42P01", fmt::format("view \"{}\" does not exist", name));
   RETURN_NOT_OK(kv_->Write({{kViewPrefix + name, "", true}}));
   views_.erase(name);
@@ -437,6 +443,7 @@ std::vector<std::string> Catalog::DependentViews(const std::string& name) const 
 
 Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name, const std::string& staged) {
   std::unique_lock l(mu_);
+  schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(name);
   auto st = tables_.find(staged);
   if (it == tables_.end()) return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
@@ -454,6 +461,7 @@ Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name,
 
 Status Catalog::UpdateTable(const TableSchema& schema) {
   std::unique_lock l(mu_);
+  schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(schema.name);
   if (it == tables_.end() || it->second.id != schema.id) {
     return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", schema.name));

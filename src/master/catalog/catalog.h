@@ -9,6 +9,8 @@
 // Thread-safe: readers share a lock, mutations are exclusive and write through.
 #pragma once
 
+#include <atomic>
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -68,6 +70,9 @@ class Catalog : public plan::CatalogReader {
   // statement), in memory only: ANALYZE makes it exact and durable.
   void AdjustRowCount(TableId table, int64_t delta);
   double EstimateRows(const TableSchema& table) const override;
+  // Counts changes to tables, indexes, views and databases: a plan bound at one value holds
+  // while it is unchanged (prepared statements keep theirs).
+  uint64_t schema_version() const { return schema_version_.load(); }
   // Databases besides the default one (namespaces of table and view names, "db/name").
   Status CreateDatabase(const std::string& name);
   // Removes the database and returns the segments of its tables (as DropTable does).
@@ -146,6 +151,7 @@ class Catalog : public plan::CatalogReader {
 
  private:
   Catalog() = default;
+  std::atomic<uint64_t> schema_version_{0};
   Status Load();
   // User tables (system false) or system views (true).
   std::vector<TableSchema> TablesOf(bool system) const;

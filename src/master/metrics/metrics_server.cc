@@ -195,6 +195,9 @@ std::string MetricsServer::Render(Cluster& cluster) {
   w.Sample("wattdb_statement_errors_total", {}, static_cast<double>(q.errors.load()));
   w.Family("wattdb_statement_seconds_total", "counter", "Time spent executing statements.");
   w.Sample("wattdb_statement_seconds_total", {}, static_cast<double>(q.micros.load()) / 1e6);
+  w.Family("wattdb_generic_plan_executions_total", "counter",
+           "Executions of prepared SELECTs that reused their generic plan (no parsing or planning).");
+  w.Sample("wattdb_generic_plan_executions_total", {}, static_cast<double>(q.generic_plans.load()));
   return w.Take();
 }
 

@@ -10,6 +10,7 @@ struct QueryCounters {
   std::atomic<uint64_t> statements{0};     // finished, successfully or not
   std::atomic<uint64_t> errors{0};         // finished with an error
   std::atomic<uint64_t> micros{0};         // time spent in them
+  std::atomic<uint64_t> generic_plans{0};  // executions of prepared SELECTs that reused their plan
 
   void Record(bool ok, uint64_t us) {
     statements.fetch_add(1, std::memory_order_relaxed);

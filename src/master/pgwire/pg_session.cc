@@ -512,6 +512,7 @@ Result<std::shared_ptr<PgSession::Prepared>> PgSession::Describe(const std::stri
   if (auto* sel = std::get_if<sql::SelectStmt>(&st)) {
     ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(*sel, cat, &types));
     p->returns_rows = true;
+    p->select = true;
     p->names = b.names;
     p->types = b.types;
   } else if (auto* ins = std::get_if<sql::InsertStmt>(&st)) {
@@ -661,10 +662,8 @@ Status PgSession::HandleExecute(std::string_view body) {
     po.executed = true;
     cancel_->store(false);
     Published published(*this, p.sql);
-    ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
-    RETURN_NOT_OK(Substitute(stmts[0], po.params));
     PortalStreamSink sink(out_, socket_, cluster_.config().client_io_timeout_ms, p.types, po.formats);
-    ASSIGN_OR_RETURN(po.tag, WithStatementTimeout([&] { return executor_.Execute(stmts[0], sink, cancel_.get()); }));
+    ASSIGN_OR_RETURN(po.tag, RunPrepared(*po.stmt, po.params, sink));
     out_.CommandComplete(p.returns_rows && po.tag.rfind("SELECT", 0) == 0 ? fmt::format("SELECT {}", sink.rows())
                                                                           : po.tag);
     return Status::OK();
@@ -673,10 +672,8 @@ Status PgSession::HandleExecute(std::string_view body) {
     po.executed = true;
     cancel_->store(false);
     Published published(*this, p.sql);
-    ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
-    RETURN_NOT_OK(Substitute(stmts[0], po.params));
     BufferSink sink(out_, &po.rows);
-    ASSIGN_OR_RETURN(po.tag, WithStatementTimeout([&] { return executor_.Execute(stmts[0], sink, cancel_.get()); }));
+    ASSIGN_OR_RETURN(po.tag, RunPrepared(*po.stmt, po.params, sink));
   }
   std::vector<std::string> cells(p.types.size());
   std::vector<const std::string*> ptrs(p.types.size());
@@ -700,6 +697,27 @@ Status PgSession::HandleExecute(std::string_view body) {
   }
   out_.CommandComplete(p.returns_rows && po.tag.rfind("SELECT", 0) == 0 ? fmt::format("SELECT {}", sent) : po.tag);
   return Status::OK();
+}
+
+Result<std::string> PgSession::RunPrepared(Prepared& p, const std::vector<Value>& params, ResultSink& sink) {
+  if (p.cached && !executor_.Valid(*p.cached)) {
+    p.cached.reset();
+    p.executions = 0;  // planned again from the text, generic again from the second execution
+  }
+  if (p.cached) {
+    return WithStatementTimeout([&] { return executor_.ExecuteCached(*p.cached, params, sink, cancel_.get()); });
+  }
+  ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
+  if (p.select && ++p.executions == 2) {
+    // Once per statement (the unnamed one, parsed anew for each use, never gets here).
+    ASSIGN_OR_RETURN(auto generic, sql::Parse(p.sql));
+    ASSIGN_OR_RETURN(auto custom, sql::Parse(p.sql));
+    RETURN_NOT_OK(Substitute(custom[0], params));
+    p.cached = executor_.PlanGeneric(std::get<sql::SelectStmt>(generic[0]), std::get<sql::SelectStmt>(custom[0]),
+                                     p.param_types, params);
+  }
+  RETURN_NOT_OK(Substitute(stmts[0], params));
+  return WithStatementTimeout([&] { return executor_.Execute(stmts[0], sink, cancel_.get()); });
 }
 
 Status PgSession::HandleClose(std::string_view body) {

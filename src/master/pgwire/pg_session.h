@@ -3,9 +3,13 @@
 // unnamed statements and portals, parameter type inference, text and binary formats, and
 // row-limited Execute (PortalSuspended).
 //
-// A prepared statement keeps its SQL text and described types; each Bind re-parses the text
-// and substitutes the parameter values as typed literals, so execution (and key-range pruning)
-// sees constants. Not thread-safe: runs on its connection's thread.
+// A prepared statement keeps its SQL text and described types. A SELECT executed a second
+// time gets a generic plan (parameters as placeholders, bound once; Executor::PlanGeneric)
+// if that plan, filled with the values, is the one the binder makes for them; executions then
+// only fill it in (key ranges derived from the values) until DDL or a planner setting changes.
+// Other statements re-parse the text at each execution and substitute the values as typed
+// literals, so execution (and key-range pruning) sees constants. Not thread-safe: runs on its
+// connection's thread.
 #pragma once
 
 #include <atomic>
@@ -50,6 +54,9 @@ class PgSession {
     bool returns_rows = false;
     std::vector<std::string> names;
     std::vector<SqlType> types;
+    bool select = false;  // a SELECT: may get a generic plan
+    int executions = 0;
+    std::unique_ptr<Executor::CachedSelect> cached;
   };
   struct Portal {
     std::shared_ptr<Prepared> stmt;
@@ -79,6 +86,9 @@ class PgSession {
   Status HandleDescribe(std::string_view body);
   Status HandleExecute(std::string_view body);
   Status HandleClose(std::string_view body);
+  // Runs prepared statement `p` with `params` under the statement timeout: its generic plan
+  // if it has one that holds, else parsed and planned with the values substituted.
+  Result<std::string> RunPrepared(Prepared& p, const std::vector<Value>& params, ResultSink& sink);
   Result<std::shared_ptr<Prepared>> Describe(const std::string& sql, std::vector<int32_t> oids);
   void SendError(const Status& s, const char* severity = "ERROR");
   // COPY as the statement of a Query: the CopyIn/CopyOut sub-protocol. Returns false if the

@@ -12,6 +12,7 @@
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
 #include "query/plan/fragment.h"
+#include "query/plan/generic_plan.h"
 #include "query/plan/view_rewrite.h"
 
 namespace wattdb::master {
@@ -176,6 +177,11 @@ Status Executor::StatementWriter::Finish() {
 
 Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
                                       const std::atomic<bool>* cancel) {
+  return Run(stmt, [&] { return Dispatch(stmt, sink, cancel); });
+}
+
+template <typename Body>
+Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   bool is_txn_control = std::holds_alternative<sql::TxnStmt>(stmt);
   if (failed_ && !is_txn_control) {
     return Status::Sql("25P02", "current transaction is aborted, commands ignored until end of transaction block");
@@ -206,7 +212,7 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
   StatementCpuScope energy;
   energy_ = &energy;
   Transaction::Mark mark = txn_ ? txn_->mark() : Transaction::Mark{};
-  auto r = Dispatch(stmt, sink, cancel);
+  auto r = body();
   // READ COMMITTED: a row the statement writes was changed by a transaction that committed
   // after the statement's snapshot. Undo the statement's writes and run it again on a
   // snapshot that sees that commit (its lock is ours to wait for, so the retry makes progress).
@@ -223,7 +229,7 @@ Result<std::string> Executor::Execute(sql::Statement& stmt, ResultSink& sink,
     cluster_.AwaitStable();
     snap.Refresh();
     db_.set_read_snapshot(Snapshot());
-    r = Dispatch(stmt, sink, cancel);
+    r = body();
   }
   energy_ = nullptr;
   cluster_.queries().Record(
@@ -376,16 +382,57 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
   if (s.for_update) RETURN_NOT_OK(LockRows(s, cancel));
   ASSIGN_OR_RETURN(plan::BoundSelect bound, PlanSelect(s));
   RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
+  return RunSelect(*bound.plan, sink, cancel);
+}
+
+Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel) {
   MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
   exec::ExecContext ctx(&scans, cancel);
   ctx.work_mem = WorkMem();
   ctx.prefetch = ExchangePrefetch();
   uint64_t rows = 0;
-  RETURN_NOT_OK(exec::Execute(*bound.plan, ctx, [&](const exec::Batch& b) {
+  RETURN_NOT_OK(exec::Execute(plan, ctx, [&](const exec::Batch& b) {
     rows += b.rows;
     return sink.Rows(b);
   }));
   return fmt::format("SELECT {}", rows);
+}
+
+std::unique_ptr<Executor::CachedSelect> Executor::PlanGeneric(sql::SelectStmt& generic, sql::SelectStmt& custom,
+                                                              const std::vector<SqlType>& param_types,
+                                                              const std::vector<Value>& params) {
+  if (generic.for_update) return nullptr;
+  auto c = std::make_unique<CachedSelect>();
+  c->schema_version = cluster_.catalog().schema_version();  // before binding: DDL meanwhile re-plans
+  c->pushdown = PushdownSetting();
+  std::vector<SqlType> types = param_types;
+  auto g = plan::BindSelect(generic, db_, &types);
+  if (!g.ok() || types != param_types) return nullptr;
+  c->generic = std::move(*g);
+  PushDown(&c->generic);
+  auto made = PlanSelect(custom);
+  if (!made.ok()) return nullptr;
+  auto filled = plan::Instantiate(*c->generic.plan, params, db_);
+  if (!filled.ok() || !plan::SamePlan(**filled, *made->plan) || made->names != c->generic.names ||
+      made->types != c->generic.types) {
+    return nullptr;
+  }
+  return c;
+}
+
+bool Executor::Valid(const CachedSelect& c) const {
+  return c.schema_version == cluster_.catalog().schema_version() && c.pushdown == PushdownSetting();
+}
+
+Result<std::string> Executor::ExecuteCached(const CachedSelect& c, const std::vector<Value>& params, ResultSink& sink,
+                                            const std::atomic<bool>* cancel) {
+  static const sql::Statement kSelect = sql::SelectStmt{};
+  cluster_.queries().generic_plans.fetch_add(1, std::memory_order_relaxed);
+  return Run(kSelect, [&]() -> Result<std::string> {
+    ASSIGN_OR_RETURN(plan::PlanPtr plan, plan::Instantiate(*c.generic.plan, params, db_));
+    RETURN_NOT_OK(sink.Describe(c.generic.names, c.generic.types));
+    return RunSelect(*plan, sink, cancel);
+  });
 }
 
 Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
@@ -685,14 +732,22 @@ Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink)
 
 Result<plan::BoundSelect> Executor::PlanSelect(sql::SelectStmt& s) {
   ASSIGN_OR_RETURN(plan::BoundSelect bound, plan::BindSelect(s, db_));
-  auto it = settings_.find("wattdb_pushdown");
-  if (it == settings_.end() || it->second != "off") {
-    plan::PushDownOptions o;
-    o.remote = [](const plan::PlanNode& scan) { return scan.table < kFirstSystemTableId; };
-    o.blocking = it == settings_.end() || it->second != "scan";
-    bound.plan = plan::PushDownFragments(std::move(bound.plan), o);
-  }
+  PushDown(&bound);
   return bound;
+}
+
+std::string Executor::PushdownSetting() const {
+  auto it = settings_.find("wattdb_pushdown");
+  return it == settings_.end() ? "on" : it->second;
+}
+
+void Executor::PushDown(plan::BoundSelect* bound) const {
+  std::string mode = PushdownSetting();
+  if (mode == "off") return;
+  plan::PushDownOptions o;
+  o.remote = [](const plan::PlanNode& scan) { return scan.table < kFirstSystemTableId; };
+  o.blocking = mode != "scan";
+  bound->plan = plan::PushDownFragments(std::move(bound->plan), o);
 }
 
 bool Executor::ExchangePrefetch() const {

@@ -77,8 +77,36 @@ class Executor {
   // Executes `stmt`; returns the command tag (e.g. "SELECT 3", "INSERT 0 2").
   Result<std::string> Execute(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
 
+  // A prepared SELECT's generic plan (query/plan/generic_plan.h), kept with the prepared
+  // statement and reused while no DDL has run and the planner settings are as they were.
+  struct CachedSelect {
+    plan::BoundSelect generic;
+    uint64_t schema_version = 0;
+    std::string pushdown;  // wattdb_pushdown when planned
+  };
+  // The generic plan of `generic` (a SELECT whose $n have `param_types`) if, filled with
+  // `params`, it is the plan made for `custom` (the same SELECT with those values in);
+  // else nullptr: such a statement is planned at each execution.
+  std::unique_ptr<CachedSelect> PlanGeneric(sql::SelectStmt& generic, sql::SelectStmt& custom,
+                                            const std::vector<SqlType>& param_types, const std::vector<Value>& params);
+  // True while `c` holds (no DDL since, same planner settings).
+  bool Valid(const CachedSelect& c) const;
+  // Runs `c` with `params` as Execute runs a SELECT.
+  Result<std::string> ExecuteCached(const CachedSelect& c, const std::vector<Value>& params, ResultSink& sink,
+                                    const std::atomic<bool>* cancel);
+
  private:
+  // Runs a statement (`kind` classifies it: transaction control, DDL, writes) whose work is
+  // `body`: the transaction-state checks, the statement's snapshot, READ COMMITTED restarts,
+  // statistics and energy accounting around it.
+  template <typename Body>
+  Result<std::string> Run(const sql::Statement& kind, Body body);
   Result<std::string> Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
+  // Runs a bound SELECT plan, its rows to `sink` (described already).
+  Result<std::string> RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel);
+  std::string PushdownSetting() const;
+  // Moves what the nodes can run below Exchanges, as wattdb_pushdown says.
+  void PushDown(plan::BoundSelect* bound) const;
   Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);
   Result<std::string> DropTable(sql::DropTableStmt& s, ResultSink& sink);
   Result<std::string> CreateView(sql::CreateViewStmt& s);

@@ -121,7 +121,6 @@ bool Rewrite(PlanPtr& p, const PushDownOptions& pd) {
 
 bool NodeSafe(const BoundExpr& e) {
   switch (e.kind) {
-    case BoundExpr::Kind::kParam:
     case BoundExpr::Kind::kOuterColumn:
     case BoundExpr::Kind::kSubquery:
     case BoundExpr::Kind::kExists:

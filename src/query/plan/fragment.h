@@ -2,7 +2,8 @@
 // the longest chain a node can run on its own segments -- filters, projections, and the
 // partial half of an aggregation -- moves below an Exchange; the master keeps the rest and
 // merges (a final aggregation over the nodes' partial states). Expressions that need the
-// master (subqueries, outer columns, catalog functions, parameters) stay on the master.
+// master (subqueries, outer columns, catalog functions) stay on the master. Parameters move:
+// a plan that reads them (a generic plan) gets their values before it runs (generic_plan.h).
 #pragma once
 
 #include <functional>

@@ -41,6 +41,44 @@ Status ReadExprs(ByteReader& r, std::vector<BoundExprPtr>* es) {
 
 }  // namespace
 
+PlanPtr PlanNode::Clone() const {
+  auto p = std::make_unique<PlanNode>();
+  auto copy = [](const std::vector<BoundExprPtr>& es) {
+    std::vector<BoundExprPtr> out;
+    out.reserve(es.size());
+    for (const auto& e : es) out.push_back(e->Clone());
+    return out;
+  };
+  p->kind = kind;
+  p->types = types;
+  for (const auto& c : children) p->children.push_back(c->Clone());
+  p->table = table;
+  p->table_name = table_name;
+  p->lo = lo;
+  p->hi = hi;
+  p->index = index;
+  p->index_name = index_name;
+  p->rows = rows;
+  if (predicate) p->predicate = predicate->Clone();
+  p->exprs = copy(exprs);
+  p->groups = copy(groups);
+  for (const auto& a : aggs) {
+    p->aggs.push_back({a.func, a.arg ? a.arg->Clone() : nullptr, a.type, a.distinct,
+                       a.separator ? a.separator->Clone() : nullptr});
+  }
+  p->agg_mode = agg_mode;
+  for (const auto& k : keys) p->keys.push_back({k.expr->Clone(), k.desc, k.nulls_first});
+  p->limit = limit;
+  p->offset = offset;
+  p->join_type = join_type;
+  p->left_keys = copy(left_keys);
+  p->right_keys = copy(right_keys);
+  p->set_op = set_op;
+  p->set_all = set_all;
+  p->est_rows = est_rows;
+  return p;
+}
+
 std::string PlanNode::ToString(int indent) const {
   std::string pad(indent * 2, ' ');
   std::string s = pad;

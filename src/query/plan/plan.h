@@ -88,6 +88,8 @@ struct PlanNode {
   // The planner's estimate of the rows this node yields (EXPLAIN); < 0 if none.
   double est_rows = -1;
 
+  // A deep copy (subqueries' plans stay shared: they are immutable).
+  PlanPtr Clone() const;
   // Indented tree for EXPLAIN and logs.
   std::string ToString(int indent = 0) const;
   void Serialize(std::string* out) const;
