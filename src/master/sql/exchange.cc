@@ -53,8 +53,10 @@ ExchangeSource::~ExchangeSource() {
   {
     std::lock_guard<std::mutex> l(mu_);
     stop_ = true;
+    for (auto& part : parts_) part.space->notify_all();
   }
   cv_.notify_all();
+  window_.notify_all();
   for (auto& t : producers_) t.join();
   if (!opts_.stats) return;
   std::vector<const plan::PlanNode*> order;  // the fragment's nodes in pre-order
@@ -79,26 +81,30 @@ void ExchangeSource::Produce() {
     {
       std::unique_lock<std::mutex> l(mu_);
       // Not too far ahead of the consumer: finished parts wait in memory until read.
-      cv_.wait(l, [&] { return stop_ || next_part_ >= parts_.size() || next_part_ < current_ + 2 * kMaxInFlight; });
+      window_.wait(l, [&] { return stop_ || next_part_ >= parts_.size() || next_part_ < current_ + 2 * kMaxInFlight; });
       if (stop_ || next_part_ >= parts_.size()) return;
       i = next_part_++;
     }
     Status st = RunPart(i);
+    bool current;
     {
       std::lock_guard<std::mutex> l(mu_);
       parts_[i].done = true;
       parts_[i].error = st;
+      current = i == current_;
     }
-    cv_.notify_all();
+    if (current) cv_.notify_one();
   }
 }
 
 bool ExchangeSource::Push(size_t i, exec::Batch b) {
   std::unique_lock<std::mutex> l(mu_);
-  cv_.wait(l, [&] { return stop_ || parts_[i].batches.size() < kBufferedBatches; });
+  parts_[i].space->wait(l, [&] { return stop_ || parts_[i].batches.size() < kBufferedBatches; });
   if (stop_) return false;
   parts_[i].batches.push_back(std::move(b));
-  cv_.notify_all();
+  bool current = i == current_;
+  l.unlock();
+  if (current) cv_.notify_one();  // only the consumer waits on cv_
   return true;
 }
 
@@ -215,16 +221,17 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
     if (current_ >= parts_.size()) return false;
     Part& p = parts_[current_];
     if (!p.batches.empty()) {
+      bool was_full = p.batches.size() >= kBufferedBatches;
       out = std::move(p.batches.front());
       p.batches.pop_front();
-      cv_.notify_all();
+      if (was_full) p.space->notify_one();
       if (out.cols.size() != ncols_) return Status::Corruption("a node sent a batch of another width");
       return true;
     }
     if (p.done) {
       RETURN_NOT_OK(p.error);
       current_++;
-      cv_.notify_all();
+      window_.notify_all();
       continue;
     }
     if (opts_.cancel && opts_.cancel->load()) return Status::Sql("57014", "canceling statement due to user request");

@@ -65,6 +65,9 @@ class ExchangeSource : public exec::RowSource {
     std::deque<exec::Batch> batches;
     bool done = false;
     Status error;
+    // Its producer waits here for room in `batches` (woken by the consumer only when the
+    // buffer was full: no wake-ups of every producer on every batch).
+    std::unique_ptr<std::condition_variable> space = std::make_unique<std::condition_variable>();
   };
   ExchangeSource(Cluster& cluster, Options opts) : cluster_(cluster), opts_(opts) {}
   void Produce();
@@ -87,7 +90,8 @@ class ExchangeSource : public exec::RowSource {
   std::unique_ptr<PartReader> inline_;  // one part, or no prefetch: read by Next itself
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;      // the consumer waits here for the current part's batches
+  std::condition_variable window_;  // producers wait here to take a part (or to stop)
   size_t next_part_ = 0;  // the next part a producer takes
   size_t current_ = 0;    // the part the consumer reads
   bool stop_ = false;

@@ -3,6 +3,8 @@
 #include "query/exec/pattern.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -355,9 +357,7 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
         }
         case Func::kLength: {
           if (args[0].is_null()) return Value();
-          int64_t n = 0;
-          for (unsigned char c : args[0].ToText()) n += (c & 0xC0) != 0x80;
-          return Value::Int32(n);
+          return Value::Int32(Utf8Chars(args[0].ToText()));
         }
         case Func::kNullIf: {
           Value eq = Compare(BinOp::kEq, args[0], args[1]);
@@ -443,6 +443,19 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
     case BoundExpr::Kind::kArraySubquery: return EvalSubquery(e, b, row, ctx);
   }
   return Status::Internal("unknown expression kind");
+}
+
+int64_t Utf8Chars(std::string_view s) {
+  // A continuation byte is 10xxxxxx: bit 7 set, bit 6 clear.
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  size_t cont = 0, i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    cont += std::popcount(w & ~(w << 1) & kHigh);
+  }
+  for (; i < s.size(); i++) cont += (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80;
+  return static_cast<int64_t>(s.size() - cont);
 }
 
 Result<Value> EvalConst(const BoundExpr& e) {

@@ -301,9 +301,7 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
         out->mutable_nulls()[k] = 1;
         continue;
       }
-      int64_t chars = 0;
-      for (unsigned char c : in.texts()[k]) chars += (c & 0xC0) != 0x80;
-      out->mutable_ints()[k] = chars;
+      out->mutable_ints()[k] = Utf8Chars(in.texts()[k]);
     }
     return;
   }

@@ -110,6 +110,20 @@ TEST(EvalVector, TextFunctionsAgreeWithEval) {
   EXPECT_TRUE(v.IsNull(4));
 }
 
+TEST(EvalVector, Utf8CharsCountsCharactersAcrossWords) {
+  EXPECT_EQ(Utf8Chars(""), 0);
+  EXPECT_EQ(Utf8Chars("abcdefghijklmnopq"), 17);
+  std::string s;
+  int64_t chars = 0;
+  for (int i = 0; i < 40; i++) {  // 1-, 2-, 3- and 4-byte characters at every alignment
+    const char* pieces[] = {"a", "\xC3\xA4", "\xE6\x97\xA5", "\xF0\x9F\x98\x80"};
+    s += pieces[i % 4];
+    chars++;
+    EXPECT_EQ(Utf8Chars(s), chars) << i;
+    EXPECT_EQ(Utf8Chars(std::string_view(s).substr(1)), chars - 1) << i;
+  }
+}
+
 TEST(EvalVector, ComparisonsAndArithmeticAgreeWithEval) {
   std::mt19937 rng(7);
   Batch b = RandomBatch(rng, 300);
