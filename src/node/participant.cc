@@ -138,7 +138,7 @@ restart:
           "transaction aborted: node lost {} of its writes (it restarted during the transaction)", expect - have));
     }
   }
-  std::map<LockKey, bool> mine;  // key -> "live after the writes so far" (pending put)
+  KeyMap<bool> mine;             // key -> "live after the writes so far" (pending put)
   std::set<LockKey> locks_only;  // keys this call only locks
   for (const auto& w : writes) {
     if (exclusive_.count(w.op.segment)) {

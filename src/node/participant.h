@@ -27,6 +27,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -120,6 +122,14 @@ class Participant {
 
  private:
   using LockKey = std::pair<SegmentId, std::string>;
+  struct LockKeyHash {
+    size_t operator()(const LockKey& k) const {
+      return std::hash<std::string_view>()(k.second) ^ (k.first * 0x9E3779B97F4A7C15ULL);
+    }
+  };
+  // Per-transaction key tables (lookups only: hashed, not ordered; a COPY puts millions in).
+  template <typename T>
+  using KeyMap = std::unordered_map<LockKey, T, LockKeyHash>;
   storage::SegmentStore& store_;  // borrowed; outlives the participant
   std::chrono::milliseconds lock_wait_;
   std::chrono::milliseconds read_wait_;
@@ -138,7 +148,7 @@ class Participant {
     Timestamp min_commit_ts = 0;  // durable: the commit timestamp will be above this
     uint64_t received = 0;    // writes received, lock-only ones included
     std::vector<storage::WriteOp> ops;
-    std::map<LockKey, size_t> last;  // index in ops of the latest write of each key
+    KeyMap<size_t> last;             // index in ops of the latest write of each key
     std::set<LockKey> locked;        // keys locked without a write (kLock)
     std::set<SegmentId> segments;    // segments of ops (a superset after a failed durable prepare)
     struct Call {                    // one successful Prepare call, for RollbackTo
