@@ -21,7 +21,7 @@
 #include "common/cli.h"
 #include "common/codec.h"
 #include "common/logging.h"
-#include "master/cluster/node_client.h"
+#include "rpc/node_client.h"
 #include "master/cluster/node_rpc.h"
 #include "node/node_server.h"
 #include "proto/node_service.capnp.h"
@@ -117,10 +117,10 @@ int main(int argc, char** argv) {
     std::cerr << key.status().ToString() << "\n";
     return 1;
   }
-  master::NodeClientOptions copts;
+  rpc::NodeClientOptions copts;
   copts.key = &*key;
-  master::NodeClient c1(1, "127.0.0.1", nodes[0]->port(), copts), c2(2, "127.0.0.1", nodes[1]->port(), copts);
-  master::NodeClient* clients[2] = {&c1, &c2};
+  rpc::NodeClient c1(1, "127.0.0.1", nodes[0]->port(), copts), c2(2, "127.0.0.1", nodes[1]->port(), copts);
+  rpc::NodeClient* clients[2] = {&c1, &c2};
   const SegmentId seg = 7;
   if (!master::RpcCreateSegment(c1, seg, 1, "", "").ok()) return 1;
   // Fill: 320-byte pseudo-random payloads (incompressible, so the on-disk size is the

@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "net/connection.h"
 #include "proto/node_service.capnp.h"
+#include "rpc/proto_util.h"
 #include "storage/segment_store.h"
 
 namespace wattdb::node {
@@ -20,10 +21,10 @@ namespace wattdb::node {
 // net::kMaxMessageBytes; batches of wide rows are cut short).
 constexpr size_t kScanBatchBytes = 4u << 20;
 
-std::string Str(capnp::Data::Reader d);
-kj::ArrayPtr<const kj::byte> Bytes(const std::string& s);
-void SetStatus(proto::Status::Builder b, const Status& s);
-Status FromProto(proto::Status::Reader r);
+using rpc::Bytes;
+using rpc::FromProto;
+using rpc::SetStatus;
+using rpc::Str;
 IndexKeySpec SpecFrom(proto::IndexSpec::Reader r);
 void SpecTo(proto::IndexSpec::Builder b, const IndexKeySpec& s);
 storage::SegmentMeta MetaFrom(proto::SegmentMeta::Reader r);

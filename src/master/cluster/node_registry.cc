@@ -3,6 +3,7 @@
 #include <kj/exception.h>
 
 #include "common/logging.h"
+#include "master/energy/statement_energy.h"
 #include "proto/cluster.capnp.h"
 
 namespace wattdb::master {
@@ -15,8 +16,9 @@ NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock, net:
     info.host = n.host;
     info.port = n.port;
     nodes_[n.id] = info;
-    clients_[n.id] = std::make_shared<NodeClient>(
-        n.id, n.host, n.port, NodeClientOptions{config.connect_timeout_ms, config.rpc_timeout_ms, &key_});
+    rpc::NodeClientOptions opts{config.connect_timeout_ms, config.rpc_timeout_ms, &key_};
+    opts.on_cpu = &StatementCpuScope::AddNode;  // the node CPU a statement's calls cost
+    clients_[n.id] = std::make_shared<rpc::NodeClient>(n.id, n.host, n.port, opts);
   }
 }
 
@@ -148,7 +150,7 @@ void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
   }
 }
 
-Result<std::shared_ptr<NodeClient>> NodeRegistry::Client(NodeId id) {
+Result<std::shared_ptr<rpc::NodeClient>> NodeRegistry::Client(NodeId id) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = nodes_.find(id);
   if (it == nodes_.end()) return Status::Sql("42704", fmt::format("node {} does not exist", id));

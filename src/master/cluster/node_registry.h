@@ -14,7 +14,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/status.h"
-#include "master/cluster/node_client.h"
+#include "rpc/node_client.h"
 #include "net/tcp_server.h"
 
 namespace wattdb::master {
@@ -52,7 +52,7 @@ class NodeRegistry {
   void Stop();
 
   // The client for an up node, or Unavailable (SQLSTATE 57P03) naming the node.
-  Result<std::shared_ptr<NodeClient>> Client(NodeId id);
+  Result<std::shared_ptr<rpc::NodeClient>> Client(NodeId id);
   bool IsUp(NodeId id);
   std::vector<NodeInfo> Snapshot();
   // Waits until the node is up (true) or `timeout_ms` passes (false).
@@ -74,7 +74,7 @@ class NodeRegistry {
   std::mutex mu_;  // guards nodes_ and clients_
   std::condition_variable cv_;
   std::map<NodeId, NodeInfo> nodes_;
-  std::map<NodeId, std::shared_ptr<NodeClient>> clients_;
+  std::map<NodeId, std::shared_ptr<rpc::NodeClient>> clients_;
   uint64_t next_link_ = 0;
 };
 

@@ -5,7 +5,7 @@
 #include "common/codec.h"
 #include "common/logging.h"
 #include "master/sql/index_scan.h"
-#include "master/sql/exchange.h"
+#include "rpc/exchange.h"
 #include "query/exec/row_decode.h"
 
 namespace wattdb::master {
@@ -132,14 +132,14 @@ class RemoteSource : public exec::RowSource {
 
 Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const plan::PlanNode& exchange,
                                                                           const exec::ExecContext& ctx) {
-  ExchangeSource::Options o;
+  rpc::ExchangeSource::Options o;
   o.read_ts = read_ts_;
   o.txn = txn_;
   o.work_mem = ctx.work_mem;
   o.prefetch = ctx.prefetch;
   o.cancel = ctx.cancelled;
   o.stats = ctx.remote_stats;
-  ASSIGN_OR_RETURN(auto x, ExchangeSource::Open(cluster_, exchange, o));
+  ASSIGN_OR_RETURN(auto x, rpc::ExchangeSource::Open(parts_, exchange, o));
   return std::unique_ptr<exec::RowSource>(std::move(x));
 }
 

@@ -11,6 +11,7 @@
 #include "master/cluster/cluster.h"
 #include "master/catalog/database_catalog.h"
 #include "master/catalog/pg_catalog.h"
+#include "master/sql/part_map.h"
 #include "query/exec/operator.h"
 
 namespace wattdb::master {
@@ -23,15 +24,16 @@ class MasterScanProvider : public exec::ScanProvider {
   // `txn` nonzero: scans also see that transaction's own pending writes. `db`: the session's
   // database, whose relations pg_catalog shows (default database if null).
   MasterScanProvider(Cluster& cluster, Timestamp read_ts, uint64_t txn = 0, const DatabaseCatalog* db = nullptr)
-      : cluster_(cluster), read_ts_(read_ts), txn_(txn), db_(db) {}
+      : cluster_(cluster), parts_(cluster), read_ts_(read_ts), txn_(txn), db_(db) {}
   Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override;
-  // Runs the fragment on the nodes (master/sql/exchange.h).
+  // Runs the fragment on the nodes (rpc/exchange.h).
   Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& exchange,
                                                         const exec::ExecContext& ctx) override;
   Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) override;
 
  private:
   Cluster& cluster_;  // borrowed; outlives the provider
+  ClusterPartMap parts_;
   Timestamp read_ts_;
   uint64_t txn_;
   const DatabaseCatalog* db_;  // borrowed; may be null

@@ -1,13 +1,14 @@
-#include "master/sql/exchange.h"
+#include "rpc/exchange.h"
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
 
-#include "master/energy/statement_energy.h"
-#include "master/cluster/node_rpc.h"
+#include <fmt/format.h>
 
-namespace wattdb::master {
+#include "rpc/scan_stream.h"
+
+namespace wattdb::rpc {
 
 namespace {
 
@@ -23,18 +24,17 @@ bool Blocking(const plan::PlanNode& p) {
 
 }  // namespace
 
-Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(Cluster& cluster, const plan::PlanNode& exchange,
-                                                             Options opts) {
+Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const plan::PlanNode& exchange, Options opts) {
   if (exchange.children.size() != 1) return Status::Internal("exchange without its fragment");
   const plan::PlanNode* scan = LeafScan(*exchange.children[0]);
   if (!scan) return Status::Internal("exchange fragment without a scan");
-  std::unique_ptr<ExchangeSource> x(new ExchangeSource(cluster, opts));
+  std::unique_ptr<ExchangeSource> x(new ExchangeSource(map, opts));
   x->table_ = scan->table;
   x->ncols_ = exchange.types.size();
   exchange.children[0]->Serialize(&x->fragment_);
   x->fragment_root_ = exchange.children[0].get();
   x->blocking_ = Blocking(*exchange.children[0]);
-  for (const auto& s : cluster.catalog().SegmentsOverlapping(scan->table, scan->lo, scan->hi)) {
+  for (const auto& s : map.Segments(scan->table, scan->lo, scan->hi)) {
     Part p;
     p.lo = std::max(scan->lo, s.lo);
     p.hi = s.hi.empty() ? scan->hi : (scan->hi.empty() ? s.hi : std::min(scan->hi, s.hi));
@@ -131,13 +131,13 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
     if (finished_ || (!hi_.empty() && cursor_ >= hi_)) return false;
     Status st;
     if (!stream_) {
-      auto segs = x_.cluster_.catalog().SegmentsOverlapping(x_.table_, cursor_, hi_);
+      auto segs = x_.map_.Segments(x_.table_, cursor_, hi_);
       if (segs.empty()) return false;
       seg_ = segs.front();
       std::string lo = std::max(cursor_, seg_.lo);
       std::string hi = seg_.hi.empty() ? hi_ : (hi_.empty() ? seg_.hi : std::min(hi_, seg_.hi));
       pending_.clear();
-      auto client = x_.cluster_.registry().Client(seg_.node);
+      auto client = x_.map_.Client(seg_.node);
       if (client.ok()) {
         auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.fragment_,
                                                x_.opts_.work_mem);
@@ -175,6 +175,10 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       // A segment that moved or split, or a node briefly away: read the map again and resume
       // (a blocking fragment reruns the whole segment).
       stream_.reset();
+      if (!x_.map_.Refreshable() && (st.IsStale() || st.IsNotFound())) {
+        return Status::Stale(fmt::format("segment {} moved or split while a helper node read it: {}", seg_.id,
+                                         st.message()));
+      }
       RETURN_NOT_OK(ScanRetryBackoff(st, &retries_));
       continue;
     }
@@ -202,7 +206,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
 }
 
 void ExchangeSource::BookNodeCpu() {
-  for (auto& [node, ns] : cpu_) StatementCpuScope::AddNode(node, ns);
+  for (auto& [node, ns] : cpu_) map_.BookCpu(node, ns);
   cpu_.clear();
 }
 
@@ -240,4 +244,4 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
   }
 }
 
-}  // namespace wattdb::master
+}  // namespace wattdb::rpc

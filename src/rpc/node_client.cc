@@ -1,9 +1,8 @@
-#include "master/cluster/node_client.h"
+#include "rpc/node_client.h"
 
-#include "master/energy/statement_energy.h"
 #include "proto/node_service.capnp.h"
 
-namespace wattdb::master {
+namespace wattdb::rpc {
 
 NodeClient::NodeClient(NodeId id, std::string host, uint16_t port, NodeClientOptions opts)
     : id_(id), opts_(opts), host_(std::move(host)), port_(port) {}
@@ -78,7 +77,7 @@ Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Call(capnp::MessageBui
     return r.status().Prepend(fmt::format("node {}", id_));
   }
   try {
-    StatementCpuScope::AddNode(id_, (*r)->Root<proto::Response>().getCpuNanos());
+    BookCpu((*r)->Root<proto::Response>().getCpuNanos());
   } catch (const kj::Exception&) {
     // a malformed reply is the caller's to report
   }
@@ -94,4 +93,4 @@ void NodeClient::Reset(const std::string& host, uint16_t port) {
   for (net::Connection* c : lent_) c->Close();  // their owners see an error and drop them
 }
 
-}  // namespace wattdb::master
+}  // namespace wattdb::rpc

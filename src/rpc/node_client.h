@@ -1,4 +1,5 @@
-// NodeClient: the master's pool of connections to one node's data port.
+// NodeClient: a pool of connections to one node's data port (the master's to every node, a
+// helper node's to the nodes whose segments it reads).
 // Acquire() lends a connection; a lease whose conversation ended cleanly goes back to the
 // pool, one that failed mid-stream is dropped. Every connect and every frame has a
 // deadline (connect_ms, io_ms). Reset() (the node went down or re-registered) closes every
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -17,12 +19,15 @@
 #include "common/schema.h"
 #include "net/connection.h"
 
-namespace wattdb::master {
+namespace wattdb::rpc {
 
 struct NodeClientOptions {
   int connect_ms = net::kDefaultConnectTimeoutMs;
   int io_ms = net::kDefaultIoTimeoutMs;
   const net::ClusterKey* key = nullptr;  // borrowed; connections authenticate with it (required)
+  // Told the node CPU each reply of Call and ScanStream reports (statement energy accounting);
+  // called on the caller's thread. Optional.
+  std::function<void(NodeId, uint64_t cpu_nanos)> on_cpu;
 };
 
 class NodeClient {
@@ -58,6 +63,9 @@ class NodeClient {
   void Reset(const std::string& host, uint16_t port);
   NodeId id() const { return id_; }
   int io_ms() const { return opts_.io_ms; }
+  void BookCpu(uint64_t cpu_nanos) const {
+    if (opts_.on_cpu && cpu_nanos) opts_.on_cpu(id_, cpu_nanos);
+  }
 
  private:
   NodeId id_;
@@ -75,4 +83,4 @@ class NodeClient {
   net::asio::io_context io_;
 };
 
-}  // namespace wattdb::master
+}  // namespace wattdb::rpc

@@ -1,5 +1,6 @@
 // ExchangeSource: the rows of an Exchange's fragment (query/plan/fragment.h), run on the
-// nodes owning the segments of its scan's key range. Segments run in parallel, a few at a
+// nodes owning the segments of its scan's key range (the master's exchanges, and those of a
+// plan a helper node runs for it). Segments run in parallel, a few at a
 // time, each into a bounded prefetch buffer (the paper's buffering operator), and their
 // outputs are read in key order, so the rows come in the order the fragment run on the
 // master would give them. A segment that moved or split meanwhile is looked up again and
@@ -19,10 +20,30 @@
 #include <thread>
 #include <vector>
 
-#include "master/cluster/cluster.h"
 #include "query/exec/context.h"
+#include "rpc/node_client.h"
+#include "rpc/scan_stream.h"
 
-namespace wattdb::master {
+namespace wattdb::rpc {
+
+// Where a table's segments are, as the exchange's reader knows it.
+struct SegmentPlace {
+  SegmentId id = 0;
+  NodeId node = 0;
+  std::string lo, hi;  // key range ("" = unbounded)
+};
+class PartMap {
+ public:
+  virtual ~PartMap() = default;
+  // The segments of `table` overlapping [lo, hi), in key order.
+  virtual std::vector<SegmentPlace> Segments(TableId table, const std::string& lo, const std::string& hi) = 0;
+  virtual Result<std::shared_ptr<NodeClient>> Client(NodeId node) = 0;
+  // False: the map is a copy that cannot be read again, so a moved or split segment fails
+  // the exchange (Stale) instead of being looked up afresh.
+  virtual bool Refreshable() const { return true; }
+  // Node CPU the nodes reported, told on the consumer's thread.
+  virtual void BookCpu(NodeId node, uint64_t cpu_nanos) {}
+};
 
 class ExchangeSource : public exec::RowSource {
  public:
@@ -37,8 +58,8 @@ class ExchangeSource : public exec::RowSource {
   static constexpr size_t kMaxInFlight = 4;      // segments streaming at once
   static constexpr size_t kBufferedBatches = 8;  // prefetch buffer per segment
 
-  static Result<std::unique_ptr<ExchangeSource>> Open(Cluster& cluster, const plan::PlanNode& exchange,
-                                                      Options opts);
+  // `map` is borrowed and outlives the source.
+  static Result<std::unique_ptr<ExchangeSource>> Open(PartMap& map, const plan::PlanNode& exchange, Options opts);
   ~ExchangeSource() override;  // stops and joins the producers
   Result<bool> Next(exec::Batch& out) override;
 
@@ -54,7 +75,7 @@ class ExchangeSource : public exec::RowSource {
     ExchangeSource& x_;
     std::string cursor_, hi_;  // what is left to read: [cursor_, hi_)
     int retries_ = 0;
-    SegmentEntry seg_;                     // the segment the stream reads
+    SegmentPlace seg_;                     // the segment the stream reads
     std::unique_ptr<ScanStream> stream_;
     std::vector<exec::Batch> pending_;     // blocking fragments: the segment's output so far
     std::deque<exec::Batch> ready_;        // blocking fragments: a complete segment's output
@@ -69,17 +90,16 @@ class ExchangeSource : public exec::RowSource {
     // buffer was full: no wake-ups of every producer on every batch).
     std::unique_ptr<std::condition_variable> space = std::make_unique<std::condition_variable>();
   };
-  ExchangeSource(Cluster& cluster, Options opts) : cluster_(cluster), opts_(opts) {}
+  ExchangeSource(PartMap& map, Options opts) : map_(map), opts_(opts) {}
   void Produce();
   // Runs the fragment over part i's range; returns its final status.
   Status RunPart(size_t i);
-  // REQUIRES mu_ held, on the consumer's thread: charges the node CPU reported so far to the
-  // running statement.
+  // REQUIRES mu_ held, on the consumer's thread: tells the map the node CPU reported so far.
   void BookNodeCpu();
   // Queues a batch of part i (waits while its buffer is full); false if stopped.
   bool Push(size_t i, exec::Batch b);
 
-  Cluster& cluster_;
+  PartMap& map_;
   Options opts_;
   TableId table_ = 0;
   size_t ncols_ = 0;  // of the fragment's output
@@ -100,4 +120,4 @@ class ExchangeSource : public exec::RowSource {
   const plan::PlanNode* fragment_root_ = nullptr;
 };
 
-}  // namespace wattdb::master
+}  // namespace wattdb::rpc

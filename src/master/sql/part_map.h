@@ -1,0 +1,28 @@
+// The partition map as the master's exchanges read it: segments from the catalog (read afresh
+// after a move or split), clients from the node registry, node CPU booked to the statement.
+#pragma once
+
+#include "master/cluster/cluster.h"
+#include "master/energy/statement_energy.h"
+#include "rpc/exchange.h"
+
+namespace wattdb::master {
+
+class ClusterPartMap : public rpc::PartMap {
+ public:
+  explicit ClusterPartMap(Cluster& cluster) : cluster_(cluster) {}
+  std::vector<rpc::SegmentPlace> Segments(TableId table, const std::string& lo, const std::string& hi) override {
+    std::vector<rpc::SegmentPlace> out;
+    for (auto& s : cluster_.catalog().SegmentsOverlapping(table, lo, hi)) {
+      out.push_back({s.id, s.node, std::move(s.lo), std::move(s.hi)});
+    }
+    return out;
+  }
+  Result<std::shared_ptr<rpc::NodeClient>> Client(NodeId node) override { return cluster_.registry().Client(node); }
+  void BookCpu(NodeId node, uint64_t cpu_nanos) override { StatementCpuScope::AddNode(node, cpu_nanos); }
+
+ private:
+  Cluster& cluster_;  // borrowed; outlives the map
+};
+
+}  // namespace wattdb::master

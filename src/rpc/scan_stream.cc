@@ -1,0 +1,157 @@
+#include "rpc/scan_stream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <kj/exception.h>
+
+#include "proto/node_service.capnp.h"
+#include "query/exec/batch_codec.h"
+#include "rpc/proto_util.h"
+
+namespace wattdb::rpc {
+
+Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg, const std::string& lo,
+                                                     const std::string& hi, Timestamp read_ts,
+                                                     uint32_t batch_rows, uint64_t txn, const IndexRange* index) {
+  capnp::MallocMessageBuilder mb;
+  auto s = mb.initRoot<proto::Request>().initScan();
+  s.setSegment(seg);
+  s.setLo(Bytes(lo));
+  s.setHi(Bytes(hi));
+  s.setReadTs(read_ts);
+  s.setBatchRows(batch_rows);
+  s.setTxn(txn);
+  if (index) {
+    s.setIndex(index->index);
+    s.setIndexLo(Bytes(index->lo));
+    s.setIndexHi(Bytes(index->hi));
+  }
+  return Start(c, mb);
+}
+
+Result<std::unique_ptr<ScanStream>> ScanStream::Start(NodeClient& c, capnp::MessageBuilder& request) {
+  ASSIGN_OR_RETURN(NodeClient::Lease lease, c.Acquire());
+  Status st = lease.conn().Send(request);
+  if (!st.ok()) {
+    lease.Poison();
+    return st.Prepend(fmt::format("node {}", c.id()));
+  }
+  return std::unique_ptr<ScanStream>(new ScanStream(c, std::move(lease)));
+}
+
+Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, SegmentId seg, const std::string& lo,
+                                                             const std::string& hi, Timestamp read_ts, uint64_t txn,
+                                                             const std::string& fragment, int64_t work_mem) {
+  capnp::MallocMessageBuilder mb;
+  auto s = mb.initRoot<proto::Request>().initScan();
+  s.setSegment(seg);
+  s.setLo(Bytes(lo));
+  s.setHi(Bytes(hi));
+  s.setReadTs(read_ts);
+  s.setBatchRows(exec::kBatchRows);
+  s.setTxn(txn);
+  s.setFragment(Bytes(fragment));
+  s.setWorkMem(static_cast<uint64_t>(std::max<int64_t>(0, work_mem)));
+  return Start(c, mb);
+}
+
+Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
+                               std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel) {
+  if (finished_) return Status::Internal("scan stream already finished");
+  if (cancel) {
+    // A node aggregating a segment sends nothing for a while: wait in slices.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(client_.io_ms());
+    while (!cancel->load()) {
+      Status ready = lease_.conn().WaitReadable(100);
+      if (!ready.IsTimedOut() || std::chrono::steady_clock::now() >= deadline) break;  // Receive tells
+    }
+    if (cancel->load()) {
+      lease_.Poison();
+      finished_ = true;
+      return Status::Sql("57014", "canceling statement due to user request");
+    }
+  }
+  auto msg = lease_.conn().Receive();
+  if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
+  try {
+    auto resp = (*msg)->Root<proto::Response>();
+    *cpu_nanos = resp.getCpuNanos();
+    Status ns = FromProto(resp.getStatus());
+    if (resp.which() != proto::Response::SCAN_BATCH) return Status::Corruption("scan reply without a batch");
+    auto b = resp.getScanBatch();
+    *last = b.getLast();
+    if (*last) finished_ = true;
+    if (!ns.ok()) return ns;
+    *resume_key = Str(b.getResumeKey());
+    out->rows = 0;
+    out->cols.clear();
+    if (b.hasColumns()) {
+      Status d = exec::DecodeBatch(Str(b.getColumns()), out);
+      if (!d.ok()) return d.Prepend(fmt::format("node {}", client_.id()));
+    }
+    if (*last && b.hasStats() && !exec::DecodeOperatorStats(Str(b.getStats()), stats)) {
+      return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
+    }
+  } catch (const kj::Exception& e) {
+    return Status::Corruption(fmt::format("node {} sent a malformed fragment batch", client_.id()));
+  }
+  return Status::OK();
+}
+
+ScanStream::~ScanStream() {
+  if (!finished_) lease_.Poison();
+}
+
+Status ScanStream::Next(std::vector<std::string>* keys, std::vector<std::string>* rows, bool* last) {
+  if (finished_) return Status::Internal("scan stream already finished");
+  auto msg = lease_.conn().Receive();
+  if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
+  try {
+    auto resp = (*msg)->Root<proto::Response>();
+    client_.BookCpu(resp.getCpuNanos());
+    Status ns = FromProto(resp.getStatus());
+    if (resp.which() != proto::Response::SCAN_BATCH) return Status::Corruption("scan reply without a batch");
+    auto b = resp.getScanBatch();
+    *last = b.getLast();
+    if (*last) finished_ = true;
+    if (!ns.ok()) return ns;
+    keys->clear();
+    rows->clear();
+    for (auto k : b.getKeys()) keys->push_back(Str(k));
+    for (auto r : b.getRows()) rows->push_back(Str(r));
+    if (keys->size() != rows->size()) return Status::Corruption("scan batch with mismatched keys and rows");
+  } catch (const kj::Exception& e) {
+    return Status::Corruption(fmt::format("node {} sent a malformed scan batch", client_.id()));
+  }
+  return Status::OK();
+}
+
+Status ScanRetryBackoff(const Status& st, int* retries) {
+  bool placement = st.IsStale() || st.IsNotFound();
+  bool link = st.IsUnavailable() || st.IsTimedOut() || st.code() == Status::Code::kIOError;
+  // A segment that moved or split is found again at once; a node that is down stays down
+  // for a while, and a statement that needs it fails fast (about 1 s of retries).
+  if (!placement && !link) return st;
+  if (++*retries > (placement ? 200 : 12)) return st;
+  int ms = placement ? std::min(100, 2 * *retries) : std::min(200, 20 * *retries);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return Status::OK();
+}
+
+Status RpcScan(NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi,
+               Timestamp read_ts, uint32_t batch_rows,
+               const std::function<Status(std::vector<std::string>&, std::vector<std::string>&)>& on_batch) {
+  ASSIGN_OR_RETURN(auto stream, ScanStream::Open(c, seg, lo, hi, read_ts, batch_rows));
+  std::vector<std::string> keys, rows;
+  bool last = false;
+  while (!last) {
+    RETURN_NOT_OK(stream->Next(&keys, &rows, &last));
+    RETURN_NOT_OK(on_batch(keys, rows));
+  }
+  return Status::OK();
+}
+
+}  // namespace wattdb::rpc
