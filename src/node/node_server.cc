@@ -41,6 +41,8 @@ Status NodeServer::Start() {
   if (opts_.key_file.empty()) return Status::InvalidArgument("no cluster key file configured");
   ASSIGN_OR_RETURN(net::ClusterKey key, net::ClusterKey::LoadOrCreate(opts_.key_file));
   key_ = std::make_unique<net::ClusterKey>(std::move(key));
+  peers_ = std::make_unique<PeerClients>(
+      rpc::NodeClientOptions{opts_.connect_timeout_ms, opts_.rpc_timeout_ms, key_.get()});
   ASSIGN_OR_RETURN(store_, storage::SegmentStore::Open(opts_.data_dir + "/segments"));
   store_->set_sync_commits(opts_.sync_commit);
   participant_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(opts_.lock_timeout_ms),
@@ -166,6 +168,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       {proto::Request::LIST_SEGMENTS, &NodeServer::OnListSegments},
       {proto::Request::EXPORT_SEGMENT, &NodeServer::OnExportSegment},
       {proto::Request::PULL_SEGMENT, &NodeServer::OnPullSegment},
+      {proto::Request::RUN_PLAN, &NodeServer::OnRunPlan},
   };
   auto which = msg.Root<proto::Request>().which();
   for (const auto& [w, handle] : kHandlers) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,9 +23,27 @@
 #include "node/column_cache.h"
 #include "node/participant.h"
 #include "node/telemetry.h"
+#include "rpc/node_client.h"
 #include "storage/segment_store.h"
 
 namespace wattdb::node {
+
+// Connections to other nodes' data ports (a helper node reading their segments), by node id,
+// at the address last learnt for it. Thread-safe.
+class PeerClients {
+ public:
+  explicit PeerClients(rpc::NodeClientOptions opts) : opts_(std::move(opts)) {}
+  void Learn(NodeId node, const std::string& host, uint16_t port);
+  // NotFound if no address was learnt for `node`.
+  Result<std::shared_ptr<rpc::NodeClient>> Get(NodeId node);
+
+ private:
+  rpc::NodeClientOptions opts_;
+  std::mutex mu_;
+  std::map<NodeId, std::pair<std::string, uint16_t>> addrs_;
+  std::map<NodeId, std::pair<std::string, uint16_t>> c_addr_;  // the address each client has
+  std::map<NodeId, std::shared_ptr<rpc::NodeClient>> clients_;
+};
 
 struct NodeOptions {
   NodeConfig self;
@@ -84,6 +103,7 @@ class NodeServer {
   bool OnListSegments(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnExportSegment(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnPullSegment(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnRunPlan(net::Connection& conn, net::ReceivedMessage& msg);  // offload_handler.cc
   // A commit's reply: its status and the sizes of the segments it wrote, so that the master
   // can split oversized ones right away.
   bool ReplyWithSizes(net::Connection& conn, const Status& st, const std::set<SegmentId>& touched);
@@ -95,6 +115,7 @@ class NodeServer {
   std::unique_ptr<ColumnCache> columns_;
   std::unique_ptr<net::TcpServer> server_;
   std::unique_ptr<net::ClusterKey> key_;
+  std::unique_ptr<PeerClients> peers_;  // made once key_ exists
   std::thread link_thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> resumed_{false};

@@ -60,6 +60,19 @@ struct SegmentStats {
   rowsWritten @3 :UInt64;
 }
 
+struct SegmentPlace {                # where an offloaded plan's Exchange reads a segment
+  segment @0 :UInt64;
+  lo @1 :Data;
+  hi @2 :Data;
+  node @3 :UInt32;
+  host @4 :Text;
+  port @5 :UInt16;
+}
+
+struct ExchangePlaces {
+  places @0 :List(SegmentPlace);     # the segments of the Exchange's scan range, in key order
+}
+
 struct Request {
   union {
     ping @0 :Void;
@@ -136,6 +149,13 @@ struct Request {
     }
     hostPower @40 :UInt8;            # master -> node: ask the host's OS, after replying, to
                                      # power off (1, soft) or suspend (2)
+    runPlan :group {                 # master -> helper node: run this plan (operator offloading,
+      plan @47 :Data;                # query/plan/offload.h); its Exchanges read the listed
+      readTs @48 :UInt64;            # segments from their owners. Replies as fragment scans:
+      txn @49 :UInt64;               # scanBatch.columns, then last with stats
+      workMem @50 :UInt64;
+      exchanges @51 :List(ExchangePlaces);  # one per Exchange of `plan`, in pre-order
+    }
   }
 }
 

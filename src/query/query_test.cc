@@ -10,6 +10,7 @@
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
 #include "query/plan/fragment.h"
+#include "query/plan/offload.h"
 #include "query/sql/parser.h"
 
 namespace wattdb {
@@ -117,12 +118,13 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
 // `pushdown`: split the plan into fragments (run as cat.ship says).
 Result<std::vector<std::string>> RunSql(MemCatalog& cat, const std::string& sql,
                                      bool roundtrip = false, bool pushdown = false,
-                                     std::string* explain = nullptr) {
+                                     std::string* explain = nullptr, bool offload = false) {
   ASSIGN_OR_RETURN(auto stmts, sql::Parse(sql));
   auto& sel = std::get<sql::SelectStmt>(stmts[0]);
   ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(sel, cat));
   plan::PlanPtr p = std::move(b.plan);
   if (pushdown) p = plan::PushDownFragments(std::move(p), {[](const plan::PlanNode&) { return true; }});
+  if (offload) p = plan::PlaceOffload(std::move(p), 0);
   if (explain) *explain = p->ToString();
   if (roundtrip) {
     std::string bytes;
@@ -262,6 +264,51 @@ TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
   // DISTINCT aggregates stay whole, above the exchange.
   ASSERT_TRUE(RunSql(cat, "SELECT count(DISTINCT v) FROM t", false, true, &plan).ok());
   EXPECT_EQ(plan.find("PartialAggregate"), std::string::npos) << plan;
+}
+
+// Offload nodes wrap the largest subtree above the exchanges that a node can run and that
+// holds a blocking operator; with no helper (this provider has none) it runs in place.
+TEST(Select, OffloadWrapsTheBlockingPartAboveTheExchanges) {
+  const char* queries[] = {
+      "SELECT grp, count(*), sum(v) FROM t GROUP BY grp ORDER BY grp",
+      "SELECT a.grp, count(*) FROM t a JOIN t b ON a.id = b.v GROUP BY a.grp ORDER BY 1",
+      "SELECT id, v FROM t WHERE id < 500 ORDER BY v DESC, id",
+      "SELECT grp FROM t WHERE id < 50 UNION SELECT grp FROM t WHERE id > 1990 ORDER BY 1",
+  };
+  for (const char* q : queries) {
+    MemCatalog cat;
+    auto whole = RunSql(cat, q);
+    ASSERT_TRUE(whole.ok()) << q << ": " << whole.status().ToString();
+    std::string plan;
+    auto offloaded = RunSql(cat, q, true, true, &plan, true);
+    ASSERT_TRUE(offloaded.ok()) << q << ": " << offloaded.status().ToString();
+    EXPECT_EQ(*offloaded, *whole) << q << "\n" << plan;
+    EXPECT_EQ(plan.rfind("Offload", 0), 0u) << plan;  // at the root: all of it can run on a helper
+    EXPECT_EQ(plan.find("Offload", 1), std::string::npos) << plan;
+  }
+  std::string plan;
+  MemCatalog cat;
+  // A subquery needs the master: the outer part stays there, and so does a plain scan.
+  ASSERT_TRUE(RunSql(cat, "SELECT id FROM t WHERE v > (SELECT avg(v) FROM t) ORDER BY id DESC LIMIT 3", false, true,
+                     &plan, true)
+                  .ok());
+  EXPECT_NE(plan.rfind("Offload", 0), 0u) << plan;
+  // Nothing worth moving: a plain scan, one state per segment to merge, the nodes' top-N rows.
+  for (const char* q : {"SELECT id FROM t WHERE v > 3", "SELECT count(*), sum(v) FROM t",
+                        "SELECT id FROM t ORDER BY v DESC, id LIMIT 5"}) {
+    ASSERT_TRUE(RunSql(cat, q, false, true, &plan, true).ok());
+    EXPECT_EQ(plan.find("Offload"), std::string::npos) << plan;
+  }
+  // A join's Exchanges in pre-order: the helper learns their segments in that order.
+  auto stmts = sql::Parse("SELECT a.grp, b.v FROM t a JOIN t b ON a.id = b.v WHERE a.id < 10 AND b.id > 20");
+  ASSERT_TRUE(stmts.ok());
+  auto bound = plan::BindSelect(std::get<sql::SelectStmt>((*stmts)[0]), cat);
+  ASSERT_TRUE(bound.ok());
+  auto p = plan::PushDownFragments(std::move(bound->plan), {[](const plan::PlanNode&) { return true; }});
+  auto xs = plan::Exchanges(*p);
+  ASSERT_EQ(xs.size(), 2u);
+  EXPECT_NE(xs[0]->ToString().find("(#0 < 10)"), std::string::npos) << p->ToString();
+  EXPECT_NE(xs[1]->ToString().find("(#0 > 20)"), std::string::npos) << p->ToString();
 }
 
 // Hash joins on typed batches: keys of one family across widths (integer = bigint), a

@@ -1,6 +1,8 @@
 // Runs every tests/sql/*.test file against a fresh 3-node cluster whose tiny segments make
 // the data of even small tables span several nodes: once with plan fragments run on the
-// nodes (the default), once with everything on the master (wattdb_pushdown = off).
+// nodes (the default), once with everything on the master (wattdb_pushdown = off), and once
+// with every blocking operator above the nodes' fragments offloaded to a helper node
+// (wattdb_offload = on).
 #include <cstdio>
 #include <filesystem>
 
@@ -11,9 +13,11 @@
 namespace wattdb::testing {
 namespace {
 
+enum class Mode { kPushdown, kOnMaster, kOffloaded };
+
 struct Case {
   std::string file;
-  bool pushdown;
+  Mode mode;
 };
 
 class SqlLogicTest : public ::testing::TestWithParam<Case> {};
@@ -24,8 +28,10 @@ TEST_P(SqlLogicTest, Passes) {
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto conn = cluster.Connect();
   ASSERT_TRUE(conn->ok()) << conn->error();
-  if (!GetParam().pushdown) {
+  if (GetParam().mode == Mode::kOnMaster) {
     ASSERT_EQ(conn->Exec("SET wattdb_pushdown = off"), "");
+  } else if (GetParam().mode == Mode::kOffloaded) {
+    ASSERT_EQ(conn->Exec("SET wattdb_offload = on"), "");
   }
   int records = 0;
   auto failures = RunSltFile(file, *conn, &records);
@@ -45,7 +51,7 @@ std::vector<Case> Files() {
   std::sort(files.begin(), files.end());
   std::vector<Case> out;
   for (const auto& f : files) {
-    for (bool pushdown : {true, false}) out.push_back({f, pushdown});
+    for (Mode m : {Mode::kPushdown, Mode::kOnMaster, Mode::kOffloaded}) out.push_back({f, m});
   }
   return out;
 }
@@ -53,7 +59,9 @@ std::vector<Case> Files() {
 INSTANTIATE_TEST_SUITE_P(Files, SqlLogicTest, ::testing::ValuesIn(Files()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::filesystem::path(info.param.file).stem().string() +
-                                  (info.param.pushdown ? "" : "_on_master");
+                                  (info.param.mode == Mode::kOnMaster    ? "_on_master"
+                                   : info.param.mode == Mode::kOffloaded ? "_offloaded"
+                                                                         : "");
                          });
 
 }  // namespace

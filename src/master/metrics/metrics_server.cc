@@ -198,6 +198,11 @@ std::string MetricsServer::Render(Cluster& cluster) {
   w.Family("wattdb_generic_plan_executions_total", "counter",
            "Executions of prepared SELECTs that reused their generic plan (no parsing or planning).");
   w.Sample("wattdb_generic_plan_executions_total", {}, static_cast<double>(q.generic_plans.load()));
+  w.Family("wattdb_offloaded_total", "counter", "Plan subtrees (aggregation, sort, join) a helper node ran to the end.");
+  w.Sample("wattdb_offloaded_total", {}, static_cast<double>(q.offloaded.load()));
+  w.Family("wattdb_offload_failures_total", "counter",
+           "Offloaded plan subtrees whose helper node failed (the master then ran them, or the statement failed).");
+  w.Sample("wattdb_offload_failures_total", {}, static_cast<double>(q.offload_failures.load()));
   return w.Take();
 }
 

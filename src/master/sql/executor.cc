@@ -7,12 +7,14 @@
 
 #include "common/codec.h"
 #include "common/logging.h"
+#include "master/sql/offload.h"
 #include "master/sql/scan_provider.h"
 #include "query/exec/eval.h"
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
 #include "query/plan/fragment.h"
 #include "query/plan/generic_plan.h"
+#include "query/plan/offload.h"
 #include "query/plan/view_rewrite.h"
 
 namespace wattdb::master {
@@ -267,6 +269,14 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
       return Status::Sql("22023", fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
     }
   }
+  // wattdb_offload: where blocking operators above the exchanges run (master/sql/offload.h).
+  if (s.name == "wattdb_offload") {
+    if (s.value == "default" || s.value == "DEFAULT") {
+      settings_.erase(s.name);
+      return std::string("SET");
+    }
+    RETURN_NOT_OK(OffloadSetting::Parse(s.value).status());
+  }
   if (s.name == "transaction_isolation" || s.name == "default_transaction_isolation") {
     return SetIsolation(s, sink);
   }
@@ -387,6 +397,7 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
 
 Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel) {
   MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
+  scans.set_offload(Offload());
   exec::ExecContext ctx(&scans, cancel);
   ctx.work_mem = WorkMem();
   ctx.prefetch = ExchangePrefetch();
@@ -404,7 +415,7 @@ std::unique_ptr<Executor::CachedSelect> Executor::PlanGeneric(sql::SelectStmt& g
   if (generic.for_update) return nullptr;
   auto c = std::make_unique<CachedSelect>();
   c->schema_version = cluster_.catalog().schema_version();  // before binding: DDL meanwhile re-plans
-  c->pushdown = PushdownSetting();
+  c->planner = PlannerSettings();
   std::vector<SqlType> types = param_types;
   auto g = plan::BindSelect(generic, db_, &types);
   if (!g.ok() || types != param_types) return nullptr;
@@ -421,7 +432,7 @@ std::unique_ptr<Executor::CachedSelect> Executor::PlanGeneric(sql::SelectStmt& g
 }
 
 bool Executor::Valid(const CachedSelect& c) const {
-  return c.schema_version == cluster_.catalog().schema_version() && c.pushdown == PushdownSetting();
+  return c.schema_version == cluster_.catalog().schema_version() && c.planner == PlannerSettings();
 }
 
 Result<std::string> Executor::ExecuteCached(const CachedSelect& c, const std::vector<Value>& params, ResultSink& sink,
@@ -438,6 +449,7 @@ Result<std::string> Executor::ExecuteCached(const CachedSelect& c, const std::ve
 Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
                             const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
   MasterScanProvider scans(cluster_, snapshot, TxnId(), &db_);
+  scans.set_offload(Offload());
   exec::ExecContext ctx(&scans, cancel);
   ctx.work_mem = WorkMem();
   ctx.prefetch = ExchangePrefetch();
@@ -741,6 +753,18 @@ std::string Executor::PushdownSetting() const {
   return it == settings_.end() ? "on" : it->second;
 }
 
+std::string Executor::PlannerSettings() const {
+  auto it = settings_.find("wattdb_offload");
+  return PushdownSetting() + "/" + (it == settings_.end() ? "auto" : it->second);
+}
+
+OffloadSetting Executor::Offload() const {
+  auto it = settings_.find("wattdb_offload");
+  if (it == settings_.end()) return {};
+  auto s = OffloadSetting::Parse(it->second);
+  return s.ok() ? *s : OffloadSetting{};
+}
+
 void Executor::PushDown(plan::BoundSelect* bound) const {
   std::string mode = PushdownSetting();
   if (mode == "off") return;
@@ -748,6 +772,10 @@ void Executor::PushDown(plan::BoundSelect* bound) const {
   o.remote = [](const plan::PlanNode& scan) { return scan.table < kFirstSystemTableId; };
   o.blocking = mode != "scan";
   bound->plan = plan::PushDownFragments(std::move(bound->plan), o);
+  OffloadSetting offload = Offload();
+  if (mode == "on" && offload.mode != OffloadSetting::Mode::kOff) {
+    bound->plan = plan::PlaceOffload(std::move(bound->plan), offload.node);
+  }
 }
 
 bool Executor::ExchangePrefetch() const {
@@ -777,7 +805,7 @@ Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
       {"datestyle", "ISO, MDY"},         {"integer_datetimes", "on"},   {"standard_conforming_strings", "on"},
       {"timezone", "UTC"},
       {"max_identifier_length", "63"},  {"statement_timeout", "0"},   {"idle_in_transaction_session_timeout", "0"},
-      {"wattdb_pushdown", "on"},         {"wattdb_exchange_prefetch", "on"}};
+      {"wattdb_pushdown", "on"},         {"wattdb_exchange_prefetch", "on"},  {"wattdb_offload", "auto"}};
   auto set = settings_.find(s.name);
   if (set != settings_.end()) {
     RETURN_NOT_OK(TextResult(sink, s.name, {set->second}));

@@ -15,6 +15,7 @@
 #include "master/cluster/cluster.h"
 #include "master/energy/statement_energy.h"
 #include "master/catalog/database_catalog.h"
+#include "master/sql/offload.h"
 #include "query/exec/batch.h"
 #include "query/exec/context.h"
 #include "query/plan/plan.h"
@@ -82,7 +83,7 @@ class Executor {
   struct CachedSelect {
     plan::BoundSelect generic;
     uint64_t schema_version = 0;
-    std::string pushdown;  // wattdb_pushdown when planned
+    std::string planner;  // PlannerSettings() when planned
   };
   // The generic plan of `generic` (a SELECT whose $n have `param_types`) if, filled with
   // `params`, it is the plan made for `custom` (the same SELECT with those values in);
@@ -105,6 +106,8 @@ class Executor {
   // Runs a bound SELECT plan, its rows to `sink` (described already).
   Result<std::string> RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel);
   std::string PushdownSetting() const;
+  OffloadSetting Offload() const;       // wattdb_offload (master/sql/offload.h)
+  std::string PlannerSettings() const;  // the settings a plan depends on
   // Moves what the nodes can run below Exchanges, as wattdb_pushdown says.
   void PushDown(plan::BoundSelect* bound) const;
   Result<std::string> CreateTable(sql::CreateTableStmt& s, ResultSink& sink);

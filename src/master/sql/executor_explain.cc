@@ -5,6 +5,7 @@
 #include <set>
 
 #include "master/sql/executor.h"
+#include "master/sql/offload.h"
 #include "master/sql/scan_provider.h"
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
@@ -20,6 +21,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   double total_ms = 0;
   if (s.analyze) {
     MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
+    scans.set_offload(Offload());
     exec::ExecContext ctx(&scans, cancel);
     ctx.work_mem = WorkMem();
     ctx.prefetch = ExchangePrefetch();
@@ -44,8 +46,9 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   std::function<const plan::PlanNode*(const plan::PlanNode&)> leaf = [&](const plan::PlanNode& p) {
     return p.kind == plan::PlanNode::Kind::kScan ? &p : p.children.size() == 1 ? leaf(*p.children[0]) : nullptr;
   };
-  std::function<void(const plan::PlanNode&, int, const plan::PlanNode*)> walk = [&](const plan::PlanNode& p, int depth,
-                                                                                    const plan::PlanNode* remote) {
+  // Below an Offload (and above its Exchanges), operators run on a helper node.
+  std::function<void(const plan::PlanNode&, int, const plan::PlanNode*, const plan::PlanNode*)> walk =
+      [&](const plan::PlanNode& p, int depth, const plan::PlanNode* remote, const plan::PlanNode* offload) {
     std::string text = p.ToString(0);
     text = text.substr(0, text.find('\n'));
     std::string where = "master";
@@ -59,12 +62,26 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
       for (NodeId n : nodes) where += (where.empty() ? "nodes " : ",") + std::to_string(n);
       where = fmt::format("{}; {} segment{}", where.empty() ? "no nodes" : where, segs.size(), segs.size() == 1 ? "" : "s");
     }
+    if (offload && !scan) {
+      auto ran = remote_stats.find(offload);  // ANALYZE: the helper it ran on, if any
+      if (s.analyze) {
+        where = ran != remote_stats.end() && !ran->second.empty()
+                    ? fmt::format("helper node {}", ran->second.begin()->first)
+                    : "master";
+      } else if (offload->index) {
+        where = fmt::format("helper node {}", offload->index);
+      } else {
+        where = Offload().mode == OffloadSetting::Mode::kOn ? "a helper node" : "master or a helper node";
+      }
+    }
     std::string line = std::string(depth * 2, ' ') + (depth ? "->  " : "") + text + "  (on " + where + ")";
-    if (s.analyze && !remote) {
+    auto rs = remote_stats.find(&p);
+    bool helped = rs != remote_stats.end() && !rs->second.empty();  // ran on a helper node
+    if (s.analyze && !remote && !helped) {
       const exec::OperatorStats& st = stats[&p];
       line += fmt::format(" (actual rows={} batches={} time={:.3f} ms)", st.rows, st.batches, st.ms);
     }
-    if (s.analyze && remote) {  // summed over each node's segments
+    if (s.analyze && (remote || helped)) {  // on the nodes: summed over each node's segments
       std::string per_node;
       for (const auto& [node, st] : remote_stats[&p]) {
         per_node += fmt::format("{}n{}: rows={} batches={} time={:.3f} ms", per_node.empty() ? "" : "; ", node,
@@ -74,10 +91,11 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
     }
     lines.push_back(line);
     for (const auto& c : p.children) {
-      walk(*c, depth + 1, remote ? remote : p.kind == plan::PlanNode::Kind::kExchange ? leaf(*c) : nullptr);
+      walk(*c, depth + 1, remote ? remote : p.kind == plan::PlanNode::Kind::kExchange ? leaf(*c) : nullptr,
+           p.kind == plan::PlanNode::Kind::kOffload ? &p : offload);
     }
   };
-  walk(*bound.plan, 0, nullptr);
+  walk(*bound.plan, 0, nullptr, nullptr);
   if (s.analyze) {
     if (energy_) {
       StatementEnergy e = energy_->Finish(cluster_.monitor(), cluster_.registry());

@@ -143,6 +143,19 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const 
   return std::unique_ptr<exec::RowSource>(std::move(x));
 }
 
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenOffload(const plan::PlanNode& offload,
+                                                                         const exec::ExecContext& ctx) {
+  OffloadSource::Options o;
+  o.read_ts = read_ts_;
+  o.txn = txn_;
+  o.work_mem = ctx.work_mem;
+  o.setting = offload_;
+  o.cancel = ctx.cancelled;
+  o.stats = ctx.remote_stats;
+  ASSIGN_OR_RETURN(auto x, OffloadSource::Open(cluster_, offload, o));
+  return std::unique_ptr<exec::RowSource>(std::move(x));
+}
+
 void RegisterSystemViews(Catalog& catalog) {
   RegisterPgCatalog(catalog);
   catalog.AddSystemView(View(kNodesView, "wattdb_nodes",

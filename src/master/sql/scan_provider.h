@@ -11,6 +11,7 @@
 #include "master/cluster/cluster.h"
 #include "master/catalog/database_catalog.h"
 #include "master/catalog/pg_catalog.h"
+#include "master/sql/offload.h"
 #include "master/sql/part_map.h"
 #include "query/exec/operator.h"
 
@@ -29,6 +30,10 @@ class MasterScanProvider : public exec::ScanProvider {
   // Runs the fragment on the nodes (rpc/exchange.h).
   Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& exchange,
                                                         const exec::ExecContext& ctx) override;
+  // Runs the subtree on a helper node, if one is chosen (master/sql/offload.h).
+  Result<std::unique_ptr<exec::RowSource>> OpenOffload(const plan::PlanNode& offload,
+                                                       const exec::ExecContext& ctx) override;
+  void set_offload(const OffloadSetting& s) { offload_ = s; }
   Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) override;
 
  private:
@@ -36,6 +41,7 @@ class MasterScanProvider : public exec::ScanProvider {
   ClusterPartMap parts_;
   Timestamp read_ts_;
   uint64_t txn_;
+  OffloadSetting offload_;
   const DatabaseCatalog* db_;  // borrowed; may be null
   PgCatalog& Pg();  // the pg_catalog answers for db_ (or the default database), made once
   std::unique_ptr<DatabaseCatalog> default_db_;

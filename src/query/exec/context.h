@@ -45,11 +45,29 @@ class ScanProvider {
   virtual Result<std::unique_ptr<RowSource>> OpenExchange(const plan::PlanNode& exchange, const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();
   }
+  // The rows of an Offload's subtree (plan/offload.h) run on a helper node; null: run it here.
+  virtual Result<std::unique_ptr<RowSource>> OpenOffload(const plan::PlanNode& offload, const ExecContext& ctx) {
+    return std::unique_ptr<RowSource>();
+  }
   // Functions that read the catalog (pg_get_indexdef, regclass output, ...), by name.
   virtual Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) {
     return Status::Sql("0A000", "function " + name + " is not available here");
   }
 };
+
+// A failure of the node running an offloaded subtree or of the link to it (not an error of the
+// query itself): the subtree can run elsewhere.
+inline bool IsHelperFailure(const Status& st) {
+  switch (st.code()) {
+    case Status::Code::kIOError:
+    case Status::Code::kUnavailable:
+    case Status::Code::kTimedOut:
+    case Status::Code::kStale:
+    case Status::Code::kNotFound:
+    case Status::Code::kCorruption: return true;
+    default: return false;
+  }
+}
 
 // Results of subqueries that read nothing of the enclosing query: computed once per execution.
 struct SubqueryResult {

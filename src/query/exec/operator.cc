@@ -72,6 +72,48 @@ class ExchangeOp : public UnaryOp {
   std::unique_ptr<RowSource> remote_;
 };
 
+// Offload: the subtree's rows from a helper node, else from the subtree run here. A helper
+// that fails for want of a node or a link (not for an error of the query) before its first
+// row gives way to the subtree run here.
+class OffloadOp : public UnaryOp {
+ public:
+  using UnaryOp::UnaryOp;
+  Status Open(ExecContext& ctx) override {
+    ctx_ = &ctx;
+    if (ctx.scans) {
+      ASSIGN_OR_RETURN(remote_, ctx.scans->OpenOffload(p_, ctx));
+    }
+    return remote_ ? Status::OK() : OpenHere();
+  }
+  Result<bool> Next(Batch& out) override {
+    RETURN_NOT_OK(CheckCancel(*ctx_));
+    if (remote_) {
+      out.Reset(p_.types.size());
+      auto more = remote_->Next(out);
+      if (more.ok() || delivered_ || !IsHelperFailure(more.status())) {
+        delivered_ = delivered_ || (more.ok() && *more);
+        return more;
+      }
+      remote_.reset();
+      RETURN_NOT_OK(OpenHere());
+    }
+    return child_->Next(out);
+  }
+  void Close() override {
+    remote_.reset();
+    if (here_) child_->Close();
+  }
+
+ private:
+  Status OpenHere() {
+    here_ = true;
+    return child_->Open(*ctx_);
+  }
+  std::unique_ptr<RowSource> remote_;
+  bool delivered_ = false;  // the helper's rows reached the consumer: no way back
+  bool here_ = false;       // the subtree was opened here
+};
+
 class ValuesOp : public Operator {
  public:
   explicit ValuesOp(const PlanNode& p) : p_(p) {}
@@ -456,6 +498,7 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
     case PlanNode::Kind::kProject: return std::unique_ptr<Operator>(new ProjectOp(p, std::move(child)));
     case PlanNode::Kind::kAggregate: return MakeHashAggregate(p, std::move(child));
     case PlanNode::Kind::kExchange: return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
+    case PlanNode::Kind::kOffload: return std::unique_ptr<Operator>(new OffloadOp(p, std::move(child)));
     case PlanNode::Kind::kSort: return std::unique_ptr<Operator>(new SortOp(p, std::move(child), top));
     case PlanNode::Kind::kLimit: return std::unique_ptr<Operator>(new LimitOp(p, std::move(child)));
     case PlanNode::Kind::kHashJoin: return MakeHashJoin(p, std::move(child), std::move(right));

@@ -132,6 +132,7 @@ std::string PlanNode::ToString(int indent) const {
       if (predicate) s += " filter " + predicate->ToString();
       break;
     case Kind::kExchange: s += "Exchange"; break;
+    case Kind::kOffload: s += index ? fmt::format("Offload to node {}", index) : "Offload"; break;
     case Kind::kSetOp: {
       static const char* kOps[] = {"Union", "Except", "Intersect"};
       s += std::string(kOps[static_cast<int>(set_op)]) + (set_all ? " all" : "");
@@ -210,7 +211,7 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   auto p = std::make_unique<PlanNode>();
   uint8_t kind;
   uint64_t n, table;
-  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kExchange) || !r.VarU64(&n) || n > 10000) {
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kOffload) || !r.VarU64(&n) || n > 10000) {
     return bad();
   }
   p->kind = static_cast<Kind>(kind);

@@ -38,7 +38,7 @@ using PlanPtr = std::unique_ptr<PlanNode>;
 struct PlanNode {
   enum class Kind : uint8_t {
     kScan, kValues, kFilter, kProject, kAggregate, kSort, kLimit, kHashJoin, kNestedLoopJoin, kSetOp,
-    kIndexJoin, kGenerateSeries, kUnnest, kExchange,
+    kIndexJoin, kGenerateSeries, kUnnest, kExchange, kOffload,
   };
   enum class JoinType : uint8_t { kInner, kLeft };
   enum class SetOpType : uint8_t { kUnion, kExcept, kIntersect };
@@ -66,6 +66,8 @@ struct PlanNode {
   AggMode agg_mode = AggMode::kComplete;
   // kExchange: the rows of children[0], a fragment whose leaf is a Scan, run on the nodes
   // owning the scan's segments (each segment's share apart, in parallel), in no order.
+  // kOffload: the rows of children[0], run on helper node `index` (0: chosen when it runs;
+  // see plan/offload.h), or in place when no helper suits.
   // kSort
   std::vector<SortKey> keys;
   // kLimit: -1 = no limit

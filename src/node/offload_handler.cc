@@ -1,0 +1,178 @@
+// The node service's runPlan request: this node as a helper (operator offloading,
+// query/plan/offload.h) runs a plan whose Exchanges read other nodes' segments, and streams
+// its output to the master as column batches.
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "node/node_server.h"
+#include "node/wire.h"
+#include "query/exec/batch_codec.h"
+#include "query/exec/operator.h"
+#include "query/plan/offload.h"
+#include "rpc/exchange.h"
+
+namespace wattdb::node {
+
+using net::Connection;
+
+namespace {
+
+// The segments of one Exchange as the master listed them: not read again (a segment that
+// moved or split meanwhile fails the plan with Stale; the master then runs it elsewhere).
+class ShippedPartMap : public rpc::PartMap {
+ public:
+  ShippedPartMap(std::vector<rpc::SegmentPlace> places, PeerClients& peers) : places_(std::move(places)), peers_(peers) {}
+  std::vector<rpc::SegmentPlace> Segments(TableId table, const std::string& lo, const std::string& hi) override {
+    std::vector<rpc::SegmentPlace> out;
+    for (const auto& p : places_) {
+      if ((p.hi.empty() || p.hi > lo) && (hi.empty() || p.lo < hi)) out.push_back(p);
+    }
+    return out;
+  }
+  Result<std::shared_ptr<rpc::NodeClient>> Client(NodeId node) override { return peers_.Get(node); }
+  bool Refreshable() const override { return false; }
+
+ private:
+  std::vector<rpc::SegmentPlace> places_;
+  PeerClients& peers_;
+};
+
+// Scans of the plan: only its Exchanges, each over the segments the master listed.
+class HelperProvider : public exec::ScanProvider {
+ public:
+  HelperProvider(const plan::PlanNode& plan, std::vector<std::unique_ptr<ShippedPartMap>> maps,
+                 rpc::ExchangeSource::Options opts)
+      : maps_(std::move(maps)), opts_(opts) {
+    auto xs = plan::Exchanges(plan);
+    for (size_t i = 0; i < xs.size(); i++) index_[xs[i]] = i;
+  }
+  Status Check() const {
+    if (index_.size() != maps_.size()) return Status::Corruption("offloaded plan and its segment lists disagree");
+    return Status::OK();
+  }
+  Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override {
+    return Status::Corruption("an offloaded plan reads tables only through exchanges");
+  }
+  Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& exchange,
+                                                        const exec::ExecContext& ctx) override {
+    auto it = index_.find(&exchange);
+    if (it == index_.end()) return Status::Corruption("exchange outside the offloaded plan");
+    ASSIGN_OR_RETURN(auto x, rpc::ExchangeSource::Open(*maps_[it->second], exchange, opts_));
+    return std::unique_ptr<exec::RowSource>(std::move(x));
+  }
+
+ private:
+  std::vector<std::unique_ptr<ShippedPartMap>> maps_;
+  rpc::ExchangeSource::Options opts_;
+  std::map<const plan::PlanNode*, size_t> index_;
+};
+
+// Sets `cancel` once the master closes the connection (or sends anything) while the plan
+// runs, so that its exchanges stop and drop their streams (the owners stop at their next send).
+class HangUpWatch {
+ public:
+  HangUpWatch(Connection& conn, std::atomic<bool>* cancel)
+      : thread_([this, &conn, cancel] {
+          std::unique_lock<std::mutex> l(mu_);
+          while (!done_) {
+            if (!conn.LooksIdle()) {
+              cancel->store(true);
+              return;
+            }
+            cv_.wait_for(l, std::chrono::milliseconds(50));
+          }
+        }) {}
+  ~HangUpWatch() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the fields above exist
+};
+
+}  // namespace
+
+Result<std::shared_ptr<rpc::NodeClient>> PeerClients::Get(NodeId node) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = addrs_.find(node);
+  if (it == addrs_.end()) return Status::NotFound(fmt::format("no address for node {}", node));
+  auto& c = clients_[node];
+  if (!c || c_addr_[node] != it->second) {
+    c = std::make_shared<rpc::NodeClient>(node, it->second.first, it->second.second, opts_);
+    c_addr_[node] = it->second;
+  }
+  return c;
+}
+
+void PeerClients::Learn(NodeId node, const std::string& host, uint16_t port) {
+  std::lock_guard<std::mutex> l(mu_);
+  addrs_[node] = {host, port};
+}
+
+bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
+  auto r = msg.Root<proto::Request>().getRunPlan();
+  auto reply = [&](const Status& st, bool last, std::string* columns, const std::string* stats) {
+    capnp::MallocMessageBuilder mb;
+    auto resp = mb.initRoot<proto::Response>();
+    SetStatus(resp.initStatus(), st);
+    auto b = resp.initScanBatch();
+    b.setLast(last);
+    if (columns) b.adoptColumns(net::ReferenceBlob(mb, columns));
+    if (stats) b.setStats(Bytes(*stats));
+    return SendResponse(conn, mb).ok();
+  };
+  auto plan = plan::PlanNode::Deserialize(Str(r.getPlan()));
+  if (!plan.ok()) return reply(plan.status(), true, nullptr, nullptr);
+  std::vector<std::unique_ptr<ShippedPartMap>> maps;
+  for (auto x : r.getExchanges()) {
+    std::vector<rpc::SegmentPlace> places;
+    for (auto p : x.getPlaces()) {
+      places.push_back({p.getSegment(), p.getNode(), Str(p.getLo()), Str(p.getHi())});
+      peers_->Learn(p.getNode(), p.getHost(), p.getPort());
+    }
+    maps.push_back(std::make_unique<ShippedPartMap>(std::move(places), *peers_));
+  }
+  std::atomic<bool> cancel{false};
+  rpc::ExchangeSource::Options xo;
+  xo.read_ts = r.getReadTs();
+  xo.txn = r.getTxn();
+  xo.work_mem = static_cast<int64_t>(r.getWorkMem());
+  xo.cancel = &cancel;
+  HelperProvider provider(**plan, std::move(maps), xo);
+  if (Status st = provider.Check(); !st.ok()) return reply(st, true, nullptr, nullptr);
+  exec::ExecContext ctx(&provider, &cancel);
+  ctx.work_mem = xo.work_mem;
+  std::vector<exec::OperatorStats> stats;
+  bool sent = true;
+  std::string enc;
+  Status st;
+  {
+    HangUpWatch watch(conn, &cancel);
+    st = exec::Execute(
+        **plan, ctx,
+        [&](const exec::Batch& b) {
+          MaybeFail("node.offload.before_send");
+          enc.clear();
+          exec::EncodeBatch(b, &enc);
+          sent = reply(Status::OK(), false, &enc, nullptr);
+          return sent ? Status::OK() : Status::IOError("master went away");
+        },
+        &stats);
+  }
+  if (!sent || cancel.load()) return false;
+  std::string counters = exec::EncodeOperatorStats(stats);
+  return reply(st, true, nullptr, &counters);
+}
+
+}  // namespace wattdb::node
