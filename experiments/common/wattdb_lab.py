@@ -60,14 +60,56 @@ def log(msg):
     print(time.strftime("%H:%M:%S"), msg, flush=True)
 
 
+def cap_process(pid, cpus, name):
+    """Moves process `pid` (its node processes, started earlier, stay where they are) into a
+    cgroup of its own capped at `cpus` cores, as an emulated host's agent does for its node;
+    returns the cgroup's directories (cgroup v2, or v1's cpu hierarchy)."""
+    period = 100000
+    quota = int(cpus * period)
+    controllers = "/sys/fs/cgroup/cgroup.controllers"
+    if os.path.exists(controllers) and "cpu" in open(controllers).read():
+        d = f"/sys/fs/cgroup/wattdb/{name}"
+        os.makedirs(d, exist_ok=True)
+        with open(f"{d}/cpu.max", "w") as f:
+            f.write(f"{quota} {period}")
+    else:
+        d = f"/sys/fs/cgroup/cpu/wattdb/{name}"
+        os.makedirs(d, exist_ok=True)
+        with open(f"{d}/cpu.cfs_period_us", "w") as f:
+            f.write(str(period))
+        with open(f"{d}/cpu.cfs_quota_us", "w") as f:
+            f.write(str(quota))
+    with open(f"{d}/cgroup.procs", "w") as f:
+        f.write(str(pid))
+    return d
+
+
+def uncap(cgroup, pid):
+    """Moves `pid` back to the root cgroup and removes `cgroup`."""
+    root = os.path.dirname(os.path.dirname(cgroup))
+    try:
+        with open(f"{root}/cgroup.procs", "w") as f:
+            f.write(str(pid))
+    except OSError:
+        pass
+    try:
+        os.rmdir(cgroup)
+    except OSError:
+        pass
+
+
 class Cluster:
     def __init__(self, build="build", nodes=4, hosts=None, cpus=0.5, segment_bytes=1 << 20,
-                 resume_ms=1000, boot_ms=5000, telemetry_ms=1000, policy='mode = "manual"\n'):
+                 resume_ms=1000, boot_ms=5000, telemetry_ms=1000, policy='mode = "manual"\n', balance=True,
+                 master_cpus=None):
         self.bin = os.path.join(ROOT, build, "bin")
         if hosts is None:
             hosts = "emulated" if os.geteuid() == 0 else "loopback"
         self.hosts = hosts
         self.nodes = nodes
+        self.balance = balance
+        self.master_cpus = master_cpus  # a CPU cap for the master too (emulated hosts only)
+        self.master_cgroup = None
         self.dir = tempfile.mkdtemp(prefix="wattdb_exp_")
         self.port = free_port_pair()
         self.net = claim_subnet() if hosts == "emulated" else None
@@ -118,13 +160,16 @@ meter_interval_ms = 500
         self.master_log = open(os.path.join(self.dir, "master.log"), "w")
         self.master = subprocess.Popen(
             [os.path.join(self.bin, "wattdb-master"), "--manage-nodes", "--config", self.config,
-             "--log-level", "info"], stdout=self.master_log, stderr=subprocess.STDOUT)
+             "--log-level", "info"] + ([] if self.balance else ["--no-balance"]),
+            stdout=self.master_log, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while time.time() < deadline:
             if self.master.poll() is not None:
                 raise RuntimeError(f"master exited; see {self.dir}/master.log")
             try:
                 if self.scalar("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'") == str(self.nodes):
+                    if self.master_cpus and self.hosts == "emulated":
+                        self.master_cgroup = cap_process(self.master.pid, self.master_cpus, f"exp_master_{self.port}")
                     return
             except RuntimeError:
                 pass
@@ -132,6 +177,9 @@ meter_interval_ms = 500
         raise RuntimeError(f"cluster did not come up; see {self.dir}")
 
     def stop(self, keep=False):
+        if self.master_cgroup:
+            uncap(self.master_cgroup, self.master.pid)
+            self.master_cgroup = None
         if self.master and self.master.poll() is None:
             self.master.send_signal(signal.SIGTERM)
             try:

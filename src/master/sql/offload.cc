@@ -2,8 +2,11 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <thread>
 #include <map>
 #include <mutex>
 
@@ -50,7 +53,7 @@ Result<OffloadSetting> OffloadSetting::Parse(const std::string& s) {
   return o;
 }
 
-NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSetting& s, double master_cores) {
+NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSetting& s, double master_share) {
   using Mode = OffloadSetting::Mode;
   if (s.mode == Mode::kOff) return 0;
   if (s.mode == Mode::kNode) {
@@ -69,14 +72,37 @@ NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSett
     }
   }
   if (!best) return 0;
-  if (s.mode == Mode::kAuto && (master_cores < kMasterBusyCores || best_load >= kIdleHelperLoad)) return 0;
+  if (s.mode == Mode::kAuto && (master_share < kMasterBusyShare || best_load >= kIdleHelperLoad)) return 0;
   return best->id;
 }
 
-double MasterCores() {
+double CpuCapacity() {
+  double cores = std::max(1u, std::thread::hardware_concurrency());
+  std::ifstream self("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(self, line)) {
+    // v2 "0::/path"; v1 "N:cpu,cpuacct:/path"
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    long long quota = -1, period = 0;
+    if (controllers.empty()) {
+      std::ifstream f("/sys/fs/cgroup" + path + "/cpu.max");
+      std::string q;
+      if (f >> q >> period && q != "max") quota = std::atoll(q.c_str());
+    } else if (("," + controllers + ",").find(",cpu,") != std::string::npos) {
+      std::ifstream q("/sys/fs/cgroup/cpu" + path + "/cpu.cfs_quota_us"), p("/sys/fs/cgroup/cpu" + path + "/cpu.cfs_period_us");
+      if (!(q >> quota) || !(p >> period)) quota = -1;
+    }
+    if (quota > 0 && period > 0) cores = std::min(cores, static_cast<double>(quota) / period);
+  }
+  return cores;
+}
+
+double MasterShare() {
   static std::mutex mu;
   static std::chrono::steady_clock::time_point last_wall;
-  static double last_cpu = 0, cores = 0;
+  static double last_cpu = 0, share = 0;
   auto cpu_now = [] {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
@@ -87,11 +113,11 @@ double MasterCores() {
   double wall = std::chrono::duration<double>(now - last_wall).count();
   if (wall >= 0.5) {
     double cpu = cpu_now();
-    if (last_wall.time_since_epoch().count() != 0) cores = (cpu - last_cpu) / wall;
+    if (last_wall.time_since_epoch().count() != 0) share = (cpu - last_cpu) / wall / CpuCapacity();
     last_cpu = cpu;
     last_wall = now;
   }
-  return cores;
+  return share;
 }
 
 Result<std::unique_ptr<OffloadSource>> OffloadSource::Open(Cluster& cluster, const plan::PlanNode& offload,
@@ -100,8 +126,8 @@ Result<std::unique_ptr<OffloadSource>> OffloadSource::Open(Cluster& cluster, con
   OffloadSetting setting = opts.setting;
   if (offload.index != 0) setting = {OffloadSetting::Mode::kNode, offload.index};
   // Automatic: nothing to decide (nor to look up) while the master has room.
-  double master_cores = setting.mode == OffloadSetting::Mode::kAuto ? MasterCores() : 0;
-  if (setting.mode == OffloadSetting::Mode::kAuto && master_cores < kMasterBusyCores) {
+  double master_share = setting.mode == OffloadSetting::Mode::kAuto ? MasterShare() : 0;
+  if (setting.mode == OffloadSetting::Mode::kAuto && master_share < kMasterBusyShare) {
     return std::unique_ptr<OffloadSource>();
   }
   std::map<NodeId, NodeInfo> up;
@@ -116,7 +142,7 @@ Result<std::unique_ptr<OffloadSource>> OffloadSource::Open(Cluster& cluster, con
       candidates.push_back({id, n.cpu_percent, g_running[id]});
     }
   }
-  NodeId helper = ChooseHelper(candidates, setting, master_cores);
+  NodeId helper = ChooseHelper(candidates, setting, master_share);
   if (helper == 0) return std::unique_ptr<OffloadSource>();
 
   capnp::MallocMessageBuilder mb;

@@ -29,17 +29,20 @@ struct HelperCandidate {
   double cpu_percent = 0;  // the node process's CPU over its last telemetry interval (100 = one core)
   int running = 0;         // offloaded subtrees it is running for this master now
 };
-// An automatic choice needs the master this busy (cores, over about the last second) ...
-constexpr double kMasterBusyCores = 0.9;
+// An automatic choice needs the master this busy (share of the CPU it may use, over about the
+// last second) ...
+constexpr double kMasterBusyShare = 0.8;
 // ... and a helper whose load (CPU in cores + running offloads) is below this.
 constexpr double kIdleHelperLoad = 0.5;
 // The helper for an Offload: the forced node if it is a candidate, else the candidate with the
 // least load (ties: the lower id); 0 = run on the master (kAuto: unless the master is busy and
 // that candidate nearly idle).
-NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSetting& s, double master_cores);
+NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSetting& s, double master_share);
 
-// The master process's CPU use in cores, averaged over at least the last half second.
-double MasterCores();
+// The master process's CPU use as a share of CpuCapacity(), over at least the last half second.
+double MasterShare();
+// The cores this process may use: the machine's, or fewer if its cgroup's CPU quota says so.
+double CpuCapacity();
 
 class OffloadSource : public exec::RowSource {
  public:

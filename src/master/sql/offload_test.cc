@@ -24,19 +24,20 @@ TEST(OffloadSetting, ParsesModesAndNodeIds) {
 
 TEST(ChooseHelper, PicksTheLeastLoadedNodeAndOnlyWhenAutoFindsTheMasterBusy) {
   std::vector<HelperCandidate> nodes = {{1, 90, 0}, {2, 5, 0}, {3, 5, 1}};
-  EXPECT_EQ(ChooseHelper(nodes, {Mode::kOff, 0}, 2.0), 0u);
+  EXPECT_EQ(ChooseHelper(nodes, {Mode::kOff, 0}, 1.0), 0u);
   EXPECT_EQ(ChooseHelper(nodes, {Mode::kOn, 0}, 0.0), 2u);        // running offloads count as load
   EXPECT_EQ(ChooseHelper(nodes, {Mode::kNode, 3}, 0.0), 3u);      // forced, however busy
-  EXPECT_EQ(ChooseHelper(nodes, {Mode::kNode, 7}, 2.0), 0u);      // not a candidate: the master runs it
+  EXPECT_EQ(ChooseHelper(nodes, {Mode::kNode, 7}, 1.0), 0u);      // not a candidate: the master runs it
   EXPECT_EQ(ChooseHelper(nodes, {Mode::kAuto, 0}, 0.2), 0u);      // the master has room
-  EXPECT_EQ(ChooseHelper(nodes, {Mode::kAuto, 0}, kMasterBusyCores), 2u);
+  EXPECT_EQ(ChooseHelper(nodes, {Mode::kAuto, 0}, kMasterBusyShare), 2u);
   // Busy master, but no helper nearly idle: stay.
   std::vector<HelperCandidate> busy = {{1, 80, 0}, {2, 60, 0}};
-  EXPECT_EQ(ChooseHelper(busy, {Mode::kAuto, 0}, 1.5), 0u);
+  EXPECT_EQ(ChooseHelper(busy, {Mode::kAuto, 0}, 1.0), 0u);
   EXPECT_EQ(ChooseHelper(busy, {Mode::kOn, 0}, 0.0), 2u);
   // Ties go to the lower id; no candidates, no helper.
   EXPECT_EQ(ChooseHelper({{4, 0, 0}, {3, 0, 0}}, {Mode::kOn, 0}, 0.0), 3u);
-  EXPECT_EQ(ChooseHelper({}, {Mode::kOn, 0}, 2.0), 0u);
+  EXPECT_EQ(ChooseHelper({}, {Mode::kOn, 0}, 1.0), 0u);
+  EXPECT_GT(CpuCapacity(), 0.0);
 }
 
 }  // namespace
