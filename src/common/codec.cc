@@ -57,7 +57,11 @@ std::string EncodeKey(const TableSchema& schema, const std::vector<Value>& row) 
   return out;
 }
 
-Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<SqlType>& types) {
+namespace {
+
+// Decodes one value of each of `types` from the front of *key, consuming them.
+Result<std::vector<Value>> DecodeKeyColumns(std::string_view* rest, const std::vector<SqlType>& types) {
+  std::string_view& key = *rest;
   std::vector<Value> out;
   auto bad = [] { return Status::Corruption("key does not decode"); };
   for (const auto& t : types) {
@@ -123,8 +127,21 @@ Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<Sql
       case TypeId::kNull: return bad();
     }
   }
-  if (!key.empty()) return bad();
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<SqlType>& types) {
+  ASSIGN_OR_RETURN(std::vector<Value> out, DecodeKeyColumns(&key, types));
+  if (!key.empty()) return Status::Corruption("key does not decode");
+  return out;
+}
+
+Result<size_t> KeyPrefixBytes(std::string_view key, const std::vector<SqlType>& types) {
+  std::string_view rest = key;
+  RETURN_NOT_OK(DecodeKeyColumns(&rest, types).status());
+  return key.size() - rest.size();
 }
 
 std::string PrefixSuccessor(std::string_view prefix) {

@@ -26,6 +26,9 @@ void EncodeKeyValue(const Value& v, std::string* out);
 std::string EncodeKey(const TableSchema& schema, const std::vector<Value>& row);
 // Decodes an encoded key back into values of the given types.
 Result<std::vector<Value>> DecodeKey(std::string_view key, const std::vector<SqlType>& types);
+// The length of the encoding of the first columns of `key`, one of each of `types`;
+// Corruption if `key` is shorter or does not decode.
+Result<size_t> KeyPrefixBytes(std::string_view key, const std::vector<SqlType>& types);
 // The smallest encoded key strictly greater than every key that starts with `prefix`
 // (used for upper bounds of prefix ranges). Returns "" (meaning +infinity) if none exists.
 std::string PrefixSuccessor(std::string_view prefix);

@@ -6,16 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "query/plan/fragment.h"
 #include "rpc/scan_stream.h"
 
 namespace wattdb::rpc {
 
 namespace {
-
-const plan::PlanNode* LeafScan(const plan::PlanNode& p) {
-  if (p.kind == plan::PlanNode::Kind::kScan) return &p;
-  return p.children.size() == 1 ? LeafScan(*p.children[0]) : nullptr;
-}
 
 bool Blocking(const plan::PlanNode& p) {
   if (p.kind == plan::PlanNode::Kind::kAggregate || p.kind == plan::PlanNode::Kind::kSort) return true;
@@ -26,7 +22,7 @@ bool Blocking(const plan::PlanNode& p) {
 
 Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const plan::PlanNode& exchange, Options opts) {
   if (exchange.children.size() != 1) return Status::Internal("exchange without its fragment");
-  const plan::PlanNode* scan = LeafScan(*exchange.children[0]);
+  const plan::PlanNode* scan = plan::LeafScan(*exchange.children[0]);
   if (!scan) return Status::Internal("exchange fragment without a scan");
   std::unique_ptr<ExchangeSource> x(new ExchangeSource(map, opts));
   x->table_ = scan->table;

@@ -194,3 +194,85 @@ TEST(Offload, AFrozenHelperCannotHoldAStatementPastItsTimeout) {
 
 }  // namespace
 }  // namespace wattdb::testing
+
+namespace wattdb::testing {
+namespace {
+
+// A join on a foreign key that leads the other table's key runs one part per segment on the
+// node owning it; the answers are the master's, also while segments move between nodes.
+TEST(PartitionedJoins, PartsRunOnTheOwnersAndAnswerAsTheMasterWould) {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.segment_bytes = 16 << 10;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE ord (ok BIGINT PRIMARY KEY, prio TEXT, day INT)"), "");
+  ASSERT_EQ(c->Exec("CREATE TABLE li (ok BIGINT, ln INT, price NUMERIC(12,2), PRIMARY KEY (ok, ln))"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO ord SELECT i, 'p' || (i % 5), i % 365 FROM generate_series(1, 1500) i"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO li SELECT i / 4 + 1, i % 4, (i % 97) * 1.25 FROM generate_series(0, 5999) i"), "");
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'li'", "3", 30000));
+  const char* q =
+      "SELECT prio, count(*), sum(price), min(li.ok) FROM li JOIN ord ON li.ok = ord.ok WHERE day < 200 "
+      "GROUP BY prio ORDER BY prio";
+  Rows want, got, plan;
+  ASSERT_EQ(c->Exec("SET wattdb_pushdown = off"), "");
+  ASSERT_EQ(c->Exec(q, &want), "");
+  ASSERT_EQ(want.size(), 5u);
+  ASSERT_EQ(c->Exec("SET wattdb_pushdown = on"), "");
+  ASSERT_EQ(c->Exec(std::string("EXPLAIN ANALYZE ") + q, &plan), "");
+  std::string text = Text(plan);
+  EXPECT_NE(text.find("Partition per segment of li on [#0]"), std::string::npos) << text;
+  for (const char* node : {"n1: rows=", "n2: rows=", "n3: rows="}) {
+    EXPECT_NE(text.find(node), std::string::npos) << text;  // parts ran on every owner
+  }
+  ASSERT_EQ(c->Exec(q, &got), "");
+  EXPECT_EQ(Text(got), Text(want));
+  // The join key range of a query narrows the parts.
+  Rows narrow_want, narrow_got;
+  std::string narrow = "SELECT count(*), sum(price) FROM li JOIN ord ON li.ok = ord.ok WHERE li.ok BETWEEN 300 AND 700";
+  ASSERT_EQ(c->Exec(narrow, &narrow_got), "");
+  ASSERT_EQ(c->Exec("SET wattdb_partition_joins = off"), "");
+  ASSERT_EQ(c->Exec(narrow, &narrow_want), "");
+  EXPECT_EQ(Text(narrow_got), Text(narrow_want));
+  EXPECT_EQ(narrow_want[0][0], "1604");
+  ASSERT_EQ(c->Exec(q, &got), "");
+  EXPECT_EQ(Text(got), Text(want));
+  ASSERT_EQ(c->Exec(std::string("EXPLAIN ") + q, &plan), "");
+  EXPECT_EQ(Text(plan).find("Partition"), std::string::npos) << Text(plan);
+  ASSERT_EQ(c->Exec("SET wattdb_partition_joins = on"), "");
+
+  // Segments of both tables move between nodes while the join runs again and again: a part
+  // whose segment moved away runs on the master; the answer never changes.
+  std::atomic<bool> stop{false};
+  std::atomic<int> moves{0};
+  std::thread mover([&] {
+    auto admin = cluster.Connect();
+    for (int i = 0; !stop; i++) {
+      Rows segs;
+      if (admin->Exec("SELECT table_name, segment_id FROM wattdb_segments WHERE table_name IN ('li', 'ord')", &segs) !=
+              "" ||
+          segs.empty()) {
+        continue;
+      }
+      const auto& seg = segs[i % segs.size()];
+      if (admin->Exec(fmt::format("ALTER TABLE {} MOVE SEGMENT {} TO NODE {}", seg[0], seg[1], 1 + i % 3)).empty()) {
+        moves++;
+      }
+    }
+  });
+  int runs = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       std::chrono::steady_clock::now() < deadline; runs++) {
+    std::string msg;
+    ASSERT_EQ(c->Exec(q, &got, &msg), "") << msg;
+    ASSERT_EQ(Text(got), Text(want)) << "run " << runs;
+  }
+  stop = true;
+  mover.join();
+  EXPECT_GT(runs, 3);
+  EXPECT_GT(moves.load(), 3);
+}
+
+}  // namespace
+}  // namespace wattdb::testing

@@ -15,6 +15,7 @@
 #include "query/plan/fragment.h"
 #include "query/plan/generic_plan.h"
 #include "query/plan/offload.h"
+#include "query/plan/partition.h"
 #include "query/plan/view_rewrite.h"
 
 namespace wattdb::master {
@@ -260,7 +261,9 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
   // (aggregation and sorting on the master); off, all on the master.
   // wattdb_exchange_prefetch: on, exchanges read up to four segments at once into buffers;
   // off, one segment at a time straight off its connection.
-  if (s.name == "wattdb_pushdown" || s.name == "wattdb_exchange_prefetch") {
+  // wattdb_partition_joins: on, joins of key-range co-located tables run per segment on the
+  // nodes (query/plan/partition.h); off, on the master.
+  if (s.name == "wattdb_pushdown" || s.name == "wattdb_exchange_prefetch" || s.name == "wattdb_partition_joins") {
     if (s.value == "default" || s.value == "DEFAULT") {
       settings_.erase(s.name);
       return std::string("SET");
@@ -755,7 +758,9 @@ std::string Executor::PushdownSetting() const {
 
 std::string Executor::PlannerSettings() const {
   auto it = settings_.find("wattdb_offload");
-  return PushdownSetting() + "/" + (it == settings_.end() ? "auto" : it->second);
+  auto partition = settings_.find("wattdb_partition_joins");
+  return PushdownSetting() + "/" + (it == settings_.end() ? "auto" : it->second) + "/" +
+         (partition == settings_.end() ? "on" : partition->second);
 }
 
 OffloadSetting Executor::Offload() const {
@@ -772,6 +777,15 @@ void Executor::PushDown(plan::BoundSelect* bound) const {
   o.remote = [](const plan::PlanNode& scan) { return scan.table < kFirstSystemTableId; };
   o.blocking = mode != "scan";
   bound->plan = plan::PushDownFragments(std::move(bound->plan), o);
+  auto partition = settings_.find("wattdb_partition_joins");
+  if (mode == "on" && (partition == settings_.end() || partition->second != "off")) {
+    plan::PartitionOptions po;
+    po.key_columns = [this](TableId id) {
+      auto t = cluster_.catalog().TableById(id);
+      return t && !t->HasHiddenKey() ? t->key_columns : std::vector<int>();
+    };
+    bound->plan = plan::PartitionJoins(std::move(bound->plan), po);
+  }
   OffloadSetting offload = Offload();
   if (mode == "on" && offload.mode != OffloadSetting::Mode::kOff) {
     bound->plan = plan::PlaceOffload(std::move(bound->plan), offload.node);
@@ -805,7 +819,8 @@ Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
       {"datestyle", "ISO, MDY"},         {"integer_datetimes", "on"},   {"standard_conforming_strings", "on"},
       {"timezone", "UTC"},
       {"max_identifier_length", "63"},  {"statement_timeout", "0"},   {"idle_in_transaction_session_timeout", "0"},
-      {"wattdb_pushdown", "on"},         {"wattdb_exchange_prefetch", "on"},  {"wattdb_offload", "auto"}};
+      {"wattdb_pushdown", "on"},         {"wattdb_exchange_prefetch", "on"},  {"wattdb_offload", "auto"},
+      {"wattdb_partition_joins", "on"}};
   auto set = settings_.find(s.name);
   if (set != settings_.end()) {
     RETURN_NOT_OK(TextResult(sink, s.name, {set->second}));

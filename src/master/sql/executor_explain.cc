@@ -46,7 +46,8 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   std::function<const plan::PlanNode*(const plan::PlanNode&)> leaf = [&](const plan::PlanNode& p) {
     return p.kind == plan::PlanNode::Kind::kScan ? &p : p.children.size() == 1 ? leaf(*p.children[0]) : nullptr;
   };
-  // Below an Offload (and above its Exchanges), operators run on a helper node.
+  // Below an Offload (and above its Exchanges), operators run on a helper node; below a
+  // Partition, on the node of each segment of its table.
   std::function<void(const plan::PlanNode&, int, const plan::PlanNode*, const plan::PlanNode*)> walk =
       [&](const plan::PlanNode& p, int depth, const plan::PlanNode* remote, const plan::PlanNode* offload) {
     std::string text = p.ToString(0);
@@ -62,7 +63,9 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
       for (NodeId n : nodes) where += (where.empty() ? "nodes " : ",") + std::to_string(n);
       where = fmt::format("{}; {} segment{}", where.empty() ? "no nodes" : where, segs.size(), segs.size() == 1 ? "" : "s");
     }
-    if (offload && !scan) {
+    if (offload && !scan && offload->kind == plan::PlanNode::Kind::kPartition) {
+      where = fmt::format("the node of each {} segment", offload->table_name);
+    } else if (offload && !scan) {
       auto ran = remote_stats.find(offload);  // ANALYZE: the helper it ran on, if any
       if (s.analyze) {
         where = ran != remote_stats.end() && !ran->second.empty()
@@ -87,12 +90,13 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
         per_node += fmt::format("{}n{}: rows={} batches={} time={:.3f} ms", per_node.empty() ? "" : "; ", node,
                                 st.rows, st.batches, st.ms);
       }
-      line += " (actual " + (per_node.empty() ? std::string("not run") : per_node) + ")";
+      // Below an Exchange run by a helper or a part, the owners' counters stay with that node.
+      line += " (actual " + (!per_node.empty() ? per_node : offload ? std::string("not collected") : "not run") + ")";
     }
     lines.push_back(line);
     for (const auto& c : p.children) {
       walk(*c, depth + 1, remote ? remote : p.kind == plan::PlanNode::Kind::kExchange ? leaf(*c) : nullptr,
-           p.kind == plan::PlanNode::Kind::kOffload ? &p : offload);
+           p.kind == plan::PlanNode::Kind::kOffload || p.kind == plan::PlanNode::Kind::kPartition ? &p : offload);
     }
   };
   walk(*bound.plan, 0, nullptr, nullptr);

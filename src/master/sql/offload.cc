@@ -10,10 +10,6 @@
 #include <map>
 #include <mutex>
 
-#include "master/energy/statement_energy.h"
-#include "proto/node_service.capnp.h"
-#include "query/plan/offload.h"
-#include "rpc/proto_util.h"
 
 namespace wattdb::master {
 
@@ -23,11 +19,6 @@ namespace {
 // helpers' telemetry shows their load).
 std::mutex g_running_mu;
 std::map<NodeId, int> g_running;
-
-const plan::PlanNode* LeafScan(const plan::PlanNode& p) {
-  if (p.kind == plan::PlanNode::Kind::kScan) return &p;
-  return p.children.size() == 1 ? LeafScan(*p.children[0]) : nullptr;
-}
 
 }  // namespace
 
@@ -145,47 +136,19 @@ Result<std::unique_ptr<OffloadSource>> OffloadSource::Open(Cluster& cluster, con
   NodeId helper = ChooseHelper(candidates, setting, master_share);
   if (helper == 0) return std::unique_ptr<OffloadSource>();
 
-  capnp::MallocMessageBuilder mb;
-  auto r = mb.initRoot<proto::Request>().initRunPlan();
-  std::string plan;
-  offload.children[0]->Serialize(&plan);
-  r.setPlan(rpc::Bytes(plan));
-  r.setReadTs(opts.read_ts);
-  r.setTxn(opts.txn);
-  r.setWorkMem(static_cast<uint64_t>(std::max<int64_t>(0, opts.work_mem)));
-  auto xs = plan::Exchanges(*offload.children[0]);
-  auto lx = r.initExchanges(xs.size());
-  for (size_t i = 0; i < xs.size(); i++) {
-    const plan::PlanNode* scan = xs[i]->children.empty() ? nullptr : LeafScan(*xs[i]->children[0]);
-    if (!scan) return Status::Internal("exchange fragment without a scan");
-    auto segs = cluster.catalog().SegmentsOverlapping(scan->table, scan->lo, scan->hi);
-    auto lp = lx[i].initPlaces(segs.size());
-    for (size_t k = 0; k < segs.size(); k++) {
-      auto it = up.find(segs[k].node);
-      if (it == up.end()) return std::unique_ptr<OffloadSource>();  // an owner is down: the master's exchanges wait for it
-      lp[k].setSegment(segs[k].id);
-      lp[k].setLo(rpc::Bytes(segs[k].lo));
-      lp[k].setHi(rpc::Bytes(segs[k].hi));
-      lp[k].setNode(segs[k].node);
-      lp[k].setHost(it->second.host);
-      lp[k].setPort(it->second.port);
-    }
-  }
+  RemotePlan::Options ro{opts.read_ts, opts.txn, opts.work_mem, opts.cancel};
+  ASSIGN_OR_RETURN(auto remote, RemotePlan::Start(cluster, *offload.children[0], helper, ro));
+  if (!remote) return std::unique_ptr<OffloadSource>();  // run here
   std::unique_ptr<OffloadSource> src(new OffloadSource(cluster.queries(), offload, opts));
   src->helper_ = helper;
-  auto client = cluster.registry().Client(helper);
-  if (!client.ok()) return std::unique_ptr<OffloadSource>();  // went down meanwhile: run here
-  src->client_ = std::move(*client);
-  auto stream = rpc::ScanStream::Start(*src->client_, mb);
-  if (!stream.ok()) return std::unique_ptr<OffloadSource>();  // the helper is unreachable: run here
-  src->stream_ = std::move(*stream);
+  src->remote_ = std::move(remote);
   std::lock_guard<std::mutex> l(g_running_mu);
   g_running[helper]++;
   return src;
 }
 
 OffloadSource::~OffloadSource() {
-  stream_.reset();  // an unfinished stream drops its connection: the helper stops
+  remote_.reset();  // an unfinished plan's connection is dropped: the helper stops
   if (done_) counters_.offloaded.fetch_add(1, std::memory_order_relaxed);
   if (failed_) counters_.offload_failures.fetch_add(1, std::memory_order_relaxed);
   {
@@ -202,40 +165,20 @@ OffloadSource::~OffloadSource() {
 
 Result<bool> OffloadSource::Next(exec::Batch& out) {
   auto t0 = std::chrono::steady_clock::now();
-  while (!done_) {
-    std::string resume;
-    bool last = false;
-    uint64_t cpu = 0;
-    std::vector<exec::OperatorStats> stats;
-    Status st = stream_->NextColumns(&out, &resume, &last, &cpu, &stats, opts_.cancel);
-    StatementCpuScope::AddNode(helper_, cpu);
-    if (!st.ok()) {
-      failed_ = exec::IsHelperFailure(st);
-      return st;
-    }
-    if (last) {
-      done_ = true;
-      if (opts_.stats && !stats.empty()) {
-        std::vector<const plan::PlanNode*> order;  // the subtree's nodes in pre-order
-        std::function<void(const plan::PlanNode&)> walk = [&](const plan::PlanNode& p) {
-          order.push_back(&p);
-          for (const auto& c : p.children) walk(*c);
-        };
-        walk(*offload_.children[0]);
-        for (size_t i = 0; i < stats.size() && i < order.size(); i++) (*opts_.stats)[order[i]][helper_] = stats[i];
-      }
-    }
-    if (out.rows > 0) {
-      if (out.cols.size() != offload_.types.size()) {
-        return Status::Corruption(fmt::format("helper node {} sent a batch of another width", helper_));
-      }
-      rows_ += out.rows;
-      batches_++;
-      ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      return true;
-    }
-  }
+  std::vector<exec::OperatorStats> stats;
+  auto more = remote_->Next(out, &stats);
   ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!more.ok()) {
+    failed_ = exec::IsHelperFailure(more.status());
+    return more.status();
+  }
+  if (*more) {
+    rows_ += out.rows;
+    batches_++;
+    return true;
+  }
+  done_ = true;
+  AddRemoteStats(*offload_.children[0], helper_, stats, opts_.stats);
   return false;
 }
 

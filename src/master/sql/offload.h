@@ -11,7 +11,7 @@
 
 #include "master/cluster/cluster.h"
 #include "query/exec/context.h"
-#include "rpc/scan_stream.h"
+#include "master/sql/remote_plan.h"
 
 namespace wattdb::master {
 
@@ -67,8 +67,7 @@ class OffloadSource : public exec::RowSource {
   const plan::PlanNode& offload_;
   Options opts_;
   NodeId helper_ = 0;
-  std::shared_ptr<rpc::NodeClient> client_;  // keeps the stream's client alive
-  std::unique_ptr<rpc::ScanStream> stream_;
+  std::unique_ptr<RemotePlan> remote_;
   bool done_ = false;
   bool failed_ = false;  // the helper or the link to it failed
   uint64_t rows_ = 0, batches_ = 0;

@@ -5,6 +5,7 @@
 #include "common/codec.h"
 #include "common/logging.h"
 #include "master/sql/index_scan.h"
+#include "master/sql/partition_source.h"
 #include "rpc/exchange.h"
 #include "query/exec/row_decode.h"
 
@@ -153,6 +154,12 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenOffload(const p
   o.cancel = ctx.cancelled;
   o.stats = ctx.remote_stats;
   ASSIGN_OR_RETURN(auto x, OffloadSource::Open(cluster_, offload, o));
+  return std::unique_ptr<exec::RowSource>(std::move(x));
+}
+
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenPartition(const plan::PlanNode& partition,
+                                                                           const exec::ExecContext& ctx) {
+  ASSIGN_OR_RETURN(auto x, PartitionSource::Open(cluster_, partition, {read_ts_, txn_, &ctx}));
   return std::unique_ptr<exec::RowSource>(std::move(x));
 }
 

@@ -30,6 +30,9 @@ class MasterScanProvider : public exec::ScanProvider {
   // Runs the fragment on the nodes (rpc/exchange.h).
   Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& exchange,
                                                         const exec::ExecContext& ctx) override;
+  // Runs the parts of a partitioned join where their segments are (master/sql/partition_source.h).
+  Result<std::unique_ptr<exec::RowSource>> OpenPartition(const plan::PlanNode& partition,
+                                                         const exec::ExecContext& ctx) override;
   // Runs the subtree on a helper node, if one is chosen (master/sql/offload.h).
   Result<std::unique_ptr<exec::RowSource>> OpenOffload(const plan::PlanNode& offload,
                                                        const exec::ExecContext& ctx) override;

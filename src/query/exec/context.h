@@ -45,6 +45,11 @@ class ScanProvider {
   virtual Result<std::unique_ptr<RowSource>> OpenExchange(const plan::PlanNode& exchange, const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();
   }
+  // The rows of a Partition's subtree (plan/partition.h), its parts run where A's segments
+  // are; null: run it here.
+  virtual Result<std::unique_ptr<RowSource>> OpenPartition(const plan::PlanNode& partition, const ExecContext& ctx) {
+    return std::unique_ptr<RowSource>();
+  }
   // The rows of an Offload's subtree (plan/offload.h) run on a helper node; null: run it here.
   virtual Result<std::unique_ptr<RowSource>> OpenOffload(const plan::PlanNode& offload, const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();

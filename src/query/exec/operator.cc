@@ -42,15 +42,16 @@ class ScanOp : public Operator {
   std::unique_ptr<RowSource> src_;
 };
 
-// The rows of its fragment: from the nodes if the scan provider ships it there, else from
-// running it here.
+// Exchange and Partition: the rows of the subtree from the nodes, if the scan provider runs
+// it there (the fragment on each segment; the parts of a partitioned join), else run here.
 class ExchangeOp : public UnaryOp {
  public:
   using UnaryOp::UnaryOp;
   Status Open(ExecContext& ctx) override {
     ctx_ = &ctx;
     if (ctx.scans) {
-      ASSIGN_OR_RETURN(remote_, ctx.scans->OpenExchange(p_, ctx));
+      ASSIGN_OR_RETURN(remote_, p_.kind == PlanNode::Kind::kPartition ? ctx.scans->OpenPartition(p_, ctx)
+                                                                     : ctx.scans->OpenExchange(p_, ctx));
     }
     return remote_ ? Status::OK() : child_->Open(ctx);
   }
@@ -499,6 +500,7 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
     case PlanNode::Kind::kAggregate: return MakeHashAggregate(p, std::move(child));
     case PlanNode::Kind::kExchange: return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
     case PlanNode::Kind::kOffload: return std::unique_ptr<Operator>(new OffloadOp(p, std::move(child)));
+    case PlanNode::Kind::kPartition: return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
     case PlanNode::Kind::kSort: return std::unique_ptr<Operator>(new SortOp(p, std::move(child), top));
     case PlanNode::Kind::kLimit: return std::unique_ptr<Operator>(new LimitOp(p, std::move(child)));
     case PlanNode::Kind::kHashJoin: return MakeHashJoin(p, std::move(child), std::move(right));

@@ -27,7 +27,8 @@ bool Pushable(const PlanNode& p) {
   }
 }
 
-// An aggregation a node can do its part of: the states of count, sum, avg, min and max merge.
+}  // namespace
+
 bool Splittable(const PlanNode& p) {
   if (p.kind != Kind::kAggregate || p.agg_mode != AggMode::kComplete || !AllNodeSafe(p.groups)) return false;
   for (const auto& a : p.aggs) {
@@ -35,6 +36,8 @@ bool Splittable(const PlanNode& p) {
   }
   return true;
 }
+
+namespace {
 
 PlanPtr Exchange(PlanPtr fragment) {
   auto x = std::make_unique<PlanNode>();
@@ -45,8 +48,9 @@ PlanPtr Exchange(PlanPtr fragment) {
   return x;
 }
 
-// The aggregation split in two: FinalAggregate(Exchange(PartialAggregate(input))).
-PlanPtr Split(PlanPtr agg) {
+}  // namespace
+
+PlanPtr SplitAggregate(PlanPtr agg, const std::function<PlanPtr(PlanPtr)>& wrap) {
   size_t ng = agg->groups.size();
   auto final_agg = std::make_unique<PlanNode>();
   final_agg->kind = Kind::kAggregate;
@@ -64,9 +68,14 @@ PlanPtr Split(PlanPtr agg) {
   agg->agg_mode = AggMode::kPartial;
   agg->types.resize(ng);
   for (size_t i = 0; i < agg->aggs.size(); i++) agg->types.push_back(SqlType{TypeId::kText});
-  final_agg->children.push_back(Exchange(std::move(agg)));
+  final_agg->children.push_back(wrap(std::move(agg)));
   return final_agg;
 }
+
+namespace {
+
+// The aggregation split in two: FinalAggregate(Exchange(PartialAggregate(input))).
+PlanPtr Split(PlanPtr agg) { return SplitAggregate(std::move(agg), Exchange); }
 
 // Closes a node-side chain at child i of p.
 void Close(PlanPtr& p, size_t i) { p->children[i] = Exchange(std::move(p->children[i])); }
@@ -118,6 +127,11 @@ bool Rewrite(PlanPtr& p, const PushDownOptions& pd) {
 }
 
 }  // namespace
+
+const PlanNode* LeafScan(const PlanNode& p) {
+  if (p.kind == Kind::kScan) return &p;
+  return p.children.size() == 1 ? LeafScan(*p.children[0]) : nullptr;
+}
 
 bool NodeSafe(const BoundExpr& e) {
   switch (e.kind) {

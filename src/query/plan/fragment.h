@@ -21,6 +21,15 @@ struct PushDownOptions {
 };
 PlanPtr PushDownFragments(PlanPtr plan, const PushDownOptions& options);
 
+// An aggregation a node can do its part of: the states of count, sum, avg, min and max merge.
+bool Splittable(const PlanNode& agg);
+// The aggregation split in two: FinalAggregate(wrap(PartialAggregate(agg's input))).
+// REQUIRES: Splittable(*agg).
+PlanPtr SplitAggregate(PlanPtr agg, const std::function<PlanPtr(PlanPtr)>& wrap);
+
+// The Scan at the bottom of a chain of single-input nodes (a fragment); null if none.
+const PlanNode* LeafScan(const PlanNode& chain);
+
 // True if `e` can be evaluated on a node (see above).
 bool NodeSafe(const BoundExpr& e);
 

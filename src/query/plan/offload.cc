@@ -56,6 +56,7 @@ Verdict Judge(const PlanNode& p) {
     case Kind::kExchange: return {true, false};
     case Kind::kScan:  // a system view or an index scan: the master's
     case Kind::kIndexJoin:
+    case Kind::kPartition:  // its parts run on the nodes already
       return {false, false};
     default: break;
   }
@@ -79,7 +80,7 @@ PlanPtr Wrap(PlanPtr p, uint32_t helper) {
 }
 
 void Place(PlanPtr& p, uint32_t helper) {
-  if (p->kind == Kind::kExchange || p->kind == Kind::kOffload) return;
+  if (p->kind == Kind::kExchange || p->kind == Kind::kOffload || p->kind == Kind::kPartition) return;
   Verdict v = Judge(*p);
   if (v.runs_on_node && v.blocking) {
     p = Wrap(std::move(p), helper);

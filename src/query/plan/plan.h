@@ -38,7 +38,7 @@ using PlanPtr = std::unique_ptr<PlanNode>;
 struct PlanNode {
   enum class Kind : uint8_t {
     kScan, kValues, kFilter, kProject, kAggregate, kSort, kLimit, kHashJoin, kNestedLoopJoin, kSetOp,
-    kIndexJoin, kGenerateSeries, kUnnest, kExchange, kOffload,
+    kIndexJoin, kGenerateSeries, kUnnest, kExchange, kOffload, kPartition,
   };
   enum class JoinType : uint8_t { kInner, kLeft };
   enum class SetOpType : uint8_t { kUnion, kExcept, kIntersect };
@@ -68,6 +68,9 @@ struct PlanNode {
   // owning the scan's segments (each segment's share apart, in parallel), in no order.
   // kOffload: the rows of children[0], run on helper node `index` (0: chosen when it runs;
   // see plan/offload.h), or in place when no helper suits.
+  // kPartition: the rows of children[0] run once per segment of `table`, whose rows the
+  // Exchange at pre-order position `index` of children[0] reads; `exprs` are that table's
+  // leading key columns the other Exchanges' keys are (plan/partition.h). In no order.
   // kSort
   std::vector<SortKey> keys;
   // kLimit: -1 = no limit
