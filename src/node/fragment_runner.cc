@@ -14,9 +14,10 @@ constexpr size_t kFragmentScanBytes = 4u << 20;
 // The segment's rows as the fragment's one scan.
 class SegmentSource : public exec::RowSource {
  public:
-  SegmentSource(SegmentRows& rows, std::string* last_key, std::vector<bool> used)
-      : rows_(rows), last_key_(last_key), used_(std::move(used)) {}
+  SegmentSource(SegmentRows& rows, std::string* last_key, std::vector<bool> used, const FragmentOptions& opts)
+      : rows_(rows), last_key_(last_key), used_(std::move(used)), opts_(opts) {}
   Result<bool> Next(exec::Batch& out) override {
+    if (opts_.hung_up && opts_.hung_up()) return Status::Sql("57014", "canceling statement: its reader went away");
     const std::vector<bool>* used = used_.empty() ? nullptr : &used_;
     if (rows_.columnar()) return rows_.NextBatch(used, &out, last_key_);
     while (out.rows == 0) {
@@ -35,22 +36,24 @@ class SegmentSource : public exec::RowSource {
   SegmentRows& rows_;
   std::string* last_key_;
   std::vector<bool> used_;  // columns the fragment reads (empty: all)
+  const FragmentOptions& opts_;
 };
 
 class SegmentProvider : public exec::ScanProvider {
  public:
-  SegmentProvider(SegmentRows& rows, std::string* last_key, std::vector<bool> used)
-      : rows_(rows), last_key_(last_key), used_(std::move(used)) {}
+  SegmentProvider(SegmentRows& rows, std::string* last_key, std::vector<bool> used, const FragmentOptions& opts)
+      : rows_(rows), last_key_(last_key), used_(std::move(used)), opts_(opts) {}
   Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override {
     if (opened_) return Status::Corruption("plan fragment reads more than one scan");
     opened_ = true;
-    return std::unique_ptr<exec::RowSource>(new SegmentSource(rows_, last_key_, used_));
+    return std::unique_ptr<exec::RowSource>(new SegmentSource(rows_, last_key_, used_, opts_));
   }
 
  private:
   SegmentRows& rows_;
   std::string* last_key_;
   std::vector<bool> used_;
+  const FragmentOptions& opts_;
   bool opened_ = false;
 };
 
@@ -61,7 +64,7 @@ Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptio
                    std::vector<exec::OperatorStats>* stats) {
   ASSIGN_OR_RETURN(plan::PlanPtr p, plan::PlanNode::Deserialize(plan));
   std::string last_key;
-  SegmentProvider provider(rows, &last_key, plan::UsedScanColumns(*p));
+  SegmentProvider provider(rows, &last_key, plan::UsedScanColumns(*p), opts);
   exec::ExecContext ctx(&provider, opts.cancel);
   ctx.work_mem = opts.work_mem;
   return exec::Execute(*p, ctx, [&](const exec::Batch& b) { return emit(b, last_key); }, stats);

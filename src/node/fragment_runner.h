@@ -17,6 +17,9 @@ namespace wattdb::node {
 struct FragmentOptions {
   int64_t work_mem = 0;  // per materializing operator; 0 = unbounded
   const std::atomic<bool>* cancel = nullptr;
+  // Polled before each batch the scan reads: true once the reader went away (the fragment
+  // then ends with 57014 instead of finishing work nobody will read).
+  std::function<bool()> hung_up;
 };
 
 // Calls `emit` for each non-empty output batch with the last primary key read so far (all

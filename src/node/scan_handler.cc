@@ -55,7 +55,9 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     std::string enc;
     std::vector<exec::OperatorStats> stats;
     Status st = RunFragment(
-        Str(s.getFragment()), **rows, {static_cast<int64_t>(s.getWorkMem()), nullptr},
+        Str(s.getFragment()), **rows,
+        // The master sends nothing more while it reads: anything readable means it hung up.
+        {static_cast<int64_t>(s.getWorkMem()), nullptr, [&conn] { return !conn.LooksIdle(); }},
         [&](const exec::Batch& b, const std::string& resume) {
           enc.clear();
           exec::EncodeBatch(b, &enc);
