@@ -191,8 +191,20 @@ class HashAggregateOp : public UnaryOp {
       } else {
         bool typed = !boxed_mode_ && TypedKeys(keys);
         if (!typed && !boxed_mode_) SwitchToBoxed();
+        // One integer key (the types of every batch agree): by value; NULL keys by encoding.
+        bool ints = typed && ng == 1 && keys[0]->phys() == PhysType::kInt;
         std::vector<Value> key;
         for (size_t r = 0; r < in.rows; r++) {
+          if (ints && !keys[0]->IsNull(r)) {
+            int64_t k = keys[0]->ints()[r];
+            if (const uint32_t* idx = ints_.Find(k)) {
+              row_states[r] = &groups_[*idx].states;
+              continue;
+            }
+            ints_.Insert(k, static_cast<uint32_t>(groups_.size()));
+            ASSIGN_OR_RETURN(row_states[r], NewGroup({keys[0]->GetValue(r)}));
+            continue;
+          }
           if (typed) {
             enc.clear();
             for (const Vector* k : keys) EncodeKeyPart(*k, r, &enc);
@@ -318,6 +330,7 @@ class HashAggregateOp : public UnaryOp {
   void SwitchToBoxed() {
     boxed_mode_ = true;
     encoded_.Clear();
+    ints_ = IntKeyIndex();
     for (size_t i = 0; i < groups_.size(); i++) boxed_.emplace(groups_[i].key, i);
   }
 
@@ -333,13 +346,18 @@ class HashAggregateOp : public UnaryOp {
       auto it = boxed_.find(key);
       if (it != boxed_.end()) return &groups_[it->second].states;
     }
-    RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(key) + p_.aggs.size() * sizeof(AggState) + 96));
     size_t idx = groups_.size();
     if (enc) {
       encoded_.Insert(*enc, static_cast<uint32_t>(idx));
     } else {
       boxed_.emplace(key, idx);
     }
+    return NewGroup(std::move(key));
+  }
+
+  // Appends a group (its caller indexes it).
+  Result<std::vector<AggState>*> NewGroup(std::vector<Value> key) {
+    RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(key) + p_.aggs.size() * sizeof(AggState) + 96));
     groups_.push_back({std::move(key), std::vector<AggState>(p_.aggs.size())});
     return &groups_.back().states;
   }
@@ -476,6 +494,7 @@ class HashAggregateOp : public UnaryOp {
   MemoryGauge gauge_{"a hash aggregate"};
   std::deque<Group> groups_;  // in first-seen order; elements never move
   KeyIndex encoded_;  // encoded typed key -> index in groups_
+  IntKeyIndex ints_;  // one integer key -> index in groups_ (its NULL group: in encoded_)
   std::unordered_map<std::vector<Value>, size_t, RowHash, RowEq> boxed_;  // boxed key -> index
   bool boxed_mode_ = false;
   std::vector<std::pair<PhysType, TypeId>> key_types_;  // of each key column, once seen

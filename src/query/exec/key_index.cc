@@ -64,6 +64,25 @@ void KeyIndex::Grow() {
   }
 }
 
+void IntKeyIndex::Insert(int64_t key, uint32_t value) {
+  if ((size_ + 1) * 2 > slots_.size()) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+    for (const Slot& s : old) {
+      if (!s.used) continue;
+      size_t mask = slots_.size() - 1;
+      size_t i = Hash(s.key) & mask;
+      while (slots_[i].used) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+  size_t mask = slots_.size() - 1;
+  size_t i = Hash(key) & mask;
+  while (slots_[i].used) i = (i + 1) & mask;
+  slots_[i] = {key, value, 1};
+  size_++;
+}
+
 void KeyIndex::Clear() {
   slots_.clear();
   bytes_.clear();

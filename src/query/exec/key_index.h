@@ -51,4 +51,36 @@ class KeyIndex {
   std::vector<uint32_t> ends_;
 };
 
+// IntKeyIndex: 64-bit integer keys to 32-bit values, in one flat open-addressing table of
+// 16-byte slots (a table for 10,000 keys fits in a core's L2 cache).
+class IntKeyIndex {
+ public:
+  const uint32_t* Find(int64_t key) const {
+    if (slots_.empty()) return nullptr;
+    size_t mask = slots_.size() - 1;
+    for (size_t i = Hash(key) & mask;; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (!s.used) return nullptr;
+      if (s.key == key) return &s.value;
+    }
+  }
+  // REQUIRES: Find(key) == nullptr.
+  void Insert(int64_t key, uint32_t value);
+  size_t size() const { return size_; }
+  size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
+
+ private:
+  struct Slot {
+    int64_t key = 0;
+    uint32_t value = 0;
+    uint32_t used = 0;
+  };
+  static uint64_t Hash(int64_t key) {
+    uint64_t h = static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+  }
+  std::vector<Slot> slots_;  // a power of two in size, at most half full
+  size_t size_ = 0;
+};
+
 }  // namespace wattdb::exec
