@@ -10,6 +10,7 @@
 
 #include "query/exec/eval.h"
 #include "query/exec/eval_vector.h"
+#include "query/exec/key_index.h"
 #include "query/exec/key_encoding.h"
 #include "query/exec/operator_base.h"
 
@@ -66,12 +67,10 @@ class TypedHashJoinOp : public UnaryOp {
       right_refs_.clear();
       size_t first = lrow_;
       for (; lrow_ < in_.rows && left_sel_.size() < kBatchRows; lrow_++) {
-        const std::vector<Ref>* matches = Lookup(lrow_);
-        if (!matches) continue;
-        for (const Ref& m : *matches) {
+        ForEachMatch(lrow_, [&](const Ref& m) {
           left_sel_.push_back(static_cast<uint32_t>(lrow_));
           right_refs_.push_back(m);
-        }
+        });
       }
       size_t last = lrow_;
       Batch& joined = joined_;
@@ -142,7 +141,7 @@ class TypedHashJoinOp : public UnaryOp {
       if (int_keys_) {
         const Vector& k = keys[0];
         for (size_t r = 0; r < b.rows && k.phys() == PhysType::kInt; r++) {
-          if (!k.IsNull(r)) int_table_[k.ints()[r]].push_back({chunk, static_cast<uint32_t>(r)});
+          if (!k.IsNull(r)) AddIntRef(k.ints()[r], {chunk, static_cast<uint32_t>(r)});
         }
       }
       for (size_t r = 0; r < b.rows && !int_keys_; r++) {
@@ -166,35 +165,67 @@ class TypedHashJoinOp : public UnaryOp {
   // Column c of the build side holds only NULLs (a column nobody reads, pruned below).
   bool RightColumnEmpty(size_t c) const { return c < right_empty_.size() && right_empty_[c]; }
 
-  // The build keys so far, moved from int_table_ to table_ (a key column that is not BIGINT-like).
-  void ToStringKeys() {
-    int_keys_ = false;
-    for (auto& [k, refs] : int_table_) {
-      std::string enc(reinterpret_cast<const char*>(&k), 8);  // PutKey's encoding of an integer
-      table_[enc] = std::move(refs);
+  // Build row `ref` has integer key k: appended to k's chain (rows keep their build order).
+  void AddIntRef(int64_t k, Ref ref) {
+    auto i = static_cast<uint32_t>(int_refs_.size());
+    int_refs_.push_back(ref);
+    int_next_.push_back(kNone);
+    if (uint32_t* key = int_index_.Find(k)) {
+      int_next_[int_tail_[*key]] = i;
+      int_tail_[*key] = i;
+      return;
     }
-    int_table_.clear();
+    int_index_.Insert(k, static_cast<uint32_t>(int_head_.size()));
+    int_head_.push_back(i);
+    int_tail_.push_back(i);
+    int_key_.push_back(k);
   }
 
-  const std::vector<Ref>* Lookup(size_t r) {
+  // The build keys so far, moved from the integer table to table_ (a key column that is not
+  // BIGINT-like).
+  void ToStringKeys() {
+    int_keys_ = false;
+    for (size_t key = 0; key < int_head_.size(); key++) {
+      std::string enc(reinterpret_cast<const char*>(&int_key_[key]), 8);  // PutKey's encoding of an integer
+      auto& refs = table_[enc];
+      for (uint32_t i = int_head_[key]; i != kNone; i = int_next_[i]) refs.push_back(int_refs_[i]);
+    }
+    int_index_ = IntKeyIndex();
+    int_head_.clear();
+    int_tail_.clear();
+    int_key_.clear();
+    int_refs_.clear();
+    int_next_.clear();
+  }
+
+  template <typename Fn>
+  void ForEachIntMatch(int64_t k, Fn fn) {
+    const uint32_t* key = int_index_.Find(k);
+    if (!key) return;
+    for (uint32_t i = int_head_[*key]; i != kNone; i = int_next_[i]) fn(int_refs_[i]);
+  }
+
+  // Calls fn for each build row matching left row r, in build order.
+  template <typename Fn>
+  void ForEachMatch(size_t r, Fn fn) {
     if (int_keys_ && keys_[0].phys() == PhysType::kInt) {
-      if (keys_[0].IsNull(r)) return nullptr;
-      auto it = int_table_.find(keys_[0].ints()[r]);
-      return it == int_table_.end() ? nullptr : &it->second;
+      if (!keys_[0].IsNull(r)) ForEachIntMatch(keys_[0].ints()[r], fn);
+      return;
     }
     key_.clear();
     for (size_t k = 0; k < keys_.size(); k++) {
-      if (!PutKey(families_[k], keys_[k], r, &key_)) return nullptr;
+      if (!PutKey(families_[k], keys_[k], r, &key_)) return;
     }
     if (int_keys_) {  // a probe key of another physical type: equal only if encoded alike
-      if (key_.size() != 8) return nullptr;
+      if (key_.size() != 8) return;
       int64_t v;
       std::memcpy(&v, key_.data(), 8);
-      auto it = int_table_.find(v);
-      return it == int_table_.end() ? nullptr : &it->second;
+      ForEachIntMatch(v, fn);
+      return;
     }
     auto it = table_.find(key_);
-    return it == table_.end() ? nullptr : &it->second;
+    if (it == table_.end()) return;
+    for (const Ref& m : it->second) fn(m);
   }
 
   std::unique_ptr<Operator> right_;
@@ -202,9 +233,15 @@ class TypedHashJoinOp : public UnaryOp {
   bool built_ = false;
   std::vector<Batch> chunks_;  // the build input as it came
   std::unordered_map<std::string, std::vector<Ref>> table_;
-  // One integer-family key whose build values are all BIGINT-like: keyed by the integer.
+  // One integer-family key whose build values are all BIGINT-like: keyed by the integer, each
+  // key's build rows a chain through int_next_ (one flat table, no allocation per key).
+  static constexpr uint32_t kNone = UINT32_MAX;
   bool int_keys_ = false;
-  std::unordered_map<int64_t, std::vector<Ref>> int_table_;
+  IntKeyIndex int_index_;           // key -> its number
+  std::vector<uint32_t> int_head_, int_tail_;  // by key number: first and last of its chain
+  std::vector<int64_t> int_key_;    // by key number
+  std::vector<Ref> int_refs_;       // build rows with integer keys, in build order
+  std::vector<uint32_t> int_next_;  // by build row: the next of its key's chain
   std::vector<bool> right_empty_;
   Batch in_, joined_;
   std::vector<Vector> keys_;  // the left keys of in_

@@ -64,6 +64,7 @@ class IntKeyIndex {
       if (s.key == key) return &s.value;
     }
   }
+  uint32_t* Find(int64_t key) { return const_cast<uint32_t*>(static_cast<const IntKeyIndex*>(this)->Find(key)); }
   // REQUIRES: Find(key) == nullptr.
   void Insert(int64_t key, uint32_t value);
   size_t size() const { return size_; }
