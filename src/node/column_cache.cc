@@ -76,8 +76,10 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentSto
     if (e.seen_version != version) {
       e.seen_version = version;
       e.seen_at = now;
+      e.partial_reads = 0;
     }
     bool quiet = version == 0 || now - e.seen_at >= quiet_micros_;
+    if (quiet && !may_build) may_build = ++e.partial_reads >= kPartialReadsBeforeImage;
     if (!may_build || !quiet || e.building || e.failed_version == version || !RoomLocked()) {
       stats_.misses++;
       return std::shared_ptr<const SegmentImage>();

@@ -63,14 +63,18 @@ struct ColumnCacheStats {
 class ColumnCache {
  public:
   static constexpr int64_t kIdleMicros = 10'000'000;
+  // Reads of part of a quiet segment after which it gets an image anyway (a segment read a
+  // range at a time -- the parts of a partitioned join -- is worth one).
+  static constexpr int kPartialReadsBeforeImage = 8;
 
   // budget_bytes 0 turns the cache off.
   ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock& clock = Clock::Real());
 
   // An image of `seg` that answers a scan at read_ts; nullptr if none. With `may_build` (a
   // scan of the whole segment, which costs about what a build does), builds it first in the
-  // calling thread if the segment is quiet and nobody else is building it: point and short
-  // range lookups only use images that are there.
+  // calling thread if the segment is quiet and nobody else is building it; point and short
+  // range lookups use images that are there, until kPartialReadsBeforeImage of them found the
+  // segment quiet without one.
   Result<std::shared_ptr<const SegmentImage>> Get(storage::SegmentStore& store, const storage::SegmentRef& seg,
                                                   Timestamp read_ts, bool may_build);
   ColumnCacheStats stats() const;
@@ -84,6 +88,7 @@ class ColumnCache {
     uint64_t failed_version = ~0ull;  // a build at this version found rows it cannot hold
     bool building = false;
     int64_t last_use = 0;  // clock micros
+    int partial_reads = 0;  // reads of part of it while quiet at seen_version, without an image
   };
   // Builds the image of the newest committed rows; nullptr if the rows do not all have one width.
   static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store, const storage::SegmentRef& seg);

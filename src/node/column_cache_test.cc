@@ -125,6 +125,39 @@ TEST_F(ColumnCacheTest, AQuietSegmentIsReadFromItsImage) {
   EXPECT_GT(cache.stats().bytes, 3000u * 24);
 }
 
+// A quiet segment read only a range at a time (the parts of a partitioned join) gets its image
+// after kPartialReadsBeforeImage such reads; reads while it changes do not count.
+TEST_F(ColumnCacheTest, ASegmentReadInRangesGetsAnImageAfterAFewReads) {
+  Put(0, 3000, 10);
+  ColumnCache cache(64 << 20, 1000, clock_);
+  bool columnar = true;
+  for (int i = 0; i < 20; i++) {  // not quiet yet: never counted
+    EXPECT_EQ(Scan(&cache, 20, &columnar, 100, 200), Range(100, 200));
+    EXPECT_FALSE(columnar);
+  }
+  clock_.Advance(1000);
+  for (int i = 1; i < ColumnCache::kPartialReadsBeforeImage; i++) {
+    EXPECT_EQ(Scan(&cache, 20, &columnar, i * 100, i * 100 + 50), Range(i * 100, i * 100 + 50));
+    EXPECT_FALSE(columnar) << "read " << i;
+  }
+  EXPECT_EQ(cache.stats().builds, 0u);
+  EXPECT_EQ(Scan(&cache, 20, &columnar, 2000, 2100), Range(2000, 2100));
+  EXPECT_TRUE(columnar);
+  EXPECT_EQ(cache.stats().builds, 1u);
+  // A write starts the count again once the segment is quiet anew.
+  Put(3000, 3001, 30);
+  EXPECT_EQ(Scan(&cache, 40, &columnar, 0, 10), Range(0, 10));  // sees the change
+  EXPECT_FALSE(columnar);
+  clock_.Advance(1000);
+  for (int i = 1; i < ColumnCache::kPartialReadsBeforeImage; i++) {
+    EXPECT_EQ(Scan(&cache, 40, &columnar, 0, 10), Range(0, 10));
+    EXPECT_FALSE(columnar) << "read " << i;
+  }
+  EXPECT_EQ(Scan(&cache, 40, &columnar, 0, 10), Range(0, 10));
+  EXPECT_TRUE(columnar);
+  EXPECT_EQ(cache.stats().builds, 2u);
+}
+
 TEST_F(ColumnCacheTest, OlderSnapshotsAndChangedSegmentsReadRocksDb) {
   Put(0, 100, 10);
   Put(100, 200, 30);

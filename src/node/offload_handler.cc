@@ -7,7 +7,9 @@
 #include <mutex>
 #include <thread>
 
+#include "node/fragment_runner.h"
 #include "node/node_server.h"
+#include "node/segment_rows.h"
 #include "node/wire.h"
 #include "query/exec/batch_codec.h"
 #include "query/exec/operator.h"
@@ -24,7 +26,11 @@ namespace {
 // moved or split meanwhile fails the plan with Stale; the master then runs it elsewhere).
 class ShippedPartMap : public rpc::PartMap {
  public:
-  ShippedPartMap(std::vector<rpc::SegmentPlace> places, PeerClients& peers) : places_(std::move(places)), peers_(peers) {}
+  using LocalRunner = std::function<Status(SegmentId, const std::string&, const std::string&, const std::string&,
+                                           const rpc::ExchangeOptions&,
+                                           const std::function<Status(const exec::Batch&)>&)>;
+  ShippedPartMap(std::vector<rpc::SegmentPlace> places, PeerClients& peers, NodeId self, LocalRunner local)
+      : places_(std::move(places)), peers_(peers), self_(self), local_(std::move(local)) {}
   std::vector<rpc::SegmentPlace> Segments(TableId table, const std::string& lo, const std::string& hi) override {
     std::vector<rpc::SegmentPlace> out;
     for (const auto& p : places_) {
@@ -34,10 +40,18 @@ class ShippedPartMap : public rpc::PartMap {
   }
   Result<std::shared_ptr<rpc::NodeClient>> Client(NodeId node) override { return peers_.Get(node); }
   bool Refreshable() const override { return false; }
+  // This node's own segments are read in this process, not through its data port.
+  bool IsLocal(NodeId node) const override { return node == self_; }
+  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+                  const rpc::ExchangeOptions& opts, const std::function<Status(const exec::Batch&)>& emit) override {
+    return local_(seg, lo, hi, fragment, opts, emit);
+  }
 
  private:
   std::vector<rpc::SegmentPlace> places_;
   PeerClients& peers_;
+  NodeId self_;
+  LocalRunner local_;
 };
 
 // Scans of the plan: only its Exchanges, each over the segments the master listed.
@@ -141,7 +155,20 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
       places.push_back({p.getSegment(), p.getNode(), Str(p.getLo()), Str(p.getHi())});
       peers_->Learn(p.getNode(), p.getHost(), p.getPort());
     }
-    maps.push_back(std::make_unique<ShippedPartMap>(std::move(places), *peers_));
+    maps.push_back(std::make_unique<ShippedPartMap>(
+        std::move(places), *peers_, opts_.self.id,
+        [this](SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+               const rpc::ExchangeOptions& o, const std::function<Status(const exec::Batch&)>& emit) {
+          ScanRequest sr;
+          sr.segment = seg;
+          sr.lo = lo;
+          sr.hi = hi;
+          sr.read_ts = o.read_ts;
+          sr.txn = o.txn;
+          ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(*store_, *participant_, sr, columns_.get()));
+          return RunFragment(fragment, *rows, {o.work_mem, o.cancel},
+                             [&](const exec::Batch& b, const std::string&) { return emit(b); }, nullptr);
+        }));
   }
   std::atomic<bool> cancel{false};
   rpc::ExchangeSource::Options xo;

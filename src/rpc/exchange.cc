@@ -126,6 +126,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
     }
     if (finished_ || (!hi_.empty() && cursor_ >= hi_)) return false;
     Status st;
+    bool local = false;  // the segment's whole output is in pending_
     if (!stream_) {
       auto segs = x_.map_.Segments(x_.table_, cursor_, hi_);
       if (segs.empty()) return false;
@@ -133,8 +134,14 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       std::string lo = std::max(cursor_, seg_.lo);
       std::string hi = seg_.hi.empty() ? hi_ : (hi_.empty() ? seg_.hi : std::min(hi_, seg_.hi));
       pending_.clear();
-      auto client = x_.map_.Client(seg_.node);
-      if (client.ok()) {
+      if (x_.map_.IsLocal(seg_.node)) {
+        // This process owns the segment: the fragment runs here, its output never on a wire.
+        st = x_.map_.RunLocal(seg_.id, lo, hi, x_.fragment_, x_.opts_, [&](const exec::Batch& out) {
+          pending_.push_back(out);
+          return Status::OK();
+        });
+        local = st.ok();
+      } else if (auto client = x_.map_.Client(seg_.node); client.ok()) {
         auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.fragment_,
                                                x_.opts_.work_mem);
         if (opened.ok()) {
@@ -147,7 +154,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       }
     }
     exec::Batch b;
-    bool last = false;
+    bool last = local;
     if (stream_) {
       std::string resume;
       uint64_t cpu = 0;

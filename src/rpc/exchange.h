@@ -26,6 +26,15 @@
 
 namespace wattdb::rpc {
 
+struct ExchangeOptions {
+  Timestamp read_ts = 0;
+  uint64_t txn = 0;       // nonzero: the nodes overlay its pending writes
+  int64_t work_mem = 0;   // per sort or hash table on the nodes
+  bool prefetch = true;   // false: one segment at a time, read by the consumer off the wire
+  const std::atomic<bool>* cancel = nullptr;
+  exec::RemoteStats* stats = nullptr;  // EXPLAIN ANALYZE: the nodes' operator counters go here
+};
+
 // Where a table's segments are, as the exchange's reader knows it.
 struct SegmentPlace {
   SegmentId id = 0;
@@ -43,18 +52,19 @@ class PartMap {
   virtual bool Refreshable() const { return true; }
   // Node CPU the nodes reported, told on the consumer's thread.
   virtual void BookCpu(NodeId node, uint64_t cpu_nanos) {}
+  // True if this process owns `node`'s segments: RunLocal reads them, not a stream.
+  virtual bool IsLocal(NodeId node) const { return false; }
+  // Runs `fragment` over [lo, hi) of local segment `seg` at the reader's snapshot, each
+  // output batch to `emit`; fails as a node's scan would (NotFound: the segment is gone).
+  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+                          const ExchangeOptions& opts, const std::function<Status(const exec::Batch&)>& emit) {
+    return Status::NotSupported("no local segments");
+  }
 };
 
 class ExchangeSource : public exec::RowSource {
  public:
-  struct Options {
-    Timestamp read_ts = 0;
-    uint64_t txn = 0;       // nonzero: the nodes overlay its pending writes
-    int64_t work_mem = 0;   // per sort or hash table on the nodes
-    bool prefetch = true;   // false: one segment at a time, read by the consumer off the wire
-    const std::atomic<bool>* cancel = nullptr;
-    exec::RemoteStats* stats = nullptr;  // EXPLAIN ANALYZE: the nodes' operator counters go here
-  };
+  using Options = ExchangeOptions;
   static constexpr size_t kMaxInFlight = 4;      // segments streaming at once
   static constexpr size_t kBufferedBatches = 8;  // prefetch buffer per segment
 
