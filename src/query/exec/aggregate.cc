@@ -165,7 +165,7 @@ class HashAggregateOp : public UnaryOp {
  private:
   struct Group {
     std::vector<Value> key;
-    std::vector<AggState> states;
+    AggState* states;  // p_.aggs.size() of them, in state_blocks_
   };
 
   Status Build() {
@@ -173,7 +173,7 @@ class HashAggregateOp : public UnaryOp {
     size_t ng = p_.groups.size();
     std::vector<Vector> key_scratch(ng), args(p_.aggs.size());
     std::vector<const Vector*> keys(ng);
-    std::vector<std::vector<AggState>*> row_states;
+    std::vector<AggState*> row_states;
     Batch in;
     std::string enc;
     while (true) {
@@ -198,7 +198,7 @@ class HashAggregateOp : public UnaryOp {
           if (ints && !keys[0]->IsNull(r)) {
             int64_t k = keys[0]->ints()[r];
             if (const uint32_t* idx = ints_.Find(k)) {
-              row_states[r] = &groups_[*idx].states;
+              row_states[r] = groups_[*idx].states;
               continue;
             }
             ints_.Insert(k, static_cast<uint32_t>(groups_.size()));
@@ -209,7 +209,7 @@ class HashAggregateOp : public UnaryOp {
             enc.clear();
             for (const Vector* k : keys) EncodeKeyPart(*k, r, &enc);
             if (const uint32_t* idx = encoded_.Find(enc)) {
-              row_states[r] = &groups_[*idx].states;
+              row_states[r] = groups_[*idx].states;
               continue;
             }
           }
@@ -224,12 +224,12 @@ class HashAggregateOp : public UnaryOp {
           const Vector& st = in.cols[ng + a];
           for (size_t r = 0; r < in.rows; r++) {
             if (st.IsNull(r) || st.phys() != PhysType::kText) return Status::Corruption("aggregate state missing");
-            RETURN_NOT_OK(MergeState(spec, st.texts()[r], &(*row_states[r])[a]));
+            RETURN_NOT_OK(MergeState(spec, st.texts()[r], &row_states[r][a]));
           }
           continue;
         }
         if (spec.func == AggFunc::kCountStar) {
-          for (size_t r = 0; r < in.rows; r++) (*row_states[r])[a].count++;
+          for (size_t r = 0; r < in.rows; r++) row_states[r][a].count++;
           continue;
         }
         ASSIGN_OR_RETURN(const Vector* arg, EvalVectorRef(*spec.arg, in, ctx_, &args[a]));
@@ -246,18 +246,18 @@ class HashAggregateOp : public UnaryOp {
   // Adds argument column v of aggregate a to each row's group: count, sum and avg of typed
   // numbers in one loop each; everything else through Update.
   Status UpdateColumn(const AggSpec& spec, size_t a, const Vector& v, const Batch& in,
-                      const std::vector<std::vector<AggState>*>& states) {
+                      const std::vector<AggState*>& states) {
     size_t n = in.rows;
     bool summing = spec.func == AggFunc::kSum || spec.func == AggFunc::kAvg;
     bool simple = !spec.distinct && (summing || spec.func == AggFunc::kCount);
     if (!simple || v.phys() == PhysType::kBoxed || v.phys() == PhysType::kText) {
-      for (size_t r = 0; r < n; r++) RETURN_NOT_OK(Update(spec, (*states[r])[a], v, in, r));
+      for (size_t r = 0; r < n; r++) RETURN_NOT_OK(Update(spec, states[r][a], v, in, r));
       return Status::OK();
     }
     if (v.phys() == PhysType::kEmpty) return Status::OK();  // all NULL
     const uint8_t* nulls = v.nulls();
     if (!summing) {
-      for (size_t r = 0; r < n; r++) (*states[r])[a].count += !nulls[r];
+      for (size_t r = 0; r < n; r++) states[r][a].count += !nulls[r];
       return Status::OK();
     }
     switch (v.phys()) {
@@ -265,7 +265,7 @@ class HashAggregateOp : public UnaryOp {
         const Decimal* d = v.decimals();
         for (size_t r = 0; r < n; r++) {
           if (nulls[r]) continue;
-          AggState& s = (*states[r])[a];
+          AggState& s = states[r][a];
           s.count++;
           Int128 t;
           if (s.nsum.scale == d[r].scale && !__builtin_add_overflow(s.nsum.v, d[r].v, &t) && t < kDecimalLimit &&
@@ -291,11 +291,11 @@ class HashAggregateOp : public UnaryOp {
 
   // Counts each non-NULL row into its group's state of aggregate a and hands both to add.
   template <typename Add>
-  static void ForEachValue(const uint8_t* nulls, size_t n, const std::vector<std::vector<AggState>*>& states,
+  static void ForEachValue(const uint8_t* nulls, size_t n, const std::vector<AggState*>& states,
                            size_t a, Add add) {
     for (size_t r = 0; r < n; r++) {
       if (nulls[r]) continue;
-      AggState& s = (*states[r])[a];
+      AggState& s = states[r][a];
       s.count++;
       add(s, r);
     }
@@ -335,16 +335,14 @@ class HashAggregateOp : public UnaryOp {
   }
 
   // The group of `key`, created if new; `enc` (typed keys) indexes it by its encoding.
-  Result<std::vector<AggState>*> FindGroup(std::vector<Value> key, const std::string* enc) {
+  Result<AggState*> FindGroup(std::vector<Value> key, const std::string* enc) {
     if (key.empty()) {
-      if (groups_.empty()) {
-        groups_.push_back({{}, std::vector<AggState>(p_.aggs.size())});
-      }
-      return &groups_[0].states;
+      if (groups_.empty()) return NewGroup({});
+      return groups_[0].states;
     }
     if (!enc) {
       auto it = boxed_.find(key);
-      if (it != boxed_.end()) return &groups_[it->second].states;
+      if (it != boxed_.end()) return groups_[it->second].states;
     }
     size_t idx = groups_.size();
     if (enc) {
@@ -355,11 +353,18 @@ class HashAggregateOp : public UnaryOp {
     return NewGroup(std::move(key));
   }
 
-  // Appends a group (its caller indexes it).
-  Result<std::vector<AggState>*> NewGroup(std::vector<Value> key) {
-    RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(key) + p_.aggs.size() * sizeof(AggState) + 96));
-    groups_.push_back({std::move(key), std::vector<AggState>(p_.aggs.size())});
-    return &groups_.back().states;
+  // Appends a group (its caller indexes it). Groups' states come from blocks of
+  // kBlockGroups groups each: no allocation per group.
+  Result<AggState*> NewGroup(std::vector<Value> key) {
+    RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(key) + p_.aggs.size() * sizeof(AggState) + 64));
+    size_t n = p_.aggs.size();
+    if (state_blocks_.empty() || block_used_ == kBlockGroups) {
+      state_blocks_.push_back(std::make_unique<AggState[]>(kBlockGroups * std::max<size_t>(n, 1)));
+      block_used_ = 0;
+    }
+    AggState* states = state_blocks_.back().get() + block_used_++ * n;
+    groups_.push_back({std::move(key), states});
+    return states;
   }
 
   // Adds row r of argument column v.
@@ -493,6 +498,9 @@ class HashAggregateOp : public UnaryOp {
   bool built_ = false;
   MemoryGauge gauge_{"a hash aggregate"};
   std::deque<Group> groups_;  // in first-seen order; elements never move
+  static constexpr size_t kBlockGroups = 256;
+  std::vector<std::unique_ptr<AggState[]>> state_blocks_;
+  size_t block_used_ = 0;  // groups in the last block
   KeyIndex encoded_;  // encoded typed key -> index in groups_
   IntKeyIndex ints_;  // one integer key -> index in groups_ (its NULL group: in encoded_)
   std::unordered_map<std::vector<Value>, size_t, RowHash, RowEq> boxed_;  // boxed key -> index
