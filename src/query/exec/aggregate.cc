@@ -148,7 +148,7 @@ class HashAggregateOp : public UnaryOp {
     size_t ng = p_.groups.size();
     while (emit_ < groups_.size() && out.rows < kBatchRows) {
       const Group& grp = groups_[emit_++];
-      for (size_t g = 0; g < ng; g++) out.cols[g].Append(grp.key[g]);
+      for (size_t g = 0; g < ng; g++) out.cols[g].Append(keys_[grp.key + g]);
       for (size_t a = 0; a < p_.aggs.size(); a++) {
         if (p_.agg_mode == AggMode::kPartial) {
           out.cols[ng + a].Append(EncodeState(grp.states[a]));
@@ -164,7 +164,7 @@ class HashAggregateOp : public UnaryOp {
 
  private:
   struct Group {
-    std::vector<Value> key;
+    size_t key;        // its key's first value in keys_ (p_.groups.size() of them)
     AggState* states;  // p_.aggs.size() of them, in state_blocks_
   };
 
@@ -202,7 +202,8 @@ class HashAggregateOp : public UnaryOp {
               continue;
             }
             ints_.Insert(k, static_cast<uint32_t>(groups_.size()));
-            ASSIGN_OR_RETURN(row_states[r], NewGroup({keys[0]->GetValue(r)}));
+            Value v = keys[0]->GetValue(r);
+            ASSIGN_OR_RETURN(row_states[r], NewGroup(&v, 1));
             continue;
           }
           if (typed) {
@@ -331,13 +332,17 @@ class HashAggregateOp : public UnaryOp {
     boxed_mode_ = true;
     encoded_.Clear();
     ints_ = IntKeyIndex();
-    for (size_t i = 0; i < groups_.size(); i++) boxed_.emplace(groups_[i].key, i);
+    size_t ng = p_.groups.size();
+    for (size_t i = 0; i < groups_.size(); i++) {
+      auto first = keys_.begin() + static_cast<std::ptrdiff_t>(groups_[i].key);
+      boxed_.emplace(std::vector<Value>(first, first + static_cast<std::ptrdiff_t>(ng)), i);
+    }
   }
 
   // The group of `key`, created if new; `enc` (typed keys) indexes it by its encoding.
   Result<AggState*> FindGroup(std::vector<Value> key, const std::string* enc) {
     if (key.empty()) {
-      if (groups_.empty()) return NewGroup({});
+      if (groups_.empty()) return NewGroup(nullptr, 0);
       return groups_[0].states;
     }
     if (!enc) {
@@ -350,20 +355,23 @@ class HashAggregateOp : public UnaryOp {
     } else {
       boxed_.emplace(key, idx);
     }
-    return NewGroup(std::move(key));
+    return NewGroup(key.data(), key.size());
   }
 
-  // Appends a group (its caller indexes it). Groups' states come from blocks of
-  // kBlockGroups groups each: no allocation per group.
-  Result<AggState*> NewGroup(std::vector<Value> key) {
-    RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(key) + p_.aggs.size() * sizeof(AggState) + 64));
-    size_t n = p_.aggs.size();
+  // Appends a group with key values key[0..n) (its caller indexes it). Keys go to one flat
+  // array and states come from blocks of kBlockGroups groups: no allocation per group.
+  Result<AggState*> NewGroup(Value* key, size_t n) {
+    size_t bytes = p_.aggs.size() * sizeof(AggState) + sizeof(Group) + 16;
+    for (size_t i = 0; i < n; i++) bytes += sizeof(Value) + key[i].HeapBytes();
+    RETURN_NOT_OK(gauge_.Add(*ctx_, bytes));
+    size_t na = p_.aggs.size();
     if (state_blocks_.empty() || block_used_ == kBlockGroups) {
-      state_blocks_.push_back(std::make_unique<AggState[]>(kBlockGroups * std::max<size_t>(n, 1)));
+      state_blocks_.push_back(std::make_unique<AggState[]>(kBlockGroups * std::max<size_t>(na, 1)));
       block_used_ = 0;
     }
-    AggState* states = state_blocks_.back().get() + block_used_++ * n;
-    groups_.push_back({std::move(key), states});
+    AggState* states = state_blocks_.back().get() + block_used_++ * na;
+    groups_.push_back({keys_.size(), states});
+    for (size_t i = 0; i < n; i++) keys_.push_back(std::move(key[i]));
     return states;
   }
 
@@ -498,6 +506,7 @@ class HashAggregateOp : public UnaryOp {
   bool built_ = false;
   MemoryGauge gauge_{"a hash aggregate"};
   std::deque<Group> groups_;  // in first-seen order; elements never move
+  std::vector<Value> keys_;    // the groups' keys, one after another
   static constexpr size_t kBlockGroups = 256;
   std::vector<std::unique_ptr<AggState[]>> state_blocks_;
   size_t block_used_ = 0;  // groups in the last block
