@@ -1,5 +1,7 @@
 #include "master/sql/partition_source.h"
 
+#include <set>
+
 #include "query/plan/fragment.h"
 #include "query/plan/offload.h"
 #include "query/plan/partition.h"
@@ -29,6 +31,9 @@ Result<std::unique_ptr<PartitionSource>> PartitionSource::Open(Cluster& cluster,
     p.node = seg.node;
     if (plan::NarrowToPart(partition, p.plan.get(), seg.lo, seg.hi)) src->parts_.push_back(std::move(p));
   }
+  std::set<NodeId> owners;
+  for (const auto& p : src->parts_) owners.insert(p.node);
+  src->in_flight_ = kInFlightPerNode * std::max<size_t>(1, owners.size());
   return src;
 }
 
@@ -47,7 +52,7 @@ void PartitionSource::Start(Part& p) {
 
 Result<bool> PartitionSource::Next(exec::Batch& out) {
   while (current_ < parts_.size()) {
-    for (; started_ < parts_.size() && started_ < current_ + kInFlight; started_++) Start(parts_[started_]);
+    for (; started_ < parts_.size() && started_ < current_ + in_flight_; started_++) Start(parts_[started_]);
     Part& p = parts_[current_];
     if (p.remote) {
       std::vector<exec::OperatorStats> stats;

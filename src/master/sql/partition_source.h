@@ -19,7 +19,7 @@ class PartitionSource : public exec::RowSource {
     uint64_t txn = 0;
     const exec::ExecContext* ctx = nullptr;  // the statement's (scans, cancellation, work_mem)
   };
-  static constexpr size_t kInFlight = 4;  // parts running at once
+  static constexpr size_t kInFlightPerNode = 4;  // parts running at once, per node owning some
 
   static Result<std::unique_ptr<PartitionSource>> Open(Cluster& cluster, const plan::PlanNode& partition,
                                                        Options opts);
@@ -42,6 +42,7 @@ class PartitionSource : public exec::RowSource {
   exec::ExecContext here_ctx_;  // for parts run on the master
   std::vector<Part> parts_;
   size_t current_ = 0, started_ = 0;
+  size_t in_flight_ = kInFlightPerNode;
 };
 
 }  // namespace wattdb::master
