@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/clock.h"
 #include "node/fragment_runner.h"
 #include "node/node_server.h"
 #include "node/segment_rows.h"
@@ -24,13 +25,32 @@ namespace {
 
 // The segments of one Exchange as the master listed them: not read again (a segment that
 // moved or split meanwhile fails the plan with Stale; the master then runs it elsewhere).
+// CPU spent for one runPlan by the nodes its exchanges read (and by this node's own reads on
+// other threads than the request's), by node. Thread-safe.
+class CpuBook {
+ public:
+  void Add(NodeId node, uint64_t nanos) {
+    std::lock_guard<std::mutex> l(mu_);
+    by_node_[node] += nanos;
+  }
+  std::map<NodeId, uint64_t> Take() {
+    std::lock_guard<std::mutex> l(mu_);
+    return std::move(by_node_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<NodeId, uint64_t> by_node_;
+};
+
 class ShippedPartMap : public rpc::PartMap {
  public:
   using LocalRunner = std::function<Status(SegmentId, const std::string&, const std::string&, const std::string&,
                                            const rpc::ExchangeOptions&,
                                            const std::function<Status(const exec::Batch&)>&)>;
-  ShippedPartMap(std::vector<rpc::SegmentPlace> places, PeerClients& peers, NodeId self, LocalRunner local)
-      : places_(std::move(places)), peers_(peers), self_(self), local_(std::move(local)) {}
+  ShippedPartMap(std::vector<rpc::SegmentPlace> places, PeerClients& peers, NodeId self, LocalRunner local,
+                 CpuBook& cpu)
+      : places_(std::move(places)), peers_(peers), self_(self), local_(std::move(local)), cpu_(cpu) {}
   std::vector<rpc::SegmentPlace> Segments(TableId table, const std::string& lo, const std::string& hi) override {
     std::vector<rpc::SegmentPlace> out;
     for (const auto& p : places_) {
@@ -44,14 +64,21 @@ class ShippedPartMap : public rpc::PartMap {
   bool IsLocal(NodeId node) const override { return node == self_; }
   Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
                   const rpc::ExchangeOptions& opts, const std::function<Status(const exec::Batch&)>& emit) override {
-    return local_(seg, lo, hi, fragment, opts, emit);
+    uint64_t t0 = ThreadCpuNanos();
+    Status st = local_(seg, lo, hi, fragment, opts, emit);
+    // On an exchange's producer thread the CPU is not in what the request's own thread reports.
+    if (std::this_thread::get_id() != request_thread_) cpu_.Add(self_, ThreadCpuNanos() - t0);
+    return st;
   }
+  void BookCpu(NodeId node, uint64_t cpu_nanos) override { cpu_.Add(node, cpu_nanos); }
 
  private:
   std::vector<rpc::SegmentPlace> places_;
   PeerClients& peers_;
   NodeId self_;
   LocalRunner local_;
+  CpuBook& cpu_;
+  std::thread::id request_thread_ = std::this_thread::get_id();  // made on the request's thread
 };
 
 // Scans of the plan: only its Exchanges, each over the segments the master listed.
@@ -136,6 +163,7 @@ void PeerClients::Learn(NodeId node, const std::string& host, uint16_t port) {
 
 bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
   auto r = msg.Root<proto::Request>().getRunPlan();
+  CpuBook cpu;
   auto reply = [&](const Status& st, bool last, std::string* columns, const std::string* stats) {
     capnp::MallocMessageBuilder mb;
     auto resp = mb.initRoot<proto::Response>();
@@ -144,6 +172,15 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
     b.setLast(last);
     if (columns) b.adoptColumns(net::ReferenceBlob(mb, columns));
     if (stats) b.setStats(Bytes(*stats));
+    if (last) {
+      auto by_node = cpu.Take();
+      auto l = b.initNodeCpu(by_node.size());
+      size_t i = 0;
+      for (const auto& [node, nanos] : by_node) {
+        l[i].setNode(node);
+        l[i++].setNanos(nanos);
+      }
+    }
     return SendResponse(conn, mb).ok();
   };
   auto plan = plan::PlanNode::Deserialize(Str(r.getPlan()));
@@ -168,7 +205,8 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
           ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(*store_, *participant_, sr, columns_.get()));
           return RunFragment(fragment, *rows, {o.work_mem, o.cancel},
                              [&](const exec::Batch& b, const std::string&) { return emit(b); }, nullptr);
-        }));
+        },
+        cpu));
   }
   std::atomic<bool> cancel{false};
   rpc::ExchangeSource::Options xo;

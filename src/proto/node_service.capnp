@@ -69,6 +69,11 @@ struct SegmentPlace {                # where an offloaded plan's Exchange reads 
   port @5 :UInt16;
 }
 
+struct NodeCpu {
+  node @0 :UInt32;
+  nanos @1 :UInt64;
+}
+
 struct ExchangePlaces {
   places @0 :List(SegmentPlace);     # the segments of the Exchange's scan range, in key order
 }
@@ -173,6 +178,8 @@ struct Response {
       resumeKey @16 :Data;           # fragment scans: the last primary key read so far
       stats @17 :Data;               # fragment scans, last reply: rows, batches, microseconds
                                      # of each operator in the plan's pre-order (varints)
+      nodeCpu @18 :List(NodeCpu);    # runPlan, last reply: CPU the nodes it read from spent
+                                     # for it (its own exchanges' local reads included)
     }
     splitKey @5 :Data;
     segmentExport :group {

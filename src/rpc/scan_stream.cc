@@ -59,7 +59,8 @@ Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, Segm
 }
 
 Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
-                               std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel) {
+                               std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel,
+                               std::vector<std::pair<NodeId, uint64_t>>* node_cpu) {
   if (finished_) return Status::Internal("scan stream already finished");
   if (cancel) {
     // A node aggregating a segment sends nothing for a while: wait in slices.
@@ -91,6 +92,9 @@ Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* 
     if (b.hasColumns()) {
       Status d = exec::DecodeBatch(Str(b.getColumns()), out);
       if (!d.ok()) return d.Prepend(fmt::format("node {}", client_.id()));
+    }
+    if (*last && node_cpu) {
+      for (auto n : b.getNodeCpu()) node_cpu->push_back({n.getNode(), n.getNanos()});
     }
     if (*last && b.hasStats() && !exec::DecodeOperatorStats(Str(b.getStats()), stats)) {
       return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));

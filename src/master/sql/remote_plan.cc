@@ -61,8 +61,10 @@ Result<bool> RemotePlan::Next(exec::Batch& out, std::vector<exec::OperatorStats>
     bool last = false;
     uint64_t cpu = 0;
     std::vector<exec::OperatorStats> counters;
-    Status st = stream_->NextColumns(&out, &resume, &last, &cpu, &counters, opts_.cancel);
+    std::vector<std::pair<NodeId, uint64_t>> node_cpu;  // the segments' owners, for this plan
+    Status st = stream_->NextColumns(&out, &resume, &last, &cpu, &counters, opts_.cancel, &node_cpu);
     StatementCpuScope::AddNode(node_, cpu);
+    for (const auto& [node, ns] : node_cpu) StatementCpuScope::AddNode(node, ns);
     RETURN_NOT_OK(st);
     if (last) {
       done_ = true;
