@@ -23,8 +23,6 @@ using net::Connection;
 
 namespace {
 
-// The segments of one Exchange as the master listed them: not read again (a segment that
-// moved or split meanwhile fails the plan with Stale; the master then runs it elsewhere).
 // CPU spent for one runPlan by the nodes its exchanges read (and by this node's own reads on
 // other threads than the request's), by node. Thread-safe.
 class CpuBook {
@@ -43,6 +41,8 @@ class CpuBook {
   std::map<NodeId, uint64_t> by_node_;
 };
 
+// The segments of one Exchange as the master listed them: not read again (a segment that
+// moved or split meanwhile fails the plan with Stale; the master then runs it elsewhere).
 class ShippedPartMap : public rpc::PartMap {
  public:
   using LocalRunner = std::function<Status(SegmentId, const std::string&, const std::string&, const std::string&,
