@@ -13,10 +13,11 @@
 
 namespace wattdb::rpc {
 
-Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg, const std::string& lo,
-                                                     const std::string& hi, Timestamp read_ts,
-                                                     uint32_t batch_rows, uint64_t txn, const IndexRange* index) {
-  capnp::MallocMessageBuilder mb;
+namespace {
+
+// The common fields of a scan request of [lo, hi) of a segment at read_ts.
+proto::Request::Scan::Builder InitScan(capnp::MessageBuilder& mb, SegmentId seg, const std::string& lo,
+                                       const std::string& hi, Timestamp read_ts, uint32_t batch_rows, uint64_t txn) {
   auto s = mb.initRoot<proto::Request>().initScan();
   s.setSegment(seg);
   s.setLo(Bytes(lo));
@@ -24,6 +25,16 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId se
   s.setReadTs(read_ts);
   s.setBatchRows(batch_rows);
   s.setTxn(txn);
+  return s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg, const std::string& lo,
+                                                     const std::string& hi, Timestamp read_ts,
+                                                     uint32_t batch_rows, uint64_t txn, const IndexRange* index) {
+  capnp::MallocMessageBuilder mb;
+  auto s = InitScan(mb, seg, lo, hi, read_ts, batch_rows, txn);
   if (index) {
     s.setIndex(index->index);
     s.setIndexLo(Bytes(index->lo));
@@ -46,13 +57,7 @@ Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, Segm
                                                              const std::string& hi, Timestamp read_ts, uint64_t txn,
                                                              const std::string& fragment, int64_t work_mem) {
   capnp::MallocMessageBuilder mb;
-  auto s = mb.initRoot<proto::Request>().initScan();
-  s.setSegment(seg);
-  s.setLo(Bytes(lo));
-  s.setHi(Bytes(hi));
-  s.setReadTs(read_ts);
-  s.setBatchRows(exec::kBatchRows);
-  s.setTxn(txn);
+  auto s = InitScan(mb, seg, lo, hi, read_ts, exec::kBatchRows, txn);
   s.setFragment(Bytes(fragment));
   s.setWorkMem(static_cast<uint64_t>(std::max<int64_t>(0, work_mem)));
   return Start(c, mb);
