@@ -4,6 +4,7 @@
 #include "common/failpoint.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 
 namespace wattdb::node {
@@ -81,12 +82,9 @@ Status Participant::Recover() {
     p.durable = true;
     p.received = rec.received;
     p.min_commit_ts = rec.min_commit_ts;
-    for (size_t i = 0; i < rec.ops.size(); i++) {
-      locks_[{rec.ops[i].segment, rec.ops[i].key}] = txn;
-      p.last[{rec.ops[i].segment, rec.ops[i].key}] = i;
-    }
+    LockOps(txn, rec.ops, 0);
     for (auto& lk : rec.locked) {
-      locks_[lk] = txn;
+      locks_[lk.first].Emplace(lk.second, LockEntry{txn, kLockOnly});
       p.locked.insert(lk);
     }
     p.ops = std::move(rec.ops);
@@ -120,13 +118,32 @@ std::vector<uint64_t> Participant::InDoubt() const {
 
 Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable,
                             bool wait, uint64_t expect, Timestamp min_commit_ts) {
+  // The writes are checked and kept in (segment, key) order, a key's writes in the order
+  // given: one segment and lock-table lookup per segment, one storage iterator per segment
+  // for the committed versions, and a key's writes side by side.
+  std::vector<uint32_t> order(writes.size());
+  for (uint32_t i = 0; i < order.size(); i++) order[i] = i;
+  auto before_in_order = [&](uint32_t a, uint32_t b) {
+    const storage::WriteOp& x = writes[a].op;
+    const storage::WriteOp& y = writes[b].op;
+    return x.segment != y.segment ? x.segment < y.segment : x.key < y.key;
+  };
+  if (!std::is_sorted(order.begin(), order.end(), before_in_order)) {
+    std::stable_sort(order.begin(), order.end(), before_in_order);
+  }
+  auto key_of = [&](size_t i) -> const storage::WriteOp& { return writes[order[i]].op; };
+
   std::unique_lock<std::mutex> l(mu_);
   auto deadline = std::chrono::steady_clock::now() + lock_wait_;
   if (fenced_.count(txn)) {
     return Status::Aborted(fmt::format("transaction {} aborted: its commit was given up on", txn));
   }
+  std::vector<std::string_view> check_keys;  // per segment: keys whose committed version decides
+  std::vector<uint8_t> check_insert;         // ... and whether an insert checks it
+  std::vector<storage::LatestVersion> latest;
 restart:
   auto existing = prepared_.find(txn);
+  if (existing != prepared_.end() && !existing->second.ops.empty()) MaybeFail("node.prepare.more_writes");
   if (existing != prepared_.end() && existing->second.committing) {
     return Status::InvalidArgument(fmt::format("txn {} is committing; it takes no more writes", txn));
   }
@@ -138,91 +155,114 @@ restart:
           "transaction aborted: node lost {} of its writes (it restarted during the transaction)", expect - have));
     }
   }
-  KeyMap<bool> mine;             // key -> "live after the writes so far" (pending put)
-  std::set<LockKey> locks_only;  // keys this call only locks
-  for (const auto& w : writes) {
-    if (exclusive_.count(w.op.segment)) {
-      bool ended = released_.wait_until(l, deadline, [&] { return !exclusive_.count(w.op.segment); });
-      if (!ended) return InUse(w.op.segment, "is being split or moved");
+  for (size_t g = 0, g_end; g < order.size(); g = g_end) {
+    SegmentId seg_id = key_of(g).segment;
+    for (g_end = g + 1; g_end < order.size() && key_of(g_end).segment == seg_id;) g_end++;
+    if (exclusive_.count(seg_id)) {
+      bool ended = released_.wait_until(l, deadline, [&] { return !exclusive_.count(seg_id); });
+      if (!ended) return InUse(seg_id, "is being split or moved");
       goto restart;
     }
-    ASSIGN_OR_RETURN(storage::SegmentRef seg, store_.Get(w.op.segment));
-    if (!seg->meta().Contains(w.op.key)) {
-      return Status::Stale(fmt::format("key outside segment {} (it split or moved)", w.op.segment));
-    }
-    LockKey lk{w.op.segment, w.op.key};
-    auto held = locks_.find(lk);
-    if (held != locks_.end() && held->second != txn) {
-      // Another transaction holds the key: wait for it to end. If it committed, the check
-      // below fails (first updater wins); if it aborted, this write goes ahead. A wait that
-      // outlasts lock_wait_ (a deadlock, or a stuck holder) aborts this writer.
-      uint64_t holder = held->second;
-      if (!wait) return Status::Sql("55P03", "could not obtain lock on row");
-      // The wait is checked for a cycle of waiting transactions when it begins and every
-      // kDeadlockCheck after (the last of the cycle to wait may not be the one to see it).
-      waits_for_[txn] = holder;
-      broken_waits_.erase(txn);
-      bool freed = false;
-      while (!freed && std::chrono::steady_clock::now() < deadline) {
-        bool broken = broken_waits_.erase(txn) > 0;
-        if (broken || WaitsForLocked(holder, txn)) {
-          waits_for_.erase(txn);
-          return Status::Aborted(
-              fmt::format("deadlock detected: transaction {} waits for transaction {}, which waits for it{}", txn,
-                          holder, broken ? " (through other nodes)" : ""),
-              "40P01");
+    ASSIGN_OR_RETURN(storage::SegmentRef seg, store_.Get(seg_id));
+    auto table = locks_.find(seg_id);
+    check_keys.clear();
+    check_insert.clear();
+    for (size_t r = g, r_end; r < g_end; r = r_end) {  // the writes of one key
+      const std::string& key = key_of(r).key;
+      for (r_end = r + 1; r_end < g_end && key_of(r_end).key == key;) r_end++;
+      if (!seg->meta().Contains(key)) {
+        return Status::Stale(fmt::format("key outside segment {} (it split or moved)", seg_id));
+      }
+      const LockEntry* held = table == locks_.end() ? nullptr : table->second.Find(key);
+      if (held && held->txn != txn) {
+        // Another transaction holds the key: wait for it to end. If it committed, the check
+        // below fails (first updater wins); if it aborted, this write goes ahead. A wait that
+        // outlasts lock_wait_ (a deadlock, or a stuck holder) aborts this writer.
+        uint64_t holder = held->txn;
+        if (!wait) return Status::Sql("55P03", "could not obtain lock on row");
+        // The wait is checked for a cycle of waiting transactions when it begins and every
+        // kDeadlockCheck after (the last of the cycle to wait may not be the one to see it).
+        waits_for_[txn] = holder;
+        broken_waits_.erase(txn);
+        bool freed = false;
+        while (!freed && std::chrono::steady_clock::now() < deadline) {
+          bool broken = broken_waits_.erase(txn) > 0;
+          if (broken || WaitsForLocked(holder, txn)) {
+            waits_for_.erase(txn);
+            return Status::Aborted(
+                fmt::format("deadlock detected: transaction {} waits for transaction {}, which waits for it{}", txn,
+                            holder, broken ? " (through other nodes)" : ""),
+                "40P01");
+          }
+          freed = released_.wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + kDeadlockCheck), [&] {
+            const LockEntry* h = FindLock(seg_id, key);
+            return !h || h->txn != holder || broken_waits_.count(txn);
+          });
+          if (freed && broken_waits_.count(txn)) freed = false;  // the loop reports it
         }
-        freed = released_.wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + kDeadlockCheck), [&] {
-          auto h = locks_.find(lk);
-          return h == locks_.end() || h->second != holder || broken_waits_.count(txn);
-        });
-        if (freed && broken_waits_.count(txn)) freed = false;  // the loop reports it
+        waits_for_.erase(txn);
+        broken_waits_.erase(txn);
+        if (!freed) {
+          return Status::Aborted(fmt::format("could not obtain lock on row: transaction {} held it for longer than {} ms",
+                                             holder, lock_wait_.count()));
+        }
+        goto restart;
       }
-      waits_for_.erase(txn);
-      broken_waits_.erase(txn);
-      if (!freed) {
-        return Status::Aborted(fmt::format("could not obtain lock on row: transaction {} held it for longer than {} ms",
-                                           holder, lock_wait_.count()));
+      // Whether the key is live after what this transaction wrote to it so far (in an
+      // earlier statement, then in this call), if it wrote it.
+      std::optional<bool> own;
+      if (held && held->op != kLockOnly && existing != prepared_.end()) {
+        own = existing->second.ops[held->op].kind == storage::VersionKind::kPut;
       }
-      goto restart;
+      bool needs_committed = false, insert_checks = false;
+      for (size_t i = r; i < r_end; i++) {
+        const TxnWrite& w = writes[order[i]];
+        if (own) {
+          if (w.check == WriteCheck::kInsert && *own) {
+            return Status::Sql("23505", "duplicate key value violates unique constraint");
+          }
+        } else if (w.check != WriteCheck::kNone) {
+          needs_committed = true;
+          insert_checks |= w.check == WriteCheck::kInsert;
+        }
+        if (w.check != WriteCheck::kLock) own = w.op.kind == storage::VersionKind::kPut;
+      }
+      if (needs_committed) {
+        check_keys.push_back(key);
+        check_insert.push_back(insert_checks);
+      }
     }
-    // What this transaction wrote to the key before, in this call or an earlier statement.
-    std::optional<bool> own;
-    if (auto m = mine.find(lk); m != mine.end()) {
-      own = m->second;
-    } else if (existing != prepared_.end()) {
-      auto o = existing->second.last.find(lk);
-      if (o != existing->second.last.end()) own = existing->second.ops[o->second].kind == storage::VersionKind::kPut;
-    }
-    if (own) {
-      if (w.check == WriteCheck::kInsert && *own) {
-        return Status::Sql("23505", "duplicate key value violates unique constraint");
-      }
-    } else if (w.check != WriteCheck::kNone) {
-      ASSIGN_OR_RETURN(storage::LatestVersion lv, store_.Latest(w.op.segment, w.op.key));
-      if (w.check == WriteCheck::kInsert && lv.found && !lv.deleted) {
+    RETURN_NOT_OK(store_.LatestOf(seg_id, check_keys, &latest));
+    for (size_t i = 0; i < check_keys.size(); i++) {
+      const storage::LatestVersion& lv = latest[i];
+      if (check_insert[i] && lv.found && !lv.deleted) {
         return Status::Sql("23505", "duplicate key value violates unique constraint");
       }
       if (lv.found && lv.ts > snapshot) {
         return Status::Conflict("could not serialize access due to concurrent update");
       }
     }
-    if (w.check == WriteCheck::kLock) {
-      if (!mine.count(lk)) locks_only.insert(lk);
-      continue;
-    }
-    mine[lk] = w.op.kind == storage::VersionKind::kPut;
-    locks_only.erase(lk);
   }
+  // Checked: keep the writes (in key order) and lock their keys.
   Prepared& p = prepared_[txn];
   size_t before = p.ops.size();
   Prepared::Call call{p.received, before, {}};
   p.received += writes.size();
-  for (auto& w : writes) {
-    if (w.check == WriteCheck::kLock) continue;
-    p.last[{w.op.segment, w.op.key}] = p.ops.size();
-    p.segments.insert(w.op.segment);
-    p.ops.push_back(std::move(w.op));
+  std::vector<LockKey> locks_only;  // keys this call locks without writing them
+  for (size_t r = 0, r_end; r < order.size(); r = r_end) {
+    const storage::WriteOp& first = key_of(r);
+    bool writes_key = false;
+    for (r_end = r; r_end < order.size() && key_of(r_end).segment == first.segment && key_of(r_end).key == first.key;
+         r_end++) {
+      writes_key |= writes[order[r_end]].check != WriteCheck::kLock;
+    }
+    if (!writes_key) locks_only.emplace_back(first.segment, first.key);
+    for (size_t i = r; i < r_end; i++) {
+      TxnWrite& w = writes[order[i]];
+      if (w.check == WriteCheck::kLock) continue;
+      if (p.ops.empty() || p.ops.back().segment != w.op.segment) p.segments.insert(w.op.segment);
+      p.ops.push_back(std::move(w.op));
+    }
   }
   if (durable) {
     bool was_durable = p.durable;
@@ -236,25 +276,66 @@ restart:
       p.durable = was_durable;
       p.min_commit_ts = old_min;
       p.ops.resize(before);
-      for (auto it = p.last.begin(); it != p.last.end();) {
-        it = it->second >= before ? p.last.erase(it) : std::next(it);
-      }
       p.received -= writes.size();
       if (p.ops.empty() && p.locked.empty() && !p.received) prepared_.erase(txn);
       return s;
     }
   }
-  auto take = [&](const LockKey& lk) {
-    if (locks_.emplace(lk, txn).second) call.locked.push_back(lk);
-  };
-  for (const auto& [lk, live] : mine) take(lk);
-  for (const auto& lk : locks_only) {
-    take(lk);
-    p.locked.insert(lk);
+  LockOps(txn, p.ops, before);
+  for (auto& lk : locks_only) {
+    if (locks_[lk.first].Emplace(lk.second, LockEntry{txn, kLockOnly}).second) call.locked.push_back(lk);
+    p.locked.insert(std::move(lk));
   }
   if (!writes.empty()) p.calls.push_back(std::move(call));
   if (p.ops.empty() && p.locked.empty() && !p.durable && !expect) prepared_.erase(txn);
   return Status::OK();
+}
+
+const LockEntry* Participant::FindLock(SegmentId segment, const std::string& key) const {
+  auto t = locks_.find(segment);
+  return t == locks_.end() ? nullptr : t->second.Find(key);
+}
+
+void Participant::LockOps(uint64_t txn, const std::vector<storage::WriteOp>& ops, size_t from) {
+  LockTable* table = nullptr;
+  for (size_t i = from; i < ops.size(); i++) {
+    if (i == from || ops[i].segment != ops[i - 1].segment) table = &locks_[ops[i].segment];
+    auto [e, fresh] = table->Emplace(ops[i].key, LockEntry{txn, i});
+    if (!fresh) e->op = i;  // held by txn already (checked)
+  }
+}
+
+void Participant::ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops, const std::set<LockKey>& keys) {
+  std::optional<SegmentId> current;  // the segment of `table` (nullptr: it has no locks)
+  LockTable* table = nullptr;
+  auto release = [&](SegmentId segment, const std::string& key) {
+    if (current != segment) {
+      auto t = locks_.find(segment);
+      table = t == locks_.end() ? nullptr : &t->second;
+      current = segment;
+    }
+    if (!table) return;
+    table->Release(key, txn);
+    if (table->empty()) {
+      locks_.erase(segment);
+      table = nullptr;
+    }
+  };
+  for (const auto& op : ops) release(op.segment, op.key);
+  for (const auto& [segment, key] : keys) release(segment, key);
+}
+
+void Participant::ReleaseAllLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops,
+                                  const std::set<LockKey>& keys) {
+  // Tables whose every key txn holds (a bulk load's) go whole; the rest key by key.
+  for (size_t i = 0; i < ops.size(); i++) {
+    if (i > 0 && ops[i].segment == ops[i - 1].segment) continue;
+    auto t = locks_.find(ops[i].segment);
+    if (t != locks_.end() && t->second.HeldBy(txn) == t->second.size()) {
+      locks_.erase(t);
+    }
+  }
+  ReleaseLocks(txn, ops, keys);  // finds no table of the dropped segments
 }
 
 Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched, uint64_t expect) {
@@ -305,20 +386,14 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId
   Status s = ops->empty() && !durable ? Status::OK() : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn);
   if (s.ok()) MaybeFail("node.after_commit_applied");
   if (touched && s.ok()) {
-    for (const auto& op : *ops) touched->insert(op.segment);
+    for (size_t i = 0; i < ops->size(); i++) {
+      if (i == 0 || (*ops)[i].segment != (*ops)[i - 1].segment) touched->insert((*ops)[i].segment);
+    }
   }
   std::lock_guard<std::mutex> l(mu_);
   auto it = prepared_.find(txn);
   if (s.ok()) {
-    Prepared& p = it->second;
-    for (const auto& op : p.ops) {
-      auto lk = locks_.find({op.segment, op.key});
-      if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
-    }
-    for (const auto& key : p.locked) {
-      auto lk = locks_.find(key);
-      if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
-    }
+    ReleaseAllLocks(txn, it->second.ops, it->second.locked);
     prepared_.erase(it);
   } else {
     it->second.committing = false;
@@ -331,14 +406,7 @@ void Participant::ForgetLocked(uint64_t txn) {
   auto it = prepared_.find(txn);
   if (it == prepared_.end()) return;
   if (it->second.durable) (void)store_.ErasePrepared(txn);
-  for (const auto& op : it->second.ops) {
-    auto lk = locks_.find({op.segment, op.key});
-    if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
-  }
-  for (const auto& key : it->second.locked) {
-    auto lk = locks_.find(key);
-    if (lk != locks_.end() && lk->second == txn) locks_.erase(lk);
-  }
+  ReleaseAllLocks(txn, it->second.ops, it->second.locked);
   prepared_.erase(it);
   released_.notify_all();
 }
@@ -368,25 +436,35 @@ Status Participant::RollbackTo(uint64_t txn, uint64_t keep) {
   if (p.committing || p.durable) {
     return Status::InvalidArgument(fmt::format("txn {} is committing; its writes stay", txn));
   }
-  while (!p.calls.empty() && p.calls.back().received_before >= keep) {
+  // The undone calls' keys are unlocked, then the kept writes and lock-only keys locked
+  // again (mu_ is held throughout: no other transaction sees the keys free).
+  size_t first_undone = p.calls.size();
+  while (first_undone > 0 && p.calls[first_undone - 1].received_before >= keep) first_undone--;
+  uint64_t received_kept = first_undone < p.calls.size() ? p.calls[first_undone].received_before : p.received;
+  if (received_kept != keep) {
+    return Status::Internal(fmt::format("txn {}: no prepare ended after write {}", txn, keep));
+  }
+  std::set<LockKey> unlocked;
+  size_t ops_kept = p.ops.size();
+  while (p.calls.size() > first_undone) {
     Prepared::Call& c = p.calls.back();
-    p.ops.resize(c.ops_before);
-    p.received = c.received_before;
-    for (const auto& lk : c.locked) {
-      locks_.erase(lk);
+    ops_kept = c.ops_before;
+    for (auto& lk : c.locked) {
       p.locked.erase(lk);
+      unlocked.insert(std::move(lk));
     }
     p.calls.pop_back();
   }
-  if (p.received != keep) {
-    return Status::Internal(fmt::format("txn {}: no prepare ended after write {}", txn, keep));
-  }
-  p.last.clear();
+  p.received = keep;
+  std::vector<storage::WriteOp> undone(std::make_move_iterator(p.ops.begin() + ops_kept),
+                                       std::make_move_iterator(p.ops.end()));
+  p.ops.resize(ops_kept);
+  ReleaseLocks(txn, undone, unlocked);
+  ReleaseLocks(txn, p.ops, {});
+  LockOps(txn, p.ops, 0);
+  for (const auto& lk : p.locked) locks_[lk.first].Emplace(lk.second, LockEntry{txn, kLockOnly});
   p.segments.clear();
-  for (size_t i = 0; i < p.ops.size(); i++) {
-    p.last[{p.ops[i].segment, p.ops[i].key}] = i;
-    p.segments.insert(p.ops[i].segment);
-  }
+  for (const auto& op : p.ops) p.segments.insert(op.segment);
   released_.notify_all();
   return Status::OK();
 }
@@ -475,8 +553,7 @@ bool Participant::HasPrepared(SegmentId segment) const {
 }
 
 bool Participant::HasPreparedLocked(SegmentId segment) const {
-  auto it = locks_.lower_bound({segment, std::string()});
-  return it != locks_.end() && it->first.first == segment;
+  return locks_.count(segment) > 0;
 }
 
 bool Participant::BeginExclusive(SegmentId segment) {

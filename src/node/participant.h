@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "node/lock_table.h"
 #include "storage/segment_store.h"
 
 namespace wattdb::node {
@@ -81,8 +82,9 @@ class Participant {
   Result<std::optional<Timestamp>> CommittedAt(uint64_t txn) const { return store_.CommittedAt(txn); }
   // Undoes the writes (and releases the locks they took) of the prepares that came after the
   // first `keep` writes of `txn` here: a failed statement's, so the transaction goes on without
-  // them. `keep` 0 forgets the transaction. `keep` must end a prepare call; not allowed once
-  // the transaction prepared durably or is committing.
+  // them. `keep` 0 forgets the transaction. `keep` must end a prepare call (Internal, and
+  // nothing changes, if not); not allowed once the transaction prepared durably or is
+  // committing.
   Status RollbackTo(uint64_t txn, uint64_t keep);
   // Settles a transaction prepared in memory whose commit the master may have sent but saw
   // no answer to: waits for a commit in progress, then discards it if it is not committed
@@ -122,14 +124,7 @@ class Participant {
 
  private:
   using LockKey = std::pair<SegmentId, std::string>;
-  struct LockKeyHash {
-    size_t operator()(const LockKey& k) const {
-      return std::hash<std::string_view>()(k.second) ^ (k.first * 0x9E3779B97F4A7C15ULL);
-    }
-  };
-  // Per-transaction key tables (lookups only: hashed, not ordered; a COPY puts millions in).
-  template <typename T>
-  using KeyMap = std::unordered_map<LockKey, T, LockKeyHash>;
+  static constexpr size_t kLockOnly = LockTable::kLockOnly;
   storage::SegmentStore& store_;  // borrowed; outlives the participant
   std::chrono::milliseconds lock_wait_;
   std::chrono::milliseconds read_wait_;
@@ -141,25 +136,35 @@ class Participant {
   void ForgetLocked(uint64_t txn);
   // REQUIRES mu_ held. True if `from` is `to` or waits (directly or not) for `to`.
   bool WaitsForLocked(uint64_t from, uint64_t to) const;
+  // REQUIRES mu_ held. The lock on `key` of `segment`, or nullptr.
+  const LockEntry* FindLock(SegmentId segment, const std::string& key) const;
+  // REQUIRES mu_ held. Releases the locks `txn` holds on the keys of `ops` and on `keys`.
+  void ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops, const std::set<LockKey>& keys);
+  // REQUIRES mu_ held. Releases every lock of `txn`, whose writes are `ops`.
+  void ReleaseAllLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops, const std::set<LockKey>& keys);
+  // REQUIRES mu_ held. Locks for `txn` the keys of its ops from `from` on (each entry
+  // pointing at the key's latest op); the keys must be free or held by `txn`.
+  void LockOps(uint64_t txn, const std::vector<storage::WriteOp>& ops, size_t from);
   struct Prepared {
     bool durable = false;
     bool committing = false;  // Commit is applying the writes (mu_ released meanwhile)
     Timestamp commit_ts = 0;  // while committing
     Timestamp min_commit_ts = 0;  // durable: the commit timestamp will be above this
     uint64_t received = 0;    // writes received, lock-only ones included
-    std::vector<storage::WriteOp> ops;
-    KeyMap<size_t> last;             // index in ops of the latest write of each key
+    std::vector<storage::WriteOp> ops;  // each Prepare call's in (segment, key) order
     std::set<LockKey> locked;        // keys locked without a write (kLock)
     std::set<SegmentId> segments;    // segments of ops (a superset after a failed durable prepare)
     struct Call {                    // one successful Prepare call, for RollbackTo
       uint64_t received_before;
       size_t ops_before;
-      std::vector<LockKey> locked;   // keys this call locked first
+      std::vector<LockKey> locked;   // keys this call locked first without writing them
     };
     std::vector<Call> calls;
   };
   std::map<uint64_t, Prepared> prepared_;
-  std::map<LockKey, uint64_t> locks_;
+  // Row locks by segment; each entry points at the holder's latest write of the key, so a
+  // transaction's own writes are found with its locks. Holds no empty tables.
+  std::unordered_map<SegmentId, LockTable> locks_;
   static constexpr std::chrono::milliseconds kDeadlockCheck{20};
   std::map<uint64_t, uint64_t> waits_for_;  // a Prepare of txn waits for a lock of the other
   std::set<uint64_t> broken_waits_;         // waits of these txns end with 40P01 (BreakWait)

@@ -558,6 +558,41 @@ Result<LatestVersion> SegmentStore::Latest(SegmentId id, std::string_view pk) co
   return lv;
 }
 
+Status SegmentStore::LatestOf(SegmentId id, const std::vector<std::string_view>& keys,
+                              std::vector<LatestVersion>* out) const {
+  out->assign(keys.size(), LatestVersion{});
+  if (keys.empty()) return Status::OK();
+  ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
+  std::string last_start, start, key;
+  bool sought = false;
+  for (size_t i = 0; i < keys.size(); i++) {
+    key = RowUserKey(keys[i]);
+    start = MvccKey(key, ~0ULL);  // sorts before every version of key
+    // The iterator rests on the first entry at or after last_start; if that entry is at or
+    // after `start` too and start > last_start, a seek to `start` would land on it again.
+    bool reuse = sought && start > last_start && (!it->Valid() || it->key().ToStringView() >= start);
+    if (!reuse) {
+      it->Seek(start);
+      sought = true;
+    }
+    last_start.swap(start);
+    if (!it->Valid()) {
+      RETURN_NOT_OK(FromRocks(it->status(), "latest version"));
+      continue;
+    }
+    std::string_view k = it->key().ToStringView();
+    if (k.size() < 8 || UserKey(k) != key) continue;
+    rocksdb::Slice v = it->value();
+    if (v.empty()) return Status::Corruption("stored value without a version kind");
+    LatestVersion& lv = (*out)[i];
+    lv.found = true;
+    lv.ts = VersionTs(k);
+    lv.deleted = static_cast<VersionKind>(v[0]) == VersionKind::kDelete;
+  }
+  return Status::OK();
+}
+
 Result<SegmentRef> SegmentStore::GetCovering(SegmentId id, std::string_view lo, std::string_view hi) const {
   std::lock_guard<std::mutex> l(mu_);
   return GetCoveringLocked(id, lo, hi);

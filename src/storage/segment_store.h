@@ -209,6 +209,9 @@ class SegmentStore {
   Status ErasePrepared(uint64_t txn);
   Result<std::vector<std::pair<uint64_t, std::string>>> ListPrepared() const;
   Result<LatestVersion> Latest(SegmentId seg, std::string_view key) const;
+  // Latest for each of `keys` of `seg`, into (*out)[i], through one iterator: keys in
+  // ascending order cost one seek for a run of them with no stored version between them.
+  Status LatestOf(SegmentId seg, const std::vector<std::string_view>& keys, std::vector<LatestVersion>* out) const;
   // Opens a scan of [lo, hi) at snapshot `read_ts`. Fails with Stale if the segment's range
   // no longer covers [lo, hi) (it split or shrank), NotFound if it is not here.
   Result<std::unique_ptr<SegmentScanner>> Scan(SegmentId seg, std::string_view lo,

@@ -38,6 +38,27 @@ class ExtendedProtocol : public ::testing::Test {
     const char* s = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     return s ? s : "";
   }
+  // Runs COPY ... FROM STDIN with `data`: the row count, or "ERROR <sqlstate>".
+  std::string CopyIn(const char* sql, const std::string& data) {
+    PGresult* res = PQexec(conn_, sql);
+    EXPECT_EQ(PQresultStatus(res), PGRES_COPY_IN) << PQresultErrorMessage(res);
+    PQclear(res);
+    EXPECT_EQ(PQputCopyData(conn_, data.data(), static_cast<int>(data.size())), 1);
+    EXPECT_EQ(PQputCopyEnd(conn_, nullptr), 1);
+    res = PQgetResult(conn_);
+    std::string state = State(res), tuples = PQcmdTuples(res);
+    PQclear(res);
+    while ((res = PQgetResult(conn_)) != nullptr) PQclear(res);
+    return state.empty() ? tuples : "ERROR " + state;
+  }
+  // The first field of the first row of `sql`'s result, or "ERROR <sqlstate>".
+  std::string Value(const char* sql) {
+    PGresult* r = PQexec(conn_, sql);
+    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0)
+                    : PQresultStatus(r) == PGRES_COMMAND_OK ? "" : "ERROR " + State(r);
+    PQclear(r);
+    return v;
+  }
   static MiniCluster* cluster_;
   PGconn* conn_ = nullptr;
 };
@@ -130,18 +151,7 @@ TEST_F(ExtendedProtocol, CopyInAndOutInTextAndCsv) {
   PGresult* r = PQexec(conn_, "CREATE TABLE cp (id INT PRIMARY KEY, name TEXT)");
   ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQresultErrorMessage(r);
   PQclear(r);
-  auto copy_in = [&](const char* sql, const std::string& data) {
-    PGresult* res = PQexec(conn_, sql);
-    EXPECT_EQ(PQresultStatus(res), PGRES_COPY_IN) << PQresultErrorMessage(res);
-    PQclear(res);
-    EXPECT_EQ(PQputCopyData(conn_, data.data(), static_cast<int>(data.size())), 1);
-    EXPECT_EQ(PQputCopyEnd(conn_, nullptr), 1);
-    res = PQgetResult(conn_);
-    std::string state = State(res), tuples = PQcmdTuples(res);
-    PQclear(res);
-    while ((res = PQgetResult(conn_)) != nullptr) PQclear(res);
-    return state.empty() ? tuples : "ERROR " + state;
-  };
+  auto copy_in = [&](const char* sql, const std::string& data) { return CopyIn(sql, data); };
   EXPECT_EQ(copy_in("COPY cp FROM STDIN", "1\tone\n2\t\\N\n3\ta\\tb\n"), "3");
   EXPECT_EQ(copy_in("COPY cp FROM STDIN WITH (FORMAT csv, HEADER)", "id,name\n4,\"x,y\"\n5,\n6,\"\"\n"), "3");
   // A bad row fails the whole COPY: nothing of it is inserted.
@@ -159,6 +169,34 @@ TEST_F(ExtendedProtocol, CopyInAndOutInTextAndCsv) {
   }
   while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
   EXPECT_EQ(out, "1,one\n2,\n3,a\tb\n4,\"x,y\"\n5,\n6,\"\"\n");
+}
+
+// A COPY of more than one piece (4 MiB) has each piece prepared on the nodes while the next
+// is parsed, and stays one transaction: a duplicate key in its last piece, of a committed
+// row or of one of its own earlier rows, fails all of it, in a block or alone.
+TEST_F(ExtendedProtocol, ALargeCopyIsOneTransactionWhicheverPieceFails) {
+  ASSERT_EQ(Value("CREATE TABLE big (id INT PRIMARY KEY, pad TEXT)"), "");
+  constexpr int kRows = 100000;  // about 9 MiB
+  std::string pad(80, 'x');
+  auto rows = [&](int from, int to, int dup) {
+    std::string data;
+    for (int i = from; i < to; i++) data += fmt::format("{}\t{}\n", i, pad);
+    if (dup >= 0) data += fmt::format("{}\tagain\n", dup);
+    return data;
+  };
+  EXPECT_EQ(CopyIn("COPY big FROM STDIN", rows(0, kRows, -1)), std::to_string(kRows));
+  const std::string sum = std::to_string(int64_t{kRows} * (kRows - 1) / 2);
+  EXPECT_EQ(Value("SELECT sum(id) FROM big"), sum);
+  EXPECT_EQ(CopyIn("COPY big FROM STDIN", rows(kRows, 2 * kRows, 5)), "ERROR 23505");
+  EXPECT_EQ(CopyIn("COPY big FROM STDIN", rows(kRows, 2 * kRows, kRows)), "ERROR 23505");
+  ASSERT_EQ(Value("BEGIN"), "");
+  EXPECT_EQ(CopyIn("COPY big FROM STDIN", rows(kRows, 2 * kRows, kRows + 1)), "ERROR 23505");
+  EXPECT_EQ(Value("SELECT 1"), "ERROR 25P02");
+  ASSERT_EQ(Value("ROLLBACK"), "");
+  EXPECT_EQ(Value("SELECT count(*) FROM big"), std::to_string(kRows));
+  EXPECT_EQ(Value("SELECT sum(id) FROM big"), sum);
+  // The keys the failed loads had locked are free again.
+  EXPECT_EQ(CopyIn("COPY big FROM STDIN", rows(kRows, kRows + 10, -1)), "10");
 }
 
 // Minimal frontend on a raw socket, to drive Execute with a row limit.

@@ -138,6 +138,45 @@ TEST(Faults, BankTransfersStayAtomicWhileNodesAreKilled) {
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM accounts"), std::to_string(kAccounts));
 }
 
+// A node dies, then freezes, in the middle of a COPY of several pieces (at its second prepare
+// request, while the master parses ahead): the COPY fails within seconds, nothing of it
+// stays, and the same load goes through once the node is back.
+TEST(Faults, NodeKilledOrFrozenDuringALargeCopy) {
+  MiniCluster cluster(Managed(1, 64 << 20, 200));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE big (id INT PRIMARY KEY, pad TEXT)"), "");
+  constexpr int kRows = 150000;  // about 13 MiB: several pieces, each several prepare requests
+  std::string file = cluster.dir() + "/big.tsv";
+  {
+    std::ofstream out(file);
+    for (int i = 0; i < kRows; i++) out << i << '\t' << std::string(80, 'p') << '\n';
+  }
+  const std::string copy = fmt::format("psql '{}' -X -v ON_ERROR_STOP=1 -c \"\\copy big FROM '{}'\" 2>&1",
+                                       cluster.conninfo(), file);
+  for (const char* mode : {"", " stop"}) {
+    SCOPED_TRACE(std::string("failpoint") + mode);
+    pid_t pid = cluster.NodePid(1);
+    ASSERT_GT(pid, 0);
+    cluster.ArmFailpoint(std::string("node.prepare.more_writes") + mode);
+    auto t0 = Clock::now();
+    std::string out;
+    EXPECT_NE(RunCommand(copy, &out), 0) << out;
+    EXPECT_LT(SecondsSince(t0), 20.0) << out;
+    if (*mode) {
+      ASSERT_TRUE(AwaitStopped(pid));
+      kill(pid, SIGCONT);
+    }
+    ASSERT_TRUE(AllUp(cluster, 1, 30000));
+    EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM big", "0", 10000));
+  }
+  std::string out;
+  ASSERT_EQ(RunCommand(copy, &out), 0) << out;
+  EXPECT_NE(out.find(fmt::format("COPY {}", kRows)), std::string::npos) << out;
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM big"), std::to_string(kRows));
+  EXPECT_EQ(c->Scalar("SELECT sum(id) FROM big"), std::to_string(int64_t{kRows} * (kRows - 1) / 2));
+}
+
 // The deterministic form of the race above: a node restarts while a transfer is open, after
 // its UPDATEs and before COMMIT. The restarted node lost the in-memory prepared writes, so
 // COMMIT must fail (40001) and change nothing; before the fix it committed the other half.

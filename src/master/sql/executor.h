@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "master/cluster/cluster.h"
+#include "master/sql/copy_sender.h"
 #include "master/energy/statement_energy.h"
 #include "master/catalog/database_catalog.h"
 #include "master/sql/offload.h"
@@ -59,7 +60,8 @@ class Executor {
 
   // COPY ... FROM STDIN, streamed: BeginCopyIn, then CopyInRows for each piece of whole
   // rows (fields as text; nullopt = NULL) as they arrive, then EndCopyIn. Each piece is
-  // prepared on the nodes at once, so the master holds one piece at a time; the COPY is one
+  // prepared on the nodes while the next is parsed, so the master holds two pieces at a time
+  // (a failure of one is reported by a later call or EndCopyIn); the COPY is one
   // transaction (the block's, or its own), atomic as in PostgreSQL. After an error, call
   // EndCopyIn(false).
   Status BeginCopyIn(const sql::CopyStmt& s);
@@ -234,6 +236,7 @@ class Executor {
     TableSchema table;
     std::vector<int> cols, unnamed_serials;
     std::unique_ptr<Transaction> own;  // outside a block: the COPY's own transaction
+    std::unique_ptr<CopySender> sender;  // prepares the pieces on the nodes, one behind the parse
     uint64_t rows = 0;
   };
   std::unique_ptr<CopyIn> copy_;  // between BeginCopyIn and EndCopyIn

@@ -50,6 +50,15 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
     }
   }
   if (!txn_) c->own = cluster_.Begin(cluster_.AcquireSnapshot());
+  Transaction* txn = c->own ? c->own.get() : txn_.get();
+  c->sender = std::make_unique<CopySender>([this, txn, id = c->table.id, name = c->table.name](
+                                               std::vector<RowWrite> writes) {
+    Status st = cluster_.Write(*txn, id, std::move(writes));
+    if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
+      return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", name));
+    }
+    return st;
+  });
   copy_ = std::move(c);
   return Status::OK();
 }
@@ -87,17 +96,23 @@ Status Executor::CopyInRows(const std::vector<std::vector<std::optional<std::str
     w.check = RemoteWrite::Check::kInsert;  // a key repeated within the COPY fails on its node (23505)
     writes.push_back(std::move(w));
   }
-  Transaction& txn = c.own ? *c.own : *txn_;
-  Status st = cluster_.Write(txn, t.id, std::move(writes));
-  if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
-    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
-  }
-  return st;
+  return c.sender->Push(std::move(writes));
 }
 
 Result<std::string> Executor::EndCopyIn(bool commit) {
   if (!copy_) return Status::Internal("no COPY in progress");
   std::unique_ptr<CopyIn> c = std::move(copy_);
+  Status sent = c->sender->Finish();  // every piece prepared on the nodes (or the first failure)
+  if (commit && !sent.ok()) {
+    commit = false;
+    if (!c->own) failed_ = true;
+    if (c->own) {
+      Timestamp snap = c->own->snapshot;
+      cluster_.Rollback(*c->own);
+      cluster_.ReleaseSnapshot(snap);
+    }
+    return sent;
+  }
   if (!c->own) {  // the block's transaction ends with the block
     if (!commit) failed_ = true;
     if (commit) cluster_.catalog().AdjustRowCount(c->table.id, static_cast<int64_t>(c->rows));

@@ -1,0 +1,59 @@
+// LockTable: the row locks of one segment, key -> (holding transaction, op index).
+//
+// A COPY puts millions of keys in one table and takes them out at commit, so the table is
+// flat: open addressing with linear probing over an array of the keys' hashes (a probe
+// reads consecutive hashes, and a key is compared only when its hash matches; the hashes
+// are reused when the table grows), the keys and entries in a parallel array, deletion by
+// backward shift (no tombstones). It counts each holder's keys, so that a holder of every key (a bulk load's
+// segments) can drop the whole table instead of releasing key by key.
+// Not thread-safe (the participant guards it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace wattdb::node {
+
+struct LockEntry {
+  uint64_t txn = 0;
+  size_t op = 0;  // index in the holder's ops of its latest write of the key (kLockOnly: none)
+};
+
+class LockTable {
+ public:
+  static constexpr size_t kLockOnly = SIZE_MAX;
+
+  // The lock on `key`, or nullptr. The pointer is valid until the table changes.
+  const LockEntry* Find(std::string_view key) const;
+  LockEntry* Find(std::string_view key);
+  // Locks `key` for `e.txn` if it is free; returns the key's entry and whether it was free.
+  std::pair<LockEntry*, bool> Emplace(std::string_view key, LockEntry e);
+  // Unlocks `key` if `txn` holds it.
+  void Release(std::string_view key, uint64_t txn);
+  // The number of keys `txn` holds here.
+  size_t HeldBy(uint64_t txn) const;
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  struct Slot {
+    std::string key;
+    LockEntry entry;
+  };
+  static uint64_t Hash(std::string_view key);
+  // The slot of `key`, or of the empty slot where it would go.
+  size_t Probe(std::string_view key, uint64_t hash) const;
+  void Grow();
+  void EraseSlot(size_t i);
+  void Count(uint64_t txn, int64_t delta);
+
+  std::vector<uint64_t> hashes_;  // per slot; 0: empty (a key hashing to 0 is stored as 1)
+  std::vector<Slot> slots_;       // as many as hashes_: a power of two (or 0)
+  size_t size_ = 0;
+  std::unordered_map<uint64_t, size_t> held_;  // keys held per transaction
+};
+
+}  // namespace wattdb::node
