@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <thread>
 #include <atomic>
@@ -8,6 +9,7 @@
 
 #include "common/codec.h"
 #include "common/config.h"
+#include "common/reaper.h"
 #include "common/stack_guard.h"
 #include "common/timer_service.h"
 #include "common/value.h"
@@ -170,6 +172,37 @@ TEST(StackGuard, DeepRecursionFailsWith54001) {
   Status s = Recurse(0, &reached);
   EXPECT_EQ(s.sqlstate(), "54001");
   EXPECT_GT(reached, 1000);
+}
+
+}  // namespace
+}  // namespace wattdb
+
+namespace wattdb {
+namespace {
+
+// Records the thread that destroyed it.
+struct Tracked {
+  std::atomic<std::thread::id>* destroyed_by;
+  explicit Tracked(std::atomic<std::thread::id>* d) : destroyed_by(d) {}
+  Tracked(Tracked&& o) noexcept : destroyed_by(o.destroyed_by) { o.destroyed_by = nullptr; }
+  ~Tracked() {
+    if (destroyed_by) destroyed_by->store(std::this_thread::get_id());
+  }
+};
+
+TEST(Reaper, DestroysDroppedObjectsOnItsOwnThreadAndTheRestWhenDestroyed) {
+  std::atomic<std::thread::id> first{}, last{};
+  {
+    Reaper r;
+    r.Drop(Tracked(&first));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (r.pending() > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    EXPECT_EQ(r.pending(), 0u);
+    EXPECT_NE(first.load(), std::thread::id());
+    EXPECT_NE(first.load(), std::this_thread::get_id());
+    r.Drop(Tracked(&last));
+  }
+  EXPECT_NE(last.load(), std::thread::id());  // destroyed by the time the reaper is
 }
 
 }  // namespace

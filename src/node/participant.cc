@@ -326,16 +326,25 @@ void Participant::ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>
 }
 
 void Participant::ReleaseAllLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops,
-                                  const std::set<LockKey>& keys) {
+                                  const std::set<LockKey>& keys, std::vector<LockTable>* dropped) {
   // Tables whose every key txn holds (a bulk load's) go whole; the rest key by key.
   for (size_t i = 0; i < ops.size(); i++) {
     if (i > 0 && ops[i].segment == ops[i - 1].segment) continue;
     auto t = locks_.find(ops[i].segment);
     if (t != locks_.end() && t->second.HeldBy(txn) == t->second.size()) {
+      dropped->push_back(std::move(t->second));
       locks_.erase(t);
     }
   }
   ReleaseLocks(txn, ops, keys);  // finds no table of the dropped segments
+}
+
+void Participant::ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it, std::vector<LockTable> dropped) {
+  if (it->second.ops.size() >= kReapAbove) {
+    reaper_.Drop(std::move(it->second.ops));
+    reaper_.Drop(std::move(dropped));
+  }
+  prepared_.erase(it);
 }
 
 Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched, uint64_t expect) {
@@ -393,8 +402,9 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId
   std::lock_guard<std::mutex> l(mu_);
   auto it = prepared_.find(txn);
   if (s.ok()) {
-    ReleaseAllLocks(txn, it->second.ops, it->second.locked);
-    prepared_.erase(it);
+    std::vector<LockTable> dropped;
+    ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
+    ErasePreparedLocked(it, std::move(dropped));
   } else {
     it->second.committing = false;
   }
@@ -406,8 +416,9 @@ void Participant::ForgetLocked(uint64_t txn) {
   auto it = prepared_.find(txn);
   if (it == prepared_.end()) return;
   if (it->second.durable) (void)store_.ErasePrepared(txn);
-  ReleaseAllLocks(txn, it->second.ops, it->second.locked);
-  prepared_.erase(it);
+  std::vector<LockTable> dropped;
+  ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
+  ErasePreparedLocked(it, std::move(dropped));
   released_.notify_all();
 }
 

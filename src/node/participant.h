@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/reaper.h"
 #include "common/status.h"
 #include "node/lock_table.h"
 #include "storage/segment_store.h"
@@ -140,8 +141,10 @@ class Participant {
   const LockEntry* FindLock(SegmentId segment, const std::string& key) const;
   // REQUIRES mu_ held. Releases the locks `txn` holds on the keys of `ops` and on `keys`.
   void ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops, const std::set<LockKey>& keys);
-  // REQUIRES mu_ held. Releases every lock of `txn`, whose writes are `ops`.
-  void ReleaseAllLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops, const std::set<LockKey>& keys);
+  // REQUIRES mu_ held. Releases every lock of `txn`, whose writes are `ops`; the tables of
+  // which it held every key are moved to `*dropped`.
+  void ReleaseAllLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops, const std::set<LockKey>& keys,
+                       std::vector<LockTable>* dropped);
   // REQUIRES mu_ held. Locks for `txn` the keys of its ops from `from` on (each entry
   // pointing at the key's latest op); the keys must be free or held by `txn`.
   void LockOps(uint64_t txn, const std::vector<storage::WriteOp>& ops, size_t from);
@@ -162,6 +165,9 @@ class Participant {
     std::vector<Call> calls;
   };
   std::map<uint64_t, Prepared> prepared_;
+  // REQUIRES mu_ held. Erases `it` from prepared_, with `dropped` (its lock tables): those of
+  // a bulk load are freed by reaper_, not on the caller's time.
+  void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it, std::vector<LockTable> dropped);
   // Row locks by segment; each entry points at the holder's latest write of the key, so a
   // transaction's own writes are found with its locks. Holds no empty tables.
   std::unordered_map<SegmentId, LockTable> locks_;
@@ -172,6 +178,8 @@ class Participant {
   Timestamp max_read_ts_ = 0;  // highest snapshot read here (this process)
   std::set<uint64_t> fenced_;   // transactions settled by FenceAndGetOutcome (bounded)
   std::deque<uint64_t> fenced_order_;
+  static constexpr size_t kReapAbove = 10000;  // writes of a transaction freed by reaper_
+  Reaper reaper_;
 };
 
 }  // namespace wattdb::node

@@ -434,7 +434,9 @@ Status SegmentStore::ForgetOutcomesBefore(uint64_t txn) {
 }
 
 Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn, uint64_t txn) {
-  rocksdb::WriteBatch b;
+  size_t batch_bytes = 64;
+  for (const auto& op : ops) batch_bytes += op.key.size() + op.row.size() + 24;
+  rocksdb::WriteBatch b(batch_bytes);
   if (prepared_txn) RETURN_NOT_OK(FromRocks(b.Delete(PreparedKey(prepared_txn)), "write batch"));
   if (txn) {
     std::string v;
@@ -459,18 +461,32 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
       refs.emplace(op.segment, it->second);
     }
   }
+  // Each row's entry is put from its pieces (no key or value is built apart), into a batch
+  // sized up front.
+  char inv_ts[8];
+  for (int i = 0; i < 8; i++) inv_ts[i] = static_cast<char>((~ts >> ((7 - i) * 8)) & 0xff);
+  const char row_space = kRowSpace;
+  const SegmentRef* seg = nullptr;  // of op.segment
+  SegmentId seg_id = 0;
+  std::pair<uint64_t, uint64_t>* counts = nullptr;
+  bool seg_indexed = false;
   for (const auto& op : ops) {
-    const SegmentRef& seg = refs.at(op.segment);
-    std::string value(1, static_cast<char>(op.kind));
-    value += op.row;
-    std::string key = MvccKey(RowUserKey(op.key), ts);
-    RETURN_NOT_OK(FromRocks(b.Put(seg->cf(), key, value), "write batch"));
-    auto& [rows, bytes] = written[op.segment];
-    rows++;
-    bytes += key.size() + value.size();
-    auto sp = specs.find(op.segment);
-    if (sp == specs.end()) sp = specs.emplace(op.segment, std::make_pair(seg, seg->meta().indexes)).first;
-    if (!sp->second.second.empty()) indexed[{op.segment, op.key}] = &op;
+    if (!seg || op.segment != seg_id) {
+      seg = &refs.at(op.segment);
+      seg_id = op.segment;
+      counts = &written[op.segment];
+      auto sp = specs.find(op.segment);
+      if (sp == specs.end()) sp = specs.emplace(op.segment, std::make_pair(*seg, (*seg)->meta().indexes)).first;
+      seg_indexed = !sp->second.second.empty();
+    }
+    const char kind = static_cast<char>(op.kind);
+    rocksdb::Slice key_parts[3] = {{&row_space, 1}, op.key, {inv_ts, 8}};
+    rocksdb::Slice value_parts[2] = {{&kind, 1}, op.row};
+    RETURN_NOT_OK(FromRocks(b.Put((*seg)->cf(), rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(value_parts, 2)),
+                            "write batch"));
+    counts->first++;
+    counts->second += op.key.size() + 9 + op.row.size() + 1;
+    if (seg_indexed) indexed[{op.segment, op.key}] = &op;
   }
   for (const auto& [k, op] : indexed) {
     const auto& [seg, seg_specs] = specs[k.first];

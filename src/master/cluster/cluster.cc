@@ -198,10 +198,14 @@ Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> write
     // order) and check that no move or split finished between routing and latching.
     std::map<SegmentId, SegmentEntry> segs;
     std::vector<SegmentId> seg_of(writes.size());
+    const SegmentEntry* last = nullptr;  // most writes (a COPY's) fall in the segment of the one before
     for (size_t i = 0; i < writes.size(); i++) {
-      ASSIGN_OR_RETURN(SegmentEntry e, catalog_->SegmentForKey(table, writes[i].key));
-      seg_of[i] = e.id;
-      segs[e.id] = e;
+      const std::string& key = writes[i].key;
+      if (!last || key < last->lo || (!last->hi.empty() && key >= last->hi)) {
+        ASSIGN_OR_RETURN(SegmentEntry e, catalog_->SegmentForKey(table, key));
+        last = &segs.insert_or_assign(e.id, std::move(e)).first->second;
+      }
+      seg_of[i] = last->id;
     }
     std::vector<SegmentId> fresh;
     for (auto& [id, e] : segs) {
@@ -254,11 +258,10 @@ Status Cluster::Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWr
     t.participants[node] = client;
     for (size_t off = 0, end; off < ws.size(); off = end) {
       end = ChunkEnd(ws, off);
-      std::vector<RemoteWrite> chunk(ws.begin() + off, ws.begin() + end);
-      Status s = RpcPrepare(*client, t.id, t.snapshot, chunk);
+      Status s = RpcPrepare(*client, t.id, t.snapshot, std::span<const RemoteWrite>(ws).subspan(off, end - off));
       // Counted even when it failed: the node may hold part of the chunk, and the
       // transaction cannot commit after a failed prepare anyway.
-      t.sent[node] += chunk.size();
+      t.sent[node] += end - off;
       RETURN_NOT_OK(s);
     }
   }

@@ -55,7 +55,7 @@ Status RpcHostPower(NodeClient& c, bool suspend) {
 
 namespace {
 
-void FillWrites(capnp::List<proto::Write>::Builder l, const std::vector<RemoteWrite>& ws) {
+void FillWrites(capnp::List<proto::Write>::Builder l, std::span<const RemoteWrite> ws) {
   for (size_t i = 0; i < ws.size(); i++) {
     l[i].setSegment(ws[i].segment);
     l[i].setKey(Bytes(ws[i].key));
@@ -70,7 +70,7 @@ void FillWrites(capnp::List<proto::Write>::Builder l, const std::vector<RemoteWr
 
 }  // namespace
 
-Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
+Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<const RemoteWrite> ws,
                   bool durable, uint64_t expect, Timestamp min_commit_ts) {
   return Call(c, [&](proto::Request::Builder r) {
     auto p = r.initPrepare();

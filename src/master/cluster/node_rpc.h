@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "common/schema.h"
@@ -52,7 +53,7 @@ Status RpcHostPower(NodeClient& c, bool suspend);
 // `expect` nonzero: the node checks that it received exactly that many writes of `txn` in
 // all (else it lost some in a restart: the txn aborts there with 40001). `min_commit_ts`
 // (durable): the commit timestamp, if any, will exceed it.
-Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& w,
+Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<const RemoteWrite> w,
                   bool durable = false, uint64_t expect = 0, Timestamp min_commit_ts = 0);
 // Prepares and commits a single-node transaction in one round trip; 55P03 if a key is
 // locked by another transaction (nothing was done: fall back to prepare + commit).
