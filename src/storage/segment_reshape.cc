@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include <rocksdb/db.h>
+#include <rocksdb/table_properties.h>
 #include <rocksdb/metadata.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
@@ -136,6 +137,17 @@ Result<std::string> SegmentStore::SettleSplit(SegmentId seg, SegmentId new_id) {
 
 Result<SegmentExport> SegmentStore::Export(SegmentId id, const std::string& export_dir) {
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
+  // Files a bulk commit ingested carry a sequence number the importing store refuses (it is
+  // kept in this store's manifest, not in the file): such a segment is compacted into
+  // ordinary files first, once.
+  rocksdb::TablePropertiesCollection props;
+  RETURN_NOT_OK(FromRocks(db_->GetPropertiesOfAllTables(seg->cf(), &props), "table properties"));
+  for (const auto& [file, p] : props) {
+    if (p->user_collected_properties.count("rocksdb.external_sst_file.version")) {
+      RETURN_NOT_OK(CompactSegment(id));
+      break;
+    }
+  }
   rocksdb::Checkpoint* cp_raw = nullptr;
   RETURN_NOT_OK(FromRocks(rocksdb::Checkpoint::Create(db_.get(), &cp_raw), "checkpoint"));
   std::unique_ptr<rocksdb::Checkpoint> cp(cp_raw);

@@ -5,6 +5,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/metadata.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
@@ -461,6 +462,19 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
       refs.emplace(op.segment, it->second);
     }
   }
+  if (!prepared_txn && ops.size() >= kIngestAbove &&
+      std::none_of(refs.begin(), refs.end(), [](const auto& r) { return !r.second->meta().indexes.empty(); })) {
+    ASSIGN_OR_RETURN(bool ingested, ApplyByIngesting(ts, ops, refs, txn, &written));
+    if (ingested) {
+      for (auto& [id, rb] : written) {
+        refs.at(id)->Changed();
+        refs.at(id)->counters().rows_written += rb.first;
+        refs.at(id)->counters().bytes += rb.second;
+      }
+      ingested_commits_++;
+      return Status::OK();
+    }
+  }
   // Each row's entry is put from its pieces (no key or value is built apart), into a batch
   // sized up front.
   char inv_ts[8];
@@ -503,6 +517,81 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
     refs.at(id)->counters().bytes += rb.second;
   }
   return Status::OK();
+}
+
+Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops,
+                                            const std::map<SegmentId, SegmentRef>& refs, uint64_t txn,
+                                            std::map<SegmentId, std::pair<uint64_t, uint64_t>>* written) {
+  std::map<SegmentId, std::vector<uint32_t>> by_segment;  // op indices
+  std::vector<uint32_t>* current = nullptr;
+  for (uint32_t i = 0; i < ops.size(); i++) {
+    if (i == 0 || ops[i].segment != ops[i - 1].segment) current = &by_segment[ops[i].segment];
+    current->push_back(i);
+  }
+  std::string dir = dir_ + "/ingest";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError(fmt::format("create {}: {}", dir, ec.message()));
+  std::vector<std::string> files;
+  struct Cleanup {  // the files' names go; ingested files live on under RocksDB's names
+    std::vector<std::string>* files;
+    ~Cleanup() {
+      std::error_code e;
+      for (const auto& f : *files) std::filesystem::remove(f, e);
+    }
+  } cleanup{&files};
+  rocksdb::IngestExternalFileOptions io;
+  io.move_files = true;
+  std::vector<rocksdb::IngestExternalFileArg> args;
+  std::map<SegmentId, std::pair<uint64_t, uint64_t>> counts;
+  char inv_ts[8];
+  for (int i = 0; i < 8; i++) inv_ts[i] = static_cast<char>((~ts >> ((7 - i) * 8)) & 0xff);
+  std::string key, value;
+  for (auto& [id, idx] : by_segment) {
+    auto by_key = [&](uint32_t a, uint32_t b) { return ops[a].key < ops[b].key; };
+    if (!std::is_sorted(idx.begin(), idx.end(), by_key)) std::stable_sort(idx.begin(), idx.end(), by_key);
+    const SegmentRef& seg = refs.at(id);
+    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), db_->GetOptions(seg->cf()), seg->cf());
+    files.push_back(fmt::format("{}/{}-{}.sst", dir, ts, id));
+    RETURN_NOT_OK(FromRocks(w.Open(files.back()), "open table file for ingestion"));
+    auto& [rows, bytes] = counts[id];
+    for (size_t j = 0; j < idx.size(); j++) {
+      if (j + 1 < idx.size() && ops[idx[j + 1]].key == ops[idx[j]].key) continue;  // the key's last write wins
+      const WriteOp& op = ops[idx[j]];
+      key.assign(1, kRowSpace);
+      key += op.key;
+      key.append(inv_ts, 8);
+      value.assign(1, static_cast<char>(op.kind));
+      value += op.row;
+      if (!w.Put(key, value).ok()) return false;  // out of order: a key that prefixes another
+      rows++;
+      bytes += key.size() + value.size();
+    }
+    RETURN_NOT_OK(FromRocks(w.Finish(), "write table file for ingestion"));
+    rocksdb::IngestExternalFileArg arg;
+    arg.column_family = seg->cf();
+    arg.external_files = {files.back()};
+    arg.options = io;
+    args.push_back(std::move(arg));
+  }
+  if (txn) {  // the outcome record, ingested with the rows
+    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), db_->GetOptions(db_->DefaultColumnFamily()),
+                             db_->DefaultColumnFamily());
+    files.push_back(fmt::format("{}/{}-outcome.sst", dir, ts));
+    RETURN_NOT_OK(FromRocks(w.Open(files.back()), "open table file for ingestion"));
+    std::string committed_at;  // as Apply's batch records it
+    for (int i = 7; i >= 0; i--) committed_at.push_back(static_cast<char>((ts >> (i * 8)) & 0xff));
+    RETURN_NOT_OK(FromRocks(w.Put(OutcomeKey(txn), committed_at), "write outcome record"));
+    RETURN_NOT_OK(FromRocks(w.Finish(), "write table file for ingestion"));
+    rocksdb::IngestExternalFileArg arg;
+    arg.column_family = db_->DefaultColumnFamily();
+    arg.external_files = {files.back()};
+    arg.options = io;
+    args.push_back(std::move(arg));
+  }
+  RETURN_NOT_OK(FromRocks(db_->IngestExternalFiles(args), "ingest committed rows"));
+  *written = std::move(counts);
+  return true;
 }
 
 Result<std::optional<std::string>> SegmentStore::LatestRow(const Segment& seg, std::string_view pk) const {

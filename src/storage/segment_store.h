@@ -195,7 +195,14 @@ class SegmentStore {
   // when the store was opened with sync_commits). If `prepared_txn` is nonzero its prepared
   // record is erased in the same batch. If `txn` is nonzero the batch also records that txn
   // committed at `ts` (CommittedAt), so a repeated commit can be recognised as done.
+  // A large commit (kIngestAbove rows or more, no secondary index in its segments, not a
+  // durable prepare) goes around the memtables and the log: each segment's rows are written
+  // in key order into a table file, and the files, with the outcome record, are ingested in
+  // one atomic step.
   Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0, uint64_t txn = 0);
+  static constexpr size_t kIngestAbove = 100000;
+  // Commits Apply made by ingesting files.
+  uint64_t ingested_commits() const { return ingested_commits_.load(); }
   // The commit timestamp Apply recorded for `txn`, if any.
   Result<std::optional<Timestamp>> CommittedAt(uint64_t txn) const;
   // Drops the outcome records of transaction ids below `txn`.
@@ -270,6 +277,11 @@ class SegmentStore {
   // The newest committed version of row `pk` if it is live.
   Result<std::optional<std::string>> LatestRow(const Segment& seg, std::string_view pk) const;
   uint64_t ApproximateBytes(rocksdb::ColumnFamilyHandle* cf) const;
+  // Apply's ingesting path; false (nothing done, *written untouched) if the rows cannot go
+  // that way (keys that do not sort as their versions do).
+  Result<bool> ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops, const std::map<SegmentId, SegmentRef>& refs,
+                                uint64_t txn, std::map<SegmentId, std::pair<uint64_t, uint64_t>>* written);
+  std::atomic<uint64_t> ingested_commits_{0};
 
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;

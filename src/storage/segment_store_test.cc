@@ -154,6 +154,64 @@ TEST_F(SegmentStoreTest, IndexEntriesMoveWithSplitsAndExports) {
   EXPECT_EQ(IndexLookup(**other, 2, "y", 6).back(), 99);
 }
 
+// A commit of more than kIngestAbove rows is ingested as table files: what it stores, and
+// when it is visible, is what the write-batch path gives (here: the same rows committed in
+// small pieces in a second store), the outcome is recorded, and all of it survives a reopen
+// and a move of the segment.
+TEST_F(SegmentStoreTest, ALargeCommitIsIngestedAndReadsAsABatchCommitWould) {
+  auto other = SegmentStore::Open((root_ / "b").string());
+  ASSERT_TRUE(other.ok());
+  for (SegmentStore* st : {store_.get(), other->get()}) {
+    ASSERT_TRUE(st->CreateSegment({1, 7, "", K(60000)}).ok());
+    ASSERT_TRUE(st->CreateSegment({2, 7, K(60000), ""}).ok());
+    ASSERT_TRUE(st->Apply(5, {{1, K(7), VersionKind::kPut, R(7, "older")}}).ok());
+  }
+  // Both segments, keys out of order, one key written twice (the last write wins), a delete.
+  std::vector<WriteOp> ops;
+  const int n = static_cast<int>(SegmentStore::kIngestAbove) + 20000;
+  for (int i = n - 1; i >= 0; i--) ops.push_back({i < 60000 ? 1u : 2u, K(i), VersionKind::kPut, R(i, "v")});
+  ops.push_back({1, K(3), VersionKind::kPut, R(3, "again")});
+  ops.push_back({1, K(7), VersionKind::kDelete, ""});
+  ASSERT_TRUE(store_->Apply(10, ops, 0, /*txn=*/42).ok());
+  EXPECT_EQ(store_->ingested_commits(), 1u);
+  for (size_t at = 0; at < ops.size(); at += 1000) {
+    std::vector<WriteOp> piece(ops.begin() + at, ops.begin() + std::min(ops.size(), at + 1000));
+    ASSERT_TRUE((*other)->Apply(10, piece).ok());
+  }
+  EXPECT_EQ((*other)->ingested_commits(), 0u);
+  auto check = [&](SegmentStore& st) {
+    for (SegmentId seg : {1u, 2u}) {
+      EXPECT_EQ(ScanAll(st, seg, 10), ScanAll(**other, seg, 10)) << "segment " << seg;
+      EXPECT_EQ(ScanAll(st, seg, 9), ScanAll(**other, seg, 9)) << "segment " << seg;
+    }
+    auto older = ScanAll(st, 1, 9);
+    ASSERT_EQ(older.size(), 1u);
+    EXPECT_EQ(older[0].second, "older");
+    auto now = ScanAll(st, 1, 10);
+    ASSERT_EQ(now.size(), 59999u);  // key 7 deleted
+    EXPECT_EQ(now[3].second, "again");
+    EXPECT_EQ(ScanAll(st, 2, 10).size(), static_cast<size_t>(n - 60000));
+    EXPECT_EQ(*st.CommittedAt(42), std::optional<Timestamp>(10));
+  };
+  check(*store_);
+  store_.reset();
+  auto reopened = SegmentStore::Open((root_ / "a").string());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  store_ = std::move(reopened).value();
+  check(*store_);
+  // The ingested files move with their segment, under a later version of one row.
+  ASSERT_TRUE(store_->Apply(20, {{1, K(5), VersionKind::kPut, R(5, "newer")}}).ok());
+  auto exp = store_->Export(1, (root_ / "export1").string());
+  ASSERT_TRUE(exp.ok()) << exp.status().ToString();
+  auto moved = SegmentStore::Open((root_ / "c").string());
+  ASSERT_TRUE(moved.ok());
+  Status imported = (*moved)->Import(*exp);
+  ASSERT_TRUE(imported.ok()) << imported.ToString();
+  EXPECT_EQ(ScanAll(**moved, 1, 10), ScanAll(**other, 1, 10));
+  EXPECT_EQ(ScanAll(**moved, 1, 20)[5].second, "newer");
+  EXPECT_EQ(ScanAll(**moved, 1, 9).size(), 1u);
+}
+
 TEST_F(SegmentStoreTest, SnapshotSeesItsVersion) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   ASSERT_TRUE(store_->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "a")},
