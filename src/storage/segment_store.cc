@@ -5,7 +5,6 @@
 #include <rocksdb/db.h>
 #include <rocksdb/metadata.h>
 #include <rocksdb/options.h>
-#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
@@ -21,22 +20,16 @@ namespace wattdb::storage {
 
 namespace fs = std::filesystem;
 using internal::FromRocks;
+using internal::kOutcomePrefix;
+using internal::kPreparedPrefix;
+using internal::OutcomeKey;
+using internal::PreparedKey;
 using internal::SegmentCfOptions;
 using internal::Synced;
 
 namespace {
 
 constexpr char kMetaPrefix[] = "m/seg/";
-constexpr char kPreparedPrefix[] = "p/txn/";
-constexpr char kOutcomePrefix[] = "o/txn/";
-
-std::string TxnKey(const char* prefix, uint64_t txn) {
-  std::string k = prefix;
-  for (int i = 7; i >= 0; i--) k.push_back(static_cast<char>((txn >> (i * 8)) & 0xff));
-  return k;
-}
-std::string PreparedKey(uint64_t txn) { return TxnKey(kPreparedPrefix, txn); }
-std::string OutcomeKey(uint64_t txn) { return TxnKey(kOutcomePrefix, txn); }
 
 
 std::string MetaKey(SegmentId id) {
@@ -432,166 +425,6 @@ Status SegmentStore::ForgetOutcomesBefore(uint64_t txn) {
   rocksdb::WriteBatch b;
   RETURN_NOT_OK(FromRocks(b.DeleteRange(db_->DefaultColumnFamily(), kOutcomePrefix, OutcomeKey(txn)), "write batch"));
   return FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "forget outcomes");
-}
-
-Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn, uint64_t txn) {
-  size_t batch_bytes = 64;
-  for (const auto& op : ops) batch_bytes += op.key.size() + op.row.size() + 24;
-  rocksdb::WriteBatch b(batch_bytes);
-  if (prepared_txn) RETURN_NOT_OK(FromRocks(b.Delete(PreparedKey(prepared_txn)), "write batch"));
-  if (txn) {
-    std::string v;
-    for (int i = 7; i >= 0; i--) v.push_back(static_cast<char>((ts >> (i * 8)) & 0xff));
-    RETURN_NOT_OK(FromRocks(b.Put(OutcomeKey(txn), v), "write batch"));
-  }
-  std::map<SegmentId, std::pair<uint64_t, uint64_t>> written;  // segment -> (rows, bytes)
-  // Rows of indexed segments: the last write of each key, whose entries change below.
-  std::map<std::pair<SegmentId, std::string>, const WriteOp*> indexed;
-  std::map<SegmentId, std::pair<SegmentRef, std::vector<IndexKeySpec>>> specs;
-  // The segments are looked up under mu_; the batch (which may hold millions of rows) is
-  // built without it, so heartbeats and other segments' work go on meanwhile.
-  std::map<SegmentId, SegmentRef> refs;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    for (const auto& op : ops) {
-      if (refs.count(op.segment)) continue;
-      auto it = segments_.find(op.segment);
-      if (it == segments_.end()) {
-        return Status::NotFound(fmt::format("segment {} is not here", op.segment));
-      }
-      refs.emplace(op.segment, it->second);
-    }
-  }
-  if (!prepared_txn && ops.size() >= kIngestAbove &&
-      std::none_of(refs.begin(), refs.end(), [](const auto& r) { return !r.second->meta().indexes.empty(); })) {
-    ASSIGN_OR_RETURN(bool ingested, ApplyByIngesting(ts, ops, refs, txn, &written));
-    if (ingested) {
-      for (auto& [id, rb] : written) {
-        refs.at(id)->Changed();
-        refs.at(id)->counters().rows_written += rb.first;
-        refs.at(id)->counters().bytes += rb.second;
-      }
-      ingested_commits_++;
-      return Status::OK();
-    }
-  }
-  // Each row's entry is put from its pieces (no key or value is built apart), into a batch
-  // sized up front.
-  char inv_ts[8];
-  for (int i = 0; i < 8; i++) inv_ts[i] = static_cast<char>((~ts >> ((7 - i) * 8)) & 0xff);
-  const char row_space = kRowSpace;
-  const SegmentRef* seg = nullptr;  // of op.segment
-  SegmentId seg_id = 0;
-  std::pair<uint64_t, uint64_t>* counts = nullptr;
-  bool seg_indexed = false;
-  for (const auto& op : ops) {
-    if (!seg || op.segment != seg_id) {
-      seg = &refs.at(op.segment);
-      seg_id = op.segment;
-      counts = &written[op.segment];
-      auto sp = specs.find(op.segment);
-      if (sp == specs.end()) sp = specs.emplace(op.segment, std::make_pair(*seg, (*seg)->meta().indexes)).first;
-      seg_indexed = !sp->second.second.empty();
-    }
-    const char kind = static_cast<char>(op.kind);
-    rocksdb::Slice key_parts[3] = {{&row_space, 1}, op.key, {inv_ts, 8}};
-    rocksdb::Slice value_parts[2] = {{&kind, 1}, op.row};
-    RETURN_NOT_OK(FromRocks(b.Put((*seg)->cf(), rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(value_parts, 2)),
-                            "write batch"));
-    counts->first++;
-    counts->second += op.key.size() + 9 + op.row.size() + 1;
-    if (seg_indexed) indexed[{op.segment, op.key}] = &op;
-  }
-  for (const auto& [k, op] : indexed) {
-    const auto& [seg, seg_specs] = specs[k.first];
-    ASSIGN_OR_RETURN(std::optional<std::string> old_row, LatestRow(*seg, op->key));
-    RETURN_NOT_OK(IndexChanges(*seg, seg_specs, op->key, old_row ? &*old_row : nullptr,
-                               op->kind == VersionKind::kPut ? &op->row : nullptr, ts, &b));
-  }
-  rocksdb::WriteOptions wo;
-  wo.sync = sync_commits_;
-  RETURN_NOT_OK(FromRocks(db_->Write(wo, &b), "apply writes"));
-  for (auto& [id, rb] : written) {
-    refs.at(id)->Changed();
-    refs.at(id)->counters().rows_written += rb.first;
-    refs.at(id)->counters().bytes += rb.second;
-  }
-  return Status::OK();
-}
-
-Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops,
-                                            const std::map<SegmentId, SegmentRef>& refs, uint64_t txn,
-                                            std::map<SegmentId, std::pair<uint64_t, uint64_t>>* written) {
-  std::map<SegmentId, std::vector<uint32_t>> by_segment;  // op indices
-  std::vector<uint32_t>* current = nullptr;
-  for (uint32_t i = 0; i < ops.size(); i++) {
-    if (i == 0 || ops[i].segment != ops[i - 1].segment) current = &by_segment[ops[i].segment];
-    current->push_back(i);
-  }
-  std::string dir = dir_ + "/ingest";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IOError(fmt::format("create {}: {}", dir, ec.message()));
-  std::vector<std::string> files;
-  struct Cleanup {  // the files' names go; ingested files live on under RocksDB's names
-    std::vector<std::string>* files;
-    ~Cleanup() {
-      std::error_code e;
-      for (const auto& f : *files) std::filesystem::remove(f, e);
-    }
-  } cleanup{&files};
-  rocksdb::IngestExternalFileOptions io;
-  io.move_files = true;
-  std::vector<rocksdb::IngestExternalFileArg> args;
-  std::map<SegmentId, std::pair<uint64_t, uint64_t>> counts;
-  char inv_ts[8];
-  for (int i = 0; i < 8; i++) inv_ts[i] = static_cast<char>((~ts >> ((7 - i) * 8)) & 0xff);
-  std::string key, value;
-  for (auto& [id, idx] : by_segment) {
-    auto by_key = [&](uint32_t a, uint32_t b) { return ops[a].key < ops[b].key; };
-    if (!std::is_sorted(idx.begin(), idx.end(), by_key)) std::stable_sort(idx.begin(), idx.end(), by_key);
-    const SegmentRef& seg = refs.at(id);
-    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), db_->GetOptions(seg->cf()), seg->cf());
-    files.push_back(fmt::format("{}/{}-{}.sst", dir, ts, id));
-    RETURN_NOT_OK(FromRocks(w.Open(files.back()), "open table file for ingestion"));
-    auto& [rows, bytes] = counts[id];
-    for (size_t j = 0; j < idx.size(); j++) {
-      if (j + 1 < idx.size() && ops[idx[j + 1]].key == ops[idx[j]].key) continue;  // the key's last write wins
-      const WriteOp& op = ops[idx[j]];
-      key.assign(1, kRowSpace);
-      key += op.key;
-      key.append(inv_ts, 8);
-      value.assign(1, static_cast<char>(op.kind));
-      value += op.row;
-      if (!w.Put(key, value).ok()) return false;  // out of order: a key that prefixes another
-      rows++;
-      bytes += key.size() + value.size();
-    }
-    RETURN_NOT_OK(FromRocks(w.Finish(), "write table file for ingestion"));
-    rocksdb::IngestExternalFileArg arg;
-    arg.column_family = seg->cf();
-    arg.external_files = {files.back()};
-    arg.options = io;
-    args.push_back(std::move(arg));
-  }
-  if (txn) {  // the outcome record, ingested with the rows
-    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), db_->GetOptions(db_->DefaultColumnFamily()),
-                             db_->DefaultColumnFamily());
-    files.push_back(fmt::format("{}/{}-outcome.sst", dir, ts));
-    RETURN_NOT_OK(FromRocks(w.Open(files.back()), "open table file for ingestion"));
-    std::string committed_at;  // as Apply's batch records it
-    for (int i = 7; i >= 0; i--) committed_at.push_back(static_cast<char>((ts >> (i * 8)) & 0xff));
-    RETURN_NOT_OK(FromRocks(w.Put(OutcomeKey(txn), committed_at), "write outcome record"));
-    RETURN_NOT_OK(FromRocks(w.Finish(), "write table file for ingestion"));
-    rocksdb::IngestExternalFileArg arg;
-    arg.column_family = db_->DefaultColumnFamily();
-    arg.external_files = {files.back()};
-    arg.options = io;
-    args.push_back(std::move(arg));
-  }
-  RETURN_NOT_OK(FromRocks(db_->IngestExternalFiles(args), "ingest committed rows"));
-  *written = std::move(counts);
-  return true;
 }
 
 Result<std::optional<std::string>> SegmentStore::LatestRow(const Segment& seg, std::string_view pk) const {

@@ -1,4 +1,5 @@
-// Helpers shared by the files of SegmentStore (segment_store.cc, segment_reshape.cc).
+// Helpers shared by the files of SegmentStore (segment_store.cc, segment_apply.cc,
+// segment_reshape.cc).
 #pragma once
 
 #include <rocksdb/cache.h>
@@ -20,6 +21,19 @@ inline rocksdb::WriteOptions Synced() {
   wo.sync = true;
   return wo;
 }
+
+// Keys of the per-transaction records in the default column family: durable prepares and
+// commit outcomes, each prefix followed by the transaction id (big-endian).
+constexpr char kPreparedPrefix[] = "p/txn/";
+constexpr char kOutcomePrefix[] = "o/txn/";
+
+inline std::string BigEndian64(uint64_t v) {
+  std::string out;
+  for (int i = 7; i >= 0; i--) out.push_back(static_cast<char>((v >> (i * 8)) & 0xff));
+  return out;
+}
+inline std::string PreparedKey(uint64_t txn) { return kPreparedPrefix + BigEndian64(txn); }
+inline std::string OutcomeKey(uint64_t txn) { return kOutcomePrefix + BigEndian64(txn); }
 
 inline Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return Status::OK();
