@@ -32,17 +32,33 @@ Status Stream::Wait(short events, Deadline deadline, const char* what) {
     int left = MillisLeft(deadline);
     if (left == 0) return Status::TimedOut(fmt::format("{} {}: deadline passed", what, peer_));
     int rc = ::poll(&p, 1, left);
-    if (rc > 0) return Status::OK();  // ready, or an error/hangup the next call reports
+    if (rc > 0) {  // ready, or an error/hangup the next call reports
+      if (events == POLLIN) readable_ = true;
+      return Status::OK();
+    }
     if (rc < 0 && errno != EINTR) return Status::IOError(fmt::format("{} {}: poll: {}", what, peer_, strerror(errno)));
   }
 }
 
 Status Stream::ReadExact(void* data, size_t n, Deadline deadline) {
   char* p = static_cast<char*>(data);
-  size_t got = 0;
-  while (got < n) {
+  while (n > 0) {
+    if (rpos_ < rend_) {
+      size_t k = std::min(n, rend_ - rpos_);
+      std::memcpy(p, rbuf_.get() + rpos_, k);
+      rpos_ += k;
+      p += k;
+      n -= k;
+      continue;
+    }
+    if (n >= kReadBuffer) break;  // a large read goes straight to its destination
+    RETURN_NOT_OK(Fill(deadline));
+  }
+  while (n > 0) {
     boost::system::error_code ec;
-    got += socket_.read_some(asio::buffer(p + got, n - got), ec);
+    size_t got = socket_.read_some(asio::buffer(p, n), ec);
+    p += got;
+    n -= got;
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));
       continue;
@@ -52,6 +68,31 @@ Status Stream::ReadExact(void* data, size_t n, Deadline deadline) {
     if (ec) return Status::IOError(fmt::format("receive from {}: {}", peer_, ec.message()));
   }
   return Status::OK();
+}
+
+Status Stream::Fill(Deadline deadline) {
+  if (!rbuf_) rbuf_ = std::make_unique<char[]>(kReadBuffer);
+  rpos_ = rend_ = 0;
+  // Unless a poll just said the socket is readable, the bytes are usually still on their way
+  // (a reply to a request just sent): wait first rather than try a read that would fail.
+  if (!readable_) RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));
+  readable_ = false;
+  while (true) {
+    boost::system::error_code ec;
+    size_t got = socket_.read_some(asio::buffer(rbuf_.get(), kReadBuffer), ec);
+    if (got > 0) {
+      rend_ = got;
+      readable_ = false;
+      return Status::OK();
+    }
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));
+      continue;
+    }
+    if (ec == asio::error::interrupted) continue;
+    if (ec == asio::error::eof || !ec) return Status::IOError(fmt::format("{} closed the connection", peer_));
+    return Status::IOError(fmt::format("receive from {}: {}", peer_, ec.message()));
+  }
 }
 
 Status Stream::WriteAll(const void* data, size_t n, Deadline deadline) {
@@ -89,10 +130,13 @@ Status Stream::WriteGather(std::span<const asio::const_buffer> bufs, Deadline de
   return Status::OK();
 }
 
-Status Stream::WaitReadable(Deadline deadline) { return Wait(POLLIN, deadline, "waiting for"); }
+Status Stream::WaitReadable(Deadline deadline) {
+  if (rpos_ < rend_) return Status::OK();
+  return Wait(POLLIN, deadline, "waiting for");
+}
 
 bool Stream::LooksIdle() {
-  if (!socket_.is_open()) return false;
+  if (!socket_.is_open() || rpos_ < rend_) return false;
   pollfd p{socket_.native_handle(), POLLIN, 0};
   return ::poll(&p, 1, 0) == 0;
 }

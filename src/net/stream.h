@@ -5,12 +5,17 @@
 // for the time left before its deadline and fails with TimedOut after it. (Asio's blocking
 // calls would wait forever, whatever SO_RCVTIMEO says.) Shutting the socket down from
 // another thread wakes a waiter at once.
+//
+// Reads are buffered: one system call takes whatever the peer has sent (up to kReadBuffer
+// bytes), so a message's header and body, or a client's pipelined messages, cost one call.
+// Everything that reads the socket must read through the Stream.
 #pragma once
 
 #include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
 #include <boost/asio.hpp>
 
 #include <chrono>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -50,8 +55,16 @@ class Stream {
   // Waits until `events` (POLLIN or POLLOUT) or the deadline.
   Status Wait(short events, Deadline deadline, const char* what);
 
+  // Reads what the socket has (at least one byte, waiting until `deadline`) into the buffer,
+  // which must be empty.
+  Status Fill(Deadline deadline);
+
+  static constexpr size_t kReadBuffer = 16 << 10;
   asio::ip::tcp::socket& socket_;
   std::string peer_;
+  std::unique_ptr<char[]> rbuf_;  // bytes [rpos_, rend_) were received and not yet read
+  size_t rpos_ = 0, rend_ = 0;
+  bool readable_ = false;  // the last poll for reading said bytes (or an end) are there
 };
 
 // Connects to host:port (a numeric address) within `timeout_ms`; the socket is close-on-exec.

@@ -17,7 +17,10 @@ class SegmentSource : public exec::RowSource {
   SegmentSource(SegmentRows& rows, std::string* last_key, std::vector<bool> used, const FragmentOptions& opts)
       : rows_(rows), last_key_(last_key), used_(std::move(used)), opts_(opts) {}
   Result<bool> Next(exec::Batch& out) override {
-    if (opts_.hung_up && opts_.hung_up()) return Status::Sql("57014", "canceling statement: its reader went away");
+    // Not before the first batch: the request has only just arrived (a point read polls nothing).
+    if (calls_++ > 0 && opts_.hung_up && opts_.hung_up()) {
+      return Status::Sql("57014", "canceling statement: its reader went away");
+    }
     const std::vector<bool>* used = used_.empty() ? nullptr : &used_;
     if (rows_.columnar()) return rows_.NextBatch(used, &out, last_key_);
     while (out.rows == 0) {
@@ -37,6 +40,7 @@ class SegmentSource : public exec::RowSource {
   std::string* last_key_;
   std::vector<bool> used_;  // columns the fragment reads (empty: all)
   const FragmentOptions& opts_;
+  uint64_t calls_ = 0;
 };
 
 class SegmentProvider : public exec::ScanProvider {

@@ -50,24 +50,33 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
   };
   if (!rows.ok()) return reply(rows.status(), true, nullptr, nullptr, nullptr);
   if (fragment) {
-    // The fragment's output travels as column batches; a send that fails ends the scan.
+    // The fragment's output travels as column batches; a send that fails ends the scan. Each
+    // batch is held until the next one exists, so the last travels with the end of the scan
+    // (a short read is one reply).
     bool sent = true;
-    std::string enc;
+    std::string held, held_resume;
+    bool holding = false;
     std::vector<exec::OperatorStats> stats;
     Status st = RunFragment(
         Str(s.getFragment()), **rows,
         // The master sends nothing more while it reads: anything readable means it hung up.
         {static_cast<int64_t>(s.getWorkMem()), nullptr, [&conn] { return !conn.LooksIdle(); }},
         [&](const exec::Batch& b, const std::string& resume) {
-          enc.clear();
-          exec::EncodeBatch(b, &enc);
-          sent = reply(Status::OK(), false, nullptr, &enc, &resume);
-          return sent ? Status::OK() : Status::IOError("master went away");
+          if (holding) {
+            sent = reply(Status::OK(), false, nullptr, &held, &held_resume);
+            if (!sent) return Status::IOError("master went away");
+          }
+          held.clear();
+          exec::EncodeBatch(b, &held);
+          held_resume = resume;
+          holding = true;
+          return Status::OK();
         },
         &stats);
     if (!sent) return false;
     std::string counters = exec::EncodeOperatorStats(stats);
-    return reply(st, true, nullptr, nullptr, nullptr, &counters);
+    bool with_batch = holding && st.ok();
+    return reply(st, true, nullptr, with_batch ? &held : nullptr, with_batch ? &held_resume : nullptr, &counters);
   }
   uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
   std::vector<storage::ScanRow> merged;

@@ -1,0 +1,137 @@
+// The floor under every statement that crosses a process boundary: two processes on this
+// machine pass a small message back and forth over loopback TCP (net::Stream, as the master,
+// nodes and PostgreSQL clients do), and the program reports the wall time and the CPU time
+// both processes spent per round trip. A statement that needs k round trips more than
+// PostgreSQL's one (client <-> backend) costs at least k times this CPU more.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "net/stream.h"
+
+namespace {
+
+using wattdb::net::Stream;
+namespace asio = boost::asio;
+
+double CpuSeconds(int who) {
+  rusage ru{};
+  getrusage(who, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// Echoes `n` messages of `size` bytes on `s`.
+int Echo(asio::ip::tcp::socket& sock, int n, size_t size) {
+  Stream s(sock);
+  std::vector<char> buf(size);
+  for (int i = 0; i < n; i++) {
+    if (!s.ReadExact(buf.data(), size, Stream::In(10000)).ok()) return 1;
+    if (!s.WriteAll(buf.data(), size, Stream::In(10000)).ok()) return 1;
+  }
+  return 0;
+}
+
+// Sends `n` messages of `size` bytes on `s`, each after the echo of the one before.
+int Ping(asio::ip::tcp::socket& sock, int n, size_t size) {
+  Stream s(sock);
+  std::vector<char> buf(size, 'x');
+  for (int i = 0; i < n; i++) {
+    if (!s.WriteAll(buf.data(), size, Stream::In(10000)).ok()) return 1;
+    if (!s.ReadExact(buf.data(), size, Stream::In(10000)).ok()) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 100000, pairs = 1;
+  size_t size = 64;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: wattdb-round-trip-bench [--round-trips N] [--bytes B] [--pairs P]\n"
+          "P pairs of processes each pass a B-byte message back and forth N times over loopback\n"
+          "TCP (defaults: 100000 round trips, 64 bytes, 1 pair) and print the round trips per\n"
+          "second and the CPU time of all of them per round trip.\n");
+      return 0;
+    }
+    if (a == "--round-trips" && i + 1 < argc) {
+      n = std::atoi(argv[++i]);
+    } else if (a == "--pairs" && i + 1 < argc) {
+      pairs = std::atoi(argv[++i]);
+    } else if (a == "--bytes" && i + 1 < argc) {
+      size = static_cast<size_t>(std::atoll(argv[++i]));
+    } else {
+      std::fprintf(stderr, "unknown argument %s (see --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  if (n <= 0 || pairs <= 0 || pairs > 64 || size == 0 || size > (1 << 20)) {
+    std::fprintf(stderr, "--round-trips must be positive, --pairs within 1..64 and --bytes within 1..1048576\n");
+    return 2;
+  }
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  uint16_t port = acceptor.local_endpoint().port();
+  // Each pair: a pinger process and an echo process, both children of this one.
+  std::vector<pid_t> children;
+  auto fail = [&](const char* what) {
+    std::perror(what);
+    for (pid_t c : children) kill(c, SIGKILL);
+    for (pid_t c : children) waitpid(c, nullptr, 0);
+    return 1;
+  };
+  int pipefd[2];  // the pingers wait for one start signal, so that they overlap
+  if (pipe(pipefd) != 0) return fail("pipe");
+  for (int p = 0; p < pairs; p++) {
+    pid_t echo = fork();
+    if (echo < 0) return fail("fork");
+    if (echo == 0) {
+      asio::io_context cio;
+      asio::ip::tcp::socket sock(cio);
+      acceptor.accept(sock);
+      sock.set_option(asio::ip::tcp::no_delay(true));
+      _exit(Echo(sock, n, size));
+    }
+    children.push_back(echo);
+    pid_t ping = fork();
+    if (ping < 0) return fail("fork");
+    if (ping == 0) {
+      acceptor.close();
+      asio::io_context cio;
+      auto sock = wattdb::net::ConnectTcp(cio, "127.0.0.1", port, 5000);
+      if (!sock.ok()) _exit(1);
+      sock->set_option(asio::ip::tcp::no_delay(true));
+      char go;
+      if (read(pipefd[0], &go, 1) != 1) _exit(1);
+      _exit(Ping(*sock, n, size));
+    }
+    children.push_back(ping);
+  }
+  acceptor.close();
+  auto t0 = std::chrono::steady_clock::now();
+  std::string go(static_cast<size_t>(pairs), 'g');
+  if (write(pipefd[1], go.data(), go.size()) != static_cast<ssize_t>(go.size())) return fail("write");
+  bool ok = true;
+  for (pid_t c : children) {
+    int status = 0;
+    waitpid(c, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double cpu = CpuSeconds(RUSAGE_CHILDREN);
+  double trips = static_cast<double>(n) * pairs;
+  std::printf("%d pair(s), %d round trips each of %zu bytes: %.0f round trips/s, %.2f us CPU per round trip\n", pairs,
+              n, size, trips / wall, cpu / trips * 1e6);
+  return ok ? 0 : 1;
+}
