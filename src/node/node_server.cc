@@ -153,6 +153,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       {proto::Request::CREATE_SEGMENT, &NodeServer::OnCreateSegment},
       {proto::Request::DROP_SEGMENT, &NodeServer::OnDropSegment},
       {proto::Request::PREPARE, &NodeServer::OnPrepare},
+      {proto::Request::UPDATE_KEY, &NodeServer::OnUpdateKey},
       {proto::Request::COMMIT, &NodeServer::OnCommit},
       {proto::Request::ABORT, &NodeServer::OnAbort},
       {proto::Request::ROLLBACK_TO, &NodeServer::OnRollbackTo},

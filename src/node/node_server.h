@@ -88,6 +88,7 @@ class NodeServer {
   bool OnCreateSegment(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnDropSegment(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnPrepare(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnUpdateKey(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnCommit(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnAbort(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnRollbackTo(net::Connection& conn, net::ReceivedMessage& msg);

@@ -1,7 +1,10 @@
-// The node service's transaction requests: prepare (and one-phase commit), commit, abort,
-// statement rollback, outcome.
+// The node service's transaction requests: prepare (and one-phase commit), key-routed
+// updates, commit, abort, statement rollback, outcome.
 #include "node/node_server.h"
 
+#include "common/codec.h"
+#include "node/fragment_runner.h"
+#include "node/segment_rows.h"
 #include "node/wire.h"
 
 namespace wattdb::node {
@@ -38,6 +41,65 @@ bool NodeServer::OnPrepare(Connection& conn, net::ReceivedMessage& msg) {
     if (!st.ok()) participant_->Abort(p.getTxn());
   }
   return ReplyWithSizes(conn, st, touched);
+}
+
+bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
+  auto req = msg.Root<proto::Request>();
+  auto u = req.getUpdateKey();
+  auto reply = [&](const Status& st, uint64_t updated) {
+    capnp::MallocMessageBuilder mb;
+    auto resp = mb.initRoot<proto::Response>();
+    SetStatus(resp.initStatus(), st);
+    resp.setUpdated(updated);
+    return SendResponse(conn, mb).ok();
+  };
+  if (u.getNotNull().size() != u.getNotNullErrors().size()) {
+    return reply(Status::InvalidArgument("updateKey: notNull and notNullErrors differ in length"), 0);
+  }
+  // The row as the statement sees it (its snapshot and the transaction's own writes), and
+  // the new row the plan makes of it: what the master would compute, without shipping the
+  // row there and the write back.
+  ScanRequest sr;
+  sr.segment = u.getSegment();
+  sr.lo = Str(u.getLo());
+  sr.hi = Str(u.getHi());
+  sr.read_ts = u.getSnapshotTs();
+  sr.txn = u.getTxn();
+  auto rows = SegmentRows::Open(*store_, *participant_, sr, columns_.get());
+  if (!rows.ok()) return reply(rows.status(), 0);
+  std::vector<Value> row;
+  std::string key;
+  size_t produced = 0;
+  Status st = RunFragment(Str(u.getPlan()), **rows, {}, [&](const exec::Batch& b, const std::string& last_key) {
+    produced += b.rows;
+    if (produced == 1) {
+      row = b.Row(0);
+      key = last_key;
+    }
+    return Status::OK();
+  }, nullptr);
+  if (!st.ok()) return reply(st, 0);
+  if (produced == 0) return reply(Status::OK(), 0);
+  if (produced > 1 || key < sr.lo || (!sr.hi.empty() && key >= sr.hi)) {
+    return reply(Status::Internal("updateKey: the key range holds more than one row"), 0);
+  }
+  for (size_t i = 0; i < u.getNotNull().size(); i++) {
+    uint32_t c = u.getNotNull()[i];
+    if (c >= row.size()) return reply(Status::InvalidArgument("updateKey: notNull column out of range"), 0);
+    if (row[c].is_null()) {
+      return reply(Status::Sql("23502", std::string(u.getNotNullErrors()[i].cStr())), 0);
+    }
+  }
+  TxnWrite w;
+  w.op.segment = sr.segment;
+  w.op.key = std::move(key);
+  w.op.kind = storage::VersionKind::kPut;
+  EncodeRow(row, &w.op.row);
+  w.check = WriteCheck::kUpdate;
+  std::vector<TxnWrite> writes;
+  writes.push_back(std::move(w));
+  st = participant_->Prepare(u.getTxn(), u.getSnapshotTs(), std::move(writes), false, /*wait=*/true);
+  return reply(st, st.ok() ? 1 : 0);
 }
 
 bool NodeServer::OnCommit(Connection& conn, net::ReceivedMessage& msg) {

@@ -161,6 +161,16 @@ struct Request {
       workMem @50 :UInt64;
       exchanges @51 :List(ExchangePlaces);  # one per Exchange of `plan`, in pre-order
     }
+    updateKey :group {               # an UPDATE of the one row with primary key in [lo, hi),
+      txn @52 :UInt64;               # evaluated here: `plan` (Project over Filter over Scan)
+      snapshotTs @53 :UInt64;        # gives the new row from the row at the snapshot (with
+      segment @54 :UInt64;           # the txn's own writes); it is prepared as an update
+      lo @55 :Data;                  # (waits for the key's lock; 40001-conflict if a newer
+      hi @56 :Data;                  # version committed). Reply: updated.
+      plan @57 :Data;
+      notNull @58 :List(UInt32);     # columns the new row must not have NULL in (23502)
+      notNullErrors @59 :List(Text); # ... and 23502's message for each
+    }
   }
 }
 
@@ -194,5 +204,6 @@ struct Response {
     }
     segments @12 :List(SegmentStats);
     committedTs @13 :UInt64;
+    updated @19 :UInt64;               # updateKey: rows updated (0 or 1), each one write prepared
   }
 }

@@ -10,6 +10,7 @@
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
 #include "query/plan/fragment.h"
+#include "query/plan/key_update.h"
 #include "query/plan/offload.h"
 #include "query/plan/partition.h"
 #include "query/sql/parser.h"
@@ -314,6 +315,47 @@ TEST(Select, OffloadWrapsTheBlockingPartAboveTheExchanges) {
 
 // A join on a key that is all of one table's primary key and leads the other's becomes one join
 // per segment; the aggregation above it splits; each part's scans narrow to its key range.
+TEST(Select, SingleRowUpdatesByKeyGetAPlanForTheRowsNode) {
+  MemCatalog cat;
+  auto plan_of = [&](const std::string& q) -> std::optional<plan::KeyUpdate> {
+    auto stmts = sql::Parse(q);
+    EXPECT_TRUE(stmts.ok()) << q;
+    if (!stmts.ok()) return std::nullopt;
+    auto b = plan::BindUpdate(std::get<sql::UpdateStmt>((*stmts)[0]), cat);
+    EXPECT_TRUE(b.ok()) << q << ": " << b.status().ToString();
+    if (!b.ok()) return std::nullopt;
+    return plan::PlanKeyUpdate(*b);
+  };
+  auto ku = plan_of("UPDATE t SET v = v + 1, grp = grp || '!' WHERE id = 5 AND d > 0");
+  ASSERT_TRUE(ku.has_value());
+  std::string key;
+  EncodeKeyValue(Value::Int32(5), &key);
+  EXPECT_EQ(ku->lo, key);
+  EXPECT_EQ(ku->hi, PrefixSuccessor(key));
+  // Shipped as a node gets it, run over the table: the new row of id 5, every column.
+  std::string bytes;
+  ku->plan->Serialize(&bytes);
+  auto shipped = plan::PlanNode::Deserialize(bytes);
+  ASSERT_TRUE(shipped.ok());
+  std::vector<std::vector<Value>> out;
+  exec::ExecContext ctx{&cat, nullptr};
+  ASSERT_TRUE(exec::Execute(**shipped, ctx, [&](const exec::Batch& b) {
+                for (size_t r = 0; r < b.rows; r++) out.push_back(b.Row(r));
+                return Status::OK();
+              }).ok());
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].size(), 4u);
+  EXPECT_EQ(out[0][0].ToText(), "5");
+  EXPECT_EQ(out[0][1].ToText(), "c!");
+  EXPECT_EQ(out[0][2].ToText(), "11");
+  EXPECT_EQ(out[0][3].ToText(), "1.25");
+  EXPECT_FALSE(plan_of("UPDATE t SET id = 6 WHERE id = 5").has_value()) << "a key column moves the row";
+  EXPECT_FALSE(plan_of("UPDATE t SET v = 1 WHERE id > 5").has_value()) << "not one key";
+  EXPECT_FALSE(plan_of("UPDATE t SET v = 1 WHERE grp = 'a'").has_value()) << "not by key";
+  EXPECT_FALSE(plan_of("UPDATE t SET v = 1").has_value());
+  EXPECT_FALSE(plan_of("UPDATE t SET v = (SELECT max(v) FROM t) WHERE id = 5").has_value()) << "needs the master";
+}
+
 TEST(Select, CoLocatedJoinsSplitIntoKeyRangeParts) {
   plan::PartitionOptions po;
   po.key_columns = [](TableId id) { return id == 1 ? std::vector<int>{0} : std::vector<int>{}; };

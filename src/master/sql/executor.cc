@@ -12,6 +12,7 @@
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
 #include "query/plan/generic_plan.h"
+#include "query/plan/key_update.h"
 #include "query/plan/view_rewrite.h"
 
 namespace wattdb::master {
@@ -426,6 +427,32 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
   bool keys_change = std::any_of(b.sets.begin(), b.sets.end(), [&](const auto& set) {
     return std::find(t.key_columns.begin(), t.key_columns.end(), set.first) != t.key_columns.end();
   });
+  if (!keys_change && PushdownSetting() != "off") {
+    // One row by its key: its node computes and prepares the new row (outside a block, under
+    // the statement's own transaction, committed here).
+    if (auto ku = plan::PlanKeyUpdate(b)) {
+      std::string plan_bytes;
+      ku->plan->Serialize(&plan_bytes);
+      std::vector<uint32_t> not_null;
+      std::vector<std::string> errors;  // 23502's message for each
+      for (const auto& [col, e] : b.sets) {
+        if (!t.columns[col].not_null) continue;
+        not_null.push_back(static_cast<uint32_t>(col));
+        errors.push_back(fmt::format("null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                                    t.columns[col].name, t.name));
+      }
+      std::unique_ptr<Transaction> own = txn_ ? nullptr : cluster_.Begin(snap);
+      Transaction& txn = txn_ ? *txn_ : *own;
+      auto n = cluster_.UpdateKey(txn, t.id, ku->lo, ku->hi, plan_bytes, not_null, errors);
+      if (own && (!n.ok() || !*n)) cluster_.Rollback(*own);
+      RETURN_NOT_OK(n.status());
+      if (*n) {
+        if (own) RETURN_NOT_OK(cluster_.Commit(*own));
+        cluster_.queries().key_updates.fetch_add(1, std::memory_order_relaxed);
+        return fmt::format("UPDATE {}", **n);
+      }
+    }
+  }
   if (!keys_change) {
     StatementWriter out(*this, t.id, snap);
     uint64_t n = 0;

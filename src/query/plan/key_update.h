@@ -1,0 +1,24 @@
+// Single-row UPDATEs a node can run by itself. An UPDATE whose WHERE fixes every primary-key
+// column to a constant, that sets no key column and whose expressions a node can evaluate
+// (fragment.h NodeSafe) becomes a plan over the one row: Project(new row) over the bound
+// source (Filter over Scan of the key). The row's owner runs it on the row the transaction
+// sees and prepares the result (master/cluster/cluster_key_update.cc): one round trip
+// instead of a scan and a prepare.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "query/plan/binder.h"
+
+namespace wattdb::plan {
+
+struct KeyUpdate {
+  std::string lo, hi;  // the key's range: [key, successor)
+  PlanPtr plan;        // every column of the new row, in schema order
+};
+
+// The plan for `update` if it suits; nullopt otherwise (the master then scans and writes).
+std::optional<KeyUpdate> PlanKeyUpdate(const BoundModify& update);
+
+}  // namespace wattdb::plan
