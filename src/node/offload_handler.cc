@@ -47,7 +47,8 @@ class ShippedPartMap : public rpc::PartMap {
  public:
   using LocalRunner = std::function<Status(SegmentId, const std::string&, const std::string&, const std::string&,
                                            const rpc::ExchangeOptions&,
-                                           const std::function<Status(const exec::Batch&)>&)>;
+                                           const std::function<Status(const exec::Batch&)>&,
+                                           std::vector<exec::OperatorStats>*)>;
   ShippedPartMap(std::vector<rpc::SegmentPlace> places, PeerClients& peers, NodeId self, LocalRunner local,
                  CpuBook& cpu)
       : places_(std::move(places)), peers_(peers), self_(self), local_(std::move(local)), cpu_(cpu) {}
@@ -63,9 +64,10 @@ class ShippedPartMap : public rpc::PartMap {
   // This node's own segments are read in this process, not through its data port.
   bool IsLocal(NodeId node) const override { return node == self_; }
   Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
-                  const rpc::ExchangeOptions& opts, const std::function<Status(const exec::Batch&)>& emit) override {
+                  const rpc::ExchangeOptions& opts, const std::function<Status(const exec::Batch&)>& emit,
+                  std::vector<exec::OperatorStats>* stats) override {
     uint64_t t0 = ThreadCpuNanos();
-    Status st = local_(seg, lo, hi, fragment, opts, emit);
+    Status st = local_(seg, lo, hi, fragment, opts, emit, stats);
     // On an exchange's producer thread the CPU is not in what the request's own thread reports.
     if (std::this_thread::get_id() != request_thread_) cpu_.Add(self_, ThreadCpuNanos() - t0);
     return st;
@@ -80,6 +82,30 @@ class ShippedPartMap : public rpc::PartMap {
   CpuBook& cpu_;
   std::thread::id request_thread_ = std::this_thread::get_id();  // made on the request's thread
 };
+
+// The counters the exchanges of `plan` collected from the owners, as one encoded vector per
+// owner in `plan`'s pre-order (zeros where nothing ran on that owner).
+std::map<NodeId, std::string> OwnerStats(const plan::PlanNode& plan, const exec::RemoteStats& owners) {
+  std::map<const plan::PlanNode*, size_t> index;
+  std::function<void(const plan::PlanNode&)> walk = [&](const plan::PlanNode& p) {
+    index.emplace(&p, index.size());
+    for (const auto& c : p.children) walk(*c);
+  };
+  walk(plan);
+  std::map<NodeId, std::vector<exec::OperatorStats>> by_node;
+  for (const auto& [node_ptr, per_owner] : owners) {
+    auto at = index.find(node_ptr);
+    if (at == index.end()) continue;
+    for (const auto& [owner, st] : per_owner) {
+      auto& v = by_node[owner];
+      v.resize(index.size());
+      v[at->second] = st;
+    }
+  }
+  std::map<NodeId, std::string> out;
+  for (const auto& [owner, v] : by_node) out[owner] = exec::EncodeOperatorStats(v);
+  return out;
+}
 
 // Scans of the plan: only its Exchanges, each over the segments the master listed.
 class HelperProvider : public exec::ScanProvider {
@@ -164,6 +190,7 @@ void PeerClients::Learn(NodeId node, const std::string& host, uint16_t port) {
 bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
   auto r = msg.Root<proto::Request>().getRunPlan();
   CpuBook cpu;
+  std::map<NodeId, std::string> owner_stats;  // encoded, for the last reply
   auto reply = [&](const Status& st, bool last, std::string* columns, const std::string* stats) {
     capnp::MallocMessageBuilder mb;
     auto resp = mb.initRoot<proto::Response>();
@@ -172,6 +199,14 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
     b.setLast(last);
     if (columns) b.adoptColumns(net::ReferenceBlob(mb, columns));
     if (stats) b.setStats(Bytes(*stats));
+    if (last && !owner_stats.empty()) {
+      auto l = b.initOwnerStats(owner_stats.size());
+      size_t i = 0;
+      for (const auto& [node, enc] : owner_stats) {
+        l[i].setNode(node);
+        l[i++].setStats(Bytes(enc));
+      }
+    }
     if (last) {
       auto by_node = cpu.Take();
       auto l = b.initNodeCpu(by_node.size());
@@ -195,7 +230,8 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
     maps.push_back(std::make_unique<ShippedPartMap>(
         std::move(places), *peers_, opts_.self.id,
         [this](SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
-               const rpc::ExchangeOptions& o, const std::function<Status(const exec::Batch&)>& emit) {
+               const rpc::ExchangeOptions& o, const std::function<Status(const exec::Batch&)>& emit,
+               std::vector<exec::OperatorStats>* stats) {
           ScanRequest sr;
           sr.segment = seg;
           sr.lo = lo;
@@ -204,7 +240,7 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
           sr.txn = o.txn;
           ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(*store_, *participant_, sr, columns_.get()));
           return RunFragment(fragment, *rows, {o.work_mem, o.cancel},
-                             [&](const exec::Batch& b, const std::string&) { return emit(b); }, nullptr);
+                             [&](const exec::Batch& b, const std::string&) { return emit(b); }, stats);
         },
         cpu));
   }
@@ -214,6 +250,8 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
   xo.txn = r.getTxn();
   xo.work_mem = static_cast<int64_t>(r.getWorkMem());
   xo.cancel = &cancel;
+  exec::RemoteStats owners;  // EXPLAIN ANALYZE: the fragments' counters, by plan node and owner
+  if (r.getAnalyze()) xo.stats = &owners;
   HelperProvider provider(**plan, std::move(maps), xo);
   if (Status st = provider.Check(); !st.ok()) return reply(st, true, nullptr, nullptr);
   exec::ExecContext ctx(&provider, &cancel);
@@ -237,6 +275,7 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
   }
   if (!sent || cancel.load()) return false;
   std::string counters = exec::EncodeOperatorStats(stats);
+  owner_stats = OwnerStats(**plan, owners);
   return reply(st, true, nullptr, &counters);
 }
 

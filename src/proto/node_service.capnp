@@ -74,6 +74,11 @@ struct NodeCpu {
   nanos @1 :UInt64;
 }
 
+struct NodeOperatorStats {           # one node's operator counters (exec/batch_codec.h
+  node @0 :UInt32;                   # EncodeOperatorStats) in a plan's pre-order
+  stats @1 :Data;
+}
+
 struct ExchangePlaces {
   places @0 :List(SegmentPlace);     # the segments of the Exchange's scan range, in key order
 }
@@ -160,6 +165,7 @@ struct Request {
       txn @49 :UInt64;               # scanBatch.columns, then last with stats
       workMem @50 :UInt64;
       exchanges @51 :List(ExchangePlaces);  # one per Exchange of `plan`, in pre-order
+      analyze @60 :Bool;             # EXPLAIN ANALYZE: the last reply also carries ownerStats
     }
     updateKey :group {               # an UPDATE of the one row with primary key in [lo, hi),
       txn @52 :UInt64;               # evaluated here: `plan` (Project over Filter over Scan)
@@ -188,6 +194,8 @@ struct Response {
       resumeKey @16 :Data;           # fragment scans: the last primary key read so far
       stats @17 :Data;               # fragment scans, last reply: rows, batches, microseconds
                                      # of each operator in the plan's pre-order (varints)
+      ownerStats @20 :List(NodeOperatorStats);  # runPlan with analyze, last reply: the
+                                     # counters of the fragments below its Exchanges, per owner
       nodeCpu @18 :List(NodeCpu);    # runPlan, last reply: CPU the nodes it read from spent
                                      # for it (its own exchanges' local reads included)
     }

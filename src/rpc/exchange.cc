@@ -136,11 +136,13 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       pending_.clear();
       if (x_.map_.IsLocal(seg_.node)) {
         // This process owns the segment: the fragment runs here, its output never on a wire.
+        std::vector<exec::OperatorStats> stats;
         st = x_.map_.RunLocal(seg_.id, lo, hi, x_.fragment_, x_.opts_, [&](const exec::Batch& out) {
           pending_.push_back(out);
           return Status::OK();
-        });
+        }, x_.opts_.stats ? &stats : nullptr);
         local = st.ok();
+        if (local && !stats.empty()) x_.AddNodeStats(seg_.node, stats);
       } else if (auto client = x_.map_.Client(seg_.node); client.ok()) {
         auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.fragment_,
                                                x_.opts_.work_mem);
@@ -162,15 +164,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       st = stream_->NextColumns(&b, &resume, &last, &cpu, &stats, x_.opts_.cancel);
       std::lock_guard<std::mutex> l(x_.mu_);
       x_.cpu_[seg_.node] += cpu;
-      if (st.ok() && last && !stats.empty()) {
-        auto& sum = x_.node_stats_[seg_.node];
-        sum.resize(std::max(sum.size(), stats.size()));
-        for (size_t k = 0; k < stats.size(); k++) {
-          sum[k].rows += stats[k].rows;
-          sum[k].batches += stats[k].batches;
-          sum[k].ms += stats[k].ms;
-        }
-      }
+      if (st.ok() && last && !stats.empty()) x_.AddNodeStatsLocked(seg_.node, stats);
       // Keys are prefix-free, so key + "\0" is the smallest key after it.
       if (st.ok() && !x_.blocking_ && !resume.empty()) cursor_ = resume + std::string(1, '\0');
     }
@@ -205,6 +199,21 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       *out = std::move(b);
       return true;
     }
+  }
+}
+
+void ExchangeSource::AddNodeStats(NodeId node, const std::vector<exec::OperatorStats>& stats) {
+  std::lock_guard<std::mutex> l(mu_);
+  AddNodeStatsLocked(node, stats);
+}
+
+void ExchangeSource::AddNodeStatsLocked(NodeId node, const std::vector<exec::OperatorStats>& stats) {
+  auto& sum = node_stats_[node];
+  sum.resize(std::max(sum.size(), stats.size()));
+  for (size_t k = 0; k < stats.size(); k++) {
+    sum[k].rows += stats[k].rows;
+    sum[k].batches += stats[k].batches;
+    sum[k].ms += stats[k].ms;
   }
 }
 

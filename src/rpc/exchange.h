@@ -56,8 +56,10 @@ class PartMap {
   virtual bool IsLocal(NodeId node) const { return false; }
   // Runs `fragment` over [lo, hi) of local segment `seg` at the reader's snapshot, each
   // output batch to `emit`; fails as a node's scan would (NotFound: the segment is gone).
+  // `stats` (if given) receives the fragment's operator counters in its pre-order.
   virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
-                          const ExchangeOptions& opts, const std::function<Status(const exec::Batch&)>& emit) {
+                          const ExchangeOptions& opts, const std::function<Status(const exec::Batch&)>& emit,
+                          std::vector<exec::OperatorStats>* stats) {
     return Status::NotSupported("no local segments");
   }
 };
@@ -106,6 +108,9 @@ class ExchangeSource : public exec::RowSource {
   Status RunPart(size_t i);
   // REQUIRES mu_ held, on the consumer's thread: tells the map the node CPU reported so far.
   void BookNodeCpu();
+  // Adds a segment's operator counters (the fragment's pre-order) to `node`'s sums.
+  void AddNodeStats(NodeId node, const std::vector<exec::OperatorStats>& stats);
+  void AddNodeStatsLocked(NodeId node, const std::vector<exec::OperatorStats>& stats);  // REQUIRES mu_ held
   // Queues a batch of part i (waits while its buffer is full); false if stopped.
   bool Push(size_t i, exec::Batch b);
 

@@ -65,7 +65,7 @@ Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, Segm
 
 Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
                                std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel,
-                               std::vector<std::pair<NodeId, uint64_t>>* node_cpu) {
+                               std::vector<std::pair<NodeId, uint64_t>>* node_cpu, OwnerStats* owner_stats) {
   if (finished_) return Status::Internal("scan stream already finished");
   if (cancel) {
     // A node aggregating a segment sends nothing for a while: wait in slices.
@@ -103,6 +103,14 @@ Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* 
     }
     if (*last && b.hasStats() && !exec::DecodeOperatorStats(Str(b.getStats()), stats)) {
       return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
+    }
+    if (*last && owner_stats) {
+      for (auto o : b.getOwnerStats()) {
+        owner_stats->emplace_back(o.getNode(), std::vector<exec::OperatorStats>());
+        if (!exec::DecodeOperatorStats(Str(o.getStats()), &owner_stats->back().second)) {
+          return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
+        }
+      }
     }
   } catch (const kj::Exception& e) {
     return Status::Corruption(fmt::format("node {} sent a malformed fragment batch", client_.id()));

@@ -50,10 +50,13 @@ class ScanStream {
   // counters, in its plan's pre-order), and the node CPU it reported. With `cancel`, the wait
   // for the reply ends with 57014 once it is set, and the stream's connection is closed (the
   // node stops at its next send); the reply deadline holds either way.
-  // `node_cpu` (optional), on the last reply of a runPlan: the CPU other nodes spent for it.
+  // `node_cpu` (optional), on the last reply of a runPlan: the CPU other nodes spent for it;
+  // `owner_stats` (optional), there too: per owner, the counters of the fragments below the
+  // plan's Exchanges, in the plan's pre-order (runPlan with analyze).
+  using OwnerStats = std::vector<std::pair<NodeId, std::vector<exec::OperatorStats>>>;
   Status NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
                      std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel = nullptr,
-                     std::vector<std::pair<NodeId, uint64_t>>* node_cpu = nullptr);
+                     std::vector<std::pair<NodeId, uint64_t>>* node_cpu = nullptr, OwnerStats* owner_stats = nullptr);
 
  private:
   ScanStream(NodeClient& c, NodeClient::Lease lease) : client_(c), lease_(std::move(lease)) {}

@@ -4,9 +4,12 @@
 // the helper dies midway (the master runs the subtree itself) or freezes (the statement's
 // timeout still ends it).
 #include <csignal>
+#include <regex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
 #include "tests/integration/mini_cluster.h"
@@ -108,6 +111,23 @@ TEST(Offload, HelperNodesAnswerAsTheMasterWould) {
                       "(actual n2: rows=11 "),
             std::string::npos)
       << text;
+  // Below the helper's Exchange, each owner's counters came back through the helper: the scan
+  // read every row of t once, on the three nodes that own its segments.
+  EXPECT_EQ(text.find("not collected"), std::string::npos) << text;
+  {
+    size_t at = text.find("Scan ");
+    ASSERT_NE(at, std::string::npos) << text;
+    std::string line = text.substr(at, text.find('\n', at) - at);
+    int64_t rows = 0;
+    std::set<std::string> owners;
+    static const std::regex kOwner("(n[0-9]+): rows=([0-9]+)");
+    for (std::sregex_iterator m(line.begin(), line.end(), kOwner), end; m != end; ++m) {
+      owners.insert((*m)[1]);
+      rows += std::stoll((*m)[2]);
+    }
+    EXPECT_EQ(rows, 4000) << line;
+    EXPECT_EQ(owners.size(), 3u) << line;
+  }
 
   // Bad values are refused with 22023 and leave the setting as it was.
   EXPECT_EQ(c->Exec("SET wattdb_offload = sometimes"), "22023");
@@ -226,6 +246,7 @@ TEST(PartitionedJoins, PartsRunOnTheOwnersAndAnswerAsTheMasterWould) {
   for (const char* node : {"n1: rows=", "n2: rows=", "n3: rows="}) {
     EXPECT_NE(text.find(node), std::string::npos) << text;  // parts ran on every owner
   }
+  EXPECT_EQ(text.find("not collected"), std::string::npos) << text;  // the scans below the parts' Exchanges too
   ASSERT_EQ(c->Exec(q, &got), "");
   EXPECT_EQ(Text(got), Text(want));
   // The join key range of a query narrows the parts.

@@ -136,7 +136,7 @@ Result<std::unique_ptr<OffloadSource>> OffloadSource::Open(Cluster& cluster, con
   NodeId helper = ChooseHelper(candidates, setting, master_share);
   if (helper == 0) return std::unique_ptr<OffloadSource>();
 
-  RemotePlan::Options ro{opts.read_ts, opts.txn, opts.work_mem, opts.cancel};
+  RemotePlan::Options ro{opts.read_ts, opts.txn, opts.work_mem, opts.cancel, opts.stats != nullptr};
   ASSIGN_OR_RETURN(auto remote, RemotePlan::Start(cluster, *offload.children[0], helper, ro));
   if (!remote) return std::unique_ptr<OffloadSource>();  // run here
   std::unique_ptr<OffloadSource> src(new OffloadSource(cluster.queries(), offload, opts));
@@ -179,6 +179,7 @@ Result<bool> OffloadSource::Next(exec::Batch& out) {
   }
   done_ = true;
   AddRemoteStats(*offload_.children[0], helper_, stats, opts_.stats);
+  AddOwnerStats(*offload_.children[0], remote_->owner_stats(), opts_.stats);
   return false;
 }
 

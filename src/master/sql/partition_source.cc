@@ -45,7 +45,8 @@ PartitionSource::~PartitionSource() {
 }
 
 void PartitionSource::Start(Part& p) {
-  RemotePlan::Options ro{opts_.read_ts, opts_.txn, opts_.ctx->work_mem, opts_.ctx->cancelled};
+  RemotePlan::Options ro{opts_.read_ts, opts_.txn, opts_.ctx->work_mem, opts_.ctx->cancelled,
+                         opts_.ctx->remote_stats != nullptr};
   auto r = RemotePlan::Start(cluster_, *p.plan, p.node, ro);
   if (r.ok()) p.remote = std::move(*r);  // else (or null) the part runs here
 }
@@ -60,6 +61,7 @@ Result<bool> PartitionSource::Next(exec::Batch& out) {
       if (more.ok() && *more) return true;
       if (more.ok()) {
         AddRemoteStats(*partition_.children[0], p.node, stats, opts_.ctx->remote_stats);
+        AddOwnerStats(*partition_.children[0], p.remote->owner_stats(), opts_.ctx->remote_stats);
         p.remote.reset();
         current_++;
         continue;

@@ -25,6 +25,7 @@ Result<std::unique_ptr<RemotePlan>> RemotePlan::Start(Cluster& cluster, const pl
   r.setReadTs(opts.read_ts);
   r.setTxn(opts.txn);
   r.setWorkMem(static_cast<uint64_t>(std::max<int64_t>(0, opts.work_mem)));
+  r.setAnalyze(opts.analyze);
   auto xs = plan::Exchanges(subtree);
   auto lx = r.initExchanges(xs.size());
   for (size_t i = 0; i < xs.size(); i++) {
@@ -62,7 +63,7 @@ Result<bool> RemotePlan::Next(exec::Batch& out, std::vector<exec::OperatorStats>
     uint64_t cpu = 0;
     std::vector<exec::OperatorStats> counters;
     std::vector<std::pair<NodeId, uint64_t>> node_cpu;  // the segments' owners, for this plan
-    Status st = stream_->NextColumns(&out, &resume, &last, &cpu, &counters, opts_.cancel, &node_cpu);
+    Status st = stream_->NextColumns(&out, &resume, &last, &cpu, &counters, opts_.cancel, &node_cpu, &owner_stats_);
     StatementCpuScope::AddNode(node_, cpu);
     for (const auto& [node, ns] : node_cpu) StatementCpuScope::AddNode(node, ns);
     RETURN_NOT_OK(st);
@@ -79,6 +80,25 @@ Result<bool> RemotePlan::Next(exec::Batch& out, std::vector<exec::OperatorStats>
     }
   }
   return false;
+}
+
+void AddOwnerStats(const plan::PlanNode& subtree, const rpc::ScanStream::OwnerStats& owners, exec::RemoteStats* into) {
+  if (!into || owners.empty()) return;
+  std::vector<const plan::PlanNode*> order;  // pre-order; only nodes below an Exchange count
+  std::function<void(const plan::PlanNode&, bool)> walk = [&](const plan::PlanNode& p, bool fragment) {
+    order.push_back(fragment ? &p : nullptr);
+    for (const auto& c : p.children) walk(*c, fragment || p.kind == plan::PlanNode::Kind::kExchange);
+  };
+  walk(subtree, false);
+  for (const auto& [owner, stats] : owners) {
+    for (size_t i = 0; i < stats.size() && i < order.size(); i++) {
+      if (!order[i] || (stats[i].rows == 0 && stats[i].batches == 0 && stats[i].ms == 0)) continue;
+      exec::OperatorStats& to = (*into)[order[i]][owner];
+      to.rows += stats[i].rows;
+      to.batches += stats[i].batches;
+      to.ms += stats[i].ms;
+    }
+  }
 }
 
 void AddRemoteStats(const plan::PlanNode& subtree, NodeId node, const std::vector<exec::OperatorStats>& stats,

@@ -21,6 +21,7 @@ class RemotePlan {
     uint64_t txn = 0;
     int64_t work_mem = 0;
     const std::atomic<bool>* cancel = nullptr;
+    bool analyze = false;  // EXPLAIN ANALYZE: also collect the owners' counters (owner_stats)
   };
   // Sends `subtree` (borrowed; it outlives the RemotePlan) to `node`. Null if a segment it
   // reads has its owner down, or `node` is not reachable: the caller runs the subtree itself.
@@ -32,6 +33,9 @@ class RemotePlan {
   Result<bool> Next(exec::Batch& out, std::vector<exec::OperatorStats>* stats = nullptr);
   NodeId node() const { return node_; }
   bool delivered() const { return delivered_; }  // some rows reached the caller
+  // At the end, with Options::analyze: per owner, the counters of the fragments below the
+  // subtree's Exchanges, in the subtree's pre-order.
+  const rpc::ScanStream::OwnerStats& owner_stats() const { return owner_stats_; }
 
  private:
   RemotePlan(const plan::PlanNode& subtree, NodeId node, const Options& opts)
@@ -42,10 +46,14 @@ class RemotePlan {
   std::shared_ptr<rpc::NodeClient> client_;  // keeps the stream's client alive
   std::unique_ptr<rpc::ScanStream> stream_;
   bool done_ = false, delivered_ = false;
+  rpc::ScanStream::OwnerStats owner_stats_;
 };
 
 // The operator counters of a subtree's nodes, given in its pre-order, into `into` under `node`.
 void AddRemoteStats(const plan::PlanNode& subtree, NodeId node, const std::vector<exec::OperatorStats>& stats,
                     exec::RemoteStats* into);
+// The owners' counters of the fragments below a subtree's Exchanges (RemotePlan::owner_stats)
+// into `into`, each under its owner.
+void AddOwnerStats(const plan::PlanNode& subtree, const rpc::ScanStream::OwnerStats& owners, exec::RemoteStats* into);
 
 }  // namespace wattdb::master
