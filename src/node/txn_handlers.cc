@@ -83,19 +83,19 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
   if (produced > 1 || key < sr.lo || (!sr.hi.empty() && key >= sr.hi)) {
     return reply(Status::Internal("updateKey: the key range holds more than one row"), 0);
   }
-  for (size_t i = 0; i < u.getNotNull().size(); i++) {
+  TxnWrite w;
+  w.op.segment = sr.segment;
+  w.op.key = std::move(key);
+  w.check = WriteCheck::kUpdate;
+  w.op.kind = u.getDelete() ? storage::VersionKind::kDelete : storage::VersionKind::kPut;
+  for (size_t i = 0; i < u.getNotNull().size() && !u.getDelete(); i++) {
     uint32_t c = u.getNotNull()[i];
     if (c >= row.size()) return reply(Status::InvalidArgument("updateKey: notNull column out of range"), 0);
     if (row[c].is_null()) {
       return reply(Status::Sql("23502", std::string(u.getNotNullErrors()[i].cStr())), 0);
     }
   }
-  TxnWrite w;
-  w.op.segment = sr.segment;
-  w.op.key = std::move(key);
-  w.op.kind = storage::VersionKind::kPut;
-  EncodeRow(row, &w.op.row);
-  w.check = WriteCheck::kUpdate;
+  if (!u.getDelete()) EncodeRow(row, &w.op.row);
   std::vector<TxnWrite> writes;
   writes.push_back(std::move(w));
   st = participant_->Prepare(u.getTxn(), u.getSnapshotTs(), std::move(writes), false, /*wait=*/true);

@@ -167,7 +167,7 @@ struct Request {
       exchanges @51 :List(ExchangePlaces);  # one per Exchange of `plan`, in pre-order
       analyze @60 :Bool;             # EXPLAIN ANALYZE: the last reply also carries ownerStats
     }
-    updateKey :group {               # an UPDATE of the one row with primary key in [lo, hi),
+    updateKey :group {               # an UPDATE (or DELETE) of the one row with key in [lo, hi),
       txn @52 :UInt64;               # evaluated here: `plan` (Project over Filter over Scan)
       snapshotTs @53 :UInt64;        # gives the new row from the row at the snapshot (with
       segment @54 :UInt64;           # the txn's own writes); it is prepared as an update
@@ -176,6 +176,8 @@ struct Request {
       plan @57 :Data;
       notNull @58 :List(UInt32);     # columns the new row must not have NULL in (23502)
       notNullErrors @59 :List(Text); # ... and 23502's message for each
+      delete @61 :Bool;              # a DELETE: `plan` is the Filter over the Scan, and the
+                                     # row it yields is deleted (prepared as an update would be)
     }
   }
 }
@@ -212,6 +214,6 @@ struct Response {
     }
     segments @12 :List(SegmentStats);
     committedTs @13 :UInt64;
-    updated @19 :UInt64;               # updateKey: rows updated (0 or 1), each one write prepared
+    updated @19 :UInt64;               # updateKey: rows updated or deleted (0 or 1), each one write prepared
   }
 }

@@ -315,7 +315,7 @@ TEST(Select, OffloadWrapsTheBlockingPartAboveTheExchanges) {
 
 // A join on a key that is all of one table's primary key and leads the other's becomes one join
 // per segment; the aggregation above it splits; each part's scans narrow to its key range.
-TEST(Select, SingleRowUpdatesByKeyGetAPlanForTheRowsNode) {
+TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
   MemCatalog cat;
   auto plan_of = [&](const std::string& q) -> std::optional<plan::KeyUpdate> {
     auto stmts = sql::Parse(q);
@@ -354,6 +354,29 @@ TEST(Select, SingleRowUpdatesByKeyGetAPlanForTheRowsNode) {
   EXPECT_FALSE(plan_of("UPDATE t SET v = 1 WHERE grp = 'a'").has_value()) << "not by key";
   EXPECT_FALSE(plan_of("UPDATE t SET v = 1").has_value());
   EXPECT_FALSE(plan_of("UPDATE t SET v = (SELECT max(v) FROM t) WHERE id = 5").has_value()) << "needs the master";
+  // DELETE: the filter over the key's scan, run as the node would.
+  auto delete_of = [&](const std::string& q) -> std::optional<plan::KeyUpdate> {
+    auto stmts = sql::Parse(q);
+    EXPECT_TRUE(stmts.ok()) << q;
+    if (!stmts.ok()) return std::nullopt;
+    auto b = plan::BindDelete(std::get<sql::DeleteStmt>((*stmts)[0]), cat);
+    EXPECT_TRUE(b.ok()) << q << ": " << b.status().ToString();
+    if (!b.ok()) return std::nullopt;
+    return plan::PlanKeyDelete(*b);
+  };
+  auto kd = delete_of("DELETE FROM t WHERE id = 9 AND v > 0");
+  ASSERT_TRUE(kd.has_value());
+  key.clear();
+  EncodeKeyValue(Value::Int32(9), &key);
+  EXPECT_EQ(kd->lo, key);
+  size_t rows = 0;
+  ASSERT_TRUE(exec::Execute(*kd->plan, ctx, [&](const exec::Batch& b) {
+                rows += b.rows;
+                return Status::OK();
+              }).ok());
+  EXPECT_EQ(rows, 1u);
+  EXPECT_FALSE(delete_of("DELETE FROM t WHERE id < 9").has_value());
+  EXPECT_FALSE(delete_of("DELETE FROM t").has_value());
 }
 
 TEST(Select, CoLocatedJoinsSplitIntoKeyRangeParts) {

@@ -1,6 +1,6 @@
-// Single-row UPDATEs by key that the row's node evaluates and prepares in one round trip
-// (query/plan/key_update.h, master/cluster/cluster_key_update.cc): the same outcomes as the
-// master's scan-then-write path, errors included.
+// Single-row UPDATEs and DELETEs by key that the row's node evaluates and prepares in one
+// round trip (query/plan/key_update.h, master/cluster/cluster_key_update.cc): the same
+// outcomes as the master's scan-then-write path, errors included.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -23,6 +23,10 @@ std::vector<std::string> Block(const std::string& t) {
       fmt::format("UPDATE {} SET v = v + 41 WHERE id = 5000", t),                             // a row the block inserted
       fmt::format("DELETE FROM {} WHERE id = 12", t),
       fmt::format("UPDATE {} SET v = 3 WHERE id = 12", t),                                    // a row the block deleted
+      fmt::format("DELETE FROM {} WHERE id = 13 AND v < 0", t),                               // filter fails: 0 rows
+      fmt::format("DELETE FROM {} WHERE id = 99998", t),                                      // no such row
+      fmt::format("INSERT INTO {} VALUES (5001, 2, 'gone')", t),
+      fmt::format("DELETE FROM {} WHERE id = 5001", t),                                       // a row the block inserted
       "COMMIT",
   };
 }
@@ -43,7 +47,7 @@ TEST(KeyUpdates, RunOnTheRowsNodeAndAnswerAsTheMasterWould) {
   auto key_updates = [&] {
     int status = 0;
     std::string text = HttpGet(port, "/metrics", &status);
-    return status == 0 ? MetricValue(text, "wattdb_key_updates_total") : -1.0;
+    return status == 0 ? MetricValue(text, "wattdb_key_writes_total") : -1.0;
   };
   double before = key_updates();
   ASSERT_GE(before, 0);
@@ -54,7 +58,7 @@ TEST(KeyUpdates, RunOnTheRowsNodeAndAnswerAsTheMasterWould) {
     ASSERT_EQ(st, "") << q << ": " << msg;
   }
   double after = key_updates();
-  EXPECT_EQ(after - before, 8) << "each UPDATE by key in the block ran on the row's node";
+  EXPECT_EQ(after - before, 12) << "each UPDATE and DELETE by key in the block ran on the row's node";
   auto m = cluster.Connect();
   ASSERT_EQ(m->Exec("SET wattdb_pushdown = off"), "");
   for (const auto& q : Block("b")) {
@@ -68,7 +72,8 @@ TEST(KeyUpdates, RunOnTheRowsNodeAndAnswerAsTheMasterWould) {
   EXPECT_EQ(ra, rb);
   EXPECT_EQ(c->Scalar("SELECT v || s FROM a WHERE id = 7"), "44row7!");  // (21 + 1) * 2
   EXPECT_EQ(c->Scalar("SELECT v FROM a WHERE id = 5000"), "42");
-  EXPECT_EQ(c->Scalar("SELECT count(*) FROM a WHERE id = 12"), "0");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM a WHERE id IN (12, 5001)"), "0");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM a WHERE id = 13"), "1");
   EXPECT_EQ(c->Scalar("SELECT coalesce(s, 'null') FROM a WHERE id = 1500"), "null");
 
   // Errors come from the node as from the master; the block fails and rolls back whole.

@@ -1,14 +1,15 @@
-// Key-routed updates: the row's node reads it, computes the new row and prepares the write,
-// so a single-row UPDATE costs one round trip instead of a scan and a prepare.
+// Key-routed writes: the row's node reads it, computes the new row (or checks the DELETE's
+// filter) and prepares the write, so a single-row UPDATE or DELETE costs one round trip
+// instead of a scan and a prepare.
 #include "master/cluster/cluster.h"
 
 #include "master/cluster/node_rpc.h"
 
 namespace wattdb::master {
 
-Result<std::optional<uint64_t>> Cluster::UpdateKey(Transaction& t, TableId table, const std::string& lo,
-                                                   const std::string& hi, const std::string& plan,
-                                                   const std::vector<uint32_t>& not_null,
+Result<std::optional<uint64_t>> Cluster::KeyWrite(Transaction& t, TableId table, const std::string& lo,
+                                                  const std::string& hi, const std::string& plan, bool is_delete,
+                                                  const std::vector<uint32_t>& not_null,
                                                    const std::vector<std::string>& not_null_errors) {
   if (HasUniqueIndex(table)) return std::optional<uint64_t>();  // unique keys are checked here, after prepare
   // Route latches the key's segment for the transaction, as a write to it would.
@@ -20,7 +21,8 @@ Result<std::optional<uint64_t>> Cluster::UpdateKey(Transaction& t, TableId table
   SegmentId segment = by_node.begin()->second.front().segment;
   ASSIGN_OR_RETURN(auto client, registry_->Client(node));
   uint64_t updated = 0;
-  Status s = RpcUpdateKey(*client, t.id, t.snapshot, segment, lo, hi, plan, not_null, not_null_errors, &updated);
+  Status s =
+      RpcUpdateKey(*client, t.id, t.snapshot, segment, lo, hi, plan, is_delete, not_null, not_null_errors, &updated);
   if (s.IsStale() || s.IsNotFound()) return std::optional<uint64_t>();  // moved or split: nothing done
   if (s.ok() && updated == 0) return std::optional<uint64_t>(0);      // nothing prepared
   // An error the node answered with left nothing there (a prepare keeps its write only when

@@ -84,7 +84,7 @@ Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<con
 }
 
 Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment, const std::string& lo,
-                    const std::string& hi, const std::string& plan, const std::vector<uint32_t>& not_null,
+                    const std::string& hi, const std::string& plan, bool is_delete, const std::vector<uint32_t>& not_null,
                     const std::vector<std::string>& not_null_errors, uint64_t* updated) {
   *updated = 0;
   return Call(c, [&](proto::Request::Builder r) {
@@ -95,6 +95,7 @@ Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId s
     u.setLo(Bytes(lo));
     u.setHi(Bytes(hi));
     u.setPlan(Bytes(plan));
+    u.setDelete(is_delete);
     auto nn = u.initNotNull(not_null.size());
     for (size_t i = 0; i < not_null.size(); i++) nn.set(i, not_null[i]);
     auto names = u.initNotNullErrors(not_null_errors.size());

@@ -57,10 +57,11 @@ Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<con
                   bool durable = false, uint64_t expect = 0, Timestamp min_commit_ts = 0);
 // Updates the one row of segment `segment` with key in [lo, hi) on its node, as txn's
 // write at `snapshot`: `plan` (serialized Project over Filter over Scan) makes the new row
-// from the row the transaction sees; columns `not_null` must not be NULL in it (else 23502
+// from the row the transaction sees (`is_delete`: `plan` is the Filter over the Scan, and the
+// row it yields is deleted); columns `not_null` must not be NULL in it (else 23502
 // with the message `not_null_errors` has for the column). `*updated`: 0 (no such row, or the filter failed) or 1 (one write prepared).
 Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment, const std::string& lo,
-                    const std::string& hi, const std::string& plan, const std::vector<uint32_t>& not_null,
+                    const std::string& hi, const std::string& plan, bool is_delete, const std::vector<uint32_t>& not_null,
                     const std::vector<std::string>& not_null_errors, uint64_t* updated);
 // Prepares and commits a single-node transaction in one round trip; 55P03 if a key is
 // locked by another transaction (nothing was done: fall back to prepare + commit).

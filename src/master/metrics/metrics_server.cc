@@ -198,9 +198,9 @@ std::string MetricsServer::Render(Cluster& cluster) {
   w.Family("wattdb_generic_plan_executions_total", "counter",
            "Executions of prepared SELECTs that reused their generic plan (no parsing or planning).");
   w.Sample("wattdb_generic_plan_executions_total", {}, static_cast<double>(q.generic_plans.load()));
-  w.Family("wattdb_key_updates_total", "counter",
-           "Single-row UPDATEs by key that the row's node evaluated and prepared in one round trip.");
-  w.Sample("wattdb_key_updates_total", {}, static_cast<double>(q.key_updates.load()));
+  w.Family("wattdb_key_writes_total", "counter",
+           "Single-row UPDATEs and DELETEs by key that the row's node evaluated and prepared in one round trip.");
+  w.Sample("wattdb_key_writes_total", {}, static_cast<double>(q.key_writes.load()));
   w.Family("wattdb_offloaded_total", "counter", "Plan subtrees (aggregation, sort, join) a helper node ran to the end.");
   w.Sample("wattdb_offloaded_total", {}, static_cast<double>(q.offloaded.load()));
   w.Family("wattdb_offload_failures_total", "counter",

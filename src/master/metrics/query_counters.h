@@ -11,7 +11,7 @@ struct QueryCounters {
   std::atomic<uint64_t> errors{0};         // finished with an error
   std::atomic<uint64_t> micros{0};         // time spent in them
   std::atomic<uint64_t> generic_plans{0};  // executions of prepared SELECTs that reused their plan
-  std::atomic<uint64_t> key_updates{0};     // single-row UPDATEs run on the row's node
+  std::atomic<uint64_t> key_writes{0};      // single-row UPDATEs and DELETEs run on the row's node
   std::atomic<uint64_t> offloaded{0};       // plan subtrees a helper node ran to the end
   std::atomic<uint64_t> offload_failures{0};  // ... whose helper failed (then run on the master)
 

@@ -428,11 +428,8 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
     return std::find(t.key_columns.begin(), t.key_columns.end(), set.first) != t.key_columns.end();
   });
   if (!keys_change && PushdownSetting() != "off") {
-    // One row by its key: its node computes and prepares the new row (outside a block, under
-    // the statement's own transaction, committed here).
+    // One row by its key: its node computes and prepares the new row.
     if (auto ku = plan::PlanKeyUpdate(b)) {
-      std::string plan_bytes;
-      ku->plan->Serialize(&plan_bytes);
       std::vector<uint32_t> not_null;
       std::vector<std::string> errors;  // 23502's message for each
       for (const auto& [col, e] : b.sets) {
@@ -441,16 +438,8 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
         errors.push_back(fmt::format("null value in column \"{}\" of relation \"{}\" violates not-null constraint",
                                     t.columns[col].name, t.name));
       }
-      std::unique_ptr<Transaction> own = txn_ ? nullptr : cluster_.Begin(snap);
-      Transaction& txn = txn_ ? *txn_ : *own;
-      auto n = cluster_.UpdateKey(txn, t.id, ku->lo, ku->hi, plan_bytes, not_null, errors);
-      if (own && (!n.ok() || !*n)) cluster_.Rollback(*own);
-      RETURN_NOT_OK(n.status());
-      if (*n) {
-        if (own) RETURN_NOT_OK(cluster_.Commit(*own));
-        cluster_.queries().key_updates.fetch_add(1, std::memory_order_relaxed);
-        return fmt::format("UPDATE {}", **n);
-      }
+      ASSIGN_OR_RETURN(auto n, KeyWrite(t, snap, *ku, false, not_null, errors));
+      if (n) return fmt::format("UPDATE {}", *n);
     }
   }
   if (!keys_change) {
@@ -523,12 +512,39 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
   return fmt::format("UPDATE {}", count);
 }
 
+Result<std::optional<uint64_t>> Executor::KeyWrite(const TableSchema& t, Timestamp snap, const plan::KeyUpdate& kw,
+                                                   bool is_delete, const std::vector<uint32_t>& not_null,
+                                                   const std::vector<std::string>& not_null_errors) {
+  std::string plan_bytes;
+  kw.plan->Serialize(&plan_bytes);
+  std::unique_ptr<Transaction> own = txn_ ? nullptr : cluster_.Begin(snap);
+  Transaction& txn = txn_ ? *txn_ : *own;
+  auto n = cluster_.KeyWrite(txn, t.id, kw.lo, kw.hi, plan_bytes, is_delete, not_null, not_null_errors);
+  if (!n.ok() || !n->has_value()) {  // failed, or the general path's to do: nothing stays
+    if (own) cluster_.Rollback(*own);
+    return n;
+  }
+  if (own) RETURN_NOT_OK(cluster_.Commit(*own));  // nothing written: ends the read-only txn
+  cluster_.queries().key_writes.fetch_add(1, std::memory_order_relaxed);
+  return n;
+}
+
 Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel) {
   RETURN_NOT_OK(plan::RewriteViewTarget(s, db_));
   ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindDelete(s, db_));
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
   Timestamp snap = Snapshot();
+  if (PushdownSetting() != "off") {
+    // One row by its key: its node checks the filter and prepares the delete.
+    if (auto kd = plan::PlanKeyDelete(b)) {
+      ASSIGN_OR_RETURN(auto n, KeyWrite(t, snap, *kd, true, {}, {}));
+      if (n) {
+        if (*n) cluster_.catalog().AdjustRowCount(t.id, -static_cast<int64_t>(*n));
+        return fmt::format("DELETE {}", *n);
+      }
+    }
+  }
   StatementWriter out(*this, t.id, snap);
   size_t n = 0;
   RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {

@@ -19,6 +19,7 @@
 #include "master/sql/offload.h"
 #include "query/exec/batch.h"
 #include "query/exec/context.h"
+#include "query/plan/key_update.h"
 #include "query/plan/plan.h"
 #include "query/sql/ast.h"
 
@@ -139,6 +140,12 @@ class Executor {
   Result<std::string> Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel);
+  // An UPDATE (or, `is_delete`, a DELETE) of one row by its key, run on the row's node
+  // (Cluster::KeyWrite) under the block's transaction or, outside one, the statement's own,
+  // committed here. The rows written (0 or 1), or nullopt: take the general path.
+  Result<std::optional<uint64_t>> KeyWrite(const TableSchema& t, Timestamp snap, const plan::KeyUpdate& kw,
+                                           bool is_delete, const std::vector<uint32_t>& not_null,
+                                           const std::vector<std::string>& not_null_errors);
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
   Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);

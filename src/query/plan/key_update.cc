@@ -7,9 +7,12 @@
 
 namespace wattdb::plan {
 
-std::optional<KeyUpdate> PlanKeyUpdate(const BoundModify& update) {
-  const TableSchema& t = update.table;
-  const PlanNode* src = update.source.get();
+namespace {
+
+// The key's range if `m`'s source is a Filter a node can evaluate over a Scan of one key.
+std::optional<KeyUpdate> OneKey(const BoundModify& m) {
+  const TableSchema& t = m.table;
+  const PlanNode* src = m.source.get();
   if (!src || t.HasHiddenKey() || src->kind != PlanNode::Kind::kFilter || src->children.size() != 1) {
     return std::nullopt;
   }
@@ -21,6 +24,23 @@ std::optional<KeyUpdate> PlanKeyUpdate(const BoundModify& update) {
   bool point = false;
   DeriveKeyRange(src->predicate.get(), t, &out.lo, &out.hi, &point);
   if (!point || out.lo.empty() || out.hi.empty()) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::optional<KeyUpdate> PlanKeyDelete(const BoundModify& del) {
+  auto out = OneKey(del);
+  if (out) out->plan = del.source->Clone();
+  return out;
+}
+
+std::optional<KeyUpdate> PlanKeyUpdate(const BoundModify& update) {
+  const TableSchema& t = update.table;
+  auto one = OneKey(update);
+  if (!one) return std::nullopt;
+  KeyUpdate out = std::move(*one);
+  const PlanNode* src = update.source.get();
   std::vector<const BoundExpr*> set_of(t.columns.size(), nullptr);
   for (const auto& [col, e] : update.sets) {
     bool key = std::find(t.key_columns.begin(), t.key_columns.end(), col) != t.key_columns.end();

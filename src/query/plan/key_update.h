@@ -1,4 +1,4 @@
-// Single-row UPDATEs a node can run by itself. An UPDATE whose WHERE fixes every primary-key
+// Single-row UPDATEs (and DELETEs) a node can run by itself. An UPDATE whose WHERE fixes every primary-key
 // column to a constant, that sets no key column and whose expressions a node can evaluate
 // (fragment.h NodeSafe) becomes a plan over the one row: Project(new row) over the bound
 // source (Filter over Scan of the key). The row's owner runs it on the row the transaction
@@ -20,5 +20,8 @@ struct KeyUpdate {
 
 // The plan for `update` if it suits; nullopt otherwise (the master then scans and writes).
 std::optional<KeyUpdate> PlanKeyUpdate(const BoundModify& update);
+// The same for a DELETE whose WHERE fixes every primary-key column: the plan is the bound
+// source (Filter over Scan of the key); the row it yields is deleted.
+std::optional<KeyUpdate> PlanKeyDelete(const BoundModify& del);
 
 }  // namespace wattdb::plan
