@@ -3,6 +3,7 @@
 #include "node/node_server.h"
 
 #include "common/codec.h"
+#include "common/failpoint.h"
 #include "node/fragment_runner.h"
 #include "node/segment_rows.h"
 #include "node/wire.h"
@@ -99,6 +100,7 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
   std::vector<TxnWrite> writes;
   writes.push_back(std::move(w));
   st = participant_->Prepare(u.getTxn(), u.getSnapshotTs(), std::move(writes), false, /*wait=*/true);
+  if (st.ok()) MaybeFail("node.update_key.after_prepare");
   return reply(st, st.ok() ? 1 : 0);
 }
 

@@ -531,6 +531,52 @@ void StatementRestartMeetsANodeFault(bool freeze) {
   EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"1", "101"}, {"2", "1002"}}));
 }
 
+// A key-routed UPDATE (in a block, or on its own) whose node dies (or freezes) after
+// preparing the new row and before answering: the statement fails within its deadline
+// instead of hanging, nothing of it or its block is committed, what was committed before
+// stays, and the row is writable again once the node is back.
+void KeyWriteMeetsANodeFault(bool freeze, bool block) {
+  MiniCluster cluster(Managed(1, 1 << 20, 200));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto a = cluster.Connect(), c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t VALUES (1, 1), (2, 2)"), "");
+  ASSERT_EQ(c->Exec("UPDATE t SET v = v + 10 WHERE id = 2"), "");  // committed: must stay
+  pid_t pid = cluster.NodePid(1);
+  if (block) {
+    ASSERT_EQ(a->Exec("BEGIN"), "");
+    ASSERT_EQ(a->Exec("INSERT INTO t VALUES (3, 3)"), "");
+  }
+  cluster.ArmFailpoint(freeze ? "node.update_key.after_prepare stop" : "node.update_key.after_prepare");
+  auto t0 = Clock::now();
+  std::string msg, st = a->Exec("UPDATE t SET v = v + 100 WHERE id = 1", nullptr, &msg);
+  EXPECT_FALSE(st.empty()) << "the update succeeded although its node failed before answering";
+  EXPECT_LT(SecondsSince(t0), 12.0) << st << ": " << msg;
+  if (block) {
+    EXPECT_EQ(a->Exec("COMMIT"), "");  // COMMIT of a failed block is a ROLLBACK
+  }
+  if (freeze) {
+    ASSERT_TRUE(AwaitStopped(pid));
+    kill(pid, SIGCONT);
+  }
+  ASSERT_TRUE(AllUp(cluster, 1, 20000)) << "logs in " << cluster.dir();
+  EXPECT_EQ(cluster.NodePid(1) == pid, freeze);
+  // The prepared row is released once the node learns the statement's transaction is over.
+  std::string updated = "none";
+  for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until && !updated.empty();) {
+    updated = c->Exec("UPDATE t SET v = v + 1000 WHERE id = 1", nullptr, &msg);
+  }
+  EXPECT_EQ(updated, "") << msg;
+  std::vector<std::vector<std::string>> rows;
+  ASSERT_EQ(c->Exec("SELECT id, v FROM t ORDER BY id", &rows), "");
+  EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"1", "1001"}, {"2", "12"}}));
+}
+
+TEST(Faults, NodeKilledAfterPreparingAKeyUpdateInABlock) { KeyWriteMeetsANodeFault(false, true); }
+TEST(Faults, NodeFrozenAfterPreparingAKeyUpdateInABlock) { KeyWriteMeetsANodeFault(true, true); }
+TEST(Faults, NodeKilledAfterPreparingAKeyUpdateOnItsOwn) { KeyWriteMeetsANodeFault(false, false); }
+TEST(Faults, NodeFrozenAfterPreparingAKeyUpdateOnItsOwn) { KeyWriteMeetsANodeFault(true, false); }
+
 TEST(Faults, NodeKilledWhileUndoingARestartedStatement) { StatementRestartMeetsANodeFault(false); }
 TEST(Faults, NodeFrozenWhileUndoingARestartedStatement) { StatementRestartMeetsANodeFault(true); }
 
