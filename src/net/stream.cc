@@ -49,41 +49,29 @@ Status Stream::ReadExact(void* data, size_t n, Deadline deadline) {
       rpos_ += k;
       p += k;
       n -= k;
-      continue;
+    } else if (n >= kReadBuffer) {  // a large read goes straight to its destination
+      ASSIGN_OR_RETURN(size_t got, ReadSome(p, n, deadline));
+      p += got;
+      n -= got;
+    } else {
+      if (!rbuf_) rbuf_ = std::make_unique<char[]>(kReadBuffer);
+      rpos_ = rend_ = 0;
+      ASSIGN_OR_RETURN(rend_, ReadSome(rbuf_.get(), kReadBuffer, deadline));
     }
-    if (n >= kReadBuffer) break;  // a large read goes straight to its destination
-    RETURN_NOT_OK(Fill(deadline));
-  }
-  while (n > 0) {
-    boost::system::error_code ec;
-    size_t got = socket_.read_some(asio::buffer(p, n), ec);
-    p += got;
-    n -= got;
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));
-      continue;
-    }
-    if (ec == asio::error::interrupted) continue;
-    if (ec == asio::error::eof) return Status::IOError(fmt::format("{} closed the connection", peer_));
-    if (ec) return Status::IOError(fmt::format("receive from {}: {}", peer_, ec.message()));
   }
   return Status::OK();
 }
 
-Status Stream::Fill(Deadline deadline) {
-  if (!rbuf_) rbuf_ = std::make_unique<char[]>(kReadBuffer);
-  rpos_ = rend_ = 0;
+Result<size_t> Stream::ReadSome(char* p, size_t n, Deadline deadline) {
   // Unless a poll just said the socket is readable, the bytes are usually still on their way
   // (a reply to a request just sent): wait first rather than try a read that would fail.
   if (!readable_) RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));
-  readable_ = false;
   while (true) {
     boost::system::error_code ec;
-    size_t got = socket_.read_some(asio::buffer(rbuf_.get(), kReadBuffer), ec);
+    size_t got = socket_.read_some(asio::buffer(p, n), ec);
     if (got > 0) {
-      rend_ = got;
       readable_ = false;
-      return Status::OK();
+      return got;
     }
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));

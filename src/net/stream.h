@@ -55,9 +55,8 @@ class Stream {
   // Waits until `events` (POLLIN or POLLOUT) or the deadline.
   Status Wait(short events, Deadline deadline, const char* what);
 
-  // Reads what the socket has (at least one byte, waiting until `deadline`) into the buffer,
-  // which must be empty.
-  Status Fill(Deadline deadline);
+  // Reads what the socket has, up to n bytes and at least one (waiting until `deadline`).
+  Result<size_t> ReadSome(char* p, size_t n, Deadline deadline);
 
   static constexpr size_t kReadBuffer = 16 << 10;
   asio::ip::tcp::socket& socket_;

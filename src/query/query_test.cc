@@ -317,14 +317,16 @@ TEST(Select, OffloadWrapsTheBlockingPartAboveTheExchanges) {
 // per segment; the aggregation above it splits; each part's scans narrow to its key range.
 TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
   MemCatalog cat;
+  // The plan for the rows' node of an UPDATE or DELETE, if it gets one.
   auto plan_of = [&](const std::string& q) -> std::optional<plan::KeyUpdate> {
     auto stmts = sql::Parse(q);
     EXPECT_TRUE(stmts.ok()) << q;
     if (!stmts.ok()) return std::nullopt;
-    auto b = plan::BindUpdate(std::get<sql::UpdateStmt>((*stmts)[0]), cat);
+    auto* del = std::get_if<sql::DeleteStmt>(&(*stmts)[0]);
+    auto b = del ? plan::BindDelete(*del, cat) : plan::BindUpdate(std::get<sql::UpdateStmt>((*stmts)[0]), cat);
     EXPECT_TRUE(b.ok()) << q << ": " << b.status().ToString();
     if (!b.ok()) return std::nullopt;
-    return plan::PlanKeyUpdate(*b);
+    return del ? plan::PlanKeyDelete(*b) : plan::PlanKeyUpdate(*b);
   };
   auto ku = plan_of("UPDATE t SET v = v + 1, grp = grp || '!' WHERE id = 5 AND d > 0");
   ASSERT_TRUE(ku.has_value());
@@ -355,16 +357,7 @@ TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
   EXPECT_FALSE(plan_of("UPDATE t SET v = 1").has_value());
   EXPECT_FALSE(plan_of("UPDATE t SET v = (SELECT max(v) FROM t) WHERE id = 5").has_value()) << "needs the master";
   // DELETE: the filter over the key's scan, run as the node would.
-  auto delete_of = [&](const std::string& q) -> std::optional<plan::KeyUpdate> {
-    auto stmts = sql::Parse(q);
-    EXPECT_TRUE(stmts.ok()) << q;
-    if (!stmts.ok()) return std::nullopt;
-    auto b = plan::BindDelete(std::get<sql::DeleteStmt>((*stmts)[0]), cat);
-    EXPECT_TRUE(b.ok()) << q << ": " << b.status().ToString();
-    if (!b.ok()) return std::nullopt;
-    return plan::PlanKeyDelete(*b);
-  };
-  auto kd = delete_of("DELETE FROM t WHERE id = 9 AND v > 0");
+  auto kd = plan_of("DELETE FROM t WHERE id = 9 AND v > 0");
   ASSERT_TRUE(kd.has_value());
   key.clear();
   EncodeKeyValue(Value::Int32(9), &key);
@@ -375,8 +368,8 @@ TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
                 return Status::OK();
               }).ok());
   EXPECT_EQ(rows, 1u);
-  EXPECT_FALSE(delete_of("DELETE FROM t WHERE id < 9").has_value());
-  EXPECT_FALSE(delete_of("DELETE FROM t").has_value());
+  EXPECT_FALSE(plan_of("DELETE FROM t WHERE id < 9").has_value());
+  EXPECT_FALSE(plan_of("DELETE FROM t").has_value());
 }
 
 TEST(Select, CoLocatedJoinsSplitIntoKeyRangeParts) {

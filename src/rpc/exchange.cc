@@ -62,12 +62,7 @@ ExchangeSource::~ExchangeSource() {
   };
   walk(*fragment_root_);
   for (const auto& [node, stats] : node_stats_) {
-    for (size_t i = 0; i < stats.size() && i < order.size(); i++) {
-      exec::OperatorStats& into = (*opts_.stats)[order[i]][node];
-      into.rows += stats[i].rows;
-      into.batches += stats[i].batches;
-      into.ms += stats[i].ms;
-    }
+    for (size_t i = 0; i < stats.size() && i < order.size(); i++) (*opts_.stats)[order[i]][node].Add(stats[i]);
   }
 }
 
@@ -210,11 +205,7 @@ void ExchangeSource::AddNodeStats(NodeId node, const std::vector<exec::OperatorS
 void ExchangeSource::AddNodeStatsLocked(NodeId node, const std::vector<exec::OperatorStats>& stats) {
   auto& sum = node_stats_[node];
   sum.resize(std::max(sum.size(), stats.size()));
-  for (size_t k = 0; k < stats.size(); k++) {
-    sum[k].rows += stats[k].rows;
-    sum[k].batches += stats[k].batches;
-    sum[k].ms += stats[k].ms;
-  }
+  for (size_t k = 0; k < stats.size(); k++) sum[k].Add(stats[k]);
 }
 
 void ExchangeSource::BookNodeCpu() {

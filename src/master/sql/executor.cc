@@ -365,12 +365,15 @@ Status Executor::DrawGenerated(const TableSchema& t, const std::vector<int>& col
   return Status::OK();
 }
 
+std::string Executor::NotNullMessage(const TableSchema& t, size_t column) {
+  return fmt::format("null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                     t.columns[column].name, t.name);
+}
+
 Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& row) {
   for (size_t i = 0; i < t.columns.size(); i++) {
     if (t.columns[i].not_null && row[i].is_null()) {
-      return Status::Sql("23502", fmt::format("null value in column \"{}\" of relation \"{}\" violates "
-                                              "not-null constraint",
-                                              t.columns[i].name, t.name));
+      return Status::Sql("23502", NotNullMessage(t, i));
     }
   }
   return Status::OK();
@@ -435,8 +438,7 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
       for (const auto& [col, e] : b.sets) {
         if (!t.columns[col].not_null) continue;
         not_null.push_back(static_cast<uint32_t>(col));
-        errors.push_back(fmt::format("null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                                    t.columns[col].name, t.name));
+        errors.push_back(NotNullMessage(t, col));
       }
       ASSIGN_OR_RETURN(auto n, KeyWrite(t, snap, *ku, false, not_null, errors));
       if (n) return fmt::format("UPDATE {}", *n);

@@ -207,6 +207,7 @@ class Executor {
   // Rows inserted minus rows deleted by `writes` (the planner's row estimate follows them).
   static int64_t RowDelta(const std::vector<RowWrite>& writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
+  static std::string NotNullMessage(const TableSchema& t, size_t column);  // 23502's
   // Fills the hidden row id (if `t` has one) and serial `columns` of `row` with their next numbers.
   Status DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);
   // The write inserting `row` into `t`: 23502 on a NULL in a NOT NULL column, 23505 if its key

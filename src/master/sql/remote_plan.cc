@@ -82,42 +82,41 @@ Result<bool> RemotePlan::Next(exec::Batch& out, std::vector<exec::OperatorStats>
   return false;
 }
 
-void AddOwnerStats(const plan::PlanNode& subtree, const rpc::ScanStream::OwnerStats& owners, exec::RemoteStats* into) {
-  if (!into || owners.empty()) return;
-  std::vector<const plan::PlanNode*> order;  // pre-order; only nodes below an Exchange count
+namespace {
+
+// `subtree`'s nodes in pre-order; those below an Exchange (`fragments` false) or the others
+// (`fragments` true) are null.
+std::vector<const plan::PlanNode*> PreOrder(const plan::PlanNode& subtree, bool fragments) {
+  std::vector<const plan::PlanNode*> order;
   std::function<void(const plan::PlanNode&, bool)> walk = [&](const plan::PlanNode& p, bool fragment) {
-    order.push_back(fragment ? &p : nullptr);
+    order.push_back(fragment == fragments ? &p : nullptr);
     for (const auto& c : p.children) walk(*c, fragment || p.kind == plan::PlanNode::Kind::kExchange);
   };
   walk(subtree, false);
-  for (const auto& [owner, stats] : owners) {
-    for (size_t i = 0; i < stats.size() && i < order.size(); i++) {
-      if (!order[i] || (stats[i].rows == 0 && stats[i].batches == 0 && stats[i].ms == 0)) continue;
-      exec::OperatorStats& to = (*into)[order[i]][owner];
-      to.rows += stats[i].rows;
-      to.batches += stats[i].batches;
-      to.ms += stats[i].ms;
-    }
+  return order;
+}
+
+// `stats` (in `order`) into `into` under `node`; `skip_empty`: not the nodes that did nothing.
+void AddInOrder(const std::vector<const plan::PlanNode*>& order, NodeId node,
+                const std::vector<exec::OperatorStats>& stats, bool skip_empty, exec::RemoteStats* into) {
+  for (size_t i = 0; i < stats.size() && i < order.size(); i++) {
+    if (order[i] && !(skip_empty && stats[i].empty())) (*into)[order[i]][node].Add(stats[i]);
   }
+}
+
+}  // namespace
+
+void AddOwnerStats(const plan::PlanNode& subtree, const rpc::ScanStream::OwnerStats& owners, exec::RemoteStats* into) {
+  if (!into || owners.empty()) return;
+  auto order = PreOrder(subtree, /*fragments=*/true);
+  // An owner's vector spans the whole subtree: zeros where it ran nothing.
+  for (const auto& [owner, stats] : owners) AddInOrder(order, owner, stats, /*skip_empty=*/true, into);
 }
 
 void AddRemoteStats(const plan::PlanNode& subtree, NodeId node, const std::vector<exec::OperatorStats>& stats,
                     exec::RemoteStats* into) {
-  if (!into || stats.empty()) return;
-  // Pre-order; the fragments below Exchanges ran on their segments' owners (null: skipped).
-  std::vector<const plan::PlanNode*> order;
-  std::function<void(const plan::PlanNode&, bool)> walk = [&](const plan::PlanNode& p, bool fragment) {
-    order.push_back(fragment ? nullptr : &p);
-    for (const auto& c : p.children) walk(*c, fragment || p.kind == plan::PlanNode::Kind::kExchange);
-  };
-  walk(subtree, false);
-  for (size_t i = 0; i < stats.size() && i < order.size(); i++) {
-    if (!order[i]) continue;
-    exec::OperatorStats& to = (*into)[order[i]][node];
-    to.rows += stats[i].rows;
-    to.batches += stats[i].batches;
-    to.ms += stats[i].ms;
-  }
+  // The fragments below Exchanges ran on their segments' owners: skipped here.
+  if (into && !stats.empty()) AddInOrder(PreOrder(subtree, /*fragments=*/false), node, stats, false, into);
 }
 
 }  // namespace wattdb::master

@@ -33,6 +33,12 @@ struct OperatorStats {
   uint64_t rows = 0;
   uint64_t batches = 0;
   double ms = 0;  // time in Open + Next, children included
+  void Add(const OperatorStats& o) {
+    rows += o.rows;
+    batches += o.batches;
+    ms += o.ms;
+  }
+  bool empty() const { return rows == 0 && batches == 0 && ms == 0; }
 };
 // Counters of operators that ran on the nodes (below an Exchange), by plan node and node id.
 using RemoteStats = std::map<const plan::PlanNode*, std::map<uint32_t, OperatorStats>>;
