@@ -89,6 +89,7 @@ class NodeServer {
   bool OnDropSegment(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnPrepare(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnUpdateKey(net::Connection& conn, net::ReceivedMessage& msg);
+  static constexpr int kMaxRechecks = 3;  // updateKey's READ COMMITTED re-reads of a newer version
   bool OnCommit(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnAbort(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnRollbackTo(net::Connection& conn, net::ReceivedMessage& msg);

@@ -116,8 +116,9 @@ std::vector<uint64_t> Participant::InDoubt() const {
   return out;
 }
 
-Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable,
-                            bool wait, uint64_t expect, Timestamp min_commit_ts) {
+Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes,
+                            const PrepareOptions& opts) {
+  const uint64_t expect = opts.expect;
   // The writes are checked and kept in (segment, key) order, a key's writes in the order
   // given: one segment and lock-table lookup per segment, one storage iterator per segment
   // for the committed versions, and a key's writes side by side.
@@ -179,7 +180,7 @@ restart:
         // below fails (first updater wins); if it aborted, this write goes ahead. A wait that
         // outlasts lock_wait_ (a deadlock, or a stuck holder) aborts this writer.
         uint64_t holder = held->txn;
-        if (!wait) return Status::Sql("55P03", "could not obtain lock on row");
+        if (!opts.wait) return Status::Sql("55P03", "could not obtain lock on row");
         // The wait is checked for a cycle of waiting transactions when it begins and every
         // kDeadlockCheck after (the last of the cycle to wait may not be the one to see it).
         waits_for_[txn] = holder;
@@ -239,6 +240,14 @@ restart:
         return Status::Sql("23505", "duplicate key value violates unique constraint");
       }
       if (lv.found && lv.ts > snapshot) {
+        if (opts.keep_conflict && !opts.durable) {
+          KeptConflict& kept = *opts.keep_conflict;
+          kept.segment = seg_id;
+          kept.key = std::string(check_keys[i]);
+          kept.ts = lv.ts;
+          kept.locked = locks_[seg_id].Emplace(kept.key, LockEntry{txn, kLockOnly}).second;
+          if (kept.locked) prepared_[txn].locked.emplace(seg_id, kept.key);
+        }
         return Status::Conflict("could not serialize access due to concurrent update");
       }
     }
@@ -264,11 +273,11 @@ restart:
       p.ops.push_back(std::move(w.op));
     }
   }
-  if (durable) {
+  if (opts.durable) {
     bool was_durable = p.durable;
     Timestamp old_min = p.min_commit_ts;
     p.durable = true;
-    p.min_commit_ts = std::max(p.min_commit_ts, min_commit_ts);
+    p.min_commit_ts = std::max(p.min_commit_ts, opts.min_commit_ts);
     std::set<LockKey> locked = p.locked;
     locked.insert(locks_only.begin(), locks_only.end());
     Status s = store_.PutPrepared(txn, EncodeRecord(p.ops, p.received, locked, p.min_commit_ts));
@@ -289,6 +298,20 @@ restart:
   if (!writes.empty()) p.calls.push_back(std::move(call));
   if (p.ops.empty() && p.locked.empty() && !p.durable && !expect) prepared_.erase(txn);
   return Status::OK();
+}
+
+void Participant::Unlock(uint64_t txn, SegmentId segment, const std::string& key) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = prepared_.find(txn);
+  if (it == prepared_.end() || it->second.committing) return;
+  const LockEntry* held = FindLock(segment, key);
+  if (!held || held->txn != txn || held->op != kLockOnly) return;
+  Prepared& p = it->second;
+  p.locked.erase(LockKey(segment, key));
+  for (auto& call : p.calls) std::erase(call.locked, LockKey(segment, key));
+  ReleaseLocks(txn, {}, {LockKey(segment, key)});
+  if (p.ops.empty() && p.locked.empty() && !p.durable && !p.received) prepared_.erase(it);
+  released_.notify_all();
 }
 
 const LockEntry* Participant::FindLock(SegmentId segment, const std::string& key) const {

@@ -46,6 +46,30 @@ struct TxnWrite {
   WriteCheck check = WriteCheck::kNone;
 };
 
+// A key a Prepare found changed since its snapshot, locked for the transaction so that it can
+// be re-read and prepared again with no rival taking the row meanwhile (READ COMMITTED's
+// re-check of the newest version, PostgreSQL's EvalPlanQual).
+struct KeptConflict {
+  SegmentId segment = 0;
+  std::string key;
+  Timestamp ts = 0;     // the key's newest committed version; 0: no conflict was kept
+  bool locked = false;  // the Prepare locked the key (false: the transaction held it already)
+};
+
+struct PrepareOptions {
+  bool durable = false;  // persist the writes before answering (a transaction over several nodes)
+  bool wait = true;      // false: a held lock fails at once with 55P03 instead of waiting
+  // Nonzero: after this call the transaction must have received exactly `expect` writes here
+  // in all (the master's count); otherwise some were lost (this process restarted since) and
+  // the transaction is aborted here (40001).
+  uint64_t expect = 0;
+  Timestamp min_commit_ts = 0;  // durable prepares: the transaction will commit above it, if at all
+  // Non-null: a write whose key has a committed version above the snapshot locks that key for
+  // the transaction (lock-only, kept until Unlock or the transaction's end) and reports it
+  // here before the Conflict returns.
+  KeptConflict* keep_conflict = nullptr;
+};
+
 class Participant {
  public:
   // A Prepare that finds a key locked by another transaction waits up to `lock_wait` for
@@ -61,13 +85,10 @@ class Participant {
   // locked by another transaction is waited for (40001 if the wait times out, 40P01 if the
   // holder waits for this one); then a key whose newest version is above `snapshot` is a
   // Conflict, as under snapshot isolation the first updater wins.
-  // `wait` false: a held lock fails at once with 55P03 instead of waiting.
-  // `expect` nonzero: after this call the transaction must have received exactly `expect`
-  // writes here in all (the master's count); otherwise some were lost (this process
-  // restarted since) and the transaction is aborted here (40001).
-  // `min_commit_ts` (durable prepares): the transaction will commit above it, if at all.
-  Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, bool durable = false,
-                 bool wait = true, uint64_t expect = 0, Timestamp min_commit_ts = 0);
+  Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, const PrepareOptions& opts = {});
+  // Releases `key` of `segment` if `txn` holds it lock-only (a KeptConflict it no longer
+  // writes); a key it wrote stays locked.
+  void Unlock(uint64_t txn, SegmentId segment, const std::string& key);
   // Applies the prepared writes and records the outcome; `touched` (optional) receives the
   // segments written. Exactly once: a commit of a transaction already committed here is OK
   // (nothing is applied twice); a concurrent second commit waits for the first. NotFound if

@@ -56,7 +56,7 @@ TEST_F(ParticipantTest, LockOnlyWritesLockButWriteNothing) {
   ASSERT_TRUE(p_->Commit(1, 11).ok());
   ASSERT_TRUE(p_->Prepare(2, 11, {W(5, WriteCheck::kLock)}).ok());
   EXPECT_TRUE(p_->PendingWrites(2, 1, "", "").empty());
-  Status other = p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate)}, false, /*wait=*/false);
+  Status other = p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate)}, {.wait = false});
   EXPECT_EQ(other.sqlstate(), "55P03");
   ASSERT_TRUE(p_->Commit(2, 12).ok());
   auto lv = store_->Latest(1, W(5, WriteCheck::kNone).op.key);
@@ -70,6 +70,41 @@ TEST_F(ParticipantTest, LockOnlyWritesLockButWriteNothing) {
   EXPECT_EQ(store_->Latest(1, W(5, WriteCheck::kNone).op.key)->ts, 13u);
   // A lock taken after our snapshot's view changed fails like an update would.
   EXPECT_TRUE(p_->Prepare(5, 12, {W(5, WriteCheck::kLock)}).IsConflict());
+}
+
+// READ COMMITTED's re-check: a conflict asked to be kept locks the changed key for the
+// transaction, so a rival cannot take it before the transaction prepares again over the
+// newest version (or lets it go with Unlock).
+TEST_F(ParticipantTest, AKeptConflictLocksTheKeyUntilPreparedAgainOrUnlocked) {
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(1, 11).ok());
+  KeptConflict kept;
+  EXPECT_TRUE(p_->Prepare(2, 10, {W(5, WriteCheck::kUpdate)}, {.keep_conflict = &kept}).IsConflict());
+  EXPECT_EQ(kept.ts, 11u);
+  EXPECT_TRUE(kept.locked);
+  EXPECT_EQ(kept.key, W(5, WriteCheck::kNone).op.key);
+  EXPECT_EQ(p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
+  ASSERT_TRUE(p_->Prepare(2, kept.ts, {W(5, WriteCheck::kUpdate)}).ok());
+  ASSERT_TRUE(p_->Commit(2, 12).ok());
+  EXPECT_EQ(store_->Latest(1, kept.key)->ts, 12u);
+  EXPECT_EQ(p_->prepared_count(), 0u);
+
+  // Kept, then not written: Unlock frees it (and the transaction's entry).
+  KeptConflict again;
+  EXPECT_TRUE(p_->Prepare(4, 11, {W(5, WriteCheck::kUpdate)}, {.keep_conflict = &again}).IsConflict());
+  EXPECT_EQ(again.ts, 12u);
+  EXPECT_EQ(p_->Prepare(5, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
+  p_->Unlock(4, again.segment, again.key);
+  EXPECT_EQ(p_->prepared_count(), 0u);
+  ASSERT_TRUE(p_->Prepare(5, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).ok());
+  // Unlock leaves a key the transaction wrote locked.
+  p_->Unlock(5, again.segment, again.key);
+  EXPECT_EQ(p_->Prepare(6, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
+  // Without keep_conflict nothing is locked by a conflict.
+  EXPECT_TRUE(p_->Prepare(7, 10, {W(6, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(7, 13).ok());
+  EXPECT_TRUE(p_->Prepare(8, 12, {W(6, WriteCheck::kUpdate)}).IsConflict());
+  EXPECT_TRUE(p_->Prepare(9, 13, {W(6, WriteCheck::kUpdate)}, {.wait = false}).ok());
 }
 
 // A failed statement's writes are undone: its locks go (others may take them), the earlier
@@ -86,10 +121,10 @@ TEST_F(ParticipantTest, RollbackToUndoesTheLaterStatementsOnly) {
   ASSERT_EQ(pending.size(), 2u);
   for (const auto& [key, op] : pending) EXPECT_EQ(op.kind, storage::VersionKind::kPut);  // key 1's delete is gone
   // Keys 3 and 4 are free again; key 1 is still ours.
-  EXPECT_TRUE(p_->Prepare(2, 10, {W(3, WriteCheck::kInsert), W(4, WriteCheck::kLock)}, false, /*wait=*/false).ok());
-  EXPECT_EQ(p_->Prepare(3, 10, {W(1, WriteCheck::kUpdate)}, false, /*wait=*/false).sqlstate(), "55P03");
+  EXPECT_TRUE(p_->Prepare(2, 10, {W(3, WriteCheck::kInsert), W(4, WriteCheck::kLock)}, {.wait = false}).ok());
+  EXPECT_EQ(p_->Prepare(3, 10, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
   // The transaction goes on: more writes, then a commit with the count of writes kept.
-  ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}, false, true, /*expect=*/3).ok());
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}, {.expect = 3}).ok());
   ASSERT_TRUE(p_->Commit(1, 11).ok());
   EXPECT_TRUE(store_->Latest(1, W(1, WriteCheck::kNone).op.key)->found);
   EXPECT_TRUE(store_->Latest(1, W(5, WriteCheck::kNone).op.key)->found);
@@ -216,9 +251,9 @@ TEST_F(ParticipantTest, LaterWriterLosesConflicts) {
 }
 
 TEST_F(ParticipantTest, DurablePrepareSurvivesRestart) {
-  ASSERT_TRUE(p_->Prepare(41, 10, {W(1, WriteCheck::kInsert)}, /*durable=*/true).ok());
-  ASSERT_TRUE(p_->Prepare(41, 10, {W(2, WriteCheck::kInsert)}, /*durable=*/true).ok());
-  ASSERT_TRUE(p_->Prepare(42, 10, {W(3, WriteCheck::kInsert)}, /*durable=*/true).ok());
+  ASSERT_TRUE(p_->Prepare(41, 10, {W(1, WriteCheck::kInsert)}, {.durable = true}).ok());
+  ASSERT_TRUE(p_->Prepare(41, 10, {W(2, WriteCheck::kInsert)}, {.durable = true}).ok());
+  ASSERT_TRUE(p_->Prepare(42, 10, {W(3, WriteCheck::kInsert)}, {.durable = true}).ok());
   ASSERT_TRUE(p_->Prepare(43, 10, {W(4, WriteCheck::kInsert)}).ok());  // in memory only
   // Crash: drop everything in memory, reopen the store.
   p_.reset();
@@ -260,7 +295,7 @@ TEST_F(ParticipantTest, PrepareDetectsWritesLostInARestart) {
   store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
   p_ = std::make_unique<Participant>(*store_);
   ASSERT_TRUE(p_->Recover().ok());
-  Status s = p_->Prepare(60, 10, {}, /*durable=*/true, /*wait=*/true, /*expect=*/2);
+  Status s = p_->Prepare(60, 10, {}, {.durable = true, .expect = 2});
   EXPECT_EQ(s.sqlstate(), "40001") << s.ToString();
   EXPECT_TRUE(p_->InDoubt().empty());
   EXPECT_TRUE(store_->ListPrepared()->empty());
@@ -269,14 +304,14 @@ TEST_F(ParticipantTest, PrepareDetectsWritesLostInARestart) {
   EXPECT_EQ(p_->Commit(61, 11, nullptr, /*expect=*/2).sqlstate(), "40001");
   // With the right count both paths go through.
   ASSERT_TRUE(p_->Prepare(62, 10, {W(4, WriteCheck::kInsert), W(5, WriteCheck::kLock)}).ok());
-  ASSERT_TRUE(p_->Prepare(62, 10, {}, true, true, 2).ok());
+  ASSERT_TRUE(p_->Prepare(62, 10, {}, {.durable = true, .expect = 2}).ok());
   ASSERT_TRUE(p_->Commit(62, 12).ok());
 }
 
 // A commit repeated (a retry after a lost reply, or in-doubt resolution racing the first
 // commit) applies nothing twice and reports success; an unknown txn is NotFound.
 TEST_F(ParticipantTest, CommitIsExactlyOnce) {
-  ASSERT_TRUE(p_->Prepare(70, 10, {W(1, WriteCheck::kInsert)}, /*durable=*/true).ok());
+  ASSERT_TRUE(p_->Prepare(70, 10, {W(1, WriteCheck::kInsert)}, {.durable = true}).ok());
   ASSERT_TRUE(p_->Commit(70, 20).ok());
   ASSERT_TRUE(p_->Commit(70, 20).ok());
   EXPECT_EQ(*store_->CommittedAt(70), std::optional<Timestamp>(20));
@@ -307,13 +342,13 @@ TEST_F(ParticipantTest, DurablePrepareKeepsLockOnlyKeys) {
   ASSERT_TRUE(p_->Prepare(80, 10, {W(1, WriteCheck::kInsert)}).ok());
   ASSERT_TRUE(p_->Commit(80, 11).ok());
   ASSERT_TRUE(p_->Prepare(81, 11, {W(1, WriteCheck::kLock), W(2, WriteCheck::kInsert)}).ok());
-  ASSERT_TRUE(p_->Prepare(81, 11, {}, true, true, 2).ok());
+  ASSERT_TRUE(p_->Prepare(81, 11, {}, {.durable = true, .expect = 2}).ok());
   p_.reset();
   store_.reset();
   store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
   p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50));
   ASSERT_TRUE(p_->Recover().ok());
-  EXPECT_EQ(p_->Prepare(82, 11, {W(1, WriteCheck::kUpdate)}, false, /*wait=*/false).sqlstate(), "55P03");
+  EXPECT_EQ(p_->Prepare(82, 11, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
   ASSERT_TRUE(p_->Commit(81, 12).ok());
   EXPECT_TRUE(p_->Prepare(83, 12, {W(1, WriteCheck::kUpdate)}).ok());
 }
@@ -323,7 +358,7 @@ TEST_F(ParticipantTest, DurablePrepareKeepsLockOnlyKeys) {
 TEST_F(ParticipantTest, ReadersWaitForDurablePreparesTheirSnapshotMayInclude) {
   p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50), std::chrono::milliseconds(100));
   ASSERT_TRUE(p_->Prepare(90, 10, {W(1, WriteCheck::kInsert)}).ok());
-  ASSERT_TRUE(p_->Prepare(90, 10, {}, /*durable=*/true, true, 1, /*min_commit_ts=*/20).ok());
+  ASSERT_TRUE(p_->Prepare(90, 10, {}, {.durable = true, .expect = 1, .min_commit_ts = 20}).ok());
   std::string k1, k2;
   EncodeKeyValue(Value::Int64(1), &k1);
   EncodeKeyValue(Value::Int64(2), &k2);

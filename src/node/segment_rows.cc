@@ -9,8 +9,10 @@ namespace wattdb::node {
 Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& store, Participant& participant,
                                                        const ScanRequest& req, ColumnCache* cache) {
   // Index scans read rows anywhere in the segment.
-  RETURN_NOT_OK(participant.AwaitReadable(req.segment, req.index ? "" : req.lo, req.index ? "" : req.hi,
-                                          req.read_ts, req.txn));
+  if (!req.locked) {
+    RETURN_NOT_OK(participant.AwaitReadable(req.segment, req.index ? "" : req.lo, req.index ? "" : req.hi,
+                                            req.read_ts, req.txn));
+  }
   std::unique_ptr<SegmentRows> s(new SegmentRows());
   if (req.txn != 0 && !req.index) s->pending_ = participant.PendingWrites(req.txn, req.segment, req.lo, req.hi);
   if (cache && !req.index && s->pending_.empty()) {

@@ -24,6 +24,10 @@ struct ScanRequest {
   uint64_t txn = 0;    // nonzero: overlay its pending writes
   uint32_t index = 0;  // nonzero: that index's entries with index keys in [index_lo, index_hi)
   std::string index_lo, index_hi;
+  // The reader's transaction holds the lock of the range's one key, so no prepared write can
+  // land there and its newest version is final: read without waiting for in-doubt commits
+  // (and without recording a read at read_ts, which may be above the snapshots handed out).
+  bool locked = false;
 };
 
 class SegmentRows {

@@ -30,13 +30,15 @@ bool NodeServer::OnPrepare(Connection& conn, net::ReceivedMessage& msg) {
     writes.push_back(std::move(tw));
   }
   if (p.getCommitTs() == 0) {
-    return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), p.getDurable(),
-                                             /*wait=*/true, p.getExpect(), p.getMinCommitTs()))
-        .ok();
+    PrepareOptions opts;
+    opts.durable = p.getDurable();
+    opts.expect = p.getExpect();
+    opts.min_commit_ts = p.getMinCommitTs();
+    return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), opts)).ok();
   }
   // One phase: a single-node transaction prepares and commits in one round trip.
   std::set<SegmentId> touched;
-  Status st = participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), false, /*wait=*/false);
+  Status st = participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), {.wait = false});
   if (st.ok()) {
     st = participant_->Commit(p.getTxn(), p.getCommitTs(), &touched);
     if (!st.ok()) participant_->Abort(p.getTxn());
@@ -66,42 +68,70 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
   sr.hi = Str(u.getHi());
   sr.read_ts = u.getSnapshotTs();
   sr.txn = u.getTxn();
-  auto rows = SegmentRows::Open(*store_, *participant_, sr, columns_.get());
-  if (!rows.ok()) return reply(rows.status(), 0);
-  std::vector<Value> row;
-  std::string key;
-  size_t produced = 0;
-  Status st = RunFragment(Str(u.getPlan()), **rows, {}, [&](const exec::Batch& b, const std::string& last_key) {
-    produced += b.rows;
-    if (produced == 1) {
-      row = b.Row(0);
-      key = last_key;
+  // READ COMMITTED: a version committed after the snapshot is re-read with the key locked for
+  // the transaction (no rival can take it meanwhile) and the plan runs again on it, as
+  // PostgreSQL re-checks the newest version of a row it waited for. A lock taken so and
+  // not written is released before the answer.
+  KeptConflict kept;
+  auto release = [&] {
+    if (kept.locked) participant_->Unlock(sr.txn, kept.segment, kept.key);
+    kept.locked = false;
+  };
+  for (int attempt = 0;; attempt++) {
+    auto rows = SegmentRows::Open(*store_, *participant_, sr, kept.ts ? nullptr : columns_.get());
+    if (!rows.ok()) {
+      release();
+      return reply(rows.status(), 0);
     }
-    return Status::OK();
-  }, nullptr);
-  if (!st.ok()) return reply(st, 0);
-  if (produced == 0) return reply(Status::OK(), 0);
-  if (produced > 1 || key < sr.lo || (!sr.hi.empty() && key >= sr.hi)) {
-    return reply(Status::Internal("updateKey: the key range holds more than one row"), 0);
-  }
-  TxnWrite w;
-  w.op.segment = sr.segment;
-  w.op.key = std::move(key);
-  w.check = WriteCheck::kUpdate;
-  w.op.kind = u.getDelete() ? storage::VersionKind::kDelete : storage::VersionKind::kPut;
-  for (size_t i = 0; i < u.getNotNull().size() && !u.getDelete(); i++) {
-    uint32_t c = u.getNotNull()[i];
-    if (c >= row.size()) return reply(Status::InvalidArgument("updateKey: notNull column out of range"), 0);
-    if (row[c].is_null()) {
-      return reply(Status::Sql("23502", std::string(u.getNotNullErrors()[i].cStr())), 0);
+    std::vector<Value> row;
+    std::string key;
+    size_t produced = 0;
+    Status st = RunFragment(Str(u.getPlan()), **rows, {}, [&](const exec::Batch& b, const std::string& last_key) {
+      produced += b.rows;
+      if (produced == 1) {
+        row = b.Row(0);
+        key = last_key;
+      }
+      return Status::OK();
+    }, nullptr);
+    if (st.ok() && produced > 1) st = Status::Internal("updateKey: the key range holds more than one row");
+    if (st.ok() && produced == 1 && (key < sr.lo || (!sr.hi.empty() && key >= sr.hi))) {
+      st = Status::Internal("updateKey: the plan yielded a key outside the range");
     }
+    for (size_t i = 0; st.ok() && produced == 1 && i < u.getNotNull().size() && !u.getDelete(); i++) {
+      uint32_t c = u.getNotNull()[i];
+      if (c >= row.size()) {
+        st = Status::InvalidArgument("updateKey: notNull column out of range");
+      } else if (row[c].is_null()) {
+        st = Status::Sql("23502", std::string(u.getNotNullErrors()[i].cStr()));
+      }
+    }
+    if (!st.ok() || produced == 0) {
+      release();
+      return reply(st, 0);
+    }
+    TxnWrite w;
+    w.op.segment = sr.segment;
+    w.op.key = std::move(key);
+    w.check = WriteCheck::kUpdate;
+    w.op.kind = u.getDelete() ? storage::VersionKind::kDelete : storage::VersionKind::kPut;
+    if (!u.getDelete()) EncodeRow(row, &w.op.row);
+    std::vector<TxnWrite> writes;
+    writes.push_back(std::move(w));
+    PrepareOptions opts;
+    KeptConflict newer;
+    if (u.getReadCommitted() && attempt < kMaxRechecks) opts.keep_conflict = &newer;
+    st = participant_->Prepare(sr.txn, sr.read_ts, std::move(writes), opts);
+    if (st.IsConflict() && newer.ts > sr.read_ts) {
+      if (newer.locked) kept = newer;
+      sr.read_ts = newer.ts;
+      sr.locked = true;
+      continue;
+    }
+    if (!st.ok()) release();
+    if (st.ok()) MaybeFail("node.update_key.after_prepare");
+    return reply(st, st.ok() ? 1 : 0);
   }
-  if (!u.getDelete()) EncodeRow(row, &w.op.row);
-  std::vector<TxnWrite> writes;
-  writes.push_back(std::move(w));
-  st = participant_->Prepare(u.getTxn(), u.getSnapshotTs(), std::move(writes), false, /*wait=*/true);
-  if (st.ok()) MaybeFail("node.update_key.after_prepare");
-  return reply(st, st.ok() ? 1 : 0);
 }
 
 bool NodeServer::OnCommit(Connection& conn, net::ReceivedMessage& msg) {

@@ -178,6 +178,9 @@ struct Request {
       notNullErrors @59 :List(Text); # ... and 23502's message for each
       delete @61 :Bool;              # a DELETE: `plan` is the Filter over the Scan, and the
                                      # row it yields is deleted (prepared as an update would be)
+      readCommitted @62 :Bool;       # a newer committed version is not a conflict: the row is
+                                     # locked, and the plan runs again on that version
+                                     # (PostgreSQL's EvalPlanQual)
     }
   }
 }

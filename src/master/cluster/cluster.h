@@ -142,15 +142,11 @@ class Cluster {
   // Commit or Rollback. The transaction sees its own writes in scans that pass its id.
   std::unique_ptr<Transaction> Begin(Timestamp snapshot);
   Status Write(Transaction& txn, TableId table, std::vector<RowWrite> writes);
-  // An UPDATE (`is_delete`: a DELETE) of the one row of `table` with key in [lo, hi),
-  // evaluated on the row's node in one round trip (cluster_key_update.cc), as RpcUpdateKey
-  // says. The rows written (0 or 1); nullopt if the table does not suit (a unique secondary
+  // `w`, an UPDATE or DELETE of one row of `table`, evaluated on the row's node in one round
+  // trip (cluster_key_update.cc), as RpcUpdateKey says. The rows written (0 or 1); nullopt if the table does not suit (a unique secondary
   // index, checked here) or the segment moved or split meanwhile: the caller then takes the
   // general path (scan, then Write), nothing having been done.
-  Result<std::optional<uint64_t>> KeyWrite(Transaction& txn, TableId table, const std::string& lo,
-                                           const std::string& hi, const std::string& plan, bool is_delete,
-                                           const std::vector<uint32_t>& not_null,
-                                           const std::vector<std::string>& not_null_errors);
+  Result<std::optional<uint64_t>> KeyWrite(Transaction& txn, TableId table, const KeyWriteSpec& w);
   Status Commit(Transaction& txn);
   void Rollback(Transaction& txn);
   // Undoes what `txn` prepared since `mark` (a failed statement's writes, locks and unique

@@ -7,22 +7,18 @@
 
 namespace wattdb::master {
 
-Result<std::optional<uint64_t>> Cluster::KeyWrite(Transaction& t, TableId table, const std::string& lo,
-                                                  const std::string& hi, const std::string& plan, bool is_delete,
-                                                  const std::vector<uint32_t>& not_null,
-                                                   const std::vector<std::string>& not_null_errors) {
+Result<std::optional<uint64_t>> Cluster::KeyWrite(Transaction& t, TableId table, const KeyWriteSpec& w) {
   if (HasUniqueIndex(table)) return std::optional<uint64_t>();  // unique keys are checked here, after prepare
   // Route latches the key's segment for the transaction, as a write to it would.
   std::vector<RowWrite> probe(1);
-  probe[0].key = lo;
+  probe[0].key = w.lo;
   std::map<NodeId, std::vector<RemoteWrite>> by_node;
   RETURN_NOT_OK(Route(t, table, std::move(probe), &by_node));
   NodeId node = by_node.begin()->first;
   SegmentId segment = by_node.begin()->second.front().segment;
   ASSIGN_OR_RETURN(auto client, registry_->Client(node));
   uint64_t updated = 0;
-  Status s =
-      RpcUpdateKey(*client, t.id, t.snapshot, segment, lo, hi, plan, is_delete, not_null, not_null_errors, &updated);
+  Status s = RpcUpdateKey(*client, t.id, t.snapshot, segment, w, &updated);
   if (s.IsStale() || s.IsNotFound()) return std::optional<uint64_t>();  // moved or split: nothing done
   if (s.ok() && updated == 0) return std::optional<uint64_t>(0);      // nothing prepared
   // An error the node answered with left nothing there (a prepare keeps its write only when

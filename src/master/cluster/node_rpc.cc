@@ -83,23 +83,23 @@ Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<con
   }, nullptr);
 }
 
-Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment, const std::string& lo,
-                    const std::string& hi, const std::string& plan, bool is_delete, const std::vector<uint32_t>& not_null,
-                    const std::vector<std::string>& not_null_errors, uint64_t* updated) {
+Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment, const KeyWriteSpec& w,
+                    uint64_t* updated) {
   *updated = 0;
   return Call(c, [&](proto::Request::Builder r) {
     auto u = r.initUpdateKey();
     u.setTxn(txn);
     u.setSnapshotTs(snapshot);
     u.setSegment(segment);
-    u.setLo(Bytes(lo));
-    u.setHi(Bytes(hi));
-    u.setPlan(Bytes(plan));
-    u.setDelete(is_delete);
-    auto nn = u.initNotNull(not_null.size());
-    for (size_t i = 0; i < not_null.size(); i++) nn.set(i, not_null[i]);
-    auto names = u.initNotNullErrors(not_null_errors.size());
-    for (size_t i = 0; i < not_null_errors.size(); i++) names.set(i, not_null_errors[i]);
+    u.setLo(Bytes(w.lo));
+    u.setHi(Bytes(w.hi));
+    u.setPlan(Bytes(w.plan));
+    u.setDelete(w.is_delete);
+    u.setReadCommitted(w.read_committed);
+    auto nn = u.initNotNull(w.not_null.size());
+    for (size_t i = 0; i < w.not_null.size(); i++) nn.set(i, w.not_null[i]);
+    auto names = u.initNotNullErrors(w.not_null_errors.size());
+    for (size_t i = 0; i < w.not_null_errors.size(); i++) names.set(i, w.not_null_errors[i]);
   }, [&](proto::Response::Reader resp) {
     *updated = resp.getUpdated();
     return *updated <= 1 ? Status::OK() : Status::Corruption(fmt::format("node {} updated {} rows of one key", c.id(), *updated));

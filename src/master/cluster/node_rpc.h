@@ -55,14 +55,23 @@ Status RpcHostPower(NodeClient& c, bool suspend);
 // (durable): the commit timestamp, if any, will exceed it.
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<const RemoteWrite> w,
                   bool durable = false, uint64_t expect = 0, Timestamp min_commit_ts = 0);
-// Updates the one row of segment `segment` with key in [lo, hi) on its node, as txn's
-// write at `snapshot`: `plan` (serialized Project over Filter over Scan) makes the new row
-// from the row the transaction sees (`is_delete`: `plan` is the Filter over the Scan, and the
-// row it yields is deleted); columns `not_null` must not be NULL in it (else 23502
-// with the message `not_null_errors` has for the column). `*updated`: 0 (no such row, or the filter failed) or 1 (one write prepared).
-Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment, const std::string& lo,
-                    const std::string& hi, const std::string& plan, bool is_delete, const std::vector<uint32_t>& not_null,
-                    const std::vector<std::string>& not_null_errors, uint64_t* updated);
+// A key-routed UPDATE (or DELETE) of the one row with key in [lo, hi).
+struct KeyWriteSpec {
+  std::string lo, hi;
+  // Serialized Project over Filter over Scan: makes the new row from the row the transaction
+  // sees. A DELETE's is the Filter over the Scan, and the row it yields is deleted.
+  std::string plan;
+  bool is_delete = false;
+  std::vector<uint32_t> not_null;            // columns the new row must not have NULL in ...
+  std::vector<std::string> not_null_errors;  // ... and 23502's message for each
+  // READ COMMITTED: a version committed after the snapshot is not a conflict; the node locks
+  // the row and runs the plan again on that version.
+  bool read_committed = false;
+};
+// Runs `w` on segment `segment`'s node as txn's write at `snapshot`. `*updated`: 0 (no such
+// row, or the filter failed) or 1 (one write prepared).
+Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment, const KeyWriteSpec& w,
+                    uint64_t* updated);
 // Prepares and commits a single-node transaction in one round trip; 55P03 if a key is
 // locked by another transaction (nothing was done: fall back to prepare + commit).
 // `delivered` as in NodeClient::Call: after a failure, whether the node may have committed.

@@ -159,6 +159,7 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   for (int restarts = 0; !r.ok() && r.status().IsConflict() && isolation() == Isolation::kReadCommitted &&
                          Restartable(stmt) && restarts < kMaxRestarts;
        restarts++) {
+    cluster_.queries().restarts.fetch_add(1, std::memory_order_relaxed);
     if (txn_) {
       Status undone = cluster_.RollbackStatement(*txn_, mark);
       if (!undone.ok()) {
@@ -433,14 +434,14 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
   if (!keys_change && PushdownSetting() != "off") {
     // One row by its key: its node computes and prepares the new row.
     if (auto ku = plan::PlanKeyUpdate(b)) {
-      std::vector<uint32_t> not_null;
-      std::vector<std::string> errors;  // 23502's message for each
+      KeyWriteSpec w{ku->lo, ku->hi};
+      ku->plan->Serialize(&w.plan);
       for (const auto& [col, e] : b.sets) {
         if (!t.columns[col].not_null) continue;
-        not_null.push_back(static_cast<uint32_t>(col));
-        errors.push_back(NotNullMessage(t, col));
+        w.not_null.push_back(static_cast<uint32_t>(col));
+        w.not_null_errors.push_back(NotNullMessage(t, col));
       }
-      ASSIGN_OR_RETURN(auto n, KeyWrite(t, snap, *ku, false, not_null, errors));
+      ASSIGN_OR_RETURN(auto n, KeyWrite(t, snap, std::move(w)));
       if (n) return fmt::format("UPDATE {}", *n);
     }
   }
@@ -514,14 +515,11 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
   return fmt::format("UPDATE {}", count);
 }
 
-Result<std::optional<uint64_t>> Executor::KeyWrite(const TableSchema& t, Timestamp snap, const plan::KeyUpdate& kw,
-                                                   bool is_delete, const std::vector<uint32_t>& not_null,
-                                                   const std::vector<std::string>& not_null_errors) {
-  std::string plan_bytes;
-  kw.plan->Serialize(&plan_bytes);
+Result<std::optional<uint64_t>> Executor::KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec w) {
+  w.read_committed = isolation() == Isolation::kReadCommitted;
   std::unique_ptr<Transaction> own = txn_ ? nullptr : cluster_.Begin(snap);
   Transaction& txn = txn_ ? *txn_ : *own;
-  auto n = cluster_.KeyWrite(txn, t.id, kw.lo, kw.hi, plan_bytes, is_delete, not_null, not_null_errors);
+  auto n = cluster_.KeyWrite(txn, t.id, w);
   if (!n.ok() || !n->has_value()) {  // failed, or the general path's to do: nothing stays
     if (own) cluster_.Rollback(*own);
     return n;
@@ -540,7 +538,10 @@ Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>
   if (PushdownSetting() != "off") {
     // One row by its key: its node checks the filter and prepares the delete.
     if (auto kd = plan::PlanKeyDelete(b)) {
-      ASSIGN_OR_RETURN(auto n, KeyWrite(t, snap, *kd, true, {}, {}));
+      KeyWriteSpec w{kd->lo, kd->hi};
+      kd->plan->Serialize(&w.plan);
+      w.is_delete = true;
+      ASSIGN_OR_RETURN(auto n, KeyWrite(t, snap, std::move(w)));
       if (n) {
         if (*n) cluster_.catalog().AdjustRowCount(t.id, -static_cast<int64_t>(*n));
         return fmt::format("DELETE {}", *n);

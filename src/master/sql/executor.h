@@ -140,12 +140,10 @@ class Executor {
   Result<std::string> Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel);
-  // An UPDATE (or, `is_delete`, a DELETE) of one row by its key, run on the row's node
-  // (Cluster::KeyWrite) under the block's transaction or, outside one, the statement's own,
-  // committed here. The rows written (0 or 1), or nullopt: take the general path.
-  Result<std::optional<uint64_t>> KeyWrite(const TableSchema& t, Timestamp snap, const plan::KeyUpdate& kw,
-                                           bool is_delete, const std::vector<uint32_t>& not_null,
-                                           const std::vector<std::string>& not_null_errors);
+  // `w`, an UPDATE or DELETE of one row by its key, run on the row's node (Cluster::KeyWrite)
+  // under the block's transaction or, outside one, the statement's own, committed here. The
+  // rows written (0 or 1), or nullopt: take the general path.
+  Result<std::optional<uint64_t>> KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec w);
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
   Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
