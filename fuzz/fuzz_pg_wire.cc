@@ -30,7 +30,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       sql::CopyStmt s;
       s.csv = data[1] & 1;
       s.header = data[1] & 2;
-      (void)master::pg::ParseCopyData(rest, s);
+      master::CopyRows rows;
+      if (master::pg::ParseCopyData(rest, s, &rows).ok()) {
+        for (size_t r = 0; r < rows.rows(); r++) {  // every field within the buffer
+          for (size_t f = rows.row_begin(r); f < rows.row_end(r); f++) (void)rows.text(f).size();
+        }
+      }
       (void)master::pg::WholeRowsPrefix(rest, s);
       break;
     }

@@ -106,6 +106,33 @@ TEST(Value, CastsFollowSqlRules) {
   EXPECT_EQ(Value::Bool(false).ToText(), "f");
 }
 
+// FromText (COPY's fields) answers as a text value's CastTo does, errors included.
+TEST(Value, FromTextAnswersAsACastFromText) {
+  const SqlType numeric_15_2{TypeId::kNumeric, (15 << 16) | 2};
+  const std::vector<SqlType> types = {{TypeId::kInt32},     {TypeId::kInt64},    numeric_15_2, {TypeId::kNumeric},
+                                      {TypeId::kTimestamp}, {TypeId::kText},     {TypeId::kText, 3},
+                                      {TypeId::kText, -4},  {TypeId::kDouble},   {TypeId::kBool}};
+  const std::vector<std::string> inputs = {"42", " -7 ", "+5", "2147483648", "-2147483649", "9223372036854775808",
+                                           "4x", "", "12.345", "1e3", "abc", "abcd", "1996-03-13 00:00:00",
+                                           "1996-02-30", "t", "NaN", "0.005", "1234567890123456.5"};
+  for (const auto& t : types) {
+    for (const auto& in : inputs) {
+      auto fast = Value::FromText(in, t);
+      auto cast = Value::Text(in).CastTo(t);
+      ASSERT_EQ(fast.ok(), cast.ok()) << t.ToString() << " '" << in << "'";
+      if (!fast.ok()) {
+        EXPECT_EQ(fast.status().sqlstate(), cast.status().sqlstate()) << t.ToString() << " '" << in << "'";
+        EXPECT_EQ(fast.status().message(), cast.status().message());
+        continue;
+      }
+      EXPECT_EQ(fast->type(), cast->type()) << t.ToString() << " '" << in << "'";
+      EXPECT_EQ(fast->ToText(), cast->ToText()) << t.ToString() << " '" << in << "'";
+    }
+  }
+  EXPECT_EQ(Value::FromText("2147483648", {TypeId::kInt32}).status().sqlstate(), "22003");
+  EXPECT_EQ(Value::FromText("12.345", numeric_15_2)->ToText(), "12.35");
+}
+
 TEST(Value, NullsSortLast) {
   EXPECT_GT(Value().Compare(Value::Int32(5)), 0);
   EXPECT_LT(Value::Int32(5).Compare(Value()), 0);

@@ -260,7 +260,7 @@ std::string FormatTimestamp(int64_t us) {
 
 namespace {
 
-Result<Value> ParseInt(const std::string& s, const SqlType& t) {
+Result<Value> ParseInt(std::string_view s, const SqlType& t) {
   std::string_view v(s);
   while (!v.empty() && isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
   while (!v.empty() && isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
@@ -271,9 +271,9 @@ Result<Value> ParseInt(const std::string& s, const SqlType& t) {
     return Status::Sql("22P02",
                        fmt::format("invalid input syntax for type {}: \"{}\"", t.ToString(), s));
   }
-  if (ec == std::errc::result_out_of_range) {
-    return Status::Sql("22003", fmt::format("value \"{}\" is out of range for type {}", s,
-                                            t.ToString()));
+  if (ec == std::errc::result_out_of_range ||
+      (t.id == TypeId::kInt32 && (out > std::numeric_limits<int32_t>::max() || out < std::numeric_limits<int32_t>::min()))) {
+    return Status::Sql("22003", fmt::format("value \"{}\" is out of range for type {}", s, t.ToString()));
   }
   return t.id == TypeId::kInt32 ? Value::Int32(out) : Value::Int64(out);
 }
@@ -447,6 +447,31 @@ Result<Value> Value::CastTo(const SqlType& t) const {
   }
   return Status::Sql("42804", fmt::format("cannot cast type {} to {}",
                                           SqlType{type_, 0}.ToString(), t.ToString()));
+}
+
+Result<Value> Value::FromText(std::string_view s, const SqlType& t) {
+  switch (t.id) {
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+      return ParseInt(s, t);
+    case TypeId::kNumeric: {
+      ASSIGN_OR_RETURN(Decimal d, ParseDecimal(s));
+      if (t.max_len) {
+        ASSIGN_OR_RETURN(d, ApplyTypmod(d, t.precision(), t.scale()));
+      }
+      return Numeric(d);
+    }
+    case TypeId::kTimestamp: {
+      ASSIGN_OR_RETURN(int64_t us, ParseTimestamp(s));
+      return Timestamp(us);
+    }
+    case TypeId::kText:
+      if (!t.max_len) return Text(std::string(s));
+      break;
+    default:
+      break;
+  }
+  return Text(std::string(s)).CastTo(t);
 }
 
 size_t Value::HeapBytes() const {

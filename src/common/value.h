@@ -136,6 +136,9 @@ class Value {
   // Converts to `t` following SQL assignment rules (int range checks -> 22003,
   // text parse failures -> 22P02, varchar length -> 22001).
   Result<Value> CastTo(const SqlType& t) const;
+  // Text(std::string(s)).CastTo(t), without the intermediate copies for the common types (a
+  // COPY's fields).
+  static Result<Value> FromText(std::string_view s, const SqlType& t);
 
  private:
   explicit Value(TypeId t) : type_(t) {}

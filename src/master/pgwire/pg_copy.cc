@@ -1,11 +1,12 @@
 #include "master/pgwire/pg_copy.h"
 
+#include <algorithm>
+
 namespace wattdb::master::pg {
 
 namespace {
 
-Result<std::vector<CopyRow>> ParseText(std::string_view data, const sql::CopyStmt& s) {
-  std::vector<CopyRow> rows;
+Status ParseText(std::string_view data, const sql::CopyStmt& s, CopyRows* out) {
   size_t line_no = 0;
   while (!data.empty()) {
     size_t nl = data.find('\n');
@@ -15,88 +16,92 @@ Result<std::vector<CopyRow>> ParseText(std::string_view data, const sql::CopyStm
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line == "\\.") break;  // end-of-data marker
     if (s.header && line_no == 1) continue;
-    CopyRow row;
     size_t start = 0;
     while (true) {
       size_t end = line.find(s.delimiter, start);
       std::string_view raw = line.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
       if (raw == s.null_string) {
-        row.push_back(std::nullopt);
+        out->EndField(true);
+      } else if (raw.find('\\') == std::string_view::npos) {
+        out->Append(raw);
+        out->EndField(false);
       } else {
-        std::string f;
         for (size_t i = 0; i < raw.size(); i++) {
           if (raw[i] != '\\' || i + 1 == raw.size()) {
-            f.push_back(raw[i]);
+            out->Append(raw[i]);
             continue;
           }
           char e = raw[++i];
-          f.push_back(e == 't' ? '\t' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f'
+          out->Append(e == 't' ? '\t' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f'
                       : e == 'v' ? '\v' : e);
         }
-        row.push_back(std::move(f));
+        out->EndField(false);
       }
       if (end == std::string_view::npos) break;
       start = end + 1;
     }
-    rows.push_back(std::move(row));
+    out->EndRow();
   }
-  return rows;
+  return Status::OK();
 }
 
-Result<std::vector<CopyRow>> ParseCsv(std::string_view data, const sql::CopyStmt& s) {
-  std::vector<CopyRow> rows;
-  CopyRow row;
-  std::string field;
+Status ParseCsv(std::string_view data, const sql::CopyStmt& s, CopyRows* out) {
+  const char delim = s.delimiter;
   bool quoted = false, in_quotes = false, any = false;
   size_t line_no = 1;
   auto end_field = [&] {
-    if (!quoted && field == s.null_string) {
-      row.push_back(std::nullopt);
-    } else {
-      row.push_back(field);
-    }
-    field.clear();
+    out->EndField(!quoted && out->Pending() == s.null_string);
     quoted = false;
   };
   auto end_row = [&] {
     end_field();
-    if (!(s.header && line_no == 1)) rows.push_back(std::move(row));
-    row.clear();
+    if (s.header && line_no == 1) {
+      out->DropRow();
+    } else {
+      out->EndRow();
+    }
     any = false;
   };
-  for (size_t i = 0; i < data.size(); i++) {
-    char c = data[i];
-    if (in_quotes) {
-      if (c == '"') {
-        if (i + 1 < data.size() && data[i + 1] == '"') {
-          field.push_back('"');
-          i++;
-        } else {
-          in_quotes = false;
-        }
+  const size_t n = data.size();
+  for (size_t i = 0; i < n;) {
+    if (in_quotes) {  // up to the next quote: a doubled one is a quote, else the field's end quote
+      size_t q = data.find('"', i);
+      std::string_view run = data.substr(i, q == std::string_view::npos ? std::string_view::npos : q - i);
+      line_no += static_cast<size_t>(std::count(run.begin(), run.end(), '\n'));
+      out->Append(run);
+      if (q == std::string_view::npos) break;
+      if (q + 1 < n && data[q + 1] == '"') {
+        out->Append('"');
+        i = q + 2;
       } else {
-        if (c == '\n') line_no++;
-        field.push_back(c);
+        in_quotes = false;
+        i = q + 1;
       }
       continue;
     }
     any = true;
+    char c = data[i];
     if (c == '"') {
       in_quotes = quoted = true;
-    } else if (c == s.delimiter) {
+      i++;
+    } else if (c == delim) {
       end_field();
+      i++;
     } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < data.size() && data[i + 1] == '\n') i++;
-      if (row.empty() && field == "\\." && !quoted) return rows;
+      i += c == '\r' && i + 1 < n && data[i + 1] == '\n' ? 2 : 1;
+      if (out->PendingFields() == 0 && !quoted && out->Pending() == "\\.") return Status::OK();
       end_row();
       line_no++;
-    } else {
-      field.push_back(c);
+    } else {  // a run of plain characters
+      size_t j = i + 1;
+      while (j < n && data[j] != delim && data[j] != '\n' && data[j] != '\r' && data[j] != '"') j++;
+      out->Append(data.substr(i, j - i));
+      i = j;
     }
   }
   if (in_quotes) return Status::Sql("22P04", fmt::format("unterminated CSV quoted field (line {})", line_no));
-  if (any || !field.empty() || !row.empty()) end_row();
-  return rows;
+  if (any || !out->Pending().empty() || out->PendingFields() > 0) end_row();
+  return Status::OK();
 }
 
 std::string CsvQuote(const std::string& v, char delim) {
@@ -112,8 +117,9 @@ std::string CsvQuote(const std::string& v, char delim) {
 
 }  // namespace
 
-Result<std::vector<CopyRow>> ParseCopyData(std::string_view data, const sql::CopyStmt& s) {
-  return s.csv ? ParseCsv(data, s) : ParseText(data, s);
+Status ParseCopyData(std::string_view data, const sql::CopyStmt& s, CopyRows* out) {
+  out->Reserve(data.size(), data.size() / 8);
+  return s.csv ? ParseCsv(data, s, out) : ParseText(data, s, out);
 }
 
 size_t WholeRowsPrefix(std::string_view data, const sql::CopyStmt& s) {

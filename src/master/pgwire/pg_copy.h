@@ -9,15 +9,15 @@
 
 #include "common/status.h"
 #include "common/value.h"
+#include "master/sql/copy_rows.h"
 #include "query/sql/ast.h"
 
 namespace wattdb::master::pg {
 
-using CopyRow = std::vector<std::optional<std::string>>;
-
-// Splits the whole COPY stream into rows of fields (the header line skipped if asked).
-// Errors (an unterminated CSV quote) carry SQLSTATE 22P04 and the line number.
-Result<std::vector<CopyRow>> ParseCopyData(std::string_view data, const sql::CopyStmt& s);
+// Splits a piece of the COPY stream into rows of fields, appended to `out` (the header line
+// skipped if asked). Errors (an unterminated CSV quote) carry SQLSTATE 22P04 and the line
+// number.
+Status ParseCopyData(std::string_view data, const sql::CopyStmt& s, CopyRows* out);
 
 // The length of the longest prefix of `data` that holds whole rows only (ends right after a
 // row's newline; CSV newlines inside quotes do not end rows). COPY data is parsed piece by

@@ -1,3 +1,4 @@
+#include "master/pgwire/pg_copy.h"
 #include "master/pgwire/pg_protocol.h"
 #include "master/pgwire/pg_values.h"
 
@@ -10,6 +11,48 @@ std::string Hex(const std::string& s) {
   std::string h;
   for (unsigned char c : s) h += fmt::format("{:02x}", c);
   return h;
+}
+
+// Rows of a parsed COPY piece as strings, NULL as "<null>".
+std::vector<std::vector<std::string>> CopyFields(std::string_view data, bool csv, bool header = false) {
+  sql::CopyStmt s;
+  s.csv = csv;
+  s.header = header;
+  if (csv) {
+    s.delimiter = ',';
+    s.null_string = "";
+  }
+  CopyRows rows;
+  Status st = ParseCopyData(data, s, &rows);
+  if (!st.ok()) return {{"ERROR " + st.sqlstate() + " " + st.message()}};
+  std::vector<std::vector<std::string>> out;
+  for (size_t r = 0; r < rows.rows(); r++) {
+    auto& row = out.emplace_back();
+    for (size_t f = rows.row_begin(r); f < rows.row_end(r); f++) {
+      row.push_back(rows.null(f) ? "<null>" : std::string(rows.text(f)));
+    }
+  }
+  return out;
+}
+
+using Fields = std::vector<std::vector<std::string>>;
+
+TEST(PgCopy, CsvFieldsAsPostgresReadsThem) {
+  // Quotes, a doubled quote, a delimiter and a newline inside quotes, an unquoted empty field
+  // (NULL) next to a quoted one (empty text), CRLF line ends, no newline at the end.
+  EXPECT_EQ(CopyFields("1,\"a,b\",\"say \"\"hi\"\"\"\r\n2,,\"\"\n3,\"two\nlines\",x", true),
+            (Fields{{"1", "a,b", "say \"hi\""}, {"2", "<null>", ""}, {"3", "two\nlines", "x"}}));
+  // A header line is dropped; the end marker ends the data.
+  EXPECT_EQ(CopyFields("id,name\n1,one\n\\.\n2,two\n", true, true), (Fields{{"1", "one"}}));
+  // Text around a quoted part joins it (PostgreSQL reads a"b"c as abc).
+  EXPECT_EQ(CopyFields("a\"b\"c,d\n", true), (Fields{{"abc", "d"}}));
+  EXPECT_EQ(CopyFields("1,\"open\n2,x\n", true)[0][0], "ERROR 22P04 unterminated CSV quoted field (line 3)");
+}
+
+TEST(PgCopy, TextFieldsAsPostgresReadsThem) {
+  EXPECT_EQ(CopyFields("1\tone\\ttab\t\\N\n2\t\\\\back\tx\\ny\n", false),
+            (Fields{{"1", "one\ttab", "<null>"}, {"2", "\\back", "x\ny"}}));
+  EXPECT_EQ(CopyFields("h1\th2\n1\t2\r\n\\.\n3\t4\n", false, true), (Fields{{"1", "2"}}));
 }
 
 TEST(PgProtocol, MessagesMatchTheSpecLayout) {

@@ -443,8 +443,9 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
                    piece.substr(piece.size() >= 3 ? piece.size() - 3 : 0) == "\n\\.")) {
       ended = true;
     }
-    auto rows = pg::ParseCopyData(piece, part);
-    failed = rows.ok() ? WithStatementTimeout([&] { return executor_.CopyInRows(*rows); }) : rows.status();
+    CopyRows rows;
+    failed = pg::ParseCopyData(piece, part, &rows);
+    if (failed.ok()) failed = WithStatementTimeout([&] { return executor_.CopyInRows(rows); });
     data.erase(0, n);
   };
   while (true) {

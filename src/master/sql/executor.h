@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "master/cluster/cluster.h"
+#include "master/sql/copy_rows.h"
 #include "master/sql/copy_sender.h"
 #include "master/energy/statement_energy.h"
 #include "master/catalog/database_catalog.h"
@@ -60,13 +61,13 @@ class Executor {
   }
 
   // COPY ... FROM STDIN, streamed: BeginCopyIn, then CopyInRows for each piece of whole
-  // rows (fields as text; nullopt = NULL) as they arrive, then EndCopyIn. Each piece is
+  // rows (fields as text, or NULL) as they arrive, then EndCopyIn. Each piece is
   // prepared on the nodes while the next is parsed, so the master holds two pieces at a time
   // (a failure of one is reported by a later call or EndCopyIn); the COPY is one
   // transaction (the block's, or its own), atomic as in PostgreSQL. After an error, call
   // EndCopyIn(false).
   Status BeginCopyIn(const sql::CopyStmt& s);
-  Status CopyInRows(const std::vector<std::vector<std::optional<std::string>>>& rows);
+  Status CopyInRows(const CopyRows& rows);
   Result<std::string> EndCopyIn(bool commit);
   // COPY ... TO STDOUT: hands each row (the COPY's columns) to `emit` as the scan produces
   // it; an error from `emit` stops the scan.

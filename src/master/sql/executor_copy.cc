@@ -63,38 +63,39 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
   return Status::OK();
 }
 
-Status Executor::CopyInRows(const std::vector<std::vector<std::optional<std::string>>>& rows) {
+Status Executor::CopyInRows(const CopyRows& rows) {
   CopyIn& c = *copy_;
   const TableSchema& t = c.table;
   std::vector<RowWrite> writes;
-  writes.reserve(rows.size());
-  for (const auto& fields : rows) {
+  writes.reserve(rows.rows());
+  std::vector<Value> row(t.columns.size());
+  for (size_t r = 0; r < rows.rows(); r++) {
+    size_t first = rows.row_begin(r), fields = rows.row_end(r) - first;
     uint64_t line = ++c.rows + (c.stmt.header ? 1 : 0);
     auto where = [&](size_t col) {
       return fmt::format("COPY {}, line {}{}", t.name, line,
                          col < c.cols.size() ? fmt::format(", column {}", t.columns[c.cols[col]].name) : "");
     };
-    if (fields.size() < c.cols.size()) {
+    if (fields < c.cols.size()) {
       return Status::Sql("22P04", fmt::format("missing data for column \"{}\" ({})",
-                                              t.columns[c.cols[fields.size()]].name, where(fields.size())));
+                                              t.columns[c.cols[fields]].name, where(fields)));
     }
-    if (fields.size() > c.cols.size()) {
+    if (fields > c.cols.size()) {
       return Status::Sql("22P04", fmt::format("extra data after last expected column ({})", where(c.cols.size())));
     }
-    std::vector<Value> row(t.columns.size());
+    for (auto& v : row) v = Value();
     for (size_t i = 0; i < c.cols.size(); i++) {
-      if (!fields[i]) continue;
-      auto v = Value::Text(*fields[i]).CastTo(t.columns[c.cols[i]].type);
+      if (rows.null(first + i)) continue;
+      auto v = Value::FromText(rows.text(first + i), t.columns[c.cols[i]].type);
       if (!v.ok()) return v.status().Prepend(where(i));
       row[c.cols[i]] = std::move(v).value();
     }
     RETURN_NOT_OK(DrawGenerated(t, c.unnamed_serials, &row));
     RETURN_NOT_OK_PREPEND(CheckNotNull(t, row), where(c.cols.size()));
-    RowWrite w;
+    RowWrite& w = writes.emplace_back();
     w.key = EncodeKey(t, row);
     EncodeRow(row, &w.row);
     w.check = RemoteWrite::Check::kInsert;  // a key repeated within the COPY fails on its node (23505)
-    writes.push_back(std::move(w));
   }
   return c.sender->Push(std::move(writes));
 }
