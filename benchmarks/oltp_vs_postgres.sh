@@ -6,16 +6,21 @@
 # PostgreSQL also at REPEATABLE READ for reference. pgbench retries serialization failures.
 #
 # Usage: benchmarks/oltp_vs_postgres.sh [--scale N] [--clients N] [--time SEC] [--build DIR]
-# Writes results.csv and the raw outputs under a fresh directory it names at the end.
+#                                       [--nodes N] [--no-postgres]
+# --nodes: WattDB nodes (default 1); after each load the run waits for the segments to stop
+# splitting and moving. Writes results.csv and the raw outputs under a fresh directory it
+# names at the end.
 set -euo pipefail
-SCALE=4 CLIENTS=4 TIME=15 BUILD=build
+SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
     --time) TIME=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --nodes) NODES=$2; shift 2 ;;
+    --no-postgres) POSTGRES=0; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -31,10 +36,8 @@ data_dir = "$OUT/wattdb"
 [master]
 pg_port = $WPORT
 cluster_port = 56400
-[[node]]
-id = 1
-port = 56401
 TOML
+for i in $(seq 1 "$NODES"); do printf '[[node]]\nid = %d\nport = %d\n' "$i" $((56400 + i)) >> "$OUT/wattdb.toml"; done
 "$BUILD/bin/wattdb-master" --config "$OUT/wattdb.toml" --manage-nodes --log-level warn > "$OUT/wattdb.log" 2>&1 &
 MASTER=$!
 AS=""; [ "$(id -u)" -eq 0 ] && AS="runuser -u postgres --"
@@ -51,10 +54,24 @@ psql -h 127.0.0.1 -p $PPORT -U wattdb -qc "create database wattdb" postgres
 echo "system,workload,tps,retried_or_errors" > "$OUT/results.csv"
 tps() { grep -oP 'tps = \K[0-9.]+(?= \(without)' "$1" | head -1; }
 
+# WattDB with several nodes: waits until the segment layout has not changed for 5 s (the
+# master splits loaded segments past their size and spreads them), at most 5 minutes.
+settle() {  # port
+  [ "$1" = "$WPORT" ] && [ "$NODES" -gt 1 ] || return 0
+  local last="" now since=$SECONDS start=$SECONDS
+  while [ $((SECONDS - start)) -lt 300 ]; do
+    now=$(psql -h 127.0.0.1 -p "$1" -U wattdb -Atc "SELECT segment_id, node_id FROM wattdb_segments ORDER BY 1" wattdb)
+    if [ "$now" != "$last" ]; then last=$now since=$SECONDS; elif [ $((SECONDS - since)) -ge 5 ]; then break; fi
+    sleep 1
+  done
+  echo "   settled: $(echo "$last" | wc -l) segments on $(echo "$last" | cut -d'|' -f2 | sort -u | wc -l) nodes"
+}
+
 run_pgbench() {  # name port pgoptions
   local name=$1 port=$2 opts=$3
   echo "== $name: pgbench -i -s $SCALE"
   PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -i -s "$SCALE" -q wattdb > "$OUT/$name.init" 2>&1
+  settle "$port"
   PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -n -c "$CLIENTS" -j 2 -T "$TIME" \
     -M prepared --max-tries=1000 wattdb > "$OUT/$name.tpcb" 2>&1
   local retried; retried=$(grep -oP 'number of transactions retried: \K[0-9]+' "$OUT/$name.tpcb" || echo 0)
@@ -71,6 +88,7 @@ run_sysbench() {  # name port pgoptions
   echo "== $name: sysbench oltp_read_write"
   PGOPTIONS="$opts" $sb cleanup > /dev/null 2>&1 || true
   PGOPTIONS="$opts" $sb prepare > "$OUT/$name.sb_prepare" 2>&1
+  settle "$port"
   PGOPTIONS="$opts" $sb --threads="$CLIENTS" --time="$TIME" run > "$OUT/$name.sysbench" 2>&1
   local t e
   t=$(grep -oP 'transactions:\s+[0-9]+\s+\(\K[0-9.]+' "$OUT/$name.sysbench")
@@ -80,17 +98,22 @@ run_sysbench() {  # name port pgoptions
 
 run_pgbench wattdb $WPORT ""
 run_sysbench wattdb $WPORT ""
-run_pgbench pg15-read-committed $PPORT ""
-run_sysbench pg15-read-committed $PPORT ""
-run_pgbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
-run_sysbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
+if [ "$POSTGRES" = 1 ]; then
+  run_pgbench pg15-read-committed $PPORT ""
+  run_sysbench pg15-read-committed $PPORT ""
+  run_pgbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
+  run_sysbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
+fi
 
 echo
-echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, machine: $(nproc) cores"
+echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, WattDB nodes=$NODES, machine: $(nproc) cores"
 /usr/bin/python3 - "$OUT/results.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 tps = {(r["system"], r["workload"]): float(r["tps"] or 0) for r in rows}
+for w in ("tpcb-like", "select-only", "oltp_read_write"):  # PostgreSQL skipped: zeros
+    tps.setdefault(("pg15-read-committed", w), 0)
+    tps.setdefault(("pg15-repeatable-read", w), 0)
 print(f'{"workload":<18}{"wattdb":>10}{"pg15 RC":>10}{"pg15 RR":>10}{"vs RC":>8}{"vs RR":>8}')
 for w in ("tpcb-like", "select-only", "oltp_read_write"):
     a, rc, rr = tps[("wattdb", w)], tps[("pg15-read-committed", w)], tps[("pg15-repeatable-read", w)]
