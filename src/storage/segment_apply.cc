@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "common/failpoint.h"
 #include "storage/mvcc.h"
@@ -139,27 +140,70 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
   };
   std::map<SegmentId, std::pair<uint64_t, uint64_t>> counts;
   const std::string inv_ts = BigEndian64(~ts);
-  std::string key, value;
+  // A segment's rows, in key order, are cut into parts of at least ingest_file_rows_ rows (at a
+  // change of key), each written to its own table file on its own thread: the files cover
+  // disjoint key ranges and are ingested together.
+  const size_t threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
   for (auto& [id, idx] : by_segment) {
     auto by_key = [&](uint32_t a, uint32_t b) { return ops[a].key < ops[b].key; };
     if (!std::is_sorted(idx.begin(), idx.end(), by_key)) std::stable_sort(idx.begin(), idx.end(), by_key);
     const SegmentRef& seg = refs.at(id);
-    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), db_->GetOptions(seg->cf()), seg->cf());
-    RETURN_NOT_OK(open(std::to_string(id), &w));
-    auto& [rows, bytes] = counts[id];
-    for (size_t j = 0; j < idx.size(); j++) {
-      if (j + 1 < idx.size() && ops[idx[j + 1]].key == ops[idx[j]].key) continue;  // the key's last write wins
-      const WriteOp& op = ops[idx[j]];
-      key.assign(1, kRowSpace);
-      key += op.key;
-      key += inv_ts;
-      value.assign(1, static_cast<char>(op.kind));
-      value += op.row;
-      if (!w.Put(key, value).ok()) return false;  // out of order: a key that prefixes another
-      rows++;
-      bytes += key.size() + value.size();
+    size_t parts = std::max<size_t>(1, std::min(threads, idx.size() / ingest_file_rows_));
+    std::vector<size_t> cuts = {0};
+    for (size_t p = 1; p < parts; p++) {
+      size_t c = std::max(cuts.back(), idx.size() * p / parts);
+      while (c > cuts.back() && c < idx.size() && ops[idx[c]].key == ops[idx[c - 1]].key) c++;
+      if (c > cuts.back() && c < idx.size()) cuts.push_back(c);
     }
-    RETURN_NOT_OK(add(seg->cf(), &w));
+    cuts.push_back(idx.size());
+    struct Part {
+      Part(const rocksdb::Options& o, rocksdb::ColumnFamilyHandle* cf) : writer(rocksdb::EnvOptions(), o, cf) {}
+      rocksdb::SstFileWriter writer;
+      Status status;
+      bool in_order = true;
+      uint64_t rows = 0, bytes = 0;
+    };
+    std::vector<std::unique_ptr<Part>> out;
+    for (size_t p = 0; p + 1 < cuts.size(); p++) {
+      out.push_back(std::make_unique<Part>(db_->GetOptions(seg->cf()), seg->cf()));
+      RETURN_NOT_OK(open(fmt::format("{}-{}", id, p), &out.back()->writer));
+    }
+    auto write = [&](size_t p) {
+      Part& part = *out[p];
+      std::string key, value;
+      for (size_t j = cuts[p]; j < cuts[p + 1]; j++) {
+        if (j + 1 < idx.size() && ops[idx[j + 1]].key == ops[idx[j]].key) continue;  // the key's last write wins
+        const WriteOp& op = ops[idx[j]];
+        key.assign(1, kRowSpace);
+        key += op.key;
+        key += inv_ts;
+        value.assign(1, static_cast<char>(op.kind));
+        value += op.row;
+        if (!part.writer.Put(key, value).ok()) {  // out of order: a key that prefixes another
+          part.in_order = false;
+          return;
+        }
+        part.rows++;
+        part.bytes += key.size() + value.size();
+      }
+      part.status = FromRocks(part.writer.Finish(), "write table file for ingestion");
+    };
+    std::vector<std::thread> helpers;
+    for (size_t p = 1; p < out.size(); p++) helpers.emplace_back(write, p);
+    write(0);
+    for (auto& t : helpers) t.join();
+    rocksdb::IngestExternalFileArg arg;
+    arg.column_family = seg->cf();
+    arg.options = io;
+    auto& [rows, bytes] = counts[id];
+    for (size_t p = 0; p < out.size(); p++) {
+      if (!out[p]->in_order) return false;
+      RETURN_NOT_OK(out[p]->status);
+      rows += out[p]->rows;
+      bytes += out[p]->bytes;
+      arg.external_files.push_back(files[files.size() - out.size() + p]);
+    }
+    args.push_back(std::move(arg));
   }
   if (txn) {  // the outcome record, ingested with the rows
     rocksdb::ColumnFamilyHandle* cf = db_->DefaultColumnFamily();

@@ -197,10 +197,14 @@ class SegmentStore {
   // committed at `ts` (CommittedAt), so a repeated commit can be recognised as done.
   // A large commit (kIngestAbove rows or more, no secondary index in its segments, not a
   // durable prepare) goes around the memtables and the log: each segment's rows are written
-  // in key order into a table file, and the files, with the outcome record, are ingested in
-  // one atomic step.
+  // in key order into table files (a large segment's into several, on as many threads; see
+  // set_ingest_file_rows), and the files, with the outcome record, are ingested in one atomic
+  // step.
   Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0, uint64_t txn = 0);
   static constexpr size_t kIngestAbove = 100000;
+  // An ingested segment's rows are cut into table files of at least `rows` rows each, written
+  // on as many threads (at most 4, and the machine's cores) and ingested together.
+  void set_ingest_file_rows(size_t rows) { ingest_file_rows_ = std::max<size_t>(1, rows); }
   // Commits Apply made by ingesting files.
   uint64_t ingested_commits() const { return ingested_commits_.load(); }
   // The commit timestamp Apply recorded for `txn`, if any.
@@ -286,6 +290,7 @@ class SegmentStore {
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
   bool sync_commits_ = false;
+  size_t ingest_file_rows_ = 250000;
   std::shared_ptr<std::atomic<uint64_t>> gc_horizon_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<rocksdb::CompactionFilterFactory> gc_factory_;
   // Guards segments_ and serializes structural changes (create/drop/split/import) against

@@ -45,10 +45,11 @@ Status ParseText(std::string_view data, const sql::CopyStmt& s, CopyRows* out) {
   return Status::OK();
 }
 
-Status ParseCsv(std::string_view data, const sql::CopyStmt& s, CopyRows* out) {
+Status ParseCsv(std::string_view data, const sql::CopyStmt& s, CopyRows* out, size_t* used) {
   const char delim = s.delimiter;
   bool quoted = false, in_quotes = false, any = false;
   size_t line_no = 1;
+  size_t row_start = 0;  // where the row being parsed began
   auto end_field = [&] {
     out->EndField(!quoted && out->Pending() == s.null_string);
     quoted = false;
@@ -88,16 +89,27 @@ Status ParseCsv(std::string_view data, const sql::CopyStmt& s, CopyRows* out) {
       end_field();
       i++;
     } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 == n && used) break;  // perhaps a CRLF cut in two: wait for the next piece
       i += c == '\r' && i + 1 < n && data[i + 1] == '\n' ? 2 : 1;
-      if (out->PendingFields() == 0 && !quoted && out->Pending() == "\\.") return Status::OK();
+      if (out->PendingFields() == 0 && !quoted && out->Pending() == "\\.") {
+        out->DropRow();
+        if (used) *used = n;  // the end of the data: what follows is ignored
+        return Status::OK();
+      }
       end_row();
       line_no++;
+      row_start = i;
     } else {  // a run of plain characters
       size_t j = i + 1;
       while (j < n && data[j] != delim && data[j] != '\n' && data[j] != '\r' && data[j] != '"') j++;
       out->Append(data.substr(i, j - i));
       i = j;
     }
+  }
+  if (used) {  // a row the piece ends in waits for the next piece
+    if (row_start < n) out->DropRow();
+    *used = row_start;
+    return Status::OK();
   }
   if (in_quotes) return Status::Sql("22P04", fmt::format("unterminated CSV quoted field (line {})", line_no));
   if (any || !out->Pending().empty() || out->PendingFields() > 0) end_row();
@@ -117,9 +129,14 @@ std::string CsvQuote(const std::string& v, char delim) {
 
 }  // namespace
 
-Status ParseCopyData(std::string_view data, const sql::CopyStmt& s, CopyRows* out) {
+Status ParseCopyData(std::string_view data, const sql::CopyStmt& s, CopyRows* out, size_t* used) {
   out->Reserve(data.size(), data.size() / 8);
-  return s.csv ? ParseCsv(data, s, out) : ParseText(data, s, out);
+  if (s.csv) return ParseCsv(data, s, out, used);
+  if (used) {
+    *used = WholeRowsPrefix(data, s);
+    data = data.substr(0, *used);
+  }
+  return ParseText(data, s, out);
 }
 
 size_t WholeRowsPrefix(std::string_view data, const sql::CopyStmt& s) {

@@ -49,6 +49,39 @@ TEST(PgCopy, CsvFieldsAsPostgresReadsThem) {
   EXPECT_EQ(CopyFields("1,\"open\n2,x\n", true)[0][0], "ERROR 22P04 unterminated CSV quoted field (line 3)");
 }
 
+// The session parses what has arrived so far and keeps a row cut by the end of a piece for
+// the next: wherever the stream is cut, the rows are those of the whole stream.
+TEST(PgCopy, APieceCutAnywhereGivesTheRowsOfTheWholeStream) {
+  const std::string csv = "1,\"a,b\",\"say \"\"hi\"\"\"\r\n2,,\"\"\n3,\"two\nlines\",x\r\n4,\"\",\n";
+  const std::string text = "1\tone\\ttab\t\\N\n2\t\\\\back\tx\\ny\r\n3\t\t\n";
+  for (bool is_csv : {true, false}) {
+    const std::string& data = is_csv ? csv : text;
+    const Fields whole = CopyFields(data, is_csv);
+    ASSERT_EQ(whole.size(), is_csv ? 4u : 3u);
+    sql::CopyStmt s;
+    s.csv = is_csv;
+    if (is_csv) {
+      s.delimiter = ',';
+      s.null_string = "";
+    }
+    for (size_t cut = 0; cut <= data.size(); cut++) {
+      CopyRows first;
+      size_t used = 0;
+      ASSERT_TRUE(ParseCopyData(std::string_view(data).substr(0, cut), s, &first, &used).ok());
+      ASSERT_LE(used, cut);
+      Fields got;
+      for (size_t r = 0; r < first.rows(); r++) {
+        auto& row = got.emplace_back();
+        for (size_t f = first.row_begin(r); f < first.row_end(r); f++) {
+          row.push_back(first.null(f) ? "<null>" : std::string(first.text(f)));
+        }
+      }
+      for (auto& row : CopyFields(std::string_view(data).substr(used), is_csv)) got.push_back(row);
+      EXPECT_EQ(got, whole) << (is_csv ? "csv" : "text") << " cut at " << cut;
+    }
+  }
+}
+
 TEST(PgCopy, TextFieldsAsPostgresReadsThem) {
   EXPECT_EQ(CopyFields("1\tone\\ttab\t\\N\n2\t\\\\back\tx\\ny\n", false),
             (Fields{{"1", "one\ttab", "<null>"}, {"2", "\\back", "x\ny"}}));

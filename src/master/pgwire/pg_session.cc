@@ -433,20 +433,24 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
   std::string data;
   bool first = true, ended = false;  // ended: the text format's end marker "\." was seen
   auto consume = [&](bool all) {
-    size_t n = all ? data.size() : pg::WholeRowsPrefix(data, s);
-    if (n == 0 || ended) return;
-    std::string_view piece(data.data(), n);
+    if (data.empty() || ended) return;
     sql::CopyStmt part = s;
     part.header = s.header && first;
-    first = false;
-    if (!s.csv && (piece.substr(0, 3) == "\\.\n" || piece == "\\." || piece.find("\n\\.\n") != std::string_view::npos ||
-                   piece.substr(piece.size() >= 3 ? piece.size() - 3 : 0) == "\n\\.")) {
-      ended = true;
+    std::string_view piece(data);
+    if (!s.csv) {
+      piece = piece.substr(0, all ? data.size() : pg::WholeRowsPrefix(data, s));
+      if (piece.substr(0, 3) == "\\.\n" || piece == "\\." || piece.find("\n\\.\n") != std::string_view::npos ||
+          piece.substr(piece.size() >= 3 ? piece.size() - 3 : 0) == "\n\\.") {
+        ended = true;
+      }
     }
     CopyRows rows;
-    failed = pg::ParseCopyData(piece, part, &rows);
+    size_t used = piece.size();
+    failed = pg::ParseCopyData(piece, part, &rows, all ? nullptr : &used);
+    if (used == 0) return;  // no whole row yet
+    first = false;
     if (failed.ok()) failed = WithStatementTimeout([&] { return executor_.CopyInRows(rows); });
-    data.erase(0, n);
+    data.erase(0, used);
   };
   while (true) {
     char type;
@@ -457,18 +461,22 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
     }
     uint32_t len = (uint32_t(uint8_t(lenb[0])) << 24) | (uint32_t(uint8_t(lenb[1])) << 16) |
                    (uint32_t(uint8_t(lenb[2])) << 8) | uint8_t(lenb[3]);
-    std::string body;
-    if (len >= 4 && len <= pg::kMaxMessage) {
-      body.resize(len - 4);
-      if (!ReadExact(body.data(), body.size()).ok()) len = 0;
-    }
     if (len < 4 || len > pg::kMaxMessage) {
+      (void)executor_.EndCopyIn(false);
+      return false;
+    }
+    // CopyData is read straight onto the end of the pending data; other messages apart.
+    bool onto_data = type == 'd' && failed.ok();
+    std::string body;
+    std::string& into = onto_data ? data : body;
+    size_t at = into.size();
+    into.resize(at + len - 4);
+    if (!ReadExact(into.data() + at, len - 4).ok()) {
       (void)executor_.EndCopyIn(false);
       return false;
     }
     if (type == 'd') {
       if (!failed.ok()) continue;
-      data += body;
       if (data.size() >= kCopyPiece) consume(false);
     } else if (type == 'c') {
       if (failed.ok()) consume(true);
