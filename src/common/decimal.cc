@@ -80,6 +80,27 @@ void Weight(const Decimal& d, int* weight, int* first) {
 }  // namespace
 
 Result<Decimal> ParseDecimal(std::string_view in) {
+  // The common form first (a COPY's prices): [-]digits[.digits], at most 18 characters, so
+  // that the digits fit an int64. Anything else takes the general path below.
+  if (in.size() <= 18) {
+    bool neg = !in.empty() && in[0] == '-';
+    int64_t v = 0;
+    int frac = 0;
+    bool point = false, digit = false, plain = true;
+    for (size_t j = neg ? 1 : 0; plain && j < in.size(); j++) {
+      char c = in[j];
+      if (c >= '0' && c <= '9') {
+        v = v * 10 + (c - '0');
+        digit = true;
+        frac += point;
+      } else if (c == '.' && !point) {
+        point = true;
+      } else {
+        plain = false;
+      }
+    }
+    if (plain && digit) return Decimal{neg ? -static_cast<Int128>(v) : static_cast<Int128>(v), frac};
+  }
   auto bad = [&] { return Status::Sql("22P02", fmt::format("invalid input syntax for type numeric: \"{}\"", in)); };
   std::string_view s = in;
   while (!s.empty() && isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);

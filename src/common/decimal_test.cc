@@ -34,6 +34,18 @@ TEST(Decimal, ParsesAndPrintsWithDisplayScale) {
   // 128-bit accumulator after rounding. More than 38 significant digits remain: 22003.
   EXPECT_EQ(ParseDecimal("24." + std::string(200, '1')).status().sqlstate(), "22003");
   EXPECT_EQ(F(D(("0." + std::string(60, '1')).c_str())), "0." + std::string(38, '1'));
+  // The short plain forms (a fast path) answer as the general parse does.
+  EXPECT_EQ(F(D("-0")), "0");
+  EXPECT_EQ(F(D("-0.00")), "0.00");
+  EXPECT_EQ(F(D("5.")), "5");
+  EXPECT_EQ(F(D("-.25")), "-0.25");
+  EXPECT_EQ(F(D("999999999999999999")), "999999999999999999");    // 18 digits
+  EXPECT_EQ(F(D("-99999999999999999")), "-99999999999999999");
+  EXPECT_EQ(F(D("9999999999999999999")), "9999999999999999999");  // 19: the general path
+  EXPECT_EQ(F(D("12345.678901234567")), "12345.678901234567");
+  for (const char* bad : {"", "-", ".", "-.", "1-", "1..2", "1,5", "--1", "1 2"}) {
+    EXPECT_EQ(ParseDecimal(bad).status().sqlstate(), "22P02") << "'" << bad << "'";
+  }
 }
 
 // Expected values are PostgreSQL 15's.
