@@ -260,10 +260,12 @@ std::string FormatTimestamp(int64_t us) {
 
 namespace {
 
+bool IsBlank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }  // isspace in the C locale
+
 Result<Value> ParseInt(std::string_view s, const SqlType& t) {
   std::string_view v(s);
-  while (!v.empty() && isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
-  while (!v.empty() && isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+  while (!v.empty() && IsBlank(v.front())) v.remove_prefix(1);
+  while (!v.empty() && IsBlank(v.back())) v.remove_suffix(1);
   if (!v.empty() && v.front() == '+') v.remove_prefix(1);
   int64_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);

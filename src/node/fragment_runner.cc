@@ -64,14 +64,14 @@ class SegmentProvider : public exec::ScanProvider {
 }  // namespace
 
 Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptions& opts,
-                   const std::function<Status(const exec::Batch&, const std::string& resume_key)>& emit,
+                   const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit,
                    std::vector<exec::OperatorStats>* stats) {
   ASSIGN_OR_RETURN(plan::PlanPtr p, plan::PlanNode::Deserialize(plan));
   std::string last_key;
   SegmentProvider provider(rows, &last_key, plan::UsedScanColumns(*p), opts);
   exec::ExecContext ctx(&provider, opts.cancel);
   ctx.work_mem = opts.work_mem;
-  return exec::Execute(*p, ctx, [&](const exec::Batch& b) { return emit(b, last_key); }, stats);
+  return exec::Execute(*p, ctx, [&](exec::Batch& b) { return emit(b, last_key); }, stats);
 }
 
 }  // namespace wattdb::node

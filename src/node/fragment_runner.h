@@ -22,12 +22,13 @@ struct FragmentOptions {
   std::function<bool()> hung_up;
 };
 
-// Calls `emit` for each non-empty output batch with the last primary key read so far (all
+// Calls `emit` for each non-empty output batch (which it may take, as Execute's sink may)
+// with the last primary key read so far (all
 // rows up to it are accounted for in what was emitted); `stats` receives each operator's
 // counters in the plan's pre-order. Corruption if `plan` does not decode or has no single
 // Scan leaf.
 Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptions& opts,
-                   const std::function<Status(const exec::Batch&, const std::string& resume_key)>& emit,
+                   const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit,
                    std::vector<exec::OperatorStats>* stats);
 
 

@@ -47,7 +47,7 @@ class ShippedPartMap : public rpc::PartMap {
  public:
   using LocalRunner = std::function<Status(SegmentId, const std::string&, const std::string&, const std::string&,
                                            const rpc::ExchangeOptions&,
-                                           const std::function<Status(const exec::Batch&)>&,
+                                           const std::function<Status(exec::Batch&)>&,
                                            std::vector<exec::OperatorStats>*)>;
   ShippedPartMap(std::vector<rpc::SegmentPlace> places, PeerClients& peers, NodeId self, LocalRunner local,
                  CpuBook& cpu)
@@ -64,7 +64,7 @@ class ShippedPartMap : public rpc::PartMap {
   // This node's own segments are read in this process, not through its data port.
   bool IsLocal(NodeId node) const override { return node == self_; }
   Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
-                  const rpc::ExchangeOptions& opts, const std::function<Status(const exec::Batch&)>& emit,
+                  const rpc::ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
                   std::vector<exec::OperatorStats>* stats) override {
     uint64_t t0 = ThreadCpuNanos();
     Status st = local_(seg, lo, hi, fragment, opts, emit, stats);
@@ -230,7 +230,7 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
     maps.push_back(std::make_unique<ShippedPartMap>(
         std::move(places), *peers_, opts_.self.id,
         [this](SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
-               const rpc::ExchangeOptions& o, const std::function<Status(const exec::Batch&)>& emit,
+               const rpc::ExchangeOptions& o, const std::function<Status(exec::Batch&)>& emit,
                std::vector<exec::OperatorStats>* stats) {
           ScanRequest sr;
           sr.segment = seg;
@@ -240,7 +240,7 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
           sr.txn = o.txn;
           ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(*store_, *participant_, sr, columns_.get()));
           return RunFragment(fragment, *rows, {o.work_mem, o.cancel},
-                             [&](const exec::Batch& b, const std::string&) { return emit(b); }, stats);
+                             [&](exec::Batch& b, const std::string&) { return emit(b); }, stats);
         },
         cpu));
   }

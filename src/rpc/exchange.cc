@@ -132,8 +132,9 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       if (x_.map_.IsLocal(seg_.node)) {
         // This process owns the segment: the fragment runs here, its output never on a wire.
         std::vector<exec::OperatorStats> stats;
-        st = x_.map_.RunLocal(seg_.id, lo, hi, x_.fragment_, x_.opts_, [&](const exec::Batch& out) {
-          pending_.push_back(out);
+        st = x_.map_.RunLocal(seg_.id, lo, hi, x_.fragment_, x_.opts_, [&](exec::Batch& out) {
+          pending_.push_back(std::move(out));  // taken, not copied
+          out = exec::Batch();
           return Status::OK();
         }, x_.opts_.stats ? &stats : nullptr);
         local = st.ok();

@@ -55,10 +55,11 @@ class PartMap {
   // True if this process owns `node`'s segments: RunLocal reads them, not a stream.
   virtual bool IsLocal(NodeId node) const { return false; }
   // Runs `fragment` over [lo, hi) of local segment `seg` at the reader's snapshot, each
-  // output batch to `emit`; fails as a node's scan would (NotFound: the segment is gone).
+  // output batch to `emit` (which may take it); fails as a node's scan would (NotFound: the
+  // segment is gone).
   // `stats` (if given) receives the fragment's operator counters in its pre-order.
   virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
-                          const ExchangeOptions& opts, const std::function<Status(const exec::Batch&)>& emit,
+                          const ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
                           std::vector<exec::OperatorStats>* stats) {
     return Status::NotSupported("no local segments");
   }

@@ -515,7 +515,7 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
 
 }  // namespace
 
-Status Execute(const PlanNode& plan, ExecContext& ctx, const std::function<Status(const Batch&)>& sink,
+Status Execute(const PlanNode& plan, ExecContext& ctx, const std::function<Status(Batch&)>& sink,
                std::vector<OperatorStats>* stats) {
   std::map<const PlanNode*, OperatorStats> counters;
   ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, stats ? BuildInstrumented(plan, &counters) : BuildOperator(plan));
