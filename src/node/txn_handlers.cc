@@ -12,6 +12,46 @@ namespace wattdb::node {
 
 using net::Connection;
 
+namespace {
+
+// The write updateKey `u` makes of the row `sr` reads (its plan run over it, NOT NULL
+// checked): nullopt if the plan yields no row.
+Result<std::optional<TxnWrite>> KeyWriteOf(storage::SegmentStore& store, Participant& participant,
+                                           ColumnCache* columns, const ScanRequest& sr,
+                                           proto::Request::UpdateKey::Reader u) {
+  ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(store, participant, sr, columns));
+  std::vector<Value> row;
+  std::string key;
+  size_t produced = 0;
+  RETURN_NOT_OK(RunFragment(Str(u.getPlan()), *rows, {}, [&](const exec::Batch& b, const std::string& last_key) {
+    produced += b.rows;
+    if (produced == 1) {
+      row = b.Row(0);
+      key = last_key;
+    }
+    return Status::OK();
+  }, nullptr));
+  if (produced == 0) return std::optional<TxnWrite>();
+  if (produced > 1) return Status::Internal("updateKey: the key range holds more than one row");
+  if (key < sr.lo || (!sr.hi.empty() && key >= sr.hi)) {
+    return Status::Internal("updateKey: the plan yielded a key outside the range");
+  }
+  for (size_t i = 0; i < u.getNotNull().size() && !u.getDelete(); i++) {
+    uint32_t c = u.getNotNull()[i];
+    if (c >= row.size()) return Status::InvalidArgument("updateKey: notNull column out of range");
+    if (row[c].is_null()) return Status::Sql("23502", std::string(u.getNotNullErrors()[i].cStr()));
+  }
+  TxnWrite w;
+  w.op.segment = sr.segment;
+  w.op.key = std::move(key);
+  w.check = WriteCheck::kUpdate;
+  w.op.kind = u.getDelete() ? storage::VersionKind::kDelete : storage::VersionKind::kPut;
+  if (!u.getDelete()) EncodeRow(row, &w.op.row);
+  return std::optional<TxnWrite>(std::move(w));
+}
+
+}  // namespace
+
 bool NodeServer::OnPrepare(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto p = req.getPrepare();
@@ -73,64 +113,28 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
   // PostgreSQL re-checks the newest version of a row it waited for. A lock taken so and
   // not written is released before the answer.
   KeptConflict kept;
-  auto release = [&] {
-    if (kept.locked) participant_->Unlock(sr.txn, kept.segment, kept.key);
-    kept.locked = false;
+  auto answer = [&](const Status& st, uint64_t updated) {
+    if (kept.locked && updated == 0) participant_->Unlock(sr.txn, kept.segment, kept.key);
+    return reply(st, updated);
   };
   for (int attempt = 0;; attempt++) {
-    auto rows = SegmentRows::Open(*store_, *participant_, sr, kept.ts ? nullptr : columns_.get());
-    if (!rows.ok()) {
-      release();
-      return reply(rows.status(), 0);
-    }
-    std::vector<Value> row;
-    std::string key;
-    size_t produced = 0;
-    Status st = RunFragment(Str(u.getPlan()), **rows, {}, [&](const exec::Batch& b, const std::string& last_key) {
-      produced += b.rows;
-      if (produced == 1) {
-        row = b.Row(0);
-        key = last_key;
-      }
-      return Status::OK();
-    }, nullptr);
-    if (st.ok() && produced > 1) st = Status::Internal("updateKey: the key range holds more than one row");
-    if (st.ok() && produced == 1 && (key < sr.lo || (!sr.hi.empty() && key >= sr.hi))) {
-      st = Status::Internal("updateKey: the plan yielded a key outside the range");
-    }
-    for (size_t i = 0; st.ok() && produced == 1 && i < u.getNotNull().size() && !u.getDelete(); i++) {
-      uint32_t c = u.getNotNull()[i];
-      if (c >= row.size()) {
-        st = Status::InvalidArgument("updateKey: notNull column out of range");
-      } else if (row[c].is_null()) {
-        st = Status::Sql("23502", std::string(u.getNotNullErrors()[i].cStr()));
-      }
-    }
-    if (!st.ok() || produced == 0) {
-      release();
-      return reply(st, 0);
-    }
-    TxnWrite w;
-    w.op.segment = sr.segment;
-    w.op.key = std::move(key);
-    w.check = WriteCheck::kUpdate;
-    w.op.kind = u.getDelete() ? storage::VersionKind::kDelete : storage::VersionKind::kPut;
-    if (!u.getDelete()) EncodeRow(row, &w.op.row);
+    auto write = KeyWriteOf(*store_, *participant_, kept.ts ? nullptr : columns_.get(), sr, u);
+    if (!write.ok()) return answer(write.status(), 0);
+    if (!*write) return answer(Status::OK(), 0);  // no such row, or the filter failed
     std::vector<TxnWrite> writes;
-    writes.push_back(std::move(w));
+    writes.push_back(std::move(**write));
     PrepareOptions opts;
     KeptConflict newer;
     if (u.getReadCommitted() && attempt < kMaxRechecks) opts.keep_conflict = &newer;
-    st = participant_->Prepare(sr.txn, sr.read_ts, std::move(writes), opts);
+    Status st = participant_->Prepare(sr.txn, sr.read_ts, std::move(writes), opts);
     if (st.IsConflict() && newer.ts > sr.read_ts) {
       if (newer.locked) kept = newer;
       sr.read_ts = newer.ts;
       sr.locked = true;
       continue;
     }
-    if (!st.ok()) release();
     if (st.ok()) MaybeFail("node.update_key.after_prepare");
-    return reply(st, st.ok() ? 1 : 0);
+    return answer(st, st.ok() ? 1 : 0);
   }
 }
 
