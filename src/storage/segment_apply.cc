@@ -149,11 +149,18 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
     if (!std::is_sorted(idx.begin(), idx.end(), by_key)) std::stable_sort(idx.begin(), idx.end(), by_key);
     const SegmentRef& seg = refs.at(id);
     size_t parts = std::max<size_t>(1, std::min(threads, idx.size() / ingest_file_rows_));
+    // A cut falls between two keys whose stored forms (key + version suffix) are in order too,
+    // so that the files' ranges do not overlap.
+    auto cut_between = [&](size_t c) {
+      const std::string& a = ops[idx[c - 1]].key;
+      const std::string& b = ops[idx[c]].key;
+      return a != b && a + inv_ts < b + inv_ts;
+    };
     std::vector<size_t> cuts = {0};
     for (size_t p = 1; p < parts; p++) {
-      size_t c = std::max(cuts.back(), idx.size() * p / parts);
-      while (c > cuts.back() && c < idx.size() && ops[idx[c]].key == ops[idx[c - 1]].key) c++;
-      if (c > cuts.back() && c < idx.size()) cuts.push_back(c);
+      size_t c = std::max(cuts.back() + 1, idx.size() * p / parts);
+      while (c < idx.size() && !cut_between(c)) c++;
+      if (c < idx.size()) cuts.push_back(c);
     }
     cuts.push_back(idx.size());
     struct Part {
