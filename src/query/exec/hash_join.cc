@@ -82,7 +82,16 @@ class TypedHashJoinOp : public UnaryOp {
           col.AppendNulls(right_refs_.size());
           continue;
         }
-        for (const Ref& m : right_refs_) col.AppendFrom(chunks_[m.chunk].cols[c], m.row);
+        // Runs of matches in one build chunk (a key-ordered build side gives long ones) are
+        // gathered at once.
+        for (size_t i = 0, end; i < right_refs_.size(); i = end) {
+          uint32_t chunk = right_refs_[i].chunk;
+          rows_.clear();
+          for (end = i; end < right_refs_.size() && right_refs_[end].chunk == chunk; end++) {
+            rows_.push_back(right_refs_[end].row);
+          }
+          col.Gather(chunks_[chunk].cols[c], rows_.data(), rows_.size());
+        }
       }
       joined.rows = left_sel_.size();
       if (!p_.predicate && !left_join) {
@@ -248,6 +257,7 @@ class TypedHashJoinOp : public UnaryOp {
   size_t lrow_ = 0;
   std::vector<uint32_t> left_sel_;
   std::vector<Ref> right_refs_;
+  std::vector<uint32_t> rows_;  // a run of right_refs_' rows in one chunk
   std::string key_;
 };
 
