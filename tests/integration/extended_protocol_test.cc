@@ -310,22 +310,30 @@ void Prepare(PGconn* c, const char* name, const char* sql) {
 // A prepared SELECT run again reuses its generic plan, filled with each execution's values
 // (key ranges pruned per value, across segments on two nodes), and stays right after
 // writes, DDL that replaces its table, an index, a planner setting and inside a block.
-TEST(GenericPlans, PreparedSelectsReuseTheirPlanAndStayRight) {
+// Two nodes, small segments, and the master's metrics on `port`.
+MiniClusterOptions GenericPlanCluster(int port) {
   MiniClusterOptions o{2, 64 << 10, 300};
-  int port = FreeTcpPort();
   o.extra_toml = fmt::format("[power]\nmetrics_port = {}\n", port);
-  MiniCluster cluster(o);
+  return o;
+}
+
+// wattdb_generic_plan_executions_total from the metrics on `port`; -1 if unreadable.
+double GenericPlanExecutions(int port) {
+  int status = 0;
+  std::string text = HttpGet(port, "/metrics", &status);
+  return status == 0 ? MetricValue(text, "wattdb_generic_plan_executions_total") : -1.0;
+}
+
+TEST(GenericPlans, PreparedSelectsReuseTheirPlanAndStayRight) {
+  int port = FreeTcpPort();
+  MiniCluster cluster(GenericPlanCluster(port));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto admin = cluster.Connect();
   ASSERT_EQ(admin->Exec("CREATE TABLE g (id INT PRIMARY KEY, v INT, s TEXT)"), "");
   ASSERT_EQ(admin->Exec("INSERT INTO g SELECT i, i * 7, 'row' || i FROM generate_series(1, 4000) i"), "");
   PGconn* c = PQconnectdb(cluster.conninfo().c_str());
   ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-  auto generic = [&] {
-    int status = 0;
-    std::string text = HttpGet(port, "/metrics", &status);
-    return status == 0 ? MetricValue(text, "wattdb_generic_plan_executions_total") : -1.0;
-  };
+  auto generic = [&] { return GenericPlanExecutions(port); };
   double before = generic();
   ASSERT_GE(before, 0);
 
@@ -381,6 +389,112 @@ TEST(GenericPlans, PreparedSelectsReuseTheirPlanAndStayRight) {
   EXPECT_EQ(ExecPrepared(c, "by_id", {"6"}), "1|mine\n");
   PQclear(PQexec(c, "ROLLBACK"));
   EXPECT_EQ(ExecPrepared(c, "by_id", {"6"}), "");
+  PQfinish(c);
+}
+
+}  // namespace
+}  // namespace wattdb::testing
+
+namespace wattdb::testing {
+namespace {
+
+// Runs prepared statement `name` (a write) with text parameters; its command tag, or the
+// error's SQLSTATE as "ERROR <code>".
+std::string WritePrepared(PGconn* c, const char* name, std::vector<const char*> vals) {
+  PGresult* r = PQexecPrepared(c, name, static_cast<int>(vals.size()), vals.data(), nullptr, nullptr, 0);
+  const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  std::string out = PQresultStatus(r) == PGRES_COMMAND_OK ? std::string(PQcmdStatus(r))
+                                                          : std::string("ERROR ") + (code ? code : "?");
+  PQclear(r);
+  return out;
+}
+
+// Prepared INSERTs, UPDATEs and DELETEs reuse their generic plans too: by key (on the row's
+// node) and by range, across segments on two nodes; now() is each execution's own time; NOT
+// NULL and missing rows answer as before; a block's rollback undoes them; a view's INSERT
+// is rewritten once; DDL that replaces the table plans them again.
+TEST(GenericPlans, PreparedWritesReuseTheirPlanAndStayRight) {
+  int port = FreeTcpPort();
+  MiniCluster cluster(GenericPlanCluster(port));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto admin = cluster.Connect();
+  ASSERT_EQ(admin->Exec("CREATE TABLE w (id INT PRIMARY KEY, v INT NOT NULL, s TEXT, at TIMESTAMP)"), "");
+  PGconn* c = PQconnectdb(cluster.conninfo().c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  auto generic = [&] { return GenericPlanExecutions(port); };
+  double before = generic();
+  ASSERT_GE(before, 0);
+
+  Prepare(c, "ins", "INSERT INTO w VALUES ($1, $2, $3, now())");
+  for (int id = 1; id <= 300; id++) {
+    std::string ids = std::to_string(id), v = std::to_string(id * 3), s = "s" + ids;
+    ASSERT_EQ(WritePrepared(c, "ins", {ids.c_str(), v.c_str(), s.c_str()}), "INSERT 0 1") << id;
+  }
+  EXPECT_GE(generic() - before, 298);
+  EXPECT_EQ(WritePrepared(c, "ins", {"7", "1", "dup"}), "ERROR 23505");
+  EXPECT_EQ(WritePrepared(c, "ins", {"301", nullptr, "x"}), "ERROR 23502");
+  EXPECT_EQ(admin->Scalar("SELECT count(*) || ' ' || sum(v) FROM w"), "300 135450");
+  // Every execution read the clock: the times differ and rise with the key.
+  EXPECT_GT(std::stoi(admin->Scalar("SELECT count(DISTINCT at) FROM w")), 250);
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w a JOIN w b ON b.id = a.id + 1 WHERE b.at < a.at"), "0");
+  Prepare(c, "seen", "SELECT count(*) FROM w WHERE at <= now()");
+  for (int i = 0; i < 3; i++) EXPECT_EQ(ExecPrepared(c, "seen", {}), "300\n");
+  ASSERT_EQ(WritePrepared(c, "ins", {"301", "0", "late"}), "INSERT 0 1");
+  EXPECT_EQ(ExecPrepared(c, "seen", {}), "301\n");
+
+  double mid = generic();
+  Prepare(c, "add", "UPDATE w SET v = v + $2 WHERE id = $1");
+  for (int id = 1; id <= 300; id++) {
+    std::string ids = std::to_string(id), d = std::to_string(id);
+    ASSERT_EQ(WritePrepared(c, "add", {ids.c_str(), d.c_str()}), "UPDATE 1") << id;
+  }
+  EXPECT_EQ(WritePrepared(c, "add", {"999", "1"}), "UPDATE 0");
+  EXPECT_GE(generic() - mid, 299);
+  Prepare(c, "set", "UPDATE w SET v = $2 WHERE id = $1");
+  for (int i = 0; i < 3; i++) EXPECT_EQ(WritePrepared(c, "set", {"5", nullptr}), "ERROR 23502");
+  Prepare(c, "label", "UPDATE w SET s = $1 WHERE id >= $2 AND id < $3");
+  EXPECT_EQ(WritePrepared(c, "label", {"a", "1", "101"}), "UPDATE 100");
+  EXPECT_EQ(WritePrepared(c, "label", {"b", "101", "151"}), "UPDATE 50");
+  EXPECT_EQ(WritePrepared(c, "label", {"c", "290", "400"}), "UPDATE 12");
+  EXPECT_EQ(admin->Scalar("SELECT sum(v) FROM w"), "180600");
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w WHERE s = 'a'"), "100");
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w WHERE s = 'b'"), "50");
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w WHERE s = 'c'"), "12");
+
+  // A block's prepared writes roll back with it.
+  PQclear(PQexec(c, "BEGIN"));
+  for (int i = 0; i < 3; i++) EXPECT_EQ(WritePrepared(c, "add", {"10", "1000"}), "UPDATE 1");
+  PQclear(PQexec(c, "ROLLBACK"));
+  EXPECT_EQ(admin->Scalar("SELECT v FROM w WHERE id = 10"), "40");
+
+  Prepare(c, "del", "DELETE FROM w WHERE id = $1");
+  for (int id = 1; id <= 300; id += 2) {
+    std::string ids = std::to_string(id);
+    ASSERT_EQ(WritePrepared(c, "del", {ids.c_str()}), "DELETE 1") << id;
+  }
+  EXPECT_EQ(WritePrepared(c, "del", {"1"}), "DELETE 0");
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w"), "151");
+
+  ASSERT_EQ(admin->Exec("CREATE VIEW wv AS SELECT id, v, s FROM w"), "");
+  Prepare(c, "vins", "INSERT INTO wv VALUES ($1, $2, 'view')");
+  for (int id = 1001; id <= 1004; id++) {
+    std::string ids = std::to_string(id);
+    EXPECT_EQ(WritePrepared(c, "vins", {ids.c_str(), "1"}), "INSERT 0 1");
+  }
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w WHERE s = 'view'"), "4");
+
+  // The table replaced by one with another column: planned again against the new one.
+  ASSERT_EQ(admin->Exec("DROP VIEW wv"), "");
+  ASSERT_EQ(admin->Exec("DROP TABLE w"), "");
+  ASSERT_EQ(admin->Exec("CREATE TABLE w (id INT PRIMARY KEY, v INT NOT NULL, s TEXT, at TIMESTAMP, n INT DEFAULT 42)"),
+            "");
+  double again = generic();
+  for (int id = 1; id <= 4; id++) {
+    std::string ids = std::to_string(id);
+    EXPECT_EQ(WritePrepared(c, "ins", {ids.c_str(), "5", "new"}), "INSERT 0 1");
+  }
+  EXPECT_GE(generic() - again, 2);
+  EXPECT_EQ(admin->Scalar("SELECT count(*) || ' ' || sum(n) FROM w WHERE s = 'new'"), "4 168");
   PQfinish(c);
 }
 

@@ -28,6 +28,11 @@ class DatabaseCatalog : public plan::CatalogReader {
   void set_read_snapshot(Timestamp ts) { read_snapshot_ = ts; }
   std::optional<std::string> GetView(const std::string& name) const override;
   double EstimateRows(const TableSchema& table) const override { return catalog_.EstimateRows(table); }
+  // The running statement's time (set at its start), else the current time.
+  int64_t StatementTime() const override {
+    return statement_time_ ? *statement_time_ : plan::CatalogReader::StatementTime();
+  }
+  void set_statement_time(std::optional<int64_t> t) { statement_time_ = t; }
   // The tables of this database.
   std::vector<TableSchema> Tables() const;
   // The views of this database: name -> defining query.
@@ -50,6 +55,7 @@ class DatabaseCatalog : public plan::CatalogReader {
 
   Catalog& catalog_;  // borrowed; outlives this view
   Timestamp read_snapshot_ = ~0ULL;
+  std::optional<int64_t> statement_time_;
   std::string db_;
   std::string prefix_;  // "" for the default database, else "<db>/"
 };

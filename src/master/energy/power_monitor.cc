@@ -48,7 +48,12 @@ void PowerMonitor::Every(const std::function<void()>& f) {
 }
 
 void PowerMonitor::Start() {
-  threads_.emplace_back([this] { Every([this] { power_.Refresh(); }); });
+  threads_.emplace_back([this] {
+    Every([this] {
+      power_.Refresh();
+      SampleMasterCpu();
+    });
+  });
   for (auto& c : components_) {
     Component* comp = c.get();
     threads_.emplace_back([this, comp] {
@@ -73,7 +78,7 @@ void PowerMonitor::Stop() {
   threads_.clear();
 }
 
-double PowerMonitor::MasterCpuUtilization() {
+void PowerMonitor::SampleMasterCpu() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   int64_t cpu = int64_t{ru.ru_utime.tv_sec + ru.ru_stime.tv_sec} * 1000000 + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
@@ -84,11 +89,14 @@ double PowerMonitor::MasterCpuUtilization() {
   }
   last_cpu_us_ = cpu;
   last_cpu_at_us_ = now;
-  return util;
+  std::lock_guard<std::mutex> l(mu_);
+  master_cpu_rate_ = util;
+  PublishRatesLocked();
 }
 
 void PowerMonitor::SampleOnce() {
   power_.Refresh();
+  SampleMasterCpu();
   std::map<NodeId, NodeInfo> live;
   for (auto& n : registry_.Snapshot()) live[n.id] = n;
   for (auto& c : components_) Sample(*c, live);
@@ -96,20 +104,26 @@ void PowerMonitor::SampleOnce() {
 
 void PowerMonitor::Sample(Component& c, const std::map<NodeId, NodeInfo>& live) {
   power::ComponentStatus st;
+  double cpu_rate = 0;
   if (c.info.node_id) {
     st.state = power_.State(c.info.node_id);
     auto it = live.find(c.info.node_id);
-    st.cpu_utilization = it != live.end() && it->second.up ? it->second.cpu_percent / 100.0 / c.cpus : 0;
+    cpu_rate = it != live.end() && it->second.up ? it->second.cpu_percent / 100.0 : 0;
   } else {
     st.state = power::PowerState::kOn;
-    if (c.info.component == "master") st.cpu_utilization = MasterCpuUtilization() / c.cpus;
+    if (c.info.component == "master") {
+      std::lock_guard<std::mutex> l(mu_);
+      cpu_rate = master_cpu_rate_;
+    }
   }
+  st.cpu_utilization = cpu_rate / c.cpus;
   Result<power::MeterReading> r = Status::NotSupported("not metered");
   if (c.meter) r = c.meter->Read(st);
   int64_t now = clock_.NowMicros();
   std::lock_guard<std::mutex> l(mu_);
   c.info.state = power::PowerStateName(st.state);
-  if (!c.meter) return;
+  c.cpu_rate = cpu_rate;
+  if (!c.meter) return PublishRatesLocked();
   c.info.readings++;
   if (r.ok()) {
     c.energy.Add(now, r->watts, r->joules);
@@ -131,6 +145,23 @@ void PowerMonitor::Sample(Component& c, const std::map<NodeId, NodeInfo>& live) 
   c.info.gaps = c.energy.gaps();
   c.info.gap_seconds = c.energy.gap_seconds();
   c.info.covered_seconds = c.energy.covered_seconds();
+  PublishRatesLocked();
+}
+
+void PowerMonitor::PublishRatesLocked() {
+  auto rates = std::make_shared<EnergyRates>();
+  rates->master_cpu_rate = master_cpu_rate_;
+  rates->components.reserve(components_.size());
+  for (const auto& c : components_) {
+    rates->components.push_back(ComponentRate{c->info.node_id, !c->info.node_id && c->info.component == "master",
+                                   c->meter && c->info.meter_ok, c->info.watts, c->cpu_rate});
+  }
+  rates_ = std::move(rates);
+}
+
+std::shared_ptr<const EnergyRates> PowerMonitor::Rates() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return rates_;
 }
 
 std::vector<ComponentPower> PowerMonitor::Snapshot() {

@@ -39,6 +39,20 @@ struct ComponentPower {
   double gap_seconds = 0, covered_seconds = 0;
 };
 
+// What a statement's energy needs of one component, as of its newest sample.
+struct ComponentRate {
+  NodeId node_id = 0;     // 0 for infrastructure
+  bool master = false;    // the master's own host
+  bool meter_ok = false;
+  double watts = 0;
+  double cpu_rate = 0;    // CPU seconds per second it spent (nodes: telemetry; master: its process)
+};
+
+struct EnergyRates {
+  std::vector<ComponentRate> components;
+  double master_cpu_rate = 0;  // the master process's, sampled whether or not it is metered
+};
+
 class PowerMonitor {
  public:
   PowerMonitor(const ClusterConfig& config, NodeRegistry& registry, NodePower& power,
@@ -51,6 +65,9 @@ class PowerMonitor {
   // Refreshes power states and reads every meter once, on the calling thread (tests).
   void SampleOnce();
   std::vector<ComponentPower> Snapshot();
+  // Every component's rates as of its newest sample: one shared immutable table, replaced
+  // after each sample, so that reading it per statement costs a lock and a reference.
+  std::shared_ptr<const EnergyRates> Rates() const;
 
  private:
   struct Component {
@@ -58,9 +75,12 @@ class PowerMonitor {
     std::unique_ptr<power::Meter> meter;  // null: not metered
     power::EnergyIntegrator energy;
     double cpus = 1;  // capacity the utilisation is relative to
+    double cpu_rate = 0;  // CPU seconds per second, newest sample
   };
   void Sample(Component& c, const std::map<NodeId, NodeInfo>& live);
-  double MasterCpuUtilization();
+  void PublishRatesLocked();  // REQUIRES: mu_ held
+  // Samples the master process's CPU rate (CPU seconds per second since the last call).
+  void SampleMasterCpu();
   // Runs `f` every meter interval until Stop().
   void Every(const std::function<void()>& f);
 
@@ -68,13 +88,15 @@ class PowerMonitor {
   NodeRegistry& registry_;
   NodePower& power_;
   const Clock& clock_;
-  std::mutex mu_;  // guards components_' info and energy
+  mutable std::mutex mu_;  // guards components_' info, energy and rates, and rates_
   std::vector<std::unique_ptr<Component>> components_;
+  std::shared_ptr<const EnergyRates> rates_ = std::make_shared<EnergyRates>();
+  double master_cpu_rate_ = 0;  // guarded by mu_
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
-  int64_t last_cpu_us_ = 0, last_cpu_at_us_ = 0;  // the master's own CPU time (its component's thread)
+  int64_t last_cpu_us_ = 0, last_cpu_at_us_ = 0;  // the master's own CPU time (SampleMasterCpu's caller)
 };
 
 }  // namespace wattdb::master

@@ -1,11 +1,8 @@
 #include "master/energy/statement_energy.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 
 #include "master/energy/power_monitor.h"
-#include "master/cluster/node_registry.h"
 
 namespace wattdb::master {
 
@@ -13,20 +10,12 @@ namespace {
 
 thread_local std::map<NodeId, uint64_t>* tl_nodes = nullptr;
 
-uint64_t ProcessCpuNanos() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return (static_cast<uint64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
-          ru.ru_stime.tv_usec) * 1000;
-}
-
 }  // namespace
 
 StatementCpuScope::StatementCpuScope()
     : start_steady_us_(Clock::Real().NowMicros()),
       start_wall_us_(Clock::Real().WallMicros()),
-      start_thread_ns_(ThreadCpuNanos()),
-      start_process_ns_(ProcessCpuNanos()) {
+      start_thread_ns_(ThreadCpuNanos()) {
   if (!tl_nodes) {
     tl_nodes = &nodes_;
     active_ = true;
@@ -41,23 +30,21 @@ void StatementCpuScope::AddNode(NodeId node, uint64_t nanos) {
   if (tl_nodes) (*tl_nodes)[node] += nanos;
 }
 
-StatementEnergy StatementCpuScope::Finish(PowerMonitor& monitor, NodeRegistry& registry) const {
+StatementEnergy StatementCpuScope::Finish(const PowerMonitor& monitor) const {
   StatementEnergy e;
   e.started_us = start_wall_us_;
   e.seconds = std::max(1e-6, static_cast<double>(Clock::Real().NowMicros() - start_steady_us_) / 1e6);
   double thread_s = static_cast<double>(ThreadCpuNanos() - start_thread_ns_) / 1e9;
-  double process_s = static_cast<double>(ProcessCpuNanos() - start_process_ns_) / 1e9;
-  std::map<NodeId, double> node_rate;  // CPU seconds per second, from telemetry
-  for (const auto& n : registry.Snapshot()) node_rate[n.id] = n.up ? n.cpu_percent / 100.0 : 0;
-  double stmt_cpu = thread_s, all_cpu = std::max(thread_s, process_s);
-  std::vector<const ComponentPower*> infra;
-  auto components = monitor.Snapshot();
-  for (const auto& c : components) {
+  auto rates = monitor.Rates();
+  double process_s = std::max(thread_s, rates->master_cpu_rate * e.seconds);
+  double stmt_cpu = thread_s, all_cpu = process_s;
+  std::vector<const ComponentRate*> infra;
+  for (const ComponentRate& c : rates->components) {
     if (c.node_id) {
       auto it = nodes_.find(c.node_id);
       if (it == nodes_.end() || it->second == 0) continue;
       double mine = static_cast<double>(it->second) / 1e9;
-      double total = std::max(mine, node_rate[c.node_id] * e.seconds);
+      double total = std::max(mine, c.cpu_rate * e.seconds);
       stmt_cpu += mine;
       all_cpu += total;
       if (!c.meter_ok) {
@@ -65,19 +52,18 @@ StatementEnergy StatementCpuScope::Finish(PowerMonitor& monitor, NodeRegistry& r
         continue;
       }
       e.node_joules += c.watts * e.seconds * (mine / total);
-    } else if (c.component == "master") {
+    } else if (c.master) {
       if (!c.meter_ok) {
         e.unmetered++;
         continue;
       }
-      double share = process_s > 0 ? std::min(1.0, thread_s / process_s) : 1.0;
-      e.master_joules += c.watts * e.seconds * share;
+      e.master_joules += c.watts * e.seconds * (process_s > 0 ? thread_s / process_s : 1.0);
     } else {
       infra.push_back(&c);
     }
   }
   double share = all_cpu > 0 ? std::min(1.0, stmt_cpu / all_cpu) : 0;
-  for (const ComponentPower* c : infra) {
+  for (const ComponentRate* c : infra) {
     if (!c->meter_ok) {
       e.unmetered++;
       continue;

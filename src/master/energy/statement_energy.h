@@ -5,14 +5,15 @@
 // At the end, each component's energy over the statement's run time (its current watts ×
 // the run time) is apportioned by the statement's share of that component's CPU in the run:
 //   node n:  share = statement CPU on n / max(statement CPU on n, n's CPU rate × run time)
-//   master:  share = the session thread's CPU / the master process's CPU over the run
+//   master:  share = the session thread's CPU / the master process's (its CPU rate × run time)
 //   other infrastructure (switch): share = the statement's CPU / all CPU seen, over the
 //            components above
 // A component the statement did not use costs it nothing; one it used alone costs it all of
 // its draw, idle power included (the energy the cluster spent while serving it). Components
 // whose meter is failing are left out and counted. Estimates, not measurements: CPU time is
-// the only proxy for attribution, node CPU rates come from the latest telemetry, watts from
-// the latest meter reading.
+// the only proxy for attribution, CPU rates (the nodes' from telemetry, the master's own) and
+// watts come from the latest meter sample (PowerMonitor::Rates), so that a statement pays no
+// system call for them.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,6 @@
 namespace wattdb::master {
 
 class PowerMonitor;
-class NodeRegistry;
 
 struct StatementEnergy {
   int64_t started_us = 0;   // wall clock
@@ -49,12 +49,12 @@ class StatementCpuScope {
   // Adds CPU a node reported for this thread's current statement (no-op outside a scope).
   static void AddNode(NodeId node, uint64_t nanos);
   // The energy of the statement so far.
-  StatementEnergy Finish(PowerMonitor& monitor, NodeRegistry& registry) const;
+  StatementEnergy Finish(const PowerMonitor& monitor) const;
 
  private:
   bool active_ = false;
   int64_t start_steady_us_, start_wall_us_;
-  uint64_t start_thread_ns_, start_process_ns_;
+  uint64_t start_thread_ns_;
   std::map<NodeId, uint64_t> nodes_;
 };
 

@@ -521,18 +521,21 @@ Result<std::shared_ptr<PgSession::Prepared>> PgSession::Describe(const std::stri
   if (auto* sel = std::get_if<sql::SelectStmt>(&st)) {
     ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(*sel, cat, &types));
     p->returns_rows = true;
-    p->select = true;
+    p->plannable = true;
     p->names = b.names;
     p->types = b.types;
   } else if (auto* ins = std::get_if<sql::InsertStmt>(&st)) {
     RETURN_NOT_OK(plan::RewriteViewTarget(*ins, cat));
     RETURN_NOT_OK(plan::BindInsert(*ins, cat, &types).status());
+    p->plannable = true;
   } else if (auto* up = std::get_if<sql::UpdateStmt>(&st)) {
     RETURN_NOT_OK(plan::RewriteViewTarget(*up, cat));
     RETURN_NOT_OK(plan::BindUpdate(*up, cat, &types).status());
+    p->plannable = true;
   } else if (auto* del = std::get_if<sql::DeleteStmt>(&st)) {
     RETURN_NOT_OK(plan::RewriteViewTarget(*del, cat));
     RETURN_NOT_OK(plan::BindDelete(*del, cat, &types).status());
+    p->plannable = true;
   } else if (auto* show = std::get_if<sql::ShowStmt>(&st)) {
     p->returns_rows = true;
     p->names = {show->name};
@@ -717,13 +720,12 @@ Result<std::string> PgSession::RunPrepared(Prepared& p, const std::vector<Value>
     return WithStatementTimeout([&] { return executor_.ExecuteCached(*p.cached, params, sink, cancel_.get()); });
   }
   ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
-  if (p.select && ++p.executions == 2) {
+  if (p.plannable && ++p.executions == 2) {
     // Once per statement (the unnamed one, parsed anew for each use, never gets here).
     ASSIGN_OR_RETURN(auto generic, sql::Parse(p.sql));
     ASSIGN_OR_RETURN(auto custom, sql::Parse(p.sql));
     RETURN_NOT_OK(Substitute(custom[0], params));
-    p.cached = executor_.PlanGeneric(std::get<sql::SelectStmt>(generic[0]), std::get<sql::SelectStmt>(custom[0]),
-                                     p.param_types, params);
+    p.cached = executor_.PlanGeneric(generic[0], custom[0], p.param_types, params);
   }
   RETURN_NOT_OK(Substitute(stmts[0], params));
   return WithStatementTimeout([&] { return executor_.Execute(stmts[0], sink, cancel_.get()); });

@@ -3,13 +3,13 @@
 // unnamed statements and portals, parameter type inference, text and binary formats, and
 // row-limited Execute (PortalSuspended).
 //
-// A prepared statement keeps its SQL text and described types. A SELECT executed a second
-// time gets a generic plan (parameters as placeholders, bound once; Executor::PlanGeneric)
-// if that plan, filled with the values, is the one the binder makes for them; executions then
-// only fill it in (key ranges derived from the values) until DDL or a planner setting changes.
-// Other statements re-parse the text at each execution and substitute the values as typed
-// literals, so execution (and key-range pruning) sees constants. Not thread-safe: runs on its
-// connection's thread.
+// A prepared statement keeps its SQL text and described types. A SELECT, INSERT … VALUES,
+// UPDATE or DELETE executed a second time gets a generic plan (parameters and now() as
+// placeholders, bound once; Executor::PlanGeneric) if that plan, filled with the values, is
+// the one the binder makes for them; executions then only fill it in (key ranges derived from
+// the values) until DDL or a planner setting changes. Other statements re-parse the text at
+// each execution and substitute the values as typed literals, so execution (and key-range
+// pruning) sees constants. Not thread-safe: runs on its connection's thread.
 #pragma once
 
 #include <atomic>
@@ -54,9 +54,9 @@ class PgSession {
     bool returns_rows = false;
     std::vector<std::string> names;
     std::vector<SqlType> types;
-    bool select = false;  // a SELECT: may get a generic plan
+    bool plannable = false;  // SELECT, INSERT, UPDATE, DELETE: may get a generic plan
     int executions = 0;
-    std::unique_ptr<Executor::CachedSelect> cached;
+    std::unique_ptr<Executor::CachedPlan> cached;
   };
   struct Portal {
     std::shared_ptr<Prepared> stmt;

@@ -177,7 +177,7 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
       r.ok(), static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                         std::chrono::steady_clock::now() - started)
                                         .count()));
-  StatementEnergy e = energy.Finish(cluster_.monitor(), cluster_.registry());
+  StatementEnergy e = energy.Finish(cluster_.monitor());
   e.statement = r.ok() ? *r : "ERROR " + r.status().sqlstate();
   cluster_.energy_log().Add(std::move(e));
   if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
@@ -290,40 +290,23 @@ Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& 
   return fmt::format("SELECT {}", rows);
 }
 
-std::unique_ptr<Executor::CachedSelect> Executor::PlanGeneric(sql::SelectStmt& generic, sql::SelectStmt& custom,
-                                                              const std::vector<SqlType>& param_types,
-                                                              const std::vector<Value>& params) {
-  if (generic.for_update) return nullptr;
-  auto c = std::make_unique<CachedSelect>();
-  c->schema_version = cluster_.catalog().schema_version();  // before binding: DDL meanwhile re-plans
-  c->planner = PlannerSettings();
-  std::vector<SqlType> types = param_types;
-  auto g = plan::BindSelect(generic, db_, &types);
-  if (!g.ok() || types != param_types) return nullptr;
-  c->generic = std::move(*g);
-  PushDown(&c->generic);
-  auto made = PlanSelect(custom);
-  if (!made.ok()) return nullptr;
-  auto filled = plan::Instantiate(*c->generic.plan, params, db_);
-  if (!filled.ok() || !plan::SamePlan(**filled, *made->plan) || made->names != c->generic.names ||
-      made->types != c->generic.types) {
-    return nullptr;
-  }
-  return c;
-}
-
-bool Executor::Valid(const CachedSelect& c) const {
-  return c.schema_version == cluster_.catalog().schema_version() && c.planner == PlannerSettings();
-}
-
-Result<std::string> Executor::ExecuteCached(const CachedSelect& c, const std::vector<Value>& params, ResultSink& sink,
+// Generic plans are made and filled in executor_generic.cc; they run here, beside Run.
+Result<std::string> Executor::ExecuteCached(const CachedPlan& c, const std::vector<Value>& params, ResultSink& sink,
                                             const std::atomic<bool>* cancel) {
-  static const sql::Statement kSelect = sql::SelectStmt{};
   cluster_.queries().generic_plans.fetch_add(1, std::memory_order_relaxed);
-  return Run(kSelect, [&]() -> Result<std::string> {
-    ASSIGN_OR_RETURN(plan::PlanPtr plan, plan::Instantiate(*c.generic.plan, params, db_));
-    RETURN_NOT_OK(sink.Describe(c.generic.names, c.generic.types));
-    return RunSelect(*plan, sink, cancel);
+  return Run(c.kind, [&]() -> Result<std::string> {
+    if (std::holds_alternative<sql::SelectStmt>(c.kind)) {
+      ASSIGN_OR_RETURN(plan::PlanPtr plan, plan::Instantiate(*c.select.plan, params, db_));
+      RETURN_NOT_OK(sink.Describe(c.select.names, c.select.types));
+      return RunSelect(*plan, sink, cancel);
+    }
+    if (std::holds_alternative<sql::InsertStmt>(c.kind)) {
+      ASSIGN_OR_RETURN(plan::BoundInsert b, FillInsert(c.insert, params));
+      return Insert(b, cancel);
+    }
+    ASSIGN_OR_RETURN(plan::BoundModify b, FillModify(c.modify, params));
+    if (std::holds_alternative<sql::UpdateStmt>(c.kind)) return Update(b, cancel);
+    return Delete(b, cancel);
   });
 }
 
@@ -383,6 +366,10 @@ Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& ro
 Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel) {
   RETURN_NOT_OK(plan::RewriteViewTarget(s, db_));
   ASSIGN_OR_RETURN(plan::BoundInsert b, plan::BindInsert(s, db_));
+  return Insert(b, cancel);
+}
+
+Result<std::string> Executor::Insert(const plan::BoundInsert& b, const std::atomic<bool>* cancel) {
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot insert into view \"{}\"", t.name));
   std::vector<std::vector<Value>> rows;
@@ -422,6 +409,10 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
 Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel) {
   RETURN_NOT_OK(plan::RewriteViewTarget(s, db_));
   ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindUpdate(s, db_));
+  return Update(b, cancel);
+}
+
+Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atomic<bool>* cancel) {
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot update view \"{}\"", t.name));
   Timestamp snap = Snapshot();
@@ -532,6 +523,10 @@ Result<std::optional<uint64_t>> Executor::KeyWrite(const TableSchema& t, Timesta
 Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel) {
   RETURN_NOT_OK(plan::RewriteViewTarget(s, db_));
   ASSIGN_OR_RETURN(plan::BoundModify b, plan::BindDelete(s, db_));
+  return Delete(b, cancel);
+}
+
+Result<std::string> Executor::Delete(const plan::BoundModify& b, const std::atomic<bool>* cancel) {
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
   Timestamp snap = Snapshot();

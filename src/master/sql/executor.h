@@ -82,22 +82,27 @@ class Executor {
   // Executes `stmt`; returns the command tag (e.g. "SELECT 3", "INSERT 0 2").
   Result<std::string> Execute(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
 
-  // A prepared SELECT's generic plan (query/plan/generic_plan.h), kept with the prepared
-  // statement and reused while no DDL has run and the planner settings are as they were.
-  struct CachedSelect {
-    plan::BoundSelect generic;
+  // A prepared statement's generic plan (query/plan/generic_plan.h): a SELECT's (not FOR
+  // UPDATE), an INSERT … VALUES', an UPDATE's or a DELETE's, bound once with its $n as
+  // placeholders, kept with the prepared statement and reused while no DDL has run and the
+  // planner settings are as they were.
+  struct CachedPlan {
+    sql::Statement kind;       // an empty statement of the plan's kind, for Run's checks
+    plan::BoundSelect select;  // SELECT
+    plan::BoundInsert insert;  // INSERT
+    plan::BoundModify modify;  // UPDATE, DELETE
     uint64_t schema_version = 0;
     std::string planner;  // PlannerSettings() when planned
   };
-  // The generic plan of `generic` (a SELECT whose $n have `param_types`) if, filled with
-  // `params`, it is the plan made for `custom` (the same SELECT with those values in);
+  // The generic plan of `generic` (a statement whose $n have `param_types`) if, filled with
+  // `params`, it is the plan made for `custom` (the same statement with those values in);
   // else nullptr: such a statement is planned at each execution.
-  std::unique_ptr<CachedSelect> PlanGeneric(sql::SelectStmt& generic, sql::SelectStmt& custom,
-                                            const std::vector<SqlType>& param_types, const std::vector<Value>& params);
+  std::unique_ptr<CachedPlan> PlanGeneric(sql::Statement& generic, sql::Statement& custom,
+                                          const std::vector<SqlType>& param_types, const std::vector<Value>& params);
   // True while `c` holds (no DDL since, same planner settings).
-  bool Valid(const CachedSelect& c) const;
-  // Runs `c` with `params` as Execute runs a SELECT.
-  Result<std::string> ExecuteCached(const CachedSelect& c, const std::vector<Value>& params, ResultSink& sink,
+  bool Valid(const CachedPlan& c) const;
+  // Runs `c` with `params` as Execute runs the statement.
+  Result<std::string> ExecuteCached(const CachedPlan& c, const std::vector<Value>& params, ResultSink& sink,
                                     const std::atomic<bool>* cancel);
 
  private:
@@ -138,9 +143,16 @@ class Executor {
   Status CreateTableStorage(TableSchema* t);
   // Drops dropped tables' segments on their nodes.
   void DropSegments(const std::vector<SegmentEntry>& segs);
+  // Writes: bind the statement, then run the bound form (which a generic plan fills in).
   Result<std::string> Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Insert(const plan::BoundInsert& b, const std::atomic<bool>* cancel);
   Result<std::string> Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Update(const plan::BoundModify& b, const std::atomic<bool>* cancel);
   Result<std::string> Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> Delete(const plan::BoundModify& b, const std::atomic<bool>* cancel);
+  // `c` filled with `params`: the bound statement Insert/Update/Delete/RunSelect run.
+  Result<plan::BoundInsert> FillInsert(const plan::BoundInsert& c, const std::vector<Value>& params);
+  Result<plan::BoundModify> FillModify(const plan::BoundModify& c, const std::vector<Value>& params);
   // `w`, an UPDATE or DELETE of one row by its key, run on the row's node (Cluster::KeyWrite)
   // under the block's transaction or, outside one, the statement's own, committed here. The
   // rows written (0 or 1), or nullopt: take the general path.

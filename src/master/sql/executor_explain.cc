@@ -102,7 +102,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   walk(*bound.plan, 0, nullptr, nullptr);
   if (s.analyze) {
     if (energy_) {
-      StatementEnergy e = energy_->Finish(cluster_.monitor(), cluster_.registry());
+      StatementEnergy e = energy_->Finish(cluster_.monitor());
       lines.push_back(fmt::format("Energy: {:.3f} J estimated (master {:.3f} J, nodes {:.3f} J, infrastructure {:.3f} J; "
                                   "CPU {:.3f} ms{})",
                                   e.joules, e.master_joules, e.node_joules, e.infra_joules, e.cpu_ms,

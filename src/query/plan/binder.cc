@@ -1,5 +1,6 @@
 #include "query/plan/binder.h"
 
+#include <chrono>
 #include <map>
 
 #include "common/codec.h"
@@ -7,6 +8,12 @@
 #include "query/sql/parser.h"
 
 namespace wattdb::plan {
+
+int64_t CatalogReader::StatementTime() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+             .count() -
+         kPgEpochUnixMicros;
+}
 
 namespace {
 
@@ -302,14 +309,22 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
       targets.push_back(idx);
     }
   }
+  QueryBinder qb(catalog, params);
+  std::optional<BoundSelect> selected;
+  if (s.select) {
+    ASSIGN_OR_RETURN(selected, qb.BindQuery(*s.select, nullptr));
+  }
+  // Without a column list, fewer values than columns fill the leading columns (the rest take
+  // their defaults), as in PostgreSQL.
+  size_t width = selected ? selected->types.size() : s.rows.empty() ? targets.size() : s.rows[0].size();
+  if (s.columns.empty() && width < targets.size()) targets.resize(width);
   for (size_t i = 0; i < table.columns.size(); i++) {
     if (table.columns[i].serial && std::find(targets.begin(), targets.end(), static_cast<int>(i)) == targets.end()) {
       out.generated.push_back(static_cast<int>(i));
     }
   }
-  QueryBinder qb(catalog, params);
-  if (s.select) {
-    ASSIGN_OR_RETURN(BoundSelect sel, qb.BindQuery(*s.select, nullptr));
+  if (selected) {
+    BoundSelect& sel = *selected;
     if (sel.types.size() > targets.size()) {
       return Status::Sql("42601", "INSERT has more expressions than target columns", s.table_pos);
     }

@@ -24,6 +24,9 @@ class CatalogReader {
   virtual std::optional<std::string> GetView(const std::string& name) const { return std::nullopt; }
   // The planner's guess of a table's row count.
   virtual double EstimateRows(const TableSchema& table) const { return 1000; }
+  // now() and CURRENT_TIMESTAMP of the statement being bound (PostgreSQL-epoch microseconds):
+  // by default the current time.
+  virtual int64_t StatementTime() const;
 };
 
 struct BoundSelect {

@@ -104,7 +104,7 @@ std::string BoundExpr::ToString() const {
       return s + " END";
     }
     case Kind::kCast: return fmt::format("({})::{}", child(0), type.ToString());
-    case Kind::kParam: return fmt::format("${}", column + 1);
+    case Kind::kParam: return column == kTimeParam ? std::string("now()") : fmt::format("${}", column + 1);
     case Kind::kOuterColumn: return fmt::format("outer{}#{}", depth, column);
     case Kind::kSubquery: return "(SubPlan " + PlanId() + ")";
     case Kind::kExists: return "EXISTS(SubPlan " + PlanId() + ")";

@@ -34,6 +34,10 @@ struct PlanNode;
 struct BoundExpr;
 using BoundExprPtr = std::unique_ptr<BoundExpr>;
 
+// kParam's `column` for now() / CURRENT_TIMESTAMP in a generic plan: the executing
+// statement's time (CatalogReader::StatementTime) is put in.
+constexpr int kTimeParam = -1;
+
 struct BoundExpr {
   enum class Kind : uint8_t {
     kConst,   // value
@@ -47,7 +51,8 @@ struct BoundExpr {
     kLike,    // children[0] [NOT] LIKE children[1]; case_insensitive for ILIKE
     kCase,    // WHEN children[2i] THEN children[2i+1] ... ELSE children.back() (has_else)
     kCast,    // children[0]::type
-    kParam,   // parameter `column` (0-based); only while describing a prepared statement
+    kParam,   // parameter `column` (0-based), or the statement's time (kTimeParam), in plans
+              // bound for a prepared statement (generic plans); filled in before they run
     kOuterColumn,  // column `column` of the row of the enclosing query `depth` levels up
     kSubquery,     // the single value of `subplan` (NULL if no row; 21000 if several)
     kExists,       // whether `subplan` yields a row

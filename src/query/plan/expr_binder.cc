@@ -79,6 +79,7 @@ BoundExprPtr CharAsText(BoundExprPtr e) {
 ExprBinder ExprBinder::Plain() const {
   ExprBinder b(scope_);
   b.params_ = params_;
+  b.now_us_ = now_us_;
   b.subquery_ = subquery_;
   return b;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,10 @@ class ExprBinder {
   // Describe mode: parameters bind as kParam; an untyped one takes the type its context
   // coerces it to, recorded in `types` (indexed by parameter number - 1; kNull = unknown).
   void set_params(std::vector<SqlType>* types) { params_ = types; }
+  // now() and CURRENT_TIMESTAMP bind to this time (PostgreSQL-epoch microseconds) or, in
+  // describe mode, to a placeholder for the executing statement's time (kTimeParam).
+  // Unset: the time of binding.
+  void set_now(int64_t now_us) { now_us_ = now_us; }
   // Enables subqueries (without it they are refused).
   void set_subquery_binder(SubqueryBindFn fn) { subquery_ = std::move(fn); }
 
@@ -94,6 +99,7 @@ class ExprBinder {
   const Scope* scope_;
   SubqueryBindFn subquery_;
   std::vector<SqlType>* params_ = nullptr;       // borrowed; set in describe mode
+  std::optional<int64_t> now_us_;
   std::vector<BoundExprPtr>* groups_ = nullptr;  // borrowed; set in agg mode
   std::vector<AggSpec>* aggs_ = nullptr;
   std::vector<std::string> group_strings_;

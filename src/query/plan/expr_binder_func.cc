@@ -138,7 +138,15 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
     }
     if (n == "current_database") return MakeConst(Value::Text("wattdb"), {TypeId::kText});
     if (n == "now" || n == "current_timestamp" || n == "localtimestamp") {
-      // The time the statement was bound, on the master's clock (UTC).
+      // The statement's time, on the master's clock (UTC).
+      if (params_) {
+        auto p = std::make_unique<BoundExpr>();
+        p->kind = BoundExpr::Kind::kParam;
+        p->column = kTimeParam;
+        p->type = {TypeId::kTimestamp};
+        return p;
+      }
+      if (now_us_) return MakeConst(Value::Timestamp(*now_us_), {TypeId::kTimestamp});
       auto unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
                          std::chrono::system_clock::now().time_since_epoch()).count();
       return MakeConst(Value::Timestamp(unix_us - kPgEpochUnixMicros), {TypeId::kTimestamp});

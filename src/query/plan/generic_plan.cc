@@ -31,6 +31,10 @@ Status ForEachExpr(Node* p, Fn fn) {
 
 Status Substitute(BoundExprPtr& e, const std::vector<Value>& params, const CatalogReader& catalog) {
   if (!e) return Status::OK();
+  if (e->kind == BoundExpr::Kind::kParam && e->column == kTimeParam) {
+    e = MakeConst(Value::Timestamp(catalog.StatementTime()), e->type);
+    return Status::OK();
+  }
   if (e->kind == BoundExpr::Kind::kParam) {
     if (e->column < 0 || static_cast<size_t>(e->column) >= params.size()) {
       return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e->column + 1));
@@ -87,6 +91,21 @@ Result<PlanPtr> Instantiate(const PlanNode& plan, const std::vector<Value>& para
   PlanPtr p = plan.Clone();
   RETURN_NOT_OK(Fill(plan, p.get(), params, catalog));
   return p;
+}
+
+Result<BoundExprPtr> InstantiateExpr(const BoundExpr& e, const std::vector<Value>& params,
+                                     const CatalogReader& catalog) {
+  BoundExprPtr c = e.Clone();
+  RETURN_NOT_OK(Substitute(c, params, catalog));
+  return c;
+}
+
+bool SameExpr(const BoundExpr& a, const BoundExpr& b) {
+  std::string x, y;
+  ByteWriter wx(&x), wy(&y);
+  a.Serialize(wx);
+  b.Serialize(wy);
+  return x == y;
 }
 
 bool SamePlan(const PlanNode& a, const PlanNode& b) {

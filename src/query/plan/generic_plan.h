@@ -17,10 +17,16 @@ namespace wattdb::plan {
 // value; 0A000 if a scanned table is not the one the plan was bound to (re-plan).
 Result<PlanPtr> Instantiate(const PlanNode& plan, const std::vector<Value>& params, const CatalogReader& catalog);
 
+// A copy of `e` with its parameters replaced as Instantiate does.
+Result<BoundExprPtr> InstantiateExpr(const BoundExpr& e, const std::vector<Value>& params,
+                                     const CatalogReader& catalog);
+
 // True if `plan` reads a parameter anywhere.
 bool HasParams(const PlanNode& plan);
 
 // True if `a` and `b` are the same plan (they serialize alike), row estimates aside.
 bool SamePlan(const PlanNode& a, const PlanNode& b);
+// True if `a` and `b` are the same expression (they serialize alike).
+bool SameExpr(const BoundExpr& a, const BoundExpr& b);
 
 }  // namespace wattdb::plan

@@ -68,6 +68,7 @@ std::string OutputName(const Expr& e) {
 ExprBinder QueryBinder::MakeExprBinder(const Scope* scope) {
   ExprBinder b(scope);
   b.set_params(params_);
+  b.set_now(catalog_.StatementTime());
   b.set_subquery_binder([this](const sql::SelectStmt& sub, const Scope* outer) {
     return BindQuery(sub, outer);
   });

@@ -1,0 +1,134 @@
+// Generic plans of prepared statements: SELECT, INSERT … VALUES, UPDATE and DELETE bound once
+// with their parameters as placeholders and filled in at each execution, instead of parsing
+// and binding the statement's text again (query/plan/generic_plan.h).
+#include "master/sql/executor.h"
+#include "query/plan/generic_plan.h"
+#include "query/plan/view_rewrite.h"
+
+namespace wattdb::master {
+
+namespace {
+
+// Pins the catalog's statement time while both forms of a statement are bound, so that
+// now() is the same constant in the filled generic plan and in the custom one.
+class PinnedTime {
+ public:
+  explicit PinnedTime(DatabaseCatalog& db) : db_(db) { db_.set_statement_time(db_.plan::CatalogReader::StatementTime()); }
+  ~PinnedTime() { db_.set_statement_time(std::nullopt); }
+
+ private:
+  DatabaseCatalog& db_;
+};
+
+bool SameExprs(const std::vector<plan::BoundExprPtr>& a, const std::vector<plan::BoundExprPtr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++) {
+    if (!plan::SameExpr(*a[i], *b[i])) return false;
+  }
+  return true;
+}
+
+bool SameModify(const plan::BoundModify& a, const plan::BoundModify& b) {
+  if (a.table.id != b.table.id || !a.source != !b.source || (a.source && !plan::SamePlan(*a.source, *b.source)) ||
+      a.sets.size() != b.sets.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.sets.size(); i++) {
+    if (a.sets[i].first != b.sets[i].first || !plan::SameExpr(*a.sets[i].second, *b.sets[i].second)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<plan::BoundInsert> Executor::FillInsert(const plan::BoundInsert& c, const std::vector<Value>& params) {
+  plan::BoundInsert b;
+  b.table = c.table;
+  b.generated = c.generated;
+  for (const auto& row : c.rows) {
+    auto& out = b.rows.emplace_back();
+    for (const auto& e : row) {
+      ASSIGN_OR_RETURN(plan::BoundExprPtr x, plan::InstantiateExpr(*e, params, db_));
+      out.push_back(std::move(x));
+    }
+  }
+  return b;
+}
+
+Result<plan::BoundModify> Executor::FillModify(const plan::BoundModify& c, const std::vector<Value>& params) {
+  plan::BoundModify b;
+  b.table = c.table;
+  ASSIGN_OR_RETURN(b.source, plan::Instantiate(*c.source, params, db_));
+  for (const auto& [col, e] : c.sets) {
+    ASSIGN_OR_RETURN(plan::BoundExprPtr x, plan::InstantiateExpr(*e, params, db_));
+    b.sets.emplace_back(col, std::move(x));
+  }
+  return b;
+}
+
+std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& generic, sql::Statement& custom,
+                                                            const std::vector<SqlType>& param_types,
+                                                            const std::vector<Value>& params) {
+  auto c = std::make_unique<CachedPlan>();
+  c->schema_version = cluster_.catalog().schema_version();  // before binding: DDL meanwhile re-plans
+  c->planner = PlannerSettings();
+  PinnedTime pinned(db_);
+  std::vector<SqlType> types = param_types;
+  bool same = false;
+  if (auto* sel = std::get_if<sql::SelectStmt>(&generic)) {
+    if (sel->for_update) return nullptr;
+    auto g = plan::BindSelect(*sel, db_, &types);
+    if (!g.ok() || types != param_types) return nullptr;
+    c->kind = sql::SelectStmt{};
+    c->select = std::move(*g);
+    PushDown(&c->select);
+    auto made = PlanSelect(std::get<sql::SelectStmt>(custom));
+    auto filled = made.ok() ? plan::Instantiate(*c->select.plan, params, db_) : made.status();
+    same = filled.ok() && plan::SamePlan(**filled, *made->plan) && made->names == c->select.names &&
+           made->types == c->select.types;
+  } else if (auto* ins = std::get_if<sql::InsertStmt>(&generic)) {
+    auto& cins = std::get<sql::InsertStmt>(custom);
+    if (ins->select || !plan::RewriteViewTarget(*ins, db_).ok() || !plan::RewriteViewTarget(cins, db_).ok()) {
+      return nullptr;
+    }
+    auto g = plan::BindInsert(*ins, db_, &types);
+    if (!g.ok() || types != param_types) return nullptr;
+    c->kind = sql::InsertStmt{};
+    c->insert = std::move(*g);
+    auto made = plan::BindInsert(cins, db_);
+    auto filled = made.ok() ? FillInsert(c->insert, params) : made.status();
+    same = filled.ok() && made->table.id == filled->table.id && made->generated == filled->generated &&
+           made->rows.size() == filled->rows.size();
+    for (size_t r = 0; same && r < made->rows.size(); r++) same = SameExprs(made->rows[r], filled->rows[r]);
+  } else if (std::holds_alternative<sql::UpdateStmt>(generic) || std::holds_alternative<sql::DeleteStmt>(generic)) {
+    bool update = std::holds_alternative<sql::UpdateStmt>(generic);
+    auto bind = [&](sql::Statement& st, std::vector<SqlType>* t) -> Result<plan::BoundModify> {
+      if (update) {
+        auto& up = std::get<sql::UpdateStmt>(st);
+        RETURN_NOT_OK(plan::RewriteViewTarget(up, db_));
+        return plan::BindUpdate(up, db_, t);
+      }
+      auto& del = std::get<sql::DeleteStmt>(st);
+      RETURN_NOT_OK(plan::RewriteViewTarget(del, db_));
+      return plan::BindDelete(del, db_, t);
+    };
+    auto g = bind(generic, &types);
+    if (!g.ok() || types != param_types || !g->source) return nullptr;
+    if (update) {
+      c->kind = sql::UpdateStmt{};
+    } else {
+      c->kind = sql::DeleteStmt{};
+    }
+    c->modify = std::move(*g);
+    auto made = bind(custom, nullptr);
+    auto filled = made.ok() ? FillModify(c->modify, params) : made.status();
+    same = filled.ok() && SameModify(*made, *filled);
+  }
+  return same ? std::move(c) : nullptr;
+}
+
+bool Executor::Valid(const CachedPlan& c) const {
+  return c.schema_version == cluster_.catalog().schema_version() && c.planner == PlannerSettings();
+}
+
+}  // namespace wattdb::master
