@@ -80,7 +80,7 @@ bool NodeServer::OnPrepare(Connection& conn, net::ReceivedMessage& msg) {
   std::set<SegmentId> touched;
   Status st = participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), {.wait = false});
   if (st.ok()) {
-    st = participant_->Commit(p.getTxn(), p.getCommitTs(), &touched);
+    st = participant_->Commit(p.getTxn(), p.getCommitTs(), &touched, p.getExpect());
     if (!st.ok()) participant_->Abort(p.getTxn());
   }
   return ReplyWithSizes(conn, st, touched);

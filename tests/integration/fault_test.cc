@@ -265,6 +265,77 @@ TEST(Faults, CommitFailsWhenAParticipantRestartedDuringTheTransaction) {
   EXPECT_EQ(c->Scalar(fmt::format("SELECT balance FROM accounts WHERE id = {}", a)), "1000");
 }
 
+// Inserts under hidden keys in a block are held back and sent with the commit (or before the
+// block's next statement). The block reads them; a rollback drops them; a block on two
+// nodes commits them with the rest; a node restarted after the block's UPDATE and before
+// COMMIT fails the commit (40001) with the held-back insert not applied either, while a
+// block whose only write was held back commits it on the restarted node.
+TEST(Faults, HeldBackInsertsCommitWithTheBlockOrNotAtAll) {
+  MiniCluster cluster(Managed(2, 4096, 200));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  LoadAccounts(cluster, *c, 200, 2);
+  ASSERT_EQ(c->Exec("CREATE TABLE journal (account INT, delta INT)"), "");
+  const std::string journal_node = c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'journal'");
+  auto t = cluster.Connect();
+  std::string msg;
+
+  ASSERT_EQ(t->Exec("BEGIN"), "");
+  ASSERT_EQ(t->Exec("INSERT INTO journal VALUES (1, 5), (2, 6)"), "");
+  EXPECT_EQ(t->Scalar("SELECT sum(delta) FROM journal"), "11");  // its own rows
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM journal"), "0");     // nobody else's yet
+  ASSERT_EQ(t->Exec("ROLLBACK"), "");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM journal"), "0");
+
+  // Accounts on both nodes, and the journal: the held-back rows go before the 2PC.
+  int a = -1, b = -1;
+  for (int id = 0; id < 200 && (a < 0 || b < 0); id++) {
+    std::vector<std::vector<std::string>> plan;
+    ASSERT_EQ(c->Exec(fmt::format("EXPLAIN SELECT * FROM accounts WHERE id = {}", id), &plan), "");
+    int node = 0;
+    for (auto& r : plan) {
+      auto at = r[0].find("(on nodes ");
+      if (at != std::string::npos) node = std::atoi(r[0].c_str() + at + 10);
+    }
+    int& pick = std::to_string(node) == journal_node ? a : b;
+    if (pick < 0) pick = id;
+  }
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  ASSERT_EQ(t->Exec("BEGIN"), "");
+  ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance - 7 WHERE id = {}", a)), "");
+  ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance + 7 WHERE id = {}", b)), "");
+  ASSERT_EQ(t->Exec(fmt::format("INSERT INTO journal VALUES ({}, -7), ({}, 7)", a, b)), "");
+  ASSERT_EQ(t->Exec("COMMIT", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(delta) FROM journal"), "2 0");
+  EXPECT_EQ(c->Scalar(fmt::format("SELECT balance FROM accounts WHERE id = {}", b)), "1007");
+
+  auto restart = [&](int node) {
+    pid_t pid = cluster.NodePid(node);
+    ASSERT_GT(pid, 0);
+    kill(pid, SIGKILL);
+    for (int i = 0; i < 300 && (cluster.NodePid(node) == 0 || cluster.NodePid(node) == pid); i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(AllUp(cluster, 2, 30000));
+  };
+  // One node: the UPDATE was prepared there and lost with the restart.
+  ASSERT_EQ(t->Exec("BEGIN"), "");
+  ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance - 1 WHERE id = {}", a)), "");
+  ASSERT_EQ(t->Exec(fmt::format("INSERT INTO journal VALUES ({}, -1)", a)), "");
+  restart(std::stoi(journal_node));
+  EXPECT_EQ(t->Exec("COMMIT", nullptr, &msg), "40001") << msg;
+  EXPECT_EQ(c->Scalar(fmt::format("SELECT balance FROM accounts WHERE id = {}", a)), "993");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM journal"), "2");
+  // Only the held-back insert: nothing was lost, the commit carries all of it.
+  ASSERT_EQ(t->Exec("BEGIN"), "");
+  ASSERT_EQ(t->Exec("INSERT INTO journal VALUES (0, 100)"), "");
+  restart(std::stoi(journal_node));
+  EXPECT_EQ(t->Exec("COMMIT", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(delta) FROM journal"), "3 100");
+  EXPECT_EQ(c->Scalar("SELECT sum(balance) FROM accounts"), "200000");
+}
+
 // A frozen node (SIGSTOP) is declared dead within the heartbeat timeout; a statement that
 // needs it fails instead of hanging, one that does not is served; after SIGCONT it is back.
 TEST(Faults, FrozenNodeIsDeclaredDeadAndDoesNotHangStatements) {

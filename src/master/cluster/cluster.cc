@@ -161,6 +161,12 @@ void Cluster::AwaitStable() {
   AwaitCompletedLocked(l, last_ts_);
 }
 
+Transaction::Mark Transaction::mark() const {
+  Mark m{sent, unique_locks.size(), {}};
+  for (const auto& [node, ws] : deferred) m.deferred[node] = ws.size();
+  return m;
+}
+
 Transaction::~Transaction() {
   for (auto& [seg, latch] : latches) latch->unlock_shared();
 }
@@ -179,14 +185,22 @@ void Cluster::EndTxn(Transaction& t) {
   for (auto& [seg, latch] : t.latches) latch->unlock_shared();
   t.latches.clear();
   t.participants.clear();
+  t.deferred.clear();
   std::lock_guard<std::mutex> l(txn_mu_);
   active_txns_.erase(t.id);
 }
 
-Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> writes) {
+Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> writes, bool defer) {
   if (writes.empty()) return Status::OK();
   std::map<NodeId, std::vector<RemoteWrite>> by_node;
   RETURN_NOT_OK(Route(t, table, std::move(writes), &by_node));
+  if (defer && !HasUniqueIndex(table)) {
+    for (auto& [node, ws] : by_node) {
+      auto& held = t.deferred[node];
+      held.insert(held.end(), std::make_move_iterator(ws.begin()), std::make_move_iterator(ws.end()));
+    }
+    return Status::OK();
+  }
   RETURN_NOT_OK(Send(t, by_node));
   return HasUniqueIndex(table) ? CheckUnique(t, table, by_node) : Status::OK();
 }
@@ -241,6 +255,13 @@ Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> write
     }
     return Status::OK();
   }
+}
+
+Status Cluster::SendDeferred(Transaction& t) {
+  if (t.deferred.empty()) return Status::OK();
+  auto held = std::move(t.deferred);
+  t.deferred.clear();
+  return Send(t, held);
 }
 
 size_t Cluster::ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off) {

@@ -63,12 +63,17 @@ struct Transaction {
   std::map<NodeId, uint64_t> sent;  // writes prepared on each participant (lock-only included)
   std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches;  // held shared
   std::vector<std::string> unique_locks;  // unique index keys claimed (Cluster::CheckUnique)
+  // Inserts that cannot conflict (fresh hidden row ids, no unique index), routed and their
+  // segments latched but not sent yet: they travel with a one-node commit, or are sent
+  // before the transaction's next statement (Cluster::SendDeferred).
+  std::map<NodeId, std::vector<RemoteWrite>> deferred;
   // How far the transaction had got when a statement began (Cluster::RollbackStatement).
   struct Mark {
     std::map<NodeId, uint64_t> sent;
     size_t unique_locks = 0;
+    std::map<NodeId, size_t> deferred;
   };
-  Mark mark() const { return Mark{sent, unique_locks.size()}; }
+  Mark mark() const;
   ~Transaction();
 };
 
@@ -141,7 +146,12 @@ class Cluster {
   // writes on the nodes at once: duplicate keys and conflicts surface per statement), then
   // Commit or Rollback. The transaction sees its own writes in scans that pass its id.
   std::unique_ptr<Transaction> Begin(Timestamp snapshot);
-  Status Write(Transaction& txn, TableId table, std::vector<RowWrite> writes);
+  // `defer`: the writes are inserts that cannot conflict (keys the master drew, no unique
+  // index); they may be held back and sent with the commit (Transaction::deferred).
+  Status Write(Transaction& txn, TableId table, std::vector<RowWrite> writes, bool defer = false);
+  // Sends the transaction's deferred writes; called before any statement but COMMIT and
+  // ROLLBACK, so that it reads them and fails where they do.
+  Status SendDeferred(Transaction& txn);
   // `w`, an UPDATE or DELETE of one row of `table`, evaluated on the row's node in one round
   // trip (cluster_key_update.cc), as RpcUpdateKey says. The rows written (0 or 1); nullopt if the table does not suit (a unique secondary
   // index, checked here) or the segment moved or split meanwhile: the caller then takes the

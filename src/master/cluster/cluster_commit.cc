@@ -29,10 +29,39 @@ Status Cluster::RollbackStatement(Transaction& t, const Transaction::Mark& mark)
     }
   }
   ReleaseUniqueClaims(t, mark.unique_locks);
+  for (auto it = t.deferred.begin(); it != t.deferred.end();) {
+    auto m = mark.deferred.find(it->first);
+    it->second.resize(m == mark.deferred.end() ? 0 : std::min(m->second, it->second.size()));
+    it = it->second.empty() ? t.deferred.erase(it) : std::next(it);
+  }
   return result;
 }
 
 Status Cluster::Commit(Transaction& t) {
+  // Deferred writes for the only node the transaction writes travel with its commit (one
+  // round trip); otherwise they are sent first, and the commit goes on as usual.
+  std::vector<RemoteWrite> carried;
+  if (!t.deferred.empty()) {
+    NodeId node = t.deferred.begin()->first;
+    bool one = t.deferred.size() == 1 && (t.participants.empty() || (t.participants.size() == 1 &&
+                                                                      t.participants.count(node)));
+    Status s;
+    if (one) {
+      auto client = registry_->Client(node);
+      s = client.status();
+      if (s.ok()) {
+        t.participants[node] = *client;
+        carried = std::move(t.deferred.begin()->second);
+        t.deferred.clear();
+      }
+    } else {
+      s = SendDeferred(t);
+    }
+    if (!s.ok()) {
+      Rollback(t);
+      return s;
+    }
+  }
   if (t.participants.empty()) {  // read-only
     EndTxn(t);
     return Status::OK();
@@ -95,10 +124,14 @@ Status Cluster::Commit(Transaction& t) {
       }
       continue;
     }
-    // One participant, prepared in memory: the commit is the commit point.
+    // One participant, prepared in memory: the commit is the commit point. The node checks
+    // that it still holds every write sent before (it may have restarted meanwhile).
     int pid = NodePid(node);
     bool delivered = false;
-    Status s = RpcCommit(*c, t.id, *ts, &sizes, t.sent[node], &delivered);
+    Status s = carried.empty()
+                   ? RpcCommit(*c, t.id, *ts, &sizes, t.sent[node], &delivered)
+                   : RpcPrepareCommit(*c, t.id, t.snapshot, carried, *ts, &sizes, &delivered,
+                                      t.sent[node] + carried.size());
     if (s.ok()) continue;
     if (delivered && IsLinkFailure(s)) {
       commit_status = SettleUnknownCommit(node, pid, t.id, *ts);

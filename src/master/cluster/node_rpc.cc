@@ -107,12 +107,14 @@ Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId s
 }
 
 Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
-                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes, bool* delivered) {
+                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes, bool* delivered,
+                        uint64_t expect) {
   return Call(c, [&](proto::Request::Builder r) {
     auto p = r.initPrepare();
     p.setTxn(txn);
     p.setSnapshotTs(snapshot);
     p.setCommitTs(commit_ts);
+    p.setExpect(expect);
     FillWrites(p.initWrites(ws.size()), ws);
   }, [&](proto::Response::Reader resp) {
     if (sizes && resp.which() == proto::Response::SEGMENTS) {

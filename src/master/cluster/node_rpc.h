@@ -75,9 +75,11 @@ Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId s
 // Prepares and commits a single-node transaction in one round trip; 55P03 if a key is
 // locked by another transaction (nothing was done: fall back to prepare + commit).
 // `delivered` as in NodeClient::Call: after a failure, whether the node may have committed.
+// `expect` (0: unchecked): the writes the node must then hold for the transaction, those
+// prepared by earlier requests included (as RpcCommit's).
 Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
                         Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes,
-                        bool* delivered = nullptr);
+                        bool* delivered = nullptr, uint64_t expect = 0);
 // Commits; `sizes` (optional) receives (segment, bytes) of the segments written. OK also if
 // the node committed `txn` before (a repeated commit applies nothing twice).
 Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,

@@ -62,8 +62,8 @@ Executor::StatementSnapshot::~StatementSnapshot() {
 }
 
 // Apply, naming the violated constraint on 23505 as PostgreSQL does.
-Status Executor::ApplyRows(const TableSchema& t, std::vector<RowWrite> writes) {
-  Status st = Apply(t.id, Snapshot(), std::move(writes));
+Status Executor::ApplyRows(const TableSchema& t, std::vector<RowWrite> writes, bool defer) {
+  Status st = Apply(t.id, Snapshot(), std::move(writes), defer);
   if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
     return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
@@ -76,9 +76,10 @@ int64_t Executor::RowDelta(const std::vector<RowWrite>& writes) {
   return delta;
 }
 
-Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {
+Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes, bool defer) {
   int64_t delta = RowDelta(writes);
-  Status st = txn_ ? cluster_.Write(*txn_, table, std::move(writes)) : cluster_.ApplyWrites(table, snapshot, std::move(writes));
+  Status st = txn_ ? cluster_.Write(*txn_, table, std::move(writes), defer)
+                   : cluster_.ApplyWrites(table, snapshot, std::move(writes));
   if (st.ok() && delta != 0) cluster_.catalog().AdjustRowCount(table, delta);
   return st;
 }
@@ -146,6 +147,14 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
     return Status::Sql("25006", "cannot execute a write in a read-only transaction");
   }
   if (txn_ && !is_txn_control && !std::holds_alternative<sql::SetStmt>(stmt)) block_used_ = true;
+  if (txn_ && !is_txn_control) {
+    // The block's held-back inserts go out before anything reads or writes after them.
+    Status sent = cluster_.SendDeferred(*txn_);
+    if (!sent.ok()) {
+      failed_ = true;
+      return sent;
+    }
+  }
   StatementSnapshot snap(*this, is_txn_control);
   db_.set_read_snapshot(Snapshot());
   auto started = std::chrono::steady_clock::now();
@@ -402,7 +411,9 @@ Result<std::string> Executor::Insert(const plan::BoundInsert& b, const std::atom
     writes.push_back(std::move(w));
   }
   size_t n = writes.size();
-  RETURN_NOT_OK(ApplyRows(t, std::move(writes)));
+  // Rows under hidden keys the master drew cannot conflict: a block sends them with its
+  // commit, or before its next statement.
+  RETURN_NOT_OK(ApplyRows(t, std::move(writes), /*defer=*/t.HasHiddenKey()));
   return fmt::format("INSERT 0 {}", n);
 }
 

@@ -189,8 +189,10 @@ class Executor {
   // The snapshot and transaction id statements read with; writes go through Apply.
   Timestamp Snapshot();
   uint64_t TxnId() const { return txn_ ? txn_->id : 0; }
-  Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
-  Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes);
+  // `defer`: inserts that cannot conflict, which a block may send with its commit
+  // (Cluster::Write).
+  Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes, bool defer = false);
+  Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes, bool defer = false);
   // Takes a statement's writes as they are produced. A statement of up to kWritePiece
   // writes goes out whole at Finish (Apply); a larger one is sent to the nodes a piece at a
   // time, under the block's transaction or the statement's own (committed by Finish), so
