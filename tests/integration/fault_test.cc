@@ -65,6 +65,17 @@ bool AllUp(MiniCluster& cluster, int nodes, int timeout_ms) {
   return cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", std::to_string(nodes), timeout_ms);
 }
 
+// Kills node `node` (-9) and waits until the master has restarted it and all `nodes` are up.
+bool KillAndAwaitRestart(MiniCluster& cluster, int node, int nodes) {
+  pid_t pid = cluster.NodePid(node);
+  if (pid <= 0) return false;
+  kill(pid, SIGKILL);
+  for (int i = 0; i < 300 && (cluster.NodePid(node) == 0 || cluster.NodePid(node) == pid); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return AllUp(cluster, nodes, 30000);
+}
+
 // Bank transfers between accounts on different nodes while nodes are killed with SIGKILL
 // and restarted by the master: the total never changes. (Before the prepare count check, a
 // node restarted between a transfer's UPDATEs and its COMMIT voted yes with an empty write
@@ -251,14 +262,7 @@ TEST(Faults, CommitFailsWhenAParticipantRestartedDuringTheTransaction) {
       << msg;
   ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance + 100 WHERE id = {}", b), nullptr, &msg), "")
       << msg;
-  pid_t pid = cluster.NodePid(victim);
-  ASSERT_GT(pid, 0);
-  kill(pid, SIGKILL);
-  // Restarted by the master, registered again.
-  for (int i = 0; i < 300 && (cluster.NodePid(victim) == 0 || cluster.NodePid(victim) == pid); i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(AllUp(cluster, 2, 30000));
+  ASSERT_TRUE(KillAndAwaitRestart(cluster, victim, 2));
   std::string st = t->Exec("COMMIT", nullptr, &msg);
   EXPECT_EQ(st, "40001") << msg;
   EXPECT_EQ(c->Scalar("SELECT sum(balance) FROM accounts"), "200000");
@@ -310,27 +314,18 @@ TEST(Faults, HeldBackInsertsCommitWithTheBlockOrNotAtAll) {
   EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(delta) FROM journal"), "2 0");
   EXPECT_EQ(c->Scalar(fmt::format("SELECT balance FROM accounts WHERE id = {}", b)), "1007");
 
-  auto restart = [&](int node) {
-    pid_t pid = cluster.NodePid(node);
-    ASSERT_GT(pid, 0);
-    kill(pid, SIGKILL);
-    for (int i = 0; i < 300 && (cluster.NodePid(node) == 0 || cluster.NodePid(node) == pid); i++) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_TRUE(AllUp(cluster, 2, 30000));
-  };
   // One node: the UPDATE was prepared there and lost with the restart.
   ASSERT_EQ(t->Exec("BEGIN"), "");
   ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance - 1 WHERE id = {}", a)), "");
   ASSERT_EQ(t->Exec(fmt::format("INSERT INTO journal VALUES ({}, -1)", a)), "");
-  restart(std::stoi(journal_node));
+  ASSERT_TRUE(KillAndAwaitRestart(cluster, std::stoi(journal_node), 2));
   EXPECT_EQ(t->Exec("COMMIT", nullptr, &msg), "40001") << msg;
   EXPECT_EQ(c->Scalar(fmt::format("SELECT balance FROM accounts WHERE id = {}", a)), "993");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM journal"), "2");
   // Only the held-back insert: nothing was lost, the commit carries all of it.
   ASSERT_EQ(t->Exec("BEGIN"), "");
   ASSERT_EQ(t->Exec("INSERT INTO journal VALUES (0, 100)"), "");
-  restart(std::stoi(journal_node));
+  ASSERT_TRUE(KillAndAwaitRestart(cluster, std::stoi(journal_node), 2));
   EXPECT_EQ(t->Exec("COMMIT", nullptr, &msg), "") << msg;
   EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(delta) FROM journal"), "3 100");
   EXPECT_EQ(c->Scalar("SELECT sum(balance) FROM accounts"), "200000");
