@@ -1,6 +1,7 @@
 #include "net/connection.h"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
 #include <atomic>
 #include <chrono>
@@ -196,6 +197,36 @@ TEST(FrameMac, TagCoversKeySequenceHeaderAndPayload) {
   flipped[77777] ^= 1;
   EXPECT_NE(tag, a.Frame(7, hdr.data(), hdr.size(), flipped.data(), flipped.size()));
   EXPECT_NE(tag, a.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size() - 1));
+}
+
+// The tag is AES-256-GCM's over the frame as additional data with no plaintext, nonce = 4
+// zero bytes || big-endian sequence number: the GCM specification's test case 13 (zero key,
+// zero nonce, nothing authenticated), and OpenSSL's own GCM over header and payload.
+TEST(FrameMac, TagIsAes256GcmOverTheFrameAsAdditionalData) {
+  FrameMac zero(std::string(kClusterKeyBytes, '\0'));
+  auto empty = zero.Frame(0, nullptr, 0, nullptr, 0);
+  const unsigned char kCase13[16] = {0x53, 0x0f, 0x8a, 0xfb, 0xc7, 0x45, 0x36, 0xb9,
+                                     0xa9, 0x63, 0xb4, 0xf1, 0xc4, 0xcb, 0x73, 0x8b};
+  EXPECT_EQ(std::string(empty.begin(), empty.end()), std::string(std::begin(kCase13), std::end(kCase13)));
+
+  std::string key(kClusterKeyBytes, '\0');
+  for (size_t i = 0; i < key.size(); i++) key[i] = static_cast<char>(i * 7 + 1);
+  std::string hdr("\x09\x00\x01\x00\x03", 5), payload(1000, '\0');
+  for (size_t i = 0; i < payload.size(); i++) payload[i] = static_cast<char>(i * 31);
+  const uint64_t seq = 0x0102030405060708ULL;
+  FrameMac mac(key);
+  auto tag = mac.Frame(seq, hdr.data(), hdr.size(), payload.data(), payload.size());
+  EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
+  unsigned char iv[12] = {0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+  int len = 0;
+  ASSERT_EQ(EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), nullptr, reinterpret_cast<const unsigned char*>(key.data()), iv), 1);
+  std::string aad = hdr + payload;
+  EVP_EncryptUpdate(c, nullptr, &len, reinterpret_cast<const unsigned char*>(aad.data()), static_cast<int>(aad.size()));
+  unsigned char none[16], want[16];
+  EVP_EncryptFinal_ex(c, none, &len);
+  EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, want);
+  EVP_CIPHER_CTX_free(c);
+  EXPECT_EQ(std::string(tag.begin(), tag.end()), std::string(std::begin(want), std::end(want)));
 }
 
 }  // namespace
