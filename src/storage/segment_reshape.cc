@@ -91,10 +91,18 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   lower.hi = split_key;
   RETURN_NOT_OK(PutMeta(lower, &b));
   RETURN_NOT_OK(PutMeta(fresh->meta(), &b));
+  if (before_split_write_) before_split_write_();
   {
     // The write and the range change happen together under mu_, so a scan checks its range
     // either before both or after both.
     std::lock_guard<std::mutex> l(mu_);
+    // Dropped meanwhile (its table dropped): writing would bring its metadata back without
+    // its column family, and the store would refuse to open.
+    auto still = segments_.find(id);
+    if (still == segments_.end() || still->second != seg) {
+      (void)db_->DropColumnFamily(h);  // `fresh` destroys the handle
+      return Status::NotFound(fmt::format("segment {} was dropped during its split", id));
+    }
     rocksdb::Status ws = db_->Write(Synced(), &b);
     if (!ws.ok()) {
       (void)db_->DropColumnFamily(h);

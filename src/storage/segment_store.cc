@@ -342,6 +342,12 @@ Status SegmentStore::DropSegment(SegmentId id) {
   return FromRocks(db_->DropColumnFamily(seg->cf()), "drop segment");
 }
 
+Status SegmentStore::CheckLiveLocked(SegmentId id, const SegmentRef& seg) const {
+  auto it = segments_.find(id);
+  if (it == segments_.end() || it->second != seg) return Status::NotFound(fmt::format("segment {} was dropped", id));
+  return Status::OK();
+}
+
 Result<SegmentRef> SegmentStore::Get(SegmentId id) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = segments_.find(id);
@@ -606,6 +612,7 @@ Status SegmentStore::AddIndex(SegmentId id, const IndexKeySpec& spec, Timestamp 
     for (const auto& r : rows) RETURN_NOT_OK(IndexChanges(*seg, {spec}, r.key, nullptr, &r.row, build_ts, &b));
   }
   std::lock_guard<std::mutex> l(mu_);
+  RETURN_NOT_OK(CheckLiveLocked(id, seg));
   m = seg->meta();
   m.indexes.push_back(spec);
   RETURN_NOT_OK(PutMeta(m, &b));
@@ -620,6 +627,7 @@ Status SegmentStore::AddIndex(SegmentId id, const IndexKeySpec& spec, Timestamp 
 Status SegmentStore::DropIndex(SegmentId id, uint32_t index) {
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
   std::lock_guard<std::mutex> l(mu_);
+  RETURN_NOT_OK(CheckLiveLocked(id, seg));
   SegmentMeta m = seg->meta();
   auto it = std::find_if(m.indexes.begin(), m.indexes.end(), [&](const IndexKeySpec& s) { return s.id == index; });
   if (it == m.indexes.end()) return Status::OK();

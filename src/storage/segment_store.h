@@ -13,8 +13,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -243,8 +243,11 @@ class SegmentStore {
 
   // Splits `seg` at its approximate middle key: keys >= the split key (all versions) move to
   // the new segment `new_id`. Atomic. Returns the split key, or NotFound-free
-  // InvalidArgument if the segment has fewer than two distinct keys.
+  // InvalidArgument if the segment has fewer than two distinct keys; NotFound if `seg` is
+  // dropped before the split's final write (nothing of the split stays).
   Result<std::string> Split(SegmentId seg, SegmentId new_id);
+  // Tests: runs in Split after the copy, before the final write (without the store's locks).
+  void set_before_split_write_for_test(std::function<void()> f) { before_split_write_ = std::move(f); }
   // Whether Split(seg, new_id) happened: its split key (the new segment's low key), after
   // waiting for a split in progress; NotFound if it did not, and then it never will (a late
   // request to do it is refused).
@@ -269,6 +272,9 @@ class SegmentStore {
   SegmentStore() = default;
   Status PutMeta(const SegmentMeta& m, void* batch /* rocksdb::WriteBatch* */) const;
   Result<SegmentRef> GetCoveringLocked(SegmentId id, std::string_view lo, std::string_view hi) const;  // REQUIRES mu_
+  // NotFound unless `seg` is still segment `id` (not dropped while a caller worked on it:
+  // its metadata must not be written again). REQUIRES mu_.
+  Status CheckLiveLocked(SegmentId id, const SegmentRef& seg) const;
   // A scanner on `id` (Stale unless it covers [seg_lo, seg_hi); `index` nonzero: it must keep
   // that index) with its snapshot and iterators, not yet positioned.
   Result<std::unique_ptr<SegmentScanner>> OpenScanner(SegmentId id, std::string_view seg_lo, std::string_view seg_hi,
@@ -301,6 +307,7 @@ class SegmentStore {
   void PublishListLocked();  // REQUIRES mu_ held
   mutable std::mutex list_mu_;
   std::shared_ptr<const std::vector<SegmentRef>> list_;
+  std::function<void()> before_split_write_;  // set_before_split_write_for_test
   std::mutex split_mu_;  // serializes splits (which hold mu_ only briefly); guards cancelled_splits_
   std::set<SegmentId> cancelled_splits_;  // new ids SettleSplit found unused
   std::map<SegmentId, SegmentRef> segments_;

@@ -298,6 +298,40 @@ TEST_F(SegmentStoreTest, SplitMovesUpperHalfAtomically) {
   EXPECT_EQ(ScanAll(*store_, 2, 5).front().second, "v1");
 }
 
+// A segment dropped (its table dropped) while it splits: the split gives up, and the store
+// opens again without either segment (before, the split wrote the dropped segment's metadata
+// back, and the node could not start: "metadata but no column family").
+TEST_F(SegmentStoreTest, ASegmentDroppedDuringItsSplitLeavesNothingBehind) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 100; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, "v")});
+  ASSERT_TRUE(store_->Apply(5, ops).ok());
+  store_->set_before_split_write_for_test([&] { ASSERT_TRUE(store_->DropSegment(1).ok()); });
+  auto split = store_->Split(1, 2);
+  EXPECT_TRUE(split.status().IsNotFound()) << split.status().ToString();
+  EXPECT_TRUE(store_->Get(2).status().IsNotFound());
+  store_.reset();
+  auto reopened = SegmentStore::Open((root_ / "a").string());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_TRUE((*reopened)->List().empty());
+}
+
+// A segment whose rows were ingested, then dropped: the store opens again without it.
+TEST_F(SegmentStoreTest, ASegmentDroppedAfterAnIngestedCommitStaysDropped) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < static_cast<int>(SegmentStore::kIngestAbove) + 10; i++) {
+    ops.push_back({1, K(i), VersionKind::kPut, R(i, "v")});
+  }
+  ASSERT_TRUE(store_->Apply(10, ops, 0, /*txn=*/42).ok());
+  ASSERT_EQ(store_->ingested_commits(), 1u);
+  ASSERT_TRUE(store_->DropSegment(1).ok());
+  store_.reset();
+  auto reopened = SegmentStore::Open((root_ / "a").string());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_TRUE((*reopened)->List().empty());
+}
+
 TEST_F(SegmentStoreTest, ExportImportCarriesEveryVersion) {
   ASSERT_TRUE(store_->CreateSegment({4, 7, K(0), ""}).ok());
   std::vector<WriteOp> ops;
