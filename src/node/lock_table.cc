@@ -17,6 +17,13 @@ size_t LockTable::Probe(std::string_view key, uint64_t hash) const {
   }
 }
 
+void LockTable::Prefetch(std::string_view key) const {
+  if (hashes_.empty()) return;
+  size_t i = Hash(key) & (hashes_.size() - 1);
+  __builtin_prefetch(&hashes_[i]);
+  __builtin_prefetch(&slots_[i]);
+}
+
 const LockEntry* LockTable::Find(std::string_view key) const {
   if (size_ == 0) return nullptr;
   size_t i = Probe(key, Hash(key));

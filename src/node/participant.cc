@@ -11,6 +11,9 @@ namespace wattdb::node {
 
 namespace {
 
+// Keys ahead whose lock-table memory a prepare starts loading (LockTable::Prefetch).
+constexpr size_t kPrefetchAhead = 8;
+
 Status InUse(SegmentId segment, const char* why) {
   return Status(Status::Code::kUnavailable, fmt::format("segment {} {}; try again", segment, why), "55006");
 }
@@ -171,6 +174,7 @@ restart:
     for (size_t r = g, r_end; r < g_end; r = r_end) {  // the writes of one key
       const std::string& key = key_of(r).key;
       for (r_end = r + 1; r_end < g_end && key_of(r_end).key == key;) r_end++;
+      if (table != locks_.end() && r + kPrefetchAhead < g_end) table->second.Prefetch(key_of(r + kPrefetchAhead).key);
       if (!seg->meta().Contains(key)) {
         return Status::Stale(fmt::format("key outside segment {} (it split or moved)", seg_id));
       }
@@ -323,6 +327,9 @@ void Participant::LockOps(uint64_t txn, const std::vector<storage::WriteOp>& ops
   LockTable* table = nullptr;
   for (size_t i = from; i < ops.size(); i++) {
     if (i == from || ops[i].segment != ops[i - 1].segment) table = &locks_[ops[i].segment];
+    if (i + kPrefetchAhead < ops.size() && ops[i + kPrefetchAhead].segment == ops[i].segment) {
+      table->Prefetch(ops[i + kPrefetchAhead].key);
+    }
     auto [e, fresh] = table->Emplace(ops[i].key, LockEntry{txn, i});
     if (!fresh) e->op = i;  // held by txn already (checked)
   }
