@@ -309,12 +309,7 @@ Status Cluster::CommitOnePhase(Transaction& t, NodeId node, const std::vector<Re
   return s;
 }
 
-int Cluster::NodePid(NodeId node) {
-  for (const auto& n : registry_->Snapshot()) {
-    if (n.id == node) return n.up ? n.pid : 0;
-  }
-  return 0;
-}
+int Cluster::NodePid(NodeId node) { return registry_->Pid(node); }
 
 Status Cluster::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Timestamp ts) {
   // A node that died comes back within a few seconds (the master restarts it); one that

@@ -164,6 +164,12 @@ bool NodeRegistry::IsUp(NodeId id) {
   return it != nodes_.end() && it->second.up;
 }
 
+int NodeRegistry::Pid(NodeId id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = nodes_.find(id);
+  return it != nodes_.end() && it->second.up ? it->second.pid : 0;
+}
+
 std::vector<NodeInfo> NodeRegistry::Snapshot() {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<NodeInfo> out;

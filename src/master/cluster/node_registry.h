@@ -54,6 +54,8 @@ class NodeRegistry {
   // The client for an up node, or Unavailable (SQLSTATE 57P03) naming the node.
   Result<std::shared_ptr<rpc::NodeClient>> Client(NodeId id);
   bool IsUp(NodeId id);
+  // The process id an up node reported, else 0 (without copying the registry).
+  int Pid(NodeId id);
   std::vector<NodeInfo> Snapshot();
   // Waits until the node is up (true) or `timeout_ms` passes (false).
   bool WaitUp(NodeId id, int timeout_ms);
