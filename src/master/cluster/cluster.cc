@@ -194,7 +194,8 @@ Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> write
   if (writes.empty()) return Status::OK();
   std::map<NodeId, std::vector<RemoteWrite>> by_node;
   RETURN_NOT_OK(Route(t, table, std::move(writes), &by_node));
-  if (defer && !HasUniqueIndex(table)) {
+  bool unique = HasUniqueIndex(table);
+  if (defer && !unique) {
     for (auto& [node, ws] : by_node) {
       auto& held = t.deferred[node];
       held.insert(held.end(), std::make_move_iterator(ws.begin()), std::make_move_iterator(ws.end()));
@@ -202,7 +203,7 @@ Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> write
     return Status::OK();
   }
   RETURN_NOT_OK(Send(t, by_node));
-  return HasUniqueIndex(table) ? CheckUnique(t, table, by_node) : Status::OK();
+  return unique ? CheckUnique(t, table, by_node) : Status::OK();
 }
 
 Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
@@ -257,6 +258,12 @@ Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> write
   }
 }
 
+Result<std::shared_ptr<NodeClient>> Cluster::Join(Transaction& t, NodeId node) {
+  ASSIGN_OR_RETURN(auto client, registry_->Client(node));
+  t.participants[node] = client;
+  return client;
+}
+
 Status Cluster::SendDeferred(Transaction& t) {
   if (t.deferred.empty()) return Status::OK();
   auto held = std::move(t.deferred);
@@ -275,8 +282,7 @@ size_t Cluster::ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off) {
 
 Status Cluster::Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node) {
   for (const auto& [node, ws] : by_node) {
-    ASSIGN_OR_RETURN(auto client, registry_->Client(node));
-    t.participants[node] = client;
+    ASSIGN_OR_RETURN(auto client, Join(t, node));
     for (size_t off = 0, end; off < ws.size(); off = end) {
       end = ChunkEnd(ws, off);
       Status s = RpcPrepare(*client, t.id, t.snapshot, std::span<const RemoteWrite>(ws).subspan(off, end - off));

@@ -232,6 +232,8 @@ class Cluster {
   Status Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
                std::map<NodeId, std::vector<RemoteWrite>>* by_node);
   Status Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node);
+  // Makes `node` a participant of `t`; its client.
+  Result<std::shared_ptr<NodeClient>> Join(Transaction& t, NodeId node);
   // Prepares and commits all of `t`'s writes on one node in one round trip; ends `t` if
   // that worked. 55P03: a key was locked and nothing happened.
   Status CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws);

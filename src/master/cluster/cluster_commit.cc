@@ -43,19 +43,12 @@ Status Cluster::Commit(Transaction& t) {
   std::vector<RemoteWrite> carried;
   if (!t.deferred.empty()) {
     NodeId node = t.deferred.begin()->first;
-    bool one = t.deferred.size() == 1 && (t.participants.empty() || (t.participants.size() == 1 &&
-                                                                      t.participants.count(node)));
-    Status s;
-    if (one) {
-      auto client = registry_->Client(node);
-      s = client.status();
-      if (s.ok()) {
-        t.participants[node] = *client;
-        carried = std::move(t.deferred.begin()->second);
-        t.deferred.clear();
-      }
-    } else {
-      s = SendDeferred(t);
+    bool one = t.deferred.size() == 1 &&
+               (t.participants.empty() || (t.participants.size() == 1 && t.participants.count(node)));
+    Status s = one ? Join(t, node).status() : SendDeferred(t);
+    if (s.ok() && one) {
+      carried = std::move(t.deferred.begin()->second);
+      t.deferred.clear();
     }
     if (!s.ok()) {
       Rollback(t);

@@ -1,19 +1,17 @@
 #include "query/plan/binder.h"
 
-#include <chrono>
 #include <map>
 
+#include "common/clock.h"
 #include "common/codec.h"
 #include "query/plan/query_binder.h"
 #include "query/sql/parser.h"
 
 namespace wattdb::plan {
 
-int64_t CatalogReader::StatementTime() const {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-             .count() -
-         kPgEpochUnixMicros;
-}
+int64_t PgNowMicros() { return Clock::Real().WallMicros() - kPgEpochUnixMicros; }
+
+int64_t CatalogReader::StatementTime() const { return PgNowMicros(); }
 
 namespace {
 

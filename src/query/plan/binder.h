@@ -15,6 +15,9 @@
 
 namespace wattdb::plan {
 
+// The wall clock's time in PostgreSQL-epoch microseconds (what now() yields).
+int64_t PgNowMicros();
+
 class CatalogReader {
  public:
   virtual ~CatalogReader() = default;

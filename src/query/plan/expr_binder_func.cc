@@ -146,10 +146,7 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
         p->type = {TypeId::kTimestamp};
         return p;
       }
-      if (now_us_) return MakeConst(Value::Timestamp(*now_us_), {TypeId::kTimestamp});
-      auto unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
-      return MakeConst(Value::Timestamp(unix_us - kPgEpochUnixMicros), {TypeId::kTimestamp});
+      return MakeConst(Value::Timestamp(now_us_ ? *now_us_ : PgNowMicros()), {TypeId::kTimestamp});
     }
     if (n == "current_schema") return MakeConst(Value::Text("public"), {TypeId::kText});
   }
