@@ -1,5 +1,6 @@
 #include "node/lock_table.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace wattdb::node {
@@ -18,16 +19,29 @@ size_t LockTable::Probe(std::string_view key, uint64_t hash) const {
 }
 
 void LockTable::Prefetch(std::string_view key) const {
-  if (hashes_.empty()) return;
+  if (size_ == 0) return;
   size_t i = Hash(key) & (hashes_.size() - 1);
   __builtin_prefetch(&hashes_[i]);
   __builtin_prefetch(&slots_[i]);
 }
 
+const LockTable::RunEntry* LockTable::FindInRun(std::string_view key) const {
+  if (run_.empty() || key < RunKey(run_.front()) || key > RunKey(run_.back())) return nullptr;
+  auto it = std::lower_bound(run_.begin(), run_.end(), key,
+                             [&](const RunEntry& r, std::string_view k) { return RunKey(r) < k; });
+  return it != run_.end() && RunKey(*it) == key ? &*it : nullptr;
+}
+
 const LockEntry* LockTable::Find(std::string_view key) const {
-  if (size_ == 0) return nullptr;
-  size_t i = Probe(key, Hash(key));
-  return hashes_[i] ? &slots_[i].entry : nullptr;
+  if (size_ != 0) {
+    size_t i = Probe(key, Hash(key));
+    if (hashes_[i]) return &slots_[i].entry;
+  }
+  if (run_live_ != 0) {
+    const RunEntry* r = FindInRun(key);
+    if (r && r->entry.txn != 0) return &r->entry;
+  }
+  return nullptr;
 }
 
 LockEntry* LockTable::Find(std::string_view key) {
@@ -35,11 +49,25 @@ LockEntry* LockTable::Find(std::string_view key) {
 }
 
 std::pair<LockEntry*, bool> LockTable::Emplace(std::string_view key, LockEntry e) {
+  if (LockEntry* held = Find(key)) return {held, false};
+  if (e.txn != 0 && (run_live_ == 0 || e.txn == run_txn_)) {
+    if (run_.empty() || key > RunKey(run_.back())) {  // extends the run
+      run_txn_ = e.txn;
+      run_.push_back(RunEntry{run_keys_.size(), key.size(), e});
+      run_keys_.append(key);
+      run_live_++;
+      return {&run_.back().entry, true};
+    }
+    if (RunEntry* hole = const_cast<RunEntry*>(FindInRun(key))) {  // a hole of the run's own holder
+      hole->entry = e;
+      run_live_++;
+      return {&hole->entry, true};
+    }
+  }
   if ((size_ + 1) * 4 > hashes_.size() * 3) Grow();  // load factor at most 3/4
   uint64_t hash = Hash(key);
   size_t i = Probe(key, hash);
   Slot& s = slots_[i];
-  if (hashes_[i]) return {&s.entry, false};
   hashes_[i] = hash;
   s.key.assign(key);
   s.entry = e;
@@ -49,14 +77,37 @@ std::pair<LockEntry*, bool> LockTable::Emplace(std::string_view key, LockEntry e
 }
 
 void LockTable::Release(std::string_view key, uint64_t txn) {
-  if (size_ == 0) return;
-  size_t i = Probe(key, Hash(key));
-  if (hashes_[i] && slots_[i].entry.txn == txn) EraseSlot(i);
+  if (size_ != 0) {
+    size_t i = Probe(key, Hash(key));
+    if (hashes_[i]) {  // a key locked in the hash table is not locked in the run
+      if (slots_[i].entry.txn == txn) EraseSlot(i);
+      return;
+    }
+  }
+  if (run_live_ == 0 || txn == 0) return;
+  RunEntry* r = const_cast<RunEntry*>(FindInRun(key));
+  if (!r || r->entry.txn != txn) return;
+  r->entry.txn = 0;
+  run_live_--;
+  while (!run_.empty() && run_.back().entry.txn == 0) {  // the run ends with a live key
+    run_keys_.resize(run_.back().offset);
+    run_.pop_back();
+  }
+  if (run_live_ == 0) {
+    constexpr size_t kKeepCapacity = 4096;  // entries; a bulk load's run is given back
+    if (run_.capacity() > kKeepCapacity) {
+      std::vector<RunEntry>().swap(run_);
+      std::string().swap(run_keys_);
+    }
+    run_.clear();
+    run_keys_.clear();
+    run_txn_ = 0;
+  }
 }
 
 size_t LockTable::HeldBy(uint64_t txn) const {
   auto h = held_.find(txn);
-  return h == held_.end() ? 0 : h->second;
+  return (h == held_.end() ? 0 : h->second) + (txn == run_txn_ ? run_live_ : 0);
 }
 
 void LockTable::Grow() {
