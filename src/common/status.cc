@@ -2,9 +2,14 @@
 
 namespace wattdb {
 
+const std::string& Status::message() const {
+  static const std::string kNone;
+  return state_ ? state_->msg : kNone;
+}
+
 std::string Status::sqlstate() const {
-  if (!sqlstate_.empty()) return sqlstate_;
-  switch (code_) {
+  if (state_ && !state_->sqlstate.empty()) return state_->sqlstate;
+  switch (code()) {
     case Code::kOk: return "00000";
     case Code::kInvalidArgument: return "22023";
     case Code::kNotFound: return "42704";
@@ -24,7 +29,7 @@ std::string Status::sqlstate() const {
 
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  return fmt::format("[{}] {}", sqlstate(), msg_);
+  return fmt::format("[{}] {}", sqlstate(), state_->msg);
 }
 
 }  // namespace wattdb

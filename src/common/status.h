@@ -2,10 +2,12 @@
 //
 // A Status carries a code and, for errors that reach SQL clients, the PostgreSQL SQLSTATE
 // (five characters) plus an optional 1-based character position in the statement text.
-// Status is cheap to copy when ok. Thread-compatible (no shared state).
+// An ok Status is one null pointer: cheap to make, pass and return. Thread-compatible (no
+// shared state).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,9 +39,17 @@ class [[nodiscard]] Status {
   Status() = default;
   static Status OK() { return Status(); }
 
-  // `sqlstate` defaults per code when empty (see DefaultSqlState).
+  // `sqlstate` defaults per code when empty (see sqlstate()).
   Status(Code code, std::string msg, std::string sqlstate = "", int position = 0)
-      : code_(code), msg_(std::move(msg)), sqlstate_(std::move(sqlstate)), position_(position) {}
+      : state_(code == Code::kOk ? nullptr
+                                 : std::make_unique<State>(State{code, std::move(msg), std::move(sqlstate), position})) {}
+  Status(const Status& o) : state_(o.state_ ? std::make_unique<State>(*o.state_) : nullptr) {}
+  Status& operator=(const Status& o) {
+    if (this != &o) state_ = o.state_ ? std::make_unique<State>(*o.state_) : nullptr;
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
 
   static Status InvalidArgument(std::string m, std::string st = "") {
     return {Code::kInvalidArgument, std::move(m), std::move(st)};
@@ -66,15 +76,15 @@ class [[nodiscard]] Status {
     return {Code::kInvalidArgument, std::move(m), std::move(sqlstate), position};
   }
 
-  bool ok() const { return code_ == Code::kOk; }
-  Code code() const { return code_; }
-  bool IsNotFound() const { return code_ == Code::kNotFound; }
-  bool IsStale() const { return code_ == Code::kStale; }
-  bool IsUnavailable() const { return code_ == Code::kUnavailable; }
-  bool IsTimedOut() const { return code_ == Code::kTimedOut; }
-  bool IsConflict() const { return code_ == Code::kConflict; }
-  const std::string& message() const { return msg_; }
-  int position() const { return position_; }
+  bool ok() const { return state_ == nullptr; }
+  Code code() const { return state_ ? state_->code : Code::kOk; }
+  bool IsNotFound() const { return code() == Code::kNotFound; }
+  bool IsStale() const { return code() == Code::kStale; }
+  bool IsUnavailable() const { return code() == Code::kUnavailable; }
+  bool IsTimedOut() const { return code() == Code::kTimedOut; }
+  bool IsConflict() const { return code() == Code::kConflict; }
+  const std::string& message() const;
+  int position() const { return state_ ? state_->position : 0; }
   // The SQLSTATE to send to a client: the explicit one, else a default for the code.
   std::string sqlstate() const;
   std::string ToString() const;
@@ -82,19 +92,22 @@ class [[nodiscard]] Status {
   // Returns a copy whose message is "<prefix>: <message>".
   Status Prepend(const std::string& prefix) const {
     if (ok()) return *this;
-    return Status(code_, prefix + ": " + msg_, sqlstate_, position_);
+    return Status(state_->code, prefix + ": " + state_->msg, state_->sqlstate, state_->position);
   }
   Status WithPosition(int pos) const {
     Status s = *this;
-    if (s.position_ == 0) s.position_ = pos;
+    if (s.state_ && s.state_->position == 0) s.state_->position = pos;
     return s;
   }
 
  private:
-  Code code_ = Code::kOk;
-  std::string msg_;
-  std::string sqlstate_;
-  int position_ = 0;
+  struct State {
+    Code code;
+    std::string msg;
+    std::string sqlstate;  // "": the code's default
+    int position = 0;
+  };
+  std::unique_ptr<State> state_;  // nullptr: ok
 };
 
 // Either a value or a non-ok Status.
