@@ -16,11 +16,14 @@ class ByteWriter {
   void U8(uint8_t v) { out_->push_back(static_cast<char>(v)); }
   void U64(uint64_t v) { out_->append(reinterpret_cast<const char*>(&v), 8); }
   void VarU64(uint64_t v) {
+    char b[10];
+    size_t n = 0;
     while (v >= 0x80) {
-      U8(static_cast<uint8_t>(v | 0x80));
+      b[n++] = static_cast<char>(v | 0x80);
       v >>= 7;
     }
-    U8(static_cast<uint8_t>(v));
+    b[n++] = static_cast<char>(v);
+    out_->append(b, n);
   }
   void VarI64(int64_t v) { VarU64((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
   void Str(std::string_view s) {

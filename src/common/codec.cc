@@ -9,7 +9,9 @@ namespace wattdb {
 namespace {
 
 void PutBigEndian(uint64_t v, std::string* out) {
-  for (int i = 7; i >= 0; i--) out->push_back(static_cast<char>((v >> (i * 8)) & 0xff));
+  char b[8];
+  for (int i = 0; i < 8; i++) b[i] = static_cast<char>(v >> ((7 - i) * 8));
+  out->append(b, 8);
 }
 
 uint64_t GetBigEndian(std::string_view in) {
@@ -20,15 +22,24 @@ uint64_t GetBigEndian(std::string_view in) {
 
 }  // namespace
 
+void EncodeKeyInt(int64_t v, std::string* out) { PutBigEndian(static_cast<uint64_t>(v) ^ (1ULL << 63), out); }
+
+void EncodeKeyText(std::string_view s, std::string* out) {
+  for (char c : s) {
+    out->push_back(c);
+    if (c == 0) out->push_back(static_cast<char>(0xff));
+  }
+  out->push_back(0);
+  out->push_back(1);
+}
+
 void EncodeKeyValue(const Value& v, std::string* out) {
   switch (v.type()) {
     case TypeId::kNull: break;
     case TypeId::kBool: out->push_back(v.as_bool() ? 1 : 0); break;
     case TypeId::kInt32:
     case TypeId::kInt64:
-    case TypeId::kTimestamp:
-      PutBigEndian(static_cast<uint64_t>(v.as_int()) ^ (1ULL << 63), out);
-      break;
+    case TypeId::kTimestamp: EncodeKeyInt(v.as_int(), out); break;
     case TypeId::kDouble: {
       double d = v.as_double();
       if (d == 0) d = 0;  // -0.0 and 0.0 are equal keys
@@ -40,14 +51,7 @@ void EncodeKeyValue(const Value& v, std::string* out) {
     }
     case TypeId::kNumeric: EncodeDecimalKey(v.as_decimal(), out); break;
     case TypeId::kArray: EncodeKeyValue(Value::Text(v.ToText()), out); break;  // not a key type
-    case TypeId::kText:
-      for (char c : v.as_text()) {
-        out->push_back(c);
-        if (c == 0) out->push_back(static_cast<char>(0xff));
-      }
-      out->push_back(0);
-      out->push_back(1);
-      break;
+    case TypeId::kText: EncodeKeyText(v.as_text(), out); break;
   }
 }
 
@@ -175,41 +179,68 @@ std::string EncodeIndexKey(const IndexKeySpec& spec, const std::vector<Value>& r
   return out;
 }
 
-void EncodeRow(const std::vector<Value>& row, std::string* out) {
+void AppendRowHeader(size_t columns, std::string* out) { ByteWriter(out).VarU64(columns); }
+
+void AppendRowNull(std::string* out) { out->push_back(static_cast<char>(TypeId::kNull)); }
+
+void AppendRowInt(TypeId type, int64_t v, std::string* out) {
   ByteWriter w(out);
-  w.VarU64(row.size());
-  for (const auto& v : row) {
-    w.U8(static_cast<uint8_t>(v.type()));
-    switch (v.type()) {
-      case TypeId::kNull: break;
-      case TypeId::kBool: w.U8(v.as_bool()); break;
-      case TypeId::kInt32:
-      case TypeId::kInt64:
-      case TypeId::kTimestamp: w.VarI64(v.as_int()); break;
-      case TypeId::kDouble: {
-        uint64_t bits;
-        double d = v.as_double();
-        std::memcpy(&bits, &d, 8);
-        w.U64(bits);
-        break;
-      }
-      case TypeId::kText: w.Str(v.as_text()); break;
-      case TypeId::kArray: {
-        std::string elems;
-        EncodeRow(v.as_array(), &elems);
-        w.Str(elems);
-        break;
-      }
-      case TypeId::kNumeric: {
-        const Decimal& d = v.as_decimal();
-        auto u = static_cast<unsigned __int128>(d.v);
-        w.U8(static_cast<uint8_t>(d.scale));
-        w.U64(static_cast<uint64_t>(u));
-        w.U64(static_cast<uint64_t>(u >> 64));
-        break;
-      }
+  w.U8(static_cast<uint8_t>(type));
+  w.VarI64(v);
+}
+
+void AppendRowNumeric(const Decimal& d, std::string* out) {
+  ByteWriter w(out);
+  w.U8(static_cast<uint8_t>(TypeId::kNumeric));
+  auto u = static_cast<unsigned __int128>(d.v);
+  w.U8(static_cast<uint8_t>(d.scale));
+  w.U64(static_cast<uint64_t>(u));
+  w.U64(static_cast<uint64_t>(u >> 64));
+}
+
+void AppendRowText(std::string_view s, std::string* out) {
+  ByteWriter w(out);
+  w.U8(static_cast<uint8_t>(TypeId::kText));
+  w.Str(s);
+}
+
+void AppendRowValue(const Value& v, std::string* out) {
+  switch (v.type()) {
+    case TypeId::kNull: AppendRowNull(out); break;
+    case TypeId::kBool: {
+      ByteWriter w(out);
+      w.U8(static_cast<uint8_t>(TypeId::kBool));
+      w.U8(v.as_bool());
+      break;
     }
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+    case TypeId::kTimestamp: AppendRowInt(v.type(), v.as_int(), out); break;
+    case TypeId::kDouble: {
+      ByteWriter w(out);
+      w.U8(static_cast<uint8_t>(TypeId::kDouble));
+      uint64_t bits;
+      double d = v.as_double();
+      std::memcpy(&bits, &d, 8);
+      w.U64(bits);
+      break;
+    }
+    case TypeId::kText: AppendRowText(v.as_text(), out); break;
+    case TypeId::kArray: {
+      std::string elems;
+      EncodeRow(v.as_array(), &elems);
+      ByteWriter w(out);
+      w.U8(static_cast<uint8_t>(TypeId::kArray));
+      w.Str(elems);
+      break;
+    }
+    case TypeId::kNumeric: AppendRowNumeric(v.as_decimal(), out); break;
   }
+}
+
+void EncodeRow(const std::vector<Value>& row, std::string* out) {
+  AppendRowHeader(row.size(), out);
+  for (const auto& v : row) AppendRowValue(v, out);
 }
 
 Status DecodeRow(std::string_view in, std::vector<Value>* row) {

@@ -22,6 +22,9 @@ namespace wattdb {
 
 // Appends the key encoding of `v` to `out`. REQUIRES: !v.is_null().
 void EncodeKeyValue(const Value& v, std::string* out);
+// The same for an integer or timestamp, and for a text, given without a Value.
+void EncodeKeyInt(int64_t v, std::string* out);
+void EncodeKeyText(std::string_view s, std::string* out);
 // Encodes the key columns of `row` (a full row in schema order).
 std::string EncodeKey(const TableSchema& schema, const std::vector<Value>& row);
 // Decodes an encoded key back into values of the given types.
@@ -40,6 +43,14 @@ void EncodeIndexColumn(const Value& v, bool desc, std::string* out);
 std::string EncodeIndexKey(const IndexKeySpec& spec, const std::vector<Value>& row);
 
 void EncodeRow(const std::vector<Value>& row, std::string* out);
+// EncodeRow piece by piece: the column count, then each column in order (AppendRowValue, or
+// for a value of a known type the functions after it, which write the same bytes).
+void AppendRowHeader(size_t columns, std::string* out);
+void AppendRowValue(const Value& v, std::string* out);
+void AppendRowNull(std::string* out);
+void AppendRowInt(TypeId type, int64_t v, std::string* out);  // kInt32, kInt64 or kTimestamp
+void AppendRowNumeric(const Decimal& d, std::string* out);
+void AppendRowText(std::string_view s, std::string* out);
 Status DecodeRow(std::string_view in, std::vector<Value>* row);
 
 // Human-readable form of an encoded key for views and logs ("-inf"/"+inf" for "").

@@ -263,6 +263,13 @@ namespace {
 bool IsBlank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }  // isspace in the C locale
 
 Result<Value> ParseInt(std::string_view s, const SqlType& t) {
+  ASSIGN_OR_RETURN(int64_t out, ParseIntText(s, t));
+  return t.id == TypeId::kInt32 ? Value::Int32(out) : Value::Int64(out);
+}
+
+}  // namespace
+
+Result<int64_t> ParseIntText(std::string_view s, const SqlType& t) {
   std::string_view v(s);
   while (!v.empty() && IsBlank(v.front())) v.remove_prefix(1);
   while (!v.empty() && IsBlank(v.back())) v.remove_suffix(1);
@@ -277,10 +284,8 @@ Result<Value> ParseInt(std::string_view s, const SqlType& t) {
       (t.id == TypeId::kInt32 && (out > std::numeric_limits<int32_t>::max() || out < std::numeric_limits<int32_t>::min()))) {
     return Status::Sql("22003", fmt::format("value \"{}\" is out of range for type {}", s, t.ToString()));
   }
-  return t.id == TypeId::kInt32 ? Value::Int32(out) : Value::Int64(out);
+  return out;
 }
-
-}  // namespace
 
 // PostgreSQL's one-dimensional array text form: {a,"b c",NULL}.
 static Result<std::vector<Value>> ParseArrayText(const std::string& s, const SqlType& element) {

@@ -59,6 +59,8 @@ struct SqlType {
 constexpr int64_t kPgEpochUnixMicros = 946684800LL * 1000000;
 // TIMESTAMP text forms: 'YYYY-MM-DD[ HH:MM[:SS[.ffffff]]]' (also 'T' as the separator).
 Result<int64_t> ParseTimestamp(std::string_view s);
+// An INTEGER or BIGINT (`t`) text form, as Value::FromText reads it (22P02, 22003).
+Result<int64_t> ParseIntText(std::string_view s, const SqlType& t);
 std::string FormatTimestamp(int64_t micros);
 
 class Value {

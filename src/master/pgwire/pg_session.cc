@@ -449,7 +449,7 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
     failed = pg::ParseCopyData(piece, part, &rows, all ? nullptr : &used);
     if (used == 0) return;  // no whole row yet
     first = false;
-    if (failed.ok()) failed = WithStatementTimeout([&] { return executor_.CopyInRows(rows); });
+    if (failed.ok()) failed = WithStatementTimeout([&] { return executor_.CopyInRows(std::move(rows)); });
     data.erase(0, used);
   };
   while (true) {

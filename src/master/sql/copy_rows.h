@@ -57,4 +57,10 @@ class CopyRows {
   uint32_t start_ = 0;  // offset of the field being built
 };
 
+// A piece of a COPY's input and the line of its first row.
+struct CopyPiece {
+  CopyRows rows;
+  uint64_t first_line = 1;
+};
+
 }  // namespace wattdb::master

@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "master/cluster/cluster.h"
+#include "master/sql/copy_encoder.h"
 #include "master/sql/copy_rows.h"
-#include "master/sql/copy_sender.h"
+#include "master/sql/copy_stage.h"
 #include "master/energy/statement_energy.h"
 #include "master/catalog/database_catalog.h"
 #include "master/sql/offload.h"
@@ -61,13 +62,13 @@ class Executor {
   }
 
   // COPY ... FROM STDIN, streamed: BeginCopyIn, then CopyInRows for each piece of whole
-  // rows (fields as text, or NULL) as they arrive, then EndCopyIn. Each piece is
-  // prepared on the nodes while the next is parsed, so the master holds two pieces at a time
-  // (a failure of one is reported by a later call or EndCopyIn); the COPY is one
-  // transaction (the block's, or its own), atomic as in PostgreSQL. After an error, call
-  // EndCopyIn(false).
+  // rows (fields as text, or NULL) as they arrive, then EndCopyIn. Each piece is encoded on
+  // one thread and prepared on the nodes from another while the session parses the next, so
+  // the master holds a few pieces at a time (a failure of one is reported by a later call or
+  // EndCopyIn); the COPY is one transaction (the block's, or its own), atomic as in
+  // PostgreSQL. After an error, call EndCopyIn(false).
   Status BeginCopyIn(const sql::CopyStmt& s);
-  Status CopyInRows(const CopyRows& rows);
+  Status CopyInRows(CopyRows rows);
   Result<std::string> EndCopyIn(bool commit);
   // COPY ... TO STDOUT: hands each row (the COPY's columns) to `emit` as the scan produces
   // it; an error from `emit` stops the scan.
@@ -75,6 +76,9 @@ class Executor {
                  const std::function<Status(const std::vector<Value>&)>& emit);
   // The columns a COPY addresses (all visible ones when none are listed).
   Result<std::vector<int>> CopyColumns(const sql::CopyStmt& s, TableSchema* table);
+
+  // 23502's message for a NULL in NOT NULL `column` of `t`.
+  static std::string NotNullMessage(const TableSchema& t, size_t column);
 
   // A setting from the client's startup packet (`options=-c name=value`), as SET would make it.
   Status SetAtStartup(const std::string& name, const std::string& value);
@@ -220,7 +224,6 @@ class Executor {
   // Rows inserted minus rows deleted by `writes` (the planner's row estimate follows them).
   static int64_t RowDelta(const std::vector<RowWrite>& writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
-  static std::string NotNullMessage(const TableSchema& t, size_t column);  // 23502's
   // Fills the hidden row id (if `t` has one) and serial `columns` of `row` with their next numbers.
   Status DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);
   // The write inserting `row` into `t`: 23502 on a NULL in a NOT NULL column, 23505 if its key
@@ -257,9 +260,16 @@ class Executor {
     TableSchema table;
     std::vector<int> cols, unnamed_serials;
     std::unique_ptr<Transaction> own;  // outside a block: the COPY's own transaction
-    std::unique_ptr<CopySender> sender;  // prepares the pieces on the nodes, one behind the parse
-    uint64_t rows = 0;
+    // The pipeline behind the parse: `encoder` turns a piece's fields into encoded rows (with
+    // `row_encoder`) and hands them to `sender`, which prepares them on the nodes. Each is
+    // declared after what its thread uses, so it is destroyed (its thread joined) first.
+    std::unique_ptr<CopyStage<std::vector<RowWrite>>> sender;
+    std::unique_ptr<CopyEncoder> row_encoder;  // used on the encoder's thread only
+    std::unique_ptr<CopyStage<CopyPiece>> encoder;
+    uint64_t rows = 0;  // rows parsed so far
   };
+  // Encoded writes of a COPY piece's rows; errors name the input line.
+  Result<std::vector<RowWrite>> CopyWrites(CopyIn& c, const CopyPiece& piece);
   std::unique_ptr<CopyIn> copy_;  // between BeginCopyIn and EndCopyIn
   // DDL done inside the open block takes effect at once; these undo it if the block rolls back
   // (run newest first).

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "common/codec.h"
+#include "master/sql/copy_encoder.h"
 #include "master/sql/executor.h"
 
 namespace wattdb::master {
@@ -49,31 +50,45 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
       c->unnamed_serials.push_back(i);
     }
   }
+  c->row_encoder = std::make_unique<CopyEncoder>(c->table, c->cols, c->unnamed_serials);
   if (!txn_) c->own = cluster_.Begin(cluster_.AcquireSnapshot());
   Transaction* txn = c->own ? c->own.get() : txn_.get();
-  c->sender = std::make_unique<CopySender>([this, txn, id = c->table.id, name = c->table.name](
-                                               std::vector<RowWrite> writes) {
-    Status st = cluster_.Write(*txn, id, std::move(writes));
-    if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
-      return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", name));
-    }
-    return st;
+  c->sender = std::make_unique<CopyStage<std::vector<RowWrite>>>(
+      [this, txn, id = c->table.id, name = c->table.name](std::vector<RowWrite> writes) {
+        Status st = cluster_.Write(*txn, id, std::move(writes));
+        if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
+          return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", name));
+        }
+        return st;
+      });
+  c->encoder = std::make_unique<CopyStage<CopyPiece>>([this, in = c.get()](CopyPiece piece) -> Status {
+    ASSIGN_OR_RETURN(std::vector<RowWrite> writes, CopyWrites(*in, piece));
+    return in->sender->Push(std::move(writes));
   });
   copy_ = std::move(c);
   return Status::OK();
 }
 
-Status Executor::CopyInRows(const CopyRows& rows) {
+Status Executor::CopyInRows(CopyRows rows) {
   CopyIn& c = *copy_;
+  CopyPiece piece{std::move(rows), c.rows + 1 + (c.stmt.header ? 1 : 0)};
+  c.rows += piece.rows.rows();
+  return c.encoder->Push(std::move(piece));
+}
+
+// Runs on the encoder's thread: reads only `c`'s table and columns, fixed while the COPY runs,
+// and draws row ids and serials from the cluster's catalog (thread-safe).
+Result<std::vector<RowWrite>> Executor::CopyWrites(CopyIn& c, const CopyPiece& piece) {
   const TableSchema& t = c.table;
-  std::vector<RowWrite> writes;
-  writes.reserve(rows.rows());
-  std::vector<Value> row(t.columns.size());
+  const CopyRows& rows = piece.rows;
+  std::vector<RowWrite> writes(rows.rows());
+  CopyEncoder::DrawFn draw = [&](int column, bool row_id) {
+    return row_id ? cluster_.catalog().NextRowId(t.id) : cluster_.catalog().NextSerial(t.id, column);
+  };
   for (size_t r = 0; r < rows.rows(); r++) {
-    size_t first = rows.row_begin(r), fields = rows.row_end(r) - first;
-    uint64_t line = ++c.rows + (c.stmt.header ? 1 : 0);
+    size_t fields = rows.row_end(r) - rows.row_begin(r);
     auto where = [&](size_t col) {
-      return fmt::format("COPY {}, line {}{}", t.name, line,
+      return fmt::format("COPY {}, line {}{}", t.name, piece.first_line + r,
                          col < c.cols.size() ? fmt::format(", column {}", t.columns[c.cols[col]].name) : "");
     };
     if (fields < c.cols.size()) {
@@ -83,27 +98,21 @@ Status Executor::CopyInRows(const CopyRows& rows) {
     if (fields > c.cols.size()) {
       return Status::Sql("22P04", fmt::format("extra data after last expected column ({})", where(c.cols.size())));
     }
-    for (auto& v : row) v = Value();
-    for (size_t i = 0; i < c.cols.size(); i++) {
-      if (rows.null(first + i)) continue;
-      auto v = Value::FromText(rows.text(first + i), t.columns[c.cols[i]].type);
-      if (!v.ok()) return v.status().Prepend(where(i));
-      row[c.cols[i]] = std::move(v).value();
-    }
-    RETURN_NOT_OK(DrawGenerated(t, c.unnamed_serials, &row));
-    RETURN_NOT_OK_PREPEND(CheckNotNull(t, row), where(c.cols.size()));
-    RowWrite& w = writes.emplace_back();
-    w.key = EncodeKey(t, row);
-    EncodeRow(row, &w.row);
+    RowWrite& w = writes[r];
+    size_t field = 0;
+    Status st = c.row_encoder->Encode(rows, r, draw, &w.key, &w.row, &field);
+    if (!st.ok()) return field == CopyEncoder::kNoField ? st : st.Prepend(where(field));
     w.check = RemoteWrite::Check::kInsert;  // a key repeated within the COPY fails on its node (23505)
   }
-  return c.sender->Push(std::move(writes));
+  return writes;
 }
 
 Result<std::string> Executor::EndCopyIn(bool commit) {
   if (!copy_) return Status::Internal("no COPY in progress");
   std::unique_ptr<CopyIn> c = std::move(copy_);
-  Status sent = c->sender->Finish();  // every piece prepared on the nodes (or the first failure)
+  Status sent = c->encoder->Finish();  // every piece encoded and handed on (or the first failure)
+  Status prepared = c->sender->Finish();  // ... and prepared on the nodes
+  if (sent.ok()) sent = prepared;
   if (commit && !sent.ok()) {
     commit = false;
     if (!c->own) failed_ = true;
