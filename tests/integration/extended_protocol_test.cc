@@ -171,6 +171,44 @@ TEST_F(ExtendedProtocol, CopyInAndOutInTextAndCsv) {
   EXPECT_EQ(out, "1,one\n2,\n3,a\tb\n4,\"x,y\"\n5,\n6,\"\"\n");
 }
 
+// Columns a COPY does not name get what an INSERT not naming them gets: their DEFAULT, the
+// next serial, or NULL; a table without a primary key its hidden row ids. Errors name the
+// line and column, as PostgreSQL's do.
+TEST_F(ExtendedProtocol, CopyWithAColumnListFillsDefaultsAndSerials) {
+  ASSERT_EQ(Value("CREATE TABLE cd (a INT PRIMARY KEY, b INT DEFAULT 5, c TEXT DEFAULT 'x' || 'y', "
+                  "n NUMERIC(6,2) DEFAULT 1.255, s SERIAL, z TEXT)"),
+            "");
+  EXPECT_EQ(CopyIn("COPY cd (a) FROM STDIN", "1\n2\n"), "2");
+  EXPECT_EQ(CopyIn("COPY cd (z, a, b) FROM STDIN WITH (FORMAT csv)", "zed,3,\n"), "1");  // b given as NULL
+  ASSERT_EQ(Value("INSERT INTO cd (a) VALUES (4)"), "");
+  PGresult* r = PQexec(conn_, "SELECT a, b, c, n, s, z FROM cd ORDER BY a");
+  ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
+  std::string got;
+  for (int i = 0; i < PQntuples(r); i++) {
+    for (int j = 0; j < 6; j++) got += std::string(PQgetisnull(r, i, j) ? "NULL" : PQgetvalue(r, i, j)) + (j < 5 ? "," : "\n");
+  }
+  PQclear(r);
+  EXPECT_EQ(got, "1,5,xy,1.26,1,NULL\n2,5,xy,1.26,2,NULL\n3,NULL,xy,1.26,3,zed\n4,5,xy,1.26,4,NULL\n");
+
+  ASSERT_EQ(Value("CREATE TABLE heap (v TEXT NOT NULL, at TIMESTAMP DEFAULT '2024-05-06 07:08:09')"), "");
+  EXPECT_EQ(CopyIn("COPY heap (v) FROM STDIN", "p\nq\np\n"), "3");
+  EXPECT_EQ(Value("SELECT count(DISTINCT v) || '/' || count(*) || '/' || min(at) FROM heap"), "2/3/2024-05-06 07:08:09");
+
+  r = PQexec(conn_, "COPY heap (v) FROM STDIN");
+  PQclear(r);
+  std::string bad = "a\nb\n\\N\n";  // NULL into NOT NULL on line 3
+  PQputCopyData(conn_, bad.data(), static_cast<int>(bad.size()));
+  PQputCopyEnd(conn_, nullptr);
+  r = PQgetResult(conn_);
+  EXPECT_EQ(State(r), "23502");
+  EXPECT_NE(std::string(PQresultErrorMessage(r)).find("COPY heap, line 3"), std::string::npos) << PQresultErrorMessage(r);
+  PQclear(r);
+  while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
+  EXPECT_EQ(CopyIn("COPY cd (a, b) FROM STDIN", "9\t1\n10\tten\n"), "ERROR 22P02");
+  EXPECT_EQ(Value("SELECT count(*) FROM heap"), "3");
+  EXPECT_EQ(Value("SELECT count(*) FROM cd"), "4");
+}
+
 // A COPY of more than one piece (4 MiB) has each piece prepared on the nodes while the next
 // is parsed, and stays one transaction: a duplicate key in its last piece, of a committed
 // row or of one of its own earlier rows, fails all of it, in a block or alone.

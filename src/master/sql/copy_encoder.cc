@@ -23,7 +23,7 @@ bool Direct(const SqlType& t) {
 
 }  // namespace
 
-CopyEncoder::CopyEncoder(const TableSchema& table, const std::vector<int>& cols, const std::vector<int>& serials)
+CopyEncoder::CopyEncoder(const TableSchema& table, const std::vector<int>& cols, const std::vector<int>& generated)
     : table_(table),
       source_(table.columns.size(), Source::kNull),
       field_(table.columns.size(), -1),
@@ -32,14 +32,14 @@ CopyEncoder::CopyEncoder(const TableSchema& table, const std::vector<int>& cols,
     source_[cols[f]] = Source::kField;
     field_[cols[f]] = static_cast<int>(f);
   }
-  for (int c : serials) source_[c] = Source::kSerial;
-  if (table.HasHiddenKey()) source_[table.key_columns[0]] = Source::kRowId;
+  for (int c : generated) source_[c] = Source::kGenerated;
 }
 
 Status CopyEncoder::Parse(int c, std::string_view text, Parsed* p) const {
   const SqlType& t = table_.columns[c].type;
   p->null = false;
-  switch (Direct(t) ? t.id : TypeId::kNull) {
+  p->boxed = !Direct(t);
+  switch (p->boxed ? TypeId::kNull : t.id) {
     case TypeId::kInt32:
     case TypeId::kInt64: {
       ASSIGN_OR_RETURN(p->i, ParseIntText(text, t));
@@ -66,9 +66,8 @@ Status CopyEncoder::Parse(int c, std::string_view text, Parsed* p) const {
 
 void CopyEncoder::AppendKey(int c, const Parsed& p, std::string* key) const {
   if (p.null) return;  // key columns are NOT NULL; a NULL is refused before
-  const SqlType& t = table_.columns[c].type;
-  if (!Direct(t)) return EncodeKeyValue(p.v, key);
-  switch (t.id) {
+  if (p.boxed) return EncodeKeyValue(p.v, key);
+  switch (table_.columns[c].type.id) {
     case TypeId::kNumeric: return EncodeDecimalKey(p.d, key);
     case TypeId::kText: return EncodeKeyText(p.s, key);
     default: return EncodeKeyInt(p.i, key);
@@ -77,17 +76,17 @@ void CopyEncoder::AppendKey(int c, const Parsed& p, std::string* key) const {
 
 void CopyEncoder::AppendRow(int c, const Parsed& p, std::string* row) const {
   if (p.null) return AppendRowNull(row);
-  const SqlType& t = table_.columns[c].type;
-  if (!Direct(t)) return AppendRowValue(p.v, row);
-  switch (t.id) {
+  if (p.boxed) return AppendRowValue(p.v, row);
+  TypeId t = table_.columns[c].type.id;
+  switch (t) {
     case TypeId::kNumeric: return AppendRowNumeric(p.d, row);
     case TypeId::kText: return AppendRowText(p.s, row);
-    default: return AppendRowInt(t.id, p.i, row);
+    default: return AppendRowInt(t, p.i, row);
   }
 }
 
-Status CopyEncoder::Encode(const CopyRows& rows, size_t r, const DrawFn& draw, std::string* key, std::string* row,
-                           size_t* field) {
+Status CopyEncoder::Encode(const CopyRows& rows, size_t r, const GenerateFn& generate, std::string* key,
+                           std::string* row, size_t* field) {
   size_t first = rows.row_begin(r);
   size_t whole_row = rows.row_end(r) - first;
   for (size_t c = 0; c < table_.columns.size(); c++) {
@@ -105,13 +104,11 @@ Status CopyEncoder::Encode(const CopyRows& rows, size_t r, const DrawFn& draw, s
         break;
       }
       case Source::kNull: break;
-      case Source::kRowId:
-      case Source::kSerial: {
+      case Source::kGenerated: {
         *field = kNoField;
-        ASSIGN_OR_RETURN(uint64_t v, draw(static_cast<int>(c), source_[c] == Source::kRowId));
-        p.null = false;
-        p.i = static_cast<int64_t>(v);
-        if (table_.columns[c].type.id == TypeId::kInt32) p.i = static_cast<int32_t>(v);
+        ASSIGN_OR_RETURN(p.v, generate(static_cast<int>(c)));
+        p.null = p.v.is_null();
+        p.boxed = true;
         break;
       }
     }

@@ -19,30 +19,31 @@ namespace wattdb::master {
 
 class CopyEncoder {
  public:
-  // Draws the value of a column the COPY does not name and the table generates: the hidden
-  // row id (`row_id` true) or the next number of a serial column.
-  using DrawFn = std::function<Result<uint64_t>(int column, bool row_id)>;
+  // The value, for one row, of a column the COPY does not name and the table generates: the
+  // hidden row id, a serial's next number, a DEFAULT.
+  using GenerateFn = std::function<Result<Value>(int column)>;
 
-  // `cols`: the table column of each field of a row, in order; `serials`: the serial columns
-  // not among them. Borrows `table`.
-  CopyEncoder(const TableSchema& table, const std::vector<int>& cols, const std::vector<int>& serials);
+  // `cols`: the table column of each field of a row, in order; `generated`: the columns not
+  // among them that get a generated value (the others are NULL). Borrows `table`.
+  CopyEncoder(const TableSchema& table, const std::vector<int>& cols, const std::vector<int>& generated);
 
   static constexpr size_t kNoField = SIZE_MAX;
   // Encodes row `r` of `rows` (of exactly cols.size() fields) into `*key` and `*row`
   // (replacing them). On error, `*field` is the field at fault, cols.size() for the row as a
-  // whole (a NULL in a NOT NULL column) or kNoField (a draw failed): the caller names the
-  // input position.
-  Status Encode(const CopyRows& rows, size_t r, const DrawFn& draw, std::string* key, std::string* row,
+  // whole (a NULL in a NOT NULL column) or kNoField (generating a value failed): the caller
+  // names the input position.
+  Status Encode(const CopyRows& rows, size_t r, const GenerateFn& generate, std::string* key, std::string* row,
                 size_t* field);
 
  private:
-  enum class Source : uint8_t { kField, kNull, kRowId, kSerial };
+  enum class Source : uint8_t { kField, kNull, kGenerated };
   struct Parsed {  // one column's value for the row being encoded
     bool null = true;
+    bool boxed = false;  // the value is `v` (a type not converted directly, a generated value)
     int64_t i = 0;       // integers, timestamps
     Decimal d;           // numerics
     std::string_view s;  // unbounded text
-    Value v;             // other types
+    Value v;
   };
   // Parses `text` as column `c`'s value into `*p`.
   Status Parse(int c, std::string_view text, Parsed* p) const;

@@ -51,8 +51,8 @@ void Reference(const TableSchema& t, const std::vector<int>& cols, const Fields&
   EncodeRow(values, row);
 }
 
-CopyEncoder::DrawFn NoDraw() {
-  return [](int, bool) -> Result<uint64_t> { return Status::Internal("nothing to draw"); };
+CopyEncoder::GenerateFn NoDraw() {
+  return [](int) -> Result<Value> { return Status::Internal("nothing to generate"); };
 }
 
 TEST(CopyEncoderTest, WritesTheBytesOfTheRowsValues) {
@@ -84,35 +84,52 @@ TEST(CopyEncoderTest, WritesTheBytesOfTheRowsValues) {
   }
 }
 
-// Columns the COPY leaves out are NULL, or drawn: the hidden row id, a serial.
-TEST(CopyEncoderTest, ColumnsLeftOutAreNullOrDrawn) {
+// Columns the COPY leaves out are NULL, or generated (the hidden row id, a serial, a
+// DEFAULT): each row asks for its own values.
+TEST(CopyEncoderTest, ColumnsLeftOutAreNullOrGenerated) {
   TableSchema t;
   t.id = 8;
   t.name = "h";
-  t.columns = {{"a", {TypeId::kInt32}}, {"ser", {TypeId::kInt32}}, {"b", {TypeId::kText}}, {"rowid", {TypeId::kInt64}, true, true}};
+  t.columns = {{"a", {TypeId::kInt32}},
+               {"ser", {TypeId::kInt32}},
+               {"b", {TypeId::kText}},
+               {"rowid", {TypeId::kInt64}, true, true},
+               {"dflt", SqlType::Numeric(10, 2)},
+               {"none", {TypeId::kText}}};
   t.columns[1].serial = true;
   t.key_columns = {3};
   std::vector<int> cols = {2, 0};  // b, a
   std::vector<Fields> rows = {{"x", "1"}, {std::nullopt, "2"}};
   CopyRows in = Rows(rows);
-  CopyEncoder enc(t, cols, {1});
-  std::vector<std::pair<int, bool>> draws;
-  CopyEncoder::DrawFn draw = [&](int column, bool row_id) -> Result<uint64_t> {
-    draws.emplace_back(column, row_id);
-    return 100 + draws.size();
+  CopyEncoder enc(t, cols, {1, 3, 4});
+  std::vector<int> asked;
+  CopyEncoder::GenerateFn generate = [&](int column) -> Result<Value> {
+    asked.push_back(column);
+    if (column == 4) return Value::Numeric(Decimal{1250, 2});
+    return column == 1 ? Value::Int32(100 + asked.size()) : Value::Int64(100 + asked.size());
   };
   for (size_t r = 0; r < rows.size(); r++) {
     std::string key, row, want_key, want_row;
     size_t field = 0;
-    ASSERT_TRUE(enc.Encode(in, r, draw, &key, &row, &field).ok());
-    int64_t serial = 100 + static_cast<int64_t>(draws.size()) - 1, rowid = 100 + static_cast<int64_t>(draws.size());
-    Reference(t, cols, rows[r], {{1, serial}, {3, rowid}}, &want_key, &want_row);
+    ASSERT_TRUE(enc.Encode(in, r, generate, &key, &row, &field).ok());
+    std::vector<Value> values(t.columns.size());
+    values[2] = rows[r][0] ? Value::Text(*rows[r][0]) : Value();
+    values[0] = Value::Int32(std::stoi(*rows[r][1]));
+    values[1] = Value::Int32(100 + static_cast<int64_t>(asked.size()) - 2);
+    values[3] = Value::Int64(100 + static_cast<int64_t>(asked.size()) - 1);
+    values[4] = Value::Numeric(Decimal{1250, 2});
+    want_key = EncodeKey(t, values);
+    EncodeRow(values, &want_row);
     EXPECT_EQ(key, want_key);
     EXPECT_EQ(row, want_row);
   }
-  ASSERT_EQ(draws.size(), 4u);
-  EXPECT_EQ(draws[0], std::make_pair(1, false));
-  EXPECT_EQ(draws[1], std::make_pair(3, true));
+  EXPECT_EQ(asked, (std::vector<int>{1, 3, 4, 1, 3, 4}));
+
+  CopyEncoder::GenerateFn failing = [](int) -> Result<Value> { return Status::Sql("2200H", "sequence exhausted"); };
+  std::string key, row;
+  size_t field = 0;
+  EXPECT_EQ(enc.Encode(in, 0, failing, &key, &row, &field).sqlstate(), "2200H");
+  EXPECT_EQ(field, CopyEncoder::kNoField);
 }
 
 TEST(CopyEncoderTest, BadFieldsNameTheirField) {

@@ -345,15 +345,22 @@ Result<RowWrite> Executor::InsertWrite(const TableSchema& t, const std::vector<V
   return w;
 }
 
+Result<Value> Executor::Generate(const TableSchema& t, int column) {
+  if (t.HasHiddenKey() && column == t.key_columns[0]) {
+    ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
+    return Value::Int64(static_cast<int64_t>(rid));
+  }
+  ASSIGN_OR_RETURN(uint64_t v, cluster_.catalog().NextSerial(t.id, column));
+  return t.columns[column].type.id == TypeId::kInt64 ? Value::Int64(static_cast<int64_t>(v))
+                                                     : Value::Int32(static_cast<int32_t>(v));
+}
+
 Status Executor::DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row) {
   if (t.HasHiddenKey()) {
-    ASSIGN_OR_RETURN(uint64_t rid, cluster_.catalog().NextRowId(t.id));
-    (*row)[t.key_columns[0]] = Value::Int64(static_cast<int64_t>(rid));
+    ASSIGN_OR_RETURN((*row)[t.key_columns[0]], Generate(t, t.key_columns[0]));
   }
   for (int c : columns) {
-    ASSIGN_OR_RETURN(uint64_t v, cluster_.catalog().NextSerial(t.id, c));
-    (*row)[c] = t.columns[c].type.id == TypeId::kInt64 ? Value::Int64(static_cast<int64_t>(v))
-                                                       : Value::Int32(static_cast<int32_t>(v));
+    ASSIGN_OR_RETURN((*row)[c], Generate(t, c));
   }
   return Status::OK();
 }

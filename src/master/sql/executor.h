@@ -226,6 +226,8 @@ class Executor {
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
   // Fills the hidden row id (if `t` has one) and serial `columns` of `row` with their next numbers.
   Status DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);
+  // The next hidden row id (`column` the hidden key) or serial number of `column`.
+  Result<Value> Generate(const TableSchema& t, int column);
   // The write inserting `row` into `t`: 23502 on a NULL in a NOT NULL column, 23505 if its key
   // is already in `keys` (the keys of this statement so far, to which it is added).
   Result<RowWrite> InsertWrite(const TableSchema& t, const std::vector<Value>& row, std::set<std::string>* keys);
@@ -258,7 +260,11 @@ class Executor {
   struct CopyIn {
     sql::CopyStmt stmt;
     TableSchema table;
-    std::vector<int> cols, unnamed_serials;
+    std::vector<int> cols;
+    // Columns the COPY does not name that get a value: the hidden row id, serials, DEFAULTs
+    // (`defaults`, bound once, evaluated per row).
+    std::vector<int> generated;
+    std::map<int, plan::BoundExprPtr> defaults;
     std::unique_ptr<Transaction> own;  // outside a block: the COPY's own transaction
     // The pipeline behind the parse: `encoder` turns a piece's fields into encoded rows (with
     // `row_encoder`) and hands them to `sender`, which prepares them on the nodes. Each is

@@ -4,6 +4,8 @@
 #include "common/codec.h"
 #include "master/sql/copy_encoder.h"
 #include "master/sql/executor.h"
+#include "query/exec/eval.h"
+#include "query/plan/binder.h"
 
 namespace wattdb::master {
 
@@ -46,11 +48,15 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
   c->stmt = s;
   ASSIGN_OR_RETURN(c->cols, CopyColumns(s, &c->table));
   for (int i = 0; i < static_cast<int>(c->table.columns.size()); i++) {
-    if (c->table.columns[i].serial && std::find(c->cols.begin(), c->cols.end(), i) == c->cols.end()) {
-      c->unnamed_serials.push_back(i);
+    const Column& col = c->table.columns[i];
+    if (std::find(c->cols.begin(), c->cols.end(), i) != c->cols.end()) continue;
+    if (col.default_sql.empty() && !col.serial && !col.hidden) continue;  // NULL
+    c->generated.push_back(i);
+    if (!col.default_sql.empty() && !col.serial && !col.hidden) {
+      ASSIGN_OR_RETURN(c->defaults[i], plan::BindDefault(col));
     }
   }
-  c->row_encoder = std::make_unique<CopyEncoder>(c->table, c->cols, c->unnamed_serials);
+  c->row_encoder = std::make_unique<CopyEncoder>(c->table, c->cols, c->generated);
   if (!txn_) c->own = cluster_.Begin(cluster_.AcquireSnapshot());
   Transaction* txn = c->own ? c->own.get() : txn_.get();
   c->sender = std::make_unique<CopyStage<std::vector<RowWrite>>>(
@@ -77,13 +83,15 @@ Status Executor::CopyInRows(CopyRows rows) {
 }
 
 // Runs on the encoder's thread: reads only `c`'s table and columns, fixed while the COPY runs,
-// and draws row ids and serials from the cluster's catalog (thread-safe).
+// evaluates DEFAULTs (bound expressions, read only) and draws row ids and serials from the
+// cluster's catalog (thread-safe).
 Result<std::vector<RowWrite>> Executor::CopyWrites(CopyIn& c, const CopyPiece& piece) {
   const TableSchema& t = c.table;
   const CopyRows& rows = piece.rows;
   std::vector<RowWrite> writes(rows.rows());
-  CopyEncoder::DrawFn draw = [&](int column, bool row_id) {
-    return row_id ? cluster_.catalog().NextRowId(t.id) : cluster_.catalog().NextSerial(t.id, column);
+  CopyEncoder::GenerateFn generate = [&](int column) -> Result<Value> {
+    auto d = c.defaults.find(column);
+    return d != c.defaults.end() ? exec::EvalConst(*d->second) : Generate(t, column);
   };
   for (size_t r = 0; r < rows.rows(); r++) {
     size_t fields = rows.row_end(r) - rows.row_begin(r);
@@ -100,7 +108,7 @@ Result<std::vector<RowWrite>> Executor::CopyWrites(CopyIn& c, const CopyPiece& p
     }
     RowWrite& w = writes[r];
     size_t field = 0;
-    Status st = c.row_encoder->Encode(rows, r, draw, &w.key, &w.row, &field);
+    Status st = c.row_encoder->Encode(rows, r, generate, &w.key, &w.row, &field);
     if (!st.ok()) return field == CopyEncoder::kNoField ? st : st.Prepend(where(field));
     w.check = RemoteWrite::Check::kInsert;  // a key repeated within the COPY fails on its node (23505)
   }
