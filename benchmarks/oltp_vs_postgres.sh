@@ -111,12 +111,13 @@ echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, WattDB nodes=$NODES, machine:
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 tps = {(r["system"], r["workload"]): float(r["tps"] or 0) for r in rows}
-for w in ("tpcb-like", "select-only", "oltp_read_write"):  # PostgreSQL skipped: zeros
-    tps.setdefault(("pg15-read-committed", w), 0)
-    tps.setdefault(("pg15-repeatable-read", w), 0)
+def cell(v, width, digits):  # "-" where PostgreSQL was skipped (--no-postgres)
+    return f"{v:>{width}.{digits}f}" if v else f'{"-":>{width}}'
 print(f'{"workload":<18}{"wattdb":>10}{"pg15 RC":>10}{"pg15 RR":>10}{"vs RC":>8}{"vs RR":>8}')
 for w in ("tpcb-like", "select-only", "oltp_read_write"):
-    a, rc, rr = tps[("wattdb", w)], tps[("pg15-read-committed", w)], tps[("pg15-repeatable-read", w)]
-    print(f'{w:<18}{a:>10.1f}{rc:>10.1f}{rr:>10.1f}{a / rc if rc else 0:>8.2f}{a / rr if rr else 0:>8.2f}')
+    a = tps[("wattdb", w)]
+    rc, rr = tps.get(("pg15-read-committed", w), 0), tps.get(("pg15-repeatable-read", w), 0)
+    print(f'{w:<18}{a:>10.1f}{cell(rc, 10, 1)}{cell(rr, 10, 1)}'
+          f'{cell(a / rc if rc else 0, 8, 2)}{cell(a / rr if rr else 0, 8, 2)}')
 PY
 echo "raw outputs and results.csv in $OUT"
