@@ -427,8 +427,8 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
     return false;
   }
   // Stream: whole rows go to the nodes piece by piece (kCopyPiece bytes at a time), so the
-  // master holds one piece, whatever the size of the load. After an error the rest of the
-  // stream is read and dropped, then the error is reported.
+  // master holds a few pieces (parsed, encoded, being sent), whatever the size of the load.
+  // After an error the rest of the stream is read and dropped, then the error is reported.
   constexpr size_t kCopyPiece = 4u << 20;
   std::string data;
   bool first = true, ended = false;  // ended: the text format's end marker "\." was seen
