@@ -287,6 +287,12 @@ Result<int64_t> ParseIntText(std::string_view s, const SqlType& t) {
   return out;
 }
 
+Result<Decimal> ParseNumericText(std::string_view s, const SqlType& t) {
+  ASSIGN_OR_RETURN(Decimal d, ParseDecimal(s));
+  if (!t.max_len) return d;
+  return ApplyTypmod(d, t.precision(), t.scale());
+}
+
 // PostgreSQL's one-dimensional array text form: {a,"b c",NULL}.
 static Result<std::vector<Value>> ParseArrayText(const std::string& s, const SqlType& element) {
   auto bad = [&] { return Status::Sql("22P02", fmt::format("malformed array literal: \"{}\"", s)); };
@@ -462,10 +468,7 @@ Result<Value> Value::FromText(std::string_view s, const SqlType& t) {
     case TypeId::kInt64:
       return ParseInt(s, t);
     case TypeId::kNumeric: {
-      ASSIGN_OR_RETURN(Decimal d, ParseDecimal(s));
-      if (t.max_len) {
-        ASSIGN_OR_RETURN(d, ApplyTypmod(d, t.precision(), t.scale()));
-      }
+      ASSIGN_OR_RETURN(Decimal d, ParseNumericText(s, t));
       return Numeric(d);
     }
     case TypeId::kTimestamp: {

@@ -61,6 +61,8 @@ constexpr int64_t kPgEpochUnixMicros = 946684800LL * 1000000;
 Result<int64_t> ParseTimestamp(std::string_view s);
 // An INTEGER or BIGINT (`t`) text form, as Value::FromText reads it (22P02, 22003).
 Result<int64_t> ParseIntText(std::string_view s, const SqlType& t);
+// A NUMERIC text form, rounded to `t`'s scale and checked against its precision if it has them.
+Result<Decimal> ParseNumericText(std::string_view s, const SqlType& t);
 std::string FormatTimestamp(int64_t micros);
 
 class Value {

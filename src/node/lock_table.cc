@@ -49,19 +49,24 @@ LockEntry* LockTable::Find(std::string_view key) {
 }
 
 std::pair<LockEntry*, bool> LockTable::Emplace(std::string_view key, LockEntry e) {
-  if (LockEntry* held = Find(key)) return {held, false};
+  if (size_ != 0) {
+    size_t i = Probe(key, Hash(key));
+    if (hashes_[i]) return {&slots_[i].entry, false};
+  }
+  RunEntry* in_run = run_live_ != 0 ? const_cast<RunEntry*>(FindInRun(key)) : nullptr;
+  if (in_run && in_run->entry.txn != 0) return {&in_run->entry, false};
   if (e.txn != 0 && (run_live_ == 0 || e.txn == run_txn_)) {
+    if (in_run) {  // a hole of the run's own holder
+      in_run->entry = e;
+      run_live_++;
+      return {&in_run->entry, true};
+    }
     if (run_.empty() || key > RunKey(run_.back())) {  // extends the run
       run_txn_ = e.txn;
       run_.push_back(RunEntry{run_keys_.size(), key.size(), e});
       run_keys_.append(key);
       run_live_++;
       return {&run_.back().entry, true};
-    }
-    if (RunEntry* hole = const_cast<RunEntry*>(FindInRun(key))) {  // a hole of the run's own holder
-      hole->entry = e;
-      run_live_++;
-      return {&hole->entry, true};
     }
   }
   if ((size_ + 1) * 4 > hashes_.size() * 3) Grow();  // load factor at most 3/4

@@ -50,10 +50,7 @@ Status CopyEncoder::Parse(int c, std::string_view text, Parsed* p) const {
       return Status::OK();
     }
     case TypeId::kNumeric: {
-      ASSIGN_OR_RETURN(p->d, ParseDecimal(text));
-      if (t.max_len) {
-        ASSIGN_OR_RETURN(p->d, ApplyTypmod(p->d, t.precision(), t.scale()));
-      }
+      ASSIGN_OR_RETURN(p->d, ParseNumericText(text, t));
       return Status::OK();
     }
     case TypeId::kText: p->s = text; return Status::OK();

@@ -50,11 +50,12 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
   for (int i = 0; i < static_cast<int>(c->table.columns.size()); i++) {
     const Column& col = c->table.columns[i];
     if (std::find(c->cols.begin(), c->cols.end(), i) != c->cols.end()) continue;
-    if (col.default_sql.empty() && !col.serial && !col.hidden) continue;  // NULL
-    c->generated.push_back(i);
-    if (!col.default_sql.empty() && !col.serial && !col.hidden) {
+    bool drawn = col.serial || col.hidden;  // a serial's next number, the hidden row id
+    if (!drawn && col.default_sql.empty()) continue;  // NULL
+    if (!drawn) {
       ASSIGN_OR_RETURN(c->defaults[i], plan::BindDefault(col));
     }
+    c->generated.push_back(i);
   }
   c->row_encoder = std::make_unique<CopyEncoder>(c->table, c->cols, c->generated);
   if (!txn_) c->own = cluster_.Begin(cluster_.AcquireSnapshot());
