@@ -17,14 +17,16 @@ void MaybeFail(const char* name) {
   if (!file) return;
   std::ifstream in(file);
   for (std::string line; std::getline(in, line);) {
+    // Removing the file claims the failpoint: of processes reaching it at once, only the one
+    // whose removal succeeds fires it.
     if (line == name) {
-      std::remove(file);
+      if (std::remove(file) != 0) return;
       Log("failpoint")->warn("failpoint fired name={}: exiting", name);
       Log("failpoint")->flush();
       _exit(86);
     }
     if (line == std::string(name) + " stop") {
-      std::remove(file);
+      if (std::remove(file) != 0) return;
       Log("failpoint")->warn("failpoint fired name={}: stopping", name);
       Log("failpoint")->flush();
       raise(SIGSTOP);

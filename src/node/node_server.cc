@@ -155,6 +155,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       {proto::Request::PREPARE, &NodeServer::OnPrepare},
       {proto::Request::UPDATE_KEY, &NodeServer::OnUpdateKey},
       {proto::Request::COMMIT, &NodeServer::OnCommit},
+      {proto::Request::SYNC_WAL, &NodeServer::OnSyncWal},
       {proto::Request::ABORT, &NodeServer::OnAbort},
       {proto::Request::ROLLBACK_TO, &NodeServer::OnRollbackTo},
       {proto::Request::BREAK_WAIT, &NodeServer::OnBreakWait},

@@ -91,6 +91,7 @@ class NodeServer {
   bool OnUpdateKey(net::Connection& conn, net::ReceivedMessage& msg);
   static constexpr int kMaxRechecks = 3;  // updateKey's READ COMMITTED re-reads of a newer version
   bool OnCommit(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnSyncWal(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnAbort(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnRollbackTo(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnBreakWait(net::Connection& conn, net::ReceivedMessage& msg);

@@ -377,7 +377,8 @@ void Participant::ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,
   prepared_.erase(it);
 }
 
-Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched, uint64_t expect) {
+Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched, uint64_t expect,
+                           bool unsynced) {
   // The writes stay in prepared_ while they are applied (a failed apply leaves the txn
   // prepared); `committing` keeps every other call away from them, and std::map entries do
   // not move, so they are read in place without mu_.
@@ -422,7 +423,8 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId
     durable = it->second.durable;
   }
   if (durable) MaybeFail("node.before_distributed_commit");
-  Status s = ops->empty() && !durable ? Status::OK() : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn);
+  bool sync = !(durable && unsynced);
+  Status s = ops->empty() && !durable ? Status::OK() : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn, sync);
   if (s.ok()) MaybeFail("node.after_commit_applied");
   if (touched && s.ok()) {
     for (size_t i = 0; i < ops->size(); i++) {

@@ -96,7 +96,11 @@ class Participant {
   // transaction that received a different number of writes is aborted (40001), and so is
   // one prepared in memory whose timestamp a read here has passed (see above). If applying
   // fails the transaction stays prepared, locks held, so the commit can be retried.
-  Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr, uint64_t expect = 0);
+  // `unsynced`: a durably prepared transaction's commit is not synced (its synced prepared
+  // record keeps it in doubt across a power cut until a later sync covers the commit:
+  // SegmentStore::SyncWal); ignored for a transaction prepared in memory.
+  Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr, uint64_t expect = 0,
+                bool unsynced = false);
   // Discards the transaction's writes and releases its locks. A transaction that is
   // committing (or committed) is not aborted: returns false then.
   bool Abort(uint64_t txn);

@@ -142,8 +142,12 @@ bool NodeServer::OnCommit(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto c = req.getCommit();
   std::set<SegmentId> touched;
-  Status st = participant_->Commit(c.getTxn(), c.getCommitTs(), &touched, c.getExpect());
+  Status st = participant_->Commit(c.getTxn(), c.getCommitTs(), &touched, c.getExpect(), c.getUnsynced());
   return ReplyWithSizes(conn, st, touched);
+}
+
+bool NodeServer::OnSyncWal(Connection& conn, net::ReceivedMessage& msg) {
+  return Reply(conn, store_->SyncWal()).ok();
 }
 
 bool NodeServer::OnAbort(Connection& conn, net::ReceivedMessage& msg) {

@@ -1,5 +1,7 @@
 #include "node/wire.h"
 
+#include <random>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -44,10 +46,20 @@ void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m) {
 // CPU this thread used, up to each reply, for the request it serves (thread CPU clock).
 thread_local uint64_t tl_cpu_mark = 0;
 
+uint64_t Incarnation() {
+  static const uint64_t id = [] {
+    std::random_device rd;
+    return (uint64_t{rd()} << 32 | rd()) | 1;  // never 0
+  }();
+  return id;
+}
+
 // Sends a Response stamped with the CPU spent on the request since the previous frame.
 Status SendResponse(Connection& conn, capnp::MallocMessageBuilder& mb) {
   uint64_t now = ThreadCpuNanos();
-  mb.getRoot<proto::Response>().setCpuNanos(now - tl_cpu_mark);
+  auto resp = mb.getRoot<proto::Response>();
+  resp.setCpuNanos(now - tl_cpu_mark);
+  resp.setIncarnation(Incarnation());
   tl_cpu_mark = now;
   return conn.Send(mb);
 }

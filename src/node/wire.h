@@ -34,6 +34,9 @@ void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m);
 extern thread_local uint64_t tl_cpu_mark;
 // Sends a Response stamped with the CPU spent on the request since the previous frame.
 Status SendResponse(net::Connection& conn, capnp::MallocMessageBuilder& mb);
+// This process's random id, stamped on every reply: a master that sees it change knows the
+// node restarted (and may have lost commits it applied without syncing).
+uint64_t Incarnation();
 // A Response with only a status.
 Status Reply(net::Connection& conn, const Status& s);
 // A segment with prepared, undecided writes cannot split or move until they are decided (55006).

@@ -104,6 +104,8 @@ struct Request {
       txn @6 :UInt64;
       commitTs @7 :UInt64;
       expect @35 :UInt64;            # as in prepare (0: not checked)
+      unsynced @63 :Bool;            # a durably prepared txn: apply without syncing (the
+                                     # master keeps its decision until a later syncWal)
     }
     outcome @36 :UInt64;             # txn: did it commit here? (reply: committedTs, 0 = no);
                                      # a txn prepared in memory and not committed is aborted
@@ -142,6 +144,8 @@ struct Request {
       sourcePort @19 :UInt16;
     }
     listSegments @20 :Void;
+    syncWal @64 :Void;               # make every write applied so far durable (reply:
+                                     # incarnation)
     gcHorizon @23 :UInt64;           # no snapshot below this is in use: old versions may go
     compact @24 :UInt64;             # compact this segment now (VACUUM)
     addIndex :group {                # maintain an index in a segment, built at buildTs
@@ -189,6 +193,8 @@ struct Response {
   status @0 :Status;
   cpuNanos @14 :UInt64;              # thread CPU the node spent on the request since its
                                      # previous reply frame (statement energy accounting)
+  incarnation @21 :UInt64;           # random per node process start (a restart may have
+                                     # lost commits applied without a sync)
   union {
     none @1 :Void;
     scanBatch :group {

@@ -60,8 +60,7 @@ Result<NodeClient::Lease> NodeClient::Acquire() {
   return Lease(this, std::move(c).value(), generation);
 }
 
-Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Call(capnp::MessageBuilder& req, int io_ms,
-                                                               bool* delivered) {
+Result<NodeClient::Pending> NodeClient::Start(capnp::MessageBuilder& req, int io_ms, bool* delivered) {
   if (delivered) *delivered = false;
   ASSIGN_OR_RETURN(Lease lease, Acquire());
   if (io_ms > 0) lease.conn().SetTimeouts(io_ms, opts_.io_ms);
@@ -71,17 +70,33 @@ Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Call(capnp::MessageBui
     return s.Prepend(fmt::format("node {}", id_));
   }
   if (delivered) *delivered = true;
-  auto r = lease.conn().Receive();
+  return Pending(this, std::move(lease));
+}
+
+NodeClient::Pending::~Pending() {
+  if (!finished_) lease_.Poison();
+}
+
+Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Pending::Finish() {
+  if (finished_) return Status::InvalidArgument("reply already read");
+  finished_ = true;
+  auto r = lease_.conn().Receive();
   if (!r.ok()) {
-    lease.Poison();
-    return r.status().Prepend(fmt::format("node {}", id_));
+    lease_.Poison();
+    return r.status().Prepend(fmt::format("node {}", owner_->id_));
   }
   try {
-    BookCpu((*r)->Root<proto::Response>().getCpuNanos());
+    owner_->BookCpu((*r)->Root<proto::Response>().getCpuNanos());
   } catch (const kj::Exception&) {
     // a malformed reply is the caller's to report
   }
   return r;
+}
+
+Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Call(capnp::MessageBuilder& req, int io_ms,
+                                                               bool* delivered) {
+  ASSIGN_OR_RETURN(Pending p, Start(req, io_ms, delivered));
+  return p.Finish();
 }
 
 void NodeClient::Reset(const std::string& host, uint16_t port) {

@@ -53,6 +53,27 @@ class NodeClient {
   };
 
   Result<Lease> Acquire();
+
+  // A request sent whose reply is still to be read: Call in two halves, so that requests to
+  // several nodes are all on their way before the first reply is awaited. Destroyed without
+  // Finish, its connection is dropped (the unread reply must not reach the next borrower).
+  class Pending {
+   public:
+    Pending(Pending&& o) noexcept = default;
+    Pending& operator=(Pending&&) = delete;
+    ~Pending();
+    // The reply (status not interpreted), within the connection's deadline. Once.
+    Result<std::unique_ptr<net::ReceivedMessage>> Finish();
+
+   private:
+    friend class NodeClient;
+    Pending(NodeClient* owner, Lease lease) : owner_(owner), lease_(std::move(lease)) {}
+    NodeClient* owner_;  // borrowed
+    Lease lease_;
+    bool finished_ = false;
+  };
+  // Sends one request; `delivered` as in Call.
+  Result<Pending> Start(capnp::MessageBuilder& req, int io_ms = 0, bool* delivered = nullptr);
   // Sends one request and returns its single response (status not interpreted).
   // `io_ms` > 0 overrides the reply deadline (long operations such as segment pulls).
   // `delivered` (optional) is set once the whole request was handed to the node: after a

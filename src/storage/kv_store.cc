@@ -13,6 +13,7 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, rocksdb::
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", dir, ec.message()));
   rocksdb::Options o;
   o.create_if_missing = true;
+  o.recycle_log_file_num = kRecycledLogFiles;  // as SegmentStore's (synced commit decisions)
   if (env) o.env = env;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);

@@ -172,6 +172,23 @@ IOStatus PowerLossFs::ReopenWritableFile(const std::string& fname, const rocksdb
   return s;
 }
 
+IOStatus PowerLossFs::ReuseWritableFile(const std::string& fname, const std::string& old_fname,
+                                        const rocksdb::FileOptions& opts,
+                                        std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
+  if (!powered()) return Off();
+  std::unique_ptr<rocksdb::FSWritableFile> f;
+  IOStatus s = target()->ReuseWritableFile(fname, old_fname, opts, &f, dbg);
+  if (!s.ok()) return s;
+  std::string name = Normal(fname);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    files_.erase(Normal(old_fname));
+    files_[name] = FileState{};  // written from its start; its new name needs its directory synced
+  }
+  *result = std::make_unique<File>(std::move(f), this, name);
+  return s;
+}
+
 IOStatus PowerLossFs::NewDirectory(const std::string& name, const IOOptions& opts,
                                    std::unique_ptr<rocksdb::FSDirectory>* result, IODebugContext* dbg) {
   std::unique_ptr<rocksdb::FSDirectory> d;

@@ -37,6 +37,11 @@ class PowerLossFs : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus ReopenWritableFile(const std::string& fname, const rocksdb::FileOptions& opts,
                                        std::unique_ptr<rocksdb::FSWritableFile>* result,
                                        rocksdb::IODebugContext* dbg) override;
+  // A recycled log file (recycle_log_file_num): renamed, then written again from its start.
+  // Only what is synced after the reuse survives a cut (the old tail is cut off with it).
+  rocksdb::IOStatus ReuseWritableFile(const std::string& fname, const std::string& old_fname,
+                                      const rocksdb::FileOptions& opts, std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                      rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& opts,
                                  std::unique_ptr<rocksdb::FSDirectory>* result, rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus RenameFile(const std::string& src, const std::string& dst, const rocksdb::IOOptions& opts,

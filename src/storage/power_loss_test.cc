@@ -154,6 +154,68 @@ TEST_F(PowerLossTest, ImportedSegmentSurvives) {
   EXPECT_EQ(rows, 50);
 }
 
+// A commit of a durably prepared transaction (one over several nodes) is applied without a
+// sync, the master's logged decision covering it: a cut before a later sync leaves the
+// transaction in doubt (its synced prepared record back, nothing of the commit), never half
+// applied; once the log is synced it is committed for good. Other commits sync regardless.
+TEST_F(PowerLossTest, UnsyncedCommitOfADurablePrepareIsInDoubtUntilTheLogIsSynced) {
+  auto st = OpenStore("node");
+  auto reopen = [&] {
+    PowerCut(st);
+    st = OpenStore("node");
+    ASSERT_NE(st, nullptr);
+    st->set_sync_commits(true);
+  };
+  st->set_sync_commits(true);
+  ASSERT_TRUE(st->CreateSegment({1, 1, "", ""}).ok());
+  ASSERT_TRUE(st->PutPrepared(77, "prepared writes").ok());
+  ASSERT_TRUE(st->Apply(11, {Put(1, 1)}, /*prepared_txn=*/77, /*txn=*/77, /*sync=*/false).ok());
+  EXPECT_TRUE(Has(*st, 1, 1));
+  ASSERT_NO_FATAL_FAILURE(reopen());
+  auto prepared = st->ListPrepared();
+  ASSERT_TRUE(prepared.ok());
+  ASSERT_EQ(prepared->size(), 1u) << "the unsynced commit survived: the cut is not real";
+  EXPECT_EQ((*prepared)[0].first, 77u);
+  EXPECT_FALSE(Has(*st, 1, 1));
+  EXPECT_EQ(st->CommittedAt(77).value(), std::nullopt);
+
+  // The commit again (as the in-doubt resolution sends it), then a sync of the log.
+  ASSERT_TRUE(st->Apply(11, {Put(1, 1)}, 77, 77, /*sync=*/false).ok());
+  ASSERT_TRUE(st->SyncWal().ok());
+  // A commit without a prepared record syncs even when asked not to.
+  ASSERT_TRUE(st->Apply(12, {Put(1, 2)}, 0, /*txn=*/502, /*sync=*/false).ok());
+  ASSERT_NO_FATAL_FAILURE(reopen());
+  EXPECT_TRUE(Has(*st, 1, 1));
+  EXPECT_TRUE(Has(*st, 1, 2));
+  EXPECT_TRUE(st->ListPrepared()->empty());
+  EXPECT_EQ(st->CommittedAt(77).value(), std::optional<Timestamp>(11));
+}
+
+// A recycled log file (written again from its start under a new name) keeps, after a cut,
+// only what was synced since its reuse.
+TEST_F(PowerLossTest, RecycledLogFileKeepsWhatWasSyncedSinceItsReuse) {
+  fs::create_directories(root_);
+  std::string old_name = (root_ / "000001.log").string(), name = (root_ / "000002.log").string();
+  rocksdb::IOOptions io;
+  std::unique_ptr<rocksdb::FSDirectory> dir;
+  ASSERT_TRUE(fs_->NewDirectory(root_.string(), io, &dir, nullptr).ok());
+  std::unique_ptr<rocksdb::FSWritableFile> f;
+  ASSERT_TRUE(fs_->NewWritableFile(old_name, rocksdb::FileOptions(), &f, nullptr).ok());
+  ASSERT_TRUE(f->Append(std::string(100, 'o'), io, nullptr).ok());
+  ASSERT_TRUE(f->Sync(io, nullptr).ok());
+  ASSERT_TRUE(f->Close(io, nullptr).ok());
+  ASSERT_TRUE(fs_->ReuseWritableFile(name, old_name, rocksdb::FileOptions(), &f, nullptr).ok());
+  ASSERT_TRUE(f->Append(std::string(10, 'n'), io, nullptr).ok());
+  ASSERT_TRUE(f->Sync(io, nullptr).ok());
+  ASSERT_TRUE(dir->Fsync(io, nullptr).ok());
+  ASSERT_TRUE(f->Append(std::string(5, 'u'), io, nullptr).ok());
+  f.reset();
+  PowerCut();
+  EXPECT_FALSE(fs::exists(old_name));
+  ASSERT_TRUE(fs::exists(name));
+  EXPECT_EQ(fs::file_size(name), 10u);
+}
+
 // The master's catalog: synced writes (every catalog change) survive, unsynced ones do not.
 TEST_F(PowerLossTest, SyncedCatalogWritesSurvive) {
   auto kv = KvStore::Open((root_ / "master").string(), env_.get());

@@ -20,7 +20,8 @@ using internal::FromRocks;
 using internal::OutcomeKey;
 using internal::PreparedKey;
 
-Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn, uint64_t txn) {
+Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn, uint64_t txn,
+                           bool sync) {
   // The segments are looked up under mu_; the batch (which may hold millions of rows) is
   // built without it, so heartbeats and other segments' work go on meanwhile.
   std::map<SegmentId, SegmentRef> refs;
@@ -94,11 +95,13 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
                                op->kind == VersionKind::kPut ? &op->row : nullptr, ts, &b));
   }
   rocksdb::WriteOptions wo;
-  wo.sync = sync_commits_;
+  wo.sync = sync_commits_ && (sync || !prepared_txn);
   RETURN_NOT_OK(FromRocks(db_->Write(wo, &b), "apply writes"));
   count_written();
   return Status::OK();
 }
+
+Status SegmentStore::SyncWal() { return FromRocks(db_->SyncWAL(), "sync log"); }
 
 Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops,
                                             const std::map<SegmentId, SegmentRef>& refs, uint64_t txn,

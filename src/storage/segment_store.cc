@@ -12,6 +12,7 @@
 
 #include "common/bytes.h"
 #include "common/codec.h"
+#include "storage/kv_store.h"
 #include "common/logging.h"
 #include "storage/segment_store_util.h"
 #include "storage/version_gc.h"
@@ -99,6 +100,9 @@ rocksdb::Options BaseOptions(rocksdb::Env* env) {
   o.create_if_missing = true;
   o.create_missing_column_families = true;
   o.max_background_jobs = 2;
+  // Write-ahead log files are reused once their contents are flushed: a synced commit then
+  // overwrites blocks already allocated, and fdatasync need not write the file's inode too.
+  o.recycle_log_file_num = kRecycledLogFiles;
   return o;
 }
 
@@ -293,7 +297,10 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir,
 SegmentStore::~SegmentStore() {
   segments_.clear();
   list_.reset();  // segments hold column family handles, which must go before the DB
-  if (db_) (void)db_->Close();
+  if (db_) {
+    (void)db_->SyncWAL();  // commits applied without a sync (see Apply) become durable
+    (void)db_->Close();
+  }
 }
 
 uint64_t SegmentStore::ApproximateBytes(rocksdb::ColumnFamilyHandle* cf) const {

@@ -199,8 +199,13 @@ class SegmentStore {
   // durable prepare) goes around the memtables and the log: each segment's rows are written
   // in key order into table files (a large segment's into several, on as many threads; see
   // set_ingest_file_rows), and the files, with the outcome record, are ingested in one atomic
-  // step.
-  Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0, uint64_t txn = 0);
+  // step. `sync` false (a durable prepare's commit only): not fsynced even with
+  // sync_commits; the prepared record stays on disk until a later sync (SyncWal, or any
+  // synced write) covers the batch.
+  Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0, uint64_t txn = 0,
+               bool sync = true);
+  // Makes every write applied so far durable (one fsync of the log).
+  Status SyncWal();
   static constexpr size_t kIngestAbove = 100000;
   // An ingested segment's rows are cut into table files of at least `rows` rows each, written
   // on as many threads (at most 4, and the machine's cores) and ingested together.

@@ -25,10 +25,11 @@ void LoadSpread(MiniCluster& cluster, PgConn& c, int n, int nodes) {
                               std::to_string(nodes), 30000));
 }
 
-// `UPDATE t SET v = v + 1` over both nodes; the first node to receive Commit dies before
-// applying it (the decision is logged: the statement is committed). Restarts that node.
-void UpdateWhileAParticipantCrashes(MiniCluster& cluster, PgConn& c) {
-  cluster.ArmFailpoint("node.before_distributed_commit");
+// `UPDATE t SET v = v + 1` over both nodes while `failpoint` is armed (the first node to reach
+// it dies; the decision is logged: the statement is committed). Restarts that node.
+void UpdateWhileAParticipantCrashes(MiniCluster& cluster, PgConn& c,
+                                    const std::string& failpoint = "node.before_distributed_commit") {
+  cluster.ArmFailpoint(failpoint);
   std::string msg;
   ASSERT_EQ(c.Exec("UPDATE t SET v = v + 1", nullptr, &msg), "") << msg;
   int restarted = 0;
@@ -71,6 +72,26 @@ TEST(Recovery, LaterSnapshotsSeeACommitThatACrashedParticipantHasNotApplied) {
   ASSERT_EQ(st, "") << msg;
   EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), "4000");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE v = 2"), "2000");
+}
+
+// Nodes apply a distributed commit without a sync (the logged decision covers it) and the
+// master keeps the decision until each node's log is synced past it. Every decision is
+// confirmed and forgotten in the end: after plain commits, and after a participant that
+// died right after applying its commit (its reply lost) is back.
+TEST(Recovery, EveryCommitDecisionIsConfirmedOnceItsParticipantsAreDurable) {
+  MiniCluster cluster(MiniClusterOptions{2, 4096, 200});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  LoadSpread(cluster, *c, 2000, 2);
+  const std::string open = "SELECT sum(unconfirmed_commits) FROM wattdb_nodes";
+  std::string msg;
+  for (int i = 0; i < 5; i++) ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1", nullptr, &msg), "") << msg;
+  EXPECT_TRUE(cluster.WaitFor(open, "0", 30000));
+
+  ASSERT_NO_FATAL_FAILURE(UpdateWhileAParticipantCrashes(cluster, *c, "node.after_commit_applied"));
+  EXPECT_TRUE(cluster.WaitFor(open, "0", 30000)) << "a decision was never confirmed by the restarted node";
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), "12000");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE v = 6"), "2000");
 }
 
 }  // namespace

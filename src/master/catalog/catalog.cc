@@ -623,8 +623,10 @@ std::vector<MoveIntent> Catalog::PendingMoves() const {
 }
 
 Status Catalog::LogDecision(uint64_t txn, Timestamp ts) {
-  std::unique_lock l(mu_);
+  // Synced outside mu_: the catalog's readers do not wait for the disk, and concurrent
+  // decisions share a sync (RocksDB groups concurrent writes).
   RETURN_NOT_OK(kv_->Write({{U64Key(kDecisionPrefix, txn), std::to_string(ts)}}));
+  std::unique_lock l(mu_);
   decisions_[txn] = ts;
   return Status::OK();
 }

@@ -132,7 +132,9 @@ class Catalog : public plan::CatalogReader {
   std::vector<MoveIntent> PendingMoves() const;
 
   // Commit decisions of transactions spanning several nodes: logged (synced) before any
-  // participant is told to commit; erased once every participant acknowledged.
+  // participant is told to commit; erased once every participant acknowledged. Decision()
+  // sees a decision once LogDecision returned: until then the transaction must stay known
+  // as running (nobody resolves it).
   Status LogDecision(uint64_t txn, Timestamp commit_ts);
   Status EraseDecision(uint64_t txn);
   std::optional<Timestamp> Decision(uint64_t txn) const;

@@ -654,6 +654,7 @@ Status Cluster::RecoverSplitLocked(const SplitIntent& si) {
 void Cluster::MaintainOnce() {
   BreakDeadlocks();
   ResolveInDoubt();
+  ConfirmUnsyncedCommits();
   // Old versions no snapshot can see may go: tell every node the oldest snapshot in use.
   Timestamp horizon = GcHorizon();
   for (const auto& n : config_.nodes) {
@@ -725,11 +726,12 @@ void Cluster::MaintenanceLoop() {
       std::unique_lock<std::mutex> l(stop_mu_);
       stop_cv_.wait_for(l, std::chrono::milliseconds(config_.telemetry_interval_ms),
                         [this] { return stopping_ || split_wanted_; });
-      if (stopping_) return;
+      if (stopping_) break;
       split_wanted_ = false;
     }
     MaintainOnce();
   }
+  ConfirmUnsyncedCommits();  // so that a clean stop leaves no decision behind
 }
 
 }  // namespace wattdb::master

@@ -159,6 +159,10 @@ class Cluster {
   Result<std::optional<uint64_t>> KeyWrite(Transaction& txn, TableId table, const KeyWriteSpec& w);
   Status Commit(Transaction& txn);
   void Rollback(Transaction& txn);
+  // Per node: logged commit decisions still waiting for it to confirm the commit durable
+  // (applied without a sync, reply lost, or in doubt there; wattdb_nodes.unconfirmed_commits).
+  // Maintenance confirms them within a round or two of the node being up.
+  std::map<NodeId, size_t> UnconfirmedCommits();
   // Undoes what `txn` prepared since `mark` (a failed statement's writes, locks and unique
   // claims) so that it can go on. An error means the nodes could not say: the transaction
   // must end.
@@ -306,7 +310,17 @@ class Cluster {
   // Logged commit decisions whose participants have not all confirmed yet.
   std::mutex decisions_mu_;
   std::map<uint64_t, std::set<NodeId>> unconfirmed_;
+  // Distributed commits a node applied without a sync, per node: each confirmed once a
+  // later RpcSyncWal answers from the process that applied it. Guarded by decisions_mu_.
+  struct UnsyncedCommit {
+    uint64_t txn;
+    Timestamp ts;
+    uint64_t incarnation;  // 0: unknown (the reply was lost)
+  };
+  std::map<NodeId, std::vector<UnsyncedCommit>> unsynced_;
   void Confirmed(uint64_t txn, NodeId node);
+  // One round of RpcSyncWal to every node with unsynced commits (maintenance).
+  void ConfirmUnsyncedCommits();
   // Unique index keys claimed by transactions: (table, index, key) -> transaction id.
   std::mutex unique_mu_;
   std::condition_variable unique_cv_;  // signalled when claims are released

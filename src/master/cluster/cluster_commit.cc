@@ -38,22 +38,35 @@ Status Cluster::RollbackStatement(Transaction& t, const Transaction::Mark& mark)
 }
 
 Status Cluster::Commit(Transaction& t) {
-  // Deferred writes for the only node the transaction writes travel with its commit (one
-  // round trip); otherwise they are sent first, and the commit goes on as usual.
-  std::vector<RemoteWrite> carried;
+  // Deferred writes travel with the commit's request: a single-node commit's prepare-and-
+  // commit (one round trip), or the durable prepares of a commit over several nodes, if they
+  // fit one request each; otherwise they are sent first, and the commit goes on as usual.
+  std::vector<RemoteWrite> carried;                           // single node
+  std::map<NodeId, std::vector<RemoteWrite>> carried_by_node;  // several nodes
   if (!t.deferred.empty()) {
     NodeId node = t.deferred.begin()->first;
     bool one = t.deferred.size() == 1 &&
                (t.participants.empty() || (t.participants.size() == 1 && t.participants.count(node)));
-    Status s = one ? Join(t, node).status() : SendDeferred(t);
-    if (s.ok() && one) {
-      carried = std::move(t.deferred.begin()->second);
-      t.deferred.clear();
+    bool fit = std::all_of(t.deferred.begin(), t.deferred.end(),
+                           [](const auto& d) { return ChunkEnd(d.second, 0) == d.second.size(); });
+    Status s;
+    if (one || fit) {
+      for (const auto& [n, ws] : t.deferred) {
+        if (s.ok()) s = Join(t, n).status();
+      }
+    } else {
+      s = SendDeferred(t);
     }
     if (!s.ok()) {
       Rollback(t);
       return s;
     }
+    if (one) {
+      carried = std::move(t.deferred.begin()->second);
+    } else if (fit) {
+      carried_by_node = std::move(t.deferred);
+    }
+    t.deferred.clear();
   }
   if (t.participants.empty()) {  // read-only
     EndTxn(t);
@@ -62,7 +75,8 @@ Status Cluster::Commit(Transaction& t) {
   // A transaction spanning several nodes makes its prepares durable (each node checking
   // that it still holds every write sent to it) and logs its decision before any node
   // commits: the logged decision is the commit point. Nodes that miss the commit learn it
-  // when they report the transaction in doubt.
+  // when they report the transaction in doubt. The prepares, and then the commits, go to
+  // every node at once.
   bool distributed = t.participants.size() > 1;
   if (distributed) {
     // Every snapshot handed out so far is <= issued, and the commit timestamp will be
@@ -72,12 +86,20 @@ Status Cluster::Commit(Transaction& t) {
       std::lock_guard<std::mutex> l(ts_mu_);
       issued = last_ts_;
     }
+    std::vector<DurablePrepare> calls;
     for (auto& [node, c] : t.participants) {
-      Status s = RpcPrepare(*c, t.id, t.snapshot, {}, /*durable=*/true, t.sent[node], issued);
-      if (!s.ok()) {
-        Rollback(t);
-        return s.Prepend(fmt::format("prepare on node {}", node));
-      }
+      auto it = carried_by_node.find(node);
+      std::span<const RemoteWrite> ws;
+      if (it != carried_by_node.end()) ws = it->second;
+      // Counted even if the prepare fails: the node may hold them (as Send counts them).
+      t.sent[node] += ws.size();
+      calls.push_back({c.get(), ws, t.sent[node]});
+    }
+    std::vector<Status> prepared = RpcPrepareDurableEach(calls, t.id, t.snapshot, issued);
+    for (size_t i = 0; i < calls.size(); i++) {
+      if (prepared[i].ok()) continue;
+      Rollback(t);
+      return prepared[i].Prepend(fmt::format("prepare on node {}", calls[i].client->id()));
     }
     MaybeFail("master.commit.before_decision");
   }
@@ -105,28 +127,37 @@ Status Cluster::Commit(Transaction& t) {
   }
   Status commit_status;
   std::vector<std::pair<SegmentId, uint64_t>> sizes;
-  for (auto& [node, c] : t.participants) {
-    if (distributed) {
-      Status s = RpcCommit(*c, t.id, *ts, &sizes);
-      if (s.ok()) {
-        Confirmed(t.id, node);
-      } else {
-        // The decision is durable: the node applies it when it reports the txn in doubt.
+  if (distributed) {
+    // The nodes apply the commit without a sync: the logged decision and their synced
+    // prepares make it durable. The decision is kept until each node's log is synced past
+    // the commit (ConfirmUnsyncedCommits).
+    std::vector<NodeClient*> clients;
+    for (auto& [node, c] : t.participants) clients.push_back(c.get());
+    std::vector<uint64_t> incarnations;
+    std::vector<Status> committed = RpcCommitEach(clients, t.id, *ts, &sizes, &incarnations);
+    for (size_t i = 0; i < clients.size(); i++) {
+      if (!committed[i].ok()) {
+        // The decision is durable: the node applies it when it reports the txn in doubt; if
+        // it applied it before the reply was lost, maintenance finds its outcome there.
         Log("master")->warn("commit not acknowledged txn={} node=n{} err={} (resolved when the node reports it)",
-                            t.id, node, s.ToString());
+                            t.id, clients[i]->id(), committed[i].ToString());
       }
-      continue;
+      std::lock_guard<std::mutex> l(decisions_mu_);
+      unsynced_[clients[i]->id()].push_back({t.id, *ts, committed[i].ok() ? incarnations[i] : 0});
     }
+  } else {
     // One participant, prepared in memory: the commit is the commit point. The node checks
     // that it still holds every write sent before (it may have restarted meanwhile).
+    auto& [node, c] = *t.participants.begin();
     int pid = NodePid(node);
     bool delivered = false;
     Status s = carried.empty()
                    ? RpcCommit(*c, t.id, *ts, &sizes, t.sent[node], &delivered)
                    : RpcPrepareCommit(*c, t.id, t.snapshot, carried, *ts, &sizes, &delivered,
                                       t.sent[node] + carried.size());
-    if (s.ok()) continue;
-    if (delivered && IsLinkFailure(s)) {
+    if (s.ok()) {
+      // committed
+    } else if (delivered && IsLinkFailure(s)) {
       commit_status = SettleUnknownCommit(node, pid, t.id, *ts);
     } else if (s.IsNotFound()) {
       commit_status = Status::Aborted(fmt::format(
@@ -155,6 +186,46 @@ void Cluster::Confirmed(uint64_t txn, NodeId node) {
     }
   }
   if (all) (void)catalog_->EraseDecision(txn);
+}
+
+void Cluster::ConfirmUnsyncedCommits() {
+  std::map<NodeId, std::vector<UnsyncedCommit>> round;
+  {
+    std::lock_guard<std::mutex> l(decisions_mu_);
+    round.swap(unsynced_);
+  }
+  for (auto& [node, commits] : round) {
+    // Every commit listed was acknowledged before this sync was sent.
+    auto c = registry_->Client(node);
+    Result<uint64_t> incarnation = c.ok() ? RpcSyncWal(**c) : c.status();
+    if (!incarnation.ok()) {  // the node is away: next round
+      std::lock_guard<std::mutex> l(decisions_mu_);
+      auto& back = unsynced_[node];
+      back.insert(back.begin(), commits.begin(), commits.end());
+      continue;
+    }
+    for (const auto& u : commits) {
+      if (u.incarnation == *incarnation) {
+        Confirmed(u.txn, node);
+        continue;
+      }
+      // The node restarted since it applied the commit (or its reply was lost). If the commit
+      // is there (a process crash keeps what the OS holds), the outcome it reports now is
+      // durable (it synced above); if not (a power cut, or it never arrived), the transaction
+      // is in doubt there and its resolution, from the kept decision, confirms it.
+      auto outcome = RpcOutcome(**c, u.txn);
+      if (outcome.ok() && *outcome == u.ts) Confirmed(u.txn, node);
+    }
+  }
+}
+
+std::map<NodeId, size_t> Cluster::UnconfirmedCommits() {
+  std::lock_guard<std::mutex> l(decisions_mu_);
+  std::map<NodeId, size_t> out;
+  for (const auto& [txn, nodes] : unconfirmed_) {
+    for (NodeId n : nodes) out[n]++;
+  }
+  return out;
 }
 
 Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes) {

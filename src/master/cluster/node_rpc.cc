@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include <kj/exception.h>
@@ -30,6 +31,41 @@ Status Call(NodeClient& c, const std::function<void(proto::Request::Builder)>& f
   } catch (const kj::Exception& e) {
     return Status::Corruption(fmt::format("node {} sent a malformed response", c.id()));
   }
+}
+
+// Call to several nodes at once: every request is sent before any reply is read, so the
+// nodes work (and sync) side by side. One status per client, in order.
+std::vector<Status> CallEach(std::span<NodeClient* const> clients,
+                             const std::function<void(size_t, proto::Request::Builder)>& fill,
+                             const std::function<Status(size_t, proto::Response::Reader)>& read) {
+  std::vector<Status> out(clients.size());
+  std::vector<std::optional<NodeClient::Pending>> pending(clients.size());
+  for (size_t i = 0; i < clients.size(); i++) {
+    capnp::MallocMessageBuilder mb;
+    fill(i, mb.initRoot<proto::Request>());
+    auto p = clients[i]->Start(mb);
+    if (p.ok()) {
+      pending[i].emplace(std::move(p).value());
+    } else {
+      out[i] = p.status();
+    }
+  }
+  for (size_t i = 0; i < clients.size(); i++) {
+    if (!pending[i]) continue;
+    auto msg = pending[i]->Finish();
+    if (!msg.ok()) {
+      out[i] = msg.status();
+      continue;
+    }
+    try {
+      auto resp = (*msg)->Root<proto::Response>();
+      out[i] = FromProto(resp.getStatus());
+      if (out[i].ok() && read) out[i] = read(i, resp);
+    } catch (const kj::Exception& e) {
+      out[i] = Status::Corruption(fmt::format("node {} sent a malformed response", clients[i]->id()));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -80,6 +116,21 @@ Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<con
     p.setExpect(expect);
     p.setMinCommitTs(min_commit_ts);
     FillWrites(p.initWrites(ws.size()), ws);
+  }, nullptr);
+}
+
+std::vector<Status> RpcPrepareDurableEach(std::span<const DurablePrepare> calls, uint64_t txn, Timestamp snapshot,
+                                          Timestamp min_commit_ts) {
+  std::vector<NodeClient*> clients;
+  for (const auto& c : calls) clients.push_back(c.client);
+  return CallEach(clients, [&](size_t i, proto::Request::Builder r) {
+    auto p = r.initPrepare();
+    p.setTxn(txn);
+    p.setSnapshotTs(snapshot);
+    p.setDurable(true);
+    p.setExpect(calls[i].expect);
+    p.setMinCommitTs(min_commit_ts);
+    FillWrites(p.initWrites(calls[i].writes.size()), calls[i].writes);
   }, nullptr);
 }
 
@@ -137,6 +188,34 @@ Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts, std::vector<std::pai
     }
     return Status::OK();
   }, delivered);
+}
+
+std::vector<Status> RpcCommitEach(std::span<NodeClient* const> clients, uint64_t txn, Timestamp ts,
+                                  std::vector<std::pair<SegmentId, uint64_t>>* sizes,
+                                  std::vector<uint64_t>* incarnations) {
+  incarnations->assign(clients.size(), 0);
+  return CallEach(clients, [&](size_t, proto::Request::Builder r) {
+    auto m = r.initCommit();
+    m.setTxn(txn);
+    m.setCommitTs(ts);
+    m.setUnsynced(true);
+  }, [&](size_t i, proto::Response::Reader resp) {
+    (*incarnations)[i] = resp.getIncarnation();
+    if (sizes && resp.which() == proto::Response::SEGMENTS) {
+      for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
+    }
+    return Status::OK();
+  });
+}
+
+Result<uint64_t> RpcSyncWal(NodeClient& c) {
+  uint64_t incarnation = 0;
+  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) { r.setSyncWal(); },
+                     [&](proto::Response::Reader resp) {
+                       incarnation = resp.getIncarnation();
+                       return Status::OK();
+                     }));
+  return incarnation;
 }
 
 Result<Timestamp> RpcOutcome(NodeClient& c, uint64_t txn) {

@@ -55,6 +55,16 @@ Status RpcHostPower(NodeClient& c, bool suspend);
 // (durable): the commit timestamp, if any, will exceed it.
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<const RemoteWrite> w,
                   bool durable = false, uint64_t expect = 0, Timestamp min_commit_ts = 0);
+// The final, durable prepare of a transaction over several nodes, sent to all of them at once
+// (their syncs overlap): each call carries the writes not sent before (may be empty) and
+// the count the node must then hold in all. One status per call, in order.
+struct DurablePrepare {
+  NodeClient* client;
+  std::span<const RemoteWrite> writes;
+  uint64_t expect = 0;
+};
+std::vector<Status> RpcPrepareDurableEach(std::span<const DurablePrepare> calls, uint64_t txn, Timestamp snapshot,
+                                          Timestamp min_commit_ts);
 // A key-routed UPDATE (or DELETE) of the one row with key in [lo, hi).
 struct KeyWriteSpec {
   std::string lo, hi;
@@ -85,6 +95,15 @@ Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const s
 Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,
                  std::vector<std::pair<SegmentId, uint64_t>>* sizes = nullptr, uint64_t expect = 0,
                  bool* delivered = nullptr);
+// RpcCommit of a durably prepared transaction to several nodes at once, applied without a
+// sync (the decision stays logged until RpcSyncWal confirms it); one status per client, in
+// order. `incarnations[i]`: client i's node process that applied it.
+std::vector<Status> RpcCommitEach(std::span<NodeClient* const> clients, uint64_t txn, Timestamp commit_ts,
+                                  std::vector<std::pair<SegmentId, uint64_t>>* sizes,
+                                  std::vector<uint64_t>* incarnations);
+// Makes every write the node applied so far durable; returns its incarnation (random per
+// process start): commits applied by that incarnation before the call are durable now.
+Result<uint64_t> RpcSyncWal(NodeClient& c);
 // The timestamp at which `txn` committed on the node, or 0 if it did not (or not yet).
 Result<Timestamp> RpcOutcome(NodeClient& c, uint64_t txn);
 Status RpcAbort(NodeClient& c, uint64_t txn);

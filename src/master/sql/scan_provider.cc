@@ -191,7 +191,8 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"last_power_action", TypeId::kText},
                               {"last_power_result", TypeId::kText},
                               {"last_power_at", TypeId::kTimestamp},
-                              {"last_power_ms", TypeId::kDouble}}));
+                              {"last_power_ms", TypeId::kDouble},
+                              {"unconfirmed_commits", TypeId::kInt64}}));
   catalog.AddSystemView(View(kSegmentsView, "wattdb_segments",
                              {{"segment_id", TypeId::kInt64},
                               {"table_name", TypeId::kText},
@@ -284,6 +285,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
     for (auto& n : nodes) live[n.id] = n;
     std::map<NodeId, NodePowerInfo> power;
     for (auto& p : cluster_.power().Snapshot()) power[p.id] = p;
+    std::map<NodeId, size_t> unconfirmed = cluster_.UnconfirmedCommits();
     for (const auto& nc : cluster_.config().nodes) {
       const NodeInfo& n = live[nc.id];
       const NodePowerInfo& p = power[nc.id];
@@ -307,7 +309,8 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
                       text_or_null(p.state_error),
                       text_or_null(p.last_action), text_or_null(p.last_result),
                       p.last_action_us ? Value::Timestamp(p.last_action_us - kPgEpochUnixMicros) : Value(),
-                      p.last_action_us ? Value::Double(p.last_action_ms) : Value()});
+                      p.last_action_us ? Value::Double(p.last_action_ms) : Value(),
+                      Value::Int64(static_cast<int64_t>(unconfirmed[nc.id]))});
     }
   } else if (scan.table == kSegmentsView) {
     for (const auto& s : segs) {

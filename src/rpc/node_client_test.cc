@@ -1,0 +1,115 @@
+#include "rpc/node_client.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "net/cluster_auth.h"
+#include "net/tcp_server.h"
+#include "proto/node_service.capnp.h"
+
+namespace wattdb::rpc {
+namespace {
+
+using net::ClusterKey;
+using net::Connection;
+using net::TcpServer;
+
+std::string Text(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+
+void Build(capnp::MallocMessageBuilder& b, const std::string& text) {
+  b.initRoot<proto::Request>().initCreateSegment().setLo(
+      kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
+}
+
+// Two servers that answer a request only once both have received one (or after 5 s): a
+// client that waits for one reply before sending the other request gets a late answer,
+// flagged "late" in the reply.
+struct Rendezvous {
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+
+  TcpServer::Handler Handler(const ClusterKey& key) {
+    return [this, &key](net::asio::ip::tcp::socket& s) {
+      Connection c(&s);
+      if (!c.Authenticate(key, Connection::Role::kServer, 2000).ok()) return;
+      while (true) {
+        auto m = c.Receive();
+        if (!m.ok()) return;
+        std::string text = Text((*m)->Root<proto::Request>().getCreateSegment().getLo());
+        bool met;
+        {
+          std::unique_lock<std::mutex> l(mu);
+          arrived++;
+          cv.notify_all();
+          met = cv.wait_for(l, std::chrono::seconds(5), [&] { return arrived >= 2; });
+        }
+        if (!met) text += " late";
+        capnp::MallocMessageBuilder b;
+        b.initRoot<proto::Response>().setSplitKey(
+            kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
+        if (!c.Send(b).ok()) return;
+      }
+    };
+  }
+};
+
+std::string Reply(Result<std::unique_ptr<net::ReceivedMessage>> r) {
+  if (!r.ok()) return r.status().ToString();
+  return Text((*r)->Root<proto::Response>().getSplitKey());
+}
+
+TEST(NodeClient, StartSendsBeforeAnyReplyIsAwaited) {
+  ClusterKey key = ClusterKey::FromBytes(std::string(net::kClusterKeyBytes, 'k'));
+  Rendezvous meet;
+  TcpServer a("a", "127.0.0.1", 0, meet.Handler(key)), b("b", "127.0.0.1", 0, meet.Handler(key));
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(b.Start().ok());
+  NodeClientOptions opts;
+  opts.key = &key;
+  opts.io_ms = 10000;
+  NodeClient ca(1, "127.0.0.1", a.port(), opts), cb(2, "127.0.0.1", b.port(), opts);
+  capnp::MallocMessageBuilder ra, rb;
+  Build(ra, "to a");
+  Build(rb, "to b");
+  auto pa = ca.Start(ra);
+  ASSERT_TRUE(pa.ok()) << pa.status().ToString();
+  auto pb = cb.Start(rb);
+  ASSERT_TRUE(pb.ok()) << pb.status().ToString();
+  EXPECT_EQ(Reply(pa->Finish()), "to a");
+  EXPECT_EQ(Reply(pb->Finish()), "to b");
+  EXPECT_FALSE(pa->Finish().ok());  // once
+  a.Stop();
+  b.Stop();
+}
+
+// A request whose reply was never read leaves no stale reply for the connection's next
+// borrower: its connection is dropped.
+TEST(NodeClient, UnfinishedCallDoesNotLeaveItsReplyBehind) {
+  ClusterKey key = ClusterKey::FromBytes(std::string(net::kClusterKeyBytes, 'k'));
+  Rendezvous meet;
+  meet.arrived = 2;  // answer at once
+  TcpServer server("s", "127.0.0.1", 0, meet.Handler(key));
+  ASSERT_TRUE(server.Start().ok());
+  NodeClientOptions opts;
+  opts.key = &key;
+  NodeClient c(1, "127.0.0.1", server.port(), opts);
+  {
+    capnp::MallocMessageBuilder r;
+    Build(r, "first");
+    auto p = c.Start(r);
+    ASSERT_TRUE(p.ok());
+  }
+  for (std::string text : {"second", "third"}) {
+    capnp::MallocMessageBuilder r;
+    Build(r, text);
+    EXPECT_EQ(Reply(c.Call(r)), text);
+  }
+  server.Stop();
+}
+
+}  // namespace
+}  // namespace wattdb::rpc
