@@ -297,10 +297,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir,
 SegmentStore::~SegmentStore() {
   segments_.clear();
   list_.reset();  // segments hold column family handles, which must go before the DB
-  if (db_) {
-    (void)db_->SyncWAL();  // commits applied without a sync (see Apply) become durable
-    (void)db_->Close();
-  }
+  if (db_) (void)db_->Close();
 }
 
 uint64_t SegmentStore::ApproximateBytes(rocksdb::ColumnFamilyHandle* cf) const {
