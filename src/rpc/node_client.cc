@@ -27,23 +27,36 @@ NodeClient::Lease::~Lease() {
 }
 
 Result<NodeClient::Lease> NodeClient::Acquire() {
+  // No system call under mu_ (every statement's scans pass through it): a pooled
+  // connection is taken out under it and checked (a poll) or closed after.
   std::string host;
-  uint16_t port;
-  uint64_t generation;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto now = std::chrono::steady_clock::now();
-    while (!idle_.empty()) {
-      auto c = std::move(idle_.back().conn);
-      bool fresh = now - idle_.back().since < std::chrono::milliseconds(net::kPoolIdleMs);
-      idle_.pop_back();
-      if (!fresh || !c->LooksIdle()) continue;  // retired, or the node closed it
-      lent_.insert(c.get());
-      return Lease(this, std::move(c), generation_);
+  uint16_t port = 0;
+  uint64_t generation = 0;
+  while (true) {
+    std::unique_ptr<net::Connection> c;
+    std::vector<std::unique_ptr<net::Connection>> retired;  // closed outside mu_
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto now = std::chrono::steady_clock::now();
+      while (!idle_.empty() && !c) {
+        bool fresh = now - idle_.back().since < std::chrono::milliseconds(net::kPoolIdleMs);
+        (fresh ? c : retired.emplace_back()) = std::move(idle_.back().conn);
+        idle_.pop_back();
+      }
+      generation = generation_;
+      if (c) {
+        lent_.insert(c.get());  // from here on Reset closes it too
+      } else {
+        host = host_;
+        port = port_;
+      }
     }
-    host = host_;
-    port = port_;
-    generation = generation_;
+    retired.clear();
+    if (!c) break;
+    if (c->LooksIdle()) return Lease(this, std::move(c), generation);
+    // The node closed it (or it holds unexpected bytes): drop it, try the next one.
+    Lease dropped(this, std::move(c), generation);
+    dropped.Poison();
   }
   auto c = net::Connection::Connect(io_, host, port, opts_.connect_ms);
   if (!c.ok()) return c.status().Prepend(fmt::format("node {}", id_));
