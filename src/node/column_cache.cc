@@ -51,6 +51,27 @@ ColumnCache::ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock&
 Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentStore& store,
                                                              const storage::SegmentRef& seg, Timestamp read_ts,
                                                              bool may_build) {
+  return Lookup(store, seg, read_ts, may_build, /*warm=*/false);
+}
+
+Result<int> ColumnCache::Warm(storage::SegmentStore& store, int max_builds) {
+  if (budget_ == 0) return 0;
+  int built = 0;
+  for (const auto& info : store.List()) {
+    if (built >= max_builds) break;
+    auto seg = store.Get(info.meta.id);
+    if (!seg.ok() || (*seg)->data_version() == 0) continue;  // gone, or not written since start
+    bool now_built = false;
+    ASSIGN_OR_RETURN(auto image, Lookup(store, *seg, std::numeric_limits<Timestamp>::max(), /*may_build=*/true,
+                                        /*warm=*/true, &now_built));
+    built += now_built;
+  }
+  return built;
+}
+
+Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::SegmentStore& store,
+                                                                const storage::SegmentRef& seg, Timestamp read_ts,
+                                                                bool may_build, bool warm, bool* did_build) {
   if (budget_ == 0) return std::shared_ptr<const SegmentImage>();
   SegmentId id = seg->meta().id;
   uint64_t version = seg->data_version();
@@ -63,6 +84,7 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentSto
       e = Entry{seg, nullptr, version, clock_.NowMicros()};
     }
     if (e.image && e.image->data_version != version) DropImageLocked(e);
+    if (e.image && warm) return e.image;
     if (e.image) {
       if (read_ts < e.image->newest_ts) {
         stats_.misses++;
@@ -81,7 +103,7 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentSto
     bool quiet = version == 0 || now - e.seen_at >= quiet_micros_;
     if (quiet && !may_build) may_build = ++e.partial_reads >= kPartialReadsBeforeImage;
     if (!may_build || !quiet || e.building || e.failed_version == version || !RoomLocked()) {
-      stats_.misses++;
+      if (!warm) stats_.misses++;
       return std::shared_ptr<const SegmentImage>();
     }
     e.building = true;
@@ -95,10 +117,11 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentSto
   std::shared_ptr<SegmentImage> image = std::move(*built);
   if (!image) {
     if (ours) it->second.failed_version = version;
-    stats_.misses++;
+    if (!warm) stats_.misses++;
     return std::shared_ptr<const SegmentImage>();
   }
   stats_.builds++;
+  if (did_build) *did_build = true;
   // Kept only if nothing changed meanwhile and it fits; this scan may read it either way,
   // if it answers read_ts (the version was read before the image's snapshot was taken).
   if (ours && image->data_version == seg->data_version()) {
@@ -109,10 +132,10 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentSto
     EvictLocked(id);
   }
   if (read_ts < image->newest_ts || image->data_version != seg->data_version()) {
-    stats_.misses++;
+    if (!warm) stats_.misses++;
     return std::shared_ptr<const SegmentImage>();
   }
-  stats_.hits++;
+  if (!warm) stats_.hits++;
   return std::shared_ptr<const SegmentImage>(std::move(image));
 }
 

@@ -15,7 +15,9 @@
 // since the node started. Hot segments keep being read from RocksDB. Past the byte budget the
 // least recently used images give way if they have not been read for kIdleMicros; otherwise
 // no image is built (a table larger than the budget keeps its first images rather than
-// rebuilding all of them on every scan).
+// rebuilding all of them on every scan). Warm, called in the background, builds the images
+// of segments written since the node started once they are quiet, so the first scan after
+// a load finds them.
 // Thread-safe; images are immutable and shared by the scans reading them.
 #pragma once
 
@@ -78,8 +80,18 @@ class ColumnCache {
   Result<std::shared_ptr<const SegmentImage>> Get(storage::SegmentStore& store, const storage::SegmentRef& seg,
                                                   Timestamp read_ts, bool may_build);
   ColumnCacheStats stats() const;
+  // Builds images for up to `max_builds` segments written since the node started that are
+  // quiet and have none (as a whole-segment scan would, within the budget); observes the
+  // others' data versions, so a segment it sees unchanged for quiet_micros is quiet. Counts
+  // no hits or misses. Returns the images built.
+  Result<int> Warm(storage::SegmentStore& store, int max_builds);
 
  private:
+  // Get's work; `warm`: for Warm (no hit/miss counted, no use recorded); `*did_build` (optional)
+  // tells whether this call built an image.
+  Result<std::shared_ptr<const SegmentImage>> Lookup(storage::SegmentStore& store, const storage::SegmentRef& seg,
+                                                     Timestamp read_ts, bool may_build, bool warm,
+                                                     bool* did_build = nullptr);
   struct Entry {
     std::weak_ptr<storage::Segment> seg;  // the segment object the entry is about
     std::shared_ptr<const SegmentImage> image;

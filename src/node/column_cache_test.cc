@@ -125,6 +125,30 @@ TEST_F(ColumnCacheTest, AQuietSegmentIsReadFromItsImage) {
   EXPECT_GT(cache.stats().bytes, 3000u * 24);
 }
 
+// Warm gives a segment written since the start its image once it is quiet, so that the
+// first scan reads it; it counts no hits or misses and leaves a segment alone while it changes.
+TEST_F(ColumnCacheTest, WarmBuildsImagesOfQuietSegmentsWrittenSinceTheStart) {
+  ColumnCache cache(64 << 20, 1000000, clock_);
+  clock_.Advance(2000000);
+  EXPECT_EQ(cache.Warm(*store_, 4).value(), 0);  // never written: left to the scans
+  Put(0, 3000, 10);
+  EXPECT_EQ(cache.Warm(*store_, 4).value(), 0);  // just written
+  clock_.Advance(500000);
+  Put(3000, 3100, 11);  // and again
+  EXPECT_EQ(cache.Warm(*store_, 4).value(), 0);
+  clock_.Advance(999999);
+  EXPECT_EQ(cache.Warm(*store_, 4).value(), 0);
+  clock_.Advance(1);
+  EXPECT_EQ(cache.Warm(*store_, 4).value(), 1);
+  EXPECT_EQ(cache.Warm(*store_, 4).value(), 0);  // it has one
+  EXPECT_EQ(cache.stats().hits + cache.stats().misses, 0u);
+  bool columnar = false;
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 3100));
+  EXPECT_TRUE(columnar);
+  EXPECT_EQ(cache.stats().builds, 1u);
+  EXPECT_EQ(cache.stats().hits, 1u);
+}
+
 // A quiet segment read only a range at a time (the parts of a partitioned join) gets its image
 // after kPartialReadsBeforeImage such reads; reads while it changes do not count.
 TEST_F(ColumnCacheTest, ASegmentReadInRangesGetsAnImageAfterAFewReads) {

@@ -65,6 +65,7 @@ Status NodeServer::Start() {
     pid << getpid() << "\n";
   }
   link_thread_ = std::thread([this] { MasterLink(); });
+  warm_thread_ = std::thread([this] { WarmLoop(); });
   Log("node")->info("node started id={} port={} data={}", opts_.self.id, server_->port(), opts_.data_dir);
   return Status::OK();
 }
@@ -87,12 +88,30 @@ void NodeServer::Stop() {
   }
   link_cv_.notify_all();
   if (link_thread_.joinable()) link_thread_.join();
+  {
+    std::lock_guard<std::mutex> l(warm_mu_);  // so the warm thread cannot miss the notify
+  }
+  warm_cv_.notify_all();
+  if (warm_thread_.joinable()) warm_thread_.join();
   // 3. Flush and close storage (RocksDB's Close flushes the WAL).
   participant_.reset();
   store_.reset();
   std::error_code ec;
   fs::remove(opts_.data_dir + "/node.pid", ec);
   Log("node")->info("node stopped id={}", opts_.self.id);
+}
+
+void NodeServer::WarmLoop() {
+  // Twice per quiet period, images for up to two quiet segments written since the start: a
+  // loaded table gets its images soon after the load, a little at a time.
+  auto tick = std::chrono::milliseconds(std::max(100, opts_.column_cache_quiet_ms / 2));
+  std::unique_lock<std::mutex> l(warm_mu_);
+  while (!warm_cv_.wait_for(l, tick, [this] { return stopping_.load(); })) {
+    l.unlock();
+    auto built = columns_->Warm(*store_, 2);
+    if (!built.ok()) Log("node")->warn("column images not built: {}", built.status().ToString());
+    l.lock();
+  }
 }
 
 void NodeServer::Serve(net::asio::ip::tcp::socket& socket) {

@@ -120,6 +120,11 @@ class NodeServer {
   std::unique_ptr<net::ClusterKey> key_;
   std::unique_ptr<PeerClients> peers_;  // made once key_ exists
   std::thread link_thread_;
+  // Builds column images of quiet segments in the background (ColumnCache::Warm).
+  void WarmLoop();
+  std::thread warm_thread_;
+  std::mutex warm_mu_;
+  std::condition_variable warm_cv_;  // wakes the warm thread to stop
   std::atomic<bool> stopping_{false};
   std::atomic<bool> resumed_{false};
   std::mutex link_mu_;  // guards link_conn_ and wakes the link thread
