@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -226,6 +227,28 @@ TEST(Faults, NodeKilledOrFrozenDuringALargeCopy) {
   EXPECT_EQ(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'big'"), std::to_string(3 - owner_now));
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM big"), std::to_string(kRows));
   EXPECT_EQ(c->Scalar("SELECT sum(id) FROM big"), sum);
+}
+
+// A participant freezes right after applying a distributed commit (without a sync), before
+// its reply: the statement still ends once the node is declared down (the decision is
+// logged), nothing of it is lost, and the decision is confirmed once the node is back.
+TEST(Faults, ParticipantFrozenAfterApplyingACommitLosesNothing) {
+  MiniCluster cluster(Managed(2, 4096, 200));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  LoadAccounts(cluster, *c, 400, 2);
+  cluster.ArmFailpoint("node.after_commit_applied stop");
+  std::string msg;
+  ASSERT_EQ(c->Exec("UPDATE accounts SET balance = balance + 1", nullptr, &msg), "") << msg;
+  EXPECT_FALSE(std::filesystem::exists(cluster.dir() + "/failpoints")) << "no node froze";
+  for (int node : {1, 2}) {
+    pid_t pid = cluster.NodePid(node);
+    if (pid > 0) kill(pid, SIGCONT);  // the frozen one, if the master has not replaced it
+  }
+  ASSERT_TRUE(AllUp(cluster, 2, 30000));
+  EXPECT_TRUE(cluster.WaitFor("SELECT sum(unconfirmed_commits) FROM wattdb_nodes", "0", 30000));
+  EXPECT_TRUE(cluster.WaitFor("SELECT sum(balance) FROM accounts", "400400", 30000));
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM accounts WHERE balance = 1001"), "400");
 }
 
 // The deterministic form of the race above: a node restarts while a transfer is open, after
