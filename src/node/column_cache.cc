@@ -62,8 +62,9 @@ Result<int> ColumnCache::Warm(storage::SegmentStore& store, int max_builds) {
     auto seg = store.Get(info.meta.id);
     if (!seg.ok() || (*seg)->data_version() == 0) continue;  // gone, or not written since start
     bool now_built = false;
-    ASSIGN_OR_RETURN(auto image, Lookup(store, *seg, std::numeric_limits<Timestamp>::max(), /*may_build=*/true,
-                                        /*warm=*/true, &now_built));
+    RETURN_NOT_OK(Lookup(store, *seg, std::numeric_limits<Timestamp>::max(), /*may_build=*/true, /*warm=*/true,
+                         &now_built)
+                      .status());
     built += now_built;
   }
   return built;

@@ -68,6 +68,12 @@ std::vector<Status> CallEach(std::span<NodeClient* const> clients,
   return out;
 }
 
+// A commit's reply: (segment, bytes) of the segments it wrote, into `sizes` (optional).
+void ReadSizes(proto::Response::Reader resp, std::vector<std::pair<SegmentId, uint64_t>>* sizes) {
+  if (!sizes || resp.which() != proto::Response::SEGMENTS) return;
+  for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
+}
+
 }  // namespace
 
 Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::string& lo,
@@ -168,9 +174,7 @@ Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const s
     p.setExpect(expect);
     FillWrites(p.initWrites(ws.size()), ws);
   }, [&](proto::Response::Reader resp) {
-    if (sizes && resp.which() == proto::Response::SEGMENTS) {
-      for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
-    }
+    ReadSizes(resp, sizes);
     return Status::OK();
   }, delivered);
 }
@@ -183,9 +187,7 @@ Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts, std::vector<std::pai
     m.setCommitTs(ts);
     m.setExpect(expect);
   }, [&](proto::Response::Reader resp) {
-    if (sizes && resp.which() == proto::Response::SEGMENTS) {
-      for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
-    }
+    ReadSizes(resp, sizes);
     return Status::OK();
   }, delivered);
 }
@@ -201,9 +203,7 @@ std::vector<Status> RpcCommitEach(std::span<NodeClient* const> clients, uint64_t
     m.setUnsynced(true);
   }, [&](size_t i, proto::Response::Reader resp) {
     (*incarnations)[i] = resp.getIncarnation();
-    if (sizes && resp.which() == proto::Response::SEGMENTS) {
-      for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
-    }
+    ReadSizes(resp, sizes);
     return Status::OK();
   });
 }
