@@ -1,10 +1,12 @@
 // The floor under every statement that crosses a process boundary: two processes on this
 // machine pass a small message back and forth over loopback TCP (net::Stream, as the master,
-// nodes and PostgreSQL clients do), and the program reports the wall time and the CPU time
-// both processes spent per round trip. A statement that needs k round trips more than
+// nodes and PostgreSQL clients do) or, with --local, over a Unix-domain socket (as the master
+// and nodes of one host do), and the program reports the wall time and the CPU time both
+// processes spent per round trip. A statement that needs k round trips more than
 // PostgreSQL's one (client <-> backend) costs at least k times this CPU more.
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 
 namespace {
 
+using wattdb::net::Socket;
 using wattdb::net::Stream;
 namespace asio = boost::asio;
 
@@ -29,7 +32,7 @@ double CpuSeconds(int who) {
 }
 
 // Echoes `n` messages of `size` bytes on `s`.
-int Echo(asio::ip::tcp::socket& sock, int n, size_t size) {
+int Echo(Socket& sock, int n, size_t size) {
   Stream s(sock);
   std::vector<char> buf(size);
   for (int i = 0; i < n; i++) {
@@ -40,7 +43,7 @@ int Echo(asio::ip::tcp::socket& sock, int n, size_t size) {
 }
 
 // Sends `n` messages of `size` bytes on `s`, each after the echo of the one before.
-int Ping(asio::ip::tcp::socket& sock, int n, size_t size) {
+int Ping(Socket& sock, int n, size_t size) {
   Stream s(sock);
   std::vector<char> buf(size, 'x');
   for (int i = 0; i < n; i++) {
@@ -55,20 +58,24 @@ int Ping(asio::ip::tcp::socket& sock, int n, size_t size) {
 int main(int argc, char** argv) {
   int n = 100000, pairs = 1;
   size_t size = 64;
+  bool local = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: wattdb-round-trip-bench [--round-trips N] [--bytes B] [--pairs P]\n"
+          "usage: wattdb-round-trip-bench [--round-trips N] [--bytes B] [--pairs P] [--local]\n"
           "P pairs of processes each pass a B-byte message back and forth N times over loopback\n"
-          "TCP (defaults: 100000 round trips, 64 bytes, 1 pair) and print the round trips per\n"
-          "second and the CPU time of all of them per round trip.\n");
+          "TCP, or with --local over a Unix-domain socket (defaults: 100000 round trips, 64 bytes,\n"
+          "1 pair) and print the round trips per second and the CPU time of all of them per\n"
+          "round trip.\n");
       return 0;
     }
     if (a == "--round-trips" && i + 1 < argc) {
       n = std::atoi(argv[++i]);
     } else if (a == "--pairs" && i + 1 < argc) {
       pairs = std::atoi(argv[++i]);
+    } else if (a == "--local") {
+      local = true;
     } else if (a == "--bytes" && i + 1 < argc) {
       size = static_cast<size_t>(std::atoll(argv[++i]));
     } else {
@@ -94,13 +101,26 @@ int main(int argc, char** argv) {
   int pipefd[2];  // the pingers wait for one start signal, so that they overlap
   if (pipe(pipefd) != 0) return fail("pipe");
   for (int p = 0; p < pairs; p++) {
+    int pair[2] = {-1, -1};  // --local: the two ends of a connected Unix-domain socket
+    if (local && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return fail("socketpair");
+    auto adopt = [](asio::io_context& cio, int fd) {
+      Socket sock(cio);
+      sock.assign(asio::generic::stream_protocol(AF_UNIX, 0), fd);
+      return sock;
+    };
     pid_t echo = fork();
     if (echo < 0) return fail("fork");
     if (echo == 0) {
       asio::io_context cio;
-      asio::ip::tcp::socket sock(cio);
-      acceptor.accept(sock);
-      sock.set_option(asio::ip::tcp::no_delay(true));
+      if (local) {
+        close(pair[1]);
+        Socket sock = adopt(cio, pair[0]);
+        _exit(Echo(sock, n, size));
+      }
+      asio::ip::tcp::socket tcp(cio);
+      acceptor.accept(tcp);
+      tcp.set_option(asio::ip::tcp::no_delay(true));
+      Socket sock(std::move(tcp));
       _exit(Echo(sock, n, size));
     }
     children.push_back(echo);
@@ -109,14 +129,25 @@ int main(int argc, char** argv) {
     if (ping == 0) {
       acceptor.close();
       asio::io_context cio;
-      auto sock = wattdb::net::ConnectTcp(cio, "127.0.0.1", port, 5000);
-      if (!sock.ok()) _exit(1);
-      sock->set_option(asio::ip::tcp::no_delay(true));
+      Socket sock(cio);
+      if (local) {
+        close(pair[0]);
+        sock = adopt(cio, pair[1]);
+      } else {
+        auto tcp = wattdb::net::ConnectTcp(cio, "127.0.0.1", port, 5000);
+        if (!tcp.ok()) _exit(1);
+        sock = std::move(*tcp);
+        sock.set_option(asio::ip::tcp::no_delay(true));
+      }
       char go;
       if (read(pipefd[0], &go, 1) != 1) _exit(1);
-      _exit(Ping(*sock, n, size));
+      _exit(Ping(sock, n, size));
     }
     children.push_back(ping);
+    if (local) {
+      close(pair[0]);
+      close(pair[1]);
+    }
   }
   acceptor.close();
   auto t0 = std::chrono::steady_clock::now();
@@ -131,7 +162,8 @@ int main(int argc, char** argv) {
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double cpu = CpuSeconds(RUSAGE_CHILDREN);
   double trips = static_cast<double>(n) * pairs;
-  std::printf("%d pair(s), %d round trips each of %zu bytes: %.0f round trips/s, %.2f us CPU per round trip\n", pairs,
+  std::printf("%s, %d pair(s), %d round trips each of %zu bytes: %.0f round trips/s, %.2f us CPU per round trip\n",
+              local ? "local socket" : "loopback TCP", pairs,
               n, size, trips / wall, cpu / trips * 1e6);
   return ok ? 0 : 1;
 }

@@ -22,6 +22,7 @@ rpc_timeout_ms = 30000          # no request between cluster processes waits lon
 sync_commit = true              # fsync each commit on the nodes (off: survives process crashes only)
 column_cache_mb = 2048          # each node keeps quiet segments decoded as columns in this much memory (0: off)
 column_cache_quiet_ms = 1000    # a segment unchanged this long (as scans saw it) is quiet
+local_sockets = true            # processes of one host talk over Unix-domain sockets (off: loopback TCP)
 # key_file = "run/data/cluster.key"  # shared secret of master and nodes (created on first start)
 log_level = "info"
 
@@ -119,6 +120,7 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(Get(*t, "node_binary", &c.node_binary, source));
     RETURN_NOT_OK(Get(*t, "key_file", &c.key_file, source));
     RETURN_NOT_OK(Get(*t, "sync_commit", &c.sync_commit, source));
+    RETURN_NOT_OK(Get(*t, "local_sockets", &c.local_sockets, source));
     int64_t wait = c.latch_wait_ms;
     RETURN_NOT_OK(Get(*t, "latch_wait_ms", &wait, source));
     if (wait < 1 || wait > 3600000) return Status::InvalidArgument(source + ": latch_wait_ms must be in 1..3600000");

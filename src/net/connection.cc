@@ -19,13 +19,13 @@ ReceivedMessage::ReceivedMessage(kj::Array<capnp::word> words) : words_(std::mov
   reader_ = std::make_unique<capnp::FlatArrayMessageReader>(words_.asPtr(), opts);
 }
 
-Connection::Connection(asio::ip::tcp::socket socket)
-    : owned_(std::make_unique<asio::ip::tcp::socket>(std::move(socket))), socket_(*owned_), stream_(socket_) {
+Connection::Connection(Socket socket)
+    : owned_(std::make_unique<Socket>(std::move(socket))), socket_(*owned_), stream_(socket_) {
   boost::system::error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
-Connection::Connection(asio::ip::tcp::socket* socket) : socket_(*socket), stream_(socket_) {
+Connection::Connection(Socket* socket) : socket_(*socket), stream_(socket_) {
   boost::system::error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
@@ -34,7 +34,7 @@ Connection::~Connection() { Close(); }
 
 Result<std::unique_ptr<Connection>> Connection::Connect(asio::io_context& io, const std::string& host,
                                                         uint16_t port, int timeout_ms) {
-  ASSIGN_OR_RETURN(asio::ip::tcp::socket s, ConnectTcp(io, host, port, timeout_ms));
+  ASSIGN_OR_RETURN(Socket s, net::Connect(io, host, port, timeout_ms));
   return std::make_unique<Connection>(std::move(s));
 }
 
@@ -237,7 +237,7 @@ Status Connection::WaitReadable(int timeout_ms) { return stream_.WaitReadable(St
 void Connection::Close() {
   boost::system::error_code ec;
   if (socket_.is_open()) {
-    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    socket_.shutdown(Socket::shutdown_both, ec);
   }
 }
 

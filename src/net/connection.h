@@ -1,4 +1,5 @@
-// Connection: one TCP stream carrying framed messages, on a Boost.Asio socket.
+// Connection: one stream socket (TCP, or local between processes of one host) carrying framed
+// messages, on a Boost.Asio socket.
 //
 // Frame = 4-byte little-endian payload length, 1-byte kind, payload.
 //   kind 1: a Cap'n Proto message (messageToFlatArray layout; length is a multiple of 8)
@@ -68,16 +69,17 @@ capnp::Orphan<capnp::Data> ReferenceBlob(capnp::MessageBuilder& msg, std::string
 class Connection {
  public:
   // Owns `socket`.
-  explicit Connection(asio::ip::tcp::socket socket);
+  explicit Connection(Socket socket);
   // Borrows `socket`, which must outlive the Connection (a TcpServer handler's socket: the
   // server keeps it so that Stop() can shut it down).
-  explicit Connection(asio::ip::tcp::socket* socket);
+  explicit Connection(Socket* socket);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Connects to host:port within `timeout_ms`. Fails with Unavailable if the peer cannot
-  // be reached, TimedOut if it does not answer in time.
+  // Connects to host:port within `timeout_ms` (through the port's local alias if the host is
+  // a loopback address and the server accepts there; see net::Connect). Fails with
+  // Unavailable if the peer cannot be reached, TimedOut if it does not answer in time.
   static Result<std::unique_ptr<Connection>> Connect(asio::io_context& io, const std::string& host,
                                                      uint16_t port,
                                                      int timeout_ms = kDefaultConnectTimeoutMs);
@@ -119,8 +121,8 @@ class Connection {
   // Reads a frame header; returns payload length and kind.
   Status ReadHeader(char* hdr, uint32_t* len, uint8_t* kind, Stream::Deadline deadline);
 
-  std::unique_ptr<asio::ip::tcp::socket> owned_;
-  asio::ip::tcp::socket& socket_;
+  std::unique_ptr<Socket> owned_;
+  Socket& socket_;
   Stream stream_;
   int recv_ms_ = kDefaultIoTimeoutMs;
   int send_ms_ = kDefaultIoTimeoutMs;

@@ -14,7 +14,7 @@ namespace wattdb::net {
 namespace {
 
 // Echoes each message back; a raw frame is answered with its length.
-void Echo(asio::ip::tcp::socket& s) {
+void Echo(Socket& s) {
   Connection c(&s);
   while (true) {
     auto m = c.Receive();
@@ -45,6 +45,56 @@ TEST(Connection, RoundTripsMessages) {
     EXPECT_EQ(std::string(reinterpret_cast<const char*>(got.begin()), got.size()), lo);
   }
   server.Stop();
+}
+
+// One echo round trip on `c`; the echoed key.
+std::string EchoOnce(Connection& c, const std::string& key) {
+  capnp::MallocMessageBuilder b;
+  b.initRoot<wattdb::proto::Request>().initCreateSegment().setLo(
+      kj::arrayPtr(reinterpret_cast<const kj::byte*>(key.data()), key.size()));
+  if (!c.Send(b).ok()) return "(send failed)";
+  auto r = c.Receive();
+  if (!r.ok()) return "(receive failed)";
+  auto got = (*r)->Root<wattdb::proto::Response>().getSplitKey();
+  return std::string(reinterpret_cast<const char*>(got.begin()), got.size());
+}
+
+// A server with a local alias is reached through it by a client naming its loopback address;
+// one without is reached over TCP; both serve the same conversation.
+TEST(Connection, LoopbackClientsUseTheLocalAliasWhenTheServerHasOne) {
+  TcpServer with("echo", "127.0.0.1", 0, Echo), without("echo", "127.0.0.1", 0, Echo);
+  with.set_local_alias(true);
+  ASSERT_TRUE(with.Start().ok());
+  ASSERT_TRUE(without.Start().ok());
+  asio::io_context io;
+  auto a = Connection::Connect(io, "127.0.0.1", with.port());
+  auto b = Connection::Connect(io, "127.0.0.1", without.port());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*a)->peer(), "local");
+  EXPECT_EQ((*b)->peer(), fmt::format("127.0.0.1:{}", without.port()));
+  EXPECT_EQ(EchoOnce(**a, "over local"), "over local");
+  EXPECT_EQ(EchoOnce(**b, "over tcp"), "over tcp");
+  // The alias belongs to the address as well as the port: a server on another loopback
+  // address with the same port number is a different server.
+  TcpServer other("echo", "127.0.0.2", with.port(), [](Socket& s) {
+    Connection c(&s);
+    auto m = c.Receive();
+    if (!m.ok()) return;
+    capnp::MallocMessageBuilder b;
+    b.initRoot<wattdb::proto::Response>().setSplitKey(kj::StringPtr("other").asBytes());
+    (void)c.Send(b);
+  });
+  other.set_local_alias(true);
+  ASSERT_TRUE(other.Start().ok()) << "127.0.0.2 is loopback on Linux";
+  auto o = Connection::Connect(io, "127.0.0.2", with.port());
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ((*o)->peer(), "local");
+  EXPECT_EQ(EchoOnce(**o, "x"), "other");
+  EXPECT_EQ(EchoOnce(**a, "still the first"), "still the first");
+  // Stop closes the local listener too (it returns, and a new client gets no answer there).
+  with.Stop();
+  auto gone = Connection::Connect(io, "127.0.0.1", with.port(), 500);
+  EXPECT_FALSE(gone.ok());
 }
 
 TEST(Connection, GarbageClosesOnlyThatConnection) {
@@ -80,7 +130,7 @@ TEST(Connection, GarbageClosesOnlyThatConnection) {
 // of blocking forever.
 TEST(Connection, ReceiveHasADeadline) {
   std::atomic<bool> release{false};
-  TcpServer server("mute", "127.0.0.1", 0, [&](asio::ip::tcp::socket&) {
+  TcpServer server("mute", "127.0.0.1", 0, [&](Socket&) {
     while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
   ASSERT_TRUE(server.Start().ok());
@@ -102,7 +152,7 @@ ClusterKey Key(char fill) { return ClusterKey::FromBytes(std::string(kClusterKey
 
 // Echoes messages on connections that authenticate with `key`.
 TcpServer::Handler AuthEcho(const ClusterKey& key, std::atomic<int>* refused) {
-  return [&key, refused](asio::ip::tcp::socket& s) {
+  return [&key, refused](Socket& s) {
     Connection c(&s);
     if (!c.Authenticate(key, Connection::Role::kServer, 2000).ok()) {
       (*refused)++;
@@ -157,7 +207,7 @@ TEST(Connection, TamperedFrameIsRejected) {
   ClusterKey key = Key('k');
   std::atomic<int> refused{0};
   std::atomic<bool> rejected{false};
-  TcpServer server("auth", "127.0.0.1", 0, [&](asio::ip::tcp::socket& s) {
+  TcpServer server("auth", "127.0.0.1", 0, [&](Socket& s) {
     Connection c(&s);
     if (!c.Authenticate(key, Connection::Role::kServer, 2000).ok()) return;
     auto m = c.Receive();
@@ -165,8 +215,9 @@ TEST(Connection, TamperedFrameIsRejected) {
   });
   ASSERT_TRUE(server.Start().ok());
   asio::io_context io;
-  asio::ip::tcp::socket raw(io);
-  raw.connect({asio::ip::make_address("127.0.0.1"), server.port()});
+  Socket raw(io);
+  raw.connect(asio::generic::stream_protocol::endpoint(
+      asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server.port())));
   // Authenticate on a Connection that borrows the socket, then write a frame by hand.
   Connection c(&raw);
   ASSERT_TRUE(c.Authenticate(key, Connection::Role::kClient, 2000).ok());

@@ -1,8 +1,12 @@
 #include "net/stream.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -16,12 +20,66 @@ int MillisLeft(Stream::Deadline deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX));
 }
+
+// "address:port" of a TCP peer, "local" for a Unix-domain one; whether it is on this host.
+std::pair<std::string, bool> DescribePeer(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {"?", false};
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &a->sin_addr, text, sizeof(text));
+    bool loopback = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    return {fmt::format("{}:{}", text, ntohs(a->sin_port)), loopback};
+  }
+  if (ss.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof(text));
+    const auto& b = a->sin6_addr.s6_addr;
+    bool mapped127 = IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && b[12] == 127;
+    return {fmt::format("[{}]:{}", text, ntohs(a->sin6_port)), IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) || mapped127};
+  }
+  if (ss.ss_family == AF_UNIX) return {"local", true};
+  return {"?", false};
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(host, ec);
+  return !ec && addr.is_loopback();
+}
+
+// A local stream socket connected to `name`, or an error (nothing listens there, or its
+// backlog is full: the caller then uses TCP).
+Result<Socket> ConnectLocal(asio::io_context& io, const std::string& name) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (name.size() > sizeof(sa.sun_path)) return Status::InvalidArgument("local socket name too long");
+  std::memcpy(sa.sun_path, name.data(), name.size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Status::IOError(fmt::format("socket: {}", strerror(errno)));
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+  // A local connect completes or fails at once (EAGAIN when the backlog is full).
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::Unavailable(fmt::format("connect local: {}", strerror(err)));
+  }
+  Socket s(io);
+  boost::system::error_code ec;
+  s.assign(asio::generic::stream_protocol(AF_UNIX, 0), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return Status::IOError(fmt::format("local socket: {}", ec.message()));
+  }
+  return s;
+}
 }  // namespace
 
-Stream::Stream(asio::ip::tcp::socket& socket) : socket_(socket) {
+Stream::Stream(Socket& socket) : socket_(socket) {
   boost::system::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
-  peer_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+  if (socket_.is_open()) std::tie(peer_, peer_loopback_) = DescribePeer(socket_.native_handle());
   socket_.non_blocking(true, ec);
   if (socket_.is_open()) fcntl(socket_.native_handle(), F_SETFD, FD_CLOEXEC);
 }
@@ -129,8 +187,19 @@ bool Stream::LooksIdle() {
   return ::poll(&p, 1, 0) == 0;
 }
 
-Result<asio::ip::tcp::socket> ConnectTcp(asio::io_context& io, const std::string& host, uint16_t port,
-                                         int timeout_ms) {
+std::string LocalAlias(const std::string& host, uint16_t port) {
+  return std::string(1, '\0') + fmt::format("wattdb-cluster-{}:{}", host, port);
+}
+
+Result<Socket> Connect(asio::io_context& io, const std::string& host, uint16_t port, int timeout_ms) {
+  if (IsLoopbackHost(host)) {
+    auto local = ConnectLocal(io, LocalAlias(host, port));
+    if (local.ok()) return std::move(local).value();
+  }
+  return ConnectTcp(io, host, port, timeout_ms);
+}
+
+Result<Socket> ConnectTcp(asio::io_context& io, const std::string& host, uint16_t port, int timeout_ms) {
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(host, ec);
   if (ec) return Status::InvalidArgument(fmt::format("bad address '{}': {}", host, ec.message()));
@@ -160,7 +229,7 @@ Result<asio::ip::tcp::socket> ConnectTcp(asio::io_context& io, const std::string
   if (ec) {
     return Status::Unavailable(fmt::format("connect {}:{}: {}", host, port, ec.message()));
   }
-    return s;
+  return Socket(std::move(s));
 }
 
 }  // namespace wattdb::net

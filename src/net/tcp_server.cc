@@ -1,6 +1,12 @@
 #include "net/tcp_server.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include "common/logging.h"
 
@@ -11,12 +17,45 @@ TcpServer::TcpServer(std::string name, std::string host, uint16_t port, Handler 
 
 TcpServer::~TcpServer() { Stop(); }
 
+namespace {
+// The TCP port a listening socket is bound to.
+uint16_t BoundPort(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  return 0;
+}
+
+// A listening local socket named `name`, or -1 with errno set.
+int ListenLocal(const std::string& name) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (name.size() > sizeof(sa.sun_path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::memcpy(sa.sun_path, name.data(), name.size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    int err = errno;
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+}  // namespace
+
 Status TcpServer::Start() {
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(host_, ec);
   if (ec) return Status::InvalidArgument(fmt::format("{}: bad address '{}'", name_, host_));
-  auto acc = std::make_unique<asio::ip::tcp::acceptor>(io_);
-  asio::ip::tcp::endpoint ep(addr, port_);
+  auto acc = std::make_unique<Acceptor>(io_);
+  asio::generic::stream_protocol::endpoint ep(asio::ip::tcp::endpoint(addr, port_));
   acc->open(ep.protocol(), ec);
   // No child process may inherit a listening socket (a restarted server must bind again).
   if (!ec) fcntl(acc->native_handle(), F_SETFD, FD_CLOEXEC);
@@ -27,18 +66,35 @@ Status TcpServer::Start() {
     return Status::IOError(fmt::format("{}: cannot listen on {}:{}: {}", name_, host_, port_,
                                        ec.message()));
   }
-  port_ = acc->local_endpoint().port();
+  port_ = BoundPort(acc->native_handle());
+  if (local_alias_ && (addr.is_loopback() || addr.is_unspecified())) {
+    // A server on every address answers loopback clients too: they name it 127.0.0.1.
+    std::string as = addr.is_loopback() ? host_ : (addr.is_v4() ? "127.0.0.1" : "::1");
+    int fd = ListenLocal(LocalAlias(as, port_));
+    if (fd < 0) {
+      return Status::IOError(fmt::format("{}: cannot listen on the local alias of {}:{}: {}", name_, as, port_,
+                                         strerror(errno)));
+    }
+    local_acceptor_ = std::make_unique<Acceptor>(io_);
+    local_acceptor_->assign(asio::generic::stream_protocol(AF_UNIX, 0), fd, ec);
+    if (ec) {
+      ::close(fd);
+      local_acceptor_.reset();
+      return Status::IOError(fmt::format("{}: local alias: {}", name_, ec.message()));
+    }
+  }
   acceptor_ = std::move(acc);
-  accept_thread_ = std::thread([this] { AcceptLoop(); });
-  Log("net")->info("listening service={} addr={}:{}", name_, host_, port_);
+  accept_thread_ = std::thread([this] { AcceptLoop(acceptor_.get()); });
+  if (local_acceptor_) local_accept_thread_ = std::thread([this] { AcceptLoop(local_acceptor_.get()); });
+  Log("net")->info("listening service={} addr={}:{}{}", name_, host_, port_, local_acceptor_ ? " (and local)" : "");
   return Status::OK();
 }
 
-void TcpServer::AcceptLoop() {
+void TcpServer::AcceptLoop(Acceptor* acceptor) {
   while (!stopping_) {
-    auto sock = std::make_unique<asio::ip::tcp::socket>(io_);
+    auto sock = std::make_unique<Socket>(io_);
     boost::system::error_code ec;
-    acceptor_->accept(*sock, ec);
+    acceptor->accept(*sock, ec);
     if (stopping_) break;
     if (ec) {
       if (ec == asio::error::bad_descriptor || ec == asio::error::operation_aborted) break;
@@ -48,7 +104,7 @@ void TcpServer::AcceptLoop() {
     }
     fcntl(sock->native_handle(), F_SETFD, FD_CLOEXEC);
     // Replies are written whole; Nagle would only hold back the last piece of one.
-    sock->set_option(asio::ip::tcp::no_delay(true), ec);
+    if (acceptor != local_acceptor_.get()) sock->set_option(asio::ip::tcp::no_delay(true), ec);
     Reap();
     std::lock_guard<std::mutex> l(mu_);
     if (conns_.size() >= max_connections_) {
@@ -62,7 +118,7 @@ void TcpServer::AcceptLoop() {
     c->thread = std::thread([this, raw] {
       handler_(*raw->socket);
       boost::system::error_code ignored;
-      raw->socket->shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+      raw->socket->shutdown(Socket::shutdown_both, ignored);
       raw->done = true;
     });
     conns_.push_back(std::move(c));
@@ -87,13 +143,15 @@ void TcpServer::Reap() {
 
 void TcpServer::Stop() {
   if (stopping_.exchange(true)) return;
-  if (acceptor_) {
+  for (auto* acc : {acceptor_.get(), local_acceptor_.get()}) {
+    if (!acc) continue;
     boost::system::error_code ec;
     // shutdown() unblocks a thread sitting in accept(); close() alone may not.
-    ::shutdown(acceptor_->native_handle(), SHUT_RDWR);
-    acceptor_->close(ec);
+    ::shutdown(acc->native_handle(), SHUT_RDWR);
+    acc->close(ec);
   }
   if (accept_thread_.joinable()) accept_thread_.join();
+  if (local_accept_thread_.joinable()) local_accept_thread_.join();
   std::list<std::unique_ptr<Conn>> all;
   {
     std::lock_guard<std::mutex> l(mu_);

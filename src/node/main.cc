@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   opts.lock_timeout_ms = cfg->lock_timeout_ms;
   opts.column_cache_bytes = static_cast<size_t>(cfg->column_cache_mb) << 20;
   opts.column_cache_quiet_ms = cfg->column_cache_quiet_ms;
+  opts.local_sockets = cfg->local_sockets;
   opts.key_file = cfg->KeyPath();
   node::NodeServer server(opts);
   Status s = server.Start();

@@ -58,7 +58,8 @@ Status NodeServer::Start() {
   fs::remove_all(opts_.data_dir + "/import", ec);
   server_ = std::make_unique<net::TcpServer>(
       fmt::format("node{}", opts_.self.id), opts_.self.host, opts_.self.port,
-      [this](net::asio::ip::tcp::socket& s) { Serve(s); });
+      [this](net::Socket& s) { Serve(s); });
+  server_->set_local_alias(opts_.local_sockets);
   RETURN_NOT_OK(server_->Start());
   {
     std::ofstream pid(opts_.data_dir + "/node.pid", std::ios::trunc);
@@ -114,7 +115,7 @@ void NodeServer::WarmLoop() {
   }
 }
 
-void NodeServer::Serve(net::asio::ip::tcp::socket& socket) {
+void NodeServer::Serve(net::Socket& socket) {
   Connection conn(&socket);
   conn.SetTimeouts(opts_.rpc_timeout_ms, opts_.rpc_timeout_ms);
   // Only the master and other nodes, which hold the cluster key, may ask anything.

@@ -58,6 +58,7 @@ struct NodeOptions {
   int lock_timeout_ms = 10000;  // a row-lock wait's deadline
   size_t column_cache_bytes = 2048ull << 20;  // column images of quiet segments (0 = none)
   int column_cache_quiet_ms = 1000;           // a segment unchanged this long gets an image
+  bool local_sockets = true;                  // also accept on the data port's local alias
   std::string key_file;  // the cluster key (created if missing); every connection authenticates with it
 };
 
@@ -75,7 +76,7 @@ class NodeServer {
   void Resumed();
 
  private:
-  void Serve(net::asio::ip::tcp::socket& socket);
+  void Serve(net::Socket& socket);
   void MasterLink();
   // Handles one request; may send several frames (scan, export). Returns false if the
   // connection must close.

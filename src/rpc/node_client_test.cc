@@ -33,7 +33,7 @@ struct Rendezvous {
   int arrived = 0;
 
   TcpServer::Handler Handler(const ClusterKey& key) {
-    return [this, &key](net::asio::ip::tcp::socket& s) {
+    return [this, &key](net::Socket& s) {
       Connection c(&s);
       if (!c.Authenticate(key, Connection::Role::kServer, 2000).ok()) return;
       while (true) {

@@ -26,7 +26,8 @@ NodeRegistry::~NodeRegistry() { Stop(); }
 
 Status NodeRegistry::Start() {
   server_ = std::make_unique<net::TcpServer>("cluster", config_.ClusterHost(), config_.cluster_port,
-                                             [this](net::asio::ip::tcp::socket& s) { Serve(s); });
+                                             [this](net::Socket& s) { Serve(s); });
+  server_->set_local_alias(config_.local_sockets);
   return server_->Start();
 }
 
@@ -55,7 +56,7 @@ void NodeRegistry::MarkAsleep(NodeId id) {
   cv_.notify_all();
 }
 
-void NodeRegistry::Serve(net::asio::ip::tcp::socket& socket) {
+void NodeRegistry::Serve(net::Socket& socket) {
   net::Connection conn(&socket);
   // A node that sends nothing for heartbeat_timeout_ms (dead, frozen, cut off) is down.
   conn.SetTimeouts(config_.heartbeat_timeout_ms, config_.rpc_timeout_ms);

@@ -65,7 +65,7 @@ class NodeRegistry {
   void MarkAsleep(NodeId id);
 
  private:
-  void Serve(net::asio::ip::tcp::socket& socket);
+  void Serve(net::Socket& socket);
   // Marks the node down if `link` is still its current registration.
   void MarkDown(NodeId id, uint64_t link, const std::string& why);
 

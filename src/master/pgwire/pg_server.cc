@@ -54,9 +54,7 @@ Result<std::string> ReadPasswordMessage(StartupReader& in) {
 Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std::string& user) {
   const AuthConfig& cfg = cluster_.config().auth;
   if (cfg.method == "trust") return Status::OK();
-  boost::system::error_code ec;
-  auto peer = socket.socket().remote_endpoint(ec);
-  if (!ec && cfg.trust_loopback && peer.address().is_loopback()) return Status::OK();
+  if (cfg.trust_loopback && socket.PeerIsLoopback()) return Status::OK();
   std::optional<auth::Credentials> creds;
   if (auto it = config_users_.find(user); it != config_users_.end()) {
     creds = it->second;
@@ -101,7 +99,7 @@ Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std:
 PgServer::~PgServer() { Stop(); }
 
 Status PgServer::Start() {
-  server_ = std::make_unique<net::TcpServer>("pg", host_, port_, [this](asio::ip::tcp::socket& s) { Serve(s); });
+  server_ = std::make_unique<net::TcpServer>("pg", host_, port_, [this](net::Socket& s) { Serve(s); });
   // Connections still authenticating count too: past this many the server closes new ones
   // at once (sessions beyond max_connections are told 53300 first).
   server_->set_max_connections(2 * cluster_.config().max_connections + 16);
@@ -112,7 +110,7 @@ void PgServer::Stop() {
   if (server_) server_->Stop();
 }
 
-void PgServer::Serve(asio::ip::tcp::socket& raw) {
+void PgServer::Serve(net::Socket& raw) {
   net::Stream socket(raw);
   StartupReader in(socket, net::Stream::In(cluster_.config().authentication_timeout_ms));
   pg::MessageWriter out;

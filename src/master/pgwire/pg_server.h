@@ -31,7 +31,7 @@ class PgServer {
     int32_t secret;
     std::shared_ptr<std::atomic<bool>> cancel;
   };
-  void Serve(net::asio::ip::tcp::socket& socket);
+  void Serve(net::Socket& socket);
   // Runs the password exchange the config asks for; an error (28P01, 08P01) is FATAL.
   Status Authenticate(net::Stream& socket, StartupReader& in, const std::string& user);
 
