@@ -16,8 +16,8 @@
 // least recently used images give way if they have not been read for kIdleMicros; otherwise
 // no image is built (a table larger than the budget keeps its first images rather than
 // rebuilding all of them on every scan). Warm, called in the background, builds the images
-// of segments written since the node started once they are quiet, so the first scan after
-// a load finds them.
+// of segments written (or created by a split or a move) since the node started once they are
+// quiet, so the first scan after a load finds them.
 // Thread-safe; images are immutable and shared by the scans reading them.
 #pragma once
 
@@ -80,7 +80,8 @@ class ColumnCache {
   Result<std::shared_ptr<const SegmentImage>> Get(storage::SegmentStore& store, const storage::SegmentRef& seg,
                                                   Timestamp read_ts, bool may_build);
   ColumnCacheStats stats() const;
-  // Builds images for up to `max_builds` segments written since the node started that are
+  // Builds images for up to `max_builds` segments written, split off or moved in since the
+  // node started (Segment::data_version above 0) that are
   // quiet and have none (as a whole-segment scan would, within the budget); observes the
   // others' data versions, so a segment it sees unchanged for quiet_micros is quiet. Counts
   // no hits or misses. Returns the images built.

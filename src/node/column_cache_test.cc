@@ -147,6 +147,12 @@ TEST_F(ColumnCacheTest, WarmBuildsImagesOfQuietSegmentsWrittenSinceTheStart) {
   EXPECT_TRUE(columnar);
   EXPECT_EQ(cache.stats().builds, 1u);
   EXPECT_EQ(cache.stats().hits, 1u);
+  // Split: both halves are new to the images (the upper half is a new segment), and both get
+  // theirs once quiet.
+  ASSERT_TRUE(store_->Split(1, 2).ok());
+  EXPECT_EQ(cache.Warm(*store_, 4).value(), 0);  // just changed
+  clock_.Advance(1000000);
+  EXPECT_EQ(cache.Warm(*store_, 4).value(), 2);
 }
 
 // A quiet segment read only a range at a time (the parts of a partitioned join) gets its image

@@ -41,11 +41,16 @@ bool NodeServer::OnSplit(Connection& conn, net::ReceivedMessage& msg) {
   // Prepared writes are addressed to this segment's range: it must not change under them,
   // and no write may land in the upper half while it moves to the new segment.
   Result<std::string> key = Result<std::string>(InUse(s.getSegment()));
+  std::function<void()> compact;
   if (participant_->BeginExclusive(s.getSegment())) {
-    key = store_->Split(s.getSegment(), s.getNewId());
+    key = store_->Split(s.getSegment(), s.getNewId(), s.getTopBytes(), &compact);
     participant_->EndExclusive(s.getSegment());
   }
-  return ReplySplitKey(conn, key);
+  bool ok = ReplySplitKey(conn, key);
+  // After the answer: the master goes on (the next split of a freshly loaded table) while the
+  // moved range is compacted away here.
+  if (compact) compact();
+  return ok;
 }
 
 bool NodeServer::OnSettleSplit(Connection& conn, net::ReceivedMessage& msg) {

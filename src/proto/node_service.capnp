@@ -136,6 +136,8 @@ struct Request {
     split :group {
       segment @14 :UInt64;
       newId @15 :UInt64;
+      topBytes @65 :UInt64;          # 0: split at the middle; else split off about this many
+                                     # bytes of the highest keys (a segment far past its size)
     }
     exportSegment @16 :UInt64;       # node -> node: send me this segment
     pullSegment :group {             # master -> target: fetch a segment from its owner

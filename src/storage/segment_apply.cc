@@ -5,6 +5,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -143,15 +144,20 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
   };
   std::map<SegmentId, std::pair<uint64_t, uint64_t>> counts;
   const std::string inv_ts = BigEndian64(~ts);
-  // A segment's rows, in key order, are cut into parts of at least ingest_file_rows_ rows (at a
-  // change of key), each written to its own table file on its own thread: the files cover
-  // disjoint key ranges and are ingested together.
+  // A segment's rows, in key order, are cut into parts (at a change of key) of at least
+  // ingest_file_rows_ rows for each of up to `threads` threads, and of at most about
+  // kIngestFileBytes each, written to table files of their own by those threads: the files
+  // cover disjoint key ranges and are ingested together. Small files keep the compactions of
+  // the segment's later splits small (each rewrites the file its split key falls in).
   const size_t threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
   for (auto& [id, idx] : by_segment) {
     auto by_key = [&](uint32_t a, uint32_t b) { return ops[a].key < ops[b].key; };
     if (!std::is_sorted(idx.begin(), idx.end(), by_key)) std::stable_sort(idx.begin(), idx.end(), by_key);
     const SegmentRef& seg = refs.at(id);
-    size_t parts = std::max<size_t>(1, std::min(threads, idx.size() / ingest_file_rows_));
+    uint64_t segment_bytes = 0;
+    for (uint32_t i : idx) segment_bytes += ops[i].key.size() + ops[i].row.size();
+    size_t parts = std::max<size_t>({1, std::min(threads, idx.size() / ingest_file_rows_),
+                                     std::min<uint64_t>(idx.size(), segment_bytes / kIngestFileBytes)});
     // A cut falls between two keys whose stored forms (key + version suffix) are in order too,
     // so that the files' ranges do not overlap.
     auto cut_between = [&](size_t c) {
@@ -198,9 +204,13 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
       }
       part.status = FromRocks(part.writer.Finish(), "write table file for ingestion");
     };
+    std::atomic<size_t> next_part{0};
+    auto worker = [&] {
+      for (size_t p; (p = next_part.fetch_add(1)) < out.size();) write(p);
+    };
     std::vector<std::thread> helpers;
-    for (size_t p = 1; p < out.size(); p++) helpers.emplace_back(write, p);
-    write(0);
+    for (size_t t = 1; t < std::min(threads, out.size()); t++) helpers.emplace_back(worker);
+    worker();
     for (auto& t : helpers) t.join();
     rocksdb::IngestExternalFileArg arg;
     arg.column_family = seg->cf();

@@ -1,10 +1,12 @@
 // SegmentStore, the operations that change where a segment's rows live: Split (within this
 // node) and Export/Import (between nodes).
+#include <chrono>
 #include <filesystem>
 
 #include <rocksdb/db.h>
 #include <rocksdb/table_properties.h>
 #include <rocksdb/metadata.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
@@ -19,11 +21,40 @@ using internal::FromRocks;
 using internal::SegmentCfOptions;
 using internal::Synced;
 
-Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
+namespace {
+// The lowest user key of the highest keys of `cf`'s rows that hold at least `top_bytes` (all
+// versions), reading from the end; "" if fewer than two distinct keys would be left, one below
+// it included.
+Result<std::string> TopSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, uint64_t top_bytes) {
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
+  uint64_t bytes = 0;
+  std::string key;  // the user key of the versions being counted
+  for (it->SeekForPrev(std::string(1, kIndexSpace)); it->Valid() && it->key()[0] == kRowSpace; it->Prev()) {
+    std::string_view k = it->key().ToStringView();
+    if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
+    std::string_view user = UserKey(k).substr(1);
+    if (user != key) {
+      if (bytes >= top_bytes) return key;  // `user` lies below: something stays
+      key.assign(user);
+    }
+    bytes += k.size() + it->value().size();
+  }
+  RETURN_NOT_OK(FromRocks(it->status(), "split scan"));
+  return std::string();
+}
+}  // namespace
+
+Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t top_bytes,
+                                        std::function<void()>* compact_later) {
   // The store's map lock is not held while the split reads and batches up to a segment's
   // size: heartbeats, scans and commits of other segments go on meanwhile. (The master
   // keeps writers of this segment out.)
   std::lock_guard<std::mutex> serial(split_mu_);
+  using SteadyClock = std::chrono::steady_clock;
+  auto ms_since = [](SteadyClock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t).count();
+  };
+  const auto t_start = SteadyClock::now();
   if (cancelled_splits_.count(new_id)) {
     return Status::Aborted(fmt::format("split of segment {} into {} was given up", id, new_id), "55000");
   }
@@ -37,43 +68,77 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
   }
   SegmentMeta m = seg->meta();
 
-  // Find the user key at which half of the stored bytes lie below.
+  std::string split_key;
+  if (top_bytes > 0) {
+    ASSIGN_OR_RETURN(split_key, TopSplitKey(db_.get(), seg->cf(), top_bytes));
+  }
+  // Otherwise (or if the top holds about everything): the user key at which half of the
+  // stored bytes lie below.
   uint64_t total = 0;
-  std::vector<std::pair<std::string, uint64_t>> key_bytes;  // distinct user keys, cumulative
-  {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
-    for (it->Seek(std::string(1, kRowSpace)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
-      std::string_view k = it->key().ToStringView();
-      if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
-      total += k.size() + it->value().size();
-      std::string_view user = UserKey(k).substr(1);
-      if (key_bytes.empty() || key_bytes.back().first != user) key_bytes.emplace_back(user, 0);
-      key_bytes.back().second = total;
+  if (split_key.empty()) {
+    std::vector<std::pair<std::string, uint64_t>> key_bytes;  // distinct user keys, cumulative
+    {
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
+      for (it->Seek(std::string(1, kRowSpace)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
+        std::string_view k = it->key().ToStringView();
+        if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
+        total += k.size() + it->value().size();
+        std::string_view user = UserKey(k).substr(1);
+        if (key_bytes.empty() || key_bytes.back().first != user) key_bytes.emplace_back(user, 0);
+        key_bytes.back().second = total;
+      }
+      RETURN_NOT_OK(FromRocks(it->status(), "split scan"));
     }
-    RETURN_NOT_OK(FromRocks(it->status(), "split scan"));
+    if (key_bytes.size() < 2) {
+      return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
+    }
+    size_t split_idx = 1;
+    while (split_idx + 1 < key_bytes.size() && key_bytes[split_idx - 1].second < total / 2) {
+      split_idx++;
+    }
+    split_key = key_bytes[split_idx].first;
+  } else {
+    total = seg->counters().bytes.load();  // not measured: the counter before the split
   }
-  if (key_bytes.size() < 2) {
-    return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
-  }
-  size_t split_idx = 1;
-  while (split_idx + 1 < key_bytes.size() && key_bytes[split_idx - 1].second < total / 2) {
-    split_idx++;
-  }
-  std::string split_key = key_bytes[split_idx].first;
 
   rocksdb::ColumnFamilyHandle* h = nullptr;
   RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(new_id), &h),
                           "split: create segment"));
   MaybeFail("node.split.after_create");
+  const auto t_copy = SteadyClock::now();
+  const int64_t find_ms = std::chrono::duration_cast<std::chrono::milliseconds>(t_copy - t_start).count();
   auto fresh = std::make_shared<Segment>(db_.get(), h, SegmentMeta{new_id, m.table, split_key, m.hi, m.indexes});
+  struct DropUnlessKept {  // a split that fails leaves no column family behind (`fresh` closes its handle)
+    rocksdb::DB* db;
+    rocksdb::ColumnFamilyHandle* h;
+    bool keep = false;
+    ~DropUnlessKept() {
+      if (!keep) (void)db->DropColumnFamily(h);
+    }
+  } created{db_.get(), h};
+  // The moved rows and index entries are written into a table file that the new segment
+  // ingests (no log, no memtable, no flush); the old segment loses the moved rows by one range
+  // deletion and the moved index entries one by one, in the final write.
   rocksdb::WriteBatch b;
   uint64_t moved = 0, moved_rows = 0;
+  const std::string file = fmt::format("{}/ingest/split-{}.sst", dir_, new_id);
+  struct RemoveFile {  // ingested, the file lives on under RocksDB's name
+    const std::string& path;
+    ~RemoveFile() {
+      std::error_code e;
+      std::filesystem::remove(path, e);
+    }
+  } remove_file{file};
   {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_ + "/ingest", ec);
+    if (ec) return Status::IOError(fmt::format("create {}/ingest: {}", dir_, ec.message()));
+    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), db_->GetOptions(h), h);
+    RETURN_NOT_OK(FromRocks(w.Open(file), "split: open table file"));
     auto move = [&](const rocksdb::Iterator& it) -> Status {
       moved += it.key().size() + it.value().size();
       if (it.key()[0] == kRowSpace) moved_rows += it.key().size() + it.value().size();
-      RETURN_NOT_OK(FromRocks(b.Put(h, it.key(), it.value()), "split batch"));
-      return FromRocks(b.Delete(seg->cf(), it.key()), "split batch");
+      return FromRocks(w.Put(it.key(), it.value()), "split: write table file");
     };
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
     for (it->Seek(RowUserKey(split_key)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
@@ -83,10 +148,21 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
     for (it->Seek(std::string(1, kIndexSpace)); it->Valid() && it->key()[0] == kIndexSpace; it->Next()) {
       rocksdb::Slice v = it->value();
       if (v.empty()) return Status::Corruption("index entry without a version kind");
-      if (std::string_view(v.data() + 1, v.size() - 1) >= split_key) RETURN_NOT_OK(move(*it));
+      if (std::string_view(v.data() + 1, v.size() - 1) >= split_key) {
+        RETURN_NOT_OK(move(*it));
+        RETURN_NOT_OK(FromRocks(b.Delete(seg->cf(), it->key()), "split batch"));
+      }
     }
     RETURN_NOT_OK(FromRocks(it->status(), "split copy"));
+    if (moved == 0) return Status::Corruption(fmt::format("segment {}: nothing at or above its split key", id));
+    RETURN_NOT_OK(FromRocks(w.Finish(), "split: finish table file"));
   }
+  rocksdb::IngestExternalFileOptions io;
+  io.move_files = true;
+  RETURN_NOT_OK(FromRocks(db_->IngestExternalFile(h, {file}, io), "split: ingest"));
+  // Every stored row key of a user key at or above the split key sorts at or above this one.
+  RETURN_NOT_OK(FromRocks(b.DeleteRange(seg->cf(), RowUserKey(split_key), std::string(1, kIndexSpace)),
+                          "split batch"));
   SegmentMeta lower = m;
   lower.hi = split_key;
   RETURN_NOT_OK(PutMeta(lower, &b));
@@ -100,37 +176,47 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id) {
     // its column family, and the store would refuse to open.
     auto still = segments_.find(id);
     if (still == segments_.end() || still->second != seg) {
-      (void)db_->DropColumnFamily(h);  // `fresh` destroys the handle
       return Status::NotFound(fmt::format("segment {} was dropped during its split", id));
     }
-    rocksdb::Status ws = db_->Write(Synced(), &b);
-    if (!ws.ok()) {
-      (void)db_->DropColumnFamily(h);
-      return FromRocks(ws, "split write");
-    }
+    RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "split write"));
+    created.keep = true;
     {
       std::lock_guard<std::mutex> ml(seg->mu_);
       seg->meta_.hi = split_key;
     }
     seg->Changed();
+    fresh->Changed();  // new here: its rows are as fresh as the ones it left (column images)
     segments_[new_id] = fresh;
     PublishListLocked();
   }
-  // The rows that stay, as measured above (the counter before the split may count versions
-  // and deletions that compaction has not dropped yet). The moved range is compacted away
-  // now, so that the size read back after a restart is the live size too; a larger one
-  // would split the segment again and again.
+  // The rows that stay: as measured above (the counter before the split may count versions
+  // and deletions that compaction has not dropped yet), or, split from the top, the counter
+  // less what moved (a later split at the middle measures it again). The moved range is
+  // compacted away, so that the size read back after a restart is the live size too; a larger
+  // one would split the segment again and again.
   seg->counters().bytes = total > moved_rows ? total - moved_rows : 0;
   fresh->counters().bytes = moved;
-  {
+  Log("storage")->info("segment split seg={} new={} moved_bytes={} find_ms={} copy_ms={}", id, new_id, moved,
+                       find_ms, ms_since(t_copy));
+  auto compact = [this, seg, id, from = RowUserKey(split_key)] {
+    const auto t = SteadyClock::now();
     rocksdb::CompactRangeOptions o;
+    o.exclusive_manual_compaction = false;  // other splits' compactions may run meanwhile
     o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-    std::string from = RowUserKey(split_key);
     rocksdb::Slice begin(from);
     rocksdb::Status cs = db_->CompactRange(o, seg->cf(), &begin, nullptr);
-    if (!cs.ok()) Log("storage")->warn("segment {}: compaction after split: {}", id, cs.ToString());
+    if (!cs.ok()) {
+      Log("storage")->warn("segment {}: compaction after split: {}", id, cs.ToString());
+    } else {
+      Log("storage")->debug("segment {}: moved range compacted in {} ms", id,
+                            std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t).count());
+    }
+  };
+  if (compact_later) {
+    *compact_later = std::move(compact);
+  } else {
+    compact();
   }
-  Log("storage")->info("segment split seg={} new={} moved_bytes={}", id, new_id, moved);
   MaybeFail("node.split.after_write");
   return split_key;
 }
@@ -227,6 +313,7 @@ Status SegmentStore::Import(const SegmentExport& exp) {
   }
   auto seg = std::make_shared<Segment>(db_.get(), h, exp.meta);
   seg->counters().bytes = ApproximateBytes(h);
+  seg->Changed();  // new here (column images are built for segments new since the start)
   segments_[exp.meta.id] = seg;
   PublishListLocked();
   return Status::OK();

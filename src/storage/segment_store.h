@@ -73,6 +73,8 @@ class Segment {
   SegmentCounters& counters() { return counters_; }
   // Grows after every change to the segment's rows or range, once the change is visible to
   // new scans: state derived from the rows (a column image) is current while it is unchanged.
+  // 0 for a segment this process opened and has not changed since; a segment a split or an
+  // import created here starts above 0.
   uint64_t data_version() const { return data_version_.load(std::memory_order_acquire); }
 
  private:
@@ -207,8 +209,10 @@ class SegmentStore {
   // Makes every write applied so far durable (one fsync of the log).
   Status SyncWal();
   static constexpr size_t kIngestAbove = 100000;
-  // An ingested segment's rows are cut into table files of at least `rows` rows each, written
-  // on as many threads (at most 4, and the machine's cores) and ingested together.
+  // An ingested segment's rows are cut into table files of at least `rows` rows for each
+  // thread (at most 4, and the machine's cores), and of at most about kIngestFileBytes each,
+  // written by those threads and ingested together.
+  static constexpr uint64_t kIngestFileBytes = 16ull << 20;
   void set_ingest_file_rows(size_t rows) { ingest_file_rows_ = std::max<size_t>(1, rows); }
   // Commits Apply made by ingesting files.
   uint64_t ingested_commits() const { return ingested_commits_.load(); }
@@ -246,11 +250,18 @@ class SegmentStore {
   // Stops maintaining index `index` in `seg` and deletes its entries. Idempotent.
   Status DropIndex(SegmentId seg, uint32_t index);
 
-  // Splits `seg` at its approximate middle key: keys >= the split key (all versions) move to
-  // the new segment `new_id`. Atomic. Returns the split key, or NotFound-free
-  // InvalidArgument if the segment has fewer than two distinct keys; NotFound if `seg` is
-  // dropped before the split's final write (nothing of the split stays).
-  Result<std::string> Split(SegmentId seg, SegmentId new_id);
+  // Splits `seg`: keys >= the split key (all versions) move to the new segment `new_id`.
+  // The split key is the approximate middle key (a scan of the whole segment) or, with
+  // `top_bytes` > 0, the lowest key of the highest keys holding about `top_bytes` (a scan
+  // from the end: a segment many times its size, after a bulk load, is cut into pieces of
+  // that size one by one instead of halved again and again, each halving reading it all).
+  // Atomic. Returns the split key, or NotFound-free InvalidArgument if the segment has fewer
+  // than two distinct keys; NotFound if `seg` is dropped before the split's final write
+  // (nothing of the split stays). The moved range is then compacted out of `seg` before Split
+  // returns, or, given `compact_later`, by the function stored there, for the caller to run
+  // once it has answered (it must run before the store is destroyed).
+  Result<std::string> Split(SegmentId seg, SegmentId new_id, uint64_t top_bytes = 0,
+                            std::function<void()>* compact_later = nullptr);
   // Tests: runs in Split after the copy, before the final write (without the store's locks).
   void set_before_split_write_for_test(std::function<void()> f) { before_split_write_ = std::move(f); }
   // Whether Split(seg, new_id) happened: its split key (the new segment's low key), after

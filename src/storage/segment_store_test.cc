@@ -298,6 +298,40 @@ TEST_F(SegmentStoreTest, SplitMovesUpperHalfAtomically) {
   EXPECT_EQ(ScanAll(*store_, 2, 5).front().second, "v1");
 }
 
+// Split from the top: the new segment gets about `top_bytes` of the highest keys, with all
+// their versions and index entries; the rest stays. Asking for about everything halves.
+TEST_F(SegmentStoreTest, SplitFromTheTopMovesAboutTopBytesOfTheHighestKeys) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  ASSERT_TRUE(store_->AddIndex(1, TextIndex(), 1).ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 100; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, "v1")});
+  ASSERT_TRUE(store_->Apply(5, ops).ok());
+  for (auto& op : ops) op.row = R(0, "v2");
+  ASSERT_TRUE(store_->Apply(9, ops).ok());
+  uint64_t total = (*store_->Get(1))->counters().bytes.load();
+  auto split = store_->Split(1, 2, total / 10);
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  auto lower = ScanAll(*store_, 1, 5), upper = ScanAll(*store_, 2, 5);  // at 5 a row holds its key
+  ASSERT_EQ(lower.size() + upper.size(), 100u);
+  EXPECT_GE(upper.size(), 10u);
+  EXPECT_LE(upper.size(), 12u);  // the rows are equal-sized, but the index entries count too
+  EXPECT_EQ(upper.front().first, static_cast<int64_t>(lower.size()));
+  EXPECT_EQ(*split, K(static_cast<int>(lower.size())));
+  EXPECT_EQ(upper.front().second, "v1");  // old versions moved with their keys
+  EXPECT_EQ(ScanAll(*store_, 2, 9).front().second, "v2");
+  EXPECT_EQ(IndexLookup(*store_, 2, "v2", 9).size(), upper.size());
+  EXPECT_EQ(IndexLookup(*store_, 1, "v2", 9).size(), lower.size());
+  // The remaining segment's counter is what it held less what moved.
+  EXPECT_LT((*store_->Get(1))->counters().bytes.load(), total * 95 / 100);
+  // More than the segment holds: split at the middle instead.
+  auto half = store_->Split(1, 3, total * 10);
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  auto rest = ScanAll(*store_, 1, 5), mid = ScanAll(*store_, 3, 5);
+  EXPECT_EQ(rest.size() + mid.size(), lower.size());
+  EXPECT_GE(rest.size(), lower.size() / 2 - 2);
+  EXPECT_GE(mid.size(), lower.size() / 2 - 2);
+}
+
 // A segment dropped (its table dropped) while it splits: the split gives up, and the store
 // opens again without either segment (before, the split wrote the dropped segment's metadata
 // back, and the node could not start: "metadata but no column family").

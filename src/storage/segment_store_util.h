@@ -54,6 +54,9 @@ inline std::shared_ptr<rocksdb::Cache> SegmentBlockCache() {
 inline rocksdb::ColumnFamilyOptions SegmentCfOptions(const std::shared_ptr<rocksdb::CompactionFilterFactory>& gc) {
   rocksdb::ColumnFamilyOptions o;
   o.write_buffer_size = 8 << 20;
+  // Compactions write files of this size: a split's compaction of the moved range rewrites
+  // only the file its split key falls in (and reads the ones above it).
+  o.target_file_size_base = 8 << 20;
   o.compaction_filter_factory = gc;
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = SegmentBlockCache();

@@ -439,23 +439,30 @@ bool Cluster::IsPendingMove(SegmentId seg) const {
   return false;
 }
 
-NodeId Cluster::LeastLoadedNode(NodeId except) {
-  std::map<NodeId, size_t> load;
+std::map<NodeId, Cluster::NodeLoad> Cluster::SegmentCounts(TableId table, NodeId except) {
+  std::map<NodeId, NodeLoad> load;
   for (const auto& n : config_.nodes) {
     if (n.id == except || !registry_->IsUp(n.id)) continue;
     if (catalog_->GetNodeState(n.id) != NodeAdminState::kActive) continue;
-    load[n.id] = 0;
+    load[n.id] = NodeLoad{};
   }
   for (const auto& s : catalog_->AllSegments()) {
     auto it = load.find(s.node);
-    if (it != load.end()) it->second++;
+    if (it == load.end()) continue;
+    it->second.all++;
+    if (s.table == table) it->second.of_table++;
   }
+  return load;
+}
+
+NodeId Cluster::LeastLoadedNode(NodeId except, TableId table) {
   NodeId best = 0;
-  size_t best_load = SIZE_MAX;
-  for (auto& [id, l] : load) {
-    if (l < best_load) {
+  std::pair<size_t, size_t> best_load{SIZE_MAX, SIZE_MAX};
+  for (const auto& [id, l] : SegmentCounts(table, except)) {
+    std::pair<size_t, size_t> key{table ? l.of_table : 0, l.all};
+    if (key < best_load) {
       best = id;
-      best_load = l;
+      best_load = key;
     }
   }
   return best;
@@ -529,8 +536,9 @@ Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
   return rep;
 }
 
-Result<SegmentId> Cluster::SplitSegment(SegmentId seg) {
+Result<SegmentId> Cluster::SplitSegment(SegmentId seg, uint64_t top_bytes) {
   NodeId node;
+  TableId table;
   SegmentId fresh;
   {
     std::lock_guard<std::mutex> admin(admin_mu_);
@@ -549,7 +557,7 @@ Result<SegmentId> Cluster::SplitSegment(SegmentId seg) {
     // intent tells recovery to look for the new segment on the node.
     RETURN_NOT_OK(catalog_->LogSplitIntent({seg, fresh, e.node}));
     MaybeFail("master.split.after_intent");
-    auto key = RpcSplit(*client, seg, fresh);
+    auto key = RpcSplit(*client, seg, fresh, top_bytes);
     MaybeFail("master.split.after_node_split");
     if (!key.ok()) {
       if (key.status().code() == Status::Code::kInvalidArgument) {
@@ -563,14 +571,18 @@ Result<SegmentId> Cluster::SplitSegment(SegmentId seg) {
     }
     RETURN_NOT_OK(catalog_->ApplySplit(seg, fresh, *key));
     node = e.node;
+    table = e.table;
     Log("master")->info("segment split seg={} new={} node=n{}", seg, fresh, node);
   }
   if (opts_.balance) {
-    NodeId target = LeastLoadedNode();
+    // The new segment goes where its table has the fewest segments (then where the fewest
+    // are): a table's pieces spread over the nodes, so that its scans use them all.
+    NodeId target = LeastLoadedNode(0, table);
     if (target != 0 && target != node) {
-      size_t on_node = catalog_->SegmentsOnNode(node).size();
-      size_t on_target = catalog_->SegmentsOnNode(target).size();
-      if (on_node > on_target + 1) {
+      auto load = SegmentCounts(table);
+      const NodeLoad& from = load[node];
+      const NodeLoad& to = load[target];
+      if (from.of_table > to.of_table + 1 || (from.of_table > to.of_table && from.all > to.all + 1)) {
         auto moved = MoveSegment(fresh, target);
         if (!moved.ok()) Log("master")->warn("balance move failed seg={} err={}", fresh, moved.status().ToString());
       }
@@ -704,7 +716,11 @@ void Cluster::MaintainOnce() {
           Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id, owner->node);
           (void)RpcDropSegment(**c, rs.id);
         } else if (rs.bytes > config_.segment_bytes) {
-          auto r = SplitSegment(rs.id);
+          // A segment many times its size (a bulk load) is cut into pieces of half the size
+          // from the top, one per pass: each split reads and moves one piece, where halving
+          // would read the whole segment at every level.
+          uint64_t top = rs.bytes >= 2 * config_.segment_bytes ? config_.segment_bytes / 2 : 0;
+          auto r = SplitSegment(rs.id, top);
           if (r.ok() && *r != 0) split_any = true;
           if (!r.ok() && r.status().sqlstate() != "55006") {
             Log("master")->warn("split failed seg={} err={}", rs.id, r.status().ToString());

@@ -222,15 +222,23 @@ class Cluster {
   }
 
   // Splits `seg` if it holds at least two keys; returns the new segment id or 0.
-  Result<SegmentId> SplitSegment(SegmentId seg);
-  // The active, up node with the fewest segments (excluding `except`), or 0 if none.
-  NodeId LeastLoadedNode(NodeId except = 0);
+  // With `top_bytes` > 0 the node splits off about that many bytes of its highest keys
+  // (see SegmentStore::Split), else at the middle.
+  Result<SegmentId> SplitSegment(SegmentId seg, uint64_t top_bytes = 0);
+  // The active, up node (excluding `except`) with the fewest segments of `table` (if not 0),
+  // then the fewest segments, or 0 if none.
+  NodeId LeastLoadedNode(NodeId except = 0, TableId table = 0);
 
   // Runs one maintenance pass now (split oversized segments, finish logged moves, clean
   // up dropped segments). Normally runs every telemetry interval.
   void MaintainOnce();
 
  private:
+  struct NodeLoad {
+    size_t all = 0, of_table = 0;  // segments on the node, and of one table
+  };
+  // Segments per active, up node (excluding `except`), in all and of `table`.
+  std::map<NodeId, NodeLoad> SegmentCounts(TableId table, NodeId except = 0);
   std::shared_ptr<std::shared_timed_mutex> Latch(SegmentId seg);
   // Write = Route (segments of the writes, latched) + Send (prepare them on their nodes).
   Status Route(Transaction& t, TableId table, std::vector<RowWrite> writes,

@@ -294,11 +294,12 @@ Result<std::string> SplitKeyCall(NodeClient& c, const std::function<void(proto::
 
 }  // namespace
 
-Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
+Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id, uint64_t top_bytes) {
   return SplitKeyCall(c, [&](proto::Request::Builder r) {
     auto s = r.initSplit();
     s.setSegment(seg);
     s.setNewId(new_id);
+    s.setTopBytes(top_bytes);
   });
 }
 

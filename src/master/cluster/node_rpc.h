@@ -117,7 +117,7 @@ Status RpcCompact(NodeClient& c, SegmentId seg);
 Status RpcAddIndex(NodeClient& c, SegmentId seg, const IndexKeySpec& spec, Timestamp build_ts);
 Status RpcDropIndex(NodeClient& c, SegmentId seg, uint32_t index);
 
-Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
+Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id, uint64_t top_bytes = 0);
 // After a split's reply was lost: its split key if the node did it, NotFound if it did not
 // (and then it never will).
 Result<std::string> RpcSettleSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
