@@ -44,10 +44,11 @@ std::pair<std::string, bool> DescribePeer(int fd) {
   return {"?", false};
 }
 
-bool IsLoopbackHost(const std::string& host) {
+// The canonical form of `host` if it is a loopback address, else "".
+std::string LoopbackHost(const std::string& host) {
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(host, ec);
-  return !ec && addr.is_loopback();
+  return !ec && addr.is_loopback() ? addr.to_string() : std::string();
 }
 
 // A local stream socket connected to `name`, or an error (nothing listens there, or its
@@ -192,8 +193,8 @@ std::string LocalAlias(const std::string& host, uint16_t port) {
 }
 
 Result<Socket> Connect(asio::io_context& io, const std::string& host, uint16_t port, int timeout_ms) {
-  if (IsLoopbackHost(host)) {
-    auto local = ConnectLocal(io, LocalAlias(host, port));
+  if (std::string loopback = LoopbackHost(host); !loopback.empty()) {
+    auto local = ConnectLocal(io, LocalAlias(loopback, port));
     if (local.ok()) return std::move(local).value();
   }
   return ConnectTcp(io, host, port, timeout_ms);

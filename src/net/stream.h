@@ -73,7 +73,8 @@ class Stream {
   bool readable_ = false;  // the last poll for reading said bytes (or an end) are there
 };
 
-// The name of the local socket a server listening on the loopback address `host`, TCP `port`,
+// The name of the local socket a server listening on the loopback address `host` (in its
+// canonical form, as asio prints it), TCP `port`,
 // may also accept on: a Linux abstract socket name (nothing is left in the file system), private
 // to the network namespace, i.e. to the host, as the loopback address is. Unique while that
 // server holds the TCP address.

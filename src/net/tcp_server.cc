@@ -69,7 +69,7 @@ Status TcpServer::Start() {
   port_ = BoundPort(acc->native_handle());
   if (local_alias_ && (addr.is_loopback() || addr.is_unspecified())) {
     // A server on every address answers loopback clients too: they name it 127.0.0.1.
-    std::string as = addr.is_loopback() ? host_ : (addr.is_v4() ? "127.0.0.1" : "::1");
+    std::string as = addr.is_loopback() ? addr.to_string() : (addr.is_v4() ? "127.0.0.1" : "::1");
     int fd = ListenLocal(LocalAlias(as, port_));
     if (fd < 0) {
       return Status::IOError(fmt::format("{}: cannot listen on the local alias of {}:{}: {}", name_, as, port_,

@@ -3,6 +3,7 @@
 // owners' segments itself, and the answers are those of the master's own run -- also when
 // the helper dies midway (the master runs the subtree itself) or freezes (the statement's
 // timeout still ends it).
+#include <chrono>
 #include <csignal>
 #include <regex>
 #include <set>
@@ -55,9 +56,26 @@ void Load(MiniCluster& cluster, PgConn& c, bool spread = true) {
   if (spread) {
     ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 't'", "3", 30000));
   }
-  // The load's splits are over (a helper reading a segment that splits or moves under it
-  // gives the statement back to the master, which the tests count).
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_segments WHERE bytes > 16384", "0", 30000));
+  // The load's splits and moves are over (a helper reading a segment that splits or moves
+  // under it gives the statement back to the master, which the tests count): no segment is
+  // oversized and the layout stayed the same for a few telemetry intervals.
+  std::string layout;
+  auto since = std::chrono::steady_clock::now(), deadline = since + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    // Segments, oversized ones, and where each is (a move changes the sum).
+    std::string now = c.Scalar(
+        "SELECT count(*) || ' ' || sum(CASE WHEN bytes > 16384 THEN 1 ELSE 0 END) || ' ' || sum(segment_id * node_id) "
+        "FROM wattdb_segments");
+    if (now != layout) {
+      layout = now;
+      since = std::chrono::steady_clock::now();
+    } else if (layout.find(" 0 ") != std::string::npos &&
+               std::chrono::steady_clock::now() - since > std::chrono::milliseconds(1500)) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  FAIL() << "the segments did not settle: " << layout;
 }
 
 double Metric(int port, const char* name) {

@@ -717,7 +717,7 @@ void Cluster::MaintainOnce() {
           (void)RpcDropSegment(**c, rs.id);
         } else if (rs.bytes > config_.segment_bytes) {
           // A segment many times its size (a bulk load) is cut into pieces of half the size
-          // from the top, one per pass: each split reads and moves one piece, where halving
+          // from the top, one per round: each split reads and moves one piece, where halving
           // would read the whole segment at every level.
           uint64_t top = rs.bytes >= 2 * config_.segment_bytes ? config_.segment_bytes / 2 : 0;
           auto r = SplitSegment(rs.id, top);

@@ -6,10 +6,11 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
-#include <thread>
 #include <map>
 #include <mutex>
+#include <thread>
 
+#include "common/logging.h"
 
 namespace wattdb::master {
 
@@ -170,6 +171,10 @@ Result<bool> OffloadSource::Next(exec::Batch& out) {
   ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!more.ok()) {
     failed_ = exec::IsHelperFailure(more.status());
+    if (failed_) {
+      Log("master")->info("offloaded plan failed on its helper node=n{} rows={} err={}", helper_, rows_,
+                          more.status().ToString());
+    }
     return more.status();
   }
   if (*more) {
