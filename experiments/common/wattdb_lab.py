@@ -221,6 +221,11 @@ meter_interval_ms = 500
             out[comp] = (float(joules), state)
         return out
 
+    def segments_per_node(self):
+        """{node id: segments it owns}."""
+        return {int(node): int(cnt) for node, cnt in self.sql(
+            "SELECT node_id, count(*) FROM wattdb_segments GROUP BY node_id ORDER BY node_id")}
+
     def active_nodes(self):
         return int(self.scalar("SELECT count(*) FROM wattdb_nodes WHERE admin_state = 'active' AND state = 'up'"))
 

@@ -73,8 +73,7 @@ def run_size(args, n):
             raise RuntimeError(f"pgbench -i: {r.stderr.strip()[-400:]}")
         cl.sql("VACUUM")
         analytics.settle(cl.port, segment_bytes)
-        spread = {int(node): int(cnt) for node, cnt in cl.sql(
-            "SELECT node_id, count(*) FROM wattdb_segments GROUP BY node_id ORDER BY node_id")}
+        spread = cl.segments_per_node()
         log(f"segments per node: {spread}")
         for name, extra in WORKLOADS:  # warm-up: caches, connections, prepared plans
             pgbench(cl, extra, args.clients, 3, 300)

@@ -62,8 +62,7 @@ def run_size(args, n, data, rows):
         cl.sql("VACUUM")
         cl.sql("ANALYZE")
         analytics.settle(cl.port, segment_bytes)  # splits and spreading after the load are done
-        spread = {int(node): int(cnt) for node, cnt in cl.sql(
-            "SELECT node_id, count(*) FROM wattdb_segments GROUP BY node_id ORDER BY node_id")}
+        spread = cl.segments_per_node()
         log(f"segments per node: {spread}")
         times, answers = {}, {}
         for qname, sql in analytics.QUERIES:

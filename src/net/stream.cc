@@ -51,16 +51,23 @@ std::string LoopbackHost(const std::string& host) {
   return !ec && addr.is_loopback() ? addr.to_string() : std::string();
 }
 
+// The address of the local socket `name` and its length; 0 if the name is too long.
+socklen_t LocalAddress(const std::string& name, sockaddr_un* sa) {
+  *sa = sockaddr_un{};
+  sa->sun_family = AF_UNIX;
+  if (name.size() > sizeof(sa->sun_path)) return 0;
+  std::memcpy(sa->sun_path, name.data(), name.size());
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+}
+
 // A local stream socket connected to `name`, or an error (nothing listens there, or its
 // backlog is full: the caller then uses TCP).
 Result<Socket> ConnectLocal(asio::io_context& io, const std::string& name) {
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  if (name.size() > sizeof(sa.sun_path)) return Status::InvalidArgument("local socket name too long");
-  std::memcpy(sa.sun_path, name.data(), name.size());
+  sockaddr_un sa;
+  socklen_t len = LocalAddress(name, &sa);
+  if (len == 0) return Status::InvalidArgument("local socket name too long");
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return Status::IOError(fmt::format("socket: {}", strerror(errno)));
-  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
   // A local connect completes or fails at once (EAGAIN when the backlog is full).
   if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
     int err = errno;
@@ -186,6 +193,24 @@ bool Stream::LooksIdle() {
   if (!socket_.is_open() || rpos_ < rend_) return false;
   pollfd p{socket_.native_handle(), POLLIN, 0};
   return ::poll(&p, 1, 0) == 0;
+}
+
+int ListenLocal(const std::string& name) {
+  sockaddr_un sa;
+  socklen_t len = LocalAddress(name, &sa);
+  if (len == 0) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    int err = errno;
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
 }
 
 std::string LocalAlias(const std::string& host, uint16_t port) {

@@ -80,6 +80,9 @@ class Stream {
 // server holds the TCP address.
 std::string LocalAlias(const std::string& host, uint16_t port);
 
+// A listening local socket named `name` (close-on-exec), or -1 with errno set.
+int ListenLocal(const std::string& name);
+
 // Connects to host:port (a numeric address) within `timeout_ms`; the socket is close-on-exec.
 // For a loopback host it first tries the port's local alias (a Unix-domain socket is about a
 // third cheaper per round trip than loopback TCP) and uses TCP if no server accepts there.

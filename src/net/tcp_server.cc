@@ -3,10 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
-
-#include <cstring>
 
 #include "common/logging.h"
 
@@ -26,27 +23,6 @@ uint16_t BoundPort(int fd) {
   if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
   return 0;
-}
-
-// A listening local socket named `name`, or -1 with errno set.
-int ListenLocal(const std::string& name) {
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  if (name.size() > sizeof(sa.sun_path)) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  std::memcpy(sa.sun_path, name.data(), name.size());
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-    int err = errno;
-    ::close(fd);
-    errno = err;
-    return -1;
-  }
-  return fd;
 }
 }  // namespace
 

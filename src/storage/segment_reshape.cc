@@ -160,6 +160,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
   rocksdb::IngestExternalFileOptions io;
   io.move_files = true;
   RETURN_NOT_OK(FromRocks(db_->IngestExternalFile(h, {file}, io), "split: ingest"));
+  MaybeFail("node.split.after_ingest");
   // Every stored row key of a user key at or above the split key sorts at or above this one.
   RETURN_NOT_OK(FromRocks(b.DeleteRange(seg->cf(), RowUserKey(split_key), std::string(1, kIndexSpace)),
                           "split batch"));
@@ -199,6 +200,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
   Log("storage")->info("segment split seg={} new={} moved_bytes={} find_ms={} copy_ms={}", id, new_id, moved,
                        find_ms, ms_since(t_copy));
   auto compact = [this, seg, id, from = RowUserKey(split_key)] {
+    MaybeFail("node.split.before_compact");
     const auto t = SteadyClock::now();
     rocksdb::CompactRangeOptions o;
     o.exclusive_manual_compaction = false;  // other splits' compactions may run meanwhile

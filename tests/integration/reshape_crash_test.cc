@@ -152,7 +152,9 @@ TEST_P(SplitCrash, NothingAcknowledgedIsLost) {
 INSTANTIATE_TEST_SUITE_P(EveryStep, SplitCrash,
                          ::testing::Values("master.split.after_intent",      // master, before asking the node
                                            "node.split.after_create",        // node, new segment created, rows not moved
+                                           "node.split.after_ingest",        // node, rows in the new segment, not recorded
                                            "node.split.after_write",         // node, split written, no reply
+                                           "node.split.before_compact",      // node, answered, moved range not compacted
                                            "master.split.after_node_split"),  // master, before recording it
                          TestName);
 

@@ -455,10 +455,12 @@ std::map<NodeId, Cluster::NodeLoad> Cluster::SegmentCounts(TableId table, NodeId
   return load;
 }
 
-NodeId Cluster::LeastLoadedNode(NodeId except, TableId table) {
+NodeId Cluster::LeastLoadedNode(NodeId except, TableId table) { return LeastLoaded(SegmentCounts(table, except), table); }
+
+NodeId Cluster::LeastLoaded(const std::map<NodeId, NodeLoad>& load, TableId table) {
   NodeId best = 0;
   std::pair<size_t, size_t> best_load{SIZE_MAX, SIZE_MAX};
-  for (const auto& [id, l] : SegmentCounts(table, except)) {
+  for (const auto& [id, l] : load) {
     std::pair<size_t, size_t> key{table ? l.of_table : 0, l.all};
     if (key < best_load) {
       best = id;
@@ -577,9 +579,9 @@ Result<SegmentId> Cluster::SplitSegment(SegmentId seg, uint64_t top_bytes) {
   if (opts_.balance) {
     // The new segment goes where its table has the fewest segments (then where the fewest
     // are): a table's pieces spread over the nodes, so that its scans use them all.
-    NodeId target = LeastLoadedNode(0, table);
+    auto load = SegmentCounts(table);
+    NodeId target = LeastLoaded(load, table);
     if (target != 0 && target != node) {
-      auto load = SegmentCounts(table);
       const NodeLoad& from = load[node];
       const NodeLoad& to = load[target];
       if (from.of_table > to.of_table + 1 || (from.of_table > to.of_table && from.all > to.all + 1)) {

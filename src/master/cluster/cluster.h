@@ -239,6 +239,8 @@ class Cluster {
   };
   // Segments per active, up node (excluding `except`), in all and of `table`.
   std::map<NodeId, NodeLoad> SegmentCounts(TableId table, NodeId except = 0);
+  // The node of `load` with the fewest segments of `table` (if not 0), then the fewest; 0 if none.
+  static NodeId LeastLoaded(const std::map<NodeId, NodeLoad>& load, TableId table);
   std::shared_ptr<std::shared_timed_mutex> Latch(SegmentId seg);
   // Write = Route (segments of the writes, latched) + Send (prepare them on their nodes).
   Status Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
