@@ -6,12 +6,14 @@
 # PostgreSQL also at REPEATABLE READ for reference. pgbench retries serialization failures.
 #
 # Usage: benchmarks/oltp_vs_postgres.sh [--scale N] [--clients N] [--time SEC] [--build DIR]
-#                                       [--nodes N] [--no-postgres]
+#                                       [--nodes N] [--no-postgres] [--forwarder]
 # --nodes: WattDB nodes (default 1); after each load the run waits for the segments to stop
-# splitting and moving. Writes results.csv and the raw outputs under a fresh directory it
-# names at the end.
+# splitting and moving. --forwarder: also PostgreSQL (read committed) behind
+# wattdb-hop-proxy, a process that only copies bytes, reached over a Unix-domain socket: what
+# one more process per statement costs, before any work (a master in front of a node pays it).
+# Writes results.csv and the raw outputs under a fresh directory it names at the end.
 set -euo pipefail
-SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1
+SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1 FORWARDER=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -20,14 +22,15 @@ while [ $# -gt 0 ]; do
     --build) BUILD=$2; shift 2 ;;
     --nodes) NODES=$2; shift 2 ;;
     --no-postgres) POSTGRES=0; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --forwarder) FORWARDER=1; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 PGBIN=/usr/lib/postgresql/15/bin
 OUT=$(mktemp -d /tmp/wattdb_oltp.XXXXXX)
 chmod 777 "$OUT"
-WPORT=56433 PPORT=56499
+WPORT=56433 PPORT=56499 FPORT=56498
 export PGSSLMODE=disable
 
 cat > "$OUT/wattdb.toml" <<TOML
@@ -43,8 +46,14 @@ MASTER=$!
 AS=""; [ "$(id -u)" -eq 0 ] && AS="runuser -u postgres --"
 $AS "$PGBIN/initdb" -D "$OUT/pg" -A trust -U wattdb > "$OUT/initdb.log"
 $AS "$PGBIN/pg_ctl" -D "$OUT/pg" -l "$OUT/pg.log" -o "-p $PPORT -k $OUT -c jit=off -c max_connections=100" start > /dev/null
+FWD=""
+if [ "$FORWARDER" = 1 ] && [ "$POSTGRES" = 1 ]; then
+  "$BUILD/bin/wattdb-hop-proxy" --port $FPORT --to-unix "$OUT/.s.PGSQL.$PPORT" > "$OUT/forwarder.log" 2>&1 &
+  FWD=$!
+fi
 cleanup() {
   kill $MASTER 2>/dev/null || true; wait $MASTER 2>/dev/null || true
+  [ -z "$FWD" ] || { kill $FWD 2>/dev/null; wait $FWD 2>/dev/null; } || true
   $AS "$PGBIN/pg_ctl" -D "$OUT/pg" stop -m fast > /dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -103,6 +112,10 @@ if [ "$POSTGRES" = 1 ]; then
   run_sysbench pg15-read-committed $PPORT ""
   run_pgbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
   run_sysbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
+  if [ -n "$FWD" ]; then
+    run_pgbench pg15-via-forwarder $FPORT ""
+    run_sysbench pg15-via-forwarder $FPORT ""
+  fi
 fi
 
 echo
@@ -113,11 +126,15 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 tps = {(r["system"], r["workload"]): float(r["tps"] or 0) for r in rows}
 def cell(v, width, digits):  # "-" where PostgreSQL was skipped (--no-postgres)
     return f"{v:>{width}.{digits}f}" if v else f'{"-":>{width}}'
-print(f'{"workload":<18}{"wattdb":>10}{"pg15 RC":>10}{"pg15 RR":>10}{"vs RC":>8}{"vs RR":>8}')
+fwd = any(r["system"] == "pg15-via-forwarder" for r in rows)
+print(f'{"workload":<18}{"wattdb":>10}{"pg15 RC":>10}{"pg15 RR":>10}{"vs RC":>8}{"vs RR":>8}'
+      + (f'{"pg15 fwd":>10}{"fwd/RC":>8}' if fwd else ''))
 for w in ("tpcb-like", "select-only", "oltp_read_write"):
     a = tps[("wattdb", w)]
     rc, rr = tps.get(("pg15-read-committed", w), 0), tps.get(("pg15-repeatable-read", w), 0)
+    f = tps.get(("pg15-via-forwarder", w), 0)
     print(f'{w:<18}{a:>10.1f}{cell(rc, 10, 1)}{cell(rr, 10, 1)}'
-          f'{cell(a / rc if rc else 0, 8, 2)}{cell(a / rr if rr else 0, 8, 2)}')
+          f'{cell(a / rc if rc else 0, 8, 2)}{cell(a / rr if rr else 0, 8, 2)}'
+          + (f'{cell(f, 10, 1)}{cell(f / rc if rc else 0, 8, 2)}' if fwd else ''))
 PY
 echo "raw outputs and results.csv in $OUT"

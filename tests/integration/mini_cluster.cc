@@ -10,7 +10,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -126,11 +128,18 @@ MiniCluster::~MiniCluster() {
 
 int MiniCluster::FreePort() {
   // A random port below the kernel's ephemeral range (32768+), so that outgoing connections
-  // can never take it between this check and the server's bind; checked by binding it.
+  // can never take it between this check and the server's bind; checked by binding it. A
+  // port is handed out once per test process: the ports of one cluster differ (a config's
+  // ports are all picked before any process binds one, so the bind check cannot tell them
+  // apart), and a stopped cluster's ports are not given to the next while it may linger.
   static std::mt19937 rng(static_cast<unsigned>(getpid()) * 7919u +
                           static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  static std::mutex mu;
+  static std::set<int> given;
+  std::lock_guard<std::mutex> lock(mu);
   for (int attempt = 0; attempt < 1000; attempt++) {
     int port = 20000 + static_cast<int>(rng() % 12000);
+    if (!given.insert(port).second) continue;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
