@@ -6,14 +6,14 @@
 # PostgreSQL also at REPEATABLE READ for reference. pgbench retries serialization failures.
 #
 # Usage: benchmarks/oltp_vs_postgres.sh [--scale N] [--clients N] [--time SEC] [--build DIR]
-#                                       [--nodes N] [--no-postgres] [--forwarder]
+#                                       [--nodes N] [--no-postgres] [--forwarder] [--hosted]
 # --nodes: WattDB nodes (default 1); after each load the run waits for the segments to stop
-# splitting and moving. --forwarder: also PostgreSQL (read committed) behind
+# splitting and moving. --hosted: node 1 lives in the master process (power = "master"). --forwarder: also PostgreSQL (read committed) behind
 # wattdb-hop-proxy, a process that only copies bytes, reached over a Unix-domain socket: what
 # one more process per statement costs, before any work (a master in front of a node pays it).
 # Writes results.csv and the raw outputs under a fresh directory it names at the end.
 set -euo pipefail
-SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1 FORWARDER=0
+SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1 FORWARDER=0 HOSTED=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -23,7 +23,8 @@ while [ $# -gt 0 ]; do
     --nodes) NODES=$2; shift 2 ;;
     --no-postgres) POSTGRES=0; shift ;;
     --forwarder) FORWARDER=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --hosted) HOSTED=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -40,7 +41,10 @@ data_dir = "$OUT/wattdb"
 pg_port = $WPORT
 cluster_port = 56400
 TOML
-for i in $(seq 1 "$NODES"); do printf '[[node]]\nid = %d\nport = %d\n' "$i" $((56400 + i)) >> "$OUT/wattdb.toml"; done
+for i in $(seq 1 "$NODES"); do
+  printf '[[node]]\nid = %d\nport = %d\n' "$i" $((56400 + i)) >> "$OUT/wattdb.toml"
+  if [ "$HOSTED" = 1 ] && [ "$i" = 1 ]; then echo 'power = "master"' >> "$OUT/wattdb.toml"; fi
+done
 "$BUILD/bin/wattdb-master" --config "$OUT/wattdb.toml" --manage-nodes --log-level warn > "$OUT/wattdb.log" 2>&1 &
 MASTER=$!
 AS=""; [ "$(id -u)" -eq 0 ] && AS="runuser -u postgres --"
@@ -119,7 +123,7 @@ if [ "$POSTGRES" = 1 ]; then
 fi
 
 echo
-echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, WattDB nodes=$NODES, machine: $(nproc) cores"
+echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, WattDB nodes=$NODES$([ "$HOSTED" = 1 ] && echo ' (node 1 in the master)'), machine: $(nproc) cores"
 /usr/bin/python3 - "$OUT/results.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

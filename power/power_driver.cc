@@ -30,6 +30,23 @@ std::vector<std::string> NodeCommandLine(const std::string& binary, NodeId id, c
   return args;
 }
 
+namespace {
+
+class MasterDriver : public PowerDriver {
+ public:
+  const char* name() const override { return "master"; }
+  bool Supports(PowerAction a) const override { return a == PowerAction::kOn; }
+  Status PowerOn(const NodeConfig&) override { return Status::OK(); }  // on with the master
+  Status PowerOff(const NodeConfig& node) override {
+    return Status::NotSupported(fmt::format("node {} lives in the master process: it is on while the master is", node.id));
+  }
+  Result<PowerState> State(const NodeConfig&) override { return PowerState::kOn; }
+};
+
+}  // namespace
+
+std::unique_ptr<PowerDriver> MakeMasterDriver() { return std::make_unique<MasterDriver>(); }
+
 Status PowerDriver::Suspend(const NodeConfig& node) {
   return Status::NotSupported(fmt::format("the {} power driver of node {} cannot suspend", name(), node.id));
 }
@@ -38,6 +55,7 @@ Result<std::unique_ptr<PowerDriver>> MakeDriver(const NodeConfig& node, const Dr
   if (node.power == "local") return MakeLocalDriver(ctx);
   if (node.power == "wol") return MakeWolDriver(ctx);
   if (node.power == "ipmi") return MakeIpmiDriver(ctx);
+  if (node.power == "master") return MakeMasterDriver();
   return Status::InvalidArgument(fmt::format("node {}: unknown power driver '{}'", node.id, node.power));
 }
 

@@ -65,6 +65,9 @@ std::unique_ptr<PowerDriver> MakeLocalDriver(const DriverContext& ctx);
 // Wake-on-LAN: magic packets (power/magic_packet.h) to wake; off and suspend through
 // ctx.os_request (unsupported without it); state not observed.
 std::unique_ptr<PowerDriver> MakeWolDriver(const DriverContext& ctx);
+// The node the master process hosts (power = "master"): it is on while the master runs;
+// it cannot be powered off or suspended apart from the master.
+std::unique_ptr<PowerDriver> MakeMasterDriver();
 // IPMI through ipmitool: on, off (soft, then forced after ctx.stop_timeout_ms), status.
 std::unique_ptr<PowerDriver> MakeIpmiDriver(const DriverContext& ctx);
 

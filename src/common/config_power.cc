@@ -247,8 +247,15 @@ Status FinishPowerConfig(const toml::table& root, const std::string& source, Clu
     bool known_profile = false;
     for (const auto& p : c->profiles) known_profile = known_profile || p.name == n.profile;
     if (!known_profile) return err(fmt::format("key 'profile' names unknown profile '{}'", n.profile));
-    if (n.power != "local" && n.power != "ipmi" && n.power != "wol") {
-      return err(fmt::format("key 'power' names unknown power driver '{}' (known: local, ipmi, wol)", n.power));
+    if (n.power != "local" && n.power != "ipmi" && n.power != "wol" && n.power != "master") {
+      return err(fmt::format("key 'power' names unknown power driver '{}' (known: local, ipmi, wol, master)", n.power));
+    }
+    if (n.power == "master") {
+      // The master node of the paper: the master process holds this node's segments itself.
+      for (size_t j = 0; j < i; j++) {
+        if (c->nodes[j].power == "master") return err(fmt::format("node {} already lives in the master", c->nodes[j].id));
+      }
+      if (emulated) return err("key 'power' = \"master\" puts the node in the master process, not on an emulated host");
     }
     if (emulated) {
       if (n.id > 240) return err("emulated hosts need node ids in 1..240");

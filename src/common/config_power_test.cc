@@ -114,6 +114,17 @@ TEST(PowerConfig, BadPowerConfigNamesFileLineAndKey) {
   ExpectError("[[infrastructure]]\nname = \"ups\"\nmeter = \"ipmi-dcmi\"\n" + node, "3", "meter");
   ExpectError("[hosts]\nmode = \"virtual\"\n" + node, "2", "mode");
   ExpectError("[hosts]\nmode = \"emulated\"\n" + node + "power = \"local\"\n", "3", "power");
+  ExpectError("[hosts]\nmode = \"emulated\"\n" + node + "power = \"master\"\n", "3", "master process");
+}
+
+TEST(PowerConfig, OneNodeMayLiveInTheMaster) {
+  auto c = ParseConfig("[[node]]\nid = 1\nport = 7101\npower = \"master\"\n[[node]]\nid = 2\nport = 7102\n",
+                       "cluster.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->nodes[0].power, "master");
+  EXPECT_EQ(c->nodes[1].power, "local");
+  ExpectError("[[node]]\nid = 1\nport = 7101\npower = \"master\"\n[[node]]\nid = 2\nport = 7102\npower = \"master\"\n",
+              "5", "node 1 already lives in the master");
 }
 
 }  // namespace

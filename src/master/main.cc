@@ -16,6 +16,7 @@
 #include "master/metrics/metrics_server.h"
 #include "master/pgwire/pg_server.h"
 #include "master/sql/scan_provider.h"
+#include "node/node_server.h"
 
 namespace po = boost::program_options;
 using namespace wattdb;
@@ -112,11 +113,36 @@ int main(int argc, char** argv) {
     return 1;
   }
   master::RegisterSystemViews(cluster.catalog());
+  // The master node (power = "master"): this process holds its segments and reads them
+  // without a message; other nodes and the master's control calls reach it on its data port.
+  std::unique_ptr<node::NodeServer> hosted;
+  for (const auto& n : cfg->nodes) {
+    if (n.power != "master") continue;
+    hosted = std::make_unique<node::NodeServer>(node::NodeOptionsFromConfig(*cfg, n));
+    s = hosted->Start();
+    if (s.ok() && !cluster.registry().WaitUp(n.id, cfg->heartbeat_timeout_ms)) {
+      s = Status::TimedOut(fmt::format("node {} did not register within {} ms", n.id, cfg->heartbeat_timeout_ms));
+    }
+    if (!s.ok()) {
+      Log("master")->error("cannot start the node it hosts: {}", s.ToString());
+      hosted->Stop();
+      cluster.Stop();
+      lab_down();
+      return 1;
+    }
+    cluster.set_local_segments(hosted.get());
+    Log("master")->info("hosting node {} (data port {})", n.id, hosted->port());
+  }
+  auto stop_hosted = [&] {
+    cluster.set_local_segments(nullptr);
+    if (hosted) hosted->Stop();
+  };
   master::PgServer pg(cluster, cfg->master_host, cfg->pg_port);
   s = pg.Start();
   if (!s.ok()) {
     Log("master")->error("cannot start SQL listener: {}", s.ToString());
     cluster.Stop();
+    stop_hosted();
     lab_down();
     return 1;
   }
@@ -128,6 +154,7 @@ int main(int argc, char** argv) {
       Log("master")->error("{}", s.ToString());
       pg.Stop();
       cluster.Stop();
+      stop_hosted();
       lab_down();
       return 1;
     }
@@ -141,7 +168,8 @@ int main(int argc, char** argv) {
   Log("master")->info("signal {} received, shutting down", sig);
   if (metrics) metrics->Stop();
   pg.Stop();
-  cluster.Stop();
+  cluster.Stop();  // its last calls (commit confirmations) may go to the node it hosts
+  stop_hosted();
   lab_down();
   Log("master")->info("master stopped");
   return 0;

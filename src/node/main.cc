@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
     std::cerr << "wattdb-node: node id " << id << " is not in the config\n";
     return 2;
   }
+  if (self->power == "master") {
+    std::cerr << "wattdb-node: node " << id << " lives in the master process (power = \"master\")\n";
+    return 2;
+  }
   std::string level = vm.count("log-level") ? vm["log-level"].as<std::string>() : cfg->log_level;
   if (!ConfigureLogging(level, fmt::format("n{}", id))) {
     std::cerr << "wattdb-node: unknown log level " << level << "\n";
@@ -60,22 +64,8 @@ int main(int argc, char** argv) {
   sigaddset(&cont, SIGCONT);
   pthread_sigmask(SIG_BLOCK, &cont, nullptr);
 
-  node::NodeOptions opts;
-  opts.self = *self;
-  opts.data_dir = vm.count("data-dir") ? vm["data-dir"].as<std::string>()
-                                       : fmt::format("{}/n{}", cfg->data_dir, id);
-  opts.master_host = cfg->ClusterHost();
-  opts.master_port = cfg->cluster_port;
-  opts.telemetry_interval_ms = cfg->telemetry_interval_ms;
-  opts.sync_commit = cfg->sync_commit;
-  opts.connect_timeout_ms = cfg->connect_timeout_ms;
-  opts.rpc_timeout_ms = cfg->rpc_timeout_ms;
-  opts.heartbeat_timeout_ms = cfg->heartbeat_timeout_ms;
-  opts.lock_timeout_ms = cfg->lock_timeout_ms;
-  opts.column_cache_bytes = static_cast<size_t>(cfg->column_cache_mb) << 20;
-  opts.column_cache_quiet_ms = cfg->column_cache_quiet_ms;
-  opts.local_sockets = cfg->local_sockets;
-  opts.key_file = cfg->KeyPath();
+  node::NodeOptions opts = node::NodeOptionsFromConfig(*cfg, *self);
+  if (vm.count("data-dir")) opts.data_dir = vm["data-dir"].as<std::string>();
   node::NodeServer server(opts);
   Status s = server.Start();
   if (!s.ok()) {

@@ -33,6 +33,25 @@ constexpr int kIdleConnectionMs = 600000;
 
 }  // namespace
 
+NodeOptions NodeOptionsFromConfig(const ClusterConfig& cfg, const NodeConfig& self) {
+  NodeOptions opts;
+  opts.self = self;
+  opts.data_dir = fmt::format("{}/n{}", cfg.data_dir, self.id);
+  opts.master_host = cfg.ClusterHost();
+  opts.master_port = cfg.cluster_port;
+  opts.telemetry_interval_ms = cfg.telemetry_interval_ms;
+  opts.sync_commit = cfg.sync_commit;
+  opts.connect_timeout_ms = cfg.connect_timeout_ms;
+  opts.rpc_timeout_ms = cfg.rpc_timeout_ms;
+  opts.heartbeat_timeout_ms = cfg.heartbeat_timeout_ms;
+  opts.lock_timeout_ms = cfg.lock_timeout_ms;
+  opts.column_cache_bytes = static_cast<size_t>(cfg.column_cache_mb) << 20;
+  opts.column_cache_quiet_ms = cfg.column_cache_quiet_ms;
+  opts.local_sockets = cfg.local_sockets;
+  opts.key_file = cfg.KeyPath();
+  return opts;
+}
+
 NodeServer::NodeServer(NodeOptions opts, const Clock& clock) : opts_(std::move(opts)), clock_(clock) {}
 
 NodeServer::~NodeServer() { Stop(); }
@@ -94,7 +113,9 @@ void NodeServer::Stop() {
   }
   warm_cv_.notify_all();
   if (warm_thread_.joinable()) warm_thread_.join();
-  // 3. Flush and close storage (RocksDB's Close flushes the WAL).
+  // 3. Flush and close storage (RocksDB's Close flushes the WAL), once no request of the
+  //    hosting process runs.
+  std::unique_lock<std::shared_mutex> in_process(in_process_mu_);
   participant_.reset();
   store_.reset();
   std::error_code ec;

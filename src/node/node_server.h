@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <set>
+#include <shared_mutex>
 #include <thread>
 
 #include "common/clock.h"
@@ -23,6 +24,7 @@
 #include "node/column_cache.h"
 #include "node/participant.h"
 #include "node/telemetry.h"
+#include "rpc/exchange.h"
 #include "rpc/node_client.h"
 #include "storage/segment_store.h"
 
@@ -62,10 +64,22 @@ struct NodeOptions {
   std::string key_file;  // the cluster key (created if missing); every connection authenticates with it
 };
 
-class NodeServer {
+// The options of node `self` of cluster `cfg`, storage at <data_dir>/n<id>.
+NodeOptions NodeOptionsFromConfig(const ClusterConfig& cfg, const NodeConfig& self);
+
+// A node serves its own process too (rpc::LocalSegments): a master that hosts it (the
+// paper's master node, power = "master") reads its segments without a message.
+class NodeServer : public rpc::LocalSegments {
  public:
   NodeServer(NodeOptions opts, const Clock& clock = Clock::Real());
-  ~NodeServer();
+  ~NodeServer() override;
+
+  NodeId node_id() const override { return opts_.self.id; }
+  // Runs `fragment` over [lo, hi) of segment `seg` as a scan request would (NotFound if the
+  // segment is not here), on the caller's thread. Only between Start and Stop.
+  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+                  const rpc::ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
+                  std::vector<exec::OperatorStats>* stats) override;
 
   Status Start();
   void Stop();
@@ -127,6 +141,9 @@ class NodeServer {
   std::mutex warm_mu_;
   std::condition_variable warm_cv_;  // wakes the warm thread to stop
   std::atomic<bool> stopping_{false};
+  // RunLocal holds it shared (it runs on threads of the hosting process, which Stop does not
+  // join); Stop takes it exclusively before closing storage.
+  std::shared_mutex in_process_mu_;
   std::atomic<bool> resumed_{false};
   std::mutex link_mu_;  // guards link_conn_ and wakes the link thread
   std::condition_variable link_cv_;

@@ -187,6 +187,22 @@ void PeerClients::Learn(NodeId node, const std::string& host, uint16_t port) {
   addrs_[node] = {host, port};
 }
 
+Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+                            const rpc::ExchangeOptions& o, const std::function<Status(exec::Batch&)>& emit,
+                            std::vector<exec::OperatorStats>* stats) {
+  std::shared_lock<std::shared_mutex> serving(in_process_mu_);
+  if (stopping_) return Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id), "57P03");
+  ScanRequest sr;
+  sr.segment = seg;
+  sr.lo = lo;
+  sr.hi = hi;
+  sr.read_ts = o.read_ts;
+  sr.txn = o.txn;
+  ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(*store_, *participant_, sr, columns_.get()));
+  return RunFragment(fragment, *rows, {o.work_mem, o.cancel},
+                     [&](exec::Batch& b, const std::string&) { return emit(b); }, stats);
+}
+
 bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
   auto r = msg.Root<proto::Request>().getRunPlan();
   CpuBook cpu;
@@ -231,17 +247,7 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
         std::move(places), *peers_, opts_.self.id,
         [this](SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
                const rpc::ExchangeOptions& o, const std::function<Status(exec::Batch&)>& emit,
-               std::vector<exec::OperatorStats>* stats) {
-          ScanRequest sr;
-          sr.segment = seg;
-          sr.lo = lo;
-          sr.hi = hi;
-          sr.read_ts = o.read_ts;
-          sr.txn = o.txn;
-          ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(*store_, *participant_, sr, columns_.get()));
-          return RunFragment(fragment, *rows, {o.work_mem, o.cancel},
-                             [&](exec::Batch& b, const std::string&) { return emit(b); }, stats);
-        },
+               std::vector<exec::OperatorStats>* stats) { return RunLocal(seg, lo, hi, fragment, o, emit, stats); },
         cpu));
   }
   std::atomic<bool> cancel{false};

@@ -65,6 +65,19 @@ class PartMap {
   }
 };
 
+// The segments of a node that lives in the reader's process (the master node of the
+// paper, which holds data itself): fragments over them run on the reader's thread, as
+// PartMap::RunLocal does. Thread-safe.
+class LocalSegments {
+ public:
+  virtual ~LocalSegments() = default;
+  virtual NodeId node_id() const = 0;
+  // As PartMap::RunLocal.
+  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+                          const ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
+                          std::vector<exec::OperatorStats>* stats) = 0;
+};
+
 class ExchangeSource : public exec::RowSource {
  public:
   using Options = ExchangeOptions;

@@ -102,6 +102,7 @@ void MiniCluster::WriteConfig() {
   std::ofstream(dir_ + "/policy.toml") << opts.policy;
   for (int i = 1; i <= opts.nodes; i++) {
     toml += fmt::format("[[node]]\nid = {}\nport = {}\n", i, FreePort());
+    if (i == opts.hosted_node) toml += "power = \"master\"\n";
     if (opts.node_toml.count(i)) toml += opts.node_toml.at(i) + "\n";
   }
   config_ = dir_ + "/cluster.toml";
@@ -194,6 +195,10 @@ bool MiniCluster::Start() {
       WriteConfig();
     }
     for (int i = 1; i <= opts_.nodes && !opts_.manage_nodes; i++) {
+      if (i == opts_.hosted_node) {
+        nodes_.push_back(0);  // in the master process
+        continue;
+      }
       nodes_.push_back(Spawn({BinDir() + "/wattdb-node", "--config", config_, "--id",
                               std::to_string(i)},
                              fmt::format("{}/node{}.log", dir_, i)));
@@ -222,7 +227,7 @@ bool MiniCluster::MasterAlive() {
 int MiniCluster::RestartDeadNodes() {
   int restarted = 0;
   for (size_t i = 0; i < nodes_.size(); i++) {
-    if (waitpid(nodes_[i], nullptr, WNOHANG) != nodes_[i]) continue;
+    if (nodes_[i] == 0 || waitpid(nodes_[i], nullptr, WNOHANG) != nodes_[i]) continue;
     nodes_[i] = Spawn({BinDir() + "/wattdb-node", "--config", config_, "--id",
                        std::to_string(i + 1)},
                       fmt::format("{}/node{}.log", dir_, i + 1));
@@ -257,8 +262,12 @@ void MiniCluster::StopMaster() {
 void MiniCluster::KillAll() {
   StopMaster();
   // Nodes started by the harness, and any the master's power driver started (pid files).
-  std::vector<pid_t> pids = nodes_;
+  std::vector<pid_t> pids;
+  for (pid_t p : nodes_) {
+    if (p > 0) pids.push_back(p);  // 0: a node in the master process (kill(0) would hit our group)
+  }
   for (int i = 1; i <= opts_.nodes; i++) {
+    if (i == opts_.hosted_node) continue;  // its pid file names the master
     std::ifstream f(fmt::format("{}/data/n{}/node.pid", dir_, i));
     pid_t p = 0;
     if (f >> p && p > 0) pids.push_back(p);
@@ -267,7 +276,9 @@ void MiniCluster::KillAll() {
     kill(p, SIGCONT);  // a test may have frozen it
     kill(p, SIGTERM);
   }
-  for (pid_t p : nodes_) waitpid(p, nullptr, 0);
+  for (pid_t p : nodes_) {
+    if (p > 0) waitpid(p, nullptr, 0);
+  }
   nodes_.clear();
   for (int i = 0; i < 200; i++) {
     bool alive = false;

@@ -57,6 +57,9 @@ struct MiniClusterOptions {
   // The master starts its nodes (wattdb-master --manage-nodes, local power driver) and
   // restarts those that die; the harness starts none.
   bool manage_nodes = false;
+  // Nonzero: this node lives in the master process (power = "master"); the harness starts no
+  // process for it.
+  int hosted_node = 0;
   // The energy policy (written to policy.toml, named by [master] energy_policy). Tests that
   // do not test the controller keep every node where they put it.
   std::string policy = "mode = \"manual\"\n";

@@ -33,6 +33,7 @@
 #include "master/cluster/node_registry.h"
 #include "master/cluster/node_rpc.h"
 #include "power/power_driver.h"
+#include "rpc/exchange.h"
 
 namespace wattdb::master {
 
@@ -95,6 +96,10 @@ class Cluster {
 
   Catalog& catalog() { return *catalog_; }
   NodeRegistry& registry() { return *registry_; }
+  // The node this process hosts (power = "master"): set once it serves, cleared before it
+  // stops (no statement runs then); null if none. Exchanges read its segments in-process.
+  void set_local_segments(rpc::LocalSegments* s) { local_segments_.store(s); }
+  rpc::LocalSegments* local_segments() const { return local_segments_.load(); }
   NodePower& power() { return *power_; }
   PowerMonitor& monitor() { return *monitor_; }
   QueryCounters& queries() { return queries_; }
@@ -347,6 +352,7 @@ class Cluster {
   std::mutex operator_mu_;  // guards operator_nodes_
   std::multiset<NodeId> operator_nodes_;
   std::thread maintenance_;
+  std::atomic<rpc::LocalSegments*> local_segments_{nullptr};
   std::mutex stop_mu_;  // guards stopping_ and split_wanted_; stop_cv_ wakes maintenance
   std::condition_variable stop_cv_;
   bool stopping_ = false;

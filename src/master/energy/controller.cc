@@ -276,7 +276,7 @@ DecisionRecord EnergyController::Step() {
   }
   const ControlNode* victim = nullptr;
   for (const ControlNode* n : in.active) {
-    if (Pinned(p, n->id)) continue;
+    if (Pinned(p, n->id) || n->hosted) continue;
     if (!victim || n->bytes() < victim->bytes() ||
         (n->bytes() == victim->bytes() && (n->heat() < victim->heat() ||
                                            (n->heat() == victim->heat() && n->id > victim->id)))) {

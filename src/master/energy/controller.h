@@ -66,6 +66,7 @@ struct ControlNode {
   ControlState state = ControlState::kActive;
   bool up = false;        // registered and serving
   bool busy = false;      // an operator action on it is running
+  bool hosted = false;    // lives in the master process: never put to sleep (as if pinned)
   double cpu_cores = 0;   // CPU in use, in cores
   HostProfile profile;    // capacity (cpus) and watts
   std::vector<ControlSegment> segments;

@@ -224,6 +224,20 @@ TEST_F(ControllerTest, ScalesInAfterTheWindowTheNodeCheapestToMove) {
   EXPECT_EQ(r.reason, "demand below scale_in_cpu, at min_active_nodes");
 }
 
+TEST_F(ControllerTest, TheNodeTheMasterHostsIsNeverPutToSleep) {
+  EnergyController c(plane, clock, Policy());
+  ASSERT_TRUE(plane.Wake(2).ok());
+  plane.node(1).hosted = true;  // 24 MB: cheaper to empty than node 2, but in the master
+  plane.AddSegment(2, 20, 40 * kMB, 1);
+  plane.node(1).cpu_cores = 0.05;
+  DecisionRecord r = RunUntilAction(c, clock, 30);
+  ASSERT_EQ(r.decision, "sleep") << r.reason;
+  EXPECT_EQ(plane.sleeps, std::vector<NodeId>{2});
+  EXPECT_EQ(plane.node(1).segments.size(), 7u) << "everything ends on the master's node";
+  r = RunUntilAction(c, clock, 30);
+  EXPECT_EQ(r.decision, "none");
+}
+
 TEST_F(ControllerTest, BreakEvenRefusesASleepThatWouldNotPayOff) {
   EnergyPolicy p = Policy();
   p.migration_mb_s = 1;  // 24 MB to move at 1 MB/s: a minute of sleep to pay off

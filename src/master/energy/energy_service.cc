@@ -35,6 +35,7 @@ class EnergyService::ClusterPlane : public ControlPlane {
       ControlNode& n = out[nc.id];
       n.id = nc.id;
       n.profile = c_.config().Profile(nc);
+      n.hosted = nc.power == "master";
       switch (c_.catalog().GetNodeState(nc.id)) {
         case NodeAdminState::kActive: n.state = ControlState::kActive; break;
         case NodeAdminState::kDraining: n.state = ControlState::kDraining; break;

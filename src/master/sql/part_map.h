@@ -20,6 +20,19 @@ class ClusterPartMap : public rpc::PartMap {
   }
   Result<std::shared_ptr<rpc::NodeClient>> Client(NodeId node) override { return cluster_.registry().Client(node); }
   void BookCpu(NodeId node, uint64_t cpu_nanos) override { StatementCpuScope::AddNode(node, cpu_nanos); }
+  // The master node's segments (a node hosted by this process) are read here, on the
+  // statement's thread: no message, no other thread woken.
+  bool IsLocal(NodeId node) const override {
+    auto* local = cluster_.local_segments();
+    return local && local->node_id() == node;
+  }
+  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+                  const rpc::ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
+                  std::vector<exec::OperatorStats>* stats) override {
+    auto* local = cluster_.local_segments();
+    if (!local) return Status::Unavailable("the master hosts no node");
+    return local->RunLocal(seg, lo, hi, fragment, opts, emit, stats);
+  }
 
  private:
   Cluster& cluster_;  // borrowed; outlives the map

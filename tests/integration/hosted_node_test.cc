@@ -1,0 +1,100 @@
+// The master node of the paper: a node that lives in the master process (power = "master").
+// Its segments are read without a message; everything else about it is a node's.
+#include <signal.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/mini_cluster.h"
+
+namespace wattdb::testing {
+namespace {
+
+void Load(PgConn& c, int n) {
+  ASSERT_EQ(c.Exec("CREATE TABLE t (id INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
+  for (int start = 0; start < n; start += 250) {
+    std::string sql = "INSERT INTO t VALUES ";
+    for (int i = start; i < start + 250 && i < n; i++) {
+      sql += fmt::format("{}({}, {}, 'padding padding padding padding {}')", i == start ? "" : ",", i, i % 7, i);
+    }
+    std::string msg;
+    ASSERT_EQ(c.Exec(sql, nullptr, &msg), "") << msg;
+  }
+}
+
+TEST(HostedNode, ServesReadsAndWritesBesideASeparateNode) {
+  MiniClusterOptions o;
+  o.nodes = 2;
+  o.hosted_node = 1;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  auto c = cluster.Connect();
+  ASSERT_TRUE(c->ok()) << c->error();
+  const int n = 3000;
+  Load(*c, n);
+  // The table splits and spreads: the master holds some of it, node 2 the rest.
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "2", 30000));
+  int64_t sum = 0;
+  for (int i = 0; i < n; i++) sum += i % 7;
+  const std::string want_sum = std::to_string(sum);
+  // Reads, and a transaction that sees its own writes on both nodes before it commits and
+  // nothing after a rollback: with fragments on the nodes (the master node's run in the
+  // master's thread) and with every row shipped to the master.
+  for (const char* pushdown : {"on", "off"}) {
+    ASSERT_EQ(c->Exec(fmt::format("SET wattdb_pushdown = {}", pushdown)), "");
+    EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), std::to_string(n)) << pushdown;
+    EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), want_sum) << pushdown;
+    EXPECT_EQ(c->Scalar("SELECT v FROM t WHERE id = 5"), "5") << pushdown;
+    EXPECT_EQ(c->Scalar(fmt::format("SELECT v FROM t WHERE id = {}", n - 1)), std::to_string((n - 1) % 7)) << pushdown;
+    ASSERT_EQ(c->Exec("BEGIN"), "");
+    ASSERT_EQ(c->Exec("INSERT INTO t VALUES (-1, 100, 'low'), (1000000, 100, 'high')"), "");
+    ASSERT_EQ(c->Exec("UPDATE t SET v = 50 WHERE id = 0 OR id = 2999"), "");
+    ASSERT_EQ(c->Exec("UPDATE t SET v = 60 WHERE id = 1"), "");
+    EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), std::to_string(n + 2)) << pushdown;
+    EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t WHERE id IN (-1, 0, 1, 2999, 1000000)"), "360") << pushdown;
+    EXPECT_EQ(c->Scalar("SELECT v FROM t WHERE id = 1"), "60") << pushdown;
+    ASSERT_EQ(c->Exec("ROLLBACK"), "");
+    EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), std::to_string(n)) << pushdown;
+    EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), want_sum) << pushdown;
+  }
+  ASSERT_EQ(c->Exec("SET wattdb_pushdown = on"), "");
+  // Committed writes through the same path.
+  ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1 WHERE id < 10"), "");
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t WHERE id < 10"), "34");  // 0..6 and 0..2, plus 10
+  // Its power follows the master's.
+  std::string msg;
+  EXPECT_EQ(c->Exec("ALTER NODE 1 POWER OFF", nullptr, &msg), "0A000");
+  EXPECT_NE(msg.find("lives in the master process"), std::string::npos) << msg;
+  EXPECT_EQ(c->Exec("ALTER NODE 1 SUSPEND", nullptr, &msg), "0A000") << msg;
+}
+
+// The paper's smallest configuration: the master alone, holding every segment. What it
+// acknowledged survives kill -9.
+TEST(HostedNode, TheMasterAloneLosesNothingAcknowledgedWhenKilled) {
+  MiniClusterOptions o;
+  o.nodes = 1;
+  o.hosted_node = 1;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  {
+    auto c = cluster.Connect();
+    ASSERT_TRUE(c->ok()) << c->error();
+    Load(*c, 1000);
+    for (int i = 0; i < 50; i++) {
+      std::string msg;
+      ASSERT_EQ(c->Exec(fmt::format("UPDATE t SET v = v + 10 WHERE id = {}", i), nullptr, &msg), "") << msg;
+    }
+  }
+  cluster.SignalMaster(SIGKILL);
+  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+  auto c = cluster.Connect();
+  ASSERT_TRUE(c->ok()) << c->error();
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "1000");
+  int64_t want = 500;  // the 50 updates
+  for (int i = 0; i < 1000; i++) want += i % 7;
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), std::to_string(want));
+}
+
+}  // namespace
+}  // namespace wattdb::testing
