@@ -131,6 +131,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     cluster.set_local_segments(hosted.get());
+    if (auto client = cluster.registry().Client(n.id); client.ok()) {
+      (*client)->SetInline([node = hosted.get()](net::Connection& c) { return node->ServeInline(c); });
+    }
     Log("master")->info("hosting node {} (data port {})", n.id, hosted->port());
   }
   auto stop_hosted = [&] {

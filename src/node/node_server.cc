@@ -168,6 +168,25 @@ void NodeServer::Serve(net::Socket& socket) {
   }
 }
 
+bool NodeServer::ServeInline(Connection& conn) {
+  std::shared_lock<std::shared_mutex> serving(in_process_mu_);
+  auto msg = conn.Receive();  // already written by the caller: no wait
+  if (!msg.ok()) return false;
+  if (stopping_) {
+    (void)Reply(conn, Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id), "57P03"));
+    return false;
+  }
+  try {
+    tl_cpu_mark = ThreadCpuNanos();
+    return Dispatch(conn, **msg);
+  } catch (const kj::Exception& e) {
+    Log("node")->warn("malformed in-process request err={}", e.getDescription().cStr());
+  } catch (const std::exception& e) {
+    Log("node")->warn("in-process request failed err={}", e.what());
+  }
+  return false;
+}
+
 bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st, const std::set<SegmentId>& touched) {
   capnp::MallocMessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();

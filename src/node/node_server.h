@@ -83,6 +83,10 @@ class NodeServer : public rpc::LocalSegments {
 
   Status Start();
   void Stop();
+  // Reads one request from `conn` and handles it on the caller's thread, as a data port
+  // connection's thread would (for rpc::NodeClient::SetInline in the hosting process).
+  // False if the connection must close.
+  bool ServeInline(net::Connection& conn);
   // The data port actually bound (differs from the config when it asked for port 0).
   uint16_t port() const { return server_ ? server_->port() : 0; }
   // The host resumed from suspend (SIGCONT): register with the master again at once, as the
@@ -141,8 +145,8 @@ class NodeServer : public rpc::LocalSegments {
   std::mutex warm_mu_;
   std::condition_variable warm_cv_;  // wakes the warm thread to stop
   std::atomic<bool> stopping_{false};
-  // RunLocal holds it shared (it runs on threads of the hosting process, which Stop does not
-  // join); Stop takes it exclusively before closing storage.
+  // RunLocal and ServeInline hold it shared (they run on threads of the hosting process,
+  // which Stop does not join); Stop takes it exclusively before closing storage.
   std::shared_mutex in_process_mu_;
   std::atomic<bool> resumed_{false};
   std::mutex link_mu_;  // guards link_conn_ and wakes the link thread

@@ -1,5 +1,10 @@
 #include "rpc/node_client.h"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
 #include "proto/node_service.capnp.h"
 
 namespace wattdb::rpc {
@@ -13,13 +18,25 @@ NodeClient::Lease::Lease(NodeClient* owner, std::unique_ptr<net::Connection> c, 
     : owner_(owner), conn_(std::move(c)), generation_(generation) {}
 
 NodeClient::Lease::Lease(Lease&& o) noexcept
-    : owner_(o.owner_), conn_(std::move(o.conn_)), generation_(o.generation_), poisoned_(o.poisoned_) {
+    : owner_(o.owner_),
+      conn_(std::move(o.conn_)),
+      generation_(o.generation_),
+      poisoned_(o.poisoned_),
+      server_(std::move(o.server_)) {
   o.owner_ = nullptr;
 }
 
 NodeClient::Lease::~Lease() {
   if (!conn_ || !owner_) return;
   std::lock_guard<std::mutex> l(owner_->mu_);
+  if (server_) {
+    // An in-process pair: back to its own pool unless a call on it went wrong (a byte left
+    // in either direction would reach the next caller).
+    if (!poisoned_ && owner_->inline_idle_.size() < 16) {
+      owner_->inline_idle_.emplace_back(std::move(conn_), std::move(server_));
+    }
+    return;
+  }
   owner_->lent_.erase(conn_.get());
   if (poisoned_ || generation_ != owner_->generation_) return;
   conn_->SetTimeouts(owner_->opts_.io_ms, owner_->opts_.io_ms);
@@ -73,8 +90,101 @@ Result<NodeClient::Lease> NodeClient::Acquire() {
   return Lease(this, std::move(c).value(), generation);
 }
 
+namespace {
+
+// Requests that fit a socket buffer (the caller writes one before anyone reads it), of the
+// kinds whose one reply is small too and that the node answers from its own state.
+constexpr size_t kMaxInlineRequestBytes = 64 << 10;
+bool InlineKind(capnp::MessageBuilder& req) {
+  if (capnp::computeSerializedSizeInWords(req) * sizeof(capnp::word) > kMaxInlineRequestBytes) return false;
+  switch (req.getRoot<proto::Request>().which()) {
+    case proto::Request::PING:
+    case proto::Request::PREPARE:
+    case proto::Request::UPDATE_KEY:
+    case proto::Request::COMMIT:
+    case proto::Request::SYNC_WAL:
+    case proto::Request::ABORT:
+    case proto::Request::ROLLBACK_TO:
+    case proto::Request::BREAK_WAIT:
+    case proto::Request::OUTCOME:
+    case proto::Request::GC_HORIZON:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Result<std::unique_ptr<net::Connection>> PairEnd(net::asio::io_context& io, int fd) {
+  net::Socket s(io);
+  boost::system::error_code ec;
+  s.assign(net::asio::generic::stream_protocol(AF_UNIX, 0), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return Status::IOError(fmt::format("socket pair: {}", ec.message()));
+  }
+  return std::make_unique<net::Connection>(std::move(s));
+}
+
+}  // namespace
+
+void NodeClient::SetInline(InlineServe serve) {
+  std::lock_guard<std::mutex> l(mu_);
+  inline_ = std::make_shared<const InlineServe>(std::move(serve));
+}
+
+Result<NodeClient::Lease> NodeClient::AcquireInline(capnp::MessageBuilder& req,
+                                                    std::shared_ptr<const InlineServe>* serve) {
+  std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>> pair;
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!inline_ || !InlineKind(req)) return Lease(this, nullptr, 0);
+    *serve = inline_;
+    generation = generation_;
+    if (!inline_idle_.empty()) {
+      pair = std::move(inline_idle_.back());
+      inline_idle_.pop_back();
+    }
+  }
+  if (!pair.first) {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+      return Status::IOError(fmt::format("socketpair: {}", strerror(errno)));
+    }
+    auto a = PairEnd(io_, fds[0]);
+    if (!a.ok()) {
+      ::close(fds[1]);
+      return a.status();
+    }
+    ASSIGN_OR_RETURN(auto b, PairEnd(io_, fds[1]));
+    (*a)->SetTimeouts(opts_.io_ms, opts_.io_ms);
+    b->SetTimeouts(opts_.io_ms, opts_.io_ms);
+    pair = {std::move(a).value(), std::move(b)};
+  }
+  Lease lease(this, std::move(pair.first), generation);
+  lease.server_ = std::move(pair.second);
+  return lease;
+}
+
 Result<NodeClient::Pending> NodeClient::Start(capnp::MessageBuilder& req, int io_ms, bool* delivered) {
   if (delivered) *delivered = false;
+  std::shared_ptr<const InlineServe> serve;
+  ASSIGN_OR_RETURN(Lease in_process, AcquireInline(req, &serve));
+  if (in_process.conn_) {
+    Status s = in_process.conn().Send(req);
+    if (!s.ok()) {
+      in_process.Poison();
+      return s.Prepend(fmt::format("node {}", id_));
+    }
+    if (delivered) *delivered = true;
+    // The reply waits in the pair's buffer for Finish. A handler that gives up on the
+    // connection may not have replied: shutting its end down makes Finish see that at once.
+    if (!(*serve)(*in_process.server_)) {
+      in_process.server_->Close();
+      in_process.Poison();
+    }
+    return Pending(this, std::move(in_process));
+  }
   ASSIGN_OR_RETURN(Lease lease, Acquire());
   if (io_ms > 0) lease.conn().SetTimeouts(io_ms, opts_.io_ms);
   Status s = lease.conn().Send(req);
@@ -98,6 +208,7 @@ Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Pending::Finish() {
     lease_.Poison();
     return r.status().Prepend(fmt::format("node {}", owner_->id_));
   }
+  if (lease_.server_) return r;  // served on this thread: its CPU is the caller's own
   try {
     owner_->BookCpu((*r)->Root<proto::Response>().getCpuNanos());
   } catch (const kj::Exception&) {

@@ -46,10 +46,13 @@ class NodeClient {
     void Poison() { poisoned_ = true; }
 
    private:
+    friend class NodeClient;
     NodeClient* owner_;  // borrowed; the client outlives its leases
     std::unique_ptr<net::Connection> conn_;
     uint64_t generation_;
     bool poisoned_ = false;
+    // An in-process call's other end (SetInline), which the caller's thread serves.
+    std::unique_ptr<net::Connection> server_;
   };
 
   Result<Lease> Acquire();
@@ -82,6 +85,15 @@ class NodeClient {
                                                      bool* delivered = nullptr);
   // Closes every connection (the node went down or changed address).
   void Reset(const std::string& host, uint16_t port);
+
+  // The node lives in this process (the master node): `serve` reads one request from the
+  // connection it is given, handles it and replies there (false: the connection must close).
+  // Call and Start then run requests that get one small reply (prepare, key update, commit,
+  // abort, rollback, outcome, sync, break wait, GC horizon) through `serve` on the caller's
+  // thread, over a socket pair nobody else waits on: no thread is woken. Every other request
+  // (scans, splits, pulls, listings) still goes to the node's data port. Set once, before use.
+  using InlineServe = std::function<bool(net::Connection& server)>;
+  void SetInline(InlineServe serve);
   NodeId id() const { return id_; }
   int io_ms() const { return opts_.io_ms; }
   void BookCpu(uint64_t cpu_nanos) const {
@@ -101,6 +113,11 @@ class NodeClient {
   };
   std::vector<Idle> idle_;
   std::set<net::Connection*> lent_;
+  // SetInline: the handler, and idle socket pairs (client end, server end).
+  std::shared_ptr<const InlineServe> inline_;
+  std::vector<std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>>> inline_idle_;
+  // A socket pair for an in-process call, or nullptr if the request goes over the network.
+  Result<Lease> AcquireInline(capnp::MessageBuilder& req, std::shared_ptr<const InlineServe>* serve);
   net::asio::io_context io_;
 };
 

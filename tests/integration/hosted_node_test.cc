@@ -61,6 +61,10 @@ TEST(HostedNode, ServesReadsAndWritesBesideASeparateNode) {
   // Committed writes through the same path.
   ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1 WHERE id < 10"), "");
   EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t WHERE id < 10"), "34");  // 0..6 and 0..2, plus 10
+  // A statement whose writes to a node exceed what one in-process call carries (64 KiB)
+  // sends them over the node's data port instead.
+  ASSERT_EQ(c->Exec("UPDATE t SET pad = repeat('y', 300) WHERE id % 2 = 0"), "");
+  EXPECT_EQ(c->Scalar("SELECT sum(length(pad)) FROM t WHERE id % 2 = 0"), std::to_string(300 * n / 2));
   // Its power follows the master's.
   std::string msg;
   EXPECT_EQ(c->Exec("ALTER NODE 1 POWER OFF", nullptr, &msg), "0A000");

@@ -13,13 +13,24 @@
 namespace wattdb::testing {
 namespace {
 
+// The tests that take locks run twice: on node processes, and with node 1 in the master
+// process (whose lock waits, deadlock breaks and re-checks then run on the sessions' threads).
+class Locking : public ::testing::TestWithParam<bool> {
+ protected:
+  MiniClusterOptions Options(int nodes, uint64_t segment_bytes, int telemetry_ms) const {
+    MiniClusterOptions o{nodes, segment_bytes, telemetry_ms};
+    if (GetParam()) o.hosted_node = 1;
+    return o;
+  }
+};
+
 // pgbench's TPC-B shape: every transaction updates its own row, then one hot row, then
 // inserts a history row; plus one client of single-statement increments. Under snapshot
 // isolation most of these would fail with 40001. The updates are by key, so the row's node
 // re-checks the newest version itself, holding the row (PostgreSQL's EvalPlanQual): no
 // statement is restarted from the master, where a rival could take the row meanwhile.
-TEST(Isolation, ReadCommittedUpdatesOfAHotRowNeitherFailNorGetLost) {
-  MiniClusterOptions o{2, 4096, 200};
+TEST_P(Locking, ReadCommittedUpdatesOfAHotRowNeitherFailNorGetLost) {
+  MiniClusterOptions o = Options(2, 4096, 200);
   int port = FreeTcpPort();
   o.extra_toml = fmt::format("[power]\nmetrics_port = {}\n", port);
   MiniCluster cluster(o);
@@ -140,8 +151,8 @@ TEST(Isolation, EachLevelSeesWhatPostgresWouldSee) {
 
 // Two blocks each wait for the other's row on one node: one is told 40P01 at once (not after
 // the lock wait) and, once it rolls back, the other goes on.
-TEST(Isolation, ADeadlockIsDetectedAndTheOtherTransactionGoesOn) {
-  MiniCluster cluster(MiniClusterOptions{1, 64 << 10, 200});
+TEST_P(Locking, ADeadlockIsDetectedAndTheOtherTransactionGoesOn) {
+  MiniCluster cluster(Options(1, 64 << 10, 200));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto a = cluster.Connect(), b = cluster.Connect();
   ASSERT_EQ(a->Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"), "");
@@ -187,8 +198,8 @@ bool OnTwoNodes(MiniCluster& cluster, PgConn& c) {
 
 // A cycle through two nodes, which neither node sees alone: the master finds it in the
 // nodes' reported waits and one of the two is told 40P01 long before the lock timeout.
-TEST(Isolation, ADeadlockAcrossNodesIsDetected) {
-  MiniCluster cluster(MiniClusterOptions{2, 64 << 10, 200});
+TEST_P(Locking, ADeadlockAcrossNodesIsDetected) {
+  MiniCluster cluster(Options(2, 64 << 10, 200));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto a = cluster.Connect(), b = cluster.Connect();
   ASSERT_TRUE(OnTwoNodes(cluster, *a));
@@ -218,8 +229,8 @@ TEST(Isolation, ADeadlockAcrossNodesIsDetected) {
 
 // A writer waits for a row lock as long as its holder runs (up to lock_timeout_ms, 10 s by
 // default), as PostgreSQL does; it used to give up after 1 s with 40001.
-TEST(Isolation, AWriterWaitsOutALongTransaction) {
-  MiniCluster cluster(MiniClusterOptions{1, 64 << 10, 200});
+TEST_P(Locking, AWriterWaitsOutALongTransaction) {
+  MiniCluster cluster(Options(1, 64 << 10, 200));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto a = cluster.Connect(), b = cluster.Connect();
   ASSERT_EQ(a->Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"), "");
@@ -279,6 +290,9 @@ TEST(Isolation, PgStatActivityShowsWhatEachSessionDoes) {
   }
   EXPECT_EQ(sessions, "2");
 }
+
+INSTANTIATE_TEST_SUITE_P(Isolation, Locking, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "MasterNode" : "NodeProcesses"; });
 
 }  // namespace
 }  // namespace wattdb::testing
