@@ -123,14 +123,16 @@ def normalise(lines):
 
 
 class WattDB:
-    def __init__(self, build, nodes, out, base_port):
-        self.dir = f"{out}/wattdb{nodes}"
+    def __init__(self, build, nodes, out, base_port, hosted=False):
+        self.dir = f"{out}/wattdb{nodes}{'m' if hosted else ''}"
         os.makedirs(self.dir)
         self.port = base_port
         cfg = f"[cluster]\ndata_dir = \"{self.dir}/data\"\n[master]\npg_port = {base_port}\n" \
               f"cluster_port = {base_port + 1}\n"
         for i in range(1, nodes + 1):
             cfg += f"[[node]]\nid = {i}\nport = {base_port + 1 + i}\n"
+            if hosted and i == 1:
+                cfg += 'power = "master"\n'  # node 1 lives in the master process
         with open(f"{self.dir}/cluster.toml", "w") as f:
             f.write(cfg)
         with open(f"{self.dir}/policy.toml", "w") as f:
@@ -202,7 +204,9 @@ def wait_ready(port, db="wattdb", seconds=120):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=5_000_000, help="lineitem rows (default 5,000,000)")
-    ap.add_argument("--nodes", default="1,3", help="WattDB cluster sizes to run (default 1,3)")
+    ap.add_argument("--nodes", default="1,3",
+                    help="WattDB cluster sizes to run (default 1,3); a size ending in m has node 1 in the "
+                         "master process (1m: the master alone)")
     ap.add_argument("--runs", type=int, default=5,
                     help="runs of each query; the best counts (default 5: the nodes build their segments' "
                          "column images during the first runs)")
@@ -226,7 +230,9 @@ def main():
     times, firsts, answers, loads = {}, {}, {}, {}
     for i, name in enumerate(systems):
         port = 47000 + 10 * i
-        server = Postgres(out, port) if name == "postgres" else WattDB(a.build, int(name.split("-")[1]), out, port)
+        size = name.split("-")[1]
+        server = Postgres(out, port) if name == "postgres" else \
+            WattDB(a.build, int(size.rstrip("m")), out, port, hosted=size.endswith("m"))
         try:
             loads[name] = load(port, data)
             # The same maintenance after the load on both: statistics, and storage settled.
@@ -271,7 +277,7 @@ def main():
     print(f"\n{a.rows:,} lineitem rows, best of {a.runs}; machine: {os.cpu_count()} cores")
     head = f'{"query":<38}' + "".join(f"{s:>12}" for s in systems)
     if "postgres" in systems:
-        head += "".join(f"{'PG/' + s[7:] + 'n':>9}" for s in systems[1:])
+        head += "".join(f"{'PG/' + s[7:]:>9}" for s in systems[1:])
     print(head)
     rows = [("load (COPY)", {s: loads[s] * 1000 for s in systems})]
     rows += [(q, {s: times[(s, q)] for s in systems}) for q, _ in QUERIES]

@@ -1,8 +1,9 @@
 // Runs every tests/sql/*.test file against a fresh 3-node cluster whose tiny segments make
 // the data of even small tables span several nodes: once with plan fragments run on the
-// nodes (the default), once with everything on the master (wattdb_pushdown = off), and once
+// nodes (the default), once with everything on the master (wattdb_pushdown = off), once
 // with every blocking operator above the nodes' fragments offloaded to a helper node
-// (wattdb_offload = on).
+// (wattdb_offload = on), and once with node 1 in the master process (power = "master": its
+// segments read and its writes applied on the sessions' threads).
 #include <cstdio>
 #include <filesystem>
 
@@ -13,7 +14,7 @@
 namespace wattdb::testing {
 namespace {
 
-enum class Mode { kPushdown, kOnMaster, kOffloaded };
+enum class Mode { kPushdown, kOnMaster, kOffloaded, kMasterNode };
 
 struct Case {
   std::string file;
@@ -24,7 +25,9 @@ class SqlLogicTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SqlLogicTest, Passes) {
   const std::string& file = GetParam().file;
-  MiniCluster cluster(MiniClusterOptions{3, 1024, 200});
+  MiniClusterOptions o{3, 1024, 200};
+  if (GetParam().mode == Mode::kMasterNode) o.hosted_node = 1;
+  MiniCluster cluster(o);
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto conn = cluster.Connect();
   ASSERT_TRUE(conn->ok()) << conn->error();
@@ -51,7 +54,7 @@ std::vector<Case> Files() {
   std::sort(files.begin(), files.end());
   std::vector<Case> out;
   for (const auto& f : files) {
-    for (Mode m : {Mode::kPushdown, Mode::kOnMaster, Mode::kOffloaded}) out.push_back({f, m});
+    for (Mode m : {Mode::kPushdown, Mode::kOnMaster, Mode::kOffloaded, Mode::kMasterNode}) out.push_back({f, m});
   }
   return out;
 }
@@ -61,7 +64,8 @@ INSTANTIATE_TEST_SUITE_P(Files, SqlLogicTest, ::testing::ValuesIn(Files()),
                            return std::filesystem::path(info.param.file).stem().string() +
                                   (info.param.mode == Mode::kOnMaster    ? "_on_master"
                                    : info.param.mode == Mode::kOffloaded ? "_offloaded"
-                                                                         : "");
+                                   : info.param.mode == Mode::kMasterNode ? "_master_node"
+                                                                          : "");
                          });
 
 }  // namespace
