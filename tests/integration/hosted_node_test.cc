@@ -2,6 +2,9 @@
 // Its segments are read without a message; everything else about it is a node's.
 #include <signal.h>
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -99,6 +102,52 @@ TEST(HostedNode, TheMasterAloneLosesNothingAcknowledgedWhenKilled) {
   for (int i = 0; i < 1000; i++) want += i % 7;
   EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), std::to_string(want));
 }
+
+// The master dies in a distributed commit, and with it the node it hosts: before the commit
+// decision is logged the statement leaves no trace on either node; after it, the statement is
+// on both once the master is back (the hosted node's prepare was durable, the other node
+// still holds its own). Either way no row stays locked.
+class MasterCrash : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MasterCrash, ADistributedCommitIsAllOrNothing) {
+  MiniClusterOptions o;
+  o.nodes = 2;
+  o.hosted_node = 1;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  const int n = 3000;
+  {
+    auto c = cluster.Connect();
+    ASSERT_TRUE(c->ok()) << c->error();
+    Load(*c, n);
+  }
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "2", 30000));
+  int64_t sum = 0;
+  for (int i = 0; i < n; i++) sum += i % 7;
+  cluster.ArmFailpoint(GetParam());
+  {
+    auto c = cluster.Connect();
+    std::string msg;
+    EXPECT_NE(c->Exec("UPDATE t SET v = v + 100", nullptr, &msg), "") << "the master was to die in the commit";
+  }
+  for (int i = 0; i < 200 && cluster.MasterAlive(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_FALSE(cluster.MasterAlive()) << "failpoint " << GetParam() << " did not fire";
+  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "2", 30000));
+  bool decided = GetParam() == "master.commit.after_decision";
+  ASSERT_TRUE(cluster.WaitFor("SELECT sum(v) FROM t", std::to_string(decided ? sum + 100 * n : sum), 30000));
+  auto c = cluster.Connect();
+  std::string msg;
+  ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), std::to_string((decided ? sum + 100 * n : sum) + n));
+}
+
+INSTANTIATE_TEST_SUITE_P(HostedNode, MasterCrash,
+                         ::testing::Values("master.commit.before_decision", "master.commit.after_decision"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           return i.param == "master.commit.before_decision" ? std::string("BeforeTheDecision")
+                                                                              : std::string("AfterTheDecision");
+                         });
 
 }  // namespace
 }  // namespace wattdb::testing
