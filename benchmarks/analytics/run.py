@@ -230,9 +230,11 @@ def main():
     times, firsts, answers, loads = {}, {}, {}, {}
     for i, name in enumerate(systems):
         port = 47000 + 10 * i
-        size = name.split("-")[1]
-        server = Postgres(out, port) if name == "postgres" else \
-            WattDB(a.build, int(size.rstrip("m")), out, port, hosted=size.endswith("m"))
+        if name == "postgres":
+            server = Postgres(out, port)
+        else:
+            size = name.split("-")[1]
+            server = WattDB(a.build, int(size.rstrip("m")), out, port, hosted=size.endswith("m"))
         try:
             loads[name] = load(port, data)
             # The same maintenance after the load on both: statistics, and storage settled.

@@ -132,6 +132,11 @@ void NodeClient::SetInline(InlineServe serve) {
   inline_ = std::make_shared<const InlineServe>(std::move(serve));
 }
 
+bool NodeClient::InProcess() {
+  std::lock_guard<std::mutex> l(mu_);
+  return inline_ != nullptr;
+}
+
 Result<NodeClient::Lease> NodeClient::AcquireInline(capnp::MessageBuilder& req,
                                                     std::shared_ptr<const InlineServe>* serve) {
   std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>> pair;

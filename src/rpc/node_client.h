@@ -94,6 +94,8 @@ class NodeClient {
   // (scans, splits, pulls, listings) still goes to the node's data port. Set once, before use.
   using InlineServe = std::function<bool(net::Connection& server)>;
   void SetInline(InlineServe serve);
+  // True once SetInline was called: Start of a small request returns after the node's work.
+  bool InProcess();
   NodeId id() const { return id_; }
   int io_ms() const { return opts_.io_ms; }
   void BookCpu(uint64_t cpu_nanos) const {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "net/cluster_auth.h"
 #include "net/tcp_server.h"
@@ -108,6 +109,71 @@ TEST(NodeClient, UnfinishedCallDoesNotLeaveItsReplyBehind) {
     Build(r, text);
     EXPECT_EQ(Reply(c.Call(r)), text);
   }
+  server.Stop();
+}
+
+// A node in the caller's process (SetInline): small requests of the kinds it takes run on the
+// caller's thread; other kinds, and requests too big for a socket buffer, go to the data port.
+TEST(NodeClient, InProcessRequestsRunOnTheCallersThread) {
+  ClusterKey key = ClusterKey::FromBytes(std::string(net::kClusterKeyBytes, 'k'));
+  // The data port answers every request with "network".
+  TcpServer server("s", "127.0.0.1", 0, [&key](net::Socket& s) {
+    Connection conn(&s);
+    if (!conn.Authenticate(key, Connection::Role::kServer, 2000).ok()) return;
+    while (conn.Receive().ok()) {
+      capnp::MallocMessageBuilder b;
+      b.initRoot<proto::Response>().setSplitKey(kj::arrayPtr(reinterpret_cast<const kj::byte*>("network"), 7));
+      if (!conn.Send(b).ok()) return;
+    }
+  });
+  ASSERT_TRUE(server.Start().ok());
+  NodeClientOptions opts;
+  opts.key = &key;
+  NodeClient c(1, "127.0.0.1", server.port(), opts);
+  EXPECT_FALSE(c.InProcess());
+  std::thread::id served_on;
+  int served = 0;
+  c.SetInline([&](Connection& conn) {
+    served_on = std::this_thread::get_id();
+    served++;
+    auto m = conn.Receive();
+    if (!m.ok()) return false;
+    uint64_t txn = (*m)->Root<proto::Request>().getAbort();
+    if (txn == 99) return false;  // gives up without a reply
+    capnp::MallocMessageBuilder b;
+    std::string text = "in process " + std::to_string(txn);
+    b.initRoot<proto::Response>().setSplitKey(kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
+    return conn.Send(b).ok();
+  });
+  EXPECT_TRUE(c.InProcess());
+  for (uint64_t txn : {7, 8}) {  // the second reuses the first's socket pair
+    capnp::MallocMessageBuilder r;
+    r.initRoot<proto::Request>().setAbort(txn);
+    EXPECT_EQ(Reply(c.Call(r)), "in process " + std::to_string(txn));
+  }
+  EXPECT_EQ(served, 2);
+  EXPECT_EQ(served_on, std::this_thread::get_id());
+  // A handler that gives up: the call fails at once, not at its deadline.
+  {
+    capnp::MallocMessageBuilder r;
+    r.initRoot<proto::Request>().setAbort(99);
+    auto reply = c.Call(r);
+    ASSERT_FALSE(reply.ok());
+    EXPECT_NE(reply.status().code(), Status::Code::kTimedOut) << reply.status().ToString();
+  }
+  // Other kinds go to the data port.
+  capnp::MallocMessageBuilder other;
+  Build(other, "a segment");
+  EXPECT_EQ(Reply(c.Call(other)), "network");
+  // So does a request of an in-process kind bigger than 64 KiB (a bulk prepare).
+  capnp::MallocMessageBuilder big;
+  auto p = big.initRoot<proto::Request>().initPrepare();
+  std::string row(100 << 10, 'x');
+  auto writes = p.initWrites(1);
+  writes[0].setRow(kj::arrayPtr(reinterpret_cast<const kj::byte*>(row.data()), row.size()));
+  int before = served;
+  EXPECT_EQ(Reply(c.Call(big)), "network");
+  EXPECT_EQ(served, before);
   server.Stop();
 }
 

@@ -40,7 +40,11 @@ std::vector<Status> CallEach(std::span<NodeClient* const> clients,
                              const std::function<Status(size_t, proto::Response::Reader)>& read) {
   std::vector<Status> out(clients.size());
   std::vector<std::optional<NodeClient::Pending>> pending(clients.size());
-  for (size_t i = 0; i < clients.size(); i++) {
+  // A node in this process does its work within Start: the others' requests go out first.
+  std::vector<size_t> order(clients.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !clients[i]->InProcess(); });
+  for (size_t i : order) {
     capnp::MallocMessageBuilder mb;
     fill(i, mb.initRoot<proto::Request>());
     auto p = clients[i]->Start(mb);
