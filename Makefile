@@ -1,4 +1,4 @@
-# make run  — install missing packages, build (Release), start a local cluster (master + 3 nodes)
+# make run  — install missing packages, build (Release), start a local cluster (master node + 2 nodes)
 # make test — install missing packages, build, run every test through ctest
 BUILD ?= build
 CONFIG ?=

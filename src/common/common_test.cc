@@ -145,6 +145,11 @@ TEST(Config, DefaultHasThreeNodes) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->nodes.size(), 3u);
   EXPECT_EQ(c->segment_bytes, 32ull << 20);
+  // As in the paper: node 1 is the master node, metered as the master's host.
+  EXPECT_EQ(c->nodes[0].power, "master");
+  EXPECT_EQ(c->nodes[0].meter.type, "none");
+  EXPECT_EQ(c->nodes[1].power, "local");
+  EXPECT_EQ(c->nodes[1].meter.type, "model");
 }
 
 TEST(Config, BadInputNamesTheProblem) {

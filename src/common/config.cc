@@ -42,10 +42,10 @@ trust_loopback = true           # local clients (127.0.0.1, ::1) connect without
 # name = "alice"
 # password = "secret"
 
-[[node]]
+[[node]]                        # the master node: it lives in the master process
 id = 1
 port = 7101
-power = "local"
+power = "master"
 
 [[node]]
 id = 2

@@ -256,6 +256,8 @@ Status FinishPowerConfig(const toml::table& root, const std::string& source, Clu
         if (c->nodes[j].power == "master") return err(fmt::format("node {} already lives in the master", c->nodes[j].id));
       }
       if (emulated) return err("key 'power' = \"master\" puts the node in the master process, not on an emulated host");
+      // Its watts are the master host's ([[infrastructure]] "master"), unless a meter is named.
+      if (!t || !t->get("meter")) n.meter.type = "none";
     }
     if (emulated) {
       if (n.id > 240) return err("emulated hosts need node ids in 1..240");

@@ -27,9 +27,10 @@ TEST(PowerConfig, DefaultsDescribeAtomNodesAndMeterEveryPart) {
   EXPECT_EQ(c->infrastructure[0].name, "master");
   EXPECT_EQ(c->infrastructure[1].name, "switch");
   EXPECT_DOUBLE_EQ(c->infrastructure[1].idle_watts, 20);
+  // Node 1 is the master node (its watts are the master's); the others are metered by model.
   for (const auto& n : c->nodes) {
-    EXPECT_EQ(n.power, "local");
-    EXPECT_EQ(n.meter.type, "model");
+    EXPECT_EQ(n.power, n.id == 1 ? "master" : "local");
+    EXPECT_EQ(n.meter.type, n.id == 1 ? "none" : "model");
   }
   EXPECT_EQ(c->hosts.mode, "loopback");
 }

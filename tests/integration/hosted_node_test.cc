@@ -75,6 +75,24 @@ TEST(HostedNode, ServesReadsAndWritesBesideASeparateNode) {
   EXPECT_EQ(c->Exec("ALTER NODE 1 SUSPEND", nullptr, &msg), "0A000") << msg;
 }
 
+// New tables start in the master node (small tables then share single-node commits there);
+// a drained master node sends them elsewhere.
+TEST(HostedNode, NewTablesStartInTheMasterNode) {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.hosted_node = 1;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  auto c = cluster.Connect();
+  ASSERT_TRUE(c->ok()) << c->error();
+  for (const char* t : {"a", "b", "c"}) ASSERT_EQ(c->Exec(fmt::format("CREATE TABLE {} (k INT PRIMARY KEY)", t)), "");
+  EXPECT_EQ(c->Scalar("SELECT string_agg(DISTINCT node_id::text, ',') FROM wattdb_segments"), "1");
+  std::string msg;
+  ASSERT_EQ(c->Exec("ALTER NODE 1 DRAIN", nullptr, &msg), "") << msg;
+  ASSERT_EQ(c->Exec("CREATE TABLE d (k INT PRIMARY KEY)"), "");
+  EXPECT_NE(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'd'"), "1");
+}
+
 // The paper's smallest configuration: the master alone, holding every segment. What it
 // acknowledged survives kill -9.
 TEST(HostedNode, TheMasterAloneLosesNothingAcknowledgedWhenKilled) {

@@ -458,6 +458,14 @@ std::map<NodeId, Cluster::NodeLoad> Cluster::SegmentCounts(TableId table, NodeId
 
 NodeId Cluster::LeastLoadedNode(NodeId except, TableId table) { return LeastLoaded(SegmentCounts(table, except), table); }
 
+NodeId Cluster::NodeForNewTable() {
+  if (auto* local = local_segments()) {
+    NodeId home = local->node_id();
+    if (registry_->IsUp(home) && catalog_->GetNodeState(home) == NodeAdminState::kActive) return home;
+  }
+  return LeastLoadedNode();
+}
+
 NodeId Cluster::LeastLoaded(const std::map<NodeId, NodeLoad>& load, TableId table) {
   NodeId best = 0;
   std::pair<size_t, size_t> best_load{SIZE_MAX, SIZE_MAX};

@@ -233,6 +233,10 @@ class Cluster {
   // The active, up node (excluding `except`) with the fewest segments of `table` (if not 0),
   // then the fewest segments, or 0 if none.
   NodeId LeastLoadedNode(NodeId except = 0, TableId table = 0);
+  // Where a new table's first segment goes: the master node while it is active (as in the
+  // paper, the master alone holds everything until data grows or load asks for more nodes;
+  // splits and the energy controller spread it), else the least loaded node.
+  NodeId NodeForNewTable();
 
   // Runs one maintenance pass now (split oversized segments, finish logged moves, clean
   // up dropped segments). Normally runs every telemetry interval.

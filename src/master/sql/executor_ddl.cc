@@ -77,7 +77,7 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
 }
 
 Status Executor::CreateTableStorage(TableSchema* t) {
-  NodeId node = cluster_.LeastLoadedNode();
+  NodeId node = cluster_.NodeForNewTable();
   if (node == 0) return Status(Status::Code::kUnavailable, "no active node is up to hold the table", "57P03");
   ASSIGN_OR_RETURN(SegmentEntry seg, db_.CreateTable(t, node));
   auto client = cluster_.registry().Client(node);
