@@ -130,12 +130,10 @@ Result<std::unique_ptr<net::Connection>> PairEnd(net::asio::io_context& io, int 
 void NodeClient::SetInline(InlineServe serve) {
   std::lock_guard<std::mutex> l(mu_);
   inline_ = std::make_shared<const InlineServe>(std::move(serve));
+  in_process_ = true;
 }
 
-bool NodeClient::InProcess() {
-  std::lock_guard<std::mutex> l(mu_);
-  return inline_ != nullptr;
-}
+bool NodeClient::InProcess() { return in_process_; }
 
 Result<NodeClient::Lease> NodeClient::AcquireInline(capnp::MessageBuilder& req,
                                                     std::shared_ptr<const InlineServe>* serve) {
@@ -213,7 +211,6 @@ Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Pending::Finish() {
     lease_.Poison();
     return r.status().Prepend(fmt::format("node {}", owner_->id_));
   }
-  if (lease_.server_) return r;  // served on this thread: its CPU is the caller's own
   try {
     owner_->BookCpu((*r)->Root<proto::Response>().getCpuNanos());
   } catch (const kj::Exception&) {

@@ -8,6 +8,7 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -98,8 +99,9 @@ class NodeClient {
   bool InProcess();
   NodeId id() const { return id_; }
   int io_ms() const { return opts_.io_ms; }
+  // A node in this process (SetInline) books nothing: its CPU is this process's own.
   void BookCpu(uint64_t cpu_nanos) const {
-    if (opts_.on_cpu && cpu_nanos) opts_.on_cpu(id_, cpu_nanos);
+    if (opts_.on_cpu && cpu_nanos && !in_process_) opts_.on_cpu(id_, cpu_nanos);
   }
 
  private:
@@ -117,6 +119,7 @@ class NodeClient {
   std::set<net::Connection*> lent_;
   // SetInline: the handler, and idle socket pairs (client end, server end).
   std::shared_ptr<const InlineServe> inline_;
+  std::atomic<bool> in_process_{false};  // inline_ is set
   std::vector<std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>>> inline_idle_;
   // A socket pair for an in-process call, or nullptr if the request goes over the network.
   Result<Lease> AcquireInline(capnp::MessageBuilder& req, std::shared_ptr<const InlineServe>* serve);

@@ -122,15 +122,25 @@ TEST(NodeClient, InProcessRequestsRunOnTheCallersThread) {
     if (!conn.Authenticate(key, Connection::Role::kServer, 2000).ok()) return;
     while (conn.Receive().ok()) {
       capnp::MallocMessageBuilder b;
-      b.initRoot<proto::Response>().setSplitKey(kj::arrayPtr(reinterpret_cast<const kj::byte*>("network"), 7));
+      auto resp = b.initRoot<proto::Response>();
+      resp.setSplitKey(kj::arrayPtr(reinterpret_cast<const kj::byte*>("network"), 7));
+      resp.setCpuNanos(5000);
       if (!conn.Send(b).ok()) return;
     }
   });
   ASSERT_TRUE(server.Start().ok());
   NodeClientOptions opts;
   opts.key = &key;
+  uint64_t booked = 0;  // node CPU told to the statement
+  opts.on_cpu = [&](NodeId, uint64_t nanos) { booked += nanos; };
   NodeClient c(1, "127.0.0.1", server.port(), opts);
   EXPECT_FALSE(c.InProcess());
+  {
+    capnp::MallocMessageBuilder r;
+    Build(r, "a segment");
+    EXPECT_EQ(Reply(c.Call(r)), "network");
+    EXPECT_EQ(booked, 5000u);
+  }
   std::thread::id served_on;
   int served = 0;
   c.SetInline([&](Connection& conn) {
@@ -165,6 +175,7 @@ TEST(NodeClient, InProcessRequestsRunOnTheCallersThread) {
   capnp::MallocMessageBuilder other;
   Build(other, "a segment");
   EXPECT_EQ(Reply(c.Call(other)), "network");
+  EXPECT_EQ(booked, 5000u) << "a node in this process spends this process's CPU: nothing to book";
   // So does a request of an in-process kind bigger than 64 KiB (a bulk prepare).
   capnp::MallocMessageBuilder big;
   auto p = big.initRoot<proto::Request>().initPrepare();
