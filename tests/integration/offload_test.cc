@@ -48,17 +48,10 @@ MiniClusterOptions ThreeNodes(int metrics_port, bool spread = true) {
   return o;
 }
 
-void Load(MiniCluster& cluster, PgConn& c, bool spread = true) {
-  ASSERT_EQ(c.Exec("CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, note TEXT)"), "");
-  ASSERT_EQ(c.Exec("INSERT INTO t SELECT i, i % 11, i * 3 % 1000, 'n' || (i % 40) FROM generate_series(1, 4000) i"), "");
-  ASSERT_EQ(c.Exec("CREATE TABLE u (g INT PRIMARY KEY, name TEXT)"), "");
-  ASSERT_EQ(c.Exec("INSERT INTO u SELECT i, 'group ' || i FROM generate_series(0, 10) i"), "");
-  if (spread) {
-    ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 't'", "3", 30000));
-  }
-  // The load's splits and moves are over (a helper reading a segment that splits or moves
-  // under it gives the statement back to the master, which the tests count): no segment is
-  // oversized and the layout stayed the same for a few telemetry intervals.
+// The load's splits and moves are over (a helper reading a segment that splits or moves
+// under it gives the statement back to the master, which the tests count): no segment is
+// over 16 KiB and the layout stayed the same for a few telemetry intervals.
+void WaitSettled(PgConn& c) {
   std::string layout;
   auto since = std::chrono::steady_clock::now(), deadline = since + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -76,6 +69,17 @@ void Load(MiniCluster& cluster, PgConn& c, bool spread = true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   FAIL() << "the segments did not settle: " << layout;
+}
+
+void Load(MiniCluster& cluster, PgConn& c, bool spread = true) {
+  ASSERT_EQ(c.Exec("CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, note TEXT)"), "");
+  ASSERT_EQ(c.Exec("INSERT INTO t SELECT i, i % 11, i * 3 % 1000, 'n' || (i % 40) FROM generate_series(1, 4000) i"), "");
+  ASSERT_EQ(c.Exec("CREATE TABLE u (g INT PRIMARY KEY, name TEXT)"), "");
+  ASSERT_EQ(c.Exec("INSERT INTO u SELECT i, 'group ' || i FROM generate_series(0, 10) i"), "");
+  if (spread) {
+    ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 't'", "3", 30000));
+  }
+  WaitSettled(c);
 }
 
 double Metric(int port, const char* name) {
@@ -253,6 +257,9 @@ TEST(PartitionedJoins, PartsRunOnTheOwnersAndAnswerAsTheMasterWould) {
   ASSERT_EQ(c->Exec("INSERT INTO ord SELECT i, 'p' || (i % 5), i % 365 FROM generate_series(1, 1500) i"), "");
   ASSERT_EQ(c->Exec("INSERT INTO li SELECT i / 4 + 1, i % 4, (i % 97) * 1.25 FROM generate_series(0, 5999) i"), "");
   ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'li'", "3", 30000));
+  // EXPLAIN ANALYZE below checks that parts ran on every owner: start once the load's splits
+  // and moves are over (under a concurrent test load, a run during them listed two owners).
+  WaitSettled(*c);
   const char* q =
       "SELECT prio, count(*), sum(price), min(li.ok) FROM li JOIN ord ON li.ok = ord.ok WHERE day < 200 "
       "GROUP BY prio ORDER BY prio";
