@@ -26,6 +26,8 @@ struct NodeConfig {
   // hosts use their agent instead.
   std::string os_suspend_command;
   std::string os_poweroff_command;
+  // power = "master": the node lives in the master process (the paper's master node).
+  bool InMaster() const { return power == "master"; }
 };
 
 // Client authentication at the master's PostgreSQL port.

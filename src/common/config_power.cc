@@ -250,10 +250,10 @@ Status FinishPowerConfig(const toml::table& root, const std::string& source, Clu
     if (n.power != "local" && n.power != "ipmi" && n.power != "wol" && n.power != "master") {
       return err(fmt::format("key 'power' names unknown power driver '{}' (known: local, ipmi, wol, master)", n.power));
     }
-    if (n.power == "master") {
+    if (n.InMaster()) {
       // The master node of the paper: the master process holds this node's segments itself.
       for (size_t j = 0; j < i; j++) {
-        if (c->nodes[j].power == "master") return err(fmt::format("node {} already lives in the master", c->nodes[j].id));
+        if (c->nodes[j].InMaster()) return err(fmt::format("node {} already lives in the master", c->nodes[j].id));
       }
       if (emulated) return err("key 'power' = \"master\" puts the node in the master process, not on an emulated host");
       // Its watts are the master host's ([[infrastructure]] "master"), unless a meter is named.

@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   // without a message; other nodes and the master's control calls reach it on its data port.
   std::unique_ptr<node::NodeServer> hosted;
   for (const auto& n : cfg->nodes) {
-    if (n.power != "master") continue;
+    if (!n.InMaster()) continue;
     hosted = std::make_unique<node::NodeServer>(node::NodeOptionsFromConfig(*cfg, n));
     s = hosted->Start();
     if (s.ok() && !cluster.registry().WaitUp(n.id, cfg->heartbeat_timeout_ms)) {

@@ -60,6 +60,18 @@ socklen_t LocalAddress(const std::string& name, sockaddr_un* sa) {
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
 }
 
+// `fd`, a local stream socket, as a Socket (closed on failure).
+Result<Socket> AdoptLocal(asio::io_context& io, int fd) {
+  Socket s(io);
+  boost::system::error_code ec;
+  s.assign(asio::generic::stream_protocol(AF_UNIX, 0), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return Status::IOError(fmt::format("local socket: {}", ec.message()));
+  }
+  return s;
+}
+
 // A local stream socket connected to `name`, or an error (nothing listens there, or its
 // backlog is full: the caller then uses TCP).
 Result<Socket> ConnectLocal(asio::io_context& io, const std::string& name) {
@@ -74,14 +86,7 @@ Result<Socket> ConnectLocal(asio::io_context& io, const std::string& name) {
     ::close(fd);
     return Status::Unavailable(fmt::format("connect local: {}", strerror(err)));
   }
-  Socket s(io);
-  boost::system::error_code ec;
-  s.assign(asio::generic::stream_protocol(AF_UNIX, 0), fd, ec);
-  if (ec) {
-    ::close(fd);
-    return Status::IOError(fmt::format("local socket: {}", ec.message()));
-  }
-  return s;
+  return AdoptLocal(io, fd);
 }
 }  // namespace
 
@@ -211,6 +216,20 @@ int ListenLocal(const std::string& name) {
     return -1;
   }
   return fd;
+}
+
+Result<std::pair<Socket, Socket>> SocketPair(asio::io_context& io) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return Status::IOError(fmt::format("socketpair: {}", strerror(errno)));
+  }
+  auto a = AdoptLocal(io, fds[0]);
+  if (!a.ok()) {
+    ::close(fds[1]);
+    return a.status();
+  }
+  ASSIGN_OR_RETURN(Socket b, AdoptLocal(io, fds[1]));
+  return std::make_pair(std::move(a).value(), std::move(b));
 }
 
 std::string LocalAlias(const std::string& host, uint16_t port) {

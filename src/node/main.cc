@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     std::cerr << "wattdb-node: node id " << id << " is not in the config\n";
     return 2;
   }
-  if (self->power == "master") {
+  if (self->InMaster()) {
     std::cerr << "wattdb-node: node " << id << " lives in the master process (power = \"master\")\n";
     return 2;
   }

@@ -155,17 +155,20 @@ void NodeServer::Serve(net::Socket& socket) {
       }
       return;
     }
-    try {
-      tl_cpu_mark = ThreadCpuNanos();
-      if (!Dispatch(conn, **msg)) return;
-    } catch (const kj::Exception& e) {
-      Log("node")->warn("malformed request peer={} err={}", conn.peer(), e.getDescription().cStr());
-      return;
-    } catch (const std::exception& e) {
-      Log("node")->warn("request failed peer={} err={}", conn.peer(), e.what());
-      return;
-    }
+    if (!Handle(conn, **msg)) return;
   }
+}
+
+bool NodeServer::Handle(Connection& conn, net::ReceivedMessage& msg) {
+  try {
+    tl_cpu_mark = ThreadCpuNanos();
+    return Dispatch(conn, msg);
+  } catch (const kj::Exception& e) {
+    Log("node")->warn("malformed request peer={} err={}", conn.peer(), e.getDescription().cStr());
+  } catch (const std::exception& e) {
+    Log("node")->warn("request failed peer={} err={}", conn.peer(), e.what());
+  }
+  return false;
 }
 
 bool NodeServer::ServeInline(Connection& conn) {
@@ -176,15 +179,7 @@ bool NodeServer::ServeInline(Connection& conn) {
     (void)Reply(conn, Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id), "57P03"));
     return false;
   }
-  try {
-    tl_cpu_mark = ThreadCpuNanos();
-    return Dispatch(conn, **msg);
-  } catch (const kj::Exception& e) {
-    Log("node")->warn("malformed in-process request err={}", e.getDescription().cStr());
-  } catch (const std::exception& e) {
-    Log("node")->warn("in-process request failed err={}", e.what());
-  }
-  return false;
+  return Handle(conn, **msg);
 }
 
 bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st, const std::set<SegmentId>& touched) {

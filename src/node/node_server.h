@@ -99,6 +99,9 @@ class NodeServer : public rpc::LocalSegments {
   // Handles one request; may send several frames (scan, export). Returns false if the
   // connection must close.
   bool Dispatch(net::Connection& conn, net::ReceivedMessage& msg);
+  // Dispatch, with the request's CPU mark set and a malformed or failing request logged
+  // (false: the connection must close). Serve and ServeInline run every request through it.
+  bool Handle(net::Connection& conn, net::ReceivedMessage& msg);
   // One handler per request kind (Dispatch's table): node_server.cc (ping, host power),
   // txn_handlers.cc, scan_handler.cc, segment_handlers.cc, move_handlers.cc. Each replies
   // and returns false if the connection must close.

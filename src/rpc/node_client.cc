@@ -1,10 +1,5 @@
 #include "rpc/node_client.h"
 
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cstring>
-
 #include "proto/node_service.capnp.h"
 
 namespace wattdb::rpc {
@@ -114,66 +109,41 @@ bool InlineKind(capnp::MessageBuilder& req) {
   }
 }
 
-Result<std::unique_ptr<net::Connection>> PairEnd(net::asio::io_context& io, int fd) {
-  net::Socket s(io);
-  boost::system::error_code ec;
-  s.assign(net::asio::generic::stream_protocol(AF_UNIX, 0), fd, ec);
-  if (ec) {
-    ::close(fd);
-    return Status::IOError(fmt::format("socket pair: {}", ec.message()));
-  }
-  return std::make_unique<net::Connection>(std::move(s));
-}
-
 }  // namespace
 
 void NodeClient::SetInline(InlineServe serve) {
   std::lock_guard<std::mutex> l(mu_);
-  inline_ = std::make_shared<const InlineServe>(std::move(serve));
-  in_process_ = true;
+  inline_ = std::move(serve);
+  in_process_.store(true, std::memory_order_release);  // inline_ is never changed again
 }
 
-bool NodeClient::InProcess() { return in_process_; }
+bool NodeClient::InProcess() { return in_process_.load(std::memory_order_acquire); }
 
-Result<NodeClient::Lease> NodeClient::AcquireInline(capnp::MessageBuilder& req,
-                                                    std::shared_ptr<const InlineServe>* serve) {
+Result<NodeClient::Lease> NodeClient::AcquireInline() {
   std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>> pair;
-  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (!inline_ || !InlineKind(req)) return Lease(this, nullptr, 0);
-    *serve = inline_;
-    generation = generation_;
     if (!inline_idle_.empty()) {
       pair = std::move(inline_idle_.back());
       inline_idle_.pop_back();
     }
   }
   if (!pair.first) {
-    int fds[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-      return Status::IOError(fmt::format("socketpair: {}", strerror(errno)));
-    }
-    auto a = PairEnd(io_, fds[0]);
-    if (!a.ok()) {
-      ::close(fds[1]);
-      return a.status();
-    }
-    ASSIGN_OR_RETURN(auto b, PairEnd(io_, fds[1]));
-    (*a)->SetTimeouts(opts_.io_ms, opts_.io_ms);
-    b->SetTimeouts(opts_.io_ms, opts_.io_ms);
-    pair = {std::move(a).value(), std::move(b)};
+    ASSIGN_OR_RETURN(auto sockets, net::SocketPair(io_));
+    pair = {std::make_unique<net::Connection>(std::move(sockets.first)),
+            std::make_unique<net::Connection>(std::move(sockets.second))};
+    pair.first->SetTimeouts(opts_.io_ms, opts_.io_ms);
+    pair.second->SetTimeouts(opts_.io_ms, opts_.io_ms);
   }
-  Lease lease(this, std::move(pair.first), generation);
+  Lease lease(this, std::move(pair.first), 0);  // a pair outlives node restarts: no generation
   lease.server_ = std::move(pair.second);
   return lease;
 }
 
 Result<NodeClient::Pending> NodeClient::Start(capnp::MessageBuilder& req, int io_ms, bool* delivered) {
   if (delivered) *delivered = false;
-  std::shared_ptr<const InlineServe> serve;
-  ASSIGN_OR_RETURN(Lease in_process, AcquireInline(req, &serve));
-  if (in_process.conn_) {
+  if (InProcess() && InlineKind(req)) {
+    ASSIGN_OR_RETURN(Lease in_process, AcquireInline());
     Status s = in_process.conn().Send(req);
     if (!s.ok()) {
       in_process.Poison();
@@ -182,7 +152,7 @@ Result<NodeClient::Pending> NodeClient::Start(capnp::MessageBuilder& req, int io
     if (delivered) *delivered = true;
     // The reply waits in the pair's buffer for Finish. A handler that gives up on the
     // connection may not have replied: shutting its end down makes Finish see that at once.
-    if (!(*serve)(*in_process.server_)) {
+    if (!inline_(*in_process.server_)) {
       in_process.server_->Close();
       in_process.Poison();
     }

@@ -118,11 +118,11 @@ class NodeClient {
   std::vector<Idle> idle_;
   std::set<net::Connection*> lent_;
   // SetInline: the handler, and idle socket pairs (client end, server end).
-  std::shared_ptr<const InlineServe> inline_;
+  InlineServe inline_;                   // set once (under mu_), read once in_process_ says so
   std::atomic<bool> in_process_{false};  // inline_ is set
   std::vector<std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>>> inline_idle_;
-  // A socket pair for an in-process call, or nullptr if the request goes over the network.
-  Result<Lease> AcquireInline(capnp::MessageBuilder& req, std::shared_ptr<const InlineServe>* serve);
+  // A socket pair for an in-process call (pooled, else new).
+  Result<Lease> AcquireInline();
   net::asio::io_context io_;
 };
 

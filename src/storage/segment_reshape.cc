@@ -42,6 +42,27 @@ Result<std::string> TopSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf
   RETURN_NOT_OK(FromRocks(it->status(), "split scan"));
   return std::string();
 }
+
+// The user key at which about half of `cf`'s stored row bytes (all versions) lie below, and
+// those bytes in `*total`; "" if the rows hold fewer than two distinct keys.
+Result<std::string> MiddleSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, uint64_t* total) {
+  std::vector<std::pair<std::string, uint64_t>> key_bytes;  // distinct user keys, cumulative
+  *total = 0;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
+  for (it->Seek(std::string(1, kRowSpace)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
+    std::string_view k = it->key().ToStringView();
+    if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
+    *total += k.size() + it->value().size();
+    std::string_view user = UserKey(k).substr(1);
+    if (key_bytes.empty() || key_bytes.back().first != user) key_bytes.emplace_back(user, 0);
+    key_bytes.back().second = *total;
+  }
+  RETURN_NOT_OK(FromRocks(it->status(), "split scan"));
+  if (key_bytes.size() < 2) return std::string();
+  size_t split_idx = 1;
+  while (split_idx + 1 < key_bytes.size() && key_bytes[split_idx - 1].second < *total / 2) split_idx++;
+  return key_bytes[split_idx].first;
+}
 }  // namespace
 
 Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t top_bytes,
@@ -72,31 +93,11 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
   if (top_bytes > 0) {
     ASSIGN_OR_RETURN(split_key, TopSplitKey(db_.get(), seg->cf(), top_bytes));
   }
-  // Otherwise (or if the top holds about everything): the user key at which half of the
-  // stored bytes lie below.
+  // Otherwise (or if the top holds about everything): at the middle.
   uint64_t total = 0;
   if (split_key.empty()) {
-    std::vector<std::pair<std::string, uint64_t>> key_bytes;  // distinct user keys, cumulative
-    {
-      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
-      for (it->Seek(std::string(1, kRowSpace)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
-        std::string_view k = it->key().ToStringView();
-        if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
-        total += k.size() + it->value().size();
-        std::string_view user = UserKey(k).substr(1);
-        if (key_bytes.empty() || key_bytes.back().first != user) key_bytes.emplace_back(user, 0);
-        key_bytes.back().second = total;
-      }
-      RETURN_NOT_OK(FromRocks(it->status(), "split scan"));
-    }
-    if (key_bytes.size() < 2) {
-      return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
-    }
-    size_t split_idx = 1;
-    while (split_idx + 1 < key_bytes.size() && key_bytes[split_idx - 1].second < total / 2) {
-      split_idx++;
-    }
-    split_key = key_bytes[split_idx].first;
+    ASSIGN_OR_RETURN(split_key, MiddleSplitKey(db_.get(), seg->cf(), &total));
+    if (split_key.empty()) return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
   } else {
     total = seg->counters().bytes.load();  // not measured: the counter before the split
   }
@@ -105,8 +106,8 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
   RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(new_id), &h),
                           "split: create segment"));
   MaybeFail("node.split.after_create");
+  const int64_t find_ms = ms_since(t_start);
   const auto t_copy = SteadyClock::now();
-  const int64_t find_ms = std::chrono::duration_cast<std::chrono::milliseconds>(t_copy - t_start).count();
   auto fresh = std::make_shared<Segment>(db_.get(), h, SegmentMeta{new_id, m.table, split_key, m.hi, m.indexes});
   struct DropUnlessKept {  // a split that fails leaves no column family behind (`fresh` closes its handle)
     rocksdb::DB* db;
@@ -199,7 +200,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
   fresh->counters().bytes = moved;
   Log("storage")->info("segment split seg={} new={} moved_bytes={} find_ms={} copy_ms={}", id, new_id, moved,
                        find_ms, ms_since(t_copy));
-  auto compact = [this, seg, id, from = RowUserKey(split_key)] {
+  auto compact = [this, seg, id, ms_since, from = RowUserKey(split_key)] {
     MaybeFail("node.split.before_compact");
     const auto t = SteadyClock::now();
     rocksdb::CompactRangeOptions o;
@@ -210,8 +211,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
     if (!cs.ok()) {
       Log("storage")->warn("segment {}: compaction after split: {}", id, cs.ToString());
     } else {
-      Log("storage")->debug("segment {}: moved range compacted in {} ms", id,
-                            std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t).count());
+      Log("storage")->debug("segment {}: moved range compacted in {} ms", id, ms_since(t));
     }
   };
   if (compact_later) {

@@ -25,11 +25,23 @@ void Load(PgConn& c, int n) {
   }
 }
 
-TEST(HostedNode, ServesReadsAndWritesBesideASeparateNode) {
+// `nodes` nodes, node 1 in the master process.
+MiniClusterOptions WithMasterNode(int nodes) {
   MiniClusterOptions o;
-  o.nodes = 2;
+  o.nodes = nodes;
   o.hosted_node = 1;
-  MiniCluster cluster(o);
+  return o;
+}
+
+// sum(v) of Load's first `n` rows.
+int64_t LoadedSum(int n) {
+  int64_t sum = 0;
+  for (int i = 0; i < n; i++) sum += i % 7;
+  return sum;
+}
+
+TEST(HostedNode, ServesReadsAndWritesBesideASeparateNode) {
+  MiniCluster cluster(WithMasterNode(2));
   ASSERT_TRUE(cluster.Start());
   auto c = cluster.Connect();
   ASSERT_TRUE(c->ok()) << c->error();
@@ -37,9 +49,7 @@ TEST(HostedNode, ServesReadsAndWritesBesideASeparateNode) {
   Load(*c, n);
   // The table splits and spreads: the master holds some of it, node 2 the rest.
   ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "2", 30000));
-  int64_t sum = 0;
-  for (int i = 0; i < n; i++) sum += i % 7;
-  const std::string want_sum = std::to_string(sum);
+  const std::string want_sum = std::to_string(LoadedSum(n));
   // Reads, and a transaction that sees its own writes on both nodes before it commits and
   // nothing after a rollback: with fragments on the nodes (the master node's run in the
   // master's thread) and with every row shipped to the master.
@@ -78,10 +88,7 @@ TEST(HostedNode, ServesReadsAndWritesBesideASeparateNode) {
 // New tables start in the master node (small tables then share single-node commits there);
 // a drained master node sends them elsewhere.
 TEST(HostedNode, NewTablesStartInTheMasterNode) {
-  MiniClusterOptions o;
-  o.nodes = 3;
-  o.hosted_node = 1;
-  MiniCluster cluster(o);
+  MiniCluster cluster(WithMasterNode(3));
   ASSERT_TRUE(cluster.Start());
   auto c = cluster.Connect();
   ASSERT_TRUE(c->ok()) << c->error();
@@ -96,10 +103,7 @@ TEST(HostedNode, NewTablesStartInTheMasterNode) {
 // The paper's smallest configuration: the master alone, holding every segment. What it
 // acknowledged survives kill -9.
 TEST(HostedNode, TheMasterAloneLosesNothingAcknowledgedWhenKilled) {
-  MiniClusterOptions o;
-  o.nodes = 1;
-  o.hosted_node = 1;
-  MiniCluster cluster(o);
+  MiniCluster cluster(WithMasterNode(1));
   ASSERT_TRUE(cluster.Start());
   {
     auto c = cluster.Connect();
@@ -116,8 +120,7 @@ TEST(HostedNode, TheMasterAloneLosesNothingAcknowledgedWhenKilled) {
   auto c = cluster.Connect();
   ASSERT_TRUE(c->ok()) << c->error();
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "1000");
-  int64_t want = 500;  // the 50 updates
-  for (int i = 0; i < 1000; i++) want += i % 7;
+  int64_t want = LoadedSum(1000) + 500;  // and the 50 updates
   EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), std::to_string(want));
 }
 
@@ -128,10 +131,7 @@ TEST(HostedNode, TheMasterAloneLosesNothingAcknowledgedWhenKilled) {
 class MasterCrash : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MasterCrash, ADistributedCommitIsAllOrNothing) {
-  MiniClusterOptions o;
-  o.nodes = 2;
-  o.hosted_node = 1;
-  MiniCluster cluster(o);
+  MiniCluster cluster(WithMasterNode(2));
   ASSERT_TRUE(cluster.Start());
   const int n = 3000;
   {
@@ -140,8 +140,7 @@ TEST_P(MasterCrash, ADistributedCommitIsAllOrNothing) {
     Load(*c, n);
   }
   ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "2", 30000));
-  int64_t sum = 0;
-  for (int i = 0; i < n; i++) sum += i % 7;
+  const int64_t sum = LoadedSum(n);
   cluster.ArmFailpoint(GetParam());
   {
     auto c = cluster.Connect();

@@ -55,7 +55,7 @@ Status Cluster::Start() {
     std::set<NodeId> failed;
     for (const auto& n : config_.nodes) {
       // The node this process hosts starts once the master serves (master/main.cc).
-      if (sleeping(n.id) || n.power == "master") continue;
+      if (sleeping(n.id) || n.InMaster()) continue;
       std::lock_guard<std::mutex> l(power_->mu());
       // A node that cannot be powered on (BMC unreachable, ...) is reported; the rest serve.
       Status on = power_->Act(n.id, power::PowerAction::kOn);
@@ -65,7 +65,7 @@ Status Cluster::Start() {
       }
     }
     for (const auto& n : config_.nodes) {
-      if (sleeping(n.id) || failed.count(n.id) || n.power == "master") continue;
+      if (sleeping(n.id) || failed.count(n.id) || n.InMaster()) continue;
       int wait_ms = config_.Profile(n).boot_ms + config_.wake_timeout_ms;
       if (!AwaitRegistration(n, wait_ms)) {
         power_->RecordFailure(n.id, fmt::format("node {} did not register within {} ms of power on; see {}/n{}.log",

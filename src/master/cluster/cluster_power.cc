@@ -24,7 +24,7 @@ Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
   if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
   std::lock_guard<std::mutex> power(power_->mu());
   power::PowerDriver& driver = power_->Driver(node);
-  if (nc->power == "master") {
+  if (nc->InMaster()) {
     return Status::Sql("0A000", fmt::format("node {} lives in the master process: it cannot {} while the master runs",
                                             node, power::PowerActionName(action)));
   }

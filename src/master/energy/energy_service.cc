@@ -35,7 +35,7 @@ class EnergyService::ClusterPlane : public ControlPlane {
       ControlNode& n = out[nc.id];
       n.id = nc.id;
       n.profile = c_.config().Profile(nc);
-      n.hosted = nc.power == "master";
+      n.hosted = nc.InMaster();
       switch (c_.catalog().GetNodeState(nc.id)) {
         case NodeAdminState::kActive: n.state = ControlState::kActive; break;
         case NodeAdminState::kDraining: n.state = ControlState::kDraining; break;
