@@ -85,7 +85,7 @@ Status NodeServer::Start() {
     pid << getpid() << "\n";
   }
   link_thread_ = std::thread([this] { MasterLink(); });
-  warm_thread_ = std::thread([this] { WarmLoop(); });
+  upkeep_thread_ = std::thread([this] { UpkeepLoop(); });
   Log("node")->info("node started id={} port={} data={}", opts_.self.id, server_->port(), opts_.data_dir);
   return Status::OK();
 }
@@ -109,10 +109,10 @@ void NodeServer::Stop() {
   link_cv_.notify_all();
   if (link_thread_.joinable()) link_thread_.join();
   {
-    std::lock_guard<std::mutex> l(warm_mu_);  // so the warm thread cannot miss the notify
+    std::lock_guard<std::mutex> l(upkeep_mu_);  // so the upkeep thread cannot miss the notify
   }
-  warm_cv_.notify_all();
-  if (warm_thread_.joinable()) warm_thread_.join();
+  upkeep_cv_.notify_all();
+  if (upkeep_thread_.joinable()) upkeep_thread_.join();
   // 3. Flush and close storage (RocksDB's Close flushes the WAL), once no request of the
   //    hosting process runs.
   std::unique_lock<std::shared_mutex> in_process(in_process_mu_);
@@ -123,13 +123,17 @@ void NodeServer::Stop() {
   Log("node")->info("node stopped id={}", opts_.self.id);
 }
 
-void NodeServer::WarmLoop() {
-  // Twice per quiet period, images for up to two quiet segments written since the start: a
-  // loaded table gets its images soon after the load, a little at a time.
+void NodeServer::UpkeepLoop() {
+  // Twice per quiet period, one garbage collection and images for up to two quiet segments
+  // written since the start: a loaded table gets its images soon after the load, a little at
+  // a time.
   auto tick = std::chrono::milliseconds(std::max(100, opts_.column_cache_quiet_ms / 2));
-  std::unique_lock<std::mutex> l(warm_mu_);
-  while (!warm_cv_.wait_for(l, tick, [this] { return stopping_.load(); })) {
+  std::unique_lock<std::mutex> l(upkeep_mu_);
+  while (!upkeep_cv_.wait_for(l, tick, [this] { return stopping_.load(); })) {
     l.unlock();
+    // Old versions that scans keep stepping over go first: they slow every reader.
+    auto collected = store_->CollectGarbage(1);
+    if (!collected.ok()) Log("node")->warn("old versions not collected: {}", collected.status().ToString());
     auto built = columns_->Warm(*store_, 2);
     if (!built.ok()) Log("node")->warn("column images not built: {}", built.status().ToString());
     l.lock();
@@ -369,6 +373,7 @@ void NodeServer::MasterLink() {
         segs[i].setBytes(list[i].bytes);
         segs[i].setRowsRead(list[i].rows_read);
         segs[i].setRowsWritten(list[i].rows_written);
+        segs[i].setCollections(list[i].collections);
       }
       Status hs;
       {

@@ -142,11 +142,12 @@ class NodeServer : public rpc::LocalSegments {
   std::unique_ptr<net::ClusterKey> key_;
   std::unique_ptr<PeerClients> peers_;  // made once key_ exists
   std::thread link_thread_;
-  // Builds column images of quiet segments in the background (ColumnCache::Warm).
-  void WarmLoop();
-  std::thread warm_thread_;
-  std::mutex warm_mu_;
-  std::condition_variable warm_cv_;  // wakes the warm thread to stop
+  // Background upkeep: collects old versions scans keep stepping over
+  // (SegmentStore::CollectGarbage) and builds column images of quiet segments (ColumnCache::Warm).
+  void UpkeepLoop();
+  std::thread upkeep_thread_;
+  std::mutex upkeep_mu_;
+  std::condition_variable upkeep_cv_;  // wakes the upkeep thread to stop
   std::atomic<bool> stopping_{false};
   // RunLocal and ServeInline hold it shared (they run on threads of the hosting process,
   // which Stop does not join); Stop takes it exclusively before closing storage.

@@ -99,6 +99,7 @@ bool NodeServer::OnListSegments(Connection& conn, net::ReceivedMessage& msg) {
     l[i].setBytes(list[i].bytes);
     l[i].setRowsRead(list[i].rows_read);
     l[i].setRowsWritten(list[i].rows_written);
+    l[i].setCollections(list[i].collections);
   }
   return SendResponse(conn, mb).ok();
 }

@@ -58,6 +58,7 @@ struct SegmentStats {
   bytes @1 :UInt64;
   rowsRead @2 :UInt64;
   rowsWritten @3 :UInt64;
+  collections @4 :UInt64;      # garbage collections of old versions (CollectGarbage)
 }
 
 struct SegmentPlace {                # where an offloaded plan's Exchange reads a segment

@@ -181,6 +181,10 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
     it_->Next();
   }
   seg_->counters().rows_read += produced;
+  if (old_version_work_ > 0) {
+    seg_->counters().old_version_work += old_version_work_;
+    old_version_work_ = 0;
+  }
   return !done_ || produced > 0;
 }
 
@@ -188,9 +192,11 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
 // one seek past the rest (keys are prefix-free, so the user key's successor follows them all).
 void SegmentScanner::SkipOlderVersions() {
   for (int i = 0; i < kNextBeforeSeek; i++) {
+    old_version_work_++;
     it_->Next();
     if (!it_->Valid() || it_->key().size() < 8 || UserKey(it_->key().ToStringView()) != last_key_) return;
   }
+  old_version_work_ += kSeekWork;
   it_->Seek(PrefixSuccessor(last_key_));
 }
 
@@ -376,7 +382,7 @@ std::vector<SegmentInfo> SegmentStore::List() const {
   if (!list) return out;
   for (const auto& s : *list) {
     out.push_back(SegmentInfo{s->meta(), s->counters().bytes.load(), s->counters().rows_read.load(),
-                              s->counters().rows_written.load()});
+                              s->counters().rows_written.load(), s->counters().collections.load()});
   }
   return out;
 }
@@ -394,6 +400,47 @@ Status SegmentStore::CompactSegment(SegmentId id) {
   RETURN_NOT_OK(FromRocks(db_->CompactRange(o, seg->cf(), nullptr, nullptr), "compact segment"));
   seg->counters().bytes = ApproximateBytes(seg->cf());
   return Status::OK();
+}
+
+Status SegmentStore::FlushSegment(SegmentId id) {
+  ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
+  return FromRocks(db_->Flush(rocksdb::FlushOptions(), seg->cf()), "flush segment");
+}
+
+Result<int> SegmentStore::CollectGarbage(int max_segments) {
+  std::shared_ptr<const std::vector<SegmentRef>> list;
+  {
+    std::lock_guard<std::mutex> l(list_mu_);
+    list = list_;
+  }
+  if (!list) return 0;
+  Timestamp horizon = gc_horizon_->load();
+  // The segments that waste the most work first.
+  std::vector<std::pair<uint64_t, SegmentRef>> due;
+  for (const auto& s : *list) {
+    uint64_t work = s->counters().old_version_work.load();
+    uint64_t bar = std::max(kCollectWorkMin, s->counters().bytes.load() / 1024);
+    if (work >= bar && horizon > s->collected_at_horizon_.load()) due.emplace_back(work, s);
+  }
+  std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  int done = 0;
+  for (const auto& [work, seg] : due) {
+    if (done >= max_segments) break;
+    seg->counters().old_version_work = 0;
+    seg->collected_at_horizon_ = horizon;
+    rocksdb::CompactRangeOptions o;
+    o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    rocksdb::Status st = db_->CompactRange(o, seg->cf(), nullptr, nullptr);
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (CheckLiveLocked(seg->meta().id, seg).ok()) return FromRocks(st, "collect garbage");
+      continue;  // dropped meanwhile (moved away, merged): nothing to collect
+    }
+    seg->counters().bytes = ApproximateBytes(seg->cf());
+    seg->counters().collections++;
+    done++;
+  }
+  return done;
 }
 
 Status SegmentStore::PutPrepared(uint64_t txn, const std::string& blob) {

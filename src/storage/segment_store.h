@@ -55,6 +55,10 @@ struct SegmentCounters {
   std::atomic<uint64_t> rows_read{0};
   std::atomic<uint64_t> rows_written{0};
   std::atomic<uint64_t> bytes{0};  // approximate stored bytes, all versions
+  // Work scans spent stepping over versions older than a key's newest one they saw, since
+  // the last garbage collection (a step 1, a seek kSeekWork): what collecting would save.
+  std::atomic<uint64_t> old_version_work{0};
+  std::atomic<uint64_t> collections{0};  // garbage collections of the segment (CollectGarbage)
 };
 
 class Segment {
@@ -86,6 +90,7 @@ class Segment {
   SegmentMeta meta_;
   SegmentCounters counters_;
   std::atomic<uint64_t> data_version_{0};
+  std::atomic<uint64_t> collected_at_horizon_{0};  // the GC horizon of the last CollectGarbage
 };
 using SegmentRef = std::shared_ptr<Segment>;
 
@@ -133,6 +138,7 @@ class SegmentScanner {
   friend class SegmentStore;
   SegmentScanner() = default;
   static constexpr int kNextBeforeSeek = 8;
+  static constexpr uint64_t kSeekWork = 16;  // a seek costs about this many steps
   // From a version of last_key_: to the first entry of the next key.
   void SkipOlderVersions();
   // From a version of `user_key` newer than read_ts_: to its newest version at read_ts_, or
@@ -150,6 +156,7 @@ class SegmentScanner {
   std::string last_key_;
   bool have_last_ = false;
   bool done_ = false;
+  uint64_t old_version_work_ = 0;  // added to the segment's counter as Visit returns
 };
 
 // Files and metadata of an exported segment, ready to ship.
@@ -173,6 +180,7 @@ struct SegmentInfo {
   uint64_t bytes = 0;
   uint64_t rows_read = 0;
   uint64_t rows_written = 0;
+  uint64_t collections = 0;
 };
 
 class SegmentStore {
@@ -281,6 +289,15 @@ class SegmentStore {
   Timestamp gc_horizon() const { return gc_horizon_->load(); }
   // Compacts one segment now (tests, and to reclaim space at once).
   Status CompactSegment(SegmentId id);
+  // Compacts up to `max_segments` segments whose scans stepped over old versions for more
+  // work than about a tenth of rewriting them (SegmentCounters::old_version_work, at least
+  // kCollectWorkMin), and whose versions the horizon has passed since their last collection:
+  // a hot row's versions pile up in the memtable and the upper levels until compactions
+  // reach them, and every scan over it pays for them. Returns how many were compacted.
+  Result<int> CollectGarbage(int max_segments);
+  // Writes the segment's memtable to a table file now (tests).
+  Status FlushSegment(SegmentId id);
+  static constexpr uint64_t kCollectWorkMin = 50000;
 
   const std::string& dir() const { return dir_; }
 

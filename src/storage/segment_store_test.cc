@@ -441,6 +441,57 @@ TEST_F(SegmentStoreTest, GcDropsOnlyVersionsNoSnapshotCanSee) {
   EXPECT_LT(versions(), before);
 }
 
+// Scans of a hot row step over its old versions until a compaction drops them: that work is
+// counted, and a segment that wasted enough of it is compacted once the horizon passed them.
+TEST_F(SegmentStoreTest, OldVersionsScansStepOverAreCollected) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  ASSERT_TRUE(store_->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "a")}, {1, K(3), VersionKind::kPut, R(3, "c")}}).ok());
+  for (int v = 1; v <= 40; v++) {
+    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+  }
+  SegmentCounters& c = (*store_->Get(1))->counters();
+  using V = std::vector<std::pair<int64_t, std::string>>;
+  const V want{{1, "a"}, {2, "v40"}, {3, "c"}};
+  ASSERT_EQ(ScanAll(*store_, 1, 400), want);
+  const uint64_t per_scan = c.old_version_work.load();
+  EXPECT_GT(per_scan, 8u);  // a few steps over the 39 older versions, then a seek past them
+  while (c.old_version_work.load() < SegmentStore::kCollectWorkMin) ASSERT_EQ(ScanAll(*store_, 1, 400), want);
+  // Nothing to collect until the horizon passes the versions.
+  ASSERT_EQ(*store_->CollectGarbage(4), 0);
+  store_->SetGcHorizon(400);
+  ASSERT_EQ(*store_->CollectGarbage(4), 1);
+  EXPECT_EQ(store_->List()[0].collections, 1u);
+  EXPECT_EQ(c.old_version_work.load(), 0u);
+  ASSERT_EQ(ScanAll(*store_, 1, 400), want);
+  EXPECT_EQ(c.old_version_work.load(), 0u);  // one version of each key is left
+  // Old versions written since, and stepped over as much: collected only once the horizon
+  // moves again (the versions it did not pass would survive a compaction).
+  for (int v = 41; v <= 80; v++) {
+    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+  }
+  while (c.old_version_work.load() < SegmentStore::kCollectWorkMin) ASSERT_EQ(ScanAll(*store_, 1, 800).size(), 3u);
+  EXPECT_EQ(*store_->CollectGarbage(4), 0);
+  store_->SetGcHorizon(800);
+  EXPECT_EQ(*store_->CollectGarbage(4), 1);
+  EXPECT_EQ(ScanAll(*store_, 1, 800), (V{{1, "a"}, {2, "v80"}, {3, "c"}}));
+}
+
+// A memtable's shadowed versions below the horizon never reach a table file.
+TEST_F(SegmentStoreTest, AFlushDropsVersionsNoSnapshotCanSee) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  for (int v = 1; v <= 20; v++) {
+    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+  }
+  store_->SetGcHorizon(150);  // versions 15..20 stay: 16..20 are newer, 15 is what 150 sees
+  ASSERT_TRUE(store_->FlushSegment(1).ok());
+  SegmentCounters& c = (*store_->Get(1))->counters();
+  using V = std::vector<std::pair<int64_t, std::string>>;
+  EXPECT_EQ(ScanAll(*store_, 1, 200), (V{{2, "v20"}}));
+  EXPECT_EQ(c.old_version_work.load(), 5u);
+  EXPECT_EQ(ScanAll(*store_, 1, 150), (V{{2, "v15"}}));
+  EXPECT_TRUE(ScanAll(*store_, 1, 140).empty());
+}
+
 TEST_F(SegmentStoreTest, ReopenKeepsSegmentsAndData) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", K(50)}).ok());
   ASSERT_TRUE(store_->CreateSegment({2, 7, K(50), ""}).ok());

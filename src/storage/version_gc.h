@@ -2,7 +2,7 @@
 //
 // With GC horizon H (every snapshot in use is >= H), a key keeps all versions newer than H
 // and its newest version at or below H (what a reader at H sees); older versions are
-// dropped as compactions rewrite them. Compaction visits a key's versions newest first, so
+// dropped as flushes and compactions rewrite them. Compaction visits a key's versions newest first, so
 // the filter only needs to remember the key it is in. Horizon 0 keeps everything.
 #pragma once
 
@@ -19,6 +19,11 @@ class VersionGcFactory : public rocksdb::CompactionFilterFactory {
   explicit VersionGcFactory(std::shared_ptr<std::atomic<uint64_t>> horizon) : horizon_(std::move(horizon)) {}
   std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
       const rocksdb::CompactionFilter::Context& context) override;
+  // Flushes too: a hot row's shadowed versions in a memtable never reach the table files.
+  bool ShouldFilterTableFileCreation(rocksdb::TableFileCreationReason reason) const override {
+    return reason == rocksdb::TableFileCreationReason::kFlush ||
+           reason == rocksdb::TableFileCreationReason::kCompaction;
+  }
   const char* Name() const override { return "wattdb.VersionGc"; }
 
  private:

@@ -142,7 +142,8 @@ void NodeRegistry::Serve(net::Socket& socket) {
       for (auto w : hb.getLockWaits()) n.lock_waits.emplace_back(w.getTxn(), w.getHolder());
       n.segments.clear();
       for (auto s : hb.getSegments()) {
-        n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(), s.getRowsWritten()});
+        n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(), s.getRowsWritten(),
+                                s.getCollections()});
       }
     }
   } catch (const kj::Exception& e) {

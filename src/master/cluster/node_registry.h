@@ -22,6 +22,7 @@ namespace wattdb::master {
 struct SegmentTelemetry {
   SegmentId id = 0;
   uint64_t bytes = 0, rows_read = 0, rows_written = 0;
+  uint64_t collections = 0;  // garbage collections of old versions
 };
 
 struct NodeInfo {

@@ -43,6 +43,7 @@ struct RemoteSegment {
   TableId table = 0;
   std::string lo, hi;
   uint64_t bytes = 0, rows_read = 0, rows_written = 0;
+  uint64_t collections = 0;
 };
 
 Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::string& lo,
