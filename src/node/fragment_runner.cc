@@ -67,11 +67,17 @@ Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptio
                    const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit,
                    std::vector<exec::OperatorStats>* stats) {
   ASSIGN_OR_RETURN(plan::PlanPtr p, plan::PlanNode::Deserialize(plan));
+  return RunFragment(*p, rows, opts, emit, stats);
+}
+
+Status RunFragment(const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
+                   const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit,
+                   std::vector<exec::OperatorStats>* stats) {
   std::string last_key;
-  SegmentProvider provider(rows, &last_key, plan::UsedScanColumns(*p), opts);
+  SegmentProvider provider(rows, &last_key, plan::UsedScanColumns(plan), opts);
   exec::ExecContext ctx(&provider, opts.cancel);
   ctx.work_mem = opts.work_mem;
-  return exec::Execute(*p, ctx, [&](exec::Batch& b) { return emit(b, last_key); }, stats);
+  return exec::Execute(plan, ctx, [&](exec::Batch& b) { return emit(b, last_key); }, stats);
 }
 
 }  // namespace wattdb::node

@@ -30,6 +30,10 @@ struct FragmentOptions {
 Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptions& opts,
                    const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit,
                    std::vector<exec::OperatorStats>* stats);
+// The same for a plan already decoded (a fragment run in the process that planned it).
+Status RunFragment(const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
+                   const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit,
+                   std::vector<exec::OperatorStats>* stats);
 
 
 }  // namespace wattdb::node

@@ -77,7 +77,7 @@ class NodeServer : public rpc::LocalSegments {
   NodeId node_id() const override { return opts_.self.id; }
   // Runs `fragment` over [lo, hi) of segment `seg` as a scan request would (NotFound if the
   // segment is not here), on the caller's thread. Only between Start and Stop.
-  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
                   const rpc::ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
                   std::vector<exec::OperatorStats>* stats) override;
 

@@ -45,7 +45,7 @@ class CpuBook {
 // moved or split meanwhile fails the plan with Stale; the master then runs it elsewhere).
 class ShippedPartMap : public rpc::PartMap {
  public:
-  using LocalRunner = std::function<Status(SegmentId, const std::string&, const std::string&, const std::string&,
+  using LocalRunner = std::function<Status(SegmentId, const std::string&, const std::string&, const plan::PlanNode&,
                                            const rpc::ExchangeOptions&,
                                            const std::function<Status(exec::Batch&)>&,
                                            std::vector<exec::OperatorStats>*)>;
@@ -63,7 +63,7 @@ class ShippedPartMap : public rpc::PartMap {
   bool Refreshable() const override { return false; }
   // This node's own segments are read in this process, not through its data port.
   bool IsLocal(NodeId node) const override { return node == self_; }
-  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
                   const rpc::ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
                   std::vector<exec::OperatorStats>* stats) override {
     uint64_t t0 = ThreadCpuNanos();
@@ -187,7 +187,7 @@ void PeerClients::Learn(NodeId node, const std::string& host, uint16_t port) {
   addrs_[node] = {host, port};
 }
 
-Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
                             const rpc::ExchangeOptions& o, const std::function<Status(exec::Batch&)>& emit,
                             std::vector<exec::OperatorStats>* stats) {
   std::shared_lock<std::shared_mutex> serving(in_process_mu_);
@@ -245,7 +245,7 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
     }
     maps.push_back(std::make_unique<ShippedPartMap>(
         std::move(places), *peers_, opts_.self.id,
-        [this](SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+        [this](SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
                const rpc::ExchangeOptions& o, const std::function<Status(exec::Batch&)>& emit,
                std::vector<exec::OperatorStats>* stats) { return RunLocal(seg, lo, hi, fragment, o, emit, stats); },
         cpu));

@@ -27,7 +27,6 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const
   std::unique_ptr<ExchangeSource> x(new ExchangeSource(map, opts));
   x->table_ = scan->table;
   x->ncols_ = exchange.types.size();
-  exchange.children[0]->Serialize(&x->fragment_);
   x->fragment_root_ = exchange.children[0].get();
   x->blocking_ = Blocking(*exchange.children[0]);
   for (const auto& s : map.Segments(scan->table, scan->lo, scan->hi)) {
@@ -43,6 +42,11 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const
   size_t n = std::min(kMaxInFlight, x->parts_.size());
   for (size_t i = 0; i < n; i++) x->producers_.emplace_back([p = x.get()] { p->Produce(); });
   return x;
+}
+
+const std::string& ExchangeSource::EncodedFragment() {
+  std::call_once(encoded_once_, [this] { fragment_root_->Serialize(&fragment_); });
+  return fragment_;
 }
 
 ExchangeSource::~ExchangeSource() {
@@ -132,7 +136,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       if (x_.map_.IsLocal(seg_.node)) {
         // This process owns the segment: the fragment runs here, its output never on a wire.
         std::vector<exec::OperatorStats> stats;
-        st = x_.map_.RunLocal(seg_.id, lo, hi, x_.fragment_, x_.opts_, [&](exec::Batch& out) {
+        st = x_.map_.RunLocal(seg_.id, lo, hi, *x_.fragment_root_, x_.opts_, [&](exec::Batch& out) {
           pending_.push_back(std::move(out));  // taken, not copied
           out = exec::Batch();
           return Status::OK();
@@ -140,7 +144,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
         local = st.ok();
         if (local && !stats.empty()) x_.AddNodeStats(seg_.node, stats);
       } else if (auto client = x_.map_.Client(seg_.node); client.ok()) {
-        auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.fragment_,
+        auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.EncodedFragment(),
                                                x_.opts_.work_mem);
         if (opened.ok()) {
           stream_ = std::move(*opened);

@@ -58,7 +58,7 @@ class PartMap {
   // output batch to `emit` (which may take it); fails as a node's scan would (NotFound: the
   // segment is gone).
   // `stats` (if given) receives the fragment's operator counters in its pre-order.
-  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
                           const ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
                           std::vector<exec::OperatorStats>* stats) {
     return Status::NotSupported("no local segments");
@@ -73,7 +73,7 @@ class LocalSegments {
   virtual ~LocalSegments() = default;
   virtual NodeId node_id() const = 0;
   // As PartMap::RunLocal.
-  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
                           const ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
                           std::vector<exec::OperatorStats>* stats) = 0;
 };
@@ -132,7 +132,10 @@ class ExchangeSource : public exec::RowSource {
   Options opts_;
   TableId table_ = 0;
   size_t ncols_ = 0;  // of the fragment's output
-  std::string fragment_;  // serialized
+  // The fragment encoded for nodes of other processes, made once the first of them is read.
+  const std::string& EncodedFragment();
+  std::once_flag encoded_once_;
+  std::string fragment_;
   bool blocking_ = false;  // the fragment aggregates or sorts
   std::vector<Part> parts_;
   std::vector<std::thread> producers_;
@@ -146,7 +149,7 @@ class ExchangeSource : public exec::RowSource {
   bool stop_ = false;
   std::map<NodeId, uint64_t> cpu_;  // node CPU reported, not yet booked to the statement
   std::map<NodeId, std::vector<exec::OperatorStats>> node_stats_;  // summed over segments
-  const plan::PlanNode* fragment_root_ = nullptr;
+  const plan::PlanNode* fragment_root_ = nullptr;  // borrowed; the plan outlives the source
 };
 
 }  // namespace wattdb::rpc

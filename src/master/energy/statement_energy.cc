@@ -12,10 +12,10 @@ thread_local std::map<NodeId, uint64_t>* tl_nodes = nullptr;
 
 }  // namespace
 
-StatementCpuScope::StatementCpuScope()
-    : start_steady_us_(Clock::Real().NowMicros()),
-      start_wall_us_(Clock::Real().WallMicros()),
-      start_thread_ns_(ThreadCpuNanos()) {
+StatementCpuScope::StatementCpuScope(CpuCarry* carry)
+    : carry_(carry), start_steady_us_(Clock::Real().NowMicros()), start_wall_us_(Clock::Real().WallMicros()) {
+  bool carried = carry && carry->thread_ns > 0 && carry->thread == std::this_thread::get_id();
+  start_thread_ns_ = carried ? carry->thread_ns : ThreadCpuNanos();
   if (!tl_nodes) {
     tl_nodes = &nodes_;
     active_ = true;
@@ -30,16 +30,19 @@ void StatementCpuScope::AddNode(NodeId node, uint64_t nanos) {
   if (tl_nodes) (*tl_nodes)[node] += nanos;
 }
 
-StatementEnergy StatementCpuScope::Finish(const PowerMonitor& monitor) const {
+StatementEnergy StatementCpuScope::Finish(const PowerMonitor& monitor) const { return Finish(*monitor.Rates()); }
+
+StatementEnergy StatementCpuScope::Finish(const EnergyRates& rates) const {
   StatementEnergy e;
   e.started_us = start_wall_us_;
   e.seconds = std::max(1e-6, static_cast<double>(Clock::Real().NowMicros() - start_steady_us_) / 1e6);
-  double thread_s = static_cast<double>(ThreadCpuNanos() - start_thread_ns_) / 1e9;
-  auto rates = monitor.Rates();
-  double process_s = std::max(thread_s, rates->master_cpu_rate * e.seconds);
+  uint64_t now_ns = ThreadCpuNanos();
+  double thread_s = static_cast<double>(now_ns - start_thread_ns_) / 1e9;
+  if (carry_ && active_) *carry_ = CpuCarry{std::this_thread::get_id(), now_ns};
+  double process_s = std::max(thread_s, rates.master_cpu_rate * e.seconds);
   double stmt_cpu = thread_s, all_cpu = process_s;
   std::vector<const ComponentRate*> infra;
-  for (const ComponentRate& c : rates->components) {
+  for (const ComponentRate& c : rates.components) {
     if (c.node_id) {
       auto it = nodes_.find(c.node_id);
       if (it == nodes_.end() || it->second == 0) continue;

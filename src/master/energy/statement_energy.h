@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/clock.h"
@@ -29,6 +30,7 @@
 namespace wattdb::master {
 
 class PowerMonitor;
+struct EnergyRates;
 
 struct StatementEnergy {
   int64_t started_us = 0;   // wall clock
@@ -40,19 +42,31 @@ struct StatementEnergy {
   std::string statement;    // the command tag
 };
 
+// Where a session's previous statement ended on its thread's CPU clock. With it, a statement's
+// CPU starts there: the protocol work between two statements (receiving, parsing, binding the
+// next one) is the next one's, and a statement reads the thread's clock (a system call) once
+// instead of twice. A carry read on another thread, or never set, is not used.
+struct CpuCarry {
+  std::thread::id thread;
+  uint64_t thread_ns = 0;
+};
+
 // Collects the current statement's CPU on this thread. Nested scopes are not supported: an
 // inner scope is inert (the outer one counts).
 class StatementCpuScope {
  public:
-  StatementCpuScope();
+  // `carry` (may be null) is read here and advanced by Finish.
+  explicit StatementCpuScope(CpuCarry* carry = nullptr);
   ~StatementCpuScope();
   // Adds CPU a node reported for this thread's current statement (no-op outside a scope).
   static void AddNode(NodeId node, uint64_t nanos);
   // The energy of the statement so far.
   StatementEnergy Finish(const PowerMonitor& monitor) const;
+  StatementEnergy Finish(const EnergyRates& rates) const;
 
  private:
   bool active_ = false;
+  CpuCarry* carry_;
   int64_t start_steady_us_, start_wall_us_;
   uint64_t start_thread_ns_;
   std::map<NodeId, uint64_t> nodes_;

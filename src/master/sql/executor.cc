@@ -158,7 +158,7 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   StatementSnapshot snap(*this, is_txn_control);
   db_.set_read_snapshot(Snapshot());
   auto started = std::chrono::steady_clock::now();
-  StatementCpuScope energy;
+  StatementCpuScope energy(&cpu_carry_);
   energy_ = &energy;
   Transaction::Mark mark = txn_ ? txn_->mark() : Transaction::Mark{};
   auto r = body();

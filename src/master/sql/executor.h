@@ -253,6 +253,7 @@ class Executor {
 
   Cluster& cluster_;
   StatementCpuScope* energy_ = nullptr;  // the running statement's accounting (EXPLAIN ANALYZE reads it)
+  CpuCarry cpu_carry_;  // where the session's previous statement ended
   DatabaseCatalog db_;
  // borrowed; outlives the session
   std::map<std::string, std::string> settings_;

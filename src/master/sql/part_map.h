@@ -26,7 +26,7 @@ class ClusterPartMap : public rpc::PartMap {
     auto* local = cluster_.local_segments();
     return local && local->node_id() == node;
   }
-  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const std::string& fragment,
+  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
                   const rpc::ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
                   std::vector<exec::OperatorStats>* stats) override {
     auto* local = cluster_.local_segments();

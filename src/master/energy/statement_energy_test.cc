@@ -1,0 +1,50 @@
+#include "master/energy/statement_energy.h"
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "master/energy/power_monitor.h"
+
+namespace wattdb::master {
+namespace {
+
+// Spends `ms` of this thread's CPU.
+void Burn(int ms) {
+  uint64_t until = ThreadCpuNanos() + static_cast<uint64_t>(ms) * 1000000;
+  volatile uint64_t x = 0;
+  while (ThreadCpuNanos() < until) x = x + 1;
+}
+
+TEST(StatementCpuScopeTest, AStatementsCpuStartsWhereItsSessionsPreviousOneEnded) {
+  const EnergyRates rates;  // nothing metered: only the CPU is counted
+  CpuCarry carry;
+  {
+    StatementCpuScope first(&carry);
+    Burn(20);
+    EXPECT_GE(first.Finish(rates).cpu_ms, 20);
+  }
+  EXPECT_EQ(carry.thread, std::this_thread::get_id());
+  EXPECT_GT(carry.thread_ns, 0u);
+  Burn(30);  // between statements: receiving and binding the next one
+  {
+    StatementCpuScope next(&carry);
+    EXPECT_GE(next.Finish(rates).cpu_ms, 30);
+  }
+  {
+    StatementCpuScope uncarried;
+    EXPECT_LT(uncarried.Finish(rates).cpu_ms, 30);
+  }
+  // A carry from another thread's clock means nothing here.
+  double elsewhere = -1;
+  std::thread([&] {
+    StatementCpuScope other(&carry);
+    elsewhere = other.Finish(rates).cpu_ms;
+  }).join();
+  EXPECT_GE(elsewhere, 0);
+  EXPECT_LT(elsewhere, 30);
+  EXPECT_NE(carry.thread, std::this_thread::get_id());  // advanced by the other thread
+}
+
+}  // namespace
+}  // namespace wattdb::master
