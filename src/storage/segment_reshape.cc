@@ -6,6 +6,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/table_properties.h>
 #include <rocksdb/metadata.h>
+#include <rocksdb/sst_file_reader.h>
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
@@ -233,16 +234,22 @@ Result<std::string> SegmentStore::SettleSplit(SegmentId seg, SegmentId new_id) {
 
 Result<SegmentExport> SegmentStore::Export(SegmentId id, const std::string& export_dir) {
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
-  // Files a bulk commit ingested carry a sequence number the importing store refuses (it is
-  // kept in this store's manifest, not in the file): such a segment is compacted into
-  // ordinary files first, once.
-  rocksdb::TablePropertiesCollection props;
-  RETURN_NOT_OK(FromRocks(db_->GetPropertiesOfAllTables(seg->cf(), &props), "table properties"));
-  for (const auto& [file, p] : props) {
-    if (p->user_collected_properties.count("rocksdb.external_sst_file.version")) {
-      RETURN_NOT_OK(CompactSegment(id));
-      break;
-    }
+  // Two kinds of table file cannot be imported by another store, so a segment holding one is
+  // compacted into ordinary files first: files a bulk commit ingested (their sequence number
+  // is kept in this store's manifest, not in the file), and a file of range deletions only
+  // (a split's removal of the moved keys, flushed before a compaction applied it).
+  RETURN_NOT_OK(FromRocks(db_->Flush(rocksdb::FlushOptions(), seg->cf()), "flush segment"));
+  for (int pass = 0;; pass++) {
+    rocksdb::TablePropertiesCollection props;
+    RETURN_NOT_OK(FromRocks(db_->GetPropertiesOfAllTables(seg->cf(), &props), "table properties"));
+    bool unfit = std::any_of(props.begin(), props.end(), [](const auto& fp) {
+      const rocksdb::TableProperties& p = *fp.second;
+      return p.user_collected_properties.count("rocksdb.external_sst_file.version") ||
+             (p.num_range_deletions > 0 && p.num_entries <= p.num_range_deletions);
+    });
+    if (!unfit) break;
+    if (pass > 0) return Status::Unavailable(fmt::format("segment {} keeps a table file no store can import", id));
+    RETURN_NOT_OK(CompactSegment(id));
   }
   rocksdb::Checkpoint* cp_raw = nullptr;
   RETURN_NOT_OK(FromRocks(rocksdb::Checkpoint::Create(db_.get(), &cp_raw), "checkpoint"));
@@ -269,6 +276,22 @@ Result<SegmentExport> SegmentStore::Export(SegmentId id, const std::string& expo
     exp.files.push_back(std::move(e));
   }
   return exp;
+}
+
+Status SegmentStore::CheckImportable(const SegmentExport& exp) const {
+  rocksdb::Options o(rocksdb::DBOptions(), SegmentCfOptions(gc_factory_));
+  for (const auto& e : exp.files) {
+    rocksdb::SstFileReader reader(o);
+    const std::string path = exp.dir + "/" + e.name;
+    RETURN_NOT_OK(FromRocks(reader.Open(path), "open imported file"));
+    std::unique_ptr<rocksdb::Iterator> it(reader.NewIterator(rocksdb::ReadOptions()));
+    it->SeekToFirst();
+    RETURN_NOT_OK(FromRocks(it->status(), "read imported file"));
+    if (!it->Valid()) {
+      return Status::InvalidArgument(fmt::format("segment {}: table file {} holds no rows", exp.meta.id, e.name));
+    }
+  }
+  return Status::OK();
 }
 
 Status SegmentStore::Import(const SegmentExport& exp) {
@@ -300,6 +323,7 @@ Status SegmentStore::Import(const SegmentExport& exp) {
       f.column_family_name = name;
       md.files.push_back(std::move(f));
     }
+    RETURN_NOT_OK(CheckImportable(exp));
     rocksdb::ImportColumnFamilyOptions io;
     io.move_files = true;
     RETURN_NOT_OK(FromRocks(db_->CreateColumnFamilyWithImport(SegmentCfOptions(gc_factory_), name, io, md, &h),

@@ -304,6 +304,9 @@ class SegmentStore {
  private:
   SegmentStore() = default;
   Status PutMeta(const SegmentMeta& m, void* batch /* rocksdb::WriteBatch* */) const;
+  // InvalidArgument unless RocksDB can import every file of `exp` (a file without a point
+  // entry fails an assertion inside the import).
+  Status CheckImportable(const SegmentExport& exp) const;
   Result<SegmentRef> GetCoveringLocked(SegmentId id, std::string_view lo, std::string_view hi) const;  // REQUIRES mu_
   // NotFound unless `seg` is still segment `id` (not dropped while a caller worked on it:
   // its metadata must not be written again). REQUIRES mu_.

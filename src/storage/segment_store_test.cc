@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <rocksdb/db.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/write_batch.h>
 
 #include "common/bytes.h"
@@ -385,6 +386,46 @@ TEST_F(SegmentStoreTest, ExportImportCarriesEveryVersion) {
   EXPECT_EQ((*(*other)->Get(4))->meta().lo, K(0));
   // A second import of the same id is refused.
   EXPECT_FALSE((*other)->Import(*exp).ok());
+}
+
+// A split removes the moved keys with a range deletion; exported before a compaction applied
+// it, the segment's newest table file can hold nothing else (RocksDB cannot import such a
+// file). The export compacts first; an import refuses such a file instead of failing hard.
+TEST_F(SegmentStoreTest, ASegmentSplitJustBeforeItsExportImports) {
+  ASSERT_TRUE(store_->CreateSegment({4, 7, "", ""}).ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 100; i++) ops.push_back({4, K(i), VersionKind::kPut, R(i, "r")});
+  ASSERT_TRUE(store_->Apply(10, ops).ok());
+  ASSERT_TRUE(store_->FlushSegment(4).ok());  // the rows are in a table file; the memtable is empty
+  std::function<void()> compact_later;
+  auto key = store_->Split(4, 5, 0, &compact_later);  // the moved range's removal stays in the memtable
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  auto exp = store_->Export(4, (root_ / "export4").string());
+  ASSERT_TRUE(exp.ok()) << exp.status().ToString();
+  auto other = SegmentStore::Open((root_ / "b").string());
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE((*other)->Import(*exp).ok());
+  EXPECT_EQ(ScanAll(**other, 4, 10), ScanAll(*store_, 4, 10));
+  EXPECT_GT(ScanAll(**other, 4, 10).size(), 0u);
+  EXPECT_LT(ScanAll(**other, 4, 10).size(), 100u);
+  compact_later();
+}
+
+// A peer's table file without rows is refused with an error, not imported.
+TEST_F(SegmentStoreTest, AnImportOfAFileWithoutRowsIsRefused) {
+  fs::create_directories(root_ / "x");
+  rocksdb::SstFileWriter w{rocksdb::EnvOptions(), rocksdb::Options()};
+  ASSERT_TRUE(w.Open((root_ / "x" / "000001.sst").string()).ok());
+  ASSERT_TRUE(w.DeleteRange(K(1), K(9)).ok());
+  ASSERT_TRUE(w.Finish().ok());
+  SegmentExport exp;
+  exp.meta = {6, 7, "", ""};
+  exp.dir = (root_ / "x").string();
+  exp.comparator = "leveldb.BytewiseComparator";
+  exp.files.push_back(ExportedFile{"000001.sst", 6, fs::file_size(root_ / "x" / "000001.sst"), 0, 0, K(1), K(9), 0, 0});
+  Status st = store_->Import(exp);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  EXPECT_FALSE(store_->Get(6).ok());
 }
 
 TEST_F(SegmentStoreTest, EmptySegmentExportsAndImports) {
