@@ -108,6 +108,7 @@ void NodeServer::Stop() {
   }
   link_cv_.notify_all();
   if (link_thread_.joinable()) link_thread_.join();
+  if (store_) store_->StopCollecting();  // a segment's rewrite in progress ends now
   {
     std::lock_guard<std::mutex> l(upkeep_mu_);  // so the upkeep thread cannot miss the notify
   }

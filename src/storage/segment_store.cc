@@ -425,12 +425,14 @@ Result<int> SegmentStore::CollectGarbage(int max_segments) {
   std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   int done = 0;
   for (const auto& [work, seg] : due) {
-    if (done >= max_segments) break;
+    if (done >= max_segments || collect_canceled_) break;
     seg->counters().old_version_work = 0;
     seg->collected_at_horizon_ = horizon;
     rocksdb::CompactRangeOptions o;
     o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    o.canceled = &collect_canceled_;
     rocksdb::Status st = db_->CompactRange(o, seg->cf(), nullptr, nullptr);
+    if (collect_canceled_) break;  // st is Incomplete: the versions stay for a later compaction
     if (!st.ok()) {
       std::lock_guard<std::mutex> l(mu_);
       if (CheckLiveLocked(seg->meta().id, seg).ok()) return FromRocks(st, "collect garbage");

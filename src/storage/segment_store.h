@@ -295,6 +295,9 @@ class SegmentStore {
   // a hot row's versions pile up in the memtable and the upper levels until compactions
   // reach them, and every scan over it pays for them. Returns how many were compacted.
   Result<int> CollectGarbage(int max_segments);
+  // Ends a running CollectGarbage's compaction early and makes later calls do nothing (a
+  // stopping node does not wait for a large segment's rewrite).
+  void StopCollecting() { collect_canceled_ = true; }
   // Writes the segment's memtable to a table file now (tests).
   Status FlushSegment(SegmentId id);
   static constexpr uint64_t kCollectWorkMin = 50000;
@@ -335,6 +338,7 @@ class SegmentStore {
   size_t ingest_file_rows_ = 250000;
   std::shared_ptr<std::atomic<uint64_t>> gc_horizon_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<rocksdb::CompactionFilterFactory> gc_factory_;
+  std::atomic<bool> collect_canceled_{false};  // StopCollecting
   // Guards segments_ and serializes structural changes (create/drop/split/import) against
   // Scan's range check, so a scan never sees a half-split segment.
   mutable std::mutex mu_;

@@ -515,6 +515,15 @@ TEST_F(SegmentStoreTest, OldVersionsScansStepOverAreCollected) {
   store_->SetGcHorizon(800);
   EXPECT_EQ(*store_->CollectGarbage(4), 1);
   EXPECT_EQ(ScanAll(*store_, 1, 800), (V{{1, "a"}, {2, "v80"}, {3, "c"}}));
+  // A stopping store collects nothing more.
+  for (int v = 81; v <= 120; v++) {
+    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+  }
+  while (c.old_version_work.load() < SegmentStore::kCollectWorkMin) ASSERT_EQ(ScanAll(*store_, 1, 1200).size(), 3u);
+  store_->SetGcHorizon(1200);
+  store_->StopCollecting();
+  EXPECT_EQ(*store_->CollectGarbage(4), 0);
+  EXPECT_EQ(store_->List()[0].collections, 2u);
 }
 
 // A memtable's shadowed versions below the horizon never reach a table file.
