@@ -13,6 +13,7 @@
 #include "common/bytes.h"
 #include "common/codec.h"
 #include "storage/kv_store.h"
+#include "common/failpoint.h"
 #include "common/logging.h"
 #include "storage/segment_store_util.h"
 #include "storage/version_gc.h"
@@ -431,7 +432,9 @@ Result<int> SegmentStore::CollectGarbage(int max_segments) {
     rocksdb::CompactRangeOptions o;
     o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
     o.canceled = &collect_canceled_;
+    MaybeFail("node.collect.before_compact");
     rocksdb::Status st = db_->CompactRange(o, seg->cf(), nullptr, nullptr);
+    MaybeFail("node.collect.after_compact");
     if (collect_canceled_) break;  // st is Incomplete: the versions stay for a later compaction
     if (!st.ok()) {
       std::lock_guard<std::mutex> l(mu_);
