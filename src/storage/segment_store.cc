@@ -373,12 +373,13 @@ void SegmentStore::PublishListLocked() {
   list_ = std::move(list);
 }
 
+std::shared_ptr<const std::vector<SegmentRef>> SegmentStore::PublishedList() const {
+  std::lock_guard<std::mutex> l(list_mu_);
+  return list_;
+}
+
 std::vector<SegmentInfo> SegmentStore::List() const {
-  std::shared_ptr<const std::vector<SegmentRef>> list;
-  {
-    std::lock_guard<std::mutex> l(list_mu_);
-    list = list_;
-  }
+  auto list = PublishedList();
   std::vector<SegmentInfo> out;
   if (!list) return out;
   for (const auto& s : *list) {
@@ -396,10 +397,15 @@ void SegmentStore::SetGcHorizon(Timestamp ts) {
 
 Status SegmentStore::CompactSegment(SegmentId id) {
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
+  return Compact(*seg, nullptr);
+}
+
+Status SegmentStore::Compact(Segment& seg, std::atomic<bool>* canceled) {
   rocksdb::CompactRangeOptions o;
   o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  RETURN_NOT_OK(FromRocks(db_->CompactRange(o, seg->cf(), nullptr, nullptr), "compact segment"));
-  seg->counters().bytes = ApproximateBytes(seg->cf());
+  o.canceled = canceled;
+  RETURN_NOT_OK(FromRocks(db_->CompactRange(o, seg.cf(), nullptr, nullptr), "compact segment"));
+  seg.counters().bytes = ApproximateBytes(seg.cf());
   return Status::OK();
 }
 
@@ -409,11 +415,7 @@ Status SegmentStore::FlushSegment(SegmentId id) {
 }
 
 Result<int> SegmentStore::CollectGarbage(int max_segments) {
-  std::shared_ptr<const std::vector<SegmentRef>> list;
-  {
-    std::lock_guard<std::mutex> l(list_mu_);
-    list = list_;
-  }
+  auto list = PublishedList();
   if (!list) return 0;
   Timestamp horizon = gc_horizon_->load();
   // The segments that waste the most work first.
@@ -429,19 +431,15 @@ Result<int> SegmentStore::CollectGarbage(int max_segments) {
     if (done >= max_segments || collect_canceled_) break;
     seg->counters().old_version_work = 0;
     seg->collected_at_horizon_ = horizon;
-    rocksdb::CompactRangeOptions o;
-    o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-    o.canceled = &collect_canceled_;
     MaybeFail("node.collect.before_compact");
-    rocksdb::Status st = db_->CompactRange(o, seg->cf(), nullptr, nullptr);
+    Status st = Compact(*seg, &collect_canceled_);
     MaybeFail("node.collect.after_compact");
     if (collect_canceled_) break;  // st is Incomplete: the versions stay for a later compaction
     if (!st.ok()) {
       std::lock_guard<std::mutex> l(mu_);
-      if (CheckLiveLocked(seg->meta().id, seg).ok()) return FromRocks(st, "collect garbage");
+      if (CheckLiveLocked(seg->meta().id, seg).ok()) return st;
       continue;  // dropped meanwhile (moved away, merged): nothing to collect
     }
-    seg->counters().bytes = ApproximateBytes(seg->cf());
     seg->counters().collections++;
     done++;
   }

@@ -326,6 +326,9 @@ class SegmentStore {
   // The newest committed version of row `pk` if it is live.
   Result<std::optional<std::string>> LatestRow(const Segment& seg, std::string_view pk) const;
   uint64_t ApproximateBytes(rocksdb::ColumnFamilyHandle* cf) const;
+  // Compacts all of `seg` into the bottom level (the GC filter drops what no snapshot sees)
+  // and refreshes its byte count; `canceled` (may be null) ends the compaction early.
+  Status Compact(Segment& seg, std::atomic<bool>* canceled);
   // Apply's ingesting path; false (nothing done, *written untouched) if the rows cannot go
   // that way (keys that do not sort as their versions do).
   Result<bool> ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops, const std::map<SegmentId, SegmentRef>& refs,
@@ -345,6 +348,7 @@ class SegmentStore {
   // List() reads a copy of the segment list published on every change, so heartbeats never
   // wait for mu_ (held across a split's or an import's final write).
   void PublishListLocked();  // REQUIRES mu_ held
+  std::shared_ptr<const std::vector<SegmentRef>> PublishedList() const;  // the copy, or null
   mutable std::mutex list_mu_;
   std::shared_ptr<const std::vector<SegmentRef>> list_;
   std::function<void()> before_split_write_;  // set_before_split_write_for_test
