@@ -7,7 +7,10 @@ namespace wattdb::rpc {
 NodeClient::NodeClient(NodeId id, std::string host, uint16_t port, NodeClientOptions opts)
     : id_(id), opts_(opts), host_(std::move(host)), port_(port) {}
 
-NodeClient::~NodeClient() { idle_.clear(); }
+NodeClient::~NodeClient() {
+  idle_.clear();
+  inline_idle_.clear();
+}
 
 NodeClient::Lease::Lease(NodeClient* owner, std::unique_ptr<net::Connection> c, uint64_t generation)
     : owner_(owner), conn_(std::move(c)), generation_(generation) {}

@@ -105,6 +105,8 @@ class NodeClient {
   }
 
  private:
+  // First: it outlives every connection made on it (destroying a socket touches its context).
+  net::asio::io_context io_;
   NodeId id_;
   NodeClientOptions opts_;
   std::mutex mu_;  // guards the fields below
@@ -123,7 +125,6 @@ class NodeClient {
   std::vector<std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>>> inline_idle_;
   // A socket pair for an in-process call (pooled, else new).
   Result<Lease> AcquireInline();
-  net::asio::io_context io_;
 };
 
 }  // namespace wattdb::rpc

@@ -188,5 +188,34 @@ TEST(NodeClient, InProcessRequestsRunOnTheCallersThread) {
   server.Stop();
 }
 
+// A client that held several in-process calls at once keeps their socket pairs; it closes them
+// when destroyed, before the I/O context they were made on (the master's shutdown after load).
+TEST(NodeClient, IdleInProcessPairsCloseBeforeTheClient) {
+  for (int round = 0; round < 20; round++) {
+    ClusterKey key = ClusterKey::FromBytes(std::string(net::kClusterKeyBytes, 'k'));
+    NodeClientOptions opts;
+    opts.key = &key;
+    auto c = std::make_unique<NodeClient>(1, "127.0.0.1", 1, opts);
+    c->SetInline([&](Connection& conn) {
+      auto m = conn.Receive();
+      if (!m.ok()) return false;
+      capnp::MallocMessageBuilder b;
+      b.initRoot<proto::Response>();
+      return conn.Send(b).ok();
+    });
+    std::vector<NodeClient::Pending> open;
+    for (uint64_t txn = 1; txn <= 8; txn++) {  // all held at once: 8 socket pairs
+      capnp::MallocMessageBuilder r;
+      r.initRoot<proto::Request>().setAbort(txn);
+      auto p = c->Start(r);
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      open.push_back(std::move(*p));
+    }
+    for (auto& p : open) ASSERT_TRUE(p.Finish().ok());
+    open.clear();  // the pairs go back to the client's pool
+    c.reset();
+  }
+}
+
 }  // namespace
 }  // namespace wattdb::rpc
