@@ -15,6 +15,11 @@
 //
 // Thread-compatible: one thread uses a Connection at a time. Close() may be called from
 // another thread to unblock a reader or writer at once.
+//
+// MemoryPair: two connected Connections without a socket, for a caller that serves its own
+// request on its own thread (the master's in-process node). Send hands the message to the
+// other end; Receive takes what the other end sent, and fails at once if it sent nothing (no
+// wait: nobody else could send it) or closed. Only messages (no raw or handshake frames).
 #pragma once
 
 #include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
@@ -24,7 +29,9 @@
 #include <capnp/serialize.h>
 
 #include <chrono>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/status.h"
@@ -65,6 +72,11 @@ Result<std::unique_ptr<ReceivedMessage>> DecodeMessage(kj::Array<capnp::word> wo
 // payloads; Connection::Send writes it from where it lies). Pads `*bytes` with zeros to whole
 // words; `*bytes` must stay unchanged until `msg` is sent. Copies if `*bytes` is misaligned.
 capnp::Orphan<capnp::Data> ReferenceBlob(capnp::MessageBuilder& msg, std::string* bytes);
+
+class Connection;
+// Two connected in-memory Connections (see above). `io` only makes their (never opened)
+// sockets; no I/O runs on it.
+std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MemoryPair(asio::io_context& io);
 
 class Connection {
  public:
@@ -110,9 +122,19 @@ class Connection {
 
   // Shuts the socket down; safe to call from any thread, more than once.
   void Close();
-  std::string peer() const { return stream_.peer(); }
+  std::string peer() const { return pipe_ ? "this process" : stream_.peer(); }
+  // A MemoryPair end: the other end runs in this thread.
+  bool InMemory() const { return pipe_ != nullptr; }
 
  private:
+  friend std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MemoryPair(asio::io_context& io);
+  // What two MemoryPair ends share: the messages each sent and the other has not read.
+  struct Pipe {
+    std::mutex mu;  // Close may come from another thread
+    std::deque<kj::Array<capnp::word>> sent[2];
+    bool closed = false;
+  };
+
   Status WriteFrame(uint8_t kind, const void* data, size_t n);
   // Reads the payload of a frame whose header was read, and checks its MAC.
   Status ReadPayload(const char* hdr, void* data, size_t n, Stream::Deadline deadline);
@@ -128,6 +150,8 @@ class Connection {
   int send_ms_ = kDefaultIoTimeoutMs;
   std::unique_ptr<FrameMac> send_mac_, recv_mac_;  // set by Authenticate
   uint64_t send_seq_ = 0, recv_seq_ = 0;
+  std::shared_ptr<Pipe> pipe_;  // a MemoryPair end: sends as side_, receives the other's
+  int side_ = 0;
 };
 
 }  // namespace wattdb::net

@@ -232,6 +232,43 @@ TEST(Connection, TamperedFrameIsRejected) {
 }
 
 // A frame's tag depends on the key, the sequence number, the header and every payload byte.
+// An in-memory pair carries messages both ways in order, never waits, and reports a missing
+// message or a closed end at once.
+TEST(Connection, MemoryPairCarriesMessagesWithoutWaiting) {
+  asio::io_context io;
+  auto [a, b] = MemoryPair(io);
+  EXPECT_TRUE(a->InMemory());
+  EXPECT_TRUE(b->LooksIdle());
+  for (std::string key : {"one", "two"}) {
+    capnp::MallocMessageBuilder m;
+    m.initRoot<wattdb::proto::Request>().initCreateSegment().setLo(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(key.data()), key.size()));
+    ASSERT_TRUE(a->Send(m).ok());
+  }
+  EXPECT_FALSE(b->LooksIdle());
+  EXPECT_TRUE(b->WaitReadable(1).ok());
+  EXPECT_TRUE(a->WaitReadable(1).IsTimedOut()) << "nothing was sent to a";
+  for (std::string key : {"one", "two"}) {
+    auto r = b->Receive();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto got = (*r)->Root<wattdb::proto::Request>().getCreateSegment().getLo();
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(got.begin()), got.size()), key);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto none = b->Receive();  // a receive timeout would be 30 s
+  EXPECT_FALSE(none.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(EchoOnce(*a, "x"), "(receive failed)") << "b never answered";
+  ASSERT_TRUE(b->Receive().ok());  // the message EchoOnce sent
+  EXPECT_FALSE(a->SendRaw("x", 1).ok());
+  b->Close();
+  EXPECT_FALSE(a->LooksIdle());
+  capnp::MallocMessageBuilder m;
+  m.initRoot<wattdb::proto::Request>().setAbort(1);
+  EXPECT_FALSE(a->Send(m).ok()) << "the other end closed";
+  EXPECT_FALSE(a->Receive().ok());
+}
+
 TEST(FrameMac, TagCoversKeySequenceHeaderAndPayload) {
   FrameMac a(std::string(kClusterKeyBytes, 'a')), a2(std::string(kClusterKeyBytes, 'a'));
   FrameMac b(std::string(kClusterKeyBytes, 'b'));

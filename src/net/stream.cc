@@ -218,20 +218,6 @@ int ListenLocal(const std::string& name) {
   return fd;
 }
 
-Result<std::pair<Socket, Socket>> SocketPair(asio::io_context& io) {
-  int fds[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-    return Status::IOError(fmt::format("socketpair: {}", strerror(errno)));
-  }
-  auto a = AdoptLocal(io, fds[0]);
-  if (!a.ok()) {
-    ::close(fds[1]);
-    return a.status();
-  }
-  ASSIGN_OR_RETURN(Socket b, AdoptLocal(io, fds[1]));
-  return std::make_pair(std::move(a).value(), std::move(b));
-}
-
 std::string LocalAlias(const std::string& host, uint16_t port) {
   return std::string(1, '\0') + fmt::format("wattdb-cluster-{}:{}", host, port);
 }

@@ -83,8 +83,6 @@ std::string LocalAlias(const std::string& host, uint16_t port);
 // A listening local socket named `name` (close-on-exec), or -1 with errno set.
 int ListenLocal(const std::string& name);
 
-// Two connected local sockets (a socket pair), both close-on-exec.
-Result<std::pair<Socket, Socket>> SocketPair(asio::io_context& io);
 
 // Connects to host:port (a numeric address) within `timeout_ms`; the socket is close-on-exec.
 // For a loopback host it first tries the port's local alias (a Unix-domain socket is about a

@@ -32,7 +32,8 @@ void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m);
 
 // The thread CPU clock when the request being served started, or its previous reply frame.
 extern thread_local uint64_t tl_cpu_mark;
-// Sends a Response stamped with the CPU spent on the request since the previous frame.
+// Sends a Response stamped with the CPU spent on the request since the previous frame (none
+// over an in-memory connection: the caller's own thread did the work).
 Status SendResponse(net::Connection& conn, capnp::MallocMessageBuilder& mb);
 // This process's random id, stamped on every reply: a master that sees it change knows the
 // node restarted (and may have lost commits it applied without syncing).

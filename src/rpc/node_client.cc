@@ -90,11 +90,9 @@ Result<NodeClient::Lease> NodeClient::Acquire() {
 
 namespace {
 
-// Requests that fit a socket buffer (the caller writes one before anyone reads it), of the
-// kinds whose one reply is small too and that the node answers from its own state.
-constexpr size_t kMaxInlineRequestBytes = 64 << 10;
+// Requests of the kinds whose one reply is small and that the node answers from its own
+// state.
 bool InlineKind(capnp::MessageBuilder& req) {
-  if (capnp::computeSerializedSizeInWords(req) * sizeof(capnp::word) > kMaxInlineRequestBytes) return false;
   switch (req.getRoot<proto::Request>().which()) {
     case proto::Request::PING:
     case proto::Request::PREPARE:
@@ -131,13 +129,7 @@ Result<NodeClient::Lease> NodeClient::AcquireInline() {
       inline_idle_.pop_back();
     }
   }
-  if (!pair.first) {
-    ASSIGN_OR_RETURN(auto sockets, net::SocketPair(io_));
-    pair = {std::make_unique<net::Connection>(std::move(sockets.first)),
-            std::make_unique<net::Connection>(std::move(sockets.second))};
-    pair.first->SetTimeouts(opts_.io_ms, opts_.io_ms);
-    pair.second->SetTimeouts(opts_.io_ms, opts_.io_ms);
-  }
+  if (!pair.first) pair = net::MemoryPair(io_);
   Lease lease(this, std::move(pair.first), 0);  // a pair outlives node restarts: no generation
   lease.server_ = std::move(pair.second);
   return lease;
@@ -153,8 +145,8 @@ Result<NodeClient::Pending> NodeClient::Start(capnp::MessageBuilder& req, int io
       return s.Prepend(fmt::format("node {}", id_));
     }
     if (delivered) *delivered = true;
-    // The reply waits in the pair's buffer for Finish. A handler that gives up on the
-    // connection may not have replied: shutting its end down makes Finish see that at once.
+    // The reply waits in the pair for Finish. A handler that gives up on the connection may
+    // not have replied: closing its end makes Finish fail at once.
     if (!inline_(*in_process.server_)) {
       in_process.server_->Close();
       in_process.Poison();

@@ -91,7 +91,8 @@ class NodeClient {
   // connection it is given, handles it and replies there (false: the connection must close).
   // Call and Start then run requests that get one small reply (prepare, key update, commit,
   // abort, rollback, outcome, sync, break wait, GC horizon) through `serve` on the caller's
-  // thread, over a socket pair nobody else waits on: no thread is woken. Every other request
+  // thread, over an in-memory pair (net::MemoryPair): no thread is woken, no system call
+  // made. Every other request
   // (scans, splits, pulls, listings) still goes to the node's data port. Set once, before use.
   using InlineServe = std::function<bool(net::Connection& server)>;
   void SetInline(InlineServe serve);
@@ -119,11 +120,11 @@ class NodeClient {
   };
   std::vector<Idle> idle_;
   std::set<net::Connection*> lent_;
-  // SetInline: the handler, and idle socket pairs (client end, server end).
+  // SetInline: the handler, and idle in-memory pairs (client end, server end).
   InlineServe inline_;                   // set once (under mu_), read once in_process_ says so
   std::atomic<bool> in_process_{false};  // inline_ is set
   std::vector<std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>>> inline_idle_;
-  // A socket pair for an in-process call (pooled, else new).
+  // An in-memory pair for an in-process call (pooled, else new).
   Result<Lease> AcquireInline();
 };
 
