@@ -166,7 +166,7 @@ void NodeServer::Serve(net::Socket& socket) {
 
 bool NodeServer::Handle(Connection& conn, net::ReceivedMessage& msg) {
   try {
-    tl_cpu_mark = ThreadCpuNanos();
+    if (!conn.InMemory()) tl_cpu_mark = ThreadCpuNanos();  // in process: the caller measures
     return Dispatch(conn, msg);
   } catch (const kj::Exception& e) {
     Log("node")->warn("malformed request peer={} err={}", conn.peer(), e.getDescription().cStr());

@@ -145,6 +145,10 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
       break;
     }
     if (have_last_ && user == last_key_) {  // an older version of a key already decided
+      if (narrow_ && hi_ <= PrefixSuccessor(last_key_)) {
+        done_ = true;
+        break;
+      }
       SkipOlderVersions();
       continue;
     }
@@ -634,7 +638,9 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::Scan(SegmentId id, std::st
   ASSIGN_OR_RETURN(auto sc, OpenScanner(id, lo, hi, 0, read_ts));
   sc->hi_ = hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(hi);
   sc->strip_ = 1;
-  sc->it_->Seek(RowUserKey(lo));
+  std::string start = RowUserKey(lo);
+  sc->narrow_ = sc->hi_ <= PrefixSuccessor(start);
+  sc->it_->Seek(start);
   return sc;
 }
 

@@ -150,6 +150,10 @@ class SegmentScanner {
   std::unique_ptr<rocksdb::Iterator> it_;
   std::unique_ptr<rocksdb::Iterator> rows_;  // index scans: fetches the rows of entries
   std::string hi_;    // user key bound (with its key-space prefix)
+  // Row scans whose range holds only keys that start with the low bound (a point lookup):
+  // once a key is decided, the scan ends if its successor reaches hi_, without stepping over
+  // the key's older versions (stored keys are prefix-free: no other key lies in between).
+  bool narrow_ = false;
   size_t strip_ = 0;  // user-key prefix length not returned to callers
   Timestamp read_ts_ = 0;
   Timestamp newest_ts_ = 0;

@@ -526,6 +526,40 @@ TEST_F(SegmentStoreTest, OldVersionsScansStepOverAreCollected) {
   EXPECT_EQ(store_->List()[0].collections, 2u);
 }
 
+// A point lookup (the range of one whole key) ends at the key's newest visible version: it
+// does not step over the older ones. A range of two keys still steps over them to the next.
+TEST_F(SegmentStoreTest, APointLookupStopsAtTheKeysVisibleVersion) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  ASSERT_TRUE(store_->Apply(5, {{1, K(3), VersionKind::kPut, R(3, "c")}}).ok());
+  for (int v = 1; v <= 40; v++) {
+    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+  }
+  SegmentCounters& c = (*store_->Get(1))->counters();
+  auto rows_in = [&](const std::string& lo, const std::string& hi, Timestamp ts) {
+    auto sc = store_->Scan(1, lo, hi, ts);
+    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+    std::vector<ScanRow> rows;
+    while (true) {
+      auto more = (*sc)->Next(10, &rows);
+      EXPECT_TRUE(more.ok());
+      if (!more.ok() || !*more) break;
+    }
+    std::vector<std::string> got;
+    for (auto& r : rows) {
+      std::vector<Value> v;
+      EXPECT_TRUE(DecodeRow(r.row, &v).ok());
+      got.push_back(v[1].as_text());
+    }
+    return got;
+  };
+  EXPECT_EQ(rows_in(K(2), PrefixSuccessor(K(2)), 400), std::vector<std::string>{"v40"});
+  EXPECT_EQ(c.old_version_work.load(), 0u);
+  EXPECT_EQ(rows_in(K(2), PrefixSuccessor(K(2)), 205), std::vector<std::string>{"v20"});
+  EXPECT_EQ(c.old_version_work.load(), 0u);
+  EXPECT_EQ(rows_in(K(2), PrefixSuccessor(K(3)), 400), (std::vector<std::string>{"v40", "c"}));
+  EXPECT_GT(c.old_version_work.load(), 0u);
+}
+
 // A memtable's shadowed versions below the horizon never reach a table file.
 TEST_F(SegmentStoreTest, AFlushDropsVersionsNoSnapshotCanSee) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
