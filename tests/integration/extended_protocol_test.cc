@@ -430,6 +430,36 @@ TEST(GenericPlans, PreparedSelectsReuseTheirPlanAndStayRight) {
   PQfinish(c);
 }
 
+// Prepared BEGIN, COMMIT and ROLLBACK run again and again keep what they say (parsed once):
+// the isolation level BEGIN names, and the outcome each ends with.
+TEST_F(ExtendedProtocol, PreparedTransactionControlKeepsItsMeaning) {
+  Prepare(conn_, "begin_rr", "BEGIN ISOLATION LEVEL REPEATABLE READ");
+  Prepare(conn_, "commit", "COMMIT");
+  Prepare(conn_, "rollback", "ROLLBACK");
+  Prepare(conn_, "count", "SELECT count(*) FROM t WHERE id >= 1000");
+  auto run = [&](const char* name) {
+    PGresult* r = PQexecPrepared(conn_, name, 0, nullptr, nullptr, nullptr, 0);
+    std::string tag = PQresultStatus(r) == PGRES_COMMAND_OK ? PQcmdStatus(r) : PQresultErrorMessage(r);
+    PQclear(r);
+    return tag;
+  };
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(run("begin_rr"), "BEGIN");
+    EXPECT_EQ(Value("SHOW transaction_isolation"), "repeatable read");
+    ASSERT_EQ(Value(fmt::format("INSERT INTO t (id, name) VALUES ({}, 'gone')", 1000 + i).c_str()), "");
+    ASSERT_EQ(run("rollback"), "ROLLBACK");
+    EXPECT_EQ(ExecPrepared(conn_, "count", {}), "0\n");
+  }
+  EXPECT_EQ(Value("SHOW transaction_isolation"), "read committed");
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(run("begin_rr"), "BEGIN");
+    ASSERT_EQ(Value(fmt::format("INSERT INTO t (id, name) VALUES ({}, 'kept')", 2000 + i).c_str()), "");
+    ASSERT_EQ(run("commit"), "COMMIT");
+    EXPECT_EQ(ExecPrepared(conn_, "count", {}), fmt::format("{}\n", i + 1));
+    EXPECT_EQ(Value("SHOW transaction_isolation"), "read committed");
+  }
+}
+
 }  // namespace
 }  // namespace wattdb::testing
 

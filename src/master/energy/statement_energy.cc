@@ -36,9 +36,14 @@ StatementEnergy StatementCpuScope::Finish(const EnergyRates& rates) const {
   StatementEnergy e;
   e.started_us = start_wall_us_;
   e.seconds = std::max(1e-6, static_cast<double>(Clock::Real().NowMicros() - start_steady_us_) / 1e6);
-  uint64_t now_ns = ThreadCpuNanos();
-  double thread_s = static_cast<double>(now_ns - start_thread_ns_) / 1e9;
-  if (carry_ && active_) *carry_ = CpuCarry{std::this_thread::get_id(), now_ns};
+  double thread_s = 0;
+  if (pass_on_ && active_) {
+    *carry_ = CpuCarry{std::this_thread::get_id(), start_thread_ns_};  // the next statement starts here
+  } else {
+    uint64_t now_ns = ThreadCpuNanos();
+    thread_s = static_cast<double>(now_ns - start_thread_ns_) / 1e9;
+    if (carry_ && active_) *carry_ = CpuCarry{std::this_thread::get_id(), now_ns};
+  }
   double process_s = std::max(thread_s, rates.master_cpu_rate * e.seconds);
   double stmt_cpu = thread_s, all_cpu = process_s;
   std::vector<const ComponentRate*> infra;

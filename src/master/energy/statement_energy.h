@@ -63,9 +63,13 @@ class StatementCpuScope {
   // The energy of the statement so far.
   StatementEnergy Finish(const PowerMonitor& monitor) const;
   StatementEnergy Finish(const EnergyRates& rates) const;
+  // For a statement of no work of its own (BEGIN): Finish books it no thread CPU and reads no
+  // clock; with a carry, what it spent goes to the session's next statement.
+  void PassOn() { pass_on_ = carry_ != nullptr; }
 
  private:
   bool active_ = false;
+  bool pass_on_ = false;
   CpuCarry* carry_;
   int64_t start_steady_us_, start_wall_us_;
   uint64_t start_thread_ns_;

@@ -46,5 +46,32 @@ TEST(StatementCpuScopeTest, AStatementsCpuStartsWhereItsSessionsPreviousOneEnded
   EXPECT_NE(carry.thread, std::this_thread::get_id());  // advanced by the other thread
 }
 
+// A statement that passes its CPU on (BEGIN) books none; the session's next statement gets it.
+TEST(StatementCpuScopeTest, AStatementThatPassesOnItsCpuLeavesItToTheNextOne) {
+  const EnergyRates rates;
+  CpuCarry carry;
+  {
+    StatementCpuScope first(&carry);
+    first.Finish(rates);
+  }
+  Burn(20);  // receiving the BEGIN
+  {
+    StatementCpuScope begin(&carry);
+    begin.PassOn();
+    Burn(10);
+    EXPECT_EQ(begin.Finish(rates).cpu_ms, 0);
+  }
+  {
+    StatementCpuScope next(&carry);
+    EXPECT_GE(next.Finish(rates).cpu_ms, 30);
+  }
+  {
+    StatementCpuScope uncarried;  // nothing to pass on to: it books its own
+    uncarried.PassOn();
+    Burn(10);
+    EXPECT_GE(uncarried.Finish(rates).cpu_ms, 10);
+  }
+}
+
 }  // namespace
 }  // namespace wattdb::master

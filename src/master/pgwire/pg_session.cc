@@ -719,7 +719,12 @@ Result<std::string> PgSession::RunPrepared(Prepared& p, const std::vector<Value>
   if (p.cached) {
     return WithStatementTimeout([&] { return executor_.ExecuteCached(*p.cached, params, sink, cancel_.get()); });
   }
+  if (p.txn) {
+    sql::Statement stmt = *p.txn;
+    return WithStatementTimeout([&] { return executor_.Execute(stmt, sink, cancel_.get()); });
+  }
   ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
+  if (stmts.size() == 1 && std::holds_alternative<sql::TxnStmt>(stmts[0])) p.txn = std::get<sql::TxnStmt>(stmts[0]);
   if (p.plannable && ++p.executions == 2) {
     // Once per statement (the unnamed one, parsed anew for each use, never gets here).
     ASSIGN_OR_RETURN(auto generic, sql::Parse(p.sql));

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ class PgSession {
     bool plannable = false;  // SELECT, INSERT, UPDATE, DELETE: may get a generic plan
     int executions = 0;
     std::unique_ptr<Executor::CachedPlan> cached;
+    std::optional<sql::TxnStmt> txn;  // BEGIN, COMMIT, ROLLBACK: parsed once
   };
   struct Portal {
     std::shared_ptr<Prepared> stmt;

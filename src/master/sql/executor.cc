@@ -159,6 +159,7 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   db_.set_read_snapshot(Snapshot());
   auto started = std::chrono::steady_clock::now();
   StatementCpuScope energy(&cpu_carry_);
+  if (is_txn_control && std::get<sql::TxnStmt>(stmt).kind == sql::TxnStmt::Kind::kBegin) energy.PassOn();
   energy_ = &energy;
   Transaction::Mark mark = txn_ ? txn_->mark() : Transaction::Mark{};
   auto r = body();
