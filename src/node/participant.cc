@@ -144,6 +144,8 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
   }
   std::vector<std::string_view> check_keys;  // per segment: keys whose committed version decides
   std::vector<uint8_t> check_insert;         // ... and whether an insert checks it
+  std::vector<std::optional<storage::LatestVersion>> check_seen;  // ... its version as seen
+  std::vector<std::string_view> read_keys;   // the check keys not seen: read here
   std::vector<storage::LatestVersion> latest;
 restart:
   auto existing = prepared_.find(txn);
@@ -171,6 +173,8 @@ restart:
     auto table = locks_.find(seg_id);
     check_keys.clear();
     check_insert.clear();
+    check_seen.clear();
+    read_keys.clear();
     for (size_t r = g, r_end; r < g_end; r = r_end) {  // the writes of one key
       const std::string& key = key_of(r).key;
       for (r_end = r + 1; r_end < g_end && key_of(r_end).key == key;) r_end++;
@@ -220,8 +224,10 @@ restart:
         own = existing->second.ops[held->op].kind == storage::VersionKind::kPut;
       }
       bool needs_committed = false, insert_checks = false;
+      const storage::SeenLatest* seen = nullptr;
       for (size_t i = r; i < r_end; i++) {
         const TxnWrite& w = writes[order[i]];
+        if (w.seen && w.seen->key == key && w.seen->Current(*seg)) seen = &*w.seen;
         if (own) {
           if (w.check == WriteCheck::kInsert && *own) {
             return Status::Sql("23505", "duplicate key value violates unique constraint");
@@ -235,11 +241,15 @@ restart:
       if (needs_committed) {
         check_keys.push_back(key);
         check_insert.push_back(insert_checks);
+        check_seen.push_back(seen ? std::optional<storage::LatestVersion>(seen->latest) : std::nullopt);
+        if (!seen) read_keys.push_back(key);
       }
     }
-    RETURN_NOT_OK(store_.LatestOf(seg_id, check_keys, &latest));
-    for (size_t i = 0; i < check_keys.size(); i++) {
-      const storage::LatestVersion& lv = latest[i];
+    // Keys whose newest version the writer's read saw, with no write to the segment since,
+    // need no second look.
+    RETURN_NOT_OK(store_.LatestOf(seg_id, read_keys, &latest));
+    for (size_t i = 0, next_read = 0; i < check_keys.size(); i++) {
+      const storage::LatestVersion& lv = check_seen[i] ? *check_seen[i] : latest[next_read++];
       if (check_insert[i] && lv.found && !lv.deleted) {
         return Status::Sql("23505", "duplicate key value violates unique constraint");
       }

@@ -44,6 +44,9 @@ enum class WriteCheck { kNone, kInsert, kUpdate, kLock };
 struct TxnWrite {
   storage::WriteOp op;
   WriteCheck check = WriteCheck::kNone;
+  // The key's newest committed version as the write's own read of the row met it: the
+  // check uses it instead of reading the key again if the segment is unchanged since.
+  std::optional<storage::SeenLatest> seen;
 };
 
 // A key a Prepare found changed since its snapshot, locked for the transaction so that it can

@@ -235,6 +235,48 @@ TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
   EXPECT_TRUE(p.Prepare(4, 20, {W(9, WriteCheck::kUpdate)}).ok());
 }
 
+// An update's own read of the row (a point scan) tells the prepare the key's newest version;
+// the prepare trusts it only while nothing was written to the segment since. A commit between
+// the read and the prepare is still a conflict; a write elsewhere is not.
+TEST_F(ParticipantTest, AnUpdatesOwnReadDecidesItsCheckUnlessTheSegmentChangedSince) {
+  ASSERT_TRUE(store_->CreateSegment({2, 1, "", ""}).ok());
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(7, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(1, 20).ok());
+  // What KeyWriteOf does: read the key at the snapshot, then prepare with what the read met.
+  auto read = [&](Timestamp snapshot) {
+    std::string key = W(7, WriteCheck::kNone).op.key;
+    auto scan = store_->Scan(1, key, PrefixSuccessor(key), snapshot);
+    EXPECT_TRUE(scan.ok());
+    std::vector<storage::ScanRow> rows;
+    EXPECT_TRUE((*scan)->Next(10, &rows).ok());
+    EXPECT_EQ(rows.size(), 1u);
+    EXPECT_TRUE((*scan)->first_seen().has_value());
+    return *(*scan)->first_seen();
+  };
+  auto update = [&](const storage::SeenLatest& seen) {
+    TxnWrite w = W(7, WriteCheck::kUpdate);
+    w.seen = seen;
+    return w;
+  };
+  storage::SeenLatest seen = read(25);
+  EXPECT_EQ(seen.latest.ts, 20u);
+  EXPECT_FALSE(seen.latest.deleted);
+  // A rival commits the row after the read: the check reads the key again and fails.
+  ASSERT_TRUE(p_->Prepare(2, 25, {W(7, WriteCheck::kUpdate)}).ok());
+  ASSERT_TRUE(p_->Commit(2, 30).ok());
+  EXPECT_EQ(p_->Prepare(3, 25, {update(seen)}).sqlstate(), "40001");
+  // A read after that commit sees it (even above its snapshot), and decides alone: a write
+  // to another segment does not stale it, and a made-up newer version is believed.
+  seen = read(25);
+  EXPECT_EQ(seen.latest.ts, 30u);
+  ASSERT_TRUE(p_->Prepare(4, 35, {TxnWrite{{2, "x", storage::VersionKind::kPut, "r"}, WriteCheck::kNone}}).ok());
+  ASSERT_TRUE(p_->Commit(4, 36).ok());
+  storage::SeenLatest fake = read(40);
+  fake.latest.ts = 50;
+  EXPECT_EQ(p_->Prepare(5, 40, {update(fake)}).sqlstate(), "40001") << "a current read decides the check";
+  EXPECT_TRUE(p_->Prepare(6, 40, {update(read(40))}).ok());
+}
+
 TEST_F(ParticipantTest, LaterWriterLosesConflicts) {
   ASSERT_TRUE(p_->Prepare(1, 10, {W(7, WriteCheck::kInsert)}).ok());
   // A concurrent prepared writer on the same key waits, and aborts when the wait runs out.

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,11 @@ class SegmentRows {
   // Like Next, handing each row to `fn` (views valid during the call); without pending writes
   // to merge, straight from the storage's buffers.
   Result<bool> Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn);
+  // Read from storage (not columnar): the newest committed version of the first key met
+  // (SegmentScanner::first_seen), pending writes not merged.
+  std::optional<storage::SeenLatest> first_seen() const {
+    return scanner_ ? scanner_->first_seen() : std::nullopt;
+  }
 
  private:
   SegmentRows() = default;

@@ -45,6 +45,7 @@ Result<std::optional<TxnWrite>> KeyWriteOf(storage::SegmentStore& store, Partici
   w.op.segment = sr.segment;
   w.op.key = std::move(key);
   w.check = WriteCheck::kUpdate;
+  w.seen = rows->first_seen();  // the prepare's conflict check may use it
   w.op.kind = u.getDelete() ? storage::VersionKind::kDelete : storage::VersionKind::kPut;
   if (!u.getDelete()) EncodeRow(row, &w.op.row);
   return std::optional<TxnWrite>(std::move(w));

@@ -38,6 +38,9 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
       refs.emplace(op.segment, it->second);
     }
   }
+  std::vector<Segment*> changing;
+  for (auto& [id, ref] : refs) changing.push_back(ref.get());
+  WriteWindow window(std::move(changing));
   std::map<SegmentId, std::pair<uint64_t, uint64_t>> written;  // segment -> (rows, bytes)
   auto count_written = [&] {
     for (auto& [id, rb] : written) {

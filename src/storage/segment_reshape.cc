@@ -181,7 +181,10 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
     if (still == segments_.end() || still->second != seg) {
       return Status::NotFound(fmt::format("segment {} was dropped during its split", id));
     }
-    RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "split write"));
+    {
+      WriteWindow window({seg.get()});
+      RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "split write"));
+    }
     created.keep = true;
     {
       std::lock_guard<std::mutex> ml(seg->mu_);

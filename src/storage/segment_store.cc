@@ -152,6 +152,15 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
       SkipOlderVersions();
       continue;
     }
+    if (record_first_) {  // a key's first entry met is its newest version
+      record_first_ = false;
+      if (it_->value().empty()) return Status::Corruption("stored value without a version kind");
+      first_seen_.emplace();
+      first_seen_->segment = seg_.get();
+      first_seen_->write_seq = write_seq_;
+      first_seen_->key.assign(user.substr(strip_));
+      first_seen_->latest = {true, VersionTs(sk), static_cast<VersionKind>(it_->value()[0]) == VersionKind::kDelete};
+    }
     if (VersionTs(sk) > read_ts_) {  // too new for this snapshot; an older version may follow
       SkipNewerVersions(user);
       continue;
@@ -622,7 +631,8 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id, 
     }
     sc->db_ = db_.get();
     sc->seg_ = std::move(seg);
-    sc->snap_ = db_->GetSnapshot();  // taken under mu_: consistent with the range check
+    sc->write_seq_ = sc->seg_->write_seq();  // before the view: a write after it changes it
+    sc->snap_ = db_->GetSnapshot();          // taken under mu_: consistent with the range check
   }
   rocksdb::ReadOptions ro;
   ro.snapshot = sc->snap_;
@@ -640,6 +650,7 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::Scan(SegmentId id, std::st
   sc->strip_ = 1;
   std::string start = RowUserKey(lo);
   sc->narrow_ = sc->hi_ <= PrefixSuccessor(start);
+  sc->record_first_ = true;
   sc->it_->Seek(start);
   return sc;
 }

@@ -80,9 +80,14 @@ class Segment {
   // 0 for a segment this process opened and has not changed since; a segment a split or an
   // import created here starts above 0.
   uint64_t data_version() const { return data_version_.load(std::memory_order_acquire); }
+  // Bumped as a write to the segment's rows begins (a commit, a split) and again once it is
+  // done: a value read before a scan's view was taken and unchanged later means that no row
+  // of the segment changed meanwhile.
+  uint64_t write_seq() const { return write_seq_.load(); }
 
  private:
   friend class SegmentStore;
+  friend class WriteWindow;
   void Changed();
   rocksdb::DB* db_;               // borrowed; the SegmentStore's DB outlives every Segment
   rocksdb::ColumnFamilyHandle* cf_;  // owned; destroyed with the Segment
@@ -90,9 +95,26 @@ class Segment {
   SegmentMeta meta_;
   SegmentCounters counters_;
   std::atomic<uint64_t> data_version_{0};
+  std::atomic<uint64_t> write_seq_{0};
   std::atomic<uint64_t> collected_at_horizon_{0};  // the GC horizon of the last CollectGarbage
 };
 using SegmentRef = std::shared_ptr<Segment>;
+
+// Brackets a write to segments' rows: bumps each one's write_seq() now and again when it ends.
+class WriteWindow {
+ public:
+  explicit WriteWindow(std::vector<Segment*> segments) : segments_(std::move(segments)) {
+    for (Segment* s : segments_) s->write_seq_.fetch_add(1);
+  }
+  ~WriteWindow() {
+    for (Segment* s : segments_) s->write_seq_.fetch_add(1);
+  }
+  WriteWindow(const WriteWindow&) = delete;
+  WriteWindow& operator=(const WriteWindow&) = delete;
+
+ private:
+  std::vector<Segment*> segments_;
+};
 
 // One write of a committed transaction.
 struct WriteOp {
@@ -107,6 +129,17 @@ struct LatestVersion {
   bool found = false;
   Timestamp ts = 0;
   bool deleted = false;
+};
+
+// The newest version of a key as a row scan met it, and the segment's write_seq() from
+// before the scan's view was taken: while the segment (the same object) still shows that
+// write_seq(), `latest` is what LatestOf would answer for `key`.
+struct SeenLatest {
+  const Segment* segment = nullptr;
+  uint64_t write_seq = 0;
+  std::string key;  // primary key
+  LatestVersion latest;
+  bool Current(const Segment& seg) const { return &seg == segment && seg.write_seq() == write_seq; }
 };
 
 // A visible row produced by a scan.
@@ -133,6 +166,9 @@ class SegmentScanner {
   // included: a reader at or above it sees the same rows.
   Timestamp newest_ts() const { return newest_ts_; }
   const Segment* segment() const { return seg_.get(); }
+  // Row scans: the newest version of the first key met (whatever the read timestamp), once
+  // the scan has met one.
+  const std::optional<SeenLatest>& first_seen() const { return first_seen_; }
 
  private:
   friend class SegmentStore;
@@ -154,6 +190,9 @@ class SegmentScanner {
   // once a key is decided, the scan ends if its successor reaches hi_, without stepping over
   // the key's older versions (stored keys are prefix-free: no other key lies in between).
   bool narrow_ = false;
+  bool record_first_ = false;  // row scans: fill first_seen_
+  uint64_t write_seq_ = 0;     // the segment's, before snap_ was taken
+  std::optional<SeenLatest> first_seen_;
   size_t strip_ = 0;  // user-key prefix length not returned to callers
   Timestamp read_ts_ = 0;
   Timestamp newest_ts_ = 0;
