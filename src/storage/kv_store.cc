@@ -5,6 +5,8 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include "storage/log_prefill_fs.h"
+
 namespace wattdb::storage {
 
 Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, rocksdb::Env* env) {
@@ -13,8 +15,8 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, rocksdb::
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", dir, ec.message()));
   rocksdb::Options o;
   o.create_if_missing = true;
-  o.recycle_log_file_num = kRecycledLogFiles;  // as SegmentStore's (synced commit decisions)
-  if (env) o.env = env;
+  // Synced commit decisions: the log is written over zeros, as SegmentStore's.
+  o.env = env ? env : LogPrefillEnv();
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
   if (!s.ok()) return Status::IOError(fmt::format("open {}: {}", dir, s.ToString()));

@@ -17,10 +17,6 @@ class Env;
 
 namespace wattdb::storage {
 
-// Write-ahead log files a database of ours (segments, metadata) keeps to reuse (RocksDB's
-// recycle_log_file_num): a synced write into a reused file need not update its inode.
-inline constexpr size_t kRecycledLogFiles = 4;
-
 class KvStore {
  public:
   // `env` (tests): the RocksDB environment to use instead of the default; it must outlive

@@ -13,6 +13,7 @@
 #include "common/bytes.h"
 #include "common/codec.h"
 #include "storage/kv_store.h"
+#include "storage/log_prefill_fs.h"
 #include "common/failpoint.h"
 #include "common/logging.h"
 #include "storage/segment_store_util.h"
@@ -97,13 +98,12 @@ Result<SegmentMeta> DecodeMeta(std::string_view in, int* format = nullptr) {
 
 rocksdb::Options BaseOptions(rocksdb::Env* env) {
   rocksdb::Options o;
-  if (env) o.env = env;
+  // A synced commit overwrites zeros already on disk: fdatasync need not write the log's
+  // inode too (log_prefill_fs.h; RocksDB's log recycling is off in point-in-time recovery).
+  o.env = env ? env : LogPrefillEnv();
   o.create_if_missing = true;
   o.create_missing_column_families = true;
   o.max_background_jobs = 2;
-  // Write-ahead log files are reused once their contents are flushed: a synced commit then
-  // overwrites blocks already allocated, and fdatasync need not write the file's inode too.
-  o.recycle_log_file_num = kRecycledLogFiles;
   return o;
 }
 

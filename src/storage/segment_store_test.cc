@@ -1,5 +1,6 @@
 #include "storage/segment_store.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -11,6 +12,7 @@
 
 #include "common/bytes.h"
 #include "common/codec.h"
+#include "storage/log_prefill_fs.h"
 
 namespace wattdb::storage {
 namespace {
@@ -574,6 +576,44 @@ TEST_F(SegmentStoreTest, AFlushDropsVersionsNoSnapshotCanSee) {
   EXPECT_EQ(c.old_version_work.load(), 5u);
   EXPECT_EQ(ScanAll(*store_, 1, 150), (V{{2, "v15"}}));
   EXPECT_TRUE(ScanAll(*store_, 1, 140).empty());
+}
+
+// The write-ahead log is written over zeros laid down ahead of it (LogPrefillFs): a store
+// that stops without closing (its files copied as they are) leaves a log ending in zeros,
+// and opening the copy recovers every synced commit; a clean close cuts the zeros off.
+TEST_F(SegmentStoreTest, ALogEndingInPrefilledZerosRecoversEverySyncedCommit) {
+  store_->set_sync_commits(true);
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  for (int i = 0; i < 200; i++) {
+    ASSERT_TRUE(store_->Apply(10 + i, {{1, K(i), VersionKind::kPut, R(i, fmt::format("v{}", i))}}).ok());
+  }
+  auto live_log = [](const fs::path& dir) {
+    std::vector<fs::path> logs;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".log") logs.push_back(e.path());
+    }
+    std::sort(logs.begin(), logs.end());
+    return logs.empty() ? fs::path() : logs.back();
+  };
+  fs::path log = live_log(root_ / "a");
+  ASSERT_FALSE(log.empty());
+  EXPECT_GE(fs::file_size(log), LogPrefillFs::kPrefillBytes) << "the log runs ahead of its contents";
+  fs::copy(root_ / "a", root_ / "crashed", fs::copy_options::recursive);
+  {
+    auto copy = SegmentStore::Open((root_ / "crashed").string());
+    ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+    auto rows = ScanAll(**copy, 1, 1000);
+    ASSERT_EQ(rows.size(), 200u);
+    EXPECT_EQ(rows[199], std::make_pair(int64_t{199}, std::string("v199")));
+    // It goes on writing where the recovered log ended.
+    ASSERT_TRUE((*copy)->Apply(500, {{1, K(1000), VersionKind::kPut, R(1000, "after")}}).ok());
+  }
+  auto reopened = SegmentStore::Open((root_ / "crashed").string());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_EQ(ScanAll(**reopened, 1, 1000).size(), 201u);
+  reopened->reset();
+  store_.reset();  // a clean close: the zeros are cut off
+  EXPECT_LT(fs::file_size(log), LogPrefillFs::kPrefillBytes);
 }
 
 TEST_F(SegmentStoreTest, ReopenKeepsSegmentsAndData) {
