@@ -17,6 +17,7 @@ Result<std::unique_ptr<KvStore>> KvStore::Open(const std::string& dir, rocksdb::
   o.create_if_missing = true;
   // Synced commit decisions: the log is written over zeros, as SegmentStore's.
   o.env = env ? env : LogPrefillEnv();
+  o.keep_log_file_num = kKeptInfoLogs;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
   if (!s.ok()) return Status::IOError(fmt::format("open {}: {}", dir, s.ToString()));

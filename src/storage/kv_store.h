@@ -17,6 +17,10 @@ class Env;
 
 namespace wattdb::storage {
 
+// RocksDB's informational logs (LOG, LOG.old.*) a database of ours keeps: one is started at
+// every open, and without a bound a node restarted often would keep a thousand.
+inline constexpr size_t kKeptInfoLogs = 10;
+
 class KvStore {
  public:
   // `env` (tests): the RocksDB environment to use instead of the default; it must outlive

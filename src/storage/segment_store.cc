@@ -104,6 +104,7 @@ rocksdb::Options BaseOptions(rocksdb::Env* env) {
   o.create_if_missing = true;
   o.create_missing_column_families = true;
   o.max_background_jobs = 2;
+  o.keep_log_file_num = kKeptInfoLogs;
   return o;
 }
 

@@ -12,6 +12,7 @@
 
 #include "common/bytes.h"
 #include "common/codec.h"
+#include "storage/kv_store.h"
 #include "storage/log_prefill_fs.h"
 
 namespace wattdb::storage {
@@ -614,6 +615,22 @@ TEST_F(SegmentStoreTest, ALogEndingInPrefilledZerosRecoversEverySyncedCommit) {
   reopened->reset();
   store_.reset();  // a clean close: the zeros are cut off
   EXPECT_LT(fs::file_size(log), LogPrefillFs::kPrefillBytes);
+}
+
+// Every open starts a new informational log; only the last few are kept.
+TEST_F(SegmentStoreTest, ReopeningKeepsOnlyTheLastInformationalLogs) {
+  store_.reset();
+  auto logs = [&] {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(root_ / "a")) n += e.path().filename().string().rfind("LOG", 0) == 0;
+    return n;
+  };
+  for (size_t i = 0; i < kKeptInfoLogs + 5; i++) {
+    auto s = SegmentStore::Open((root_ / "a").string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+  }
+  EXPECT_GE(logs(), 2u);
+  EXPECT_LE(logs(), kKeptInfoLogs);
 }
 
 TEST_F(SegmentStoreTest, ReopenKeepsSegmentsAndData) {
