@@ -375,6 +375,7 @@ void NodeServer::MasterLink() {
         segs[i].setRowsRead(list[i].rows_read);
         segs[i].setRowsWritten(list[i].rows_written);
         segs[i].setCollections(list[i].collections);
+        segs[i].setCachedReads(list[i].cached_reads);
       }
       Status hs;
       {

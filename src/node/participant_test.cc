@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
+#include "node/segment_rows.h"
 
 namespace wattdb::node {
 namespace {
@@ -275,6 +276,55 @@ TEST_F(ParticipantTest, AnUpdatesOwnReadDecidesItsCheckUnlessTheSegmentChangedSi
   fake.latest.ts = 50;
   EXPECT_EQ(p_->Prepare(5, 40, {update(fake)}).sqlstate(), "40001") << "a current read decides the check";
   EXPECT_TRUE(p_->Prepare(6, 40, {update(read(40))}).ok());
+}
+
+// Point lookups through SegmentRows take a written key's newest version from the segment's
+// NewestRows when it is visible at their read timestamp; older snapshots and a transaction's
+// own pending write read as before.
+TEST_F(ParticipantTest, PointLookupsReadTheNewestVersionFromTheSegmentsCache) {
+  auto read = [&](uint64_t txn, Timestamp ts) -> std::string {
+    ScanRequest r;
+    r.segment = 1;
+    r.lo = W(5, WriteCheck::kNone).op.key;
+    r.hi = PrefixSuccessor(r.lo);
+    r.read_ts = ts;
+    r.txn = txn;
+    auto rows = SegmentRows::Open(*store_, *p_, r);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    std::vector<storage::ScanRow> out;
+    std::string got = "none";
+    while (*(*rows)->Next(10, 1 << 20, &out)) {
+      for (auto& row : out) got = row.row == W(5, WriteCheck::kNone).op.row ? "v5" : "other:" + std::to_string(row.row.size());
+    }
+    return got;
+  };
+  storage::SegmentCounters& c = (*store_->Get(1))->counters();
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(1, 11).ok());
+  EXPECT_EQ(read(0, 20), "v5");
+  EXPECT_EQ(c.newest_hits.load(), 0u) << "a key of one version is not kept";
+  ASSERT_TRUE(p_->Prepare(9, 21, {W(5, WriteCheck::kUpdate)}).ok());  // the same row again
+  ASSERT_TRUE(p_->Commit(9, 22).ok());
+  EXPECT_EQ(read(0, 25), "v5");
+  EXPECT_EQ(c.newest_hits.load(), 0u) << "the first read goes to storage";
+  EXPECT_EQ(read(0, 25), "v5");
+  EXPECT_EQ(c.newest_hits.load(), 1u) << "the first read left the version";
+  EXPECT_EQ(read(0, 5), "none") << "a snapshot before the commits";
+  EXPECT_EQ(c.newest_hits.load(), 1u);
+  // The transaction's own pending write wins over the cache.
+  TxnWrite mine = W(5, WriteCheck::kUpdate);
+  EncodeRow({Value::Int64(5), Value::Int64(6)}, &mine.op.row);
+  ASSERT_TRUE(p_->Prepare(2, 25, {mine}).ok());
+  EXPECT_EQ(read(2, 25), "other:" + std::to_string(mine.op.row.size()));
+  EXPECT_EQ(read(0, 25), "v5");
+  p_->Abort(2);
+  // A deletion replaces the cached version: nothing to read above it, the row below it.
+  ASSERT_TRUE(p_->Prepare(3, 25, {W(5, WriteCheck::kUpdate, storage::VersionKind::kDelete)}).ok());
+  ASSERT_TRUE(p_->Commit(3, 30).ok());
+  uint64_t hits = c.newest_hits.load();
+  EXPECT_EQ(read(0, 40), "none");
+  EXPECT_EQ(c.newest_hits.load(), hits + 1);
+  EXPECT_EQ(read(0, 28), "v5");
 }
 
 TEST_F(ParticipantTest, LaterWriterLosesConflicts) {

@@ -100,6 +100,7 @@ bool NodeServer::OnListSegments(Connection& conn, net::ReceivedMessage& msg) {
     l[i].setRowsRead(list[i].rows_read);
     l[i].setRowsWritten(list[i].rows_written);
     l[i].setCollections(list[i].collections);
+    l[i].setCachedReads(list[i].cached_reads);
   }
   return SendResponse(conn, mb).ok();
 }

@@ -49,19 +49,19 @@ class SegmentRows {
   // Like Next, handing each row to `fn` (views valid during the call); without pending writes
   // to merge, straight from the storage's buffers.
   Result<bool> Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn);
-  // Read from storage (not columnar): the newest committed version of the first key met
-  // (SegmentScanner::first_seen), pending writes not merged.
-  std::optional<storage::SeenLatest> first_seen() const {
-    return scanner_ ? scanner_->first_seen() : std::nullopt;
-  }
+  // Read from storage or the segment's NewestRows (not columnar): the newest committed
+  // version of the first key met (SegmentScanner::first_seen), pending writes not merged.
+  std::optional<storage::SeenLatest> first_seen() const { return scanner_ ? scanner_->first_seen() : seen_; }
 
  private:
   SegmentRows() = default;
   bool Hidden(const storage::ScanRow& r) const;
   void EmitPendingBefore(const std::string* key, std::vector<storage::ScanRow>* out);
 
-  std::unique_ptr<storage::SegmentScanner> scanner_;
-  storage::SegmentRef seg_;                    // columnar: the segment read
+  std::unique_ptr<storage::SegmentScanner> scanner_;  // null: columnar, or a cached point lookup
+  storage::SegmentRef seg_;                    // columnar or cached: the segment read
+  std::optional<storage::ScanRow> cached_;     // cached: the row, until read
+  std::optional<storage::SeenLatest> seen_;    // cached: its key's newest version
   std::shared_ptr<const SegmentImage> image_;  // columnar: its image, rows [pos_, end_)
   size_t pos_ = 0, end_ = 0;
   std::vector<uint32_t> sel_;

@@ -59,6 +59,7 @@ struct SegmentStats {
   rowsRead @2 :UInt64;
   rowsWritten @3 :UInt64;
   collections @4 :UInt64;      # garbage collections of old versions (CollectGarbage)
+  cachedReads @5 :UInt64;      # point reads answered from the newest-version cache
 }
 
 struct SegmentPlace {                # where an offloaded plan's Exchange reads a segment

@@ -53,6 +53,7 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
       std::none_of(refs.begin(), refs.end(), [](const auto& r) { return !r.second->meta().indexes.empty(); })) {
     ASSIGN_OR_RETURN(bool ingested, ApplyByIngesting(ts, ops, refs, txn, &written));
     if (ingested) {
+      for (auto& [id, ref] : refs) ref->newest().Clear();
       count_written();
       ingested_commits_++;
       return Status::OK();
@@ -101,6 +102,11 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   rocksdb::WriteOptions wo;
   wo.sync = sync_commits_ && (sync || !prepared_txn);
   RETURN_NOT_OK(FromRocks(db_->Write(wo, &b), "apply writes"));
+  // Inside the write window: a reader that waited for this commit finds its versions.
+  for (const auto& op : ops) {
+    bool del = op.kind == VersionKind::kDelete;
+    refs.at(op.segment)->newest().Update(op.key, NewestRow{ts, del, del ? std::string() : op.row});
+  }
   count_written();
   return Status::OK();
 }

@@ -184,6 +184,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
     {
       WriteWindow window({seg.get()});
       RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "split write"));
+      seg->newest().Clear();  // its keys above the split key are gone
     }
     created.keep = true;
     {

@@ -124,6 +124,14 @@ Segment::~Segment() { db_->DestroyColumnFamilyHandle(cf_); }
 void Segment::Changed() { data_version_.fetch_add(1, std::memory_order_acq_rel); }
 
 SegmentScanner::~SegmentScanner() {
+  // A point lookup of a key that is written often (it has older versions) leaves what it
+  // learned for the next one, if nothing was written to the segment since its view was
+  // taken (nor being written then).
+  if (narrow_ && several_versions_ && quiet_ && first_seen_ && !first_value_.empty()) {
+    NewestRow r{first_seen_->latest.ts, first_seen_->latest.deleted,
+                first_seen_->latest.deleted ? std::string() : first_value_.substr(1)};
+    seg_->newest().PutIf(first_seen_->key, std::move(r), [&] { return seg_->write_seq() == write_seq_; });
+  }
   it_.reset();
   rows_.reset();
   if (snap_) db_->ReleaseSnapshot(snap_);
@@ -147,6 +155,7 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
     }
     if (have_last_ && user == last_key_) {  // an older version of a key already decided
       if (narrow_ && hi_ <= PrefixSuccessor(last_key_)) {
+        several_versions_ = true;
         done_ = true;
         break;
       }
@@ -161,6 +170,7 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
       first_seen_->write_seq = write_seq_;
       first_seen_->key.assign(user.substr(strip_));
       first_seen_->latest = {true, VersionTs(sk), static_cast<VersionKind>(it_->value()[0]) == VersionKind::kDelete};
+      if (narrow_) first_value_.assign(it_->value().data(), it_->value().size());
     }
     if (VersionTs(sk) > read_ts_) {  // too new for this snapshot; an older version may follow
       SkipNewerVersions(user);
@@ -398,7 +408,8 @@ std::vector<SegmentInfo> SegmentStore::List() const {
   if (!list) return out;
   for (const auto& s : *list) {
     out.push_back(SegmentInfo{s->meta(), s->counters().bytes.load(), s->counters().rows_read.load(),
-                              s->counters().rows_written.load(), s->counters().collections.load()});
+                              s->counters().rows_written.load(), s->counters().collections.load(),
+                              s->counters().newest_hits.load()});
   }
   return out;
 }
@@ -632,7 +643,7 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id, 
     }
     sc->db_ = db_.get();
     sc->seg_ = std::move(seg);
-    sc->write_seq_ = sc->seg_->write_seq();  // before the view: a write after it changes it
+    sc->write_seq_ = sc->seg_->QuietWriteSeq(&sc->quiet_);  // before the view: a write after it changes it
     sc->snap_ = db_->GetSnapshot();          // taken under mu_: consistent with the range check
   }
   rocksdb::ReadOptions ro;

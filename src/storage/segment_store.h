@@ -25,6 +25,7 @@
 #include "common/schema.h"
 #include "common/status.h"
 #include "storage/mvcc.h"
+#include "storage/newest_rows.h"
 
 namespace rocksdb {
 class CompactionFilterFactory;
@@ -59,6 +60,7 @@ struct SegmentCounters {
   // the last garbage collection (a step 1, a seek kSeekWork): what collecting would save.
   std::atomic<uint64_t> old_version_work{0};
   std::atomic<uint64_t> collections{0};  // garbage collections of the segment (CollectGarbage)
+  std::atomic<uint64_t> newest_hits{0};  // point lookups answered from newest() (no storage read)
 };
 
 class Segment {
@@ -84,6 +86,16 @@ class Segment {
   // done: a value read before a scan's view was taken and unchanged later means that no row
   // of the segment changed meanwhile.
   uint64_t write_seq() const { return write_seq_.load(); }
+  // write_seq(), and whether no write was in flight on the segment as it was read.
+  uint64_t QuietWriteSeq(bool* quiet) const {
+    uint64_t before = write_seq_.load();
+    bool idle = writes_in_flight_.load() == 0;
+    uint64_t after = write_seq_.load();
+    *quiet = idle && before == after;
+    return before;
+  }
+  // The newest versions of keys point reads met and commits wrote (newest_rows.h).
+  NewestRows& newest() { return newest_; }
 
  private:
   friend class SegmentStore;
@@ -96,6 +108,8 @@ class Segment {
   SegmentCounters counters_;
   std::atomic<uint64_t> data_version_{0};
   std::atomic<uint64_t> write_seq_{0};
+  std::atomic<uint64_t> writes_in_flight_{0};
+  NewestRows newest_;
   std::atomic<uint64_t> collected_at_horizon_{0};  // the GC horizon of the last CollectGarbage
 };
 using SegmentRef = std::shared_ptr<Segment>;
@@ -104,10 +118,16 @@ using SegmentRef = std::shared_ptr<Segment>;
 class WriteWindow {
  public:
   explicit WriteWindow(std::vector<Segment*> segments) : segments_(std::move(segments)) {
-    for (Segment* s : segments_) s->write_seq_.fetch_add(1);
+    for (Segment* s : segments_) {
+      s->writes_in_flight_.fetch_add(1);
+      s->write_seq_.fetch_add(1);
+    }
   }
   ~WriteWindow() {
-    for (Segment* s : segments_) s->write_seq_.fetch_add(1);
+    for (Segment* s : segments_) {
+      s->write_seq_.fetch_add(1);
+      s->writes_in_flight_.fetch_sub(1);
+    }
   }
   WriteWindow(const WriteWindow&) = delete;
   WriteWindow& operator=(const WriteWindow&) = delete;
@@ -192,7 +212,11 @@ class SegmentScanner {
   bool narrow_ = false;
   bool record_first_ = false;  // row scans: fill first_seen_
   uint64_t write_seq_ = 0;     // the segment's, before snap_ was taken
+  bool quiet_ = false;         // no write was in flight then
+  bool several_versions_ = false;  // narrow scans: the key has versions older than its newest
   std::optional<SeenLatest> first_seen_;
+  std::string first_value_;    // narrow scans: the first key's newest version, offered to
+                               // the segment's NewestRows when the scanner is destroyed
   size_t strip_ = 0;  // user-key prefix length not returned to callers
   Timestamp read_ts_ = 0;
   Timestamp newest_ts_ = 0;
@@ -224,6 +248,7 @@ struct SegmentInfo {
   uint64_t rows_read = 0;
   uint64_t rows_written = 0;
   uint64_t collections = 0;
+  uint64_t cached_reads = 0;  // SegmentCounters::newest_hits
 };
 
 class SegmentStore {

@@ -633,6 +633,63 @@ TEST_F(SegmentStoreTest, ReopeningKeepsOnlyTheLastInformationalLogs) {
   EXPECT_LE(logs(), kKeptInfoLogs);
 }
 
+// A segment's NewestRows: a point scan of a key with several versions offers the newest
+// one, unless the segment was written meanwhile; keys of one version stay out; commits
+// replace the versions it holds (and add none); a split clears it.
+TEST_F(SegmentStoreTest, NewestRowsFollowCommitsPointScansAndSplits) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  SegmentRef seg = *store_->Get(1);
+  ASSERT_TRUE(store_->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "a")}, {1, K(2), VersionKind::kPut, R(2, "b")},
+                                 {1, K(5), VersionKind::kPut, R(5, "once")}}).ok());
+  ASSERT_TRUE(store_->Apply(12, {{1, K(1), VersionKind::kPut, R(1, "a2")}, {1, K(2), VersionKind::kPut, R(2, "b2")}}).ok());
+  EXPECT_EQ(seg->newest().size(), 0u) << "no point read asked for them";
+  auto point = [&](int64_t k, Timestamp ts) {
+    auto sc = store_->Scan(1, K(k), PrefixSuccessor(K(k)), ts);
+    EXPECT_TRUE(sc.ok());
+    std::vector<ScanRow> rows;
+    EXPECT_TRUE((*sc)->Next(10, &rows).ok());
+    return std::move(sc).value();
+  };
+  point(5, 15).reset();
+  EXPECT_EQ(seg->newest().size(), 0u) << "a key of one version stays out";
+  point(1, 15).reset();
+  auto newest = seg->newest().Get(K(1));
+  ASSERT_TRUE(newest.has_value());
+  EXPECT_EQ(newest->ts, 12u);
+  EXPECT_FALSE(newest->deleted);
+  EXPECT_EQ(newest->row, R(1, "a2"));
+  ASSERT_TRUE(store_->Apply(20, {{1, K(1), VersionKind::kDelete, ""}}).ok());
+  EXPECT_TRUE(seg->newest().Get(K(1))->deleted);
+  EXPECT_EQ(seg->newest().Get(K(1))->ts, 20u);
+  EXPECT_FALSE(seg->newest().Get(K(2)).has_value()) << "commits add no key";
+
+  seg->newest().Clear();
+  point(2, 15).reset();
+  ASSERT_TRUE(seg->newest().Get(K(2)).has_value());
+  EXPECT_EQ(seg->newest().Get(K(2))->row, R(2, "b2"));
+  point(1, 15).reset();  // sees version 12; the newest is the deletion at 20
+  ASSERT_TRUE(seg->newest().Get(K(1)).has_value());
+  EXPECT_TRUE(seg->newest().Get(K(1))->deleted);
+  // A scan whose segment was written after its view was taken offers nothing.
+  seg->newest().Clear();
+  auto stale = point(2, 15);
+  ASSERT_TRUE(store_->Apply(30, {{1, K(3), VersionKind::kPut, R(3, "c")}}).ok());
+  stale.reset();
+  EXPECT_FALSE(seg->newest().Get(K(2)).has_value());
+  // Range scans offer nothing.
+  {
+    auto sc = store_->Scan(1, K(1), K(4), 40);
+    std::vector<ScanRow> rows;
+    ASSERT_TRUE((*sc)->Next(10, &rows).ok());
+  }
+  EXPECT_EQ(seg->newest().size(), 0u);
+  // A split clears the segment it shrinks.
+  point(2, 60).reset();
+  EXPECT_GT(seg->newest().size(), 0u);
+  ASSERT_TRUE(store_->Split(1, 2).ok());
+  EXPECT_EQ(seg->newest().size(), 0u);
+}
+
 TEST_F(SegmentStoreTest, ReopenKeepsSegmentsAndData) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", K(50)}).ok());
   ASSERT_TRUE(store_->CreateSegment({2, 7, K(50), ""}).ok());

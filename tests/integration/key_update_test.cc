@@ -135,5 +135,38 @@ TEST(KeyUpdates, ConcurrentUpdatesFollowTheIsolationLevel) {
   EXPECT_EQ(a->Scalar("SELECT v FROM k WHERE id = 2"), "22");
 }
 
+// A hot row's reads come from its segment's newest-version cache (wattdb_segments.cached_reads)
+// and always show the last committed update, from two sessions, in and out of blocks, while
+// the row is updated, deleted and inserted again.
+TEST(KeyUpdates, AHotRowsReadsSeeEveryCommittedUpdate) {
+  MiniCluster cluster(MiniClusterOptions{1, 64 << 10, 300});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto a = cluster.Connect();
+  auto b = cluster.Connect();
+  ASSERT_EQ(a->Exec("CREATE TABLE h (id INT PRIMARY KEY, v INT)"), "");
+  ASSERT_EQ(a->Exec("INSERT INTO h VALUES (1, 0), (2, 100)"), "");
+  for (int i = 1; i <= 60; i++) {
+    auto& writer = i % 2 ? a : b;
+    auto& reader = i % 2 ? b : a;
+    ASSERT_EQ(writer->Exec("UPDATE h SET v = v + 1 WHERE id = 1"), "");
+    ASSERT_EQ(reader->Scalar("SELECT v FROM h WHERE id = 1"), std::to_string(i)) << "after update " << i;
+    if (i % 10 == 0) {  // a block: its own write first, then the committed one
+      ASSERT_EQ(reader->Exec("BEGIN"), "");
+      ASSERT_EQ(reader->Exec("UPDATE h SET v = v + 1000 WHERE id = 1"), "");
+      ASSERT_EQ(reader->Scalar("SELECT v FROM h WHERE id = 1"), std::to_string(i + 1000));
+      ASSERT_EQ(writer->Scalar("SELECT v FROM h WHERE id = 1"), std::to_string(i));
+      ASSERT_EQ(reader->Exec("ROLLBACK"), "");
+      ASSERT_EQ(writer->Scalar("SELECT v FROM h WHERE id = 1"), std::to_string(i));
+    }
+  }
+  ASSERT_EQ(a->Exec("DELETE FROM h WHERE id = 1"), "");
+  EXPECT_EQ(b->Scalar("SELECT count(*) FROM h WHERE id = 1"), "0");
+  ASSERT_EQ(b->Exec("INSERT INTO h VALUES (1, -5)"), "");
+  EXPECT_EQ(a->Scalar("SELECT v FROM h WHERE id = 1"), "-5");
+  EXPECT_EQ(a->Scalar("SELECT v FROM h WHERE id = 2"), "100");
+  EXPECT_TRUE(cluster.WaitFor("SELECT sum(cached_reads) > 0 FROM wattdb_segments WHERE table_name = 'h'", "t", 10000))
+      << a->Scalar("SELECT sum(cached_reads) FROM wattdb_segments WHERE table_name = 'h'");
+}
+
 }  // namespace
 }  // namespace wattdb::testing

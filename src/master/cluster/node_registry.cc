@@ -143,7 +143,7 @@ void NodeRegistry::Serve(net::Socket& socket) {
       n.segments.clear();
       for (auto s : hb.getSegments()) {
         n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(), s.getRowsWritten(),
-                                s.getCollections()});
+                                s.getCollections(), s.getCachedReads()});
       }
     }
   } catch (const kj::Exception& e) {

@@ -23,6 +23,7 @@ struct SegmentTelemetry {
   SegmentId id = 0;
   uint64_t bytes = 0, rows_read = 0, rows_written = 0;
   uint64_t collections = 0;  // garbage collections of old versions
+  uint64_t cached_reads = 0;  // point reads answered from the newest-version cache
 };
 
 struct NodeInfo {

@@ -340,7 +340,7 @@ Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c) {
                        for (auto s : resp.getSegments()) {
                          out.push_back({s.getMeta().getId(), s.getMeta().getTable(), Str(s.getMeta().getLo()),
                                         Str(s.getMeta().getHi()), s.getBytes(), s.getRowsRead(),
-                                        s.getRowsWritten(), s.getCollections()});
+                                        s.getRowsWritten(), s.getCollections(), s.getCachedReads()});
                        }
                        return Status::OK();
                      }));

@@ -44,6 +44,7 @@ struct RemoteSegment {
   std::string lo, hi;
   uint64_t bytes = 0, rows_read = 0, rows_written = 0;
   uint64_t collections = 0;
+  uint64_t cached_reads = 0;
 };
 
 Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::string& lo,

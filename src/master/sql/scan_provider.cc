@@ -202,7 +202,8 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"bytes", TypeId::kInt64},
                               {"rows_read", TypeId::kInt64},
                               {"rows_written", TypeId::kInt64},
-                              {"collections", TypeId::kInt64}}));
+                              {"collections", TypeId::kInt64},
+                              {"cached_reads", TypeId::kInt64}}));
   catalog.AddSystemView(View(kTablesView, "wattdb_tables",
                              {{"table_name", TypeId::kText},
                               {"columns", TypeId::kText},
@@ -328,7 +329,8 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
                       tel ? Value::Int64(static_cast<int64_t>(tel->bytes)) : Value(),
                       tel ? Value::Int64(static_cast<int64_t>(tel->rows_read)) : Value(),
                       tel ? Value::Int64(static_cast<int64_t>(tel->rows_written)) : Value(),
-                      tel ? Value::Int64(static_cast<int64_t>(tel->collections)) : Value()});
+                      tel ? Value::Int64(static_cast<int64_t>(tel->collections)) : Value(),
+                      tel ? Value::Int64(static_cast<int64_t>(tel->cached_reads)) : Value()});
     }
   } else if (scan.table == kPartitionsView) {
     std::map<std::pair<std::string, NodeId>, std::pair<int64_t, int64_t>> parts;

@@ -1,0 +1,60 @@
+#include "storage/newest_rows.h"
+
+namespace wattdb::storage {
+
+std::atomic<size_t> NewestRows::total_bytes_{0};
+
+std::optional<NewestRow> NewestRows::Get(std::string_view key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = rows_.find(std::string(key));
+  if (it == rows_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool NewestRows::PutIf(const std::string& key, NewestRow r, const std::function<bool()>& still_valid) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (still_valid && !still_valid()) return false;
+  size_t cost = Cost(key, r);
+  auto it = rows_.find(key);
+  if (it != rows_.end()) {
+    size_t old = Cost(key, it->second);
+    bytes_ -= old;
+    total_bytes_ -= old;
+    rows_.erase(it);
+  }
+  if (total_bytes_.load() + cost > kBudgetBytes) ClearLocked();
+  if (total_bytes_.load() + cost > kBudgetBytes) return false;  // the other segments hold it
+  bytes_ += cost;
+  total_bytes_ += cost;
+  rows_.emplace(key, std::move(r));
+  return true;
+}
+
+void NewestRows::Update(const std::string& key, NewestRow r) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = rows_.find(key);
+  if (it == rows_.end()) return;
+  size_t old = Cost(key, it->second), cost = Cost(key, r);
+  it->second = std::move(r);
+  bytes_ = bytes_ - old + cost;
+  total_bytes_ += cost;
+  total_bytes_ -= old;
+}
+
+void NewestRows::Clear() {
+  std::lock_guard<std::mutex> l(mu_);
+  ClearLocked();
+}
+
+void NewestRows::ClearLocked() {
+  total_bytes_ -= bytes_;
+  bytes_ = 0;
+  rows_.clear();
+}
+
+size_t NewestRows::size() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return rows_.size();
+}
+
+}  // namespace wattdb::storage
