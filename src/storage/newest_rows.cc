@@ -5,6 +5,7 @@ namespace wattdb::storage {
 std::atomic<size_t> NewestRows::total_bytes_{0};
 
 std::optional<NewestRow> NewestRows::Get(std::string_view key) const {
+  if (entries_.load(std::memory_order_acquire) == 0) return std::nullopt;  // a miss is always safe
   std::lock_guard<std::mutex> l(mu_);
   auto it = rows_.find(std::string(key));
   if (it == rows_.end()) return std::nullopt;
@@ -21,12 +22,14 @@ bool NewestRows::PutIf(const std::string& key, NewestRow r, const std::function<
     bytes_ -= old;
     total_bytes_ -= old;
     rows_.erase(it);
+    entries_.store(rows_.size(), std::memory_order_release);
   }
   if (total_bytes_.load() + cost > kBudgetBytes) ClearLocked();
   if (total_bytes_.load() + cost > kBudgetBytes) return false;  // the other segments hold it
   bytes_ += cost;
   total_bytes_ += cost;
   rows_.emplace(key, std::move(r));
+  entries_.store(rows_.size(), std::memory_order_release);
   return true;
 }
 
@@ -50,6 +53,7 @@ void NewestRows::ClearLocked() {
   total_bytes_ -= bytes_;
   bytes_ = 0;
   rows_.clear();
+  entries_.store(0, std::memory_order_release);
 }
 
 size_t NewestRows::size() const {

@@ -63,6 +63,7 @@ class NewestRows {
   mutable std::mutex mu_;
   std::unordered_map<std::string, NewestRow> rows_;
   size_t bytes_ = 0;
+  std::atomic<size_t> entries_{0};  // rows_.size(): a lookup in an empty cache takes no lock
 };
 
 }  // namespace wattdb::storage
