@@ -1,7 +1,8 @@
 // A crash at every step of a move and of a split, on the master, the source and the target,
-// and a crash or freeze of a node rewriting a segment to drop old versions (failpoints,
-// common/failpoint.h): afterwards every acknowledged write is there once, each segment has one
-// owner, and the table can be written, moved and split again.
+// a crash or freeze of a node rewriting a segment to drop old versions, and a crash or freeze
+// in the middle of a hot row's update (failpoints, common/failpoint.h): afterwards every
+// acknowledged write is there once, each segment has one owner, and the table can be written,
+// moved and split again.
 #include <signal.h>
 
 #include <cctype>
@@ -226,6 +227,82 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, CollectCrash,
                                            "node.collect.after_compact",         // rewritten, not counted
                                            "node.collect.before_compact stop"),  // frozen before the rewrite
                          TestName);
+
+// A hot row updated by key and read back after each update: its reads come from the
+// segment's newest-version cache and its updates check their conflicts against their own read
+// (storage/newest_rows.h, SeenLatest); commits go to logs written over zeros
+// (storage/log_prefill_fs.h). Then one more update dies or freezes on the node (a process of
+// its own, or in the master: the master dies with it) after its prepare (not committed: it
+// must vanish) or after its commit was applied and synced, before the answer (it must stay).
+// Reads by key and by range agree with every acknowledged update, and updates go on.
+struct HotRowCase {
+  const char* failpoint;
+  bool hosted;  // the node lives in the master process
+};
+
+class HotRowCrash : public ::testing::TestWithParam<HotRowCase> {};
+
+TEST_P(HotRowCrash, NothingAcknowledgedIsLost) {
+  const HotRowCase hc = GetParam();
+  const std::string fp = hc.failpoint;
+  const bool freeze = fp.ends_with(" stop"), committed = fp.starts_with("node.after_commit_applied");
+  MiniClusterOptions o{1, 1 << 20, 200, /*balance=*/false};
+  if (hc.hosted) o.hosted_node = 1;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE h (id INT PRIMARY KEY, v BIGINT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO h SELECT i, 0 FROM generate_series(1, 100) i"), "");
+  int acked = 0;
+  for (; acked < 30; acked++) {
+    std::string msg;
+    ASSERT_EQ(c->Exec("UPDATE h SET v = v + 1 WHERE id = 7", nullptr, &msg), "") << msg;
+    ASSERT_EQ(c->Scalar("SELECT v FROM h WHERE id = 7"), std::to_string(acked + 1));
+  }
+  cluster.ArmFailpoint(fp);
+  std::string msg;
+  auto t0 = std::chrono::steady_clock::now();
+  std::string st = c->Exec("UPDATE h SET v = v + 1 WHERE id = 7", nullptr, &msg);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << st << " " << msg;
+  EXPECT_FALSE(std::filesystem::exists(cluster.dir() + "/failpoints")) << "failpoint " << fp << " did not fire";
+  if (freeze) {
+    pid_t pid = cluster.NodePid(1);
+    if (pid > 0) kill(pid, SIGCONT);
+  } else {
+    std::string died = AwaitCrashAndRecover(cluster, 1);
+    ASSERT_EQ(died, hc.hosted ? "master" : "node") << "failpoint " << fp << "; logs in " << cluster.dir();
+  }
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000))
+      << "logs in " << cluster.dir();
+  c = cluster.Connect();
+  ASSERT_EQ(ExecSettled(*c, "SELECT 1", &msg), "") << msg;
+  const std::string want = std::to_string(acked + (committed ? 1 : 0));
+  EXPECT_TRUE(cluster.WaitFor("SELECT v FROM h WHERE id = 7", want, 30000))
+      << "by key " << c->Scalar("SELECT v FROM h WHERE id = 7") << " want " << want << " (update said " << st
+      << "); logs in " << cluster.dir();
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM h"), want) << "by range";
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM h"), "100");
+  for (int i = 1; i <= 5; i++) {
+    ASSERT_EQ(ExecSettled(*c, "UPDATE h SET v = v + 1 WHERE id = 7", &msg), "") << msg;
+    std::string now = std::to_string(std::stoi(want) + i);
+    EXPECT_EQ(c->Scalar("SELECT v FROM h WHERE id = 7"), now);
+    EXPECT_EQ(c->Scalar("SELECT sum(v) FROM h"), now);
+  }
+}
+
+std::string HotRowName(const ::testing::TestParamInfo<HotRowCase>& info) {
+  std::string n = std::string(info.param.failpoint) + (info.param.hosted ? " hosted" : "");
+  for (auto& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStep, HotRowCrash,
+                         ::testing::Values(HotRowCase{"node.update_key.after_prepare", false},   // prepared, not committed
+                                           HotRowCase{"node.after_commit_applied", false},       // committed, no answer
+                                           HotRowCase{"node.after_commit_applied stop", false},  // frozen there
+                                           HotRowCase{"node.update_key.after_prepare", true},    // the master dies
+                                           HotRowCase{"node.after_commit_applied", true}),
+                         HotRowName);
 
 }  // namespace
 }  // namespace wattdb::testing
