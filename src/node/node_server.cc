@@ -369,14 +369,7 @@ void NodeServer::MasterLink() {
       }
       auto list = store_->List();
       auto segs = hb.initSegments(list.size());
-      for (size_t i = 0; i < list.size(); i++) {
-        MetaTo(segs[i].initMeta(), list[i].meta);
-        segs[i].setBytes(list[i].bytes);
-        segs[i].setRowsRead(list[i].rows_read);
-        segs[i].setRowsWritten(list[i].rows_written);
-        segs[i].setCollections(list[i].collections);
-        segs[i].setCachedReads(list[i].cached_reads);
-      }
+      for (size_t i = 0; i < list.size(); i++) StatsTo(segs[i], list[i]);
       Status hs;
       {
         std::lock_guard<std::mutex> l(link_mu_);

@@ -94,14 +94,7 @@ bool NodeServer::OnListSegments(Connection& conn, net::ReceivedMessage& msg) {
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), Status::OK());
   auto l = resp.initSegments(list.size());
-  for (size_t i = 0; i < list.size(); i++) {
-    MetaTo(l[i].initMeta(), list[i].meta);
-    l[i].setBytes(list[i].bytes);
-    l[i].setRowsRead(list[i].rows_read);
-    l[i].setRowsWritten(list[i].rows_written);
-    l[i].setCollections(list[i].collections);
-    l[i].setCachedReads(list[i].cached_reads);
-  }
+  for (size_t i = 0; i < list.size(); i++) StatsTo(l[i], list[i]);
   return SendResponse(conn, mb).ok();
 }
 

@@ -15,24 +15,23 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
   }
   std::unique_ptr<SegmentRows> s(new SegmentRows());
   if (req.txn != 0 && !req.index) s->pending_ = participant.PendingWrites(req.txn, req.segment, req.lo, req.hi);
+  const bool point = !req.index && s->pending_.empty() && !req.lo.empty() && storage::NarrowRange(req.lo, req.hi);
+  if (point || (cache && !req.index && s->pending_.empty())) {
+    ASSIGN_OR_RETURN(s->seg_, store.GetCovering(req.segment, req.lo, req.hi));
+  }
   // A point lookup whose key's newest version is cached and visible at the read timestamp
   // (see storage/newest_rows.h): no storage read.
-  if (!req.index && s->pending_.empty() && !req.lo.empty() && !req.hi.empty() && req.hi <= PrefixSuccessor(req.lo)) {
-    ASSIGN_OR_RETURN(storage::SegmentRef seg, store.GetCovering(req.segment, req.lo, req.hi));
-    uint64_t seq = seg->write_seq();  // before the entry: the check a prepare makes of it
-    std::optional<storage::NewestRow> newest = seg->newest().Get(req.lo);
+  if (point) {
+    uint64_t seq = s->seg_->write_seq();  // before the entry: the check a prepare makes of it
+    std::optional<storage::NewestRow> newest = s->seg_->newest().Get(req.lo);
     if (newest && newest->ts <= req.read_ts) {
-      s->seen_ = storage::SeenLatest{seg.get(), seq, req.lo, {true, newest->ts, newest->deleted}};
+      s->seen_ = storage::SeenLatest{s->seg_.get(), seq, req.lo, {true, newest->ts, newest->deleted}};
       if (!newest->deleted) s->cached_ = storage::ScanRow{req.lo, std::move(newest->row)};
-      s->exhausted_ = true;
-      s->seg_ = std::move(seg);
       s->seg_->counters().newest_hits++;
-      s->next_pending_ = s->pending_.begin();
       return s;
     }
   }
   if (cache && !req.index && s->pending_.empty()) {
-    ASSIGN_OR_RETURN(s->seg_, store.GetCovering(req.segment, req.lo, req.hi));
     storage::SegmentMeta meta = s->seg_->meta();
     bool whole = req.lo == meta.lo && req.hi == meta.hi;
     ASSIGN_OR_RETURN(s->image_, cache->Get(store, s->seg_, req.read_ts, whole));
@@ -118,15 +117,7 @@ Result<bool> SegmentRows::Next(size_t max_rows, size_t max_bytes, std::vector<st
 }
 
 Result<bool> SegmentRows::Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn) {
-  if (!scanner_) {  // a cached point lookup
-    if (!cached_) return false;
-    seg_->counters().rows_read++;
-    Status st = fn(cached_->key, cached_->row);
-    cached_.reset();
-    RETURN_NOT_OK(st);
-    return true;
-  }
-  if (pending_.empty() && hidden_pks_.empty()) return scanner_->Visit(max_rows, max_bytes, fn);
+  if (scanner_ && pending_.empty() && hidden_pks_.empty()) return scanner_->Visit(max_rows, max_bytes, fn);
   ASSIGN_OR_RETURN(bool more, Next(max_rows, max_bytes, &visit_buf_));
   for (const auto& r : visit_buf_) RETURN_NOT_OK(fn(r.key, r.row));
   return more;

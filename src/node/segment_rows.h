@@ -46,8 +46,8 @@ class SegmentRows {
   // Replaces `out` with up to `max_rows` rows (about `max_bytes`) in key order; false once
   // none are left (out is then empty).
   Result<bool> Next(size_t max_rows, size_t max_bytes, std::vector<storage::ScanRow>* out);
-  // Like Next, handing each row to `fn` (views valid during the call); without pending writes
-  // to merge, straight from the storage's buffers.
+  // Like Next, handing each row to `fn` (views valid during the call); read from storage
+  // without pending writes to merge, straight from the storage's buffers.
   Result<bool> Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn);
   // Read from storage or the segment's NewestRows (not columnar): the newest committed
   // version of the first key met (SegmentScanner::first_seen), pending writes not merged.

@@ -43,6 +43,15 @@ void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m) {
   for (size_t i = 0; i < m.indexes.size(); i++) SpecTo(l[i], m.indexes[i]);
 }
 
+void StatsTo(proto::SegmentStats::Builder b, const storage::SegmentInfo& s) {
+  MetaTo(b.initMeta(), s.meta);
+  b.setBytes(s.bytes);
+  b.setRowsRead(s.rows_read);
+  b.setRowsWritten(s.rows_written);
+  b.setCollections(s.collections);
+  b.setCachedReads(s.cached_reads);
+}
+
 // CPU this thread used, up to each reply, for the request it serves (thread CPU clock).
 thread_local uint64_t tl_cpu_mark = 0;
 

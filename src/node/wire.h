@@ -29,6 +29,8 @@ IndexKeySpec SpecFrom(proto::IndexSpec::Reader r);
 void SpecTo(proto::IndexSpec::Builder b, const IndexKeySpec& s);
 storage::SegmentMeta MetaFrom(proto::SegmentMeta::Reader r);
 void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m);
+// A segment's metadata and counters, as listings and heartbeats carry them.
+void StatsTo(proto::SegmentStats::Builder b, const storage::SegmentInfo& s);
 
 // The thread CPU clock when the request being served started, or its previous reply frame.
 extern thread_local uint64_t tl_cpu_mark;

@@ -661,7 +661,7 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::Scan(SegmentId id, std::st
   sc->hi_ = hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(hi);
   sc->strip_ = 1;
   std::string start = RowUserKey(lo);
-  sc->narrow_ = sc->hi_ <= PrefixSuccessor(start);
+  sc->narrow_ = NarrowRange(start, sc->hi_);
   sc->record_first_ = true;
   sc->it_->Seek(start);
   return sc;

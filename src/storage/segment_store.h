@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/codec.h"
 #include "common/schema.h"
 #include "common/status.h"
 #include "storage/mvcc.h"
@@ -143,6 +144,12 @@ struct WriteOp {
   VersionKind kind = VersionKind::kPut;
   std::string row;  // encoded row; empty for deletes
 };
+
+// Whether every key in [lo, hi) starts with `lo` (hi <= lo's successor): the range of one whole
+// key (stored keys are prefix-free), or of the keys under a partial one. Keys of one key space.
+inline bool NarrowRange(std::string_view lo, std::string_view hi) {
+  return !hi.empty() && hi <= PrefixSuccessor(lo);
+}
 
 // The newest committed version of a key, whatever its timestamp.
 struct LatestVersion {
