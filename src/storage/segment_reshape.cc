@@ -342,7 +342,7 @@ Status SegmentStore::Import(const SegmentExport& exp) {
     return FromRocks(ws, "import metadata");
   }
   auto seg = std::make_shared<Segment>(db_.get(), h, exp.meta);
-  seg->counters().bytes = ApproximateBytes(h);
+  seg->counters().bytes = LogicalBytes(h);
   seg->Changed();  // new here (column images are built for segments new since the start)
   segments_[exp.meta.id] = seg;
   PublishListLocked();

@@ -5,6 +5,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/metadata.h>
 #include <rocksdb/options.h>
+#include <rocksdb/table_properties.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
@@ -310,7 +311,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir,
       Log("storage")->info("segment upgraded to format 2 seg={} versions={}", m.id, n);
     }
     auto seg = std::make_shared<Segment>(raw, h->second, m);
-    seg->counters().bytes = store->ApproximateBytes(h->second);
+    seg->counters().bytes = store->LogicalBytes(h->second);
     store->segments_[m.id] = seg;
     store->PublishListLocked();
     by_name.erase(h);
@@ -331,15 +332,16 @@ SegmentStore::~SegmentStore() {
   if (db_) (void)db_->Close();
 }
 
-uint64_t SegmentStore::ApproximateBytes(rocksdb::ColumnFamilyHandle* cf) const {
-  rocksdb::SizeApproximationOptions o;
-  o.include_memtables = true;
-  o.include_files = true;
-  std::string lo, hi(16, '\xff');
-  rocksdb::Range r(lo, hi);
+uint64_t SegmentStore::LogicalBytes(rocksdb::ColumnFamilyHandle* cf) const {
   uint64_t size = 0;
-  (void)db_->GetApproximateSizes(o, cf, &r, 1, &size);
-  return size;
+  rocksdb::TablePropertiesCollection tables;
+  if (db_->GetPropertiesOfAllTables(cf, &tables).ok()) {
+    for (const auto& [file, props] : tables) size += props->raw_key_size + props->raw_value_size;
+  }
+  std::string lo, hi(16, '\xff');
+  uint64_t count = 0, mem = 0;
+  db_->GetApproximateMemTableStats(cf, rocksdb::Range(lo, hi), &count, &mem);
+  return size + mem;
 }
 
 Status SegmentStore::PutMeta(const SegmentMeta& m, void* batch) const {
@@ -430,7 +432,7 @@ Status SegmentStore::Compact(Segment& seg, std::atomic<bool>* canceled) {
   o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   o.canceled = canceled;
   RETURN_NOT_OK(FromRocks(db_->CompactRange(o, seg.cf(), nullptr, nullptr), "compact segment"));
-  seg.counters().bytes = ApproximateBytes(seg.cf());
+  seg.counters().bytes = LogicalBytes(seg.cf());
   return Status::OK();
 }
 

@@ -56,7 +56,9 @@ struct SegmentMeta {
 struct SegmentCounters {
   std::atomic<uint64_t> rows_read{0};
   std::atomic<uint64_t> rows_written{0};
-  std::atomic<uint64_t> bytes{0};  // approximate stored bytes, all versions
+  // Approximate uncompressed bytes of keys and values, all versions (what commits add; a
+  // compaction or an open measures it again from table properties).
+  std::atomic<uint64_t> bytes{0};
   // Work scans spent stepping over versions older than a key's newest one they saw, since
   // the last garbage collection (a step 1, a seek kSeekWork): what collecting would save.
   std::atomic<uint64_t> old_version_work{0};
@@ -400,7 +402,9 @@ class SegmentStore {
                       void* batch /* rocksdb::WriteBatch* */) const;
   // The newest committed version of row `pk` if it is live.
   Result<std::optional<std::string>> LatestRow(const Segment& seg, std::string_view pk) const;
-  uint64_t ApproximateBytes(rocksdb::ColumnFamilyHandle* cf) const;
+  // Uncompressed key and value bytes in `cf`'s table files plus its memtables' size: the
+  // unit of SegmentCounters::bytes, whatever the compression.
+  uint64_t LogicalBytes(rocksdb::ColumnFamilyHandle* cf) const;
   // Compacts all of `seg` into the bottom level (the GC filter drops what no snapshot sees)
   // and refreshes its byte count; `canceled` (may be null) ends the compaction early.
   Status Compact(Segment& seg, std::atomic<bool>* canceled);

@@ -485,6 +485,27 @@ TEST_F(SegmentStoreTest, GcDropsOnlyVersionsNoSnapshotCanSee) {
   EXPECT_LT(versions(), before);
 }
 
+// A segment's byte count is of uncompressed keys and values whichever way it was last measured:
+// what commits added, what a compaction of well-compressing rows left, what a reopen finds.
+TEST_F(SegmentStoreTest, ByteCountsStayUncompressedAcrossCompactionAndReopen) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 200; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, std::string(2000, 'a'))});
+  ASSERT_TRUE(store_->Apply(5, ops).ok());
+  uint64_t written = (*store_->Get(1))->counters().bytes.load();
+  EXPECT_GE(written, 200u * 2000);
+  ASSERT_TRUE(store_->CompactSegment(1).ok());  // nothing to collect: one version per key
+  uint64_t compacted = (*store_->Get(1))->counters().bytes.load();
+  EXPECT_GE(compacted, written * 9 / 10);
+  EXPECT_LE(compacted, written * 11 / 10);
+  store_.reset();
+  auto s = SegmentStore::Open((root_ / "a").string());
+  ASSERT_TRUE(s.ok());
+  uint64_t reopened = (*(*s)->Get(1))->counters().bytes.load();
+  EXPECT_GE(reopened, written * 9 / 10);
+  EXPECT_LE(reopened, written * 11 / 10);
+}
+
 // Scans of a hot row step over its old versions until a compaction drops them: that work is
 // counted, and a segment that wasted enough of it is compacted once the horizon passed them.
 TEST_F(SegmentStoreTest, OldVersionsScansStepOverAreCollected) {
