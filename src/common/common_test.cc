@@ -3,6 +3,7 @@
 #include <random>
 #include <thread>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "common/config.h"
 #include "common/reaper.h"
 #include "common/stack_guard.h"
+#include "common/thread_cache.h"
 #include "common/timer_service.h"
 #include "common/value.h"
 
@@ -235,6 +237,64 @@ TEST(Reaper, DestroysDroppedObjectsOnItsOwnThreadAndTheRestWhenDestroyed) {
     r.Drop(Tracked(&last));
   }
   EXPECT_NE(last.load(), std::thread::id());  // destroyed by the time the reaper is
+}
+
+// Polls `cond` until it holds or `ms` pass.
+template <typename F>
+bool Eventually(F cond, int ms = 10000) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Tasks that wait for one another all run at once (none queues behind a busy thread); a
+// thread that finished a task takes the next one instead of a new thread starting.
+TEST(ThreadCache, TasksNeverWaitForABusyThreadAndIdleThreadsAreReused) {
+  ThreadCache cache(std::chrono::seconds(60));
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0, met = 0;
+  constexpr int kTasks = 6;
+  for (int i = 0; i < kTasks; i++) {
+    cache.Run([&] {
+      std::unique_lock<std::mutex> l(mu);
+      arrived++;
+      cv.notify_all();
+      if (cv.wait_for(l, std::chrono::seconds(10), [&] { return arrived == kTasks; })) met++;
+    });
+  }
+  ASSERT_TRUE(Eventually([&] { return cache.idle() == kTasks; }));
+  {
+    std::lock_guard<std::mutex> l(mu);
+    EXPECT_EQ(met, kTasks);  // each saw all the others running
+  }
+  EXPECT_EQ(cache.started(), static_cast<uint64_t>(kTasks));
+  std::atomic<int> ran{0};
+  for (int round = 0; round < 50; round++) {
+    cache.Run([&] { ran++; });
+    ASSERT_TRUE(Eventually([&] { return ran == round + 1 && cache.idle() == kTasks; }));
+  }
+  EXPECT_EQ(cache.started(), static_cast<uint64_t>(kTasks));
+  EXPECT_EQ(cache.threads(), static_cast<size_t>(kTasks));
+}
+
+// Idle threads exit after the timeout; the destructor waits for a running task.
+TEST(ThreadCache, IdleThreadsExitAndDestructionWaitsForRunningTasks) {
+  std::atomic<bool> finished{false};
+  {
+    ThreadCache cache(std::chrono::milliseconds(20));
+    cache.Run([] {});
+    ASSERT_TRUE(Eventually([&] { return cache.threads() == 0; }));
+    EXPECT_EQ(cache.started(), 1u);
+    cache.Run([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      finished = true;
+    });
+  }
+  EXPECT_TRUE(finished);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/thread_cache.h"
 #include "query/plan/fragment.h"
 #include "rpc/scan_stream.h"
 
@@ -40,7 +41,14 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const
     return x;
   }
   size_t n = std::min(kMaxInFlight, x->parts_.size());
-  for (size_t i = 0; i < n; i++) x->producers_.emplace_back([p = x.get()] { p->Produce(); });
+  x->producers_ = n;
+  for (size_t i = 0; i < n; i++) {
+    ThreadCache::Shared().Run([p = x.get()] {
+      p->Produce();
+      std::lock_guard<std::mutex> l(p->mu_);
+      if (--p->producers_ == 0) p->ended_.notify_all();  // under the lock: *p may go once it is released
+    });
+  }
   return x;
 }
 
@@ -57,7 +65,10 @@ ExchangeSource::~ExchangeSource() {
   }
   cv_.notify_all();
   window_.notify_all();
-  for (auto& t : producers_) t.join();
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    ended_.wait(l, [&] { return producers_ == 0; });  // each ends soon once stop_ is set
+  }
   if (!opts_.stats) return;
   std::vector<const plan::PlanNode*> order;  // the fragment's nodes in pre-order
   std::function<void(const plan::PlanNode&)> walk = [&](const plan::PlanNode& p) {

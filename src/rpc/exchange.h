@@ -17,7 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "query/exec/context.h"
@@ -138,11 +137,12 @@ class ExchangeSource : public exec::RowSource {
   std::string fragment_;
   bool blocking_ = false;  // the fragment aggregates or sorts
   std::vector<Part> parts_;
-  std::vector<std::thread> producers_;
+  size_t producers_ = 0;  // running on the shared thread cache; the last to end notifies ended_
   std::unique_ptr<PartReader> inline_;  // one part, or no prefetch: read by Next itself
 
   std::mutex mu_;
   std::condition_variable cv_;      // the consumer waits here for the current part's batches
+  std::condition_variable ended_;   // the destructor waits here for the producers to end
   std::condition_variable window_;  // producers wait here to take a part (or to stop)
   size_t next_part_ = 0;  // the next part a producer takes
   size_t current_ = 0;    // the part the consumer reads
