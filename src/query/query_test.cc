@@ -10,6 +10,7 @@
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
 #include "query/plan/fragment.h"
+#include "query/plan/generic_plan.h"
 #include "query/plan/key_update.h"
 #include "query/plan/offload.h"
 #include "query/plan/partition.h"
@@ -568,6 +569,34 @@ TEST(Binder, KeyRangeIsConservative) {
   }
   auto none = RunSql(cat, "SELECT id FROM t WHERE id > 5 AND id < 3");
   EXPECT_TRUE(none->empty());
+}
+
+// Integer arithmetic of constants is folded, so it bounds the key range as a constant does;
+// in a prepared plan, once its parameters are known. An overflow is not folded.
+TEST(Binder, ConstantArithmeticBoundsTheKeyRange) {
+  MemCatalog cat;
+  ASSERT_TRUE(RunSql(cat, "SELECT id FROM t WHERE id BETWEEN 3 AND 4").ok());
+  std::string lo = cat.last_lo, hi = cat.last_hi;
+  ASSERT_FALSE(hi.empty());
+  auto rows = RunSql(cat, "SELECT id FROM t WHERE id BETWEEN 1 + 2 AND 2 * 3 - -(-2)");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(*rows, (std::vector<std::string>{"3", "4"}));
+  EXPECT_EQ(cat.last_lo, lo);
+  EXPECT_EQ(cat.last_hi, hi);
+  EXPECT_EQ(Err(cat, "SELECT id FROM t WHERE id < 2147483647 + 1"), "22003");
+  EXPECT_EQ(Err(cat, "SELECT 2147483647 * 2"), "22003");
+
+  auto stmts = sql::Parse("SELECT id FROM t WHERE id BETWEEN $1 AND $1 + 1");
+  ASSERT_TRUE(stmts.ok());
+  std::vector<SqlType> types(1);  // $1, its type inferred
+  auto generic = plan::BindSelect(std::get<sql::SelectStmt>((*stmts)[0]), cat, &types);
+  ASSERT_TRUE(generic.ok()) << generic.status().ToString();
+  auto plan = plan::Instantiate(*generic->plan, {Value::Int32(3)}, cat);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const plan::PlanNode* scan = plan::LeafScan(**plan);
+  ASSERT_NE(scan, nullptr);
+  EXPECT_EQ(scan->lo, lo);
+  EXPECT_EQ(scan->hi, hi);
 }
 
 }  // namespace

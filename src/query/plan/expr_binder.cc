@@ -38,7 +38,7 @@ Result<BoundExprPtr> ExprBinder::Bind(const Expr& e, bool* untyped) {
   auto r = BindInner(e, &u);
   if (untyped) *untyped = u;
   if (!r.ok()) return r.status().WithPosition(e.pos);
-  return FoldStrictNull(std::move(*r));
+  return FoldIntegerArithmetic(FoldStrictNull(std::move(*r)));
 }
 
 // PostgreSQL's planner replaces a strict operator or function with a NULL constant
@@ -64,6 +64,38 @@ BoundExprPtr FoldStrictNull(BoundExprPtr e) {
     return c->kind == BoundExpr::Kind::kConst && c->value.is_null();
   });
   return null_arg ? MakeConst(Value(), e->type) : std::move(e);
+}
+
+BoundExprPtr FoldIntegerArithmetic(BoundExprPtr e) {
+  using K = BoundExpr::Kind;
+  auto integer = [](TypeId t) { return t == TypeId::kInt32 || t == TypeId::kInt64; };
+  auto int_const = [&](const BoundExprPtr& c) {
+    return c->kind == K::kConst && integer(c->value.type()) && integer(c->type.id);
+  };
+  if (!integer(e->type.id) || e->children.empty() || !std::all_of(e->children.begin(), e->children.end(), int_const)) {
+    return e;
+  }
+  int64_t out = 0;
+  bool overflow = true;
+  if (e->kind == K::kNeg && e->children.size() == 1) {
+    overflow = __builtin_sub_overflow(int64_t{0}, e->children[0]->value.as_int(), &out);
+  } else if (e->kind == K::kBinary && e->children.size() == 2) {
+    int64_t a = e->children[0]->value.as_int(), b = e->children[1]->value.as_int();
+    switch (e->op) {
+      case BinOp::kAdd: overflow = __builtin_add_overflow(a, b, &out); break;
+      case BinOp::kSub: overflow = __builtin_sub_overflow(a, b, &out); break;
+      case BinOp::kMul: overflow = __builtin_mul_overflow(a, b, &out); break;
+      default: return e;
+    }
+  } else {
+    return e;
+  }
+  if (overflow) return e;
+  if (e->type.id == TypeId::kInt32) {
+    if (out < INT32_MIN || out > INT32_MAX) return e;
+    return MakeConst(Value::Int32(out), e->type);
+  }
+  return MakeConst(Value::Int64(out), e->type);
 }
 
 BoundExprPtr CharAsText(BoundExprPtr e) {

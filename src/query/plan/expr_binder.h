@@ -44,6 +44,10 @@ SqlType NumericUnion(const SqlType& a, const SqlType& b);
 // `e` itself, or a NULL constant of its type if `e` is a strict operator or function with a
 // NULL constant argument (PostgreSQL's planner folds these before execution).
 BoundExprPtr FoldStrictNull(BoundExprPtr e);
+// `e` itself, or its value if it is integer +, -, * or unary minus of integer constants (as
+// PostgreSQL's planner folds constant expressions: `id BETWEEN $1 AND $1 + 99` then bounds
+// the key range of the scan). An overflow is not folded: it fails when evaluated.
+BoundExprPtr FoldIntegerArithmetic(BoundExprPtr e);
 // A CHAR(n) expression as text (trailing blanks dropped, as PostgreSQL's bpchar -> text).
 BoundExprPtr CharAsText(BoundExprPtr e);
 

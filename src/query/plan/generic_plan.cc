@@ -1,5 +1,7 @@
 #include "query/plan/generic_plan.h"
 
+#include "query/plan/expr_binder.h"
+
 namespace wattdb::plan {
 
 namespace {
@@ -47,6 +49,7 @@ Status Substitute(BoundExprPtr& e, const std::vector<Value>& params, const Catal
     e->subplan = std::shared_ptr<const PlanNode>(std::move(sub));
   }
   for (auto& c : e->children) RETURN_NOT_OK(Substitute(c, params, catalog));
+  if (!e->children.empty()) e = FoldIntegerArithmetic(std::move(e));  // $1 + 99: a key bound
   return Status::OK();
 }
 
