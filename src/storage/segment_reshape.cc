@@ -82,7 +82,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
   }
   SegmentRef seg;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::shared_mutex> l(mu_);
     auto found = segments_.find(id);
     if (found == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
     if (segments_.count(new_id)) return Status::AlreadyExists(fmt::format("segment {} exists", new_id));
@@ -174,7 +174,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
   {
     // The write and the range change happen together under mu_, so a scan checks its range
     // either before both or after both.
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::shared_mutex> l(mu_);
     // Dropped meanwhile (its table dropped): writing would bring its metadata back without
     // its column family, and the store would refuse to open.
     auto still = segments_.find(id);
@@ -299,7 +299,7 @@ Status SegmentStore::CheckImportable(const SegmentExport& exp) const {
 }
 
 Status SegmentStore::Import(const SegmentExport& exp) {
-  std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<std::shared_mutex> l(mu_);
   if (segments_.count(exp.meta.id)) {
     return Status::AlreadyExists(fmt::format("segment {} already exists", exp.meta.id));
   }

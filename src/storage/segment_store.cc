@@ -350,7 +350,7 @@ Status SegmentStore::PutMeta(const SegmentMeta& m, void* batch) const {
 }
 
 Status SegmentStore::CreateSegment(const SegmentMeta& meta) {
-  std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<std::shared_mutex> l(mu_);
   if (segments_.count(meta.id)) {
     return Status::AlreadyExists(fmt::format("segment {} already exists", meta.id));
   }
@@ -368,7 +368,7 @@ Status SegmentStore::CreateSegment(const SegmentMeta& meta) {
 Status SegmentStore::DropSegment(SegmentId id) {
   SegmentRef seg;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::shared_mutex> l(mu_);
     auto it = segments_.find(id);
     if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
     seg = it->second;
@@ -386,7 +386,7 @@ Status SegmentStore::CheckLiveLocked(SegmentId id, const SegmentRef& seg) const 
 }
 
 Result<SegmentRef> SegmentStore::Get(SegmentId id) const {
-  std::lock_guard<std::mutex> l(mu_);
+  std::shared_lock<std::shared_mutex> l(mu_);
   auto it = segments_.find(id);
   if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
   return it->second;
@@ -463,7 +463,7 @@ Result<int> SegmentStore::CollectGarbage(int max_segments) {
     MaybeFail("node.collect.after_compact");
     if (collect_canceled_) break;  // st is Incomplete: the versions stay for a later compaction
     if (!st.ok()) {
-      std::lock_guard<std::mutex> l(mu_);
+      std::lock_guard<std::shared_mutex> l(mu_);
       if (CheckLiveLocked(seg->meta().id, seg).ok()) return st;
       continue;  // dropped meanwhile (moved away, merged): nothing to collect
     }
@@ -619,14 +619,14 @@ Status SegmentStore::LatestOf(SegmentId id, const std::vector<std::string_view>&
 }
 
 Result<SegmentRef> SegmentStore::GetCovering(SegmentId id, std::string_view lo, std::string_view hi) const {
-  std::lock_guard<std::mutex> l(mu_);
+  std::shared_lock<std::shared_mutex> l(mu_);
   return GetCoveringLocked(id, lo, hi);
 }
 
 Result<SegmentRef> SegmentStore::GetCoveringLocked(SegmentId id, std::string_view lo, std::string_view hi) const {
   auto it = segments_.find(id);
   if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
-  if (!it->second->meta().Covers(lo, hi)) {
+  if (!it->second->Covers(lo, hi)) {
     return Status::Stale(fmt::format("segment {} no longer covers the requested range", id));
   }
   return it->second;
@@ -636,22 +636,24 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id, 
                                                                   std::string_view seg_hi, uint32_t index,
                                                                   Timestamp read_ts) const {
   std::unique_ptr<SegmentScanner> sc(new SegmentScanner());
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    ASSIGN_OR_RETURN(SegmentRef seg, GetCoveringLocked(id, seg_lo, seg_hi));
-    SegmentMeta m = seg->meta();
-    if (index && std::none_of(m.indexes.begin(), m.indexes.end(), [&](const IndexKeySpec& s) { return s.id == index; })) {
-      return Status::InvalidArgument(fmt::format("segment {} has no index {} (dropped)", id, index));
-    }
-    sc->db_ = db_.get();
-    sc->seg_ = std::move(seg);
-    sc->write_seq_ = sc->seg_->QuietWriteSeq(&sc->quiet_);  // before the view: a write after it changes it
-    sc->snap_ = db_->GetSnapshot();          // taken under mu_: consistent with the range check
+  // The view is taken under mu_, consistent with the range check: a row scan's iterator is
+  // its own view; an index scan's two iterators share a snapshot.
+  std::shared_lock<std::shared_mutex> l(mu_);
+  ASSIGN_OR_RETURN(SegmentRef seg, GetCoveringLocked(id, seg_lo, seg_hi));
+  if (index && !seg->HasIndex(index)) {
+    return Status::InvalidArgument(fmt::format("segment {} has no index {} (dropped)", id, index));
   }
+  sc->db_ = db_.get();
+  sc->seg_ = std::move(seg);
+  sc->write_seq_ = sc->seg_->QuietWriteSeq(&sc->quiet_);  // before the view: a write after it changes it
   rocksdb::ReadOptions ro;
-  ro.snapshot = sc->snap_;
+  if (index) {
+    sc->snap_ = db_->GetSnapshot();
+    ro.snapshot = sc->snap_;
+  }
   sc->it_.reset(db_->NewIterator(ro, sc->seg_->cf()));
   if (index) sc->rows_.reset(db_->NewIterator(ro, sc->seg_->cf()));
+  l.unlock();
   sc->read_ts_ = read_ts;
   return sc;
 }
@@ -696,7 +698,7 @@ Status SegmentStore::AddIndex(SegmentId id, const IndexKeySpec& spec, Timestamp 
     ASSIGN_OR_RETURN(more, scan->Next(4096, &rows));
     for (const auto& r : rows) RETURN_NOT_OK(IndexChanges(*seg, {spec}, r.key, nullptr, &r.row, build_ts, &b));
   }
-  std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<std::shared_mutex> l(mu_);
   RETURN_NOT_OK(CheckLiveLocked(id, seg));
   m = seg->meta();
   m.indexes.push_back(spec);
@@ -711,7 +713,7 @@ Status SegmentStore::AddIndex(SegmentId id, const IndexKeySpec& spec, Timestamp 
 
 Status SegmentStore::DropIndex(SegmentId id, uint32_t index) {
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
-  std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<std::shared_mutex> l(mu_);
   RETURN_NOT_OK(CheckLiveLocked(id, seg));
   SegmentMeta m = seg->meta();
   auto it = std::find_if(m.indexes.begin(), m.indexes.end(), [&](const IndexKeySpec& s) { return s.id == index; });

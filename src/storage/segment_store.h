@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,18 @@ class Segment {
   SegmentMeta meta() const {
     std::lock_guard<std::mutex> l(mu_);
     return meta_;
+  }
+  // meta().Covers(lo, hi) and whether meta() has index `id`, without copying the metadata.
+  bool Covers(std::string_view lo, std::string_view hi) const {
+    std::lock_guard<std::mutex> l(mu_);
+    return meta_.Covers(lo, hi);
+  }
+  bool HasIndex(uint32_t id) const {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& ix : meta_.indexes) {
+      if (ix.id == id) return true;
+    }
+    return false;
   }
   SegmentCounters& counters() { return counters_; }
   // Grows after every change to the segment's rows or range, once the change is visible to
@@ -421,9 +434,10 @@ class SegmentStore {
   std::shared_ptr<std::atomic<uint64_t>> gc_horizon_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<rocksdb::CompactionFilterFactory> gc_factory_;
   std::atomic<bool> collect_canceled_{false};  // StopCollecting
-  // Guards segments_ and serializes structural changes (create/drop/split/import) against
-  // Scan's range check, so a scan never sees a half-split segment.
-  mutable std::mutex mu_;
+  // Guards segments_ and serializes structural changes (create/drop/split/import, held
+  // exclusively) against Scan's range check (shared), so a scan never sees a half-split
+  // segment.
+  mutable std::shared_mutex mu_;
   // List() reads a copy of the segment list published on every change, so heartbeats never
   // wait for mu_ (held across a split's or an import's final write).
   void PublishListLocked();  // REQUIRES mu_ held

@@ -302,6 +302,31 @@ TEST_F(SegmentStoreTest, SplitMovesUpperHalfAtomically) {
   EXPECT_EQ(ScanAll(*store_, 2, 5).front().second, "v1");
 }
 
+// A row scan's view is taken when it opens: a split (which drops the moved rows from the old
+// segment) and writes after that do not change what it reads, and a scan opened after the
+// split is refused as stale.
+TEST_F(SegmentStoreTest, ARowScanReadsTheViewItOpenedAcrossASplit) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 100; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, "v1")});
+  ASSERT_TRUE(store_->Apply(5, ops).ok());
+  auto sc = store_->Scan(1, "", "", 20);
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  ASSERT_TRUE(store_->Split(1, 2).ok());
+  ASSERT_TRUE(store_->Apply(10, {{1, K(0), VersionKind::kPut, R(0, "later")}}).ok());
+  std::vector<ScanRow> rows;
+  while (true) {
+    auto more = (*sc)->Next(7, &rows);
+    ASSERT_TRUE(more.ok()) << more.status().ToString();
+    if (!*more) break;
+  }
+  ASSERT_EQ(rows.size(), 100u);
+  std::vector<Value> v;
+  ASSERT_TRUE(DecodeRow(rows[0].row, &v).ok());
+  EXPECT_EQ(v[1].as_text(), "v1");
+  EXPECT_TRUE(store_->Scan(1, "", "", 20).status().IsStale());
+}
+
 // Split from the top: the new segment gets about `top_bytes` of the highest keys, with all
 // their versions and index entries; the rest stays. Asking for about everything halves.
 TEST_F(SegmentStoreTest, SplitFromTheTopMovesAboutTopBytesOfTheHighestKeys) {
