@@ -179,7 +179,7 @@ restart:
       const std::string& key = key_of(r).key;
       for (r_end = r + 1; r_end < g_end && key_of(r_end).key == key;) r_end++;
       if (table != locks_.end() && r + kPrefetchAhead < g_end) table->second.Prefetch(key_of(r + kPrefetchAhead).key);
-      if (!seg->meta().Contains(key)) {
+      if (!seg->Contains(key)) {
         return Status::Stale(fmt::format("key outside segment {} (it split or moved)", seg_id));
       }
       const LockEntry* held = table == locks_.end() ? nullptr : table->second.Find(key);
@@ -239,14 +239,22 @@ restart:
         if (w.check != WriteCheck::kLock) own = w.op.kind == storage::VersionKind::kPut;
       }
       if (needs_committed) {
+        std::optional<storage::LatestVersion> known;
+        if (seen) {
+          known = seen->latest;
+        } else if (storage::LatestVersion cached{true}; seg->newest().GetVersion(key, &cached.ts, &cached.deleted)) {
+          known = cached;
+        }
         check_keys.push_back(key);
         check_insert.push_back(insert_checks);
-        check_seen.push_back(seen ? std::optional<storage::LatestVersion>(seen->latest) : std::nullopt);
-        if (!seen) read_keys.push_back(key);
+        check_seen.push_back(known);
+        if (!known) read_keys.push_back(key);
       }
     }
     // Keys whose newest version the writer's read saw, with no write to the segment since,
-    // need no second look.
+    // need no second look; nor do keys the segment's newest-version cache holds (a commit
+    // replaces a cached version before it releases its keys' locks, and this writer has
+    // waited for every holder of this key).
     RETURN_NOT_OK(store_.LatestOf(seg_id, read_keys, &latest));
     for (size_t i = 0, next_read = 0; i < check_keys.size(); i++) {
       const storage::LatestVersion& lv = check_seen[i] ? *check_seen[i] : latest[next_read++];

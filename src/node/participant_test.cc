@@ -327,6 +327,38 @@ TEST_F(ParticipantTest, PointLookupsReadTheNewestVersionFromTheSegmentsCache) {
   EXPECT_EQ(read(0, 28), "v5");
 }
 
+// A writer's conflict and uniqueness checks of a key the newest-version cache holds take its
+// version from there, and decide as a read of storage would.
+TEST_F(ParticipantTest, WritersCheckCachedKeysAgainstTheCachedNewestVersion) {
+  auto point_read = [&](Timestamp ts) {
+    ScanRequest r;
+    r.segment = 1;
+    r.lo = W(5, WriteCheck::kNone).op.key;
+    r.hi = PrefixSuccessor(r.lo);
+    r.read_ts = ts;
+    auto rows = SegmentRows::Open(*store_, *p_, r);
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    std::vector<storage::ScanRow> out;
+    while (*(*rows)->Next(10, 1 << 20, &out)) {
+    }
+  };
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(1, 11).ok());
+  ASSERT_TRUE(p_->Prepare(2, 12, {W(5, WriteCheck::kUpdate)}).ok());
+  ASSERT_TRUE(p_->Commit(2, 13).ok());
+  point_read(20);  // a key of several versions: the read leaves its newest in the cache
+  ASSERT_EQ((*store_->Get(1))->newest().size(), 1u);
+  ASSERT_TRUE(p_->Prepare(3, 20, {W(5, WriteCheck::kUpdate)}).ok());
+  ASSERT_TRUE(p_->Commit(3, 21).ok());  // replaces the cached version
+  EXPECT_EQ(p_->Prepare(4, 20, {W(5, WriteCheck::kUpdate)}).sqlstate(), "40001");
+  EXPECT_EQ(p_->Prepare(5, 21, {W(5, WriteCheck::kInsert)}).sqlstate(), "23505");
+  ASSERT_TRUE(p_->Prepare(6, 21, {W(5, WriteCheck::kUpdate, storage::VersionKind::kDelete)}).ok());
+  ASSERT_TRUE(p_->Commit(6, 22).ok());
+  ASSERT_EQ((*store_->Get(1))->newest().size(), 1u);
+  EXPECT_EQ(p_->Prepare(7, 21, {W(5, WriteCheck::kInsert)}).sqlstate(), "40001");  // deleted after 21
+  EXPECT_TRUE(p_->Prepare(8, 22, {W(5, WriteCheck::kInsert)}).ok());  // deleted: free to insert
+}
+
 TEST_F(ParticipantTest, LaterWriterLosesConflicts) {
   ASSERT_TRUE(p_->Prepare(1, 10, {W(7, WriteCheck::kInsert)}).ok());
   // A concurrent prepared writer on the same key waits, and aborts when the wait runs out.

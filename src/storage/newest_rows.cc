@@ -12,6 +12,16 @@ std::optional<NewestRow> NewestRows::Get(std::string_view key) const {
   return it->second;
 }
 
+bool NewestRows::GetVersion(std::string_view key, Timestamp* ts, bool* deleted) const {
+  if (entries_.load(std::memory_order_acquire) == 0) return false;
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = rows_.find(std::string(key));
+  if (it == rows_.end()) return false;
+  *ts = it->second.ts;
+  *deleted = it->second.deleted;
+  return true;
+}
+
 bool NewestRows::PutIf(const std::string& key, NewestRow r, const std::function<bool()>& still_valid) {
   std::lock_guard<std::mutex> l(mu_);
   if (still_valid && !still_valid()) return false;

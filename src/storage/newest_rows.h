@@ -48,6 +48,8 @@ class NewestRows {
   NewestRows& operator=(const NewestRows&) = delete;
 
   std::optional<NewestRow> Get(std::string_view key) const;
+  // Get's version without its row: true and *ts, *deleted if `key` is cached.
+  bool GetVersion(std::string_view key, Timestamp* ts, bool* deleted) const;
   // A commit's version of `key`: replaces a cached one (keys no point read asked for stay out).
   void Update(const std::string& key, NewestRow r);
   // Puts `r` if `still_valid` (checked under the lock; null: always). False if not put.

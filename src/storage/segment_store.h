@@ -80,10 +80,15 @@ class Segment {
     std::lock_guard<std::mutex> l(mu_);
     return meta_;
   }
-  // meta().Covers(lo, hi) and whether meta() has index `id`, without copying the metadata.
+  // meta().Covers(lo, hi), meta().Contains(key) and whether meta() has index `id`, without
+  // copying the metadata.
   bool Covers(std::string_view lo, std::string_view hi) const {
     std::lock_guard<std::mutex> l(mu_);
     return meta_.Covers(lo, hi);
+  }
+  bool Contains(std::string_view key) const {
+    std::lock_guard<std::mutex> l(mu_);
+    return meta_.Contains(key);
   }
   bool HasIndex(uint32_t id) const {
     std::lock_guard<std::mutex> l(mu_);
