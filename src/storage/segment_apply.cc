@@ -27,7 +27,7 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   // built without it, so heartbeats and other segments' work go on meanwhile.
   std::map<SegmentId, SegmentRef> refs;
   {
-    std::lock_guard<std::shared_mutex> l(mu_);
+    std::shared_lock<std::shared_mutex> l(mu_);  // a lookup: commits share the lock
     for (size_t i = 0; i < ops.size(); i++) {
       const WriteOp& op = ops[i];
       if ((i > 0 && op.segment == ops[i - 1].segment) || refs.count(op.segment)) continue;
