@@ -220,7 +220,7 @@ class SegmentScanner {
  private:
   friend class SegmentStore;
   SegmentScanner() = default;
-  static constexpr int kNextBeforeSeek = 8;
+  static constexpr int kNextBeforeSeek = 16;  // = kSeekWork: never more than twice the cheaper way
   static constexpr uint64_t kSeekWork = 16;  // a seek costs about this many steps
   // From a version of last_key_: to the first entry of the next key.
   void SkipOlderVersions();
