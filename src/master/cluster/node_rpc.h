@@ -29,6 +29,8 @@ struct RemoteWrite {
   std::string key;
   bool is_delete = false;
   std::string row;
+  // kNone: a new row under a key the master drew (a hidden row id), which no other version
+  // can have: written without the uniqueness read of kInsert.
   enum class Check { kNone, kInsert, kUpdate, kLock } check = Check::kNone;
 };
 

@@ -72,7 +72,10 @@ Status Executor::ApplyRows(const TableSchema& t, std::vector<RowWrite> writes, b
 
 int64_t Executor::RowDelta(const std::vector<RowWrite>& writes) {
   int64_t delta = 0;
-  for (const auto& w : writes) delta += w.is_delete ? -1 : w.check == RemoteWrite::Check::kInsert ? 1 : 0;
+  for (const auto& w : writes) {
+    bool inserts = w.check == RemoteWrite::Check::kInsert || w.check == RemoteWrite::Check::kNone;
+    delta += w.is_delete ? -1 : inserts ? 1 : 0;
+  }
   return delta;
 }
 
@@ -342,7 +345,7 @@ Result<RowWrite> Executor::InsertWrite(const TableSchema& t, const std::vector<V
     return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
   EncodeRow(row, &w.row);
-  w.check = RemoteWrite::Check::kInsert;
+  w.check = t.HasHiddenKey() ? RemoteWrite::Check::kNone : RemoteWrite::Check::kInsert;
   return w;
 }
 

@@ -111,7 +111,8 @@ Result<std::vector<RowWrite>> Executor::CopyWrites(CopyIn& c, const CopyPiece& p
     size_t field = 0;
     Status st = c.row_encoder->Encode(rows, r, generate, &w.key, &w.row, &field);
     if (!st.ok()) return field == CopyEncoder::kNoField ? st : st.Prepend(where(field));
-    w.check = RemoteWrite::Check::kInsert;  // a key repeated within the COPY fails on its node (23505)
+    // A key repeated within the COPY fails on its node (23505); a hidden row id is never repeated.
+    w.check = t.HasHiddenKey() ? RemoteWrite::Check::kNone : RemoteWrite::Check::kInsert;
   }
   return writes;
 }
