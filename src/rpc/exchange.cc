@@ -67,7 +67,9 @@ ExchangeSource::~ExchangeSource() {
   window_.notify_all();
   {
     std::unique_lock<std::mutex> l(mu_);
-    ended_.wait(l, [&] { return producers_ == 0; });  // each ends soon once stop_ is set
+    // Bounded by the producers' own waits: with stop_ set a Push returns at once, and a
+    // segment read ends by its RPC deadline or with its local fragment.
+    ended_.wait(l, [&] { return producers_ == 0; });
   }
   if (!opts_.stats) return;
   std::vector<const plan::PlanNode*> order;  // the fragment's nodes in pre-order

@@ -4,21 +4,25 @@ namespace wattdb::storage {
 
 std::atomic<size_t> NewestRows::total_bytes_{0};
 
+const NewestRow* NewestRows::FindLocked(std::string_view key) const {
+  auto it = rows_.find(key);
+  return it == rows_.end() ? nullptr : &it->second;
+}
+
 std::optional<NewestRow> NewestRows::Get(std::string_view key) const {
   if (entries_.load(std::memory_order_acquire) == 0) return std::nullopt;  // a miss is always safe
   std::lock_guard<std::mutex> l(mu_);
-  auto it = rows_.find(std::string(key));
-  if (it == rows_.end()) return std::nullopt;
-  return it->second;
+  const NewestRow* r = FindLocked(key);
+  return r ? std::optional<NewestRow>(*r) : std::nullopt;
 }
 
 bool NewestRows::GetVersion(std::string_view key, Timestamp* ts, bool* deleted) const {
   if (entries_.load(std::memory_order_acquire) == 0) return false;
   std::lock_guard<std::mutex> l(mu_);
-  auto it = rows_.find(std::string(key));
-  if (it == rows_.end()) return false;
-  *ts = it->second.ts;
-  *deleted = it->second.deleted;
+  const NewestRow* r = FindLocked(key);
+  if (!r) return false;
+  *ts = r->ts;
+  *deleted = r->deleted;
   return true;
 }
 

@@ -60,10 +60,17 @@ class NewestRows {
  private:
   static size_t Cost(const std::string& key, const NewestRow& r) { return key.size() + r.row.size() + 64; }
   void ClearLocked();
+  // Get's and GetVersion's lookup: the entry of `key` or null. REQUIRES mu_ held.
+  const NewestRow* FindLocked(std::string_view key) const;
+  // Looks keys up by string_view without building a std::string.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
+  };
 
   static std::atomic<size_t> total_bytes_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, NewestRow> rows_;
+  std::unordered_map<std::string, NewestRow, KeyHash, std::equal_to<>> rows_;
   size_t bytes_ = 0;
   std::atomic<size_t> entries_{0};  // rows_.size(): a lookup in an empty cache takes no lock
 };
