@@ -510,6 +510,35 @@ TEST_F(SegmentStoreTest, GcDropsOnlyVersionsNoSnapshotCanSee) {
   EXPECT_LT(versions(), before);
 }
 
+// Deleted rows, and the index entries their rows left, are dropped by a compaction of the
+// whole segment once the horizon passed their deletion: nothing of them is left for scans to
+// step over. Below the horizon they stay, and readers before the deletion see the rows.
+TEST_F(SegmentStoreTest, AFullCompactionDropsDeletionsTheHorizonPassed) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  ASSERT_TRUE(store_->AddIndex(1, TextIndex(), 1).ok());
+  std::vector<WriteOp> rows, dels;
+  for (int i = 0; i < 1000; i++) {
+    rows.push_back({1, K(i), VersionKind::kPut, R(i, i % 2 ? "odd" : "even")});
+    if (i >= 10) dels.push_back({1, K(i), VersionKind::kDelete, ""});
+  }
+  ASSERT_TRUE(store_->Apply(5, rows).ok());
+  ASSERT_TRUE(store_->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "moved")}}).ok());  // leaves a "gone" entry
+  ASSERT_TRUE(store_->Apply(20, dels).ok());
+  SegmentCounters& c = (*store_->Get(1))->counters();
+  store_->SetGcHorizon(15);  // below the deletions: they stay
+  ASSERT_TRUE(store_->CompactSegment(1).ok());
+  const uint64_t kept = c.bytes.load();
+  EXPECT_EQ(ScanAll(*store_, 1, 15).size(), 1000u);
+  EXPECT_EQ(IndexLookup(*store_, 1, "odd", 15).size(), 499u);
+  store_->SetGcHorizon(25);
+  ASSERT_TRUE(store_->CompactSegment(1).ok());
+  EXPECT_EQ(ScanAll(*store_, 1, 25).size(), 10u);
+  EXPECT_EQ(IndexLookup(*store_, 1, "odd", 25), (std::vector<int64_t>{3, 5, 7, 9}));
+  EXPECT_EQ(IndexLookup(*store_, 1, "moved", 25), (std::vector<int64_t>{1}));
+  // Ten rows with one version and one index entry each, no deletion: a fiftieth or less.
+  EXPECT_LT(c.bytes.load(), kept / 50) << kept;
+}
+
 // A segment's byte count is of uncompressed keys and values whichever way it was last measured:
 // what commits added, what a compaction of well-compressing rows left, what a reopen finds.
 TEST_F(SegmentStoreTest, ByteCountsStayUncompressedAcrossCompactionAndReopen) {

@@ -10,9 +10,9 @@ namespace {
 
 class VersionGc : public rocksdb::CompactionFilter {
  public:
-  explicit VersionGc(uint64_t horizon) : horizon_(horizon) {}
+  VersionGc(uint64_t horizon, bool full) : horizon_(horizon), full_(full) {}
 
-  bool Filter(int, const rocksdb::Slice& key, const rocksdb::Slice&, std::string*, bool*) const override {
+  bool Filter(int, const rocksdb::Slice& key, const rocksdb::Slice& value, std::string*, bool*) const override {
     if (key.size() < 8) return false;
     std::string_view k(key.data(), key.size());
     std::string_view user = UserKey(k);
@@ -21,9 +21,12 @@ class VersionGc : public rocksdb::CompactionFilter {
       seen_visible_ = false;
     }
     if (VersionTs(k) > horizon_) return false;  // newer than every snapshot in use
-    if (!seen_visible_) {                         // the version readers at the horizon see
+    if (!seen_visible_) {  // the version readers at the horizon see
       seen_visible_ = true;
-      return false;
+      // A deletion (of a row, or of an index entry) goes too when this compaction holds every
+      // file of the segment: readers at or above the horizon find nothing either way, and no
+      // older version is left elsewhere to show again.
+      return full_ && !value.empty() && static_cast<VersionKind>(value[0]) == VersionKind::kDelete;
     }
     return true;  // shadowed for every snapshot in use
   }
@@ -31,6 +34,7 @@ class VersionGc : public rocksdb::CompactionFilter {
 
  private:
   const uint64_t horizon_;
+  const bool full_;  // the compaction holds every table file of the segment
   // One filter serves one compaction, which visits keys in order on one thread.
   mutable std::string last_key_;
   mutable bool seen_visible_ = false;
@@ -39,8 +43,8 @@ class VersionGc : public rocksdb::CompactionFilter {
 }  // namespace
 
 std::unique_ptr<rocksdb::CompactionFilter> VersionGcFactory::CreateCompactionFilter(
-    const rocksdb::CompactionFilter::Context&) {
-  return std::make_unique<VersionGc>(horizon_->load());
+    const rocksdb::CompactionFilter::Context& context) {
+  return std::make_unique<VersionGc>(horizon_->load(), context.is_full_compaction);
 }
 
 }  // namespace wattdb::storage

@@ -2,8 +2,11 @@
 //
 // With GC horizon H (every snapshot in use is >= H), a key keeps all versions newer than H
 // and its newest version at or below H (what a reader at H sees); older versions are
-// dropped as flushes and compactions rewrite them. Compaction visits a key's versions newest first, so
-// the filter only needs to remember the key it is in. Horizon 0 keeps everything.
+// dropped as flushes and compactions rewrite them. That newest version goes too if it is a
+// deletion and the compaction holds all of the segment's table files (a full one): a deleted
+// row, or an index entry its row left, leaves nothing behind once no snapshot sees it.
+// Compaction visits a key's versions newest first, so the filter only needs to remember the
+// key it is in. Horizon 0 keeps everything.
 #pragma once
 
 #include <atomic>
