@@ -422,16 +422,43 @@ void SegmentStore::SetGcHorizon(Timestamp ts) {
   }
 }
 
+void SegmentStore::StopCollecting() {
+  collect_canceled_ = true;
+  db_->DisableManualCompaction();  // ends a running one (and splits' later compactions)
+}
+
 Status SegmentStore::CompactSegment(SegmentId id) {
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
   return Compact(*seg, nullptr);
 }
 
 Status SegmentStore::Compact(Segment& seg, std::atomic<bool>* canceled) {
-  rocksdb::CompactRangeOptions o;
-  o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  o.canceled = canceled;
-  RETURN_NOT_OK(FromRocks(db_->CompactRange(o, seg.cf(), nullptr, nullptr), "compact segment"));
+  // The memtable goes to a table file, then every table file is rewritten into the bottom
+  // level by one compaction, which holds all of the segment's versions (so the GC filter may
+  // drop deletions too). CompactRange would carry the newly flushed file down level by level,
+  // rewriting it at each (a compaction filter rules out moving files without rewriting).
+  RETURN_NOT_OK(FromRocks(db_->Flush(rocksdb::FlushOptions(), seg.cf()), "flush segment"));
+  rocksdb::ColumnFamilyMetaData md;
+  db_->GetColumnFamilyMetaData(seg.cf(), &md);
+  std::vector<std::string> files;
+  for (const auto& level : md.levels) {
+    for (const auto& f : level.files) files.push_back(f.name);
+  }
+  if (canceled && canceled->load()) return Status::Unavailable("segment compaction canceled: the store is stopping");
+  if (!files.empty()) {
+    rocksdb::CompactionOptions co;
+    co.compression = rocksdb::kDisableCompressionOption;  // the column family's
+    co.output_file_size_limit = db_->GetOptions(seg.cf()).target_file_size_base;
+    rocksdb::Status st = db_->CompactFiles(co, seg.cf(), files, static_cast<int>(md.levels.size()) - 1);
+    if (!st.ok()) {
+      if (canceled && canceled->load()) return Status::Unavailable("segment compaction canceled: the store is stopping");
+      // A background compaction holds some of the files: the slower way, which waits for it.
+      rocksdb::CompactRangeOptions o;
+      o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+      o.canceled = canceled;
+      RETURN_NOT_OK(FromRocks(db_->CompactRange(o, seg.cf(), nullptr, nullptr), "compact segment"));
+    }
+  }
   seg.counters().bytes = LogicalBytes(seg.cf());
   return Status::OK();
 }

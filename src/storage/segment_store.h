@@ -391,8 +391,9 @@ class SegmentStore {
   // reach them, and every scan over it pays for them. Returns how many were compacted.
   Result<int> CollectGarbage(int max_segments);
   // Ends a running CollectGarbage's compaction early and makes later calls do nothing (a
-  // stopping node does not wait for a large segment's rewrite).
-  void StopCollecting() { collect_canceled_ = true; }
+  // stopping node does not wait for a large segment's rewrite); other compactions of
+  // segments (CompactSegment, a split's) fail from then on.
+  void StopCollecting();
   // Writes the segment's memtable to a table file now (tests).
   Status FlushSegment(SegmentId id);
   static constexpr uint64_t kCollectWorkMin = 50000;
