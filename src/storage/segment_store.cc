@@ -468,6 +468,20 @@ Status SegmentStore::FlushSegment(SegmentId id) {
   return FromRocks(db_->Flush(rocksdb::FlushOptions(), seg->cf()), "flush segment");
 }
 
+Result<uint64_t> SegmentStore::CompactionsOf(SegmentId id) const {
+  ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
+  std::map<std::string, std::string> stats;
+  if (!db_->GetMapProperty(seg->cf(), rocksdb::DB::Properties::kCFStats, &stats)) {
+    return Status::NotSupported("column family statistics");
+  }
+  // Flushes count as compactions into level 0; no compaction writes there.
+  auto count = [&](const char* key) -> uint64_t {
+    auto it = stats.find(key);
+    return it == stats.end() ? 0 : static_cast<uint64_t>(std::stod(it->second));
+  };
+  return count("compaction.Sum.CompCount") - count("compaction.L0.CompCount");
+}
+
 Result<int> SegmentStore::CollectGarbage(int max_segments) {
   auto list = PublishedList();
   if (!list) return 0;

@@ -396,6 +396,9 @@ class SegmentStore {
   void StopCollecting();
   // Writes the segment's memtable to a table file now (tests).
   Status FlushSegment(SegmentId id);
+  // Compactions RocksDB has run on the segment since the store opened, flushes not counted
+  // (tests).
+  Result<uint64_t> CompactionsOf(SegmentId id) const;
   static constexpr uint64_t kCollectWorkMin = 50000;
 
   const std::string& dir() const { return dir_; }

@@ -539,6 +539,28 @@ TEST_F(SegmentStoreTest, AFullCompactionDropsDeletionsTheHorizonPassed) {
   EXPECT_LT(c.bytes.load(), kept / 50) << kept;
 }
 
+// A collection is one compaction, whatever levels the segment's files are in: the memtable
+// is flushed and every table file rewritten into the bottom level at once (not carried down
+// one level at a time, rewritten at each).
+TEST_F(SegmentStoreTest, ACollectionIsOneCompaction) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  for (int round = 0; round < 3; round++) {
+    std::vector<WriteOp> ops;
+    for (int i = 0; i < 200; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, fmt::format("r{}", round))});
+    ASSERT_TRUE(store_->Apply(10 + round, ops).ok());
+    if (round < 2) {
+      ASSERT_TRUE(store_->FlushSegment(1).ok());
+    }
+  }
+  for (int collection = 1; collection <= 2; collection++) {
+    uint64_t before = *store_->CompactionsOf(1);
+    ASSERT_TRUE(store_->CompactSegment(1).ok());
+    EXPECT_EQ(*store_->CompactionsOf(1), before + 1) << "collection " << collection;
+    ASSERT_TRUE(store_->Apply(20 + collection, {{1, K(7), VersionKind::kPut, R(7, "later")}}).ok());
+  }
+  EXPECT_EQ(ScanAll(*store_, 1, 30).size(), 200u);
+}
+
 // A segment's byte count is of uncompressed keys and values whichever way it was last measured:
 // what commits added, what a compaction of well-compressing rows left, what a reopen finds.
 TEST_F(SegmentStoreTest, ByteCountsStayUncompressedAcrossCompactionAndReopen) {
