@@ -78,7 +78,11 @@ class Lab {
     if (rc != 0) ADD_FAILURE() << out;
     return rc == 0;
   }
-  bool StartMaster() {
+  // Starts the master and waits until it serves SQL. The master builds the lab (if not up),
+  // powers every node and waits for each to register before it serves, each step with its own
+  // deadline, so the wait here is the sum of those, not a guess; it ends early if the master
+  // exits. On failure the master's log is in the test's output (CI keeps nothing else).
+  ::testing::AssertionResult StartMaster() {
     master_ = fork();
     if (master_ == 0) {
       std::string log = dir_ + "/master.log";
@@ -88,12 +92,25 @@ class Lab {
             "--manage-nodes", nullptr);
       _exit(127);
     }
-    for (int i = 0; i < 300; i++) {
+    int budget_ms = 60000;  // wattdb-lab up
+    for (const auto& n : config_.nodes) budget_ms += config_.Profile(n).boot_ms + config_.wake_timeout_ms + 5000;
+    auto deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
+    std::string why = fmt::format("the master did not serve within {} ms", budget_ms);
+    while (Clock::now() < deadline) {
       PgConn c(conninfo());
-      if (c.ok()) return true;
+      if (c.ok()) return ::testing::AssertionSuccess();
+      int status = 0;
+      if (waitpid(master_, &status, WNOHANG) == master_) {
+        master_ = 0;
+        why = fmt::format("the master exited (status {})", status);
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    return false;
+    std::ifstream log(dir_ + "/master.log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    if (text.size() > 6000) text = "..." + text.substr(text.size() - 6000);
+    return ::testing::AssertionFailure() << why << "; " << dir_ << "/master.log:\n" << text;
   }
   void StopMaster() {
     if (master_ <= 0) return;
@@ -160,7 +177,7 @@ TEST(Emulated, IpmitoolPowersARealNodeOnAndOffAndReadsDcmiPower) {
   EXPECT_NE(refused.status().message().find("password"), std::string::npos) << refused.status().message();
 
   // The master powers node 1 on through its BMC and node 2 with a magic packet.
-  ASSERT_TRUE(lab.StartMaster()) << "see " << lab.dir() << "/master.log";
+  ASSERT_TRUE(lab.StartMaster());
   PgConn c(lab.conninfo());
   ASSERT_TRUE(lab.WaitFor(c, "SELECT string_agg(power_driver || ':' || state, ' ') FROM wattdb_nodes",
                           "ipmi:up wol:up", 20000));
@@ -186,7 +203,7 @@ TEST(Emulated, MagicPacketThroughTheBridgeWakesASuspendedHostAndNoOtherMacDoes) 
   if (!Root()) GTEST_SKIP() << "emulated hosts need root";
   Lab lab("[[node]]\nid = 1\nport = 7101\npower = \"wol\"\n[[node]]\nid = 2\nport = 7102\npower = \"wol\"\n");
   ASSERT_TRUE(lab.Up());
-  ASSERT_TRUE(lab.StartMaster()) << "see " << lab.dir() << "/master.log";
+  ASSERT_TRUE(lab.StartMaster());
   PgConn c(lab.conninfo());
   ASSERT_TRUE(lab.WaitFor(c, "SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "2", 20000));
   ASSERT_EQ(c.Exec("CREATE TABLE t (k INT PRIMARY KEY, v INT)"), "");
@@ -225,7 +242,7 @@ TEST(Emulated, DrainSuspendAndPowerThroughIpmiAndWolWhileClientsWork) {
           "[[node]]\nid = 3\nport = 7103\npower = \"wol\"\n"
           "[[node]]\nid = 4\nport = 7104\npower = \"wol\"\n",
           "segment_bytes = 16384\n");
-  ASSERT_TRUE(lab.StartMaster()) << "see " << lab.dir() << "/master.log";  // builds the lab itself
+  ASSERT_TRUE(lab.StartMaster());  // builds the lab itself
   PgConn c(lab.conninfo());
   ASSERT_TRUE(lab.WaitFor(c, "SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "4", 30000));
   ASSERT_EQ(c.Exec("CREATE TABLE acc (id INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
