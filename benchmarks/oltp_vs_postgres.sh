@@ -7,13 +7,17 @@
 #
 # Usage: benchmarks/oltp_vs_postgres.sh [--scale N] [--clients N] [--time SEC] [--build DIR]
 #                                       [--nodes N] [--no-postgres] [--forwarder] [--hosted]
+#                                       [--rounds N]
+# --rounds: each system is loaded once, then every workload runs N times, the systems taking
+# turns (WattDB, PostgreSQL, WattDB, ...), so that the machine's drift hits both alike; the
+# table shows medians and the range of the per-round ratios (default 1).
 # --nodes: WattDB nodes (default 1); after each load the run waits for the segments to stop
 # splitting and moving. --hosted: node 1 lives in the master process (power = "master"). --forwarder: also PostgreSQL (read committed) behind
 # wattdb-hop-proxy, a process that only copies bytes, reached over a Unix-domain socket: what
 # one more process per statement costs, before any work (a master in front of a node pays it).
 # Writes results.csv and the raw outputs under a fresh directory it names at the end.
 set -euo pipefail
-SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1 FORWARDER=0 HOSTED=0
+SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1 FORWARDER=0 HOSTED=0 ROUNDS=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -24,7 +28,8 @@ while [ $# -gt 0 ]; do
     --no-postgres) POSTGRES=0; shift ;;
     --forwarder) FORWARDER=1; shift ;;
     --hosted) HOSTED=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -64,7 +69,7 @@ trap cleanup EXIT
 for i in $(seq 100); do psql -h 127.0.0.1 -p $WPORT -U wattdb -Atc "select 1" wattdb > /dev/null 2>&1 && break; sleep 0.2; done
 psql -h 127.0.0.1 -p $PPORT -U wattdb -qc "create database wattdb" postgres
 
-echo "system,workload,tps,retried_or_errors" > "$OUT/results.csv"
+echo "round,system,workload,tps,retried_or_errors" > "$OUT/results.csv"
 tps() { grep -oP 'tps = \K[0-9.]+(?= \(without)' "$1" | head -1; }
 
 # WattDB with several nodes: waits until the segment layout has not changed for 5 s (the
@@ -80,65 +85,75 @@ settle() {  # port
   echo "   settled: $(echo "$last" | wc -l) segments on $(echo "$last" | cut -d'|' -f2 | sort -u | wc -l) nodes"
 }
 
-run_pgbench() {  # name port pgoptions
-  local name=$1 port=$2 opts=$3
-  echo "== $name: pgbench -i -s $SCALE"
-  PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -i -s "$SCALE" -q wattdb > "$OUT/$name.init" 2>&1
+sysbench_cmd() {  # port
+  echo "sysbench oltp_read_write --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$1 --pgsql-user=wattdb
+        --pgsql-db=wattdb --tables=1 --table-size=$((SCALE * 25000))"
+}
+
+load() {  # name port: pgbench's tables and sysbench's, once per server
+  local name=$1 port=$2
+  echo "== $name: pgbench -i -s $SCALE; sysbench prepare"
+  "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -i -s "$SCALE" -q wattdb > "$OUT/$name.init" 2>&1
+  $(sysbench_cmd "$port") cleanup > /dev/null 2>&1 || true
+  $(sysbench_cmd "$port") prepare > "$OUT/$name.sb_prepare" 2>&1
   settle "$port"
+}
+
+run_all() {  # round name port pgoptions
+  local r=$1 name=$2 port=$3 opts=$4 o="$OUT/$2.r$1"
+  echo "== round $r: $name"
   PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -n -c "$CLIENTS" -j 2 -T "$TIME" \
-    -M prepared --max-tries=1000 wattdb > "$OUT/$name.tpcb" 2>&1
-  local retried; retried=$(grep -oP 'number of transactions retried: \K[0-9]+' "$OUT/$name.tpcb" || echo 0)
-  echo "$name,tpcb-like,$(tps "$OUT/$name.tpcb"),$retried" >> "$OUT/results.csv"
+    -M prepared --max-tries=1000 wattdb > "$o.tpcb" 2>&1
+  local retried; retried=$(grep -oP 'number of transactions retried: \K[0-9]+' "$o.tpcb" || echo 0)
+  echo "$r,$name,tpcb-like,$(tps "$o.tpcb"),$retried" >> "$OUT/results.csv"
   PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -n -S -c "$CLIENTS" -j 2 -T "$TIME" \
-    -M prepared wattdb > "$OUT/$name.select" 2>&1
-  echo "$name,select-only,$(tps "$OUT/$name.select"),0" >> "$OUT/results.csv"
-}
-
-run_sysbench() {  # name port pgoptions
-  local name=$1 port=$2 opts=$3
-  local sb="sysbench oltp_read_write --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$port
-            --pgsql-user=wattdb --pgsql-db=wattdb --tables=1 --table-size=$((SCALE * 25000))"
-  echo "== $name: sysbench oltp_read_write"
-  PGOPTIONS="$opts" $sb cleanup > /dev/null 2>&1 || true
-  PGOPTIONS="$opts" $sb prepare > "$OUT/$name.sb_prepare" 2>&1
-  settle "$port"
-  PGOPTIONS="$opts" $sb --threads="$CLIENTS" --time="$TIME" run > "$OUT/$name.sysbench" 2>&1
+    -M prepared wattdb > "$o.select" 2>&1
+  echo "$r,$name,select-only,$(tps "$o.select"),0" >> "$OUT/results.csv"
+  PGOPTIONS="$opts" $(sysbench_cmd "$port") --threads="$CLIENTS" --time="$TIME" run > "$o.sysbench" 2>&1
   local t e
-  t=$(grep -oP 'transactions:\s+[0-9]+\s+\(\K[0-9.]+' "$OUT/$name.sysbench")
-  e=$(grep -oP 'ignored errors:\s+\K[0-9]+' "$OUT/$name.sysbench" || echo 0)
-  echo "$name,oltp_read_write,$t,$e" >> "$OUT/results.csv"
+  t=$(grep -oP 'transactions:\s+[0-9]+\s+\(\K[0-9.]+' "$o.sysbench")
+  e=$(grep -oP 'ignored errors:\s+\K[0-9]+' "$o.sysbench" || echo 0)
+  echo "$r,$name,oltp_read_write,$t,$e" >> "$OUT/results.csv"
 }
 
-run_pgbench wattdb $WPORT ""
-run_sysbench wattdb $WPORT ""
-if [ "$POSTGRES" = 1 ]; then
-  run_pgbench pg15-read-committed $PPORT ""
-  run_sysbench pg15-read-committed $PPORT ""
-  run_pgbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
-  run_sysbench pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
-  if [ -n "$FWD" ]; then
-    run_pgbench pg15-via-forwarder $FPORT ""
-    run_sysbench pg15-via-forwarder $FPORT ""
+load wattdb $WPORT
+[ "$POSTGRES" = 1 ] && load pg15 $PPORT
+for r in $(seq 1 "$ROUNDS"); do
+  run_all "$r" wattdb $WPORT ""
+  if [ "$POSTGRES" = 1 ]; then
+    run_all "$r" pg15-read-committed $PPORT ""
+    run_all "$r" pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"
+    [ -z "$FWD" ] || run_all "$r" pg15-via-forwarder $FPORT ""
   fi
-fi
+done
 
 echo
 echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, WattDB nodes=$NODES$([ "$HOSTED" = 1 ] && echo ' (node 1 in the master)'), machine: $(nproc) cores"
 /usr/bin/python3 - "$OUT/results.csv" <<'PY'
-import csv, sys
+import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-tps = {(r["system"], r["workload"]): float(r["tps"] or 0) for r in rows}
+runs = {}  # (system, workload) -> {round: tps}
+for r in rows:
+    runs.setdefault((r["system"], r["workload"]), {})[r["round"]] = float(r["tps"] or 0)
+def med(system, w):
+    v = runs.get((system, w), {})
+    return statistics.median(v.values()) if v else 0
+def ratios(w, other):  # per-round WattDB / other
+    a, b = runs.get(("wattdb", w), {}), runs.get((other, w), {})
+    return sorted(a[k] / b[k] for k in a if b.get(k))
 def cell(v, width, digits):  # "-" where PostgreSQL was skipped (--no-postgres)
     return f"{v:>{width}.{digits}f}" if v else f'{"-":>{width}}'
 fwd = any(r["system"] == "pg15-via-forwarder" for r in rows)
-print(f'{"workload":<18}{"wattdb":>10}{"pg15 RC":>10}{"pg15 RR":>10}{"vs RC":>8}{"vs RR":>8}'
+n = len({r["round"] for r in rows})
+print(f"medians of {n} round(s); 'range' is the lowest and highest per-round ratio to RC")
+print(f'{"workload":<18}{"wattdb":>10}{"pg15 RC":>10}{"pg15 RR":>10}{"vs RC":>8}{"range":>13}{"vs RR":>8}'
       + (f'{"pg15 fwd":>10}{"fwd/RC":>8}' if fwd else ''))
 for w in ("tpcb-like", "select-only", "oltp_read_write"):
-    a = tps[("wattdb", w)]
-    rc, rr = tps.get(("pg15-read-committed", w), 0), tps.get(("pg15-repeatable-read", w), 0)
-    f = tps.get(("pg15-via-forwarder", w), 0)
+    a, rc, rr, f = med("wattdb", w), med("pg15-read-committed", w), med("pg15-repeatable-read", w), med("pg15-via-forwarder", w)
+    rs = ratios(w, "pg15-read-committed")
+    span = f"{rs[0]:.2f}-{rs[-1]:.2f}" if len(rs) > 1 else ""
     print(f'{w:<18}{a:>10.1f}{cell(rc, 10, 1)}{cell(rr, 10, 1)}'
-          f'{cell(a / rc if rc else 0, 8, 2)}{cell(a / rr if rr else 0, 8, 2)}'
+          f'{cell(a / rc if rc else 0, 8, 2)}{span:>13}{cell(a / rr if rr else 0, 8, 2)}'
           + (f'{cell(f, 10, 1)}{cell(f / rc if rc else 0, 8, 2)}' if fwd else ''))
 PY
 echo "raw outputs and results.csv in $OUT"
