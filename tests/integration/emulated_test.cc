@@ -112,10 +112,20 @@ class Lab {
     if (text.size() > 6000) text = "..." + text.substr(text.size() - 6000);
     return ::testing::AssertionFailure() << why << "; " << dir_ << "/master.log:\n" << text;
   }
+  // SIGTERM; a master that has not exited after 60 s (it powers its nodes off first) is killed.
   void StopMaster() {
     if (master_ <= 0) return;
     kill(master_, SIGTERM);
-    waitpid(master_, nullptr, 0);
+    auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (waitpid(master_, nullptr, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        ADD_FAILURE() << "the master did not stop within 60 s of SIGTERM";
+        kill(master_, SIGKILL);
+        waitpid(master_, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     master_ = 0;
   }
   std::string conninfo() const {
