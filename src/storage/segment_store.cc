@@ -437,6 +437,10 @@ Status SegmentStore::Compact(Segment& seg, std::atomic<bool>* canceled) {
   // level by one compaction, which holds all of the segment's versions (so the GC filter may
   // drop deletions too). CompactRange would carry the newly flushed file down level by level,
   // rewriting it at each (a compaction filter rules out moving files without rewriting).
+  auto stopping = [&] {
+    return canceled && canceled->load() ? Status::Unavailable("segment compaction canceled: the store is stopping")
+                                        : Status::OK();
+  };
   RETURN_NOT_OK(FromRocks(db_->Flush(rocksdb::FlushOptions(), seg.cf()), "flush segment"));
   rocksdb::ColumnFamilyMetaData md;
   db_->GetColumnFamilyMetaData(seg.cf(), &md);
@@ -444,14 +448,14 @@ Status SegmentStore::Compact(Segment& seg, std::atomic<bool>* canceled) {
   for (const auto& level : md.levels) {
     for (const auto& f : level.files) files.push_back(f.name);
   }
-  if (canceled && canceled->load()) return Status::Unavailable("segment compaction canceled: the store is stopping");
+  RETURN_NOT_OK(stopping());
   if (!files.empty()) {
     rocksdb::CompactionOptions co;
     co.compression = rocksdb::kDisableCompressionOption;  // the column family's
     co.output_file_size_limit = db_->GetOptions(seg.cf()).target_file_size_base;
     rocksdb::Status st = db_->CompactFiles(co, seg.cf(), files, static_cast<int>(md.levels.size()) - 1);
     if (!st.ok()) {
-      if (canceled && canceled->load()) return Status::Unavailable("segment compaction canceled: the store is stopping");
+      RETURN_NOT_OK(stopping());
       // A background compaction holds some of the files: the slower way, which waits for it.
       rocksdb::CompactRangeOptions o;
       o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;

@@ -17,6 +17,19 @@ namespace wattdb::storage {
 
 namespace fs = std::filesystem;
 
+// Every row `sc` yields, read `batch` rows per call (a failed call is a test failure).
+inline std::vector<ScanRow> Drain(Result<std::unique_ptr<SegmentScanner>>& sc, size_t batch) {
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+  std::vector<ScanRow> rows;
+  if (!sc.ok()) return rows;
+  while (true) {
+    auto more = (*sc)->Next(batch, &rows);
+    EXPECT_TRUE(more.ok());
+    if (!more.ok() || !*more) break;
+  }
+  return rows;
+}
+
 class SegmentStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -47,15 +60,8 @@ class SegmentStoreTest : public ::testing::Test {
                                                        Timestamp ts) {
     SegmentMeta m = (*st.Get(seg))->meta();
     auto sc = st.Scan(seg, m.lo, m.hi, ts);
-    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
     std::vector<std::pair<int64_t, std::string>> out;
-    std::vector<ScanRow> rows;
-    while (true) {
-      auto more = (*sc)->Next(3, &rows);
-      EXPECT_TRUE(more.ok());
-      if (!more.ok() || !*more) break;
-    }
-    for (auto& r : rows) {
+    for (auto& r : Drain(sc, 3)) {
       std::vector<Value> v;
       EXPECT_TRUE(DecodeRow(r.row, &v).ok());
       out.emplace_back(v[0].as_int(), v[1].as_text());
@@ -73,16 +79,8 @@ inline std::vector<int64_t> IndexLookup(SegmentStore& st, SegmentId seg, const s
   std::string k;
   EncodeIndexColumn(Value::Text(text), false, &k);
   auto sc = st.ScanIndex(seg, m.lo, m.hi, 3, k, PrefixSuccessor(k), ts);
-  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
   std::vector<int64_t> out;
-  if (!sc.ok()) return out;
-  std::vector<ScanRow> rows;
-  while (true) {
-    auto more = (*sc)->Next(2, &rows);
-    EXPECT_TRUE(more.ok());
-    if (!more.ok() || !*more) break;
-  }
-  for (auto& r : rows) {
+  for (auto& r : Drain(sc, 2)) {
     std::vector<Value> v;
     EXPECT_TRUE(DecodeRow(r.row, &v).ok());
     EXPECT_EQ(v[1].as_text(), text);
