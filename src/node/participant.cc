@@ -146,6 +146,9 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
   std::vector<uint8_t> check_insert;         // ... and whether an insert checks it
   std::vector<std::optional<storage::LatestVersion>> check_seen;  // ... its version as seen
   std::vector<std::string_view> read_keys;   // the check keys not seen: read here
+  // ... and for a key whose version came from the writer's read (with its row), the order
+  // index of the call's first write of it: that write learns the row (WriteOp::prior).
+  std::vector<std::pair<const storage::SeenLatest*, size_t>> check_prior;
   std::vector<storage::LatestVersion> latest;
 restart:
   auto existing = prepared_.find(txn);
@@ -174,6 +177,7 @@ restart:
     check_keys.clear();
     check_insert.clear();
     check_seen.clear();
+    check_prior.clear();
     read_keys.clear();
     for (size_t r = g, r_end; r < g_end; r = r_end) {  // the writes of one key
       const std::string& key = key_of(r).key;
@@ -225,9 +229,11 @@ restart:
       }
       bool needs_committed = false, insert_checks = false;
       const storage::SeenLatest* seen = nullptr;
+      size_t first_write = SIZE_MAX;  // while the transaction had not written the key
       for (size_t i = r; i < r_end; i++) {
         const TxnWrite& w = writes[order[i]];
         if (w.seen && w.seen->key == key && w.seen->Current(*seg)) seen = &*w.seen;
+        if (!own && first_write == SIZE_MAX && w.check != WriteCheck::kLock) first_write = i;
         if (own) {
           if (w.check == WriteCheck::kInsert && *own) {
             return Status::Sql("23505", "duplicate key value violates unique constraint");
@@ -248,6 +254,7 @@ restart:
         check_keys.push_back(key);
         check_insert.push_back(insert_checks);
         check_seen.push_back(known);
+        check_prior.emplace_back(seen && (seen->has_row || seen->latest.deleted) ? seen : nullptr, first_write);
         if (!known) read_keys.push_back(key);
       }
     }
@@ -271,6 +278,13 @@ restart:
           if (kept.locked) prepared_[txn].locked.emplace(seg_id, kept.key);
         }
         return Status::Conflict("could not serialize access due to concurrent update");
+      }
+      // Checked, and the key stays locked until the transaction ends: what its read saw is
+      // the row a commit replaces.
+      if (auto [seen, first] = check_prior[i]; seen && first != SIZE_MAX) {
+        storage::WriteOp& op = writes[order[first]].op;
+        op.prior = seen->has_row ? storage::Prior::kRow : storage::Prior::kAbsent;
+        if (seen->has_row) op.prior_row = seen->row;
       }
     }
   }

@@ -479,6 +479,83 @@ TEST_F(ParticipantTest, DurablePrepareKeepsLockOnlyKeys) {
 
 // A decided transaction whose commit has not arrived (durable prepare) holds back readers
 // at snapshots it may belong to, until it is resolved; readers below its bound go ahead.
+// A write's own read of its row (SegmentRows, as KeyWriteOf reads it) tells the commit the
+// row it replaces: the segment's secondary index changes as a second read would have it
+// change, without that read. A write that did not read its row has it read at commit.
+TEST_F(ParticipantTest, CommitsKeepTheIndexFromTheRowTheWritersReadSaw) {
+  const IndexKeySpec spec{3, {1}, {false}};
+  ASSERT_TRUE(store_->AddIndex(1, spec, 1).ok());
+  auto write = [&](int64_t k, int64_t v, WriteCheck c, storage::VersionKind kind = storage::VersionKind::kPut) {
+    TxnWrite w = W(k, c, kind);
+    w.op.row.clear();
+    if (kind == storage::VersionKind::kPut) EncodeRow({Value::Int64(k), Value::Int64(v)}, &w.op.row);
+    return w;
+  };
+  auto read_then = [&](int64_t k, int64_t v, Timestamp snapshot, storage::VersionKind kind = storage::VersionKind::kPut) {
+    ScanRequest r;
+    r.segment = 1;
+    r.lo = W(k, WriteCheck::kNone).op.key;
+    r.hi = PrefixSuccessor(r.lo);
+    r.read_ts = snapshot;
+    auto rows = SegmentRows::Open(*store_, *p_, r);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    std::vector<storage::ScanRow> out;
+    size_t n = 0;
+    while (*(*rows)->Next(10, 1 << 20, &out)) n += out.size();
+    EXPECT_EQ(n, 1u);
+    TxnWrite w = write(k, v, WriteCheck::kUpdate, kind);
+    w.seen = (*rows)->first_seen();
+    return w;
+  };
+  auto indexed = [&](int64_t v, Timestamp ts) {
+    std::string lo = EncodeIndexKey(spec, {Value::Int64(0), Value::Int64(v)});
+    auto sc = store_->ScanIndex(1, "", "", spec.id, lo, PrefixSuccessor(lo), ts);
+    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+    std::vector<int64_t> ids;
+    std::vector<storage::ScanRow> out;
+    while (sc.ok() && *(*sc)->Next(10, &out)) {
+      for (const auto& r : out) {
+        std::vector<Value> vals;
+        EXPECT_TRUE(DecodeRow(r.row, &vals).ok());
+        ids.push_back(vals[0].as_int());
+      }
+    }
+    return ids;
+  };
+  std::atomic<uint64_t>& reads = (*store_->Get(1))->counters().prior_reads;
+  ASSERT_TRUE(p_->Prepare(1, 10, {write(5, 100, WriteCheck::kInsert), write(6, 200, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(1, 11).ok());
+  const uint64_t base = reads.load();
+  EXPECT_EQ(base, 2u) << "inserts without a read have their rows read";
+  // Updates through a read of storage, then of the newest-version cache; a delete.
+  ASSERT_TRUE(p_->Prepare(2, 20, {read_then(5, 101, 20)}).ok());
+  ASSERT_TRUE(p_->Commit(2, 21).ok());
+  EXPECT_EQ(indexed(100, 25), std::vector<int64_t>{});
+  EXPECT_EQ(indexed(101, 25), std::vector<int64_t>{5});
+  read_then(5, 0, 25);  // leaves the key's newest version in the cache
+  ASSERT_TRUE(p_->Prepare(3, 25, {read_then(5, 102, 25)}).ok());
+  ASSERT_TRUE(p_->Commit(3, 26).ok());
+  ASSERT_TRUE(p_->Prepare(4, 30, {read_then(6, 0, 30, storage::VersionKind::kDelete)}).ok());
+  ASSERT_TRUE(p_->Commit(4, 31).ok());
+  EXPECT_EQ(indexed(101, 35), std::vector<int64_t>{});
+  EXPECT_EQ(indexed(102, 35), std::vector<int64_t>{5});
+  EXPECT_EQ(indexed(200, 35), std::vector<int64_t>{});
+  EXPECT_EQ(indexed(200, 30), std::vector<int64_t>{6}) << "older snapshots keep their entries";
+  // Deleted and inserted again in one transaction: the first write knows the old row.
+  ASSERT_TRUE(p_->Prepare(5, 40, {read_then(5, 0, 40, storage::VersionKind::kDelete)}).ok());
+  ASSERT_TRUE(p_->Prepare(5, 40, {write(5, 103, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(5, 41).ok());
+  EXPECT_EQ(indexed(102, 45), std::vector<int64_t>{});
+  EXPECT_EQ(indexed(103, 45), std::vector<int64_t>{5});
+  EXPECT_EQ(reads.load(), base) << "every row replaced above was known from its writer's read";
+  // A write that read nothing: its row is read at commit, with the same result.
+  ASSERT_TRUE(p_->Prepare(6, 45, {write(5, 104, WriteCheck::kUpdate)}).ok());
+  ASSERT_TRUE(p_->Commit(6, 46).ok());
+  EXPECT_EQ(reads.load(), base + 1);
+  EXPECT_EQ(indexed(103, 50), std::vector<int64_t>{});
+  EXPECT_EQ(indexed(104, 50), std::vector<int64_t>{5});
+}
+
 TEST_F(ParticipantTest, ReadersWaitForDurablePreparesTheirSnapshotMayInclude) {
   p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50), std::chrono::milliseconds(100));
   ASSERT_TRUE(p_->Prepare(90, 10, {W(1, WriteCheck::kInsert)}).ok());

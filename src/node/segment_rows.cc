@@ -26,7 +26,11 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
     std::optional<storage::NewestRow> newest = s->seg_->newest().Get(req.lo);
     if (newest && newest->ts <= req.read_ts) {
       s->seen_ = storage::SeenLatest{s->seg_.get(), seq, req.lo, {true, newest->ts, newest->deleted}};
-      if (!newest->deleted) s->cached_ = storage::ScanRow{req.lo, std::move(newest->row)};
+      if (!newest->deleted) {
+        s->seen_->has_row = true;
+        s->seen_->row = newest->row;
+        s->cached_ = storage::ScanRow{req.lo, std::move(newest->row)};
+      }
       s->seg_->counters().newest_hits++;
       return s;
     }

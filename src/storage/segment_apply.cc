@@ -66,8 +66,13 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   rocksdb::WriteBatch b(batch_bytes);
   if (prepared_txn) RETURN_NOT_OK(FromRocks(b.Delete(PreparedKey(prepared_txn)), "write batch"));
   if (txn) RETURN_NOT_OK(FromRocks(b.Put(OutcomeKey(txn), BigEndian64(ts)), "write batch"));
-  // Rows of indexed segments: the last write of each key, whose entries change below.
-  std::map<std::pair<SegmentId, std::string>, const WriteOp*> indexed;
+  // Rows of indexed segments: the last write of each key, whose entries change below, and
+  // the write that knows the row before the transaction (its first), if one does.
+  struct IndexedKey {
+    const WriteOp* last = nullptr;
+    const WriteOp* prior = nullptr;
+  };
+  std::map<std::pair<SegmentId, std::string>, IndexedKey> indexed;
   std::map<SegmentId, std::pair<SegmentRef, std::vector<IndexKeySpec>>> specs;
   const std::string inv_ts = BigEndian64(~ts);  // a version key's suffix (see MvccKey)
   const char row_space = kRowSpace;
@@ -91,13 +96,25 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
                             "write batch"));
     counts->first++;
     counts->second += op.key.size() + 9 + op.row.size() + 1;
-    if (seg_indexed) indexed[{op.segment, op.key}] = &op;
+    if (seg_indexed) {
+      IndexedKey& e = indexed[{op.segment, op.key}];
+      e.last = &op;
+      if (!e.prior && op.prior != Prior::kUnknown) e.prior = &op;
+    }
   }
-  for (const auto& [k, op] : indexed) {
+  for (const auto& [k, e] : indexed) {
     const auto& [seg, seg_specs] = specs[k.first];
-    ASSIGN_OR_RETURN(std::optional<std::string> old_row, LatestRow(*seg, op->key));
-    RETURN_NOT_OK(IndexChanges(*seg, seg_specs, op->key, old_row ? &*old_row : nullptr,
-                               op->kind == VersionKind::kPut ? &op->row : nullptr, ts, &b));
+    const std::string* old_row = nullptr;
+    std::optional<std::string> read;
+    if (e.prior) {
+      if (e.prior->prior == Prior::kRow) old_row = &e.prior->prior_row;
+    } else {
+      ASSIGN_OR_RETURN(read, LatestRow(*seg, e.last->key));
+      seg->counters().prior_reads++;
+      if (read) old_row = &*read;
+    }
+    RETURN_NOT_OK(IndexChanges(*seg, seg_specs, e.last->key, old_row,
+                               e.last->kind == VersionKind::kPut ? &e.last->row : nullptr, ts, &b));
   }
   rocksdb::WriteOptions wo;
   wo.sync = sync_commits_ && (sync || !prepared_txn);

@@ -128,9 +128,8 @@ SegmentScanner::~SegmentScanner() {
   // A point lookup of a key that is written often (it has older versions) leaves what it
   // learned for the next one, if nothing was written to the segment since its view was
   // taken (nor being written then).
-  if (narrow_ && several_versions_ && quiet_ && first_seen_ && !first_value_.empty()) {
-    NewestRow r{first_seen_->latest.ts, first_seen_->latest.deleted,
-                first_seen_->latest.deleted ? std::string() : first_value_.substr(1)};
+  if (narrow_ && several_versions_ && quiet_ && first_seen_ && (first_seen_->has_row || first_seen_->latest.deleted)) {
+    NewestRow r{first_seen_->latest.ts, first_seen_->latest.deleted, std::move(first_seen_->row)};
     seg_->newest().PutIf(first_seen_->key, std::move(r), [&] { return seg_->write_seq() == write_seq_; });
   }
   it_.reset();
@@ -171,7 +170,10 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
       first_seen_->write_seq = write_seq_;
       first_seen_->key.assign(user.substr(strip_));
       first_seen_->latest = {true, VersionTs(sk), static_cast<VersionKind>(it_->value()[0]) == VersionKind::kDelete};
-      if (narrow_) first_value_.assign(it_->value().data(), it_->value().size());
+      if (narrow_ && !first_seen_->latest.deleted) {
+        first_seen_->has_row = true;
+        first_seen_->row.assign(it_->value().data() + 1, it_->value().size() - 1);
+      }
     }
     if (VersionTs(sk) > read_ts_) {  // too new for this snapshot; an older version may follow
       SkipNewerVersions(user);

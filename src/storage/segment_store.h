@@ -65,6 +65,8 @@ struct SegmentCounters {
   std::atomic<uint64_t> old_version_work{0};
   std::atomic<uint64_t> collections{0};  // garbage collections of the segment (CollectGarbage)
   std::atomic<uint64_t> newest_hits{0};  // point lookups answered from newest() (no storage read)
+  // Rows commits read to replace their secondary-index entries (writes without WriteOp::prior).
+  std::atomic<uint64_t> prior_reads{0};
 };
 
 class Segment {
@@ -157,12 +159,23 @@ class WriteWindow {
   std::vector<Segment*> segments_;
 };
 
+// What a write knows of its key's newest committed row from before its transaction.
+enum class Prior : uint8_t {
+  kUnknown,  // Apply reads it (secondary indexes need it)
+  kAbsent,   // no live row: never written, or deleted
+  kRow,      // WriteOp::prior_row
+};
+
 // One write of a committed transaction.
 struct WriteOp {
   SegmentId segment = 0;
   std::string key;  // encoded primary key
   VersionKind kind = VersionKind::kPut;
   std::string row;  // encoded row; empty for deletes
+  // Set only if nothing can commit on the key between the read that learned it and Apply
+  // (the key locked since): then it is what Apply would read. In memory only.
+  Prior prior = Prior::kUnknown;
+  std::string prior_row;
 };
 
 // Whether every key in [lo, hi) starts with `lo` (hi <= lo's successor): the range of one whole
@@ -186,6 +199,8 @@ struct SeenLatest {
   uint64_t write_seq = 0;
   std::string key;  // primary key
   LatestVersion latest;
+  bool has_row = false;  // `row` is the encoded row of `latest` (a live version)
+  std::string row;
   bool Current(const Segment& seg) const { return &seg == segment && seg.write_seq() == write_seq; }
 };
 
@@ -241,9 +256,9 @@ class SegmentScanner {
   uint64_t write_seq_ = 0;     // the segment's, before snap_ was taken
   bool quiet_ = false;         // no write was in flight then
   bool several_versions_ = false;  // narrow scans: the key has versions older than its newest
+  // Narrow scans also keep the version's row (has_row), offered to the segment's NewestRows
+  // when the scanner is destroyed.
   std::optional<SeenLatest> first_seen_;
-  std::string first_value_;    // narrow scans: the first key's newest version, offered to
-                               // the segment's NewestRows when the scanner is destroyed
   size_t strip_ = 0;  // user-key prefix length not returned to callers
   Timestamp read_ts_ = 0;
   Timestamp newest_ts_ = 0;
