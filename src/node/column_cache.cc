@@ -32,6 +32,10 @@ size_t VectorBytes(const exec::Vector& v) {
 
 }  // namespace
 
+bool ImageCurrent(const storage::Segment& seg, const SegmentImage& image) {
+  return image.data_version == seg.data_version() || seg.RecentCovers(image.data_version);
+}
+
 size_t SegmentImage::LowerBound(std::string_view k) const {
   size_t lo = 0, hi = rows;
   while (lo < hi) {
@@ -84,9 +88,19 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
       DropImageLocked(e);
       e = Entry{seg, nullptr, version, clock_.NowMicros()};
     }
-    if (e.image && e.image->data_version != version) DropImageLocked(e);
-    if (e.image && warm) return e.image;
-    if (e.image) {
+    if (e.image && !ImageCurrent(*seg, *e.image)) DropImageLocked(e);
+    bool refresh = false;
+    if (e.image && warm) {
+      // An image whose recording of later commits has grown is built anew if it is read (reads
+      // merge fewer rows, and the recording stays within its bound), dropped if not.
+      if (e.building || seg->recent_bytes() < kRefreshBytes) return e.image;
+      if (clock_.NowMicros() - e.last_use >= kIdleMicros) {
+        DropImageLocked(e);
+        return std::shared_ptr<const SegmentImage>();
+      }
+      refresh = true;
+    }
+    if (e.image && !refresh) {
       if (read_ts < e.image->newest_ts) {
         stats_.misses++;
         return std::shared_ptr<const SegmentImage>();
@@ -103,7 +117,7 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
     }
     bool quiet = version == 0 || now - e.seen_at >= quiet_micros_;
     if (quiet && !may_build) may_build = ++e.partial_reads >= kPartialReadsBeforeImage;
-    if (!may_build || !quiet || e.building || e.failed_version == version || !RoomLocked()) {
+    if (!refresh && (!may_build || !quiet || e.building || e.failed_version == version || !RoomLocked())) {
       if (!warm) stats_.misses++;
       return std::shared_ptr<const SegmentImage>();
     }
@@ -125,14 +139,17 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
   if (did_build) *did_build = true;
   // Kept only if nothing changed meanwhile and it fits; this scan may read it either way,
   // if it answers read_ts (the version was read before the image's snapshot was taken).
-  if (ours && image->data_version == seg->data_version()) {
+  bool current = ImageCurrent(*seg, *image);
+  if (ours && current) {
+    ForgetImageLocked(it->second);  // the one it refreshes, if still there
     it->second.image = image;
     it->second.last_use = clock_.NowMicros();
     stats_.bytes += image->bytes;
     stats_.images++;
     EvictLocked(id);
   }
-  if (read_ts < image->newest_ts || image->data_version != seg->data_version()) {
+  if (!(ours && current)) seg->DisarmRecent(image->data_version);  // not kept: nothing to record for
+  if (read_ts < image->newest_ts || !current) {
     if (!warm) stats_.misses++;
     return std::shared_ptr<const SegmentImage>();
   }
@@ -143,7 +160,17 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
 Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& store,
                                                          const storage::SegmentRef& seg) {
   auto image = std::make_shared<SegmentImage>();
-  image->data_version = seg->data_version();  // before the scan's snapshot
+  // Commits from here on are recorded (before the scan's view is taken): the image answers
+  // for later data versions with them merged in.
+  image->data_version = seg->ArmRecent();
+  struct Disarm {  // unless an image comes out
+    const storage::SegmentRef& seg;
+    uint64_t base;
+    bool armed = true;
+    ~Disarm() {
+      if (armed) seg->DisarmRecent(base);
+    }
+  } disarm{seg, image->data_version};
   storage::SegmentMeta meta = seg->meta();
   ASSIGN_OR_RETURN(auto scan, store.Scan(meta.id, meta.lo, meta.hi, std::numeric_limits<Timestamp>::max()));
   if (scan->segment() != seg.get()) return std::shared_ptr<SegmentImage>();  // replaced meanwhile
@@ -173,6 +200,7 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   if (!uniform || image->key_bytes.size() > std::numeric_limits<uint32_t>::max()) {
     return std::shared_ptr<SegmentImage>();
   }
+  disarm.armed = false;
   image->newest_ts = scan->newest_ts();
   image->bytes = sizeof(SegmentImage) + image->key_bytes.size() + 4 * image->key_ends.size();
   for (const auto& b : image->batches) {
@@ -182,6 +210,12 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
 }
 
 void ColumnCache::DropImageLocked(Entry& e) {
+  if (!e.image) return;
+  if (storage::SegmentRef seg = e.seg.lock()) seg->DisarmRecent(e.image->data_version);
+  ForgetImageLocked(e);
+}
+
+void ColumnCache::ForgetImageLocked(Entry& e) {
   if (!e.image) return;
   stats_.bytes -= e.image->bytes;
   stats_.images--;
@@ -220,7 +254,7 @@ void ColumnCache::PruneLocked() {
       it = entries_.erase(it);
       continue;
     }
-    if (seg && it->second.image && it->second.image->data_version != seg->data_version()) {
+    if (seg && it->second.image && !ImageCurrent(*seg, *it->second.image)) {
       DropImageLocked(it->second);
     }
     ++it;

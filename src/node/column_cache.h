@@ -68,6 +68,9 @@ class ColumnCache {
   // Reads of part of a quiet segment after which it gets an image anyway (a segment read a
   // range at a time -- the parts of a partitioned join -- is worth one).
   static constexpr int kPartialReadsBeforeImage = 8;
+  // Warm builds an image anew once its segment's recording of later commits holds this much
+  // (half of what ends a recording: storage::RecentVersions::kMaxBytes).
+  static constexpr size_t kRefreshBytes = storage::RecentVersions::kMaxBytes / 2;
 
   // budget_bytes 0 turns the cache off.
   ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock& clock = Clock::Real());
@@ -106,7 +109,8 @@ class ColumnCache {
   // Builds the image of the newest committed rows; nullptr if the rows do not all have one width.
   static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store, const storage::SegmentRef& seg);
   // REQUIRES mu_ for each:
-  void DropImageLocked(Entry& e);
+  void DropImageLocked(Entry& e);  // and ends the recording of commits it answers with
+  void ForgetImageLocked(Entry& e);
   // Least recently used images idle for kIdleMicros, while past the budget (but not `keep`'s,
   // just built: the budget may be exceeded by one image).
   void EvictLocked(SegmentId keep);

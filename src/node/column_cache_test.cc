@@ -48,9 +48,10 @@ class ColumnCacheTest : public ::testing::Test {
     op.kind = storage::VersionKind::kDelete;
     ASSERT_TRUE(store_->Apply(ts, {op}).ok());
   }
-  // The first column of every row a fragment-style scan of [lo, hi) reads at read_ts, and
-  // whether it came from an image.
-  std::vector<int64_t> Scan(ColumnCache* cache, Timestamp read_ts, bool* columnar, int lo = -1, int hi = -1) {
+  // (first column, third column) of every row a fragment-style scan of [lo, hi) reads at
+  // read_ts through `cache` (RocksDB if null), and whether it came from an image.
+  std::vector<std::pair<int64_t, double>> ScanPairs(ColumnCache* cache, Timestamp read_ts, bool* columnar,
+                                                    int lo = -1, int hi = -1) {
     ScanRequest req;
     req.segment = 1;
     req.read_ts = read_ts;
@@ -58,7 +59,7 @@ class ColumnCacheTest : public ::testing::Test {
     if (hi >= 0) req.hi = Key(hi);
     auto rows = SegmentRows::Open(*store_, *participant_, req, cache);
     EXPECT_TRUE(rows.ok()) << rows.status().ToString();
-    std::vector<int64_t> out;
+    std::vector<std::pair<int64_t, double>> out;
     *columnar = (*rows)->columnar();
     if (*columnar) {
       exec::Batch b;
@@ -69,10 +70,9 @@ class ColumnCacheTest : public ::testing::Test {
         EXPECT_EQ(b.cols[1].size(), b.rows);
         for (size_t r = 0; r < b.rows; r++) {
           EXPECT_TRUE(b.cols[1].IsNull(r));  // not used: NULL
-          EXPECT_DOUBLE_EQ(b.cols[2].doubles()[r], b.cols[0].ints()[r] * 1.5);
-          out.push_back(b.cols[0].ints()[r]);
+          out.emplace_back(b.cols[0].ints()[r], b.cols[2].doubles()[r]);
         }
-        EXPECT_EQ(last_key, Key(static_cast<int>(out.back())));
+        EXPECT_EQ(last_key, Key(static_cast<int>(out.back().first)));
       }
     } else {
       std::vector<storage::ScanRow> batch;
@@ -80,11 +80,20 @@ class ColumnCacheTest : public ::testing::Test {
         for (const auto& r : batch) {
           std::vector<Value> vals;
           EXPECT_TRUE(DecodeRow(r.row, &vals).ok());
-          out.push_back(vals[0].as_int());
+          out.emplace_back(vals[0].as_int(), vals[2].as_double());
         }
       }
     }
     return out;
+  }
+  // The keys ScanPairs reads, of rows as Put writes them.
+  std::vector<int64_t> Scan(ColumnCache* cache, Timestamp read_ts, bool* columnar, int lo = -1, int hi = -1) {
+    std::vector<int64_t> keys;
+    for (auto [k, v] : ScanPairs(cache, read_ts, columnar, lo, hi)) {
+      EXPECT_DOUBLE_EQ(v, k * 1.5);
+      keys.push_back(k);
+    }
+    return keys;
   }
   static std::vector<int64_t> Range(int first, int last) {
     std::vector<int64_t> v;
@@ -174,9 +183,13 @@ TEST_F(ColumnCacheTest, ASegmentReadInRangesGetsAnImageAfterAFewReads) {
   EXPECT_EQ(Scan(&cache, 20, &columnar, 2000, 2100), Range(2000, 2100));
   EXPECT_TRUE(columnar);
   EXPECT_EQ(cache.stats().builds, 1u);
-  // A write starts the count again once the segment is quiet anew.
+  // A commit keeps the image (its rows are merged in); a split ends that, and the count
+  // starts again once the segment is quiet anew.
   Put(3000, 3001, 30);
-  EXPECT_EQ(Scan(&cache, 40, &columnar, 0, 10), Range(0, 10));  // sees the change
+  EXPECT_EQ(Scan(&cache, 40, &columnar, 2990, -1), Range(2990, 3001));
+  EXPECT_TRUE(columnar);
+  ASSERT_TRUE(store_->Split(1, 2).ok());
+  EXPECT_EQ(Scan(&cache, 40, &columnar, 0, 10), Range(0, 10));
   EXPECT_FALSE(columnar);
   clock_.Advance(1000);
   for (int i = 1; i < ColumnCache::kPartialReadsBeforeImage; i++) {
@@ -198,14 +211,15 @@ TEST_F(ColumnCacheTest, OlderSnapshotsAndChangedSegmentsReadRocksDb) {
   EXPECT_FALSE(columnar);
   EXPECT_EQ(Scan(&cache, 30, &columnar), Range(0, 200));
   EXPECT_TRUE(columnar);
-  // A deletion is a change too: the image goes, the next one lacks the row and needs ts >= 40.
+  // A deletion is merged into the image's reads: readers below it still see the row.
   Delete(5, 40);
   std::vector<int64_t> want = Range(0, 200);
   want.erase(want.begin() + 5);
   EXPECT_EQ(Scan(&cache, 35, &columnar), Range(0, 200));
-  EXPECT_FALSE(columnar);
+  EXPECT_TRUE(columnar);
   EXPECT_EQ(Scan(&cache, 40, &columnar), want);
   EXPECT_TRUE(columnar);
+  EXPECT_EQ(cache.stats().builds, 1u);
   // A transaction's own pending writes are merged by the row path.
   TxnWrite w;
   w.op = storage::WriteOp{1, Key(5), storage::VersionKind::kPut, ""};
@@ -219,6 +233,100 @@ TEST_F(ColumnCacheTest, OlderSnapshotsAndChangedSegmentsReadRocksDb) {
   auto rows = SegmentRows::Open(*store_, *participant_, req, &cache);
   ASSERT_TRUE(rows.ok());
   EXPECT_FALSE((*rows)->columnar());
+}
+
+// Commits after an image was built are recorded with the segment (storage::RecentVersions)
+// and merged into the image's reads by key: updates replace rows, deletions hide them,
+// inserts add them, each only for readers whose timestamp sees it; the answers are those of
+// RocksDB at every timestamp, for the whole segment, ranges and single keys.
+TEST_F(ColumnCacheTest, CommitsAfterTheBuildAreMergedIntoTheImagesReads) {
+  Put(0, 3000, 10);
+  ColumnCache cache(64 << 20, 0, clock_);
+  auto write = [&](int k, double v, Timestamp ts, bool del = false) {
+    storage::WriteOp op;
+    op.segment = 1;
+    op.key = Key(k);
+    op.kind = del ? storage::VersionKind::kDelete : storage::VersionKind::kPut;
+    if (!del) EncodeRow({Value::Int64(k), Value::Text("new"), Value::Double(v)}, &op.row);
+    ASSERT_TRUE(store_->Apply(ts, {op}).ok());
+  };
+  auto read = [&](ColumnCache* c, Timestamp read_ts, int lo, int hi, bool* columnar) {
+    return ScanPairs(c, read_ts, columnar, lo, hi);
+  };
+  bool columnar = false;
+  ASSERT_EQ(read(&cache, 20, -1, -1, &columnar).size(), 3000u);
+  ASSERT_TRUE(columnar);
+  write(5, -5, 30);               // update
+  write(7, 0, 31, true);          // delete
+  write(5000, 50, 32);            // insert after the last row
+  write(1024, 0, 33, true);       // delete, then insert again: a batch boundary
+  write(1024, 1024, 34);
+  write(1500, 1, 35);             // updated twice
+  write(1500, 2, 36);
+  write(-3, -3, 37);              // insert before the first row
+  for (Timestamp ts : {20, 30, 31, 33, 34, 35, 36, 40}) {
+    for (auto [lo, hi] : std::vector<std::pair<int, int>>{{-1, -1}, {0, 10}, {5, 6}, {7, 8}, {1000, 1100},
+                                                          {1024, 1025}, {1500, 1501}, {2999, -1}, {-5, 1}}) {
+      bool from_rocksdb = true;
+      auto want = read(nullptr, ts, lo, hi, &from_rocksdb);
+      EXPECT_FALSE(from_rocksdb);
+      EXPECT_EQ(read(&cache, ts, lo, hi, &columnar), want) << "ts " << ts << " range " << lo << ".." << hi;
+      // (a single key written twice may be answered from the segment's newest versions)
+      if (hi != lo + 1) {
+        EXPECT_TRUE(columnar) << "ts " << ts << " range " << lo << ".." << hi;
+      }
+    }
+  }
+  EXPECT_EQ(cache.stats().builds, 1u);
+  EXPECT_EQ(read(&cache, 40, 5, 6, &columnar), (std::vector<std::pair<int64_t, double>>{{5, -5}}));
+  EXPECT_EQ(read(&cache, 40, 1500, 1501, &columnar), (std::vector<std::pair<int64_t, double>>{{1500, 2}}));
+  EXPECT_EQ(read(&cache, 35, 1500, 1501, &columnar), (std::vector<std::pair<int64_t, double>>{{1500, 1}}));
+  EXPECT_TRUE(read(&cache, 40, 7, 8, &columnar).empty());
+  EXPECT_EQ(read(&cache, 40, -1, -1, &columnar).size(), 3001u);  // -1 row, +2 new keys
+  // Readers older than the image read RocksDB.
+  EXPECT_EQ(read(&cache, 5, -1, -1, &columnar).size(), 0u);
+  EXPECT_FALSE(columnar);
+  // A split ends the recording: the image goes.
+  ASSERT_TRUE(store_->Split(1, 2).ok());
+  read(&cache, 40, 0, 10, &columnar);
+  EXPECT_FALSE(columnar);
+}
+
+// Warm builds an image anew once its segment's recording of later commits passes
+// kRefreshBytes, if the image is read; an image nobody read for kIdleMicros is dropped
+// instead (and its recording ends).
+TEST_F(ColumnCacheTest, WarmRefreshesAnImageWhoseRecordingGrew) {
+  Put(0, 3000, 10);
+  ColumnCache cache(256 << 20, 0, clock_);
+  bool columnar = false;
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 3000));
+  ASSERT_TRUE(columnar);
+  storage::SegmentRef seg = *store_->Get(1);
+  auto grow = [&](Timestamp from) {
+    Timestamp ts = from;
+    for (int k = 0; seg->recent_bytes() < ColumnCache::kRefreshBytes; k++) {
+      storage::WriteOp op;
+      op.segment = 1;
+      op.key = Key(k);
+      EncodeRow({Value::Int64(k), Value::Text(std::string(1 << 20, 'x')), Value::Double(k * 1.5)}, &op.row);
+      ASSERT_TRUE(store_->Apply(++ts, {op}).ok());
+    }
+  };
+  grow(20);
+  ASSERT_TRUE(cache.Warm(*store_, 2).ok());
+  EXPECT_EQ(cache.stats().builds, 2u);
+  EXPECT_EQ(cache.stats().images, 1u);
+  EXPECT_EQ(seg->recent_bytes(), 0u);
+  EXPECT_EQ(Scan(&cache, 100, &columnar), Range(0, 3000));
+  EXPECT_TRUE(columnar);
+  ASSERT_TRUE(cache.Warm(*store_, 2).ok());
+  EXPECT_EQ(cache.stats().builds, 2u) << "nothing recorded since";
+  // Not read for kIdleMicros: dropped rather than built again.
+  clock_.Advance(ColumnCache::kIdleMicros);
+  grow(100);
+  ASSERT_TRUE(cache.Warm(*store_, 2).ok());
+  EXPECT_EQ(cache.stats().images, 0u);
+  EXPECT_EQ(seg->recent_bytes(), 0u);
 }
 
 // Past the budget, images that were read recently stay and no new ones are built (a table

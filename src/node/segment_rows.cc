@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/codec.h"
+#include "query/exec/row_decode.h"
 
 namespace wattdb::node {
 
@@ -39,6 +40,7 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
     storage::SegmentMeta meta = s->seg_->meta();
     bool whole = req.lo == meta.lo && req.hi == meta.hi;
     ASSIGN_OR_RETURN(s->image_, cache->Get(store, s->seg_, req.read_ts, whole));
+    if (s->image_ && !s->ReadRecent(req)) s->image_.reset();
     if (s->image_) {
       s->pos_ = s->image_->LowerBound(req.lo);
       s->end_ = req.hi.empty() ? s->image_->rows : s->image_->LowerBound(req.hi);
@@ -127,7 +129,69 @@ Result<bool> SegmentRows::Visit(size_t max_rows, size_t max_bytes, const storage
   return more;
 }
 
+bool SegmentRows::ReadRecent(const ScanRequest& req) {
+  // With the recording over, the image still answers if nothing was committed since it was
+  // built: a commit at or below read_ts was applied before this read began.
+  if (!seg_->RecentAt(image_->data_version, req.lo, req.hi, req.read_ts, &recent_)) {
+    return seg_->data_version() == image_->data_version;
+  }
+  for (const auto& r : recent_) {
+    if (r.deleted) continue;
+    auto width = exec::EncodedRowWidth(r.row);
+    if (!width.ok() || *width != image_->width) return false;
+  }
+  return true;
+}
+
+Result<bool> SegmentRows::NextMergedBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key) {
+  if (out->cols.size() != image_->width) return Status::Corruption("row width does not match the table");
+  for (auto& c : out->cols) c.Clear();
+  out->rows = 0;
+  size_t run = pos_;  // image rows [run, pos_) are taken, not yet copied
+  auto copy_run = [&] {
+    while (run < pos_) {
+      const exec::Batch& src = image_->batches[run / exec::kBatchRows];
+      size_t first = run % exec::kBatchRows;
+      size_t n = std::min(pos_ - run, exec::kBatchRows - first);
+      sel_.resize(n);
+      for (size_t i = 0; i < n; i++) sel_[i] = static_cast<uint32_t>(first + i);
+      for (size_t c = 0; c < out->cols.size(); c++) {
+        if (used && c < used->size() && !(*used)[c]) continue;  // PadUnused below
+        out->cols[c].Gather(src.cols[c], sel_.data(), n);
+      }
+      out->rows += n;
+      run += n;
+    }
+  };
+  std::string_view last;
+  size_t taken = 0;
+  while (taken < exec::kBatchRows && (pos_ < end_ || next_recent_ < recent_.size())) {
+    const storage::RecentRow* r = next_recent_ < recent_.size() ? &recent_[next_recent_] : nullptr;
+    int cmp = !r ? -1 : pos_ >= end_ ? 1 : image_->key(pos_).compare(r->key);
+    if (cmp < 0) {  // an image row no commit since replaced
+      last = image_->key(pos_++);
+      taken++;
+      continue;
+    }
+    copy_run();
+    next_recent_++;
+    if (cmp == 0) pos_++;  // replaced (or deleted) since the image was built
+    run = pos_;
+    if (r->deleted) continue;
+    RETURN_NOT_OK(exec::AppendEncodedRow(r->row, out, used));
+    last = r->key;
+    taken++;
+  }
+  copy_run();
+  if (used) exec::PadUnused(*used, out);
+  if (out->rows == 0) return false;
+  last_key->assign(last);
+  seg_->counters().rows_read += out->rows;
+  return true;
+}
+
 Result<bool> SegmentRows::NextBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key) {
+  if (next_recent_ < recent_.size()) return NextMergedBatch(used, out, last_key);
   size_t n = std::min(exec::kBatchRows - pos_ % exec::kBatchRows, end_ - pos_);
   if (pos_ >= end_) n = 0;
   if (n > 0 && out->cols.size() != image_->width) return Status::Corruption("row width does not match the table");

@@ -56,6 +56,12 @@ class SegmentRows {
  private:
   SegmentRows() = default;
   bool Hidden(const storage::ScanRow& r) const;
+  // Columnar: reads the versions committed since image_ was built that the request sees
+  // (Segment::RecentAt) into recent_. False if the image cannot answer with them (their
+  // recording ended, or a row of another width).
+  bool ReadRecent(const ScanRequest& req);
+  // NextBatch while recent_ has rows left: image rows and recent rows merged by key.
+  Result<bool> NextMergedBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key);
   void EmitPendingBefore(const std::string* key, std::vector<storage::ScanRow>* out);
 
   std::unique_ptr<storage::SegmentScanner> scanner_;  // null: columnar, or a cached point lookup
@@ -64,6 +70,8 @@ class SegmentRows {
   std::optional<storage::SeenLatest> seen_;    // cached: its key's newest version
   std::shared_ptr<const SegmentImage> image_;  // columnar: its image, rows [pos_, end_)
   size_t pos_ = 0, end_ = 0;
+  std::vector<storage::RecentRow> recent_;     // columnar: replace or add to the image's rows
+  size_t next_recent_ = 0;
   std::vector<uint32_t> sel_;
   std::map<std::string, storage::WriteOp> pending_;
   std::map<std::string, storage::WriteOp>::iterator next_pending_;

@@ -42,9 +42,15 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   for (auto& [id, ref] : refs) changing.push_back(ref.get());
   WriteWindow window(std::move(changing));
   std::map<SegmentId, std::pair<uint64_t, uint64_t>> written;  // segment -> (rows, bytes)
-  auto count_written = [&] {
+  // Inside the write window: the data version grows once the rows are visible; a recording
+  // of recent versions takes a commit's rows, and ends at an ingested one.
+  auto count_written = [&](bool ingested) {
     for (auto& [id, rb] : written) {
-      refs.at(id)->Changed();
+      if (ingested) {
+        refs.at(id)->Changed();
+      } else {
+        refs.at(id)->Committed(ts, ops);
+      }
       refs.at(id)->counters().rows_written += rb.first;
       refs.at(id)->counters().bytes += rb.second;
     }
@@ -54,7 +60,7 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
     ASSIGN_OR_RETURN(bool ingested, ApplyByIngesting(ts, ops, refs, txn, &written));
     if (ingested) {
       for (auto& [id, ref] : refs) ref->newest().Clear();
-      count_written();
+      count_written(true);
       ingested_commits_++;
       return Status::OK();
     }
@@ -124,7 +130,7 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
     bool del = op.kind == VersionKind::kDelete;
     refs.at(op.segment)->newest().Update(op.key, NewestRow{ts, del, del ? std::string() : op.row});
   }
-  count_written();
+  count_written(false);
   return Status::OK();
 }
 

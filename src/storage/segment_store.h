@@ -28,6 +28,7 @@
 #include "common/status.h"
 #include "storage/mvcc.h"
 #include "storage/newest_rows.h"
+#include "storage/recent_versions.h"
 
 namespace rocksdb {
 class CompactionFilterFactory;
@@ -69,10 +70,12 @@ struct SegmentCounters {
   std::atomic<uint64_t> prior_reads{0};
 };
 
+struct WriteOp;
+
 class Segment {
  public:
   Segment(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, SegmentMeta meta)
-      : db_(db), cf_(cf), meta_(std::move(meta)) {}
+      : db_(db), cf_(cf), id_(meta.id), meta_(std::move(meta)) {}
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
@@ -120,15 +123,39 @@ class Segment {
   // The newest versions of keys point reads met and commits wrote (newest_rows.h).
   NewestRows& newest() { return newest_; }
 
+  // The versions commits write from now on (recent_versions.h): starts recording at the
+  // current data version, which it returns (what was recorded before is dropped).
+  uint64_t ArmRecent();
+  // Whether the recording holds every commit since data version `base`.
+  bool RecentCovers(uint64_t base) const;
+  // If RecentCovers(base): appends the recorded keys of [lo, hi) as a reader at read_ts sees
+  // them (RecentVersions::VisibleAt) and returns true; false otherwise (nothing appended).
+  bool RecentAt(uint64_t base, std::string_view lo, std::string_view hi, Timestamp read_ts,
+                std::vector<RecentRow>* out) const;
+  // If RecentCovers(base): hands over every recorded key's newest version and the newest
+  // timestamp among them, records anew from the current data version (*new_base) and returns
+  // true; false otherwise. For folding the recording into the state derived at `base`.
+  bool TakeRecent(uint64_t base, std::vector<RecentRow>* rows, Timestamp* newest, uint64_t* new_base);
+  // Ends the recording if it started at `base`.
+  void DisarmRecent(uint64_t base);
+  // Bytes the recording holds (0 if not recording).
+  size_t recent_bytes() const;
+
  private:
   friend class SegmentStore;
   friend class WriteWindow;
+  // The data version grows: after a commit of `ts` whose writes are `ops` (those of this
+  // segment are recorded), or after any other change of rows or range (ends the recording).
+  void Committed(Timestamp ts, const std::vector<WriteOp>& ops);
   void Changed();
   rocksdb::DB* db_;               // borrowed; the SegmentStore's DB outlives every Segment
   rocksdb::ColumnFamilyHandle* cf_;  // owned; destroyed with the Segment
+  const SegmentId id_;            // meta_.id, which never changes
   mutable std::mutex mu_;         // guards meta_
   SegmentMeta meta_;
   SegmentCounters counters_;
+  mutable std::mutex change_mu_;  // guards recent_; held while data_version_ grows
+  RecentVersions recent_;
   std::atomic<uint64_t> data_version_{0};
   std::atomic<uint64_t> write_seq_{0};
   std::atomic<uint64_t> writes_in_flight_{0};

@@ -204,6 +204,62 @@ TEST_F(SegmentStoreTest, ScanHonoursRangeAndDetectsStaleness) {
   EXPECT_TRUE(store_->Scan(9, "", "", 5).status().IsNotFound());
 }
 
+// A segment armed to record keeps every commit's versions from then on, as readers at each
+// timestamp see them, until a change that is not a commit (a split) or too many bytes end
+// the recording; TakeRecent hands the recording over and starts anew.
+TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange) {
+  ASSERT_TRUE(store_->CreateSegment({1, 1, "", ""}).ok());
+  auto put = [&](int64_t k, Timestamp ts, size_t pad = 1, bool del = false) {
+    WriteOp op{1, K(k), del ? VersionKind::kDelete : VersionKind::kPut, del ? "" : R(k, std::string(pad, 'x'))};
+    ASSERT_TRUE(store_->Apply(ts, {op}).ok());
+  };
+  SegmentRef seg = *store_->Get(1);
+  put(1, 10);
+  const uint64_t base = seg->ArmRecent();
+  EXPECT_TRUE(seg->RecentCovers(base));
+  put(2, 20);
+  put(1, 21, 1, true);
+  put(2, 22, 2);
+  EXPECT_EQ(seg->data_version(), base + 3);
+  EXPECT_TRUE(seg->RecentCovers(base));
+  auto at = [&](Timestamp ts, std::string_view lo = "", std::string_view hi = "") {
+    std::vector<RecentRow> rows;
+    EXPECT_TRUE(seg->RecentAt(base, lo, hi, ts, &rows));
+    std::vector<std::string> out;
+    for (const auto& r : rows) out.push_back(r.key + (r.deleted ? "-" : "+" + r.row));
+    return out;
+  };
+  EXPECT_EQ(at(15), std::vector<std::string>{});
+  EXPECT_EQ(at(20), std::vector<std::string>{K(2) + "+" + R(2, "x")});
+  EXPECT_EQ(at(21), (std::vector<std::string>{K(1) + "-", K(2) + "+" + R(2, "x")}));
+  EXPECT_EQ(at(30), (std::vector<std::string>{K(1) + "-", K(2) + "+" + R(2, "xx")}));
+  EXPECT_EQ(at(30, K(2)), std::vector<std::string>{K(2) + "+" + R(2, "xx")});
+  EXPECT_EQ(at(30, "", K(2)), std::vector<std::string>{K(1) + "-"});
+  std::vector<RecentRow> rows;
+  EXPECT_FALSE(seg->RecentAt(base + 1, "", "", 30, &rows)) << "a recording from another base";
+  // Handed over: the newest version of each key; recording goes on from here.
+  Timestamp newest = 0;
+  uint64_t next = 0;
+  ASSERT_TRUE(seg->TakeRecent(base, &rows, &newest, &next));
+  EXPECT_EQ(rows.size(), 2u);
+  EXPECT_EQ(newest, 22u);
+  EXPECT_EQ(next, base + 3);
+  EXPECT_FALSE(seg->RecentCovers(base));
+  EXPECT_TRUE(seg->RecentCovers(next));
+  EXPECT_EQ(seg->recent_bytes(), 0u);
+  put(3, 30);
+  EXPECT_GT(seg->recent_bytes(), 0u);
+  // A split is not a commit: the recording ends.
+  ASSERT_TRUE(store_->Split(1, 2).ok());
+  EXPECT_FALSE(seg->RecentCovers(next));
+  // Past RecentVersions::kMaxBytes the recording ends too.
+  const uint64_t again = seg->ArmRecent();
+  size_t written = 0;
+  for (int64_t k = 10; written <= RecentVersions::kMaxBytes; k++, written += 1 << 20) put(1, 40 + k, 1 << 20);
+  EXPECT_FALSE(seg->RecentCovers(again));
+  EXPECT_EQ(seg->recent_bytes(), 0u);
+}
+
 TEST_F(SegmentStoreTest, SplitMovesUpperHalfAtomically) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   std::vector<WriteOp> ops;

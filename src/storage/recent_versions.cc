@@ -1,0 +1,42 @@
+#include "storage/recent_versions.h"
+
+#include <algorithm>
+
+namespace wattdb::storage {
+
+void RecentVersions::Record(std::string_view key, Timestamp ts, bool deleted, std::string_view row) {
+  if (!armed_) return;
+  bytes_ += key.size() + row.size() + 64;
+  if (bytes_ > kMaxBytes) {
+    Disarm();
+    return;
+  }
+  auto it = keys_.find(key);
+  if (it == keys_.end()) it = keys_.emplace(std::string(key), std::vector<Version>()).first;
+  it->second.push_back(Version{ts, deleted, deleted ? std::string() : std::string(row)});
+  versions_++;
+}
+
+void RecentVersions::VisibleAt(std::string_view lo, std::string_view hi, Timestamp read_ts,
+                               std::vector<RecentRow>* out) const {
+  for (auto it = keys_.lower_bound(lo); it != keys_.end() && (hi.empty() || it->first < hi); ++it) {
+    const std::vector<Version>& vs = it->second;
+    for (auto v = vs.rbegin(); v != vs.rend(); ++v) {
+      if (v->ts > read_ts) continue;
+      out->push_back(RecentRow{it->first, v->deleted, v->row});
+      break;
+    }
+  }
+}
+
+Timestamp RecentVersions::Newest(std::vector<RecentRow>* out) const {
+  Timestamp newest = 0;
+  for (const auto& [key, vs] : keys_) {
+    const Version& v = vs.back();
+    newest = std::max(newest, v.ts);
+    out->push_back(RecentRow{key, v.deleted, v.row});
+  }
+  return newest;
+}
+
+}  // namespace wattdb::storage

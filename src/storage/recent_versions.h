@@ -1,0 +1,77 @@
+// RecentVersions: the versions commits wrote to one segment since a chosen data version, in
+// memory, so that state derived from the segment's rows at that version (a column image,
+// node/column_cache.h) keeps answering reads after later commits by merging them in: the
+// main + delta arrangement of column stores.
+//
+// Contract (kept by Segment, which owns one): recording starts with Arm at the segment's
+// current data version; from then on every change of the data version either records a
+// commit's versions (Record) or ends the recording (Disarm: splits, ingested commits,
+// imports, a recording past kMaxBytes), under the same lock as the version grows. So while
+// Covers(base) holds, the recording holds every version committed to the segment since data
+// version `base`, and per key in commit order (a key's commits are serialized by its lock,
+// and later ones take later timestamps).
+//
+// Not thread-safe: Segment guards it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/mvcc.h"
+
+namespace wattdb::storage {
+
+// A key's version as a reader at some timestamp sees it through RecentVersions.
+struct RecentRow {
+  std::string key;  // primary key
+  bool deleted = false;
+  std::string row;  // encoded row (empty if deleted)
+};
+
+class RecentVersions {
+ public:
+  static constexpr size_t kMaxBytes = 16u << 20;
+
+  void Arm(uint64_t base) {
+    Disarm();
+    armed_ = true;
+    base_ = base;
+  }
+  void Disarm() {
+    armed_ = false;
+    keys_.clear();
+    bytes_ = 0;
+    versions_ = 0;
+  }
+  bool Covers(uint64_t base) const { return armed_ && base_ == base; }
+  bool armed() const { return armed_; }
+  uint64_t base() const { return base_; }
+  size_t bytes() const { return bytes_; }
+  size_t versions() const { return versions_; }
+  // A committed version of `key` (no-op unless armed; disarms past kMaxBytes).
+  void Record(std::string_view key, Timestamp ts, bool deleted, std::string_view row);
+  // Appends to `out`, in key order, the version each recorded key of [lo, hi) ("" =
+  // unbounded) has at `read_ts`: its newest recorded one at or below read_ts. Keys with no
+  // such version are left out (the base state answers for them).
+  void VisibleAt(std::string_view lo, std::string_view hi, Timestamp read_ts, std::vector<RecentRow>* out) const;
+  // Every recorded key's newest version, whatever its timestamp, in key order, and the
+  // newest timestamp recorded (0 if none).
+  Timestamp Newest(std::vector<RecentRow>* out) const;
+
+ private:
+  struct Version {
+    Timestamp ts;
+    bool deleted;
+    std::string row;
+  };
+  bool armed_ = false;
+  uint64_t base_ = 0;
+  size_t bytes_ = 0;
+  size_t versions_ = 0;
+  std::map<std::string, std::vector<Version>, std::less<>> keys_;  // versions oldest first
+};
+
+}  // namespace wattdb::storage
