@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/codec.h"
 #include "query/exec/row_decode.h"
 
 namespace wattdb::node {
@@ -34,6 +35,16 @@ size_t VectorBytes(const exec::Vector& v) {
 
 bool ImageCurrent(const storage::Segment& seg, const SegmentImage& image) {
   return image.data_version == seg.data_version() || seg.RecentCovers(image.data_version);
+}
+
+std::string SegmentImage::EncodedRow(size_t i) const {
+  const exec::Batch& b = batches[i / exec::kBatchRows];
+  std::vector<Value> vals;
+  vals.reserve(b.cols.size());
+  for (const auto& c : b.cols) vals.push_back(c.GetValue(i % exec::kBatchRows));
+  std::string row;
+  EncodeRow(vals, &row);
+  return row;
 }
 
 size_t SegmentImage::LowerBound(std::string_view k) const {
@@ -193,6 +204,7 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
       }
       image->key_bytes.append(key);
       image->key_ends.push_back(static_cast<uint32_t>(image->key_bytes.size()));
+      image->row_ts.push_back(scan->visit_ts());
       image->rows++;
       return Status::OK();
     }));
@@ -202,7 +214,7 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   }
   disarm.armed = false;
   image->newest_ts = scan->newest_ts();
-  image->bytes = sizeof(SegmentImage) + image->key_bytes.size() + 4 * image->key_ends.size();
+  image->bytes = sizeof(SegmentImage) + image->key_bytes.size() + 12 * image->key_ends.size();
   for (const auto& b : image->batches) {
     for (const auto& c : b.cols) image->bytes += VectorBytes(c);
   }

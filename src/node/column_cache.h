@@ -45,6 +45,10 @@ struct SegmentImage {
   std::string key_bytes;             // the rows' primary keys, concatenated in key order
   std::vector<uint32_t> key_ends;    // key i ends at key_ends[i] and starts where key i-1 ends
   std::vector<exec::Batch> batches;  // exec::kBatchRows rows each, the last possibly fewer
+  std::vector<Timestamp> row_ts;     // each row's version
+
+  // Row i encoded as storage keeps rows (common/codec.h), from its columns.
+  std::string EncodedRow(size_t i) const;
 
   std::string_view key(size_t i) const {
     size_t begin = i == 0 ? 0 : key_ends[i - 1];

@@ -292,6 +292,66 @@ TEST_F(ColumnCacheTest, CommitsAfterTheBuildAreMergedIntoTheImagesReads) {
   EXPECT_FALSE(columnar);
 }
 
+// A point lookup answered by an image tells a writer the key's newest version (from the
+// recording if a commit wrote it since the build, else the image's), with its row, as a
+// RocksDB read would: its prepare checks against that while the segment is unchanged, and
+// reads the key again once a commit reached the segment.
+TEST_F(ColumnCacheTest, PointLookupsThroughAnImageTellWritersTheNewestVersion) {
+  Put(0, 100, 10);
+  ColumnCache cache(64 << 20, 0, clock_);
+  bool columnar = false;
+  ASSERT_EQ(Scan(&cache, 20, &columnar), Range(0, 100));
+  ASSERT_TRUE(columnar);
+  auto seen_at = [&](int k, Timestamp ts) {
+    ScanRequest req;
+    req.segment = 1;
+    req.lo = Key(k);
+    req.hi = PrefixSuccessor(req.lo);
+    req.read_ts = ts;
+    auto rows = SegmentRows::Open(*store_, *participant_, req, &cache);
+    EXPECT_TRUE(rows.ok());
+    EXPECT_TRUE((*rows)->columnar());
+    return (*rows)->first_seen();
+  };
+  auto row_of = [](int k, std::string name, double v) {
+    std::string row;
+    EncodeRow({Value::Int64(k), Value::Text(name), Value::Double(v)}, &row);
+    return row;
+  };
+  std::optional<storage::SeenLatest> seen = seen_at(5, 20);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->key, Key(5));
+  EXPECT_TRUE(seen->latest.found);
+  EXPECT_EQ(seen->latest.ts, 10u);
+  EXPECT_FALSE(seen->latest.deleted);
+  ASSERT_TRUE(seen->has_row);
+  EXPECT_EQ(seen->row, row_of(5, "name 5", 7.5));
+  EXPECT_FALSE(seen_at(500, 20).has_value()) << "a key the image lacks";
+  // Written since the build: the recorded version, even above the reader's timestamp.
+  storage::WriteOp op{1, Key(5), storage::VersionKind::kPut, row_of(5, "five", 5)};
+  ASSERT_TRUE(store_->Apply(30, {op}).ok());
+  seen = seen_at(5, 20);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->latest.ts, 30u);
+  EXPECT_EQ(seen->row, row_of(5, "five", 5));
+  // A writer's prepare trusts a current read, and reads again after a commit to the segment.
+  TxnWrite w;
+  w.op = storage::WriteOp{1, Key(6), storage::VersionKind::kPut, row_of(6, "six", 6)};
+  w.check = WriteCheck::kUpdate;
+  w.seen = seen_at(6, 35);
+  ASSERT_TRUE(w.seen.has_value());
+  EXPECT_TRUE(w.seen->Current(**store_->Get(1)));
+  storage::WriteOp rival{1, Key(6), storage::VersionKind::kPut, row_of(6, "rival", 0)};
+  ASSERT_TRUE(store_->Apply(40, {rival}).ok());
+  EXPECT_FALSE(w.seen->Current(**store_->Get(1)));
+  EXPECT_EQ(participant_->Prepare(1, 35, {w}).sqlstate(), "40001");
+  w.seen = seen_at(6, 45);
+  EXPECT_EQ(w.seen->latest.ts, 40u);
+  ASSERT_TRUE(participant_->Prepare(2, 45, {w}).ok());
+  ASSERT_TRUE(participant_->Commit(2, 46).ok());
+  EXPECT_EQ(ScanPairs(&cache, 50, &columnar, 6, 7), (std::vector<std::pair<int64_t, double>>{{6, 6}}));
+}
+
 // Warm builds an image anew once its segment's recording of later commits passes
 // kRefreshBytes, if the image is read; an image nobody read for kIdleMicros is dropped
 // instead (and its recording ends).

@@ -39,11 +39,13 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
   if (cache && !req.index && s->pending_.empty()) {
     storage::SegmentMeta meta = s->seg_->meta();
     bool whole = req.lo == meta.lo && req.hi == meta.hi;
+    uint64_t seq = s->seg_->write_seq();  // before the image and its recording are read
     ASSIGN_OR_RETURN(s->image_, cache->Get(store, s->seg_, req.read_ts, whole));
     if (s->image_ && !s->ReadRecent(req)) s->image_.reset();
     if (s->image_) {
       s->pos_ = s->image_->LowerBound(req.lo);
       s->end_ = req.hi.empty() ? s->image_->rows : s->image_->LowerBound(req.hi);
+      if (point) s->SeeImageRow(req.lo, seq);
       return s;
     }
   }
@@ -141,6 +143,22 @@ bool SegmentRows::ReadRecent(const ScanRequest& req) {
     if (!width.ok() || *width != image_->width) return false;
   }
   return true;
+}
+
+void SegmentRows::SeeImageRow(const std::string& key, uint64_t seq) {
+  // A key the recording lacks was not written since the image was built: the image's
+  // version is its newest. (A key neither holds may have a deletion the image left out.)
+  storage::SeenLatest seen{seg_.get(), seq, key};
+  if (!seg_->RecentLatest(image_->data_version, key, &seen.latest, &seen.row)) {
+    if (seg_->data_version() != image_->data_version) return;
+  }
+  if (!seen.latest.found) {
+    if (pos_ >= end_ || image_->key(pos_) != key) return;
+    seen.latest = {true, image_->row_ts[pos_], false};
+    seen.row = image_->EncodedRow(pos_);
+  }
+  seen.has_row = !seen.latest.deleted;
+  seen_ = std::move(seen);
 }
 
 Result<bool> SegmentRows::NextMergedBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key) {

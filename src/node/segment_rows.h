@@ -49,8 +49,8 @@ class SegmentRows {
   // Like Next, handing each row to `fn` (views valid during the call); read from storage
   // without pending writes to merge, straight from the storage's buffers.
   Result<bool> Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn);
-  // Read from storage or the segment's NewestRows (not columnar): the newest committed
-  // version of the first key met (SegmentScanner::first_seen), pending writes not merged.
+  // The newest committed version of the first key met (SegmentScanner::first_seen; for
+  // point lookups from NewestRows or an image, that key's), pending writes not merged.
   std::optional<storage::SeenLatest> first_seen() const { return scanner_ ? scanner_->first_seen() : seen_; }
 
  private:
@@ -60,6 +60,9 @@ class SegmentRows {
   // (Segment::RecentAt) into recent_. False if the image cannot answer with them (their
   // recording ended, or a row of another width).
   bool ReadRecent(const ScanRequest& req);
+  // Columnar point lookups: seen_ from the recording or the image (`seq`: the segment's
+  // write_seq() from before either was read).
+  void SeeImageRow(const std::string& key, uint64_t seq);
   // NextBatch while recent_ has rows left: image rows and recent rows merged by key.
   Result<bool> NextMergedBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key);
   void EmitPendingBefore(const std::string* key, std::vector<storage::ScanRow>* out);
@@ -67,7 +70,7 @@ class SegmentRows {
   std::unique_ptr<storage::SegmentScanner> scanner_;  // null: columnar, or a cached point lookup
   storage::SegmentRef seg_;                    // columnar or cached: the segment read
   std::optional<storage::ScanRow> cached_;     // cached: the row, until read
-  std::optional<storage::SeenLatest> seen_;    // cached: its key's newest version
+  std::optional<storage::SeenLatest> seen_;    // cached or columnar point: its key's newest version
   std::shared_ptr<const SegmentImage> image_;  // columnar: its image, rows [pos_, end_)
   size_t pos_ = 0, end_ = 0;
   std::vector<storage::RecentRow> recent_;     // columnar: replace or add to the image's rows

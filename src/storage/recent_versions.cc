@@ -29,6 +29,16 @@ void RecentVersions::VisibleAt(std::string_view lo, std::string_view hi, Timesta
   }
 }
 
+bool RecentVersions::Latest(std::string_view key, Timestamp* ts, bool* deleted, std::string* row) const {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return false;
+  const Version& v = it->second.back();
+  *ts = v.ts;
+  *deleted = v.deleted;
+  if (!v.deleted) *row = v.row;
+  return true;
+}
+
 Timestamp RecentVersions::Newest(std::vector<RecentRow>* out) const {
   Timestamp newest = 0;
   for (const auto& [key, vs] : keys_) {

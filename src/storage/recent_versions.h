@@ -57,6 +57,9 @@ class RecentVersions {
   // unbounded) has at `read_ts`: its newest recorded one at or below read_ts. Keys with no
   // such version are left out (the base state answers for them).
   void VisibleAt(std::string_view lo, std::string_view hi, Timestamp read_ts, std::vector<RecentRow>* out) const;
+  // The newest recorded version of `key`: its timestamp, whether it deletes, its row (if
+  // live). False if none was recorded.
+  bool Latest(std::string_view key, Timestamp* ts, bool* deleted, std::string* row) const;
   // Every recorded key's newest version, whatever its timestamp, in key order, and the
   // newest timestamp recorded (0 if none).
   Timestamp Newest(std::vector<RecentRow>* out) const;

@@ -168,6 +168,18 @@ bool Segment::TakeRecent(uint64_t base, std::vector<RecentRow>* rows, Timestamp*
   return true;
 }
 
+bool Segment::RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest, std::string* row) const {
+  std::lock_guard<std::mutex> l(change_mu_);
+  if (!recent_.Covers(base)) return false;
+  *latest = LatestVersion{};
+  bool deleted = false;
+  if (recent_.Latest(key, &latest->ts, &deleted, row)) {
+    latest->found = true;
+    latest->deleted = deleted;
+  }
+  return true;
+}
+
 void Segment::DisarmRecent(uint64_t base) {
   std::lock_guard<std::mutex> l(change_mu_);
   if (recent_.Covers(base)) recent_.Disarm();
@@ -242,6 +254,7 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
       std::string_view payload(v.data() + 1, v.size() - 1);
       if (!rows_) {
         std::string_view key = std::string_view(last_key_).substr(strip_);
+        visit_ts_ = VersionTs(sk);
         RETURN_NOT_OK(fn(key, payload));
         produced++;
         bytes += key.size() + payload.size();

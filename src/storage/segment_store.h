@@ -70,6 +70,13 @@ struct SegmentCounters {
   std::atomic<uint64_t> prior_reads{0};
 };
 
+// The newest committed version of a key, whatever its timestamp.
+struct LatestVersion {
+  bool found = false;
+  Timestamp ts = 0;
+  bool deleted = false;
+};
+
 struct WriteOp;
 
 class Segment {
@@ -136,6 +143,9 @@ class Segment {
   // timestamp among them, records anew from the current data version (*new_base) and returns
   // true; false otherwise. For folding the recording into the state derived at `base`.
   bool TakeRecent(uint64_t base, std::vector<RecentRow>* rows, Timestamp* newest, uint64_t* new_base);
+  // If RecentCovers(base): the newest recorded version of `key` (found false if none; *row
+  // its row if live) and true; false otherwise.
+  bool RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest, std::string* row) const;
   // Ends the recording if it started at `base`.
   void DisarmRecent(uint64_t base);
   // Bytes the recording holds (0 if not recording).
@@ -211,13 +221,6 @@ inline bool NarrowRange(std::string_view lo, std::string_view hi) {
   return !hi.empty() && hi <= PrefixSuccessor(lo);
 }
 
-// The newest committed version of a key, whatever its timestamp.
-struct LatestVersion {
-  bool found = false;
-  Timestamp ts = 0;
-  bool deleted = false;
-};
-
 // The newest version of a key as a row scan met it, and the segment's write_seq() from
 // before the scan's view was taken: while the segment (the same object) still shows that
 // write_seq(), `latest` is what LatestOf would answer for `key`.
@@ -255,6 +258,8 @@ class SegmentScanner {
   // included: a reader at or above it sees the same rows.
   Timestamp newest_ts() const { return newest_ts_; }
   const Segment* segment() const { return seg_.get(); }
+  // Row scans, inside a Visit callback: the commit timestamp of the row's version.
+  Timestamp visit_ts() const { return visit_ts_; }
   // Row scans: the newest version of the first key met (whatever the read timestamp), once
   // the scan has met one.
   const std::optional<SeenLatest>& first_seen() const { return first_seen_; }
@@ -289,6 +294,7 @@ class SegmentScanner {
   size_t strip_ = 0;  // user-key prefix length not returned to callers
   Timestamp read_ts_ = 0;
   Timestamp newest_ts_ = 0;
+  Timestamp visit_ts_ = 0;
   std::string last_key_;
   bool have_last_ = false;
   bool done_ = false;
