@@ -121,18 +121,32 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
       return e.image;
     }
     int64_t now = clock_.NowMicros();
+    // Changed only by commits since a reader missed: the recording that miss started holds
+    // them, as it would keep an image current; such a segment is as good as quiet.
+    bool commits_only = e.probe && seg->RecentCovers(e.probe_base);
     if (e.seen_version != version) {
       e.seen_version = version;
       e.seen_at = now;
-      e.partial_reads = 0;
+      if (!commits_only) e.partial_reads = 0;
     }
     bool quiet = version == 0 || now - e.seen_at >= quiet_micros_;
-    if (quiet && !may_build) may_build = ++e.partial_reads >= kPartialReadsBeforeImage;
-    if (!refresh && (!may_build || !quiet || e.building || e.failed_version == version || !RoomLocked())) {
+    bool settled = quiet || commits_only;
+    if (!warm) {
+      e.missed = true;
+      e.last_miss = now;
+    }
+    if (!settled && !warm && !e.building && RoomLocked()) {
+      e.probe = true;
+      e.probe_base = seg->ArmRecent();
+    }
+    if (settled && !may_build) may_build = ++e.partial_reads >= kPartialReadsBeforeImage;
+    if (warm && !quiet && (!e.missed || now - e.last_miss >= kIdleMicros)) may_build = false;  // no reader lately
+    if (!refresh && (!may_build || !settled || e.building || e.failed_version == version || !RoomLocked())) {
       if (!warm) stats_.misses++;
       return std::shared_ptr<const SegmentImage>();
     }
     e.building = true;
+    e.probe = false;  // the build records anew
   }
   auto built = Build(store, seg);
   std::lock_guard<std::mutex> l(mu_);

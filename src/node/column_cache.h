@@ -1,23 +1,28 @@
-// ColumnCache: quiet segments' rows decoded once into column batches, so that plan fragments
-// scan them without RocksDB iteration or row decoding.
+// ColumnCache: segments' rows decoded once into column batches, so that plan fragments scan
+// them without RocksDB iteration or row decoding.
 //
 // An image holds every column of every live row of one segment at its newest committed
-// version, in key order, and the newest commit timestamp among those versions (deletions
-// included). It answers a scan at read_ts exactly when read_ts >= that timestamp and the
-// segment's data version is still the one the image was built at (storage::Segment::
-// data_version grows after every commit or split that reaches the segment): the reader has
-// waited for every commit at or below read_ts (Participant::AwaitReadable), so no version it
-// must see is missing. Scans whose transaction has pending writes in the segment, and index
+// version, in key order (with each version's timestamp), and the newest commit timestamp
+// among those versions (deletions included). It answers a scan at read_ts exactly when
+// read_ts >= that timestamp and the segment's data version (storage::Segment::data_version
+// grows after every commit or split that reaches the segment) is still the one the image was
+// built at, or the segment's recording of commits covers every change since (SegmentRows
+// merges the recorded versions read_ts sees): the reader has waited for every commit at or
+// below read_ts (Participant::AwaitReadable), so no version it must see is missing. Scans whose transaction has pending writes in the segment, and index
 // scans, never use images (SegmentRows decides).
 //
 // Only scans of a whole segment build images, and only of quiet segments: one whose data
 // version has not changed for `quiet_micros` as earlier scans saw it, or one not written
-// since the node started. Hot segments keep being read from RocksDB. Past the byte budget the
+// since the node started, or one changed only by commits since a read found no image (the
+// read starts the segment's recording of commits, storage/recent_versions.h, which keeps an
+// image current; a split or an ingested commit ends it). Once built, an image stays current
+// under commits: reads merge the recorded versions they see. Past the byte budget the
 // least recently used images give way if they have not been read for kIdleMicros; otherwise
 // no image is built (a table larger than the budget keeps its first images rather than
 // rebuilding all of them on every scan). Warm, called in the background, builds the images
 // of segments written (or created by a split or a move) since the node started once they are
-// quiet, so the first scan after a load finds them.
+// quiet, so the first scan after a load finds them, and those changed only by commits since a
+// read missed in the last kIdleMicros; it also builds anew images whose recording grew.
 // Thread-safe; images are immutable and shared by the scans reading them.
 #pragma once
 
@@ -109,6 +114,10 @@ class ColumnCache {
     bool building = false;
     int64_t last_use = 0;  // clock micros
     int partial_reads = 0;  // reads of part of it while quiet at seen_version, without an image
+    bool missed = false;    // a read had no image for it, last at last_miss (clock micros)
+    int64_t last_miss = 0;
+    bool probe = false;     // a miss started a recording at probe_base (Segment::ArmRecent)
+    uint64_t probe_base = 0;
   };
   // Builds the image of the newest committed rows; nullptr if the rows do not all have one width.
   static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store, const storage::SegmentRef& seg);
