@@ -31,11 +31,13 @@ size_t VectorBytes(const exec::Vector& v) {
   return bytes;
 }
 
-}  // namespace
-
+// Whether `image` answers for `seg` now: nothing changed since it was built, or only commits
+// the segment's recording holds.
 bool ImageCurrent(const storage::Segment& seg, const SegmentImage& image) {
   return image.data_version == seg.data_version() || seg.RecentCovers(image.data_version);
 }
+
+}  // namespace
 
 std::string SegmentImage::EncodedRow(size_t i) const {
   const exec::Batch& b = batches[i / exec::kBatchRows];

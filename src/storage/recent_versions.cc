@@ -39,14 +39,4 @@ bool RecentVersions::Latest(std::string_view key, Timestamp* ts, bool* deleted, 
   return true;
 }
 
-Timestamp RecentVersions::Newest(std::vector<RecentRow>* out) const {
-  Timestamp newest = 0;
-  for (const auto& [key, vs] : keys_) {
-    const Version& v = vs.back();
-    newest = std::max(newest, v.ts);
-    out->push_back(RecentRow{key, v.deleted, v.row});
-  }
-  return newest;
-}
-
 }  // namespace wattdb::storage

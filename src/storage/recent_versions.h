@@ -60,9 +60,6 @@ class RecentVersions {
   // The newest recorded version of `key`: its timestamp, whether it deletes, its row (if
   // live). False if none was recorded.
   bool Latest(std::string_view key, Timestamp* ts, bool* deleted, std::string* row) const;
-  // Every recorded key's newest version, whatever its timestamp, in key order, and the
-  // newest timestamp recorded (0 if none).
-  Timestamp Newest(std::vector<RecentRow>* out) const;
 
  private:
   struct Version {

@@ -159,15 +159,6 @@ bool Segment::RecentAt(uint64_t base, std::string_view lo, std::string_view hi, 
   return true;
 }
 
-bool Segment::TakeRecent(uint64_t base, std::vector<RecentRow>* rows, Timestamp* newest, uint64_t* new_base) {
-  std::lock_guard<std::mutex> l(change_mu_);
-  if (!recent_.Covers(base)) return false;
-  *newest = recent_.Newest(rows);
-  *new_base = data_version_.load(std::memory_order_acquire);
-  recent_.Arm(*new_base);
-  return true;
-}
-
 bool Segment::RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest, std::string* row) const {
   std::lock_guard<std::mutex> l(change_mu_);
   if (!recent_.Covers(base)) return false;

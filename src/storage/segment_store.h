@@ -139,10 +139,6 @@ class Segment {
   // them (RecentVersions::VisibleAt) and returns true; false otherwise (nothing appended).
   bool RecentAt(uint64_t base, std::string_view lo, std::string_view hi, Timestamp read_ts,
                 std::vector<RecentRow>* out) const;
-  // If RecentCovers(base): hands over every recorded key's newest version and the newest
-  // timestamp among them, records anew from the current data version (*new_base) and returns
-  // true; false otherwise. For folding the recording into the state derived at `base`.
-  bool TakeRecent(uint64_t base, std::vector<RecentRow>* rows, Timestamp* newest, uint64_t* new_base);
   // If RecentCovers(base): the newest recorded version of `key` (found false if none; *row
   // its row if live) and true; false otherwise.
   bool RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest, std::string* row) const;

@@ -206,7 +206,7 @@ TEST_F(SegmentStoreTest, ScanHonoursRangeAndDetectsStaleness) {
 
 // A segment armed to record keeps every commit's versions from then on, as readers at each
 // timestamp see them, until a change that is not a commit (a split) or too many bytes end
-// the recording; TakeRecent hands the recording over and starts anew.
+// the recording.
 TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange) {
   ASSERT_TRUE(store_->CreateSegment({1, 1, "", ""}).ok());
   auto put = [&](int64_t k, Timestamp ts, size_t pad = 1, bool del = false) {
@@ -237,21 +237,12 @@ TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange
   EXPECT_EQ(at(30, "", K(2)), std::vector<std::string>{K(1) + "-"});
   std::vector<RecentRow> rows;
   EXPECT_FALSE(seg->RecentAt(base + 1, "", "", 30, &rows)) << "a recording from another base";
-  // Handed over: the newest version of each key; recording goes on from here.
-  Timestamp newest = 0;
-  uint64_t next = 0;
-  ASSERT_TRUE(seg->TakeRecent(base, &rows, &newest, &next));
-  EXPECT_EQ(rows.size(), 2u);
-  EXPECT_EQ(newest, 22u);
-  EXPECT_EQ(next, base + 3);
-  EXPECT_FALSE(seg->RecentCovers(base));
-  EXPECT_TRUE(seg->RecentCovers(next));
-  EXPECT_EQ(seg->recent_bytes(), 0u);
   put(3, 30);
   EXPECT_GT(seg->recent_bytes(), 0u);
   // A split is not a commit: the recording ends.
   ASSERT_TRUE(store_->Split(1, 2).ok());
-  EXPECT_FALSE(seg->RecentCovers(next));
+  EXPECT_FALSE(seg->RecentCovers(base));
+  EXPECT_EQ(seg->recent_bytes(), 0u);
   // Past RecentVersions::kMaxBytes the recording ends too.
   const uint64_t again = seg->ArmRecent();
   size_t written = 0;
