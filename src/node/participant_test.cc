@@ -317,6 +317,9 @@ TEST_F(ParticipantTest, PointLookupsReadTheNewestVersionFromTheSegmentsCache) {
   ASSERT_TRUE(p_->Prepare(2, 25, {mine}).ok());
   EXPECT_EQ(read(2, 25), "other:" + std::to_string(mine.op.row.size()));
   EXPECT_EQ(read(0, 25), "v5");
+  ASSERT_TRUE(p_->Prepare(2, 25, {W(5, WriteCheck::kNone, storage::VersionKind::kDelete)}).ok());
+  EXPECT_EQ(read(2, 25), "none") << "its own deletion";
+  EXPECT_EQ(read(0, 25), "v5");
   p_->Abort(2);
   // A deletion replaces the cached version: nothing to read above it, the row below it.
   ASSERT_TRUE(p_->Prepare(3, 25, {W(5, WriteCheck::kUpdate, storage::VersionKind::kDelete)}).ok());

@@ -16,6 +16,15 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
   }
   std::unique_ptr<SegmentRows> s(new SegmentRows());
   if (req.txn != 0 && !req.index) s->pending_ = participant.PendingWrites(req.txn, req.segment, req.lo, req.hi);
+  // A point lookup of a key the transaction wrote reads its own write, whatever storage holds
+  // (stored keys are prefix-free: the range holds that key alone).
+  if (s->pending_.size() == 1 && s->pending_.begin()->first == req.lo && storage::NarrowRange(req.lo, req.hi)) {
+    ASSIGN_OR_RETURN(s->seg_, store.GetCovering(req.segment, req.lo, req.hi));
+    storage::WriteOp& own = s->pending_.begin()->second;
+    if (own.kind == storage::VersionKind::kPut) s->cached_ = storage::ScanRow{req.lo, std::move(own.row)};
+    s->pending_.clear();
+    return s;
+  }
   const bool point = !req.index && s->pending_.empty() && !req.lo.empty() && storage::NarrowRange(req.lo, req.hi);
   if (point || (cache && !req.index && s->pending_.empty())) {
     ASSIGN_OR_RETURN(s->seg_, store.GetCovering(req.segment, req.lo, req.hi));

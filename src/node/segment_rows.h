@@ -67,9 +67,9 @@ class SegmentRows {
   Result<bool> NextMergedBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key);
   void EmitPendingBefore(const std::string* key, std::vector<storage::ScanRow>* out);
 
-  std::unique_ptr<storage::SegmentScanner> scanner_;  // null: columnar, or a cached point lookup
+  std::unique_ptr<storage::SegmentScanner> scanner_;  // null: columnar, or a cached or own point lookup
   storage::SegmentRef seg_;                    // columnar or cached: the segment read
-  std::optional<storage::ScanRow> cached_;     // cached: the row, until read
+  std::optional<storage::ScanRow> cached_;     // cached or own: the row, until read
   std::optional<storage::SeenLatest> seen_;    // cached or columnar point: its key's newest version
   std::shared_ptr<const SegmentImage> image_;  // columnar: its image, rows [pos_, end_)
   size_t pos_ = 0, end_ = 0;
