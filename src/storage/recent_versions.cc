@@ -4,13 +4,18 @@
 
 namespace wattdb::storage {
 
+std::atomic<size_t> RecentVersions::total_bytes_{0};
+std::atomic<size_t> RecentVersions::total_budget_{RecentVersions::kDefaultTotalBudget};
+
 void RecentVersions::Record(std::string_view key, Timestamp ts, bool deleted, std::string_view row) {
   if (!armed_) return;
-  bytes_ += key.size() + row.size() + 64;
-  if (bytes_ > kMaxBytes) {
+  size_t cost = key.size() + row.size() + 64;
+  if (bytes_ + cost > kMaxBytes || total_bytes_.fetch_add(cost) + cost > total_budget_.load()) {
+    if (bytes_ + cost <= kMaxBytes) total_bytes_.fetch_sub(cost);  // added just now
     Disarm();
     return;
   }
+  bytes_ += cost;
   auto it = keys_.find(key);
   if (it == keys_.end()) it = keys_.emplace(std::string(key), std::vector<Version>()).first;
   it->second.push_back(Version{ts, deleted, deleted ? std::string() : std::string(row)});

@@ -14,6 +14,7 @@
 // Not thread-safe: Segment guards it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -34,6 +35,13 @@ struct RecentRow {
 class RecentVersions {
  public:
   static constexpr size_t kMaxBytes = 16u << 20;
+  // Every recording of the process together: a Record that would pass it ends its recording.
+  static constexpr size_t kDefaultTotalBudget = 512u << 20;
+
+  RecentVersions() = default;
+  ~RecentVersions() { Disarm(); }
+  RecentVersions(const RecentVersions&) = delete;
+  RecentVersions& operator=(const RecentVersions&) = delete;
 
   void Arm(uint64_t base) {
     Disarm();
@@ -41,17 +49,22 @@ class RecentVersions {
     base_ = base;
   }
   void Disarm() {
+    total_bytes_.fetch_sub(bytes_);
     armed_ = false;
     keys_.clear();
     bytes_ = 0;
     versions_ = 0;
   }
+  // The bytes all recordings of the process hold, and their budget (tests lower it).
+  static size_t total_bytes() { return total_bytes_.load(); }
+  static void set_total_budget(size_t bytes) { total_budget_.store(bytes); }
   bool Covers(uint64_t base) const { return armed_ && base_ == base; }
   bool armed() const { return armed_; }
   uint64_t base() const { return base_; }
   size_t bytes() const { return bytes_; }
   size_t versions() const { return versions_; }
-  // A committed version of `key` (no-op unless armed; disarms past kMaxBytes).
+  // A committed version of `key` (no-op unless armed; disarms past kMaxBytes, or past the
+  // process's total budget).
   void Record(std::string_view key, Timestamp ts, bool deleted, std::string_view row);
   // Appends to `out`, in key order, the version each recorded key of [lo, hi) ("" =
   // unbounded) has at `read_ts`: its newest recorded one at or below read_ts. Keys with no
@@ -72,6 +85,8 @@ class RecentVersions {
   size_t bytes_ = 0;
   size_t versions_ = 0;
   std::map<std::string, std::vector<Version>, std::less<>> keys_;  // versions oldest first
+  static std::atomic<size_t> total_bytes_;
+  static std::atomic<size_t> total_budget_;
 };
 
 }  // namespace wattdb::storage

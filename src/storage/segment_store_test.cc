@@ -251,6 +251,38 @@ TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange
   EXPECT_EQ(seg->recent_bytes(), 0u);
 }
 
+// All recordings of the process share one budget: the recording whose commit would pass it
+// ends (its image goes), the others go on, and ended or destroyed recordings give their
+// bytes back.
+TEST_F(SegmentStoreTest, RecordingsShareOneBudget) {
+  const size_t before = RecentVersions::total_bytes();
+  RecentVersions::set_total_budget(before + (1u << 20));
+  ASSERT_TRUE(store_->CreateSegment({1, 1, "", K(1000)}).ok());
+  ASSERT_TRUE(store_->CreateSegment({2, 1, K(1000), ""}).ok());
+  SegmentRef a = *store_->Get(1), b = *store_->Get(2);
+  const uint64_t base_a = a->ArmRecent(), base_b = b->ArmRecent();
+  auto put = [&](SegmentId seg, int64_t k, Timestamp ts) {
+    WriteOp op{seg, K(k), VersionKind::kPut, R(k, std::string(300 << 10, 'x'))};
+    ASSERT_TRUE(store_->Apply(ts, {op}).ok());
+  };
+  put(1, 1, 10);
+  put(2, 1001, 11);
+  put(1, 2, 12);
+  EXPECT_TRUE(a->RecentCovers(base_a));
+  EXPECT_TRUE(b->RecentCovers(base_b));
+  EXPECT_EQ(RecentVersions::total_bytes(), before + a->recent_bytes() + b->recent_bytes());
+  put(2, 1002, 13);  // passes 1 MiB
+  EXPECT_TRUE(a->RecentCovers(base_a));
+  EXPECT_FALSE(b->RecentCovers(base_b));
+  EXPECT_EQ(RecentVersions::total_bytes(), before + a->recent_bytes());
+  EXPECT_LE(RecentVersions::total_bytes(), before + (1u << 20));
+  put(1, 3, 15);
+  EXPECT_TRUE(a->RecentCovers(base_a));
+  a->DisarmRecent(base_a);
+  EXPECT_EQ(RecentVersions::total_bytes(), before);
+  RecentVersions::set_total_budget(RecentVersions::kDefaultTotalBudget);
+}
+
 TEST_F(SegmentStoreTest, SplitMovesUpperHalfAtomically) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   std::vector<WriteOp> ops;
