@@ -120,67 +120,6 @@ bool SegmentMeta::Covers(std::string_view a, std::string_view b) const {
   return !b.empty() && b <= hi;
 }
 
-Segment::~Segment() { db_->DestroyColumnFamilyHandle(cf_); }
-
-void Segment::Changed() {
-  std::lock_guard<std::mutex> l(change_mu_);
-  recent_.Disarm();
-  data_version_.fetch_add(1, std::memory_order_acq_rel);
-}
-
-void Segment::Committed(Timestamp ts, const std::vector<WriteOp>& ops) {
-  std::lock_guard<std::mutex> l(change_mu_);
-  if (recent_.armed()) {
-    const SegmentId id = id_;
-    for (const WriteOp& op : ops) {
-      if (op.segment == id) recent_.Record(op.key, ts, op.kind == VersionKind::kDelete, op.row);
-    }
-  }
-  data_version_.fetch_add(1, std::memory_order_acq_rel);
-}
-
-uint64_t Segment::ArmRecent() {
-  std::lock_guard<std::mutex> l(change_mu_);
-  uint64_t v = data_version_.load(std::memory_order_acquire);
-  recent_.Arm(v);
-  return v;
-}
-
-bool Segment::RecentCovers(uint64_t base) const {
-  std::lock_guard<std::mutex> l(change_mu_);
-  return recent_.Covers(base);
-}
-
-bool Segment::RecentAt(uint64_t base, std::string_view lo, std::string_view hi, Timestamp read_ts,
-                       std::vector<RecentRow>* out) const {
-  std::lock_guard<std::mutex> l(change_mu_);
-  if (!recent_.Covers(base)) return false;
-  recent_.VisibleAt(lo, hi, read_ts, out);
-  return true;
-}
-
-bool Segment::RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest, std::string* row) const {
-  std::lock_guard<std::mutex> l(change_mu_);
-  if (!recent_.Covers(base)) return false;
-  *latest = LatestVersion{};
-  bool deleted = false;
-  if (recent_.Latest(key, &latest->ts, &deleted, row)) {
-    latest->found = true;
-    latest->deleted = deleted;
-  }
-  return true;
-}
-
-void Segment::DisarmRecent(uint64_t base) {
-  std::lock_guard<std::mutex> l(change_mu_);
-  if (recent_.Covers(base)) recent_.Disarm();
-}
-
-size_t Segment::recent_bytes() const {
-  std::lock_guard<std::mutex> l(change_mu_);
-  return recent_.bytes();
-}
-
 SegmentScanner::~SegmentScanner() {
   // A point lookup of a key that is written often (it has older versions) leaves what it
   // learned for the next one, if nothing was written to the segment since its view was
