@@ -19,7 +19,6 @@ void RecentVersions::Record(std::string_view key, Timestamp ts, bool deleted, st
   auto it = keys_.find(key);
   if (it == keys_.end()) it = keys_.emplace(std::string(key), std::vector<Version>()).first;
   it->second.push_back(Version{ts, deleted, deleted ? std::string() : std::string(row)});
-  versions_++;
 }
 
 void RecentVersions::VisibleAt(std::string_view lo, std::string_view hi, Timestamp read_ts,

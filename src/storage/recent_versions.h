@@ -53,16 +53,13 @@ class RecentVersions {
     armed_ = false;
     keys_.clear();
     bytes_ = 0;
-    versions_ = 0;
   }
   // The bytes all recordings of the process hold, and their budget (tests lower it).
   static size_t total_bytes() { return total_bytes_.load(); }
   static void set_total_budget(size_t bytes) { total_budget_.store(bytes); }
   bool Covers(uint64_t base) const { return armed_ && base_ == base; }
   bool armed() const { return armed_; }
-  uint64_t base() const { return base_; }
   size_t bytes() const { return bytes_; }
-  size_t versions() const { return versions_; }
   // A committed version of `key` (no-op unless armed; disarms past kMaxBytes, or past the
   // process's total budget).
   void Record(std::string_view key, Timestamp ts, bool deleted, std::string_view row);
@@ -83,7 +80,6 @@ class RecentVersions {
   bool armed_ = false;
   uint64_t base_ = 0;
   size_t bytes_ = 0;
-  size_t versions_ = 0;
   std::map<std::string, std::vector<Version>, std::less<>> keys_;  // versions oldest first
   static std::atomic<size_t> total_bytes_;
   static std::atomic<size_t> total_budget_;
