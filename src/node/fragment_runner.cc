@@ -77,6 +77,7 @@ Status RunFragment(const plan::PlanNode& plan, SegmentRows& rows, const Fragment
   SegmentProvider provider(rows, &last_key, plan::UsedScanColumns(plan), opts);
   exec::ExecContext ctx(&provider, opts.cancel);
   ctx.work_mem = opts.work_mem;
+  ctx.params = opts.params;
   return exec::Execute(plan, ctx, [&](exec::Batch& b) { return emit(b, last_key); }, stats);
 }
 

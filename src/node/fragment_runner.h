@@ -20,6 +20,8 @@ struct FragmentOptions {
   // Polled before each batch the scan reads: true once the reader went away (the fragment
   // then ends with 57014 instead of finishing work nobody will read).
   std::function<bool()> hung_up;
+  // The values of the plan's parameters when it keeps them ($n); borrowed.
+  const std::vector<Value>* params = nullptr;
 };
 
 // Calls `emit` for each non-empty output batch (which it may take, as Execute's sink may)

@@ -23,6 +23,7 @@
 #include "net/tcp_server.h"
 #include "node/column_cache.h"
 #include "node/participant.h"
+#include "node/plan_cache.h"
 #include "node/telemetry.h"
 #include "rpc/exchange.h"
 #include "rpc/node_client.h"
@@ -138,6 +139,7 @@ class NodeServer : public rpc::LocalSegments {
   std::unique_ptr<storage::SegmentStore> store_;
   std::unique_ptr<Participant> participant_;
   std::unique_ptr<ColumnCache> columns_;
+  PlanCache plans_;  // plans that keep their parameters, by their bytes (updateKey's)
   std::unique_ptr<net::TcpServer> server_;
   std::unique_ptr<net::ClusterKey> key_;
   std::unique_ptr<PeerClients> peers_;  // made once key_ exists

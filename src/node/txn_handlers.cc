@@ -14,16 +14,34 @@ using net::Connection;
 
 namespace {
 
-// The write updateKey `u` makes of the row `sr` reads (its plan run over it, NOT NULL
-// checked): nullopt if the plan yields no row.
+// The plan of updateKey `u`: decoded from its bytes, or, if it keeps its parameters (their
+// values come with it, in `params`), from the cache of such plans.
+Result<std::shared_ptr<const plan::PlanNode>> KeyWritePlan(PlanCache& plans, proto::Request::UpdateKey::Reader u,
+                                                           std::vector<Value>* params) {
+  auto bytes = u.getPlan();
+  std::string_view plan(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  if (!u.hasParams()) {
+    ASSIGN_OR_RETURN(plan::PlanPtr p, plan::PlanNode::Deserialize(plan));
+    return std::shared_ptr<const plan::PlanNode>(std::move(p));
+  }
+  auto pb = u.getParams();
+  RETURN_NOT_OK(DecodeRow(std::string_view(reinterpret_cast<const char*>(pb.begin()), pb.size()), params));
+  return plans.Get(plan);
+}
+
+// The write updateKey `u` makes of the row `sr` reads (`plan` run over it with `params`, NOT
+// NULL checked): nullopt if the plan yields no row.
 Result<std::optional<TxnWrite>> KeyWriteOf(storage::SegmentStore& store, Participant& participant,
                                            ColumnCache* columns, const ScanRequest& sr,
-                                           proto::Request::UpdateKey::Reader u) {
+                                           proto::Request::UpdateKey::Reader u, const plan::PlanNode& plan,
+                                           const std::vector<Value>& params) {
   ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(store, participant, sr, columns));
   std::vector<Value> row;
   std::string key;
   size_t produced = 0;
-  RETURN_NOT_OK(RunFragment(Str(u.getPlan()), *rows, {}, [&](const exec::Batch& b, const std::string& last_key) {
+  FragmentOptions opts;
+  opts.params = &params;
+  RETURN_NOT_OK(RunFragment(plan, *rows, opts, [&](const exec::Batch& b, const std::string& last_key) {
     produced += b.rows;
     if (produced == 1) {
       row = b.Row(0);
@@ -118,8 +136,11 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
     if (kept.locked && updated == 0) participant_->Unlock(sr.txn, kept.segment, kept.key);
     return reply(st, updated);
   };
+  std::vector<Value> params;
+  auto plan = KeyWritePlan(plans_, u, &params);
+  if (!plan.ok()) return reply(plan.status(), 0);
   for (int attempt = 0;; attempt++) {
-    auto write = KeyWriteOf(*store_, *participant_, kept.ts ? nullptr : columns_.get(), sr, u);
+    auto write = KeyWriteOf(*store_, *participant_, kept.ts ? nullptr : columns_.get(), sr, u, **plan, params);
     if (!write.ok()) return answer(write.status(), 0);
     if (!*write) return answer(Status::OK(), 0);  // no such row, or the filter failed
     std::vector<TxnWrite> writes;

@@ -189,6 +189,9 @@ struct Request {
       readCommitted @62 :Bool;       # a newer committed version is not a conflict: the row is
                                      # locked, and the plan runs again on that version
                                      # (PostgreSQL's EvalPlanQual)
+      params @66 :Data;              # set: `plan` keeps its parameters ($n) and these are
+                                     # their values (an encoded row, common/codec.h); such
+                                     # plans are decoded once per node and kept by their bytes
     }
   }
 }

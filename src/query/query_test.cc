@@ -373,6 +373,76 @@ TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
   EXPECT_FALSE(plan_of("DELETE FROM t").has_value());
 }
 
+// A prepared UPDATE or DELETE by key gets a plan that keeps its $n: made once, it gives each
+// execution's key from the values, and runs with them as the plan filled with them would.
+TEST(Select, PreparedKeyWritesKeepTheirParametersAndTakeTheKeyFromTheValues) {
+  MemCatalog cat;
+  auto template_of = [&](const std::string& q) -> std::optional<plan::KeyWriteTemplate> {
+    auto stmts = sql::Parse(q);
+    EXPECT_TRUE(stmts.ok()) << q;
+    if (!stmts.ok()) return std::nullopt;
+    std::vector<SqlType> types(sql::MaxParamIndex(q), SqlType{TypeId::kNull});  // inferred by the binder
+    auto* del = std::get_if<sql::DeleteStmt>(&(*stmts)[0]);
+    auto b = del ? plan::BindDelete(*del, cat, &types) : plan::BindUpdate(std::get<sql::UpdateStmt>((*stmts)[0]), cat, &types);
+    EXPECT_TRUE(b.ok()) << q << ": " << b.status().ToString();
+    if (!b.ok()) return std::nullopt;
+    return del ? plan::PlanKeyDeleteTemplate(*b) : plan::PlanKeyUpdateTemplate(*b);
+  };
+  auto run = [&](const plan::PlanNode& p, const std::vector<Value>& params) {
+    std::vector<std::string> out;
+    exec::ExecContext ctx{&cat, nullptr};
+    ctx.params = &params;
+    Status st = exec::Execute(p, ctx, [&](const exec::Batch& b) {
+      for (size_t r = 0; r < b.rows; r++) {
+        std::string row;
+        for (const auto& v : b.Row(r)) row += (row.empty() ? "" : "|") + v.ToText();
+        out.push_back(row);
+      }
+      return Status::OK();
+    });
+    if (!st.ok()) out.push_back("ERROR " + st.sqlstate());
+    return out;
+  };
+  const TableSchema t = *cat.GetTable("t");
+  auto kt = template_of("UPDATE t SET v = v + $3, grp = grp || $2 WHERE d > $4 AND id = $1");
+  ASSERT_TRUE(kt.has_value());
+  EXPECT_EQ(kt->key_params, std::vector<int>{0});
+  std::string bytes;
+  kt->plan->Serialize(&bytes);
+  auto shipped = plan::PlanNode::Deserialize(bytes);
+  ASSERT_TRUE(shipped.ok());
+  EXPECT_NE((*shipped)->ToString().find("$3"), std::string::npos) << "the node's plan keeps its parameters";
+  for (int id : {5, 6}) {
+    std::vector<Value> params = {Value::Int32(id), Value::Text("!"), Value::Int64(100), Value::Double(1.0)};
+    auto range = plan::TemplateKeyRange(*kt, t, params);
+    ASSERT_TRUE(range.has_value());
+    std::string key;
+    EncodeKeyValue(Value::Int32(id), &key);
+    EXPECT_EQ(range->first, key);
+    EXPECT_EQ(range->second, PrefixSuccessor(key));
+    std::string want = fmt::format("{}|{}!|{}|{}", id, id == 5 ? "c" : "a", id * 2 + 100, Value::Double(id / 4.0).ToText());
+    EXPECT_EQ(run(**shipped, params), std::vector<std::string>{want});
+    params[3] = Value::Double(10.0);  // the filter's parameter fails the row
+    EXPECT_TRUE(run(**shipped, params).empty());
+  }
+  EXPECT_EQ(run(**shipped, {Value::Int32(5)}), std::vector<std::string>{"ERROR 08P01"}) << "a value missing";
+  EXPECT_FALSE(plan::TemplateKeyRange(*kt, t, {Value(), Value::Text("!"), Value::Int64(1), Value::Double(0)}))
+      << "a NULL key: the general path";
+  EXPECT_FALSE(plan::TemplateKeyRange(*kt, t, {Value::Text("5")})) << "not a value of the key's type";
+  EXPECT_FALSE(plan::TemplateKeyRange(*kt, t, {})) << "no value";
+  auto kd = template_of("DELETE FROM t WHERE $1 = id AND grp = $2");
+  ASSERT_TRUE(kd.has_value());
+  EXPECT_EQ(run(*kd->plan, {Value::Int32(7), Value::Text("b")}).size(), 1u);
+  EXPECT_TRUE(run(*kd->plan, {Value::Int32(7), Value::Text("a")}).empty());
+  EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id = $1 + 1").has_value()) << "the key is not a parameter";
+  EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id = $1 OR id = $2").has_value());
+  EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id >= $1").has_value());
+  EXPECT_FALSE(template_of("UPDATE t SET id = $2 WHERE id = $1").has_value()) << "a key column moves the row";
+  EXPECT_FALSE(template_of("UPDATE t SET grp = CAST(now() AS TEXT) WHERE id = $1").has_value())
+      << "the statement's time stays on the master";
+  EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id = $1 AND now() IS NOT NULL").has_value());
+}
+
 TEST(Select, CoLocatedJoinsSplitIntoKeyRangeParts) {
   plan::PartitionOptions po;
   po.key_columns = [](TableId id) { return id == 1 ? std::vector<int>{0} : std::vector<int>{}; };

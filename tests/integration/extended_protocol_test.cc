@@ -355,12 +355,14 @@ MiniClusterOptions GenericPlanCluster(int port) {
   return o;
 }
 
-// wattdb_generic_plan_executions_total from the metrics on `port`; -1 if unreadable.
-double GenericPlanExecutions(int port) {
+// Sample `name` of the master's metrics on `port`; -1 if unreadable.
+double Metric(int port, const char* name) {
   int status = 0;
   std::string text = HttpGet(port, "/metrics", &status);
-  return status == 0 ? MetricValue(text, "wattdb_generic_plan_executions_total") : -1.0;
+  return status == 0 ? MetricValue(text, name) : -1.0;
 }
+
+double GenericPlanExecutions(int port) { return Metric(port, "wattdb_generic_plan_executions_total"); }
 
 TEST(GenericPlans, PreparedSelectsReuseTheirPlanAndStayRight) {
   int port = FreeTcpPort();
@@ -518,8 +520,20 @@ TEST(GenericPlans, PreparedWritesReuseTheirPlanAndStayRight) {
   }
   EXPECT_EQ(WritePrepared(c, "add", {"999", "1"}), "UPDATE 0");
   EXPECT_GE(generic() - mid, 299);
+  EXPECT_EQ(WritePrepared(c, "add", {nullptr, "1"}), "UPDATE 0");  // a NULL key: no row
+  EXPECT_GE(Metric(port, "wattdb_key_write_template_executions_total"), 299)
+      << "a prepared UPDATE by key sends its node its values, not a plan per execution";
   Prepare(c, "set", "UPDATE w SET v = $2 WHERE id = $1");
   for (int i = 0; i < 3; i++) EXPECT_EQ(WritePrepared(c, "set", {"5", nullptr}), "ERROR 23502");
+  // Parameters in the node's filter and new row; now() is not sent to nodes (the master's path).
+  Prepare(c, "tag", "UPDATE w SET s = s || $3 WHERE id = $1 AND v > $2");
+  EXPECT_EQ(WritePrepared(c, "tag", {"20", "1000", "!"}), "UPDATE 0");  // v = 80
+  for (int i = 0; i < 3; i++) EXPECT_EQ(WritePrepared(c, "tag", {"20", "79", "!"}), "UPDATE 1");
+  EXPECT_EQ(WritePrepared(c, "tag", {"20", "80", "?"}), "UPDATE 0");
+  EXPECT_EQ(admin->Scalar("SELECT s FROM w WHERE id = 20"), "s20!!!");
+  Prepare(c, "touch", "UPDATE w SET at = now(), v = v + $2 WHERE id = $1");
+  for (int i = 0; i < 3; i++) EXPECT_EQ(WritePrepared(c, "touch", {"21", "0"}), "UPDATE 1");
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w WHERE id = 21 AND at > (SELECT at FROM w WHERE id = 22)"), "1");
   Prepare(c, "label", "UPDATE w SET s = $1 WHERE id >= $2 AND id < $3");
   EXPECT_EQ(WritePrepared(c, "label", {"a", "1", "101"}), "UPDATE 100");
   EXPECT_EQ(WritePrepared(c, "label", {"b", "101", "151"}), "UPDATE 50");
@@ -542,6 +556,11 @@ TEST(GenericPlans, PreparedWritesReuseTheirPlanAndStayRight) {
   }
   EXPECT_EQ(WritePrepared(c, "del", {"1"}), "DELETE 0");
   EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w"), "151");
+  Prepare(c, "delif", "DELETE FROM w WHERE id = $1 AND s = $2");
+  EXPECT_EQ(WritePrepared(c, "delif", {"2", "nope"}), "DELETE 0");
+  EXPECT_EQ(WritePrepared(c, "delif", {"2", "a"}), "DELETE 1");
+  EXPECT_EQ(WritePrepared(c, "delif", {"4", "a"}), "DELETE 1");
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w"), "149");
 
   ASSERT_EQ(admin->Exec("CREATE VIEW wv AS SELECT id, v, s FROM w"), "");
   Prepare(c, "vins", "INSERT INTO wv VALUES ($1, $2, 'view')");

@@ -157,6 +157,7 @@ Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId s
     u.setPlan(Bytes(w.plan));
     u.setDelete(w.is_delete);
     u.setReadCommitted(w.read_committed);
+    if (w.params) u.setParams(Bytes(*w.params));
     auto nn = u.initNotNull(w.not_null.size());
     for (size_t i = 0; i < w.not_null.size(); i++) nn.set(i, w.not_null[i]);
     auto names = u.initNotNullErrors(w.not_null_errors.size());

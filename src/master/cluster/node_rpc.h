@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <span>
 #include <vector>
@@ -81,6 +82,9 @@ struct KeyWriteSpec {
   // READ COMMITTED: a version committed after the snapshot is not a conflict; the node locks
   // the row and runs the plan again on that version.
   bool read_committed = false;
+  // Set: `plan` keeps its parameters ($n, a prepared statement's template) and these are their
+  // values, encoded as a row (common/codec.h).
+  std::optional<std::string> params;
 };
 // Runs `w` on segment `segment`'s node as txn's write at `snapshot`. `*updated`: 0 (no such
 // row, or the filter failed) or 1 (one write prepared).

@@ -201,6 +201,9 @@ std::string MetricsServer::Render(Cluster& cluster) {
   w.Family("wattdb_key_writes_total", "counter",
            "Single-row UPDATEs and DELETEs by key that the row's node evaluated and prepared in one round trip.");
   w.Sample("wattdb_key_writes_total", {}, static_cast<double>(q.key_writes.load()));
+  w.Family("wattdb_key_write_template_executions_total", "counter",
+           "Key writes of prepared statements that sent the node only their parameters (its plan decoded once).");
+  w.Sample("wattdb_key_write_template_executions_total", {}, static_cast<double>(q.key_write_templates.load()));
   w.Family("wattdb_statement_restarts_total", "counter",
            "READ COMMITTED statements undone and run again on a fresh snapshot after meeting a row changed since theirs.");
   w.Sample("wattdb_statement_restarts_total", {}, static_cast<double>(q.restarts.load()));

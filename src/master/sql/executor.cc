@@ -317,6 +317,10 @@ Result<std::string> Executor::ExecuteCached(const CachedPlan& c, const std::vect
       ASSIGN_OR_RETURN(plan::BoundInsert b, FillInsert(c.insert, params));
       return Insert(b, cancel);
     }
+    if (c.key_write && PushdownSetting() != "off") {
+      ASSIGN_OR_RETURN(auto tag, RunKeyWrite(c, params));
+      if (tag) return std::move(*tag);
+    }
     ASSIGN_OR_RETURN(plan::BoundModify b, FillModify(c.modify, params));
     if (std::holds_alternative<sql::UpdateStmt>(c.kind)) return Update(b, cancel);
     return Delete(b, cancel);

@@ -95,6 +95,15 @@ class Executor {
     plan::BoundSelect select;  // SELECT
     plan::BoundInsert insert;  // INSERT
     plan::BoundModify modify;  // UPDATE, DELETE
+    // An UPDATE or DELETE of the one row whose key its parameters give: the plan its node
+    // runs with each execution's values, serialized once (plan/key_update.h).
+    struct KeyWrite {
+      plan::KeyWriteTemplate tmpl;
+      std::string plan;  // tmpl.plan serialized
+      std::vector<uint32_t> not_null;
+      std::vector<std::string> not_null_errors;
+    };
+    std::optional<KeyWrite> key_write;
     uint64_t schema_version = 0;
     std::string planner;  // PlannerSettings() when planned
   };
@@ -103,6 +112,13 @@ class Executor {
   // else nullptr: such a statement is planned at each execution.
   std::unique_ptr<CachedPlan> PlanGeneric(sql::Statement& generic, sql::Statement& custom,
                                           const std::vector<SqlType>& param_types, const std::vector<Value>& params);
+  // The key write of generic UPDATE/DELETE `generic` (nullopt if it has none), checked to
+  // address the row `filled` (it filled with `params`) does.
+  std::optional<CachedPlan::KeyWrite> PlanKeyWrite(const plan::BoundModify& generic, bool update,
+                                                   const plan::BoundModify& filled, const std::vector<Value>& params);
+  // Runs `c`'s key write with `params`: the command tag, or nullopt if the general path must
+  // run the statement (nothing was done then).
+  Result<std::optional<std::string>> RunKeyWrite(const CachedPlan& c, const std::vector<Value>& params);
   // True while `c` holds (no DDL since, same planner settings).
   bool Valid(const CachedPlan& c) const;
   // Runs `c` with `params` as Execute runs the statement.

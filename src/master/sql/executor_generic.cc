@@ -2,6 +2,7 @@
 // with their parameters as placeholders and filled in at each execution, instead of parsing
 // and binding the statement's text again (query/plan/generic_plan.h).
 #include "master/sql/executor.h"
+#include "common/codec.h"
 #include "query/plan/generic_plan.h"
 #include "query/plan/view_rewrite.h"
 
@@ -123,8 +124,51 @@ std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& gene
     auto made = bind(custom, nullptr);
     auto filled = made.ok() ? FillModify(c->modify, params) : made.status();
     same = filled.ok() && SameModify(*made, *filled);
+    if (same) c->key_write = PlanKeyWrite(c->modify, update, *filled, params);
   }
   return same ? std::move(c) : nullptr;
+}
+
+std::optional<Executor::CachedPlan::KeyWrite> Executor::PlanKeyWrite(const plan::BoundModify& generic, bool update,
+                                                                      const plan::BoundModify& filled,
+                                                                      const std::vector<Value>& params) {
+  const TableSchema& t = generic.table;
+  if (t.id >= kFirstSystemTableId) return std::nullopt;
+  auto tmpl = update ? plan::PlanKeyUpdateTemplate(generic) : plan::PlanKeyDeleteTemplate(generic);
+  if (!tmpl) return std::nullopt;
+  // The custom plan's key write addresses the same row with these values.
+  auto range = plan::TemplateKeyRange(*tmpl, t, params);
+  auto custom = update ? plan::PlanKeyUpdate(filled) : plan::PlanKeyDelete(filled);
+  if (!range || !custom || range->first != custom->lo || range->second != custom->hi) return std::nullopt;
+  CachedPlan::KeyWrite k;
+  tmpl->plan->Serialize(&k.plan);
+  k.tmpl = std::move(*tmpl);
+  for (const auto& [col, e] : generic.sets) {
+    if (!t.columns[col].not_null) continue;
+    k.not_null.push_back(static_cast<uint32_t>(col));
+    k.not_null_errors.push_back(NotNullMessage(t, col));
+  }
+  return k;
+}
+
+Result<std::optional<std::string>> Executor::RunKeyWrite(const CachedPlan& c, const std::vector<Value>& params) {
+  const CachedPlan::KeyWrite& k = *c.key_write;
+  const TableSchema& t = c.modify.table;
+  auto range = plan::TemplateKeyRange(k.tmpl, t, params);
+  if (!range) return std::optional<std::string>();
+  KeyWriteSpec w{std::move(range->first), std::move(range->second), k.plan};
+  bool del = std::holds_alternative<sql::DeleteStmt>(c.kind);
+  w.is_delete = del;
+  w.not_null = k.not_null;
+  w.not_null_errors = k.not_null_errors;
+  w.params.emplace();
+  EncodeRow(params, &*w.params);
+  ASSIGN_OR_RETURN(auto n, KeyWrite(t, Snapshot(), std::move(w)));
+  if (!n) return std::optional<std::string>();
+  cluster_.queries().key_write_templates.fetch_add(1, std::memory_order_relaxed);
+  if (!del) return std::optional<std::string>(fmt::format("UPDATE {}", *n));
+  if (*n) cluster_.catalog().AdjustRowCount(t.id, -static_cast<int64_t>(*n));
+  return std::optional<std::string>(fmt::format("DELETE {}", *n));
 }
 
 bool Executor::Valid(const CachedPlan& c) const {

@@ -104,7 +104,13 @@ struct ExecContext {
   bool prefetch = true;
   // EXPLAIN ANALYZE: where exchanges leave the counters of the operators they ran remotely.
   RemoteStats* remote_stats = nullptr;
+  // The values of a generic plan's parameters ($n: BoundExpr::kParam), for a plan run with
+  // them in place (plan/key_update.h's templates); borrowed. Null: a parameter is an error.
+  const std::vector<Value>* params = nullptr;
 };
+
+// The value of parameter expression `e` (kParam) in `ctx`; 08P01 if it has none.
+Result<Value> ParamValue(const plan::BoundExpr& e, const ExecContext* ctx);
 
 // Approximate bytes one row of values occupies in memory.
 inline size_t RowBytes(const std::vector<Value>& row) {

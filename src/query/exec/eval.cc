@@ -211,6 +211,13 @@ Result<Value> EvalSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecC
 
 }  // namespace
 
+Result<Value> ParamValue(const BoundExpr& e, const ExecContext* ctx) {
+  if (!ctx || !ctx->params || e.column < 0 || static_cast<size_t>(e.column) >= ctx->params->size()) {
+    return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e.column + 1));
+  }
+  return (*ctx->params)[e.column];
+}
+
 Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
   CHECK_STACK_DEPTH();
   switch (e.kind) {
@@ -426,7 +433,7 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
       return v.CastTo(e.type);
     }
     case BoundExpr::Kind::kParam:
-      return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e.column + 1));
+      return ParamValue(e, ctx);
     case BoundExpr::Kind::kOuterColumn: {
       if (!ctx || e.depth < 1 || static_cast<size_t>(e.depth) > ctx->outer.size()) {
         return Status::Internal("outer column reference without an enclosing row");

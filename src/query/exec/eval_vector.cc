@@ -43,6 +43,10 @@ Status Load(const BoundExpr& e, const Batch& b, ExecContext* ctx, Operand* o) {
     o->c = e.value;
     return Status::OK();
   }
+  if (e.kind == BoundExpr::Kind::kParam) {
+    ASSIGN_OR_RETURN(o->c, ParamValue(e, ctx));
+    return Status::OK();
+  }
   if (e.kind == BoundExpr::Kind::kColumn && e.column >= 0 && static_cast<size_t>(e.column) < b.cols.size()) {
     o->v = &b.cols[e.column];
     return Status::OK();
@@ -352,14 +356,21 @@ Status EvalVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* 
       *out = b.cols[e.column];
       return Status::OK();
     case BoundExpr::Kind::kConst:
+    case BoundExpr::Kind::kParam: {
+      Value param;
+      if (e.kind == BoundExpr::Kind::kParam) {
+        ASSIGN_OR_RETURN(param, ParamValue(e, ctx));
+      }
+      const Value& v = e.kind == BoundExpr::Kind::kConst ? e.value : param;
       out->Clear();
-      if (e.value.is_null()) {
+      if (v.is_null()) {
         out->AppendNulls(n);
         return Status::OK();
       }
       out->Reserve(n);
-      for (size_t k = 0; k < n; k++) out->Append(e.value);
+      for (size_t k = 0; k < n; k++) out->Append(v);
       return Status::OK();
+    }
     case BoundExpr::Kind::kBinary: {
       if (e.op == BinOp::kAnd || e.op == BinOp::kOr) return AndOrVector(e, b, ctx, out);
       if (e.op == BinOp::kConcat) break;

@@ -48,13 +48,13 @@ BoundExprPtr Bin(BinOp op, BoundExprPtr a, BoundExprPtr b, SqlType t) {
 }
 
 // Both ways on every row: the same error, or the same values.
-void ExpectSame(const BoundExpr& e, const Batch& b) {
+void ExpectSame(const BoundExpr& e, const Batch& b, ExecContext* ctx = nullptr) {
   Vector v;
-  Status vs = EvalVector(e, b, nullptr, &v);
+  Status vs = EvalVector(e, b, ctx, &v);
   Status first;
   std::vector<Value> rows;
   for (size_t r = 0; r < b.rows && first.ok(); r++) {
-    auto x = Eval(e, b, r, nullptr);
+    auto x = Eval(e, b, r, ctx);
     if (!x.ok()) first = x.status();
     else rows.push_back(*x);
   }
@@ -73,7 +73,7 @@ void ExpectSame(const BoundExpr& e, const Batch& b) {
   }
   if (e.type.id == TypeId::kBool) {
     std::vector<uint32_t> sel;
-    auto n = Select(e, b, nullptr, &sel);
+    auto n = Select(e, b, ctx, &sel);
     ASSERT_TRUE(n.ok()) << n.status().ToString();
     std::vector<uint32_t> want;
     for (size_t r = 0; r < b.rows; r++) {
@@ -146,6 +146,48 @@ TEST(EvalVector, ComparisonsAndArithmeticAgreeWithEval) {
     ExpectSame(*Bin(op, Col(3), Col(0), SqlType::Numeric(0, 0)), b);
     ExpectSame(*Bin(op, Col(3), plan::MakeConst(Value::Int32(3), {TypeId::kInt32}), SqlType::Numeric(0, 0)), b);
   }
+}
+
+// A parameter ($n) run with its values in the context evaluates as the constant it stands for,
+// both ways; without a value it is 08P01 both ways.
+TEST(EvalVector, ParametersEvaluateAsTheConstantsTheyStandFor) {
+  std::mt19937 rng(11);
+  Batch b = RandomBatch(rng, 200);
+  std::vector<Value> params = {Value::Int32(2), Value(), Value::Text("b")};
+  ExecContext ctx;
+  ctx.params = &params;
+  auto param = [](int i, SqlType t) {
+    auto e = std::make_unique<BoundExpr>();
+    e->kind = BoundExpr::Kind::kParam;
+    e->column = i;
+    e->type = t;
+    return e;
+  };
+  auto vec = [&](const BoundExpr& e) {
+    Vector v;
+    Status st = EvalVector(e, b, &ctx, &v);
+    if (!st.ok()) return std::vector<std::string>{"ERROR " + st.sqlstate()};  // overflows, alike
+    std::vector<std::string> out;
+    for (size_t r = 0; r < v.size(); r++) out.push_back(v.GetValue(r).is_null() ? "NULL" : v.GetValue(r).ToText());
+    return out;
+  };
+  for (BinOp op : {BinOp::kEq, BinOp::kLt, BinOp::kAdd, BinOp::kMul}) {
+    SqlType t = op == BinOp::kEq || op == BinOp::kLt ? SqlType{TypeId::kBool} : SqlType{TypeId::kInt64};
+    for (int i : {0, 1}) {
+      auto with_param = Bin(op, Col(1), param(i, {TypeId::kInt32}), t);
+      ExpectSame(*with_param, b, &ctx);
+      EXPECT_EQ(vec(*with_param), vec(*Bin(op, Col(1), plan::MakeConst(params[i], {TypeId::kInt32}), t)));
+    }
+  }
+  auto text = Bin(BinOp::kEq, Col(4), param(2, {TypeId::kText}), {TypeId::kBool});
+  ExpectSame(*text, b, &ctx);
+  EXPECT_EQ(vec(*text), vec(*Bin(BinOp::kEq, Col(4), plan::MakeConst(Value::Text("b"), {TypeId::kText}), {TypeId::kBool})));
+  EXPECT_EQ(vec(*param(2, {TypeId::kText})), std::vector<std::string>(b.rows, "b"));
+  auto missing = Bin(BinOp::kAdd, Col(1), param(3, {TypeId::kInt32}), {TypeId::kInt64});
+  Vector v;
+  EXPECT_EQ(EvalVector(*missing, b, &ctx, &v).sqlstate(), "08P01");
+  ExpectSame(*missing, b, &ctx);
+  ExpectSame(*text, b, nullptr);  // no values at all
 }
 
 // AND/OR short-circuit row by row: 1/x = 0 is not evaluated where x = 0 is decided false.

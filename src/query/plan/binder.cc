@@ -65,22 +65,6 @@ struct KeyBounds {
   bool empty = false;  // no key satisfies the bounds
 };
 
-std::vector<const BoundExpr*> Conjuncts(const BoundExpr* pred) {
-  std::vector<const BoundExpr*> conj;
-  std::vector<const BoundExpr*> stack = {pred};
-  while (!stack.empty()) {
-    const BoundExpr* e = stack.back();
-    stack.pop_back();
-    if (e->kind == BoundExpr::Kind::kBinary && e->op == BinOp::kAnd) {
-      stack.push_back(e->children[0].get());
-      stack.push_back(e->children[1].get());
-    } else {
-      conj.push_back(e);
-    }
-  }
-  return conj;
-}
-
 // `v` as a value of column type `to` for key encoding, if that is exact.
 std::optional<Value> KeyValue(const Value& v, TypeId to) {
   auto integer = [](TypeId id) { return id == TypeId::kInt32 || id == TypeId::kInt64; };
@@ -197,6 +181,29 @@ KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSch
 }
 
 }  // namespace
+
+std::vector<const BoundExpr*> Conjuncts(const BoundExpr* pred) {
+  std::vector<const BoundExpr*> conj;
+  std::vector<const BoundExpr*> stack = {pred};
+  while (!stack.empty()) {
+    const BoundExpr* e = stack.back();
+    stack.pop_back();
+    if (e->kind == BoundExpr::Kind::kBinary && e->op == BinOp::kAnd) {
+      stack.push_back(e->children[0].get());
+      stack.push_back(e->children[1].get());
+    } else {
+      conj.push_back(e);
+    }
+  }
+  return conj;
+}
+
+bool AppendKeyValue(const Value& v, TypeId to, std::string* out) {
+  auto k = KeyValue(v, to);
+  if (!k) return false;
+  EncodeKeyValue(*k, out);
+  return true;
+}
 
 void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo, std::string* hi, bool* point) {
   lo->clear();

@@ -78,6 +78,11 @@ Result<BoundExprPtr> BindDefault(const Column& col);
 // the predicate lies in the range. *point (optional): the range is one whole key.
 void DeriveKeyRange(const BoundExpr* predicate, const TableSchema& table, std::string* lo,
                     std::string* hi, bool* point = nullptr);
+// The AND-ed parts of `predicate`.
+std::vector<const BoundExpr*> Conjuncts(const BoundExpr* predicate);
+// Appends the key encoding of `v` as a value of a key column of type `to`, as DeriveKeyRange
+// encodes `column = v`; false (nothing appended) if `v` is NULL or not exactly such a value.
+bool AppendKeyValue(const Value& v, TypeId to, std::string* out);
 
 // Turns `scan` (of `table`, filtered by `predicate`) into a secondary-index scan when an
 // index of the table bounds the rows better than the primary key does: its leading columns

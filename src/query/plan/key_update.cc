@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/codec.h"
 #include "query/plan/fragment.h"
 #include "query/plan/query_binder.h"
 
@@ -27,6 +28,65 @@ std::optional<KeyUpdate> OneKey(const BoundModify& m) {
   return out;
 }
 
+// Project(the new row, every column in schema order) over a copy of `update`'s source; null
+// if a SET writes a key column or an expression a node cannot evaluate.
+PlanPtr NewRowPlan(const BoundModify& update) {
+  const TableSchema& t = update.table;
+  std::vector<const BoundExpr*> set_of(t.columns.size(), nullptr);
+  for (const auto& [col, e] : update.sets) {
+    bool key = std::find(t.key_columns.begin(), t.key_columns.end(), col) != t.key_columns.end();
+    if (key || !NodeSafe(*e)) return nullptr;
+    set_of[col] = e.get();
+  }
+  auto project = std::make_unique<PlanNode>();
+  project->kind = PlanNode::Kind::kProject;
+  for (size_t c = 0; c < t.columns.size(); c++) {
+    project->exprs.push_back(set_of[c] ? set_of[c]->Clone() : MakeColumn(static_cast<int>(c), t.columns[c].type));
+    project->types.push_back(t.columns[c].type);
+  }
+  project->children.push_back(update.source->Clone());
+  return project;
+}
+
+bool ReadsTime(const BoundExpr* e) {
+  if (!e) return false;
+  if (e->kind == BoundExpr::Kind::kParam && e->column == kTimeParam) return true;
+  return std::any_of(e->children.begin(), e->children.end(), [](const BoundExprPtr& c) { return ReadsTime(c.get()); });
+}
+
+// For a generic statement: the parameter each key column equals, if `m`'s source is a Filter
+// a node can evaluate over a Scan, and its predicate has `k = $n` for every key column k.
+std::optional<KeyWriteTemplate> OneKeyTemplate(const BoundModify& m) {
+  const TableSchema& t = m.table;
+  const PlanNode* src = m.source.get();
+  if (!src || t.HasHiddenKey() || src->kind != PlanNode::Kind::kFilter || src->children.size() != 1) {
+    return std::nullopt;
+  }
+  const PlanNode& scan = *src->children[0];
+  if (scan.kind != PlanNode::Kind::kScan || scan.index != 0 || !src->predicate || !NodeSafe(*src->predicate) ||
+      ReadsTime(src->predicate.get())) {
+    return std::nullopt;  // the statement's time is not sent to the node
+  }
+  KeyWriteTemplate out;
+  std::vector<const BoundExpr*> conj = Conjuncts(src->predicate.get());
+  for (int col : t.key_columns) {
+    int param = -1;
+    for (const BoundExpr* e : conj) {
+      if (e->kind != BoundExpr::Kind::kBinary || e->op != BinOp::kEq) continue;
+      const BoundExpr* a = e->children[0].get();
+      const BoundExpr* b = e->children[1].get();
+      if (a->kind == BoundExpr::Kind::kParam) std::swap(a, b);
+      if (a->kind == BoundExpr::Kind::kColumn && a->column == col && b->kind == BoundExpr::Kind::kParam && b->column >= 0) {
+        param = b->column;
+        break;
+      }
+    }
+    if (param < 0) return std::nullopt;
+    out.key_params.push_back(param);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<KeyUpdate> PlanKeyDelete(const BoundModify& del) {
@@ -36,26 +96,43 @@ std::optional<KeyUpdate> PlanKeyDelete(const BoundModify& del) {
 }
 
 std::optional<KeyUpdate> PlanKeyUpdate(const BoundModify& update) {
-  const TableSchema& t = update.table;
-  auto one = OneKey(update);
-  if (!one) return std::nullopt;
-  KeyUpdate out = std::move(*one);
-  const PlanNode* src = update.source.get();
-  std::vector<const BoundExpr*> set_of(t.columns.size(), nullptr);
-  for (const auto& [col, e] : update.sets) {
-    bool key = std::find(t.key_columns.begin(), t.key_columns.end(), col) != t.key_columns.end();
-    if (key || !NodeSafe(*e)) return std::nullopt;
-    set_of[col] = e.get();
-  }
-  auto project = std::make_unique<PlanNode>();
-  project->kind = PlanNode::Kind::kProject;
-  for (size_t c = 0; c < t.columns.size(); c++) {
-    project->exprs.push_back(set_of[c] ? set_of[c]->Clone() : MakeColumn(static_cast<int>(c), t.columns[c].type));
-    project->types.push_back(t.columns[c].type);
-  }
-  project->children.push_back(src->Clone());
-  out.plan = std::move(project);
+  auto out = OneKey(update);
+  if (!out) return std::nullopt;
+  out->plan = NewRowPlan(update);
+  if (!out->plan) return std::nullopt;
   return out;
+}
+
+std::optional<KeyWriteTemplate> PlanKeyDeleteTemplate(const BoundModify& del) {
+  auto out = OneKeyTemplate(del);
+  if (out) out->plan = del.source->Clone();
+  return out;
+}
+
+std::optional<KeyWriteTemplate> PlanKeyUpdateTemplate(const BoundModify& update) {
+  auto out = OneKeyTemplate(update);
+  if (!out) return std::nullopt;
+  for (const auto& [col, e] : update.sets) {
+    if (ReadsTime(e.get())) return std::nullopt;
+  }
+  out->plan = NewRowPlan(update);
+  if (!out->plan) return std::nullopt;
+  return out;
+}
+
+std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const KeyWriteTemplate& k, const TableSchema& t,
+                                                                    const std::vector<Value>& params) {
+  if (k.key_params.size() != t.key_columns.size()) return std::nullopt;
+  std::string lo;
+  for (size_t i = 0; i < k.key_params.size(); i++) {
+    size_t p = static_cast<size_t>(k.key_params[i]);
+    if (p >= params.size() || !AppendKeyValue(params[p], t.columns[t.key_columns[i]].type.id, &lo)) {
+      return std::nullopt;
+    }
+  }
+  std::string hi = PrefixSuccessor(lo);
+  if (lo.empty() || hi.empty()) return std::nullopt;
+  return std::make_pair(std::move(lo), std::move(hi));
 }
 
 }  // namespace wattdb::plan

@@ -24,4 +24,20 @@ std::optional<KeyUpdate> PlanKeyUpdate(const BoundModify& update);
 // source (Filter over Scan of the key); the row it yields is deleted.
 std::optional<KeyUpdate> PlanKeyDelete(const BoundModify& del);
 
+// The same for a prepared statement's generic UPDATE or DELETE (one bound with $n in place,
+// generic_plan.h) whose WHERE fixes each primary-key column to a parameter (`k = $n`): the
+// plan keeps its parameters, so it is made (and serialized) once and each execution sends
+// only its values (the node evaluates $n from them, exec::ExecContext::params).
+struct KeyWriteTemplate {
+  PlanPtr plan;                 // as KeyUpdate's, with its parameters unreplaced
+  std::vector<int> key_params;  // per primary-key column, the parameter it equals
+};
+std::optional<KeyWriteTemplate> PlanKeyUpdateTemplate(const BoundModify& update);
+std::optional<KeyWriteTemplate> PlanKeyDeleteTemplate(const BoundModify& del);
+// The key range [lo, hi) one execution's `params` give, as KeyUpdate's; nullopt if a
+// parameter is missing, NULL or not exactly a value of its key column's type (the general
+// path then runs the statement).
+std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const KeyWriteTemplate& k, const TableSchema& t,
+                                                                    const std::vector<Value>& params);
+
 }  // namespace wattdb::plan
