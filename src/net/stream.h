@@ -51,6 +51,9 @@ class Stream {
   // For a stream with no conversation in progress: false if the peer closed it or sent
   // something unasked. Does not wait.
   bool LooksIdle();
+  // Bytes received and not yet read: a read of up to this many neither waits nor needs its
+  // deadline.
+  size_t buffered() const { return rend_ - rpos_; }
 
   const std::string& peer() const { return peer_; }
   Socket& socket() { return socket_; }

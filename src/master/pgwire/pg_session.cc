@@ -214,9 +214,14 @@ PgSession::PgSession(Cluster& cluster, net::Stream& socket, int32_t pid, std::sh
 
 Status PgSession::Flush() { return WriteAll(socket_, out_.buffer(), IoDeadline()); }
 
-Status PgSession::ReadExact(char* p, size_t n) { return socket_.ReadExact(p, n, IoDeadline()); }
+// Bytes already received need no deadline (no clock read: a pipelined Bind, Execute and Sync
+// arrive together).
+Status PgSession::ReadExact(char* p, size_t n) {
+  return socket_.ReadExact(p, n, socket_.buffered() >= n ? net::Stream::Deadline::max() : IoDeadline());
+}
 
 bool PgSession::AwaitMessage() {
+  if (socket_.buffered() > 0) return true;
   int64_t idle_ms = executor_.TxnStatus() == 'I' ? 0 : executor_.TimeoutSetting("idle_in_transaction_session_timeout");
   if (idle_ms > 0) {
     Status st = socket_.WaitReadable(net::Stream::In(static_cast<int>(std::min<int64_t>(idle_ms, INT32_MAX))));
