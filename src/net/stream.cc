@@ -97,10 +97,10 @@ Stream::Stream(Socket& socket) : socket_(socket) {
   if (socket_.is_open()) fcntl(socket_.native_handle(), F_SETFD, FD_CLOEXEC);
 }
 
-Status Stream::Wait(short events, Deadline deadline, const char* what) {
+Status Stream::Wait(short events, Due& due, const char* what) {
   pollfd p{socket_.native_handle(), events, 0};
   while (true) {
-    int left = MillisLeft(deadline);
+    int left = MillisLeft(due.at());
     if (left == 0) return Status::TimedOut(fmt::format("{} {}: deadline passed", what, peer_));
     int rc = ::poll(&p, 1, left);
     if (rc > 0) {  // ready, or an error/hangup the next call reports
@@ -111,7 +111,11 @@ Status Stream::Wait(short events, Deadline deadline, const char* what) {
   }
 }
 
-Status Stream::ReadExact(void* data, size_t n, Deadline deadline) {
+Status Stream::ReadExact(void* data, size_t n, Deadline deadline) { return Read(data, n, deadline); }
+
+Status Stream::ReadExactWithin(void* data, size_t n, int timeout_ms) { return Read(data, n, Due(timeout_ms)); }
+
+Status Stream::Read(void* data, size_t n, Due due) {
   char* p = static_cast<char*>(data);
   while (n > 0) {
     if (rpos_ < rend_) {
@@ -121,22 +125,22 @@ Status Stream::ReadExact(void* data, size_t n, Deadline deadline) {
       p += k;
       n -= k;
     } else if (n >= kReadBuffer) {  // a large read goes straight to its destination
-      ASSIGN_OR_RETURN(size_t got, ReadSome(p, n, deadline));
+      ASSIGN_OR_RETURN(size_t got, ReadSome(p, n, due));
       p += got;
       n -= got;
     } else {
       if (!rbuf_) rbuf_ = std::make_unique<char[]>(kReadBuffer);
       rpos_ = rend_ = 0;
-      ASSIGN_OR_RETURN(rend_, ReadSome(rbuf_.get(), kReadBuffer, deadline));
+      ASSIGN_OR_RETURN(rend_, ReadSome(rbuf_.get(), kReadBuffer, due));
     }
   }
   return Status::OK();
 }
 
-Result<size_t> Stream::ReadSome(char* p, size_t n, Deadline deadline) {
+Result<size_t> Stream::ReadSome(char* p, size_t n, Due& due) {
   // Unless a poll just said the socket is readable, the bytes are usually still on their way
   // (a reply to a request just sent): wait first rather than try a read that would fail.
-  if (!readable_) RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));
+  if (!readable_) RETURN_NOT_OK(Wait(POLLIN, due, "receive from"));
   while (true) {
     boost::system::error_code ec;
     size_t got = socket_.read_some(asio::buffer(p, n), ec);
@@ -145,7 +149,7 @@ Result<size_t> Stream::ReadSome(char* p, size_t n, Deadline deadline) {
       return got;
     }
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      RETURN_NOT_OK(Wait(POLLIN, deadline, "receive from"));
+      RETURN_NOT_OK(Wait(POLLIN, due, "receive from"));
       continue;
     }
     if (ec == asio::error::interrupted) continue;
@@ -164,7 +168,13 @@ Status Stream::WriteAll(const void* a, size_t na, const void* b, size_t nb, Dead
   return WriteGather(bufs, deadline);
 }
 
-Status Stream::WriteGather(std::span<const asio::const_buffer> bufs, Deadline deadline) {
+Status Stream::WriteGather(std::span<const asio::const_buffer> bufs, Deadline deadline) { return Write(bufs, deadline); }
+
+Status Stream::WriteGatherWithin(std::span<const asio::const_buffer> bufs, int timeout_ms) {
+  return Write(bufs, Due(timeout_ms));
+}
+
+Status Stream::Write(std::span<const asio::const_buffer> bufs, Due due) {
   // At most kMax buffers per system call (IOV_MAX is far larger); the rest on later calls.
   constexpr size_t kMax = 16;
   size_t first = 0, offset = 0;  // the first unsent byte: bufs[first] + offset
@@ -175,7 +185,7 @@ Status Stream::WriteGather(std::span<const asio::const_buffer> bufs, Deadline de
     boost::system::error_code ec;
     size_t sent = socket_.write_some(std::span(rest.data(), n), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      RETURN_NOT_OK(Wait(POLLOUT, deadline, "send to"));
+      RETURN_NOT_OK(Wait(POLLOUT, due, "send to"));
       continue;
     }
     if (ec == asio::error::interrupted) continue;
@@ -191,7 +201,8 @@ Status Stream::WriteGather(std::span<const asio::const_buffer> bufs, Deadline de
 
 Status Stream::WaitReadable(Deadline deadline) {
   if (rpos_ < rend_) return Status::OK();
-  return Wait(POLLIN, deadline, "waiting for");
+  Due due(deadline);
+  return Wait(POLLIN, due, "waiting for");
 }
 
 bool Stream::LooksIdle() {

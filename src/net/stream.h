@@ -40,6 +40,10 @@ class Stream {
 
   Status ReadExact(void* data, size_t n, Deadline deadline);
   Status WriteAll(const void* data, size_t n, Deadline deadline);
+  // The same with a deadline `timeout_ms` from the moment the call must first wait: a read
+  // the received bytes answer, or a write the socket takes at once, reads no clock.
+  Status ReadExactWithin(void* data, size_t n, int timeout_ms);
+  Status WriteGatherWithin(std::span<const asio::const_buffer> bufs, int timeout_ms);
   // Writes up to three buffers as one (a frame header, its payload, its MAC).
   Status WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline, const void* c = nullptr,
                   size_t nc = 0);
@@ -61,11 +65,29 @@ class Stream {
   bool PeerIsLoopback() const { return peer_loopback_; }
 
  private:
-  // Waits until `events` (POLLIN or POLLOUT) or the deadline.
-  Status Wait(short events, Deadline deadline, const char* what);
+  // A deadline, or a timeout that becomes one when first asked for.
+  class Due {
+   public:
+    Due(Deadline d) : at_(d), known_(true) {}  // implicit: every Deadline is one
+    explicit Due(int timeout_ms) : ms_(timeout_ms) {}
+    Deadline at() {
+      if (!known_) at_ = In(ms_);
+      known_ = true;
+      return at_;
+    }
 
-  // Reads what the socket has, up to n bytes and at least one (waiting until `deadline`).
-  Result<size_t> ReadSome(char* p, size_t n, Deadline deadline);
+   private:
+    Deadline at_{};
+    int ms_ = 0;
+    bool known_ = false;
+  };
+  // Waits until `events` (POLLIN or POLLOUT) or the deadline.
+  Status Wait(short events, Due& due, const char* what);
+  Status Read(void* data, size_t n, Due due);
+  Status Write(std::span<const asio::const_buffer> bufs, Due due);
+
+  // Reads what the socket has, up to n bytes and at least one (waiting until `due`).
+  Result<size_t> ReadSome(char* p, size_t n, Due& due);
 
   static constexpr size_t kReadBuffer = 16 << 10;
   Socket& socket_;

@@ -1,5 +1,7 @@
 #include "master/pgwire/pg_session.h"
 
+#include <array>
+
 #include "common/clock.h"
 #include "common/logging.h"
 #include "master/pgwire/pg_copy.h"
@@ -212,12 +214,17 @@ PgSession::PgSession(Cluster& cluster, net::Stream& socket, int32_t pid, std::sh
     : cluster_(cluster), socket_(socket), timers_(timers), pid_(pid), cancel_(std::move(cancel)),
       executor_(cluster, std::move(database)) {}
 
-Status PgSession::Flush() { return WriteAll(socket_, out_.buffer(), IoDeadline()); }
+// Reads and writes that need not wait read no clock (ReadExactWithin, WriteGatherWithin).
+Status PgSession::Flush() {
+  std::string& buf = out_.buffer();
+  std::array<asio::const_buffer, 1> bufs = {asio::buffer(buf)};
+  Status st = socket_.WriteGatherWithin(bufs, cluster_.config().client_io_timeout_ms);
+  buf.clear();
+  return st;
+}
 
-// Bytes already received need no deadline (no clock read: a pipelined Bind, Execute and Sync
-// arrive together).
 Status PgSession::ReadExact(char* p, size_t n) {
-  return socket_.ReadExact(p, n, socket_.buffered() >= n ? net::Stream::Deadline::max() : IoDeadline());
+  return socket_.ReadExactWithin(p, n, cluster_.config().client_io_timeout_ms);
 }
 
 bool PgSession::AwaitMessage() {
