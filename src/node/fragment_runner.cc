@@ -1,5 +1,7 @@
 #include "node/fragment_runner.h"
 
+#include "query/exec/eval.h"
+#include "query/exec/eval_vector.h"
 #include "query/exec/operator.h"
 #include "query/exec/row_decode.h"
 #include "query/plan/fragment.h"
@@ -79,6 +81,52 @@ Status RunFragment(const plan::PlanNode& plan, SegmentRows& rows, const Fragment
   ctx.work_mem = opts.work_mem;
   ctx.params = opts.params;
   return exec::Execute(plan, ctx, [&](exec::Batch& b) { return emit(b, last_key); }, stats);
+}
+
+Status RunScanPlan(const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
+                   const std::function<Status(std::vector<Value>&& row, const std::string& resume_key)>& emit) {
+  using K = plan::PlanNode::Kind;
+  const plan::PlanNode* project = plan.kind == K::kProject ? &plan : nullptr;
+  const plan::PlanNode* below = project ? (project->children.size() == 1 ? project->children[0].get() : nullptr) : &plan;
+  const plan::PlanNode* filter = below && below->kind == K::kFilter ? below : nullptr;
+  const plan::PlanNode* scan = filter ? (filter->children.size() == 1 ? filter->children[0].get() : nullptr) : below;
+  if (!scan || scan->kind != K::kScan || (filter && !filter->predicate)) {
+    return Status::NotSupported("not a scan with a filter and a projection");
+  }
+  std::string last_key;
+  SegmentSource source(rows, &last_key, plan::UsedScanColumns(plan), opts);
+  exec::ExecContext ctx(nullptr, opts.cancel);
+  ctx.work_mem = opts.work_mem;
+  ctx.params = opts.params;
+  exec::Batch b;
+  std::vector<uint32_t> sel;
+  std::vector<std::vector<Value>> out;
+  while (true) {
+    b.Reset(scan->types.size());
+    ASSIGN_OR_RETURN(bool more, source.Next(b));
+    if (!more) return Status::OK();
+    size_t n = b.rows;
+    if (filter) {
+      ASSIGN_OR_RETURN(n, exec::Select(*filter->predicate, b, &ctx, &sel));  // as FilterOp
+    }
+    // A batch's rows are emitted once all of them are made, as the operators emit batches.
+    out.resize(n);
+    for (size_t i = 0; i < n; i++) {
+      size_t r = filter ? sel[i] : i;
+      std::vector<Value>& row = out[i];
+      row.clear();
+      if (project) {
+        row.reserve(project->exprs.size());
+        for (const auto& e : project->exprs) {
+          ASSIGN_OR_RETURN(Value v, exec::Eval(*e, b, r, &ctx));
+          row.push_back(std::move(v));
+        }
+      } else {
+        row = b.Row(r);
+      }
+    }
+    for (auto& row : out) RETURN_NOT_OK(emit(std::move(row), last_key));
+  }
 }
 
 }  // namespace wattdb::node

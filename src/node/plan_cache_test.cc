@@ -15,17 +15,8 @@ std::string PlanBytes(TableId table) {
   scan->table = table;
   scan->types = {SqlType{TypeId::kInt32}};
   auto filter = plan::Wrap(plan::PlanNode::Kind::kFilter, std::move(scan));
-  auto eq = std::make_unique<plan::BoundExpr>();
-  eq->kind = plan::BoundExpr::Kind::kBinary;
-  eq->op = plan::BinOp::kEq;
-  eq->type = SqlType{TypeId::kBool};
-  eq->children.push_back(plan::MakeColumn(0, SqlType{TypeId::kInt32}));
-  auto param = std::make_unique<plan::BoundExpr>();
-  param->kind = plan::BoundExpr::Kind::kParam;
-  param->column = 0;
-  param->type = SqlType{TypeId::kInt32};
-  eq->children.push_back(std::move(param));
-  filter->predicate = std::move(eq);
+  filter->predicate = plan::MakeBinary(plan::BinOp::kEq, plan::MakeColumn(0, SqlType{TypeId::kInt32}),
+                                       plan::MakeParam(0, SqlType{TypeId::kInt32}), SqlType{TypeId::kBool});
   std::string out;
   filter->Serialize(&out);
   return out;

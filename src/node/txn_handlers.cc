@@ -41,14 +41,13 @@ Result<std::optional<TxnWrite>> KeyWriteOf(storage::SegmentStore& store, Partici
   size_t produced = 0;
   FragmentOptions opts;
   opts.params = &params;
-  RETURN_NOT_OK(RunFragment(plan, *rows, opts, [&](const exec::Batch& b, const std::string& last_key) {
-    produced += b.rows;
-    if (produced == 1) {
-      row = b.Row(0);
+  RETURN_NOT_OK(RunScanPlan(plan, *rows, opts, [&](std::vector<Value>&& r, const std::string& last_key) {
+    if (++produced == 1) {
+      row = std::move(r);
       key = last_key;
     }
     return Status::OK();
-  }, nullptr));
+  }));
   if (produced == 0) return std::optional<TxnWrite>();
   if (produced > 1) return Status::Internal("updateKey: the key range holds more than one row");
   if (key < sr.lo || (!sr.hi.empty() && key >= sr.hi)) {

@@ -37,15 +37,7 @@ const SqlType kTypes[] = {{TypeId::kInt32}, {TypeId::kInt64}, {TypeId::kDouble},
 
 BoundExprPtr Col(int c) { return plan::MakeColumn(c, kTypes[c]); }
 
-BoundExprPtr Bin(BinOp op, BoundExprPtr a, BoundExprPtr b, SqlType t) {
-  auto e = std::make_unique<BoundExpr>();
-  e->kind = BoundExpr::Kind::kBinary;
-  e->op = op;
-  e->type = t;
-  e->children.push_back(std::move(a));
-  e->children.push_back(std::move(b));
-  return e;
-}
+constexpr auto Bin = plan::MakeBinary;
 
 // Both ways on every row: the same error, or the same values.
 void ExpectSame(const BoundExpr& e, const Batch& b, ExecContext* ctx = nullptr) {
@@ -156,13 +148,7 @@ TEST(EvalVector, ParametersEvaluateAsTheConstantsTheyStandFor) {
   std::vector<Value> params = {Value::Int32(2), Value(), Value::Text("b")};
   ExecContext ctx;
   ctx.params = &params;
-  auto param = [](int i, SqlType t) {
-    auto e = std::make_unique<BoundExpr>();
-    e->kind = BoundExpr::Kind::kParam;
-    e->column = i;
-    e->type = t;
-    return e;
-  };
+  auto param = plan::MakeParam;
   auto vec = [&](const BoundExpr& e) {
     Vector v;
     Status st = EvalVector(e, b, &ctx, &v);

@@ -40,6 +40,24 @@ BoundExprPtr MakeColumn(int index, SqlType t) {
   return e;
 }
 
+BoundExprPtr MakeParam(int index, SqlType t) {
+  auto e = std::make_unique<BoundExpr>();
+  e->kind = BoundExpr::Kind::kParam;
+  e->column = index;
+  e->type = t;
+  return e;
+}
+
+BoundExprPtr MakeBinary(BinOp op, BoundExprPtr a, BoundExprPtr b, SqlType t) {
+  auto e = std::make_unique<BoundExpr>();
+  e->kind = BoundExpr::Kind::kBinary;
+  e->op = op;
+  e->type = t;
+  e->children.push_back(std::move(a));
+  e->children.push_back(std::move(b));
+  return e;
+}
+
 BoundExprPtr BoundExpr::Clone() const {
   auto e = std::make_unique<BoundExpr>();
   e->kind = kind;

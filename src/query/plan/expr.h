@@ -84,5 +84,7 @@ struct BoundExpr {
 
 BoundExprPtr MakeConst(Value v, SqlType t);
 BoundExprPtr MakeColumn(int index, SqlType t);
+BoundExprPtr MakeParam(int index, SqlType t);  // $index+1 (0-based `index`)
+BoundExprPtr MakeBinary(BinOp op, BoundExprPtr a, BoundExprPtr b, SqlType t);
 
 }  // namespace wattdb::plan
