@@ -199,7 +199,13 @@ Result<Timestamp> Catalog::NextTimestamp() {
 }
 
 Result<TableSchema> Catalog::GetTable(const std::string& name) const {
+  uint64_t version;
+  return GetTable(name, &version);
+}
+
+Result<TableSchema> Catalog::GetTable(const std::string& name, uint64_t* version) const {
   std::shared_lock l(mu_);
+  *version = schema_version_.load();  // changes only under the exclusive lock
   auto it = tables_.find(name);
   if (it == tables_.end()) {
     return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", name));
@@ -261,6 +267,7 @@ std::vector<TableSchema> Catalog::SystemViews() const { return TablesOf(true); }
 
 void Catalog::AddSystemView(TableSchema schema) {
   std::unique_lock l(mu_);
+  schema_version_++;
   tables_[schema.name] = std::move(schema);
 }
 

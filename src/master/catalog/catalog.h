@@ -58,6 +58,8 @@ class Catalog : public plan::CatalogReader {
 
   // plan::CatalogReader. Also resolves system views registered with AddSystemView.
   Result<TableSchema> GetTable(const std::string& name) const override;
+  // The same, and the schema_version() it is the table of.
+  Result<TableSchema> GetTable(const std::string& name, uint64_t* version) const;
   std::vector<TableSchema> Tables() const;
   std::optional<TableSchema> TableById(TableId id) const;
   // True if table `id` has a unique secondary index (checked on every write: no copying).

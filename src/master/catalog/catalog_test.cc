@@ -1,4 +1,5 @@
 #include "master/catalog/catalog.h"
+#include "master/catalog/database_catalog.h"
 
 #include <filesystem>
 
@@ -70,6 +71,49 @@ TEST_F(CatalogTest, PartitionMapSurvivesRestart) {
   EXPECT_EQ(cat_->GetNodeState(1), NodeAdminState::kOff);
   EXPECT_EQ(cat_->GetTable("acc")->columns.size(), 2u);
   EXPECT_EQ(cat_->GetTable("nope").status().sqlstate(), "42P01");
+}
+
+// A database's view remembers tables while the schema version holds: every change through
+// any view of the catalog (another database's, or the catalog itself) shows at once.
+TEST_F(CatalogTest, ADatabaseViewSeesEveryTableChangeAtOnce) {
+  DatabaseCatalog db(*cat_, kDefaultDatabase), other(*cat_, "other");
+  ASSERT_TRUE(cat_->CreateDatabase("other").ok());
+  TableSchema t = Schema("acc");
+  ASSERT_TRUE(db.CreateTable(&t, 1).ok());
+  for (int i = 0; i < 3; i++) EXPECT_EQ(db.GetTable("acc")->columns.size(), 2u);
+  EXPECT_EQ(db.GetTable("acc")->name, "acc");
+  // A column added through the shared catalog.
+  TableSchema wider = *cat_->GetTable("acc");
+  wider.columns.push_back({"w", {TypeId::kDouble}});
+  ASSERT_TRUE(cat_->UpdateTable(wider).ok());
+  EXPECT_EQ(db.GetTable("acc")->columns.size(), 3u);
+  // An index: seen by readers at or after its ready timestamp only, as before.
+  IndexDef ix;
+  ix.name = "acc_v";
+  ix.spec.id = 1;
+  ix.spec.columns = {1};
+  ix.spec.desc = {false};
+  ix.ready_ts = 50;
+  wider.indexes.push_back(ix);
+  ASSERT_TRUE(cat_->UpdateTable(wider).ok());
+  db.set_read_snapshot(40);
+  EXPECT_TRUE(db.GetTable("acc")->indexes.empty());
+  db.set_read_snapshot(60);
+  EXPECT_EQ(db.GetTable("acc")->indexes.size(), 1u);
+  // Dropped and made again with another schema: the new table.
+  ASSERT_TRUE(db.DropTable("acc").ok());
+  EXPECT_EQ(db.GetTable("acc").status().sqlstate(), "42P01");
+  TableSchema again = Schema("acc");
+  again.columns.pop_back();
+  ASSERT_TRUE(db.CreateTable(&again, 1).ok());
+  EXPECT_EQ(db.GetTable("acc")->columns.size(), 1u);
+  EXPECT_EQ(db.GetTable("acc")->id, again.id);
+  // Databases stay apart.
+  EXPECT_EQ(other.GetTable("acc").status().sqlstate(), "42P01");
+  TableSchema mine = Schema("acc");
+  ASSERT_TRUE(other.CreateTable(&mine, 1).ok());
+  EXPECT_EQ(other.GetTable("acc")->id, mine.id);
+  EXPECT_EQ(db.GetTable("acc")->id, again.id);
 }
 
 TEST_F(CatalogTest, CountersNeverRepeatAcrossRestarts) {

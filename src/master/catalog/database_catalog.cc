@@ -9,6 +9,10 @@ DatabaseCatalog::DatabaseCatalog(Catalog& catalog, std::string database)
   if (db_ != kDefaultDatabase) prefix_ = db_ + "/";
 }
 
+namespace {
+constexpr size_t kMaxKnown = 256;  // tables remembered per database view
+}  // namespace
+
 std::string DatabaseCatalog::Qualify(const std::string& name) const {
   if (name.rfind("wattdb_", 0) == 0 || IsPgCatalogView(name)) return name;  // system views are shared
   return prefix_ + name;
@@ -22,11 +26,24 @@ Result<TableSchema> DatabaseCatalog::GetTable(const std::string& name) const {
   if (name.find('/') != std::string::npos) {
     return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", name));
   }
-  auto t = catalog_.GetTable(Qualify(name));
-  if (!t.ok()) return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", name));
-  t->name = Unqualify(t->name);
+  std::optional<TableSchema> t;
+  {
+    std::lock_guard<std::mutex> l(known_mu_);
+    auto it = known_.find(name);
+    if (it != known_.end() && it->second.version == catalog_.schema_version()) t = it->second.table;
+  }
+  if (!t) {
+    uint64_t version = 0;
+    auto got = catalog_.GetTable(Qualify(name), &version);
+    if (!got.ok()) return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", name));
+    t = std::move(*got);
+    t->name = Unqualify(t->name);
+    std::lock_guard<std::mutex> l(known_mu_);
+    if (known_.size() >= kMaxKnown) known_.clear();
+    known_[name] = Known{version, *t};
+  }
   std::erase_if(t->indexes, [&](const IndexDef& ix) { return ix.ready_ts == 0 || ix.ready_ts > read_snapshot_; });
-  return t;
+  return std::move(*t);
 }
 
 std::optional<std::string> DatabaseCatalog::GetView(const std::string& name) const {

@@ -5,7 +5,9 @@
 // Thread-safe as the Catalog it wraps; names going in and out are unqualified.
 #pragma once
 
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "master/catalog/catalog.h"
@@ -54,6 +56,14 @@ class DatabaseCatalog : public plan::CatalogReader {
   std::string Unqualify(const std::string& name) const;
 
   Catalog& catalog_;  // borrowed; outlives this view
+  // Tables as the catalog held them at a schema version (GetTable copies one while the
+  // version holds, instead of looking the name up again).
+  struct Known {
+    uint64_t version = 0;
+    TableSchema table;
+  };
+  mutable std::mutex known_mu_;
+  mutable std::unordered_map<std::string, Known> known_;
   Timestamp read_snapshot_ = ~0ULL;
   std::optional<int64_t> statement_time_;
   std::string db_;
