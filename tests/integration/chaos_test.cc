@@ -109,8 +109,16 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
         int a = rng() % kAccounts, b = rng() % kAccounts, amount = 1 + rng() % 20;
         if (a == b) continue;
         std::string msg, st = conn->Exec("BEGIN", nullptr, &msg);
-        if (st.empty()) st = conn->Exec(fmt::format("UPDATE accounts SET balance = balance - {} WHERE id = {}", amount, a), nullptr, &msg);
-        if (st.empty()) st = conn->Exec(fmt::format("UPDATE accounts SET balance = balance + {} WHERE id = {}", amount, b), nullptr, &msg);
+        // Worker 0 runs its updates as prepared statements (key-write templates), the others as text.
+        auto update = [&](int id, int delta) {
+          if (w == 0) {
+            return conn->ExecPrepared("UPDATE accounts SET balance = balance + $2 WHERE id = $1",
+                                      {std::to_string(id), std::to_string(delta)}, &msg);
+          }
+          return conn->Exec(fmt::format("UPDATE accounts SET balance = balance + {} WHERE id = {}", delta, id), nullptr, &msg);
+        };
+        if (st.empty()) st = update(a, -amount);
+        if (st.empty()) st = update(b, amount);
         bool committing = st.empty();
         if (st.empty()) st = conn->Exec("COMMIT", nullptr, &msg);
         if (st.empty()) {

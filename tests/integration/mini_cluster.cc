@@ -63,6 +63,33 @@ std::string PgConn::Exec(const std::string& sql, std::vector<std::vector<std::st
   return state;
 }
 
+std::string PgConn::ExecPrepared(const std::string& sql, const std::vector<std::string>& params,
+                                std::string* message) {
+  auto error = [&](PGresult* r) {
+    const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (message) *message = PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+    std::string state = code ? code : "?????";
+    PQclear(r);
+    return state;
+  };
+  auto it = prepared_.find(sql);
+  if (it == prepared_.end()) {
+    std::string name = "s" + std::to_string(prepared_.size());
+    PGresult* r = PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) return error(r);
+    PQclear(r);
+    it = prepared_.emplace(sql, name).first;
+  }
+  std::vector<const char*> values;
+  for (const auto& p : params) values.push_back(p.c_str());
+  PGresult* r = PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
+                               nullptr, 0);
+  ExecStatusType st = PQresultStatus(r);
+  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) return error(r);
+  PQclear(r);
+  return "";
+}
+
 std::string PgConn::Scalar(const std::string& sql) {
   std::vector<std::vector<std::string>> rows;
   std::string msg;

@@ -24,11 +24,16 @@ class PgConn {
   // on failure returns the SQLSTATE (and the message in *message).
   std::string Exec(const std::string& sql, std::vector<std::vector<std::string>>* rows = nullptr,
                    std::string* message = nullptr);
+  // Runs `sql` as a prepared statement (prepared on this connection's first use of it) with
+  // text `params`; the SQLSTATE as Exec's.
+  std::string ExecPrepared(const std::string& sql, const std::vector<std::string>& params,
+                           std::string* message = nullptr);
   // Runs a query that must succeed and return exactly one value.
   std::string Scalar(const std::string& sql);
 
  private:
   PGconn* conn_;
+  std::map<std::string, std::string> prepared_;  // sql -> statement name
 };
 
 // Runs `cmd` through the shell with stderr merged into stdout; returns its exit status
