@@ -72,7 +72,6 @@ class PgSession {
 
   Status Flush();
   Status ReadExact(char* p, size_t n);
-  net::Stream::Deadline IoDeadline() const { return net::Stream::In(cluster_.config().client_io_timeout_ms); }
   // Waits for the client's next message; false if the session must end (after telling the
   // client why, for an idle-in-transaction timeout).
   bool AwaitMessage();
