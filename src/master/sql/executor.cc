@@ -447,15 +447,11 @@ Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atom
   if (!keys_change && PushdownSetting() != "off") {
     // One row by its key: its node computes and prepares the new row.
     if (auto ku = plan::PlanKeyUpdate(b)) {
-      KeyWriteSpec w{ku->lo, ku->hi};
-      ku->plan->Serialize(&w.plan);
-      for (const auto& [col, e] : b.sets) {
-        if (!t.columns[col].not_null) continue;
-        w.not_null.push_back(static_cast<uint32_t>(col));
-        w.not_null_errors.push_back(NotNullMessage(t, col));
-      }
-      ASSIGN_OR_RETURN(auto n, KeyWrite(t, snap, std::move(w)));
-      if (n) return fmt::format("UPDATE {}", *n);
+      KeyWriteSpec w = KeyWriteOf(b, *ku->plan, false);
+      w.lo = std::move(ku->lo);
+      w.hi = std::move(ku->hi);
+      ASSIGN_OR_RETURN(auto tag, KeyWrite(t, snap, std::move(w)));
+      if (tag) return std::move(*tag);
     }
   }
   if (!keys_change) {
@@ -528,18 +524,36 @@ Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atom
   return fmt::format("UPDATE {}", count);
 }
 
-Result<std::optional<uint64_t>> Executor::KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec w) {
+KeyWriteSpec Executor::KeyWriteOf(const plan::BoundModify& m, const plan::PlanNode& plan, bool is_delete) {
+  KeyWriteSpec w;
+  plan.Serialize(&w.plan);
+  w.is_delete = is_delete;
+  for (const auto& [col, e] : m.sets) {
+    if (!m.table.columns[col].not_null) continue;
+    w.not_null.push_back(static_cast<uint32_t>(col));
+    w.not_null_errors.push_back(NotNullMessage(m.table, col));
+  }
+  return w;
+}
+
+Result<std::optional<std::string>> Executor::KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec w) {
   w.read_committed = isolation() == Isolation::kReadCommitted;
+  bool is_delete = w.is_delete, templated = w.params.has_value();
   std::unique_ptr<Transaction> own = txn_ ? nullptr : cluster_.Begin(snap);
   Transaction& txn = txn_ ? *txn_ : *own;
   auto n = cluster_.KeyWrite(txn, t.id, w);
   if (!n.ok() || !n->has_value()) {  // failed, or the general path's to do: nothing stays
     if (own) cluster_.Rollback(*own);
-    return n;
+    if (!n.ok()) return n.status();
+    return std::optional<std::string>();
   }
   if (own) RETURN_NOT_OK(cluster_.Commit(*own));  // nothing written: ends the read-only txn
   cluster_.queries().key_writes.fetch_add(1, std::memory_order_relaxed);
-  return n;
+  if (templated) cluster_.queries().key_write_templates.fetch_add(1, std::memory_order_relaxed);
+  uint64_t rows = **n;
+  if (!is_delete) return std::optional<std::string>(fmt::format("UPDATE {}", rows));
+  if (rows) cluster_.catalog().AdjustRowCount(t.id, -static_cast<int64_t>(rows));
+  return std::optional<std::string>(fmt::format("DELETE {}", rows));
 }
 
 Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel) {
@@ -555,14 +569,11 @@ Result<std::string> Executor::Delete(const plan::BoundModify& b, const std::atom
   if (PushdownSetting() != "off") {
     // One row by its key: its node checks the filter and prepares the delete.
     if (auto kd = plan::PlanKeyDelete(b)) {
-      KeyWriteSpec w{kd->lo, kd->hi};
-      kd->plan->Serialize(&w.plan);
-      w.is_delete = true;
-      ASSIGN_OR_RETURN(auto n, KeyWrite(t, snap, std::move(w)));
-      if (n) {
-        if (*n) cluster_.catalog().AdjustRowCount(t.id, -static_cast<int64_t>(*n));
-        return fmt::format("DELETE {}", *n);
-      }
+      KeyWriteSpec w = KeyWriteOf(b, *kd->plan, true);
+      w.lo = std::move(kd->lo);
+      w.hi = std::move(kd->hi);
+      ASSIGN_OR_RETURN(auto tag, KeyWrite(t, snap, std::move(w)));
+      if (tag) return std::move(*tag);
     }
   }
   StatementWriter out(*this, t.id, snap);

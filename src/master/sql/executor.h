@@ -99,9 +99,7 @@ class Executor {
     // runs with each execution's values, serialized once (plan/key_update.h).
     struct KeyWrite {
       plan::KeyWriteTemplate tmpl;
-      std::string plan;  // tmpl.plan serialized
-      std::vector<uint32_t> not_null;
-      std::vector<std::string> not_null_errors;
+      KeyWriteSpec spec;  // all but the key range and the values
     };
     std::optional<KeyWrite> key_write;
     uint64_t schema_version = 0;
@@ -173,10 +171,12 @@ class Executor {
   // `c` filled with `params`: the bound statement Insert/Update/Delete/RunSelect run.
   Result<plan::BoundInsert> FillInsert(const plan::BoundInsert& c, const std::vector<Value>& params);
   Result<plan::BoundModify> FillModify(const plan::BoundModify& c, const std::vector<Value>& params);
+  // The key write of `m` (its NOT NULL checks) whose node runs `plan`; no key range yet.
+  static KeyWriteSpec KeyWriteOf(const plan::BoundModify& m, const plan::PlanNode& plan, bool is_delete);
   // `w`, an UPDATE or DELETE of one row by its key, run on the row's node (Cluster::KeyWrite)
   // under the block's transaction or, outside one, the statement's own, committed here. The
-  // rows written (0 or 1), or nullopt: take the general path.
-  Result<std::optional<uint64_t>> KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec w);
+  // command tag, or nullopt: take the general path.
+  Result<std::optional<std::string>> KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec w);
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
   Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);

@@ -141,34 +141,20 @@ std::optional<Executor::CachedPlan::KeyWrite> Executor::PlanKeyWrite(const plan:
   auto custom = update ? plan::PlanKeyUpdate(filled) : plan::PlanKeyDelete(filled);
   if (!range || !custom || range->first != custom->lo || range->second != custom->hi) return std::nullopt;
   CachedPlan::KeyWrite k;
-  tmpl->plan->Serialize(&k.plan);
+  k.spec = KeyWriteOf(generic, *tmpl->plan, !update);
   k.tmpl = std::move(*tmpl);
-  for (const auto& [col, e] : generic.sets) {
-    if (!t.columns[col].not_null) continue;
-    k.not_null.push_back(static_cast<uint32_t>(col));
-    k.not_null_errors.push_back(NotNullMessage(t, col));
-  }
   return k;
 }
 
 Result<std::optional<std::string>> Executor::RunKeyWrite(const CachedPlan& c, const std::vector<Value>& params) {
-  const CachedPlan::KeyWrite& k = *c.key_write;
-  const TableSchema& t = c.modify.table;
-  auto range = plan::TemplateKeyRange(k.tmpl, t, params);
+  auto range = plan::TemplateKeyRange(c.key_write->tmpl, c.modify.table, params);
   if (!range) return std::optional<std::string>();
-  KeyWriteSpec w{std::move(range->first), std::move(range->second), k.plan};
-  bool del = std::holds_alternative<sql::DeleteStmt>(c.kind);
-  w.is_delete = del;
-  w.not_null = k.not_null;
-  w.not_null_errors = k.not_null_errors;
+  KeyWriteSpec w = c.key_write->spec;
+  w.lo = std::move(range->first);
+  w.hi = std::move(range->second);
   w.params.emplace();
   EncodeRow(params, &*w.params);
-  ASSIGN_OR_RETURN(auto n, KeyWrite(t, Snapshot(), std::move(w)));
-  if (!n) return std::optional<std::string>();
-  cluster_.queries().key_write_templates.fetch_add(1, std::memory_order_relaxed);
-  if (!del) return std::optional<std::string>(fmt::format("UPDATE {}", *n));
-  if (*n) cluster_.catalog().AdjustRowCount(t.id, -static_cast<int64_t>(*n));
-  return std::optional<std::string>(fmt::format("DELETE {}", *n));
+  return KeyWrite(c.modify.table, Snapshot(), std::move(w));
 }
 
 bool Executor::Valid(const CachedPlan& c) const {

@@ -6,12 +6,15 @@ namespace wattdb::plan {
 
 namespace {
 
-bool ExprHasParams(const BoundExpr* e) {
+bool PlanHasParams(const PlanNode& plan, bool time_only);
+
+// `time_only`: only the statement's time (kTimeParam) counts, not the values ($n).
+bool ExprHasParams(const BoundExpr* e, bool time_only = false) {
   if (!e) return false;
-  if (e->kind == BoundExpr::Kind::kParam) return true;
-  if (e->subplan && HasParams(*e->subplan)) return true;
+  if (e->kind == BoundExpr::Kind::kParam && (!time_only || e->column == kTimeParam)) return true;
+  if (e->subplan && PlanHasParams(*e->subplan, time_only)) return true;
   for (const auto& c : e->children) {
-    if (ExprHasParams(c.get())) return true;
+    if (ExprHasParams(c.get(), time_only)) return true;
   }
   return false;
 }
@@ -29,6 +32,17 @@ Status ForEachExpr(Node* p, Fn fn) {
   }
   for (auto& k : p->keys) RETURN_NOT_OK(fn(k.expr));
   return Status::OK();
+}
+
+// Whether an expression of `plan` or its children reads a parameter (as ExprHasParams).
+bool PlanHasParams(const PlanNode& plan, bool time_only) {
+  bool found = false;
+  (void)ForEachExpr(&plan, [&](const BoundExprPtr& e) {
+    found = found || ExprHasParams(e.get(), time_only);
+    return Status::OK();
+  });
+  for (const auto& c : plan.children) found = found || PlanHasParams(*c, time_only);
+  return found;
 }
 
 Status Substitute(BoundExprPtr& e, const std::vector<Value>& params, const CatalogReader& catalog) {
@@ -80,15 +94,9 @@ void ClearEstimates(PlanNode* p) {
 
 }  // namespace
 
-bool HasParams(const PlanNode& plan) {
-  bool found = false;
-  (void)ForEachExpr(&plan, [&](const BoundExprPtr& e) {
-    found = found || ExprHasParams(e.get());
-    return Status::OK();
-  });
-  for (const auto& c : plan.children) found = found || HasParams(*c);
-  return found;
-}
+bool HasParams(const PlanNode& plan) { return PlanHasParams(plan, false); }
+
+bool ReadsStatementTime(const PlanNode& plan) { return PlanHasParams(plan, true); }
 
 Result<PlanPtr> Instantiate(const PlanNode& plan, const std::vector<Value>& params, const CatalogReader& catalog) {
   PlanPtr p = plan.Clone();

@@ -23,6 +23,8 @@ Result<BoundExprPtr> InstantiateExpr(const BoundExpr& e, const std::vector<Value
 
 // True if `plan` reads a parameter anywhere.
 bool HasParams(const PlanNode& plan);
+// True if `plan` reads the statement's time (now(): kTimeParam) anywhere.
+bool ReadsStatementTime(const PlanNode& plan);
 
 // True if `a` and `b` are the same plan (they serialize alike), row estimates aside.
 bool SamePlan(const PlanNode& a, const PlanNode& b);

@@ -4,26 +4,34 @@
 
 #include "common/codec.h"
 #include "query/plan/fragment.h"
+#include "query/plan/generic_plan.h"
 #include "query/plan/query_binder.h"
 
 namespace wattdb::plan {
 
 namespace {
 
-// The key's range if `m`'s source is a Filter a node can evaluate over a Scan of one key.
-std::optional<KeyUpdate> OneKey(const BoundModify& m) {
-  const TableSchema& t = m.table;
+// `m`'s source if it is a Filter a node can evaluate over a Scan of the table's rows (not of
+// an index), with a visible primary key; else null.
+const PlanNode* NodeFilter(const BoundModify& m) {
   const PlanNode* src = m.source.get();
-  if (!src || t.HasHiddenKey() || src->kind != PlanNode::Kind::kFilter || src->children.size() != 1) {
-    return std::nullopt;
+  if (!src || m.table.HasHiddenKey() || src->kind != PlanNode::Kind::kFilter || src->children.size() != 1) {
+    return nullptr;
   }
   const PlanNode& scan = *src->children[0];
   if (scan.kind != PlanNode::Kind::kScan || scan.index != 0 || !src->predicate || !NodeSafe(*src->predicate)) {
-    return std::nullopt;
+    return nullptr;
   }
+  return src;
+}
+
+// The key's range if NodeFilter finds `m`'s filter and it fixes the whole key to constants.
+std::optional<KeyUpdate> OneKey(const BoundModify& m) {
+  const PlanNode* src = NodeFilter(m);
+  if (!src) return std::nullopt;
   KeyUpdate out;
   bool point = false;
-  DeriveKeyRange(src->predicate.get(), t, &out.lo, &out.hi, &point);
+  DeriveKeyRange(src->predicate.get(), m.table, &out.lo, &out.hi, &point);
   if (!point || out.lo.empty() || out.hi.empty()) return std::nullopt;
   return out;
 }
@@ -48,25 +56,12 @@ PlanPtr NewRowPlan(const BoundModify& update) {
   return project;
 }
 
-bool ReadsTime(const BoundExpr* e) {
-  if (!e) return false;
-  if (e->kind == BoundExpr::Kind::kParam && e->column == kTimeParam) return true;
-  return std::any_of(e->children.begin(), e->children.end(), [](const BoundExprPtr& c) { return ReadsTime(c.get()); });
-}
-
-// For a generic statement: the parameter each key column equals, if `m`'s source is a Filter
-// a node can evaluate over a Scan, and its predicate has `k = $n` for every key column k.
+// For a generic statement: the parameter each key column equals, if NodeFilter finds `m`'s
+// filter and it has `k = $n` for every key column k.
 std::optional<KeyWriteTemplate> OneKeyTemplate(const BoundModify& m) {
   const TableSchema& t = m.table;
-  const PlanNode* src = m.source.get();
-  if (!src || t.HasHiddenKey() || src->kind != PlanNode::Kind::kFilter || src->children.size() != 1) {
-    return std::nullopt;
-  }
-  const PlanNode& scan = *src->children[0];
-  if (scan.kind != PlanNode::Kind::kScan || scan.index != 0 || !src->predicate || !NodeSafe(*src->predicate) ||
-      ReadsTime(src->predicate.get())) {
-    return std::nullopt;  // the statement's time is not sent to the node
-  }
+  const PlanNode* src = NodeFilter(m);
+  if (!src) return std::nullopt;
   KeyWriteTemplate out;
   std::vector<const BoundExpr*> conj = Conjuncts(src->predicate.get());
   for (int col : t.key_columns) {
@@ -84,6 +79,14 @@ std::optional<KeyWriteTemplate> OneKeyTemplate(const BoundModify& m) {
     if (param < 0) return std::nullopt;
     out.key_params.push_back(param);
   }
+  return out;
+}
+
+// `out` with `plan`, if both are there and the plan does not read the statement's time (a
+// template is not filled in: its node would not know that time).
+std::optional<KeyWriteTemplate> WithPlan(std::optional<KeyWriteTemplate> out, PlanPtr plan) {
+  if (!out || !plan || ReadsStatementTime(*plan)) return std::nullopt;
+  out->plan = std::move(plan);
   return out;
 }
 
@@ -105,19 +108,12 @@ std::optional<KeyUpdate> PlanKeyUpdate(const BoundModify& update) {
 
 std::optional<KeyWriteTemplate> PlanKeyDeleteTemplate(const BoundModify& del) {
   auto out = OneKeyTemplate(del);
-  if (out) out->plan = del.source->Clone();
-  return out;
+  return out ? WithPlan(std::move(out), del.source->Clone()) : std::nullopt;
 }
 
 std::optional<KeyWriteTemplate> PlanKeyUpdateTemplate(const BoundModify& update) {
   auto out = OneKeyTemplate(update);
-  if (!out) return std::nullopt;
-  for (const auto& [col, e] : update.sets) {
-    if (ReadsTime(e.get())) return std::nullopt;
-  }
-  out->plan = NewRowPlan(update);
-  if (!out->plan) return std::nullopt;
-  return out;
+  return out ? WithPlan(std::move(out), NewRowPlan(update)) : std::nullopt;
 }
 
 std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const KeyWriteTemplate& k, const TableSchema& t,
