@@ -23,17 +23,21 @@ using internal::SegmentCfOptions;
 using internal::Synced;
 
 namespace {
-// The lowest user key of the highest keys of `cf`'s rows that hold at least `top_bytes` (all
-// versions), reading from the end; "" if fewer than two distinct keys would be left, one below
-// it included.
-Result<std::string> TopSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, uint64_t top_bytes) {
+// The lowest user key of the highest keys of the rows of `cf` in [m.lo, m.hi) that hold at
+// least `top_bytes` (all versions), reading from the end; "" if fewer than two distinct keys
+// would be left, one below it included. (Rows outside the segment's range, which no read
+// sees, are not counted.)
+Result<std::string> TopSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m,
+                                uint64_t top_bytes) {
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
   uint64_t bytes = 0;
   std::string key;  // the user key of the versions being counted
-  for (it->SeekForPrev(std::string(1, kIndexSpace)); it->Valid() && it->key()[0] == kRowSpace; it->Prev()) {
+  const std::string end = m.hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(m.hi);
+  for (it->SeekForPrev(end); it->Valid() && it->key()[0] == kRowSpace; it->Prev()) {
     std::string_view k = it->key().ToStringView();
     if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
     std::string_view user = UserKey(k).substr(1);
+    if (user < m.lo) break;
     if (user != key) {
       if (bytes >= top_bytes) return key;  // `user` lies below: something stays
       key.assign(user);
@@ -44,17 +48,19 @@ Result<std::string> TopSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf
   return std::string();
 }
 
-// The user key at which about half of `cf`'s stored row bytes (all versions) lie below, and
-// those bytes in `*total`; "" if the rows hold fewer than two distinct keys.
-Result<std::string> MiddleSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, uint64_t* total) {
+// The user key at which about half of the stored bytes (all versions) of the rows of `cf` in
+// [m.lo, m.hi) lie below, and those bytes in `*total`; "" if they hold fewer than two keys.
+Result<std::string> MiddleSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m,
+                                   uint64_t* total) {
   std::vector<std::pair<std::string, uint64_t>> key_bytes;  // distinct user keys, cumulative
   *total = 0;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
-  for (it->Seek(std::string(1, kRowSpace)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
+  for (it->Seek(RowUserKey(m.lo)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
     std::string_view k = it->key().ToStringView();
     if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
-    *total += k.size() + it->value().size();
     std::string_view user = UserKey(k).substr(1);
+    if (!m.hi.empty() && user >= m.hi) break;
+    *total += k.size() + it->value().size();
     if (key_bytes.empty() || key_bytes.back().first != user) key_bytes.emplace_back(user, 0);
     key_bytes.back().second = *total;
   }
@@ -92,12 +98,12 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
 
   std::string split_key;
   if (top_bytes > 0) {
-    ASSIGN_OR_RETURN(split_key, TopSplitKey(db_.get(), seg->cf(), top_bytes));
+    ASSIGN_OR_RETURN(split_key, TopSplitKey(db_.get(), seg->cf(), m, top_bytes));
   }
   // Otherwise (or if the top holds about everything): at the middle.
   uint64_t total = 0;
   if (split_key.empty()) {
-    ASSIGN_OR_RETURN(split_key, MiddleSplitKey(db_.get(), seg->cf(), &total));
+    ASSIGN_OR_RETURN(split_key, MiddleSplitKey(db_.get(), seg->cf(), m, &total));
     if (split_key.empty()) return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
   } else {
     total = seg->counters().bytes.load();  // not measured: the counter before the split
@@ -240,8 +246,10 @@ Result<SegmentExport> SegmentStore::Export(SegmentId id, const std::string& expo
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
   // Two kinds of table file cannot be imported by another store, so a segment holding one is
   // compacted into ordinary files first: files a bulk commit ingested (their sequence number
-  // is kept in this store's manifest, not in the file), and a file of range deletions only
-  // (a split's removal of the moved keys, flushed before a compaction applied it).
+  // is kept in this store's manifest, not in the file), and files holding range deletions (a
+  // split's removal of the moved keys, a dropped index's entries, flushed before a compaction
+  // applied them): RocksDB 7.8 bounds an imported file by its point keys, so a deletion that
+  // reaches past them would be cut off there and the rows it removed would come back.
   RETURN_NOT_OK(FromRocks(db_->Flush(rocksdb::FlushOptions(), seg->cf()), "flush segment"));
   for (int pass = 0;; pass++) {
     rocksdb::TablePropertiesCollection props;
@@ -249,10 +257,12 @@ Result<SegmentExport> SegmentStore::Export(SegmentId id, const std::string& expo
     bool unfit = std::any_of(props.begin(), props.end(), [](const auto& fp) {
       const rocksdb::TableProperties& p = *fp.second;
       return p.user_collected_properties.count("rocksdb.external_sst_file.version") ||
-             (p.num_range_deletions > 0 && p.num_entries <= p.num_range_deletions);
+             p.num_range_deletions > 0;
     });
     if (!unfit) break;
-    if (pass > 0) return Status::Unavailable(fmt::format("segment {} keeps a table file no store can import", id));
+    // An index scan's snapshot may keep a deletion through a compaction: tried again, then
+    // refused (the move fails and is asked for again later).
+    if (pass > 2) return Status::Unavailable(fmt::format("segment {} keeps a table file no store can import", id));
     RETURN_NOT_OK(CompactSegment(id));
   }
   rocksdb::Checkpoint* cp_raw = nullptr;
