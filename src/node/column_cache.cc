@@ -49,8 +49,16 @@ std::string SegmentImage::EncodedRow(size_t i) const {
   return row;
 }
 
-size_t SegmentImage::LowerBound(std::string_view k) const {
-  size_t lo = 0, hi = rows;
+size_t SegmentImage::LowerBound(std::string_view k) const { return LowerBoundFrom(0, k); }
+
+size_t SegmentImage::LowerBoundFrom(size_t from, std::string_view k) const {
+  // Keys before lo are < k; probe gallops from, from + 1, from + 2, from + 4, ...
+  size_t lo = from, probe = from;
+  for (size_t step = 1; probe < rows && key(probe) < k; step <<= 1) {
+    lo = probe + 1;
+    probe = from + step;
+  }
+  size_t hi = std::min(probe, rows);  // rows, or a row whose key is >= k
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (key(mid) < k) {

@@ -61,6 +61,9 @@ struct SegmentImage {
   }
   // The first row whose key is >= k (rows if none).
   size_t LowerBound(std::string_view k) const;
+  // The same, for a k at or above key(from - 1): gallops from `from`, so a bound a few rows
+  // on (a point lookup's end) costs a few comparisons.
+  size_t LowerBoundFrom(size_t from, std::string_view k) const;
 };
 
 struct ColumnCacheStats {

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
@@ -321,6 +322,26 @@ TEST_F(ColumnCacheTest, CommitsAfterTheBuildAreMergedIntoTheImagesReads) {
 // recording if a commit wrote it since the build, else the image's), with its row, as a
 // RocksDB read would: its prepare checks against that while the segment is unchanged, and
 // reads the key again once a commit reached the segment.
+// LowerBoundFrom gallops from its start and answers as the binary search over all rows does,
+// for every start at or below the bound and every key between and around the image's.
+TEST(SegmentImageTest, LowerBoundFromAnyStartBelowTheBoundIsTheLowerBound) {
+  SegmentImage image;
+  for (int i = 0; i < 37; i++) {
+    image.key_bytes += fmt::format("k{:03}", 2 * i);  // k000, k002, ..., k072
+    image.key_ends.push_back(static_cast<uint32_t>(image.key_bytes.size()));
+  }
+  image.rows = image.key_ends.size();
+  int checked = 0;
+  for (int j = -1; j <= 76; j++) {
+    std::string k = j < 0 ? std::string() : fmt::format("k{:03}", j);
+    size_t want = 0;
+    while (want < image.rows && image.key(want) < k) want++;
+    ASSERT_EQ(image.LowerBound(k), want) << k;
+    for (size_t from = 0; from <= want; from++, checked++) ASSERT_EQ(image.LowerBoundFrom(from, k), want) << k << " from " << from;
+  }
+  EXPECT_GT(checked, 700);
+}
+
 TEST_F(ColumnCacheTest, PointLookupsThroughAnImageTellWritersTheNewestVersion) {
   Put(0, 100, 10);
   ColumnCache cache(64 << 20, 0, clock_);

@@ -53,7 +53,7 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
     if (s->image_ && !s->ReadRecent(req)) s->image_.reset();
     if (s->image_) {
       s->pos_ = s->image_->LowerBound(req.lo);
-      s->end_ = req.hi.empty() ? s->image_->rows : s->image_->LowerBound(req.hi);
+      s->end_ = req.hi.empty() ? s->image_->rows : s->image_->LowerBoundFrom(s->pos_, req.hi);
       if (point) s->SeeImageRow(req.lo, seq);
       return s;
     }
@@ -154,6 +154,13 @@ bool SegmentRows::ReadRecent(const ScanRequest& req) {
   return true;
 }
 
+std::optional<storage::SeenLatest> SegmentRows::first_seen() const {
+  if (scanner_) return scanner_->first_seen();
+  std::optional<storage::SeenLatest> seen = seen_;
+  if (seen && seen_image_row_ != SIZE_MAX) seen->row = image_->EncodedRow(seen_image_row_);
+  return seen;
+}
+
 void SegmentRows::SeeImageRow(const std::string& key, uint64_t seq) {
   // A key the recording lacks was not written since the image was built: the image's
   // version is its newest. (A key neither holds may have a deletion the image left out.)
@@ -164,7 +171,7 @@ void SegmentRows::SeeImageRow(const std::string& key, uint64_t seq) {
   if (!seen.latest.found) {
     if (pos_ >= end_ || image_->key(pos_) != key) return;
     seen.latest = {true, image_->row_ts[pos_], false};
-    seen.row = image_->EncodedRow(pos_);
+    seen_image_row_ = pos_;  // encoded if a writer asks (first_seen), not for every read
   }
   seen.has_row = !seen.latest.deleted;
   seen_ = std::move(seen);

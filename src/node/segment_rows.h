@@ -4,6 +4,7 @@
 // transactions whose commit the read must see (Participant::AwaitReadable).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -51,7 +52,7 @@ class SegmentRows {
   Result<bool> Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn);
   // The newest committed version of the first key met (SegmentScanner::first_seen; for
   // point lookups from NewestRows or an image, that key's), pending writes not merged.
-  std::optional<storage::SeenLatest> first_seen() const { return scanner_ ? scanner_->first_seen() : seen_; }
+  std::optional<storage::SeenLatest> first_seen() const;
 
  private:
   SegmentRows() = default;
@@ -71,6 +72,7 @@ class SegmentRows {
   storage::SegmentRef seg_;                    // columnar or cached: the segment read
   std::optional<storage::ScanRow> cached_;     // cached or own: the row, until read
   std::optional<storage::SeenLatest> seen_;    // cached or columnar point: its key's newest version
+  size_t seen_image_row_ = SIZE_MAX;           // ... whose row is image_'s row at this position
   std::shared_ptr<const SegmentImage> image_;  // columnar: its image, rows [pos_, end_)
   size_t pos_ = 0, end_ = 0;
   std::vector<storage::RecentRow> recent_;     // columnar: replace or add to the image's rows
