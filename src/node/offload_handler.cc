@@ -199,8 +199,9 @@ Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::str
   sr.read_ts = o.read_ts;
   sr.txn = o.txn;
   ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(*store_, *participant_, sr, columns_.get()));
-  return RunFragment(fragment, *rows, {o.work_mem, o.cancel},
-                     [&](exec::Batch& b, const std::string&) { return emit(b); }, stats);
+  FragmentOptions fo{o.work_mem, o.cancel};
+  fo.params = o.params;
+  return RunFragment(fragment, *rows, fo, [&](exec::Batch& b, const std::string&) { return emit(b); }, stats);
 }
 
 bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {

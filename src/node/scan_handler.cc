@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/codec.h"
 #include "node/fragment_runner.h"
 #include "node/segment_rows.h"
 #include "query/exec/batch_codec.h"
@@ -50,6 +51,12 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
   };
   if (!rows.ok()) return reply(rows.status(), true, nullptr, nullptr, nullptr);
   if (fragment) {
+    std::vector<Value> params;  // the fragment's $n, if it keeps them
+    if (s.hasParams()) {
+      auto pb = s.getParams();
+      Status decoded = DecodeRow(std::string_view(reinterpret_cast<const char*>(pb.begin()), pb.size()), &params);
+      if (!decoded.ok()) return reply(decoded.Prepend("scan parameters"), true, nullptr, nullptr, nullptr);
+    }
     // The fragment's output travels as column batches; a send that fails ends the scan. Each
     // batch is held until the next one exists, so the last travels with the end of the scan
     // (a short read is one reply).
@@ -60,7 +67,8 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     Status st = RunFragment(
         Str(s.getFragment()), **rows,
         // The master sends nothing more while it reads: anything readable means it hung up.
-        {static_cast<int64_t>(s.getWorkMem()), nullptr, [&conn] { return !conn.LooksIdle(); }},
+        {static_cast<int64_t>(s.getWorkMem()), nullptr, [&conn] { return !conn.LooksIdle(); },
+         s.hasParams() ? &params : nullptr},
         [&](const exec::Batch& b, const std::string& resume) {
           if (holding) {
             sent = reply(Status::OK(), false, nullptr, &held, &held_resume);

@@ -134,6 +134,8 @@ struct Request {
       fragment @41 :Data;            # a serialized plan whose leaf Scan these rows feed: the
                                      # node runs it and answers with column batches
       workMem @42 :UInt64;           # the fragment's work_mem (bytes per sort or hash table)
+      params @67 :Data;              # set: `fragment` keeps its parameters ($n) and these are
+                                     # their values (an encoded row, common/codec.h)
     }
     split :group {
       segment @14 :UInt64;

@@ -30,10 +30,12 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const
   x->ncols_ = exchange.types.size();
   x->fragment_root_ = exchange.children[0].get();
   x->blocking_ = Blocking(*exchange.children[0]);
-  for (const auto& s : map.Segments(scan->table, scan->lo, scan->hi)) {
+  const std::string& lo = opts.range ? opts.range->first : scan->lo;
+  const std::string& hi = opts.range ? opts.range->second : scan->hi;
+  for (const auto& s : map.Segments(scan->table, lo, hi)) {
     Part p;
-    p.lo = std::max(scan->lo, s.lo);
-    p.hi = s.hi.empty() ? scan->hi : (scan->hi.empty() ? s.hi : std::min(scan->hi, s.hi));
+    p.lo = std::max(lo, s.lo);
+    p.hi = s.hi.empty() ? hi : (hi.empty() ? s.hi : std::min(hi, s.hi));
     x->parts_.push_back(std::move(p));
   }
   if (x->parts_.size() == 1 || (!opts.prefetch && !x->parts_.empty())) {
@@ -158,7 +160,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
         if (local && !stats.empty()) x_.AddNodeStats(seg_.node, stats);
       } else if (auto client = x_.map_.Client(seg_.node); client.ok()) {
         auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.EncodedFragment(),
-                                               x_.opts_.work_mem);
+                                               x_.opts_.work_mem, x_.opts_.params);
         if (opened.ok()) {
           stream_ = std::move(*opened);
         } else {

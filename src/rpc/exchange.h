@@ -32,6 +32,10 @@ struct ExchangeOptions {
   bool prefetch = true;   // false: one segment at a time, read by the consumer off the wire
   const std::atomic<bool>* cancel = nullptr;
   exec::RemoteStats* stats = nullptr;  // EXPLAIN ANALYZE: the nodes' operator counters go here
+  // The fragment keeps its parameters ($n): their values, sent with it; borrowed.
+  const std::vector<Value>* params = nullptr;
+  // Set: the key range read instead of the fragment's scan's (exec::ExecContext::exchange_range).
+  const std::pair<std::string, std::string>* range = nullptr;
 };
 
 // Where a table's segments are, as the exchange's reader knows it.

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <kj/exception.h>
 
+#include "common/codec.h"
 #include "proto/node_service.capnp.h"
 #include "query/exec/batch_codec.h"
 #include "rpc/proto_util.h"
@@ -55,11 +56,17 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Start(NodeClient& c, capnp::Mess
 
 Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, SegmentId seg, const std::string& lo,
                                                              const std::string& hi, Timestamp read_ts, uint64_t txn,
-                                                             const std::string& fragment, int64_t work_mem) {
+                                                             const std::string& fragment, int64_t work_mem,
+                                                             const std::vector<Value>* params) {
   capnp::MallocMessageBuilder mb;
   auto s = InitScan(mb, seg, lo, hi, read_ts, exec::kBatchRows, txn);
   s.setFragment(Bytes(fragment));
   s.setWorkMem(static_cast<uint64_t>(std::max<int64_t>(0, work_mem)));
+  if (params) {
+    std::string encoded;
+    EncodeRow(*params, &encoded);
+    s.setParams(Bytes(encoded));
+  }
   return Start(c, mb);
 }
 

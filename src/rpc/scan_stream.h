@@ -38,7 +38,8 @@ class ScanStream {
   // streams its output as column batches (read them with NextColumns).
   static Result<std::unique_ptr<ScanStream>> OpenFragment(NodeClient& c, SegmentId seg, const std::string& lo,
                                                           const std::string& hi, Timestamp read_ts, uint64_t txn,
-                                                          const std::string& fragment, int64_t work_mem);
+                                                          const std::string& fragment, int64_t work_mem,
+                                                          const std::vector<Value>* params = nullptr);
   // Sends `request` (any request answered with scanBatch replies) on a leased connection.
   static Result<std::unique_ptr<ScanStream>> Start(NodeClient& c, capnp::MessageBuilder& request);
   ~ScanStream();

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -364,13 +366,18 @@ double Metric(int port, const char* name) {
 
 double GenericPlanExecutions(int port) { return Metric(port, "wattdb_generic_plan_executions_total"); }
 
+// g(id, v, s): rows 1..4000 with v = 7 * id and s = 'row' || id.
+void CreateG(PgConn& admin) {
+  ASSERT_EQ(admin.Exec("CREATE TABLE g (id INT PRIMARY KEY, v INT, s TEXT)"), "");
+  ASSERT_EQ(admin.Exec("INSERT INTO g SELECT i, i * 7, 'row' || i FROM generate_series(1, 4000) i"), "");
+}
+
 TEST(GenericPlans, PreparedSelectsReuseTheirPlanAndStayRight) {
   int port = FreeTcpPort();
   MiniCluster cluster(GenericPlanCluster(port));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto admin = cluster.Connect();
-  ASSERT_EQ(admin->Exec("CREATE TABLE g (id INT PRIMARY KEY, v INT, s TEXT)"), "");
-  ASSERT_EQ(admin->Exec("INSERT INTO g SELECT i, i * 7, 'row' || i FROM generate_series(1, 4000) i"), "");
+  CreateG(*admin);
   PGconn* c = PQconnectdb(cluster.conninfo().c_str());
   ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
   auto generic = [&] { return GenericPlanExecutions(port); };
@@ -429,6 +436,99 @@ TEST(GenericPlans, PreparedSelectsReuseTheirPlanAndStayRight) {
   EXPECT_EQ(ExecPrepared(c, "by_id", {"6"}), "1|mine\n");
   PQclear(PQexec(c, "ROLLBACK"));
   EXPECT_EQ(ExecPrepared(c, "by_id", {"6"}), "");
+  PQfinish(c);
+}
+
+// A prepared SELECT of one key (`k = $n` for each key column) runs its generic plan with the
+// values in place: the exchange reads the key's range, and the segment's node (a process of
+// its own, or the master's) evaluates $n from the values sent along. Right for every key,
+// composite keys, parameters in the output, a transaction's own writes and moved segments;
+// a key that is NULL or not of the column's type falls back to the filled plan.
+TEST(GenericPlans, PreparedPointReadsRunWithTheirValuesInPlace) {
+  int port = FreeTcpPort();
+  MiniCluster cluster(GenericPlanCluster(port));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto admin = cluster.Connect();
+  CreateG(*admin);
+  ASSERT_EQ(admin->Exec("CREATE TABLE k (a BIGINT, b TEXT, v INT, PRIMARY KEY (a, b))"), "");
+  ASSERT_EQ(admin->Exec("INSERT INTO k SELECT i / 3, 'b' || (i % 3), i FROM generate_series(0, 2999) i"), "");
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'g'", "2", 30000))
+      << "the table did not spread over both nodes";
+  PGconn* c = PQconnectdb(cluster.conninfo().c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  auto templated = [&] { return Metric(port, "wattdb_point_read_template_executions_total"); };
+  auto rows_read = [&] { return std::stoll(admin->Scalar("SELECT coalesce(sum(rows_read), 0) FROM wattdb_segments")); };
+  double before = templated();
+  ASSERT_GE(before, 0);
+  // Rows read by the nodes settle once the load's reads were reported.
+  long long read0 = rows_read();
+  for (int i = 0; i < 20; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    long long now = rows_read();
+    if (now == read0) break;
+    read0 = now;
+  }
+
+  Prepare(c, "by_id", "SELECT v, s FROM g WHERE id = $1");
+  int runs = 0;
+  for (int id = 1; id <= 4000; id += 7, runs++) {
+    std::string ids = std::to_string(id);
+    ASSERT_EQ(ExecPrepared(c, "by_id", {ids.c_str()}), fmt::format("{}|row{}\n", id * 7, id)) << "id " << id;
+  }
+  EXPECT_GE(templated() - before, runs - 2);
+  // Each read read its one row, not the table: the nodes report about `runs` rows.
+  long long read1 = read0;
+  for (int i = 0; i < 50 && read1 - read0 < runs; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    read1 = rows_read();
+  }
+  EXPECT_GE(read1 - read0, runs);
+  EXPECT_LT(read1 - read0, 4 * runs) << "point reads scanned more than their key";
+
+  double mid = templated();
+  EXPECT_EQ(ExecPrepared(c, "by_id", {"0"}), "");
+  EXPECT_EQ(ExecPrepared(c, "by_id", {nullptr}), "");  // NULL: the filled plan, no row
+  EXPECT_EQ(ExecPrepared(c, "by_id", {"abc"}).substr(0, 6), "ERROR ");
+  EXPECT_EQ(templated() - mid, 1);  // only the key 0
+
+  Prepare(c, "shifted", "SELECT v + $2, s || $3 FROM g WHERE id = $1");
+  for (int i = 0; i < 4; i++) {
+    EXPECT_EQ(ExecPrepared(c, "shifted", {"10", "5", "!"}), "75|row10!\n");
+    EXPECT_EQ(ExecPrepared(c, "shifted", {"3999", "-1", ""}), "27992|row3999\n");
+  }
+  Prepare(c, "pair", "SELECT v FROM k WHERE b = $2 AND a = $1");
+  Prepare(c, "half", "SELECT count(*), sum(v) FROM k WHERE a = $1");  // part of the key: not one row
+  for (int a : {0, 1, 500, 999}) {
+    std::string as = std::to_string(a);
+    for (int b = 0; b < 3; b++) {
+      std::string bs = "b" + std::to_string(b);
+      EXPECT_EQ(ExecPrepared(c, "pair", {as.c_str(), bs.c_str()}), fmt::format("{}\n", 3 * a + b)) << a << " " << bs;
+    }
+    EXPECT_EQ(ExecPrepared(c, "half", {as.c_str()}), fmt::format("3|{}\n", 9 * a + 3));
+  }
+  EXPECT_EQ(ExecPrepared(c, "pair", {"1000", "b0"}), "");
+
+  // A transaction reads its own writes; moved segments are found where they went.
+  PQclear(PQexec(c, "BEGIN"));
+  PQclear(PQexec(c, "UPDATE g SET v = -5 WHERE id = 7"));
+  PQclear(PQexec(c, "DELETE FROM g WHERE id = 8"));
+  EXPECT_EQ(ExecPrepared(c, "by_id", {"7"}), "-5|row7\n");
+  EXPECT_EQ(ExecPrepared(c, "by_id", {"8"}), "");
+  PQclear(PQexec(c, "ROLLBACK"));
+  EXPECT_EQ(ExecPrepared(c, "by_id", {"7"}), "49|row7\n");
+  EXPECT_EQ(ExecPrepared(c, "by_id", {"8"}), "56|row8\n");
+  std::vector<std::vector<std::string>> segs;
+  ASSERT_EQ(admin->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 'g'", &segs), "");
+  for (const auto& seg : segs) {
+    std::string msg;
+    ASSERT_EQ(admin->Exec(fmt::format("ALTER TABLE g MOVE SEGMENT {} TO NODE {}", seg[0], seg[1] == "1" ? 2 : 1),
+                          nullptr, &msg), "")
+        << msg;
+  }
+  for (int id = 3; id <= 4000; id += 211) {
+    std::string ids = std::to_string(id);
+    ASSERT_EQ(ExecPrepared(c, "by_id", {ids.c_str()}), fmt::format("{}|row{}\n", id * 7, id)) << "id " << id;
+  }
   PQfinish(c);
 }
 

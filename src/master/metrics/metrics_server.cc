@@ -204,6 +204,9 @@ std::string MetricsServer::Render(Cluster& cluster) {
   w.Family("wattdb_key_write_template_executions_total", "counter",
            "Key writes of prepared statements that sent the node only their parameters (its plan decoded once).");
   w.Sample("wattdb_key_write_template_executions_total", {}, static_cast<double>(q.key_write_templates.load()));
+  w.Family("wattdb_point_read_template_executions_total", "counter",
+           "Prepared SELECTs of one key run with their parameters in place (their plan neither copied nor filled in).");
+  w.Sample("wattdb_point_read_template_executions_total", {}, static_cast<double>(q.point_read_templates.load()));
   w.Family("wattdb_statement_restarts_total", "counter",
            "READ COMMITTED statements undone and run again on a fresh snapshot after meeting a row changed since theirs.");
   w.Sample("wattdb_statement_restarts_total", {}, static_cast<double>(q.restarts.load()));

@@ -285,12 +285,16 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
   return RunSelect(*bound.plan, sink, cancel);
 }
 
-Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel) {
+Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel,
+                                        const std::vector<Value>* params,
+                                        const std::pair<std::string, std::string>* range) {
   MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
   scans.set_offload(Offload());
   exec::ExecContext ctx(&scans, cancel);
   ctx.work_mem = WorkMem();
   ctx.prefetch = ExchangePrefetch();
+  ctx.params = params;
+  ctx.exchange_range = range;
   uint64_t rows = 0;
   RETURN_NOT_OK(exec::Execute(plan, ctx, [&](const exec::Batch& b) {
     rows += b.rows;
@@ -305,6 +309,13 @@ Result<std::string> Executor::ExecuteCached(const CachedPlan& c, const std::vect
   cluster_.queries().generic_plans.fetch_add(1, std::memory_order_relaxed);
   return Run(c.kind, [&]() -> Result<std::string> {
     if (std::holds_alternative<sql::SelectStmt>(c.kind)) {
+      if (c.point_read) {
+        if (auto range = plan::TemplateKeyRange(c.point_read->key_params, c.point_read->table, params)) {
+          cluster_.queries().point_read_templates.fetch_add(1, std::memory_order_relaxed);
+          RETURN_NOT_OK(sink.Describe(c.select.names, c.select.types));
+          return RunSelect(*c.select.plan, sink, cancel, &params, &*range);
+        }
+      }
       ASSIGN_OR_RETURN(plan::PlanPtr plan, plan::Instantiate(*c.select.plan, params, db_));
       RETURN_NOT_OK(sink.Describe(c.select.names, c.select.types));
       return RunSelect(*plan, sink, cancel);

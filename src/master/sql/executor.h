@@ -102,6 +102,13 @@ class Executor {
       KeyWriteSpec spec;  // all but the key range and the values
     };
     std::optional<KeyWrite> key_write;
+    // A SELECT of the one row whose key its parameters give: its plan runs as it is, with
+    // each execution's values (plan/key_update.h's point reads).
+    struct PointRead {
+      std::vector<int> key_params;  // per key column, the parameter it equals
+      TableSchema table;
+    };
+    std::optional<PointRead> point_read;
     uint64_t schema_version = 0;
     std::string planner;  // PlannerSettings() when planned
   };
@@ -110,6 +117,10 @@ class Executor {
   // else nullptr: such a statement is planned at each execution.
   std::unique_ptr<CachedPlan> PlanGeneric(sql::Statement& generic, sql::Statement& custom,
                                           const std::vector<SqlType>& param_types, const std::vector<Value>& params);
+  // The point read of generic SELECT plan `generic` (nullopt if it is none), checked to read
+  // the key range `filled` (it filled with `params`) reads.
+  std::optional<CachedPlan::PointRead> PlanPointRead(const plan::PlanNode& generic, const plan::PlanNode& filled,
+                                                     const std::vector<Value>& params);
   // The key write of generic UPDATE/DELETE `generic` (nullopt if it has none), checked to
   // address the row `filled` (it filled with `params`) does.
   std::optional<CachedPlan::KeyWrite> PlanKeyWrite(const plan::BoundModify& generic, bool update,
@@ -131,7 +142,11 @@ class Executor {
   Result<std::string> Run(const sql::Statement& kind, Body body);
   Result<std::string> Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
   // Runs a bound SELECT plan, its rows to `sink` (described already).
-  Result<std::string> RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel);
+  // With `params`, the plan keeps its parameters and reads their values (and its one
+  // Exchange `range`, if given: exec::ExecContext::exchange_range).
+  Result<std::string> RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel,
+                                const std::vector<Value>* params = nullptr,
+                                const std::pair<std::string, std::string>* range = nullptr);
   std::string PushdownSetting() const;
   OffloadSetting Offload() const;       // wattdb_offload (master/sql/offload.h)
   std::string PlannerSettings() const;  // the settings a plan depends on

@@ -3,6 +3,7 @@
 // and binding the statement's text again (query/plan/generic_plan.h).
 #include "master/sql/executor.h"
 #include "common/codec.h"
+#include "query/plan/fragment.h"
 #include "query/plan/generic_plan.h"
 #include "query/plan/view_rewrite.h"
 
@@ -87,6 +88,7 @@ std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& gene
     auto filled = made.ok() ? plan::Instantiate(*c->select.plan, params, db_) : made.status();
     same = filled.ok() && plan::SamePlan(**filled, *made->plan) && made->names == c->select.names &&
            made->types == c->select.types;
+    if (same) c->point_read = PlanPointRead(*c->select.plan, **filled, params);
   } else if (auto* ins = std::get_if<sql::InsertStmt>(&generic)) {
     auto& cins = std::get<sql::InsertStmt>(custom);
     if (ins->select || !plan::RewriteViewTarget(*ins, db_).ok() || !plan::RewriteViewTarget(cins, db_).ok()) {
@@ -127,6 +129,25 @@ std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& gene
     if (same) c->key_write = PlanKeyWrite(c->modify, update, *filled, params);
   }
   return same ? std::move(c) : nullptr;
+}
+
+std::optional<Executor::CachedPlan::PointRead> Executor::PlanPointRead(const plan::PlanNode& generic,
+                                                                     const plan::PlanNode& filled,
+                                                                     const std::vector<Value>& params) {
+  const plan::PlanNode* scan = plan::LeafScan(generic);
+  if (!scan) return std::nullopt;
+  auto t = db_.GetTable(scan->table_name);
+  if (!t.ok()) return std::nullopt;
+  auto key_params = plan::PlanPointReadTemplate(generic, *t);
+  if (!key_params) return std::nullopt;
+  // Kept only if, for these values, it reads the key range the filled plan's scan reads.
+  auto range = plan::TemplateKeyRange(*key_params, *t, params);
+  const plan::PlanNode* filled_scan = plan::LeafScan(filled);
+  if (!range || !filled_scan || filled_scan->index != 0 || filled_scan->lo != range->first ||
+      filled_scan->hi != range->second) {
+    return std::nullopt;
+  }
+  return CachedPlan::PointRead{std::move(*key_params), std::move(*t)};
 }
 
 std::optional<Executor::CachedPlan::KeyWrite> Executor::PlanKeyWrite(const plan::BoundModify& generic, bool update,

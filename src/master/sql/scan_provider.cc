@@ -140,6 +140,8 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const 
   o.prefetch = ctx.prefetch;
   o.cancel = ctx.cancelled;
   o.stats = ctx.remote_stats;
+  o.params = ctx.params;
+  o.range = ctx.exchange_range;
   ASSIGN_OR_RETURN(auto x, rpc::ExchangeSource::Open(parts_, exchange, o));
   return std::unique_ptr<exec::RowSource>(std::move(x));
 }

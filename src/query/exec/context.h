@@ -5,6 +5,8 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -107,6 +109,9 @@ struct ExecContext {
   // The values of a generic plan's parameters ($n: BoundExpr::kParam), for a plan run with
   // them in place (plan/key_update.h's templates); borrowed. Null: a parameter is an error.
   const std::vector<Value>* params = nullptr;
+  // Set with `params` for a point-read template (plan/key_update.h): the key range its one
+  // Exchange reads, which its fragment's scan, bound before the values were known, lacks.
+  const std::pair<std::string, std::string>* exchange_range = nullptr;
 };
 
 // The value of parameter expression `e` (kParam) in `ctx`; 08P01 if it has none.

@@ -56,14 +56,11 @@ PlanPtr NewRowPlan(const BoundModify& update) {
   return project;
 }
 
-// For a generic statement: the parameter each key column equals, if NodeFilter finds `m`'s
-// filter and it has `k = $n` for every key column k.
-std::optional<KeyWriteTemplate> OneKeyTemplate(const BoundModify& m) {
-  const TableSchema& t = m.table;
-  const PlanNode* src = NodeFilter(m);
-  if (!src) return std::nullopt;
-  KeyWriteTemplate out;
-  std::vector<const BoundExpr*> conj = Conjuncts(src->predicate.get());
+// The parameter each key column of `t` equals in `filter`'s predicate (`k = $n` for every
+// key column k), if it has them all.
+std::optional<std::vector<int>> KeyParams(const PlanNode& filter, const TableSchema& t) {
+  std::vector<int> out;
+  std::vector<const BoundExpr*> conj = Conjuncts(filter.predicate.get());
   for (int col : t.key_columns) {
     int param = -1;
     for (const BoundExpr* e : conj) {
@@ -77,8 +74,19 @@ std::optional<KeyWriteTemplate> OneKeyTemplate(const BoundModify& m) {
       }
     }
     if (param < 0) return std::nullopt;
-    out.key_params.push_back(param);
+    out.push_back(param);
   }
+  return out;
+}
+
+// For a generic statement: KeyParams of `m`'s filter, if NodeFilter finds it.
+std::optional<KeyWriteTemplate> OneKeyTemplate(const BoundModify& m) {
+  const PlanNode* src = NodeFilter(m);
+  if (!src) return std::nullopt;
+  auto params = KeyParams(*src, m.table);
+  if (!params) return std::nullopt;
+  KeyWriteTemplate out;
+  out.key_params = std::move(*params);
   return out;
 }
 
@@ -116,12 +124,39 @@ std::optional<KeyWriteTemplate> PlanKeyUpdateTemplate(const BoundModify& update)
   return out ? WithPlan(std::move(out), NewRowPlan(update)) : std::nullopt;
 }
 
+std::optional<std::vector<int>> PlanPointReadTemplate(const PlanNode& plan, const TableSchema& t) {
+  if (plan.kind != PlanNode::Kind::kExchange || plan.children.size() != 1 || t.HasHiddenKey() ||
+      ReadsStatementTime(plan)) {
+    return std::nullopt;
+  }
+  const PlanNode* filter = plan.children[0].get();
+  if (filter->kind == PlanNode::Kind::kProject) {
+    for (const auto& e : filter->exprs) {
+      if (!NodeSafe(*e)) return std::nullopt;
+    }
+    filter = filter->children.size() == 1 ? filter->children[0].get() : nullptr;
+  }
+  if (!filter || filter->kind != PlanNode::Kind::kFilter || filter->children.size() != 1 || !filter->predicate ||
+      !NodeSafe(*filter->predicate)) {
+    return std::nullopt;
+  }
+  const PlanNode& scan = *filter->children[0];
+  if (scan.kind != PlanNode::Kind::kScan || scan.index != 0 || scan.table != t.id) return std::nullopt;
+  return KeyParams(*filter, t);
+}
+
 std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const KeyWriteTemplate& k, const TableSchema& t,
                                                                     const std::vector<Value>& params) {
-  if (k.key_params.size() != t.key_columns.size()) return std::nullopt;
+  return TemplateKeyRange(k.key_params, t, params);
+}
+
+std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const std::vector<int>& key_params,
+                                                                    const TableSchema& t,
+                                                                    const std::vector<Value>& params) {
+  if (key_params.size() != t.key_columns.size()) return std::nullopt;
   std::string lo;
-  for (size_t i = 0; i < k.key_params.size(); i++) {
-    size_t p = static_cast<size_t>(k.key_params[i]);
+  for (size_t i = 0; i < key_params.size(); i++) {
+    size_t p = static_cast<size_t>(key_params[i]);
     if (p >= params.size() || !AppendKeyValue(params[p], t.columns[t.key_columns[i]].type.id, &lo)) {
       return std::nullopt;
     }

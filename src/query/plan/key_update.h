@@ -39,5 +39,17 @@ std::optional<KeyWriteTemplate> PlanKeyDeleteTemplate(const BoundModify& del);
 // path then runs the statement).
 std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const KeyWriteTemplate& k, const TableSchema& t,
                                                                     const std::vector<Value>& params);
+// The same for the parameters each key column equals.
+std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const std::vector<int>& key_params,
+                                                                    const TableSchema& t,
+                                                                    const std::vector<Value>& params);
+
+// Point reads: a prepared SELECT's generic plan that is an Exchange over a fragment reading
+// one key of `t` (an optional Project a node can evaluate over a Filter over the Scan of
+// its rows, the filter fixing each key column to a parameter: `k = $n`) runs as it is, with
+// the values in the execution's context and the key's range (TemplateKeyRange) given to the
+// exchange, instead of being copied and filled in each time. Answers the parameter each key
+// column equals; nullopt if the plan is of another shape or reads the statement's time.
+std::optional<std::vector<int>> PlanPointReadTemplate(const PlanNode& plan, const TableSchema& t);
 
 }  // namespace wattdb::plan
