@@ -158,6 +158,38 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
       }
     });
   }
+  // A reader of every account by prepared point reads (run with their values in place) in one
+  // REPEATABLE READ snapshot: whenever all of them succeed, the balances add up to the total.
+  std::atomic<int> snapshots{0}, torn{0};
+  clients.emplace_back([&] {
+    std::unique_ptr<PgConn> conn;
+    while (!stop) {
+      if (!connect(conn)) continue;
+      std::string msg, st = conn->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ", nullptr, &msg);
+      int64_t sum = 0;
+      int read = 0;
+      std::vector<std::vector<std::string>> rows;
+      for (; read < kAccounts && st.empty() && !stop; read++) {
+        st = conn->ExecPrepared("SELECT balance FROM accounts WHERE id = $1", {std::to_string(read)}, &msg, &rows);
+        if (st.empty() && rows.size() != 1) {
+          torn++;
+          ADD_FAILURE() << "account " << read << " read as " << rows.size() << " rows";
+          break;
+        }
+        if (st.empty()) sum += std::stoll(rows[0][0]);
+      }
+      if (st.empty() && read == kAccounts) {
+        snapshots++;
+        if (std::to_string(sum) != total) {
+          torn++;
+          ADD_FAILURE() << "a snapshot's point reads add up to " << sum << ", not " << total;
+        }
+      } else if (!st.empty()) {
+        note(st, msg);
+      }
+      (void)conn->Exec("ROLLBACK");
+    }
+  });
 
   // The nemesis.
   std::mt19937 rng(4242);
@@ -262,14 +294,17 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
   EXPECT_EQ(c->Scalar("SELECT count(*) - count(DISTINCT segment_id) FROM wattdb_segments"), "0");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments s WHERE node_id NOT IN (1, 2, 3)"), "0");
   EXPECT_EQ(unexpected.load(), 0);
+  EXPECT_EQ(torn.load(), 0) << "snapshots whose point reads did not add up";
 
-  std::string report = fmt::format("duration {} s; transfers committed {}; inserts acknowledged {}, unknown {}; ",
-                                   seconds, transfers.load(), acked.size(), unknown.size());
+  std::string report = fmt::format(
+      "duration {} s; transfers committed {}; inserts acknowledged {}, unknown {}; snapshots read by key {}; ",
+      seconds, transfers.load(), acked.size(), unknown.size(), snapshots.load());
   for (auto& [a, n] : actions) report += fmt::format("{} x{}; ", a, n);
   for (auto& [e, n] : tally.errors) report += fmt::format("error {} x{}; ", e, n);
   std::cout << "[chaos] " << report << "\n";
   RecordProperty("report", report);
   EXPECT_GT(transfers.load(), 10);
+  EXPECT_GT(snapshots.load(), 0);
   EXPECT_GT(acked.size(), 10u);
 }
 

@@ -38,22 +38,27 @@ PgConn::~PgConn() { PQfinish(conn_); }
 bool PgConn::ok() const { return PQstatus(conn_) == CONNECTION_OK; }
 std::string PgConn::error() const { return PQerrorMessage(conn_); }
 
+namespace {
+
+// A result's rows as text, NULL as "NULL".
+void ReadRows(PGresult* r, std::vector<std::vector<std::string>>* rows) {
+  rows->clear();
+  for (int i = 0; i < PQntuples(r); i++) {
+    std::vector<std::string> row;
+    for (int j = 0; j < PQnfields(r); j++) row.push_back(PQgetisnull(r, i, j) ? "NULL" : PQgetvalue(r, i, j));
+    rows->push_back(std::move(row));
+  }
+}
+
+}  // namespace
+
 std::string PgConn::Exec(const std::string& sql, std::vector<std::vector<std::string>>* rows,
                          std::string* message) {
   PGresult* r = PQexec(conn_, sql.c_str());
   ExecStatusType st = PQresultStatus(r);
   std::string state;
   if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-    if (rows) {
-      rows->clear();
-      for (int i = 0; i < PQntuples(r); i++) {
-        std::vector<std::string> row;
-        for (int j = 0; j < PQnfields(r); j++) {
-          row.push_back(PQgetisnull(r, i, j) ? "NULL" : PQgetvalue(r, i, j));
-        }
-        rows->push_back(std::move(row));
-      }
-    }
+    if (rows) ReadRows(r, rows);
   } else {
     const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     state = code ? code : "?????";
@@ -64,7 +69,7 @@ std::string PgConn::Exec(const std::string& sql, std::vector<std::vector<std::st
 }
 
 std::string PgConn::ExecPrepared(const std::string& sql, const std::vector<std::string>& params,
-                                std::string* message) {
+                                std::string* message, std::vector<std::vector<std::string>>* rows) {
   auto error = [&](PGresult* r) {
     const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     if (message) *message = PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
@@ -86,6 +91,7 @@ std::string PgConn::ExecPrepared(const std::string& sql, const std::vector<std::
                                nullptr, 0);
   ExecStatusType st = PQresultStatus(r);
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) return error(r);
+  if (rows) ReadRows(r, rows);
   PQclear(r);
   return "";
 }

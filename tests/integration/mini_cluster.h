@@ -25,9 +25,9 @@ class PgConn {
   std::string Exec(const std::string& sql, std::vector<std::vector<std::string>>* rows = nullptr,
                    std::string* message = nullptr);
   // Runs `sql` as a prepared statement (prepared on this connection's first use of it) with
-  // text `params`; the SQLSTATE as Exec's.
+  // text `params`; the SQLSTATE and rows as Exec's.
   std::string ExecPrepared(const std::string& sql, const std::vector<std::string>& params,
-                           std::string* message = nullptr);
+                           std::string* message = nullptr, std::vector<std::vector<std::string>>* rows = nullptr);
   // Runs a query that must succeed and return exactly one value.
   std::string Scalar(const std::string& sql);
 
