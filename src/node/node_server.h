@@ -139,7 +139,7 @@ class NodeServer : public rpc::LocalSegments {
   std::unique_ptr<storage::SegmentStore> store_;
   std::unique_ptr<Participant> participant_;
   std::unique_ptr<ColumnCache> columns_;
-  PlanCache plans_;  // plans that keep their parameters, by their bytes (updateKey's)
+  PlanCache plans_;  // plans that keep their parameters, by their bytes (updateKey's, scan fragments')
   std::unique_ptr<net::TcpServer> server_;
   std::unique_ptr<net::ClusterKey> key_;
   std::unique_ptr<PeerClients> peers_;  // made once key_ exists

@@ -51,12 +51,27 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
   };
   if (!rows.ok()) return reply(rows.status(), true, nullptr, nullptr, nullptr);
   if (fragment) {
-    std::vector<Value> params;  // the fragment's $n, if it keeps them
+    // A fragment that keeps its parameters ($n, their values sent along) is a prepared
+    // statement's, sent again and again: decoded once (plans_); others at each request.
+    std::vector<Value> params;
+    std::shared_ptr<const plan::PlanNode> plan;
+    auto fb = s.getFragment();
+    std::string_view fragment_bytes(reinterpret_cast<const char*>(fb.begin()), fb.size());
+    Status decoded;
     if (s.hasParams()) {
       auto pb = s.getParams();
-      Status decoded = DecodeRow(std::string_view(reinterpret_cast<const char*>(pb.begin()), pb.size()), &params);
-      if (!decoded.ok()) return reply(decoded.Prepend("scan parameters"), true, nullptr, nullptr, nullptr);
+      decoded = DecodeRow(std::string_view(reinterpret_cast<const char*>(pb.begin()), pb.size()), &params);
+      if (decoded.ok()) {
+        auto cached = plans_.Get(fragment_bytes);
+        decoded = cached.status();
+        if (cached.ok()) plan = std::move(*cached);
+      }
+    } else {
+      auto p = plan::PlanNode::Deserialize(fragment_bytes);
+      decoded = p.status();
+      if (p.ok()) plan = std::shared_ptr<const plan::PlanNode>(std::move(*p));
     }
+    if (!decoded.ok()) return reply(decoded.Prepend("scan fragment"), true, nullptr, nullptr, nullptr);
     // The fragment's output travels as column batches; a send that fails ends the scan. Each
     // batch is held until the next one exists, so the last travels with the end of the scan
     // (a short read is one reply).
@@ -65,7 +80,7 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     bool holding = false;
     std::vector<exec::OperatorStats> stats;
     Status st = RunFragment(
-        Str(s.getFragment()), **rows,
+        *plan, **rows,
         // The master sends nothing more while it reads: anything readable means it hung up.
         {static_cast<int64_t>(s.getWorkMem()), nullptr, [&conn] { return !conn.LooksIdle(); },
          s.hasParams() ? &params : nullptr},
