@@ -375,6 +375,40 @@ TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
 
 // A prepared UPDATE or DELETE by key gets a plan that keeps its $n: made once, it gives each
 // execution's key from the values, and runs with them as the plan filled with them would.
+// A prepared SELECT's generic plan, once below an Exchange, runs as a point read if its
+// fragment reads one key's row: Project (what a node evaluates) over Filter (`k = $n` for
+// the key) over the table's Scan. Other shapes, or the statement's time, are filled in.
+TEST(Select, PointReadTemplatesAreExchangesOverOneKeysRow) {
+  MemCatalog cat;
+  const TableSchema t = *cat.GetTable("t");
+  auto key_params = [&](const std::string& q, bool exchange = true) -> std::optional<std::vector<int>> {
+    auto stmts = sql::Parse(q);
+    EXPECT_TRUE(stmts.ok()) << q;
+    if (!stmts.ok()) return std::nullopt;
+    std::vector<SqlType> types(sql::MaxParamIndex(q), SqlType{TypeId::kNull});
+    auto b = plan::BindSelect(std::get<sql::SelectStmt>((*stmts)[0]), cat, &types);
+    EXPECT_TRUE(b.ok()) << q << ": " << b.status().ToString();
+    if (!b.ok()) return std::nullopt;
+    plan::PlanPtr p = std::move(b->plan);
+    if (exchange) {
+      auto x = std::make_unique<plan::PlanNode>();
+      x->kind = plan::PlanNode::Kind::kExchange;
+      x->types = p->types;
+      x->children.push_back(std::move(p));
+      p = std::move(x);
+    }
+    return plan::PlanPointReadTemplate(*p, t);
+  };
+  EXPECT_EQ(key_params("SELECT v, grp || $2 FROM t WHERE id = $1"), std::vector<int>{0});
+  EXPECT_EQ(key_params("SELECT * FROM t WHERE d > $1 AND $2 = id"), std::vector<int>{1});
+  EXPECT_FALSE(key_params("SELECT v FROM t WHERE id = $1", false)) << "not below an Exchange";
+  EXPECT_FALSE(key_params("SELECT v FROM t WHERE id = $1 + 1")) << "the key is not a parameter";
+  EXPECT_FALSE(key_params("SELECT v FROM t WHERE id = $1 OR id = $2"));
+  EXPECT_FALSE(key_params("SELECT v FROM t WHERE grp = $1"));
+  EXPECT_FALSE(key_params("SELECT count(*) FROM t WHERE id = $1")) << "an aggregate";
+  EXPECT_FALSE(key_params("SELECT now(), v FROM t WHERE id = $1")) << "the statement's time";
+}
+
 TEST(Select, PreparedKeyWritesKeepTheirParametersAndTakeTheKeyFromTheValues) {
   MemCatalog cat;
   auto template_of = [&](const std::string& q) -> std::optional<plan::KeyWriteTemplate> {
