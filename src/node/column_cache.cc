@@ -49,7 +49,25 @@ std::string SegmentImage::EncodedRow(size_t i) const {
   return row;
 }
 
-size_t SegmentImage::LowerBound(std::string_view k) const { return LowerBoundFrom(0, k); }
+namespace {
+
+// The first row in [lo, hi) whose key is >= k, given that rows before lo are below k and row
+// hi (if below rows) is not.
+size_t BinarySearch(const SegmentImage& image, size_t lo, size_t hi, std::string_view k) {
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (image.key(mid) < k) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
+
+size_t SegmentImage::LowerBound(std::string_view k) const { return BinarySearch(*this, 0, rows, k); }
 
 size_t SegmentImage::LowerBoundFrom(size_t from, std::string_view k) const {
   // Keys before lo are < k; probe gallops from, from + 1, from + 2, from + 4, ...
@@ -58,16 +76,7 @@ size_t SegmentImage::LowerBoundFrom(size_t from, std::string_view k) const {
     lo = probe + 1;
     probe = from + step;
   }
-  size_t hi = std::min(probe, rows);  // rows, or a row whose key is >= k
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (key(mid) < k) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return BinarySearch(*this, lo, std::min(probe, rows), k);
 }
 
 ColumnCache::ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock& clock)

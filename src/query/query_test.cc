@@ -468,6 +468,17 @@ TEST(Select, PreparedKeyWritesKeepTheirParametersAndTakeTheKeyFromTheValues) {
   ASSERT_TRUE(kd.has_value());
   EXPECT_EQ(run(*kd->plan, {Value::Int32(7), Value::Text("b")}).size(), 1u);
   EXPECT_TRUE(run(*kd->plan, {Value::Int32(7), Value::Text("a")}).empty());
+  // A filter of nothing but the key goes (the key's range holds that row alone); one with
+  // more stays.
+  auto only_key = template_of("UPDATE t SET v = v + 1 WHERE id = $1");
+  ASSERT_TRUE(only_key.has_value());
+  EXPECT_EQ(only_key->plan->ToString().find("Filter"), std::string::npos) << only_key->plan->ToString();
+  EXPECT_NE(kt->plan->ToString().find("Filter"), std::string::npos);
+  auto del_key = template_of("DELETE FROM t WHERE id = $1");
+  ASSERT_TRUE(del_key.has_value());
+  EXPECT_EQ(del_key->plan->kind, plan::PlanNode::Kind::kScan);
+  EXPECT_NE(template_of("UPDATE t SET v = 1 WHERE id = $1 AND id = $2")->plan->ToString().find("Filter"),
+            std::string::npos);
   EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id = $1 + 1").has_value()) << "the key is not a parameter";
   EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id = $1 OR id = $2").has_value());
   EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id >= $1").has_value());

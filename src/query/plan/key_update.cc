@@ -91,9 +91,17 @@ std::optional<KeyWriteTemplate> OneKeyTemplate(const BoundModify& m) {
 }
 
 // `out` with `plan`, if both are there and the plan does not read the statement's time (a
-// template is not filled in: its node would not know that time).
-std::optional<KeyWriteTemplate> WithPlan(std::optional<KeyWriteTemplate> out, PlanPtr plan) {
+// template is not filled in: its node would not know that time). A filter of `m` that holds
+// nothing but the key's `k = $n` goes: the key's range, taken from the same values (whose
+// type TemplateKeyRange checks), holds that one key's row alone.
+std::optional<KeyWriteTemplate> WithPlan(std::optional<KeyWriteTemplate> out, PlanPtr plan, const BoundModify& m) {
   if (!out || !plan || ReadsStatementTime(*plan)) return std::nullopt;
+  PlanPtr* filter = plan->kind == PlanNode::Kind::kFilter ? &plan : &plan->children[0];
+  if ((*filter)->kind == PlanNode::Kind::kFilter &&
+      Conjuncts((*filter)->predicate.get()).size() == m.table.key_columns.size()) {
+    PlanPtr scan = std::move((*filter)->children[0]);
+    *filter = std::move(scan);
+  }
   out->plan = std::move(plan);
   return out;
 }
@@ -116,12 +124,12 @@ std::optional<KeyUpdate> PlanKeyUpdate(const BoundModify& update) {
 
 std::optional<KeyWriteTemplate> PlanKeyDeleteTemplate(const BoundModify& del) {
   auto out = OneKeyTemplate(del);
-  return out ? WithPlan(std::move(out), del.source->Clone()) : std::nullopt;
+  return out ? WithPlan(std::move(out), del.source->Clone(), del) : std::nullopt;
 }
 
 std::optional<KeyWriteTemplate> PlanKeyUpdateTemplate(const BoundModify& update) {
   auto out = OneKeyTemplate(update);
-  return out ? WithPlan(std::move(out), NewRowPlan(update)) : std::nullopt;
+  return out ? WithPlan(std::move(out), NewRowPlan(update), update) : std::nullopt;
 }
 
 std::optional<std::vector<int>> PlanPointReadTemplate(const PlanNode& plan, const TableSchema& t) {
