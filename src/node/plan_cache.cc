@@ -1,5 +1,7 @@
 #include "node/plan_cache.h"
 
+#include "common/codec.h"
+
 namespace wattdb::node {
 
 Result<std::shared_ptr<const plan::PlanNode>> PlanCache::Get(std::string_view bytes) {
@@ -25,6 +27,16 @@ size_t PlanCache::size() const {
 uint64_t PlanCache::decodes() const {
   std::lock_guard<std::mutex> l(mu_);
   return decodes_;
+}
+
+Result<std::shared_ptr<const plan::PlanNode>> RequestPlan(PlanCache& cache, std::string_view bytes,
+                                                          const std::string_view* params, std::vector<Value>* values) {
+  if (!params) {
+    ASSIGN_OR_RETURN(plan::PlanPtr p, plan::PlanNode::Deserialize(bytes));
+    return std::shared_ptr<const plan::PlanNode>(std::move(p));
+  }
+  RETURN_NOT_OK(DecodeRow(*params, values));
+  return cache.Get(bytes);
 }
 
 }  // namespace wattdb::node

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/status.h"
 #include "query/plan/plan.h"
@@ -35,5 +36,11 @@ class PlanCache {
   std::unordered_map<std::string, std::shared_ptr<const plan::PlanNode>, Hash, std::equal_to<>> plans_;
   uint64_t decodes_ = 0;
 };
+
+// The plan of a request: `bytes` decoded, or, when parameter values come with it (`params`
+// set: a plan that keeps its $n, a prepared statement's, sent again and again), from `cache`
+// with the values decoded into *values. Corruption if either does not decode.
+Result<std::shared_ptr<const plan::PlanNode>> RequestPlan(PlanCache& cache, std::string_view bytes,
+                                                          const std::string_view* params, std::vector<Value>* values);
 
 }  // namespace wattdb::node

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/codec.h"
 #include "query/plan/expr.h"
 #include "query/plan/query_binder.h"
 
@@ -50,6 +51,31 @@ TEST(PlanCacheTest, APlanIsDecodedOnceAndAnsweredByItsWholeBytes) {
   EXPECT_EQ((*first)->children[0]->table, 1u);
   ASSERT_TRUE(cache.Get(a).ok());
   EXPECT_EQ(cache.decodes(), 4u);
+}
+
+// A request's plan comes from the cache only with parameter values (a prepared statement's,
+// sent again and again), which are decoded; without them it is decoded each time.
+TEST(PlanCacheTest, ARequestsPlanWithValuesIsCachedAndItsValuesDecoded) {
+  PlanCache cache;
+  std::string bytes = PlanBytes(4);
+  std::string encoded;
+  EncodeRow({Value::Int32(7), Value::Text("x")}, &encoded);
+  std::string_view values = encoded;
+  std::vector<Value> params;
+  for (int i = 0; i < 3; i++) {
+    auto p = RequestPlan(cache, bytes, &values, &params);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ((*p)->children[0]->table, 4u);
+  }
+  EXPECT_EQ(cache.decodes(), 1u);
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0].as_int(), 7);
+  EXPECT_EQ(params[1].as_text(), "x");
+  for (int i = 0; i < 2; i++) EXPECT_TRUE(RequestPlan(cache, bytes, nullptr, &params).ok());
+  EXPECT_EQ(cache.decodes(), 1u) << "a plan without values is not kept";
+  std::string_view bad = std::string_view(encoded).substr(0, encoded.size() - 1);
+  EXPECT_EQ(RequestPlan(cache, bytes, &bad, &params).status().code(), Status::Code::kCorruption);
+  EXPECT_FALSE(RequestPlan(cache, "nonsense", nullptr, &params).ok());
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "common/codec.h"
 #include "node/fragment_runner.h"
 #include "node/segment_rows.h"
 #include "query/exec/batch_codec.h"
@@ -54,24 +53,12 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     // A fragment that keeps its parameters ($n, their values sent along) is a prepared
     // statement's, sent again and again: decoded once (plans_); others at each request.
     std::vector<Value> params;
-    std::shared_ptr<const plan::PlanNode> plan;
     auto fb = s.getFragment();
-    std::string_view fragment_bytes(reinterpret_cast<const char*>(fb.begin()), fb.size());
-    Status decoded;
-    if (s.hasParams()) {
-      auto pb = s.getParams();
-      decoded = DecodeRow(std::string_view(reinterpret_cast<const char*>(pb.begin()), pb.size()), &params);
-      if (decoded.ok()) {
-        auto cached = plans_.Get(fragment_bytes);
-        decoded = cached.status();
-        if (cached.ok()) plan = std::move(*cached);
-      }
-    } else {
-      auto p = plan::PlanNode::Deserialize(fragment_bytes);
-      decoded = p.status();
-      if (p.ok()) plan = std::shared_ptr<const plan::PlanNode>(std::move(*p));
-    }
-    if (!decoded.ok()) return reply(decoded.Prepend("scan fragment"), true, nullptr, nullptr, nullptr);
+    auto pb = s.getParams();
+    std::string_view values(reinterpret_cast<const char*>(pb.begin()), pb.size());
+    auto plan = RequestPlan(plans_, std::string_view(reinterpret_cast<const char*>(fb.begin()), fb.size()),
+                            s.hasParams() ? &values : nullptr, &params);
+    if (!plan.ok()) return reply(plan.status().Prepend("scan fragment"), true, nullptr, nullptr, nullptr);
     // The fragment's output travels as column batches; a send that fails ends the scan. Each
     // batch is held until the next one exists, so the last travels with the end of the scan
     // (a short read is one reply).
@@ -80,7 +67,7 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     bool holding = false;
     std::vector<exec::OperatorStats> stats;
     Status st = RunFragment(
-        *plan, **rows,
+        **plan, **rows,
         // The master sends nothing more while it reads: anything readable means it hung up.
         {static_cast<int64_t>(s.getWorkMem()), nullptr, [&conn] { return !conn.LooksIdle(); },
          s.hasParams() ? &params : nullptr},

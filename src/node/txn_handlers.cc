@@ -14,19 +14,14 @@ using net::Connection;
 
 namespace {
 
-// The plan of updateKey `u`: decoded from its bytes, or, if it keeps its parameters (their
-// values come with it, in `params`), from the cache of such plans.
+// The plan of updateKey `u` (RequestPlan), its parameters' values into *params.
 Result<std::shared_ptr<const plan::PlanNode>> KeyWritePlan(PlanCache& plans, proto::Request::UpdateKey::Reader u,
                                                            std::vector<Value>* params) {
   auto bytes = u.getPlan();
-  std::string_view plan(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-  if (!u.hasParams()) {
-    ASSIGN_OR_RETURN(plan::PlanPtr p, plan::PlanNode::Deserialize(plan));
-    return std::shared_ptr<const plan::PlanNode>(std::move(p));
-  }
   auto pb = u.getParams();
-  RETURN_NOT_OK(DecodeRow(std::string_view(reinterpret_cast<const char*>(pb.begin()), pb.size()), params));
-  return plans.Get(plan);
+  std::string_view values(reinterpret_cast<const char*>(pb.begin()), pb.size());
+  return RequestPlan(plans, std::string_view(reinterpret_cast<const char*>(bytes.begin()), bytes.size()),
+                     u.hasParams() ? &values : nullptr, params);
 }
 
 // The write updateKey `u` makes of the row `sr` reads (`plan` run over it with `params`, NOT
