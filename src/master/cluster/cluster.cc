@@ -141,8 +141,12 @@ Timestamp Cluster::GcHorizon() {
 }
 
 Result<Timestamp> Cluster::BeginCommit() {
-  ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
+  // Drawn under the lock snapshots are taken under: drawn before it, a later-drawn commit
+  // could enter inflight_ first, and a snapshot taken in between (the stable point below that
+  // one) would lie at or above this timestamp before it is in flight; a one-phase commit
+  // reaching its node after a read there at that snapshot must then abort.
   std::lock_guard<std::mutex> l(ts_mu_);
+  ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
   inflight_.insert(ts);
   if (ts > last_ts_) last_ts_ = ts;
   return ts;
