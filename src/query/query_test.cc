@@ -448,7 +448,7 @@ TEST(Select, PreparedKeyWritesKeepTheirParametersAndTakeTheKeyFromTheValues) {
   EXPECT_NE((*shipped)->ToString().find("$3"), std::string::npos) << "the node's plan keeps its parameters";
   for (int id : {5, 6}) {
     std::vector<Value> params = {Value::Int32(id), Value::Text("!"), Value::Int64(100), Value::Double(1.0)};
-    auto range = plan::TemplateKeyRange(*kt, t, params);
+    auto range = plan::TemplateKeyRange(kt->key_params, t, params);
     ASSERT_TRUE(range.has_value());
     std::string key;
     EncodeKeyValue(Value::Int32(id), &key);
@@ -460,10 +460,10 @@ TEST(Select, PreparedKeyWritesKeepTheirParametersAndTakeTheKeyFromTheValues) {
     EXPECT_TRUE(run(**shipped, params).empty());
   }
   EXPECT_EQ(run(**shipped, {Value::Int32(5)}), std::vector<std::string>{"ERROR 08P01"}) << "a value missing";
-  EXPECT_FALSE(plan::TemplateKeyRange(*kt, t, {Value(), Value::Text("!"), Value::Int64(1), Value::Double(0)}))
+  EXPECT_FALSE(plan::TemplateKeyRange(kt->key_params, t, {Value(), Value::Text("!"), Value::Int64(1), Value::Double(0)}))
       << "a NULL key: the general path";
-  EXPECT_FALSE(plan::TemplateKeyRange(*kt, t, {Value::Text("5")})) << "not a value of the key's type";
-  EXPECT_FALSE(plan::TemplateKeyRange(*kt, t, {})) << "no value";
+  EXPECT_FALSE(plan::TemplateKeyRange(kt->key_params, t, {Value::Text("5")})) << "not a value of the key's type";
+  EXPECT_FALSE(plan::TemplateKeyRange(kt->key_params, t, {})) << "no value";
   auto kd = template_of("DELETE FROM t WHERE $1 = id AND grp = $2");
   ASSERT_TRUE(kd.has_value());
   EXPECT_EQ(run(*kd->plan, {Value::Int32(7), Value::Text("b")}).size(), 1u);

@@ -158,7 +158,7 @@ std::optional<Executor::CachedPlan::KeyWrite> Executor::PlanKeyWrite(const plan:
   auto tmpl = update ? plan::PlanKeyUpdateTemplate(generic) : plan::PlanKeyDeleteTemplate(generic);
   if (!tmpl) return std::nullopt;
   // The custom plan's key write addresses the same row with these values.
-  auto range = plan::TemplateKeyRange(*tmpl, t, params);
+  auto range = plan::TemplateKeyRange(tmpl->key_params, t, params);
   auto custom = update ? plan::PlanKeyUpdate(filled) : plan::PlanKeyDelete(filled);
   if (!range || !custom || range->first != custom->lo || range->second != custom->hi) return std::nullopt;
   CachedPlan::KeyWrite k;
@@ -168,7 +168,7 @@ std::optional<Executor::CachedPlan::KeyWrite> Executor::PlanKeyWrite(const plan:
 }
 
 Result<std::optional<std::string>> Executor::RunKeyWrite(const CachedPlan& c, const std::vector<Value>& params) {
-  auto range = plan::TemplateKeyRange(c.key_write->tmpl, c.modify.table, params);
+  auto range = plan::TemplateKeyRange(c.key_write->tmpl.key_params, c.modify.table, params);
   if (!range) return std::optional<std::string>();
   KeyWriteSpec w = c.key_write->spec;
   w.lo = std::move(range->first);

@@ -32,21 +32,22 @@ BoundExprPtr MakeConst(Value v, SqlType t) {
   return e;
 }
 
-BoundExprPtr MakeColumn(int index, SqlType t) {
+namespace {
+
+// An expression that reads slot `index` of its kind (a column of the row, or a parameter).
+BoundExprPtr MakeSlot(BoundExpr::Kind kind, int index, SqlType t) {
   auto e = std::make_unique<BoundExpr>();
-  e->kind = BoundExpr::Kind::kColumn;
+  e->kind = kind;
   e->column = index;
   e->type = t;
   return e;
 }
 
-BoundExprPtr MakeParam(int index, SqlType t) {
-  auto e = std::make_unique<BoundExpr>();
-  e->kind = BoundExpr::Kind::kParam;
-  e->column = index;
-  e->type = t;
-  return e;
-}
+}  // namespace
+
+BoundExprPtr MakeColumn(int index, SqlType t) { return MakeSlot(BoundExpr::Kind::kColumn, index, t); }
+
+BoundExprPtr MakeParam(int index, SqlType t) { return MakeSlot(BoundExpr::Kind::kParam, index, t); }
 
 BoundExprPtr MakeBinary(BinOp op, BoundExprPtr a, BoundExprPtr b, SqlType t) {
   auto e = std::make_unique<BoundExpr>();

@@ -153,11 +153,6 @@ std::optional<std::vector<int>> PlanPointReadTemplate(const PlanNode& plan, cons
   return KeyParams(*filter, t);
 }
 
-std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const KeyWriteTemplate& k, const TableSchema& t,
-                                                                    const std::vector<Value>& params) {
-  return TemplateKeyRange(k.key_params, t, params);
-}
-
 std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const std::vector<int>& key_params,
                                                                     const TableSchema& t,
                                                                     const std::vector<Value>& params) {

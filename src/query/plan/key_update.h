@@ -34,12 +34,9 @@ struct KeyWriteTemplate {
 };
 std::optional<KeyWriteTemplate> PlanKeyUpdateTemplate(const BoundModify& update);
 std::optional<KeyWriteTemplate> PlanKeyDeleteTemplate(const BoundModify& del);
-// The key range [lo, hi) one execution's `params` give, as KeyUpdate's; nullopt if a
-// parameter is missing, NULL or not exactly a value of its key column's type (the general
-// path then runs the statement).
-std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const KeyWriteTemplate& k, const TableSchema& t,
-                                                                    const std::vector<Value>& params);
-// The same for the parameters each key column equals.
+// The key range [lo, hi) one execution's `params` give to a template whose key column i
+// equals parameter key_params[i], as KeyUpdate's; nullopt if a parameter is missing, NULL or
+// not exactly a value of its key column's type (the general path then runs the statement).
 std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const std::vector<int>& key_params,
                                                                     const TableSchema& t,
                                                                     const std::vector<Value>& params);
