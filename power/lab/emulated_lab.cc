@@ -34,6 +34,8 @@ bool Alive(pid_t pid) {
 
 std::string EmulatedLab::NamespaceOf(NodeId id) const { return fmt::format("{}-h{}", config_.hosts.bridge, id); }
 
+std::string EmulatedLab::VethOf(NodeId id) const { return fmt::format("wv{}h{}", Octet(config_.hosts.subnet), id); }
+
 std::string EmulatedLab::HostDir(NodeId id) const { return fmt::format("{}/h{}", o_.dir, id); }
 
 Status EmulatedLab::Ip(const std::vector<std::string>& args) {
@@ -55,7 +57,6 @@ Status EmulatedLab::Up() {
   std::filesystem::create_directories(o_.dir, ec);
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", o_.dir, ec.message()));
   const std::string& br = config_.hosts.bridge;
-  std::string oct = Octet(config_.hosts.subnet);
   Status s = Ip({"link", "add", br, "type", "bridge"});
   if (!s.ok()) {
     return Status::IOError(fmt::format("{} (is a lab on bridge {} up already? wattdb-lab down first)",
@@ -66,8 +67,11 @@ Status EmulatedLab::Up() {
   std::ofstream pids(o_.dir + "/lab.pids", std::ios::trunc);
   for (const auto& n : config_.nodes) {
     std::string ns = NamespaceOf(n.id);
-    std::string veth = fmt::format("wv{}h{}", oct, n.id);
+    std::string veth = VethOf(n.id);
     RETURN_NOT_OK(Ip({"netns", "add", ns}));
+    // The bridge is ours, so a link of this name is a former lab's: a namespace outlives its
+    // deletion until the kernel's cleanup has run, and its veth with it.
+    (void)Ip({"link", "del", veth});
     RETURN_NOT_OK(Ip({"link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns}));
     RETURN_NOT_OK(Ip({"link", "set", veth, "master", br}));
     RETURN_NOT_OK(Ip({"link", "set", veth, "up"}));
@@ -156,7 +160,12 @@ void EmulatedLab::Down() {
     while (Alive(p) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (Alive(p)) kill(p, SIGKILL);
   }
-  for (const auto& n : config_.nodes) (void)Ip({"netns", "del", NamespaceOf(n.id)});
+  for (const auto& n : config_.nodes) {
+    // Deleting one end of a veth deletes both at once; the namespace's own teardown is
+    // asynchronous, and would leave the host's end to a next lab on this subnet for a while.
+    (void)Ip({"link", "del", VethOf(n.id)});
+    (void)Ip({"netns", "del", NamespaceOf(n.id)});
+  }
   (void)Ip({"link", "del", config_.hosts.bridge});
   std::remove((o_.dir + "/lab.pids").c_str());
 }

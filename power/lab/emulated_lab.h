@@ -31,6 +31,8 @@ class EmulatedLab {
   void Down();
 
   std::string NamespaceOf(NodeId id) const;
+  // The host's end of node `id`'s veth pair, on the bridge.
+  std::string VethOf(NodeId id) const;
   std::string HostDir(NodeId id) const;
 
  private:
