@@ -105,6 +105,8 @@ TEST(EvalVector, TextFunctionsAgreeWithEval) {
 TEST(EvalVector, Utf8CharsCountsCharactersAcrossWords) {
   EXPECT_EQ(Utf8Chars(""), 0);
   EXPECT_EQ(Utf8Chars("abcdefghijklmnopq"), 17);
+  EXPECT_EQ(Utf8Chars(std::string(24, '\x80')), 0);  // words of continuation bytes alone
+  EXPECT_EQ(Utf8Chars(std::string(16, '\xC3') + std::string(16, '\xA4')), 16);
   std::string s;
   int64_t chars = 0;
   for (int i = 0; i < 40; i++) {  // 1-, 2-, 3- and 4-byte characters at every alignment
