@@ -107,6 +107,11 @@ TEST(EvalVector, Utf8CharsCountsCharactersAcrossWords) {
   EXPECT_EQ(Utf8Chars("abcdefghijklmnopq"), 17);
   EXPECT_EQ(Utf8Chars(std::string(24, '\x80')), 0);  // words of continuation bytes alone
   EXPECT_EQ(Utf8Chars(std::string(16, '\xC3') + std::string(16, '\xA4')), 16);
+  // Long texts: per-byte counters are summed before they overflow (255 blocks of 16 bytes).
+  EXPECT_EQ(Utf8Chars(std::string(20000, '\x80')), 0);
+  std::string mixed;
+  for (int i = 0; i < 5000; i++) mixed += i % 3 ? "\xE6\x97\xA5" : "ab";
+  EXPECT_EQ(Utf8Chars(mixed), 5000 + 5000 / 3 + 1);
   std::string s;
   int64_t chars = 0;
   for (int i = 0; i < 40; i++) {  // 1-, 2-, 3- and 4-byte characters at every alignment
