@@ -4,6 +4,10 @@ namespace wattdb::rpc {
 
 std::string Str(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
 
+std::string_view View(capnp::Data::Reader d) {
+  return std::string_view(reinterpret_cast<const char*>(d.begin()), d.size());
+}
+
 kj::ArrayPtr<const kj::byte> Bytes(const std::string& s) {
   return kj::arrayPtr(reinterpret_cast<const kj::byte*>(s.data()), s.size());
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <capnp/common.h>
 #include <kj/common.h>
@@ -13,6 +14,8 @@
 namespace wattdb::rpc {
 
 std::string Str(capnp::Data::Reader d);
+// The bytes of `d` where they lie (in the message, which must outlive the view).
+std::string_view View(capnp::Data::Reader d);
 // A view of `s` for a Data field (copied when set).
 kj::ArrayPtr<const kj::byte> Bytes(const std::string& s);
 void SetStatus(proto::Status::Builder b, const Status& s);

@@ -89,8 +89,10 @@ Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* 
   }
   auto msg = lease_.conn().Receive();
   if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
+  // Text values stay in the message, which their vectors keep (no copy of the bytes).
+  std::shared_ptr<net::ReceivedMessage> held(std::move(*msg));
   try {
-    auto resp = (*msg)->Root<proto::Response>();
+    auto resp = held->Root<proto::Response>();
     *cpu_nanos = resp.getCpuNanos();
     Status ns = FromProto(resp.getStatus());
     if (resp.which() != proto::Response::SCAN_BATCH) return Status::Corruption("scan reply without a batch");
@@ -102,7 +104,7 @@ Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* 
     out->rows = 0;
     out->cols.clear();
     if (b.hasColumns()) {
-      Status d = exec::DecodeBatch(Str(b.getColumns()), out);
+      Status d = exec::DecodeBatch(View(b.getColumns()), out, std::make_shared<const exec::TextArena>(held));
       if (!d.ok()) return d.Prepend(fmt::format("node {}", client_.id()));
     }
     if (*last && node_cpu) {

@@ -67,7 +67,7 @@ void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w) {
   }
 }
 
-Status DecodeColumn(ByteReader& r, size_t rows, Vector* v) {
+Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr<const TextArena>& in_owner) {
   auto bad = [] { return Status::Corruption("column batch does not decode"); };
   uint8_t phys, type, has_nulls;
   if (!r.U8(&phys) || !r.U8(&type) || !r.U8(&has_nulls) || phys > static_cast<uint8_t>(PhysType::kBoxed) ||
@@ -117,6 +117,20 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v) {
     return Status::OK();
   }
   v->Reserve(rows);
+  if (p == PhysType::kText && in_owner) {
+    v->KeepArena(in_owner);
+    for (size_t i = 0; i < rows; i++) {
+      std::string_view s;
+      if (null[i]) {
+        v->AppendNull();
+      } else if (r.Str(&s)) {
+        v->AppendTextView(s);
+      } else {
+        return bad();
+      }
+    }
+    return Status::OK();
+  }
   if (p == PhysType::kBoxed) {
     std::string_view enc;
     std::vector<Value> vals;
@@ -174,14 +188,14 @@ void EncodeBatch(const Batch& b, std::string* out) {
   for (const auto& c : b.cols) EncodeColumn(c, b.rows, w);
 }
 
-Status DecodeBatch(std::string_view in, Batch* out) {
+Status DecodeBatch(std::string_view in, Batch* out, const std::shared_ptr<const TextArena>& in_owner) {
   ByteReader r(in);
   uint64_t ncols, rows;
   if (!r.VarU64(&ncols) || !r.VarU64(&rows) || ncols > kMaxCols || rows > kMaxRows) {
     return Status::Corruption("column batch does not decode");
   }
   out->Reset(ncols);
-  for (auto& c : out->cols) RETURN_NOT_OK(DecodeColumn(r, rows, &c));
+  for (auto& c : out->cols) RETURN_NOT_OK(DecodeColumn(r, rows, &c, in_owner));
   if (!r.empty()) return Status::Corruption("column batch has trailing bytes");
   out->rows = rows;
   return Status::OK();

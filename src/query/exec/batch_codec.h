@@ -14,8 +14,9 @@
 namespace wattdb::exec {
 
 void EncodeBatch(const Batch& b, std::string* out);
-// Replaces `out` with the decoded batch; Corruption on malformed input.
-Status DecodeBatch(std::string_view in, Batch* out);
+// Replaces `out` with the decoded batch; Corruption on malformed input. Given `in_owner`,
+// which keeps `in`'s bytes alive, text values are views into `in` instead of copies.
+Status DecodeBatch(std::string_view in, Batch* out, const std::shared_ptr<const TextArena>& in_owner = nullptr);
 
 // Operator counters (a fragment's, in its plan's pre-order) as a node sends them.
 std::string EncodeOperatorStats(const std::vector<OperatorStats>& stats);

@@ -270,6 +270,16 @@ void Vector::AppendText(std::string_view v) {
   texts_.push_back(Arena().Copy(v));
 }
 
+void Vector::KeepArena(std::shared_ptr<const TextArena> a) {
+  if (a && a != arena_ && std::find(kept_.begin(), kept_.end(), a) == kept_.end()) kept_.push_back(std::move(a));
+}
+
+void Vector::AppendTextViewSlow(std::string_view v) {
+  if (!Prepare(TypeId::kText)) return Append(Value::Text(std::string(v)));
+  null_.push_back(0);
+  texts_.push_back(v);
+}
+
 void Vector::AppendFrom(const Vector& src, size_t i) {
   if (src.null_[i]) return AppendNull();
   if (src.phys_ == PhysType::kBoxed || !Prepare(src.type_)) return Append(src.GetValue(i));

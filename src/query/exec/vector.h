@@ -32,11 +32,15 @@ Value IntValue(TypeId t, int64_t v);
 // Owns the bytes of text values; chunks never move, so views into them stay valid.
 class TextArena {
  public:
+  TextArena() = default;
+  // An arena that keeps `owner` (e.g. a received message whose bytes views point into) alive.
+  explicit TextArena(std::shared_ptr<const void> owner) : owner_(std::move(owner)) {}
   std::string_view Copy(std::string_view s);
 
  private:
   std::vector<std::unique_ptr<char[]>> chunks_;
   size_t used_ = 0, cap_ = 0;
+  std::shared_ptr<const void> owner_;
 };
 
 class Vector {
@@ -97,6 +101,17 @@ class Vector {
     AppendDecimalSlow(v);
   }
   void AppendText(std::string_view v);  // copies the bytes into the vector's arena
+  // Keeps `a` alive as long as this vector (or a copy) is: views into it may be appended.
+  void KeepArena(std::shared_ptr<const TextArena> a);
+  // Appends `v` without copying its bytes. REQUIRES: an arena this vector keeps holds them.
+  void AppendTextView(std::string_view v) {
+    if (phys_ == PhysType::kText && type_ == TypeId::kText) {
+      null_.push_back(0);
+      texts_.push_back(v);
+      return;
+    }
+    AppendTextViewSlow(v);
+  }
 
   // Makes this an all-non-NULL vector of n zeroes of type t (kInt, kDouble or kDecimal types)
   // to be filled through the mutable arrays.
@@ -124,6 +139,7 @@ class Vector {
   void AppendIntSlow(TypeId t, int64_t v);
   void AppendDoubleSlow(double v);
   void AppendDecimalSlow(const Decimal& v);
+  void AppendTextViewSlow(std::string_view v);
   TextArena& Arena();
 
   PhysType phys_ = PhysType::kEmpty;

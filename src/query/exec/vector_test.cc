@@ -198,4 +198,47 @@ TEST(BatchCodec, RoundTripsEveryPhysicalTypeAndRejectsEveryTruncation) {
 }
 
 }  // namespace
+TEST(BatchCodec, TextDecodedWithItsOwnerIsAViewIntoTheInputThatVectorsKeepAlive) {
+  Batch b;
+  b.Reset(2);
+  for (int i = 0; i < 50; i++) {
+    b.cols[0].Append(i % 9 == 4 ? Value() : Value::Text(std::string(i % 13, static_cast<char>('a' + i % 26))));
+    b.cols[1].Append(Value::Int32(i));
+    b.rows++;
+  }
+  auto enc = std::make_shared<std::string>();
+  EncodeBatch(b, enc.get());
+  Batch d;
+  ASSERT_TRUE(DecodeBatch(*enc, &d, std::make_shared<const TextArena>(enc)).ok());
+  const char* lo = enc->data();
+  const char* hi = lo + enc->size();
+  for (size_t r = 0; r < b.rows; r++) {
+    ASSERT_EQ(b.Get(0, r).is_null(), d.Get(0, r).is_null()) << r;
+    if (b.Get(0, r).is_null()) continue;
+    EXPECT_EQ(d.Get(0, r).ToText(), b.Get(0, r).ToText()) << r;
+    std::string_view t = d.cols[0].texts()[r];
+    if (!t.empty()) {
+      EXPECT_TRUE(t.data() >= lo && t.data() + t.size() <= hi) << r << ": copied, not a view";
+    }
+  }
+  // The input lives as long as a vector (or a copy, or a gather) that points into it.
+  std::weak_ptr<std::string> input = enc;
+  enc.reset();
+  Vector copy = d.cols[0];
+  Vector gathered;
+  const uint32_t sel[] = {1, 2};
+  gathered.Gather(d.cols[0], sel, 2);
+  d = Batch();
+  EXPECT_FALSE(input.expired());
+  EXPECT_EQ(copy.GetValue(12).ToText(), std::string(12, 'm'));
+  copy = Vector();
+  EXPECT_FALSE(input.expired());
+  EXPECT_EQ(gathered.GetValue(1).ToText(), "cc");
+  gathered = Vector();
+  EXPECT_TRUE(input.expired());
+  // Malformed input fails as without an owner.
+  std::string bad = "\x01\x02\x04\x05\x00\x09zz";
+  EXPECT_FALSE(DecodeBatch(bad, &d, std::make_shared<const TextArena>()).ok());
+}
+
 }  // namespace wattdb::exec
