@@ -711,6 +711,12 @@ void Cluster::MaintainOnce() {
   // 3. Split oversized segments; drop stray copies left behind by moves. Repeats while
   //    splits happen so that a bulk load converges within one pass.
   for (int round = 0; round < 64; round++) {
+    if (round > 0) {
+      // Splits can keep this loop busy for many seconds: the duties that bound how long a
+      // transaction may wait (a deadlock, a node's in-doubt transaction) are not left behind.
+      BreakDeadlocks();
+      ResolveInDoubt();
+    }
     bool split_any = false;
     std::set<SegmentId> moving;
     for (const auto& m : catalog_->PendingMoves()) moving.insert(m.segment);
