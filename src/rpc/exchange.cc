@@ -95,7 +95,9 @@ void ExchangeSource::Produce() {
       if (stop_ || next_part_ >= parts_.size()) return;
       i = next_part_++;
     }
-    Status st = RunPart(i);
+    bool handed = false;
+    Status st = RunPart(i, &handed);
+    if (handed) continue;  // the consumer reads the rest
     bool current;
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -107,23 +109,28 @@ void ExchangeSource::Produce() {
   }
 }
 
-bool ExchangeSource::Push(size_t i, exec::Batch b) {
-  std::unique_lock<std::mutex> l(mu_);
-  parts_[i].space->wait(l, [&] { return stop_ || parts_[i].batches.size() < kBufferedBatches; });
-  if (stop_) return false;
-  parts_[i].batches.push_back(std::move(b));
-  bool current = i == current_;
-  l.unlock();
-  if (current) cv_.notify_one();  // only the consumer waits on cv_
-  return true;
-}
-
-Status ExchangeSource::RunPart(size_t i) {
-  PartReader reader(*this, parts_[i].lo, parts_[i].hi);
+Status ExchangeSource::RunPart(size_t i, bool* handed) {
+  auto reader = std::make_unique<PartReader>(*this, parts_[i].lo, parts_[i].hi);
   while (true) {
     exec::Batch b;
-    ASSIGN_OR_RETURN(bool more, reader.Next(&b));
-    if (!more || !Push(i, std::move(b))) return Status::OK();  // the end, or stopped
+    ASSIGN_OR_RETURN(bool more, reader->Next(&b));
+    if (!more) return Status::OK();
+    std::unique_lock<std::mutex> l(mu_);
+    parts_[i].space->wait(l, [&] { return stop_ || parts_[i].batches.size() < kBufferedBatches; });
+    if (stop_) return Status::OK();
+    parts_[i].batches.push_back(std::move(b));
+    bool current = i == current_;
+    // The part the consumer reads now: it takes the stream, so that the rest of the part's
+    // batches go from the wire to its operators on its own thread, without a hand-off and a
+    // sleep and wake-up per batch. A blocking fragment's output comes whole anyway.
+    if (current && !blocking_) {
+      parts_[i].reader = std::move(reader);
+      *handed = true;
+      taken_over_.fetch_add(1, std::memory_order_relaxed);
+    }
+    l.unlock();
+    if (current) cv_.notify_one();  // only the consumer waits on cv_
+    if (*handed) return Status::OK();
   }
 }
 
@@ -252,6 +259,22 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
       out = std::move(p.batches.front());
       p.batches.pop_front();
       if (was_full) p.space->notify_one();
+      if (out.cols.size() != ncols_) return Status::Corruption("a node sent a batch of another width");
+      return true;
+    }
+    if (p.reader) {
+      // Handed over by its producer: read here, without the lock (the reader takes it).
+      l.unlock();
+      if (opts_.cancel && opts_.cancel->load()) return Status::Sql("57014", "canceling statement due to user request");
+      auto more = p.reader->Next(&out);
+      l.lock();
+      BookNodeCpu();
+      if (!more.ok() || !*more) {
+        p.reader.reset();
+        p.done = true;
+        p.error = more.status();
+        continue;
+      }
       if (out.cols.size() != ncols_) return Status::Corruption("a node sent a batch of another width");
       return true;
     }

@@ -3,7 +3,8 @@
 // plan a helper node runs for it). Segments run in parallel, a few at a
 // time, each into a bounded prefetch buffer (the paper's buffering operator), and their
 // outputs are read in key order, so the rows come in the order the fragment run on the
-// master would give them. A segment that moved or split meanwhile is looked up again and
+// master would give them. Once a streaming segment is the one the consumer reads, the
+// consumer takes its stream over from the producer and reads the rest itself. A segment that moved or split meanwhile is looked up again and
 // resumed after the last key read; a fragment that aggregates or sorts holds a segment's
 // output until it is complete, and runs the segment again if it failed midway. A range
 // within one segment (a point query, most short statements) is read by the consumer itself:
@@ -91,6 +92,8 @@ class ExchangeSource : public exec::RowSource {
   static Result<std::unique_ptr<ExchangeSource>> Open(PartMap& map, const plan::PlanNode& exchange, Options opts);
   ~ExchangeSource() override;  // stops and joins the producers
   Result<bool> Next(exec::Batch& out) override;
+  // Streams the consumers of this process took over from their producers, ever.
+  static uint64_t StreamsTakenOver() { return taken_over_.load(std::memory_order_relaxed); }
 
  private:
   // Reads the fragment's output over one key range, segment by segment, batch by batch.
@@ -118,19 +121,23 @@ class ExchangeSource : public exec::RowSource {
     // Its producer waits here for room in `batches` (woken by the consumer only when the
     // buffer was full: no wake-ups of every producer on every batch).
     std::unique_ptr<std::condition_variable> space = std::make_unique<std::condition_variable>();
+    // Handed over by the producer once this part is the one the consumer reads (streaming
+    // fragments); then only the consumer touches it.
+    std::unique_ptr<PartReader> reader;
   };
   ExchangeSource(PartMap& map, Options opts) : map_(map), opts_(opts) {}
   void Produce();
-  // Runs the fragment over part i's range; returns its final status.
-  Status RunPart(size_t i);
+  // Runs the fragment over part i's range, each batch into the part's buffer (waits while it
+  // is full), until its end, a stop, or (`*handed`) the part became the consumer's and its
+  // reader went to the consumer with its latest batch; returns its final status.
+  Status RunPart(size_t i, bool* handed);
   // REQUIRES mu_ held, on the consumer's thread: tells the map the node CPU reported so far.
   void BookNodeCpu();
   // Adds a segment's operator counters (the fragment's pre-order) to `node`'s sums.
   void AddNodeStats(NodeId node, const std::vector<exec::OperatorStats>& stats);
   void AddNodeStatsLocked(NodeId node, const std::vector<exec::OperatorStats>& stats);  // REQUIRES mu_ held
-  // Queues a batch of part i (waits while its buffer is full); false if stopped.
-  bool Push(size_t i, exec::Batch b);
 
+  static inline std::atomic<uint64_t> taken_over_{0};
   PartMap& map_;
   Options opts_;
   TableId table_ = 0;

@@ -11,6 +11,7 @@
 
 #include "common/logging.h"
 #include "master/cluster/cluster.h"
+#include "rpc/exchange.h"
 
 namespace wattdb::master {
 
@@ -207,6 +208,9 @@ std::string MetricsServer::Render(Cluster& cluster) {
   w.Family("wattdb_point_read_template_executions_total", "counter",
            "Prepared SELECTs of one key run with their parameters in place (their plan neither copied nor filled in).");
   w.Sample("wattdb_point_read_template_executions_total", {}, static_cast<double>(q.point_read_templates.load()));
+  w.Family("wattdb_exchange_streams_taken_over_total", "counter",
+           "Segment streams of prefetching exchanges whose consumer read the rest itself once it reached them.");
+  w.Sample("wattdb_exchange_streams_taken_over_total", {}, static_cast<double>(rpc::ExchangeSource::StreamsTakenOver()));
   w.Family("wattdb_statement_restarts_total", "counter",
            "READ COMMITTED statements undone and run again on a fresh snapshot after meeting a row changed since theirs.");
   w.Sample("wattdb_statement_restarts_total", {}, static_cast<double>(q.restarts.load()));
