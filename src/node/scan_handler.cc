@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/failpoint.h"
 #include "node/fragment_runner.h"
 #include "node/segment_rows.h"
 #include "query/exec/batch_codec.h"
@@ -75,6 +76,7 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
           if (holding) {
             sent = reply(Status::OK(), false, nullptr, &held, &held_resume);
             if (!sent) return Status::IOError("master went away");
+            MaybeFail("node.scan.after_batch");  // a node dying (or freezing) mid-stream
           }
           held.clear();
           exec::EncodeBatch(b, &held);

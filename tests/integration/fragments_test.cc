@@ -106,45 +106,113 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "3000");
 }
 
+// `nodes` node processes and 256 KiB segments holding t's 30,000 rows (several segments of
+// several batches each); every row's columns cross as batches (wattdb_pushdown = scan).
+MiniClusterOptions StreamingScans(int nodes, int metrics_port) {
+  MiniClusterOptions o;
+  o.nodes = nodes;
+  o.segment_bytes = 256 << 10;
+  o.extra_toml = fmt::format("[power]\nmetrics_port = {}\n", metrics_port);
+  return o;
+}
+
+constexpr int kStreamRows = 30000;
+constexpr const char* kStreamScan = "SELECT id, note FROM t";
+
+void LoadStreamingScans(MiniCluster& cluster, PgConn& c) {
+  ASSERT_EQ(c.Exec(kCreateTable), "");
+  ASSERT_EQ(c.Exec(fmt::format("INSERT INTO t SELECT i, i % 7, i, i, repeat('n', 40) || i FROM generate_series(1, {}) i",
+                               kStreamRows)),
+            "");
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) >= 4 FROM wattdb_segments WHERE table_name = 't'", "t", 30000));
+  ASSERT_EQ(c.Exec("SET wattdb_pushdown = scan"), "");
+}
+
+// The rows of kStreamScan: whole and in key order.
+void ExpectStreamedRows(const Rows& rows) {
+  ASSERT_EQ(rows.size(), static_cast<size_t>(kStreamRows));
+  for (size_t i = 0; i < rows.size(); i++) {
+    ASSERT_EQ(rows[i][0], std::to_string(i + 1)) << "row " << i;
+    ASSERT_EQ(rows[i][1], std::string(40, 'n') + std::to_string(i + 1)) << "row " << i;
+  }
+}
+
+double StreamsTakenOver(int metrics_port) {
+  int status = 0;
+  std::string text = HttpGet(metrics_port, "/metrics", &status);
+  return status == 0 ? MetricValue(text, "wattdb_exchange_streams_taken_over_total") : -1.0;
+}
+
 // A streaming fragment over segments of many batches each, with the prefetch buffer: once
 // a segment is the one the master reads, the master takes its stream over from the producer
 // (wattdb_exchange_streams_taken_over_total), and the rows still come whole and in key order.
 TEST(Fragments, TheSegmentAtHandIsReadOffItsStreamInKeyOrder) {
   int port = FreeTcpPort();
-  MiniClusterOptions o;
-  o.nodes = 2;
-  o.segment_bytes = 256 << 10;
-  o.extra_toml = fmt::format("[power]\nmetrics_port = {}\n", port);
-  MiniCluster cluster(o);
+  MiniCluster cluster(StreamingScans(2, port));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
-  ASSERT_EQ(c->Exec(kCreateTable), "");
-  ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i, i, repeat('n', 40) || i FROM generate_series(1, 30000) i"), "");
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) >= 4 FROM wattdb_segments WHERE table_name = 't'", "t", 30000));
-  ASSERT_EQ(c->Exec("SET wattdb_pushdown = scan"), "");  // every row's columns cross as batches
-  auto taken = [&] {
-    int status = 0;
-    std::string text = HttpGet(port, "/metrics", &status);
-    return status == 0 ? MetricValue(text, "wattdb_exchange_streams_taken_over_total") : -1.0;
-  };
-  const double before = taken();
+  ASSERT_NO_FATAL_FAILURE(LoadStreamingScans(cluster, *c));
+  const double before = StreamsTakenOver(port);
   ASSERT_GE(before, 0);
   for (int run = 0; run < 3; run++) {
     Rows rows;
-    ASSERT_EQ(c->Exec("SELECT id, note FROM t", &rows), "");
-    ASSERT_EQ(rows.size(), 30000u);
-    for (size_t i = 0; i < rows.size(); i++) {
-      ASSERT_EQ(rows[i][0], std::to_string(i + 1)) << "row " << i;
-      ASSERT_EQ(rows[i][1], std::string(40, 'n') + std::to_string(i + 1)) << "row " << i;
-    }
+    ASSERT_EQ(c->Exec(kStreamScan, &rows), "");
+    ASSERT_NO_FATAL_FAILURE(ExpectStreamedRows(rows));
   }
-  EXPECT_GT(taken(), before);
+  EXPECT_GT(StreamsTakenOver(port), before);
   // Without the buffer, one segment at a time: nothing to take over, the same rows.
   ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = off"), "");
-  const double without = taken();
+  const double without = StreamsTakenOver(port);
   EXPECT_EQ(c->Scalar("SELECT count(*) || '/' || sum(length(note)) FROM t"),
             c->Scalar("SELECT count(*) || '/' || sum(length(note)) FROM t WHERE id > 0"));
-  EXPECT_EQ(taken(), without);
+  EXPECT_EQ(StreamsTakenOver(port), without);
+}
+
+// The node a taken-over stream reads dies (-9 at a failpoint, right after sending a batch), or
+// freezes there (SIGSTOP): the statement ends -- with every row, or with an error a client
+// retries; a frozen node holds it no longer than its statement_timeout -- and once the node is
+// back, the same scan returns every row in key order.
+TEST(Fragments, AStreamTakenOverEndsWhenItsNodeDiesOrFreezes) {
+  int port = FreeTcpPort();
+  MiniCluster cluster(StreamingScans(1, port));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_NO_FATAL_FAILURE(LoadStreamingScans(cluster, *c));
+  const double before = StreamsTakenOver(port);
+  Rows rows;
+  std::string msg;
+
+  cluster.ArmFailpoint("node.scan.after_batch");
+  std::string st = c->Exec(kStreamScan, &rows, &msg);
+  if (st.empty()) {
+    ASSERT_NO_FATAL_FAILURE(ExpectStreamedRows(rows));
+  } else {
+    EXPECT_TRUE(st == "57P03" || st == "58030") << st << " " << msg;
+  }
+  int restarted = 0;
+  for (int i = 0; i < 250 && restarted == 0; i++) {
+    restarted = cluster.RestartDeadNodes();
+    if (!restarted) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(restarted, 1) << "the node did not die at the failpoint";
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+  ASSERT_EQ(c->Exec(kStreamScan, &rows, &msg), "") << msg;
+  ASSERT_NO_FATAL_FAILURE(ExpectStreamedRows(rows));
+
+  cluster.ArmFailpoint("node.scan.after_batch stop");
+  ASSERT_EQ(c->Exec("SET statement_timeout = 2000"), "");
+  auto t0 = std::chrono::steady_clock::now();
+  st = c->Exec(kStreamScan, &rows, &msg);
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(st, "57014") << msg;
+  EXPECT_LT(took, std::chrono::seconds(15));
+  ASSERT_GT(cluster.NodePid(1), 0);
+  kill(cluster.NodePid(1), SIGCONT);
+  ASSERT_EQ(c->Exec("SET statement_timeout = 0"), "");
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+  ASSERT_EQ(c->Exec(kStreamScan, &rows, &msg), "") << msg;
+  ASSERT_NO_FATAL_FAILURE(ExpectStreamedRows(rows));
+  EXPECT_GT(StreamsTakenOver(port), before);
 }
 
 TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
