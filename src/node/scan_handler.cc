@@ -54,11 +54,8 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     // A fragment that keeps its parameters ($n, their values sent along) is a prepared
     // statement's, sent again and again: decoded once (plans_); others at each request.
     std::vector<Value> params;
-    auto fb = s.getFragment();
-    auto pb = s.getParams();
-    std::string_view values(reinterpret_cast<const char*>(pb.begin()), pb.size());
-    auto plan = RequestPlan(plans_, std::string_view(reinterpret_cast<const char*>(fb.begin()), fb.size()),
-                            s.hasParams() ? &values : nullptr, &params);
+    std::string_view values = View(s.getParams());
+    auto plan = RequestPlan(plans_, View(s.getFragment()), s.hasParams() ? &values : nullptr, &params);
     if (!plan.ok()) return reply(plan.status().Prepend("scan fragment"), true, nullptr, nullptr, nullptr);
     // The fragment's output travels as column batches; a send that fails ends the scan. Each
     // batch is held until the next one exists, so the last travels with the end of the scan

@@ -17,11 +17,8 @@ namespace {
 // The plan of updateKey `u` (RequestPlan), its parameters' values into *params.
 Result<std::shared_ptr<const plan::PlanNode>> KeyWritePlan(PlanCache& plans, proto::Request::UpdateKey::Reader u,
                                                            std::vector<Value>* params) {
-  auto bytes = u.getPlan();
-  auto pb = u.getParams();
-  std::string_view values(reinterpret_cast<const char*>(pb.begin()), pb.size());
-  return RequestPlan(plans, std::string_view(reinterpret_cast<const char*>(bytes.begin()), bytes.size()),
-                     u.hasParams() ? &values : nullptr, params);
+  std::string_view values = View(u.getParams());
+  return RequestPlan(plans, View(u.getPlan()), u.hasParams() ? &values : nullptr, params);
 }
 
 // The write updateKey `u` makes of the row `sr` reads (`plan` run over it with `params`, NOT

@@ -25,6 +25,7 @@ using rpc::Bytes;
 using rpc::FromProto;
 using rpc::SetStatus;
 using rpc::Str;
+using rpc::View;
 IndexKeySpec SpecFrom(proto::IndexSpec::Reader r);
 void SpecTo(proto::IndexSpec::Builder b, const IndexKeySpec& s);
 storage::SegmentMeta MetaFrom(proto::SegmentMeta::Reader r);
