@@ -117,6 +117,15 @@ void NodeServer::Stop() {
   // 3. Flush and close storage (RocksDB's Close flushes the WAL), once no request of the
   //    hosting process runs.
   std::unique_lock<std::shared_mutex> in_process(in_process_mu_);
+  {
+    // Deferred by a request of the hosting process after the upkeep thread ended.
+    std::vector<std::function<void()>> work;
+    {
+      std::lock_guard<std::mutex> l(upkeep_mu_);
+      work.swap(deferred_);
+    }
+    for (auto& w : work) w();
+  }
   participant_.reset();
   store_.reset();
   std::error_code ec;
@@ -127,18 +136,41 @@ void NodeServer::Stop() {
 void NodeServer::UpkeepLoop() {
   // Twice per quiet period, one garbage collection and images for up to two quiet segments
   // written since the start: a loaded table gets its images soon after the load, a little at
-  // a time.
-  auto tick = std::chrono::milliseconds(std::max(100, opts_.column_cache_quiet_ms / 2));
+  // a time. Deferred work runs as it comes.
+  const auto tick = std::chrono::milliseconds(std::max(100, opts_.column_cache_quiet_ms / 2));
+  auto next = std::chrono::steady_clock::now() + tick;
   std::unique_lock<std::mutex> l(upkeep_mu_);
-  while (!upkeep_cv_.wait_for(l, tick, [this] { return stopping_.load(); })) {
+  while (true) {
+    upkeep_cv_.wait_until(l, next, [this] { return stopping_.load() || !deferred_.empty(); });
+    std::vector<std::function<void()>> work;
+    work.swap(deferred_);
     l.unlock();
-    // Old versions that scans keep stepping over go first: they slow every reader.
-    auto collected = store_->CollectGarbage(1);
-    if (!collected.ok()) Log("node")->warn("old versions not collected: {}", collected.status().ToString());
-    auto built = columns_->Warm(*store_, 2);
-    if (!built.ok()) Log("node")->warn("column images not built: {}", built.status().ToString());
+    for (auto& w : work) w();
+    if (stopping_.load()) break;
+    if (std::chrono::steady_clock::now() >= next) {
+      // Old versions that scans keep stepping over go first: they slow every reader.
+      auto collected = store_->CollectGarbage(1);
+      if (!collected.ok()) Log("node")->warn("old versions not collected: {}", collected.status().ToString());
+      auto built = columns_->Warm(*store_, 2);
+      if (!built.ok()) Log("node")->warn("column images not built: {}", built.status().ToString());
+      next = std::chrono::steady_clock::now() + tick;
+    }
     l.lock();
   }
+  // Queued while stopping: run before storage closes.
+  l.lock();
+  std::vector<std::function<void()>> work;
+  work.swap(deferred_);
+  l.unlock();
+  for (auto& w : work) w();
+}
+
+void NodeServer::Defer(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> l(upkeep_mu_);
+    deferred_.push_back(std::move(work));
+  }
+  upkeep_cv_.notify_all();
 }
 
 void NodeServer::Serve(net::Socket& socket) {

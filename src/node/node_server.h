@@ -144,12 +144,18 @@ class NodeServer : public rpc::LocalSegments {
   std::unique_ptr<net::ClusterKey> key_;
   std::unique_ptr<PeerClients> peers_;  // made once key_ exists
   std::thread link_thread_;
-  // Background upkeep: collects old versions scans keep stepping over
-  // (SegmentStore::CollectGarbage) and builds column images of quiet segments (ColumnCache::Warm).
+  // Background upkeep: runs deferred work (Defer), collects old versions scans keep stepping
+  // over (SegmentStore::CollectGarbage) and builds column images of quiet segments
+  // (ColumnCache::Warm).
   void UpkeepLoop();
+  // Runs `work` on the upkeep thread, after the request at hand has been answered (a split's
+  // compaction of the moved range: the next request need not wait for it). Work still queued
+  // when the node stops runs before storage closes.
+  void Defer(std::function<void()> work);
   std::thread upkeep_thread_;
   std::mutex upkeep_mu_;
-  std::condition_variable upkeep_cv_;  // wakes the upkeep thread to stop
+  std::condition_variable upkeep_cv_;  // wakes the upkeep thread to stop or to run deferred work
+  std::vector<std::function<void()>> deferred_;  // guarded by upkeep_mu_
   std::atomic<bool> stopping_{false};
   // RunLocal and ServeInline hold it shared (they run on threads of the hosting process,
   // which Stop does not join); Stop takes it exclusively before closing storage.

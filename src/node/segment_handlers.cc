@@ -40,16 +40,29 @@ bool NodeServer::OnSplit(Connection& conn, net::ReceivedMessage& msg) {
   auto s = req.getSplit();
   // Prepared writes are addressed to this segment's range: it must not change under them,
   // and no write may land in the upper half while it moves to the new segment.
-  Result<std::string> key = Result<std::string>(InUse(s.getSegment()));
+  const bool many = s.getPieces() > 1;
+  Result<std::vector<std::string>> keys = Result<std::vector<std::string>>(InUse(s.getSegment()));
   std::function<void()> compact;
   if (participant_->BeginExclusive(s.getSegment())) {
-    key = store_->Split(s.getSegment(), s.getNewId(), s.getTopBytes(), &compact);
+    keys = store_->SplitPieces(s.getSegment(), s.getNewId(), s.getTopBytes(), many ? s.getPieces() : 1, &compact);
     participant_->EndExclusive(s.getSegment());
   }
-  bool ok = ReplySplitKey(conn, key);
-  // After the answer: the master goes on (the next split of a freshly loaded table) while the
-  // moved range is compacted away here.
-  if (compact) compact();
+  bool ok;
+  if (many) {
+    capnp::MallocMessageBuilder mb;
+    auto resp = mb.initRoot<proto::Response>();
+    SetStatus(resp.initStatus(), keys.status());
+    if (keys.ok()) {
+      auto list = resp.initSplitKeys(keys->size());
+      for (size_t i = 0; i < keys->size(); i++) list.set(i, Bytes((*keys)[i]));
+    }
+    ok = SendResponse(conn, mb).ok();
+  } else {
+    ok = ReplySplitKey(conn, keys.ok() ? Result<std::string>(keys->front()) : Result<std::string>(keys.status()));
+  }
+  // After the answer, on the upkeep thread: the master goes on (the next split of a freshly
+  // loaded table) while the moved range is compacted away here.
+  if (compact) Defer(std::move(compact));
   return ok;
 }
 

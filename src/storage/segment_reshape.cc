@@ -1,6 +1,8 @@
 // SegmentStore, the operations that change where a segment's rows live: Split (within this
 // node) and Export/Import (between nodes).
+#include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <filesystem>
 
 #include <rocksdb/db.h>
@@ -23,29 +25,77 @@ using internal::SegmentCfOptions;
 using internal::Synced;
 
 namespace {
-// The lowest user key of the highest keys of the rows of `cf` in [m.lo, m.hi) that hold at
-// least `top_bytes` (all versions), reading from the end; "" if fewer than two distinct keys
-// would be left, one below it included. (Rows outside the segment's range, which no read
-// sees, are not counted.)
-Result<std::string> TopSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m,
-                                uint64_t top_bytes) {
+// Cuts from the top of the rows of `cf` in [m.lo, m.hi): reading from the end, each cut is
+// the lowest user key of the next keys that hold at least `piece_bytes` (all versions).
+// Returns up to `max_pieces` cuts in ascending order, each with at least one key below it
+// (the lowest piece never takes everything). (Rows outside the segment's range, which no
+// read sees, are not counted.)
+Result<std::vector<std::string>> TopSplitKeys(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m,
+                                              uint64_t piece_bytes, size_t max_pieces) {
+  std::vector<std::string> cuts;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
   uint64_t bytes = 0;
   std::string key;  // the user key of the versions being counted
   const std::string end = m.hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(m.hi);
-  for (it->SeekForPrev(end); it->Valid() && it->key()[0] == kRowSpace; it->Prev()) {
+  for (it->SeekForPrev(end); it->Valid() && it->key()[0] == kRowSpace && cuts.size() < max_pieces; it->Prev()) {
     std::string_view k = it->key().ToStringView();
     if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
     std::string_view user = UserKey(k).substr(1);
     if (user < m.lo) break;
     if (user != key) {
-      if (bytes >= top_bytes) return key;  // `user` lies below: something stays
+      if (!key.empty() && bytes >= piece_bytes) {  // `user` lies below: something stays
+        cuts.push_back(key);
+        bytes = 0;
+      }
       key.assign(user);
     }
     bytes += k.size() + it->value().size();
   }
   RETURN_NOT_OK(FromRocks(it->status(), "split scan"));
-  return std::string();
+  std::reverse(cuts.begin(), cuts.end());
+  return cuts;
+}
+
+// Where the top `share` of the stored bytes of the rows of `cf` in [m.lo, m.hi) begins,
+// estimated without reading a row: the highest start key of a table file above which
+// RocksDB's size estimate finds at least that share, with at least one row below it; ""
+// if there is none (few files, rows mostly in memtables).
+std::string EstimatedTopStart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m, double share) {
+  const std::string lo = RowUserKey(m.lo);
+  const std::string end = m.hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(m.hi);
+  rocksdb::ColumnFamilyMetaData meta;
+  db->GetColumnFamilyMetaData(cf, &meta);
+  std::vector<std::string> starts;  // row-space user keys
+  for (const auto& level : meta.levels) {
+    for (const auto& f : level.files) {
+      const std::string& k = f.smallestkey;
+      if (k.size() < 9 || k[0] != kRowSpace) continue;
+      std::string user(UserKey(k));
+      if (user > lo && user < end) starts.push_back(std::move(user));
+    }
+  }
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  if (starts.empty()) return "";
+  std::vector<rocksdb::Range> ranges{{lo, end}};
+  for (const auto& st : starts) ranges.emplace_back(st, end);
+  std::vector<uint64_t> sizes(ranges.size());
+  rocksdb::SizeApproximationOptions o;
+  o.include_memtables = true;
+  o.include_files = true;
+  if (!db->GetApproximateSizes(o, cf, ranges.data(), static_cast<int>(ranges.size()), sizes.data()).ok() ||
+      sizes[0] == 0) {
+    return "";
+  }
+  for (size_t i = starts.size(); i-- > 0;) {
+    if (static_cast<double>(sizes[i + 1]) < share * static_cast<double>(sizes[0])) continue;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
+    it->Seek(lo);
+    bool below = it->Valid() && it->key()[0] == kRowSpace && it->key().size() >= 9 &&
+                 UserKey(it->key().ToStringView()) < std::string_view(starts[i]);
+    return below ? starts[i].substr(1) : "";
+  }
+  return "";
 }
 
 // The user key at which about half of the stored bytes (all versions) of the rows of `cf` in
@@ -74,6 +124,12 @@ Result<std::string> MiddleSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle*
 
 Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t top_bytes,
                                         std::function<void()>* compact_later) {
+  ASSIGN_OR_RETURN(auto keys, SplitPieces(id, new_id, top_bytes, 1, compact_later));
+  return keys.front();
+}
+
+Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, SegmentId first_new_id, uint64_t piece_bytes,
+                                                           size_t pieces, std::function<void()>* compact_later) {
   // The store's map lock is not held while the split reads and batches up to a segment's
   // size: heartbeats, scans and commits of other segments go on meanwhile. (The master
   // keeps writers of this segment out.)
@@ -83,99 +139,169 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
     return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t).count();
   };
   const auto t_start = SteadyClock::now();
-  if (cancelled_splits_.count(new_id)) {
-    return Status::Aborted(fmt::format("split of segment {} into {} was given up", id, new_id), "55000");
+  pieces = std::max<size_t>(pieces, 1);
+  for (size_t i = 0; i < pieces; i++) {
+    if (cancelled_splits_.count(first_new_id + i)) {
+      return Status::Aborted(fmt::format("split of segment {} into {} was given up", id, first_new_id + i), "55000");
+    }
   }
   SegmentRef seg;
   {
     std::lock_guard<std::shared_mutex> l(mu_);
     auto found = segments_.find(id);
     if (found == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
-    if (segments_.count(new_id)) return Status::AlreadyExists(fmt::format("segment {} exists", new_id));
+    for (size_t i = 0; i < pieces; i++) {
+      if (segments_.count(first_new_id + i)) return Status::AlreadyExists(fmt::format("segment {} exists", first_new_id + i));
+    }
     seg = found->second;
   }
   SegmentMeta m = seg->meta();
 
-  std::string split_key;
-  if (top_bytes > 0) {
-    ASSIGN_OR_RETURN(split_key, TopSplitKey(db_.get(), seg->cf(), m, top_bytes));
+  // Piece i holds [keys[i], keys[i + 1]) (the last one up to m.hi). Split from the top, the
+  // lowest cut is estimated from the table files (no row read) and the others fall where a
+  // piece reaches `piece_bytes` in the copy; without an estimate, a scan from the end finds
+  // them all first.
+  std::vector<std::string> keys;
+  bool cut_in_copy = false;
+  if (piece_bytes > 0) {
+    const uint64_t counted = seg->counters().bytes.load();
+    if (counted > piece_bytes) {
+      std::string start = EstimatedTopStart(db_.get(), seg->cf(), m, double(piece_bytes) * pieces / counted);
+      if (!start.empty()) {
+        keys.push_back(std::move(start));
+        cut_in_copy = true;
+      }
+    }
+    if (!cut_in_copy) {
+      ASSIGN_OR_RETURN(keys, TopSplitKeys(db_.get(), seg->cf(), m, piece_bytes, pieces));
+    }
   }
   // Otherwise (or if the top holds about everything): at the middle.
   uint64_t total = 0;
-  if (split_key.empty()) {
-    ASSIGN_OR_RETURN(split_key, MiddleSplitKey(db_.get(), seg->cf(), m, &total));
-    if (split_key.empty()) return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
+  if (keys.empty()) {
+    ASSIGN_OR_RETURN(std::string middle, MiddleSplitKey(db_.get(), seg->cf(), m, &total));
+    if (middle.empty()) return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
+    keys.push_back(std::move(middle));
   } else {
     total = seg->counters().bytes.load();  // not measured: the counter before the split
   }
+  auto piece_of = [&](std::string_view user_key) {  // REQUIRES user_key >= keys[0]
+    return static_cast<size_t>(std::upper_bound(keys.begin(), keys.end(), user_key) - keys.begin()) - 1;
+  };
 
-  rocksdb::ColumnFamilyHandle* h = nullptr;
-  RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(new_id), &h),
-                          "split: create segment"));
-  MaybeFail("node.split.after_create");
-  const int64_t find_ms = ms_since(t_start);
-  const auto t_copy = SteadyClock::now();
-  auto fresh = std::make_shared<Segment>(db_.get(), h, SegmentMeta{new_id, m.table, split_key, m.hi, m.indexes});
-  struct DropUnlessKept {  // a split that fails leaves no column family behind (`fresh` closes its handle)
+  // A split that fails leaves no column family behind: `created` drops them and closes the
+  // handles no new segment has taken yet (`fresh`, destroyed after it, closes the others).
+  std::vector<std::shared_ptr<Segment>> fresh;
+  struct DropUnlessKept {
     rocksdb::DB* db;
-    rocksdb::ColumnFamilyHandle* h;
+    const std::vector<std::shared_ptr<Segment>>& owners;
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
     bool keep = false;
     ~DropUnlessKept() {
-      if (!keep) (void)db->DropColumnFamily(h);
+      if (keep) return;
+      for (size_t i = 0; i < handles.size(); i++) {
+        (void)db->DropColumnFamily(handles[i]);
+        if (i >= owners.size()) (void)db->DestroyColumnFamilyHandle(handles[i]);
+      }
     }
-  } created{db_.get(), h};
-  // The moved rows and index entries are written into a table file that the new segment
-  // ingests (no log, no memtable, no flush); the old segment loses the moved rows by one range
+  } created{db_.get(), fresh, {}};
+  // The moved rows and index entries are written into table files that the new segments
+  // ingest (no log, no memtable, no flush); the old segment loses the moved rows by one range
   // deletion and the moved index entries one by one, in the final write.
-  rocksdb::WriteBatch b;
-  uint64_t moved = 0, moved_rows = 0;
-  const std::string file = fmt::format("{}/ingest/split-{}.sst", dir_, new_id);
-  struct RemoveFile {  // ingested, the file lives on under RocksDB's name
-    const std::string& path;
-    ~RemoveFile() {
+  std::vector<std::string> files;
+  struct RemoveFiles {  // ingested, a file lives on under RocksDB's name
+    const std::vector<std::string>& paths;
+    ~RemoveFiles() {
       std::error_code e;
-      std::filesystem::remove(path, e);
+      for (const auto& p : paths) std::filesystem::remove(p, e);
     }
-  } remove_file{file};
+  } remove_files{files};
   {
     std::error_code ec;
     std::filesystem::create_directories(dir_ + "/ingest", ec);
     if (ec) return Status::IOError(fmt::format("create {}/ingest: {}", dir_, ec.message()));
-    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), db_->GetOptions(h), h);
-    RETURN_NOT_OK(FromRocks(w.Open(file), "split: open table file"));
-    auto move = [&](const rocksdb::Iterator& it) -> Status {
-      moved += it.key().size() + it.value().size();
-      if (it.key()[0] == kRowSpace) moved_rows += it.key().size() + it.value().size();
-      return FromRocks(w.Put(it.key(), it.value()), "split: write table file");
+  }
+  std::vector<std::unique_ptr<rocksdb::SstFileWriter>> writers;
+  auto open_piece = [&](size_t i) -> Status {  // segment first_new_id + i and its table file
+    rocksdb::ColumnFamilyHandle* h = nullptr;
+    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(first_new_id + i), &h),
+                            "split: create segment"));
+    created.handles.push_back(h);
+    files.push_back(fmt::format("{}/ingest/split-{}.sst", dir_, first_new_id + i));
+    writers.push_back(std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), db_->GetOptions(h), h));
+    return FromRocks(writers.back()->Open(files.back()), "split: open table file");
+  };
+  for (size_t i = 0; i < keys.size(); i++) RETURN_NOT_OK(open_piece(i));
+  MaybeFail("node.split.after_create");
+  const int64_t find_ms = ms_since(t_start);
+  const auto t_copy = SteadyClock::now();
+  rocksdb::WriteBatch b;
+  uint64_t moved_rows = 0;
+  std::vector<uint64_t> moved(keys.size(), 0);
+  {
+    auto move = [&](size_t piece, const rocksdb::Iterator& it) -> Status {
+      moved[piece] += it.key().size() + it.value().size();
+      return FromRocks(writers[piece]->Put(it.key(), it.value()), "split: write table file");
     };
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
-    for (it->Seek(RowUserKey(split_key)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
-      RETURN_NOT_OK(move(*it));
+    size_t piece = 0;
+    std::string last_user;  // cutting in the copy: the key whose versions are being moved
+    for (it->Seek(RowUserKey(keys[0])); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
+      std::string_view k = it->key().ToStringView();
+      if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
+      std::string_view user = UserKey(k).substr(1);
+      if (cut_in_copy) {
+        if (user != last_user) {
+          if (moved[piece] >= piece_bytes && keys.size() < pieces) {
+            keys.emplace_back(user);
+            moved.push_back(0);
+            RETURN_NOT_OK(open_piece(keys.size() - 1));
+            piece++;
+          }
+          last_user.assign(user);
+        }
+      } else {
+        while (piece + 1 < keys.size() && user >= keys[piece + 1]) piece++;
+      }
+      moved_rows += it->key().size() + it->value().size();
+      RETURN_NOT_OK(move(piece, *it));
     }
-    // Index entries follow their rows: the value of an entry is its row's primary key.
+    // Index entries follow their rows (the value of an entry is its row's primary key), so
+    // they come after all rows: every writer stays open until then.
     for (it->Seek(std::string(1, kIndexSpace)); it->Valid() && it->key()[0] == kIndexSpace; it->Next()) {
       rocksdb::Slice v = it->value();
       if (v.empty()) return Status::Corruption("index entry without a version kind");
-      if (std::string_view(v.data() + 1, v.size() - 1) >= split_key) {
-        RETURN_NOT_OK(move(*it));
+      std::string_view pk(v.data() + 1, v.size() - 1);
+      if (pk >= keys[0]) {
+        RETURN_NOT_OK(move(piece_of(pk), *it));
         RETURN_NOT_OK(FromRocks(b.Delete(seg->cf(), it->key()), "split batch"));
       }
     }
     RETURN_NOT_OK(FromRocks(it->status(), "split copy"));
-    if (moved == 0) return Status::Corruption(fmt::format("segment {}: nothing at or above its split key", id));
-    RETURN_NOT_OK(FromRocks(w.Finish(), "split: finish table file"));
+    for (size_t i = 0; i < keys.size(); i++) {
+      if (moved[i] == 0) return Status::Corruption(fmt::format("segment {}: nothing in piece {} of its split", id, i));
+      RETURN_NOT_OK(FromRocks(writers[i]->Finish(), "split: finish table file"));
+    }
+  }
+  const size_t n = keys.size();
+  for (size_t i = 0; i < n; i++) {
+    fresh.push_back(std::make_shared<Segment>(
+        db_.get(), created.handles[i],
+        SegmentMeta{first_new_id + i, m.table, keys[i], i + 1 < n ? keys[i + 1] : m.hi, m.indexes}));
   }
   rocksdb::IngestExternalFileOptions io;
   io.move_files = true;
-  RETURN_NOT_OK(FromRocks(db_->IngestExternalFile(h, {file}, io), "split: ingest"));
+  for (size_t i = 0; i < n; i++) {
+    RETURN_NOT_OK(FromRocks(db_->IngestExternalFile(created.handles[i], {files[i]}, io), "split: ingest"));
+  }
   MaybeFail("node.split.after_ingest");
-  // Every stored row key of a user key at or above the split key sorts at or above this one.
-  RETURN_NOT_OK(FromRocks(b.DeleteRange(seg->cf(), RowUserKey(split_key), std::string(1, kIndexSpace)),
+  // Every stored row key of a user key at or above the lowest cut sorts at or above this one.
+  RETURN_NOT_OK(FromRocks(b.DeleteRange(seg->cf(), RowUserKey(keys[0]), std::string(1, kIndexSpace)),
                           "split batch"));
   SegmentMeta lower = m;
-  lower.hi = split_key;
+  lower.hi = keys[0];
   RETURN_NOT_OK(PutMeta(lower, &b));
-  RETURN_NOT_OK(PutMeta(fresh->meta(), &b));
+  for (const auto& f : fresh) RETURN_NOT_OK(PutMeta(f->meta(), &b));
   if (before_split_write_) before_split_write_();
   {
     // The write and the range change happen together under mu_, so a scan checks its range
@@ -195,11 +321,13 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
     created.keep = true;
     {
       std::lock_guard<std::mutex> ml(seg->mu_);
-      seg->meta_.hi = split_key;
+      seg->meta_.hi = keys[0];
     }
     seg->Changed();
-    fresh->Changed();  // new here: its rows are as fresh as the ones it left (column images)
-    segments_[new_id] = fresh;
+    for (size_t i = 0; i < n; i++) {
+      fresh[i]->Changed();  // new here: its rows are as fresh as the ones it left (column images)
+      segments_[first_new_id + i] = fresh[i];
+    }
     PublishListLocked();
   }
   // The rows that stay: as measured above (the counter before the split may count versions
@@ -208,10 +336,11 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
   // compacted away, so that the size read back after a restart is the live size too; a larger
   // one would split the segment again and again.
   seg->counters().bytes = total > moved_rows ? total - moved_rows : 0;
-  fresh->counters().bytes = moved;
-  Log("storage")->info("segment split seg={} new={} moved_bytes={} find_ms={} copy_ms={}", id, new_id, moved,
-                       find_ms, ms_since(t_copy));
-  auto compact = [this, seg, id, ms_since, from = RowUserKey(split_key)] {
+  for (size_t i = 0; i < n; i++) fresh[i]->counters().bytes = moved[i];
+  Log("storage")->info("segment split seg={} new={}..{} moved_bytes={} find_ms={} copy_ms={}", id, first_new_id,
+                       first_new_id + n - 1, std::accumulate(moved.begin(), moved.end(), uint64_t{0}), find_ms,
+                       ms_since(t_copy));
+  auto compact = [this, seg, id, ms_since, from = RowUserKey(keys[0])] {
     MaybeFail("node.split.before_compact");
     const auto t = SteadyClock::now();
     rocksdb::CompactRangeOptions o;
@@ -231,7 +360,7 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
     compact();
   }
   MaybeFail("node.split.after_write");
-  return split_key;
+  return keys;
 }
 
 Result<std::string> SegmentStore::SettleSplit(SegmentId seg, SegmentId new_id) {
@@ -360,3 +489,4 @@ Status SegmentStore::Import(const SegmentExport& exp) {
 }
 
 }  // namespace wattdb::storage
+

@@ -409,6 +409,14 @@ class SegmentStore {
   // once it has answered (it must run before the store is destroyed).
   Result<std::string> Split(SegmentId seg, SegmentId new_id, uint64_t top_bytes = 0,
                             std::function<void()>* compact_later = nullptr);
+  // The same cutting up to `pieces` pieces of about `piece_bytes` from the top at once (one
+  // read of the moved range, one final write): the new segments are `first_new_id` + i, in
+  // ascending key order, and their low keys are returned in that order (fewer than `pieces`
+  // when the segment holds less, at least one key always staying). Ids past the last piece
+  // are not used. Without `piece_bytes`, or if the top holds about everything: one piece at
+  // the middle.
+  Result<std::vector<std::string>> SplitPieces(SegmentId seg, SegmentId first_new_id, uint64_t piece_bytes,
+                                               size_t pieces, std::function<void()>* compact_later = nullptr);
   // Tests: runs in Split after the copy, before the final write (without the store's locks).
   void set_before_split_write_for_test(std::function<void()> f) { before_split_write_ = std::move(f); }
   // Whether Split(seg, new_id) happened: its split key (the new segment's low key), after

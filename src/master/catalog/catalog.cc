@@ -140,9 +140,10 @@ Status Catalog::Load() {
   }));
   RETURN_NOT_OK(kv_->Scan(kSplitPrefix, [&](const std::string&, const std::string& v) {
     ByteReader r(v);
-    uint64_t s, n, node;
+    uint64_t s, n, node, pieces = 1;
     if (!r.VarU64(&s) || !r.VarU64(&n) || !r.VarU64(&node)) return Status::Corruption("split record");
-    splits_[s] = SplitIntent{s, n, static_cast<NodeId>(node)};
+    if (!r.empty() && (!r.VarU64(&pieces) || pieces == 0 || pieces > UINT32_MAX)) return Status::Corruption("split record");
+    splits_[s] = SplitIntent{s, n, static_cast<NodeId>(node), static_cast<uint32_t>(pieces)};
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kMovePrefix, [&](const std::string&, const std::string& v) {
@@ -181,6 +182,21 @@ Result<uint64_t> Catalog::NextFromCounter(const std::string& name, uint64_t bloc
 Result<uint64_t> Catalog::NextSegmentId() {
   std::unique_lock l(mu_);
   return NextFromCounter("segment", 64);
+}
+
+Result<uint64_t> Catalog::NextSegmentIds(uint64_t n) {
+  std::unique_lock l(mu_);
+  if (n == 0) return Status::InvalidArgument("no segment ids asked for");
+  Counter& c = counters_["segment"];
+  if (c.next == 0) c.next = c.limit = 1;
+  if (c.limit - c.next < n) {
+    uint64_t limit = c.next + std::max<uint64_t>(64, n);
+    RETURN_NOT_OK(kv_->Write({{std::string(kCounterPrefix) + "segment", std::to_string(limit)}}));
+    c.limit = limit;
+  }
+  uint64_t first = c.next;
+  c.next += n;
+  return first;
 }
 
 Result<uint64_t> Catalog::NextRowId(TableId table) {
@@ -550,23 +566,36 @@ std::vector<SegmentEntry> Catalog::SegmentsOnNode(NodeId node) const {
 }
 
 Status Catalog::ApplySplit(SegmentId seg, SegmentId new_id, const std::string& split_key) {
+  return ApplySplits(seg, new_id, {split_key});
+}
+
+Status Catalog::ApplySplits(SegmentId seg, SegmentId first_new_id, const std::vector<std::string>& keys) {
   std::unique_lock l(mu_);
   auto ix = seg_index_.find(seg);
   if (ix == seg_index_.end()) return Status::NotFound(fmt::format("segment {}", seg));
   SegmentEntry& old = by_table_[ix->second.first][ix->second.second];
-  if (split_key <= old.lo || (!old.hi.empty() && split_key >= old.hi)) {
-    return Status::Internal("split key outside the segment");
+  if (keys.empty()) return Status::Internal("a split without pieces");
+  for (size_t i = 0; i < keys.size(); i++) {
+    if (keys[i] <= (i == 0 ? old.lo : keys[i - 1]) || (!old.hi.empty() && keys[i] >= old.hi)) {
+      return Status::Internal("split keys outside the segment or out of order");
+    }
   }
-  SegmentEntry upper{new_id, old.table, split_key, old.hi, old.node};
   SegmentEntry lower = old;
-  lower.hi = split_key;
-  RETURN_NOT_OK(kv_->Write({{SegmentKey(seg), EncodeSegment(lower)},
-                            {SegmentKey(new_id), EncodeSegment(upper)},
-                            {U64Key(kSplitPrefix, seg), "", true}}));
+  lower.hi = keys[0];
+  std::vector<SegmentEntry> uppers;
+  std::vector<storage::KvStore::Op> ops{{SegmentKey(seg), EncodeSegment(lower)}};
+  for (size_t i = 0; i < keys.size(); i++) {
+    uppers.push_back(SegmentEntry{first_new_id + i, old.table, keys[i], i + 1 < keys.size() ? keys[i + 1] : old.hi, old.node});
+    ops.push_back({SegmentKey(uppers.back().id), EncodeSegment(uppers.back())});
+  }
+  ops.push_back({U64Key(kSplitPrefix, seg), "", true});
+  RETURN_NOT_OK(kv_->Write(ops));
   splits_.erase(seg);
   old = lower;
-  by_table_[upper.table][split_key] = upper;
-  seg_index_[new_id] = {upper.table, split_key};
+  for (const auto& u : uppers) {
+    by_table_[u.table][u.lo] = u;
+    seg_index_[u.id] = {u.table, u.lo};
+  }
   return Status::OK();
 }
 
@@ -576,6 +605,7 @@ Status Catalog::LogSplitIntent(const SplitIntent& si) {
   w.VarU64(si.segment);
   w.VarU64(si.new_id);
   w.VarU64(si.node);
+  if (si.pieces > 1) w.VarU64(si.pieces);  // one piece: the record as before pieces existed
   std::unique_lock l(mu_);
   RETURN_NOT_OK(kv_->Write({{U64Key(kSplitPrefix, si.segment), v}}));
   splits_[si.segment] = si;

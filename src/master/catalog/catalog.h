@@ -47,6 +47,7 @@ struct MoveIntent {
 struct SplitIntent {
   SegmentId segment = 0, new_id = 0;
   NodeId node = 0;
+  uint32_t pieces = 1;  // cut into up to this many new segments: new_id, new_id + 1, ...
 };
 
 // First ids of system views; user tables get ids below this.
@@ -126,6 +127,9 @@ class Catalog : public plan::CatalogReader {
   Status ClearSplitIntent(SegmentId seg);
   std::vector<SplitIntent> PendingSplits() const;
   Status ApplySplit(SegmentId seg, SegmentId new_id, const std::string& split_key);
+  // The same for a cut into pieces: segment `first_new_id` + i takes [keys[i], keys[i + 1])
+  // (the last one up to the old high key), `seg` keeps what lies below keys[0].
+  Status ApplySplits(SegmentId seg, SegmentId first_new_id, const std::vector<std::string>& keys);
   // Moves: the intent is logged before any bytes move; SetOwner switches ownership and
   // clears the intent in one atomic write.
   Status LogMoveIntent(const MoveIntent& m);
@@ -147,6 +151,8 @@ class Catalog : public plan::CatalogReader {
   // Durable counters, handed out in memory from persisted blocks: a restart may skip values
   // but never repeats one.
   Result<uint64_t> NextSegmentId();
+  // The first of `n` consecutive fresh segment ids.
+  Result<uint64_t> NextSegmentIds(uint64_t n);
   Result<uint64_t> NextRowId(TableId table);
   // The next value of serial column `column` of `table` (1, 2, ...; gaps after a restart).
   Result<uint64_t> NextSerial(TableId table, int column);

@@ -130,6 +130,43 @@ TEST_F(CatalogTest, CountersNeverRepeatAcrossRestarts) {
   EXPECT_GT(*cat_->NextTimestamp(), last);
 }
 
+// A cut into pieces: consecutive fresh ids, the intent with its piece count survives a
+// restart, and the pieces are recorded with the intent's end in one write.
+TEST_F(CatalogTest, ASplitIntoPiecesIsLoggedAndRecordedAtOnce) {
+  TableSchema t = Schema("p");
+  auto seg = cat_->CreateTable(&t, 1);
+  ASSERT_TRUE(seg.ok());
+  auto single = cat_->NextSegmentId();
+  auto first = cat_->NextSegmentIds(100);  // more than a counter block
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_GT(*first, *single);
+  ASSERT_TRUE(cat_->LogSplitIntent({seg->id, *first, 1, 3}).ok());
+  Reopen();
+  EXPECT_GE(*cat_->NextSegmentId(), *first + 100) << "ids of the block must not be handed out again";
+  ASSERT_EQ(cat_->PendingSplits().size(), 1u);
+  EXPECT_EQ(cat_->PendingSplits()[0].pieces, 3u);
+  EXPECT_EQ(cat_->PendingSplits()[0].new_id, *first);
+  // Keys out of order are refused and change nothing.
+  EXPECT_FALSE(cat_->ApplySplits(seg->id, *first, {K(300), K(200)}).ok());
+  EXPECT_EQ(cat_->AllSegments().size(), 1u);
+  ASSERT_TRUE(cat_->ApplySplits(seg->id, *first, {K(100), K(200)}).ok());  // fewer pieces than asked
+  EXPECT_TRUE(cat_->PendingSplits().empty());
+  Reopen();
+  EXPECT_TRUE(cat_->PendingSplits().empty());
+  ASSERT_EQ(cat_->AllSegments().size(), 3u);
+  EXPECT_EQ(cat_->SegmentForKey(t.id, K(99))->id, seg->id);
+  EXPECT_EQ(cat_->SegmentForKey(t.id, K(100))->id, *first);
+  EXPECT_EQ(cat_->SegmentForKey(t.id, K(199))->id, *first);
+  EXPECT_EQ(cat_->SegmentForKey(t.id, K(200))->id, *first + 1);
+  EXPECT_EQ(cat_->SegmentForKey(t.id, K(1 << 30))->id, *first + 1);
+  EXPECT_EQ(cat_->GetSegment(*first + 1)->hi, "");
+  // A one-piece intent is stored as before pieces existed, and reads back as one piece.
+  ASSERT_TRUE(cat_->LogSplitIntent({seg->id, *first + 2, 1}).ok());
+  Reopen();
+  ASSERT_EQ(cat_->PendingSplits().size(), 1u);
+  EXPECT_EQ(cat_->PendingSplits()[0].pieces, 1u);
+}
+
 TEST_F(CatalogTest, MoveIntentsAndTrashAreLogged) {
   TableSchema t = Schema("m");
   auto seg = cat_->CreateTable(&t, 1);

@@ -230,6 +230,10 @@ class Cluster {
   // With `top_bytes` > 0 the node splits off about that many bytes of its highest keys
   // (see SegmentStore::Split), else at the middle.
   Result<SegmentId> SplitSegment(SegmentId seg, uint64_t top_bytes = 0);
+  // Cuts up to `pieces` pieces of about `piece_bytes` off the top of `seg` in one step on its
+  // node (SegmentStore::SplitPieces; one logged intent for all); returns the new segments'
+  // ids in key order, or none if `seg` holds fewer than two keys.
+  Result<std::vector<SegmentId>> SplitPieces(SegmentId seg, uint64_t piece_bytes, uint32_t pieces);
   // The active, up node (excluding `except`) with the fewest segments of `table` (if not 0),
   // then the fewest segments, or 0 if none.
   NodeId LeastLoadedNode(NodeId except = 0, TableId table = 0);
@@ -261,6 +265,8 @@ class Cluster {
   // that worked. 55P03: a key was locked and nothing happened.
   Status CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws);
   void RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes);
+  static constexpr uint64_t kSplitBytesPerRequest = 256ull << 20;  // a cut into pieces moves at most this much
+  static constexpr uint64_t kMaxSplitPieces = 64;
   static constexpr int kMaxWriteAttempts = 100;  // routings of one write (segments moved or split meanwhile)
   // The request may have reached the node, but no answer came back.
   static bool IsLinkFailure(const Status& s) {

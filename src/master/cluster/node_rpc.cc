@@ -308,6 +308,25 @@ Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id, uin
   });
 }
 
+Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg, SegmentId first_new_id,
+                                                uint64_t piece_bytes, uint32_t pieces) {
+  std::vector<std::string> keys;
+  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {
+    auto s = r.initSplit();
+    s.setSegment(seg);
+    s.setNewId(first_new_id);
+    s.setTopBytes(piece_bytes);
+    s.setPieces(pieces);
+  }, [&](proto::Response::Reader resp) {
+    if (resp.which() != proto::Response::SPLIT_KEYS) return Status::Corruption("split reply without keys");
+    auto list = resp.getSplitKeys();
+    if (list.size() == 0 || list.size() > pieces) return Status::Corruption("split reply with a wrong number of keys");
+    for (auto k : list) keys.push_back(Str(k));
+    return Status::OK();
+  }));
+  return keys;
+}
+
 Result<std::string> RpcSettleSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
   return SplitKeyCall(c, [&](proto::Request::Builder r) {
     auto s = r.initSettleSplit();

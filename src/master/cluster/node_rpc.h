@@ -126,6 +126,10 @@ Status RpcAddIndex(NodeClient& c, SegmentId seg, const IndexKeySpec& spec, Times
 Status RpcDropIndex(NodeClient& c, SegmentId seg, uint32_t index);
 
 Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id, uint64_t top_bytes = 0);
+// Cuts up to `pieces` pieces of about `piece_bytes` off the top of `seg` at once, as segments
+// `first_new_id` + i: their low keys, in order (SegmentStore::SplitPieces).
+Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg, SegmentId first_new_id,
+                                                uint64_t piece_bytes, uint32_t pieces);
 // After a split's reply was lost: its split key if the node did it, NotFound if it did not
 // (and then it never will).
 Result<std::string> RpcSettleSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
