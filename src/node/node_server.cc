@@ -135,8 +135,10 @@ void NodeServer::Stop() {
 
 void NodeServer::UpkeepLoop() {
   // Twice per quiet period, one garbage collection and images for up to two quiet segments
-  // written since the start: a loaded table gets its images soon after the load, a little at
-  // a time. Deferred work runs as it comes.
+  // written since the start (five times as often while every round builds its two): a loaded
+  // table gets its images soon after the load, a little at a time. Deferred work runs as it
+  // comes.
+  constexpr int kImagesPerTick = 2;
   const auto tick = std::chrono::milliseconds(std::max(100, opts_.column_cache_quiet_ms / 2));
   auto next = std::chrono::steady_clock::now() + tick;
   std::unique_lock<std::mutex> l(upkeep_mu_);
@@ -151,9 +153,11 @@ void NodeServer::UpkeepLoop() {
       // Old versions that scans keep stepping over go first: they slow every reader.
       auto collected = store_->CollectGarbage(1);
       if (!collected.ok()) Log("node")->warn("old versions not collected: {}", collected.status().ToString());
-      auto built = columns_->Warm(*store_, 2);
+      auto built = columns_->Warm(*store_, kImagesPerTick);
       if (!built.ok()) Log("node")->warn("column images not built: {}", built.status().ToString());
-      next = std::chrono::steady_clock::now() + tick;
+      // A backlog (a bulk load's segments, just split): the next ones soon after.
+      bool backlog = built.ok() && *built >= kImagesPerTick;
+      next = std::chrono::steady_clock::now() + (backlog ? tick / 5 : tick);
     }
     l.lock();
   }
