@@ -120,9 +120,9 @@ class Catalog : public plan::CatalogReader {
   std::vector<SegmentEntry> AllSegments() const;
   std::vector<SegmentEntry> SegmentsOnNode(NodeId node) const;
 
-  // Splits: the intent is logged before the node is asked; ApplySplit records the two
-  // halves and clears the intent in one atomic write; ClearSplitIntent when the node did
-  // not split.
+  // Splits: the intent is logged before the node is asked; ApplySplit (ApplySplits for a
+  // cut into pieces) records the old segment's new range and the new segments and clears the
+  // intent in one atomic write; ClearSplitIntent when the node did not split.
   Status LogSplitIntent(const SplitIntent& s);
   Status ClearSplitIntent(SegmentId seg);
   std::vector<SplitIntent> PendingSplits() const;

@@ -284,6 +284,8 @@ class Cluster {
   // Ends commit `ts`; returns once no commit with a lower timestamp is still in flight.
   void EndCommit(Timestamp ts);
   Status RecoverMove(const MoveIntent& m);
+  // Unavailable (55006): `seg`'s latch was not free within `waited_ms`.
+  static Status InUse(SegmentId seg, int waited_ms);
   Status RecoverSplit(const SplitIntent& si);
   // RecoverSplit with admin_mu_ and the segment's latch (exclusive) held by the caller.
   Status RecoverSplitLocked(const SplitIntent& si);

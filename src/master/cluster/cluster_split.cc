@@ -1,0 +1,122 @@
+// Cluster: splitting segments (at the middle, or many pieces off the top at once), and
+// settling a logged split whose outcome was not learned.
+#include <algorithm>
+
+#include "common/failpoint.h"
+#include "common/logging.h"
+#include "master/cluster/cluster.h"
+#include "master/cluster/node_rpc.h"
+
+namespace wattdb::master {
+
+Result<SegmentId> Cluster::SplitSegment(SegmentId seg, uint64_t top_bytes) {
+  ASSIGN_OR_RETURN(auto fresh, SplitPieces(seg, top_bytes, 1));
+  return fresh.empty() ? SegmentId{0} : fresh.front();
+}
+
+Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piece_bytes, uint32_t pieces) {
+  pieces = std::max<uint32_t>(pieces, 1);
+  NodeId node;
+  TableId table;
+  std::vector<SegmentId> fresh;
+  {
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    auto latch = Latch(seg);
+    std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+    if (!excl.owns_lock()) return InUse(seg, config_.latch_wait_ms);
+    // A split of this segment whose outcome is not settled yet (lost reply, crash) is
+    // settled first: the node may hold new segments the catalog does not know.
+    for (const auto& si : catalog_->PendingSplits()) {
+      if (si.segment == seg) RETURN_NOT_OK(RecoverSplitLocked(si));
+    }
+    ASSIGN_OR_RETURN(SegmentEntry e, catalog_->GetSegment(seg));
+    ASSIGN_OR_RETURN(auto client, registry_->Client(e.node));
+    ASSIGN_OR_RETURN(SegmentId first, catalog_->NextSegmentIds(pieces));
+    // Logged first: if the reply is lost (or the master dies) after the node split, the
+    // intent tells recovery to look for the new segments on the node.
+    RETURN_NOT_OK(catalog_->LogSplitIntent({seg, first, e.node, pieces}));
+    MaybeFail("master.split.after_intent");
+    Result<std::vector<std::string>> keys = [&]() -> Result<std::vector<std::string>> {
+      if (pieces > 1) return RpcSplitPieces(*client, seg, first, piece_bytes, pieces);
+      ASSIGN_OR_RETURN(std::string key, RpcSplit(*client, seg, first, piece_bytes));
+      return std::vector<std::string>{std::move(key)};
+    }();
+    MaybeFail("master.split.after_node_split");
+    if (!keys.ok()) {
+      if (keys.status().code() == Status::Code::kInvalidArgument) {
+        RETURN_NOT_OK(catalog_->ClearSplitIntent(seg));
+        return fresh;
+      }
+      // Did the node split before the failure? Settled now if it can be asked, else later.
+      Status r = RecoverSplitLocked({seg, first, e.node, pieces});
+      if (!r.ok()) Log("master")->warn("split outcome unknown seg={} new={} (maintenance retries): {}", seg, first, r.ToString());
+      return keys.status();
+    }
+    RETURN_NOT_OK(catalog_->ApplySplits(seg, first, *keys));
+    for (size_t i = 0; i < keys->size(); i++) fresh.push_back(first + i);
+    node = e.node;
+    table = e.table;
+    Log("master")->info("segment split seg={} new={}..{} node=n{}", seg, fresh.front(), fresh.back(), node);
+  }
+  if (opts_.balance) {
+    // A new segment goes where its table has the fewest segments (then where the fewest
+    // are): a table's pieces spread over the nodes, so that its scans use them all.
+    for (SegmentId id : fresh) {
+      auto load = SegmentCounts(table);
+      NodeId target = LeastLoaded(load, table);
+      if (target == 0 || target == node) continue;
+      const NodeLoad& from = load[node];
+      const NodeLoad& to = load[target];
+      if (from.of_table > to.of_table + 1 || (from.of_table > to.of_table && from.all > to.all + 1)) {
+        auto moved = MoveSegment(id, target);
+        if (!moved.ok()) Log("master")->warn("balance move failed seg={} err={}", id, moved.status().ToString());
+      }
+    }
+  }
+  return fresh;
+}
+
+Status Cluster::RecoverSplit(const SplitIntent& si) {
+  // REQUIRES admin_mu_ held. Writers stay out while the map changes.
+  auto latch = Latch(si.segment);
+  std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+  if (!excl.owns_lock()) return InUse(si.segment, config_.latch_wait_ms);
+  return RecoverSplitLocked(si);
+}
+
+Status Cluster::RecoverSplitLocked(const SplitIntent& si) {
+  // The new segments, if any, are on the node that split; ApplySplits records them with the
+  // old segment's owner, which must therefore still be that node (moves settle splits first).
+  ASSIGN_OR_RETURN(SegmentEntry owner, catalog_->GetSegment(si.segment));
+  if (owner.node != si.node) {
+    return Status::Internal(fmt::format("segment {} moved to node {} with its split into {} on node {} unsettled",
+                                        si.segment, owner.node, si.new_id, si.node));
+  }
+  ASSIGN_OR_RETURN(auto c, registry_->Client(si.node));
+  // The node's split is one atomic write: it made the first n of the ids, n >= 0. Asking
+  // for an id it did not make also bars a late request from making it.
+  std::vector<std::string> keys;
+  for (uint32_t i = 0; i < std::max<uint32_t>(si.pieces, 1); i++) {
+    auto key = RpcSettleSplit(*c, si.segment, si.new_id + i);
+    if (key.ok()) {
+      if (keys.size() != i) {
+        return Status::Internal(fmt::format("split of segment {} made segment {} but not {}", si.segment,
+                                            si.new_id + i, si.new_id + keys.size()));
+      }
+      keys.push_back(*key);
+    } else if (!key.status().IsNotFound()) {
+      return key.status();
+    }
+  }
+  if (!keys.empty()) {
+    RETURN_NOT_OK(catalog_->ApplySplits(si.segment, si.new_id, keys));
+    Log("master")->info("logged split finished seg={} new={}..{} node=n{}", si.segment, si.new_id,
+                        si.new_id + keys.size() - 1, si.node);
+    return Status::OK();
+  }
+  RETURN_NOT_OK(catalog_->ClearSplitIntent(si.segment));
+  Log("master")->info("logged split rolled back seg={} node=n{}", si.segment, si.node);
+  return Status::OK();
+}
+
+}  // namespace wattdb::master
