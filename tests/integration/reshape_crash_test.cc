@@ -163,6 +163,46 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, SplitCrash,
                                            "master.split.after_node_split"),  // master, before recording it
                          TestName);
 
+// The node freezes in the middle of a cut into many pieces (the rows in the new segments'
+// table files, nothing recorded): statements meet it and end within their deadlines, so does
+// the master's request, leaving its logged intent; once the node goes on, the split is
+// settled and splits go on, every row kept.
+TEST(SplitFreeze, AFrozenCutIsSettledOnceTheNodeGoesOn) {
+  MiniCluster cluster(MiniClusterOptions{1, 1 << 20, 200, /*balance=*/false});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_NO_FATAL_FAILURE(Load(cluster, *c));
+  c.reset();
+  cluster.StopMaster();
+  cluster.ArmFailpoint("node.split.after_ingest stop");
+  std::string out;
+  ASSERT_EQ(RunCommand("sed -i -e 's/^segment_bytes = .*/segment_bytes = 4096/' -e 's/^\\[cluster\\]$/[cluster]\\nrpc_timeout_ms = 3000/' " +
+                           cluster.dir() + "/cluster.toml",
+                       &out),
+            0)
+      << out;
+  ASSERT_TRUE(cluster.StartMaster());
+  const std::string armed = cluster.dir() + "/failpoints";
+  for (int i = 0; i < 300 && std::filesystem::exists(armed); i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_FALSE(std::filesystem::exists(armed)) << "no split froze; logs in " << cluster.dir();
+  c = cluster.Connect();
+  auto t0 = std::chrono::steady_clock::now();
+  std::string msg;
+  std::string st = c->Exec("SELECT count(*) FROM t", nullptr, &msg);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30)) << st << " " << msg;
+  EXPECT_NE(st, "") << "a read of the frozen node's segment answered";
+  pid_t pid = cluster.NodePid(1);
+  ASSERT_GT(pid, 0);
+  kill(pid, SIGCONT);
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000))
+      << "logs in " << cluster.dir();
+  c = cluster.Connect();
+  ASSERT_NO_FATAL_FAILURE(ExpectIntactAndWritable(cluster, *c));
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) > 2 FROM wattdb_segments WHERE table_name = 't'", "t", 30000));
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), std::to_string(kRows));
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), std::to_string(kRows / 2 + kRows));
+}
+
 class CollectCrash : public ::testing::TestWithParam<const char*> {};
 
 // Hot rows: each round adds a version of ids 0..99 and scans them, so that the node's scans
