@@ -222,16 +222,29 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
     if (ec) return Status::IOError(fmt::format("create {}/ingest: {}", dir_, ec.message()));
   }
   std::vector<std::unique_ptr<rocksdb::SstFileWriter>> writers;
+  auto open_file = [&](rocksdb::ColumnFamilyHandle* h, size_t i) -> Status {  // piece i's table file
+    files.push_back(fmt::format("{}/ingest/split-{}.sst", dir_, first_new_id + i));
+    writers.push_back(std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), db_->GetOptions(h), h));
+    return FromRocks(writers.back()->Open(files.back()), "split: open table file");
+  };
   auto open_piece = [&](size_t i) -> Status {  // segment first_new_id + i and its table file
     rocksdb::ColumnFamilyHandle* h = nullptr;
     RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(first_new_id + i), &h),
                             "split: create segment"));
     created.handles.push_back(h);
-    files.push_back(fmt::format("{}/ingest/split-{}.sst", dir_, first_new_id + i));
-    writers.push_back(std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), db_->GetOptions(h), h));
-    return FromRocks(writers.back()->Open(files.back()), "split: open table file");
+    return open_file(h, i);
   };
-  for (size_t i = 0; i < keys.size(); i++) RETURN_NOT_OK(open_piece(i));
+  {
+    // The pieces known already are created together: RocksDB rewrites its options file, which
+    // lists every column family, once for all of them rather than once for each.
+    std::vector<std::string> names;
+    for (size_t i = 0; i < keys.size(); i++) names.push_back(SegmentCfName(first_new_id + i));
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::Status cs = db_->CreateColumnFamilies(SegmentCfOptions(gc_factory_), names, &handles);
+    created.handles.insert(created.handles.end(), handles.begin(), handles.end());
+    RETURN_NOT_OK(FromRocks(cs, "split: create segments"));
+    for (size_t i = 0; i < keys.size(); i++) RETURN_NOT_OK(open_file(created.handles[i], i));
+  }
   MaybeFail("node.split.after_create");
   const int64_t find_ms = ms_since(t_start);
   const auto t_copy = SteadyClock::now();
@@ -337,9 +350,9 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   // one would split the segment again and again.
   seg->counters().bytes = total > moved_rows ? total - moved_rows : 0;
   for (size_t i = 0; i < n; i++) fresh[i]->counters().bytes = moved[i];
-  Log("storage")->info("segment split seg={} new={}..{} moved_bytes={} find_ms={} copy_ms={}", id, first_new_id,
-                       first_new_id + n - 1, std::accumulate(moved.begin(), moved.end(), uint64_t{0}), find_ms,
-                       ms_since(t_copy));
+  Log("storage")->info("segment split seg={} new={}..{} moved_bytes={} piece_bytes={} asked={} estimated={} find_ms={} copy_ms={}",
+                       id, first_new_id, first_new_id + n - 1, std::accumulate(moved.begin(), moved.end(), uint64_t{0}),
+                       piece_bytes, pieces, cut_in_copy, find_ms, ms_since(t_copy));
   auto compact = [this, seg, id, ms_since, from = RowUserKey(keys[0])] {
     MaybeFail("node.split.before_compact");
     const auto t = SteadyClock::now();
