@@ -30,10 +30,9 @@ namespace {
 // Returns up to `max_pieces` cuts in ascending order, each with at least one key below it
 // (the lowest piece never takes everything). (Rows outside the segment's range, which no
 // read sees, are not counted.)
-Result<std::vector<std::string>> TopSplitKeys(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m,
-                                              uint64_t piece_bytes, size_t max_pieces) {
+Result<std::vector<std::string>> TopSplitKeys(rocksdb::Iterator* it, const SegmentMeta& m, uint64_t piece_bytes,
+                                              size_t max_pieces) {
   std::vector<std::string> cuts;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
   uint64_t bytes = 0;
   std::string key;  // the user key of the versions being counted
   const std::string end = m.hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(m.hi);
@@ -60,7 +59,8 @@ Result<std::vector<std::string>> TopSplitKeys(rocksdb::DB* db, rocksdb::ColumnFa
 // estimated without reading a row: the highest start key of a table file above which
 // RocksDB's size estimate finds at least that share, with at least one row below it; ""
 // if there is none (few files, rows mostly in memtables).
-std::string EstimatedTopStart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m, double share) {
+std::string EstimatedTopStart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m, double share,
+                              rocksdb::Iterator* it) {
   const std::string lo = RowUserKey(m.lo);
   const std::string end = m.hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(m.hi);
   rocksdb::ColumnFamilyMetaData meta;
@@ -89,7 +89,6 @@ std::string EstimatedTopStart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, 
   }
   for (size_t i = starts.size(); i-- > 0;) {
     if (static_cast<double>(sizes[i + 1]) < share * static_cast<double>(sizes[0])) continue;
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
     it->Seek(lo);
     bool below = it->Valid() && it->key()[0] == kRowSpace && it->key().size() >= 9 &&
                  UserKey(it->key().ToStringView()) < std::string_view(starts[i]);
@@ -100,11 +99,9 @@ std::string EstimatedTopStart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, 
 
 // The user key at which about half of the stored bytes (all versions) of the rows of `cf` in
 // [m.lo, m.hi) lie below, and those bytes in `*total`; "" if they hold fewer than two keys.
-Result<std::string> MiddleSplitKey(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m,
-                                   uint64_t* total) {
+Result<std::string> MiddleSplitKey(rocksdb::Iterator* it, const SegmentMeta& m, uint64_t* total) {
   std::vector<std::pair<std::string, uint64_t>> key_bytes;  // distinct user keys, cumulative
   *total = 0;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
   for (it->Seek(RowUserKey(m.lo)); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
     std::string_view k = it->key().ToStringView();
     if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
@@ -156,6 +153,14 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
     seg = found->second;
   }
   SegmentMeta m = seg->meta();
+  // Finding the cuts and copying read one state, through one iterator: old versions the
+  // upkeep collects meanwhile would leave the pieces smaller than measured, or one empty.
+  std::unique_ptr<rocksdb::Iterator> it;
+  {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;  // what moves is read once; the hot blocks of other segments stay
+    it.reset(db_->NewIterator(ro, seg->cf()));
+  }
 
   // Piece i holds [keys[i], keys[i + 1]) (the last one up to m.hi). Split from the top, the
   // lowest cut is estimated from the table files (no row read) and the others fall where a
@@ -166,20 +171,20 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   if (piece_bytes > 0) {
     const uint64_t counted = seg->counters().bytes.load();
     if (counted > piece_bytes) {
-      std::string start = EstimatedTopStart(db_.get(), seg->cf(), m, double(piece_bytes) * pieces / counted);
+      std::string start = EstimatedTopStart(db_.get(), seg->cf(), m, double(piece_bytes) * pieces / counted, it.get());
       if (!start.empty()) {
         keys.push_back(std::move(start));
         cut_in_copy = true;
       }
     }
     if (!cut_in_copy) {
-      ASSIGN_OR_RETURN(keys, TopSplitKeys(db_.get(), seg->cf(), m, piece_bytes, pieces));
+      ASSIGN_OR_RETURN(keys, TopSplitKeys(it.get(), m, piece_bytes, pieces));
     }
   }
   // Otherwise (or if the top holds about everything): at the middle.
   uint64_t total = 0;
   if (keys.empty()) {
-    ASSIGN_OR_RETURN(std::string middle, MiddleSplitKey(db_.get(), seg->cf(), m, &total));
+    ASSIGN_OR_RETURN(std::string middle, MiddleSplitKey(it.get(), m, &total));
     if (middle.empty()) return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
     keys.push_back(std::move(middle));
   } else {
@@ -246,6 +251,7 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
     for (size_t i = 0; i < keys.size(); i++) RETURN_NOT_OK(open_file(created.handles[i], i));
   }
   MaybeFail("node.split.after_create");
+  if (after_split_find_) after_split_find_();
   const int64_t find_ms = ms_since(t_start);
   const auto t_copy = SteadyClock::now();
   rocksdb::WriteBatch b;
@@ -256,7 +262,6 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
       moved[piece] += it.key().size() + it.value().size();
       return FromRocks(writers[piece]->Put(it.key(), it.value()), "split: write table file");
     };
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg->cf()));
     size_t piece = 0;
     std::string last_user;  // cutting in the copy: the key whose versions are being moved
     for (it->Seek(RowUserKey(keys[0])); it->Valid() && it->key()[0] == kRowSpace; it->Next()) {
@@ -296,6 +301,7 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
       RETURN_NOT_OK(FromRocks(writers[i]->Finish(), "split: finish table file"));
     }
   }
+  it.reset();  // the state it pinned is copied
   const size_t n = keys.size();
   for (size_t i = 0; i < n; i++) {
     fresh.push_back(std::make_shared<Segment>(

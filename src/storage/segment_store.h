@@ -419,6 +419,8 @@ class SegmentStore {
                                                size_t pieces, std::function<void()>* compact_later = nullptr);
   // Tests: runs in Split after the copy, before the final write (without the store's locks).
   void set_before_split_write_for_test(std::function<void()> f) { before_split_write_ = std::move(f); }
+  // Tests: runs in Split once the cuts are found, before the copy (without the store's locks).
+  void set_after_split_find_for_test(std::function<void()> f) { after_split_find_ = std::move(f); }
   // Whether Split(seg, new_id) happened: its split key (the new segment's low key), after
   // waiting for a split in progress; NotFound if it did not, and then it never will (a late
   // request to do it is refused).
@@ -506,6 +508,7 @@ class SegmentStore {
   mutable std::mutex list_mu_;
   std::shared_ptr<const std::vector<SegmentRef>> list_;
   std::function<void()> before_split_write_;  // set_before_split_write_for_test
+  std::function<void()> after_split_find_;    // set_after_split_find_for_test
   std::mutex split_mu_;  // serializes splits (which hold mu_ only briefly); guards cancelled_splits_
   std::set<SegmentId> cancelled_splits_;  // new ids SettleSplit found unused
   std::map<SegmentId, SegmentRef> segments_;

@@ -459,6 +459,35 @@ TEST_F(SegmentStoreTest, SplitPiecesStartsAtATableFileEstimatedToHoldTheTop) {
   EXPECT_EQ((*store_->Get(11))->meta().hi, "");
 }
 
+// Old versions collected between finding the cuts and copying do not change what the pieces
+// hold: both read one state (before, the pieces came out about half the size measured, and a
+// piece whose keys were all collected failed the split).
+TEST_F(SegmentStoreTest, VersionsCollectedDuringASplitLeaveItsPiecesAsMeasured) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 200; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, "v1")});
+  ASSERT_TRUE(store_->Apply(5, ops).ok());
+  for (auto& op : ops) op.row = R(0, "v2");
+  ASSERT_TRUE(store_->Apply(9, ops).ok());
+  uint64_t total = (*store_->Get(1))->counters().bytes.load();
+  store_->SetGcHorizon(20);  // the versions at 5 are hidden from every reader from now on
+  store_->set_after_split_find_for_test([&] { ASSERT_TRUE(store_->CompactSegment(1).ok()); });
+  auto keys = store_->SplitPieces(1, 10, total / 10, 3);
+  store_->set_after_split_find_for_test(nullptr);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  ASSERT_EQ(keys->size(), 3u);
+  for (int i = 0; i < 3; i++) {
+    SCOPED_TRACE(i);
+    auto piece = ScanAll(*store_, 10 + i, 9);
+    EXPECT_GE(piece.size(), 18u) << "a tenth of the rows, as measured with both versions";
+    EXPECT_LE(piece.size(), 22u);
+    EXPECT_GE((*store_->Get(10 + i))->counters().bytes.load(), total / 10);
+  }
+  size_t all = ScanAll(*store_, 1, 9).size();
+  for (int i = 0; i < 3; i++) all += ScanAll(*store_, 10 + i, 9).size();
+  EXPECT_EQ(all, 200u);
+}
+
 // A segment dropped (its table dropped) while it splits: the split gives up, and the store
 // opens again without either segment (before, the split wrote the dropped segment's metadata
 // back, and the node could not start: "metadata but no column family").
