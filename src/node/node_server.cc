@@ -117,15 +117,7 @@ void NodeServer::Stop() {
   // 3. Flush and close storage (RocksDB's Close flushes the WAL), once no request of the
   //    hosting process runs.
   std::unique_lock<std::shared_mutex> in_process(in_process_mu_);
-  {
-    // Deferred by a request of the hosting process after the upkeep thread ended.
-    std::vector<std::function<void()>> work;
-    {
-      std::lock_guard<std::mutex> l(upkeep_mu_);
-      work.swap(deferred_);
-    }
-    for (auto& w : work) w();
-  }
+  RunDeferred();  // deferred by a request of the hosting process after the upkeep thread ended
   participant_.reset();
   store_.reset();
   std::error_code ec;
@@ -141,13 +133,12 @@ void NodeServer::UpkeepLoop() {
   constexpr int kImagesPerTick = 2;
   const auto tick = std::chrono::milliseconds(std::max(100, opts_.column_cache_quiet_ms / 2));
   auto next = std::chrono::steady_clock::now() + tick;
-  std::unique_lock<std::mutex> l(upkeep_mu_);
   while (true) {
-    upkeep_cv_.wait_until(l, next, [this] { return stopping_.load() || !deferred_.empty(); });
-    std::vector<std::function<void()>> work;
-    work.swap(deferred_);
-    l.unlock();
-    for (auto& w : work) w();
+    {
+      std::unique_lock<std::mutex> l(upkeep_mu_);
+      upkeep_cv_.wait_until(l, next, [this] { return stopping_.load() || !deferred_.empty(); });
+    }
+    RunDeferred();
     if (stopping_.load()) break;
     if (std::chrono::steady_clock::now() >= next) {
       // Old versions that scans keep stepping over go first: they slow every reader.
@@ -159,13 +150,15 @@ void NodeServer::UpkeepLoop() {
       bool backlog = built.ok() && *built >= kImagesPerTick;
       next = std::chrono::steady_clock::now() + (backlog ? tick / 5 : tick);
     }
-    l.lock();
   }
-  // Queued while stopping: run before storage closes.
-  l.lock();
+}
+
+void NodeServer::RunDeferred() {
   std::vector<std::function<void()>> work;
-  work.swap(deferred_);
-  l.unlock();
+  {
+    std::lock_guard<std::mutex> l(upkeep_mu_);
+    work.swap(deferred_);
+  }
   for (auto& w : work) w();
 }
 

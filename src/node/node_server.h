@@ -150,8 +150,10 @@ class NodeServer : public rpc::LocalSegments {
   void UpkeepLoop();
   // Runs `work` on the upkeep thread, after the request at hand has been answered (a split's
   // compaction of the moved range: the next request need not wait for it). Work still queued
-  // when the node stops runs before storage closes.
+  // when the node stops runs in Stop, before storage closes.
   void Defer(std::function<void()> work);
+  // Runs (outside upkeep_mu_) the work deferred so far.
+  void RunDeferred();
   std::thread upkeep_thread_;
   std::mutex upkeep_mu_;
   std::condition_variable upkeep_cv_;  // wakes the upkeep thread to stop or to run deferred work

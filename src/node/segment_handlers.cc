@@ -24,7 +24,7 @@ bool NodeServer::OnDropSegment(Connection& conn, net::ReceivedMessage& msg) {
 
 namespace {
 
-// Answers a split or settle-split request with the split key (or why there is none).
+// Answers a settle-split request with the split key (or why there is none).
 bool ReplySplitKey(Connection& conn, const Result<std::string>& key) {
   capnp::MallocMessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
@@ -40,26 +40,21 @@ bool NodeServer::OnSplit(Connection& conn, net::ReceivedMessage& msg) {
   auto s = req.getSplit();
   // Prepared writes are addressed to this segment's range: it must not change under them,
   // and no write may land in the upper half while it moves to the new segment.
-  const bool many = s.getPieces() > 1;
   Result<std::vector<std::string>> keys = Result<std::vector<std::string>>(InUse(s.getSegment()));
   std::function<void()> compact;
   if (participant_->BeginExclusive(s.getSegment())) {
-    keys = store_->SplitPieces(s.getSegment(), s.getNewId(), s.getTopBytes(), many ? s.getPieces() : 1, &compact);
+    keys = store_->SplitPieces(s.getSegment(), s.getNewId(), s.getTopBytes(), std::max<uint32_t>(s.getPieces(), 1),
+                               &compact);
     participant_->EndExclusive(s.getSegment());
   }
-  bool ok;
-  if (many) {
-    capnp::MallocMessageBuilder mb;
-    auto resp = mb.initRoot<proto::Response>();
-    SetStatus(resp.initStatus(), keys.status());
-    if (keys.ok()) {
-      auto list = resp.initSplitKeys(keys->size());
-      for (size_t i = 0; i < keys->size(); i++) list.set(i, Bytes((*keys)[i]));
-    }
-    ok = SendResponse(conn, mb).ok();
-  } else {
-    ok = ReplySplitKey(conn, keys.ok() ? Result<std::string>(keys->front()) : Result<std::string>(keys.status()));
+  capnp::MallocMessageBuilder mb;
+  auto resp = mb.initRoot<proto::Response>();
+  SetStatus(resp.initStatus(), keys.status());
+  if (keys.ok()) {
+    auto list = resp.initSplitKeys(keys->size());
+    for (size_t i = 0; i < keys->size(); i++) list.set(i, Bytes((*keys)[i]));
   }
+  bool ok = SendResponse(conn, mb).ok();
   // After the answer, on the upkeep thread: the master goes on (the next split of a freshly
   // loaded table) while the moved range is compacted away here.
   if (compact) Defer(std::move(compact));

@@ -143,8 +143,8 @@ struct Request {
       topBytes @65 :UInt64;          # 0: split at the middle; else split off about this many
                                      # bytes of the highest keys (a segment far past its size)
       pieces @68 :UInt32;            # with topBytes: cut up to this many pieces of that size
-                                     # at once, as segments newId, newId + 1, ... in key order
-                                     # (reply: splitKeys); 0 or 1: one (reply: splitKey)
+                                     # at once, as segments newId, newId + 1, ... in key order;
+                                     # 0 counts as 1 (reply: splitKeys)
     }
     exportSegment @16 :UInt64;       # node -> node: send me this segment
     pullSegment :group {             # master -> target: fetch a segment from its owner
@@ -222,8 +222,8 @@ struct Response {
       nodeCpu @18 :List(NodeCpu);    # runPlan, last reply: CPU the nodes it read from spent
                                      # for it (its own exchanges' local reads included)
     }
-    splitKey @5 :Data;
-    splitKeys @22 :List(Data);        # split with pieces: the new segments' low keys, in order
+    splitKey @5 :Data;                 # settleSplit: the new segment's low key
+    splitKeys @22 :List(Data);        # split: the new segments' low keys, in order
     segmentExport :group {
       meta @6 :SegmentMeta;
       comparator @7 :Text;

@@ -255,7 +255,7 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   const int64_t find_ms = ms_since(t_start);
   const auto t_copy = SteadyClock::now();
   rocksdb::WriteBatch b;
-  uint64_t moved_rows = 0;
+  uint64_t moved_rows = 0;  // of the rows alone (before the index entries follow)
   std::vector<uint64_t> moved(keys.size(), 0);
   {
     auto move = [&](size_t piece, const rocksdb::Iterator& it) -> Status {
@@ -281,9 +281,9 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
       } else {
         while (piece + 1 < keys.size() && user >= keys[piece + 1]) piece++;
       }
-      moved_rows += it->key().size() + it->value().size();
       RETURN_NOT_OK(move(piece, *it));
     }
+    moved_rows = std::accumulate(moved.begin(), moved.end(), uint64_t{0});
     // Index entries follow their rows (the value of an entry is its row's primary key), so
     // they come after all rows: every writer stays open until then.
     for (it->Seek(std::string(1, kIndexSpace)); it->Valid() && it->key()[0] == kIndexSpace; it->Next()) {

@@ -16,11 +16,7 @@ namespace {
 TEST_F(SegmentStoreTest, SplitFromTheTopMovesAboutTopBytesOfTheHighestKeys) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   ASSERT_TRUE(store_->AddIndex(1, TextIndex(), 1).ok());
-  std::vector<WriteOp> ops;
-  for (int i = 0; i < 100; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, "v1")});
-  ASSERT_TRUE(store_->Apply(5, ops).ok());
-  for (auto& op : ops) op.row = R(0, "v2");
-  ASSERT_TRUE(store_->Apply(9, ops).ok());
+  ASSERT_NO_FATAL_FAILURE(PutTwoVersions(1, 100));
   uint64_t total = (*store_->Get(1))->counters().bytes.load();
   auto split = store_->Split(1, 2, total / 10);
   ASSERT_TRUE(split.ok()) << split.status().ToString();
@@ -51,11 +47,7 @@ TEST_F(SegmentStoreTest, SplitFromTheTopMovesAboutTopBytesOfTheHighestKeys) {
 TEST_F(SegmentStoreTest, SplitPiecesCutsSeveralPiecesOffTheTopAtOnce) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   ASSERT_TRUE(store_->AddIndex(1, TextIndex(), 1).ok());
-  std::vector<WriteOp> ops;
-  for (int i = 0; i < 200; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, "v1")});
-  ASSERT_TRUE(store_->Apply(5, ops).ok());
-  for (auto& op : ops) op.row = R(0, "v2");
-  ASSERT_TRUE(store_->Apply(9, ops).ok());
+  ASSERT_NO_FATAL_FAILURE(PutTwoVersions(1, 200));
   uint64_t total = (*store_->Get(1))->counters().bytes.load();
   auto keys = store_->SplitPieces(1, 10, total / 10, 3);
   ASSERT_TRUE(keys.ok()) << keys.status().ToString();
@@ -143,11 +135,7 @@ TEST_F(SegmentStoreTest, SplitPiecesStartsAtATableFileEstimatedToHoldTheTop) {
 // piece whose keys were all collected failed the split).
 TEST_F(SegmentStoreTest, VersionsCollectedDuringASplitLeaveItsPiecesAsMeasured) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
-  std::vector<WriteOp> ops;
-  for (int i = 0; i < 200; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, "v1")});
-  ASSERT_TRUE(store_->Apply(5, ops).ok());
-  for (auto& op : ops) op.row = R(0, "v2");
-  ASSERT_TRUE(store_->Apply(9, ops).ok());
+  ASSERT_NO_FATAL_FAILURE(PutTwoVersions(1, 200));
   uint64_t total = (*store_->Get(1))->counters().bytes.load();
   store_->SetGcHorizon(20);  // the versions at 5 are hidden from every reader from now on
   store_->set_after_split_find_for_test([&] { ASSERT_TRUE(store_->CompactSegment(1).ok()); });

@@ -46,6 +46,14 @@ class SegmentStoreTest : public ::testing::Test {
     fs::remove_all(root_);
   }
 
+  // Rows 0 .. rows - 1 of segment `seg`: "v1" at 5, then "v2" at 9.
+  void PutTwoVersions(SegmentId seg, int rows) {
+    std::vector<WriteOp> ops;
+    for (int i = 0; i < rows; i++) ops.push_back({seg, K(i), VersionKind::kPut, R(i, "v1")});
+    ASSERT_TRUE(store_->Apply(5, ops).ok());
+    for (auto& op : ops) op.row = R(0, "v2");
+    ASSERT_TRUE(store_->Apply(9, ops).ok());
+  }
   static std::string K(int64_t i) {
     std::string k;
     EncodeKeyValue(Value::Int64(i), &k);

@@ -167,36 +167,26 @@ Status Catalog::Load() {
   });
 }
 
-Result<uint64_t> Catalog::NextFromCounter(const std::string& name, uint64_t block) {
+Result<uint64_t> Catalog::NextFromCounter(const std::string& name, uint64_t block, uint64_t n) {
   // REQUIRES: mu_ held exclusively.
+  if (n == 0) return Status::InvalidArgument(fmt::format("no {} values asked for", name));
   Counter& c = counters_[name];
   if (c.next == 0) c.next = c.limit = 1;
-  if (c.next >= c.limit) {
-    uint64_t limit = c.next + block;
-    RETURN_NOT_OK(kv_->Write({{std::string(kCounterPrefix) + name, std::to_string(limit)}}));
-    c.limit = limit;
-  }
-  return c.next++;
-}
-
-Result<uint64_t> Catalog::NextSegmentId() {
-  std::unique_lock l(mu_);
-  return NextFromCounter("segment", 64);
-}
-
-Result<uint64_t> Catalog::NextSegmentIds(uint64_t n) {
-  std::unique_lock l(mu_);
-  if (n == 0) return Status::InvalidArgument("no segment ids asked for");
-  Counter& c = counters_["segment"];
-  if (c.next == 0) c.next = c.limit = 1;
   if (c.limit - c.next < n) {
-    uint64_t limit = c.next + std::max<uint64_t>(64, n);
-    RETURN_NOT_OK(kv_->Write({{std::string(kCounterPrefix) + "segment", std::to_string(limit)}}));
+    uint64_t limit = c.next + std::max(block, n);
+    RETURN_NOT_OK(kv_->Write({{std::string(kCounterPrefix) + name, std::to_string(limit)}}));
     c.limit = limit;
   }
   uint64_t first = c.next;
   c.next += n;
   return first;
+}
+
+Result<uint64_t> Catalog::NextSegmentId() { return NextSegmentIds(1); }
+
+Result<uint64_t> Catalog::NextSegmentIds(uint64_t n) {
+  std::unique_lock l(mu_);
+  return NextFromCounter("segment", 64, n);
 }
 
 Result<uint64_t> Catalog::NextRowId(TableId table) {

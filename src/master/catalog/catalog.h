@@ -165,7 +165,8 @@ class Catalog : public plan::CatalogReader {
   Status Load();
   // User tables (system false) or system views (true).
   std::vector<TableSchema> TablesOf(bool system) const;
-  Result<uint64_t> NextFromCounter(const std::string& name, uint64_t block);
+  // The first of `n` consecutive values of counter `name`, persisted `block` (or `n`) at a time.
+  Result<uint64_t> NextFromCounter(const std::string& name, uint64_t block, uint64_t n = 1);
   static std::string SegmentKey(SegmentId id);
   // Writes `ops` plus the removal of the tables' segments into the trash, atomically.
   // REQUIRES: mu_ held exclusively.

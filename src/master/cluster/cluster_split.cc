@@ -36,11 +36,7 @@ Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piec
     // intent tells recovery to look for the new segments on the node.
     RETURN_NOT_OK(catalog_->LogSplitIntent({seg, first, e.node, pieces}));
     MaybeFail("master.split.after_intent");
-    Result<std::vector<std::string>> keys = [&]() -> Result<std::vector<std::string>> {
-      if (pieces > 1) return RpcSplitPieces(*client, seg, first, piece_bytes, pieces);
-      ASSIGN_OR_RETURN(std::string key, RpcSplit(*client, seg, first, piece_bytes));
-      return std::vector<std::string>{std::move(key)};
-    }();
+    auto keys = RpcSplitPieces(*client, seg, first, piece_bytes, pieces);
     MaybeFail("master.split.after_node_split");
     if (!keys.ok()) {
       if (keys.status().code() == Status::Code::kInvalidArgument) {

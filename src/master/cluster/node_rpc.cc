@@ -284,30 +284,6 @@ Status RpcDropIndex(NodeClient& c, SegmentId seg, uint32_t index) {
   }, nullptr);
 }
 
-namespace {
-
-// A request answered with a split key (split, settle split).
-Result<std::string> SplitKeyCall(NodeClient& c, const std::function<void(proto::Request::Builder)>& build) {
-  std::string key;
-  RETURN_NOT_OK(Call(c, build, [&](proto::Response::Reader resp) {
-    if (resp.which() != proto::Response::SPLIT_KEY) return Status::Corruption("split reply without key");
-    key = Str(resp.getSplitKey());
-    return Status::OK();
-  }));
-  return key;
-}
-
-}  // namespace
-
-Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id, uint64_t top_bytes) {
-  return SplitKeyCall(c, [&](proto::Request::Builder r) {
-    auto s = r.initSplit();
-    s.setSegment(seg);
-    s.setNewId(new_id);
-    s.setTopBytes(top_bytes);
-  });
-}
-
 Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg, SegmentId first_new_id,
                                                 uint64_t piece_bytes, uint32_t pieces) {
   std::vector<std::string> keys;
@@ -320,7 +296,7 @@ Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg, Se
   }, [&](proto::Response::Reader resp) {
     if (resp.which() != proto::Response::SPLIT_KEYS) return Status::Corruption("split reply without keys");
     auto list = resp.getSplitKeys();
-    if (list.size() == 0 || list.size() > pieces) return Status::Corruption("split reply with a wrong number of keys");
+    if (list.size() == 0 || list.size() > std::max<uint32_t>(pieces, 1)) return Status::Corruption("split reply with a wrong number of keys");
     for (auto k : list) keys.push_back(Str(k));
     return Status::OK();
   }));
@@ -328,11 +304,17 @@ Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg, Se
 }
 
 Result<std::string> RpcSettleSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
-  return SplitKeyCall(c, [&](proto::Request::Builder r) {
+  std::string key;
+  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {
     auto s = r.initSettleSplit();
     s.setSegment(seg);
     s.setNewId(new_id);
-  });
+  }, [&](proto::Response::Reader resp) {
+    if (resp.which() != proto::Response::SPLIT_KEY) return Status::Corruption("split reply without key");
+    key = Str(resp.getSplitKey());
+    return Status::OK();
+  }));
+  return key;
 }
 
 Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& host, uint16_t port) {

@@ -125,9 +125,9 @@ Status RpcCompact(NodeClient& c, SegmentId seg);
 Status RpcAddIndex(NodeClient& c, SegmentId seg, const IndexKeySpec& spec, Timestamp build_ts);
 Status RpcDropIndex(NodeClient& c, SegmentId seg, uint32_t index);
 
-Result<std::string> RpcSplit(NodeClient& c, SegmentId seg, SegmentId new_id, uint64_t top_bytes = 0);
 // Cuts up to `pieces` pieces of about `piece_bytes` off the top of `seg` at once, as segments
-// `first_new_id` + i: their low keys, in order (SegmentStore::SplitPieces).
+// `first_new_id` + i: their low keys, in order (SegmentStore::SplitPieces; without
+// `piece_bytes`, one piece at the middle).
 Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg, SegmentId first_new_id,
                                                 uint64_t piece_bytes, uint32_t pieces);
 // After a split's reply was lost: its split key if the node did it, NotFound if it did not
