@@ -19,8 +19,10 @@ Each way runs --runs times, interleaved; the median time gives rows per second.
 Writes results.csv, scan.png and result.md into --out.
 
 usage: experiments/remote_scan/run.py [--quick] [--rows N] [--runs N] [--out DIR] [--build DIR]
-                                     [--hosts emulated|loopback] [--cpus N]
+                                     [--hosts emulated|loopback] [--cpus N] [--pad repeated|distinct]
 --quick: 200,000 rows, 3 runs; checks that the three ways give the same answer.
+--pad: every row's pad is the same text (default), or each row's differs (nothing repeats for
+the exchange's dictionary encoding to save).
 """
 import argparse
 import csv
@@ -64,6 +66,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
     ap.add_argument("--cpus", type=float, default=1.0)
+    ap.add_argument("--pad", choices=["repeated", "distinct"], default="repeated",
+                    help="every row's 100-byte pad the same text, or each a different one")
     args = ap.parse_args()
     rows = args.rows or (200_000 if args.quick else 2_000_000)
     runs = args.runs or (3 if args.quick else 7)
@@ -77,7 +81,8 @@ def main():
         step = 100_000
         for lo in range(1, rows + 1, step):
             hi = min(rows, lo + step - 1)
-            cl.sql(f"INSERT INTO t SELECT g, g % 1000, repeat('p', 100) FROM generate_series({lo}, {hi}) g")
+            pad = "repeat('p', 100)" if args.pad == "repeated" else "lpad(g::text, 100, 'p')"
+            cl.sql(f"INSERT INTO t SELECT g, g % 1000, {pad} FROM generate_series({lo}, {hi}) g")
         cl.sql("VACUUM t")
         segments = int(cl.scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 't'"))
         log(f"{segments} segments")

@@ -1,5 +1,6 @@
 #include "query/exec/batch_codec.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/bytes.h"
@@ -12,7 +13,81 @@ namespace {
 constexpr uint64_t kMaxRows = 1 << 20;
 constexpr uint64_t kMaxCols = 1 << 16;
 
-void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w) {
+// How an integer or text column's values follow its NULL bitmap.
+enum Layout : uint8_t {
+  kPlain = 0,       // each value: a zigzag varint / a length-prefixed text
+  kDelta = 1,       // integers: each value's difference from the one before (zigzag varint)
+  kDictionary = 2,  // texts: the distinct values (length-prefixed), then one byte per value
+};
+// A text column of at most this many distinct values travels as a dictionary.
+constexpr size_t kMaxDictionary = 32;
+
+size_t VarSize(uint64_t v) { return v < (1u << 7) ? 1 : (64 - static_cast<size_t>(__builtin_clzll(v)) + 6) / 7; }
+uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+
+// Integers go as differences when those are smaller (keys in order, timestamps near each
+// other), as judged from the first kSample values.
+constexpr size_t kSample = 64;
+
+void EncodeInts(const Vector& v, size_t rows, ByteWriter& w) {
+  const int64_t* x = v.ints();
+  size_t plain = 0, delta = 0;
+  uint64_t prev = 0;
+  for (size_t i = 0; i < std::min(rows, kSample); i++) {
+    if (v.IsNull(i)) continue;
+    plain += VarSize(ZigZag(x[i]));
+    delta += VarSize(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(x[i]) - prev)));
+    prev = static_cast<uint64_t>(x[i]);
+  }
+  w.U8(delta < plain ? kDelta : kPlain);
+  prev = 0;
+  for (size_t i = 0; i < rows; i++) {
+    if (v.IsNull(i)) continue;
+    w.VarI64(delta < plain ? static_cast<int64_t>(static_cast<uint64_t>(x[i]) - prev) : x[i]);
+    prev = static_cast<uint64_t>(x[i]);
+  }
+}
+
+// Fills `dict` with the distinct non-NULL values of `v` and `codes` with each one's index,
+// unless there are more than kMaxDictionary of them, or more than half of the first values
+// are distinct (false: the column is not worth a dictionary).
+bool DictionaryOf(const Vector& v, size_t rows, std::vector<std::string_view>* dict, std::string* codes) {
+  const std::string_view* t = v.texts();
+  size_t hit = 0;
+  for (size_t i = 0; i < rows; i++) {
+    if (v.IsNull(i)) continue;
+    if (codes->size() == kSample / 4 && dict->size() > codes->size() / 2) return false;
+    // The last value met first; shared bytes (repeats in a column image) without comparing.
+    if (dict->empty() || ((*dict)[hit].data() != t[i].data() && (*dict)[hit] != t[i])) {
+      hit = 0;
+      while (hit < dict->size() && (*dict)[hit] != t[i]) hit++;
+      if (hit == dict->size()) {
+        if (hit == kMaxDictionary) return false;
+        dict->push_back(t[i]);
+      }
+    }
+    codes->push_back(static_cast<char>(hit));
+  }
+  return true;
+}
+
+void EncodeTexts(const Vector& v, size_t rows, ByteWriter& w, std::string* out) {
+  std::vector<std::string_view> dict;
+  std::string codes;
+  if (rows > 1 && DictionaryOf(v, rows, &dict, &codes) && dict.size() < codes.size()) {
+    w.U8(kDictionary);
+    w.VarU64(dict.size());
+    for (std::string_view s : dict) w.Str(s);
+    out->append(codes);
+    return;
+  }
+  w.U8(kPlain);
+  for (size_t i = 0; i < rows; i++) {
+    if (!v.IsNull(i)) w.Str(v.texts()[i]);
+  }
+}
+
+void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w, std::string* out) {
   w.U8(static_cast<uint8_t>(v.phys()));
   w.U8(static_cast<uint8_t>(v.value_type()));
   bool nulls = v.HasNulls();
@@ -26,9 +101,7 @@ void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w) {
   }
   switch (v.phys()) {
     case PhysType::kInt:
-      for (size_t i = 0; i < rows; i++) {
-        if (!v.IsNull(i)) w.VarI64(v.ints()[i]);
-      }
+      EncodeInts(v, rows, w);
       break;
     case PhysType::kDouble:
       for (size_t i = 0; i < rows; i++) {
@@ -49,9 +122,7 @@ void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w) {
       }
       break;
     case PhysType::kText:
-      for (size_t i = 0; i < rows; i++) {
-        if (!v.IsNull(i)) w.Str(v.texts()[i]);
-      }
+      EncodeTexts(v, rows, w, out);
       break;
     case PhysType::kBoxed: {
       std::vector<Value> vals;
@@ -91,17 +162,26 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     v->AppendNulls(rows);
     return Status::OK();
   }
+  uint8_t layout = kPlain;
+  if (p == PhysType::kInt || p == PhysType::kText) {
+    const uint8_t other = p == PhysType::kInt ? kDelta : kDictionary;
+    if (!r.U8(&layout) || (layout != kPlain && layout != other)) return bad();
+  }
   if (p == PhysType::kInt || p == PhysType::kDouble || p == PhysType::kDecimal) {
     // Straight into the arrays: NULL rows keep their zero entry.
     v->Init(t, rows);
     uint8_t* nulls = v->mutable_nulls();
+    uint64_t prev = 0;  // kDelta
     for (size_t i = 0; i < rows; i++) {
       if (null[i]) {
         nulls[i] = 1;
         continue;
       }
       if (p == PhysType::kInt) {
-        if (!r.VarI64(&v->mutable_ints()[i])) return bad();
+        int64_t x;
+        if (!r.VarI64(&x)) return bad();
+        if (layout == kDelta) x = static_cast<int64_t>(prev += static_cast<uint64_t>(x));
+        v->mutable_ints()[i] = x;
       } else if (p == PhysType::kDouble) {
         uint64_t bits;
         if (!r.U64(&bits)) return bad();
@@ -117,6 +197,29 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     return Status::OK();
   }
   v->Reserve(rows);
+  if (p == PhysType::kText && layout == kDictionary) {
+    // The distinct values are views into the input (kept alive) or copies made once.
+    uint64_t n;
+    if (!r.VarU64(&n) || n == 0 || n > kMaxDictionary) return bad();
+    std::string_view dict[kMaxDictionary];
+    std::shared_ptr<TextArena> copies = in_owner ? nullptr : std::make_shared<TextArena>();
+    for (uint64_t d = 0; d < n; d++) {
+      if (!r.Str(&dict[d])) return bad();
+      if (copies) dict[d] = copies->Copy(dict[d]);
+    }
+    v->KeepArena(in_owner ? in_owner : copies);
+    for (size_t i = 0; i < rows; i++) {
+      uint8_t code;
+      if (null[i]) {
+        v->AppendNull();
+      } else if (r.U8(&code) && code < n) {
+        v->AppendTextView(dict[code]);
+      } else {
+        return bad();
+      }
+    }
+    return Status::OK();
+  }
   if (p == PhysType::kText && in_owner) {
     v->KeepArena(in_owner);
     for (size_t i = 0; i < rows; i++) {
@@ -138,42 +241,14 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     for (auto& x : vals) v->Append(std::move(x));
     return Status::OK();
   }
-  for (size_t i = 0; i < rows; i++) {
-    if (null[i] || p == PhysType::kEmpty) {
+  for (size_t i = 0; i < rows; i++) {  // texts, copied
+    std::string_view s;
+    if (null[i]) {
       v->AppendNull();
-      continue;
-    }
-    switch (p) {
-      case PhysType::kInt: {
-        int64_t x;
-        if (!r.VarI64(&x)) return bad();
-        v->AppendInt(t, x);
-        break;
-      }
-      case PhysType::kDouble: {
-        uint64_t bits;
-        if (!r.U64(&bits)) return bad();
-        double d;
-        std::memcpy(&d, &bits, 8);
-        v->AppendDouble(d);
-        break;
-      }
-      case PhysType::kDecimal: {
-        uint8_t scale;
-        uint64_t lo, hi;
-        if (!r.U8(&scale) || scale > kMaxDecimalScale || !r.U64(&lo) || !r.U64(&hi)) return bad();
-        auto u = (static_cast<unsigned __int128>(hi) << 64) | lo;
-        v->AppendDecimal(Decimal{static_cast<Int128>(u), scale});
-        break;
-      }
-      case PhysType::kText: {
-        std::string_view s;
-        if (!r.Str(&s)) return bad();
-        v->AppendText(s);
-        break;
-      }
-      default:
-        return bad();
+    } else if (r.Str(&s)) {
+      v->AppendText(s);
+    } else {
+      return bad();
     }
   }
   return Status::OK();
@@ -185,7 +260,7 @@ void EncodeBatch(const Batch& b, std::string* out) {
   ByteWriter w(out);
   w.VarU64(b.cols.size());
   w.VarU64(b.rows);
-  for (const auto& c : b.cols) EncodeColumn(c, b.rows, w);
+  for (const auto& c : b.cols) EncodeColumn(c, b.rows, w, out);
 }
 
 Status DecodeBatch(std::string_view in, Batch* out, const std::shared_ptr<const TextArena>& in_owner) {

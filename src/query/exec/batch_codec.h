@@ -1,7 +1,9 @@
 // Column batches on the wire: what a plan fragment on a node sends to the master. Each column
-// travels as its physical type: a NULL bitmap, then the non-NULL values (varint integers,
-// raw doubles, 128-bit decimals with their scale, length-prefixed text, boxed values in the
-// row format). Decoding never reads past its input and checks every count.
+// travels as its physical type: a NULL bitmap, then the non-NULL values (varint integers, or
+// their differences when smaller; raw doubles; 128-bit decimals with their scale; texts
+// length-prefixed, or as a dictionary and one byte per value when a column has few distinct
+// values; boxed values in the row format). Decoding never reads past its input and checks
+// every count.
 #pragma once
 
 #include <string>

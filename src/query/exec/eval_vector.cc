@@ -299,13 +299,21 @@ Status AndOrVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector*
 // UTF-8 lead bytes; case mapped per byte), without boxing each value.
 void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
   if (f == plan::Func::kLength) {
+    // Values that share their bytes (a dictionary's, or a repeat kept once) share a length.
     out->Init(TypeId::kInt32, n);
+    std::string_view last;
+    int64_t last_chars = 0;
     for (size_t k = 0; k < n; k++) {
       if (in.IsNull(k)) {
         out->mutable_nulls()[k] = 1;
         continue;
       }
-      out->mutable_ints()[k] = Utf8Chars(in.texts()[k]);
+      std::string_view t = in.texts()[k];
+      if (t.data() != last.data() || t.size() != last.size()) {
+        last = t;
+        last_chars = Utf8Chars(t);
+      }
+      out->mutable_ints()[k] = last_chars;
     }
     return;
   }

@@ -266,8 +266,10 @@ void Vector::AppendDecimalSlow(const Decimal& v) {
 
 void Vector::AppendText(std::string_view v) {
   if (!Prepare(TypeId::kText)) return Append(Value::Text(std::string(v)));
+  // A value equal to the one before shares its bytes: a column of repeats costs its views.
+  bool repeat = !texts_.empty() && !null_.back() && texts_.back() == v;
+  texts_.push_back(repeat ? texts_.back() : Arena().Copy(v));
   null_.push_back(0);
-  texts_.push_back(Arena().Copy(v));
 }
 
 void Vector::KeepArena(std::shared_ptr<const TextArena> a) {

@@ -198,6 +198,65 @@ TEST(BatchCodec, RoundTripsEveryPhysicalTypeAndRejectsEveryTruncation) {
 }
 
 }  // namespace
+// A text column of few distinct values travels as a dictionary and a byte per value, and
+// integers in order as their differences: a constant 100-byte text and a key column cost a
+// few bytes per row. Integers in order up to the top of the range and then at its bottom (a
+// difference that wraps) and a column of too many distinct texts round-trip too; a code
+// past the dictionary is refused.
+TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences) {
+  const std::string pad(100, 'p');
+  Batch b;
+  b.Reset(5);
+  for (int i = 0; i < 1000; i++) {
+    b.cols[0].Append(Value::Int64(1000000 + i));                                  // a key
+    b.cols[1].Append(Value::Text(pad));                                           // constant
+    b.cols[2].Append(i % 10 == 9 ? Value() : Value::Text(std::string(1 + i % 3, 'f')));  // flags
+    b.cols[3].Append(Value::Int64(i < 999 ? INT64_MAX - 1000 + i : INT64_MIN));  // wraps last
+    b.cols[4].Append(Value::Text(std::to_string(i % 40)));                        // 40 distinct
+    b.rows++;
+  }
+  for (bool owner : {false, true}) {
+    Batch one;
+    one.Reset(3);
+    for (int c = 0; c < 3; c++) one.cols[c] = b.cols[c];
+    one.rows = b.rows;
+    auto enc = std::make_shared<std::string>();
+    EncodeBatch(one, enc.get());
+    EXPECT_LT(enc->size(), one.rows * 4) << "key, constant text and flags in under 4 bytes a row";
+    enc->clear();
+    EncodeBatch(b, enc.get());
+    Batch d;
+    ASSERT_TRUE(DecodeBatch(*enc, &d, owner ? std::make_shared<const TextArena>(enc) : nullptr).ok());
+    ASSERT_EQ(d.rows, b.rows);
+    for (size_t c = 0; c < b.cols.size(); c++) {
+      EXPECT_EQ(d.cols[c].phys(), b.cols[c].phys()) << c;
+      for (size_t r = 0; r < b.rows; r++) {
+        Value x = b.Get(c, r), y = d.Get(c, r);
+        ASSERT_EQ(x.is_null(), y.is_null()) << c << "," << r;
+        if (!x.is_null()) {
+          ASSERT_EQ(x.ToText(), y.ToText()) << c << "," << r;
+        }
+      }
+    }
+    enc.reset();  // a decoded dictionary outlives the input
+    EXPECT_EQ(d.Get(1, 999).as_text(), pad);
+  }
+  // Two rows of one value: the dictionary (tag 2, one entry "ab") and the codes 0, 0; a code
+  // past the dictionary does not decode.
+  Batch two;
+  two.Reset(1);
+  two.cols[0].Append(Value::Text("ab"));
+  two.cols[0].Append(Value::Text("ab"));
+  two.rows = 2;
+  std::string enc;
+  EncodeBatch(two, &enc);
+  ASSERT_EQ(enc.substr(enc.size() - 7), std::string("\x02\x01\x02" "ab" "\x00\x00", 7));
+  Batch d;
+  ASSERT_TRUE(DecodeBatch(enc, &d).ok());
+  enc.back() = 1;
+  EXPECT_EQ(DecodeBatch(enc, &d).code(), Status::Code::kCorruption);
+}
+
 TEST(BatchCodec, TextDecodedWithItsOwnerIsAViewIntoTheInputThatVectorsKeepAlive) {
   Batch b;
   b.Reset(2);
