@@ -102,6 +102,37 @@ TEST(EvalVector, TextFunctionsAgreeWithEval) {
   EXPECT_TRUE(v.IsNull(4));
 }
 
+// A text equal to the one before it shares its bytes (a column of repeats holds one copy);
+// length() counts shared bytes once, and a shorter view of the same bytes apart.
+TEST(EvalVector, RepeatedTextsShareTheirBytesAndTheirLength) {
+  Batch b;
+  b.Reset(1);
+  for (const char* t : {"straße", "straße", "straße", "x", "straße"}) {
+    b.cols[0].AppendText(t);
+    b.rows++;
+  }
+  const std::string_view* t = b.cols[0].texts();
+  EXPECT_EQ(t[1].data(), t[0].data());
+  EXPECT_EQ(t[2].data(), t[0].data());
+  EXPECT_NE(t[3].data(), t[0].data());
+  auto arena = std::make_shared<TextArena>();
+  std::string_view whole = arena->Copy("日本語");
+  b.cols[0].KeepArena(arena);
+  b.cols[0].AppendTextView(whole);
+  b.cols[0].AppendTextView(whole.substr(0, 3));  // the same bytes, shorter
+  b.rows += 2;
+  auto len = std::make_unique<BoundExpr>();
+  len->kind = BoundExpr::Kind::kFunc;
+  len->func = plan::Func::kLength;
+  len->type = {TypeId::kInt32};
+  len->children.push_back(plan::MakeColumn(0, {TypeId::kText}));
+  Vector v;
+  ASSERT_TRUE(EvalVector(*len, b, nullptr, &v).ok());
+  std::vector<int64_t> got;
+  for (size_t r = 0; r < b.rows; r++) got.push_back(v.GetValue(r).as_int());
+  EXPECT_EQ(got, (std::vector<int64_t>{6, 6, 6, 1, 6, 3, 1}));
+}
+
 TEST(EvalVector, Utf8CharsCountsCharactersAcrossWords) {
   EXPECT_EQ(Utf8Chars(""), 0);
   EXPECT_EQ(Utf8Chars("abcdefghijklmnopq"), 17);
