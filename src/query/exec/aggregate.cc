@@ -184,11 +184,11 @@ class HashAggregateOp : public UnaryOp {
         ASSIGN_OR_RETURN(keys[g], EvalVectorRef(*p_.groups[g], in, ctx_, &key_scratch[g]));
       }
       // The group of each row: by an encoding of the typed key columns, or by boxed keys.
-      row_states.resize(in.rows);
+      AggState* all = nullptr;  // without GROUP BY: every row's
       if (ng == 0) {
-        ASSIGN_OR_RETURN(auto* all, FindGroup({}, nullptr));
-        for (size_t r = 0; r < in.rows; r++) row_states[r] = all;
+        ASSIGN_OR_RETURN(all, FindGroup({}, nullptr));
       } else {
+        row_states.resize(in.rows);
         bool typed = !boxed_mode_ && TypedKeys(keys);
         if (!typed && !boxed_mode_) SwitchToBoxed();
         // One integer key (the types of every batch agree): by value; NULL keys by encoding.
@@ -225,16 +225,24 @@ class HashAggregateOp : public UnaryOp {
           const Vector& st = in.cols[ng + a];
           for (size_t r = 0; r < in.rows; r++) {
             if (st.IsNull(r) || st.phys() != PhysType::kText) return Status::Corruption("aggregate state missing");
-            RETURN_NOT_OK(MergeState(spec, st.texts()[r], &row_states[r][a]));
+            RETURN_NOT_OK(MergeState(spec, st.texts()[r], all ? &all[a] : &row_states[r][a]));
           }
           continue;
         }
         if (spec.func == AggFunc::kCountStar) {
-          for (size_t r = 0; r < in.rows; r++) row_states[r][a].count++;
+          if (all) {
+            all[a].count += static_cast<int64_t>(in.rows);
+          } else {
+            for (size_t r = 0; r < in.rows; r++) row_states[r][a].count++;
+          }
           continue;
         }
         ASSIGN_OR_RETURN(const Vector* arg, EvalVectorRef(*spec.arg, in, ctx_, &args[a]));
-        RETURN_NOT_OK(UpdateColumn(spec, a, *arg, in, row_states));
+        if (all) {
+          RETURN_NOT_OK(UpdateOne(spec, all[a], *arg, in));
+        } else {
+          RETURN_NOT_OK(UpdateColumn(spec, a, *arg, in, row_states));
+        }
       }
     }
     if (ng == 0 && groups_.empty()) {  // an aggregate over no rows yields one row
@@ -288,6 +296,71 @@ class HashAggregateOp : public UnaryOp {
         });
         return Status::OK();
     }
+  }
+
+  // Adds argument column v to the one group's state s (no GROUP BY): counts, sums, minima and
+  // maxima of integers and doubles in one loop each, running values in locals (the order of
+  // the double additions and the value kept among equals as row by row); the rest row by row.
+  Status UpdateOne(const AggSpec& spec, AggState& s, const Vector& v, const Batch& in) {
+    const size_t n = in.rows;
+    const bool minmax = spec.func == AggFunc::kMin || spec.func == AggFunc::kMax;
+    const bool summing = spec.func == AggFunc::kSum || spec.func == AggFunc::kAvg;
+    const bool ints = v.phys() == PhysType::kInt;
+    if (spec.distinct || (!ints && v.phys() != PhysType::kDouble) ||
+        !(minmax || summing || spec.func == AggFunc::kCount) ||
+        (minmax && !s.best.is_null() && s.best.type() != v.value_type())) {
+      for (size_t r = 0; r < n; r++) RETURN_NOT_OK(Update(spec, s, v, in, r));
+      return Status::OK();
+    }
+    const uint8_t* nulls = v.nulls();
+    int64_t count = 0;
+    if (summing && ints) {
+      const int64_t* d = v.ints();
+      __int128 isum = 0;
+      double dsum = s.dsum;
+      for (size_t r = 0; r < n; r++) {
+        if (nulls[r]) continue;
+        count++;
+        isum += d[r];
+        dsum += static_cast<double>(d[r]);
+      }
+      s.isum += isum;
+      s.dsum = dsum;
+    } else if (summing) {
+      const double* d = v.doubles();
+      double dsum = s.dsum;
+      for (size_t r = 0; r < n; r++) {
+        if (nulls[r]) continue;
+        count++;
+        dsum += d[r];
+      }
+      s.dsum = dsum;
+    } else if (minmax) {
+      const bool min = spec.func == AggFunc::kMin;
+      size_t best = SIZE_MAX;  // the row that beat s.best (or set it), if one did
+      if (ints) {
+        const int64_t* d = v.ints();
+        int64_t b = s.best.is_null() ? 0 : s.best.as_int();
+        for (size_t r = 0; r < n; r++) {
+          if (nulls[r]) continue;
+          count++;
+          if ((best == SIZE_MAX && s.best.is_null()) || (min ? d[r] < b : d[r] > b)) b = d[best = r];
+        }
+      } else {
+        const double* d = v.doubles();
+        double b = s.best.is_null() ? 0 : s.best.as_double();
+        for (size_t r = 0; r < n; r++) {
+          if (nulls[r]) continue;
+          count++;
+          if ((best == SIZE_MAX && s.best.is_null()) || (min ? d[r] < b : d[r] > b)) b = d[best = r];
+        }
+      }
+      if (best != SIZE_MAX) s.best = v.GetValue(best);
+    } else {
+      for (size_t r = 0; r < n; r++) count += !nulls[r];
+    }
+    s.count += count;
+    return Status::OK();
   }
 
   // Counts each non-NULL row into its group's state of aggregate a and hands both to add.
