@@ -6,6 +6,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
@@ -140,6 +142,20 @@ TEST(Value, NullsSortLast) {
   EXPECT_LT(Value::Int32(5).Compare(Value()), 0);
   EXPECT_EQ(Value::Int32(1).Compare(Value::Double(1.0)), 0);
   EXPECT_EQ(Value::Int32(1).Hash(), Value::Double(1.0).Hash());
+}
+
+// PostgreSQL's order of doubles: NaN equals NaN and is above everything else, infinity too;
+// -0.0 equals 0.0; a NULL is above NaN.
+TEST(Value, NaNIsAboveEveryOtherDoubleAndEqualToItself) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(CompareDoubles(nan, nan), 0);
+  EXPECT_EQ(CompareDoubles(nan, inf), 1);
+  EXPECT_EQ(CompareDoubles(-inf, nan), -1);
+  EXPECT_EQ(CompareDoubles(-0.0, 0.0), 0);
+  EXPECT_EQ(CompareDoubles(1, 2), -1);
+  EXPECT_EQ(Value::Double(nan).Compare(Value::Int64(INT64_MAX)), 1);
+  EXPECT_EQ(Value::Int32(3).Compare(Value::Double(nan)), -1);
+  EXPECT_GT(Value().Compare(Value::Double(nan)), 0);
 }
 
 TEST(Config, DefaultHasThreeNodes) {

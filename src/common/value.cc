@@ -123,7 +123,7 @@ int Value::Compare(const Value& o) const {
   auto cmp = [](auto a, auto b) { return a < b ? -1 : (a > b ? 1 : 0); };
   bool num_a = SqlType{type_}.IsNumeric(), num_b = SqlType{o.type_}.IsNumeric();
   if (num_a && num_b) {
-    if (type_ == TypeId::kDouble || o.type_ == TypeId::kDouble) return cmp(ToDouble(), o.ToDouble());
+    if (type_ == TypeId::kDouble || o.type_ == TypeId::kDouble) return CompareDoubles(ToDouble(), o.ToDouble());
     if (type_ == TypeId::kNumeric || o.type_ == TypeId::kNumeric) return CompareDecimal(ToDecimal(), o.ToDecimal());
     return cmp(i_, o.i_);
   }

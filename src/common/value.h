@@ -65,6 +65,16 @@ Result<int64_t> ParseIntText(std::string_view s, const SqlType& t);
 Result<Decimal> ParseNumericText(std::string_view s, const SqlType& t);
 std::string FormatTimestamp(int64_t micros);
 
+// -1, 0 or 1 as PostgreSQL orders DOUBLE PRECISION: NaN equals NaN and is greater than every
+// other value (infinity included); -0.0 equals 0.0.
+inline int CompareDoubles(double a, double b) {
+  if (a < b) return -1;
+  if (a > b) return 1;
+  if (a == b) return 0;
+  bool a_nan = a != a, b_nan = b != b;  // one at least is NaN
+  return a_nan == b_nan ? 0 : (a_nan ? 1 : -1);
+}
+
 class Value {
  public:
   Value() = default;  // NULL

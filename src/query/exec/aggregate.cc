@@ -352,7 +352,7 @@ class HashAggregateOp : public UnaryOp {
         for (size_t r = 0; r < n; r++) {
           if (nulls[r]) continue;
           count++;
-          if ((best == SIZE_MAX && s.best.is_null()) || (min ? d[r] < b : d[r] > b)) b = d[best = r];
+          if ((best == SIZE_MAX && s.best.is_null()) || CompareDoubles(d[r], b) == (min ? -1 : 1)) b = d[best = r];
         }
       }
       if (best != SIZE_MAX) s.best = v.GetValue(best);
@@ -485,8 +485,7 @@ class HashAggregateOp : public UnaryOp {
             c = same ? (v.ints()[r] < s.best.as_int() ? -1 : v.ints()[r] > s.best.as_int()) : v.GetValue(r).Compare(s.best);
             break;
           case PhysType::kDouble:
-            c = same ? (v.doubles()[r] < s.best.as_double() ? -1 : v.doubles()[r] > s.best.as_double())
-                     : v.GetValue(r).Compare(s.best);
+            c = same ? CompareDoubles(v.doubles()[r], s.best.as_double()) : v.GetValue(r).Compare(s.best);
             break;
           case PhysType::kText:
             c = same ? v.texts()[r].compare(s.best.as_text()) : v.GetValue(r).Compare(s.best);

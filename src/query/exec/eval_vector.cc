@@ -111,7 +111,7 @@ Status CompareVector(const BoundExpr& e, const Operand& a, const Operand& b, siz
       }
       return Status::OK();
     case CmpKind::kDouble:
-      CompareLoop(e.op, n, a, b, [&](size_t k) { return three(a.d(k), b.d(k)); }, out);
+      CompareLoop(e.op, n, a, b, [&](size_t k) { return CompareDoubles(a.d(k), b.d(k)); }, out);
       return Status::OK();
     case CmpKind::kDecimal:
       CompareLoop(e.op, n, a, b, [&](size_t k) { return CompareDecimal(a.dec(k), b.dec(k)); }, out);

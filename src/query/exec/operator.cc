@@ -298,8 +298,7 @@ class SortOp : public UnaryOp {
           return a < b ? -1 : (a > b ? 1 : 0);
         }
         case PhysType::kDouble: {
-          double a = v.doubles()[r], b = y.as_double();
-          return a < b ? -1 : (a > b ? 1 : 0);
+          return CompareDoubles(v.doubles()[r], y.as_double());
         }
         case PhysType::kDecimal:
           return CompareDecimal(v.decimals()[r], y.as_decimal());
