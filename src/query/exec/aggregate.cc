@@ -238,11 +238,11 @@ class HashAggregateOp : public UnaryOp {
           continue;
         }
         ASSIGN_OR_RETURN(const Vector* arg, EvalVectorRef(*spec.arg, in, ctx_, &args[a]));
-        if (all) {
-          RETURN_NOT_OK(UpdateOne(spec, all[a], *arg, in));
-        } else {
-          RETURN_NOT_OK(UpdateColumn(spec, a, *arg, in, row_states));
+        if (all && UpdateOne(spec, all[a], *arg, in)) continue;
+        if (all && (row_states.size() != in.rows || (in.rows > 0 && row_states[0] != all))) {
+          row_states.assign(in.rows, all);
         }
+        RETURN_NOT_OK(UpdateColumn(spec, a, *arg, in, row_states));
       }
     }
     if (ng == 0 && groups_.empty()) {  // an aggregate over no rows yields one row
@@ -300,8 +300,9 @@ class HashAggregateOp : public UnaryOp {
 
   // Adds argument column v to the one group's state s (no GROUP BY): counts, sums, minima and
   // maxima of integers and doubles in one loop each, running values in locals (the order of
-  // the double additions and the value kept among equals as row by row); the rest row by row.
-  Status UpdateOne(const AggSpec& spec, AggState& s, const Vector& v, const Batch& in) {
+  // the double additions and the value kept among equals as row by row). False for anything
+  // else (UpdateColumn's to do), s untouched.
+  bool UpdateOne(const AggSpec& spec, AggState& s, const Vector& v, const Batch& in) {
     const size_t n = in.rows;
     const bool minmax = spec.func == AggFunc::kMin || spec.func == AggFunc::kMax;
     const bool summing = spec.func == AggFunc::kSum || spec.func == AggFunc::kAvg;
@@ -309,8 +310,7 @@ class HashAggregateOp : public UnaryOp {
     if (spec.distinct || (!ints && v.phys() != PhysType::kDouble) ||
         !(minmax || summing || spec.func == AggFunc::kCount) ||
         (minmax && !s.best.is_null() && s.best.type() != v.value_type())) {
-      for (size_t r = 0; r < n; r++) RETURN_NOT_OK(Update(spec, s, v, in, r));
-      return Status::OK();
+      return false;
     }
     const uint8_t* nulls = v.nulls();
     int64_t count = 0;
@@ -360,7 +360,7 @@ class HashAggregateOp : public UnaryOp {
       for (size_t r = 0; r < n; r++) count += !nulls[r];
     }
     s.count += count;
-    return Status::OK();
+    return true;
   }
 
   // Counts each non-NULL row into its group's state of aggregate a and hands both to add.
