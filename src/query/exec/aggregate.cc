@@ -175,7 +175,6 @@ class HashAggregateOp : public UnaryOp {
     std::vector<const Vector*> keys(ng);
     std::vector<AggState*> row_states;
     Batch in;
-    std::string enc;
     while (true) {
       RETURN_NOT_OK(CheckCancel(*ctx_));
       ASSIGN_OR_RETURN(bool more, child_->Next(in));
@@ -188,36 +187,7 @@ class HashAggregateOp : public UnaryOp {
       if (ng == 0) {
         ASSIGN_OR_RETURN(all, FindGroup({}, nullptr));
       } else {
-        row_states.resize(in.rows);
-        bool typed = !boxed_mode_ && TypedKeys(keys);
-        if (!typed && !boxed_mode_) SwitchToBoxed();
-        // One integer key (the types of every batch agree): by value; NULL keys by encoding.
-        bool ints = typed && ng == 1 && keys[0]->phys() == PhysType::kInt;
-        std::vector<Value> key;
-        for (size_t r = 0; r < in.rows; r++) {
-          if (ints && !keys[0]->IsNull(r)) {
-            int64_t k = keys[0]->ints()[r];
-            if (const uint32_t* idx = ints_.Find(k)) {
-              row_states[r] = groups_[*idx].states;
-              continue;
-            }
-            ints_.Insert(k, static_cast<uint32_t>(groups_.size()));
-            Value v = keys[0]->GetValue(r);
-            ASSIGN_OR_RETURN(row_states[r], NewGroup(&v, 1));
-            continue;
-          }
-          if (typed) {
-            enc.clear();
-            for (const Vector* k : keys) EncodeKeyPart(*k, r, &enc);
-            if (const uint32_t* idx = encoded_.Find(enc)) {
-              row_states[r] = groups_[*idx].states;
-              continue;
-            }
-          }
-          key.clear();
-          for (size_t g = 0; g < ng; g++) key.push_back(keys[g]->GetValue(r));
-          ASSIGN_OR_RETURN(row_states[r], FindGroup(std::move(key), typed ? &enc : nullptr));
-        }
+        RETURN_NOT_OK(RowGroups(keys, in.rows, &row_states));
       }
       for (size_t a = 0; a < p_.aggs.size(); a++) {
         const AggSpec& spec = p_.aggs[a];
@@ -248,6 +218,61 @@ class HashAggregateOp : public UnaryOp {
     if (ng == 0 && groups_.empty()) {  // an aggregate over no rows yields one row
       ASSIGN_OR_RETURN(auto* unused, FindGroup({}, nullptr));
       (void)unused;
+    }
+    return Status::OK();
+  }
+
+  // Each of the n rows' group (row_states), by an encoding of the typed key columns, or by
+  // boxed keys; new groups are made.
+  Status RowGroups(const std::vector<const Vector*>& keys, size_t n, std::vector<AggState*>* out) {
+    const size_t ng = keys.size();
+    std::vector<AggState*>& row_states = *out;
+    row_states.resize(n);
+    bool typed = !boxed_mode_ && TypedKeys(keys);
+    if (!typed && !boxed_mode_) SwitchToBoxed();
+    // One integer key (the types of every batch agree): by value; NULL keys by encoding.
+    bool ints = typed && ng == 1 && keys[0]->phys() == PhysType::kInt;
+    std::vector<Value> key;
+    // Few distinct keys in the batch (flags, codes): each row's combination of small
+    // per-column codes, and each combination's group looked up once (a lone integer key's
+    // lookup is as cheap).
+    size_t combos = typed && !ints ? BatchCodes(keys, n, &codes_) : 0;
+    combo_states_.assign(combos, nullptr);
+    for (size_t r = 0; r < n; r++) {
+      if (ints && !keys[0]->IsNull(r)) {
+        int64_t k = keys[0]->ints()[r];
+        if (const uint32_t* idx = ints_.Find(k)) {
+          row_states[r] = groups_[*idx].states;
+          continue;
+        }
+        ints_.Insert(k, static_cast<uint32_t>(groups_.size()));
+        Value v = keys[0]->GetValue(r);
+        ASSIGN_OR_RETURN(row_states[r], NewGroup(&v, 1));
+        continue;
+      }
+      AggState** known = combos ? &combo_states_[codes_[r]] : nullptr;
+      if (known && *known) {
+        row_states[r] = *known;
+        continue;
+      }
+      if (!known && typed && !ints && r > 0 && SameKeys(keys, r - 1, r)) {  // a run of one key
+        row_states[r] = row_states[r - 1];
+        continue;
+      }
+      const uint32_t* idx = nullptr;
+      if (typed) {
+        enc_.clear();
+        for (const Vector* k : keys) EncodeKeyPart(*k, r, &enc_);
+        idx = encoded_.Find(enc_);
+      }
+      if (idx) {
+        row_states[r] = groups_[*idx].states;
+      } else {
+        key.clear();
+        for (size_t g = 0; g < ng; g++) key.push_back(keys[g]->GetValue(r));
+        ASSIGN_OR_RETURN(row_states[r], FindGroup(std::move(key), typed ? &enc_ : nullptr));
+      }
+      if (known) *known = row_states[r];
     }
     return Status::OK();
   }
@@ -385,6 +410,79 @@ class HashAggregateOp : public UnaryOp {
       auto& seen = key_types_[g];
       if (seen.first == PhysType::kEmpty) seen = {k.phys(), k.value_type()};
       if (seen.first != k.phys() || seen.second != k.value_type()) return false;
+    }
+    return true;
+  }
+
+  // Codes each row by the combination of its key columns' values when every column has at
+  // most kBatchCodes distinct values (NULL one of them) in the batch, integers or texts, and
+  // the columns' counts multiply to at most kBatchCombos: returns the number of combinations,
+  // 0 if not coded.
+  static constexpr size_t kBatchCodes = 16;
+  static constexpr size_t kBatchCombos = 4096;
+  static size_t BatchCodes(const std::vector<const Vector*>& keys, size_t n, std::vector<uint32_t>* codes) {
+    codes->assign(n, 0);
+    size_t combos = 1;
+    for (const Vector* k : keys) {
+      const bool text = k->phys() == PhysType::kText;
+      if (!text && k->phys() != PhysType::kInt && k->phys() != PhysType::kEmpty) return 0;
+      std::string_view texts[kBatchCodes];
+      int64_t ints[kBatchCodes];
+      size_t distinct = 1, hit = 0;  // code 0: NULL
+      for (size_t r = 0; r < n; r++) {
+        size_t code = 0;
+        if (!k->IsNull(r)) {
+          auto same = [&](size_t c) {
+            if (!text) return ints[c] == k->ints()[r];
+            const std::string_view t = k->texts()[r];
+            if (texts[c].size() != t.size()) return false;
+            if (texts[c].data() == t.data()) return true;  // shared bytes (repeats)
+            if (t.size() > 8) return texts[c] == t;
+            for (size_t i = 0; i < t.size(); i++) {  // flags and codes: no call
+              if (texts[c][i] != t[i]) return false;
+            }
+            return true;
+          };
+          if (hit == 0 || !same(hit)) {
+            for (hit = 1; hit < distinct && !same(hit); hit++) {
+            }
+            if (hit == distinct) {
+              if (distinct == kBatchCodes) return 0;
+              if (text) {
+                texts[distinct++] = k->texts()[r];
+              } else {
+                ints[distinct++] = k->ints()[r];
+              }
+            }
+          }
+          code = hit;
+        }
+        (*codes)[r] += static_cast<uint32_t>(code * combos);
+      }
+      combos *= distinct;
+      if (combos > kBatchCombos) return 0;
+    }
+    return combos;
+  }
+
+  // Whether rows a and b have the same key, judged cheaply: every key column NULL in both,
+  // or the same integer, or texts of the same bytes (false for other types: not judged).
+  static bool SameKeys(const std::vector<const Vector*>& keys, size_t a, size_t b) {
+    for (const Vector* k : keys) {
+      if (k->IsNull(a) || k->IsNull(b)) {
+        if (k->IsNull(a) != k->IsNull(b)) return false;
+        continue;
+      }
+      switch (k->phys()) {
+        case PhysType::kInt:
+          if (k->ints()[a] != k->ints()[b]) return false;
+          break;
+        case PhysType::kText:
+          if (k->texts()[a] != k->texts()[b]) return false;
+          break;
+        default:
+          return false;
+      }
     }
     return true;
   }
@@ -584,6 +682,9 @@ class HashAggregateOp : public UnaryOp {
   size_t block_used_ = 0;  // groups in the last block
   KeyIndex encoded_;  // encoded typed key -> index in groups_
   IntKeyIndex ints_;  // one integer key -> index in groups_ (its NULL group: in encoded_)
+  std::string enc_;                     // RowGroups' scratch: a row's encoded key,
+  std::vector<uint32_t> codes_;         // ... the rows' codes (BatchCodes),
+  std::vector<AggState*> combo_states_;  // ... and each code's group, once looked up
   std::unordered_map<std::vector<Value>, size_t, RowHash, RowEq> boxed_;  // boxed key -> index
   bool boxed_mode_ = false;
   std::vector<std::pair<PhysType, TypeId>> key_types_;  // of each key column, once seen
