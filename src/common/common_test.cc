@@ -156,6 +156,7 @@ TEST(Value, NaNIsAboveEveryOtherDoubleAndEqualToItself) {
   EXPECT_EQ(Value::Double(nan).Compare(Value::Int64(INT64_MAX)), 1);
   EXPECT_EQ(Value::Int32(3).Compare(Value::Double(nan)), -1);
   EXPECT_GT(Value().Compare(Value::Double(nan)), 0);
+  EXPECT_EQ(Value::Double(nan).Hash(), Value::Double(-nan).Hash());  // equal values hash alike
 }
 
 TEST(Config, DefaultHasThreeNodes) {

@@ -152,6 +152,7 @@ size_t Value::Hash() const {
       // Integral doubles hash like ints so that 1 = 1.0 group together.
       double r = std::nearbyint(d_);
       if (r == d_ && std::fabs(d_) < 9e18) return std::hash<int64_t>()(static_cast<int64_t>(d_));
+      if (d_ != d_) return 0x7ff8;  // every NaN alike (they compare equal)
       return std::hash<double>()(d_);
     }
     case TypeId::kText: return std::hash<std::string>()(s_);
