@@ -1,5 +1,7 @@
 #include "query/exec/vector.h"
 
+#include <random>
+
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
@@ -255,6 +257,37 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
   ASSERT_TRUE(DecodeBatch(enc, &d).ok());
   enc.back() = 1;
   EXPECT_EQ(DecodeBatch(enc, &d).code(), Status::Code::kCorruption);
+}
+
+// Bytes changed anywhere in an encoded batch (every layout in it) decode or are refused as
+// Corruption; a decoded batch has the row count it claims in every column.
+TEST(BatchCodec, ChangedBytesDecodeOrAreRefused) {
+  Batch b;
+  b.Reset(4);
+  for (int i = 0; i < 200; i++) {
+    b.cols[0].Append(Value::Int64(i));  // differences
+    b.cols[1].Append(i % 9 == 0 ? Value() : Value::Text(i % 2 ? "yes" : "no"));  // dictionary
+    b.cols[2].Append(Value::Text(std::to_string(i * 7919)));  // plain
+    b.cols[3].Append(Value::Int64(i % 2 ? -i * 1000003LL : i * 999983LL));  // plain ints
+    b.rows++;
+  }
+  std::string enc;
+  EncodeBatch(b, &enc);
+  std::mt19937 rng(7);
+  int refused = 0;
+  for (int round = 0; round < 3000; round++) {
+    std::string bad = enc;
+    for (int k = 0; k < 1 + round % 3; k++) bad[rng() % bad.size()] = static_cast<char>(rng());
+    Batch d;
+    Status s = DecodeBatch(bad, &d);
+    if (!s.ok()) {
+      EXPECT_EQ(s.code(), Status::Code::kCorruption);
+      refused++;
+      continue;
+    }
+    for (const auto& c : d.cols) ASSERT_EQ(c.size(), d.rows);
+  }
+  EXPECT_GT(refused, 0);
 }
 
 TEST(BatchCodec, TextDecodedWithItsOwnerIsAViewIntoTheInputThatVectorsKeepAlive) {
