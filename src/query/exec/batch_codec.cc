@@ -207,13 +207,16 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
       if (!r.Str(&dict[d])) return bad();
       if (copies) dict[d] = copies->Copy(dict[d]);
     }
+    v->Init(TypeId::kText, rows);
     v->KeepArena(in_owner ? in_owner : copies);
+    std::string_view* texts = v->mutable_texts();
+    uint8_t* nulls = v->mutable_nulls();
     for (size_t i = 0; i < rows; i++) {
       uint8_t code;
       if (null[i]) {
-        v->AppendNull();
+        nulls[i] = 1;
       } else if (r.U8(&code) && code < n) {
-        v->AppendTextView(dict[code]);
+        texts[i] = dict[code];
       } else {
         return bad();
       }
@@ -221,14 +224,14 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     return Status::OK();
   }
   if (p == PhysType::kText && in_owner) {
+    v->Init(TypeId::kText, rows);
     v->KeepArena(in_owner);
+    std::string_view* texts = v->mutable_texts();
+    uint8_t* nulls = v->mutable_nulls();
     for (size_t i = 0; i < rows; i++) {
-      std::string_view s;
       if (null[i]) {
-        v->AppendNull();
-      } else if (r.Str(&s)) {
-        v->AppendTextView(s);
-      } else {
+        nulls[i] = 1;
+      } else if (!r.Str(&texts[i])) {
         return bad();
       }
     }

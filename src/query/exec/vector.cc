@@ -98,11 +98,12 @@ void Vector::Init(TypeId t, size_t n) {
   null_.assign(n, 0);
   phys_ = PhysOf(t);
   type_ = t;
-  if (phys_ == PhysType::kInt || phys_ == PhysType::kDouble || phys_ == PhysType::kDecimal) {
+  if (phys_ == PhysType::kInt || phys_ == PhysType::kDouble || phys_ == PhysType::kDecimal ||
+      phys_ == PhysType::kText) {
     ResizeArray(n);
     return;
   }
-  phys_ = PhysType::kBoxed;  // not for text or boxed values
+  phys_ = PhysType::kBoxed;  // not for boxed values
   null_.assign(n, 1);
   ResizeArray(n);
 }

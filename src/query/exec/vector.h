@@ -113,10 +113,12 @@ class Vector {
     AppendTextViewSlow(v);
   }
 
-  // Makes this an all-non-NULL vector of n zeroes of type t (kInt, kDouble or kDecimal types)
-  // to be filled through the mutable arrays.
+  // Makes this an all-non-NULL vector of n zeroes (empty texts) of type t (kInt, kDouble,
+  // kDecimal or kText types) to be filled through the mutable arrays. Texts set there must lie
+  // in arenas the vector keeps (KeepArena).
   void Init(TypeId t, size_t n);
   int64_t* mutable_ints() { return ints_.data(); }
+  std::string_view* mutable_texts() { return texts_.data(); }
   double* mutable_doubles() { return doubles_.data(); }
   Decimal* mutable_decimals() { return decimals_.data(); }
   uint8_t* mutable_nulls() { return null_.data(); }
