@@ -189,6 +189,7 @@ class HashAggregateOp : public UnaryOp {
       } else {
         RETURN_NOT_OK(RowGroups(keys, in.rows, &row_states));
       }
+      bool all_rows = false;  // row_states holds `all` for every row of this batch
       for (size_t a = 0; a < p_.aggs.size(); a++) {
         const AggSpec& spec = p_.aggs[a];
         if (p_.agg_mode == AggMode::kFinal) {
@@ -209,8 +210,9 @@ class HashAggregateOp : public UnaryOp {
         }
         ASSIGN_OR_RETURN(const Vector* arg, EvalVectorRef(*spec.arg, in, ctx_, &args[a]));
         if (all && UpdateOne(spec, all[a], *arg, in)) continue;
-        if (all && (row_states.size() != in.rows || (in.rows > 0 && row_states[0] != all))) {
+        if (all && !all_rows) {
           row_states.assign(in.rows, all);
+          all_rows = true;
         }
         RETURN_NOT_OK(UpdateColumn(spec, a, *arg, in, row_states));
       }

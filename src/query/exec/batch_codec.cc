@@ -196,7 +196,6 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     }
     return Status::OK();
   }
-  v->Reserve(rows);
   if (p == PhysType::kText && layout == kDictionary) {
     // The distinct values are views into the input (kept alive) or copies made once.
     uint64_t n;
@@ -237,6 +236,7 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     }
     return Status::OK();
   }
+  v->Reserve(rows);  // appended below, boxed or copied
   if (p == PhysType::kBoxed) {
     std::string_view enc;
     std::vector<Value> vals;

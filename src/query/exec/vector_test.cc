@@ -154,6 +154,23 @@ TEST(RowDecode, StoredRowsDecodeIntoTypedColumnsAndBadOnesLeaveNoTrace) {
   }
 }
 
+// `got` holds `want`'s rows: the same physical types, NULLs, and values of the same type and text.
+void ExpectSameBatch(const Batch& want, const Batch& got) {
+  ASSERT_EQ(got.rows, want.rows);
+  ASSERT_EQ(got.cols.size(), want.cols.size());
+  for (size_t c = 0; c < want.cols.size(); c++) {
+    EXPECT_EQ(got.cols[c].phys(), want.cols[c].phys()) << c;
+    for (size_t r = 0; r < want.rows; r++) {
+      Value x = want.Get(c, r), y = got.Get(c, r);
+      ASSERT_EQ(x.is_null(), y.is_null()) << c << "," << r;
+      if (!x.is_null()) {
+        EXPECT_EQ(x.type(), y.type()) << c << "," << r;
+        ASSERT_EQ(x.ToText(), y.ToText()) << c << "," << r;
+      }
+    }
+  }
+}
+
 TEST(BatchCodec, RoundTripsEveryPhysicalTypeAndRejectsEveryTruncation) {
   Batch b;
   b.Reset(7);
@@ -172,19 +189,7 @@ TEST(BatchCodec, RoundTripsEveryPhysicalTypeAndRejectsEveryTruncation) {
   EncodeBatch(b, &enc);
   Batch d;
   ASSERT_TRUE(DecodeBatch(enc, &d).ok());
-  ASSERT_EQ(d.rows, b.rows);
-  ASSERT_EQ(d.cols.size(), b.cols.size());
-  for (size_t c = 0; c < b.cols.size(); c++) {
-    EXPECT_EQ(d.cols[c].phys(), b.cols[c].phys()) << c;
-    for (size_t r = 0; r < b.rows; r++) {
-      Value x = b.Get(c, r), y = d.Get(c, r);
-      ASSERT_EQ(x.is_null(), y.is_null()) << c << "," << r;
-      if (!x.is_null()) {
-        EXPECT_EQ(x.type(), y.type());
-        EXPECT_EQ(x.ToText(), y.ToText()) << c << "," << r;
-      }
-    }
-  }
+  ExpectSameBatch(b, d);
   for (size_t cut = 0; cut < enc.size(); cut += 7) {
     EXPECT_FALSE(DecodeBatch(std::string_view(enc).substr(0, cut), &d).ok()) << cut;
   }
@@ -229,17 +234,7 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
     EncodeBatch(b, enc.get());
     Batch d;
     ASSERT_TRUE(DecodeBatch(*enc, &d, owner ? std::make_shared<const TextArena>(enc) : nullptr).ok());
-    ASSERT_EQ(d.rows, b.rows);
-    for (size_t c = 0; c < b.cols.size(); c++) {
-      EXPECT_EQ(d.cols[c].phys(), b.cols[c].phys()) << c;
-      for (size_t r = 0; r < b.rows; r++) {
-        Value x = b.Get(c, r), y = d.Get(c, r);
-        ASSERT_EQ(x.is_null(), y.is_null()) << c << "," << r;
-        if (!x.is_null()) {
-          ASSERT_EQ(x.ToText(), y.ToText()) << c << "," << r;
-        }
-      }
-    }
+    ExpectSameBatch(b, d);
     enc.reset();  // a decoded dictionary outlives the input
     EXPECT_EQ(d.Get(1, 999).as_text(), pad);
   }
