@@ -69,6 +69,13 @@ class ByteReader {
     *v = static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1));
     return true;
   }
+  // The next n bytes, as a view into the input.
+  bool Bytes(size_t n, std::string_view* s) {
+    if (n > in_.size()) return false;
+    *s = in_.substr(0, n);
+    in_.remove_prefix(n);
+    return true;
+  }
   bool Str(std::string_view* s) {
     uint64_t n;
     if (!VarU64(&n) || n > in_.size()) return false;

@@ -15,37 +15,146 @@ constexpr uint64_t kMaxCols = 1 << 16;
 
 // How an integer or text column's values follow its NULL bitmap.
 enum Layout : uint8_t {
-  kPlain = 0,       // each value: a zigzag varint / a length-prefixed text
-  kDelta = 1,       // integers: each value's difference from the one before (zigzag varint)
-  kDictionary = 2,  // texts: the distinct values (length-prefixed), then one byte per value
+  kPlain = 0,        // texts: each value length-prefixed
+  kDictionary = 2,   // texts: the distinct values (length-prefixed), then one byte per value
+  kPacked = 3,       // integers: each row's offset from the smallest value
+  kPackedDelta = 4,  // integers: each row's difference from the row before, as an offset from
+                     // the smallest difference (after the first value)
 };
 // A text column of at most this many distinct values travels as a dictionary.
 constexpr size_t kMaxDictionary = 32;
-
-size_t VarSize(uint64_t v) { return v < (1u << 7) ? 1 : (64 - static_cast<size_t>(__builtin_clzll(v)) + 6) / 7; }
-uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-
-// Integers go as differences when those are smaller (keys in order, timestamps near each
-// other), as judged from the first kSample values.
 constexpr size_t kSample = 64;
 
-void EncodeInts(const Vector& v, size_t rows, ByteWriter& w) {
-  const int64_t* x = v.ints();
-  size_t plain = 0, delta = 0;
-  uint64_t prev = 0;
-  for (size_t i = 0; i < std::min(rows, kSample); i++) {
-    if (v.IsNull(i)) continue;
-    plain += VarSize(ZigZag(x[i]));
-    delta += VarSize(ZigZag(static_cast<int64_t>(static_cast<uint64_t>(x[i]) - prev)));
-    prev = static_cast<uint64_t>(x[i]);
-  }
-  w.U8(delta < plain ? kDelta : kPlain);
-  prev = 0;
+// Packed integers: every row has an entry of `width` bytes (0, 1, 2, 4 or 8; a NULL row's
+// entry is 0 / no difference), so both sides run one tight loop per column.
+uint8_t WidthOf(uint64_t range) {
+  return range == 0 ? 0 : range <= 0xff ? 1 : range <= 0xffff ? 2 : range <= 0xffffffff ? 4 : 8;
+}
+
+template <typename U>
+void PackAs(const uint64_t* e, size_t rows, char* out) {
   for (size_t i = 0; i < rows; i++) {
-    if (v.IsNull(i)) continue;
-    w.VarI64(delta < plain ? static_cast<int64_t>(static_cast<uint64_t>(x[i]) - prev) : x[i]);
+    U u = static_cast<U>(e[i]);
+    std::memcpy(out + i * sizeof(U), &u, sizeof(U));
+  }
+}
+
+void Pack(const uint64_t* e, size_t rows, uint8_t width, std::string* out) {
+  size_t at = out->size();
+  out->resize(at + rows * width);
+  char* p = out->data() + at;
+  switch (width) {
+    case 1: PackAs<uint8_t>(e, rows, p); break;
+    case 2: PackAs<uint16_t>(e, rows, p); break;
+    case 4: PackAs<uint32_t>(e, rows, p); break;
+    case 8: PackAs<uint64_t>(e, rows, p); break;
+    default: break;
+  }
+}
+
+template <typename U>
+void UnpackAs(const char* p, size_t rows, uint64_t base, uint64_t* x) {
+  for (size_t i = 0; i < rows; i++) {
+    U u;
+    std::memcpy(&u, p + i * sizeof(U), sizeof(U));
+    x[i] = base + u;
+  }
+}
+
+// x[i] = base + entry i. REQUIRES: `p` holds rows * width bytes.
+void Unpack(const char* p, size_t rows, uint8_t width, uint64_t base, uint64_t* x) {
+  switch (width) {
+    case 1: UnpackAs<uint8_t>(p, rows, base, x); break;
+    case 2: UnpackAs<uint16_t>(p, rows, base, x); break;
+    case 4: UnpackAs<uint32_t>(p, rows, base, x); break;
+    case 8: UnpackAs<uint64_t>(p, rows, base, x); break;
+    default: std::fill(x, x + rows, base); break;
+  }
+}
+
+// Integers go as offsets from their smallest value, or as differences from the non-NULL row
+// before when those span fewer bytes (keys in order, timestamps near each other). NULL rows
+// have entry 0: the smallest value, or no change for the differences.
+void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::string* out) {
+  const int64_t* x = v.ints();
+  const uint8_t* null = v.nulls();
+  auto is_null = [&](size_t i) { return nulls && null[i] != 0; };
+  int64_t lo = INT64_MAX, hi = INT64_MIN, dlo = INT64_MAX, dhi = INT64_MIN;
+  size_t first = 0;
+  while (first < rows && is_null(first)) first++;
+  if (first == rows) {  // no values: all entries zero
+    w.U8(kPacked);
+    w.U8(0);
+    w.U64(0);
+    return;
+  }
+  uint64_t prev = static_cast<uint64_t>(x[first]);
+  for (size_t i = first; i < rows; i++) {
+    if (is_null(i)) continue;
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+    if (i > first) {
+      auto d = static_cast<int64_t>(static_cast<uint64_t>(x[i]) - prev);
+      dlo = std::min(dlo, d);
+      dhi = std::max(dhi, d);
+    }
     prev = static_cast<uint64_t>(x[i]);
   }
+  if (dlo > dhi) dlo = dhi = 0;  // one value
+  uint8_t width = WidthOf(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
+  uint8_t dwidth = WidthOf(static_cast<uint64_t>(dhi) - static_cast<uint64_t>(dlo));
+  std::vector<uint64_t> e(rows, 0);
+  if (dwidth < width) {
+    // The value "before" the first is such that the first's difference is the smallest one.
+    prev = static_cast<uint64_t>(x[first]) - static_cast<uint64_t>(dlo);
+    w.U8(kPackedDelta);
+    w.U8(dwidth);
+    w.U64(prev);
+    w.U64(static_cast<uint64_t>(dlo));
+    for (size_t i = first; i < rows; i++) {
+      if (is_null(i)) continue;
+      e[i] = static_cast<uint64_t>(x[i]) - prev - static_cast<uint64_t>(dlo);
+      prev = static_cast<uint64_t>(x[i]);
+    }
+    Pack(e.data(), rows, dwidth, out);
+    return;
+  }
+  w.U8(kPacked);
+  w.U8(width);
+  w.U64(static_cast<uint64_t>(lo));
+  for (size_t i = first; i < rows; i++) {
+    if (!is_null(i)) e[i] = static_cast<uint64_t>(x[i]) - static_cast<uint64_t>(lo);
+  }
+  Pack(e.data(), rows, width, out);
+}
+
+// Reads a packed integer column (its layout byte read) into x[0..rows), whose NULL rows
+// (`null`, or none) get 0; false if malformed.
+bool DecodeInts(ByteReader& r, uint8_t layout, size_t rows, const uint8_t* null, int64_t* out) {
+  uint8_t width;
+  uint64_t start = 0, base;
+  std::string_view packed;
+  if (!r.U8(&width) || (width != 0 && width != 1 && width != 2 && width != 4 && width != 8) ||
+      (layout == kPackedDelta && !r.U64(&start)) || !r.U64(&base) || !r.Bytes(rows * width, &packed)) {
+    return false;
+  }
+  auto* x = reinterpret_cast<uint64_t*>(out);
+  Unpack(packed.data(), rows, width, base, x);
+  if (layout == kPackedDelta) {
+    uint64_t prev = start;
+    if (null) {
+      for (size_t i = 0; i < rows; i++) {
+        if (!null[i]) prev += x[i];
+        x[i] = prev;
+      }
+    } else {
+      for (size_t i = 0; i < rows; i++) x[i] = prev += x[i];
+    }
+  }
+  if (null) {
+    for (size_t i = 0; i < rows; i++) x[i] = null[i] ? 0 : x[i];
+  }
+  return true;
 }
 
 // Fills `dict` with the distinct non-NULL values of `v` and `codes` with each one's index,
@@ -53,10 +162,13 @@ void EncodeInts(const Vector& v, size_t rows, ByteWriter& w) {
 // are distinct (false: the column is not worth a dictionary).
 bool DictionaryOf(const Vector& v, size_t rows, std::vector<std::string_view>* dict, std::string* codes) {
   const std::string_view* t = v.texts();
-  size_t hit = 0;
+  const uint8_t* null = v.nulls();
+  codes->resize(rows);
+  char* code = codes->data();
+  size_t n = 0, hit = 0;
   for (size_t i = 0; i < rows; i++) {
-    if (v.IsNull(i)) continue;
-    if (codes->size() == kSample / 4 && dict->size() > codes->size() / 2) return false;
+    if (null[i]) continue;
+    if (n == kSample / 4 && dict->size() > n / 2) return false;
     // The last value met first; shared bytes (repeats in a column image) without comparing.
     if (dict->empty() || ((*dict)[hit].data() != t[i].data() && (*dict)[hit] != t[i])) {
       hit = 0;
@@ -66,8 +178,9 @@ bool DictionaryOf(const Vector& v, size_t rows, std::vector<std::string_view>* d
         dict->push_back(t[i]);
       }
     }
-    codes->push_back(static_cast<char>(hit));
+    code[n++] = static_cast<char>(hit);
   }
+  codes->resize(n);
   return true;
 }
 
@@ -92,6 +205,7 @@ void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w, std::string* out)
   w.U8(static_cast<uint8_t>(v.value_type()));
   bool nulls = v.HasNulls();
   w.U8(nulls ? 1 : 0);
+  if (rows == 0) return;  // nothing follows (as the decoder expects)
   if (nulls) {
     for (size_t i = 0; i < rows; i += 8) {
       uint8_t bits = 0;
@@ -101,15 +215,10 @@ void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w, std::string* out)
   }
   switch (v.phys()) {
     case PhysType::kInt:
-      EncodeInts(v, rows, w);
+      EncodeInts(v, rows, nulls, w, out);
       break;
-    case PhysType::kDouble:
-      for (size_t i = 0; i < rows; i++) {
-        if (v.IsNull(i)) continue;
-        uint64_t bits;
-        std::memcpy(&bits, &v.doubles()[i], 8);
-        w.U64(bits);
-      }
+    case PhysType::kDouble:  // every row (a NULL row's entry is zero)
+      out->append(reinterpret_cast<const char*>(v.doubles()), rows * sizeof(double));
       break;
     case PhysType::kDecimal:
       for (size_t i = 0; i < rows; i++) {
@@ -162,40 +271,47 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     v->AppendNulls(rows);
     return Status::OK();
   }
-  uint8_t layout = kPlain;
-  if (p == PhysType::kInt || p == PhysType::kText) {
-    const uint8_t other = p == PhysType::kInt ? kDelta : kDictionary;
-    if (!r.U8(&layout) || (layout != kPlain && layout != other)) return bad();
+  if (p == PhysType::kInt || p == PhysType::kDouble) {
+    // Every row's entry straight into the array; NULL rows' entries then set to zero.
+    v->Init(t, rows);
+    if (p == PhysType::kInt) {
+      uint8_t layout;
+      if (!r.U8(&layout) || (layout != kPacked && layout != kPackedDelta) ||
+          !DecodeInts(r, layout, rows, has_nulls ? null.data() : nullptr, v->mutable_ints())) {
+        return bad();
+      }
+    } else {
+      std::string_view raw;
+      if (!r.Bytes(rows * sizeof(double), &raw)) return bad();
+      std::memcpy(v->mutable_doubles(), raw.data(), raw.size());
+    }
+    if (has_nulls) {
+      std::memcpy(v->mutable_nulls(), null.data(), rows);
+      if (p == PhysType::kDouble) {
+        for (size_t i = 0; i < rows; i++) v->mutable_doubles()[i] = null[i] ? 0 : v->mutable_doubles()[i];
+      }
+    }
+    return Status::OK();
   }
-  if (p == PhysType::kInt || p == PhysType::kDouble || p == PhysType::kDecimal) {
-    // Straight into the arrays: NULL rows keep their zero entry.
+  if (p == PhysType::kDecimal) {
+    // Straight into the array: NULL rows keep their zero entry.
     v->Init(t, rows);
     uint8_t* nulls = v->mutable_nulls();
-    uint64_t prev = 0;  // kDelta
     for (size_t i = 0; i < rows; i++) {
       if (null[i]) {
         nulls[i] = 1;
         continue;
       }
-      if (p == PhysType::kInt) {
-        int64_t x;
-        if (!r.VarI64(&x)) return bad();
-        if (layout == kDelta) x = static_cast<int64_t>(prev += static_cast<uint64_t>(x));
-        v->mutable_ints()[i] = x;
-      } else if (p == PhysType::kDouble) {
-        uint64_t bits;
-        if (!r.U64(&bits)) return bad();
-        std::memcpy(&v->mutable_doubles()[i], &bits, 8);
-      } else {
-        uint8_t scale;
-        uint64_t lo, hi;
-        if (!r.U8(&scale) || scale > kMaxDecimalScale || !r.U64(&lo) || !r.U64(&hi)) return bad();
-        auto u = (static_cast<unsigned __int128>(hi) << 64) | lo;
-        v->mutable_decimals()[i] = Decimal{static_cast<Int128>(u), scale};
-      }
+      uint8_t scale;
+      uint64_t lo, hi;
+      if (!r.U8(&scale) || scale > kMaxDecimalScale || !r.U64(&lo) || !r.U64(&hi)) return bad();
+      auto u = (static_cast<unsigned __int128>(hi) << 64) | lo;
+      v->mutable_decimals()[i] = Decimal{static_cast<Int128>(u), scale};
     }
     return Status::OK();
   }
+  uint8_t layout = kPlain;
+  if (p == PhysType::kText && (!r.U8(&layout) || (layout != kPlain && layout != kDictionary))) return bad();
   if (p == PhysType::kText && layout == kDictionary) {
     // The distinct values are views into the input (kept alive) or copies made once.
     uint64_t n;

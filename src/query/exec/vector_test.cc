@@ -254,6 +254,61 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
   EXPECT_EQ(DecodeBatch(enc, &d).code(), Status::Code::kCorruption);
 }
 
+// Integers travel as fixed-width offsets from the smallest value or the smallest difference,
+// whichever is narrower: a key in order or a constant takes no bytes a row, each range the
+// next width up; every value comes back, and NULL rows decode with a zero entry.
+TEST(BatchCodec, IntegersTravelAsTheNarrowestFixedWidthOffsets) {
+  struct Case {
+    int64_t lo, span;  // values lo + a random offset in [0, span]; the first row lo, the last lo + span
+    bool ordered;      // values lo + i instead
+    size_t width;
+  };
+  const Case cases[] = {
+      {42, 0, false, 0},           {-5, 0, true, 0},           {-3, 255, false, 1},
+      {100, 256, false, 2},        {0, 65535, false, 2},       {-70000, 65536, false, 4},
+      {7, 0xffffffffLL, false, 4}, {7, 0x100000000LL, false, 8}, {INT64_MIN, -1, false, 8},
+  };
+  const size_t rows = 1000;
+  std::mt19937_64 rng(11);
+  for (const Case& c : cases) {
+    Batch b;
+    b.Reset(1);
+    for (size_t i = 0; i < rows; i++) {
+      uint64_t off = rng();
+      if (c.span != -1) off %= static_cast<uint64_t>(c.span) + 1;
+      if (i == 0) off = 0;
+      if (i == rows - 1) off = static_cast<uint64_t>(c.span);
+      if (c.ordered) off = i;
+      b.cols[0].Append(Value::Int64(static_cast<int64_t>(static_cast<uint64_t>(c.lo) + off)));
+      b.rows++;
+    }
+    std::string enc;
+    EncodeBatch(b, &enc);
+    EXPECT_GE(enc.size(), rows * c.width) << c.lo << " " << c.span;
+    EXPECT_LE(enc.size(), rows * c.width + 32) << c.lo << " " << c.span;
+    Batch d;
+    ASSERT_TRUE(DecodeBatch(enc, &d).ok());
+    ExpectSameBatch(b, d);
+  }
+  // NULL rows between ordered values (no difference) and around far-apart values.
+  Batch b;
+  b.Reset(2);
+  for (int i = 0; i < 100; i++) {
+    bool null = i % 3 == 0;
+    b.cols[0].Append(null ? Value() : Value::Int64(i));
+    b.cols[1].Append(null ? Value() : Value::Int64(i % 2 ? INT64_MAX - i : INT64_MIN + i));
+    b.rows++;
+  }
+  std::string enc;
+  EncodeBatch(b, &enc);
+  Batch d;
+  ASSERT_TRUE(DecodeBatch(enc, &d).ok());
+  ExpectSameBatch(b, d);
+  for (int c = 0; c < 2; c++) {
+    for (int i = 0; i < 100; i += 3) EXPECT_EQ(d.cols[c].ints()[i], 0) << c << "," << i;
+  }
+}
+
 // Bytes changed anywhere in an encoded batch (every layout in it) decode or are refused as
 // Corruption; a decoded batch has the row count it claims in every column.
 TEST(BatchCodec, ChangedBytesDecodeOrAreRefused) {
