@@ -247,7 +247,7 @@ Result<bool> SegmentRows::NextBatch(const std::vector<bool>* used, exec::Batch* 
       col.Clear();
       col.AppendNulls(n);
     } else if (whole) {
-      col = src.cols[c];
+      col.Share(std::shared_ptr<const exec::Vector>(image_, &src.cols[c]));  // no copy
     } else {
       col.Clear();
       col.Gather(src.cols[c], sel_.data(), n);

@@ -53,22 +53,24 @@ std::string_view TextArena::Copy(std::string_view s) {
 }
 
 bool Vector::HasNulls() const {
-  return std::find(null_.begin(), null_.end(), 1) != null_.end();
+  const auto& null = Src().null_;
+  return !null.empty() && std::memchr(null.data(), 1, null.size()) != nullptr;
 }
 
 Value Vector::GetValue(size_t i) const {
-  if (null_[i]) return Value();
+  const Vector& s = Src();
+  if (s.null_[i]) return Value();
   switch (phys_) {
     case PhysType::kInt:
-      return IntValue(type_, ints_[i]);
+      return IntValue(type_, s.ints_[i]);
     case PhysType::kDouble:
-      return Value::Double(doubles_[i]);
+      return Value::Double(s.doubles_[i]);
     case PhysType::kDecimal:
-      return Value::Numeric(decimals_[i]);
+      return Value::Numeric(s.decimals_[i]);
     case PhysType::kText:
-      return Value::Text(std::string(texts_[i]));
+      return Value::Text(std::string(s.texts_[i]));
     case PhysType::kBoxed:
-      return boxed_[i];
+      return s.boxed_[i];
     case PhysType::kEmpty:
       break;
   }
@@ -86,9 +88,25 @@ void Vector::Clear() {
   boxed_.clear();
   arena_.reset();
   kept_.clear();
+  shared_.reset();
+}
+
+void Vector::Share(std::shared_ptr<const Vector> src) {
+  if (src->shared_) src = src->shared_;
+  Clear();
+  phys_ = src->phys_;
+  type_ = src->type_;
+  shared_ = std::move(src);
+}
+
+void Vector::Unshare() {
+  std::shared_ptr<const Vector> src = std::move(shared_);
+  shared_.reset();
+  *this = Vector(*src);  // src shares nothing (Share follows a chain): a copy of its arrays
 }
 
 void Vector::Truncate(size_t n) {
+  Own();
   null_.resize(n);
   ResizeArray(n);
 }
@@ -131,6 +149,7 @@ void Vector::ResizeArray(size_t n) {
 }
 
 void Vector::Reserve(size_t n) {
+  Own();
   null_.reserve(n);
   switch (phys_) {
     case PhysType::kInt:
@@ -191,7 +210,8 @@ Vector::Vector(const Vector& o)
       decimals_(o.decimals_),
       texts_(o.texts_),
       boxed_(o.boxed_),
-      kept_(o.kept_) {
+      kept_(o.kept_),
+      shared_(o.shared_) {
   if (o.arena_) kept_.push_back(o.arena_);
 }
 
@@ -208,12 +228,14 @@ TextArena& Vector::Arena() {
 void Vector::AppendNull() { AppendNulls(1); }
 
 void Vector::AppendNulls(size_t n) {
+  Own();
   null_.resize(null_.size() + n, 1);
   ResizeArray(null_.size());
 }
 
 void Vector::Append(const Value& v) {
   if (v.is_null()) return AppendNull();
+  Own();
   if (!Prepare(v.type())) {
     boxed_.push_back(v);
     null_.push_back(0);
@@ -239,6 +261,7 @@ void Vector::Append(const Value& v) {
 }
 
 void Vector::Append(Value&& v) {
+  Own();
   if (!v.is_null() && !Prepare(v.type())) {
     boxed_.push_back(std::move(v));
     null_.push_back(0);
@@ -248,24 +271,28 @@ void Vector::Append(Value&& v) {
 }
 
 void Vector::AppendIntSlow(TypeId t, int64_t v) {
+  Own();
   if (!Prepare(t)) return Append(IntValue(t, v));
   null_.push_back(0);
   ints_.push_back(v);
 }
 
 void Vector::AppendDoubleSlow(double v) {
+  Own();
   if (!Prepare(TypeId::kDouble)) return Append(Value::Double(v));
   null_.push_back(0);
   doubles_.push_back(v);
 }
 
 void Vector::AppendDecimalSlow(const Decimal& v) {
+  Own();
   if (!Prepare(TypeId::kNumeric)) return Append(Value::Numeric(v));
   null_.push_back(0);
   decimals_.push_back(v);
 }
 
 void Vector::AppendText(std::string_view v) {
+  Own();
   if (!Prepare(TypeId::kText)) return Append(Value::Text(std::string(v)));
   // A value equal to the one before shares its bytes: a column of repeats costs its views.
   bool repeat = !texts_.empty() && !null_.back() && texts_.back() == v;
@@ -274,17 +301,21 @@ void Vector::AppendText(std::string_view v) {
 }
 
 void Vector::KeepArena(std::shared_ptr<const TextArena> a) {
+  Own();
   if (a && a != arena_ && std::find(kept_.begin(), kept_.end(), a) == kept_.end()) kept_.push_back(std::move(a));
 }
 
 void Vector::AppendTextViewSlow(std::string_view v) {
+  Own();
   if (!Prepare(TypeId::kText)) return Append(Value::Text(std::string(v)));
   null_.push_back(0);
   texts_.push_back(v);
 }
 
-void Vector::AppendFrom(const Vector& src, size_t i) {
+void Vector::AppendFrom(const Vector& from, size_t i) {
+  const Vector& src = from.Src();
   if (src.null_[i]) return AppendNull();
+  Own();
   if (src.phys_ == PhysType::kBoxed || !Prepare(src.type_)) return Append(src.GetValue(i));
   null_.push_back(0);
   switch (phys_) {
@@ -305,8 +336,10 @@ void Vector::AppendFrom(const Vector& src, size_t i) {
   }
 }
 
-void Vector::Gather(const Vector& src, const uint32_t* sel, size_t n) {
+void Vector::Gather(const Vector& from, const uint32_t* sel, size_t n) {
   if (n == 0) return;
+  const Vector& src = from.Src();
+  Own();
   if (src.phys_ == PhysType::kEmpty) return AppendNulls(n);  // NULLs only
   bool typed = src.phys_ != PhysType::kBoxed && src.phys_ != PhysType::kEmpty &&
                (phys_ == PhysType::kEmpty || (phys_ == src.phys_ && type_ == src.type_));

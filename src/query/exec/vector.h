@@ -10,7 +10,8 @@
 // physical type turns the vector into kBoxed, so every column round-trips its Values
 // exactly. Copies share the text bytes (cheap) read-only: text a copy appends goes to an arena
 // of its own, so any number of threads may copy one vector that nobody changes (a column
-// image); a vector is not thread-safe otherwise.
+// image); a vector is not thread-safe otherwise. A vector may also read such an unchanging
+// vector's elements in place (Share): no copy until it is changed.
 #pragma once
 
 #include <cstdint>
@@ -51,10 +52,10 @@ class Vector {
   Vector(Vector&&) noexcept = default;
   Vector& operator=(Vector&&) noexcept = default;
 
-  size_t size() const { return null_.size(); }
+  size_t size() const { return Src().null_.size(); }
   PhysType phys() const { return phys_; }
   TypeId value_type() const { return type_; }
-  bool IsNull(size_t i) const { return null_[i] != 0; }
+  bool IsNull(size_t i) const { return Src().null_[i] != 0; }
   bool HasNulls() const;
 
   // Boxes element i. O(1) but allocates for text and arrays: hot loops use the arrays.
@@ -77,7 +78,7 @@ class Vector {
 
   // Typed appends (a value of another physical type boxes the vector, as Append does).
   void AppendInt(TypeId t, int64_t v) {
-    if (phys_ == PhysType::kInt && type_ == t) {
+    if (phys_ == PhysType::kInt && type_ == t && !shared_) {
       null_.push_back(0);
       ints_.push_back(v);
       return;
@@ -85,7 +86,7 @@ class Vector {
     AppendIntSlow(t, v);
   }
   void AppendDouble(double v) {
-    if (phys_ == PhysType::kDouble) {
+    if (phys_ == PhysType::kDouble && !shared_) {
       null_.push_back(0);
       doubles_.push_back(v);
       return;
@@ -93,7 +94,7 @@ class Vector {
     AppendDoubleSlow(v);
   }
   void AppendDecimal(const Decimal& v) {
-    if (phys_ == PhysType::kDecimal) {
+    if (phys_ == PhysType::kDecimal && !shared_) {
       null_.push_back(0);
       decimals_.push_back(v);
       return;
@@ -105,7 +106,7 @@ class Vector {
   void KeepArena(std::shared_ptr<const TextArena> a);
   // Appends `v` without copying its bytes. REQUIRES: an arena this vector keeps holds them.
   void AppendTextView(std::string_view v) {
-    if (phys_ == PhysType::kText && type_ == TypeId::kText) {
+    if (phys_ == PhysType::kText && type_ == TypeId::kText && !shared_) {
       null_.push_back(0);
       texts_.push_back(v);
       return;
@@ -117,21 +118,34 @@ class Vector {
   // kDecimal or kText types) to be filled through the mutable arrays. Texts set there must lie
   // in arenas the vector keeps (KeepArena).
   void Init(TypeId t, size_t n);
-  int64_t* mutable_ints() { return ints_.data(); }
-  std::string_view* mutable_texts() { return texts_.data(); }
-  double* mutable_doubles() { return doubles_.data(); }
-  Decimal* mutable_decimals() { return decimals_.data(); }
-  uint8_t* mutable_nulls() { return null_.data(); }
+  int64_t* mutable_ints() { return Own().ints_.data(); }
+  std::string_view* mutable_texts() { return Own().texts_.data(); }
+  double* mutable_doubles() { return Own().doubles_.data(); }
+  Decimal* mutable_decimals() { return Own().decimals_.data(); }
+  uint8_t* mutable_nulls() { return Own().null_.data(); }
+
+  // Reads src's elements in place until this vector is changed (which copies them first).
+  // REQUIRES: nobody changes *src while it is shared; src is not this vector.
+  void Share(std::shared_ptr<const Vector> src);
+  bool shared() const { return shared_ != nullptr; }
 
   // The arrays. REQUIRES: the matching phys(); entries of NULL rows are zero / empty.
-  const int64_t* ints() const { return ints_.data(); }
-  const double* doubles() const { return doubles_.data(); }
-  const Decimal* decimals() const { return decimals_.data(); }
-  const std::string_view* texts() const { return texts_.data(); }
-  const Value* boxed() const { return boxed_.data(); }
-  const uint8_t* nulls() const { return null_.data(); }  // 1 = NULL
+  const int64_t* ints() const { return Src().ints_.data(); }
+  const double* doubles() const { return Src().doubles_.data(); }
+  const Decimal* decimals() const { return Src().decimals_.data(); }
+  const std::string_view* texts() const { return Src().texts_.data(); }
+  const Value* boxed() const { return Src().boxed_.data(); }
+  const uint8_t* nulls() const { return Src().null_.data(); }  // 1 = NULL
 
  private:
+  // The vector whose arrays hold the elements: the shared one, or this.
+  const Vector& Src() const { return shared_ ? *shared_ : *this; }
+  // This vector, holding its elements in arrays of its own (copied from a shared vector).
+  Vector& Own() {
+    if (shared_) Unshare();
+    return *this;
+  }
+  void Unshare();
   // Fixes the physical type on the first non-NULL value; boxes on a mismatch. Returns false
   // if the vector is (now) boxed.
   bool Prepare(TypeId t);
@@ -154,6 +168,7 @@ class Vector {
   std::vector<Value> boxed_;
   std::shared_ptr<TextArena> arena_;                   // this vector's own text bytes
   std::vector<std::shared_ptr<const TextArena>> kept_;  // other vectors' arenas it points into
+  std::shared_ptr<const Vector> shared_;                // set: the elements are its (arrays empty)
 };
 
 }  // namespace wattdb::exec

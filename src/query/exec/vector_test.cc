@@ -114,6 +114,59 @@ TEST(Vector, CopiesShareTextReadOnly) {
   EXPECT_NE(copy.texts()[1].data(), copy.texts()[0].data() + 6);
 }
 
+// A vector sharing another reads its arrays in place (copies of it too); the first change
+// copies them, leaving the source as it was; texts gathered from it, or kept by a copy,
+// outlive the source.
+TEST(Vector, SharedElementsAreReadInPlaceAndCopiedOnTheFirstChange) {
+  auto src = std::make_shared<Vector>();
+  for (int i = 0; i < 5; i++) src->AppendText(i == 2 ? std::string() : "text " + std::to_string(i));
+  src->AppendNull();
+  auto ints = std::make_shared<Vector>();
+  for (int i = 0; i < 6; i++) ints->AppendInt(TypeId::kInt64, i * 10);
+
+  Vector s, n;
+  s.Share(src);
+  n.Share(ints);
+  EXPECT_TRUE(s.shared());
+  EXPECT_EQ(s.phys(), PhysType::kText);
+  EXPECT_EQ(s.size(), 6u);
+  EXPECT_EQ(s.texts(), src->texts());  // the same array: nothing copied
+  EXPECT_EQ(n.ints(), ints->ints());
+  EXPECT_TRUE(s.IsNull(5));
+  EXPECT_TRUE(s.HasNulls());
+  EXPECT_EQ(s.GetValue(1).as_text(), "text 1");
+
+  Vector copy = s;  // shares too
+  EXPECT_EQ(copy.texts(), src->texts());
+  Vector chain;
+  chain.Share(std::make_shared<Vector>(copy));  // shares the source itself
+  EXPECT_EQ(chain.texts(), src->texts());
+
+  uint32_t sel[] = {4, 0, 5};
+  Vector gathered;
+  gathered.Gather(s, sel, 3);
+  s.AppendText("appended");  // copies first
+  n.AppendInt(TypeId::kInt64, 60);
+  n.mutable_ints()[0] = -1;
+  EXPECT_FALSE(s.shared());
+  EXPECT_NE(s.texts(), src->texts());
+  EXPECT_EQ(s.size(), 7u);
+  EXPECT_EQ(src->size(), 6u);
+  EXPECT_EQ(ints->size(), 6u);
+  EXPECT_EQ(ints->ints()[0], 0);
+  EXPECT_EQ(n.ints()[0], -1);
+  EXPECT_EQ(n.ints()[6], 60);
+  EXPECT_EQ(s.texts()[6], "appended");
+
+  src.reset();  // the views still read the bytes
+  chain = Vector();
+  EXPECT_EQ(copy.GetValue(4).as_text(), "text 4");
+  EXPECT_EQ(s.texts()[1], "text 1");
+  EXPECT_EQ(gathered.texts()[0], "text 4");
+  EXPECT_EQ(gathered.texts()[1], "text 0");
+  EXPECT_TRUE(gathered.IsNull(2));
+}
+
 TEST(RowDecode, StoredRowsDecodeIntoTypedColumnsAndBadOnesLeaveNoTrace) {
   std::vector<Value> row = {Value::Int32(3), Value(), Value::Text("abc"), Value::Double(0.5),
                             Value::Numeric(ParseDecimal("-12.50").value()), Value::Bool(true),
