@@ -31,23 +31,25 @@ uint8_t WidthOf(uint64_t range) {
   return range == 0 ? 0 : range <= 0xff ? 1 : range <= 0xffff ? 2 : range <= 0xffffffff ? 4 : 8;
 }
 
-template <typename U>
-void PackAs(const uint64_t* e, size_t rows, char* out) {
+template <typename U, typename Entry>
+void PackAs(size_t rows, char* out, const Entry& entry) {
   for (size_t i = 0; i < rows; i++) {
-    U u = static_cast<U>(e[i]);
+    auto u = static_cast<U>(entry(i));
     std::memcpy(out + i * sizeof(U), &u, sizeof(U));
   }
 }
 
-void Pack(const uint64_t* e, size_t rows, uint8_t width, std::string* out) {
+// Appends entry(0..rows) as `width`-byte little-endian integers.
+template <typename Entry>
+void Pack(size_t rows, uint8_t width, std::string* out, const Entry& entry) {
   size_t at = out->size();
   out->resize(at + rows * width);
   char* p = out->data() + at;
   switch (width) {
-    case 1: PackAs<uint8_t>(e, rows, p); break;
-    case 2: PackAs<uint16_t>(e, rows, p); break;
-    case 4: PackAs<uint32_t>(e, rows, p); break;
-    case 8: PackAs<uint64_t>(e, rows, p); break;
+    case 1: PackAs<uint8_t>(rows, p, entry); break;
+    case 2: PackAs<uint16_t>(rows, p, entry); break;
+    case 4: PackAs<uint32_t>(rows, p, entry); break;
+    case 8: PackAs<uint64_t>(rows, p, entry); break;
     default: break;
   }
 }
@@ -79,7 +81,6 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
   const int64_t* x = v.ints();
   const uint8_t* null = v.nulls();
   auto is_null = [&](size_t i) { return nulls && null[i] != 0; };
-  int64_t lo = INT64_MAX, hi = INT64_MIN, dlo = INT64_MAX, dhi = INT64_MIN;
   size_t first = 0;
   while (first < rows && is_null(first)) first++;
   if (first == rows) {  // no values: all entries zero
@@ -88,44 +89,73 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
     w.U64(0);
     return;
   }
-  uint64_t prev = static_cast<uint64_t>(x[first]);
-  for (size_t i = first; i < rows; i++) {
-    if (is_null(i)) continue;
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-    if (i > first) {
-      auto d = static_cast<int64_t>(static_cast<uint64_t>(x[i]) - prev);
-      dlo = std::min(dlo, d);
-      dhi = std::max(dhi, d);
+  auto u = [&](size_t i) { return static_cast<uint64_t>(x[i]); };
+  // (Comparisons by value: std::min's reference keeps these loops from staying in registers.)
+  int64_t lo = x[first], hi = x[first], dlo = INT64_MAX, dhi = INT64_MIN;
+  if (!nulls) {  // the common case: one pass, two rows a step on independent registers
+    int64_t lo2 = lo, hi2 = hi, dlo2 = dlo, dhi2 = dhi;
+    size_t i = 1;
+    for (; i + 1 < rows; i += 2) {
+      int64_t y = x[i], z = x[i + 1];
+      auto d = static_cast<int64_t>(u(i) - u(i - 1)), e = static_cast<int64_t>(u(i + 1) - u(i));
+      lo = y < lo ? y : lo;
+      hi = y > hi ? y : hi;
+      dlo = d < dlo ? d : dlo;
+      dhi = d > dhi ? d : dhi;
+      lo2 = z < lo2 ? z : lo2;
+      hi2 = z > hi2 ? z : hi2;
+      dlo2 = e < dlo2 ? e : dlo2;
+      dhi2 = e > dhi2 ? e : dhi2;
     }
-    prev = static_cast<uint64_t>(x[i]);
+    if (i < rows) {
+      auto d = static_cast<int64_t>(u(i) - u(i - 1));
+      lo = x[i] < lo ? x[i] : lo;
+      hi = x[i] > hi ? x[i] : hi;
+      dlo = d < dlo ? d : dlo;
+      dhi = d > dhi ? d : dhi;
+    }
+    lo = lo2 < lo ? lo2 : lo;
+    hi = hi2 > hi ? hi2 : hi;
+    dlo = dlo2 < dlo ? dlo2 : dlo;
+    dhi = dhi2 > dhi ? dhi2 : dhi;
+  } else {
+    size_t prev = first;
+    for (size_t i = first + 1; i < rows; i++) {
+      if (null[i]) continue;
+      int64_t y = x[i];
+      auto d = static_cast<int64_t>(u(i) - u(prev));
+      lo = y < lo ? y : lo;
+      hi = y > hi ? y : hi;
+      dlo = d < dlo ? d : dlo;
+      dhi = d > dhi ? d : dhi;
+      prev = i;
+    }
   }
   if (dlo > dhi) dlo = dhi = 0;  // one value
   uint8_t width = WidthOf(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
   uint8_t dwidth = WidthOf(static_cast<uint64_t>(dhi) - static_cast<uint64_t>(dlo));
-  std::vector<uint64_t> e(rows, 0);
-  if (dwidth < width) {
-    // The value "before" the first is such that the first's difference is the smallest one.
-    prev = static_cast<uint64_t>(x[first]) - static_cast<uint64_t>(dlo);
-    w.U8(kPackedDelta);
-    w.U8(dwidth);
-    w.U64(prev);
-    w.U64(static_cast<uint64_t>(dlo));
+  bool delta = dwidth < width;
+  // The value "before" the first is such that the first's difference is the smallest one.
+  const uint64_t base = delta ? static_cast<uint64_t>(dlo) : static_cast<uint64_t>(lo);
+  const uint64_t start = u(first) - base;
+  w.U8(delta ? kPackedDelta : kPacked);
+  w.U8(delta ? dwidth : width);
+  if (delta) w.U64(start);
+  w.U64(base);
+  if (!nulls && delta) {
+    Pack(rows, dwidth, out, [&](size_t i) { return (i == 0 ? 0 : u(i) - u(i - 1) - base); });
+  } else if (!nulls) {
+    Pack(rows, width, out, [&](size_t i) { return u(i) - base; });
+  } else {
+    std::vector<uint64_t> e(rows, 0);
+    uint64_t prev = start;
     for (size_t i = first; i < rows; i++) {
-      if (is_null(i)) continue;
-      e[i] = static_cast<uint64_t>(x[i]) - prev - static_cast<uint64_t>(dlo);
-      prev = static_cast<uint64_t>(x[i]);
+      if (null[i]) continue;
+      e[i] = delta ? u(i) - prev - base : u(i) - base;
+      prev = u(i);
     }
-    Pack(e.data(), rows, dwidth, out);
-    return;
+    Pack(rows, delta ? dwidth : width, out, [&](size_t i) { return e[i]; });
   }
-  w.U8(kPacked);
-  w.U8(width);
-  w.U64(static_cast<uint64_t>(lo));
-  for (size_t i = first; i < rows; i++) {
-    if (!is_null(i)) e[i] = static_cast<uint64_t>(x[i]) - static_cast<uint64_t>(lo);
-  }
-  Pack(e.data(), rows, width, out);
 }
 
 // Reads a packed integer column (its layout byte read) into x[0..rows), whose NULL rows
@@ -254,14 +284,17 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
       type > static_cast<uint8_t>(TypeId::kArray)) {
     return bad();
   }
-  std::vector<uint8_t> null(rows, 0);
+  std::vector<uint8_t> null(has_nulls ? rows : 0, 0);  // empty: no NULLs
+  size_t values = rows;                                 // non-NULL rows
   if (has_nulls) {
     for (size_t i = 0; i < rows; i += 8) {
       uint8_t bits;
       if (!r.U8(&bits)) return bad();
       for (size_t j = 0; j < 8 && i + j < rows; j++) null[i + j] = (bits >> j) & 1;
     }
+    for (uint8_t x : null) values -= x;
   }
+  auto is_null = [&](size_t i) { return has_nulls && null[i] != 0; };
   auto p = static_cast<PhysType>(phys);
   auto t = static_cast<TypeId>(type);
   if (p != PhysType::kEmpty && p != PhysType::kBoxed && PhysOf(t) != p) return bad();
@@ -298,7 +331,7 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     v->Init(t, rows);
     uint8_t* nulls = v->mutable_nulls();
     for (size_t i = 0; i < rows; i++) {
-      if (null[i]) {
+      if (is_null(i)) {
         nulls[i] = 1;
         continue;
       }
@@ -322,19 +355,22 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
       if (!r.Str(&dict[d])) return bad();
       if (copies) dict[d] = copies->Copy(dict[d]);
     }
+    std::string_view codes;  // one per non-NULL row
+    if (!r.Bytes(values, &codes)) return bad();
+    auto* code = reinterpret_cast<const uint8_t*>(codes.data());
+    unsigned top = 0;  // (std::max's reference kept this loop from staying in registers)
+    for (size_t k = 0; k < values; k++) top = code[k] > top ? code[k] : top;
+    if (top >= n) return bad();
     v->Init(TypeId::kText, rows);
     v->KeepArena(in_owner ? in_owner : copies);
     std::string_view* texts = v->mutable_texts();
-    uint8_t* nulls = v->mutable_nulls();
-    for (size_t i = 0; i < rows; i++) {
-      uint8_t code;
-      if (null[i]) {
-        nulls[i] = 1;
-      } else if (r.U8(&code) && code < n) {
-        texts[i] = dict[code];
-      } else {
-        return bad();
-      }
+    if (!has_nulls) {
+      for (size_t i = 0; i < rows; i++) texts[i] = dict[code[i]];
+      return Status::OK();
+    }
+    std::memcpy(v->mutable_nulls(), null.data(), rows);
+    for (size_t i = 0, k = 0; i < rows; i++) {
+      if (!null[i]) texts[i] = dict[code[k++]];
     }
     return Status::OK();
   }
@@ -344,7 +380,7 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     std::string_view* texts = v->mutable_texts();
     uint8_t* nulls = v->mutable_nulls();
     for (size_t i = 0; i < rows; i++) {
-      if (null[i]) {
+      if (is_null(i)) {
         nulls[i] = 1;
       } else if (!r.Str(&texts[i])) {
         return bad();
@@ -362,7 +398,7 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
   }
   for (size_t i = 0; i < rows; i++) {  // texts, copied
     std::string_view s;
-    if (null[i]) {
+    if (is_null(i)) {
       v->AppendNull();
     } else if (r.Str(&s)) {
       v->AppendText(s);
