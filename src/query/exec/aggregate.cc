@@ -317,6 +317,10 @@ class HashAggregateOp : public UnaryOp {
         ForEachValue(nulls, n, states, a, [d = v.doubles()](AggState& s, size_t r) { s.dsum += d[r]; });
         return Status::OK();
       default:
+        if (spec.type.id != TypeId::kDouble) {  // (the double sum is read only by a double result)
+          ForEachValue(nulls, n, states, a, [d = v.ints()](AggState& s, size_t r) { s.isum += d[r]; });
+          return Status::OK();
+        }
         ForEachValue(nulls, n, states, a, [d = v.ints()](AggState& s, size_t r) {
           s.isum += d[r];
           s.dsum += static_cast<double>(d[r]);
@@ -342,17 +346,20 @@ class HashAggregateOp : public UnaryOp {
     const uint8_t* nulls = v.nulls();
     int64_t count = 0;
     if (summing && ints) {
+      // NULL rows' entries are zero: only the count needs them skipped. The double sum of
+      // integers is kept only where the result reads it (a double precision sum).
       const int64_t* d = v.ints();
       __int128 isum = 0;
-      double dsum = s.dsum;
       for (size_t r = 0; r < n; r++) {
-        if (nulls[r]) continue;
-        count++;
+        count += !nulls[r];
         isum += d[r];
-        dsum += static_cast<double>(d[r]);
       }
       s.isum += isum;
-      s.dsum = dsum;
+      if (spec.type.id == TypeId::kDouble) {
+        double dsum = s.dsum;
+        for (size_t r = 0; r < n; r++) dsum += nulls[r] ? 0.0 : static_cast<double>(d[r]);
+        s.dsum = dsum;
+      }
     } else if (summing) {
       const double* d = v.doubles();
       double dsum = s.dsum;
@@ -366,12 +373,17 @@ class HashAggregateOp : public UnaryOp {
       const bool min = spec.func == AggFunc::kMin;
       size_t best = SIZE_MAX;  // the row that beat s.best (or set it), if one did
       if (ints) {
+        // The batch's extreme in a loop without branches (a NULL row counts as the neutral
+        // value), then one comparison with the state's.
         const int64_t* d = v.ints();
-        int64_t b = s.best.is_null() ? 0 : s.best.as_int();
+        int64_t b = min ? INT64_MAX : INT64_MIN;
         for (size_t r = 0; r < n; r++) {
-          if (nulls[r]) continue;
-          count++;
-          if ((best == SIZE_MAX && s.best.is_null()) || (min ? d[r] < b : d[r] > b)) b = d[best = r];
+          count += !nulls[r];
+          int64_t y = nulls[r] ? b : d[r];
+          b = min ? (y < b ? y : b) : (y > b ? y : b);
+        }
+        if (count > 0 && (s.best.is_null() || (min ? b < s.best.as_int() : b > s.best.as_int()))) {
+          s.best = IntValue(v.value_type(), b);
         }
       } else {
         const double* d = v.doubles();
