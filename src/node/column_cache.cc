@@ -10,6 +10,9 @@ namespace wattdb::node {
 
 namespace {
 
+// At most what a column batch carries as a dictionary.
+constexpr size_t kImageDictionaryValues = 32;
+
 size_t VectorBytes(const exec::Vector& v) {
   size_t n = v.size();
   size_t bytes = n;  // NULL flags
@@ -20,7 +23,7 @@ size_t VectorBytes(const exec::Vector& v) {
     case exec::PhysType::kDecimal:
       return bytes + sizeof(Decimal) * n;
     case exec::PhysType::kText:
-      bytes += sizeof(std::string_view) * n;
+      bytes += sizeof(std::string_view) * n + (v.dictionary() ? n : 0);
       for (size_t i = 0; i < n; i++) bytes += v.texts()[i].size();
       return bytes;
     case exec::PhysType::kBoxed:
@@ -244,6 +247,13 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   }
   if (!uniform || image->key_bytes.size() > std::numeric_limits<uint32_t>::max()) {
     return std::shared_ptr<SegmentImage>();
+  }
+  // A text column of few distinct values in a batch carries their dictionary: scans then
+  // send it as it is and functions and groupings work per value.
+  for (auto& b : image->batches) {
+    for (auto& c : b.cols) {
+      if (auto d = exec::FindDictionary(c, b.rows, kImageDictionaryValues)) c.AttachDictionary(std::move(d));
+    }
   }
   disarm.armed = false;
   image->newest_ts = scan->newest_ts();

@@ -23,7 +23,6 @@ enum Layout : uint8_t {
 };
 // A text column of at most this many distinct values travels as a dictionary.
 constexpr size_t kMaxDictionary = 32;
-constexpr size_t kSample = 64;
 
 // Packed integers: every row has an entry of `width` bytes (0, 1, 2, 4 or 8; a NULL row's
 // entry is 0 / no difference), so both sides run one tight loop per column.
@@ -187,41 +186,27 @@ bool DecodeInts(ByteReader& r, uint8_t layout, size_t rows, const uint8_t* null,
   return true;
 }
 
-// Fills `dict` with the distinct non-NULL values of `v` and `codes` with each one's index,
-// unless there are more than kMaxDictionary of them, or more than half of the first values
-// are distinct (false: the column is not worth a dictionary).
-bool DictionaryOf(const Vector& v, size_t rows, std::vector<std::string_view>* dict, std::string* codes) {
-  const std::string_view* t = v.texts();
-  const uint8_t* null = v.nulls();
-  codes->resize(rows);
-  char* code = codes->data();
-  size_t n = 0, hit = 0;
-  for (size_t i = 0; i < rows; i++) {
-    if (null[i]) continue;
-    if (n == kSample / 4 && dict->size() > n / 2) return false;
-    // The last value met first; shared bytes (repeats in a column image) without comparing.
-    if (dict->empty() || ((*dict)[hit].data() != t[i].data() && (*dict)[hit] != t[i])) {
-      hit = 0;
-      while (hit < dict->size() && (*dict)[hit] != t[i]) hit++;
-      if (hit == dict->size()) {
-        if (hit == kMaxDictionary) return false;
-        dict->push_back(t[i]);
-      }
-    }
-    code[n++] = static_cast<char>(hit);
+// Texts go as a dictionary and a byte per non-NULL value when the vector carries one (a
+// column image's) or has few distinct values; else each one length-prefixed.
+void EncodeTexts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::string* out) {
+  std::shared_ptr<const TextDictionary> found;
+  const TextDictionary* d = v.dictionary();
+  if (d && (d->values.size() > kMaxDictionary || d->codes.size() < rows)) d = nullptr;
+  if (!d && rows > 1) {
+    found = FindDictionary(v, rows, kMaxDictionary);
+    d = found.get();
   }
-  codes->resize(n);
-  return true;
-}
-
-void EncodeTexts(const Vector& v, size_t rows, ByteWriter& w, std::string* out) {
-  std::vector<std::string_view> dict;
-  std::string codes;
-  if (rows > 1 && DictionaryOf(v, rows, &dict, &codes) && dict.size() < codes.size()) {
+  if (d && d->values.size() < rows) {
     w.U8(kDictionary);
-    w.VarU64(dict.size());
-    for (std::string_view s : dict) w.Str(s);
-    out->append(codes);
+    w.VarU64(d->values.size());
+    for (std::string_view s : d->values) w.Str(s);
+    if (!nulls) {
+      out->append(reinterpret_cast<const char*>(d->codes.data()), rows);
+      return;
+    }
+    for (size_t i = 0; i < rows; i++) {
+      if (!v.IsNull(i)) out->push_back(static_cast<char>(d->codes[i]));
+    }
     return;
   }
   w.U8(kPlain);
@@ -261,7 +246,7 @@ void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w, std::string* out)
       }
       break;
     case PhysType::kText:
-      EncodeTexts(v, rows, w, out);
+      EncodeTexts(v, rows, nulls, w, out);
       break;
     case PhysType::kBoxed: {
       std::vector<Value> vals;
@@ -321,7 +306,8 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     if (has_nulls) {
       std::memcpy(v->mutable_nulls(), null.data(), rows);
       if (p == PhysType::kDouble) {
-        for (size_t i = 0; i < rows; i++) v->mutable_doubles()[i] = null[i] ? 0 : v->mutable_doubles()[i];
+        double* d = v->mutable_doubles();
+        for (size_t i = 0; i < rows; i++) d[i] = null[i] ? 0 : d[i];
       }
     }
     return Status::OK();
@@ -330,6 +316,7 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     // Straight into the array: NULL rows keep their zero entry.
     v->Init(t, rows);
     uint8_t* nulls = v->mutable_nulls();
+    Decimal* decimals = v->mutable_decimals();
     for (size_t i = 0; i < rows; i++) {
       if (is_null(i)) {
         nulls[i] = 1;
@@ -339,7 +326,7 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
       uint64_t lo, hi;
       if (!r.U8(&scale) || scale > kMaxDecimalScale || !r.U64(&lo) || !r.U64(&hi)) return bad();
       auto u = (static_cast<unsigned __int128>(hi) << 64) | lo;
-      v->mutable_decimals()[i] = Decimal{static_cast<Int128>(u), scale};
+      decimals[i] = Decimal{static_cast<Int128>(u), scale};
     }
     return Status::OK();
   }
@@ -364,14 +351,19 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     v->Init(TypeId::kText, rows);
     v->KeepArena(in_owner ? in_owner : copies);
     std::string_view* texts = v->mutable_texts();
+    auto attached = std::make_shared<TextDictionary>();
+    attached->values.assign(dict, dict + n);
     if (!has_nulls) {
       for (size_t i = 0; i < rows; i++) texts[i] = dict[code[i]];
-      return Status::OK();
+      attached->codes.assign(code, code + rows);
+    } else {
+      std::memcpy(v->mutable_nulls(), null.data(), rows);
+      attached->codes.assign(rows, 0);
+      for (size_t i = 0, k = 0; i < rows; i++) {
+        if (!null[i]) texts[i] = dict[attached->codes[i] = code[k++]];
+      }
     }
-    std::memcpy(v->mutable_nulls(), null.data(), rows);
-    for (size_t i = 0, k = 0; i < rows; i++) {
-      if (!null[i]) texts[i] = dict[code[k++]];
-    }
+    v->AttachDictionary(std::move(attached));
     return Status::OK();
   }
   if (p == PhysType::kText && in_owner) {

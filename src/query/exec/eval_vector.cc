@@ -299,21 +299,35 @@ Status AndOrVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector*
 // UTF-8 lead bytes; case mapped per byte), without boxing each value.
 void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
   if (f == plan::Func::kLength) {
-    // Values that share their bytes (a dictionary's, or a repeat kept once) share a length.
     out->Init(TypeId::kInt32, n);
+    uint8_t* nulls = out->mutable_nulls();
+    int64_t* ints = out->mutable_ints();
+    const uint8_t* in_nulls = in.nulls();
+    const std::string_view* texts = in.texts();
+    if (const TextDictionary* d = in.dictionary(); d && d->codes.size() >= n && d->values.size() <= 256) {
+      // Once per distinct value, then by each row's code.
+      int64_t chars[256];
+      for (size_t v = 0; v < d->values.size(); v++) chars[v] = Utf8Chars(d->values[v]);
+      for (size_t k = 0; k < n; k++) {
+        nulls[k] = in_nulls[k];
+        ints[k] = in_nulls[k] ? 0 : chars[d->codes[k]];
+      }
+      return;
+    }
+    // Values that share their bytes (a repeat kept once) share a length.
     std::string_view last;
     int64_t last_chars = 0;
     for (size_t k = 0; k < n; k++) {
-      if (in.IsNull(k)) {
-        out->mutable_nulls()[k] = 1;
+      if (in_nulls[k]) {
+        nulls[k] = 1;
         continue;
       }
-      std::string_view t = in.texts()[k];
+      std::string_view t = texts[k];
       if (t.data() != last.data() || t.size() != last.size()) {
         last = t;
         last_chars = Utf8Chars(t);
       }
-      out->mutable_ints()[k] = last_chars;
+      ints[k] = last_chars;
     }
     return;
   }
@@ -394,12 +408,14 @@ Status EvalVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* 
       Vector in;
       RETURN_NOT_OK(EvalVector(*e.children[0], b, ctx, &in));
       out->Init(TypeId::kBool, n);
+      uint8_t* nulls = out->mutable_nulls();
+      int64_t* ints = out->mutable_ints();
       for (size_t k = 0; k < n; k++) {
         int t = Truth(in, k);
         if (t < 0) {
-          out->mutable_nulls()[k] = 1;
+          nulls[k] = 1;
         } else {
-          out->mutable_ints()[k] = !t;
+          ints[k] = !t;
         }
       }
       return Status::OK();
@@ -408,7 +424,8 @@ Status EvalVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* 
       Operand in;
       RETURN_NOT_OK(Load(*e.children[0], b, ctx, &in));
       out->Init(TypeId::kBool, n);
-      for (size_t k = 0; k < n; k++) out->mutable_ints()[k] = in.null(k) != e.negated;
+      int64_t* ints = out->mutable_ints();
+      for (size_t k = 0; k < n; k++) ints[k] = in.null(k) != e.negated;
       return Status::OK();
     }
     case BoundExpr::Kind::kFunc:

@@ -133,6 +133,51 @@ TEST(EvalVector, RepeatedTextsShareTheirBytesAndTheirLength) {
   EXPECT_EQ(got, (std::vector<int64_t>{6, 6, 6, 1, 6, 3, 1}));
 }
 
+// A text column that carries its dictionary (a decoded column batch, a column image) has its
+// length() counted once per distinct value and given to each row by its code; NULL rows stay
+// NULL. The dictionary goes when the column changes.
+TEST(EvalVector, LengthOfADictionaryColumnIsCountedPerValue) {
+  Batch b;
+  b.Reset(1);
+  const char* vals[] = {"straße", "x", nullptr, "日本語", "x", "straße", nullptr, "x"};
+  for (const char* t : vals) {
+    if (t) {
+      b.cols[0].AppendText(t);
+    } else {
+      b.cols[0].AppendNull();
+    }
+    b.rows++;
+  }
+  auto d = FindDictionary(b.cols[0], b.rows, 32);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->values.size(), 3u);
+  EXPECT_EQ(d->values[d->codes[3]], "日本語");
+  b.cols[0].AttachDictionary(d);
+  // A dictionary whose counts differ from the rows' shows it is what length() read.
+  auto marked = std::make_shared<TextDictionary>(*d);
+  marked->values[marked->codes[1]] = "xyz";
+  Batch m = b;
+  m.cols[0].AttachDictionary(marked);
+  auto len = std::make_unique<BoundExpr>();
+  len->kind = BoundExpr::Kind::kFunc;
+  len->func = plan::Func::kLength;
+  len->type = {TypeId::kInt32};
+  len->children.push_back(plan::MakeColumn(0, {TypeId::kText}));
+  auto lengths = [&](const Batch& in) {
+    Vector v;
+    EXPECT_TRUE(EvalVector(*len, in, nullptr, &v).ok());
+    std::vector<int64_t> got;
+    for (size_t r = 0; r < in.rows; r++) got.push_back(v.IsNull(r) ? -1 : v.GetValue(r).as_int());
+    return got;
+  };
+  EXPECT_EQ(lengths(b), (std::vector<int64_t>{6, 1, -1, 3, 1, 6, -1, 1}));
+  EXPECT_EQ(lengths(m), (std::vector<int64_t>{6, 3, -1, 3, 3, 6, -1, 3}));
+  m.cols[0].AppendText("four");  // a change drops the dictionary
+  m.rows++;
+  EXPECT_EQ(m.cols[0].dictionary(), nullptr);
+  EXPECT_EQ(lengths(m), (std::vector<int64_t>{6, 1, -1, 3, 1, 6, -1, 1, 4}));
+}
+
 TEST(EvalVector, Utf8CharsCountsCharactersAcrossWords) {
   EXPECT_EQ(Utf8Chars(""), 0);
   EXPECT_EQ(Utf8Chars("abcdefghijklmnopq"), 17);

@@ -89,6 +89,7 @@ void Vector::Clear() {
   arena_.reset();
   kept_.clear();
   shared_.reset();
+  dict_.reset();
 }
 
 void Vector::Share(std::shared_ptr<const Vector> src) {
@@ -211,7 +212,8 @@ Vector::Vector(const Vector& o)
       texts_(o.texts_),
       boxed_(o.boxed_),
       kept_(o.kept_),
-      shared_(o.shared_) {
+      shared_(o.shared_),
+      dict_(o.dict_) {
   if (o.arena_) kept_.push_back(o.arena_);
 }
 
@@ -386,6 +388,34 @@ void Vector::AppendAll(const Vector& src) {
   std::vector<uint32_t> sel(n);
   for (size_t i = 0; i < n; i++) sel[i] = static_cast<uint32_t>(i);
   Gather(src, sel.data(), n);
+}
+
+std::shared_ptr<const TextDictionary> FindDictionary(const Vector& v, size_t n, size_t max_values) {
+  if (v.phys() != PhysType::kText || n < 2) return nullptr;
+  if (const TextDictionary* d = v.dictionary(); d && d->values.size() <= max_values) {
+    return std::make_shared<TextDictionary>(*d);  // (rare: callers look at dictionary() first)
+  }
+  auto d = std::make_shared<TextDictionary>();
+  d->codes.assign(n, 0);
+  const std::string_view* t = v.texts();
+  const uint8_t* null = v.nulls();
+  size_t seen = 0, hit = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (null[i]) continue;
+    if (++seen == 17 && d->values.size() > 8) return nullptr;
+    // The last value met first; shared bytes (repeats in a column image) without comparing.
+    auto& vals = d->values;
+    if (vals.empty() || (vals[hit].data() != t[i].data() && vals[hit] != t[i])) {
+      hit = 0;
+      while (hit < vals.size() && vals[hit] != t[i]) hit++;
+      if (hit == vals.size()) {
+        if (hit == max_values) return nullptr;
+        vals.push_back(t[i]);
+      }
+    }
+    d->codes[i] = static_cast<uint8_t>(hit);
+  }
+  return d;
 }
 
 }  // namespace wattdb::exec

@@ -25,6 +25,13 @@ namespace wattdb::exec {
 
 enum class PhysType : uint8_t { kEmpty, kInt, kDouble, kDecimal, kText, kBoxed };
 
+// What a text vector of few distinct values may also carry: non-NULL row i holds
+// values[codes[i]] (the same bytes). Operators may work per value instead of per row.
+struct TextDictionary {
+  std::vector<std::string_view> values;  // distinct
+  std::vector<uint8_t> codes;            // one per row (NULL rows: 0)
+};
+
 // The physical type values of SQL type `t` take in a vector.
 PhysType PhysOf(TypeId t);
 // The Value of an integer-like type (kBool, kInt32, kInt64, kTimestamp) held as int64.
@@ -106,7 +113,7 @@ class Vector {
   void KeepArena(std::shared_ptr<const TextArena> a);
   // Appends `v` without copying its bytes. REQUIRES: an arena this vector keeps holds them.
   void AppendTextView(std::string_view v) {
-    if (phys_ == PhysType::kText && type_ == TypeId::kText && !shared_) {
+    if (phys_ == PhysType::kText && type_ == TypeId::kText && !shared_ && !dict_) {
       null_.push_back(0);
       texts_.push_back(v);
       return;
@@ -129,6 +136,11 @@ class Vector {
   void Share(std::shared_ptr<const Vector> src);
   bool shared() const { return shared_ != nullptr; }
 
+  // The dictionary of a text vector's values, if one was attached (nullptr otherwise); any
+  // change to the vector drops it. REQUIRES for Attach: d describes this vector's rows.
+  const TextDictionary* dictionary() const { return Src().dict_.get(); }
+  void AttachDictionary(std::shared_ptr<const TextDictionary> d) { dict_ = std::move(d); }
+
   // The arrays. REQUIRES: the matching phys(); entries of NULL rows are zero / empty.
   const int64_t* ints() const { return Src().ints_.data(); }
   const double* doubles() const { return Src().doubles_.data(); }
@@ -143,6 +155,7 @@ class Vector {
   // This vector, holding its elements in arrays of its own (copied from a shared vector).
   Vector& Own() {
     if (shared_) Unshare();
+    dict_.reset();
     return *this;
   }
   void Unshare();
@@ -169,6 +182,11 @@ class Vector {
   std::shared_ptr<TextArena> arena_;                   // this vector's own text bytes
   std::vector<std::shared_ptr<const TextArena>> kept_;  // other vectors' arenas it points into
   std::shared_ptr<const Vector> shared_;                // set: the elements are its (arrays empty)
+  std::shared_ptr<const TextDictionary> dict_;
 };
+
+// The dictionary of text vector v's first n rows if they hold at most max_values (<= 256)
+// distinct non-NULL values, and more than half of the first 16 repeat; nullptr otherwise.
+std::shared_ptr<const TextDictionary> FindDictionary(const Vector& v, size_t n, size_t max_values);
 
 }  // namespace wattdb::exec

@@ -362,6 +362,58 @@ TEST(BatchCodec, IntegersTravelAsTheNarrowestFixedWidthOffsets) {
   }
 }
 
+// A text column's dictionary travels with it: a column batch carries the attached one as it
+// is (its codes, not ones found again), the decoded column carries it too, copies and shares
+// keep it, and a change drops it.
+TEST(BatchCodec, AnAttachedDictionaryTravelsAndADecodedOneIsAttached) {
+  Batch b;
+  b.Reset(1);
+  for (int i = 0; i < 100; i++) {
+    if (i % 10 == 3) {
+      b.cols[0].AppendNull();
+    } else {
+      b.cols[0].AppendText(i % 3 ? "yes" : "no");
+    }
+    b.rows++;
+  }
+  auto d = FindDictionary(b.cols[0], b.rows, 32);
+  ASSERT_NE(d, nullptr);
+  ASSERT_EQ(d->values.size(), 2u);
+  // Attached with its values swapped: what travels is what is attached.
+  auto swapped = std::make_shared<TextDictionary>(*d);
+  std::swap(swapped->values[0], swapped->values[1]);
+  b.cols[0].AttachDictionary(swapped);
+  std::string enc;
+  EncodeBatch(b, &enc);
+  EXPECT_LT(enc.size(), 130u);  // two values and a byte per non-NULL row
+  Batch got;
+  ASSERT_TRUE(DecodeBatch(enc, &got).ok());
+  const TextDictionary* gd = got.cols[0].dictionary();
+  ASSERT_NE(gd, nullptr);
+  for (int i = 0; i < 100; i++) {
+    if (i % 10 == 3) {
+      EXPECT_TRUE(got.cols[0].IsNull(i));
+      continue;
+    }
+    std::string_view want = i % 3 ? "no" : "yes";  // swapped
+    EXPECT_EQ(got.cols[0].texts()[i], want) << i;
+    EXPECT_EQ(gd->values[gd->codes[i]], want) << i;
+  }
+  Vector copy = got.cols[0];
+  EXPECT_EQ(copy.dictionary(), gd);
+  Vector shared;
+  shared.Share(std::make_shared<Vector>(got.cols[0]));
+  EXPECT_EQ(shared.dictionary(), gd);
+  shared.AppendNull();
+  EXPECT_EQ(shared.dictionary(), nullptr);
+  got.cols[0].mutable_texts()[0] = "changed";
+  EXPECT_EQ(got.cols[0].dictionary(), nullptr);
+  // Many distinct values: none found.
+  Vector many;
+  for (int i = 0; i < 40; i++) many.AppendText(std::to_string(i));
+  EXPECT_EQ(FindDictionary(many, 40, 32), nullptr);
+}
+
 // Bytes changed anywhere in an encoded batch (every layout in it) decode or are refused as
 // Corruption; a decoded batch has the row count it claims in every column.
 TEST(BatchCodec, ChangedBytesDecodeOrAreRefused) {
