@@ -440,6 +440,16 @@ class HashAggregateOp : public UnaryOp {
     for (const Vector* k : keys) {
       const bool text = k->phys() == PhysType::kText;
       if (!text && k->phys() != PhysType::kInt && k->phys() != PhysType::kEmpty) return 0;
+      if (const TextDictionary* d = text ? k->dictionary() : nullptr;
+          d && d->values.size() < kBatchCodes && d->codes.size() >= n) {
+        // The column's dictionary codes its rows already (distinct values, distinct codes).
+        const uint8_t* code = d->codes.data();
+        const uint8_t* null = k->nulls();
+        for (size_t r = 0; r < n; r++) (*codes)[r] += static_cast<uint32_t>((null[r] ? 0 : code[r] + 1) * combos);
+        combos *= d->values.size() + 1;
+        if (combos > kBatchCombos) return 0;
+        continue;
+      }
       std::string_view texts[kBatchCodes];
       int64_t ints[kBatchCodes];
       size_t distinct = 1, hit = 0;  // code 0: NULL
