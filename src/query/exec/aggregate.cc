@@ -1,7 +1,6 @@
 #include "query/exec/aggregate.h"
 
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -240,11 +239,14 @@ class HashAggregateOp : public UnaryOp {
     // lookup is as cheap).
     size_t combos = typed && !ints ? BatchCodes(keys, n, &codes_) : 0;
     combo_states_.assign(combos, nullptr);
+    const int64_t* int_keys = ints ? keys[0]->ints() : nullptr;
+    constexpr size_t kAhead = 8;  // rows between a slot's prefetch and its lookup
     for (size_t r = 0; r < n; r++) {
       if (ints && !keys[0]->IsNull(r)) {
-        int64_t k = keys[0]->ints()[r];
+        if (r + kAhead < n) ints_.Prefetch(int_keys[r + kAhead]);
+        int64_t k = int_keys[r];
         if (const uint32_t* idx = ints_.Find(k)) {
-          row_states[r] = groups_[*idx].states;
+          row_states[r] = StatesOf(*idx);  // (not through groups_: one cache miss fewer)
           continue;
         }
         ints_.Insert(k, static_cast<uint32_t>(groups_.size()));
@@ -300,6 +302,7 @@ class HashAggregateOp : public UnaryOp {
       case PhysType::kDecimal: {
         const Decimal* d = v.decimals();
         for (size_t r = 0; r < n; r++) {
+          if (r + 8 < n) __builtin_prefetch(&states[r + 8][a]);  // many groups: a miss each
           if (nulls[r]) continue;
           AggState& s = states[r][a];
           s.count++;
@@ -407,6 +410,7 @@ class HashAggregateOp : public UnaryOp {
   static void ForEachValue(const uint8_t* nulls, size_t n, const std::vector<AggState*>& states,
                            size_t a, Add add) {
     for (size_t r = 0; r < n; r++) {
+      if (r + 8 < n) __builtin_prefetch(&states[r + 8][a]);  // many groups: a miss each
       if (nulls[r]) continue;
       AggState& s = states[r][a];
       s.count++;
@@ -570,6 +574,11 @@ class HashAggregateOp : public UnaryOp {
     return states;
   }
 
+  // Group idx's states, found from its number alone (NewGroup fills blocks in order).
+  AggState* StatesOf(size_t idx) const {
+    return state_blocks_[idx / kBlockGroups].get() + (idx % kBlockGroups) * p_.aggs.size();
+  }
+
   // Adds row r of argument column v.
   Status Update(const AggSpec& a, AggState& s, const Vector& v, const Batch& in, size_t r) {
     if (v.IsNull(r)) return Status::OK();
@@ -699,7 +708,7 @@ class HashAggregateOp : public UnaryOp {
 
   bool built_ = false;
   MemoryGauge gauge_{"a hash aggregate"};
-  std::deque<Group> groups_;  // in first-seen order; elements never move
+  std::vector<Group> groups_;  // in first-seen order (a Group is two words: moving it is cheap)
   std::vector<Value> keys_;    // the groups' keys, one after another
   static constexpr size_t kBlockGroups = 256;
   std::vector<std::unique_ptr<AggState[]>> state_blocks_;
