@@ -18,8 +18,8 @@ enum Layout : uint8_t {
   kPlain = 0,        // texts: each value length-prefixed
   kDictionary = 2,   // texts: the distinct values (length-prefixed), then one byte per value
   kPacked = 3,       // integers: each row's offset from the smallest value
-  kPackedDelta = 4,  // integers: each row's difference from the row before, as an offset from
-                     // the smallest difference (after the first value)
+  kPackedDelta = 4,  // integers: each row's difference from the non-NULL row before, as an
+                     // offset from the smallest difference (after the value before the first)
 };
 // A text column of at most this many distinct values travels as a dictionary.
 constexpr size_t kMaxDictionary = 32;
