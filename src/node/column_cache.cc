@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/codec.h"
+#include "query/exec/batch_codec.h"
 #include "query/exec/row_decode.h"
 
 namespace wattdb::node {
@@ -12,6 +13,8 @@ namespace {
 
 // At most what a column batch carries as a dictionary.
 constexpr size_t kImageDictionaryValues = 32;
+// An image column keeps its encoding if it takes at most this many bytes a row (and 1 KiB).
+constexpr size_t kImageEncodingBytesPerRow = 4;
 
 size_t VectorBytes(const exec::Vector& v) {
   size_t n = v.size();
@@ -248,11 +251,22 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   if (!uniform || image->key_bytes.size() > std::numeric_limits<uint32_t>::max()) {
     return std::shared_ptr<SegmentImage>();
   }
-  // A text column of few distinct values in a batch carries their dictionary: scans then
-  // send it as it is and functions and groupings work per value.
+  // A text column of few distinct values in a batch carries their dictionary (functions and
+  // groupings work per value), and a column whose encoding for a column batch is small
+  // (packed integers, a dictionary's codes) keeps it: a scan that ships the whole batch sends
+  // it as it is.
   for (auto& b : image->batches) {
     for (auto& c : b.cols) {
       if (auto d = exec::FindDictionary(c, b.rows, kImageDictionaryValues)) c.AttachDictionary(std::move(d));
+      // (Doubles, decimals and texts without a dictionary take more: not tried.)
+      if (c.phys() != exec::PhysType::kInt && c.phys() != exec::PhysType::kEmpty && !c.dictionary()) continue;
+      auto e = std::make_shared<std::string>();
+      exec::EncodeColumn(c, b.rows, e.get());
+      if (e->size() <= kImageEncodingBytesPerRow * b.rows + 1024) {
+        e->shrink_to_fit();
+        image->encoded_bytes += e->size();
+        c.AttachEncoding(std::move(e));
+      }
     }
   }
   disarm.armed = false;
@@ -261,6 +275,7 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   for (const auto& b : image->batches) {
     for (const auto& c : b.cols) image->bytes += VectorBytes(c);
   }
+  image->bytes += image->encoded_bytes;
   return image;
 }
 

@@ -47,6 +47,7 @@ struct SegmentImage {
   size_t rows = 0;
   size_t width = 0;  // columns per row (0 if the segment has no rows)
   size_t bytes = 0;  // approximate memory held
+  size_t encoded_bytes = 0;  // of that, columns' attached encodings (exec::Vector::encoding)
   std::string key_bytes;             // the rows' primary keys, concatenated in key order
   std::vector<uint32_t> key_ends;    // key i ends at key_ends[i] and starts where key i-1 ends
   std::vector<exec::Batch> batches;  // exec::kBatchRows rows each, the last possibly fewer

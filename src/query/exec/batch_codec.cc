@@ -215,7 +215,11 @@ void EncodeTexts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::s
   }
 }
 
-void EncodeColumn(const Vector& v, size_t rows, ByteWriter& w, std::string* out) {
+void EncodeColumnTo(const Vector& v, size_t rows, ByteWriter& w, std::string* out) {
+  if (const std::string* e = v.encoding(); e && rows == v.size()) {  // made once, sent as it is
+    out->append(*e);
+    return;
+  }
   w.U8(static_cast<uint8_t>(v.phys()));
   w.U8(static_cast<uint8_t>(v.value_type()));
   bool nulls = v.HasNulls();
@@ -407,7 +411,12 @@ void EncodeBatch(const Batch& b, std::string* out) {
   ByteWriter w(out);
   w.VarU64(b.cols.size());
   w.VarU64(b.rows);
-  for (const auto& c : b.cols) EncodeColumn(c, b.rows, w, out);
+  for (const auto& c : b.cols) EncodeColumnTo(c, b.rows, w, out);
+}
+
+void EncodeColumn(const Vector& v, size_t rows, std::string* out) {
+  ByteWriter w(out);
+  EncodeColumnTo(v, rows, w, out);
 }
 
 Status DecodeBatch(std::string_view in, Batch* out, const std::shared_ptr<const TextArena>& in_owner) {

@@ -90,6 +90,7 @@ void Vector::Clear() {
   kept_.clear();
   shared_.reset();
   dict_.reset();
+  encoding_.reset();
 }
 
 void Vector::Share(std::shared_ptr<const Vector> src) {
@@ -213,7 +214,8 @@ Vector::Vector(const Vector& o)
       boxed_(o.boxed_),
       kept_(o.kept_),
       shared_(o.shared_),
-      dict_(o.dict_) {
+      dict_(o.dict_),
+      encoding_(o.encoding_) {
   if (o.arena_) kept_.push_back(o.arena_);
 }
 

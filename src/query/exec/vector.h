@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -85,7 +86,7 @@ class Vector {
 
   // Typed appends (a value of another physical type boxes the vector, as Append does).
   void AppendInt(TypeId t, int64_t v) {
-    if (phys_ == PhysType::kInt && type_ == t && !shared_) {
+    if (phys_ == PhysType::kInt && type_ == t && !shared_ && !encoding_) {
       null_.push_back(0);
       ints_.push_back(v);
       return;
@@ -93,7 +94,7 @@ class Vector {
     AppendIntSlow(t, v);
   }
   void AppendDouble(double v) {
-    if (phys_ == PhysType::kDouble && !shared_) {
+    if (phys_ == PhysType::kDouble && !shared_ && !encoding_) {
       null_.push_back(0);
       doubles_.push_back(v);
       return;
@@ -101,7 +102,7 @@ class Vector {
     AppendDoubleSlow(v);
   }
   void AppendDecimal(const Decimal& v) {
-    if (phys_ == PhysType::kDecimal && !shared_) {
+    if (phys_ == PhysType::kDecimal && !shared_ && !encoding_) {
       null_.push_back(0);
       decimals_.push_back(v);
       return;
@@ -113,7 +114,7 @@ class Vector {
   void KeepArena(std::shared_ptr<const TextArena> a);
   // Appends `v` without copying its bytes. REQUIRES: an arena this vector keeps holds them.
   void AppendTextView(std::string_view v) {
-    if (phys_ == PhysType::kText && type_ == TypeId::kText && !shared_ && !dict_) {
+    if (phys_ == PhysType::kText && type_ == TypeId::kText && !shared_ && !dict_ && !encoding_) {
       null_.push_back(0);
       texts_.push_back(v);
       return;
@@ -140,6 +141,11 @@ class Vector {
   // change to the vector drops it. REQUIRES for Attach: d describes this vector's rows.
   const TextDictionary* dictionary() const { return Src().dict_.get(); }
   void AttachDictionary(std::shared_ptr<const TextDictionary> d) { dict_ = std::move(d); }
+  // The vector's whole encoding as a column of a column batch (batch_codec.h), if one was
+  // attached (an unchanging column image's); any change drops it. REQUIRES for Attach: the
+  // encoding of this vector's rows.
+  const std::string* encoding() const { return Src().encoding_.get(); }
+  void AttachEncoding(std::shared_ptr<const std::string> e) { encoding_ = std::move(e); }
 
   // The arrays. REQUIRES: the matching phys(); entries of NULL rows are zero / empty.
   const int64_t* ints() const { return Src().ints_.data(); }
@@ -156,6 +162,7 @@ class Vector {
   Vector& Own() {
     if (shared_) Unshare();
     dict_.reset();
+    encoding_.reset();
     return *this;
   }
   void Unshare();
@@ -183,6 +190,7 @@ class Vector {
   std::vector<std::shared_ptr<const TextArena>> kept_;  // other vectors' arenas it points into
   std::shared_ptr<const Vector> shared_;                // set: the elements are its (arrays empty)
   std::shared_ptr<const TextDictionary> dict_;
+  std::shared_ptr<const std::string> encoding_;
 };
 
 // The dictionary of text vector v's first n rows if they hold at most max_values (<= 256)

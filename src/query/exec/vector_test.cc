@@ -414,6 +414,58 @@ TEST(BatchCodec, AnAttachedDictionaryTravelsAndADecodedOneIsAttached) {
   EXPECT_EQ(FindDictionary(many, 40, 32), nullptr);
 }
 
+// A vector's attached encoding is what a column batch carries for it (made once for an
+// image's columns), while the batch holds all its rows; a copy or share keeps it, a change
+// drops it.
+TEST(BatchCodec, AnAttachedEncodingIsSentAsItIs) {
+  Batch b;
+  b.Reset(1);
+  Batch other;
+  other.Reset(1);
+  for (int i = 0; i < 50; i++) {
+    b.cols[0].AppendInt(TypeId::kInt64, i);
+    other.cols[0].AppendInt(TypeId::kInt64, 1000 - i);
+  }
+  b.rows = other.rows = 50;
+  // Attached: the encoding of another vector of the same size, so the decoded values show
+  // which encoding travelled.
+  auto e = std::make_shared<std::string>();
+  EncodeColumn(other.cols[0], 50, e.get());
+  b.cols[0].AttachEncoding(e);
+  Vector shared;
+  shared.Share(std::make_shared<Vector>(b.cols[0]));
+  Batch s;
+  s.Reset(1);
+  s.cols[0] = shared;
+  s.rows = 50;
+  for (const Batch* in : {&b, &s}) {
+    std::string enc;
+    EncodeBatch(*in, &enc);
+    Batch d;
+    ASSERT_TRUE(DecodeBatch(enc, &d).ok());
+    EXPECT_EQ(d.cols[0].ints()[0], 1000);
+    EXPECT_EQ(d.cols[0].ints()[49], 951);
+  }
+  // Fewer rows than the vector holds: encoded from the values.
+  Batch part = b;
+  part.rows = 10;
+  std::string enc;
+  EncodeBatch(part, &enc);
+  Batch d;
+  ASSERT_TRUE(DecodeBatch(enc, &d).ok());
+  EXPECT_EQ(d.rows, 10u);
+  EXPECT_EQ(d.cols[0].ints()[9], 9);
+  // A change drops it.
+  b.cols[0].AppendInt(TypeId::kInt64, 50);
+  b.rows++;
+  EXPECT_EQ(b.cols[0].encoding(), nullptr);
+  enc.clear();
+  EncodeBatch(b, &enc);
+  ASSERT_TRUE(DecodeBatch(enc, &d).ok());
+  EXPECT_EQ(d.cols[0].ints()[0], 0);
+  EXPECT_EQ(d.cols[0].ints()[50], 50);
+}
+
 // Bytes changed anywhere in an encoded batch (every layout in it) decode or are refused as
 // Corruption; a decoded batch has the row count it claims in every column.
 TEST(BatchCodec, ChangedBytesDecodeOrAreRefused) {
