@@ -73,6 +73,17 @@ void Unpack(const char* p, size_t rows, uint8_t width, uint64_t base, uint64_t* 
   }
 }
 
+// The smallest and largest of some integers (compared by value: std::min's reference kept
+// callers' loops from holding them in registers).
+struct Range {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  void Add(int64_t y) {
+    lo = y < lo ? y : lo;
+    hi = y > hi ? y : hi;
+  }
+  uint64_t span() const { return static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo); }
+};
+
 // Integers go as offsets from their smallest value, or as differences from the non-NULL row
 // before when those span fewer bytes (keys in order, timestamps near each other). NULL rows
 // have entry 0: the smallest value, or no change for the differences.
@@ -89,53 +100,21 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
     return;
   }
   auto u = [&](size_t i) { return static_cast<uint64_t>(x[i]); };
-  // (Comparisons by value: std::min's reference keeps these loops from staying in registers.)
-  int64_t lo = x[first], hi = x[first], dlo = INT64_MAX, dhi = INT64_MIN;
-  if (!nulls) {  // the common case: one pass, two rows a step on independent registers
-    int64_t lo2 = lo, hi2 = hi, dlo2 = dlo, dhi2 = dhi;
-    size_t i = 1;
-    for (; i + 1 < rows; i += 2) {
-      int64_t y = x[i], z = x[i + 1];
-      auto d = static_cast<int64_t>(u(i) - u(i - 1)), e = static_cast<int64_t>(u(i + 1) - u(i));
-      lo = y < lo ? y : lo;
-      hi = y > hi ? y : hi;
-      dlo = d < dlo ? d : dlo;
-      dhi = d > dhi ? d : dhi;
-      lo2 = z < lo2 ? z : lo2;
-      hi2 = z > hi2 ? z : hi2;
-      dlo2 = e < dlo2 ? e : dlo2;
-      dhi2 = e > dhi2 ? e : dhi2;
-    }
-    if (i < rows) {
-      auto d = static_cast<int64_t>(u(i) - u(i - 1));
-      lo = x[i] < lo ? x[i] : lo;
-      hi = x[i] > hi ? x[i] : hi;
-      dlo = d < dlo ? d : dlo;
-      dhi = d > dhi ? d : dhi;
-    }
-    lo = lo2 < lo ? lo2 : lo;
-    hi = hi2 > hi ? hi2 : hi;
-    dlo = dlo2 < dlo ? dlo2 : dlo;
-    dhi = dhi2 > dhi ? dhi2 : dhi;
-  } else {
-    size_t prev = first;
-    for (size_t i = first + 1; i < rows; i++) {
-      if (null[i]) continue;
-      int64_t y = x[i];
-      auto d = static_cast<int64_t>(u(i) - u(prev));
-      lo = y < lo ? y : lo;
-      hi = y > hi ? y : hi;
-      dlo = d < dlo ? d : dlo;
-      dhi = d > dhi ? d : dhi;
-      prev = i;
-    }
+  // The values' range and the differences' range between non-NULL neighbours, in one pass.
+  Range values, diffs;
+  values.Add(x[first]);
+  for (size_t i = first + 1, prev = first; i < rows; i++) {
+    if (is_null(i)) continue;
+    values.Add(x[i]);
+    diffs.Add(static_cast<int64_t>(u(i) - u(prev)));
+    prev = i;
   }
-  if (dlo > dhi) dlo = dhi = 0;  // one value
-  uint8_t width = WidthOf(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
-  uint8_t dwidth = WidthOf(static_cast<uint64_t>(dhi) - static_cast<uint64_t>(dlo));
+  if (diffs.lo > diffs.hi) diffs = {0, 0};  // one value
+  uint8_t width = WidthOf(values.span());
+  uint8_t dwidth = WidthOf(diffs.span());
   bool delta = dwidth < width;
   // The value "before" the first is such that the first's difference is the smallest one.
-  const uint64_t base = delta ? static_cast<uint64_t>(dlo) : static_cast<uint64_t>(lo);
+  const auto base = static_cast<uint64_t>(delta ? diffs.lo : values.lo);
   const uint64_t start = u(first) - base;
   w.U8(delta ? kPackedDelta : kPacked);
   w.U8(delta ? dwidth : width);

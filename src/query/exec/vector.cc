@@ -394,9 +394,6 @@ void Vector::AppendAll(const Vector& src) {
 
 std::shared_ptr<const TextDictionary> FindDictionary(const Vector& v, size_t n, size_t max_values) {
   if (v.phys() != PhysType::kText || n < 2) return nullptr;
-  if (const TextDictionary* d = v.dictionary(); d && d->values.size() <= max_values) {
-    return std::make_shared<TextDictionary>(*d);  // (rare: callers look at dictionary() first)
-  }
   auto d = std::make_shared<TextDictionary>();
   d->codes.assign(n, 0);
   const std::string_view* t = v.texts();

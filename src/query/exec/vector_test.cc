@@ -224,6 +224,15 @@ void ExpectSameBatch(const Batch& want, const Batch& got) {
   }
 }
 
+// Encodes b into *enc and expects it to decode into the same batch, *d (call it inside
+// ASSERT_NO_FATAL_FAILURE).
+void RoundTrip(const Batch& b, std::string* enc, Batch* d) {
+  enc->clear();
+  EncodeBatch(b, enc);
+  ASSERT_TRUE(DecodeBatch(*enc, d).ok());
+  ExpectSameBatch(b, *d);
+}
+
 TEST(BatchCodec, RoundTripsEveryPhysicalTypeAndRejectsEveryTruncation) {
   Batch b;
   b.Reset(7);
@@ -239,10 +248,8 @@ TEST(BatchCodec, RoundTripsEveryPhysicalTypeAndRejectsEveryTruncation) {
     b.rows++;
   }
   std::string enc;
-  EncodeBatch(b, &enc);
   Batch d;
-  ASSERT_TRUE(DecodeBatch(enc, &d).ok());
-  ExpectSameBatch(b, d);
+  ASSERT_NO_FATAL_FAILURE(RoundTrip(b, &enc, &d));
   for (size_t cut = 0; cut < enc.size(); cut += 7) {
     EXPECT_FALSE(DecodeBatch(std::string_view(enc).substr(0, cut), &d).ok()) << cut;
   }
@@ -336,12 +343,10 @@ TEST(BatchCodec, IntegersTravelAsTheNarrowestFixedWidthOffsets) {
       b.rows++;
     }
     std::string enc;
-    EncodeBatch(b, &enc);
+    Batch d;
+    ASSERT_NO_FATAL_FAILURE(RoundTrip(b, &enc, &d));
     EXPECT_GE(enc.size(), rows * c.width) << c.lo << " " << c.span;
     EXPECT_LE(enc.size(), rows * c.width + 32) << c.lo << " " << c.span;
-    Batch d;
-    ASSERT_TRUE(DecodeBatch(enc, &d).ok());
-    ExpectSameBatch(b, d);
   }
   // NULL rows between ordered values (no difference) and around far-apart values.
   Batch b;
@@ -353,10 +358,8 @@ TEST(BatchCodec, IntegersTravelAsTheNarrowestFixedWidthOffsets) {
     b.rows++;
   }
   std::string enc;
-  EncodeBatch(b, &enc);
   Batch d;
-  ASSERT_TRUE(DecodeBatch(enc, &d).ok());
-  ExpectSameBatch(b, d);
+  ASSERT_NO_FATAL_FAILURE(RoundTrip(b, &enc, &d));
   for (int c = 0; c < 2; c++) {
     for (int i = 0; i < 100; i += 3) EXPECT_EQ(d.cols[c].ints()[i], 0) << c << "," << i;
   }
