@@ -592,18 +592,8 @@ Status Cluster::RecoverMove(const MoveIntent& m) {
   return Status::OK();
 }
 
-void Cluster::MaintainOnce() {
-  BreakDeadlocks();
-  ResolveInDoubt();
-  ConfirmUnsyncedCommits();
-  // Old versions no snapshot can see may go: tell every node the oldest snapshot in use.
-  Timestamp horizon = GcHorizon();
-  for (const auto& n : config_.nodes) {
-    auto c = registry_->Client(n.id);
-    if (c.ok()) (void)RpcGcHorizon(**c, horizon);
-  }
-  // 1. Logged moves and splits interrupted by a crash or a lost reply: settle them.
-  //    (A live move or split holds admin_mu_, so what is pending here is not running.)
+void Cluster::SettleLoggedReshapes() {
+  // A live move or split holds admin_mu_, so what is pending here is not running.
   for (const auto& m : catalog_->PendingMoves()) {
     std::lock_guard<std::mutex> admin(admin_mu_);
     if (!IsPendingMove(m.segment)) continue;  // settled meanwhile
@@ -617,6 +607,20 @@ void Cluster::MaintainOnce() {
     Status s = RecoverSplit(si);
     if (!s.ok()) Log("master")->debug("split recovery waits seg={} err={}", si.segment, s.ToString());
   }
+}
+
+void Cluster::MaintainOnce() {
+  BreakDeadlocks();
+  ResolveInDoubt();
+  ConfirmUnsyncedCommits();
+  // Old versions no snapshot can see may go: tell every node the oldest snapshot in use.
+  Timestamp horizon = GcHorizon();
+  for (const auto& n : config_.nodes) {
+    auto c = registry_->Client(n.id);
+    if (c.ok()) (void)RpcGcHorizon(**c, horizon);
+  }
+  // 1. Logged moves and splits interrupted by a crash or a lost reply: settle them.
+  SettleLoggedReshapes();
   // 2. Segments of dropped tables.
   for (const auto& t : catalog_->Trash()) {
     auto c = registry_->Client(t.node);
@@ -663,6 +667,9 @@ void Cluster::MaintainOnce() {
             pieces = std::clamp<uint64_t>(rs.bytes / piece - 1, 1, std::max<uint64_t>(1, kSplitBytesPerRequest / piece));
             pieces = std::min<uint64_t>(pieces, kMaxSplitPieces);
           }
+          // A reader whose segment split on its node but not yet in the map retries until the
+          // split is settled: settled between splits, not once a pass of many is over.
+          SettleLoggedReshapes();
           auto r = SplitPieces(rs.id, top, static_cast<uint32_t>(pieces));
           if (r.ok() && !r->empty()) split_any = true;
           if (!r.ok() && r.status().sqlstate() != "55006") {

@@ -287,6 +287,10 @@ class Cluster {
   // Unavailable (55006): `seg`'s latch was not free within `waited_ms`.
   static Status InUse(SegmentId seg, int waited_ms);
   Status RecoverSplit(const SplitIntent& si);
+  // Settles every logged move and split whose outcome a crash or a lost reply left open (as
+  // far as their nodes answer). Takes admin_mu_ for each; called between units of
+  // maintenance work, so that a reader held back by one waits at most one split or move.
+  void SettleLoggedReshapes();
   // RecoverSplit with admin_mu_ and the segment's latch (exclusive) held by the caller.
   Status RecoverSplitLocked(const SplitIntent& si);
   bool IsPendingMove(SegmentId seg) const;

@@ -64,6 +64,7 @@ Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piec
       const NodeLoad& from = load[node];
       const NodeLoad& to = load[target];
       if (from.of_table > to.of_table + 1 || (from.of_table > to.of_table && from.all > to.all + 1)) {
+        SettleLoggedReshapes();  // many moves may follow one cut: none waits for all of them
         auto moved = MoveSegment(id, target);
         if (!moved.ok()) Log("master")->warn("balance move failed seg={} err={}", id, moved.status().ToString());
       }
@@ -81,6 +82,12 @@ Status Cluster::RecoverSplit(const SplitIntent& si) {
 }
 
 Status Cluster::RecoverSplitLocked(const SplitIntent& si) {
+  // Settled meanwhile (the caller's list of intents may be older than the admin lock)?
+  auto pending = catalog_->PendingSplits();
+  if (std::none_of(pending.begin(), pending.end(),
+                   [&](const SplitIntent& p) { return p.segment == si.segment && p.new_id == si.new_id; })) {
+    return Status::OK();
+  }
   // The new segments, if any, are on the node that split; ApplySplits records them with the
   // old segment's owner, which must therefore still be that node (moves settle splits first).
   ASSIGN_OR_RETURN(SegmentEntry owner, catalog_->GetSegment(si.segment));
