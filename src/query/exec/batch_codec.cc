@@ -1,6 +1,7 @@
 #include "query/exec/batch_codec.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "common/bytes.h"
@@ -21,6 +22,26 @@ enum Layout : uint8_t {
   kPackedDelta = 4,  // integers: each row's difference from the non-NULL row before, as an
                      // offset from the smallest difference (after the value before the first)
 };
+// What follows a column's types: no NULL bitmap (no NULLs), one bit a row, or nothing
+// because every row is NULL (a column the reader does not need, a kEmpty vector).
+enum NullFlag : uint8_t { kNoNulls = 0, kNullBitmap = 1, kAllNull = 2 };
+
+static_assert(std::endian::native == std::endian::little, "the bit packing below reads bytes as words");
+
+// Bit j of the result: byte p[j] is nonzero (NULL bytes are 0 or 1).
+inline uint8_t PackBits8(const uint8_t* p) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  return static_cast<uint8_t>(((x & 0x0101010101010101ULL) * 0x0102040810204080ULL) >> 56);
+}
+
+// Byte j of the result (eight bytes at out): bit j of `bits`, as 0 or 1.
+inline void UnpackBits8(uint8_t bits, uint8_t* out) {
+  uint64_t x = (bits * 0x0101010101010101ULL) & 0x8040201008040201ULL;
+  x = ((((x & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) | x) >> 7) & 0x0101010101010101ULL;
+  std::memcpy(out, &x, 8);
+}
+
 // A text column of at most this many distinct values travels as a dictionary.
 constexpr size_t kMaxDictionary = 32;
 
@@ -201,14 +222,24 @@ void EncodeColumnTo(const Vector& v, size_t rows, ByteWriter& w, std::string* ou
   }
   w.U8(static_cast<uint8_t>(v.phys()));
   w.U8(static_cast<uint8_t>(v.value_type()));
+  if (v.phys() == PhysType::kEmpty) {  // only NULLs: nothing follows
+    w.U8(rows > 0 ? kAllNull : kNoNulls);
+    return;
+  }
   bool nulls = v.HasNulls();
-  w.U8(nulls ? 1 : 0);
+  w.U8(nulls ? kNullBitmap : kNoNulls);
   if (rows == 0) return;  // nothing follows (as the decoder expects)
   if (nulls) {
-    for (size_t i = 0; i < rows; i += 8) {
-      uint8_t bits = 0;
-      for (size_t j = 0; j < 8 && i + j < rows; j++) bits |= static_cast<uint8_t>(v.IsNull(i + j) << j);
-      w.U8(bits);
+    const uint8_t* null = v.nulls();
+    size_t full = rows / 8 * 8;
+    size_t at = out->size();
+    out->resize(at + (rows + 7) / 8);
+    auto* bits = reinterpret_cast<uint8_t*>(out->data() + at);
+    for (size_t i = 0; i < full; i += 8) *bits++ = PackBits8(null + i);
+    if (full < rows) {
+      uint8_t last = 0;
+      for (size_t j = 0; full + j < rows; j++) last |= static_cast<uint8_t>(null[full + j] << j);
+      *bits = last;
     }
   }
   switch (v.phys()) {
@@ -247,20 +278,26 @@ void EncodeColumnTo(const Vector& v, size_t rows, ByteWriter& w, std::string* ou
 
 Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr<const TextArena>& in_owner) {
   auto bad = [] { return Status::Corruption("column batch does not decode"); };
-  uint8_t phys, type, has_nulls;
-  if (!r.U8(&phys) || !r.U8(&type) || !r.U8(&has_nulls) || phys > static_cast<uint8_t>(PhysType::kBoxed) ||
-      type > static_cast<uint8_t>(TypeId::kArray)) {
+  uint8_t phys, type, flag;
+  if (!r.U8(&phys) || !r.U8(&type) || !r.U8(&flag) || phys > static_cast<uint8_t>(PhysType::kBoxed) ||
+      type > static_cast<uint8_t>(TypeId::kArray) || flag > kAllNull) {
     return bad();
   }
-  std::vector<uint8_t> null(has_nulls ? rows : 0, 0);  // empty: no NULLs
-  size_t values = rows;                                 // non-NULL rows
+  if (flag == kAllNull) {
+    if (phys != static_cast<uint8_t>(PhysType::kEmpty)) return bad();
+    v->Clear();
+    v->AppendNulls(rows);
+    return Status::OK();
+  }
+  const bool has_nulls = flag == kNullBitmap;
+  std::vector<uint8_t> null(has_nulls ? rows + 8 : 0, 0);  // empty: no NULLs (8 spare: whole words)
+  size_t values = rows;                                     // non-NULL rows
   if (has_nulls) {
-    for (size_t i = 0; i < rows; i += 8) {
-      uint8_t bits;
-      if (!r.U8(&bits)) return bad();
-      for (size_t j = 0; j < 8 && i + j < rows; j++) null[i + j] = (bits >> j) & 1;
-    }
-    for (uint8_t x : null) values -= x;
+    std::string_view bits;
+    if (!r.Bytes((rows + 7) / 8, &bits)) return bad();
+    for (size_t i = 0; i < bits.size(); i++) UnpackBits8(static_cast<uint8_t>(bits[i]), null.data() + 8 * i);
+    std::fill(null.begin() + rows, null.end(), 0);  // bits past the last row mean nothing
+    for (size_t i = 0; i < rows; i++) values -= null[i];
   }
   auto is_null = [&](size_t i) { return has_nulls && null[i] != 0; };
   auto p = static_cast<PhysType>(phys);
@@ -274,7 +311,7 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
   }
   if (p == PhysType::kInt || p == PhysType::kDouble) {
     // Every row's entry straight into the array; NULL rows' entries then set to zero.
-    v->Init(t, rows);
+    v->InitUnset(t, rows);
     if (p == PhysType::kInt) {
       uint8_t layout;
       if (!r.U8(&layout) || (layout != kPacked && layout != kPackedDelta) ||
@@ -331,7 +368,7 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     unsigned top = 0;  // (std::max's reference kept this loop from staying in registers)
     for (size_t k = 0; k < values; k++) top = code[k] > top ? code[k] : top;
     if (top >= n) return bad();
-    v->Init(TypeId::kText, rows);
+    v->InitUnset(TypeId::kText, rows);
     v->KeepArena(in_owner ? in_owner : copies);
     std::string_view* texts = v->mutable_texts();
     auto attached = std::make_shared<TextDictionary>();
@@ -343,20 +380,21 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
       std::memcpy(v->mutable_nulls(), null.data(), rows);
       attached->codes.assign(rows, 0);
       for (size_t i = 0, k = 0; i < rows; i++) {
-        if (!null[i]) texts[i] = dict[attached->codes[i] = code[k++]];
+        texts[i] = null[i] ? std::string_view() : dict[attached->codes[i] = code[k++]];
       }
     }
     v->AttachDictionary(std::move(attached));
     return Status::OK();
   }
   if (p == PhysType::kText && in_owner) {
-    v->Init(TypeId::kText, rows);
+    v->InitUnset(TypeId::kText, rows);
     v->KeepArena(in_owner);
     std::string_view* texts = v->mutable_texts();
     uint8_t* nulls = v->mutable_nulls();
     for (size_t i = 0; i < rows; i++) {
       if (is_null(i)) {
         nulls[i] = 1;
+        texts[i] = std::string_view();
       } else if (!r.Str(&texts[i])) {
         return bad();
       }
@@ -405,8 +443,17 @@ Status DecodeBatch(std::string_view in, Batch* out, const std::shared_ptr<const 
     return Status::Corruption("column batch does not decode");
   }
   out->Reset(ncols);
-  for (auto& c : out->cols) RETURN_NOT_OK(DecodeColumn(r, rows, &c, in_owner));
-  if (!r.empty()) return Status::Corruption("column batch has trailing bytes");
+  for (auto& c : out->cols) {
+    Status s = DecodeColumn(r, rows, &c, in_owner);
+    if (!s.ok()) {
+      out->Reset(0);  // nothing half-written (with unset entries) is left behind
+      return s;
+    }
+  }
+  if (!r.empty()) {
+    out->Reset(0);
+    return Status::Corruption("column batch has trailing bytes");
+  }
   out->rows = rows;
   return Status::OK();
 }

@@ -21,7 +21,8 @@ void EncodeBatch(const Batch& b, std::string* out);
 // Appends the encoding of v's first `rows` rows as one column of a batch (what EncodeBatch
 // writes for it: a vector's attached encoding, made this way, is sent as it is).
 void EncodeColumn(const Vector& v, size_t rows, std::string* out);
-// Replaces `out` with the decoded batch; Corruption on malformed input. Given `in_owner`,
+// Replaces `out` with the decoded batch; Corruption on malformed input (`out` is then left
+// without columns). Given `in_owner`,
 // which keeps `in`'s bytes alive, text values are views into `in` instead of copies.
 Status DecodeBatch(std::string_view in, Batch* out, const std::shared_ptr<const TextArena>& in_owner = nullptr);
 

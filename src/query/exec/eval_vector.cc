@@ -299,7 +299,7 @@ Status AndOrVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector*
 // UTF-8 lead bytes; case mapped per byte), without boxing each value.
 void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
   if (f == plan::Func::kLength) {
-    out->Init(TypeId::kInt32, n);
+    out->InitUnset(TypeId::kInt32, n);  // every row's entry is written below
     uint8_t* nulls = out->mutable_nulls();
     int64_t* ints = out->mutable_ints();
     const uint8_t* in_nulls = in.nulls();
@@ -320,6 +320,7 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
     for (size_t k = 0; k < n; k++) {
       if (in_nulls[k]) {
         nulls[k] = 1;
+        ints[k] = 0;
         continue;
       }
       std::string_view t = texts[k];

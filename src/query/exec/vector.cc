@@ -113,6 +113,26 @@ void Vector::Truncate(size_t n) {
   ResizeArray(n);
 }
 
+void Vector::InitUnset(TypeId t, size_t n) {
+  Clear();
+  null_.assign(n, 0);
+  phys_ = PhysOf(t);
+  type_ = t;
+  switch (phys_) {
+    case PhysType::kInt:
+      ints_.resize(n);
+      return;
+    case PhysType::kDouble:
+      doubles_.resize(n);
+      return;
+    case PhysType::kText:
+      texts_.resize(n);
+      return;
+    default:
+      Init(t, n);  // not one of InitUnset's types: zeroed as Init does
+  }
+}
+
 void Vector::Init(TypeId t, size_t n) {
   Clear();
   null_.assign(n, 0);
@@ -128,19 +148,29 @@ void Vector::Init(TypeId t, size_t n) {
   ResizeArray(n);
 }
 
+namespace {
+// Resizes `a`, new entries zero (an internal::Array leaves them unset otherwise).
+template <typename A>
+void ResizeZeroed(A& a, size_t n) {
+  size_t old = a.size();
+  a.resize(n);
+  if (n > old) std::fill(a.begin() + old, a.end(), typename A::value_type{});
+}
+}  // namespace
+
 void Vector::ResizeArray(size_t n) {
   switch (phys_) {
     case PhysType::kInt:
-      ints_.resize(n);
+      ResizeZeroed(ints_, n);
       break;
     case PhysType::kDouble:
-      doubles_.resize(n);
+      ResizeZeroed(doubles_, n);
       break;
     case PhysType::kDecimal:
       decimals_.resize(n);
       break;
     case PhysType::kText:
-      texts_.resize(n);
+      ResizeZeroed(texts_, n);
       break;
     case PhysType::kBoxed:
       boxed_.resize(n);

@@ -18,11 +18,39 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/value.h"
 
 namespace wattdb::exec {
+
+namespace internal {
+// An allocator whose resize() leaves the new elements of a trivially copyable type unset
+// (they are implicit-lifetime objects): Vector's arrays, whose every entry is written by
+// whoever grows them (ResizeArray zeroes; InitUnset's callers write each).
+template <typename T>
+struct UnsetAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UnsetAllocator<U>;
+  };
+  UnsetAllocator() = default;
+  template <typename U>
+  UnsetAllocator(const UnsetAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    if constexpr (!std::is_trivially_copyable_v<U>) ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+template <typename T>
+using Array = std::vector<T, UnsetAllocator<T>>;
+}  // namespace internal
 
 enum class PhysType : uint8_t { kEmpty, kInt, kDouble, kDecimal, kText, kBoxed };
 
@@ -126,6 +154,10 @@ class Vector {
   // kDecimal or kText types) to be filled through the mutable arrays. Texts set there must lie
   // in arenas the vector keeps (KeepArena).
   void Init(TypeId t, size_t n);
+  // Init without the zeroes: the entries are unset until written. REQUIRES: the caller writes
+  // every entry (a NULL row's zero / empty) before anything reads them; t is a kInt, kDouble
+  // or kText type.
+  void InitUnset(TypeId t, size_t n);
   int64_t* mutable_ints() { return Own().ints_.data(); }
   std::string_view* mutable_texts() { return Own().texts_.data(); }
   double* mutable_doubles() { return Own().doubles_.data(); }
@@ -181,10 +213,10 @@ class Vector {
   PhysType phys_ = PhysType::kEmpty;
   TypeId type_ = TypeId::kNull;
   std::vector<uint8_t> null_;
-  std::vector<int64_t> ints_;
-  std::vector<double> doubles_;
+  internal::Array<int64_t> ints_;
+  internal::Array<double> doubles_;
   std::vector<Decimal> decimals_;
-  std::vector<std::string_view> texts_;
+  internal::Array<std::string_view> texts_;
   std::vector<Value> boxed_;
   std::shared_ptr<TextArena> arena_;                   // this vector's own text bytes
   std::vector<std::shared_ptr<const TextArena>> kept_;  // other vectors' arenas it points into

@@ -471,6 +471,46 @@ TEST(BatchCodec, AnAttachedEncodingIsSentAsItIs) {
 
 // Bytes changed anywhere in an encoded batch (every layout in it) decode or are refused as
 // Corruption; a decoded batch has the row count it claims in every column.
+TEST(BatchCodec, NullBitmapsPackEightRowsAByteAndAColumnOfNullsTakesNone) {
+  std::mt19937 rng(11);
+  for (size_t rows : {1, 7, 8, 9, 63, 64, 65, 2051}) {
+    Batch b;
+    b.Reset(3);
+    for (size_t i = 0; i < rows; i++) {
+      b.cols[0].Append(rng() % 3 == 0 ? Value() : Value::Int64(static_cast<int64_t>(rng() % 1000)));
+      b.cols[1].Append(rng() % 2 ? Value() : Value::Text(std::to_string(rng())));
+      b.cols[2].AppendNull();  // a column nobody reads
+      b.rows++;
+    }
+    std::string enc;
+    Batch d;
+    ASSERT_NO_FATAL_FAILURE(RoundTrip(b, &enc, &d)) << rows;
+    // The NULL column: its types and a flag, no bitmap; it decodes to NULLs.
+    std::string col;
+    EncodeColumn(b.cols[2], rows, &col);
+    EXPECT_EQ(col.size(), 3u) << rows;
+    EXPECT_EQ(d.cols[2].size(), rows);
+    EXPECT_TRUE(d.cols[2].IsNull(rows - 1));
+    // A column with NULLs: types, flag, one bit a row, then its values.
+    if (b.cols[1].phys() == PhysType::kText && b.cols[1].HasNulls()) {
+      col.clear();
+      EncodeColumn(b.cols[1], rows, &col);
+      EXPECT_GE(col.size(), 3 + (rows + 7) / 8) << rows;
+    }
+  }
+  // "Every row NULL" is refused for a column whose type says it has values.
+  Batch b;
+  b.Reset(1);
+  b.cols[0].AppendNull();
+  b.rows = 1;
+  std::string enc;
+  EncodeBatch(b, &enc);
+  ASSERT_EQ(enc.size(), 5u);  // columns, rows, then the column's three bytes
+  enc[2] = static_cast<char>(PhysType::kInt);
+  Batch d;
+  EXPECT_EQ(DecodeBatch(enc, &d).code(), Status::Code::kCorruption);
+}
+
 TEST(BatchCodec, ChangedBytesDecodeOrAreRefused) {
   Batch b;
   b.Reset(4);
