@@ -113,34 +113,18 @@ void Vector::Truncate(size_t n) {
   ResizeArray(n);
 }
 
-void Vector::InitUnset(TypeId t, size_t n) {
-  Clear();
-  null_.assign(n, 0);
-  phys_ = PhysOf(t);
-  type_ = t;
-  switch (phys_) {
-    case PhysType::kInt:
-      ints_.resize(n);
-      return;
-    case PhysType::kDouble:
-      doubles_.resize(n);
-      return;
-    case PhysType::kText:
-      texts_.resize(n);
-      return;
-    default:
-      Init(t, n);  // not one of InitUnset's types: zeroed as Init does
-  }
-}
+void Vector::Init(TypeId t, size_t n) { InitArrays(t, n, /*zeroed=*/true); }
 
-void Vector::Init(TypeId t, size_t n) {
+void Vector::InitUnset(TypeId t, size_t n) { InitArrays(t, n, /*zeroed=*/false); }
+
+void Vector::InitArrays(TypeId t, size_t n, bool zeroed) {
   Clear();
   null_.assign(n, 0);
   phys_ = PhysOf(t);
   type_ = t;
   if (phys_ == PhysType::kInt || phys_ == PhysType::kDouble || phys_ == PhysType::kDecimal ||
       phys_ == PhysType::kText) {
-    ResizeArray(n);
+    ResizeArray(n, zeroed);
     return;
   }
   phys_ = PhysType::kBoxed;  // not for boxed values
@@ -158,19 +142,19 @@ void ResizeZeroed(A& a, size_t n) {
 }
 }  // namespace
 
-void Vector::ResizeArray(size_t n) {
+void Vector::ResizeArray(size_t n, bool zeroed) {
   switch (phys_) {
     case PhysType::kInt:
-      ResizeZeroed(ints_, n);
+      zeroed ? ResizeZeroed(ints_, n) : ints_.resize(n);
       break;
     case PhysType::kDouble:
-      ResizeZeroed(doubles_, n);
+      zeroed ? ResizeZeroed(doubles_, n) : doubles_.resize(n);
       break;
     case PhysType::kDecimal:
       decimals_.resize(n);
       break;
     case PhysType::kText:
-      ResizeZeroed(texts_, n);
+      zeroed ? ResizeZeroed(texts_, n) : texts_.resize(n);
       break;
     case PhysType::kBoxed:
       boxed_.resize(n);

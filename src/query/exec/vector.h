@@ -154,9 +154,9 @@ class Vector {
   // kDecimal or kText types) to be filled through the mutable arrays. Texts set there must lie
   // in arenas the vector keeps (KeepArena).
   void Init(TypeId t, size_t n);
-  // Init without the zeroes: the entries are unset until written. REQUIRES: the caller writes
-  // every entry (a NULL row's zero / empty) before anything reads them; t is a kInt, kDouble
-  // or kText type.
+  // Init without the zeroes: kInt, kDouble and kText entries are unset until written (other
+  // types' are zeroed). REQUIRES: the caller writes every entry (a NULL row's zero / empty)
+  // before anything reads them.
   void InitUnset(TypeId t, size_t n);
   int64_t* mutable_ints() { return Own().ints_.data(); }
   std::string_view* mutable_texts() { return Own().texts_.data(); }
@@ -202,8 +202,10 @@ class Vector {
   // if the vector is (now) boxed.
   bool Prepare(TypeId t);
   void Box();
-  // Sizes the array of phys() to n (new entries zero / empty / NULL Values).
-  void ResizeArray(size_t n);
+  // Sizes the array of phys() to n (new entries zero / empty / NULL Values; unless not
+  // `zeroed`, where kInt, kDouble and kText entries are left unset).
+  void ResizeArray(size_t n, bool zeroed = true);
+  void InitArrays(TypeId t, size_t n, bool zeroed);
   void AppendIntSlow(TypeId t, int64_t v);
   void AppendDoubleSlow(double v);
   void AppendDecimalSlow(const Decimal& v);
