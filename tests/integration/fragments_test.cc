@@ -112,12 +112,12 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
 MiniClusterOptions StreamingScans(int nodes, int metrics_port) {
   MiniClusterOptions o;
   o.nodes = nodes;
-  o.segment_bytes = 256 << 10;
+  o.segment_bytes = 1 << 20;  // segments of several batches: a stream sends some before its last
   o.extra_toml = fmt::format("[power]\nmetrics_port = {}\n", metrics_port);
   return o;
 }
 
-constexpr int kStreamRows = 30000;
+constexpr int kStreamRows = 120000;
 constexpr const char* kStreamScan = "SELECT id, note FROM t";
 
 void LoadStreamingScans(MiniCluster& cluster, PgConn& c) {

@@ -10,7 +10,10 @@
 
 namespace wattdb::exec {
 
-constexpr size_t kBatchRows = 1024;
+// Large enough that what is paid per batch (a message through the exchange, an operator's
+// call, a vector's allocation) is small next to the rows' work; small enough that a batch's
+// columns stay in the core's cache (4096 rows: 32 KB an integer column, 64 KB of text views).
+constexpr size_t kBatchRows = 4096;
 
 struct Batch {
   std::vector<Vector> cols;
