@@ -273,6 +273,17 @@ TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
 namespace wattdb::testing {
 namespace {
 
+// Kills node 1 (-9), waits for the master to start it again (manage_nodes) and for it to be up.
+void KillNodeAndAwaitItsReturn(MiniCluster& cluster) {
+  pid_t pid = cluster.NodePid(1);
+  ASSERT_GT(pid, 0);
+  kill(pid, SIGKILL);
+  for (int i = 0; i < 300 && (cluster.NodePid(1) == 0 || cluster.NodePid(1) == pid); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+}
+
 // Column images (the clusters here build them on every whole-segment scan) are a cache of
 // committed rows: a write acknowledged just before the node is killed (-9) is in the answer of
 // the restarted node, and a node frozen (SIGSTOP) with images in memory answers, once resumed,
@@ -295,13 +306,7 @@ TEST(Fragments, ColumnImagesNeverHideAnAcknowledgedWriteAcrossAKillOrAFreeze) {
   ASSERT_EQ(rows[0][1], "2001000");
 
   ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1"), "");  // acknowledged: every image is stale now
-  pid_t pid = cluster.NodePid(1);
-  ASSERT_GT(pid, 0);
-  kill(pid, SIGKILL);
-  for (int i = 0; i < 300 && (cluster.NodePid(1) == 0 || cluster.NodePid(1) == pid); i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+  ASSERT_NO_FATAL_FAILURE(KillNodeAndAwaitItsReturn(cluster));
   ASSERT_TRUE(cluster.WaitFor(count, "2000", 30000));
   ASSERT_EQ(c->Exec(sum, &rows), "");
   EXPECT_EQ(rows[0][1], "2003000");  // the restarted node's fresh images include the update
@@ -309,7 +314,7 @@ TEST(Fragments, ColumnImagesNeverHideAnAcknowledgedWriteAcrossAKillOrAFreeze) {
   ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1 WHERE id <= 1000"), "");
   ASSERT_EQ(c->Exec(sum, &rows), "");
   EXPECT_EQ(rows[0][1], "2004000");
-  pid = cluster.NodePid(1);
+  pid_t pid = cluster.NodePid(1);
   kill(pid, SIGSTOP);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // frozen with its images
   kill(pid, SIGCONT);
@@ -366,13 +371,7 @@ TEST(Fragments, ShippedImageBatchesNeverHideAnAcknowledgedWriteAcrossAKillOrAFre
   for (auto& [id, row] : model) {
     if (id % 10 == 0) row = {row.first + 1, "dd"};
   }
-  pid_t pid = cluster.NodePid(1);
-  ASSERT_GT(pid, 0);
-  kill(pid, SIGKILL);
-  for (int i = 0; i < 300 && (cluster.NodePid(1) == 0 || cluster.NodePid(1) == pid); i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+  ASSERT_NO_FATAL_FAILURE(KillNodeAndAwaitItsReturn(cluster));
   ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM s", "3000", 30000));
   check(*c, "after the kill");
 
@@ -381,7 +380,7 @@ TEST(Fragments, ShippedImageBatchesNeverHideAnAcknowledgedWriteAcrossAKillOrAFre
     if (id <= 1500) row.first += 2;
   }
   check(*c, "after an update kept in the images");
-  pid = cluster.NodePid(1);
+  pid_t pid = cluster.NodePid(1);
   std::atomic<bool> scanned{false};
   std::string scan_error;
   Rows during;

@@ -164,6 +164,20 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, SplitCrash,
                                            "master.split.after_node_split"),  // master, before recording it
                          TestName);
 
+// Restarts the master with 4 KiB segments (its maintenance then splits what it finds) and
+// 3 s RPC deadlines, `failpoint` armed.
+void RestartWithTinySegments(MiniCluster& cluster, const std::string& failpoint) {
+  cluster.StopMaster();
+  cluster.ArmFailpoint(failpoint);
+  std::string out;
+  ASSERT_EQ(RunCommand("sed -i -e 's/^segment_bytes = .*/segment_bytes = 4096/' -e 's/^\\[cluster\\]$/[cluster]\\nrpc_timeout_ms = 3000/' " +
+                           cluster.dir() + "/cluster.toml",
+                       &out),
+            0)
+      << out;
+  ASSERT_TRUE(cluster.StartMaster());
+}
+
 // The node freezes in the middle of a cut into many pieces (the rows in the new segments'
 // table files, nothing recorded): statements meet it and end within their deadlines, so does
 // the master's request, leaving its logged intent; once the node goes on, the split is
@@ -174,15 +188,7 @@ TEST(SplitFreeze, AFrozenCutIsSettledOnceTheNodeGoesOn) {
   auto c = cluster.Connect();
   ASSERT_NO_FATAL_FAILURE(Load(cluster, *c));
   c.reset();
-  cluster.StopMaster();
-  cluster.ArmFailpoint("node.split.after_ingest stop");
-  std::string out;
-  ASSERT_EQ(RunCommand("sed -i -e 's/^segment_bytes = .*/segment_bytes = 4096/' -e 's/^\\[cluster\\]$/[cluster]\\nrpc_timeout_ms = 3000/' " +
-                           cluster.dir() + "/cluster.toml",
-                       &out),
-            0)
-      << out;
-  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_NO_FATAL_FAILURE(RestartWithTinySegments(cluster, "node.split.after_ingest stop"));
   const std::string armed = cluster.dir() + "/failpoints";
   for (int i = 0; i < 300 && std::filesystem::exists(armed); i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_FALSE(std::filesystem::exists(armed)) << "no split froze; logs in " << cluster.dir();
@@ -227,15 +233,7 @@ TEST(SplitFreeze, ALostCutIsSettledWhileMaintenanceKeepsMovingAnotherTable) {
         << msg;
   }
   c.reset();
-  cluster.StopMaster();
-  cluster.ArmFailpoint("node.split.after_write stop");
-  std::string out;
-  ASSERT_EQ(RunCommand("sed -i -e 's/^segment_bytes = .*/segment_bytes = 4096/' -e 's/^\\[cluster\\]$/[cluster]\\nrpc_timeout_ms = 3000/' " +
-                           cluster.dir() + "/cluster.toml",
-                       &out),
-            0)
-      << out;
-  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_NO_FATAL_FAILURE(RestartWithTinySegments(cluster, "node.split.after_write stop"));
   // The master gives up on the frozen node's reply (its intent stays logged).
   bool unknown = false;
   for (int i = 0; i < 600 && !unknown; i++) {
