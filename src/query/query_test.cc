@@ -121,12 +121,16 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
 // `pushdown`: split the plan into fragments (run as cat.ship says).
 Result<std::vector<std::string>> RunSql(MemCatalog& cat, const std::string& sql,
                                      bool roundtrip = false, bool pushdown = false,
-                                     std::string* explain = nullptr, bool offload = false) {
+                                     std::string* explain = nullptr, bool offload = false,
+                                     const plan::PushDownOptions* options = nullptr) {
   ASSIGN_OR_RETURN(auto stmts, sql::Parse(sql));
   auto& sel = std::get<sql::SelectStmt>(stmts[0]);
   ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(sel, cat));
   plan::PlanPtr p = std::move(b.plan);
-  if (pushdown) p = plan::PushDownFragments(std::move(p), {[](const plan::PlanNode&) { return true; }});
+  if (pushdown) {
+    plan::PushDownOptions all{[](const plan::PlanNode&) { return true; }};
+    p = plan::PushDownFragments(std::move(p), options ? *options : all);
+  }
   if (offload) p = plan::PlaceOffload(std::move(p), 0);
   if (explain) *explain = p->ToString();
   if (roundtrip) {
@@ -266,6 +270,45 @@ TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
   EXPECT_LT(plan.find("Exchange"), plan.find("Limit 6 offset 0")) << plan;  // a top-N on each node
   // DISTINCT aggregates stay whole, above the exchange.
   ASSERT_TRUE(RunSql(cat, "SELECT count(DISTINCT v) FROM t", false, true, &plan).ok());
+  EXPECT_EQ(plan.find("PartialAggregate"), std::string::npos) << plan;
+}
+
+// Filters and projections only on the nodes (wattdb_pushdown = scan): an aggregation that
+// splits still does, its partial half over each segment's rows apart (a Gather, run in place
+// by a provider without threads), with the answers of the whole plan.
+TEST(Select, ScanOnlyPushdownGathersTheAggregationsPartialHalf) {
+  plan::PushDownOptions scan_only{[](const plan::PlanNode&) { return true; }};
+  scan_only.blocking = false;
+  const char* queries[] = {
+      "SELECT count(*), sum(v), avg(v), min(grp), max(d), count(v), avg(d), sum(d) FROM t",
+      "SELECT grp, count(*), sum(v), avg(id), min(d), max(v) FROM t WHERE id % 7 <> 3 GROUP BY grp ORDER BY grp",
+      "SELECT v % 10, count(*) FROM t GROUP BY v % 10 ORDER BY 1",
+      "SELECT grp, sum(v) FROM t GROUP BY grp HAVING sum(v) > 1000 ORDER BY 2 DESC",
+  };
+  for (const char* q : queries) {
+    MemCatalog cat;
+    auto whole = RunSql(cat, q);
+    ASSERT_TRUE(whole.ok()) << q << ": " << whole.status().ToString();
+    for (bool ship : {false, true}) {
+      cat.ship = ship;
+      std::string plan;
+      auto gathered = RunSql(cat, q, true, true, &plan, false, &scan_only);
+      ASSERT_TRUE(gathered.ok()) << q << ": " << gathered.status().ToString();
+      EXPECT_EQ(*gathered, *whole) << q << (ship ? " (per segment)" : "") << "\n" << plan;
+      EXPECT_LT(plan.find("FinalAggregate"), plan.find("Gather per segment of t")) << plan;
+      EXPECT_LT(plan.find("Gather per segment of t"), plan.find("PartialAggregate")) << plan;
+      EXPECT_LT(plan.find("PartialAggregate"), plan.find("Exchange")) << plan;
+      EXPECT_LT(plan.find("Exchange"), plan.find("Scan t")) << plan;
+    }
+  }
+  MemCatalog cat;
+  std::string plan;
+  // DISTINCT aggregates stay whole; without the option, so does every aggregation.
+  ASSERT_TRUE(RunSql(cat, "SELECT count(DISTINCT v) FROM t", false, true, &plan, false, &scan_only).ok());
+  EXPECT_EQ(plan.find("Gather"), std::string::npos) << plan;
+  scan_only.gather = false;
+  ASSERT_TRUE(RunSql(cat, "SELECT grp, sum(v) FROM t GROUP BY grp", false, true, &plan, false, &scan_only).ok());
+  EXPECT_EQ(plan.find("Gather"), std::string::npos) << plan;
   EXPECT_EQ(plan.find("PartialAggregate"), std::string::npos) << plan;
 }
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
 #include "common/thread_cache.h"
 #include "query/plan/fragment.h"
 #include "rpc/scan_stream.h"
@@ -96,11 +97,18 @@ void ExchangeSource::Produce() {
       i = next_part_++;
     }
     bool handed = false;
+    uint64_t t0 = ThreadCpuNanos();
     Status st = RunPart(i, &handed);
-    if (handed) continue;  // the consumer reads the rest
+    uint64_t spent = ThreadCpuNanos() - t0;
+    if (handed) {  // the consumer reads the rest
+      std::lock_guard<std::mutex> l(mu_);
+      producer_cpu_ += spent;
+      continue;
+    }
     bool current;
     {
       std::lock_guard<std::mutex> l(mu_);
+      producer_cpu_ += spent;
       parts_[i].done = true;
       parts_[i].error = st;
       current = i == current_;
@@ -238,6 +246,8 @@ void ExchangeSource::AddNodeStatsLocked(NodeId node, const std::vector<exec::Ope
 void ExchangeSource::BookNodeCpu() {
   for (auto& [node, ns] : cpu_) map_.BookCpu(node, ns);
   cpu_.clear();
+  if (producer_cpu_) map_.BookOtherThreadsCpu(producer_cpu_);
+  producer_cpu_ = 0;
 }
 
 Result<bool> ExchangeSource::Next(exec::Batch& out) {

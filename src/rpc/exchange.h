@@ -56,6 +56,9 @@ class PartMap {
   virtual bool Refreshable() const { return true; }
   // Node CPU the nodes reported, told on the consumer's thread.
   virtual void BookCpu(NodeId node, uint64_t cpu_nanos) {}
+  // CPU this process spent for the reader on other threads (read-ahead, a Gather's parts),
+  // told on the consumer's thread.
+  virtual void BookOtherThreadsCpu(uint64_t cpu_nanos) {}
   // True if this process owns `node`'s segments: RunLocal reads them, not a stream.
   virtual bool IsLocal(NodeId node) const { return false; }
   // Runs `fragment` over [lo, hi) of local segment `seg` at the reader's snapshot, each
@@ -132,7 +135,8 @@ class ExchangeSource : public exec::RowSource {
   // is full), until its end, a stop, or (`*handed`) the part became the consumer's and its
   // reader went to the consumer with its latest batch; returns its final status.
   Status RunPart(size_t i, bool* handed);
-  // REQUIRES mu_ held, on the consumer's thread: tells the map the node CPU reported so far.
+  // REQUIRES mu_ held, on the consumer's thread: tells the map the node CPU reported so far,
+  // and the producers' own.
   void BookNodeCpu();
   // Adds a segment's operator counters (the fragment's pre-order) to `node`'s sums.
   void AddNodeStats(NodeId node, const std::vector<exec::OperatorStats>& stats);
@@ -160,6 +164,7 @@ class ExchangeSource : public exec::RowSource {
   size_t current_ = 0;    // the part the consumer reads
   bool stop_ = false;
   std::map<NodeId, uint64_t> cpu_;  // node CPU reported, not yet booked to the statement
+  uint64_t producer_cpu_ = 0;       // the producers' thread CPU, not yet booked
   std::map<NodeId, std::vector<exec::OperatorStats>> node_stats_;  // summed over segments
   const plan::PlanNode* fragment_root_ = nullptr;  // borrowed; the plan outlives the source
 };

@@ -3,6 +3,7 @@
 // those of the plan run on the master -- also while segments move and split under the scans.
 #include <csignal>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <random>
 #include <thread>
@@ -88,12 +89,38 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
     }
     ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = on"), "");
   }
+  // Only filters and projections on the nodes: every row crosses, and the master aggregates
+  // each segment's rows apart on its threads, several segments at once, then merges.
   ASSERT_EQ(c->Exec("SET wattdb_pushdown = scan"), "");
   ASSERT_EQ(c->Exec("EXPLAIN SELECT g, sum(v) FROM t WHERE d > 10 GROUP BY g", &plan), "");
   text.clear();
   for (auto& r : plan) text += r[0] + "\n";
-  EXPECT_EQ(text.find("PartialAggregate"), std::string::npos) << text;
-  EXPECT_NE(text.find("(on nodes 1,2,3;"), std::string::npos) << text;
+  EXPECT_NE(text.find("Gather per segment of t  (on master)"), std::string::npos) << text;
+  EXPECT_NE(text.find("PartialAggregate groups=[#1] aggs=[sum(#2)]  (on master, up to 4 segments at once)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Filter (#3 > 10)  (rows=1000)  (on nodes 1,2,3;"), std::string::npos) << text;
+  // EXPLAIN ANALYZE: the partial aggregates' rows summed over the segments (each segment's
+  // groups apart: more than the 7 groups), the nodes' scans over all rows.
+  ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT g, sum(v) FROM t GROUP BY g", &plan), "");
+  int64_t partial_rows = -1, scan_rows = 0;
+  text.clear();
+  for (auto& r : plan) {
+    text += r[0] + "\n";
+    if (r[0].find("PartialAggregate") != std::string::npos && r[0].find("(actual rows=") != std::string::npos) {
+      partial_rows = std::stoll(r[0].substr(r[0].find("(actual rows=") + 13));
+    }
+    if (r[0].find("Scan t") == std::string::npos) continue;
+    for (size_t at = r[0].find("rows=", r[0].find("actual")); at != std::string::npos; at = r[0].find("rows=", at + 1)) {
+      scan_rows += std::stoll(r[0].substr(at + 5));
+    }
+  }
+  int segments = std::stoi(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 't'"));
+  EXPECT_GT(partial_rows, 7) << text;
+  EXPECT_LE(partial_rows, 7 * segments) << text;
+  EXPECT_EQ(scan_rows, 3000) << text;
+  EXPECT_NE(text.find("FinalAggregate groups=[#0] aggs=[sum(#2)]  (on master) (actual rows=7 "), std::string::npos)
+      << text;
   ASSERT_EQ(c->Exec("SET wattdb_pushdown = on"), "");
   std::string msg;
   EXPECT_EQ(c->Exec("SET wattdb_pushdown = maybe", nullptr, &msg), "22023") << msg;
@@ -169,24 +196,18 @@ TEST(Fragments, TheSegmentAtHandIsReadOffItsStreamInKeyOrder) {
   EXPECT_EQ(StreamsTakenOver(port), without);
 }
 
-// The node a taken-over stream reads dies (-9 at a failpoint, right after sending a batch), or
-// freezes there (SIGSTOP): the statement ends -- with every row, or with an error a client
-// retries; a frozen node holds it no longer than its statement_timeout -- and once the node is
-// back, the same scan returns every row in key order.
-TEST(Fragments, AStreamTakenOverEndsWhenItsNodeDiesOrFreezes) {
-  int port = FreeTcpPort();
-  MiniCluster cluster(StreamingScans(1, port));
-  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
-  auto c = cluster.Connect();
-  ASSERT_NO_FATAL_FAILURE(LoadStreamingScans(cluster, *c));
-  const double before = StreamsTakenOver(port);
+// The node that `query` reads dies (-9 at a failpoint, right after sending a batch), or
+// freezes there (SIGSTOP): the statement ends -- with its answer (`expect`), or with an error
+// a client retries; a frozen node holds it no longer than its statement_timeout -- and once
+// the node is back, the same query answers.
+void DieAndFreezeDuring(MiniCluster& cluster, PgConn& c, const char* query,
+                        const std::function<void(const Rows&)>& expect) {
   Rows rows;
   std::string msg;
-
   cluster.ArmFailpoint("node.scan.after_batch");
-  std::string st = c->Exec(kStreamScan, &rows, &msg);
+  std::string st = c.Exec(query, &rows, &msg);
   if (st.empty()) {
-    ASSERT_NO_FATAL_FAILURE(ExpectStreamedRows(rows));
+    ASSERT_NO_FATAL_FAILURE(expect(rows));
   } else {
     EXPECT_TRUE(st == "57P03" || st == "58030") << st << " " << msg;
   }
@@ -197,23 +218,56 @@ TEST(Fragments, AStreamTakenOverEndsWhenItsNodeDiesOrFreezes) {
   }
   ASSERT_EQ(restarted, 1) << "the node did not die at the failpoint";
   ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
-  ASSERT_EQ(c->Exec(kStreamScan, &rows, &msg), "") << msg;
-  ASSERT_NO_FATAL_FAILURE(ExpectStreamedRows(rows));
+  ASSERT_EQ(c.Exec(query, &rows, &msg), "") << msg;
+  ASSERT_NO_FATAL_FAILURE(expect(rows));
 
   cluster.ArmFailpoint("node.scan.after_batch stop");
-  ASSERT_EQ(c->Exec("SET statement_timeout = 2000"), "");
+  ASSERT_EQ(c.Exec("SET statement_timeout = 2000"), "");
   auto t0 = std::chrono::steady_clock::now();
-  st = c->Exec(kStreamScan, &rows, &msg);
+  st = c.Exec(query, &rows, &msg);
   auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(st, "57014") << msg;
   EXPECT_LT(took, std::chrono::seconds(15));
   ASSERT_GT(cluster.NodePid(1), 0);
   kill(cluster.NodePid(1), SIGCONT);
-  ASSERT_EQ(c->Exec("SET statement_timeout = 0"), "");
+  ASSERT_EQ(c.Exec("SET statement_timeout = 0"), "");
   ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
-  ASSERT_EQ(c->Exec(kStreamScan, &rows, &msg), "") << msg;
-  ASSERT_NO_FATAL_FAILURE(ExpectStreamedRows(rows));
+  ASSERT_EQ(c.Exec(query, &rows, &msg), "") << msg;
+  ASSERT_NO_FATAL_FAILURE(expect(rows));
+}
+
+// A stream the master took over from its producer.
+TEST(Fragments, AStreamTakenOverEndsWhenItsNodeDiesOrFreezes) {
+  int port = FreeTcpPort();
+  MiniCluster cluster(StreamingScans(1, port));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_NO_FATAL_FAILURE(LoadStreamingScans(cluster, *c));
+  const double before = StreamsTakenOver(port);
+  ASSERT_NO_FATAL_FAILURE(DieAndFreezeDuring(cluster, *c, kStreamScan, ExpectStreamedRows));
   EXPECT_GT(StreamsTakenOver(port), before);
+}
+
+// An aggregation whose segments' rows the master's threads aggregate apart (a Gather): a part
+// that fails fails the statement, the other parts stop, and none of them outlives it.
+TEST(Fragments, AGatheredAggregateEndsWhenItsNodeDiesOrFreezes) {
+  MiniCluster cluster(StreamingScans(1, FreeTcpPort()));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_NO_FATAL_FAILURE(LoadStreamingScans(cluster, *c));
+  const char* query = "SELECT g, count(*), sum(id), max(note) FROM t GROUP BY g ORDER BY g";
+  Rows plan;
+  ASSERT_EQ(c->Exec(std::string("EXPLAIN ") + query, &plan), "");
+  ASSERT_NE(plan.size(), 0u);
+  bool gathered = false;
+  for (auto& r : plan) gathered = gathered || r[0].find("Gather per segment of t") != std::string::npos;
+  ASSERT_TRUE(gathered);
+  ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = off"), "");
+  Rows whole;  // one segment at a time, aggregated in place
+  ASSERT_EQ(c->Exec(query, &whole), "");
+  ASSERT_EQ(whole.size(), 7u);
+  ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = on"), "");
+  ASSERT_NO_FATAL_FAILURE(DieAndFreezeDuring(cluster, *c, query, [&](const Rows& rows) { EXPECT_EQ(rows, whole); }));
 }
 
 TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
@@ -247,6 +301,8 @@ TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
        std::chrono::steady_clock::now() < deadline;) {
     std::string msg;
     Rows r;
+    // Aggregated on the nodes, or on the master's threads a segment at a time (a Gather).
+    ASSERT_EQ(c->Exec(checked % 2 ? "SET wattdb_pushdown = scan" : "SET wattdb_pushdown = on"), "");
     std::string st = c->Exec("SELECT sum(v) || '/' || count(*) FROM t WHERE id <= 4000", &r, &msg);
     if (st.empty()) {
       EXPECT_EQ(r[0][0], sums);

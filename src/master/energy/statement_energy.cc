@@ -9,6 +9,7 @@ namespace wattdb::master {
 namespace {
 
 thread_local std::map<NodeId, uint64_t>* tl_nodes = nullptr;
+thread_local uint64_t* tl_other_threads = nullptr;
 
 }  // namespace
 
@@ -18,16 +19,24 @@ StatementCpuScope::StatementCpuScope(CpuCarry* carry)
   start_thread_ns_ = carried ? carry->thread_ns : ThreadCpuNanos();
   if (!tl_nodes) {
     tl_nodes = &nodes_;
+    tl_other_threads = &other_threads_ns_;
     active_ = true;
   }
 }
 
 StatementCpuScope::~StatementCpuScope() {
-  if (active_) tl_nodes = nullptr;
+  if (active_) {
+    tl_nodes = nullptr;
+    tl_other_threads = nullptr;
+  }
 }
 
 void StatementCpuScope::AddNode(NodeId node, uint64_t nanos) {
   if (tl_nodes) (*tl_nodes)[node] += nanos;
+}
+
+void StatementCpuScope::AddOtherThreads(uint64_t nanos) {
+  if (tl_other_threads) *tl_other_threads += nanos;
 }
 
 StatementEnergy StatementCpuScope::Finish(const PowerMonitor& monitor) const { return Finish(*monitor.Rates()); }
@@ -44,6 +53,7 @@ StatementEnergy StatementCpuScope::Finish(const EnergyRates& rates) const {
     thread_s = static_cast<double>(now_ns - start_thread_ns_) / 1e9;
     if (carry_ && active_) *carry_ = CpuCarry{std::this_thread::get_id(), now_ns};
   }
+  thread_s += static_cast<double>(other_threads_ns_) / 1e9;
   double process_s = std::max(thread_s, rates.master_cpu_rate * e.seconds);
   double stmt_cpu = thread_s, all_cpu = process_s;
   std::vector<const ComponentRate*> infra;

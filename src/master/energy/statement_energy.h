@@ -1,7 +1,7 @@
 // Energy per statement: an estimate of the joules a statement cost the cluster.
 //
 // While a statement runs, its session thread collects the CPU it used: its own (the thread's
-// CPU clock) and, per node, the CPU each node reports with every reply (Response.cpuNanos).
+// CPU clock, plus what the master's other threads report having spent for it) and, per node, the CPU each node reports with every reply (Response.cpuNanos).
 // At the end, each component's energy over the statement's run time (its current watts ×
 // the run time) is apportioned by the statement's share of that component's CPU in the run:
 //   node n:  share = statement CPU on n / max(statement CPU on n, n's CPU rate × run time)
@@ -60,6 +60,10 @@ class StatementCpuScope {
   ~StatementCpuScope();
   // Adds CPU a node reported for this thread's current statement (no-op outside a scope).
   static void AddNode(NodeId node, uint64_t nanos);
+  // Adds CPU the master spent for this thread's current statement on other threads (an
+  // exchange's read-ahead, a Gather's parts), counted as the session thread's own (no-op
+  // outside a scope).
+  static void AddOtherThreads(uint64_t nanos);
   // The energy of the statement so far.
   StatementEnergy Finish(const PowerMonitor& monitor) const;
   StatementEnergy Finish(const EnergyRates& rates) const;
@@ -74,6 +78,7 @@ class StatementCpuScope {
   int64_t start_steady_us_, start_wall_us_;
   uint64_t start_thread_ns_;
   std::map<NodeId, uint64_t> nodes_;
+  uint64_t other_threads_ns_ = 0;
 };
 
 // The most recent statements' energy (wattdb_statement_energy). Thread-safe.

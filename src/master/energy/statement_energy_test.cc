@@ -73,5 +73,33 @@ TEST(StatementCpuScopeTest, AStatementThatPassesOnItsCpuLeavesItToTheNextOne) {
   }
 }
 
+// CPU the master's other threads spent for a statement (an exchange's read-ahead, a Gather's
+// parts), reported on its session thread, is the statement's; reported outside a scope, or
+// after it, nobody's.
+TEST(StatementCpuScopeTest, OtherThreadsCpuReportedOnTheSessionThreadIsTheStatements) {
+  const EnergyRates rates;
+  StatementCpuScope::AddOtherThreads(uint64_t{900} * 1000000);  // no scope: dropped
+  double with = 0, without = 0;
+  {
+    StatementCpuScope stmt;
+    uint64_t spent = 0;
+    std::thread([&] {
+      uint64_t t0 = ThreadCpuNanos();
+      Burn(40);
+      spent = ThreadCpuNanos() - t0;
+      StatementCpuScope::AddOtherThreads(spent);  // another thread, outside any scope: dropped
+    }).join();
+    StatementCpuScope::AddOtherThreads(spent);
+    with = stmt.Finish(rates).cpu_ms;
+  }
+  {
+    StatementCpuScope stmt;
+    without = stmt.Finish(rates).cpu_ms;
+  }
+  EXPECT_GE(with, 40);
+  EXPECT_LT(with, 900);
+  EXPECT_LT(without, 40);
+}
+
 }  // namespace
 }  // namespace wattdb::master

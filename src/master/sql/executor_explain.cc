@@ -9,6 +9,7 @@
 #include "master/sql/scan_provider.h"
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
+#include "rpc/gather.h"
 
 namespace wattdb::master {
 
@@ -26,6 +27,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
     ctx.work_mem = WorkMem();
     ctx.prefetch = ExchangePrefetch();
     ctx.remote_stats = &remote_stats;
+    ctx.local_stats = &stats;
     auto t0 = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(auto op, exec::BuildInstrumented(*bound.plan, &stats));
     RETURN_NOT_OK(op->Open(ctx));
@@ -42,6 +44,14 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
     total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::vector<std::string> lines;
+  // Below a Gather and above its Exchange, operators run on the master's threads, per segment.
+  std::set<const plan::PlanNode*> gathered;
+  std::function<void(const plan::PlanNode&, bool)> mark = [&](const plan::PlanNode& p, bool in) {
+    if (in) gathered.insert(&p);
+    if (p.kind == plan::PlanNode::Kind::kExchange) return;
+    for (const auto& c : p.children) mark(*c, in || p.kind == plan::PlanNode::Kind::kGather);
+  };
+  mark(*bound.plan, false);
   // Below an Exchange, operators run on the nodes owning the scan's segments.
   std::function<const plan::PlanNode*(const plan::PlanNode&)> leaf = [&](const plan::PlanNode& p) {
     return p.kind == plan::PlanNode::Kind::kScan ? &p : p.children.size() == 1 ? leaf(*p.children[0]) : nullptr;
@@ -76,6 +86,9 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
       } else {
         where = Offload().mode == OffloadSetting::Mode::kOn ? "a helper node" : "master or a helper node";
       }
+    }
+    if (!scan && !offload && gathered.count(&p)) {
+      where = fmt::format("master, up to {} segments at once", rpc::GatherSource::kMaxInFlight);
     }
     std::string line = std::string(depth * 2, ' ') + (depth ? "->  " : "") + text + "  (on " + where + ")";
     auto rs = remote_stats.find(&p);

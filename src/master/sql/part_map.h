@@ -20,6 +20,7 @@ class ClusterPartMap : public rpc::PartMap {
   }
   Result<std::shared_ptr<rpc::NodeClient>> Client(NodeId node) override { return cluster_.registry().Client(node); }
   void BookCpu(NodeId node, uint64_t cpu_nanos) override { StatementCpuScope::AddNode(node, cpu_nanos); }
+  void BookOtherThreadsCpu(uint64_t cpu_nanos) override { StatementCpuScope::AddOtherThreads(cpu_nanos); }
   // The master node's segments (a node hosted by this process) are read here, on the
   // statement's thread: no message, no other thread woken.
   bool IsLocal(NodeId node) const override {

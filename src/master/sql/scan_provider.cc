@@ -7,6 +7,7 @@
 #include "master/sql/index_scan.h"
 #include "master/sql/partition_source.h"
 #include "rpc/exchange.h"
+#include "rpc/gather.h"
 #include "query/exec/row_decode.h"
 
 namespace wattdb::master {
@@ -131,9 +132,8 @@ class RemoteSource : public exec::RowSource {
 
 }  // namespace
 
-Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const plan::PlanNode& exchange,
-                                                                          const exec::ExecContext& ctx) {
-  rpc::ExchangeSource::Options o;
+rpc::ExchangeOptions MasterScanProvider::ExchangeOptions(const exec::ExecContext& ctx) const {
+  rpc::ExchangeOptions o;
   o.read_ts = read_ts_;
   o.txn = txn_;
   o.work_mem = ctx.work_mem;
@@ -142,8 +142,19 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const 
   o.stats = ctx.remote_stats;
   o.params = ctx.params;
   o.range = ctx.exchange_range;
-  ASSIGN_OR_RETURN(auto x, rpc::ExchangeSource::Open(parts_, exchange, o));
+  return o;
+}
+
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const plan::PlanNode& exchange,
+                                                                          const exec::ExecContext& ctx) {
+  ASSIGN_OR_RETURN(auto x, rpc::ExchangeSource::Open(parts_, exchange, ExchangeOptions(ctx)));
   return std::unique_ptr<exec::RowSource>(std::move(x));
+}
+
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenGather(const plan::PlanNode& gather,
+                                                                        const exec::ExecContext& ctx) {
+  ASSIGN_OR_RETURN(auto g, rpc::GatherSource::Open(parts_, gather, ExchangeOptions(ctx), ctx));
+  return std::unique_ptr<exec::RowSource>(std::move(g));
 }
 
 Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenOffload(const plan::PlanNode& offload,

@@ -30,6 +30,9 @@ class MasterScanProvider : public exec::ScanProvider {
   // Runs the fragment on the nodes (rpc/exchange.h).
   Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& exchange,
                                                         const exec::ExecContext& ctx) override;
+  // Runs the parts of a gathered subtree on this process's threads (rpc/gather.h).
+  Result<std::unique_ptr<exec::RowSource>> OpenGather(const plan::PlanNode& gather,
+                                                      const exec::ExecContext& ctx) override;
   // Runs the parts of a partitioned join where their segments are (master/sql/partition_source.h).
   Result<std::unique_ptr<exec::RowSource>> OpenPartition(const plan::PlanNode& partition,
                                                          const exec::ExecContext& ctx) override;
@@ -47,6 +50,7 @@ class MasterScanProvider : public exec::ScanProvider {
   OffloadSetting offload_;
   const DatabaseCatalog* db_;  // borrowed; may be null
   PgCatalog& Pg();  // the pg_catalog answers for db_ (or the default database), made once
+  rpc::ExchangeOptions ExchangeOptions(const exec::ExecContext& ctx) const;  // the statement's
   std::unique_ptr<DatabaseCatalog> default_db_;
   std::unique_ptr<PgCatalog> pg_;
 };

@@ -58,6 +58,11 @@ class ScanProvider {
   virtual Result<std::unique_ptr<RowSource>> OpenPartition(const plan::PlanNode& partition, const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();
   }
+  // The rows of a Gather's subtree (plan.h), run per segment on threads of this process;
+  // null: run it here, on the statement's thread.
+  virtual Result<std::unique_ptr<RowSource>> OpenGather(const plan::PlanNode& gather, const ExecContext& ctx) {
+    return std::unique_ptr<RowSource>();
+  }
   // The rows of an Offload's subtree (plan/offload.h) run on a helper node; null: run it here.
   virtual Result<std::unique_ptr<RowSource>> OpenOffload(const plan::PlanNode& offload, const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();
@@ -106,6 +111,10 @@ struct ExecContext {
   bool prefetch = true;
   // EXPLAIN ANALYZE: where exchanges leave the counters of the operators they ran remotely.
   RemoteStats* remote_stats = nullptr;
+  // EXPLAIN ANALYZE: where the counters of operators this process ran on other threads (a
+  // Gather's parts) go, summed over the parts, at the end of the Gather; told on the
+  // statement's thread.
+  std::map<const plan::PlanNode*, OperatorStats>* local_stats = nullptr;
   // The values of a generic plan's parameters ($n: BoundExpr::kParam), for a plan run with
   // them in place (plan/key_update.h's templates); borrowed. Null: a parameter is an error.
   const std::vector<Value>* params = nullptr;

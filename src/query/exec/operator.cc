@@ -42,16 +42,16 @@ class ScanOp : public Operator {
   std::unique_ptr<RowSource> src_;
 };
 
-// Exchange and Partition: the rows of the subtree from the nodes, if the scan provider runs
-// it there (the fragment on each segment; the parts of a partitioned join), else run here.
+// Exchange, Partition and Gather: the rows of the subtree from the nodes, if the scan
+// provider runs it there (the fragment on each segment; the parts of a partitioned join) or
+// from its parts run on other threads (a Gather, when exchanges may read ahead), else run here.
 class ExchangeOp : public UnaryOp {
  public:
   using UnaryOp::UnaryOp;
   Status Open(ExecContext& ctx) override {
     ctx_ = &ctx;
     if (ctx.scans) {
-      ASSIGN_OR_RETURN(remote_, p_.kind == PlanNode::Kind::kPartition ? ctx.scans->OpenPartition(p_, ctx)
-                                                                     : ctx.scans->OpenExchange(p_, ctx));
+      ASSIGN_OR_RETURN(remote_, OpenRemote(ctx));
     }
     return remote_ ? Status::OK() : child_->Open(ctx);
   }
@@ -70,6 +70,15 @@ class ExchangeOp : public UnaryOp {
   }
 
  private:
+  Result<std::unique_ptr<RowSource>> OpenRemote(ExecContext& ctx) {
+    switch (p_.kind) {
+      case PlanNode::Kind::kPartition: return ctx.scans->OpenPartition(p_, ctx);
+      case PlanNode::Kind::kGather:
+        if (!ctx.prefetch) return std::unique_ptr<RowSource>();
+        return ctx.scans->OpenGather(p_, ctx);
+      default: return ctx.scans->OpenExchange(p_, ctx);
+    }
+  }
   std::unique_ptr<RowSource> remote_;
 };
 
@@ -499,7 +508,8 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
     case PlanNode::Kind::kAggregate: return MakeHashAggregate(p, std::move(child));
     case PlanNode::Kind::kExchange: return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
     case PlanNode::Kind::kOffload: return std::unique_ptr<Operator>(new OffloadOp(p, std::move(child)));
-    case PlanNode::Kind::kPartition: return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
+    case PlanNode::Kind::kPartition:
+    case PlanNode::Kind::kGather: return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
     case PlanNode::Kind::kSort: return std::unique_ptr<Operator>(new SortOp(p, std::move(child), top));
     case PlanNode::Kind::kLimit: return std::unique_ptr<Operator>(new LimitOp(p, std::move(child)));
     case PlanNode::Kind::kHashJoin: return MakeHashJoin(p, std::move(child), std::move(right));

@@ -80,6 +80,21 @@ PlanPtr Split(PlanPtr agg) { return SplitAggregate(std::move(agg), Exchange); }
 // Closes a node-side chain at child i of p.
 void Close(PlanPtr& p, size_t i) { p->children[i] = Exchange(std::move(p->children[i])); }
 
+// The partial half of an aggregation, its input closed with an Exchange, run per segment on
+// the reader's threads: Gather(PartialAggregate(Exchange(input))).
+PlanPtr Gather(PlanPtr partial) {
+  Close(partial, 0);
+  auto g = std::make_unique<PlanNode>();
+  g->kind = Kind::kGather;
+  g->types = partial->types;
+  g->est_rows = partial->est_rows;
+  const PlanNode* scan = LeafScan(*partial->children[0]->children[0]);
+  g->table = scan->table;
+  g->table_name = scan->table_name;
+  g->children.push_back(std::move(partial));
+  return g;
+}
+
 // ORDER BY ... LIMIT over a node-side chain: each node sends its first limit + offset rows
 // (a top-N sort there), and the master sorts those and applies the limit.
 bool TopN(PlanPtr& p, const PushDownOptions& pd) {
@@ -115,8 +130,8 @@ bool Rewrite(PlanPtr& p, const PushDownOptions& pd) {
   for (size_t i = 0; i < p->children.size(); i++) chain[i] = Rewrite(p->children[i], pd);
   if (p->children.size() == 1 && chain[0]) {
     if (Pushable(*p)) return true;
-    if (pd.blocking && Splittable(*p)) {
-      p = Split(std::move(p));
+    if (Splittable(*p) && (pd.blocking || pd.gather)) {
+      p = pd.blocking ? Split(std::move(p)) : SplitAggregate(std::move(p), Gather);
       return false;
     }
   }
@@ -232,6 +247,7 @@ std::vector<bool> InputColumns(const PlanNode& p, const std::vector<bool>& neede
       break;
     case Kind::kLimit:
     case Kind::kExchange:
+    case Kind::kGather:
       used = needed;
       break;
     case Kind::kProject:

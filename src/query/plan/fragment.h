@@ -1,7 +1,9 @@
 // Splitting a plan for distributed execution. Above each scan of a table stored on the nodes,
 // the longest chain a node can run on its own segments -- filters, projections, and the
 // partial half of an aggregation -- moves below an Exchange; the master keeps the rest and
-// merges (a final aggregation over the nodes' partial states). Expressions that need the
+// merges (a final aggregation over the nodes' partial states). When only filters and
+// projections go to the nodes, an aggregation still splits: its partial half runs per segment
+// on the reader's threads (a Gather), so that the rows crossing are aggregated in parallel. Expressions that need the
 // master (subqueries, outer columns, catalog functions) stay on the master. Parameters move:
 // a plan that reads them (a generic plan) gets their values before it runs (generic_plan.h).
 #pragma once
@@ -18,6 +20,10 @@ struct PushDownOptions {
   // Also the partial half of aggregations and top-N sorts; false: filters and projections only
   // (every row the query reads crosses to the master).
   bool blocking = true;
+  // With `blocking` false: an aggregation that splits does its partial half on the reader's
+  // threads, a segment's rows at a time, several segments at once (a Gather), and merges
+  // their states on the statement's thread; false: all of it on the statement's thread.
+  bool gather = true;
 };
 PlanPtr PushDownFragments(PlanPtr plan, const PushDownOptions& options);
 

@@ -134,6 +134,7 @@ std::string PlanNode::ToString(int indent) const {
     case Kind::kExchange: s += "Exchange"; break;
     case Kind::kOffload: s += index ? fmt::format("Offload to node {}", index) : "Offload"; break;
     case Kind::kPartition: s += fmt::format("Partition per segment of {} on [{}]", table_name, list(exprs)); break;
+    case Kind::kGather: s += fmt::format("Gather per segment of {}", table_name); break;
     case Kind::kSetOp: {
       static const char* kOps[] = {"Union", "Except", "Intersect"};
       s += std::string(kOps[static_cast<int>(set_op)]) + (set_all ? " all" : "");
@@ -212,7 +213,7 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   auto p = std::make_unique<PlanNode>();
   uint8_t kind;
   uint64_t n, table;
-  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kPartition) || !r.VarU64(&n) || n > 10000) {
+  if (!r.U8(&kind) || kind > static_cast<uint8_t>(Kind::kGather) || !r.VarU64(&n) || n > 10000) {
     return bad();
   }
   p->kind = static_cast<Kind>(kind);

@@ -38,7 +38,7 @@ using PlanPtr = std::unique_ptr<PlanNode>;
 struct PlanNode {
   enum class Kind : uint8_t {
     kScan, kValues, kFilter, kProject, kAggregate, kSort, kLimit, kHashJoin, kNestedLoopJoin, kSetOp,
-    kIndexJoin, kGenerateSeries, kUnnest, kExchange, kOffload, kPartition,
+    kIndexJoin, kGenerateSeries, kUnnest, kExchange, kOffload, kPartition, kGather,
   };
   enum class JoinType : uint8_t { kInner, kLeft };
   enum class SetOpType : uint8_t { kUnion, kExcept, kIntersect };
@@ -71,6 +71,11 @@ struct PlanNode {
   // kPartition: the rows of children[0] run once per segment of `table`, whose rows the
   // Exchange at pre-order position `index` of children[0] reads; `exprs` are that table's
   // leading key columns the other Exchanges' keys are (plan/partition.h). In no order.
+  // kGather: the rows of children[0] -- single-input operators over one Exchange, whose scan
+  // reads `table` -- run once per segment of that scan's range, several segments at once on
+  // threads of the reading process, each part's Exchange reading only its segment's range;
+  // the parts' outputs follow one another in key order. Meant for an output small next to
+  // its input (the partial half of an aggregation): a part's output is held until it is read.
   // kSort
   std::vector<SortKey> keys;
   // kLimit: -1 = no limit
