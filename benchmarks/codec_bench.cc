@@ -5,6 +5,7 @@
 #include "common/codec.h"
 #include "query/exec/batch_codec.h"
 #include "query/exec/eval.h"
+#include "query/exec/operator.h"
 #include "query/plan/expr.h"
 
 namespace wattdb {
@@ -78,7 +79,7 @@ exec::Batch ScanBatch() {
   exec::Batch b;
   b.Reset(3);
   const std::string pad(100, 'p');
-  for (int i = 0; i < 2048; i++) {
+  for (size_t i = 0; i < exec::kBatchRows; i++) {
     b.cols[0].AppendNull();
     b.cols[1].AppendInt(TypeId::kInt32, i % 1000);
     b.cols[2].AppendText(pad);
@@ -115,6 +116,60 @@ void BM_DecodeScanBatch(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * b.rows);
 }
 BENCHMARK(BM_DecodeScanBatch);
+
+// What the master's thread does per batch of a remote scan's aggregation (wattdb_pushdown =
+// scan): decode each message, then SELECT count(*), sum(v), max(length(pad)) over the rows.
+void BM_AggregateScanBatches(benchmark::State& state) {
+  constexpr int kBatches = 16;
+  exec::Batch b = ScanBatch();
+  std::string enc;
+  exec::EncodeBatch(b, &enc);
+  struct Messages : exec::ScanProvider {
+    const std::string* enc;
+    Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode&) override {
+      struct Src : exec::RowSource {
+        const std::string* enc;
+        std::shared_ptr<const exec::TextArena> owner = std::make_shared<const exec::TextArena>();
+        int left = kBatches;
+        Result<bool> Next(exec::Batch& out) override {
+          if (left-- == 0) return false;
+          RETURN_NOT_OK(exec::DecodeBatch(*enc, &out, owner));
+          return true;
+        }
+      };
+      auto src = std::make_unique<Src>();
+      src->enc = enc;
+      return std::unique_ptr<exec::RowSource>(std::move(src));
+    }
+  } messages;
+  messages.enc = &enc;
+  auto scan = std::make_unique<plan::PlanNode>();
+  scan->kind = plan::PlanNode::Kind::kScan;
+  scan->types = {SqlType{TypeId::kInt32}, SqlType{TypeId::kInt32}, SqlType{TypeId::kText}};
+  plan::PlanNode agg;
+  agg.kind = plan::PlanNode::Kind::kAggregate;
+  agg.types = {SqlType{TypeId::kInt64}, SqlType{TypeId::kInt64}, SqlType{TypeId::kInt32}};
+  agg.aggs.push_back({plan::AggFunc::kCountStar, nullptr, SqlType{TypeId::kInt64}});
+  agg.aggs.push_back({plan::AggFunc::kSum, plan::MakeColumn(1, {TypeId::kInt32}), SqlType{TypeId::kInt64}});
+  auto length = std::make_unique<plan::BoundExpr>();
+  length->kind = plan::BoundExpr::Kind::kFunc;
+  length->func = plan::Func::kLength;
+  length->type = {TypeId::kInt32};
+  length->children.push_back(plan::MakeColumn(2, {TypeId::kText}));
+  agg.aggs.push_back({plan::AggFunc::kMax, std::move(length), SqlType{TypeId::kInt32}});
+  agg.children.push_back(std::move(scan));
+  for (auto _ : state) {
+    exec::ExecContext ctx(&messages);
+    int64_t rows = -1;
+    Status st = exec::Execute(agg, ctx, [&](exec::Batch& out) {
+      rows = out.Get(0, 0).as_int();
+      return Status::OK();
+    });
+    if (!st.ok() || rows != static_cast<int64_t>(kBatches * b.rows)) state.SkipWithError("wrong answer");
+  }
+  state.SetItemsProcessed(state.iterations() * kBatches * b.rows);
+}
+BENCHMARK(BM_AggregateScanBatches);
 
 }  // namespace
 }  // namespace wattdb

@@ -11,10 +11,11 @@ SELECT count(*), sum(v), max(length(pad)) FROM t:
   local            the node scans its own segments and aggregates (wattdb_pushdown = on):
                    one row per segment crosses to the master.
   remote+prefetch  the node only scans (wattdb_pushdown = scan): every row's columns cross to
-                   the master as column batches; up to four segments stream at once, each into
-                   a buffer of eight batches (wattdb_exchange_prefetch = on, the default).
-  remote           the same, one segment at a time, read by the master straight off the
-                   connection (wattdb_exchange_prefetch = off).
+                   the master as column batches; up to four segments stream at once, each
+                   aggregated apart by one of the master's threads, which merges their states
+                   (a Gather; wattdb_exchange_prefetch = on, the default).
+  remote           the same, one segment at a time, read and aggregated by the master's
+                   statement thread straight off the connection (wattdb_exchange_prefetch = off).
 Each way runs --runs times, interleaved; the median time gives rows per second.
 Writes results.csv, scan.png and result.md into --out.
 

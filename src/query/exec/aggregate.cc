@@ -347,17 +347,25 @@ class HashAggregateOp : public UnaryOp {
       return false;
     }
     const uint8_t* nulls = v.nulls();
+    const bool no_nulls = !v.HasNulls();  // (a memchr: then every row counts, no row is skipped)
     int64_t count = 0;
     if (summing && ints) {
       // NULL rows' entries are zero: only the count needs them skipped. The double sum of
       // integers is kept only where the result reads it (a double precision sum).
       const int64_t* d = v.ints();
-      __int128 isum = 0;
-      for (size_t r = 0; r < n; r++) {
-        count += !nulls[r];
-        isum += d[r];
+      count = no_nulls ? static_cast<int64_t>(n) : CountNonNull(nulls, n);
+      if (Narrow(v.value_type()) && n <= kBatchRows) {
+        // Values below 2^31 in magnitude: a batch's sum fits 64 bits, in a loop the compiler
+        // vectorizes (a 128-bit sum carries from word to word). Unsigned: a column that breaks
+        // its type's range (a corrupt peer's) sums to a wrong value, never to undefined behaviour.
+        uint64_t sum = 0;
+        for (size_t r = 0; r < n; r++) sum += static_cast<uint64_t>(d[r]);
+        s.isum += static_cast<int64_t>(sum);
+      } else {
+        __int128 isum = 0;
+        for (size_t r = 0; r < n; r++) isum += d[r];
+        s.isum += isum;
       }
-      s.isum += isum;
       if (spec.type.id == TypeId::kDouble) {
         double dsum = s.dsum;
         for (size_t r = 0; r < n; r++) dsum += nulls[r] ? 0.0 : static_cast<double>(d[r]);
@@ -379,12 +387,8 @@ class HashAggregateOp : public UnaryOp {
         // The batch's extreme in a loop without branches (a NULL row counts as the neutral
         // value), then one comparison with the state's.
         const int64_t* d = v.ints();
-        int64_t b = min ? INT64_MAX : INT64_MIN;
-        for (size_t r = 0; r < n; r++) {
-          count += !nulls[r];
-          int64_t y = nulls[r] ? b : d[r];
-          b = min ? (y < b ? y : b) : (y > b ? y : b);
-        }
+        int64_t b = min ? Extreme<true>(d, nulls, no_nulls, n) : Extreme<false>(d, nulls, no_nulls, n);
+        count = no_nulls ? static_cast<int64_t>(n) : CountNonNull(nulls, n);
         if (count > 0 && (s.best.is_null() || (min ? b < s.best.as_int() : b > s.best.as_int()))) {
           s.best = IntValue(v.value_type(), b);
         }
@@ -403,6 +407,36 @@ class HashAggregateOp : public UnaryOp {
     }
     s.count += count;
     return true;
+  }
+
+  static bool Narrow(TypeId t) { return t == TypeId::kInt32 || t == TypeId::kBool; }
+
+  static int64_t CountNonNull(const uint8_t* nulls, size_t n) {
+    int64_t nulled = 0;
+    for (size_t r = 0; r < n; r++) nulled += nulls[r];  // (NULL flags are 0 or 1)
+    return static_cast<int64_t>(n) - nulled;
+  }
+
+  // The smallest (kMin) or largest value of d's non-NULL rows, the neutral value if none: four
+  // running extremes, so that the comparisons of neighbouring rows overlap.
+  template <bool kMin>
+  static int64_t Extreme(const int64_t* d, const uint8_t* nulls, bool no_nulls, size_t n) {
+    constexpr int64_t kNeutral = kMin ? INT64_MAX : INT64_MIN;
+    auto pick = [](int64_t a, int64_t b) { return kMin ? (a < b ? a : b) : (a > b ? a : b); };
+    int64_t b0 = kNeutral, b1 = kNeutral, b2 = kNeutral, b3 = kNeutral;
+    size_t r = 0;
+    if (no_nulls) {
+      for (; r + 4 <= n; r += 4) {
+        b0 = pick(b0, d[r]);
+        b1 = pick(b1, d[r + 1]);
+        b2 = pick(b2, d[r + 2]);
+        b3 = pick(b3, d[r + 3]);
+      }
+      for (; r < n; r++) b0 = pick(b0, d[r]);
+    } else {
+      for (; r < n; r++) b0 = pick(b0, nulls[r] ? kNeutral : d[r]);
+    }
+    return pick(pick(b0, b1), pick(b2, b3));
   }
 
   // Counts each non-NULL row into its group's state of aggregate a and hands both to add.
@@ -565,7 +599,10 @@ class HashAggregateOp : public UnaryOp {
     RETURN_NOT_OK(gauge_.Add(*ctx_, bytes));
     size_t na = p_.aggs.size();
     if (state_blocks_.empty() || block_used_ == kBlockGroups) {
-      state_blocks_.push_back(std::make_unique<AggState[]>(kBlockGroups * std::max<size_t>(na, 1)));
+      // Without GROUP BY, one group is all there will be (a partial aggregate per segment
+      // made a whole block's states for it).
+      size_t groups = p_.groups.empty() ? 1 : kBlockGroups;
+      state_blocks_.push_back(std::make_unique<AggState[]>(groups * std::max<size_t>(na, 1)));
       block_used_ = 0;
     }
     AggState* states = state_blocks_.back().get() + block_used_++ * na;

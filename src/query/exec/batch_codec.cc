@@ -75,7 +75,7 @@ void Pack(size_t rows, uint8_t width, std::string* out, const Entry& entry) {
 }
 
 template <typename U>
-void UnpackAs(const char* p, size_t rows, uint64_t base, uint64_t* x) {
+void UnpackAs(const char* __restrict p, size_t rows, uint64_t base, uint64_t* __restrict x) {
   for (size_t i = 0; i < rows; i++) {
     U u;
     std::memcpy(&u, p + i * sizeof(U), sizeof(U));
@@ -83,8 +83,10 @@ void UnpackAs(const char* p, size_t rows, uint64_t base, uint64_t* x) {
   }
 }
 
-// x[i] = base + entry i. REQUIRES: `p` holds rows * width bytes.
-void Unpack(const char* p, size_t rows, uint8_t width, uint64_t base, uint64_t* x) {
+// x[i] = base + entry i. REQUIRES: `p` holds rows * width bytes, apart from x's. Out of
+// line, as MaxByte, so that its loops vectorize.
+[[gnu::noinline]] void Unpack(const char* __restrict p, size_t rows, uint8_t width, uint64_t base,
+                              uint64_t* __restrict x) {
   switch (width) {
     case 1: UnpackAs<uint8_t>(p, rows, base, x); break;
     case 2: UnpackAs<uint16_t>(p, rows, base, x); break;
@@ -159,6 +161,14 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
 
 // Reads a packed integer column (its layout byte read) into x[0..rows), whose NULL rows
 // (`null`, or none) get 0; false if malformed.
+// The largest of p[0..n) (0 if n is 0). Kept out of line: on its own the loop vectorizes
+// (sixteen bytes a step), inlined into the decoder it did not.
+[[gnu::noinline]] uint8_t MaxByte(const uint8_t* p, size_t n) {
+  uint8_t top = 0;
+  for (size_t i = 0; i < n; i++) top = p[i] > top ? p[i] : top;
+  return top;
+}
+
 bool DecodeInts(ByteReader& r, uint8_t layout, size_t rows, const uint8_t* null, int64_t* out) {
   uint8_t width;
   uint64_t start = 0, base;
@@ -365,16 +375,22 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     std::string_view codes;  // one per non-NULL row
     if (!r.Bytes(values, &codes)) return bad();
     auto* code = reinterpret_cast<const uint8_t*>(codes.data());
-    unsigned top = 0;  // (std::max's reference kept this loop from staying in registers)
-    for (size_t k = 0; k < values; k++) top = code[k] > top ? code[k] : top;
-    if (top >= n) return bad();
+    if (MaxByte(code, values) >= n) return bad();
     v->InitUnset(TypeId::kText, rows);
     v->KeepArena(in_owner ? in_owner : copies);
     std::string_view* texts = v->mutable_texts();
     auto attached = std::make_shared<TextDictionary>();
     attached->values.assign(dict, dict + n);
     if (!has_nulls) {
-      for (size_t i = 0; i < rows; i++) texts[i] = dict[code[i]];
+      // Each view as two words, from the dictionary's pointers and lengths in locals (a view
+      // copied whole went through the stack, row by row).
+      const char* data[kMaxDictionary];
+      size_t size[kMaxDictionary];
+      for (uint64_t d = 0; d < n; d++) {
+        data[d] = dict[d].data();
+        size[d] = dict[d].size();
+      }
+      for (size_t i = 0; i < rows; i++) texts[i] = std::string_view(data[code[i]], size[code[i]]);
       attached->codes.assign(code, code + rows);
     } else {
       std::memcpy(v->mutable_nulls(), null.data(), rows);

@@ -1,6 +1,7 @@
 #include "query/exec/eval_vector.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "query/exec/eval.h"
@@ -306,12 +307,11 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
     const std::string_view* texts = in.texts();
     if (const TextDictionary* d = in.dictionary(); d && d->codes.size() >= n && d->values.size() <= 256) {
       // Once per distinct value, then by each row's code.
-      int64_t chars[256];
+      int64_t chars[256] = {};  // (a code past the values reads 0, never outside)
       for (size_t v = 0; v < d->values.size(); v++) chars[v] = Utf8Chars(d->values[v]);
-      for (size_t k = 0; k < n; k++) {
-        nulls[k] = in_nulls[k];
-        ints[k] = in_nulls[k] ? 0 : chars[d->codes[k]];
-      }
+      const uint8_t* codes = d->codes.data();
+      std::memcpy(nulls, in_nulls, n);
+      for (size_t k = 0; k < n; k++) ints[k] = chars[codes[k]] & -static_cast<int64_t>(in_nulls[k] == 0);
       return;
     }
     // Values that share their bytes (a repeat kept once) share a length.
