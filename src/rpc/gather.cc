@@ -86,8 +86,10 @@ Result<std::unique_ptr<GatherSource>> GatherSource::Open(PartMap& map, const pla
     p.hi = s.hi.empty() ? hi : (hi.empty() ? s.hi : std::min(hi, s.hi));
     g->parts_.push_back(std::move(p));
   }
-  g->workers_ = std::min(kMaxInFlight, g->parts_.size());
-  for (size_t i = 0; i < g->workers_; i++) {
+  // (A local count: a worker that ends at once decrements workers_ while this loop runs.)
+  const size_t n = std::min(kMaxInFlight, g->parts_.size());
+  g->workers_ = n;
+  for (size_t i = 0; i < n; i++) {
     ThreadCache::Shared().Run([p = g.get()] {
       p->Work();
       std::lock_guard<std::mutex> l(p->mu_);

@@ -22,7 +22,9 @@ namespace wattdb::rpc {
 
 class GatherSource : public exec::RowSource {
  public:
-  static constexpr size_t kMaxInFlight = ExchangeSource::kMaxInFlight;  // parts running at once
+  // Parts running at once: as many segments as the exchange streams (two were slower: remote
+  // scan of 2M rows 5.9-6.7 ms a query with four, 7.4-7.8 ms with two).
+  static constexpr size_t kMaxInFlight = ExchangeSource::kMaxInFlight;
 
   // `map` is borrowed and outlives the source; `opts.prefetch` is ignored (each part reads
   // its own segment's range, itself); `opts.range`, if set, narrows the Gather's. `ctx` is

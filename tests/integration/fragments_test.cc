@@ -100,6 +100,13 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("Filter (#3 > 10)  (rows=1000)  (on nodes 1,2,3;"), std::string::npos) << text;
+  // Without read-ahead the parts run in place, one segment at a time, on the statement's thread.
+  ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = off"), "");
+  ASSERT_EQ(c->Exec("EXPLAIN SELECT g, sum(v) FROM t WHERE d > 10 GROUP BY g", &plan), "");
+  text.clear();
+  for (auto& r : plan) text += r[0] + "\n";
+  EXPECT_NE(text.find("PartialAggregate groups=[#1] aggs=[sum(#2)]  (on master)\n"), std::string::npos) << text;
+  ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = on"), "");
   // EXPLAIN ANALYZE: the partial aggregates' rows summed over the segments (each segment's
   // groups apart: more than the 7 groups), the nodes' scans over all rows.
   ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT g, sum(v) FROM t GROUP BY g", &plan), "");

@@ -87,7 +87,7 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
         where = Offload().mode == OffloadSetting::Mode::kOn ? "a helper node" : "master or a helper node";
       }
     }
-    if (!scan && !offload && gathered.count(&p)) {
+    if (!scan && !offload && gathered.count(&p) && ExchangePrefetch()) {  // (else in place, a segment at a time)
       where = fmt::format("master, up to {} segments at once", rpc::GatherSource::kMaxInFlight);
     }
     std::string line = std::string(depth * 2, ' ') + (depth ? "->  " : "") + text + "  (on " + where + ")";
