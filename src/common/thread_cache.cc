@@ -30,6 +30,21 @@ void ThreadCache::Run(std::function<void()> task) {
   std::thread([this, t = std::move(task)]() mutable { Loop(std::move(t)); }).detach();
 }
 
+void ThreadCache::RunCounted(size_t n, std::mutex& mu, size_t& running, std::condition_variable& ended,
+                             const std::function<void()>& task) {
+  {
+    std::lock_guard<std::mutex> l(mu);
+    running = n;
+  }
+  for (size_t i = 0; i < n; i++) {
+    Run([&mu, &running, &ended, task] {
+      task();
+      std::lock_guard<std::mutex> l(mu);
+      if (--running == 0) ended.notify_all();  // under the lock: the owner may go once it is released
+    });
+  }
+}
+
 void ThreadCache::Loop(std::function<void()> task) {
   while (true) {
     task();

@@ -26,6 +26,13 @@ class ThreadCache {
   // Starts `task` now on some thread. A task must not throw.
   void Run(std::function<void()> task);
 
+  // Starts `n` copies of `task`, counted in `running` (set to n here, under `mu`): each, once
+  // done, decrements it under `mu` and the last notifies `ended`, so that the owner of the
+  // three may wait under `mu` for `running == 0` and then go. The count is the caller's
+  // local n, never `running`, which tasks that end at once decrement meanwhile.
+  void RunCounted(size_t n, std::mutex& mu, size_t& running, std::condition_variable& ended,
+                  const std::function<void()>& task);
+
   // The process's cache (idle threads linger 10 s); never destroyed.
   static ThreadCache& Shared();
 

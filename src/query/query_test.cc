@@ -234,6 +234,24 @@ TEST(Select, TopNAgreesWithTheFullSort) {
 
 // Fragments pushed below an Exchange (run whole, or per segment with partial and final
 // aggregation) give the answers of the plan run in one piece.
+// Runs `q` whole, then pushed down (`options`, or every fragment) with its fragments run in
+// place and then once per segment (MemCatalog::ship), the plans serialized and read back if
+// `roundtrip`; expects the answers of the whole plan. `plans` receives the two plans.
+void ExpectPushedAnswersAsWhole(const char* q, bool roundtrip, const plan::PushDownOptions* options,
+                                std::vector<std::string>* plans) {
+  MemCatalog cat;
+  auto whole = RunSql(cat, q);
+  ASSERT_TRUE(whole.ok()) << q << ": " << whole.status().ToString();
+  for (bool ship : {false, true}) {
+    cat.ship = ship;
+    std::string plan;
+    auto pushed = RunSql(cat, q, roundtrip, true, &plan, false, options);
+    ASSERT_TRUE(pushed.ok()) << q << ": " << pushed.status().ToString();
+    EXPECT_EQ(*pushed, *whole) << q << (ship ? " (per segment)" : "") << "\n" << plan;
+    plans->push_back(plan);
+  }
+}
+
 TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
   const char* queries[] = {
       "SELECT count(*), sum(v), avg(v), min(grp), max(d), count(v), avg(d), sum(d) FROM t",
@@ -248,17 +266,9 @@ TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
       "SELECT v, d FROM t ORDER BY v DESC LIMIT 5",
   };
   for (const char* q : queries) {
-    MemCatalog cat;
-    auto whole = RunSql(cat, q);
-    ASSERT_TRUE(whole.ok()) << q << ": " << whole.status().ToString();
-    for (bool ship : {false, true}) {
-      cat.ship = ship;
-      std::string plan;
-      auto pushed = RunSql(cat, q, false, true, &plan);
-      ASSERT_TRUE(pushed.ok()) << q << ": " << pushed.status().ToString();
-      EXPECT_EQ(*pushed, *whole) << q << (ship ? " (per segment)" : "") << "\n" << plan;
-      EXPECT_NE(plan.find("Exchange"), std::string::npos) << plan;
-    }
+    std::vector<std::string> plans;
+    ASSERT_NO_FATAL_FAILURE(ExpectPushedAnswersAsWhole(q, false, nullptr, &plans));
+    for (const auto& plan : plans) EXPECT_NE(plan.find("Exchange"), std::string::npos) << plan;
   }
   std::string plan;
   MemCatalog cat;
@@ -314,15 +324,9 @@ TEST(Select, ScanOnlyPushdownGathersTheAggregationsPartialHalf) {
       "SELECT grp, sum(v) FROM t GROUP BY grp HAVING sum(v) > 1000 ORDER BY 2 DESC",
   };
   for (const char* q : queries) {
-    MemCatalog cat;
-    auto whole = RunSql(cat, q);
-    ASSERT_TRUE(whole.ok()) << q << ": " << whole.status().ToString();
-    for (bool ship : {false, true}) {
-      cat.ship = ship;
-      std::string plan;
-      auto gathered = RunSql(cat, q, true, true, &plan, false, &scan_only);
-      ASSERT_TRUE(gathered.ok()) << q << ": " << gathered.status().ToString();
-      EXPECT_EQ(*gathered, *whole) << q << (ship ? " (per segment)" : "") << "\n" << plan;
+    std::vector<std::string> plans;
+    ASSERT_NO_FATAL_FAILURE(ExpectPushedAnswersAsWhole(q, true, &scan_only, &plans));
+    for (const auto& plan : plans) {
       EXPECT_LT(plan.find("FinalAggregate"), plan.find("Gather per segment of t")) << plan;
       EXPECT_LT(plan.find("Gather per segment of t"), plan.find("PartialAggregate")) << plan;
       EXPECT_LT(plan.find("PartialAggregate"), plan.find("Exchange")) << plan;

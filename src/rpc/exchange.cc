@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,11 @@ bool Blocking(const plan::PlanNode& p) {
 
 }  // namespace
 
+std::pair<std::string, std::string> WithinSegment(const std::string& lo, const std::string& hi,
+                                                  const std::string& seg_lo, const std::string& seg_hi) {
+  return {std::max(lo, seg_lo), seg_hi.empty() ? hi : (hi.empty() ? seg_hi : std::min(hi, seg_hi))};
+}
+
 Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const plan::PlanNode& exchange, Options opts) {
   if (exchange.children.size() != 1) return Status::Internal("exchange without its fragment");
   const plan::PlanNode* scan = plan::LeafScan(*exchange.children[0]);
@@ -35,23 +41,15 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const
   const std::string& hi = opts.range ? opts.range->second : scan->hi;
   for (const auto& s : map.Segments(scan->table, lo, hi)) {
     Part p;
-    p.lo = std::max(lo, s.lo);
-    p.hi = s.hi.empty() ? hi : (hi.empty() ? s.hi : std::min(hi, s.hi));
+    std::tie(p.lo, p.hi) = WithinSegment(lo, hi, s.lo, s.hi);
     x->parts_.push_back(std::move(p));
   }
   if (x->parts_.size() == 1 || (!opts.prefetch && !x->parts_.empty())) {
     x->inline_ = std::make_unique<PartReader>(*x, x->parts_.front().lo, x->parts_.back().hi);
     return x;
   }
-  size_t n = std::min(kMaxInFlight, x->parts_.size());
-  x->producers_ = n;
-  for (size_t i = 0; i < n; i++) {
-    ThreadCache::Shared().Run([p = x.get()] {
-      p->Produce();
-      std::lock_guard<std::mutex> l(p->mu_);
-      if (--p->producers_ == 0) p->ended_.notify_all();  // under the lock: *p may go once it is released
-    });
-  }
+  ThreadCache::Shared().RunCounted(std::min(kMaxInFlight, x->parts_.size()), x->mu_, x->producers_, x->ended_,
+                                   [p = x.get()] { p->Produce(); });
   return x;
 }
 
@@ -160,8 +158,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       auto segs = x_.map_.Segments(x_.table_, cursor_, hi_);
       if (segs.empty()) return false;
       seg_ = segs.front();
-      std::string lo = std::max(cursor_, seg_.lo);
-      std::string hi = seg_.hi.empty() ? hi_ : (hi_.empty() ? seg_.hi : std::min(hi_, seg_.hi));
+      auto [lo, hi] = WithinSegment(cursor_, hi_, seg_.lo, seg_.hi);
       pending_.clear();
       if (x_.map_.IsLocal(seg_.node)) {
         // This process owns the segment: the fragment runs here, its output never on a wire.

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "query/exec/context.h"
@@ -45,6 +46,10 @@ struct SegmentPlace {
   NodeId node = 0;
   std::string lo, hi;  // key range ("" = unbounded)
 };
+// [lo, hi) narrowed to a segment's [seg_lo, seg_hi) ("" = unbounded, at either end).
+std::pair<std::string, std::string> WithinSegment(const std::string& lo, const std::string& hi,
+                                                  const std::string& seg_lo, const std::string& seg_hi);
+
 class PartMap {
  public:
   virtual ~PartMap() = default;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <tuple>
 
 #include "common/clock.h"
 #include "common/thread_cache.h"
@@ -82,20 +83,11 @@ Result<std::unique_ptr<GatherSource>> GatherSource::Open(PartMap& map, const pla
   std::unique_ptr<GatherSource> g(new GatherSource(map, gather, opts, ctx));
   for (const auto& s : segs) {
     Part p;
-    p.lo = std::max(lo, s.lo);
-    p.hi = s.hi.empty() ? hi : (hi.empty() ? s.hi : std::min(hi, s.hi));
+    std::tie(p.lo, p.hi) = WithinSegment(lo, hi, s.lo, s.hi);
     g->parts_.push_back(std::move(p));
   }
-  // (A local count: a worker that ends at once decrements workers_ while this loop runs.)
-  const size_t n = std::min(kMaxInFlight, g->parts_.size());
-  g->workers_ = n;
-  for (size_t i = 0; i < n; i++) {
-    ThreadCache::Shared().Run([p = g.get()] {
-      p->Work();
-      std::lock_guard<std::mutex> l(p->mu_);
-      if (--p->workers_ == 0) p->ended_.notify_all();  // under the lock: *p may go once it is released
-    });
-  }
+  ThreadCache::Shared().RunCounted(std::min(kMaxInFlight, g->parts_.size()), g->mu_, g->workers_, g->ended_,
+                                   [p = g.get()] { p->Work(); });
   return g;
 }
 

@@ -108,8 +108,7 @@ class RemoteSource : public exec::RowSource {
       return Status::OK();
     }
     const SegmentEntry& s = segs.front();
-    std::string lo = std::max(cursor_, s.lo);
-    std::string hi = s.hi.empty() ? hi_ : (hi_.empty() ? s.hi : std::min(hi_, s.hi));
+    auto [lo, hi] = rpc::WithinSegment(cursor_, hi_, s.lo, s.hi);
     ASSIGN_OR_RETURN(auto client, cluster_.registry().Client(s.node));
     ASSIGN_OR_RETURN(stream_, ScanStream::Open(*client, s.id, lo, hi, ts_, exec::kBatchRows, txn_));
     client_ = client;

@@ -348,12 +348,11 @@ class HashAggregateOp : public UnaryOp {
     }
     const uint8_t* nulls = v.nulls();
     const bool no_nulls = !v.HasNulls();  // (a memchr: then every row counts, no row is skipped)
-    int64_t count = 0;
+    const int64_t count = no_nulls ? static_cast<int64_t>(n) : CountNonNull(nulls, n);
     if (summing && ints) {
       // NULL rows' entries are zero: only the count needs them skipped. The double sum of
       // integers is kept only where the result reads it (a double precision sum).
       const int64_t* d = v.ints();
-      count = no_nulls ? static_cast<int64_t>(n) : CountNonNull(nulls, n);
       if (Narrow(v.value_type()) && n <= kBatchRows) {
         // Values below 2^31 in magnitude: a batch's sum fits 64 bits, in a loop the compiler
         // vectorizes (a 128-bit sum carries from word to word). Unsigned: a column that breaks
@@ -374,11 +373,7 @@ class HashAggregateOp : public UnaryOp {
     } else if (summing) {
       const double* d = v.doubles();
       double dsum = s.dsum;
-      for (size_t r = 0; r < n; r++) {
-        if (nulls[r]) continue;
-        count++;
-        dsum += d[r];
-      }
+      for (size_t r = 0; r < n; r++) dsum += nulls[r] ? 0.0 : d[r];
       s.dsum = dsum;
     } else if (minmax) {
       const bool min = spec.func == AggFunc::kMin;
@@ -388,7 +383,6 @@ class HashAggregateOp : public UnaryOp {
         // value), then one comparison with the state's.
         const int64_t* d = v.ints();
         int64_t b = min ? Extreme<true>(d, nulls, no_nulls, n) : Extreme<false>(d, nulls, no_nulls, n);
-        count = no_nulls ? static_cast<int64_t>(n) : CountNonNull(nulls, n);
         if (count > 0 && (s.best.is_null() || (min ? b < s.best.as_int() : b > s.best.as_int()))) {
           s.best = IntValue(v.value_type(), b);
         }
@@ -397,13 +391,10 @@ class HashAggregateOp : public UnaryOp {
         double b = s.best.is_null() ? 0 : s.best.as_double();
         for (size_t r = 0; r < n; r++) {
           if (nulls[r]) continue;
-          count++;
           if ((best == SIZE_MAX && s.best.is_null()) || CompareDoubles(d[r], b) == (min ? -1 : 1)) b = d[best = r];
         }
       }
       if (best != SIZE_MAX) s.best = v.GetValue(best);
-    } else {
-      for (size_t r = 0; r < n; r++) count += !nulls[r];
     }
     s.count += count;
     return true;

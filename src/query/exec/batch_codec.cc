@@ -159,8 +159,6 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
   }
 }
 
-// Reads a packed integer column (its layout byte read) into x[0..rows), whose NULL rows
-// (`null`, or none) get 0; false if malformed.
 // The largest of p[0..n) (0 if n is 0). Kept out of line: on its own the loop vectorizes
 // (sixteen bytes a step), inlined into the decoder it did not.
 [[gnu::noinline]] uint8_t MaxByte(const uint8_t* p, size_t n) {
@@ -169,6 +167,8 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
   return top;
 }
 
+// Reads a packed integer column (its layout byte read) into x[0..rows), whose NULL rows
+// (`null`, or none) get 0; false if malformed.
 bool DecodeInts(ByteReader& r, uint8_t layout, size_t rows, const uint8_t* null, int64_t* out) {
   uint8_t width;
   uint64_t start = 0, base;
