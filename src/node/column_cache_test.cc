@@ -318,6 +318,40 @@ TEST_F(ColumnCacheTest, CommitsAfterTheBuildAreMergedIntoTheImagesReads) {
   EXPECT_FALSE(columnar);
 }
 
+// An image of a segment without rows has no width; a row written and deleted since its build
+// leaves the recording only a deletion, which the image's reads merge as nothing.
+TEST_F(ColumnCacheTest, AnImageWithoutRowsMergesDeletionsSinceItsBuild) {
+  Put(0, 1, 10);
+  Delete(0, 11);  // written, yet empty
+  ColumnCache cache(64 << 20, 0, clock_);
+  bool columnar = false;
+  EXPECT_TRUE(Scan(&cache, 20, &columnar).empty());
+  ASSERT_EQ(cache.stats().builds, 1u);
+  Put(5, 6, 30);
+  Delete(5, 31);
+  for (Timestamp ts : {20, 30, 40}) {
+    ScanRequest req;
+    req.segment = 1;
+    req.read_ts = ts;
+    auto rows = SegmentRows::Open(*store_, *participant_, req, &cache);
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    if (ts == 40) {
+      EXPECT_TRUE((*rows)->columnar());
+    }
+    if (!(*rows)->columnar()) continue;
+    exec::Batch b;
+    b.Reset(3);
+    std::string last_key;
+    std::vector<bool> used = {true, false, true};
+    auto more = (*rows)->NextBatch(&used, &b, &last_key);
+    ASSERT_TRUE(more.ok()) << "ts " << ts << ": " << more.status().ToString();
+    EXPECT_FALSE(*more);
+  }
+  EXPECT_EQ(cache.stats().builds, 1u);
+  Put(5, 6, 50);
+  EXPECT_EQ(Scan(&cache, 60, &columnar), Range(5, 6));  // a row of a width: RocksDB answers
+}
+
 // A point lookup answered by an image tells a writer the key's newest version (from the
 // recording if a commit wrote it since the build, else the image's), with its row, as a
 // RocksDB read would: its prepare checks against that while the segment is unchanged, and

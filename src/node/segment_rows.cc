@@ -178,7 +178,10 @@ void SegmentRows::SeeImageRow(const std::string& key, uint64_t seq) {
 }
 
 Result<bool> SegmentRows::NextMergedBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key) {
-  if (out->cols.size() != image_->width) return Status::Corruption("row width does not match the table");
+  // (An image without rows has no width; the recording's rows are checked as they are appended.)
+  if (image_->rows > 0 && out->cols.size() != image_->width) {
+    return Status::Corruption("row width does not match the table");
+  }
   for (auto& c : out->cols) c.Clear();
   out->rows = 0;
   size_t run = pos_;  // image rows [run, pos_) are taken, not yet copied
