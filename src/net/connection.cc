@@ -259,10 +259,15 @@ Status Connection::Authenticate(const ClusterKey& key, Role role, int timeout_ms
     RETURN_NOT_OK(SendHandshake(ok ? "\1" : "\0", deadline));
     if (!ok) return refused();
   }
+  send_seq_ = recv_seq_ = 0;
+  if (stream_.IsLocalSocket()) {  // both ends see the same kind of socket
+    send_mac_.reset();
+    recv_mac_.reset();
+    return Status::OK();
+  }
   std::string c2s = k.Full("c2s" + nc + ns), s2c = k.Full("s2c" + nc + ns);
   send_mac_ = std::make_unique<FrameMac>(role == Role::kClient ? c2s : s2c);
   recv_mac_ = std::make_unique<FrameMac>(role == Role::kClient ? s2c : c2s);
-  send_seq_ = recv_seq_ = 0;
   return Status::OK();
 }
 

@@ -5,7 +5,7 @@
 //   kind 1: a Cap'n Proto message (messageToFlatArray layout; length is a multiple of 8)
 //   kind 2: raw bytes (segment file contents), at most kMaxRawChunk per frame
 //   kind 3: authentication handshake (net/cluster_auth.h)
-// After Authenticate, every frame is followed by its MAC.
+// After Authenticate, every frame over TCP is followed by its MAC (see net/cluster_auth.h).
 // Oversized, misaligned or unknown frames are protocol errors: the call fails with
 // Corruption and the caller closes the connection.
 //
@@ -97,7 +97,8 @@ class Connection {
                                                      int timeout_ms = kDefaultConnectTimeoutMs);
 
   // Mutual authentication with the cluster key (see net/cluster_auth.h), within
-  // `timeout_ms`; afterwards every frame is MAC'd. Fails with Unauthenticated-style
+  // `timeout_ms`; afterwards every frame is MAC'd, unless the stream is a local socket
+  // (Stream::IsLocalSocket: only the two processes can write or read it). Fails with Unauthenticated-style
   // InvalidArgument ("peer is not a member of this cluster") if the peer lacks the key.
   enum class Role { kClient, kServer };
   Status Authenticate(const ClusterKey& key, Role role, int timeout_ms);

@@ -231,6 +231,46 @@ TEST(Connection, TamperedFrameIsRejected) {
   server.Stop();
 }
 
+// Over a local socket the handshake still proves the key, and frames then go without a MAC:
+// a frame written by hand with none is answered, and the answer carries none.
+TEST(Connection, LocalSocketFramesCarryNoMacAfterTheHandshake) {
+  ClusterKey key = Key('k');
+  std::atomic<int> refused{0};
+  TcpServer server("auth", "127.0.0.1", 0, AuthEcho(key, &refused));
+  server.set_local_alias(true);
+  ASSERT_TRUE(server.Start().ok());
+  asio::io_context io;
+  {  // Another key is refused as over TCP.
+    auto c = Connection::Connect(io, "127.0.0.1", server.port());
+    ASSERT_TRUE(c.ok());
+    ASSERT_EQ((*c)->peer(), "local");
+    EXPECT_FALSE((*c)->Authenticate(Key('x'), Connection::Role::kClient, 2000).ok());
+  }
+  auto raw = Connect(io, "127.0.0.1", server.port(), 2000);
+  ASSERT_TRUE(raw.ok());
+  Connection c(&*raw);
+  ASSERT_EQ(c.peer(), "local");
+  ASSERT_TRUE(c.Authenticate(key, Connection::Role::kClient, 2000).ok());
+  capnp::MallocMessageBuilder b;
+  b.initRoot<wattdb::proto::Request>().initCreateSegment().setLo(kj::StringPtr("by hand").asBytes());
+  auto words = capnp::messageToFlatArray(b);
+  auto bytes = words.asBytes();
+  uint32_t n = static_cast<uint32_t>(bytes.size());
+  std::string frame(reinterpret_cast<const char*>(&n), 4);
+  frame += '\x01';
+  frame.append(reinterpret_cast<const char*>(bytes.begin()), bytes.size());  // and no MAC
+  boost::system::error_code ec;
+  asio::write(*raw, asio::buffer(frame), ec);
+  ASSERT_FALSE(ec);
+  // The reply: a header, then exactly its payload, then nothing more.
+  auto reply = c.Receive();
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  auto split = (*reply)->Root<wattdb::proto::Response>().getSplitKey();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(split.begin()), split.size()), "by hand");
+  EXPECT_TRUE(c.LooksIdle());
+  server.Stop();
+}
+
 // A frame's tag depends on the key, the sequence number, the header and every payload byte.
 // An in-memory pair carries messages both ways in order, never waits, and reports a missing
 // message or a closed end at once.

@@ -63,6 +63,9 @@ class Stream {
   Socket& socket() { return socket_; }
   // True for a local socket and for TCP from a loopback address.
   bool PeerIsLoopback() const { return peer_loopback_; }
+  // True for a Unix-domain socket: its bytes pass between two processes of this host
+  // through the kernel, where no third party can read, change or add any.
+  bool IsLocalSocket() const { return peer_ == "local"; }
 
  private:
   // A deadline, or a timeout that becomes one when first asked for.
