@@ -376,30 +376,21 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     if (!r.Bytes(values, &codes)) return bad();
     auto* code = reinterpret_cast<const uint8_t*>(codes.data());
     if (MaxByte(code, values) >= n) return bad();
-    v->InitUnset(TypeId::kText, rows);
-    v->KeepArena(in_owner ? in_owner : copies);
-    std::string_view* texts = v->mutable_texts();
+    // The rows' views are laid out when something reads them; operators that work per
+    // value (length(), grouping) read the codes.
     auto attached = std::make_shared<TextDictionary>();
     attached->values.assign(dict, dict + n);
+    std::vector<uint8_t> nulls;
     if (!has_nulls) {
-      // Each view as two words, from the dictionary's pointers and lengths in locals (a view
-      // copied whole went through the stack, row by row).
-      const char* data[kMaxDictionary];
-      size_t size[kMaxDictionary];
-      for (uint64_t d = 0; d < n; d++) {
-        data[d] = dict[d].data();
-        size[d] = dict[d].size();
-      }
-      for (size_t i = 0; i < rows; i++) texts[i] = std::string_view(data[code[i]], size[code[i]]);
       attached->codes.assign(code, code + rows);
     } else {
-      std::memcpy(v->mutable_nulls(), null.data(), rows);
+      nulls.assign(null.begin(), null.begin() + rows);
       attached->codes.assign(rows, 0);
       for (size_t i = 0, k = 0; i < rows; i++) {
-        texts[i] = null[i] ? std::string_view() : dict[attached->codes[i] = code[k++]];
+        if (!null[i]) attached->codes[i] = code[k++];
       }
     }
-    v->AttachDictionary(std::move(attached));
+    v->InitFromDictionary(TypeId::kText, std::move(nulls), std::move(attached), in_owner ? in_owner : copies);
     return Status::OK();
   }
   if (p == PhysType::kText && in_owner) {

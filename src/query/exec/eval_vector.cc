@@ -304,7 +304,6 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
     uint8_t* nulls = out->mutable_nulls();
     int64_t* ints = out->mutable_ints();
     const uint8_t* in_nulls = in.nulls();
-    const std::string_view* texts = in.texts();
     if (const TextDictionary* d = in.dictionary(); d && d->codes.size() >= n && d->values.size() <= 256) {
       // Once per distinct value, then by each row's code.
       int64_t chars[256] = {};  // (a code past the values reads 0, never outside)
@@ -315,6 +314,7 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
       return;
     }
     // Values that share their bytes (a repeat kept once) share a length.
+    const std::string_view* texts = in.texts();
     std::string_view last;
     int64_t last_chars = 0;
     for (size_t k = 0; k < n; k++) {

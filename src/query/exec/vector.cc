@@ -68,6 +68,7 @@ Value Vector::GetValue(size_t i) const {
     case PhysType::kDecimal:
       return Value::Numeric(s.decimals_[i]);
     case PhysType::kText:
+      if (s.texts_pending_ && s.dict_) return Value::Text(std::string(s.dict_->values[s.dict_->codes[i]]));
       return Value::Text(std::string(s.texts_[i]));
     case PhysType::kBoxed:
       return s.boxed_[i];
@@ -85,6 +86,7 @@ void Vector::Clear() {
   doubles_.clear();
   decimals_.clear();
   texts_.clear();
+  texts_pending_ = false;
   boxed_.clear();
   arena_.reset();
   kept_.clear();
@@ -95,6 +97,7 @@ void Vector::Clear() {
 
 void Vector::Share(std::shared_ptr<const Vector> src) {
   if (src->shared_) src = src->shared_;
+  if (src->texts_pending_) src->LayOutTexts();  // its readers then only read
   Clear();
   phys_ = src->phys_;
   type_ = src->type_;
@@ -105,6 +108,43 @@ void Vector::Unshare() {
   std::shared_ptr<const Vector> src = std::move(shared_);
   shared_.reset();
   *this = Vector(*src);  // src shares nothing (Share follows a chain): a copy of its arrays
+}
+
+void Vector::InitFromDictionary(TypeId t, std::vector<uint8_t> null, std::shared_ptr<const TextDictionary> d,
+                                std::shared_ptr<const TextArena> arena) {
+  Clear();
+  if (arena) kept_.push_back(std::move(arena));
+  if (null.empty()) null.assign(d->codes.size(), 0);
+  null_ = std::move(null);
+  phys_ = PhysType::kText;
+  type_ = t;
+  dict_ = std::move(d);
+  texts_pending_ = true;
+}
+
+void Vector::LayOutTexts() const {
+  texts_pending_ = false;
+  if (!dict_) return;  // moved from
+  size_t n = null_.size();
+  texts_.resize(n);  // unset: every entry written below
+  std::string_view* __restrict out = texts_.data();
+  const uint8_t* __restrict code = dict_->codes.data();
+  // Each view as two words, from the values' pointers and lengths in locals (a view copied
+  // whole went through the stack, row by row).
+  const char* data[256];
+  size_t len[256];
+  size_t nv = dict_->values.size();
+  for (size_t d = 0; d < nv; d++) {
+    data[d] = dict_->values[d].data();
+    len[d] = dict_->values[d].size();
+  }
+  for (size_t i = 0; i < n; i++) out[i] = std::string_view(data[code[i]], len[code[i]]);
+  const uint8_t* null = null_.data();
+  if (std::memchr(null, 1, n) != nullptr) {
+    for (size_t i = 0; i < n; i++) {
+      if (null[i]) out[i] = std::string_view();
+    }
+  }
 }
 
 void Vector::Truncate(size_t n) {
@@ -211,6 +251,8 @@ void Vector::Box() {
   doubles_.clear();
   decimals_.clear();
   texts_.clear();
+  texts_pending_ = false;
+  dict_.reset();
   arena_.reset();
   kept_.clear();
   boxed_ = std::move(vals);
@@ -225,6 +267,7 @@ Vector::Vector(const Vector& o)
       doubles_(o.doubles_),
       decimals_(o.decimals_),
       texts_(o.texts_),
+      texts_pending_(o.texts_pending_),
       boxed_(o.boxed_),
       kept_(o.kept_),
       shared_(o.shared_),
@@ -347,7 +390,7 @@ void Vector::AppendFrom(const Vector& from, size_t i) {
       decimals_.push_back(src.decimals_[i]);
       break;
     case PhysType::kText:
-      texts_.push_back(Arena().Copy(src.texts_[i]));
+      texts_.push_back(Arena().Copy(src.texts()[i]));
       break;
     default:
       break;
@@ -389,8 +432,9 @@ void Vector::Gather(const Vector& from, const uint32_t* sel, size_t n) {
       };
       keep(src.arena_);
       for (const auto& a : src.kept_) keep(a);
+      const std::string_view* from_texts = src.texts();
       texts_.resize(base + n);
-      for (size_t k = 0; k < n; k++) texts_[base + k] = src.texts_[sel[k]];
+      for (size_t k = 0; k < n; k++) texts_[base + k] = from_texts[sel[k]];
       break;
     }
     default:

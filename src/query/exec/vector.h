@@ -11,7 +11,10 @@
 // exactly. Copies share the text bytes (cheap) read-only: text a copy appends goes to an arena
 // of its own, so any number of threads may copy one vector that nobody changes (a column
 // image); a vector is not thread-safe otherwise. A vector may also read such an unchanging
-// vector's elements in place (Share): no copy until it is changed.
+// vector's elements in place (Share): no copy until it is changed. A text vector made from a
+// dictionary (InitFromDictionary: a received column batch's) lays its views out on the first
+// read of them (texts(), GetValue, a copy's change): until then it is read by one thread at a
+// time, and operators that work per value (dictionary()) never pay for the views.
 #pragma once
 
 #include <cstdint>
@@ -160,6 +163,12 @@ class Vector {
   void InitUnset(TypeId t, size_t n);
   int64_t* mutable_ints() { return Own().ints_.data(); }
   std::string_view* mutable_texts() { return Own().texts_.data(); }
+  // Makes this a text vector of type t whose non-NULL row i holds d->values[d->codes[i]],
+  // NULL where null[i] (empty: none); its views are laid out when first read. REQUIRES:
+  // null empty or of d->codes.size(); codes below values.size(), 0 for NULL rows; the
+  // values' bytes in `arena`, which the vector keeps.
+  void InitFromDictionary(TypeId t, std::vector<uint8_t> null, std::shared_ptr<const TextDictionary> d,
+                          std::shared_ptr<const TextArena> arena);
   double* mutable_doubles() { return Own().doubles_.data(); }
   Decimal* mutable_decimals() { return Own().decimals_.data(); }
   uint8_t* mutable_nulls() { return Own().null_.data(); }
@@ -183,7 +192,11 @@ class Vector {
   const int64_t* ints() const { return Src().ints_.data(); }
   const double* doubles() const { return Src().doubles_.data(); }
   const Decimal* decimals() const { return Src().decimals_.data(); }
-  const std::string_view* texts() const { return Src().texts_.data(); }
+  const std::string_view* texts() const {
+    const Vector& s = Src();
+    if (s.texts_pending_) s.LayOutTexts();
+    return s.texts_.data();
+  }
   const Value* boxed() const { return Src().boxed_.data(); }
   const uint8_t* nulls() const { return Src().null_.data(); }  // 1 = NULL
 
@@ -193,11 +206,14 @@ class Vector {
   // This vector, holding its elements in arrays of its own (copied from a shared vector).
   Vector& Own() {
     if (shared_) Unshare();
+    if (texts_pending_) LayOutTexts();
     dict_.reset();
     encoding_.reset();
     return *this;
   }
   void Unshare();
+  // Fills texts_ from dict_ (InitFromDictionary's views, made on first read).
+  void LayOutTexts() const;
   // Fixes the physical type on the first non-NULL value; boxes on a mismatch. Returns false
   // if the vector is (now) boxed.
   bool Prepare(TypeId t);
@@ -218,7 +234,8 @@ class Vector {
   internal::Array<int64_t> ints_;
   internal::Array<double> doubles_;
   std::vector<Decimal> decimals_;
-  internal::Array<std::string_view> texts_;
+  mutable internal::Array<std::string_view> texts_;  // laid out late if texts_pending_
+  mutable bool texts_pending_ = false;
   std::vector<Value> boxed_;
   std::shared_ptr<TextArena> arena_;                   // this vector's own text bytes
   std::vector<std::shared_ptr<const TextArena>> kept_;  // other vectors' arenas it points into

@@ -167,6 +167,57 @@ TEST(Vector, SharedElementsAreReadInPlaceAndCopiedOnTheFirstChange) {
   EXPECT_TRUE(gathered.IsNull(2));
 }
 
+// A vector made from a dictionary answers every read as one made of its views would, keeps
+// its dictionary until changed, and its copies, gathers and values outlive the arena.
+TEST(Vector, ADictionaryVectorReadsAsItsViews) {
+  auto arena = std::make_shared<TextArena>();
+  auto d = std::make_shared<TextDictionary>();
+  d->values = {arena->Copy("red"), arena->Copy(""), arena->Copy("blue")};
+  d->codes = {2, 0, 0, 1, 0, 2, 0};
+  std::vector<uint8_t> null = {0, 0, 1, 0, 0, 0, 1};  // rows 2 and 6 NULL (code 0)
+  const std::vector<std::string> want = {"blue", "red", "", "", "red", "blue", ""};
+  auto check = [&](const Vector& v, const char* what) {
+    ASSERT_EQ(v.size(), want.size()) << what;
+    const std::string_view* t = v.texts();
+    for (size_t i = 0; i < want.size(); i++) {
+      EXPECT_EQ(v.IsNull(i), null[i] != 0) << what << " row " << i;
+      EXPECT_EQ(t[i], want[i]) << what << " row " << i;
+      EXPECT_EQ(v.GetValue(i).is_null(), null[i] != 0) << what << " row " << i;
+    }
+  };
+  Vector v, copy, never_read;
+  v.InitFromDictionary(TypeId::kText, null, d, arena);
+  never_read.InitFromDictionary(TypeId::kText, {}, d, arena);
+  copy = v;  // before either lays out its views
+  EXPECT_EQ(v.phys(), PhysType::kText);
+  EXPECT_TRUE(v.HasNulls());
+  ASSERT_NE(v.dictionary(), nullptr);
+  EXPECT_EQ(v.GetValue(0).as_text(), "blue");  // from the dictionary
+  EXPECT_EQ(v.GetValue(4).as_text(), "red");
+  EXPECT_TRUE(v.GetValue(6).is_null());
+  check(v, "read");
+  EXPECT_NE(v.dictionary(), nullptr);  // reading keeps it
+  uint32_t sel[] = {5, 2, 1};
+  Vector gathered;
+  gathered.Gather(copy, sel, 3);
+  arena.reset();
+  d.reset();
+  check(copy, "copy");
+  EXPECT_EQ(gathered.texts()[0], "blue");
+  EXPECT_TRUE(gathered.IsNull(1));
+  EXPECT_EQ(gathered.texts()[2], "red");
+  EXPECT_FALSE(never_read.HasNulls());
+  EXPECT_EQ(never_read.texts()[2], "red");  // no NULLs given: code 0's value
+  copy.AppendText("green");  // a change lays the views out and drops the dictionary
+  EXPECT_EQ(copy.dictionary(), nullptr);
+  EXPECT_EQ(copy.texts()[0], "blue");
+  EXPECT_EQ(copy.texts()[7], "green");
+  Vector shared;
+  auto src = std::make_shared<Vector>(v);
+  shared.Share(src);
+  EXPECT_EQ(shared.texts()[5], "blue");
+}
+
 TEST(RowDecode, StoredRowsDecodeIntoTypedColumnsAndBadOnesLeaveNoTrace) {
   std::vector<Value> row = {Value::Int32(3), Value(), Value::Text("abc"), Value::Double(0.5),
                             Value::Numeric(ParseDecimal("-12.50").value()), Value::Bool(true),
