@@ -1,6 +1,7 @@
 #include "node/column_cache.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "common/codec.h"
@@ -57,12 +58,37 @@ std::string SegmentImage::EncodedRow(size_t i) const {
 
 namespace {
 
-// The first row in [lo, hi) whose key is >= k, given that rows before lo are below k and row
-// hi (if below rows) is not.
-size_t BinarySearch(const SegmentImage& image, size_t lo, size_t hi, std::string_view k) {
+// Bytes [from, from + 8) of s as a big-endian number, the bytes past its end taken as zero:
+// of two strings equal before `from`, the one with the smaller head is the smaller (equal
+// heads decide nothing).
+uint64_t HeadOf(std::string_view s, size_t from) {
+  unsigned char b[8] = {};
+  if (s.size() > from) std::memcpy(b, s.data() + from, std::min<size_t>(8, s.size() - from));
+  uint64_t x;
+  std::memcpy(&x, b, 8);
+  return __builtin_bswap64(x);
+}
+
+// k's order against the prefix every key of `image` (rows > 0) begins with; 0 if k begins
+// with it too, and then *head is k's head.
+int Probe(const SegmentImage& image, std::string_view k, uint64_t* head) {
+  int c = k.substr(0, image.prefix).compare(image.key(0).substr(0, image.prefix));
+  if (c == 0) *head = HeadOf(k, image.prefix);
+  return c;
+}
+
+// Whether key i < k, for a k that begins with the prefix and has head `head`.
+bool Below(const SegmentImage& image, size_t i, std::string_view k, uint64_t head) {
+  uint64_t h = image.key_heads[i];
+  return h != head ? h < head : image.key(i) < k;
+}
+
+// The first row in [lo, hi) whose key is >= k, given rows before lo below k and row hi (if
+// below rows) not.
+size_t Search(const SegmentImage& image, size_t lo, size_t hi, std::string_view k, uint64_t head) {
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (image.key(mid) < k) {
+    if (Below(image, mid, k, head)) {
       lo = mid + 1;
     } else {
       hi = mid;
@@ -73,16 +99,40 @@ size_t BinarySearch(const SegmentImage& image, size_t lo, size_t hi, std::string
 
 }  // namespace
 
-size_t SegmentImage::LowerBound(std::string_view k) const { return BinarySearch(*this, 0, rows, k); }
+void SegmentImage::IndexKeys() {
+  prefix = 0;
+  key_heads.clear();
+  if (rows == 0) return;
+  // Keys in order: every key shares what the first and the last share.
+  std::string_view first = key(0), last = key(rows - 1);
+  while (prefix < first.size() && prefix < last.size() && first[prefix] == last[prefix]) prefix++;
+  key_heads.resize(rows);
+  for (size_t i = 0; i < rows; i++) key_heads[i] = HeadOf(key(i), prefix);
+}
+
+size_t SegmentImage::LowerBound(std::string_view k) const {
+  if (rows == 0) return 0;
+  uint64_t head = 0;
+  if (int c = Probe(*this, k, &head); c != 0) return c < 0 ? 0 : rows;
+  // Rows before lo have smaller heads (below k), rows from hi on larger ones (above it): the
+  // keys themselves are compared only between.
+  const uint64_t* h = key_heads.data();
+  size_t lo = std::lower_bound(h, h + rows, head) - h;
+  size_t hi = std::upper_bound(h + lo, h + rows, head) - h;
+  return Search(*this, lo, hi, k, head);
+}
 
 size_t SegmentImage::LowerBoundFrom(size_t from, std::string_view k) const {
+  if (from >= rows) return rows;
+  uint64_t head = 0;
+  if (int c = Probe(*this, k, &head); c != 0) return c < 0 ? from : rows;
   // Keys before lo are < k; probe gallops from, from + 1, from + 2, from + 4, ...
   size_t lo = from, probe = from;
-  for (size_t step = 1; probe < rows && key(probe) < k; step <<= 1) {
+  for (size_t step = 1; probe < rows && Below(*this, probe, k, head); step <<= 1) {
     lo = probe + 1;
     probe = from + step;
   }
-  return BinarySearch(*this, lo, std::min(probe, rows), k);
+  return Search(*this, lo, std::min(probe, rows), k, head);
 }
 
 ColumnCache::ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock& clock)
@@ -271,7 +321,8 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   }
   disarm.armed = false;
   image->newest_ts = scan->newest_ts();
-  image->bytes = sizeof(SegmentImage) + image->key_bytes.size() + 12 * image->key_ends.size();
+  image->IndexKeys();
+  image->bytes = sizeof(SegmentImage) + image->key_bytes.size() + 20 * image->key_ends.size();
   for (const auto& b : image->batches) {
     for (const auto& c : b.cols) image->bytes += VectorBytes(c);
   }

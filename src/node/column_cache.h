@@ -52,6 +52,8 @@ struct SegmentImage {
   std::vector<uint32_t> key_ends;    // key i ends at key_ends[i] and starts where key i-1 ends
   std::vector<exec::Batch> batches;  // exec::kBatchRows rows each, the last possibly fewer
   std::vector<Timestamp> row_ts;     // each row's version
+  size_t prefix = 0;                 // bytes every key begins with (IndexKeys)
+  std::vector<uint64_t> key_heads;   // key i's 8 bytes after the prefix, as a number (IndexKeys)
 
   // Row i encoded as storage keeps rows (common/codec.h), from its columns.
   std::string EncodedRow(size_t i) const;
@@ -60,7 +62,10 @@ struct SegmentImage {
     size_t begin = i == 0 ? 0 : key_ends[i - 1];
     return std::string_view(key_bytes).substr(begin, key_ends[i] - begin);
   }
-  // The first row whose key is >= k (rows if none).
+  // Fills prefix and key_heads from the keys (in order), which the searches below use: a
+  // search compares 8-byte numbers, and whole keys only where those are equal.
+  void IndexKeys();
+  // The first row whose key is >= k (rows if none). REQUIRES: IndexKeys since the last key.
   size_t LowerBound(std::string_view k) const;
   // The same, for a k at or above key(from - 1): gallops from `from`, so a bound a few rows
   // on (a point lookup's end) costs a few comparisons.

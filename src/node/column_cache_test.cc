@@ -1,6 +1,8 @@
 #include "node/column_cache.h"
 
 #include <filesystem>
+#include <set>
+#include <random>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -365,6 +367,7 @@ TEST(SegmentImageTest, LowerBoundFromAnyStartBelowTheBoundIsTheLowerBound) {
     image.key_ends.push_back(static_cast<uint32_t>(image.key_bytes.size()));
   }
   image.rows = image.key_ends.size();
+  image.IndexKeys();
   int checked = 0;
   for (int j = -1; j <= 76; j++) {
     std::string k = j < 0 ? std::string() : fmt::format("k{:03}", j);
@@ -374,6 +377,48 @@ TEST(SegmentImageTest, LowerBoundFromAnyStartBelowTheBoundIsTheLowerBound) {
     for (size_t from = 0; from <= want; from++, checked++) ASSERT_EQ(image.LowerBoundFrom(from, k), want) << k << " from " << from;
   }
   EXPECT_GT(checked, 700);
+}
+
+// The searches compare keys' 8-byte heads after the common prefix and whole keys only where
+// heads are equal: they answer as a search of whole keys does for keys that share long
+// prefixes, end in zero bytes, are prefixes of each other or lie within 8 bytes of each
+// other, and for probes of every kind around them (shorter than the prefix, outside it).
+TEST(SegmentImageTest, SearchesByKeyHeadsAnswerAsWholeKeysDo) {
+  std::set<std::string> keys;
+  const std::string common("wdb\x01\x00", 5);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 600; i++) {
+    std::string k = common;
+    size_t len = rng() % 14;
+    for (size_t j = 0; j < len; j++) k += static_cast<char>(rng() % 3 == 0 ? 0 : "abz\xff"[rng() % 4]);
+    keys.insert(k);
+    keys.insert(k + std::string(1, '\0'));
+  }
+  SegmentImage image;
+  for (const auto& k : keys) {
+    image.key_bytes += k;
+    image.key_ends.push_back(static_cast<uint32_t>(image.key_bytes.size()));
+  }
+  image.rows = keys.size();
+  image.IndexKeys();
+  EXPECT_EQ(image.prefix, common.size());
+  std::vector<std::string> probes = {"", "w", "wdb", "wdc", "wda\xff", common.substr(0, 4), common,
+                                     common + std::string(9, '\0'), common + "\xff\xff\xff\xff\xff\xff\xff\xff\xff"};
+  for (const auto& k : keys) {
+    probes.push_back(k);
+    std::string less = k;
+    if (!less.empty() && less.back() != 0) less.back()--;
+    probes.push_back(less);
+    probes.push_back(k + "a");
+  }
+  std::vector<std::string> sorted(keys.begin(), keys.end());
+  for (const auto& p : probes) {
+    size_t want = std::lower_bound(sorted.begin(), sorted.end(), p) - sorted.begin();
+    ASSERT_EQ(image.LowerBound(p), want) << "probe of " << p.size() << " bytes";
+    for (size_t from : {size_t{0}, want / 2, want > 0 ? want - 1 : 0, want}) {
+      ASSERT_EQ(image.LowerBoundFrom(from, p), want) << "from " << from;
+    }
+  }
 }
 
 TEST_F(ColumnCacheTest, PointLookupsThroughAnImageTellWritersTheNewestVersion) {
