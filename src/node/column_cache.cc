@@ -108,6 +108,8 @@ void SegmentImage::IndexKeys() {
   while (prefix < first.size() && prefix < last.size() && first[prefix] == last[prefix]) prefix++;
   key_heads.resize(rows);
   for (size_t i = 0; i < rows; i++) key_heads[i] = HeadOf(key(i), prefix);
+  head_blocks.clear();
+  for (size_t i = 0; i < rows; i += kHeadBlock) head_blocks.push_back(key_heads[i]);
 }
 
 size_t SegmentImage::LowerBound(std::string_view k) const {
@@ -115,10 +117,15 @@ size_t SegmentImage::LowerBound(std::string_view k) const {
   uint64_t head = 0;
   if (int c = Probe(*this, k, &head); c != 0) return c < 0 ? 0 : rows;
   // Rows before lo have smaller heads (below k), rows from hi on larger ones (above it): the
-  // keys themselves are compared only between.
+  // keys themselves are compared only between. The first head >= k's lies in the block
+  // before the first block that begins with one (or begins that block).
   const uint64_t* h = key_heads.data();
-  size_t lo = std::lower_bound(h, h + rows, head) - h;
-  size_t hi = std::upper_bound(h + lo, h + rows, head) - h;
+  size_t b = std::lower_bound(head_blocks.begin(), head_blocks.end(), head) - head_blocks.begin();
+  size_t first = b == 0 ? 0 : (b - 1) * kHeadBlock;
+  size_t lo = std::lower_bound(h + first, h + std::min(rows, b * kHeadBlock), head) - h;
+  size_t hi = lo;
+  for (size_t step = 1; hi < rows && h[hi] == head; step <<= 1) hi = std::min(rows, hi + step);  // gallops
+  hi = std::upper_bound(h + lo, h + hi, head) - h;
   return Search(*this, lo, hi, k, head);
 }
 
@@ -322,7 +329,7 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   disarm.armed = false;
   image->newest_ts = scan->newest_ts();
   image->IndexKeys();
-  image->bytes = sizeof(SegmentImage) + image->key_bytes.size() + 20 * image->key_ends.size();
+  image->bytes = sizeof(SegmentImage) + image->key_bytes.size() + 21 * image->key_ends.size();
   for (const auto& b : image->batches) {
     for (const auto& c : b.cols) image->bytes += VectorBytes(c);
   }

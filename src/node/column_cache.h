@@ -54,6 +54,8 @@ struct SegmentImage {
   std::vector<Timestamp> row_ts;     // each row's version
   size_t prefix = 0;                 // bytes every key begins with (IndexKeys)
   std::vector<uint64_t> key_heads;   // key i's 8 bytes after the prefix, as a number (IndexKeys)
+  std::vector<uint64_t> head_blocks;  // key_heads[kHeadBlock * j]: a search's first steps, in cache
+  static constexpr size_t kHeadBlock = 32;
 
   // Row i encoded as storage keeps rows (common/codec.h), from its columns.
   std::string EncodedRow(size_t i) const;

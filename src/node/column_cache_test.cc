@@ -381,8 +381,9 @@ TEST(SegmentImageTest, LowerBoundFromAnyStartBelowTheBoundIsTheLowerBound) {
 
 // The searches compare keys' 8-byte heads after the common prefix and whole keys only where
 // heads are equal: they answer as a search of whole keys does for keys that share long
-// prefixes, end in zero bytes, are prefixes of each other or lie within 8 bytes of each
-// other, and for probes of every kind around them (shorter than the prefix, outside it).
+// prefixes, end in zero bytes, are prefixes of each other, lie within 8 bytes of each other
+// or share one head over several blocks of heads, and for probes of every kind around them
+// (shorter than the prefix, outside it).
 TEST(SegmentImageTest, SearchesByKeyHeadsAnswerAsWholeKeysDo) {
   std::set<std::string> keys;
   const std::string common("wdb\x01\x00", 5);
@@ -394,6 +395,7 @@ TEST(SegmentImageTest, SearchesByKeyHeadsAnswerAsWholeKeysDo) {
     keys.insert(k);
     keys.insert(k + std::string(1, '\0'));
   }
+  for (int i = 0; i < 100; i++) keys.insert(common + "samehead" + std::to_string(i));  // one head, blocks long
   SegmentImage image;
   for (const auto& k : keys) {
     image.key_bytes += k;
