@@ -176,6 +176,33 @@ TEST(EvalVector, LengthOfADictionaryColumnIsCountedPerValue) {
   m.rows++;
   EXPECT_EQ(m.cols[0].dictionary(), nullptr);
   EXPECT_EQ(lengths(m), (std::vector<int64_t>{6, 1, -1, 3, 1, 6, -1, 1, 4}));
+  // A dictionary of one value (marked, as above): every row its length, NULL rows NULL with
+  // entry zero (the arrays' contract).
+  for (bool with_null : {false, true}) {
+    Batch one;
+    one.Reset(1);
+    for (int r = 0; r < 5; r++) {
+      if (with_null && r == 3) {
+        one.cols[0].AppendNull();
+      } else {
+        one.cols[0].AppendText("ab");
+      }
+      one.rows++;
+    }
+    auto od = FindDictionary(one.cols[0], one.rows, 32);
+    ASSERT_NE(od, nullptr);
+    ASSERT_EQ(od->values.size(), 1u);
+    auto om = std::make_shared<TextDictionary>(*od);
+    om->values[0] = "xyz";
+    one.cols[0].AttachDictionary(om);
+    Vector v;
+    ASSERT_TRUE(EvalVector(*len, one, nullptr, &v).ok());
+    for (size_t r = 0; r < one.rows; r++) {
+      bool null = with_null && r == 3;
+      EXPECT_EQ(v.IsNull(r), null) << r;
+      EXPECT_EQ(v.ints()[r], null ? 0 : 3) << r;
+    }
+  }
 }
 
 TEST(EvalVector, Utf8CharsCountsCharactersAcrossWords) {
