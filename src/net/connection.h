@@ -98,8 +98,9 @@ class Connection {
 
   // Mutual authentication with the cluster key (see net/cluster_auth.h), within
   // `timeout_ms`; afterwards every frame is MAC'd, unless the stream is a local socket
-  // (Stream::IsLocalSocket: only the two processes can write or read it). Fails with Unauthenticated-style
-  // InvalidArgument ("peer is not a member of this cluster") if the peer lacks the key.
+  // (Stream::IsLocalSocket: only the two processes can write or read it). Fails with
+  // Unauthenticated-style InvalidArgument ("peer is not a member of this cluster") if the
+  // peer lacks the key.
   enum class Role { kClient, kServer };
   Status Authenticate(const ClusterKey& key, Role role, int timeout_ms);
 

@@ -131,9 +131,9 @@ void Vector::LayOutTexts() const {
   const uint8_t* __restrict code = dict_->codes.data();
   // Each view as two words, from the values' pointers and lengths in locals (a view copied
   // whole went through the stack, row by row).
-  const char* data[256];
-  size_t len[256];
-  size_t nv = dict_->values.size();
+  const char* data[256] = {};  // (no values: every row is NULL, an empty view)
+  size_t len[256] = {};
+  size_t nv = std::min<size_t>(dict_->values.size(), 256);
   for (size_t d = 0; d < nv; d++) {
     data[d] = dict_->values[d].data();
     len[d] = dict_->values[d].size();
