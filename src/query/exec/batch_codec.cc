@@ -18,6 +18,7 @@ constexpr uint64_t kMaxCols = 1 << 16;
 enum Layout : uint8_t {
   kPlain = 0,        // texts: each value length-prefixed
   kDictionary = 2,   // texts: the distinct values (length-prefixed), then one byte per value
+                     // (none if there is one value: every row holds it)
   kPacked = 3,       // integers: each row's offset from the smallest value
   kPackedDelta = 4,  // integers: each row's difference from the non-NULL row before, as an
                      // offset from the smallest difference (after the value before the first)
@@ -210,6 +211,7 @@ void EncodeTexts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::s
     w.U8(kDictionary);
     w.VarU64(d->values.size());
     for (std::string_view s : d->values) w.Str(s);
+    if (d->values.size() == 1) return;  // a batch of one value (and NULLs) needs no codes
     if (!nulls) {
       out->append(reinterpret_cast<const char*>(d->codes.data()), rows);
       return;
@@ -372,16 +374,19 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
       if (!r.Str(&dict[d])) return bad();
       if (copies) dict[d] = copies->Copy(dict[d]);
     }
-    std::string_view codes;  // one per non-NULL row
-    if (!r.Bytes(values, &codes)) return bad();
+    std::string_view codes;  // one per non-NULL row; none when every row holds the one value
+    if (n > 1 && !r.Bytes(values, &codes)) return bad();
     auto* code = reinterpret_cast<const uint8_t*>(codes.data());
-    if (MaxByte(code, values) >= n) return bad();
+    if (n > 1 && MaxByte(code, values) >= n) return bad();
     // The rows' views are laid out when something reads them; operators that work per
     // value (length(), grouping) read the codes.
     auto attached = std::make_shared<TextDictionary>();
     attached->values.assign(dict, dict + n);
     std::vector<uint8_t> nulls;
-    if (!has_nulls) {
+    if (n == 1) {
+      attached->codes.assign(rows, 0);
+      if (has_nulls) nulls.assign(null.begin(), null.begin() + rows);
+    } else if (!has_nulls) {
       attached->codes.assign(code, code + rows);
     } else {
       nulls.assign(null.begin(), null.begin() + rows);

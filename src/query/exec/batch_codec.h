@@ -4,7 +4,7 @@
 // that is narrower (0-8 bytes a row: keys in order take none), one entry per row; raw doubles,
 // one per row; the non-NULL values of other types (128-bit decimals with their scale; texts
 // length-prefixed, or as a dictionary and one byte per value when a column has few distinct
-// values; boxed values in the row format). Decoding never reads past its input and checks
+// values, no byte when it has one; boxed values in the row format). Decoding never reads past its input and checks
 // every count.
 #pragma once
 

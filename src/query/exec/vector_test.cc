@@ -349,20 +349,36 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
     enc.reset();  // a decoded dictionary outlives the input
     EXPECT_EQ(d.Get(1, 999).as_text(), pad);
   }
-  // Two rows of one value: the dictionary (tag 2, one entry "ab") and the codes 0, 0; a code
-  // past the dictionary does not decode.
-  Batch two;
-  two.Reset(1);
-  two.cols[0].Append(Value::Text("ab"));
-  two.cols[0].Append(Value::Text("ab"));
-  two.rows = 2;
+  // Three rows of two values: the dictionary (tag 2, entries "ab", "cd") and the codes 0, 1,
+  // 0; a code past the dictionary does not decode.
+  Batch three;
+  three.Reset(1);
+  for (const char* t : {"ab", "cd", "ab"}) three.cols[0].Append(Value::Text(t));
+  three.rows = 3;
   std::string enc;
-  EncodeBatch(two, &enc);
-  ASSERT_EQ(enc.substr(enc.size() - 7), std::string("\x02\x01\x02" "ab" "\x00\x00", 7));
+  EncodeBatch(three, &enc);
+  ASSERT_EQ(enc.substr(enc.size() - 11), std::string("\x02\x02\x02" "ab" "\x02" "cd" "\x00\x01\x00", 11));
   Batch d;
   ASSERT_TRUE(DecodeBatch(enc, &d).ok());
-  enc.back() = 1;
+  ExpectSameBatch(three, d);
+  enc.back() = 2;
   EXPECT_EQ(DecodeBatch(enc, &d).code(), Status::Code::kCorruption);
+  // Rows of one value (and NULLs) send the dictionary and no codes; they come back whole.
+  for (bool with_null : {false, true}) {
+    Batch one;
+    one.Reset(1);
+    for (int r = 0; r < 5; r++) one.cols[0].Append(with_null && r == 2 ? Value() : Value::Text("ab"));
+    one.rows = 5;
+    enc.clear();
+    EncodeBatch(one, &enc);
+    ASSERT_EQ(enc.substr(enc.size() - 5), std::string("\x02\x01\x02" "ab", 5)) << with_null;
+    ASSERT_TRUE(DecodeBatch(enc, &d).ok());
+    ExpectSameBatch(one, d);
+    EXPECT_TRUE(d.cols[0].IsNull(2) == with_null);
+    EXPECT_EQ(d.cols[0].texts()[4], "ab");
+    enc.push_back('\0');  // a code where none belongs: bytes left over
+    EXPECT_EQ(DecodeBatch(enc, &d).code(), Status::Code::kCorruption);
+  }
 }
 
 // Integers travel as fixed-width offsets from the smallest value or the smallest difference,
