@@ -275,6 +275,19 @@ TEST(Fragments, AGatheredAggregateEndsWhenItsNodeDiesOrFreezes) {
   ASSERT_EQ(whole.size(), 7u);
   ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = on"), "");
   ASSERT_NO_FATAL_FAILURE(DieAndFreezeDuring(cluster, *c, query, [&](const Rows& rows) { EXPECT_EQ(rows, whole); }));
+  // A text column of few values, most batches one value: it crosses as dictionaries (one
+  // without codes), the master groups and measures it on the codes and lays its texts out
+  // only for the answer; the node's connection is a local socket, its frames without a MAC.
+  ASSERT_EQ(c->Exec("CREATE TABLE d (id INT PRIMARY KEY, tag TEXT)"), "");
+  ASSERT_EQ(c->Exec(fmt::format("INSERT INTO d SELECT i, 'tag ' || (i / 40000) FROM generate_series(1, {}) i",
+                                kStreamRows)),
+            "");
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) >= 2 FROM wattdb_segments WHERE table_name = 'd'", "t", 30000));
+  const char* tags = "SELECT tag, count(*), max(length(tag)) FROM d GROUP BY tag ORDER BY tag";
+  const Rows want = {{"tag 0", "39999", "5"}, {"tag 1", "40000", "5"}, {"tag 2", "40000", "5"}, {"tag 3", "1", "5"}};
+  ASSERT_EQ(c->Exec(tags, &whole), "");
+  ASSERT_EQ(whole, want);
+  ASSERT_NO_FATAL_FAILURE(DieAndFreezeDuring(cluster, *c, tags, [&](const Rows& rows) { EXPECT_EQ(rows, want); }));
 }
 
 TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
