@@ -382,14 +382,13 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     // value (length(), grouping) read the codes.
     auto attached = std::make_shared<TextDictionary>();
     attached->values.assign(dict, dict + n);
-    std::vector<uint8_t> nulls;
+    std::vector<uint8_t> nulls;  // empty: none
+    if (has_nulls) nulls.assign(null.begin(), null.begin() + rows);
     if (n == 1) {
-      attached->codes.assign(rows, 0);
-      if (has_nulls) nulls.assign(null.begin(), null.begin() + rows);
+      attached->codes.assign(rows, 0);  // every row the one value
     } else if (!has_nulls) {
       attached->codes.assign(code, code + rows);
     } else {
-      nulls.assign(null.begin(), null.begin() + rows);
       attached->codes.assign(rows, 0);
       for (size_t i = 0, k = 0; i < rows; i++) {
         if (!null[i]) attached->codes[i] = code[k++];

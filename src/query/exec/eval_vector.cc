@@ -310,14 +310,14 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
       for (size_t v = 0; v < d->values.size(); v++) chars[v] = Utf8Chars(d->values[v]);
       const uint8_t* codes = d->codes.data();
       std::memcpy(nulls, in_nulls, n);
-      if (d->values.size() == 1) {  // one value in every row: a fill, then NULLs zeroed
-        std::fill(ints, ints + n, chars[0]);
-        if (std::memchr(in_nulls, 1, n) != nullptr) {
-          for (size_t k = 0; k < n; k++) ints[k] &= -static_cast<int64_t>(in_nulls[k] == 0);
-        }
-        return;
+      if (d->values.size() == 1) {
+        std::fill(ints, ints + n, chars[0]);  // one value in every row
+      } else {
+        for (size_t k = 0; k < n; k++) ints[k] = chars[codes[k]];
       }
-      for (size_t k = 0; k < n; k++) ints[k] = chars[codes[k]] & -static_cast<int64_t>(in_nulls[k] == 0);
+      if (std::memchr(in_nulls, 1, n) != nullptr) {  // NULL rows' entries zero
+        for (size_t k = 0; k < n; k++) ints[k] &= -static_cast<int64_t>(in_nulls[k] == 0);
+      }
       return;
     }
     // Values that share their bytes (a repeat kept once) share a length.
