@@ -101,7 +101,7 @@ def uncap(cgroup, pid):
 class Cluster:
     def __init__(self, build="build", nodes=4, hosts=None, cpus=0.5, segment_bytes=1 << 20,
                  resume_ms=1000, boot_ms=5000, telemetry_ms=1000, policy='mode = "manual"\n', balance=True,
-                 master_cpus=None, column_cache_mb=None):
+                 master_cpus=None, column_cache_mb=None, cluster_toml=""):
         self.bin = os.path.join(ROOT, build, "bin")
         if hosts is None:
             hosts = "emulated" if os.geteuid() == 0 else "loopback"
@@ -132,6 +132,7 @@ segment_bytes = {segment_bytes}
 telemetry_interval_ms = {telemetry_ms}
 heartbeat_timeout_ms = {max(3000, 4 * telemetry_ms)}
 {"" if column_cache_mb is None else f"column_cache_mb = {column_cache_mb}"}
+{cluster_toml}
 [master]
 pg_port = {self.port}
 cluster_port = {self.port + 1}

@@ -67,13 +67,16 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
     ap.add_argument("--cpus", type=float, default=1.0)
+    ap.add_argument("--frame-kb", type=int, default=None,
+                    help="the cluster's scan_frame_kb (default: its own, 64; 0: a frame per batch)")
     ap.add_argument("--pad", choices=["repeated", "distinct"], default="repeated",
                     help="every row's 100-byte pad the same text, or each a different one")
     args = ap.parse_args()
     rows = args.rows or (200_000 if args.quick else 2_000_000)
     runs = args.runs or (3 if args.quick else 7)
     os.makedirs(args.out, exist_ok=True)
-    cl = Cluster(build=args.build, nodes=1, hosts=args.hosts, cpus=args.cpus, segment_bytes=16 << 20,
+    frame = "" if args.frame_kb is None else f"scan_frame_kb = {args.frame_kb}"
+    cl = Cluster(build=args.build, nodes=1, hosts=args.hosts, cpus=args.cpus, segment_bytes=16 << 20, cluster_toml=frame,
                  telemetry_ms=1000)
     try:
         cl.start()

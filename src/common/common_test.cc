@@ -183,6 +183,13 @@ TEST(Config, BadInputNamesTheProblem) {
   EXPECT_NE(c.status().message().find("duplicate"), std::string::npos);
   auto d = ParseConfig("[[node]]\nid=1\nport=99999\n", "p.toml");
   EXPECT_FALSE(d.ok());
+  auto e = ParseConfig("[cluster]\nscan_frame_kb = -1\n[[node]]\nid=1\nport=1\n", "f.toml");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("scan_frame_kb must be in 0..16384"), std::string::npos) << e.status().message();
+  auto f = ParseConfig("[cluster]\nscan_frame_kb = 0\n[[node]]\nid=1\nport=1\n", "f.toml");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->scan_frame_kb, 0);
+  EXPECT_EQ(LoadConfig("")->scan_frame_kb, 64);
 }
 
 TEST(TimerService, RunsDueTimersInOrderAndNeverCancelledOnes) {

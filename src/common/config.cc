@@ -22,6 +22,7 @@ rpc_timeout_ms = 30000          # no request between cluster processes waits lon
 sync_commit = true              # fsync each commit on the nodes (off: survives process crashes only)
 column_cache_mb = 2048          # each node keeps quiet segments decoded as columns in this much memory (0: off)
 column_cache_quiet_ms = 1000    # a segment unchanged this long (as scans saw it) is quiet
+scan_frame_kb = 64              # a node's reply frame gathers column batches up to this size (0: one each)
 local_sockets = true            # processes of one host talk over Unix-domain sockets (off: loopback TCP)
 # key_file = "run/data/cluster.key"  # shared secret of master and nodes (created on first start)
 log_level = "info"
@@ -145,6 +146,10 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
       return Status::InvalidArgument(source + ": column_cache_quiet_ms must be in 0..86400000");
     }
     c.column_cache_quiet_ms = static_cast<int>(quiet);
+    int64_t frame = c.scan_frame_kb;
+    RETURN_NOT_OK(Get(*t, "scan_frame_kb", &frame, source));
+    if (frame < 0 || frame > 16384) return Status::InvalidArgument(source + ": scan_frame_kb must be in 0..16384");
+    c.scan_frame_kb = static_cast<int>(frame);
     RETURN_NOT_OK(Get(*t, "log_level", &c.log_level, source));
     if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
     if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");

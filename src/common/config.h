@@ -51,6 +51,7 @@ struct ClusterConfig {
                                             // deadlocks end sooner (40P01)
   int column_cache_mb = 2048;               // each node's column images of quiet segments (0 = none)
   int column_cache_quiet_ms = 1000;         // a segment unchanged this long gets a column image
+  int scan_frame_kb = 64;                   // column batches a node gathers into one reply frame (0: one)
   bool local_sockets = true;                // cluster servers on loopback also accept on local sockets
   std::string master_host = "127.0.0.1";
   uint16_t pg_port = 5433;

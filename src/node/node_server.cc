@@ -47,6 +47,7 @@ NodeOptions NodeOptionsFromConfig(const ClusterConfig& cfg, const NodeConfig& se
   opts.lock_timeout_ms = cfg.lock_timeout_ms;
   opts.column_cache_bytes = static_cast<size_t>(cfg.column_cache_mb) << 20;
   opts.column_cache_quiet_ms = cfg.column_cache_quiet_ms;
+  opts.scan_frame_bytes = static_cast<size_t>(cfg.scan_frame_kb) << 10;
   opts.local_sockets = cfg.local_sockets;
   opts.key_file = cfg.KeyPath();
   return opts;

@@ -61,6 +61,7 @@ struct NodeOptions {
   int lock_timeout_ms = 10000;  // a row-lock wait's deadline
   size_t column_cache_bytes = 2048ull << 20;  // column images of quiet segments (0 = none)
   int column_cache_quiet_ms = 1000;           // a segment unchanged this long gets an image
+  size_t scan_frame_bytes = 64u << 10;        // column batches gathered into one reply frame (0: one)
   bool local_sockets = true;                  // also accept on the data port's local alias
   std::string key_file;  // the cluster key (created if missing); every connection authenticates with it
 };

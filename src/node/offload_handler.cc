@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "node/batch_frame.h"
 #include "node/fragment_runner.h"
 #include "node/node_server.h"
 #include "node/segment_rows.h"
@@ -208,13 +209,13 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
   auto r = msg.Root<proto::Request>().getRunPlan();
   CpuBook cpu;
   std::map<NodeId, std::string> owner_stats;  // encoded, for the last reply
-  auto reply = [&](const Status& st, bool last, std::string* columns, const std::string* stats) {
+  auto reply = [&](const Status& st, bool last, BatchFrame* frame, const std::string* stats) {
     capnp::MallocMessageBuilder mb;
     auto resp = mb.initRoot<proto::Response>();
     SetStatus(resp.initStatus(), st);
     auto b = resp.initScanBatch();
     b.setLast(last);
-    if (columns) b.adoptColumns(net::ReferenceBlob(mb, columns));
+    if (frame) frame->Attach(mb, b);
     if (stats) b.setStats(Bytes(*stats));
     if (last && !owner_stats.empty()) {
       auto l = b.initOwnerStats(owner_stats.size());
@@ -264,26 +265,32 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
   exec::ExecContext ctx(&provider, &cancel);
   ctx.work_mem = xo.work_mem;
   std::vector<exec::OperatorStats> stats;
+  // Batches go several to a frame (BatchFrame), the last ones with the end of the plan.
   bool sent = true;
-  std::string enc;
+  BatchFrame frame(opts_.scan_frame_bytes);
   Status st;
   {
     HangUpWatch watch(conn, &cancel);
     st = exec::Execute(
         **plan, ctx,
         [&](const exec::Batch& b) {
-          MaybeFail("node.offload.before_send");
-          enc.clear();
-          exec::EncodeBatch(b, &enc);
-          sent = reply(Status::OK(), false, &enc, nullptr);
-          return sent ? Status::OK() : Status::IOError("master went away");
+          auto now = BatchFrame::Clock::now();
+          if (frame.Full(now)) {
+            MaybeFail("node.offload.before_send");
+            sent = reply(Status::OK(), false, &frame, nullptr);
+            if (!sent) return Status::IOError("master went away");
+            frame.Clear();
+          }
+          frame.Add(b, now);
+          return Status::OK();
         },
         &stats);
   }
   if (!sent || cancel.load()) return false;
   std::string counters = exec::EncodeOperatorStats(stats);
   owner_stats = OwnerStats(**plan, owners);
-  return reply(st, true, nullptr, &counters);
+  if (st.ok() && !frame.empty()) MaybeFail("node.offload.before_send");
+  return reply(st, true, st.ok() && !frame.empty() ? &frame : nullptr, &counters);
 }
 
 }  // namespace wattdb::node

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/failpoint.h"
+#include "node/batch_frame.h"
 #include "node/fragment_runner.h"
 #include "node/segment_rows.h"
 #include "query/exec/batch_codec.h"
@@ -29,8 +30,8 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
   bool fragment = s.hasFragment() && s.getFragment().size() > 0;
   // Fragments read column images of quiet segments; row scans ship the stored rows.
   auto rows = SegmentRows::Open(*store_, *participant_, sr, fragment ? columns_.get() : nullptr);
-  auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch,
-                   std::string* columns, const std::string* resume, const std::string* stats = nullptr) {
+  auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch, BatchFrame* frame,
+                   const std::string* resume, const std::string* stats = nullptr) {
     capnp::MallocMessageBuilder mb;
     auto resp = mb.initRoot<proto::Response>();
     SetStatus(resp.initStatus(), st);
@@ -44,7 +45,7 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
         lk.set(i, Bytes((*batch)[i].key));
       }
     }
-    if (columns) b.adoptColumns(net::ReferenceBlob(mb, columns));  // not copied
+    if (frame) frame->Attach(mb, b);
     if (resume) b.setResumeKey(Bytes(*resume));
     if (stats) b.setStats(Bytes(*stats));
     return SendResponse(conn, mb).ok();
@@ -57,35 +58,35 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     std::string_view values = View(s.getParams());
     auto plan = RequestPlan(plans_, View(s.getFragment()), s.hasParams() ? &values : nullptr, &params);
     if (!plan.ok()) return reply(plan.status().Prepend("scan fragment"), true, nullptr, nullptr, nullptr);
-    // The fragment's output travels as column batches; a send that fails ends the scan. Each
-    // batch is held until the next one exists, so the last travels with the end of the scan
-    // (a short read is one reply).
+    // The fragment's output travels as column batches, several to a frame (BatchFrame); a
+    // send that fails ends the scan. A full frame is held until the next batch exists, so the
+    // last travels with the end of the scan (a short read is one reply).
     bool sent = true;
-    std::string held, held_resume;
-    bool holding = false;
+    BatchFrame frame(opts_.scan_frame_bytes);
+    std::string resume;  // the last key read by the frame's last batch
     std::vector<exec::OperatorStats> stats;
     Status st = RunFragment(
         **plan, **rows,
         // The master sends nothing more while it reads: anything readable means it hung up.
         {static_cast<int64_t>(s.getWorkMem()), nullptr, [&conn] { return !conn.LooksIdle(); },
          s.hasParams() ? &params : nullptr},
-        [&](const exec::Batch& b, const std::string& resume) {
-          if (holding) {
-            sent = reply(Status::OK(), false, nullptr, &held, &held_resume);
+        [&](const exec::Batch& b, const std::string& last_key) {
+          auto now = BatchFrame::Clock::now();
+          if (frame.Full(now)) {
+            sent = reply(Status::OK(), false, nullptr, &frame, &resume);
             if (!sent) return Status::IOError("master went away");
             MaybeFail("node.scan.after_batch");  // a node dying (or freezing) mid-stream
+            frame.Clear();
           }
-          held.clear();
-          exec::EncodeBatch(b, &held);
-          held_resume = resume;
-          holding = true;
+          frame.Add(b, now);
+          resume = last_key;
           return Status::OK();
         },
         &stats);
     if (!sent) return false;
     std::string counters = exec::EncodeOperatorStats(stats);
-    bool with_batch = holding && st.ok();
-    return reply(st, true, nullptr, with_batch ? &held : nullptr, with_batch ? &held_resume : nullptr, &counters);
+    bool with_batch = !frame.empty() && st.ok();
+    return reply(st, true, nullptr, with_batch ? &frame : nullptr, with_batch ? &resume : nullptr, &counters);
   }
   uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
   std::vector<storage::ScanRow> merged;

@@ -213,8 +213,11 @@ struct Response {
       rows @2 :List(Data);           # encoded rows (common/codec.h)
       keys @3 :List(Data);           # their encoded primary keys (index scans: index key || primary key)
       last @4 :Bool;
-      columns @15 :Data;             # fragment scans: the fragment's output (exec/batch_codec.h)
-      resumeKey @16 :Data;           # fragment scans: the last primary key read so far
+      columns @15 :Data;             # fragment scans: the fragment's output (exec/batch_codec.h):
+                                     # one batch, or with columnSizes several back to back
+      columnSizes @23 :List(UInt32); # the bytes of each batch in `columns`, in order (empty: one)
+      resumeKey @16 :Data;           # fragment scans: the last primary key read so far (after
+                                     # all of this reply's batches)
       stats @17 :Data;               # fragment scans, last reply: rows, batches, microseconds
                                      # of each operator in the plan's pre-order (varints)
       ownerStats @20 :List(NodeOperatorStats);  # runPlan with analyze, last reply: the

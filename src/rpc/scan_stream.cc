@@ -73,6 +73,59 @@ Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, Segm
 Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
                                std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel,
                                std::vector<std::pair<NodeId, uint64_t>>* node_cpu, OwnerStats* owner_stats) {
+  *cpu_nanos = 0;
+  resume_key->clear();
+  *last = false;
+  if (pending_.msg && cancel && cancel->load()) {  // the rest of a frame is dropped
+    pending_ = Pending();
+    if (!finished_) lease_.Poison();
+    finished_ = true;
+    return Status::Sql("57014", "canceling statement due to user request");
+  }
+  if (!pending_.msg) RETURN_NOT_OK(ReceiveFrame(cpu_nanos, last, cancel));
+  bool final = true;
+  if (pending_.sizes.empty()) {
+    out->rows = 0;
+    out->cols.clear();
+  } else {
+    uint32_t n = pending_.sizes[pending_.next];
+    Status d = exec::DecodeBatch(pending_.columns.substr(pending_.offset, n), out, pending_.msg);
+    if (!d.ok()) {
+      pending_ = Pending();
+      return d.Prepend(fmt::format("node {}", client_.id()));
+    }
+    pending_.offset += n;
+    final = ++pending_.next == pending_.sizes.size();
+  }
+  if (!final) return Status::OK();
+  Pending done = std::move(pending_);
+  pending_ = Pending();
+  *resume_key = std::move(done.resume_key);
+  *last = done.last;
+  if (!done.last) return Status::OK();
+  try {
+    auto b = done.raw->Root<proto::Response>().getScanBatch();
+    if (node_cpu) {
+      for (auto n : b.getNodeCpu()) node_cpu->push_back({n.getNode(), n.getNanos()});
+    }
+    if (b.hasStats() && !exec::DecodeOperatorStats(Str(b.getStats()), stats)) {
+      return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
+    }
+    if (owner_stats) {
+      for (auto o : b.getOwnerStats()) {
+        owner_stats->emplace_back(o.getNode(), std::vector<exec::OperatorStats>());
+        if (!exec::DecodeOperatorStats(Str(o.getStats()), &owner_stats->back().second)) {
+          return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
+        }
+      }
+    }
+  } catch (const kj::Exception& e) {
+    return Status::Corruption(fmt::format("node {} sent a malformed fragment batch", client_.id()));
+  }
+  return Status::OK();
+}
+
+Status ScanStream::ReceiveFrame(uint64_t* cpu_nanos, bool* last, const std::atomic<bool>* cancel) {
   if (finished_) return Status::Internal("scan stream already finished");
   if (cancel) {
     // A node aggregating a segment sends nothing for a while: wait in slices.
@@ -89,41 +142,41 @@ Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* 
   }
   auto msg = lease_.conn().Receive();
   if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
-  // Text values stay in the message, which their vectors keep (no copy of the bytes).
   std::shared_ptr<net::ReceivedMessage> held(std::move(*msg));
+  Pending p;
   try {
     auto resp = held->Root<proto::Response>();
     *cpu_nanos = resp.getCpuNanos();
     Status ns = FromProto(resp.getStatus());
     if (resp.which() != proto::Response::SCAN_BATCH) return Status::Corruption("scan reply without a batch");
     auto b = resp.getScanBatch();
-    *last = b.getLast();
-    if (*last) finished_ = true;
-    if (!ns.ok()) return ns;
-    *resume_key = Str(b.getResumeKey());
-    out->rows = 0;
-    out->cols.clear();
-    if (b.hasColumns()) {
-      Status d = exec::DecodeBatch(View(b.getColumns()), out, std::make_shared<const exec::TextArena>(held));
-      if (!d.ok()) return d.Prepend(fmt::format("node {}", client_.id()));
+    p.last = b.getLast();
+    if (p.last) finished_ = true;
+    if (!ns.ok()) {
+      *last = p.last;
+      return ns;
     }
-    if (*last && node_cpu) {
-      for (auto n : b.getNodeCpu()) node_cpu->push_back({n.getNode(), n.getNanos()});
+    p.columns = View(b.getColumns());
+    uint64_t total = 0;
+    for (uint32_t n : b.getColumnSizes()) {
+      if (n == 0) return Status::Corruption(fmt::format("node {} sent an empty batch in a frame", client_.id()));
+      p.sizes.push_back(n);
+      total += n;
     }
-    if (*last && b.hasStats() && !exec::DecodeOperatorStats(Str(b.getStats()), stats)) {
-      return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
+    if (p.sizes.empty() && b.hasColumns()) {
+      p.sizes.push_back(static_cast<uint32_t>(p.columns.size()));
+    } else if (total != p.columns.size()) {
+      return Status::Corruption(fmt::format("node {} sent batch sizes that do not add up to its frame ({} of {} bytes)",
+                                            client_.id(), total, p.columns.size()));
     }
-    if (*last && owner_stats) {
-      for (auto o : b.getOwnerStats()) {
-        owner_stats->emplace_back(o.getNode(), std::vector<exec::OperatorStats>());
-        if (!exec::DecodeOperatorStats(Str(o.getStats()), &owner_stats->back().second)) {
-          return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
-        }
-      }
-    }
+    p.resume_key = Str(b.getResumeKey());
   } catch (const kj::Exception& e) {
     return Status::Corruption(fmt::format("node {} sent a malformed fragment batch", client_.id()));
   }
+  // Text values stay in the message, which their vectors keep (no copy of the bytes).
+  p.msg = std::make_shared<const exec::TextArena>(held);
+  p.raw = std::move(held);
+  pending_ = std::move(p);
   return Status::OK();
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <capnp/message.h>
@@ -46,9 +47,11 @@ class ScanStream {
   // Reads the next batch into keys/rows; sets *last on the final batch. Node-side errors
   // (Stale, NotFound) are returned as is.
   Status Next(std::vector<std::string>* keys, std::vector<std::string>* rows, bool* last);
-  // A fragment stream's next reply: its batch (out->rows may be 0), the last primary key the
-  // node has read, whether it was the last reply (then `stats`: the fragment's operator
-  // counters, in its plan's pre-order), and the node CPU it reported. With `cancel`, the wait
+  // A fragment stream's next batch (out->rows may be 0), and with a reply's first batch the
+  // node CPU it reported (0 for the others); with a reply's last batch, the last primary key
+  // the node has read (empty for the others) and whether it was the last reply (then `stats`:
+  // the fragment's operator counters, in its plan's pre-order). A reply carries one batch or
+  // several (scanBatch.columnSizes). With `cancel`, the wait
   // for the reply ends with 57014 once it is set, and the stream's connection is closed (the
   // node stops at its next send); the reply deadline holds either way.
   // `node_cpu` (optional), on the last reply of a runPlan: the CPU other nodes spent for it;
@@ -62,9 +65,24 @@ class ScanStream {
  private:
   ScanStream(NodeClient& c, NodeClient::Lease lease) : client_(c), lease_(std::move(lease)) {}
   // Sends a scan request on a leased connection; the stream reads its replies.
+  // Receives the next reply into pending_ and its CPU into *cpu_nanos; a node's error is
+  // returned as is (pending_ stays empty, *last tells whether the stream ended).
+  Status ReceiveFrame(uint64_t* cpu_nanos, bool* last, const std::atomic<bool>* cancel);
+
   NodeClient& client_;
   NodeClient::Lease lease_;
-  bool finished_ = false;
+  bool finished_ = false;  // the last reply was received (the connection is idle again)
+  // A reply frame whose batches are being read: its message, its batches' sizes and the
+  // next one's index and offset in its columns.
+  struct Pending {
+    std::shared_ptr<net::ReceivedMessage> raw;
+    std::shared_ptr<const exec::TextArena> msg;  // keeps raw alive: texts point into it
+    std::string_view columns;
+    std::vector<uint32_t> sizes;
+    size_t next = 0, offset = 0;
+    bool last = false;        // the frame was the stream's last reply
+    std::string resume_key;   // told with its last batch
+  } pending_;
 };
 
 // After a failed scan request: OK (having slept a growing backoff) if `st` is worth retrying

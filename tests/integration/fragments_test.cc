@@ -258,7 +258,9 @@ TEST(Fragments, AStreamTakenOverEndsWhenItsNodeDiesOrFreezes) {
 // An aggregation whose segments' rows the master's threads aggregate apart (a Gather): a part
 // that fails fails the statement, the other parts stop, and none of them outlives it.
 TEST(Fragments, AGatheredAggregateEndsWhenItsNodeDiesOrFreezes) {
-  MiniCluster cluster(StreamingScans(1, FreeTcpPort()));
+  MiniClusterOptions opts = StreamingScans(1, FreeTcpPort());
+  opts.cluster_toml = "scan_frame_kb = 32";  // frames of a few of table d's batches (below)
+  MiniCluster cluster(opts);
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_NO_FATAL_FAILURE(LoadStreamingScans(cluster, *c));
@@ -278,13 +280,21 @@ TEST(Fragments, AGatheredAggregateEndsWhenItsNodeDiesOrFreezes) {
   // A text column of few values, most batches one value: it crosses as dictionaries (one
   // without codes), the master groups and measures it on the codes and lays its texts out
   // only for the answer; the node's connection is a local socket, its frames without a MAC.
-  ASSERT_EQ(c->Exec("CREATE TABLE d (id INT PRIMARY KEY, tag TEXT)"), "");
-  ASSERT_EQ(c->Exec(fmt::format("INSERT INTO d SELECT i, 'tag ' || (i / 40000) FROM generate_series(1, {}) i",
+  // Each 4,096-row batch of r takes about 12 KiB: a frame carries several batches, a segment
+  // several frames, and the node dies (or freezes) between two of them.
+  ASSERT_EQ(c->Exec("CREATE TABLE d (id INT PRIMARY KEY, tag TEXT, r INT)"), "");
+  ASSERT_EQ(c->Exec(fmt::format("INSERT INTO d SELECT i, 'tag ' || (i / 40000), (i * 7919) % 1000003 "
+                                "FROM generate_series(1, {}) i",
                                 kStreamRows)),
             "");
   ASSERT_TRUE(cluster.WaitFor("SELECT count(*) >= 2 FROM wattdb_segments WHERE table_name = 'd'", "t", 30000));
-  const char* tags = "SELECT tag, count(*), max(length(tag)) FROM d GROUP BY tag ORDER BY tag";
-  const Rows want = {{"tag 0", "39999", "5"}, {"tag 1", "40000", "5"}, {"tag 2", "40000", "5"}, {"tag 3", "1", "5"}};
+  const char* tags = "SELECT tag, count(*), max(length(tag)), sum(r) FROM d GROUP BY tag ORDER BY tag";
+  int64_t sums[4] = {0, 0, 0, 0};
+  for (int64_t i = 1; i <= kStreamRows; i++) sums[i / 40000] += (i * 7919) % 1000003;
+  const Rows want = {{"tag 0", "39999", "5", std::to_string(sums[0])},
+                     {"tag 1", "40000", "5", std::to_string(sums[1])},
+                     {"tag 2", "40000", "5", std::to_string(sums[2])},
+                     {"tag 3", "1", "5", std::to_string(sums[3])}};
   ASSERT_EQ(c->Exec(tags, &whole), "");
   ASSERT_EQ(whole, want);
   ASSERT_NO_FATAL_FAILURE(DieAndFreezeDuring(cluster, *c, tags, [&](const Rows& rows) { EXPECT_EQ(rows, want); }));

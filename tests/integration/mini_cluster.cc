@@ -126,10 +126,10 @@ void MiniCluster::WriteConfig() {
   int cluster_port = FreePort();
   std::string toml = fmt::format(
       "[cluster]\ndata_dir = \"{}/data\"\nsegment_bytes = {}\ntelemetry_interval_ms = {}\n"
-      "heartbeat_timeout_ms = {}\nlatch_wait_ms = {}\ncolumn_cache_quiet_ms = {}\nnode_binary = \"{}/wattdb-node\"\n"
+      "heartbeat_timeout_ms = {}\nlatch_wait_ms = {}\ncolumn_cache_quiet_ms = {}\nnode_binary = \"{}/wattdb-node\"\n{}\n"
       "[master]\npg_port = {}\ncluster_port = {}\nenergy_policy = \"policy.toml\"\n",
       dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10, opts.latch_wait_ms,
-      opts.column_cache_quiet_ms, BinDir(),
+      opts.column_cache_quiet_ms, BinDir(), opts.cluster_toml,
       pg_port_, cluster_port);
   toml += opts.master_toml + "\n" + opts.extra_toml + "\n";
   std::ofstream(dir_ + "/policy.toml") << opts.policy;

@@ -57,6 +57,7 @@ struct MiniClusterOptions {
   int column_cache_quiet_ms = 0;
   std::string extra_toml;  // appended to the generated config (e.g. an [auth] section)
   std::string master_toml;  // more keys of the [master] section
+  std::string cluster_toml;  // more keys of the [cluster] section
   std::map<int, std::string> node_toml;  // more keys of node n's [[node]] table
   std::string password;    // for conninfo(), when the config requires one
   // The master starts its nodes (wattdb-master --manage-nodes, local power driver) and

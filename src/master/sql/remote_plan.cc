@@ -69,7 +69,7 @@ Result<bool> RemotePlan::Next(exec::Batch& out, std::vector<exec::OperatorStats>
     RETURN_NOT_OK(st);
     if (last) {
       done_ = true;
-      if (stats) *stats = std::move(counters);
+      counters_ = std::move(counters);  // the last reply may carry batches too
     }
     if (out.rows > 0) {
       if (out.cols.size() != subtree_.types.size()) {
@@ -79,6 +79,7 @@ Result<bool> RemotePlan::Next(exec::Batch& out, std::vector<exec::OperatorStats>
       return true;
     }
   }
+  if (stats) *stats = std::move(counters_);
   return false;
 }
 

@@ -47,6 +47,7 @@ class RemotePlan {
   std::unique_ptr<rpc::ScanStream> stream_;
   bool done_ = false, delivered_ = false;
   rpc::ScanStream::OwnerStats owner_stats_;
+  std::vector<exec::OperatorStats> counters_;  // the last reply's, handed over with the end
 };
 
 // The operator counters of a subtree's nodes, given in its pre-order, into `into` under `node`.
