@@ -6,6 +6,7 @@
 
 #include "common/codec.h"
 #include "common/stack_guard.h"
+#include "query/exec/batch_codec.h"
 #include "query/exec/eval.h"
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
@@ -26,12 +27,13 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
     t.id = 1;
     t.name = "t";
     t.columns = {{"id", {TypeId::kInt32}, true}, {"grp", {TypeId::kText}}, {"v", {TypeId::kInt64}},
-                 {"d", {TypeId::kDouble}}};
+                 {"d", {TypeId::kDouble}}, {"w", {TypeId::kInt32}}};
     t.key_columns = {0};
     tables_["t"] = t;
     for (int i = 1; i <= 2500; i++) {
       rows_.push_back({Value::Int32(i), Value::Text(i % 3 == 0 ? "a" : i % 3 == 1 ? "b" : "c"),
-                       i % 10 == 0 ? Value() : Value::Int64(i * 2), Value::Double(i / 4.0)});
+                       i % 10 == 0 ? Value() : Value::Int64(i * 2), Value::Double(i / 4.0),
+                       Value::Int32(i * 37 % 1001 - 500)});  // no order, no NULLs, some negative
     }
   }
   Result<TableSchema> GetTable(const std::string& name) const override {
@@ -62,7 +64,8 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
   std::string last_lo, last_hi;
   // When set, Exchanges run their fragment (serialized and read back, as a node would) once
   // per "segment" of three -- ids 1..800, 801..1600, the rest -- and return the outputs in
-  // segment order.
+  // segment order, each batch encoded and decoded as it crosses the wire (its bytes kept:
+  // integer columns stay packed until read, Vector::packed).
   bool ship = false;
   Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& x, const exec::ExecContext&) override {
     if (!ship) return std::unique_ptr<exec::RowSource>();
@@ -105,8 +108,10 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
       }
       exec::ExecContext ctx{&provider, nullptr};
       RETURN_NOT_OK(exec::Execute(*frag, ctx, [&](const exec::Batch& b) {
-        out->batches.push_back(b);
-        return Status::OK();
+        auto bytes = std::make_shared<std::string>();
+        exec::EncodeBatch(b, bytes.get());
+        out->batches.emplace_back();
+        return exec::DecodeBatch(*bytes, &out->batches.back(), std::make_shared<const exec::TextArena>(bytes));
       }));
     }
     return std::unique_ptr<exec::RowSource>(std::move(out));
@@ -288,23 +293,40 @@ TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
 // count every row once, skip NULLs, and keep the sign.
 TEST(Select, AggregatesWithoutGroupsCountEveryRowOfEveryBatchLength) {
   MemCatalog cat;
+  plan::PushDownOptions scan_only{[](const plan::PlanNode&) { return true; }};
+  scan_only.blocking = false;
+  // As received from nodes too: only scans and projections there, the columns aggregated as
+  // they arrive (w, in no order, still packed: offsets of 1 or 2 bytes a row from a base,
+  // negative in most batches; keys and v as differences, unpacked).
+  for (bool shipped : {false, true})
   for (int n : {1, 2, 3, 4, 5, 7, 9, 10, 11, 13, 2499, 2500}) {
     int64_t count_v = 0, sum_v = 0, min_v = INT64_MAX, max_v = INT64_MIN;
+    int64_t sum_w = 0, min_w = INT64_MAX, max_w = INT64_MIN;
     for (int i = 1; i <= n; i++) {
+      int64_t w = i * 37 % 1001 - 500;
+      sum_w += w;
+      min_w = std::min(min_w, w);
+      max_w = std::max(max_w, w);
       if (i % 10 == 0) continue;  // v is NULL there
       count_v++;
       sum_v += 2 * i;
       min_v = std::min<int64_t>(min_v, 2 * i);
       max_v = std::max<int64_t>(max_v, 2 * i);
     }
-    auto r = RunSql(cat, fmt::format("SELECT count(id), sum(id), min(id), max(id), min(-id), max(-id), count(v), sum(v), "
-                                     "min(v), max(v), min(-v), max(-v) FROM t WHERE id <= {}",
-                                     n));
+    cat.ship = shipped;
+    auto r = RunSql(cat,
+                    fmt::format("SELECT count(id), sum(id), min(id), max(id), min(-id), max(-id), count(v), sum(v), "
+                                "min(v), max(v), min(-v), max(-v), count(w), sum(w), min(w), max(w), avg(w) FROM t WHERE id <= {}",
+                                n),
+                    false, shipped, nullptr, false, &scan_only);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ((*r)[0], fmt::format("{}|{}|1|{}|{}|-1|{}|{}|{}|{}|{}|{}", n, int64_t{n} * (n + 1) / 2, n, -n, count_v,
-                                   sum_v, min_v, max_v, -max_v, -min_v))
-        << n;
+    auto r_avg = RunSql(cat, fmt::format("SELECT avg(w) FROM t WHERE id <= {}", n));  // as the master computes it
+    ASSERT_TRUE(r_avg.ok()) << r_avg.status().ToString();
+    EXPECT_EQ((*r)[0], fmt::format("{}|{}|1|{}|{}|-1|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", n, int64_t{n} * (n + 1) / 2, n, -n,
+                                   count_v, sum_v, min_v, max_v, -max_v, -min_v, n, sum_w, min_w, max_w, (*r_avg)[0]))
+        << n << (shipped ? " shipped" : "");
   }
+  cat.ship = false;
   // Only NULLs: counted as none, no extreme.
   auto r = RunSql(cat, "SELECT count(v), sum(v), min(v), max(v) FROM t WHERE id % 10 = 0");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -422,7 +444,7 @@ TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
                 return Status::OK();
               }).ok());
   ASSERT_EQ(out.size(), 1u);
-  ASSERT_EQ(out[0].size(), 4u);
+  ASSERT_EQ(out[0].size(), 5u);  // the whole new row
   EXPECT_EQ(out[0][0].ToText(), "5");
   EXPECT_EQ(out[0][1].ToText(), "c!");
   EXPECT_EQ(out[0][2].ToText(), "11");
@@ -529,7 +551,8 @@ TEST(Select, PreparedKeyWritesKeepTheirParametersAndTakeTheKeyFromTheValues) {
     EncodeKeyValue(Value::Int32(id), &key);
     EXPECT_EQ(range->first, key);
     EXPECT_EQ(range->second, PrefixSuccessor(key));
-    std::string want = fmt::format("{}|{}!|{}|{}", id, id == 5 ? "c" : "a", id * 2 + 100, Value::Double(id / 4.0).ToText());
+    std::string want = fmt::format("{}|{}!|{}|{}|{}", id, id == 5 ? "c" : "a", id * 2 + 100, Value::Double(id / 4.0).ToText(),
+                                   id * 37 % 1001 - 500);
     EXPECT_EQ(run(**shipped, params), std::vector<std::string>{want});
     params[3] = Value::Double(10.0);  // the filter's parameter fails the row
     EXPECT_TRUE(run(**shipped, params).empty());

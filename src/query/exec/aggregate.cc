@@ -349,6 +349,20 @@ class HashAggregateOp : public UnaryOp {
     const uint8_t* nulls = v.nulls();
     const bool no_nulls = !v.HasNulls();  // (a memchr: then every row counts, no row is skipped)
     const int64_t count = no_nulls ? static_cast<int64_t>(n) : CountNonNull(nulls, n);
+    if (const PackedInts* p = v.packed(); p && no_nulls && n == v.size() && n > 0 &&
+                                          (minmax || (Narrow(v.value_type()) && spec.type.id != TypeId::kDouble))) {
+      // Still packed (a received batch's column, a constant): base + entry per row, so the sum
+      // and the extremes come from the entries, as they lie (wrapping as the sum below does).
+      if (summing) {
+        s.isum += static_cast<int64_t>(p->base * n + SumEntries(*p, n));
+      } else if (minmax) {
+        const bool min = spec.func == AggFunc::kMin;
+        auto b = static_cast<int64_t>(p->base + (min ? MinEntry(*p, n) : MaxEntry(*p, n)));
+        if (s.best.is_null() || (min ? b < s.best.as_int() : b > s.best.as_int())) s.best = IntValue(v.value_type(), b);
+      }
+      s.count += count;
+      return true;
+    }
     if (summing && ints) {
       // NULL rows' entries are zero: only the count needs them skipped. The double sum of
       // integers is kept only where the result reads it (a double precision sum).
@@ -401,6 +415,49 @@ class HashAggregateOp : public UnaryOp {
   }
 
   static bool Narrow(TypeId t) { return t == TypeId::kInt32 || t == TypeId::kBool; }
+
+  // The sum (wrapping), least and greatest of p's first n entries (0 without entries).
+  template <typename U>
+  static uint64_t SumAs(const char* e, size_t n) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+      U u;
+      std::memcpy(&u, e + i * sizeof(U), sizeof(U));
+      sum += u;
+    }
+    return sum;
+  }
+  template <typename U, bool kMin>
+  static uint64_t ExtremeAs(const char* e, size_t n) {
+    U b = kMin ? std::numeric_limits<U>::max() : 0;
+    for (size_t i = 0; i < n; i++) {
+      U u;
+      std::memcpy(&u, e + i * sizeof(U), sizeof(U));
+      b = kMin ? (u < b ? u : b) : (u > b ? u : b);
+    }
+    return b;
+  }
+  [[gnu::noinline]] static uint64_t SumEntries(const PackedInts& p, size_t n) {
+    switch (p.width) {
+      case 1: return SumAs<uint8_t>(p.entries, n);
+      case 2: return SumAs<uint16_t>(p.entries, n);
+      case 4: return SumAs<uint32_t>(p.entries, n);
+      case 8: return SumAs<uint64_t>(p.entries, n);
+      default: return 0;
+    }
+  }
+  template <bool kMin>
+  [[gnu::noinline]] static uint64_t ExtremeEntry(const PackedInts& p, size_t n) {
+    switch (p.width) {
+      case 1: return ExtremeAs<uint8_t, kMin>(p.entries, n);
+      case 2: return ExtremeAs<uint16_t, kMin>(p.entries, n);
+      case 4: return ExtremeAs<uint32_t, kMin>(p.entries, n);
+      case 8: return ExtremeAs<uint64_t, kMin>(p.entries, n);
+      default: return 0;
+    }
+  }
+  static uint64_t MinEntry(const PackedInts& p, size_t n) { return ExtremeEntry<true>(p, n); }
+  static uint64_t MaxEntry(const PackedInts& p, size_t n) { return ExtremeEntry<false>(p, n); }
 
   static int64_t CountNonNull(const uint8_t* nulls, size_t n) {
     int64_t nulled = 0;

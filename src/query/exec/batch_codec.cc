@@ -75,27 +75,6 @@ void Pack(size_t rows, uint8_t width, std::string* out, const Entry& entry) {
   }
 }
 
-template <typename U>
-void UnpackAs(const char* __restrict p, size_t rows, uint64_t base, uint64_t* __restrict x) {
-  for (size_t i = 0; i < rows; i++) {
-    U u;
-    std::memcpy(&u, p + i * sizeof(U), sizeof(U));
-    x[i] = base + u;
-  }
-}
-
-// x[i] = base + entry i. REQUIRES: `p` holds rows * width bytes, apart from x's. Out of
-// line, as MaxByte, so that its loops vectorize.
-[[gnu::noinline]] void Unpack(const char* __restrict p, size_t rows, uint8_t width, uint64_t base,
-                              uint64_t* __restrict x) {
-  switch (width) {
-    case 1: UnpackAs<uint8_t>(p, rows, base, x); break;
-    case 2: UnpackAs<uint16_t>(p, rows, base, x); break;
-    case 4: UnpackAs<uint32_t>(p, rows, base, x); break;
-    case 8: UnpackAs<uint64_t>(p, rows, base, x); break;
-    default: std::fill(x, x + rows, base); break;
-  }
-}
 
 // The smallest and largest of some integers (compared by value: std::min's reference kept
 // callers' loops from holding them in registers).
@@ -168,18 +147,26 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
   return top;
 }
 
+// Reads a packed integer column's header and entries (its layout byte read); *start is the
+// first value of a kPackedDelta column. False if malformed.
+bool ReadPacked(ByteReader& r, uint8_t layout, size_t rows, PackedInts* p, uint64_t* start) {
+  std::string_view entries;
+  if (!r.U8(&p->width) || (p->width != 0 && p->width != 1 && p->width != 2 && p->width != 4 && p->width != 8) ||
+      (layout == kPackedDelta && !r.U64(start)) || !r.U64(&p->base) || !r.Bytes(rows * p->width, &entries)) {
+    return false;
+  }
+  p->entries = entries.data();
+  return true;
+}
+
 // Reads a packed integer column (its layout byte read) into x[0..rows), whose NULL rows
 // (`null`, or none) get 0; false if malformed.
 bool DecodeInts(ByteReader& r, uint8_t layout, size_t rows, const uint8_t* null, int64_t* out) {
-  uint8_t width;
-  uint64_t start = 0, base;
-  std::string_view packed;
-  if (!r.U8(&width) || (width != 0 && width != 1 && width != 2 && width != 4 && width != 8) ||
-      (layout == kPackedDelta && !r.U64(&start)) || !r.U64(&base) || !r.Bytes(rows * width, &packed)) {
-    return false;
-  }
+  PackedInts p;
+  uint64_t start = 0;
+  if (!ReadPacked(r, layout, rows, &p, &start)) return false;
+  UnpackInts(p, rows, out);
   auto* x = reinterpret_cast<uint64_t*>(out);
-  Unpack(packed.data(), rows, width, base, x);
   if (layout == kPackedDelta) {
     uint64_t prev = start;
     if (null) {
@@ -322,14 +309,20 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     return Status::OK();
   }
   if (p == PhysType::kInt || p == PhysType::kDouble) {
+    uint8_t layout = 0;
+    if (p == PhysType::kInt && (!r.U8(&layout) || (layout != kPacked && layout != kPackedDelta))) return bad();
+    if (layout == kPacked && in_owner) {
+      // Offsets stay where they lie until something reads the values (Vector::packed).
+      PackedInts packed;
+      if (!ReadPacked(r, layout, rows, &packed, nullptr)) return bad();
+      if (has_nulls) null.resize(rows);
+      v->InitPacked(t, rows, std::move(null), packed, in_owner);
+      return Status::OK();
+    }
     // Every row's entry straight into the array; NULL rows' entries then set to zero.
     v->InitUnset(t, rows);
     if (p == PhysType::kInt) {
-      uint8_t layout;
-      if (!r.U8(&layout) || (layout != kPacked && layout != kPackedDelta) ||
-          !DecodeInts(r, layout, rows, has_nulls ? null.data() : nullptr, v->mutable_ints())) {
-        return bad();
-      }
+      if (!DecodeInts(r, layout, rows, has_nulls ? null.data() : nullptr, v->mutable_ints())) return bad();
     } else {
       std::string_view raw;
       if (!r.Bytes(rows * sizeof(double), &raw)) return bad();

@@ -300,6 +300,14 @@ Status AndOrVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector*
 // UTF-8 lead bytes; case mapped per byte), without boxing each value.
 void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
   if (f == plan::Func::kLength) {
+    if (const TextDictionary* d = in.dictionary(); d && d->codes.size() >= n && d->values.size() == 1) {
+      // One value in every row: one length, kept as a constant (written out if read per row).
+      std::vector<uint8_t> nulls(in.nulls(), in.nulls() + n);
+      PackedInts one;
+      one.base = static_cast<uint64_t>(Utf8Chars(d->values[0]));
+      out->InitPacked(TypeId::kInt32, n, std::move(nulls), one, nullptr);
+      return;
+    }
     out->InitUnset(TypeId::kInt32, n);  // every row's entry is written below
     uint8_t* nulls = out->mutable_nulls();
     int64_t* ints = out->mutable_ints();
@@ -310,11 +318,7 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
       for (size_t v = 0; v < d->values.size(); v++) chars[v] = Utf8Chars(d->values[v]);
       const uint8_t* codes = d->codes.data();
       std::memcpy(nulls, in_nulls, n);
-      if (d->values.size() == 1) {
-        std::fill(ints, ints + n, chars[0]);  // one value in every row
-      } else {
-        for (size_t k = 0; k < n; k++) ints[k] = chars[codes[k]];
-      }
+      for (size_t k = 0; k < n; k++) ints[k] = chars[codes[k]];
       if (std::memchr(in_nulls, 1, n) != nullptr) {  // NULL rows' entries zero
         for (size_t k = 0; k < n; k++) ints[k] &= -static_cast<int64_t>(in_nulls[k] == 0);
       }

@@ -62,6 +62,11 @@ Value Vector::GetValue(size_t i) const {
   if (s.null_[i]) return Value();
   switch (phys_) {
     case PhysType::kInt:
+      if (s.ints_pending_) {
+        uint64_t e = 0;
+        std::memcpy(&e, s.packed_.entries + i * s.packed_.width, s.packed_.width);  // little-endian
+        return IntValue(type_, static_cast<int64_t>(s.packed_.base + e));
+      }
       return IntValue(type_, s.ints_[i]);
     case PhysType::kDouble:
       return Value::Double(s.doubles_[i]);
@@ -87,6 +92,7 @@ void Vector::Clear() {
   decimals_.clear();
   texts_.clear();
   texts_pending_ = false;
+  ints_pending_ = false;
   boxed_.clear();
   arena_.reset();
   kept_.clear();
@@ -98,6 +104,7 @@ void Vector::Clear() {
 void Vector::Share(std::shared_ptr<const Vector> src) {
   if (src->shared_) src = src->shared_;
   if (src->texts_pending_) src->LayOutTexts();  // its readers then only read
+  if (src->ints_pending_) src->LayOutInts();
   Clear();
   phys_ = src->phys_;
   type_ = src->type_;
@@ -120,6 +127,52 @@ void Vector::InitFromDictionary(TypeId t, std::vector<uint8_t> null, std::shared
   type_ = t;
   dict_ = std::move(d);
   texts_pending_ = true;
+}
+
+void Vector::InitPacked(TypeId t, size_t rows, std::vector<uint8_t> null, PackedInts p,
+                        std::shared_ptr<const TextArena> owner) {
+  Clear();
+  if (owner) kept_.push_back(std::move(owner));
+  if (null.empty()) null.assign(rows, 0);
+  null_ = std::move(null);
+  phys_ = PhysType::kInt;
+  type_ = t;
+  packed_ = p;
+  ints_pending_ = true;
+}
+
+void Vector::LayOutInts() const {
+  ints_pending_ = false;
+  size_t n = null_.size();
+  ints_.resize(n);  // unset: every entry written below
+  UnpackInts(packed_, n, ints_.data());
+  const uint8_t* null = null_.data();
+  if (std::memchr(null, 1, n) != nullptr) {
+    for (size_t i = 0; i < n; i++) ints_[i] = null[i] ? 0 : ints_[i];
+  }
+}
+
+namespace {
+template <typename U>
+void UnpackAs(const char* __restrict p, size_t rows, uint64_t base, uint64_t* __restrict x) {
+  for (size_t i = 0; i < rows; i++) {
+    U u;
+    std::memcpy(&u, p + i * sizeof(U), sizeof(U));
+    x[i] = base + u;
+  }
+}
+}  // namespace
+
+// Out of line, so that its loops vectorize.
+[[gnu::noinline]] void UnpackInts(const PackedInts& p, size_t rows, int64_t* out) {
+  auto* x = reinterpret_cast<uint64_t*>(out);
+  switch (p.width) {
+    case 1: UnpackAs<uint8_t>(p.entries, rows, p.base, x); break;
+    case 2: UnpackAs<uint16_t>(p.entries, rows, p.base, x); break;
+    case 4: UnpackAs<uint32_t>(p.entries, rows, p.base, x); break;
+    case 8: UnpackAs<uint64_t>(p.entries, rows, p.base, x); break;
+    default: std::fill(x, x + rows, p.base); break;
+  }
 }
 
 void Vector::LayOutTexts() const {
@@ -252,6 +305,7 @@ void Vector::Box() {
   decimals_.clear();
   texts_.clear();
   texts_pending_ = false;
+  ints_pending_ = false;
   dict_.reset();
   arena_.reset();
   kept_.clear();
@@ -264,6 +318,8 @@ Vector::Vector(const Vector& o)
       type_(o.type_),
       null_(o.null_),
       ints_(o.ints_),
+      ints_pending_(o.ints_pending_),
+      packed_(o.packed_),
       doubles_(o.doubles_),
       decimals_(o.decimals_),
       texts_(o.texts_),
@@ -381,7 +437,7 @@ void Vector::AppendFrom(const Vector& from, size_t i) {
   null_.push_back(0);
   switch (phys_) {
     case PhysType::kInt:
-      ints_.push_back(src.ints_[i]);
+      ints_.push_back(src.ints()[i]);
       break;
     case PhysType::kDouble:
       doubles_.push_back(src.doubles_[i]);
@@ -413,10 +469,12 @@ void Vector::Gather(const Vector& from, const uint32_t* sel, size_t n) {
   null_.resize(base + n);
   for (size_t k = 0; k < n; k++) null_[base + k] = src.null_[sel[k]];
   switch (phys_) {
-    case PhysType::kInt:
+    case PhysType::kInt: {
+      const int64_t* from_ints = src.ints();
       ints_.resize(base + n);
-      for (size_t k = 0; k < n; k++) ints_[base + k] = src.ints_[sel[k]];
+      for (size_t k = 0; k < n; k++) ints_[base + k] = from_ints[sel[k]];
       break;
+    }
     case PhysType::kDouble:
       doubles_.resize(base + n);
       for (size_t k = 0; k < n; k++) doubles_[base + k] = src.doubles_[sel[k]];

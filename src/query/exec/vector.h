@@ -64,6 +64,17 @@ struct TextDictionary {
   std::vector<uint8_t> codes;            // one per row (NULL rows: 0)
 };
 
+// Integers as a column batch carries them (batch_codec.h), not yet unpacked: row i holds
+// base + the little-endian `width`-byte entry i (width 0: every row holds base, no entries).
+// Arithmetic wraps (a corrupt peer's entries give wrong values, never undefined behaviour).
+struct PackedInts {
+  const char* entries = nullptr;
+  uint8_t width = 0;  // 0, 1, 2, 4 or 8
+  uint64_t base = 0;
+};
+// out[i] = base + entry i for i in [0, rows). REQUIRES: p holds rows * width bytes.
+void UnpackInts(const PackedInts& p, size_t rows, int64_t* out);
+
 // The physical type values of SQL type `t` take in a vector.
 PhysType PhysOf(TypeId t);
 // The Value of an integer-like type (kBool, kInt32, kInt64, kTimestamp) held as int64.
@@ -117,7 +128,7 @@ class Vector {
 
   // Typed appends (a value of another physical type boxes the vector, as Append does).
   void AppendInt(TypeId t, int64_t v) {
-    if (phys_ == PhysType::kInt && type_ == t && !shared_ && !encoding_) {
+    if (phys_ == PhysType::kInt && type_ == t && !shared_ && !encoding_ && !ints_pending_) {
       null_.push_back(0);
       ints_.push_back(v);
       return;
@@ -169,6 +180,16 @@ class Vector {
   // values' bytes in `arena`, which the vector keeps.
   void InitFromDictionary(TypeId t, std::vector<uint8_t> null, std::shared_ptr<const TextDictionary> d,
                           std::shared_ptr<const TextArena> arena);
+  // Makes this an integer vector of type t holding `p`'s rows, NULL where null[i] (empty:
+  // none); unpacked when first read. REQUIRES: null empty or of `rows` entries; p's entries
+  // in `owner` (or none: width 0), which the vector keeps.
+  void InitPacked(TypeId t, size_t rows, std::vector<uint8_t> null, PackedInts p, std::shared_ptr<const TextArena> owner);
+  // The rows as InitPacked made them while not yet unpacked (nullptr once they are, or if
+  // never packed): operators may work on the entries instead. NULL rows' entries: see nulls().
+  const PackedInts* packed() const {
+    const Vector& s = Src();
+    return s.ints_pending_ ? &s.packed_ : nullptr;
+  }
   double* mutable_doubles() { return Own().doubles_.data(); }
   Decimal* mutable_decimals() { return Own().decimals_.data(); }
   uint8_t* mutable_nulls() { return Own().null_.data(); }
@@ -189,7 +210,11 @@ class Vector {
   void AttachEncoding(std::shared_ptr<const std::string> e) { encoding_ = std::move(e); }
 
   // The arrays. REQUIRES: the matching phys(); entries of NULL rows are zero / empty.
-  const int64_t* ints() const { return Src().ints_.data(); }
+  const int64_t* ints() const {
+    const Vector& s = Src();
+    if (s.ints_pending_) s.LayOutInts();
+    return s.ints_.data();
+  }
   const double* doubles() const { return Src().doubles_.data(); }
   const Decimal* decimals() const { return Src().decimals_.data(); }
   const std::string_view* texts() const {
@@ -207,6 +232,7 @@ class Vector {
   Vector& Own() {
     if (shared_) Unshare();
     if (texts_pending_) LayOutTexts();
+    if (ints_pending_) LayOutInts();
     dict_.reset();
     encoding_.reset();
     return *this;
@@ -214,6 +240,8 @@ class Vector {
   void Unshare();
   // Fills texts_ from dict_ (InitFromDictionary's views, made on first read).
   void LayOutTexts() const;
+  // Fills ints_ from packed_ (InitPacked's rows, unpacked on first read).
+  void LayOutInts() const;
   // Fixes the physical type on the first non-NULL value; boxes on a mismatch. Returns false
   // if the vector is (now) boxed.
   bool Prepare(TypeId t);
@@ -231,7 +259,9 @@ class Vector {
   PhysType phys_ = PhysType::kEmpty;
   TypeId type_ = TypeId::kNull;
   std::vector<uint8_t> null_;
-  internal::Array<int64_t> ints_;
+  mutable internal::Array<int64_t> ints_;  // unpacked late if ints_pending_
+  mutable bool ints_pending_ = false;
+  PackedInts packed_;
   internal::Array<double> doubles_;
   std::vector<Decimal> decimals_;
   mutable internal::Array<std::string_view> texts_;  // laid out late if texts_pending_

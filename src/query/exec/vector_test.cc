@@ -218,6 +218,67 @@ TEST(Vector, ADictionaryVectorReadsAsItsViews) {
   EXPECT_EQ(shared.texts()[5], "blue");
 }
 
+// A packed integer vector reads as its values (base + entry), NULL rows as NULL (their entries
+// whatever they are) and 0 in ints(); copies, gathers, shares and changes see the same values.
+TEST(Vector, APackedVectorReadsAsItsValues) {
+  auto bytes = std::make_shared<std::string>();
+  for (uint16_t e : {7, 0, 65535, 3, 9, 1}) bytes->append(reinterpret_cast<const char*>(&e), 2);
+  const std::vector<uint8_t> null = {0, 0, 0, 1, 0, 0};                       // row 3 NULL (entry 3)
+  const std::vector<int64_t> want = {-993, -1000, 64535, 0, -991, -999};  // base -1000
+  PackedInts p;
+  p.entries = bytes->data();
+  p.width = 2;
+  p.base = static_cast<uint64_t>(int64_t{-1000});
+  auto check = [&](const Vector& v, const char* what) {
+    ASSERT_EQ(v.size(), want.size()) << what;
+    for (size_t i = 0; i < want.size(); i++) {
+      EXPECT_EQ(v.IsNull(i), null[i] != 0) << what << " row " << i;
+      if (null[i]) {
+        EXPECT_TRUE(v.GetValue(i).is_null()) << what << " row " << i;
+      } else {
+        EXPECT_EQ(v.GetValue(i).as_int(), want[i]) << what << " row " << i;
+      }
+    }
+    const int64_t* x = v.ints();
+    for (size_t i = 0; i < want.size(); i++) EXPECT_EQ(x[i], want[i]) << what << " row " << i;
+    EXPECT_EQ(v.packed(), nullptr) << what << ": read, so unpacked";
+  };
+  Vector v, copy;
+  v.InitPacked(TypeId::kInt32, want.size(), null, p, std::make_shared<const TextArena>(bytes));
+  bytes.reset();  // the vector keeps them
+  copy = v;       // before either unpacks
+  ASSERT_NE(v.packed(), nullptr);
+  EXPECT_EQ(v.packed()->width, 2);
+  EXPECT_EQ(v.GetValue(2).as_int(), 64535);  // from the entries
+  EXPECT_EQ(v.GetValue(2).type(), TypeId::kInt32);
+  uint32_t sel[] = {4, 3, 0};
+  Vector gathered;
+  gathered.Gather(copy, sel, 3);
+  EXPECT_EQ(gathered.ints()[0], -991);
+  EXPECT_TRUE(gathered.IsNull(1));
+  EXPECT_EQ(gathered.ints()[1], 0);
+  EXPECT_EQ(gathered.ints()[2], -993);
+  check(v, "read");
+  check(copy, "copy");
+  Vector shared, changed;
+  changed.InitPacked(TypeId::kInt32, want.size(), null, p, nullptr);
+  auto src = std::make_shared<Vector>(changed);
+  shared.Share(src);
+  EXPECT_EQ(shared.packed(), nullptr);  // a shared vector is unpacked for its readers
+  check(shared, "shared");
+  changed.AppendInt(TypeId::kInt32, 5);  // a change unpacks first
+  EXPECT_EQ(changed.ints()[0], -993);
+  EXPECT_EQ(changed.ints()[6], 5);
+  // Width 0: every row holds the base (a constant), no entries at all.
+  Vector constant;
+  PackedInts c;
+  c.base = 42;
+  constant.InitPacked(TypeId::kInt64, 3, {}, c, nullptr);
+  EXPECT_FALSE(constant.HasNulls());
+  EXPECT_EQ(constant.GetValue(1).as_int(), 42);
+  EXPECT_EQ(constant.ints()[2], 42);
+}
+
 TEST(RowDecode, StoredRowsDecodeIntoTypedColumnsAndBadOnesLeaveNoTrace) {
   std::vector<Value> row = {Value::Int32(3), Value(), Value::Text("abc"), Value::Double(0.5),
                             Value::Numeric(ParseDecimal("-12.50").value()), Value::Bool(true),
