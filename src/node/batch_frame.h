@@ -28,7 +28,6 @@ class BatchFrame {
   // Whether the frame should be sent before another batch joins it.
   bool Full(Clock::time_point now = Clock::now()) const;
   bool empty() const { return sizes_.empty(); }
-  size_t batches() const { return sizes_.size(); }
   // Sets b's columns (referenced, not copied: the frame must outlive mb) and columnSizes.
   void Attach(capnp::MessageBuilder& mb, proto::Response::ScanBatch::Builder b);
   void Clear();

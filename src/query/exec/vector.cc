@@ -63,8 +63,8 @@ Value Vector::GetValue(size_t i) const {
   switch (phys_) {
     case PhysType::kInt:
       if (s.ints_pending_) {
-        uint64_t e = 0;
-        std::memcpy(&e, s.packed_.entries + i * s.packed_.width, s.packed_.width);  // little-endian
+        uint64_t e = 0;  // (width 0: no entries)
+        if (s.packed_.width > 0) std::memcpy(&e, s.packed_.entries + i * s.packed_.width, s.packed_.width);  // LE
         return IntValue(type_, static_cast<int64_t>(s.packed_.base + e));
       }
       return IntValue(type_, s.ints_[i]);
