@@ -344,6 +344,8 @@ TEST(Select, ScanOnlyPushdownGathersTheAggregationsPartialHalf) {
       "SELECT grp, count(*), sum(v), avg(id), min(d), max(v) FROM t WHERE id % 7 <> 3 GROUP BY grp ORDER BY grp",
       "SELECT v % 10, count(*) FROM t GROUP BY v % 10 ORDER BY 1",
       "SELECT grp, sum(v) FROM t GROUP BY grp HAVING sum(v) > 1000 ORDER BY 2 DESC",
+      "SELECT max(length(grp)), sum(v * 2), min(w + 1), count(*) FROM t",
+      "SELECT lower(grp), count(*), max(length(grp) + w) FROM t WHERE id > 7 GROUP BY lower(grp) ORDER BY 1",
   };
   for (const char* q : queries) {
     std::vector<std::string> plans;
@@ -357,6 +359,15 @@ TEST(Select, ScanOnlyPushdownGathersTheAggregationsPartialHalf) {
   }
   MemCatalog cat;
   std::string plan;
+  // Arguments and keys that are expressions are computed on the nodes, under the Exchange:
+  // the values cross, not the columns they are made of.
+  ASSERT_TRUE(RunSql(cat, "SELECT max(length(grp)), sum(v) FROM t", false, true, &plan, false, &scan_only).ok());
+  const size_t partial = plan.find("PartialAggregate"), exchange = plan.find("Exchange");
+  ASSERT_LT(partial, exchange) << plan;
+  EXPECT_EQ(plan.substr(partial, exchange - partial).find("length("), std::string::npos) << plan;  // reads #0
+  EXPECT_LT(exchange, plan.rfind("Project")) << plan;
+  EXPECT_LT(plan.rfind("Project"), plan.rfind("length(")) << plan;
+  EXPECT_LT(plan.rfind("length("), plan.find("Scan t")) << plan;
   // DISTINCT aggregates stay whole; without the option, so does every aggregation.
   ASSERT_TRUE(RunSql(cat, "SELECT count(DISTINCT v) FROM t", false, true, &plan, false, &scan_only).ok());
   EXPECT_EQ(plan.find("Gather"), std::string::npos) << plan;

@@ -91,6 +91,13 @@ struct Range {
 // before when those span fewer bytes (keys in order, timestamps near each other). NULL rows
 // have entry 0: the smallest value, or no change for the differences.
 void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::string* out) {
+  if (const PackedInts* p = v.packed(); p && !nulls && rows == v.size()) {  // as it lies (a constant: no entries)
+    w.U8(kPacked);
+    w.U8(p->width);
+    w.U64(p->base);
+    out->append(p->entries ? p->entries : "", rows * p->width);
+    return;
+  }
   const int64_t* x = v.ints();
   const uint8_t* null = v.nulls();
   auto is_null = [&](size_t i) { return nulls && null[i] != 0; };

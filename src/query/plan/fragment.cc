@@ -80,9 +80,35 @@ PlanPtr Split(PlanPtr agg) { return SplitAggregate(std::move(agg), Exchange); }
 // Closes a node-side chain at child i of p.
 void Close(PlanPtr& p, size_t i) { p->children[i] = Exchange(std::move(p->children[i])); }
 
+// Group keys and arguments of `partial` that are expressions, not columns, are computed at
+// the top of its node-side input (a Project) and read from there as columns: the rows that
+// cross carry the values (length(pad): an integer) instead of the columns they are made of.
+void ProjectArguments(PlanNode& partial) {
+  bool any = false;
+  for (const auto& g : partial.groups) any = any || g->kind != BoundExpr::Kind::kColumn;
+  for (const auto& a : partial.aggs) any = any || (a.arg && a.arg->kind != BoundExpr::Kind::kColumn);
+  if (!any) return;
+  auto project = std::make_unique<PlanNode>();
+  project->kind = Kind::kProject;
+  project->est_rows = partial.children[0]->est_rows;
+  auto move_out = [&](BoundExprPtr& e) {
+    SqlType t = e->type;
+    project->exprs.push_back(std::move(e));
+    project->types.push_back(t);
+    e = MakeColumn(static_cast<int>(project->exprs.size() - 1), t);
+  };
+  for (auto& g : partial.groups) move_out(g);
+  for (auto& a : partial.aggs) {
+    if (a.arg) move_out(a.arg);
+  }
+  project->children.push_back(std::move(partial.children[0]));
+  partial.children[0] = std::move(project);
+}
+
 // The partial half of an aggregation, its input closed with an Exchange, run per segment on
 // the reader's threads: Gather(PartialAggregate(Exchange(input))).
 PlanPtr Gather(PlanPtr partial) {
+  ProjectArguments(*partial);
   Close(partial, 0);
   auto g = std::make_unique<PlanNode>();
   g->kind = Kind::kGather;
