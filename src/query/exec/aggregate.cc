@@ -1,7 +1,6 @@
 #include "query/exec/aggregate.h"
 
 #include <cstring>
-#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,6 +10,7 @@
 #include "query/exec/eval_vector.h"
 #include "query/exec/key_encoding.h"
 #include "query/exec/key_index.h"
+#include "query/exec/packed_ints.h"
 #include "query/exec/operator_base.h"
 #include "query/exec/row_hash.h"
 
@@ -416,65 +416,6 @@ class HashAggregateOp : public UnaryOp {
 
   static bool Narrow(TypeId t) { return t == TypeId::kInt32 || t == TypeId::kBool; }
 
-  // The sum (wrapping), least and greatest of p's first n entries (0 without entries).
-  template <typename U>
-  static uint64_t SumAs(const char* e, size_t n) {
-    if constexpr (sizeof(U) <= 2) {
-      // In 32 bits, a block at a time (65,536 entries below 2^16 cannot overflow them): the
-      // loop adds twice as many entries a step as in 64 bits.
-      constexpr size_t kBlock = 65536;
-      uint64_t sum = 0;
-      for (size_t at = 0; at < n; at += kBlock) {
-        const size_t end = std::min(n, at + kBlock);
-        uint32_t part = 0;
-        for (size_t i = at; i < end; i++) {
-          U u;
-          std::memcpy(&u, e + i * sizeof(U), sizeof(U));
-          part += u;
-        }
-        sum += part;
-      }
-      return sum;
-    }
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
-      U u;
-      std::memcpy(&u, e + i * sizeof(U), sizeof(U));
-      sum += u;
-    }
-    return sum;
-  }
-  template <typename U, bool kMin>
-  static uint64_t ExtremeAs(const char* e, size_t n) {
-    U b = kMin ? std::numeric_limits<U>::max() : 0;
-    for (size_t i = 0; i < n; i++) {
-      U u;
-      std::memcpy(&u, e + i * sizeof(U), sizeof(U));
-      b = kMin ? (u < b ? u : b) : (u > b ? u : b);
-    }
-    return b;
-  }
-  [[gnu::noinline]] static uint64_t SumEntries(const PackedInts& p, size_t n) {
-    switch (p.width) {
-      case 1: return SumAs<uint8_t>(p.entries, n);
-      case 2: return SumAs<uint16_t>(p.entries, n);
-      case 4: return SumAs<uint32_t>(p.entries, n);
-      case 8: return SumAs<uint64_t>(p.entries, n);
-      default: return 0;
-    }
-  }
-  template <bool kMin>
-  [[gnu::noinline]] static uint64_t ExtremeEntry(const PackedInts& p, size_t n) {
-    switch (p.width) {
-      case 1: return ExtremeAs<uint8_t, kMin>(p.entries, n);
-      case 2: return ExtremeAs<uint16_t, kMin>(p.entries, n);
-      case 4: return ExtremeAs<uint32_t, kMin>(p.entries, n);
-      case 8: return ExtremeAs<uint64_t, kMin>(p.entries, n);
-      default: return 0;
-    }
-  }
-  static uint64_t MinEntry(const PackedInts& p, size_t n) { return ExtremeEntry<true>(p, n); }
-  static uint64_t MaxEntry(const PackedInts& p, size_t n) { return ExtremeEntry<false>(p, n); }
 
   static int64_t CountNonNull(const uint8_t* nulls, size_t n) {
     int64_t nulled = 0;

@@ -152,29 +152,6 @@ void Vector::LayOutInts() const {
   }
 }
 
-namespace {
-template <typename U>
-void UnpackAs(const char* __restrict p, size_t rows, uint64_t base, uint64_t* __restrict x) {
-  for (size_t i = 0; i < rows; i++) {
-    U u;
-    std::memcpy(&u, p + i * sizeof(U), sizeof(U));
-    x[i] = base + u;
-  }
-}
-}  // namespace
-
-// Out of line, so that its loops vectorize.
-[[gnu::noinline]] void UnpackInts(const PackedInts& p, size_t rows, int64_t* out) {
-  auto* x = reinterpret_cast<uint64_t*>(out);
-  switch (p.width) {
-    case 1: UnpackAs<uint8_t>(p.entries, rows, p.base, x); break;
-    case 2: UnpackAs<uint16_t>(p.entries, rows, p.base, x); break;
-    case 4: UnpackAs<uint32_t>(p.entries, rows, p.base, x); break;
-    case 8: UnpackAs<uint64_t>(p.entries, rows, p.base, x); break;
-    default: std::fill(x, x + rows, p.base); break;
-  }
-}
-
 void Vector::LayOutTexts() const {
   texts_pending_ = false;
   if (!dict_) return;  // moved from

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/value.h"
+#include "query/exec/packed_ints.h"
 
 namespace wattdb::exec {
 
@@ -63,17 +64,6 @@ struct TextDictionary {
   std::vector<std::string_view> values;  // distinct
   std::vector<uint8_t> codes;            // one per row (NULL rows: 0)
 };
-
-// Integers as a column batch carries them (batch_codec.h), not yet unpacked: row i holds
-// base + the little-endian `width`-byte entry i (width 0: every row holds base, no entries).
-// Arithmetic wraps (a corrupt peer's entries give wrong values, never undefined behaviour).
-struct PackedInts {
-  const char* entries = nullptr;
-  uint8_t width = 0;  // 0, 1, 2, 4 or 8
-  uint64_t base = 0;
-};
-// out[i] = base + entry i for i in [0, rows). REQUIRES: p holds rows * width bytes.
-void UnpackInts(const PackedInts& p, size_t rows, int64_t* out);
 
 // The physical type values of SQL type `t` take in a vector.
 PhysType PhysOf(TypeId t);
