@@ -17,6 +17,7 @@
 #include "storage/kv_store.h"
 #include "storage/log_prefill_fs.h"
 #include "storage/segment_store_test_util.h"
+#include "storage/segment_store_util.h"
 
 namespace wattdb::storage {
 namespace {
@@ -647,6 +648,32 @@ TEST_F(SegmentStoreTest, OpensAndUpgradesFormatOneStores) {
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_EQ(rows[1].second, "two");
   }
+}
+
+// An operation on a segment that a move or split dropped while the operation held it (VACUUM's
+// compaction, a flush) reports Stale, so that callers skip or re-resolve it as they do a
+// segment no longer found, instead of failing with an I/O error.
+TEST(SegmentStoreStatus, AColumnFamilyDroppedMeanwhileIsStale) {
+  fs::path dir = fs::temp_directory_path() / fmt::format("wattdb_storage_{}_dropped_cf", getpid());
+  fs::remove_all(dir);
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, dir.string(), &raw).ok());
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+  ASSERT_TRUE(raw->CreateColumnFamily(rocksdb::ColumnFamilyOptions(), "seg", &cf).ok());
+  ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), cf, "k", "v").ok());
+  ASSERT_TRUE(raw->DropColumnFamily(cf).ok());
+  Status flush = internal::FromRocks(raw->Flush(rocksdb::FlushOptions(), cf), "flush segment");
+  Status compact = internal::FromRocks(raw->CompactRange(rocksdb::CompactRangeOptions(), cf, nullptr, nullptr),
+                                       "compact segment");
+  EXPECT_TRUE(flush.IsStale()) << flush.ToString();
+  EXPECT_TRUE(compact.IsStale()) << compact.ToString();
+  EXPECT_NE(compact.message().find("compact segment"), std::string::npos) << compact.ToString();
+  EXPECT_EQ(internal::FromRocks(rocksdb::Status::IOError("disk"), "write").code(), Status::Code::kIOError);
+  raw->DestroyColumnFamilyHandle(cf);
+  delete raw;
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -37,6 +37,9 @@ inline std::string OutcomeKey(uint64_t txn) { return kOutcomePrefix + BigEndian6
 
 inline Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return Status::OK();
+  // A segment dropped while an operation held it (it moved or split meanwhile): the caller's
+  // view of placement is out of date, as when the segment is no longer found.
+  if (s.IsColumnFamilyDropped()) return Status::Stale(what + ": the segment was dropped meanwhile");
   if (s.IsNotFound()) return Status::NotFound(what + ": " + s.ToString());
   if (s.IsCorruption()) return Status::Corruption(what + ": " + s.ToString());
   if (s.IsInvalidArgument()) return Status::InvalidArgument(what + ": " + s.ToString());
