@@ -148,6 +148,7 @@ ColumnCache::ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock&
 Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentStore& store,
                                                              const storage::SegmentRef& seg, Timestamp read_ts,
                                                              bool may_build) {
+  if (before_get_) before_get_();
   return Lookup(store, seg, read_ts, may_build, /*warm=*/false);
 }
 
@@ -279,8 +280,12 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
     }
   } disarm{seg, image->data_version};
   storage::SegmentMeta meta = seg->meta();
+  // The scan checks the range under the store's lock its view is taken under: the image holds
+  // exactly [meta.lo, meta.hi).
   ASSIGN_OR_RETURN(auto scan, store.Scan(meta.id, meta.lo, meta.hi, std::numeric_limits<Timestamp>::max()));
   if (scan->segment() != seg.get()) return std::shared_ptr<SegmentImage>();  // replaced meanwhile
+  image->lo = meta.lo;
+  image->hi = meta.hi;
   bool uniform = true;
   bool more = true;
   while (more && uniform) {

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,7 @@ namespace wattdb::node {
 struct SegmentImage {
   uint64_t data_version = 0;  // the segment's data version it reflects
   Timestamp newest_ts = 0;    // answers reads at or above this
+  std::string lo, hi;  // the key range it holds: its segment's when built ("" = unbounded)
   size_t rows = 0;
   size_t width = 0;  // columns per row (0 if the segment has no rows)
   size_t bytes = 0;  // approximate memory held
@@ -59,6 +61,13 @@ struct SegmentImage {
 
   // Row i encoded as storage keeps rows (common/codec.h), from its columns.
   std::string EncodedRow(size_t i) const;
+
+  // Whether [a, b) ("" = unbounded) lies within the range it holds. A reader that checked
+  // the segment's range before taking the image must check again: the segment may have split
+  // in between, and an image built since holds only the part that stayed.
+  bool Covers(std::string_view a, std::string_view b) const {
+    return a >= lo && (hi.empty() || (!b.empty() && b <= hi));
+  }
 
   std::string_view key(size_t i) const {
     size_t begin = i == 0 ? 0 : key_ends[i - 1];
@@ -109,6 +118,8 @@ class ColumnCache {
   // others' data versions, so a segment it sees unchanged for quiet_micros is quiet. Counts
   // no hits or misses. Returns the images built.
   Result<int> Warm(storage::SegmentStore& store, int max_builds);
+  // Tests: runs at the start of each Get (without the cache's lock).
+  void set_before_get_for_test(std::function<void()> f) { before_get_ = std::move(f); }
 
  private:
   // Get's work; `warm`: for Warm (no hit/miss counted, no use recorded); `*did_build` (optional)
@@ -148,6 +159,7 @@ class ColumnCache {
   std::map<SegmentId, Entry> entries_;
   uint64_t gets_ = 0;
   ColumnCacheStats stats_;
+  std::function<void()> before_get_;  // set_before_get_for_test
 };
 
 }  // namespace wattdb::node

@@ -165,6 +165,41 @@ TEST_F(ColumnCacheTest, WarmBuildsImagesOfQuietSegmentsWrittenSinceTheStart) {
   EXPECT_EQ(cache.Warm(*store_, 4).value(), 2);
 }
 
+// A scan checks its segment's range, then takes the image. If the segment split in between,
+// an image built since holds only the rows that stayed: the scan must fail as Stale (the
+// master looks the range up again) rather than answer without the rows that left.
+TEST_F(ColumnCacheTest, AScanWhoseSegmentSplitAfterItsRangeCheckIsStale) {
+  Put(0, 3000, 10);
+  ColumnCache cache(64 << 20, 0, clock_);  // every segment quiet: the scan builds
+  bool split = false;
+  cache.set_before_get_for_test([&] {
+    if (!split) split = store_->Split(1, 2).ok();
+  });
+  ScanRequest req;
+  req.segment = 1;
+  req.read_ts = 20;
+  auto rows = SegmentRows::Open(*store_, *participant_, req, &cache);
+  ASSERT_TRUE(split);
+  ASSERT_FALSE(rows.ok()) << "read " << ((*rows)->columnar() ? "an image" : "RocksDB") << " of the part that stayed";
+  EXPECT_TRUE(rows.status().IsStale()) << rows.status().ToString();
+  // Looked up again, the two segments' ranges hold every row, read from images.
+  cache.set_before_get_for_test(nullptr);
+  auto lower = store_->Get(1).value()->meta(), upper = store_->Get(2).value()->meta();
+  EXPECT_EQ(lower.hi, upper.lo);
+  int cut = 0;
+  while (cut < 3000 && Key(cut) != upper.lo) cut++;
+  ASSERT_LT(cut, 3000);
+  std::vector<int64_t> keys;
+  for (SegmentId seg : {1, 2}) {
+    scan_segment_ = seg;
+    bool columnar = false;
+    auto part = Scan(&cache, 20, &columnar, seg == 1 ? -1 : cut, seg == 1 ? cut : -1);
+    EXPECT_TRUE(columnar) << "segment " << seg;
+    keys.insert(keys.end(), part.begin(), part.end());
+  }
+  EXPECT_EQ(keys, Range(0, 3000));
+}
+
 // A segment read only a range at a time (the parts of a partitioned join) gets its image
 // after kPartialReadsBeforeImage such reads while it is quiet, or changed only by commits
 // since the first of them (which started recording its commits); a change that is not a

@@ -50,6 +50,11 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
     bool whole = req.lo == meta.lo && req.hi == meta.hi;
     uint64_t seq = s->seg_->write_seq();  // before the image and its recording are read
     ASSIGN_OR_RETURN(s->image_, cache->Get(store, s->seg_, req.read_ts, whole));
+    // The range was checked before the image was taken: a split in between leaves an image
+    // (built since) of the part that stayed, which would answer without the rows that left.
+    if (s->image_ && !s->image_->Covers(req.lo, req.hi)) {
+      return Status::Stale(fmt::format("segment {} no longer covers the requested range (it split)", req.segment));
+    }
     if (s->image_ && !s->ReadRecent(req)) s->image_.reset();
     if (s->image_) {
       s->pos_ = s->image_->LowerBound(req.lo);

@@ -41,19 +41,12 @@ TEST(Bank, TransfersKeepTheTotalUnderConcurrencyAndMoves) {
         int amount = 1 + static_cast<int>(rng() % 50);
         if (from == to) continue;
         for (int attempt = 0; attempt < 50; attempt++) {
-          std::string msg, st;
-          for (const std::string& q : {std::string("BEGIN"),
-                                       fmt::format("UPDATE acc SET balance = balance - {} WHERE id = {}", amount, from),
-                                       fmt::format("UPDATE acc SET balance = balance + {} WHERE id = {}", amount, to),
-                                       std::string("COMMIT")}) {
-            st = tc->Exec(q, nullptr, &msg);
-            if (!st.empty()) break;
-          }
+          std::string msg;
+          std::string st = Transfer(*tc, from, to, amount, &msg);
           if (st.empty()) {
             committed++;
             break;
           }
-          (void)tc->Exec("ROLLBACK");
           if (st == "40001") {
             retried++;
             continue;

@@ -19,6 +19,19 @@
 
 namespace wattdb::testing {
 
+std::string Transfer(PgConn& c, int from, int to, int amount, std::string* message) {
+  std::string st;
+  for (const std::string& q : {std::string("BEGIN"),
+                               fmt::format("UPDATE acc SET balance = balance - {} WHERE id = {}", amount, from),
+                               fmt::format("UPDATE acc SET balance = balance + {} WHERE id = {}", amount, to),
+                               std::string("COMMIT")}) {
+    st = c.Exec(q, nullptr, message);
+    if (!st.empty()) break;
+  }
+  if (!st.empty()) (void)c.Exec("ROLLBACK");
+  return st;
+}
+
 int RunCommand(const std::string& cmd, std::string* out) {
   out->clear();
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");

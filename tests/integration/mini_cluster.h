@@ -36,6 +36,11 @@ class PgConn {
   std::map<std::string, std::string> prepared_;  // sql -> statement name
 };
 
+// Moves `amount` from account `from` to account `to` of table acc(id, balance) in one
+// transaction block (rolled back if a statement fails). Returns "" if it committed, else the
+// SQLSTATE (and the message in *message).
+std::string Transfer(PgConn& c, int from, int to, int amount, std::string* message = nullptr);
+
 // Runs `cmd` through the shell with stderr merged into stdout; returns its exit status
 // (-1 if it could not start) and its output in *out.
 int RunCommand(const std::string& cmd, std::string* out);
