@@ -317,6 +317,10 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   // groupings work per value), and a column whose encoding for a column batch is small
   // (packed integers, a dictionary's codes) keeps it: a scan that ships the whole batch sends
   // it as it is.
+  image->nulls_in.reserve(image->batches.size() * image->width);
+  for (auto& b : image->batches) {
+    for (auto& c : b.cols) image->nulls_in.push_back(c.HasNulls());
+  }
   for (auto& b : image->batches) {
     for (auto& c : b.cols) {
       if (auto d = exec::FindDictionary(c, b.rows, kImageDictionaryValues)) c.AttachDictionary(std::move(d));
@@ -338,7 +342,7 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   for (const auto& b : image->batches) {
     for (const auto& c : b.cols) image->bytes += VectorBytes(c);
   }
-  image->bytes += image->encoded_bytes;
+  image->bytes += image->encoded_bytes + image->nulls_in.size();
   return image;
 }
 

@@ -53,6 +53,9 @@ struct SegmentImage {
   std::string key_bytes;             // the rows' primary keys, concatenated in key order
   std::vector<uint32_t> key_ends;    // key i ends at key_ends[i] and starts where key i-1 ends
   std::vector<exec::Batch> batches;  // exec::kBatchRows rows each, the last possibly fewer
+  // 1 if column c of batch b holds a NULL: nulls_in[b * width + c] (empty: not known). A scan
+  // that shares a column without NULLs says so, and its readers skip its NULL flags.
+  std::vector<uint8_t> nulls_in;
   std::vector<Timestamp> row_ts;     // each row's version
   size_t prefix = 0;                 // bytes every key begins with (IndexKeys)
   std::vector<uint64_t> key_heads;   // key i's 8 bytes after the prefix, as a number (IndexKeys)

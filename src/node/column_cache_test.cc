@@ -200,6 +200,48 @@ TEST_F(ColumnCacheTest, AScanWhoseSegmentSplitAfterItsRangeCheckIsStale) {
   EXPECT_EQ(keys, Range(0, 3000));
 }
 
+// An image knows which of its batches' columns hold NULLs, and a scan sharing a column says
+// so: HasNulls of a column without NULLs reads none of its flags; one with NULLs still finds them.
+TEST_F(ColumnCacheTest, SharedImageColumnsTellWhetherTheyHoldNulls) {
+  std::vector<storage::WriteOp> ops;
+  const int rows = static_cast<int>(exec::kBatchRows) + 100;
+  for (int k = 0; k < rows; k++) {
+    storage::WriteOp op;
+    op.segment = 1;
+    op.key = Key(k);
+    // The second column is NULL in a few rows of the first batch only.
+    Value name = k % 1000 == 7 && k < static_cast<int>(exec::kBatchRows) ? Value() : Value::Text("n");
+    EncodeRow({Value::Int64(k), name, Value::Double(k * 1.5)}, &op.row);
+    ops.push_back(std::move(op));
+  }
+  ASSERT_TRUE(store_->Apply(10, ops).ok());
+  ColumnCache cache(64 << 20, 0, clock_);
+  for (int round = 0; round < 2; round++) {  // built by the first scan, read by the second
+    ScanRequest req;
+    req.segment = 1;
+    req.read_ts = 20;
+    auto scan = SegmentRows::Open(*store_, *participant_, req, &cache);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    ASSERT_TRUE((*scan)->columnar());
+    exec::Batch b;
+    b.Reset(3);
+    std::string last_key;
+    std::vector<std::pair<bool, size_t>> seen;  // per batch: HasNulls of column 1, its NULL rows
+    while ((*scan)->NextBatch(nullptr, &b, &last_key).value()) {
+      size_t null_rows = 0;
+      for (size_t r = 0; r < b.rows; r++) null_rows += b.cols[1].IsNull(r);
+      seen.emplace_back(b.cols[1].HasNulls(), null_rows);
+      EXPECT_FALSE(b.cols[0].HasNulls());
+      exec::Vector copy = b.cols[1];  // a copy tells the same
+      EXPECT_EQ(copy.HasNulls(), seen.back().first);
+    }
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[0], std::make_pair(true, size_t{5}));  // keys 7, 1007, 2007, 3007, 4007... below 4096
+    EXPECT_EQ(seen[1], std::make_pair(false, size_t{0}));
+  }
+  EXPECT_EQ(cache.stats().builds, 1u);
+}
+
 // A segment read only a range at a time (the parts of a partitioned join) gets its image
 // after kPartialReadsBeforeImage such reads while it is quiet, or changed only by commits
 // since the first of them (which started recording its commits); a change that is not a

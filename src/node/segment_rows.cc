@@ -255,7 +255,9 @@ Result<bool> SegmentRows::NextBatch(const std::vector<bool>* used, exec::Batch* 
       col.Clear();
       col.AppendNulls(n);
     } else if (whole) {
-      col.Share(std::shared_ptr<const exec::Vector>(image_, &src.cols[c]));  // no copy
+      size_t at = pos_ / exec::kBatchRows * image_->width + c;
+      bool no_nulls = at < image_->nulls_in.size() && !image_->nulls_in[at];
+      col.Share(std::shared_ptr<const exec::Vector>(image_, &src.cols[c]), no_nulls);  // no copy
     } else {
       col.Clear();
       col.Gather(src.cols[c], sel_.data(), n);

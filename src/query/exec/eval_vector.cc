@@ -302,7 +302,8 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
   if (f == plan::Func::kLength) {
     if (const TextDictionary* d = in.dictionary(); d && d->codes.size() >= n && d->values.size() == 1) {
       // One value in every row: one length, kept as a constant (written out if read per row).
-      std::vector<uint8_t> nulls(in.nulls(), in.nulls() + n);
+      std::vector<uint8_t> nulls = in.HasNulls() ? std::vector<uint8_t>(in.nulls(), in.nulls() + n)
+                                                 : std::vector<uint8_t>(n, 0);
       PackedInts one;
       one.base = static_cast<uint64_t>(Utf8Chars(d->values[0]));
       out->InitPacked(TypeId::kInt32, n, std::move(nulls), one, nullptr);

@@ -53,6 +53,7 @@ std::string_view TextArena::Copy(std::string_view s) {
 }
 
 bool Vector::HasNulls() const {
+  if (shared_ && shared_no_nulls_) return false;
   const auto& null = Src().null_;
   return !null.empty() && std::memchr(null.data(), 1, null.size()) != nullptr;
 }
@@ -101,14 +102,18 @@ void Vector::Clear() {
   encoding_.reset();
 }
 
-void Vector::Share(std::shared_ptr<const Vector> src) {
-  if (src->shared_) src = src->shared_;
+void Vector::Share(std::shared_ptr<const Vector> src, bool no_nulls) {
+  if (src->shared_) {
+    no_nulls = no_nulls || src->shared_no_nulls_;
+    src = src->shared_;
+  }
   if (src->texts_pending_) src->LayOutTexts();  // its readers then only read
   if (src->ints_pending_) src->LayOutInts();
   Clear();
   phys_ = src->phys_;
   type_ = src->type_;
   shared_ = std::move(src);
+  shared_no_nulls_ = no_nulls;
 }
 
 void Vector::Unshare() {
@@ -304,6 +309,7 @@ Vector::Vector(const Vector& o)
       boxed_(o.boxed_),
       kept_(o.kept_),
       shared_(o.shared_),
+      shared_no_nulls_(o.shared_no_nulls_),
       dict_(o.dict_),
       encoding_(o.encoding_) {
   if (o.arena_) kept_.push_back(o.arena_);

@@ -185,8 +185,9 @@ class Vector {
   uint8_t* mutable_nulls() { return Own().null_.data(); }
 
   // Reads src's elements in place until this vector is changed (which copies them first).
+  // `no_nulls`: the caller knows src holds no NULL (HasNulls then reads none of its flags).
   // REQUIRES: nobody changes *src while it is shared; src is not this vector.
-  void Share(std::shared_ptr<const Vector> src);
+  void Share(std::shared_ptr<const Vector> src, bool no_nulls = false);
   bool shared() const { return shared_ != nullptr; }
 
   // The dictionary of a text vector's values, if one was attached (nullptr otherwise); any
@@ -260,6 +261,7 @@ class Vector {
   std::shared_ptr<TextArena> arena_;                   // this vector's own text bytes
   std::vector<std::shared_ptr<const TextArena>> kept_;  // other vectors' arenas it points into
   std::shared_ptr<const Vector> shared_;                // set: the elements are its (arrays empty)
+  bool shared_no_nulls_ = false;                        // with shared_: it holds no NULL (Share)
   std::shared_ptr<const TextDictionary> dict_;
   std::shared_ptr<const std::string> encoding_;
 };
