@@ -319,10 +319,8 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   // it as it is.
   image->nulls_in.reserve(image->batches.size() * image->width);
   for (auto& b : image->batches) {
-    for (auto& c : b.cols) image->nulls_in.push_back(c.HasNulls());
-  }
-  for (auto& b : image->batches) {
     for (auto& c : b.cols) {
+      image->nulls_in.push_back(c.HasNulls());
       if (auto d = exec::FindDictionary(c, b.rows, kImageDictionaryValues)) c.AttachDictionary(std::move(d));
       // (Doubles, decimals and texts without a dictionary take more: not tried.)
       if (c.phys() != exec::PhysType::kInt && c.phys() != exec::PhysType::kEmpty && !c.dictionary()) continue;

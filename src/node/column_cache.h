@@ -68,9 +68,7 @@ struct SegmentImage {
   // Whether [a, b) ("" = unbounded) lies within the range it holds. A reader that checked
   // the segment's range before taking the image must check again: the segment may have split
   // in between, and an image built since holds only the part that stayed.
-  bool Covers(std::string_view a, std::string_view b) const {
-    return a >= lo && (hi.empty() || (!b.empty() && b <= hi));
-  }
+  bool Covers(std::string_view a, std::string_view b) const { return storage::RangeCovers(lo, hi, a, b); }
 
   std::string_view key(size_t i) const {
     size_t begin = i == 0 ? 0 : key_ends[i - 1];

@@ -30,6 +30,13 @@ void ExpectPushedAnswersAsWhole(const char* q, bool roundtrip, const plan::PushD
   }
 }
 
+// wattdb_pushdown = scan: only scans, filters and projections go to the nodes.
+plan::PushDownOptions ScanOnly() {
+  plan::PushDownOptions o{[](const plan::PlanNode&) { return true; }};
+  o.blocking = false;
+  return o;
+}
+
 TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
   const char* queries[] = {
       "SELECT count(*), sum(v), avg(v), min(grp), max(d), count(v), avg(d), sum(d) FROM t",
@@ -66,8 +73,7 @@ TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
 // count every row once, skip NULLs, and keep the sign.
 TEST(Select, AggregatesWithoutGroupsCountEveryRowOfEveryBatchLength) {
   MemCatalog cat;
-  plan::PushDownOptions scan_only{[](const plan::PlanNode&) { return true; }};
-  scan_only.blocking = false;
+  plan::PushDownOptions scan_only = ScanOnly();
   // As received from nodes too: only scans and projections there, the columns aggregated as
   // they arrive (w, in no order, still packed: offsets of 1 or 2 bytes a row from a base,
   // negative in most batches; keys and v as differences, unpacked).
@@ -110,8 +116,7 @@ TEST(Select, AggregatesWithoutGroupsCountEveryRowOfEveryBatchLength) {
 // splits still does, its partial half over each segment's rows apart (a Gather, run in place
 // by a provider without threads), with the answers of the whole plan.
 TEST(Select, ScanOnlyPushdownGathersTheAggregationsPartialHalf) {
-  plan::PushDownOptions scan_only{[](const plan::PlanNode&) { return true; }};
-  scan_only.blocking = false;
+  plan::PushDownOptions scan_only = ScanOnly();
   const char* queries[] = {
       "SELECT count(*), sum(v), avg(v), min(grp), max(d), count(v), avg(d), sum(d) FROM t",
       "SELECT grp, count(*), sum(v), avg(id), min(d), max(v) FROM t WHERE id % 7 <> 3 GROUP BY grp ORDER BY grp",

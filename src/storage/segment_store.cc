@@ -114,12 +114,6 @@ rocksdb::Options BaseOptions(rocksdb::Env* env) {
 
 std::string SegmentCfName(SegmentId id) { return fmt::format("seg_{}", id); }
 
-bool SegmentMeta::Covers(std::string_view a, std::string_view b) const {
-  if (a < lo) return false;
-  if (hi.empty()) return true;
-  return !b.empty() && b <= hi;
-}
-
 SegmentScanner::~SegmentScanner() {
   // A point lookup of a key that is written often (it has older versions) leaves what it
   // learned for the next one, if nothing was written to the segment since its view was

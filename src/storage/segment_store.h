@@ -41,6 +41,11 @@ class Snapshot;
 
 namespace wattdb::storage {
 
+// True if the key range [a, b) lies inside [lo, hi) ("" = unbounded, at either end).
+inline bool RangeCovers(std::string_view lo, std::string_view hi, std::string_view a, std::string_view b) {
+  return a >= lo && (hi.empty() || (!b.empty() && b <= hi));
+}
+
 struct SegmentMeta {
   SegmentId id = 0;
   TableId table = 0;
@@ -52,7 +57,7 @@ struct SegmentMeta {
     return key >= lo && (hi.empty() || key < hi);
   }
   // True if [a, b) lies inside [lo, hi).
-  bool Covers(std::string_view a, std::string_view b) const;
+  bool Covers(std::string_view a, std::string_view b) const { return RangeCovers(lo, hi, a, b); }
 };
 
 struct SegmentCounters {
