@@ -186,9 +186,20 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
     bool refresh = false;
     if (e.image && warm) {
       // An image whose recording of later commits has grown is built anew if it is read (reads
-      // merge fewer rows, and the recording stays within its bound), dropped if not.
-      if (e.building || seg->recent_bytes() < kRefreshBytes) return e.image;
-      if (clock_.NowMicros() - e.last_use >= kIdleMicros) {
+      // merge fewer rows, and the recording stays within its bound), dropped if not. So is one
+      // whose segment went quiet with kQuietRefreshBytes of commits recorded: every read would
+      // look them up until the next commit; one build takes them in.
+      size_t recorded = seg->recent_bytes();
+      if (e.building || recorded == 0) return e.image;
+      int64_t now = clock_.NowMicros();
+      if (e.seen_version != version) {
+        e.seen_version = version;
+        e.seen_at = now;
+      }
+      bool idle = now - e.last_use >= kIdleMicros;
+      bool quiet = now - e.seen_at >= quiet_micros_;
+      if (recorded < kRefreshBytes && (idle || !quiet || recorded < kQuietRefreshBytes)) return e.image;
+      if (idle) {
         DropImageLocked(e);
         return std::shared_ptr<const SegmentImage>();
       }

@@ -101,6 +101,9 @@ class ColumnCache {
   // Warm builds an image anew once its segment's recording of later commits holds this much
   // (half of what ends a recording: storage::RecentVersions::kMaxBytes).
   static constexpr size_t kRefreshBytes = storage::RecentVersions::kMaxBytes / 2;
+  // ... and once its segment is quiet with this much recorded (a trickle of commits to a
+  // segment read all the time does not rebuild its image after each).
+  static constexpr size_t kQuietRefreshBytes = kRefreshBytes / 16;
 
   // budget_bytes 0 turns the cache off.
   ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock& clock = Clock::Real());
@@ -114,10 +117,11 @@ class ColumnCache {
                                                   Timestamp read_ts, bool may_build);
   ColumnCacheStats stats() const;
   // Builds images for up to `max_builds` segments written, split off or moved in since the
-  // node started (Segment::data_version above 0) that are
-  // quiet and have none (as a whole-segment scan would, within the budget); observes the
-  // others' data versions, so a segment it sees unchanged for quiet_micros is quiet. Counts
-  // no hits or misses. Returns the images built.
+  // node started (Segment::data_version above 0) that are quiet and have none (as a
+  // whole-segment scan would, within the budget), and anew for read images whose recording
+  // of later commits passed kRefreshBytes, or kQuietRefreshBytes with the segment quiet;
+  // observes the others' data versions, so a segment it sees unchanged for quiet_micros is
+  // quiet. Counts no hits or misses. Returns the images built.
   Result<int> Warm(storage::SegmentStore& store, int max_builds);
   // Tests: runs at the start of each Get (without the cache's lock).
   void set_before_get_for_test(std::function<void()> f) { before_get_ = std::move(f); }

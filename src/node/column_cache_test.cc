@@ -593,6 +593,53 @@ TEST_F(ColumnCacheTest, WarmRefreshesAnImageWhoseRecordingGrew) {
   EXPECT_EQ(seg->recent_bytes(), 0u);
 }
 
+// A read image whose segment went quiet with kQuietRefreshBytes recorded is built anew (the
+// recording then starts empty); a smaller recording, or one still growing, is kept.
+TEST_F(ColumnCacheTest, WarmRefreshesAnImageWhoseSegmentWentQuietAfterCommits) {
+  constexpr int64_t kQuiet = 1000;
+  Put(0, 3000, 10);
+  ColumnCache cache(256 << 20, kQuiet, clock_);
+  bool columnar = false;
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 3000));  // sees the segment's version
+  clock_.Advance(kQuiet);
+  EXPECT_EQ(Scan(&cache, 20, &columnar), Range(0, 3000));
+  ASSERT_TRUE(columnar);
+  storage::SegmentRef seg = *store_->Get(1);
+  Timestamp ts = 20;
+  auto update = [&](size_t until_bytes) {  // rewrites rows 0, 1, ... until the recording holds until_bytes
+    for (int k = 0; seg->recent_bytes() < until_bytes; k++) {
+      storage::WriteOp op;
+      op.segment = 1;
+      op.key = Key(k % 3000);
+      EncodeRow({Value::Int64(k % 3000), Value::Text(std::string(200, 'u')), Value::Double(k % 3000 * 1.5)}, &op.row);
+      ASSERT_TRUE(store_->Apply(++ts, {op}).ok());
+    }
+  };
+  auto warm_quiet = [&] {  // two rounds, the segment unchanged for kQuiet between them
+    ASSERT_TRUE(cache.Warm(*store_, 2).ok());
+    clock_.Advance(kQuiet);
+    ASSERT_TRUE(cache.Warm(*store_, 2).ok());
+  };
+  update(ColumnCache::kQuietRefreshBytes / 2);
+  warm_quiet();
+  EXPECT_EQ(cache.stats().builds, 1u) << "a small recording is kept";
+  update(ColumnCache::kQuietRefreshBytes);
+  ASSERT_TRUE(cache.Warm(*store_, 2).ok());
+  update(ColumnCache::kQuietRefreshBytes + 4096);  // commits between rounds: not quiet
+  clock_.Advance(kQuiet);
+  ASSERT_TRUE(cache.Warm(*store_, 2).ok());
+  EXPECT_EQ(cache.stats().builds, 1u) << "still being written";
+  clock_.Advance(kQuiet);
+  ASSERT_TRUE(cache.Warm(*store_, 2).ok());
+  EXPECT_EQ(cache.stats().builds, 2u) << "quiet with commits recorded";
+  EXPECT_EQ(seg->recent_bytes(), 0u);
+  EXPECT_EQ(cache.stats().images, 1u);
+  EXPECT_EQ(Scan(&cache, ts, &columnar), Range(0, 3000));
+  EXPECT_TRUE(columnar);
+  warm_quiet();
+  EXPECT_EQ(cache.stats().builds, 2u) << "nothing recorded since";
+}
+
 // Past the budget, images that were read recently stay and no new ones are built (a table
 // larger than the budget must not rebuild all its images on every scan); idle ones give way.
 TEST_F(ColumnCacheTest, PastTheBudgetOnlyIdleImagesGiveWay) {

@@ -55,10 +55,14 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
     if (s->image_ && !s->image_->Covers(req.lo, req.hi)) {
       return Status::Stale(fmt::format("segment {} no longer covers the requested range (it split)", req.segment));
     }
-    if (s->image_ && !s->ReadRecent(req)) s->image_.reset();
     if (s->image_) {
       s->pos_ = s->image_->LowerBound(req.lo);
       s->end_ = req.hi.empty() ? s->image_->rows : s->image_->LowerBoundFrom(s->pos_, req.hi);
+      // A key the image holds is a stored key: the point range holds it alone.
+      bool lo_alone = point && s->pos_ < s->end_ && s->image_->key(s->pos_) == req.lo;
+      if (!s->ReadRecent(req, lo_alone)) s->image_.reset();
+    }
+    if (s->image_) {
       if (point) s->SeeImageRow(req.lo, seq);
       return s;
     }
@@ -145,10 +149,10 @@ Result<bool> SegmentRows::Visit(size_t max_rows, size_t max_bytes, const storage
   return more;
 }
 
-bool SegmentRows::ReadRecent(const ScanRequest& req) {
+bool SegmentRows::ReadRecent(const ScanRequest& req, bool lo_alone) {
   // With the recording over, the image still answers if nothing was committed since it was
   // built: a commit at or below read_ts was applied before this read began.
-  if (!seg_->RecentAt(image_->data_version, req.lo, req.hi, req.read_ts, &recent_)) {
+  if (!seg_->RecentAt(image_->data_version, req.lo, req.hi, req.read_ts, &recent_, lo_alone)) {
     return seg_->data_version() == image_->data_version;
   }
   for (const auto& r : recent_) {

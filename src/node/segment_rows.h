@@ -59,8 +59,9 @@ class SegmentRows {
   bool Hidden(const storage::ScanRow& r) const;
   // Columnar: reads the versions committed since image_ was built that the request sees
   // (Segment::RecentAt) into recent_. False if the image cannot answer with them (their
-  // recording ended, or a row of another width).
-  bool ReadRecent(const ScanRequest& req);
+  // recording ended, or a row of another width). `lo_alone`: the request's range holds the
+  // stored key req.lo alone.
+  bool ReadRecent(const ScanRequest& req, bool lo_alone);
   // Columnar point lookups: seen_ from the recording or the image (`seq`: the segment's
   // write_seq() from before either was read).
   void SeeImageRow(const std::string& key, uint64_t seq);

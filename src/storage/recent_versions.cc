@@ -16,27 +16,39 @@ void RecentVersions::Record(std::string_view key, Timestamp ts, bool deleted, st
     return;
   }
   bytes_ += cost;
-  auto it = keys_.find(key);
-  if (it == keys_.end()) it = keys_.emplace(std::string(key), std::vector<Version>()).first;
-  it->second.push_back(Version{ts, deleted, deleted ? std::string() : std::string(row)});
+  auto at = index_.find(key);
+  if (at == index_.end()) {
+    auto& entry = *keys_.emplace(std::string(key), Versions()).first;
+    at = index_.emplace(std::string_view(entry.first), &entry).first;
+  }
+  at->second->second.push_back(Version{ts, deleted, deleted ? std::string() : std::string(row)});
+}
+
+void RecentVersions::AppendVisible(const std::string& key, const Versions& vs, Timestamp read_ts,
+                                   std::vector<RecentRow>* out) {
+  for (auto v = vs.rbegin(); v != vs.rend(); ++v) {
+    if (v->ts > read_ts) continue;
+    out->push_back(RecentRow{key, v->deleted, v->row});
+    return;
+  }
 }
 
 void RecentVersions::VisibleAt(std::string_view lo, std::string_view hi, Timestamp read_ts,
                                std::vector<RecentRow>* out) const {
   for (auto it = keys_.lower_bound(lo); it != keys_.end() && (hi.empty() || it->first < hi); ++it) {
-    const std::vector<Version>& vs = it->second;
-    for (auto v = vs.rbegin(); v != vs.rend(); ++v) {
-      if (v->ts > read_ts) continue;
-      out->push_back(RecentRow{it->first, v->deleted, v->row});
-      break;
-    }
+    AppendVisible(it->first, it->second, read_ts, out);
   }
 }
 
+void RecentVersions::VisibleAt(std::string_view key, Timestamp read_ts, std::vector<RecentRow>* out) const {
+  auto at = index_.find(key);
+  if (at != index_.end()) AppendVisible(at->second->first, at->second->second, read_ts, out);
+}
+
 bool RecentVersions::Latest(std::string_view key, Timestamp* ts, bool* deleted, std::string* row) const {
-  auto it = keys_.find(key);
-  if (it == keys_.end()) return false;
-  const Version& v = it->second.back();
+  auto at = index_.find(key);
+  if (at == index_.end()) return false;
+  const Version& v = at->second->second.back();
   *ts = v.ts;
   *deleted = v.deleted;
   if (!v.deleted) *row = v.row;

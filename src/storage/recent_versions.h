@@ -19,6 +19,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/mvcc.h"
@@ -51,6 +52,7 @@ class RecentVersions {
   void Disarm() {
     total_bytes_.fetch_sub(bytes_);
     armed_ = false;
+    index_.clear();
     keys_.clear();
     bytes_ = 0;
   }
@@ -67,6 +69,9 @@ class RecentVersions {
   // unbounded) has at `read_ts`: its newest recorded one at or below read_ts. Keys with no
   // such version are left out (the base state answers for them).
   void VisibleAt(std::string_view lo, std::string_view hi, Timestamp read_ts, std::vector<RecentRow>* out) const;
+  // The same for a range that holds `key` alone (a stored key: keys are prefix-free), found
+  // by hashing instead of a walk down the ordered keys.
+  void VisibleAt(std::string_view key, Timestamp read_ts, std::vector<RecentRow>* out) const;
   // The newest recorded version of `key`: its timestamp, whether it deletes, its row (if
   // live). False if none was recorded.
   bool Latest(std::string_view key, Timestamp* ts, bool* deleted, std::string* row) const;
@@ -80,7 +85,12 @@ class RecentVersions {
   bool armed_ = false;
   uint64_t base_ = 0;
   size_t bytes_ = 0;
-  std::map<std::string, std::vector<Version>, std::less<>> keys_;  // versions oldest first
+  using Versions = std::vector<Version>;  // oldest first
+  // The newest of `vs` at or below read_ts, if any, appended to `out` as key's.
+  static void AppendVisible(const std::string& key, const Versions& vs, Timestamp read_ts, std::vector<RecentRow>* out);
+  std::map<std::string, Versions, std::less<>> keys_;
+  // keys_ by key, for point lookups (views of keys_'s keys, which stay put).
+  std::unordered_map<std::string_view, std::pair<const std::string, Versions>*> index_;
   static std::atomic<size_t> total_bytes_;
   static std::atomic<size_t> total_budget_;
 };

@@ -38,10 +38,14 @@ bool Segment::RecentCovers(uint64_t base) const {
 }
 
 bool Segment::RecentAt(uint64_t base, std::string_view lo, std::string_view hi, Timestamp read_ts,
-                       std::vector<RecentRow>* out) const {
+                       std::vector<RecentRow>* out, bool lo_alone) const {
   std::lock_guard<std::mutex> l(change_mu_);
   if (!recent_.Covers(base)) return false;
-  recent_.VisibleAt(lo, hi, read_ts, out);
+  if (lo_alone) {
+    recent_.VisibleAt(lo, read_ts, out);
+  } else {
+    recent_.VisibleAt(lo, hi, read_ts, out);
+  }
   return true;
 }
 

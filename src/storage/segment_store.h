@@ -142,8 +142,9 @@ class Segment {
   bool RecentCovers(uint64_t base) const;
   // If RecentCovers(base): appends the recorded keys of [lo, hi) as a reader at read_ts sees
   // them (RecentVersions::VisibleAt) and returns true; false otherwise (nothing appended).
+  // `lo_alone`: the caller knows lo to be a stored key, so the range holds it alone.
   bool RecentAt(uint64_t base, std::string_view lo, std::string_view hi, Timestamp read_ts,
-                std::vector<RecentRow>* out) const;
+                std::vector<RecentRow>* out, bool lo_alone = false) const;
   // If RecentCovers(base): the newest recorded version of `key` (found false if none; *row
   // its row if live) and true; false otherwise.
   bool RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest, std::string* row) const;

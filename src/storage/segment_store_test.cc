@@ -238,6 +238,20 @@ TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange
   EXPECT_EQ(at(30), (std::vector<std::string>{K(1) + "-", K(2) + "+" + R(2, "xx")}));
   EXPECT_EQ(at(30, K(2)), std::vector<std::string>{K(2) + "+" + R(2, "xx")});
   EXPECT_EQ(at(30, "", K(2)), std::vector<std::string>{K(1) + "-"});
+  // One stored key, found by hash: what the walk of its range finds.
+  auto key_at = [&](Timestamp ts, int64_t k) {
+    std::vector<RecentRow> rows;
+    EXPECT_TRUE(seg->RecentAt(base, K(k), PrefixSuccessor(K(k)), ts, &rows, /*lo_alone=*/true));
+    std::vector<std::string> out;
+    for (const auto& r : rows) out.push_back(r.key + (r.deleted ? "-" : "+" + r.row));
+    EXPECT_EQ(out, at(ts, K(k), PrefixSuccessor(K(k))));
+    return out;
+  };
+  EXPECT_EQ(key_at(21, 2), std::vector<std::string>{K(2) + "+" + R(2, "x")});
+  EXPECT_EQ(key_at(30, 2), std::vector<std::string>{K(2) + "+" + R(2, "xx")});
+  EXPECT_EQ(key_at(30, 1), std::vector<std::string>{K(1) + "-"});
+  EXPECT_EQ(key_at(20, 1), std::vector<std::string>{}) << "recorded, but not yet at 20";
+  EXPECT_EQ(key_at(30, 7), std::vector<std::string>{}) << "never recorded";
   std::vector<RecentRow> rows;
   EXPECT_FALSE(seg->RecentAt(base + 1, "", "", 30, &rows)) << "a recording from another base";
   put(3, 30);
@@ -248,6 +262,9 @@ TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange
   EXPECT_EQ(seg->recent_bytes(), 0u);
   // Past RecentVersions::kMaxBytes the recording ends too.
   const uint64_t again = seg->ArmRecent();
+  rows.clear();
+  EXPECT_TRUE(seg->RecentAt(again, K(1), PrefixSuccessor(K(1)), 50, &rows, /*lo_alone=*/true));
+  EXPECT_TRUE(rows.empty()) << "recorded before the recording began again";
   size_t written = 0;
   for (int64_t k = 10; written <= RecentVersions::kMaxBytes; k++, written += 1 << 20) put(1, 40 + k, 1 << 20);
   EXPECT_FALSE(seg->RecentCovers(again));
