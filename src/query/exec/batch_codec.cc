@@ -22,7 +22,12 @@ enum Layout : uint8_t {
   kPacked = 3,       // integers: each row's offset from the smallest value
   kPackedDelta = 4,  // integers: each row's difference from the non-NULL row before, as an
                      // offset from the smallest difference (after the value before the first)
+  kBits = 5,         // kPacked with entries of fewer bits than whole bytes would take
+  kBitsDelta = 6,    // kPackedDelta so
 };
+bool IsIntLayout(uint8_t l) { return l == kPacked || l == kPackedDelta || l == kBits || l == kBitsDelta; }
+bool IsDelta(uint8_t l) { return l == kPackedDelta || l == kBitsDelta; }
+bool IsBits(uint8_t l) { return l == kBits || l == kBitsDelta; }
 // What follows a column's types: no NULL bitmap (no NULLs), one bit a row, or nothing
 // because every row is NULL (a column the reader does not need, a kEmpty vector).
 enum NullFlag : uint8_t { kNoNulls = 0, kNullBitmap = 1, kAllNull = 2 };
@@ -88,8 +93,9 @@ struct Range {
 };
 
 // Integers go as offsets from their smallest value, or as differences from the non-NULL row
-// before when those span fewer bytes (keys in order, timestamps near each other). NULL rows
-// have entry 0: the smallest value, or no change for the differences.
+// before when those span fewer bits (keys in order, timestamps near each other); in entries
+// of whole bytes if that wastes no bits, else of as many bits as the widest needs (up to
+// kMaxBitEntry). NULL rows have entry 0: the smallest value, or no change for the differences.
 void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::string* out) {
   if (const PackedInts* p = v.packed(); p && !nulls && rows == v.size()) {  // as it lies (a constant: no entries)
     w.U8(kPacked);
@@ -120,29 +126,38 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
     prev = i;
   }
   if (diffs.lo > diffs.hi) diffs = {0, 0};  // one value
-  uint8_t width = WidthOf(values.span());
-  uint8_t dwidth = WidthOf(diffs.span());
-  bool delta = dwidth < width;
+  const bool delta = std::bit_width(diffs.span()) < std::bit_width(values.span());
+  const uint64_t span = delta ? diffs.span() : values.span();
+  const auto bits = static_cast<uint8_t>(std::bit_width(span));
+  const uint8_t width = WidthOf(span);
+  const bool bitwise = bits % 8 != 0 && bits < kMaxBitEntry;
   // The value "before" the first is such that the first's difference is the smallest one.
   const auto base = static_cast<uint64_t>(delta ? diffs.lo : values.lo);
   const uint64_t start = u(first) - base;
-  w.U8(delta ? kPackedDelta : kPacked);
-  w.U8(delta ? dwidth : width);
+  w.U8(bitwise ? (delta ? kBitsDelta : kBits) : (delta ? kPackedDelta : kPacked));
+  w.U8(bitwise ? bits : width);
   if (delta) w.U64(start);
   w.U64(base);
-  if (!nulls && delta) {
-    Pack(rows, dwidth, out, [&](size_t i) { return (i == 0 ? 0 : u(i) - u(i - 1) - base); });
-  } else if (!nulls) {
+  if (!nulls && !bitwise && delta) {
+    Pack(rows, width, out, [&](size_t i) { return (i == 0 ? 0 : u(i) - u(i - 1) - base); });
+  } else if (!nulls && !bitwise) {
     Pack(rows, width, out, [&](size_t i) { return u(i) - base; });
   } else {
     std::vector<uint64_t> e(rows, 0);
     uint64_t prev = start;
     for (size_t i = first; i < rows; i++) {
-      if (null[i]) continue;
+      if (is_null(i)) continue;
       e[i] = delta ? u(i) - prev - base : u(i) - base;
       prev = u(i);
     }
-    Pack(rows, delta ? dwidth : width, out, [&](size_t i) { return e[i]; });
+    if (bitwise) {
+      const size_t at = out->size(), bytes = BitEntryBytes(rows, bits);
+      out->resize(at + bytes + 8);
+      PackBitEntries(e.data(), rows, bits, out->data() + at);
+      out->resize(at + bytes);
+    } else {
+      Pack(rows, width, out, [&](size_t i) { return e[i]; });
+    }
   }
 }
 
@@ -155,13 +170,24 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
 }
 
 // Reads a packed integer column's header and entries (its layout byte read); *start is the
-// first value of a kPackedDelta column. False if malformed.
-bool ReadPacked(ByteReader& r, uint8_t layout, size_t rows, PackedInts* p, uint64_t* start) {
+// first value of a delta layout's column. Entries of bits (kBits, kBitsDelta) are left so:
+// p->entries points at them, *bits is their size, p->width the one they unpack to (*bits is
+// 0 for whole-byte entries). False if malformed.
+bool ReadPacked(ByteReader& r, uint8_t layout, size_t rows, PackedInts* p, uint8_t* bits, uint64_t* start) {
   std::string_view entries;
-  if (!r.U8(&p->width) || (p->width != 0 && p->width != 1 && p->width != 2 && p->width != 4 && p->width != 8) ||
-      (layout == kPackedDelta && !r.U64(start)) || !r.U64(&p->base) || !r.Bytes(rows * p->width, &entries)) {
-    return false;
+  uint8_t size = 0;
+  if (!r.U8(&size)) return false;
+  if (IsBits(layout)) {
+    if (size == 0 || size > kMaxBitEntry) return false;
+    *bits = size;
+    p->width = BitEntryWidth(size);
+  } else {
+    if (size != 0 && size != 1 && size != 2 && size != 4 && size != 8) return false;
+    *bits = 0;
+    p->width = size;
   }
+  const size_t bytes = *bits ? BitEntryBytes(rows, *bits) : rows * p->width;
+  if ((IsDelta(layout) && !r.U64(start)) || !r.U64(&p->base) || !r.Bytes(bytes, &entries)) return false;
   p->entries = entries.data();
   return true;
 }
@@ -170,11 +196,17 @@ bool ReadPacked(ByteReader& r, uint8_t layout, size_t rows, PackedInts* p, uint6
 // (`null`, or none) get 0; false if malformed.
 bool DecodeInts(ByteReader& r, uint8_t layout, size_t rows, const uint8_t* null, int64_t* out) {
   PackedInts p;
+  uint8_t bits = 0;
   uint64_t start = 0;
-  if (!ReadPacked(r, layout, rows, &p, &start)) return false;
-  UnpackInts(p, rows, out);
+  if (!ReadPacked(r, layout, rows, &p, &bits, &start)) return false;
   auto* x = reinterpret_cast<uint64_t*>(out);
-  if (layout == kPackedDelta) {
+  if (bits) {
+    UnpackBitEntries(p.entries, rows, bits, 8, reinterpret_cast<char*>(out));
+    for (size_t i = 0; i < rows; i++) x[i] += p.base;
+  } else {
+    UnpackInts(p, rows, out);
+  }
+  if (IsDelta(layout)) {
     uint64_t prev = start;
     if (null) {
       for (size_t i = 0; i < rows; i++) {
@@ -317,13 +349,22 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
   }
   if (p == PhysType::kInt || p == PhysType::kDouble) {
     uint8_t layout = 0;
-    if (p == PhysType::kInt && (!r.U8(&layout) || (layout != kPacked && layout != kPackedDelta))) return bad();
-    if (layout == kPacked && in_owner) {
-      // Offsets stay where they lie until something reads the values (Vector::packed).
+    if (p == PhysType::kInt && (!r.U8(&layout) || !IsIntLayout(layout))) return bad();
+    if ((layout == kPacked || layout == kBits) && in_owner) {
+      // Offsets stay where they lie until something reads the values (Vector::packed); bit
+      // entries are widened to whole bytes first.
       PackedInts packed;
-      if (!ReadPacked(r, layout, rows, &packed, nullptr)) return bad();
+      uint8_t bits = 0;
+      if (!ReadPacked(r, layout, rows, &packed, &bits, nullptr)) return bad();
       if (has_nulls) null.resize(rows);
-      v->InitPacked(t, rows, std::move(null), packed, in_owner);
+      std::shared_ptr<const TextArena> owner = in_owner;
+      if (bits) {
+        std::shared_ptr<char[]> widened(new char[rows * packed.width]);
+        UnpackBitEntries(packed.entries, rows, bits, packed.width, widened.get());
+        packed.entries = widened.get();
+        owner = std::make_shared<TextArena>(std::shared_ptr<const void>(widened, widened.get()));
+      }
+      v->InitPacked(t, rows, std::move(null), packed, std::move(owner));
       return Status::OK();
     }
     // Every row's entry straight into the array; NULL rows' entries then set to zero.

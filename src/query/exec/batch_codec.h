@@ -1,7 +1,8 @@
 // Column batches on the wire: what a plan fragment on a node sends to the master. Each column
 // travels as its physical type: a NULL bitmap, then its values: integers as fixed-width
 // offsets from their smallest value, or from the smallest difference between neighbours when
-// that is narrower (0-8 bytes a row: keys in order take none), one entry per row; raw doubles,
+// that is narrower (0-8 bytes a row: keys in order take none; 1-31 bits instead where whole
+// bytes would waste some), one entry per row; raw doubles,
 // one per row; the non-NULL values of other types (128-bit decimals with their scale; texts
 // length-prefixed, or as a dictionary and one byte per value when a column has few distinct
 // values, no byte when it has one; boxed values in the row format). Decoding never reads past its input and checks

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace wattdb::exec {
 
@@ -83,6 +84,75 @@ uint64_t SumEntries(const PackedInts& p, size_t n) {
     case 8: return SumAs<uint64_t>(p.entries, n);
     default: return 0;
   }
+}
+
+namespace {
+
+// Entries of B bits (a constant, so each of eight entries' shift is one too): eight entries
+// take B bytes, read as whole 64-bit words where the input lasts, the rest from a padded copy.
+template <int B, typename U>
+void UnpackBitsAs(const char* __restrict in, size_t rows, char* __restrict out) {
+  constexpr uint64_t kMask = (uint64_t{1} << B) - 1;
+  const size_t bytes = BitEntryBytes(rows, B);
+  auto group = [&](const char* g, size_t first, size_t n) {  // entries [first, first + n), the first at g
+    for (size_t j = 0; j < n; j++) {
+      const size_t at = j * B;
+      uint64_t word;
+      std::memcpy(&word, g + at / 8, 8);
+      auto u = static_cast<U>((word >> (at % 8)) & kMask);
+      std::memcpy(out + (first + j) * sizeof(U), &u, sizeof(U));
+    }
+  };
+  size_t i = 0;
+  for (; i + 8 <= rows && (i / 8) * B + B + 8 <= bytes; i += 8) group(in + (i / 8) * B, i, 8);
+  if (i < rows) {  // fewer than B + 8 bytes left; each entry read with 8 bytes from its first
+    char tail[B + 16] = {};
+    std::memcpy(tail, in + (i / 8) * B, bytes - (i / 8) * B);
+    group(tail, i, rows - i);
+  }
+}
+
+template <int B>
+void UnpackBits(const char* in, size_t rows, uint8_t width, char* out) {
+  switch (width) {
+    case 1: if constexpr (B <= 8) return UnpackBitsAs<B, uint8_t>(in, rows, out); break;
+    case 2: if constexpr (B <= 16) return UnpackBitsAs<B, uint16_t>(in, rows, out); break;
+    case 4: return UnpackBitsAs<B, uint32_t>(in, rows, out);
+    default: return UnpackBitsAs<B, uint64_t>(in, rows, out);
+  }
+}
+
+template <int B>
+void PackBits(const uint64_t* __restrict e, size_t rows, char* __restrict out) {
+  std::memset(out, 0, BitEntryBytes(rows, B) + 8);
+  for (size_t i = 0; i < rows; i++) {
+    const size_t at = i * B;
+    uint64_t word;
+    std::memcpy(&word, out + at / 8, 8);
+    word |= e[i] << (at % 8);  // B + 7 bits at most: within the word
+    std::memcpy(out + at / 8, &word, 8);
+  }
+}
+
+template <int... B>
+void PackBitsOf(std::integer_sequence<int, B...>, const uint64_t* e, size_t rows, uint8_t bits, char* out) {
+  ((bits == B + 1 ? PackBits<B + 1>(e, rows, out) : void()), ...);
+}
+
+template <int... B>
+void UnpackBitsOf(std::integer_sequence<int, B...>, const char* in, size_t rows, uint8_t bits, uint8_t width,
+                  char* out) {
+  ((bits == B + 1 ? UnpackBits<B + 1>(in, rows, width, out) : void()), ...);
+}
+
+}  // namespace
+
+void PackBitEntries(const uint64_t* e, size_t rows, uint8_t bits, char* out) {
+  PackBitsOf(std::make_integer_sequence<int, kMaxBitEntry>(), e, rows, bits, out);
+}
+
+void UnpackBitEntries(const char* in, size_t rows, uint8_t bits, uint8_t width, char* out) {
+  UnpackBitsOf(std::make_integer_sequence<int, kMaxBitEntry>(), in, rows, bits, width, out);
 }
 
 uint64_t MinEntry(const PackedInts& p, size_t n) { return ExtremeEntry<true>(p, n); }

@@ -21,4 +21,18 @@ uint64_t SumEntries(const PackedInts& p, size_t n);
 uint64_t MinEntry(const PackedInts& p, size_t n);
 uint64_t MaxEntry(const PackedInts& p, size_t n);
 
+// Entries of `bits` bits each (1..kMaxBitEntry), row i's at bit i * bits, least significant
+// bit first: what a column batch carries when whole bytes would waste bits.
+constexpr uint8_t kMaxBitEntry = 32;
+// Bytes `rows` entries of `bits` bits take.
+inline size_t BitEntryBytes(size_t rows, uint8_t bits) { return (rows * bits + 7) / 8; }
+// Writes entries e[0..rows) (each below 2^bits) to out[0..BitEntryBytes(rows, bits)).
+// REQUIRES: 8 more bytes writable at out (whole words are written; the extra ones get 0).
+void PackBitEntries(const uint64_t* e, size_t rows, uint8_t bits, char* out);
+// Writes the `bits`-bit entries at `in` (BitEntryBytes(rows, bits) bytes) as `width`-byte
+// entries (1, 2, 4 or 8, at least BitEntryWidth(bits)) to out[0..rows * width).
+void UnpackBitEntries(const char* in, size_t rows, uint8_t bits, uint8_t width, char* out);
+// The byte width UnpackBitEntries writes `bits`-bit entries in.
+inline uint8_t BitEntryWidth(uint8_t bits) { return bits <= 8 ? 1 : bits <= 16 ? 2 : 4; }
+
 }  // namespace wattdb::exec

@@ -341,6 +341,11 @@ void ExpectSameBatch(const Batch& want, const Batch& got) {
 void RoundTrip(const Batch& b, std::string* enc, Batch* d) {
   enc->clear();
   EncodeBatch(b, enc);
+  // Decoded into arrays of its own, and where it lies (offsets kept packed, in the frame).
+  auto frame = std::make_shared<std::string>(*enc);
+  Batch in_frame;
+  ASSERT_TRUE(DecodeBatch(*frame, &in_frame, std::make_shared<TextArena>(frame)).ok());
+  ExpectSameBatch(b, in_frame);
   ASSERT_TRUE(DecodeBatch(*enc, d).ok());
   ExpectSameBatch(b, *d);
 }
@@ -445,16 +450,18 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
 // Integers travel as fixed-width offsets from the smallest value or the smallest difference,
 // whichever is narrower: a key in order or a constant takes no bytes a row, each range the
 // next width up; every value comes back, and NULL rows decode with a zero entry.
-TEST(BatchCodec, IntegersTravelAsTheNarrowestFixedWidthOffsets) {
+// Offsets take as many bits as the widest needs, whole bytes from kMaxBitEntry bits on.
+TEST(BatchCodec, IntegersTravelAsTheNarrowestOffsets) {
   struct Case {
     int64_t lo, span;  // values lo + a random offset in [0, span]; the first row lo, the last lo + span
     bool ordered;      // values lo + i instead
-    size_t width;
+    size_t bits;       // a row's entry
   };
   const Case cases[] = {
-      {42, 0, false, 0},           {-5, 0, true, 0},           {-3, 255, false, 1},
-      {100, 256, false, 2},        {0, 65535, false, 2},       {-70000, 65536, false, 4},
-      {7, 0xffffffffLL, false, 4}, {7, 0x100000000LL, false, 8}, {INT64_MIN, -1, false, 8},
+      {42, 0, false, 0},           {-5, 0, true, 0},             {9, 1, false, 1},
+      {-3, 255, false, 8},         {100, 256, false, 9},         {5, 1023, false, 10},
+      {0, 65535, false, 16},       {-70000, 65536, false, 17},   {7, 0xffffffffLL, false, 32},
+      {7, 0x100000000LL, false, 64}, {INT64_MIN, -1, false, 64},
   };
   const size_t rows = 1000;
   std::mt19937_64 rng(11);
@@ -473,8 +480,8 @@ TEST(BatchCodec, IntegersTravelAsTheNarrowestFixedWidthOffsets) {
     std::string enc;
     Batch d;
     ASSERT_NO_FATAL_FAILURE(RoundTrip(b, &enc, &d));
-    EXPECT_GE(enc.size(), rows * c.width) << c.lo << " " << c.span;
-    EXPECT_LE(enc.size(), rows * c.width + 32) << c.lo << " " << c.span;
+    EXPECT_GE(enc.size(), rows * c.bits / 8) << c.lo << " " << c.span;
+    EXPECT_LE(enc.size(), rows * c.bits / 8 + 32) << c.lo << " " << c.span;
   }
   // NULL rows between ordered values (no difference) and around far-apart values.
   Batch b;
@@ -490,6 +497,37 @@ TEST(BatchCodec, IntegersTravelAsTheNarrowestFixedWidthOffsets) {
   ASSERT_NO_FATAL_FAILURE(RoundTrip(b, &enc, &d));
   for (int c = 0; c < 2; c++) {
     for (int i = 0; i < 100; i += 3) EXPECT_EQ(d.cols[c].ints()[i], 0) << c << "," << i;
+  }
+}
+
+// Entries of every bit size, in batches of sizes that end anywhere in a byte and a word,
+// with and without NULLs, in order (differences) and not, come back as they went.
+TEST(BatchCodec, IntegersOfEveryBitSizeRoundTrip) {
+  std::mt19937_64 rng(5);
+  for (int bits = 1; bits <= 34; bits++) {
+    for (size_t rows : {1, 2, 7, 63, 1001, 4096}) {
+      for (int shape = 0; shape < 3; shape++) {  // random, ordered, random with NULLs
+        Batch b;
+        b.Reset(1);
+        const uint64_t top = (uint64_t{1} << bits) - 1;
+        int64_t prev = -1000;
+        for (size_t i = 0; i < rows; i++) {
+          uint64_t off = i == 0 ? 0 : i == rows - 1 ? top : rng() % (top + 1);
+          if (shape == 2 && i % 5 == 2) {
+            b.cols[0].AppendNull();
+          } else if (shape == 1) {
+            prev += static_cast<int64_t>(off % (top + 1));
+            b.cols[0].Append(Value::Int64(prev));
+          } else {
+            b.cols[0].Append(Value::Int64(-1000 + static_cast<int64_t>(off)));
+          }
+          b.rows++;
+        }
+        std::string enc;
+        Batch d;
+        ASSERT_NO_FATAL_FAILURE(RoundTrip(b, &enc, &d)) << bits << " bits, " << rows << " rows, shape " << shape;
+      }
+    }
   }
 }
 
