@@ -98,10 +98,10 @@ struct Range {
 // kMaxBitEntry). NULL rows have entry 0: the smallest value, or no change for the differences.
 void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::string* out) {
   if (const PackedInts* p = v.packed(); p && !nulls && rows == v.size()) {  // as it lies (a constant: no entries)
-    w.U8(kPacked);
-    w.U8(p->width);
+    w.U8(p->bits ? kBits : kPacked);
+    w.U8(p->bits ? p->bits : p->width);
     w.U64(p->base);
-    out->append(p->entries ? p->entries : "", rows * p->width);
+    out->append(p->entries ? p->entries : "", p->bits ? BitEntryBytes(rows, p->bits) : rows * p->width);
     return;
   }
   const int64_t* x = v.ints();
@@ -351,20 +351,11 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     uint8_t layout = 0;
     if (p == PhysType::kInt && (!r.U8(&layout) || !IsIntLayout(layout))) return bad();
     if ((layout == kPacked || layout == kBits) && in_owner) {
-      // Offsets stay where they lie until something reads the values (Vector::packed); bit
-      // entries are widened to whole bytes first.
+      // Offsets stay where they lie until something reads the values (Vector::packed).
       PackedInts packed;
-      uint8_t bits = 0;
-      if (!ReadPacked(r, layout, rows, &packed, &bits, nullptr)) return bad();
+      if (!ReadPacked(r, layout, rows, &packed, &packed.bits, nullptr)) return bad();
       if (has_nulls) null.resize(rows);
-      std::shared_ptr<const TextArena> owner = in_owner;
-      if (bits) {
-        std::shared_ptr<char[]> widened(new char[rows * packed.width]);
-        UnpackBitEntries(packed.entries, rows, bits, packed.width, widened.get());
-        packed.entries = widened.get();
-        owner = std::make_shared<TextArena>(std::shared_ptr<const void>(widened, widened.get()));
-      }
-      v->InitPacked(t, rows, std::move(null), packed, std::move(owner));
+      v->InitPacked(t, rows, std::move(null), packed, in_owner);
       return Status::OK();
     }
     // Every row's entry straight into the array; NULL rows' entries then set to zero.

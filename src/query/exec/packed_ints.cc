@@ -51,8 +51,89 @@ uint64_t ExtremeAs(const char* e, size_t n) {
   return b;
 }
 
+// Entries of B bits (a constant, so each of eight entries' shift is one too): eight entries
+// take B bytes, read as whole 64-bit words where the input lasts, the rest from a padded
+// copy. Calls fn(i, entry i) for i in [0, rows).
+template <int B, typename Fn>
+void ForBitEntries(const char* __restrict in, size_t rows, const Fn& fn) {
+  constexpr uint64_t kMask = (uint64_t{1} << B) - 1;
+  const size_t bytes = BitEntryBytes(rows, B);
+  auto group = [&](const char* g, size_t first, size_t n) {  // entries [first, first + n), the first at g
+    for (size_t j = 0; j < n; j++) {
+      const size_t at = j * B;
+      uint64_t word;
+      std::memcpy(&word, g + at / 8, 8);
+      fn(first + j, (word >> (at % 8)) & kMask);
+    }
+  };
+  size_t i = 0;
+  for (; i + 8 <= rows && (i / 8) * B + B + 8 <= bytes; i += 8) group(in + (i / 8) * B, i, 8);
+  if (i < rows) {  // fewer than B + 8 bytes left; each entry read with 8 bytes from its first
+    char tail[B + 16] = {};
+    std::memcpy(tail, in + (i / 8) * B, bytes - (i / 8) * B);
+    group(tail, i, rows - i);
+  }
+}
+
+template <int B, typename U>
+void UnpackBitsAs(const char* in, size_t rows, char* __restrict out) {
+  ForBitEntries<B>(in, rows, [&](size_t i, uint64_t e) {
+    auto u = static_cast<U>(e);
+    std::memcpy(out + i * sizeof(U), &u, sizeof(U));
+  });
+}
+
+// The operations on entries of B bits, for one B.
+template <int B>
+struct BitOps {
+  static void Unpack(const char* in, size_t rows, uint8_t width, char* out) {
+    switch (width) {
+      case 1: if constexpr (B <= 8) return UnpackBitsAs<B, uint8_t>(in, rows, out); break;
+      case 2: if constexpr (B <= 16) return UnpackBitsAs<B, uint16_t>(in, rows, out); break;
+      case 4: return UnpackBitsAs<B, uint32_t>(in, rows, out);
+      default: return UnpackBitsAs<B, uint64_t>(in, rows, out);
+    }
+  }
+  static void Pack(const uint64_t* __restrict e, size_t rows, char* __restrict out) {
+    std::memset(out, 0, BitEntryBytes(rows, B) + 8);
+    for (size_t i = 0; i < rows; i++) {
+      const size_t at = i * B;
+      uint64_t word;
+      std::memcpy(&word, out + at / 8, 8);
+      word |= e[i] << (at % 8);  // B + 7 bits at most: within the word
+      std::memcpy(out + at / 8, &word, 8);
+    }
+  }
+  static uint64_t Sum(const char* in, size_t rows) {
+    uint64_t sum = 0;
+    ForBitEntries<B>(in, rows, [&](size_t, uint64_t e) { sum += e; });
+    return sum;
+  }
+  template <bool kMin>
+  static uint64_t Extreme(const char* in, size_t rows) {
+    uint64_t b = kMin ? std::numeric_limits<uint64_t>::max() : 0;
+    ForBitEntries<B>(in, rows, [&](size_t, uint64_t e) { b = kMin ? (e < b ? e : b) : (e > b ? e : b); });
+    return b;
+  }
+};
+
+// Runs f.template operator()<BitOps<bits>>() for the bits given (1..kMaxBitEntry).
+template <typename F, int... B>
+auto WithBitOps(std::integer_sequence<int, B...>, uint8_t bits, const F& f) {
+  decltype(f.template operator()<BitOps<1>>()) r{};
+  ((bits == B + 1 ? (void)(r = f.template operator()<BitOps<B + 1>>()) : void()), ...);
+  return r;
+}
+template <typename F>
+auto WithBitOps(uint8_t bits, const F& f) {
+  return WithBitOps(std::make_integer_sequence<int, kMaxBitEntry>(), bits, f);
+}
+
 template <bool kMin>
 uint64_t ExtremeEntry(const PackedInts& p, size_t n) {
+  if (p.bits) {
+    return n == 0 ? 0 : WithBitOps(p.bits, [&]<typename Ops>() { return Ops::template Extreme<kMin>(p.entries, n); });
+  }
   switch (p.width) {
     case 1: return ExtremeAs<uint8_t, kMin>(p.entries, n);
     case 2: return ExtremeAs<uint16_t, kMin>(p.entries, n);
@@ -67,6 +148,11 @@ uint64_t ExtremeEntry(const PackedInts& p, size_t n) {
 // Each loop out of line, in a function of its own, so that it vectorizes.
 void UnpackInts(const PackedInts& p, size_t rows, int64_t* out) {
   auto* x = reinterpret_cast<uint64_t*>(out);
+  if (p.bits) {
+    UnpackBitEntries(p.entries, rows, p.bits, 8, reinterpret_cast<char*>(out));
+    for (size_t i = 0; i < rows; i++) x[i] += p.base;
+    return;
+  }
   switch (p.width) {
     case 1: UnpackAs<uint8_t>(p.entries, rows, p.base, x); break;
     case 2: UnpackAs<uint16_t>(p.entries, rows, p.base, x); break;
@@ -77,6 +163,7 @@ void UnpackInts(const PackedInts& p, size_t rows, int64_t* out) {
 }
 
 uint64_t SumEntries(const PackedInts& p, size_t n) {
+  if (p.bits) return WithBitOps(p.bits, [&]<typename Ops>() { return Ops::Sum(p.entries, n); });
   switch (p.width) {
     case 1: return SumAs<uint8_t>(p.entries, n);
     case 2: return SumAs<uint16_t>(p.entries, n);
@@ -86,76 +173,33 @@ uint64_t SumEntries(const PackedInts& p, size_t n) {
   }
 }
 
-namespace {
+uint64_t MinEntry(const PackedInts& p, size_t n) { return ExtremeEntry<true>(p, n); }
+uint64_t MaxEntry(const PackedInts& p, size_t n) { return ExtremeEntry<false>(p, n); }
 
-// Entries of B bits (a constant, so each of eight entries' shift is one too): eight entries
-// take B bytes, read as whole 64-bit words where the input lasts, the rest from a padded copy.
-template <int B, typename U>
-void UnpackBitsAs(const char* __restrict in, size_t rows, char* __restrict out) {
-  constexpr uint64_t kMask = (uint64_t{1} << B) - 1;
-  const size_t bytes = BitEntryBytes(rows, B);
-  auto group = [&](const char* g, size_t first, size_t n) {  // entries [first, first + n), the first at g
-    for (size_t j = 0; j < n; j++) {
-      const size_t at = j * B;
-      uint64_t word;
-      std::memcpy(&word, g + at / 8, 8);
-      auto u = static_cast<U>((word >> (at % 8)) & kMask);
-      std::memcpy(out + (first + j) * sizeof(U), &u, sizeof(U));
-    }
-  };
-  size_t i = 0;
-  for (; i + 8 <= rows && (i / 8) * B + B + 8 <= bytes; i += 8) group(in + (i / 8) * B, i, 8);
-  if (i < rows) {  // fewer than B + 8 bytes left; each entry read with 8 bytes from its first
-    char tail[B + 16] = {};
-    std::memcpy(tail, in + (i / 8) * B, bytes - (i / 8) * B);
-    group(tail, i, rows - i);
+uint64_t EntryAt(const PackedInts& p, size_t rows, size_t i) {
+  uint64_t e = 0;
+  if (p.bits) {
+    // The entry's bytes (at most five), within the entries.
+    const size_t at = i * p.bits, first = at / 8;
+    std::memcpy(&e, p.entries + first, std::min<size_t>(8, BitEntryBytes(rows, p.bits) - first));
+    return (e >> (at % 8)) & ((uint64_t{1} << p.bits) - 1);
   }
+  if (p.width > 0) std::memcpy(&e, p.entries + i * p.width, p.width);  // little-endian
+  return e;
 }
-
-template <int B>
-void UnpackBits(const char* in, size_t rows, uint8_t width, char* out) {
-  switch (width) {
-    case 1: if constexpr (B <= 8) return UnpackBitsAs<B, uint8_t>(in, rows, out); break;
-    case 2: if constexpr (B <= 16) return UnpackBitsAs<B, uint16_t>(in, rows, out); break;
-    case 4: return UnpackBitsAs<B, uint32_t>(in, rows, out);
-    default: return UnpackBitsAs<B, uint64_t>(in, rows, out);
-  }
-}
-
-template <int B>
-void PackBits(const uint64_t* __restrict e, size_t rows, char* __restrict out) {
-  std::memset(out, 0, BitEntryBytes(rows, B) + 8);
-  for (size_t i = 0; i < rows; i++) {
-    const size_t at = i * B;
-    uint64_t word;
-    std::memcpy(&word, out + at / 8, 8);
-    word |= e[i] << (at % 8);  // B + 7 bits at most: within the word
-    std::memcpy(out + at / 8, &word, 8);
-  }
-}
-
-template <int... B>
-void PackBitsOf(std::integer_sequence<int, B...>, const uint64_t* e, size_t rows, uint8_t bits, char* out) {
-  ((bits == B + 1 ? PackBits<B + 1>(e, rows, out) : void()), ...);
-}
-
-template <int... B>
-void UnpackBitsOf(std::integer_sequence<int, B...>, const char* in, size_t rows, uint8_t bits, uint8_t width,
-                  char* out) {
-  ((bits == B + 1 ? UnpackBits<B + 1>(in, rows, width, out) : void()), ...);
-}
-
-}  // namespace
 
 void PackBitEntries(const uint64_t* e, size_t rows, uint8_t bits, char* out) {
-  PackBitsOf(std::make_integer_sequence<int, kMaxBitEntry>(), e, rows, bits, out);
+  WithBitOps(bits, [&]<typename Ops>() {
+    Ops::Pack(e, rows, out);
+    return 0;
+  });
 }
 
 void UnpackBitEntries(const char* in, size_t rows, uint8_t bits, uint8_t width, char* out) {
-  UnpackBitsOf(std::make_integer_sequence<int, kMaxBitEntry>(), in, rows, bits, width, out);
+  WithBitOps(bits, [&]<typename Ops>() {
+    Ops::Unpack(in, rows, width, out);
+    return 0;
+  });
 }
-
-uint64_t MinEntry(const PackedInts& p, size_t n) { return ExtremeEntry<true>(p, n); }
-uint64_t MaxEntry(const PackedInts& p, size_t n) { return ExtremeEntry<false>(p, n); }
 
 }  // namespace wattdb::exec

@@ -7,14 +7,16 @@
 namespace wattdb::exec {
 
 // Integers as a column batch carries them (batch_codec.h), not yet unpacked: row i holds
-// base + the little-endian `width`-byte entry i (width 0: every row holds base, no entries).
+// base + the little-endian `width`-byte entry i (width 0: every row holds base, no entries),
+// or, with `bits`, base + the `bits`-bit entry i (see PackBitEntries below).
 // Arithmetic wraps (a corrupt peer's entries give wrong values, never undefined behaviour).
 struct PackedInts {
   const char* entries = nullptr;
-  uint8_t width = 0;  // 0, 1, 2, 4 or 8
+  uint8_t width = 0;  // 0, 1, 2, 4 or 8; unused with bits
+  uint8_t bits = 0;   // 1..kMaxBitEntry: entries of this many bits; 0: of `width` bytes
   uint64_t base = 0;
 };
-// out[i] = base + entry i for i in [0, rows). REQUIRES: p holds rows * width bytes.
+// out[i] = base + entry i for i in [0, rows). REQUIRES: p holds rows' entries.
 void UnpackInts(const PackedInts& p, size_t rows, int64_t* out);
 // The sum (wrapping), least and greatest of p's first n entries (0 without entries).
 uint64_t SumEntries(const PackedInts& p, size_t n);
@@ -34,5 +36,7 @@ void PackBitEntries(const uint64_t* e, size_t rows, uint8_t bits, char* out);
 void UnpackBitEntries(const char* in, size_t rows, uint8_t bits, uint8_t width, char* out);
 // The byte width UnpackBitEntries writes `bits`-bit entries in.
 inline uint8_t BitEntryWidth(uint8_t bits) { return bits <= 8 ? 1 : bits <= 16 ? 2 : 4; }
+// Entry i of p's `rows` entries (0 without entries).
+uint64_t EntryAt(const PackedInts& p, size_t rows, size_t i);
 
 }  // namespace wattdb::exec

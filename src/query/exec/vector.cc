@@ -64,9 +64,7 @@ Value Vector::GetValue(size_t i) const {
   switch (phys_) {
     case PhysType::kInt:
       if (s.ints_pending_) {
-        uint64_t e = 0;  // (width 0: no entries)
-        if (s.packed_.width > 0) std::memcpy(&e, s.packed_.entries + i * s.packed_.width, s.packed_.width);  // LE
-        return IntValue(type_, static_cast<int64_t>(s.packed_.base + e));
+        return IntValue(type_, static_cast<int64_t>(s.packed_.base + EntryAt(s.packed_, s.null_.size(), i)));
       }
       return IntValue(type_, s.ints_[i]);
     case PhysType::kDouble:
