@@ -192,10 +192,7 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
       size_t recorded = seg->recent_bytes();
       if (e.building || recorded == 0) return e.image;
       int64_t now = clock_.NowMicros();
-      if (e.seen_version != version) {
-        e.seen_version = version;
-        e.seen_at = now;
-      }
+      e.See(version, now);
       bool idle = now - e.last_use >= kIdleMicros;
       bool quiet = now - e.seen_at >= quiet_micros_;
       if (recorded < kRefreshBytes && (idle || !quiet || recorded < kQuietRefreshBytes)) return e.image;
@@ -218,11 +215,7 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
     // Changed only by commits since a reader missed: the recording that miss started holds
     // them, as it would keep an image current; such a segment is as good as quiet.
     bool commits_only = e.probe && seg->RecentCovers(e.probe_base);
-    if (e.seen_version != version) {
-      e.seen_version = version;
-      e.seen_at = now;
-      if (!commits_only) e.partial_reads = 0;
-    }
+    if (e.See(version, now) && !commits_only) e.partial_reads = 0;
     bool quiet = version == 0 || now - e.seen_at >= quiet_micros_;
     bool settled = quiet || commits_only;
     if (!warm) {

@@ -145,6 +145,13 @@ class ColumnCache {
     int64_t last_miss = 0;
     bool probe = false;     // a miss started a recording at probe_base (Segment::ArmRecent)
     uint64_t probe_base = 0;
+    // Notes the segment's data version as seen at `now`; true if it changed since last seen.
+    bool See(uint64_t version, int64_t now) {
+      if (seen_version == version) return false;
+      seen_version = version;
+      seen_at = now;
+      return true;
+    }
   };
   // Builds the image of the newest committed rows; nullptr if the rows do not all have one width.
   static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store, const storage::SegmentRef& seg);

@@ -169,24 +169,17 @@ void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::st
   return top;
 }
 
-// Reads a packed integer column's header and entries (its layout byte read); *start is the
-// first value of a delta layout's column. Entries of bits (kBits, kBitsDelta) are left so:
-// p->entries points at them, *bits is their size, p->width the one they unpack to (*bits is
-// 0 for whole-byte entries). False if malformed.
-bool ReadPacked(ByteReader& r, uint8_t layout, size_t rows, PackedInts* p, uint8_t* bits, uint64_t* start) {
+// Reads a packed integer column's header and entries (its layout byte read) into *p; *start
+// is the first value of a delta layout's column. False if malformed.
+bool ReadPacked(ByteReader& r, uint8_t layout, size_t rows, PackedInts* p, uint64_t* start) {
   std::string_view entries;
   uint8_t size = 0;
   if (!r.U8(&size)) return false;
-  if (IsBits(layout)) {
-    if (size == 0 || size > kMaxBitEntry) return false;
-    *bits = size;
-    p->width = BitEntryWidth(size);
-  } else {
-    if (size != 0 && size != 1 && size != 2 && size != 4 && size != 8) return false;
-    *bits = 0;
-    p->width = size;
-  }
-  const size_t bytes = *bits ? BitEntryBytes(rows, *bits) : rows * p->width;
+  const bool valid = IsBits(layout) ? size >= 1 && size <= kMaxBitEntry
+                                    : size == 0 || size == 1 || size == 2 || size == 4 || size == 8;
+  if (!valid) return false;
+  (IsBits(layout) ? p->bits : p->width) = size;
+  const size_t bytes = p->bits ? BitEntryBytes(rows, p->bits) : rows * p->width;
   if ((IsDelta(layout) && !r.U64(start)) || !r.U64(&p->base) || !r.Bytes(bytes, &entries)) return false;
   p->entries = entries.data();
   return true;
@@ -196,16 +189,10 @@ bool ReadPacked(ByteReader& r, uint8_t layout, size_t rows, PackedInts* p, uint8
 // (`null`, or none) get 0; false if malformed.
 bool DecodeInts(ByteReader& r, uint8_t layout, size_t rows, const uint8_t* null, int64_t* out) {
   PackedInts p;
-  uint8_t bits = 0;
   uint64_t start = 0;
-  if (!ReadPacked(r, layout, rows, &p, &bits, &start)) return false;
+  if (!ReadPacked(r, layout, rows, &p, &start)) return false;
+  UnpackInts(p, rows, out);
   auto* x = reinterpret_cast<uint64_t*>(out);
-  if (bits) {
-    UnpackBitEntries(p.entries, rows, bits, 8, reinterpret_cast<char*>(out));
-    for (size_t i = 0; i < rows; i++) x[i] += p.base;
-  } else {
-    UnpackInts(p, rows, out);
-  }
   if (IsDelta(layout)) {
     uint64_t prev = start;
     if (null) {
@@ -353,7 +340,7 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     if ((layout == kPacked || layout == kBits) && in_owner) {
       // Offsets stay where they lie until something reads the values (Vector::packed).
       PackedInts packed;
-      if (!ReadPacked(r, layout, rows, &packed, &packed.bits, nullptr)) return bad();
+      if (!ReadPacked(r, layout, rows, &packed, nullptr)) return bad();
       if (has_nulls) null.resize(rows);
       v->InitPacked(t, rows, std::move(null), packed, in_owner);
       return Status::OK();

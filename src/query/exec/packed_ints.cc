@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 namespace wattdb::exec {
@@ -75,24 +76,11 @@ void ForBitEntries(const char* __restrict in, size_t rows, const Fn& fn) {
   }
 }
 
-template <int B, typename U>
-void UnpackBitsAs(const char* in, size_t rows, char* __restrict out) {
-  ForBitEntries<B>(in, rows, [&](size_t i, uint64_t e) {
-    auto u = static_cast<U>(e);
-    std::memcpy(out + i * sizeof(U), &u, sizeof(U));
-  });
-}
-
 // The operations on entries of B bits, for one B.
 template <int B>
 struct BitOps {
-  static void Unpack(const char* in, size_t rows, uint8_t width, char* out) {
-    switch (width) {
-      case 1: if constexpr (B <= 8) return UnpackBitsAs<B, uint8_t>(in, rows, out); break;
-      case 2: if constexpr (B <= 16) return UnpackBitsAs<B, uint16_t>(in, rows, out); break;
-      case 4: return UnpackBitsAs<B, uint32_t>(in, rows, out);
-      default: return UnpackBitsAs<B, uint64_t>(in, rows, out);
-    }
+  static void Unpack(const char* in, size_t rows, uint64_t base, uint64_t* __restrict x) {
+    ForBitEntries<B>(in, rows, [&](size_t i, uint64_t e) { x[i] = base + e; });
   }
   static void Pack(const uint64_t* __restrict e, size_t rows, char* __restrict out) {
     std::memset(out, 0, BitEntryBytes(rows, B) + 8);
@@ -117,12 +105,18 @@ struct BitOps {
   }
 };
 
-// Runs f.template operator()<BitOps<bits>>() for the bits given (1..kMaxBitEntry).
+// Runs f.template operator()<BitOps<bits>>() for the bits given (1..kMaxBitEntry) and
+// returns what it returns (a value-initialized one for other bits).
 template <typename F, int... B>
 auto WithBitOps(std::integer_sequence<int, B...>, uint8_t bits, const F& f) {
-  decltype(f.template operator()<BitOps<1>>()) r{};
-  ((bits == B + 1 ? (void)(r = f.template operator()<BitOps<B + 1>>()) : void()), ...);
-  return r;
+  using R = decltype(f.template operator()<BitOps<1>>());
+  if constexpr (std::is_void_v<R>) {
+    ((bits == B + 1 ? f.template operator()<BitOps<B + 1>>() : void()), ...);
+  } else {
+    R r{};
+    ((bits == B + 1 ? (void)(r = f.template operator()<BitOps<B + 1>>()) : void()), ...);
+    return r;
+  }
 }
 template <typename F>
 auto WithBitOps(uint8_t bits, const F& f) {
@@ -149,8 +143,7 @@ uint64_t ExtremeEntry(const PackedInts& p, size_t n) {
 void UnpackInts(const PackedInts& p, size_t rows, int64_t* out) {
   auto* x = reinterpret_cast<uint64_t*>(out);
   if (p.bits) {
-    UnpackBitEntries(p.entries, rows, p.bits, 8, reinterpret_cast<char*>(out));
-    for (size_t i = 0; i < rows; i++) x[i] += p.base;
+    WithBitOps(p.bits, [&]<typename Ops>() { return Ops::Unpack(p.entries, rows, p.base, x); });
     return;
   }
   switch (p.width) {
@@ -189,17 +182,7 @@ uint64_t EntryAt(const PackedInts& p, size_t rows, size_t i) {
 }
 
 void PackBitEntries(const uint64_t* e, size_t rows, uint8_t bits, char* out) {
-  WithBitOps(bits, [&]<typename Ops>() {
-    Ops::Pack(e, rows, out);
-    return 0;
-  });
-}
-
-void UnpackBitEntries(const char* in, size_t rows, uint8_t bits, uint8_t width, char* out) {
-  WithBitOps(bits, [&]<typename Ops>() {
-    Ops::Unpack(in, rows, width, out);
-    return 0;
-  });
+  WithBitOps(bits, [&]<typename Ops>() { return Ops::Pack(e, rows, out); });
 }
 
 }  // namespace wattdb::exec

@@ -31,11 +31,6 @@ inline size_t BitEntryBytes(size_t rows, uint8_t bits) { return (rows * bits + 7
 // Writes entries e[0..rows) (each below 2^bits) to out[0..BitEntryBytes(rows, bits)).
 // REQUIRES: 8 more bytes writable at out (whole words are written; the extra ones get 0).
 void PackBitEntries(const uint64_t* e, size_t rows, uint8_t bits, char* out);
-// Writes the `bits`-bit entries at `in` (BitEntryBytes(rows, bits) bytes) as `width`-byte
-// entries (1, 2, 4 or 8, at least BitEntryWidth(bits)) to out[0..rows * width).
-void UnpackBitEntries(const char* in, size_t rows, uint8_t bits, uint8_t width, char* out);
-// The byte width UnpackBitEntries writes `bits`-bit entries in.
-inline uint8_t BitEntryWidth(uint8_t bits) { return bits <= 8 ? 1 : bits <= 16 ? 2 : 4; }
 // Entry i of p's `rows` entries (0 without entries).
 uint64_t EntryAt(const PackedInts& p, size_t rows, size_t i);
 
