@@ -84,6 +84,22 @@ def cap_process(pid, cpus, name):
     return d
 
 
+def pin_threads(pid, cores):
+    """Confines every thread of process `pid` to the CPUs `cores` (threads it starts later
+    inherit their creator's set); passes again until no new thread shows up."""
+    done = set()
+    while True:
+        tids = set(os.listdir(f"/proc/{pid}/task")) - done
+        if not tids:
+            return
+        for tid in tids:
+            try:
+                os.sched_setaffinity(int(tid), cores)
+            except (ProcessLookupError, FileNotFoundError):
+                pass
+        done |= tids
+
+
 def uncap(cgroup, pid):
     """Moves `pid` back to the root cgroup and removes `cgroup`."""
     root = os.path.dirname(os.path.dirname(cgroup))
@@ -199,6 +215,19 @@ meter_interval_ms = 500
             log(f"cluster directory kept: {self.dir}")
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def node_pid(self, node_id):
+        """The pid of node `node_id`'s process of this cluster (None if it is not running)."""
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if (args and args[0].endswith("wattdb-node") and self.config in args
+                    and "--id" in args and args[args.index("--id") + 1:][:1] == [str(node_id)]):
+                return int(pid)
+        return None
 
     def psql_args(self):
         return ["psql", "-X", "-q", "-At", "-F", "|", "-h", "127.0.0.1", "-p", str(self.port), "-U", "wattdb",

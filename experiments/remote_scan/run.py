@@ -6,7 +6,11 @@ and without the exchange's prefetch buffer.
 One node holds the table in several segments; the master is the reader. As in the paper, the
 node has CPU of its own: as root it runs on an emulated host capped at --cpus cores (the master
 outside the cap); without root it is a local process sharing the machine with the master (then
-"remote" also pays for the master's work out of the node's CPU). Three ways to answer
+"remote" also pays for the master's work out of the node's CPU). With --cap cores (the default
+for a whole number of CPUs, fewer than the machine has) the node's threads are also confined
+to that many cores of their own and the master's to the others, as on two machines: the cap
+alone is a quota per 100 ms, and a query of a few milliseconds can run on every core for all
+of it (the node then borrows the master's idle core when it aggregates alone). Three ways to answer
 SELECT count(*), sum(v), max(length(pad)) FROM t:
   local            the node scans its own segments and aggregates (wattdb_pushdown = on):
                    one row per segment crosses to the master.
@@ -20,7 +24,8 @@ Each way runs --runs times, interleaved; the median time gives rows per second.
 Writes results.csv, scan.png and result.md into --out.
 
 usage: experiments/remote_scan/run.py [--quick] [--rows N] [--runs N] [--out DIR] [--build DIR]
-                                     [--hosts emulated|loopback] [--cpus N] [--pad repeated|distinct]
+                                     [--hosts emulated|loopback] [--cpus N] [--cap cores|quota]
+                                     [--pad repeated|distinct] [--frame-kb N]
 --quick: 200,000 rows, 3 runs; checks that the three ways give the same answer.
 --pad: every row's pad is the same text (default), or each row's differs (nothing repeats for
 the exchange's dictionary encoding to save).
@@ -33,7 +38,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from wattdb_lab import Cluster, log  # noqa: E402
+from wattdb_lab import Cluster, log, pin_threads  # noqa: E402
 
 QUERY = "SELECT count(*), sum(v), max(length(pad)) FROM t"
 MODES = [
@@ -67,6 +72,9 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
     ap.add_argument("--cpus", type=float, default=1.0)
+    ap.add_argument("--cap", choices=["cores", "quota"], default=None,
+                    help="an emulated node's CPU limit: cores of its own (default for a whole number of "
+                         "CPUs fewer than the machine's) or only its quota")
     ap.add_argument("--frame-kb", type=int, default=None,
                     help="the cluster's scan_frame_kb (default: its own, 64; 0: a frame per batch)")
     ap.add_argument("--pad", choices=["repeated", "distinct"], default="repeated",
@@ -78,8 +86,23 @@ def main():
     frame = "" if args.frame_kb is None else f"scan_frame_kb = {args.frame_kb}"
     cl = Cluster(build=args.build, nodes=1, hosts=args.hosts, cpus=args.cpus, segment_bytes=16 << 20, cluster_toml=frame,
                  telemetry_ms=1000)
+    ncpu = os.cpu_count() or 1
+    whole = args.cpus == int(args.cpus) and 1 <= args.cpus < ncpu
+    cap = args.cap or ("cores" if whole else "quota")
+    if cap == "cores" and not whole:
+        sys.exit(f"--cap cores needs a whole number of CPUs below this machine's {ncpu}")
     try:
         cl.start()
+        if cl.hosts == "emulated" and cap == "cores":
+            node_cores = set(range(ncpu - int(args.cpus), ncpu))
+            pid = cl.node_pid(1)
+            if pid is None:
+                raise RuntimeError("node 1's process not found")
+            pin_threads(pid, node_cores)
+            pin_threads(cl.master.pid, set(range(ncpu)) - node_cores)
+            log(f"node on CPU {sorted(node_cores)}, master on the others")
+        else:
+            cap = "quota"
         log(f"loading {rows:,} rows")
         cl.sql("CREATE TABLE t (k INT PRIMARY KEY, v INT, pad TEXT)")
         step = 100_000
@@ -115,7 +138,8 @@ def main():
     lo = {name: min(r[3] for r in results if r[0] == name) for name, _ in MODES}
     hi = {name: max(r[3] for r in results if r[0] == name) for name, _ in MODES}
     local = med["local"]
-    where = (f"an emulated host capped at {args.cpus:g} CPU" if cl.hosts == "emulated"
+    where = ((f"an emulated host with {args.cpus:g} CPU of its own" if cap == "cores"
+              else f"an emulated host capped at {args.cpus:g} CPU a 100 ms period") if cl.hosts == "emulated"
              else "a local process sharing the machine with the master")
     lines = [f"# Remote scan: {rows:,} rows in {segments} segments on one node ({where}), {runs} runs each (median)",
              "",
