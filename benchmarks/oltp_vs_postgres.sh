@@ -50,6 +50,17 @@ for i in $(seq 1 "$NODES"); do
   printf '[[node]]\nid = %d\nport = %d\n' "$i" $((56400 + i)) >> "$OUT/wattdb.toml"
   if [ "$HOSTED" = 1 ] && [ "$i" = 1 ]; then echo 'power = "master"' >> "$OUT/wattdb.toml"; fi
 done
+# The kernel's autogroup scheduling shares the CPU fairly between sessions, not threads: every
+# PostgreSQL backend starts a session of its own, the master's threads share one (that of this
+# script and pgbench, or their own), so the servers would get unlike shares of the two cores
+# whichever way the master is started. As root the run turns autogroups off (every thread
+# weighs the same) and restores the setting at the end.
+AUTOGROUP=""
+if [ "$(id -u)" -eq 0 ] && [ -w /proc/sys/kernel/sched_autogroup_enabled ]; then
+  AUTOGROUP=$(cat /proc/sys/kernel/sched_autogroup_enabled)
+  trap 'echo "$AUTOGROUP" > /proc/sys/kernel/sched_autogroup_enabled' EXIT  # until cleanup's trap
+  echo 0 > /proc/sys/kernel/sched_autogroup_enabled
+fi
 "$BUILD/bin/wattdb-master" --config "$OUT/wattdb.toml" --manage-nodes --log-level warn > "$OUT/wattdb.log" 2>&1 &
 MASTER=$!
 AS=""; [ "$(id -u)" -eq 0 ] && AS="runuser -u postgres --"
@@ -61,6 +72,7 @@ if [ "$FORWARDER" = 1 ] && [ "$POSTGRES" = 1 ]; then
   FWD=$!
 fi
 cleanup() {
+  [ -z "$AUTOGROUP" ] || echo "$AUTOGROUP" > /proc/sys/kernel/sched_autogroup_enabled || true
   kill $MASTER 2>/dev/null || true; wait $MASTER 2>/dev/null || true
   [ -z "$FWD" ] || { kill $FWD 2>/dev/null; wait $FWD 2>/dev/null; } || true
   $AS "$PGBIN/pg_ctl" -D "$OUT/pg" stop -m fast > /dev/null 2>&1 || true
@@ -128,7 +140,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 echo
-echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, WattDB nodes=$NODES$([ "$HOSTED" = 1 ] && echo ' (node 1 in the master)'), machine: $(nproc) cores"
+echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, WattDB nodes=$NODES$([ "$HOSTED" = 1 ] && echo ' (node 1 in the master)'), machine: $(nproc) cores, autogroups $([ -n "$AUTOGROUP" ] && echo "off for the run" || echo "as the machine has them")"
 /usr/bin/python3 - "$OUT/results.csv" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
