@@ -50,34 +50,33 @@ for i in $(seq 1 "$NODES"); do
   printf '[[node]]\nid = %d\nport = %d\n' "$i" $((56400 + i)) >> "$OUT/wattdb.toml"
   if [ "$HOSTED" = 1 ] && [ "$i" = 1 ]; then echo 'power = "master"' >> "$OUT/wattdb.toml"; fi
 done
-# The kernel's autogroup scheduling shares the CPU fairly between sessions, not threads: every
-# PostgreSQL backend starts a session of its own, the master's threads share one (that of this
-# script and pgbench, or their own), so the servers would get unlike shares of the two cores
-# whichever way the master is started. As root the run turns autogroups off (every thread
-# weighs the same) and restores the setting at the end.
-AUTOGROUP=""
-if [ "$(id -u)" -eq 0 ] && [ -w /proc/sys/kernel/sched_autogroup_enabled ]; then
-  AUTOGROUP=$(cat /proc/sys/kernel/sched_autogroup_enabled)
-  trap 'echo "$AUTOGROUP" > /proc/sys/kernel/sched_autogroup_enabled' EXIT  # until cleanup's trap
-  echo 0 > /proc/sys/kernel/sched_autogroup_enabled
-fi
-"$BUILD/bin/wattdb-master" --config "$OUT/wattdb.toml" --manage-nodes --log-level warn > "$OUT/wattdb.log" 2>&1 &
-MASTER=$!
 AS=""; [ "$(id -u)" -eq 0 ] && AS="runuser -u postgres --"
-$AS "$PGBIN/initdb" -D "$OUT/pg" -A trust -U wattdb > "$OUT/initdb.log"
-$AS "$PGBIN/pg_ctl" -D "$OUT/pg" -l "$OUT/pg.log" -o "-p $PPORT -k $OUT -c jit=off -c max_connections=100" start > /dev/null
-FWD=""
-if [ "$FORWARDER" = 1 ] && [ "$POSTGRES" = 1 ]; then
-  "$BUILD/bin/wattdb-hop-proxy" --port $FPORT --to-unix "$OUT/.s.PGSQL.$PPORT" > "$OUT/forwarder.log" 2>&1 &
-  FWD=$!
-fi
+MASTER=""; FWD=""; AUTOGROUP=""
 cleanup() {
   [ -z "$AUTOGROUP" ] || echo "$AUTOGROUP" > /proc/sys/kernel/sched_autogroup_enabled || true
-  kill $MASTER 2>/dev/null || true; wait $MASTER 2>/dev/null || true
+  [ -z "$MASTER" ] || { kill $MASTER 2>/dev/null; wait $MASTER 2>/dev/null; } || true
   [ -z "$FWD" ] || { kill $FWD 2>/dev/null; wait $FWD 2>/dev/null; } || true
   $AS "$PGBIN/pg_ctl" -D "$OUT/pg" stop -m fast > /dev/null 2>&1 || true
 }
 trap cleanup EXIT
+# The kernel's autogroup scheduling shares the CPU fairly between sessions, not threads: every
+# PostgreSQL backend starts a session of its own, the master's threads share one (that of this
+# script and pgbench, or their own), so the servers would get unlike shares of the two cores
+# whichever way the master is started. As root the run turns autogroups off (every thread
+# weighs the same) and restores the setting at the end. A process takes its group when it
+# starts: hence before either server starts.
+if [ "$(id -u)" -eq 0 ] && [ -w /proc/sys/kernel/sched_autogroup_enabled ]; then
+  AUTOGROUP=$(cat /proc/sys/kernel/sched_autogroup_enabled)
+  echo 0 > /proc/sys/kernel/sched_autogroup_enabled
+fi
+"$BUILD/bin/wattdb-master" --config "$OUT/wattdb.toml" --manage-nodes --log-level warn > "$OUT/wattdb.log" 2>&1 &
+MASTER=$!
+$AS "$PGBIN/initdb" -D "$OUT/pg" -A trust -U wattdb > "$OUT/initdb.log"
+$AS "$PGBIN/pg_ctl" -D "$OUT/pg" -l "$OUT/pg.log" -o "-p $PPORT -k $OUT -c jit=off -c max_connections=100" start > /dev/null
+if [ "$FORWARDER" = 1 ] && [ "$POSTGRES" = 1 ]; then
+  "$BUILD/bin/wattdb-hop-proxy" --port $FPORT --to-unix "$OUT/.s.PGSQL.$PPORT" > "$OUT/forwarder.log" 2>&1 &
+  FWD=$!
+fi
 for i in $(seq 100); do psql -h 127.0.0.1 -p $WPORT -U wattdb -Atc "select 1" wattdb > /dev/null 2>&1 && break; sleep 0.2; done
 psql -h 127.0.0.1 -p $PPORT -U wattdb -qc "create database wattdb" postgres
 
