@@ -194,7 +194,7 @@ restart:
         uint64_t holder = held->txn;
         if (!opts.wait) return Status::Sql("55P03", "could not obtain lock on row");
         // The wait is checked for a cycle of waiting transactions when it begins and every
-        // kDeadlockCheck after (the last of the cycle to wait may not be the one to see it).
+        // deadlock_check_ after (the last of the cycle to wait may not be the one to see it).
         waits_for_[txn] = holder;
         broken_waits_.erase(txn);
         bool freed = false;
@@ -207,10 +207,16 @@ restart:
                             holder, broken ? " (through other nodes)" : ""),
                 "40P01");
           }
-          freed = released_.wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + kDeadlockCheck), [&] {
+          LockWaiters& waiters = lock_waiters_[holder];  // a map node: it stays put while waited on
+          waiters.count++;
+          bool first = true;
+          freed = waiters.cv.wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + deadlock_check_), [&] {
+            if (!first) lock_wait_wakeups_.fetch_add(1, std::memory_order_relaxed);
+            first = false;
             const LockEntry* h = FindLock(seg_id, key);
             return !h || h->txn != holder || broken_waits_.count(txn);
           });
+          if (--waiters.count == 0) lock_waiters_.erase(holder);
           if (freed && broken_waits_.count(txn)) freed = false;  // the loop reports it
         }
         waits_for_.erase(txn);
@@ -347,6 +353,11 @@ void Participant::Unlock(uint64_t txn, SegmentId segment, const std::string& key
   for (auto& call : p.calls) std::erase(call.locked, LockKey(segment, key));
   ReleaseLocks(txn, {}, {LockKey(segment, key)});
   if (p.ops.empty() && p.locked.empty() && !p.durable && !p.received) prepared_.erase(it);
+  NotifyReleasedLocked(txn);
+}
+
+void Participant::NotifyReleasedLocked(uint64_t holder) {
+  if (auto w = lock_waiters_.find(holder); w != lock_waiters_.end()) w->second.cv.notify_all();
   released_.notify_all();
 }
 
@@ -472,7 +483,7 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId
   } else {
     it->second.committing = false;
   }
-  released_.notify_all();
+  NotifyReleasedLocked(txn);
   return s;
 }
 
@@ -483,7 +494,7 @@ void Participant::ForgetLocked(uint64_t txn) {
   std::vector<LockTable> dropped;
   ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
   ErasePreparedLocked(it, std::move(dropped));
-  released_.notify_all();
+  NotifyReleasedLocked(txn);
 }
 
 bool Participant::Abort(uint64_t txn) {
@@ -540,7 +551,7 @@ Status Participant::RollbackTo(uint64_t txn, uint64_t keep) {
   for (const auto& lk : p.locked) locks_[lk.first].Emplace(lk.second, LockEntry{txn, kLockOnly});
   p.segments.clear();
   for (const auto& op : p.ops) p.segments.insert(op.segment);
-  released_.notify_all();
+  NotifyReleasedLocked(txn);
   return Status::OK();
 }
 
@@ -554,7 +565,7 @@ bool Participant::BreakWait(uint64_t txn, uint64_t holder) {
   auto w = waits_for_.find(txn);
   if (w == waits_for_.end() || w->second != holder) return false;
   broken_waits_.insert(txn);
-  released_.notify_all();
+  NotifyReleasedLocked(holder);
   return true;
 }
 

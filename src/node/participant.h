@@ -19,6 +19,7 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -76,11 +77,12 @@ struct PrepareOptions {
 class Participant {
  public:
   // A Prepare that finds a key locked by another transaction waits up to `lock_wait` for
-  // it to end.
+  // it to end, looking for a cycle of waits when it starts and every `deadlock_check`.
   explicit Participant(storage::SegmentStore& store,
                        std::chrono::milliseconds lock_wait = std::chrono::milliseconds(1000),
-                       std::chrono::milliseconds read_wait = std::chrono::milliseconds(6000))
-      : store_(store), lock_wait_(lock_wait), read_wait_(read_wait) {}
+                       std::chrono::milliseconds read_wait = std::chrono::milliseconds(6000),
+                       std::chrono::milliseconds deadlock_check = std::chrono::milliseconds(20))
+      : store_(store), lock_wait_(lock_wait), read_wait_(read_wait), deadlock_check_(deadlock_check) {}
 
   // Reloads durably prepared transactions and their locks (call once, before serving).
   Status Recover();
@@ -144,6 +146,8 @@ class Participant {
   // Ends `txn`'s wait with 40P01 if it still waits for `holder` (a deadlock across nodes);
   // false if it does not.
   bool BreakWait(uint64_t txn, uint64_t holder);
+  // Times a row-lock wait woke up (notified, timed out or spurious) since the start.
+  uint64_t lock_wait_wakeups() const { return lock_wait_wakeups_.load(std::memory_order_relaxed); }
   // Before a read of [lo, hi) of `segment` at `read_ts` ("" = unbounded; `own_txn` is the
   // reader's transaction, 0 if none): records the read and waits, up to `read_wait`, for
   // the transactions whose writes there may be committed at or below `read_ts` and are not
@@ -158,7 +162,7 @@ class Participant {
   std::chrono::milliseconds lock_wait_;
   std::chrono::milliseconds read_wait_;
   mutable std::mutex mu_;         // guards prepared_, locks_, exclusive_ and max_read_ts_
-  std::condition_variable released_;  // notified when locks are released
+  std::condition_variable released_;  // notified when locks are released (row-lock waits: lock_waiters_)
   // REQUIRES mu_ held.
   bool HasPreparedLocked(SegmentId segment) const;
   // REQUIRES mu_ held. Drops `txn`'s writes and locks (and its durable record).
@@ -199,8 +203,18 @@ class Participant {
   // Row locks by segment; each entry points at the holder's latest write of the key, so a
   // transaction's own writes are found with its locks. Holds no empty tables.
   std::unordered_map<SegmentId, LockTable> locks_;
-  static constexpr std::chrono::milliseconds kDeadlockCheck{20};
+  std::chrono::milliseconds deadlock_check_;
+  std::atomic<uint64_t> lock_wait_wakeups_{0};
   std::map<uint64_t, uint64_t> waits_for_;  // a Prepare of txn waits for a lock of the other
+  // Row-lock waits by the transaction whose lock they wait for: its releases (and BreakWait)
+  // wake them alone, not every waiter on the node. An entry lives while it has waiters.
+  struct LockWaiters {
+    std::condition_variable cv;
+    int count = 0;
+  };
+  std::unordered_map<uint64_t, LockWaiters> lock_waiters_;
+  // REQUIRES mu_ held. Wakes the waits for locks `holder` held, and every other waiter.
+  void NotifyReleasedLocked(uint64_t holder);
   std::set<uint64_t> broken_waits_;         // waits of these txns end with 40P01 (BreakWait)
   std::set<SegmentId> exclusive_;  // segments being split or exported (BeginExclusive)
   Timestamp max_read_ts_ = 0;  // highest snapshot read here (this process)

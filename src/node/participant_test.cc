@@ -1,6 +1,7 @@
 #include "node/participant.h"
 
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -162,7 +163,9 @@ TEST_F(ParticipantTest, ALocalDeadlockIsDetected) {
 // The master sees cycles through several nodes in their reported waits and breaks one wait;
 // only a wait that is still there (same holder) is broken.
 TEST_F(ParticipantTest, AWaitReportedToTheMasterCanBeBroken) {
-  Participant p(*store_, std::chrono::milliseconds(20000));
+  // Its own look for deadlocks comes after the lock wait: only BreakWait ends it sooner.
+  Participant p(*store_, std::chrono::milliseconds(20000), std::chrono::milliseconds(6000),
+                std::chrono::milliseconds(60000));
   ASSERT_TRUE(p.Prepare(1, 10, {W(1, WriteCheck::kInsert)}).ok());
   EXPECT_TRUE(p.LockWaits().empty());
   EXPECT_FALSE(p.BreakWait(2, 1));  // not waiting
@@ -234,6 +237,34 @@ TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
   EXPECT_EQ(p.Prepare(3, 10, {W(9, WriteCheck::kUpdate)}).sqlstate(), "40001");
   committer.join();
   EXPECT_TRUE(p.Prepare(4, 20, {W(9, WriteCheck::kUpdate)}).ok());
+}
+
+// A row-lock wait sleeps through the commits of other transactions and wakes when its
+// holder ends. The waits here look for deadlocks only once a minute, so a wait that ends
+// sooner was woken by the holder's end.
+TEST_F(ParticipantTest, ALockWaitWakesWhenItsHolderEndsAndOnlyThen) {
+  const auto minute = std::chrono::milliseconds(60000);
+  Participant p(*store_, 2 * minute, std::chrono::milliseconds(6000), minute);
+  ASSERT_TRUE(p.Prepare(1, 10, {W(1, WriteCheck::kInsert)}).ok());
+  auto waiter = std::async(std::launch::async, [&] { return p.Prepare(2, 10, {W(1, WriteCheck::kInsert)}); });
+  // The wait is listed while its transaction holds the participant's lock or sleeps.
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       p.LockWaits().empty() && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(p.LockWaits(), (std::vector<std::pair<uint64_t, uint64_t>>{{2, 1}}));
+  uint64_t woken = p.lock_wait_wakeups();
+  for (uint64_t t = 100; t < 140; t++) {  // other keys: locked, committed, released
+    ASSERT_TRUE(p.Prepare(t, 10, {W(static_cast<int>(t), WriteCheck::kInsert)}).ok());
+    ASSERT_TRUE(p.Commit(t, 20 + t).ok());
+  }
+  EXPECT_EQ(p.lock_wait_wakeups(), woken);
+  EXPECT_EQ(waiter.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  ASSERT_TRUE(p.Abort(1));
+  ASSERT_EQ(waiter.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_TRUE(waiter.get().ok());
+  EXPECT_GE(p.lock_wait_wakeups(), woken + 1);
+  EXPECT_TRUE(p.LockWaits().empty());
 }
 
 // An update's own read of the row (a point scan) tells the prepare the key's newest version;

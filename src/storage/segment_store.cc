@@ -106,6 +106,11 @@ rocksdb::Options BaseOptions(rocksdb::Env* env) {
   o.create_missing_column_families = true;
   o.max_background_jobs = 2;
   o.keep_log_file_num = kKeptInfoLogs;
+  // Commits of a write group go into the memtables by the group's leader alone, and the
+  // others block at once instead of spinning: with a node's few cores, waking each member
+  // to insert its own batch (and spinning while waiting) cost more CPU than it saved.
+  o.allow_concurrent_memtable_write = false;
+  o.enable_write_thread_adaptive_yield = false;
   return o;
 }
 
