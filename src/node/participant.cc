@@ -101,13 +101,19 @@ std::map<std::string, storage::WriteOp> Participant::PendingWrites(uint64_t txn,
                                                                    std::string_view lo, std::string_view hi) const {
   std::lock_guard<std::mutex> l(mu_);
   std::map<std::string, storage::WriteOp> out;
+  PendingWritesLocked(txn, segment, lo, hi, &out);
+  return out;
+}
+
+void Participant::PendingWritesLocked(uint64_t txn, SegmentId segment, std::string_view lo, std::string_view hi,
+                                      std::map<std::string, storage::WriteOp>* out) const {
+  out->clear();
   auto it = prepared_.find(txn);
-  if (it == prepared_.end()) return out;
+  if (it == prepared_.end()) return;
   for (const auto& op : it->second.ops) {  // later ops of a key replace earlier ones
     if (op.segment != segment || op.key < lo || (!hi.empty() && op.key >= hi)) continue;
-    out[op.key] = op;
+    (*out)[op.key] = op;
   }
-  return out;
 }
 
 std::vector<uint64_t> Participant::InDoubt() const {
@@ -601,7 +607,7 @@ Result<std::optional<Timestamp>> Participant::FenceAndGetOutcome(uint64_t txn) {
 }
 
 Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi, Timestamp read_ts,
-                                  uint64_t own_txn) {
+                                  uint64_t own_txn, std::map<std::string, storage::WriteOp>* pending) {
   std::unique_lock<std::mutex> l(mu_);
   max_read_ts_ = std::max(max_read_ts_, read_ts);
   // Does `txn` have a write in the range that may be committed at or below read_ts?
@@ -630,6 +636,7 @@ Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::s
           segment, *txn));
     }
   }
+  if (pending) PendingWritesLocked(own_txn, segment, lo, hi, pending);
   return Status::OK();
 }
 

@@ -151,9 +151,10 @@ class Participant {
   // Before a read of [lo, hi) of `segment` at `read_ts` ("" = unbounded; `own_txn` is the
   // reader's transaction, 0 if none): records the read and waits, up to `read_wait`, for
   // the transactions whose writes there may be committed at or below `read_ts` and are not
-  // applied yet. 40001 if they are still unresolved then.
+  // applied yet. 40001 if they are still unresolved then. With `pending`, then also
+  // PendingWrites(own_txn, segment, lo, hi) into it, under the same hold of the lock.
   Status AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi, Timestamp read_ts,
-                       uint64_t own_txn);
+                       uint64_t own_txn, std::map<std::string, storage::WriteOp>* pending = nullptr);
 
  private:
   using LockKey = std::pair<SegmentId, std::string>;
@@ -165,6 +166,9 @@ class Participant {
   std::condition_variable released_;  // notified when locks are released (row-lock waits: lock_waiters_)
   // REQUIRES mu_ held.
   bool HasPreparedLocked(SegmentId segment) const;
+  // REQUIRES mu_ held. PendingWrites into `*out` (emptied first).
+  void PendingWritesLocked(uint64_t txn, SegmentId segment, std::string_view lo, std::string_view hi,
+                           std::map<std::string, storage::WriteOp>* out) const;
   // REQUIRES mu_ held. Drops `txn`'s writes and locks (and its durable record).
   void ForgetLocked(uint64_t txn);
   // REQUIRES mu_ held. True if `from` is `to` or waits (directly or not) for `to`.

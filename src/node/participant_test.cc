@@ -122,6 +122,14 @@ TEST_F(ParticipantTest, RollbackToUndoesTheLaterStatementsOnly) {
   auto pending = p_->PendingWrites(1, 1, "", "");
   ASSERT_EQ(pending.size(), 2u);
   for (const auto& [key, op] : pending) EXPECT_EQ(op.kind, storage::VersionKind::kPut);  // key 1's delete is gone
+  // A read's wait hands the same writes out (within its range).
+  std::map<std::string, storage::WriteOp> with_wait;
+  ASSERT_TRUE(p_->AwaitReadable(1, "", "", 10, 1, &with_wait).ok());
+  EXPECT_EQ(with_wait.size(), 2u);
+  std::string key2 = W(2, WriteCheck::kNone).op.key;
+  ASSERT_TRUE(p_->AwaitReadable(1, key2, "", 10, 1, &with_wait).ok());
+  ASSERT_EQ(with_wait.size(), 1u);
+  EXPECT_EQ(with_wait.begin()->first, key2);
   // Keys 3 and 4 are free again; key 1 is still ours.
   EXPECT_TRUE(p_->Prepare(2, 10, {W(3, WriteCheck::kInsert), W(4, WriteCheck::kLock)}, {.wait = false}).ok());
   EXPECT_EQ(p_->Prepare(3, 10, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");

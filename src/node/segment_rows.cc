@@ -9,13 +9,16 @@ namespace wattdb::node {
 
 Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& store, Participant& participant,
                                                        const ScanRequest& req, ColumnCache* cache) {
-  // Index scans read rows anywhere in the segment.
+  // Index scans read rows anywhere in the segment; the transaction's own writes in the range
+  // are read with the wait (one hold of the participant's lock).
+  std::unique_ptr<SegmentRows> s(new SegmentRows());
+  const bool own = req.txn != 0 && !req.index;
   if (!req.locked) {
     RETURN_NOT_OK(participant.AwaitReadable(req.segment, req.index ? "" : req.lo, req.index ? "" : req.hi,
-                                            req.read_ts, req.txn));
+                                            req.read_ts, req.txn, own ? &s->pending_ : nullptr));
+  } else if (own) {
+    s->pending_ = participant.PendingWrites(req.txn, req.segment, req.lo, req.hi);
   }
-  std::unique_ptr<SegmentRows> s(new SegmentRows());
-  if (req.txn != 0 && !req.index) s->pending_ = participant.PendingWrites(req.txn, req.segment, req.lo, req.hi);
   // A point lookup of a key the transaction wrote reads its own write, whatever storage holds
   // (stored keys are prefix-free: the range holds that key alone).
   if (s->pending_.size() == 1 && s->pending_.begin()->first == req.lo && storage::NarrowRange(req.lo, req.hi)) {

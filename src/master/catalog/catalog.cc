@@ -1,5 +1,6 @@
 #include "master/catalog/catalog.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "common/bytes.h"
@@ -92,6 +93,7 @@ Status Catalog::Load() {
     tables_[t.name] = std::move(t);
     return Status::OK();
   }));
+  IndexTablesLocked();
   RETURN_NOT_OK(kv_->Scan(kViewPrefix, [&](const std::string& k, const std::string& v) {
     ByteReader r(v);
     View view;
@@ -240,10 +242,9 @@ std::map<std::string, std::string> Catalog::Views() const {
 
 std::optional<TableSchema> Catalog::TableById(TableId id) const {
   std::shared_lock l(mu_);
-  for (const auto& [n, t] : tables_) {
-    if (t.id == id) return t;
-  }
-  return std::nullopt;
+  auto it = tables_by_id_.find(id);
+  if (it == tables_by_id_.end()) return std::nullopt;
+  return *it->second;
 }
 
 std::vector<TableSchema> Catalog::Tables() const { return TablesOf(false); }
@@ -259,14 +260,7 @@ std::vector<TableSchema> Catalog::TablesOf(bool system) const {
 
 bool Catalog::HasUniqueIndex(TableId id) const {
   std::shared_lock l(mu_);
-  for (const auto& [n, t] : tables_) {
-    if (t.id != id) continue;
-    for (const auto& ix : t.indexes) {
-      if (ix.unique) return true;
-    }
-    return false;
-  }
-  return false;
+  return unique_tables_.count(id) > 0;
 }
 
 std::vector<TableSchema> Catalog::SystemViews() const { return TablesOf(true); }
@@ -275,6 +269,18 @@ void Catalog::AddSystemView(TableSchema schema) {
   std::unique_lock l(mu_);
   schema_version_++;
   tables_[schema.name] = std::move(schema);
+  IndexTablesLocked();
+}
+
+void Catalog::IndexTablesLocked() {
+  tables_by_id_.clear();
+  unique_tables_.clear();
+  for (const auto& [name, t] : tables_) {
+    tables_by_id_[t.id] = &t;
+    if (std::any_of(t.indexes.begin(), t.indexes.end(), [](const auto& ix) { return ix.unique; })) {
+      unique_tables_.insert(t.id);
+    }
+  }
 }
 
 Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
@@ -292,6 +298,7 @@ Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
   schema->Serialize(&enc);
   RETURN_NOT_OK(kv_->Write({{kTablePrefix + schema->name, enc}, {SegmentKey(sid), EncodeSegment(seg)}}));
   tables_[schema->name] = *schema;
+  IndexTablesLocked();
   by_table_[schema->id][""] = seg;
   seg_index_[sid] = {schema->id, ""};
   return seg;
@@ -307,6 +314,7 @@ Result<std::vector<SegmentEntry>> Catalog::DropTable(const std::string& name) {
   }
   ASSIGN_OR_RETURN(auto segs, TrashSegments({it->second.id}, {{kTablePrefix + name, "", true}}));
   tables_.erase(it);
+  IndexTablesLocked();
   return segs;
 }
 
@@ -384,6 +392,7 @@ Result<std::vector<SegmentEntry>> Catalog::DropDatabase(const std::string& name)
   }
   ASSIGN_OR_RETURN(auto segs, TrashSegments(ids, std::move(ops)));
   for (const auto& t : tables) tables_.erase(t);
+  IndexTablesLocked();
   for (const auto& v : views) views_.erase(v);
   databases_.erase(name);
   return segs;
@@ -469,6 +478,7 @@ Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name,
                                                               {kTablePrefix + name, enc}}));
   tables_.erase(st);
   tables_[name] = std::move(renamed);
+  IndexTablesLocked();
   return segs;
 }
 
@@ -483,6 +493,7 @@ Status Catalog::UpdateTable(const TableSchema& schema) {
   schema.Serialize(&enc);
   RETURN_NOT_OK(kv_->Write({{kTablePrefix + schema.name, enc}}));
   it->second = schema;
+  IndexTablesLocked();
   return Status::OK();
 }
 

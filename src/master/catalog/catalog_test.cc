@@ -116,6 +116,39 @@ TEST_F(CatalogTest, ADatabaseViewSeesEveryTableChangeAtOnce) {
   EXPECT_EQ(db.GetTable("acc")->id, again.id);
 }
 
+// Lookups by id (the write path asks whether a table has a unique index) follow every
+// change of the tables, and a restart.
+TEST_F(CatalogTest, LookupsByIdFollowTableChanges) {
+  TableSchema a = Schema("a");
+  TableSchema b = Schema("b");
+  ASSERT_TRUE(cat_->CreateTable(&a, 1).ok());
+  ASSERT_TRUE(cat_->CreateTable(&b, 1).ok());
+  EXPECT_EQ(cat_->TableById(a.id)->name, "a");
+  EXPECT_FALSE(cat_->HasUniqueIndex(a.id));
+  IndexDef ix;
+  ix.name = "a_v";
+  ix.spec.id = 1;
+  ix.spec.columns = {1};
+  ix.spec.desc = {false};
+  ix.unique = true;
+  a.indexes.push_back(ix);
+  ASSERT_TRUE(cat_->UpdateTable(a).ok());
+  EXPECT_TRUE(cat_->HasUniqueIndex(a.id));
+  EXPECT_FALSE(cat_->HasUniqueIndex(b.id));
+  Reopen();
+  EXPECT_TRUE(cat_->HasUniqueIndex(a.id));
+  EXPECT_EQ(cat_->TableById(b.id)->name, "b");
+  // b's rows replaced by a staged table's (as TRUNCATE does): b now has the staged id.
+  TableSchema staged = Schema("b_staged");
+  ASSERT_TRUE(cat_->CreateTable(&staged, 1).ok());
+  ASSERT_TRUE(cat_->ReplaceTable("b", "b_staged").ok());
+  EXPECT_FALSE(cat_->TableById(b.id).has_value());
+  EXPECT_EQ(cat_->TableById(staged.id)->name, "b");
+  ASSERT_TRUE(cat_->DropTable("a").ok());
+  EXPECT_FALSE(cat_->HasUniqueIndex(a.id));
+  EXPECT_FALSE(cat_->TableById(a.id).has_value());
+}
+
 TEST_F(CatalogTest, CountersNeverRepeatAcrossRestarts) {
   std::set<uint64_t> seen;
   for (int round = 0; round < 3; round++) {
