@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -668,6 +669,64 @@ TEST(Faults, NodeFrozenAfterPreparingAKeyUpdateOnItsOwn) { KeyWriteMeetsANodeFau
 
 TEST(Faults, NodeKilledWhileUndoingARestartedStatement) { StatementRestartMeetsANodeFault(false); }
 TEST(Faults, NodeFrozenWhileUndoingARestartedStatement) { StatementRestartMeetsANodeFault(true); }
+
+// A writer waits for a row a block holds when the row's node is killed (-9) or frozen: the
+// block's COMMIT and the waiting statement each end within their deadlines, and the row holds
+// exactly the acknowledged changes (+1 from the block, +10 from the waiter); a COMMIT whose
+// outcome the master could not learn (40003, as in PostgreSQL) may have gone either way.
+void RowLockWaitMeetsANodeFault(bool freeze) {
+  MiniCluster cluster(Managed(1, 1 << 20, 200));
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto a = cluster.Connect(), b = cluster.Connect(), c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t VALUES (1, 0)"), "");
+  ASSERT_EQ(a->Exec("BEGIN"), "");
+  ASSERT_EQ(a->Exec("UPDATE t SET v = v + 1 WHERE id = 1"), "");
+  pid_t pid = cluster.NodePid(1);
+  ASSERT_GT(pid, 0);
+  auto t0 = Clock::now();
+  std::string waiter_st = "?", waiter_msg;
+  std::thread waiter([&] { waiter_st = b->Exec("UPDATE t SET v = v + 10 WHERE id = 1", nullptr, &waiter_msg); });
+  EXPECT_TRUE(cluster.WaitFor("SELECT sum(lock_waits) > 0 FROM wattdb_nodes", "t", 10000));
+  kill(pid, freeze ? SIGSTOP : SIGKILL);
+  if (freeze) {
+    ASSERT_TRUE(AwaitStopped(pid));
+  }
+  std::string msg, committed = a->Exec("COMMIT", nullptr, &msg);
+  if (freeze) kill(pid, SIGCONT);
+  waiter.join();
+  EXPECT_LT(SecondsSince(t0), 20.0) << "COMMIT: " << committed << " " << msg << "; waiter: " << waiter_st << " "
+                                    << waiter_msg;
+  ASSERT_TRUE(AllUp(cluster, 1, 20000)) << "logs in " << cluster.dir();
+  // The values the acknowledgements allow: an effect is in if acknowledged, out if refused,
+  // either if its outcome is unknown.
+  std::set<int> allowed{0};
+  for (auto [st, delta] : {std::pair{committed, 1}, std::pair{waiter_st, 10}}) {
+    if (!st.empty() && st != "40003") continue;
+    std::set<int> with;
+    for (int x : allowed) with.insert(x + delta);
+    if (st.empty()) allowed.clear();
+    allowed.insert(with.begin(), with.end());
+  }
+  std::string v = "?";
+  for (auto until = Clock::now() + std::chrono::seconds(10); Clock::now() < until && v == "?";) {
+    std::vector<std::vector<std::string>> rows;
+    if (c->Exec("SELECT v FROM t WHERE id = 1", &rows).empty() && rows.size() == 1) v = rows[0][0];
+  }
+  ASSERT_NE(v, "?");
+  EXPECT_TRUE(allowed.count(std::stoi(v))) << "v = " << v << "; COMMIT: " << committed << " " << msg << "; waiter: " << waiter_st << " "
+                                       << waiter_msg;
+  // The row's locks are gone: it takes a new write.
+  std::string updated = "none";
+  for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until && !updated.empty();) {
+    updated = c->Exec("UPDATE t SET v = v + 100 WHERE id = 1", nullptr, &msg);
+  }
+  EXPECT_EQ(updated, "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT v FROM t WHERE id = 1"), std::to_string(std::stoi(v) + 100));
+}
+
+TEST(Faults, NodeKilledWhileAWriterWaitsForARowLock) { RowLockWaitMeetsANodeFault(false); }
+TEST(Faults, NodeFrozenWhileAWriterWaitsForARowLock) { RowLockWaitMeetsANodeFault(true); }
 
 // Two blocks deadlocked through two nodes (the master is about to break the cycle) when one
 // node is killed: neither statement hangs, and each block's two updates are applied both or
