@@ -260,7 +260,10 @@ std::vector<TableSchema> Catalog::TablesOf(bool system) const {
 
 bool Catalog::HasUniqueIndex(TableId id) const {
   std::shared_lock l(mu_);
-  return unique_tables_.count(id) > 0;
+  auto it = tables_by_id_.find(id);
+  if (it == tables_by_id_.end()) return false;
+  const auto& ixs = it->second->indexes;
+  return std::any_of(ixs.begin(), ixs.end(), [](const auto& ix) { return ix.unique; });
 }
 
 std::vector<TableSchema> Catalog::SystemViews() const { return TablesOf(true); }
@@ -274,13 +277,7 @@ void Catalog::AddSystemView(TableSchema schema) {
 
 void Catalog::IndexTablesLocked() {
   tables_by_id_.clear();
-  unique_tables_.clear();
-  for (const auto& [name, t] : tables_) {
-    tables_by_id_[t.id] = &t;
-    if (std::any_of(t.indexes.begin(), t.indexes.end(), [](const auto& ix) { return ix.unique; })) {
-      unique_tables_.insert(t.id);
-    }
-  }
+  for (const auto& [name, t] : tables_) tables_by_id_[t.id] = &t;
 }
 
 Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {

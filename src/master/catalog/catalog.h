@@ -18,7 +18,6 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "common/schema.h"
@@ -179,10 +178,9 @@ class Catalog : public plan::CatalogReader {
   std::unique_ptr<storage::KvStore> kv_;
   mutable std::shared_mutex mu_;  // guards everything below
   std::map<std::string, TableSchema> tables_;
-  // tables_ by id (entries of a std::map stay put), and the ids of tables with a unique
-  // index: rebuilt by IndexTablesLocked after every change of tables_.
+  // tables_ by id (entries of a std::map stay put): rebuilt by IndexTablesLocked after every
+  // change of tables_.
   std::unordered_map<TableId, const TableSchema*> tables_by_id_;
-  std::unordered_set<TableId> unique_tables_;
   // REQUIRES: mu_ held exclusively.
   void IndexTablesLocked();
   struct View {
