@@ -16,7 +16,7 @@ namespace wattdb::net {
 ReceivedMessage::ReceivedMessage(kj::Array<capnp::word> words) : words_(std::move(words)) {
   capnp::ReaderOptions opts;
   opts.traversalLimitInWords = kMaxMessageBytes / sizeof(capnp::word);
-  reader_ = std::make_unique<capnp::FlatArrayMessageReader>(words_.asPtr(), opts);
+  reader_.emplace(words_.asPtr(), opts);
 }
 
 Connection::Connection(Socket socket)

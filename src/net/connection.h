@@ -31,6 +31,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 
@@ -52,6 +53,8 @@ constexpr int kPoolIdleMs = 60000;
 class ReceivedMessage {
  public:
   explicit ReceivedMessage(kj::Array<capnp::word> words);
+  ReceivedMessage(const ReceivedMessage&) = delete;
+  ReceivedMessage& operator=(const ReceivedMessage&) = delete;
   template <typename T>
   typename T::Reader Root() {
     return reader_->getRoot<T>();
@@ -59,7 +62,7 @@ class ReceivedMessage {
 
  private:
   kj::Array<capnp::word> words_;
-  std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+  std::optional<capnp::FlatArrayMessageReader> reader_;  // reads words_ (in place: no allocation)
 };
 
 // Checks that `words` (a message frame's payload) holds a well-formed Cap'n Proto message

@@ -78,6 +78,37 @@ class SegmentProvider : public exec::ScanProvider {
   bool opened_ = false;
 };
 
+// RunScanPlan's batch and lists, kept by its thread for the next run (their vectors keep their
+// memory): a key-routed write runs it for one row, where allocating a batch's column vectors
+// cost more than the row. A run inside a run (an emit that runs another) gets fresh ones.
+struct ScanScratch {
+  exec::Batch batch;
+  std::vector<uint32_t> sel;
+  std::vector<std::vector<Value>> out;
+};
+
+class ScanScratchLease {
+ public:
+  ScanScratchLease() : s_(busy_ ? &own_ : &kept_) { busy_ = true; }
+  ~ScanScratchLease() {
+    if (s_ != &kept_) return;
+    busy_ = false;
+    if (kept_.out.size() > kKeepRows || kept_.batch.rows > kKeepRows) kept_ = ScanScratch();
+  }
+  ScanScratchLease(const ScanScratchLease&) = delete;
+  ScanScratchLease& operator=(const ScanScratchLease&) = delete;
+  ScanScratch* operator->() { return s_; }
+
+ private:
+  static constexpr size_t kKeepRows = 256;  // a run that made more frees its memory after
+  static thread_local ScanScratch kept_;
+  static thread_local bool busy_;
+  ScanScratch own_;
+  ScanScratch* s_;
+};
+thread_local ScanScratch ScanScratchLease::kept_;
+thread_local bool ScanScratchLease::busy_ = false;
+
 }  // namespace
 
 Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptions& opts,
@@ -113,9 +144,10 @@ Status RunScanPlan(const plan::PlanNode& plan, SegmentRows& rows, const Fragment
   exec::ExecContext ctx(nullptr, opts.cancel);
   ctx.work_mem = opts.work_mem;
   ctx.params = opts.params;
-  exec::Batch b;
-  std::vector<uint32_t> sel;
-  std::vector<std::vector<Value>> out;
+  ScanScratchLease lease;
+  exec::Batch& b = lease->batch;
+  std::vector<uint32_t>& sel = lease->sel;
+  std::vector<std::vector<Value>>& out = lease->out;
   while (true) {
     b.Reset(scan->types.size());
     ASSIGN_OR_RETURN(bool more, source.Next(b));

@@ -20,8 +20,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
+
+#include <boost/container/flat_map.hpp>
 
 namespace wattdb::node {
 
@@ -49,6 +50,10 @@ class LockTable {
   size_t HeldBy(uint64_t txn) const;
   size_t size() const { return size_ + run_live_; }
   bool empty() const { return size() == 0; }
+  // Whether the table is small (a few slots, a short run): emptied, it is kept for the
+  // segment's next writers (their locks then allocate nothing) instead of dropped and built
+  // again.
+  bool small() const { return slots_.size() <= kSmallSlots && run_.size() <= kSmallSlots; }
   // Keys held in the run (for tests).
   size_t run_size() const { return run_live_; }
 
@@ -62,6 +67,7 @@ class LockTable {
     uint64_t length;
     LockEntry entry;  // txn 0: released (a hole)
   };
+  static constexpr size_t kSmallSlots = 64;
   static uint64_t Hash(std::string_view key);
   // The slot of `key`, or of the empty slot where it would go.
   size_t Probe(std::string_view key, uint64_t hash) const;
@@ -79,7 +85,9 @@ class LockTable {
   std::string run_keys_;
   uint64_t run_txn_ = 0;
   size_t run_live_ = 0;  // run_ entries that are not holes
-  std::unordered_map<uint64_t, size_t> held_;  // keys held per transaction in the hash table
+  // Keys held per transaction in the hash table: a handful of holders, in a flat array that
+  // keeps its memory as holders come and go.
+  boost::container::flat_map<uint64_t, size_t> held_;
 };
 
 }  // namespace wattdb::node

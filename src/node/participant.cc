@@ -2,10 +2,12 @@
 
 #include "common/bytes.h"
 #include "common/failpoint.h"
+#include "common/small_containers.h"
 
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <span>
 
 namespace wattdb::node {
 
@@ -131,7 +133,9 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
   // The writes are checked and kept in (segment, key) order, a key's writes in the order
   // given: one segment and lock-table lookup per segment, one storage iterator per segment
   // for the committed versions, and a key's writes side by side.
-  std::vector<uint32_t> order(writes.size());
+  // Calls carry a write or a few (a statement's key-routed update): their working lists live
+  // inline, without allocations.
+  SmallVector<uint32_t> order(writes.size());
   for (uint32_t i = 0; i < order.size(); i++) order[i] = i;
   auto before_in_order = [&](uint32_t a, uint32_t b) {
     const storage::WriteOp& x = writes[a].op;
@@ -148,13 +152,13 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
   if (fenced_.count(txn)) {
     return Status::Aborted(fmt::format("transaction {} aborted: its commit was given up on", txn));
   }
-  std::vector<std::string_view> check_keys;  // per segment: keys whose committed version decides
-  std::vector<uint8_t> check_insert;         // ... and whether an insert checks it
-  std::vector<std::optional<storage::LatestVersion>> check_seen;  // ... its version as seen
-  std::vector<std::string_view> read_keys;   // the check keys not seen: read here
+  SmallVector<std::string_view> check_keys;  // per segment: keys whose committed version decides
+  SmallVector<uint8_t> check_insert;         // ... and whether an insert checks it
+  SmallVector<std::optional<storage::LatestVersion>> check_seen;  // ... its version as seen
+  SmallVector<std::string_view> read_keys;   // the check keys not seen: read here
   // ... and for a key whose version came from the writer's read (with its row), the order
   // index of the call's first write of it: that write learns the row (WriteOp::prior).
-  std::vector<std::pair<const storage::SeenLatest*, size_t>> check_prior;
+  SmallVector<std::pair<const storage::SeenLatest*, size_t>> check_prior;
   std::vector<storage::LatestVersion> latest;
 restart:
   auto existing = prepared_.find(txn);
@@ -274,7 +278,7 @@ restart:
     // need no second look; nor do keys the segment's newest-version cache holds (a commit
     // replaces a cached version before it releases its keys' locks, and this writer has
     // waited for every holder of this key).
-    RETURN_NOT_OK(store_.LatestOf(seg_id, read_keys, &latest));
+    RETURN_NOT_OK(store_.LatestOf(seg_id, std::span(read_keys.data(), read_keys.size()), &latest));
     for (size_t i = 0, next_read = 0; i < check_keys.size(); i++) {
       const storage::LatestVersion& lv = check_seen[i] ? *check_seen[i] : latest[next_read++];
       if (check_insert[i] && lv.found && !lv.deleted) {
@@ -302,6 +306,7 @@ restart:
   }
   // Checked: keep the writes (in key order) and lock their keys.
   Prepared& p = prepared_[txn];
+  if (p.ops.capacity() == 0) p.ops.reserve(std::max<size_t>(writes.size(), 8));  // one allocation for a short one
   size_t before = p.ops.size();
   Prepared::Call call{p.received, before, {}};
   p.received += writes.size();
@@ -395,7 +400,7 @@ void Participant::ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>
     }
     if (!table) return;
     table->Release(key, txn);
-    if (table->empty()) {
+    if (table->empty() && !table->small()) {
       locks_.erase(segment);
       table = nullptr;
     }
@@ -406,11 +411,11 @@ void Participant::ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>
 
 void Participant::ReleaseAllLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops,
                                   const std::set<LockKey>& keys, std::vector<LockTable>* dropped) {
-  // Tables whose every key txn holds (a bulk load's) go whole; the rest key by key.
+  // Large tables whose every key txn holds (a bulk load's) go whole; the rest key by key.
   for (size_t i = 0; i < ops.size(); i++) {
     if (i > 0 && ops[i].segment == ops[i - 1].segment) continue;
     auto t = locks_.find(ops[i].segment);
-    if (t != locks_.end() && t->second.HeldBy(txn) == t->second.size()) {
+    if (t != locks_.end() && !t->second.small() && t->second.HeldBy(txn) == t->second.size()) {
       dropped->push_back(std::move(t->second));
       locks_.erase(t);
     }
@@ -646,14 +651,21 @@ bool Participant::HasPrepared(SegmentId segment) const {
 }
 
 bool Participant::HasPreparedLocked(SegmentId segment) const {
-  return locks_.count(segment) > 0;
+  auto t = locks_.find(segment);
+  return t != locks_.end() && !t->second.empty();
 }
 
 bool Participant::BeginExclusive(SegmentId segment) {
   std::lock_guard<std::mutex> l(mu_);
   if (HasPreparedLocked(segment) || exclusive_.count(segment)) return false;
   exclusive_.insert(segment);
+  locks_.erase(segment);  // an emptied table kept for its writers; the segment may leave
   return true;
+}
+
+void Participant::SegmentGone(SegmentId segment) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!HasPreparedLocked(segment)) locks_.erase(segment);
 }
 
 void Participant::EndExclusive(SegmentId segment) {
@@ -662,6 +674,11 @@ void Participant::EndExclusive(SegmentId segment) {
     exclusive_.erase(segment);
   }
   released_.notify_all();
+}
+
+size_t Participant::lock_table_count() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return locks_.size();
 }
 
 size_t Participant::prepared_count() const {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/reaper.h"
+#include "common/small_containers.h"
 #include "common/status.h"
 #include "node/lock_table.h"
 #include "storage/segment_store.h"
@@ -131,7 +132,10 @@ class Participant {
   // the master gave up on them (a frozen node), which must not land in a half that moved.
   bool BeginExclusive(SegmentId segment);
   void EndExclusive(SegmentId segment);
+  // The segment left this node (dropped): its lock table goes if no lock is held there.
+  void SegmentGone(SegmentId segment);
   size_t prepared_count() const;
+  size_t lock_table_count() const;  // segments with a lock table (tests)
   // The latest pending write of `txn` per key of `segment` within [lo, hi) ("" = unbounded),
   // in key order: what the transaction itself must see on top of its snapshot.
   std::map<std::string, storage::WriteOp> PendingWrites(uint64_t txn, SegmentId segment, std::string_view lo,
@@ -192,20 +196,21 @@ class Participant {
     uint64_t received = 0;    // writes received, lock-only ones included
     std::vector<storage::WriteOp> ops;  // each Prepare call's in (segment, key) order
     std::set<LockKey> locked;        // keys locked without a write (kLock)
-    std::set<SegmentId> segments;    // segments of ops (a superset after a failed durable prepare)
+    SmallFlatSet<SegmentId> segments;  // segments of ops (a superset after a failed durable prepare)
     struct Call {                    // one successful Prepare call, for RollbackTo
       uint64_t received_before;
       size_t ops_before;
       std::vector<LockKey> locked;   // keys this call locked first without writing them
     };
-    std::vector<Call> calls;
+    SmallVector<Call> calls;  // a statement's call each: a short transaction's fit inline
   };
   std::map<uint64_t, Prepared> prepared_;
   // REQUIRES mu_ held. Erases `it` from prepared_, with `dropped` (its lock tables): those of
   // a bulk load are freed by reaper_, not on the caller's time.
   void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it, std::vector<LockTable> dropped);
   // Row locks by segment; each entry points at the holder's latest write of the key, so a
-  // transaction's own writes are found with its locks. Holds no empty tables.
+  // transaction's own writes are found with its locks. Emptied small tables stay for the
+  // segment's next writers (LockTable::small); a segment's table goes when it is split or moved.
   std::unordered_map<SegmentId, LockTable> locks_;
   std::chrono::milliseconds deadlock_check_;
   std::atomic<uint64_t> lock_wait_wakeups_{0};

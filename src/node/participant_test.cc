@@ -227,6 +227,27 @@ TEST_F(ParticipantTest, WritesWaitOutASplitThenSeeTheNewRange) {
   p.EndExclusive(1);
 }
 
+// A segment's lock table, emptied by a commit, stays for the segment's next writers (their
+// locks allocate nothing then) without counting as held; it goes when the segment is split or
+// moved (BeginExclusive) or leaves the node, unless a lock is held there.
+TEST_F(ParticipantTest, AnEmptiedLockTableStaysUntilItsSegmentChangesOrGoes) {
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(1, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(1, 11).ok());
+  EXPECT_EQ(p_->lock_table_count(), 1u);
+  EXPECT_FALSE(p_->HasPrepared(1));
+  ASSERT_TRUE(p_->BeginExclusive(1));
+  EXPECT_EQ(p_->lock_table_count(), 0u);
+  p_->EndExclusive(1);
+  ASSERT_TRUE(p_->Prepare(2, 12, {W(2, WriteCheck::kInsert)}).ok());
+  p_->SegmentGone(1);  // a lock is held there: the table stays
+  EXPECT_EQ(p_->lock_table_count(), 1u);
+  EXPECT_TRUE(p_->HasPrepared(1));
+  ASSERT_TRUE(p_->Commit(2, 13).ok());
+  EXPECT_EQ(p_->lock_table_count(), 1u);
+  p_->SegmentGone(1);
+  EXPECT_EQ(p_->lock_table_count(), 0u);
+}
+
 TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
   Participant p(*store_, std::chrono::milliseconds(10000));
   ASSERT_TRUE(p.Prepare(1, 10, {W(9, WriteCheck::kInsert)}).ok());

@@ -39,10 +39,11 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const
   x->blocking_ = Blocking(*exchange.children[0]);
   const std::string& lo = opts.range ? opts.range->first : scan->lo;
   const std::string& hi = opts.range ? opts.range->second : scan->hi;
-  for (const auto& s : map.Segments(scan->table, lo, hi)) {
-    Part p;
+  auto segments = map.Segments(scan->table, lo, hi);
+  x->parts_.reserve(segments.size());
+  for (const auto& s : segments) {
+    Part& p = x->parts_.emplace_back();  // in place: a moved deque allocates anew for its source
     std::tie(p.lo, p.hi) = WithinSegment(lo, hi, s.lo, s.hi);
-    x->parts_.push_back(std::move(p));
   }
   if (x->parts_.size() == 1 || (!opts.prefetch && !x->parts_.empty())) {
     x->inline_ = std::make_unique<PartReader>(*x, x->parts_.front().lo, x->parts_.back().hi);

@@ -25,7 +25,7 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
                            bool sync) {
   // The segments are looked up under mu_; the batch (which may hold millions of rows) is
   // built without it, so heartbeats and other segments' work go on meanwhile.
-  std::map<SegmentId, SegmentRef> refs;
+  CommitSegments refs;
   {
     std::shared_lock<std::shared_mutex> l(mu_);  // a lookup: commits share the lock
     for (size_t i = 0; i < ops.size(); i++) {
@@ -38,10 +38,10 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
       refs.emplace(op.segment, it->second);
     }
   }
-  std::vector<Segment*> changing;
+  SmallVector<Segment*> changing;
   for (auto& [id, ref] : refs) changing.push_back(ref.get());
-  WriteWindow window(std::move(changing));
-  std::map<SegmentId, std::pair<uint64_t, uint64_t>> written;  // segment -> (rows, bytes)
+  WriteWindow window(std::span(changing.data(), changing.size()));
+  WrittenCounts written;  // segment -> (rows, bytes)
   // Inside the write window: the data version grows once the rows are visible; a recording
   // of recent versions takes a commit's rows, and ends at an ingested one.
   auto count_written = [&](bool ingested) {
@@ -79,7 +79,7 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
     const WriteOp* prior = nullptr;
   };
   std::map<std::pair<SegmentId, std::string>, IndexedKey> indexed;
-  std::map<SegmentId, std::pair<SegmentRef, std::vector<IndexKeySpec>>> specs;
+  SmallFlatMap<SegmentId, std::pair<SegmentRef, std::vector<IndexKeySpec>>> specs;
   const std::string inv_ts = BigEndian64(~ts);  // a version key's suffix (see MvccKey)
   const char row_space = kRowSpace;
   const SegmentRef* seg = nullptr;  // of op.segment
@@ -137,8 +137,7 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
 Status SegmentStore::SyncWal() { return FromRocks(db_->SyncWAL(), "sync log"); }
 
 Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops,
-                                            const std::map<SegmentId, SegmentRef>& refs, uint64_t txn,
-                                            std::map<SegmentId, std::pair<uint64_t, uint64_t>>* written) {
+                                            const CommitSegments& refs, uint64_t txn, WrittenCounts* written) {
   std::map<SegmentId, std::vector<uint32_t>> by_segment;  // op indices
   std::vector<uint32_t>* current = nullptr;
   for (uint32_t i = 0; i < ops.size(); i++) {
@@ -174,7 +173,7 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
     args.push_back(std::move(arg));
     return Status::OK();
   };
-  std::map<SegmentId, std::pair<uint64_t, uint64_t>> counts;
+  WrittenCounts counts;
   const std::string inv_ts = BigEndian64(~ts);
   // A segment's rows, in key order, are cut into parts (at a change of key) of at least
   // ingest_file_rows_ rows for each of up to `threads` threads, and of at most about

@@ -333,7 +333,8 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
       return Status::NotFound(fmt::format("segment {} was dropped during its split", id));
     }
     {
-      WriteWindow window({seg.get()});
+      Segment* changing = seg.get();
+      WriteWindow window(std::span(&changing, 1));
       RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "split write"));
       seg->newest().Clear();  // its keys above the split key are gone
     }

@@ -626,7 +626,7 @@ Result<LatestVersion> SegmentStore::Latest(SegmentId id, std::string_view pk) co
   return lv;
 }
 
-Status SegmentStore::LatestOf(SegmentId id, const std::vector<std::string_view>& keys,
+Status SegmentStore::LatestOf(SegmentId id, std::span<const std::string_view> keys,
                               std::vector<LatestVersion>* out) const {
   out->assign(keys.size(), LatestVersion{});
   if (keys.empty()) return Status::OK();

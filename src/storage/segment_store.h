@@ -20,10 +20,12 @@
 #include <optional>
 #include <set>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "common/codec.h"
+#include "common/small_containers.h"
 #include "common/schema.h"
 #include "common/status.h"
 #include "storage/mvcc.h"
@@ -179,7 +181,7 @@ using SegmentRef = std::shared_ptr<Segment>;
 // Brackets a write to segments' rows: bumps each one's write_seq() now and again when it ends.
 class WriteWindow {
  public:
-  explicit WriteWindow(std::vector<Segment*> segments) : segments_(std::move(segments)) {
+  explicit WriteWindow(std::span<Segment* const> segments) : segments_(segments.begin(), segments.end()) {
     for (Segment* s : segments_) {
       s->writes_in_flight_.fetch_add(1);
       s->write_seq_.fetch_add(1);
@@ -195,7 +197,7 @@ class WriteWindow {
   WriteWindow& operator=(const WriteWindow&) = delete;
 
  private:
-  std::vector<Segment*> segments_;
+  SmallVector<Segment*> segments_;
 };
 
 // What a write knows of its key's newest committed row from before its transaction.
@@ -384,7 +386,7 @@ class SegmentStore {
   Result<LatestVersion> Latest(SegmentId seg, std::string_view key) const;
   // Latest for each of `keys` of `seg`, into (*out)[i], through one iterator: keys in
   // ascending order cost one seek for a run of them with no stored version between them.
-  Status LatestOf(SegmentId seg, const std::vector<std::string_view>& keys, std::vector<LatestVersion>* out) const;
+  Status LatestOf(SegmentId seg, std::span<const std::string_view> keys, std::vector<LatestVersion>* out) const;
   // Opens a scan of [lo, hi) at snapshot `read_ts`. Fails with Stale if the segment's range
   // no longer covers [lo, hi) (it split or shrank), NotFound if it is not here.
   Result<std::unique_ptr<SegmentScanner>> Scan(SegmentId seg, std::string_view lo,
@@ -492,8 +494,11 @@ class SegmentStore {
   Status Compact(Segment& seg, std::atomic<bool>* canceled);
   // Apply's ingesting path; false (nothing done, *written untouched) if the rows cannot go
   // that way (keys that do not sort as their versions do).
-  Result<bool> ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops, const std::map<SegmentId, SegmentRef>& refs,
-                                uint64_t txn, std::map<SegmentId, std::pair<uint64_t, uint64_t>>* written);
+  // A commit's segments, and the rows and bytes it wrote to each.
+  using CommitSegments = SmallFlatMap<SegmentId, SegmentRef>;
+  using WrittenCounts = SmallFlatMap<SegmentId, std::pair<uint64_t, uint64_t>>;
+  Result<bool> ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops, const CommitSegments& refs,
+                                uint64_t txn, WrittenCounts* written);
   std::atomic<uint64_t> ingested_commits_{0};
 
   std::string dir_;

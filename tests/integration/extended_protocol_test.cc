@@ -264,8 +264,9 @@ class RawClient {
   }
   void Msg(char type, const std::string& body) { Send(std::string(1, type) + Int32(static_cast<int32_t>(body.size() + 4)) + body); }
   void Send(const std::string& s) { ASSERT_EQ(write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
-  // Message types received up to and including ReadyForQuery.
-  std::string ReadUntilReady() {
+  // Message types received up to and including ReadyForQuery; the SQLSTATE of each error
+  // appended to *states if given.
+  std::string ReadUntilReady(std::vector<std::string>* states = nullptr) {
     std::string types;
     while (true) {
       char hdr[5];
@@ -275,6 +276,14 @@ class RawClient {
       std::string body(ntohl(len) - 4, '\0');
       if (!ReadN(body.data(), body.size())) return types + "!";
       types += hdr[0];
+      if (hdr[0] == 'E' && states) {
+        for (size_t at = 0; at < body.size() && body[at] != '\0';) {  // fields: type, text, NUL
+          size_t end = body.find('\0', at + 1);
+          if (end == std::string::npos) break;
+          if (body[at] == 'C') states->push_back(body.substr(at + 1, end - at - 1));
+          at = end + 1;
+        }
+      }
       if (hdr[0] == 'Z') return types;
     }
   }
@@ -317,6 +326,37 @@ TEST_F(ExtendedProtocol, ExecuteWithRowLimitSuspendsThePortal) {
   c.Msg('P', std::string("q\0SELECT 2\0", 11) + RawClient::Int16(0));
   c.Msg('S', "");
   EXPECT_EQ(c.ReadUntilReady(), "31Z");
+}
+
+// A portal bound again runs with its new values; a bind that fails drops the portal it would
+// have replaced (as PostgreSQL drops it first), so executing it then finds no portal.
+TEST_F(ExtendedProtocol, APortalBoundAgainTakesItsNewValuesAndAFailedBindDropsIt) {
+  RawClient c(cluster_->pg_port());
+  auto bind = [&](const std::string& value) {
+    c.Msg('B', std::string("p\0q\0", 4) + RawClient::Int16(0) + RawClient::Int16(1) +
+                   RawClient::Int32(static_cast<int32_t>(value.size())) + value + RawClient::Int16(0));
+  };
+  auto execute = [&] { c.Msg('E', std::string("p\0", 2) + RawClient::Int32(0)); };
+  c.Msg('P', std::string("q\0SELECT id FROM t WHERE id <= $1\0", 34) + RawClient::Int16(0));
+  bind("2");
+  execute();
+  bind("4");
+  execute();
+  bind("1");
+  c.Msg('S', "");
+  EXPECT_EQ(c.ReadUntilReady(), "12DDC2DDDDC2Z");
+  std::vector<std::string> states;
+  bind("x");  // not an integer
+  c.Msg('S', "");
+  EXPECT_EQ(c.ReadUntilReady(&states), "EZ");
+  execute();
+  c.Msg('S', "");
+  EXPECT_EQ(c.ReadUntilReady(&states), "EZ");
+  EXPECT_EQ(states, (std::vector<std::string>{"22P02", "34000"}));
+  bind("3");
+  execute();
+  c.Msg('S', "");
+  EXPECT_EQ(c.ReadUntilReady(), "2DDDCZ");
 }
 
 }  // namespace
@@ -669,6 +709,26 @@ TEST(GenericPlans, PreparedWritesReuseTheirPlanAndStayRight) {
     EXPECT_EQ(WritePrepared(c, "vins", {ids.c_str(), "1"}), "INSERT 0 1");
   }
   EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w WHERE s = 'view'"), "4");
+
+  // Expressions over the values in several rows; a key twice in one statement; a subquery.
+  Prepare(c, "ins2", "INSERT INTO w (id, v, s) VALUES ($1, $2 * 2, $3 || '!'), ($1 + 1, -$2, upper($3))");
+  for (int i = 0; i < 4; i++) {
+    std::string ids = std::to_string(2001 + 2 * i), v = std::to_string(i + 1), s = "x" + std::to_string(i);
+    EXPECT_EQ(WritePrepared(c, "ins2", {ids.c_str(), v.c_str(), s.c_str()}), "INSERT 0 2") << i;
+  }
+  EXPECT_EQ(admin->Scalar("SELECT count(*) || ' ' || sum(v) FROM w WHERE id > 2000"), "8 10");
+  EXPECT_EQ(admin->Scalar("SELECT s FROM w WHERE id = 2007"), "x3!");
+  EXPECT_EQ(admin->Scalar("SELECT s || v FROM w WHERE id = 2008"), "X3-4");
+  Prepare(c, "pair", "INSERT INTO w (id, v) VALUES ($1, 1), ($2, 2)");
+  for (int i = 0; i < 3; i++) EXPECT_EQ(WritePrepared(c, "pair", {"3000", "3000"}), "ERROR 23505");
+  EXPECT_EQ(WritePrepared(c, "pair", {"3000", "3001"}), "INSERT 0 2");
+  Prepare(c, "insq", "INSERT INTO w (id, v, s) VALUES ($1, (SELECT max(v) FROM w) + $2, 'q')");
+  for (int id = 4001; id <= 4004; id++) {
+    std::string ids = std::to_string(id);
+    EXPECT_EQ(WritePrepared(c, "insq", {ids.c_str(), "1"}), "INSERT 0 1");
+  }
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w a JOIN w b ON b.id = a.id + 1 WHERE a.s = 'q' AND b.v = a.v + 1"),
+            "3");
 
   // The table replaced by one with another column: planned again against the new one.
   ASSERT_EQ(admin->Exec("DROP VIEW wv"), "");

@@ -546,6 +546,14 @@ Result<SegmentEntry> Catalog::GetSegment(SegmentId id) const {
   return by_table_.at(ix->second.first).at(ix->second.second);
 }
 
+bool Catalog::SegmentIs(const SegmentEntry& e) const {
+  std::shared_lock l(mu_);
+  auto ix = seg_index_.find(e.id);
+  if (ix == seg_index_.end()) return false;
+  const SegmentEntry& now = by_table_.at(ix->second.first).at(ix->second.second);
+  return now.node == e.node && now.lo == e.lo && now.hi == e.hi;
+}
+
 std::vector<SegmentEntry> Catalog::AllSegments() const {
   std::shared_lock l(mu_);
   std::vector<SegmentEntry> out;

@@ -118,6 +118,8 @@ class Catalog : public plan::CatalogReader {
                                                 const std::string& hi) const;
   Result<SegmentEntry> SegmentForKey(TableId table, const std::string& key) const;
   Result<SegmentEntry> GetSegment(SegmentId id) const;
+  // Whether segment e.id exists with e's owner and key range (a write's routing still holds).
+  bool SegmentIs(const SegmentEntry& e) const;
   std::vector<SegmentEntry> AllSegments() const;
   std::vector<SegmentEntry> SegmentsOnNode(NodeId node) const;
 

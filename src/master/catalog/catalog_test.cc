@@ -182,7 +182,13 @@ TEST_F(CatalogTest, ASplitIntoPiecesIsLoggedAndRecordedAtOnce) {
   // Keys out of order are refused and change nothing.
   EXPECT_FALSE(cat_->ApplySplits(seg->id, *first, {K(300), K(200)}).ok());
   EXPECT_EQ(cat_->AllSegments().size(), 1u);
+  auto before = cat_->GetSegment(seg->id);
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(cat_->SegmentIs(*before));
   ASSERT_TRUE(cat_->ApplySplits(seg->id, *first, {K(100), K(200)}).ok());  // fewer pieces than asked
+  EXPECT_FALSE(cat_->SegmentIs(*before)) << "the split narrowed its range: a routing by it is stale";
+  EXPECT_TRUE(cat_->SegmentIs(*cat_->GetSegment(seg->id)));
+  EXPECT_FALSE(cat_->SegmentIs(SegmentEntry{*first + 50, t.id, "", "", before->node})) << "no such segment";
   EXPECT_TRUE(cat_->PendingSplits().empty());
   Reopen();
   EXPECT_TRUE(cat_->PendingSplits().empty());

@@ -214,29 +214,32 @@ Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> write
   for (int attempt = 0;; attempt++) {
     // Route every write to its segment, then latch the segments not latched yet (in id
     // order) and check that no move or split finished between routing and latching.
-    std::map<SegmentId, SegmentEntry> segs;
-    std::vector<SegmentId> seg_of(writes.size());
-    const SegmentEntry* last = nullptr;  // most writes (a COPY's) fall in the segment of the one before
+    SmallVector<SegmentEntry, 2> segs;  // distinct; a statement's writes meet few segments
+    SmallVector<uint32_t, 4> seg_of(writes.size());  // per write: its segment's index in segs
+    uint32_t last = UINT32_MAX;  // most writes (a COPY's) fall in the segment of the one before
     for (size_t i = 0; i < writes.size(); i++) {
       const std::string& key = writes[i].key;
-      if (!last || key < last->lo || (!last->hi.empty() && key >= last->hi)) {
+      if (last == UINT32_MAX || key < segs[last].lo || (!segs[last].hi.empty() && key >= segs[last].hi)) {
         ASSIGN_OR_RETURN(SegmentEntry e, catalog_->SegmentForKey(table, key));
-        last = &segs.insert_or_assign(e.id, std::move(e)).first->second;
+        auto known = std::find_if(segs.begin(), segs.end(), [&](const SegmentEntry& s) { return s.id == e.id; });
+        if (known == segs.end()) known = segs.insert(segs.end(), std::move(e));
+        last = static_cast<uint32_t>(known - segs.begin());
       }
-      seg_of[i] = last->id;
+      seg_of[i] = last;
     }
-    std::vector<SegmentId> fresh;
-    for (auto& [id, e] : segs) {
-      if (t.latches.count(id)) continue;
+    SmallVector<SegmentId, 4> fresh;
+    for (const auto& e : segs) {
+      if (!t.latches.count(e.id)) fresh.push_back(e.id);
+    }
+    std::sort(fresh.begin(), fresh.end());
+    for (SegmentId id : fresh) {
       auto latch = Latch(id);
       latch->lock_shared();
-      t.latches[id] = latch;
-      fresh.push_back(id);
+      t.latches[id] = std::move(latch);
     }
     bool changed = false;
-    for (auto& [id, e] : segs) {
-      auto now = catalog_->GetSegment(id);
-      if (!now.ok() || now->node != e.node || now->lo != e.lo || now->hi != e.hi) changed = true;
+    for (const auto& e : segs) {
+      if (!catalog_->SegmentIs(e)) changed = true;
     }
     if (changed) {
       for (SegmentId id : fresh) {
@@ -250,7 +253,7 @@ Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> write
     by_node->clear();
     for (size_t i = 0; i < writes.size(); i++) {
       RemoteWrite w;
-      w.segment = seg_of[i];
+      w.segment = segs[seg_of[i]].id;
       w.key = std::move(writes[i].key);
       w.is_delete = writes[i].is_delete;
       w.row = std::move(writes[i].row);

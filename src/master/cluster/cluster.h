@@ -20,8 +20,11 @@
 #include <thread>
 #include <vector>
 
+#include <boost/container/flat_set.hpp>
+
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/small_containers.h"
 #include "master/catalog/catalog.h"
 #include "master/cluster/node_supervisor.h"
 #include "master/energy/energy_service.h"
@@ -60,9 +63,9 @@ struct MoveReport {
 struct Transaction {
   uint64_t id = 0;
   Timestamp snapshot = 0;
-  std::map<NodeId, std::shared_ptr<NodeClient>> participants;
-  std::map<NodeId, uint64_t> sent;  // writes prepared on each participant (lock-only included)
-  std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches;  // held shared
+  SmallFlatMap<NodeId, std::shared_ptr<NodeClient>> participants;
+  SmallFlatMap<NodeId, uint64_t> sent;  // writes prepared on each participant (lock-only included)
+  SmallFlatMap<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches;  // held shared
   std::vector<std::string> unique_locks;  // unique index keys claimed (Cluster::CheckUnique)
   // Inserts that cannot conflict (fresh hidden row ids, no unique index), routed and their
   // segments latched but not sent yet: they travel with a one-node commit, or are sent
@@ -70,9 +73,9 @@ struct Transaction {
   std::map<NodeId, std::vector<RemoteWrite>> deferred;
   // How far the transaction had got when a statement began (Cluster::RollbackStatement).
   struct Mark {
-    std::map<NodeId, uint64_t> sent;
+    SmallFlatMap<NodeId, uint64_t> sent;
     size_t unique_locks = 0;
-    std::map<NodeId, size_t> deferred;
+    SmallFlatMap<NodeId, size_t> deferred;
   };
   Mark mark() const;
   ~Transaction();
@@ -319,8 +322,11 @@ class Cluster {
   std::mutex ts_mu_;  // guards the timestamp state below
   std::condition_variable ts_cv_;  // signalled when a commit completes
   Timestamp last_ts_ = 0;
-  std::set<Timestamp> inflight_;
-  std::multiset<Timestamp> snapshots_;  // held by statements and transactions
+  // Sorted arrays: as many entries as commits in flight and snapshots held (a few per
+  // session), mostly added near the end; they keep their memory, so a statement's snapshot
+  // and a commit's stamp allocate nothing.
+  boost::container::flat_set<Timestamp> inflight_;
+  boost::container::flat_multiset<Timestamp> snapshots_;  // held by statements and transactions
 
   std::mutex sessions_mu_;  // guards sessions_
   std::map<std::string, int> sessions_;

@@ -8,7 +8,7 @@ namespace wattdb::master {
 
 namespace {
 
-thread_local std::map<NodeId, uint64_t>* tl_nodes = nullptr;
+thread_local SmallFlatMap<NodeId, uint64_t>* tl_nodes = nullptr;
 thread_local uint64_t* tl_other_threads = nullptr;
 
 }  // namespace
@@ -56,7 +56,7 @@ StatementEnergy StatementCpuScope::Finish(const EnergyRates& rates) const {
   thread_s += static_cast<double>(other_threads_ns_) / 1e9;
   double process_s = std::max(thread_s, rates.master_cpu_rate * e.seconds);
   double stmt_cpu = thread_s, all_cpu = process_s;
-  std::vector<const ComponentRate*> infra;
+  SmallVector<const ComponentRate*, 8> infra;
   for (const ComponentRate& c : rates.components) {
     if (c.node_id) {
       auto it = nodes_.find(c.node_id);

@@ -26,6 +26,7 @@
 
 #include "common/clock.h"
 #include "common/schema.h"
+#include "common/small_containers.h"
 
 namespace wattdb::master {
 
@@ -77,7 +78,7 @@ class StatementCpuScope {
   CpuCarry* carry_;
   int64_t start_steady_us_, start_wall_us_;
   uint64_t start_thread_ns_;
-  std::map<NodeId, uint64_t> nodes_;
+  SmallFlatMap<NodeId, uint64_t> nodes_;
   uint64_t other_threads_ns_ = 0;
 };
 

@@ -30,7 +30,7 @@ void Activity::StatementStarted(int32_t pid, std::string_view query, int64_t now
   if (b.xact_start_us == 0) b.xact_start_us = now_us;  // not in a block: the statement is the transaction
   b.query_start_us = b.state_change_us = now_us;
   b.state = "active";
-  b.query = std::string(query);
+  b.query.assign(query);  // keeps its memory from statement to statement
 }
 
 void Activity::StatementEnded(int32_t pid, char txn_status, int64_t now_us) {

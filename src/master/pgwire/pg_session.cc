@@ -4,6 +4,7 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/small_containers.h"
 #include "master/pgwire/pg_copy.h"
 #include "master/pgwire/pg_values.h"
 #include "query/plan/binder.h"
@@ -296,7 +297,11 @@ void PgSession::SendError(const Status& e, const char* severity) {
 
 void PgSession::Run() {
   bool skip_to_sync = false;  // after an error in an extended-protocol message
+  // Each message's body, read into the memory of the one before (up to kKeptBody bytes).
+  constexpr size_t kKeptBody = 1 << 20;
+  std::string body;
   while (true) {
+    if (body.capacity() > kKeptBody) body = std::string();
     if (!AwaitMessage()) return;
     char type;
     if (!ReadExact(&type, 1).ok()) return;
@@ -309,7 +314,7 @@ void PgSession::Run() {
       (void)Flush();
       return;
     }
-    std::string body(len - 4, '\0');
+    body.assign(len - 4, '\0');
     if (!ReadExact(body.data(), body.size()).ok()) return;
     Status st;
     switch (type) {
@@ -594,7 +599,7 @@ Status PgSession::HandleBind(std::string_view body) {
   int16_t nfmt = 0, nparams = 0, nres = 0;
   RETURN_NOT_OK(b.I16(&nfmt));
   if (nfmt < 0) return Status::Sql("08P01", "negative format count");
-  std::vector<int16_t> pfmt(nfmt);
+  SmallVector<int16_t, 8> pfmt(nfmt);
   for (auto& f : pfmt) RETURN_NOT_OK(b.I16(&f));
   RETURN_NOT_OK(b.I16(&nparams));
   if (nparams != static_cast<int16_t>(p.param_types.size())) {
@@ -603,8 +608,26 @@ Status PgSession::HandleBind(std::string_view body) {
                                             nparams, stmt, p.param_types.size()));
   }
   if (nfmt > 1 && nfmt != nparams) return Status::Sql("08P01", "parameter format count does not match");
+  // A portal bound again (the unnamed one, at each execution) lends its lists' memory to the
+  // new binding; if the binding fails, the old portal is gone, as PostgreSQL drops it first.
   Portal po;
+  auto old = portals_.find(portal);
+  struct DropOnFailure {
+    std::map<std::string, Portal>& portals;
+    std::map<std::string, Portal>::iterator old;
+    bool bound = false;
+    ~DropOnFailure() {
+      if (!bound && old != portals.end()) portals.erase(old);
+    }
+  } drop{portals_, old};
+  if (old != portals_.end()) {
+    po.params = std::move(old->second.params);
+    po.formats = std::move(old->second.formats);
+    po.params.clear();
+    po.formats.clear();
+  }
   po.stmt = it->second;
+  po.params.reserve(nparams);
   for (int i = 0; i < nparams; i++) {
     int32_t len = 0;
     RETURN_NOT_OK(b.I32(&len));
@@ -622,15 +645,21 @@ Status PgSession::HandleBind(std::string_view body) {
   }
   RETURN_NOT_OK(b.I16(&nres));
   if (nres < 0) return Status::Sql("08P01", "negative result format count");
-  std::vector<int16_t> rfmt(nres);
+  SmallVector<int16_t, 8> rfmt(nres);
   for (auto& f : rfmt) {
     RETURN_NOT_OK(b.I16(&f));
     if (f != 0 && f != 1) return Status::Sql("22023", fmt::format("unsupported format code: {}", f));
   }
+  po.formats.reserve(p.types.size());
   for (size_t c = 0; c < p.types.size(); c++) {
     po.formats.push_back(nres == 0 ? 0 : rfmt[nres == 1 ? 0 : std::min<size_t>(c, nres - 1)]);
   }
-  portals_[portal] = std::move(po);
+  if (old != portals_.end()) {
+    old->second = std::move(po);
+  } else {
+    portals_.emplace(std::move(portal), std::move(po));
+  }
+  drop.bound = true;
   out_.Simple('2');
   return Status::OK();
 }

@@ -321,6 +321,7 @@ Result<std::string> Executor::ExecuteCached(const CachedPlan& c, const std::vect
       return RunSelect(*plan, sink, cancel);
     }
     if (std::holds_alternative<sql::InsertStmt>(c.kind)) {
+      if (c.insert_in_place) return Insert(c.insert, cancel, &params);
       ASSIGN_OR_RETURN(plan::BoundInsert b, FillInsert(c.insert, params));
       return Insert(b, cancel);
     }
@@ -352,7 +353,7 @@ Result<RowWrite> Executor::InsertWrite(const TableSchema& t, const std::vector<V
   RETURN_NOT_OK(CheckNotNull(t, row));
   RowWrite w;
   w.key = EncodeKey(t, row);
-  if (!keys->insert(w.key).second) {
+  if (keys && !keys->insert(w.key).second) {
     return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
   EncodeRow(row, &w.row);
@@ -400,7 +401,8 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
   return Insert(b, cancel);
 }
 
-Result<std::string> Executor::Insert(const plan::BoundInsert& b, const std::atomic<bool>* cancel) {
+Result<std::string> Executor::Insert(const plan::BoundInsert& b, const std::atomic<bool>* cancel,
+                                     const std::vector<Value>* params) {
   const TableSchema& t = b.table;
   if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot insert into view \"{}\"", t.name));
   std::vector<std::vector<Value>> rows;
@@ -414,10 +416,16 @@ Result<std::string> Executor::Insert(const plan::BoundInsert& b, const std::atom
     exec::ExecContext ctx(&scans, cancel);
     ctx.work_mem = WorkMem();
     ctx.prefetch = ExchangePrefetch();
+    if (params) {
+      ctx.params = params;
+      ctx.statement_time = db_.StatementTime();
+    }
     exec::Batch one;
     one.rows = 1;
+    rows.reserve(b.rows.size());
     for (auto& exprs : b.rows) {
       std::vector<Value> row;
+      row.reserve(exprs.size());
       for (auto& e : exprs) {
         ASSIGN_OR_RETURN(Value v, exec::Eval(*e, one, 0, &ctx));
         row.push_back(std::move(v));
@@ -426,10 +434,11 @@ Result<std::string> Executor::Insert(const plan::BoundInsert& b, const std::atom
     }
   }
   std::vector<RowWrite> writes;
+  writes.reserve(rows.size());
   std::set<std::string> keys;
   for (auto& row : rows) {
     RETURN_NOT_OK(DrawGenerated(t, b.generated, &row));
-    ASSIGN_OR_RETURN(RowWrite w, InsertWrite(t, row, &keys));
+    ASSIGN_OR_RETURN(RowWrite w, InsertWrite(t, row, rows.size() > 1 ? &keys : nullptr));
     writes.push_back(std::move(w));
   }
   size_t n = writes.size();

@@ -49,7 +49,7 @@ class Executor {
   char TxnStatus() const { return !txn_ ? 'I' : failed_ ? 'E' : 'T'; }
   // A timeout setting (statement_timeout, idle_in_transaction_session_timeout) in
   // milliseconds; 0 when unset or disabled.
-  int64_t TimeoutSetting(const std::string& name) const;
+  int64_t TimeoutSetting(std::string_view name) const;
   // Bytes each sort or hash table of a statement may hold: SET work_mem, else the config.
   int64_t WorkMem() const;
   bool ExchangePrefetch() const;  // wattdb_exchange_prefetch
@@ -109,8 +109,12 @@ class Executor {
       TableSchema table;
     };
     std::optional<PointRead> point_read;
+    // An INSERT … VALUES whose expressions read no subquery: they are evaluated with each
+    // execution's values in place, not copied and filled first.
+    bool insert_in_place = false;
     uint64_t schema_version = 0;
     std::string planner;  // PlannerSettings() when planned
+    uint64_t settings_changes = 0;  // the session's settings_changes_ then
   };
   // The generic plan of `generic` (a statement whose $n have `param_types`) if, filled with
   // `params`, it is the plan made for `custom` (the same statement with those values in);
@@ -178,7 +182,10 @@ class Executor {
   void DropSegments(const std::vector<SegmentEntry>& segs);
   // Writes: bind the statement, then run the bound form (which a generic plan fills in).
   Result<std::string> Insert(sql::InsertStmt& s, const std::atomic<bool>* cancel);
-  Result<std::string> Insert(const plan::BoundInsert& b, const std::atomic<bool>* cancel);
+  // `params`: the values of `b`'s $n and now(), `b` being a generic plan run as it is (its
+  // expressions read no subquery); null: `b` reads none.
+  Result<std::string> Insert(const plan::BoundInsert& b, const std::atomic<bool>* cancel,
+                             const std::vector<Value>* params = nullptr);
   Result<std::string> Update(sql::UpdateStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Update(const plan::BoundModify& b, const std::atomic<bool>* cancel);
   Result<std::string> Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel);
@@ -260,7 +267,8 @@ class Executor {
   // The next hidden row id (`column` the hidden key) or serial number of `column`.
   Result<Value> Generate(const TableSchema& t, int column);
   // The write inserting `row` into `t`: 23502 on a NULL in a NOT NULL column, 23505 if its key
-  // is already in `keys` (the keys of this statement so far, to which it is added).
+  // is already in `keys` (the keys of this statement so far, to which it is added; null for
+  // a statement of one row).
   Result<RowWrite> InsertWrite(const TableSchema& t, const std::vector<Value>& row, std::set<std::string>* keys);
   // Runs `source` at `snapshot`, calling `fn` for every row it yields; `fn` gets the
   // execution context for evaluating expressions over the row (subqueries need it).
@@ -287,7 +295,18 @@ class Executor {
   CpuCarry cpu_carry_;  // where the session's previous statement ended
   DatabaseCatalog db_;
  // borrowed; outlives the session
-  std::map<std::string, std::string> settings_;
+  // SET's values by name: changed only through SetSetting and ResetSetting, which count the
+  // changes (a cached plan made since the last change needs no look at the settings).
+  std::map<std::string, std::string, std::less<>> settings_;
+  uint64_t settings_changes_ = 0;
+  void SetSetting(const std::string& name, std::string value) {
+    settings_[name] = std::move(value);
+    settings_changes_++;
+  }
+  void ResetSetting(const std::string& name) {
+    settings_.erase(name);
+    settings_changes_++;
+  }
   std::unique_ptr<Transaction> txn_;  // open transaction block, if any
   struct CopyIn {
     sql::CopyStmt stmt;

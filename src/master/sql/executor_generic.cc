@@ -30,6 +30,12 @@ bool SameExprs(const std::vector<plan::BoundExprPtr>& a, const std::vector<plan:
   return true;
 }
 
+bool ReadsSubquery(const plan::BoundExpr& e) {
+  return e.subplan || std::any_of(e.children.begin(), e.children.end(), [](const plan::BoundExprPtr& c) {
+           return c && ReadsSubquery(*c);
+         });
+}
+
 bool SameModify(const plan::BoundModify& a, const plan::BoundModify& b) {
   if (a.table.id != b.table.id || !a.source != !b.source || (a.source && !plan::SamePlan(*a.source, *b.source)) ||
       a.sets.size() != b.sets.size()) {
@@ -74,6 +80,7 @@ std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& gene
   auto c = std::make_unique<CachedPlan>();
   c->schema_version = cluster_.catalog().schema_version();  // before binding: DDL meanwhile re-plans
   c->planner = PlannerSettings();
+  c->settings_changes = settings_changes_;
   PinnedTime pinned(db_);
   std::vector<SqlType> types = param_types;
   bool same = false;
@@ -103,6 +110,9 @@ std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& gene
     same = filled.ok() && made->table.id == filled->table.id && made->generated == filled->generated &&
            made->rows.size() == filled->rows.size();
     for (size_t r = 0; same && r < made->rows.size(); r++) same = SameExprs(made->rows[r], filled->rows[r]);
+    c->insert_in_place = std::none_of(c->insert.rows.begin(), c->insert.rows.end(), [](const auto& row) {
+      return std::any_of(row.begin(), row.end(), [](const plan::BoundExprPtr& e) { return ReadsSubquery(*e); });
+    });
   } else if (std::holds_alternative<sql::UpdateStmt>(generic) || std::holds_alternative<sql::DeleteStmt>(generic)) {
     bool update = std::holds_alternative<sql::UpdateStmt>(generic);
     auto bind = [&](sql::Statement& st, std::vector<SqlType>* t) -> Result<plan::BoundModify> {
@@ -179,7 +189,8 @@ Result<std::optional<std::string>> Executor::RunKeyWrite(const CachedPlan& c, co
 }
 
 bool Executor::Valid(const CachedPlan& c) const {
-  return c.schema_version == cluster_.catalog().schema_version() && c.planner == PlannerSettings();
+  return c.schema_version == cluster_.catalog().schema_version() &&
+         (c.settings_changes == settings_changes_ || c.planner == PlannerSettings());
 }
 
 }  // namespace wattdb::master

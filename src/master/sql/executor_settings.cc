@@ -70,7 +70,7 @@ Status TextResult(ResultSink& sink, const std::string& name, const std::vector<s
 Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
   if (s.name == "work_mem") {
     if (s.value == "default" || s.value == "DEFAULT") {
-      settings_.erase(s.name);
+      ResetSetting(s.name);
       return std::string("SET");
     }
     if (!ParseMemoryBytes(s.value).ok()) {
@@ -85,7 +85,7 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
   // nodes (query/plan/partition.h); off, on the master.
   if (s.name == "wattdb_pushdown" || s.name == "wattdb_exchange_prefetch" || s.name == "wattdb_partition_joins") {
     if (s.value == "default" || s.value == "DEFAULT") {
-      settings_.erase(s.name);
+      ResetSetting(s.name);
       return std::string("SET");
     }
     if (s.value != "on" && s.value != "off" && !(s.value == "scan" && s.name == "wattdb_pushdown")) {
@@ -95,7 +95,7 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
   // wattdb_offload: where blocking operators above the exchanges run (master/sql/offload.h).
   if (s.name == "wattdb_offload") {
     if (s.value == "default" || s.value == "DEFAULT") {
-      settings_.erase(s.name);
+      ResetSetting(s.name);
       return std::string("SET");
     }
     RETURN_NOT_OK(OffloadSetting::Parse(s.value).status());
@@ -105,14 +105,14 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
   }
   if (s.name == "statement_timeout" || s.name == "idle_in_transaction_session_timeout") {
     if (s.value == "default" || s.value == "DEFAULT") {
-      settings_.erase(s.name);
+      ResetSetting(s.name);
       return std::string("SET");
     }
     if (!ParseDurationMs(s.value).ok()) {
       return Status::Sql("22023", fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
     }
   }
-  settings_[s.name] = s.value;
+  SetSetting(s.name, s.value);
   return std::string("SET");
 }
 
@@ -182,7 +182,7 @@ int64_t Executor::WorkMem() const {
   return int64_t{cluster_.config().work_mem_mb} << 20;
 }
 
-int64_t Executor::TimeoutSetting(const std::string& name) const {
+int64_t Executor::TimeoutSetting(std::string_view name) const {
   auto it = settings_.find(name);
   if (it == settings_.end()) return 0;
   auto ms = ParseDurationMs(it->second);

@@ -33,10 +33,10 @@ Result<std::string> Executor::SetIsolation(sql::SetStmt& s, ResultSink& sink) {
   bool reset = s.value == "default" || s.value == "DEFAULT";
   if (s.name == "default_transaction_isolation") {
     if (reset) {
-      settings_.erase(s.name);
+      ResetSetting(s.name);
     } else {
       ASSIGN_OR_RETURN(Isolation level, ParseIsolation(s.value));
-      settings_[s.name] = IsolationName(level);
+      SetSetting(s.name, IsolationName(level));
     }
     return std::string("SET");
   }

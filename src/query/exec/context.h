@@ -5,6 +5,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <unordered_map>
@@ -118,6 +119,9 @@ struct ExecContext {
   // The values of a generic plan's parameters ($n: BoundExpr::kParam), for a plan run with
   // them in place (plan/key_update.h's templates); borrowed. Null: a parameter is an error.
   const std::vector<Value>* params = nullptr;
+  // now() (kTimeParam) of a plan run with its parameters in place: the statement's time, in
+  // microseconds. Unset: now() is an error, as a parameter without `params` is.
+  std::optional<int64_t> statement_time;
   // Set with `params` for a point-read template (plan/key_update.h): the key range its one
   // Exchange reads, which its fragment's scan, bound before the values were known, lacks.
   const std::pair<std::string, std::string>* exchange_range = nullptr;

@@ -214,6 +214,7 @@ Result<Value> EvalSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecC
 }  // namespace
 
 Result<Value> ParamValue(const BoundExpr& e, const ExecContext* ctx) {
+  if (e.column == plan::kTimeParam && ctx && ctx->statement_time) return Value::Timestamp(*ctx->statement_time);
   if (!ctx || !ctx->params || e.column < 0 || static_cast<size_t>(e.column) >= ctx->params->size()) {
     return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e.column + 1));
   }

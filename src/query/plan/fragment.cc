@@ -1,5 +1,7 @@
 #include "query/plan/fragment.h"
 
+#include "common/small_containers.h"
+
 namespace wattdb::plan {
 
 namespace {
@@ -206,7 +208,7 @@ void MarkColumns(const BoundExpr& e, std::vector<bool>* used) {
 }  // namespace
 
 std::vector<bool> UsedScanColumns(const PlanNode& fragment) {
-  std::vector<const PlanNode*> path;  // root to scan
+  SmallVector<const PlanNode*, 8> path;  // root to scan
   for (const PlanNode* p = &fragment;; p = p->children[0].get()) {
     path.push_back(p);
     if (p->kind == Kind::kScan) break;
