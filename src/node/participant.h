@@ -210,7 +210,7 @@ class Participant {
   void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it, std::vector<LockTable> dropped);
   // Row locks by segment; each entry points at the holder's latest write of the key, so a
   // transaction's own writes are found with its locks. Emptied small tables stay for the
-  // segment's next writers (LockTable::small); a segment's table goes when it is split or moved.
+  // segment's next writers (LockTable::small); a segment's table goes when it is split, moved or dropped.
   std::unordered_map<SegmentId, LockTable> locks_;
   std::chrono::milliseconds deadlock_check_;
   std::atomic<uint64_t> lock_wait_wakeups_{0};

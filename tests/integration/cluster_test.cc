@@ -63,6 +63,35 @@ TEST(Cluster, AddPrimaryKeyKeepsConcurrentWrites) {
   EXPECT_EQ(c->Scalar("SELECT primary_key FROM wattdb_tables WHERE table_name = 'h'"), "n");
 }
 
+// One statement's writes over many segments in no key order (an INSERT … SELECT of scrambled
+// keys; a key update's deletes and inserts): each lands in the segment whose range holds its
+// key, where a point read (which reads that segment alone) finds it.
+TEST(Cluster, AStatementsScrambledWritesOverManySegmentsLandEachInItsOwn) {
+  MiniCluster cluster(MiniClusterOptions{2, 16 << 10, 300});
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE d (id INT PRIMARY KEY, v INT, pad TEXT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO d SELECT i * 2, i, repeat('p', 80) FROM generate_series(1, 6000) i"), "");
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) > 12 FROM wattdb_segments WHERE table_name = 'd'", "t", 60000))
+      << c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 'd'");
+  // Odd keys in the order 7919 * i mod 12007 (a prime): each write in another segment.
+  std::string msg;
+  ASSERT_EQ(c->Exec("INSERT INTO d SELECT (v * 7919) % 12007 * 2 + 1, -v, 'q' FROM d", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(v) FROM d"), "12000 0");
+  for (int i = 1; i <= 6000; i += 97) {
+    int key = (i * 7919) % 12007 * 2 + 1;
+    EXPECT_EQ(c->Scalar(fmt::format("SELECT v FROM d WHERE id = {}", key)), std::to_string(-i)) << key;
+    EXPECT_EQ(c->Scalar(fmt::format("SELECT v FROM d WHERE id = {}", 2 * i)), std::to_string(i));
+  }
+  // Every key moves: its delete in one segment, its insert in another.
+  ASSERT_EQ(c->Exec("UPDATE d SET id = 100000 - id", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(v) || ' ' || min(id) FROM d"), "12000 0 75987");
+  for (int i = 1; i <= 6000; i += 97) {
+    int key = 100000 - ((i * 7919) % 12007 * 2 + 1);
+    EXPECT_EQ(c->Scalar(fmt::format("SELECT v FROM d WHERE id = {}", key)), std::to_string(-i)) << key;
+  }
+}
+
 TEST(Cluster, EndToEnd) {
   MiniCluster cluster;
   ASSERT_TRUE(cluster.Start()) << "cluster did not start; logs in " << cluster.dir();

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "common/failpoint.h"
 #include "common/logging.h"
@@ -217,13 +218,26 @@ Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> write
     SmallVector<SegmentEntry, 2> segs;  // distinct; a statement's writes meet few segments
     SmallVector<uint32_t, 4> seg_of(writes.size());  // per write: its segment's index in segs
     uint32_t last = UINT32_MAX;  // most writes (a COPY's) fall in the segment of the one before
+    std::unordered_map<SegmentId, uint32_t> index;  // of segs, once a linear search is too long
+    constexpr size_t kLinear = 8;
     for (size_t i = 0; i < writes.size(); i++) {
       const std::string& key = writes[i].key;
       if (last == UINT32_MAX || key < segs[last].lo || (!segs[last].hi.empty() && key >= segs[last].hi)) {
         ASSIGN_OR_RETURN(SegmentEntry e, catalog_->SegmentForKey(table, key));
-        auto known = std::find_if(segs.begin(), segs.end(), [&](const SegmentEntry& s) { return s.id == e.id; });
-        if (known == segs.end()) known = segs.insert(segs.end(), std::move(e));
-        last = static_cast<uint32_t>(known - segs.begin());
+        if (segs.size() < kLinear) {
+          auto known = std::find_if(segs.begin(), segs.end(), [&](const SegmentEntry& s) { return s.id == e.id; });
+          last = static_cast<uint32_t>(known - segs.begin());
+        } else {
+          if (index.empty()) {
+            for (uint32_t k = 0; k < segs.size(); k++) index.emplace(segs[k].id, k);
+          }
+          auto known = index.find(e.id);
+          last = known == index.end() ? static_cast<uint32_t>(segs.size()) : known->second;
+        }
+        if (last == segs.size()) {
+          if (!index.empty()) index.emplace(e.id, last);
+          segs.push_back(std::move(e));
+        }
       }
       seg_of[i] = last;
     }
