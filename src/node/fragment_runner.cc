@@ -1,5 +1,6 @@
 #include "node/fragment_runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "query/exec/eval.h"
@@ -93,8 +94,10 @@ class ScanScratchLease {
   ~ScanScratchLease() {
     if (s_ != &kept_) return;
     busy_ = false;
-    if (kept_.out.size() > kKeepRows || kept_.batch.rows > kKeepRows) kept_ = ScanScratch();
+    if (most_rows_ > kKeepRows) kept_ = ScanScratch();
   }
+  // A batch of `rows` was made: a run whose batches outgrew kKeepRows frees them at its end.
+  void Saw(size_t rows) { most_rows_ = std::max(most_rows_, rows); }
   ScanScratchLease(const ScanScratchLease&) = delete;
   ScanScratchLease& operator=(const ScanScratchLease&) = delete;
   ScanScratch* operator->() { return s_; }
@@ -105,6 +108,7 @@ class ScanScratchLease {
   static thread_local bool busy_;
   ScanScratch own_;
   ScanScratch* s_;
+  size_t most_rows_ = 0;
 };
 thread_local ScanScratch ScanScratchLease::kept_;
 thread_local bool ScanScratchLease::busy_ = false;
@@ -152,6 +156,7 @@ Status RunScanPlan(const plan::PlanNode& plan, SegmentRows& rows, const Fragment
     b.Reset(scan->types.size());
     ASSIGN_OR_RETURN(bool more, source.Next(b));
     if (!more) return Status::OK();
+    lease.Saw(b.rows);
     size_t n = b.rows;
     if (filter) {
       ASSIGN_OR_RETURN(n, exec::Select(*filter->predicate, b, &ctx, &sel));  // as FilterOp
