@@ -217,7 +217,7 @@ bool NodeServer::ServeInline(Connection& conn) {
   return Handle(conn, **msg);
 }
 
-bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st, const std::set<SegmentId>& touched) {
+bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st, const SmallFlatSet<SegmentId>& touched) {
   capnp::MallocMessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), st);

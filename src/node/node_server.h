@@ -133,7 +133,7 @@ class NodeServer : public rpc::LocalSegments {
   bool OnRunPlan(net::Connection& conn, net::ReceivedMessage& msg);  // offload_handler.cc
   // A commit's reply: its status and the sizes of the segments it wrote, so that the master
   // can split oversized ones right away.
-  bool ReplyWithSizes(net::Connection& conn, const Status& st, const std::set<SegmentId>& touched);
+  bool ReplyWithSizes(net::Connection& conn, const Status& st, const SmallFlatSet<SegmentId>& touched);
 
   NodeOptions opts_;
   const Clock& clock_;  // borrowed

@@ -431,7 +431,7 @@ void Participant::ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,
   prepared_.erase(it);
 }
 
-Status Participant::Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched, uint64_t expect,
+Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<SegmentId>* touched, uint64_t expect,
                            bool unsynced) {
   // The writes stay in prepared_ while they are applied (a failed apply leaves the txn
   // prepared); `committing` keeps every other call away from them, and std::map entries do

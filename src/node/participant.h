@@ -105,7 +105,7 @@ class Participant {
   // `unsynced`: a durably prepared transaction's commit is not synced (its synced prepared
   // record keeps it in doubt across a power cut until a later sync covers the commit:
   // SegmentStore::SyncWal); ignored for a transaction prepared in memory.
-  Status Commit(uint64_t txn, Timestamp commit_ts, std::set<SegmentId>* touched = nullptr, uint64_t expect = 0,
+  Status Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<SegmentId>* touched = nullptr, uint64_t expect = 0,
                 bool unsynced = false);
   // Discards the transaction's writes and releases its locks. A transaction that is
   // committing (or committed) is not aborted: returns false then.

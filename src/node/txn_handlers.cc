@@ -87,7 +87,7 @@ bool NodeServer::OnPrepare(Connection& conn, net::ReceivedMessage& msg) {
     return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), opts)).ok();
   }
   // One phase: a single-node transaction prepares and commits in one round trip.
-  std::set<SegmentId> touched;
+  SmallFlatSet<SegmentId> touched;
   Status st = participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), {.wait = false});
   if (st.ok()) {
     st = participant_->Commit(p.getTxn(), p.getCommitTs(), &touched, p.getExpect());
@@ -154,7 +154,7 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
 bool NodeServer::OnCommit(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto c = req.getCommit();
-  std::set<SegmentId> touched;
+  SmallFlatSet<SegmentId> touched;
   Status st = participant_->Commit(c.getTxn(), c.getCommitTs(), &touched, c.getExpect(), c.getUnsynced());
   return ReplyWithSizes(conn, st, touched);
 }

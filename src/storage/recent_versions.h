@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/small_containers.h"
 #include "storage/mvcc.h"
 
 namespace wattdb::storage {
@@ -85,7 +86,7 @@ class RecentVersions {
   bool armed_ = false;
   uint64_t base_ = 0;
   size_t bytes_ = 0;
-  using Versions = std::vector<Version>;  // oldest first
+  using Versions = SmallVector<Version, 1>;  // oldest first; a key's first inline
   // The newest of `vs` at or below read_ts, if any, appended to `out` as key's.
   static void AppendVisible(const std::string& key, const Versions& vs, Timestamp read_ts, std::vector<RecentRow>* out);
   std::map<std::string, Versions, std::less<>> keys_;

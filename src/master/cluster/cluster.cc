@@ -196,7 +196,7 @@ void Cluster::EndTxn(Transaction& t) {
 
 Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> writes, bool defer) {
   if (writes.empty()) return Status::OK();
-  std::map<NodeId, std::vector<RemoteWrite>> by_node;
+  WritesByNode by_node;
   RETURN_NOT_OK(Route(t, table, std::move(writes), &by_node));
   bool unique = HasUniqueIndex(table);
   if (defer && !unique) {
@@ -211,7 +211,7 @@ Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> write
 }
 
 Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
-                      std::map<NodeId, std::vector<RemoteWrite>>* by_node) {
+                      WritesByNode* by_node) {
   for (int attempt = 0;; attempt++) {
     // Route every write to its segment, then latch the segments not latched yet (in id
     // order) and check that no move or split finished between routing and latching.
@@ -300,7 +300,7 @@ size_t Cluster::ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off) {
   return end;
 }
 
-Status Cluster::Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node) {
+Status Cluster::Send(Transaction& t, const WritesByNode& by_node) {
   for (const auto& [node, ws] : by_node) {
     ASSIGN_OR_RETURN(auto client, Join(t, node));
     for (size_t off = 0, end; off < ws.size(); off = end) {

@@ -57,6 +57,9 @@ struct MoveReport {
   double total_ms = 0;  // including latch wait and ownership switch
 };
 
+// A statement's or a transaction's writes by the node they go to (a few nodes: inline).
+using WritesByNode = SmallFlatMap<NodeId, std::vector<RemoteWrite>, 2>;
+
 // A transaction in progress. Its writes are prepared on the nodes statement by statement
 // (taking key locks there) and the latches of the segments it wrote stay held until it ends.
 // Owned and used by one session thread.
@@ -70,7 +73,7 @@ struct Transaction {
   // Inserts that cannot conflict (fresh hidden row ids, no unique index), routed and their
   // segments latched but not sent yet: they travel with a one-node commit, or are sent
   // before the transaction's next statement (Cluster::SendDeferred).
-  std::map<NodeId, std::vector<RemoteWrite>> deferred;
+  WritesByNode deferred;
   // How far the transaction had got when a statement began (Cluster::RollbackStatement).
   struct Mark {
     SmallFlatMap<NodeId, uint64_t> sent;
@@ -192,7 +195,7 @@ class Cluster {
   // After `writes` of `t` to `table` were prepared: each new row's key in each unique index
   // of the table is claimed for `t` until it ends (a claim held by another transaction is
   // waited for, as a row lock is) and must not belong to another live row (23505).
-  Status CheckUnique(Transaction& t, TableId table, const std::map<NodeId, std::vector<RemoteWrite>>& writes);
+  Status CheckUnique(Transaction& t, TableId table, const WritesByNode& writes);
 
   Result<MoveReport> MoveSegment(SegmentId seg, NodeId target);
   Result<std::vector<MoveReport>> DrainNode(NodeId node);
@@ -260,8 +263,8 @@ class Cluster {
   std::shared_ptr<std::shared_timed_mutex> Latch(SegmentId seg);
   // Write = Route (segments of the writes, latched) + Send (prepare them on their nodes).
   Status Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
-               std::map<NodeId, std::vector<RemoteWrite>>* by_node);
-  Status Send(Transaction& t, const std::map<NodeId, std::vector<RemoteWrite>>& by_node);
+               WritesByNode* by_node);
+  Status Send(Transaction& t, const WritesByNode& by_node);
   // Makes `node` a participant of `t`; its client.
   Result<std::shared_ptr<NodeClient>> Join(Transaction& t, NodeId node);
   // Prepares and commits all of `t`'s writes on one node in one round trip; ends `t` if
@@ -332,7 +335,7 @@ class Cluster {
   std::map<std::string, int> sessions_;
   std::atomic<uint64_t> next_txn_{1};
   std::mutex txn_mu_;  // guards active_txns_
-  std::set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort
+  boost::container::flat_set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort
   void ResolveInDoubt();
   // Cycles of row-lock waits through several nodes (from the latest heartbeats): the
   // youngest transaction of each is told 40P01 where it waits.

@@ -42,7 +42,7 @@ Status Cluster::Commit(Transaction& t) {
   // commit (one round trip), or the durable prepares of a commit over several nodes, if they
   // fit one request each; otherwise they are sent first, and the commit goes on as usual.
   std::vector<RemoteWrite> carried;                           // single node
-  std::map<NodeId, std::vector<RemoteWrite>> carried_by_node;  // several nodes
+  WritesByNode carried_by_node;  // several nodes
   if (!t.deferred.empty()) {
     NodeId node = t.deferred.begin()->first;
     bool one = t.deferred.size() == 1 &&
@@ -233,7 +233,7 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
   bool unique = HasUniqueIndex(table);
   for (int attempt = 0;; attempt++) {
     auto t = Begin(snapshot);
-    std::map<NodeId, std::vector<RemoteWrite>> by_node;
+    WritesByNode by_node;
     Status s = Route(*t, table, writes, &by_node);
     // A statement writing one node commits in one round trip; if a key is locked by another
     // transaction it takes the usual path, where the prepare waits for the lock. Unique

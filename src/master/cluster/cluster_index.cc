@@ -46,7 +46,7 @@ void Cluster::ReleaseUniqueClaims(Transaction& t, size_t keep) {
   unique_cv_.notify_all();
 }
 
-Status Cluster::CheckUnique(Transaction& t, TableId table, const std::map<NodeId, std::vector<RemoteWrite>>& writes) {
+Status Cluster::CheckUnique(Transaction& t, TableId table, const WritesByNode& writes) {
   auto schema = catalog_->TableById(table);
   if (!schema) return Status::OK();
   std::vector<Value> row;

@@ -12,7 +12,7 @@ Result<std::optional<uint64_t>> Cluster::KeyWrite(Transaction& t, TableId table,
   // Route latches the key's segment for the transaction, as a write to it would.
   std::vector<RowWrite> probe(1);
   probe[0].key = w.lo;
-  std::map<NodeId, std::vector<RemoteWrite>> by_node;
+  WritesByNode by_node;
   RETURN_NOT_OK(Route(t, table, std::move(probe), &by_node));
   NodeId node = by_node.begin()->first;
   SegmentId segment = by_node.begin()->second.front().segment;
