@@ -470,7 +470,7 @@ Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atom
       KeyWriteSpec w = KeyWriteOf(b, *ku->plan, false);
       w.lo = std::move(ku->lo);
       w.hi = std::move(ku->hi);
-      ASSIGN_OR_RETURN(auto tag, KeyWrite(t, snap, std::move(w)));
+      ASSIGN_OR_RETURN(auto tag, KeyWrite(t, snap, w));
       if (tag) return std::move(*tag);
     }
   }
@@ -556,7 +556,7 @@ KeyWriteSpec Executor::KeyWriteOf(const plan::BoundModify& m, const plan::PlanNo
   return w;
 }
 
-Result<std::optional<std::string>> Executor::KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec w) {
+Result<std::optional<std::string>> Executor::KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec& w) {
   w.read_committed = isolation() == Isolation::kReadCommitted;
   bool is_delete = w.is_delete, templated = w.params.has_value();
   std::unique_ptr<Transaction> own = txn_ ? nullptr : cluster_.Begin(snap);
@@ -592,7 +592,7 @@ Result<std::string> Executor::Delete(const plan::BoundModify& b, const std::atom
       KeyWriteSpec w = KeyWriteOf(b, *kd->plan, true);
       w.lo = std::move(kd->lo);
       w.hi = std::move(kd->hi);
-      ASSIGN_OR_RETURN(auto tag, KeyWrite(t, snap, std::move(w)));
+      ASSIGN_OR_RETURN(auto tag, KeyWrite(t, snap, w));
       if (tag) return std::move(*tag);
     }
   }

@@ -197,8 +197,8 @@ class Executor {
   static KeyWriteSpec KeyWriteOf(const plan::BoundModify& m, const plan::PlanNode& plan, bool is_delete);
   // `w`, an UPDATE or DELETE of one row by its key, run on the row's node (Cluster::KeyWrite)
   // under the block's transaction or, outside one, the statement's own, committed here. The
-  // command tag, or nullopt: take the general path.
-  Result<std::optional<std::string>> KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec w);
+  // command tag, or nullopt: take the general path. Sets `w.read_committed` to the session's.
+  Result<std::optional<std::string>> KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec& w);
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
   Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
@@ -299,6 +299,7 @@ class Executor {
   // changes (a cached plan made since the last change needs no look at the settings).
   std::map<std::string, std::string, std::less<>> settings_;
   uint64_t settings_changes_ = 0;
+  KeyWriteSpec key_write_spec_;  // RunKeyWrite's, kept for its memory
   void SetSetting(const std::string& name, std::string value) {
     settings_[name] = std::move(value);
     settings_changes_++;

@@ -180,12 +180,17 @@ std::optional<Executor::CachedPlan::KeyWrite> Executor::PlanKeyWrite(const plan:
 Result<std::optional<std::string>> Executor::RunKeyWrite(const CachedPlan& c, const std::vector<Value>& params) {
   auto range = plan::TemplateKeyRange(c.key_write->tmpl.key_params, c.modify.table, params);
   if (!range) return std::optional<std::string>();
-  KeyWriteSpec w = c.key_write->spec;
+  // The session's spec, assigned over: its plan, lists and values keep their memory.
+  KeyWriteSpec& w = key_write_spec_;
+  std::optional<std::string> values = std::move(w.params);
+  w = c.key_write->spec;
   w.lo = std::move(range->first);
   w.hi = std::move(range->second);
-  w.params.emplace();
+  w.params = std::move(values);
+  if (!w.params) w.params.emplace();
+  w.params->clear();
   EncodeRow(params, &*w.params);
-  return KeyWrite(c.modify.table, Snapshot(), std::move(w));
+  return KeyWrite(c.modify.table, Snapshot(), w);
 }
 
 bool Executor::Valid(const CachedPlan& c) const {
