@@ -8,6 +8,7 @@
 // WATTDB_CHAOS_SECONDS sets the duration (default 60; `make chaos DURATION=1800` runs long).
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -145,9 +146,14 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
       while (!stop) {
         if (!connect(conn)) continue;
         int64_t id = int64_t{w + 1} * 1000000000 + seq++;
-        std::string msg;
-        std::string st = conn->Exec(fmt::format("INSERT INTO log VALUES ({}, {}, '{}')", id, w, std::string(100, 'x')),
-                                    nullptr, &msg);
+        std::string msg, st;
+        // Worker 1 inserts by a prepared statement (its values evaluated in place), worker 0 by text.
+        if (w == 1) {
+          st = conn->ExecPrepared("INSERT INTO log VALUES ($1, $2, $3)", {std::to_string(id), "1", std::string(100, 'x')},
+                                  &msg);
+        } else {
+          st = conn->Exec(fmt::format("INSERT INTO log VALUES ({}, {}, '{}')", id, w, std::string(100, 'x')), nullptr, &msg);
+        }
         std::lock_guard<std::mutex> l(acked_mu);
         if (st.empty()) {
           acked.insert(id);
@@ -291,6 +297,8 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
   if (missing > 0) cluster.KeepDir();
   EXPECT_EQ(duplicated, 0);
   EXPECT_EQ(phantom, 0) << "rows nobody inserted";
+  EXPECT_GT(std::count_if(acked.begin(), acked.end(), [](int64_t id) { return id >= 2000000000; }), 0)
+      << "no prepared insert was acknowledged";
   EXPECT_EQ(c->Scalar("SELECT count(*) - count(DISTINCT segment_id) FROM wattdb_segments"), "0");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments s WHERE node_id NOT IN (1, 2, 3)"), "0");
   EXPECT_EQ(unexpected.load(), 0);
