@@ -608,21 +608,14 @@ Status PgSession::HandleBind(std::string_view body) {
                                             nparams, stmt, p.param_types.size()));
   }
   if (nfmt > 1 && nfmt != nparams) return Status::Sql("08P01", "parameter format count does not match");
-  // A portal bound again (the unnamed one, at each execution) lends its lists' memory to the
-  // new binding; if the binding fails, the old portal is gone, as PostgreSQL drops it first.
+  // A portal bound again (the unnamed one, at each execution) is taken out of the map, and
+  // lends its node and its lists' memory to the new binding; if the binding fails, it is
+  // gone, as PostgreSQL drops it first.
   Portal po;
-  auto old = portals_.find(portal);
-  struct DropOnFailure {
-    std::map<std::string, Portal>& portals;
-    std::map<std::string, Portal>::iterator old;
-    bool bound = false;
-    ~DropOnFailure() {
-      if (!bound && old != portals.end()) portals.erase(old);
-    }
-  } drop{portals_, old};
-  if (old != portals_.end()) {
-    po.params = std::move(old->second.params);
-    po.formats = std::move(old->second.formats);
+  auto old = portals_.extract(portal);
+  if (!old.empty()) {
+    po.params = std::move(old.mapped().params);
+    po.formats = std::move(old.mapped().formats);
     po.params.clear();
     po.formats.clear();
   }
@@ -654,12 +647,12 @@ Status PgSession::HandleBind(std::string_view body) {
   for (size_t c = 0; c < p.types.size(); c++) {
     po.formats.push_back(nres == 0 ? 0 : rfmt[nres == 1 ? 0 : std::min<size_t>(c, nres - 1)]);
   }
-  if (old != portals_.end()) {
-    old->second = std::move(po);
-  } else {
+  if (old.empty()) {
     portals_.emplace(std::move(portal), std::move(po));
+  } else {
+    old.mapped() = std::move(po);
+    portals_.insert(std::move(old));
   }
-  drop.bound = true;
   out_.Simple('2');
   return Status::OK();
 }
