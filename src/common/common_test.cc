@@ -192,6 +192,29 @@ TEST(Config, BadInputNamesTheProblem) {
   EXPECT_EQ(LoadConfig("")->scan_frame_kb, 64);
 }
 
+// A key or section the parser does not know is refused with its file, line and the known
+// names (a misspelt setting would otherwise leave the default in force unnoticed).
+TEST(Config, UnknownKeysAndSectionsAreRefused) {
+  const std::string node = "[[node]]\nid=1\nport=1\n";
+  struct Case {
+    std::string text, expect;
+  };
+  for (const Case& k : {Case{"[master]\npg_port = 5433\nmetrics_port = 9187\n" + node, "u.toml:3: [master] has unknown key 'metrics_port'"},
+                        Case{"[cluster]\nsync_comit = false\n" + node, "u.toml:2: [cluster] has unknown key 'sync_comit'"},
+                        Case{"[auth]\nmethod = \"trust\"\ntrust_local = true\n" + node, "[auth] has unknown key 'trust_local'"},
+                        Case{"[[auth.user]]\nname = \"a\"\npasword = \"b\"\n" + node, "[[auth.user]] has unknown key 'pasword'"},
+                        Case{"[mastr]\npg_port = 5433\n" + node, "the top level has unknown key 'mastr'"}}) {
+    auto r = ParseConfig(k.text, "u.toml");
+    ASSERT_FALSE(r.ok()) << k.text;
+    EXPECT_NE(r.status().message().find(k.expect), std::string::npos) << r.status().message();
+  }
+  // Every key the embedded default names is known.
+  EXPECT_TRUE(ParseConfig(kDefaultConfigToml, "default").ok());
+  auto ok = ParseConfig("[power]\nmetrics_port = 9187\n[master]\nwork_mem_mb = 64\n" + node, "u.toml");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->metrics_port, 9187);
+}
+
 TEST(TimerService, RunsDueTimersInOrderAndNeverCancelledOnes) {
   TimerService timers;
   std::mutex mu;

@@ -110,8 +110,17 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
                                                e.source().begin.column, e.description()));
   }
   ClusterConfig c;
+  // A misspelt key or section is refused, not silently ignored (as PostgreSQL refuses an
+  // unrecognized parameter).
+  RETURN_NOT_OK(config_internal::CheckKeys(
+      root, {"cluster", "master", "auth", "node", "power", "profile", "infrastructure", "hosts"}, "the top level", source));
   RETURN_NOT_OK(config_internal::ParsePowerSections(root, source, &c));
   if (auto* t = root["cluster"].as_table()) {
+    RETURN_NOT_OK(config_internal::CheckKeys(
+        *t, {"data_dir", "segment_bytes", "telemetry_interval_ms", "heartbeat_timeout_ms", "node_binary", "key_file",
+             "sync_commit", "local_sockets", "latch_wait_ms", "connect_timeout_ms", "rpc_timeout_ms",
+             "lock_timeout_ms", "column_cache_mb", "column_cache_quiet_ms", "scan_frame_kb", "log_level"},
+        "[cluster]", source));
     int64_t seg = static_cast<int64_t>(c.segment_bytes);
     int64_t tel = c.telemetry_interval_ms, hb = c.heartbeat_timeout_ms;
     RETURN_NOT_OK(Get(*t, "data_dir", &c.data_dir, source));
@@ -162,6 +171,9 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     c.heartbeat_timeout_ms = static_cast<int>(hb);
   }
   if (auto* t = root["master"].as_table()) {
+    RETURN_NOT_OK(config_internal::CheckKeys(*t, {"host", "pg_port", "cluster_port", "energy_policy", "max_connections",
+                                                  "authentication_timeout_ms", "client_io_timeout_ms", "work_mem_mb"},
+                                             "[master]", source));
     RETURN_NOT_OK(Get(*t, "host", &c.master_host, source));
     RETURN_NOT_OK(GetPort(*t, "pg_port", &c.pg_port, source));
     RETURN_NOT_OK(GetPort(*t, "cluster_port", &c.cluster_port, source));
@@ -179,6 +191,7 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     }
   }
   if (auto* t = root["auth"].as_table()) {
+    RETURN_NOT_OK(config_internal::CheckKeys(*t, {"method", "trust_loopback", "user"}, "[auth]", source));
     RETURN_NOT_OK(Get(*t, "method", &c.auth.method, source));
     RETURN_NOT_OK(Get(*t, "trust_loopback", &c.auth.trust_loopback, source));
     if (c.auth.method != "scram-sha-256" && c.auth.method != "md5" && c.auth.method != "trust") {
@@ -189,6 +202,7 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
       for (auto& el : *users) {
         auto* u = el.as_table();
         if (!u) return Status::InvalidArgument(source + ": [[auth.user]] entries must be tables");
+        RETURN_NOT_OK(config_internal::CheckKeys(*u, {"name", "password"}, "[[auth.user]]", source));
         std::string name, password;
         RETURN_NOT_OK(Get(*u, "name", &name, source));
         RETURN_NOT_OK(Get(*u, "password", &password, source));
