@@ -80,8 +80,25 @@ fi
 for i in $(seq 100); do psql -h 127.0.0.1 -p $WPORT -U wattdb -Atc "select 1" wattdb > /dev/null 2>&1 && break; sleep 0.2; done
 psql -h 127.0.0.1 -p $PPORT -U wattdb -qc "create database wattdb" postgres
 
-echo "round,system,workload,tps,retried_or_errors" > "$OUT/results.csv"
+echo "round,system,workload,tps,retried_or_errors,cpu_us_per_tx" > "$OUT/results.csv"
 tps() { grep -oP 'tps = \K[0-9.]+(?= \(without)' "$1" | head -1; }
+
+# A server's CPU time so far, in clock ticks: its process's user and system time, that of
+# its children it has reaped (PostgreSQL's backends of finished sessions) and that of its
+# live children (WattDB's node processes; PostgreSQL's background processes).
+HZ=$(getconf CLK_TCK)
+server_ticks() {  # port
+  local pid
+  if [ "$1" = "$WPORT" ]; then pid=$MASTER; else pid=$(head -1 "$OUT/pg/postmaster.pid"); fi
+  local t; t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pid/stat")
+  for c in $(pgrep -P "$pid" || true); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+per_tx() {  # ticks_before ticks_after transactions: server CPU microseconds per transaction
+  awk -v a="$1" -v b="$2" -v n="$3" -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.1f", (b - a) / hz * 1e6 / n; else print "" }'
+}
 
 # WattDB with several nodes: waits until the segment layout has not changed for 5 s (the
 # master splits loaded segments past their size and spreads them), at most 5 minutes.
@@ -113,18 +130,28 @@ load() {  # name port: pgbench's tables and sysbench's, once per server
 run_all() {  # round name port pgoptions
   local r=$1 name=$2 port=$3 opts=$4 o="$OUT/$2.r$1"
   echo "== round $r: $name"
+  local c0 c1 n
+  c0=$(server_ticks "$port")
   PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -n -c "$CLIENTS" -j 2 -T "$TIME" \
     -M prepared --max-tries=1000 wattdb > "$o.tpcb" 2>&1
+  c1=$(server_ticks "$port")
+  n=$(grep -oP 'number of transactions actually processed: \K[0-9]+' "$o.tpcb" || echo 0)
   local retried; retried=$(grep -oP 'number of transactions retried: \K[0-9]+' "$o.tpcb" || echo 0)
-  echo "$r,$name,tpcb-like,$(tps "$o.tpcb"),$retried" >> "$OUT/results.csv"
+  echo "$r,$name,tpcb-like,$(tps "$o.tpcb"),$retried,$(per_tx "$c0" "$c1" "$n")" >> "$OUT/results.csv"
+  c0=$(server_ticks "$port")
   PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -n -S -c "$CLIENTS" -j 2 -T "$TIME" \
     -M prepared wattdb > "$o.select" 2>&1
-  echo "$r,$name,select-only,$(tps "$o.select"),0" >> "$OUT/results.csv"
+  c1=$(server_ticks "$port")
+  n=$(grep -oP 'number of transactions actually processed: \K[0-9]+' "$o.select" || echo 0)
+  echo "$r,$name,select-only,$(tps "$o.select"),0,$(per_tx "$c0" "$c1" "$n")" >> "$OUT/results.csv"
+  c0=$(server_ticks "$port")
   PGOPTIONS="$opts" $(sysbench_cmd "$port") --threads="$CLIENTS" --time="$TIME" run > "$o.sysbench" 2>&1
+  c1=$(server_ticks "$port")
   local t e
   t=$(grep -oP 'transactions:\s+[0-9]+\s+\(\K[0-9.]+' "$o.sysbench")
   e=$(grep -oP 'ignored errors:\s+\K[0-9]+' "$o.sysbench" || echo 0)
-  echo "$r,$name,oltp_read_write,$t,$e" >> "$OUT/results.csv"
+  n=$(grep -oP 'transactions:\s+\K[0-9]+' "$o.sysbench" || echo 0)
+  echo "$r,$name,oltp_read_write,$t,$e,$(per_tx "$c0" "$c1" "$n")" >> "$OUT/results.csv"
 }
 
 load wattdb $WPORT
@@ -144,8 +171,11 @@ echo "scale=$SCALE clients=$CLIENTS time=${TIME}s, WattDB nodes=$NODES$([ "$HOST
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 runs = {}  # (system, workload) -> {round: tps}
+cpu = {}   # (system, workload) -> {round: server CPU microseconds per transaction}
 for r in rows:
     runs.setdefault((r["system"], r["workload"]), {})[r["round"]] = float(r["tps"] or 0)
+    if r["cpu_us_per_tx"]:
+        cpu.setdefault((r["system"], r["workload"]), {})[r["round"]] = float(r["cpu_us_per_tx"])
 def med(system, w):
     v = runs.get((system, w), {})
     return statistics.median(v.values()) if v else 0
@@ -166,5 +196,18 @@ for w in ("tpcb-like", "select-only", "oltp_read_write"):
     print(f'{w:<18}{a:>10.1f}{cell(rc, 10, 1)}{cell(rr, 10, 1)}'
           f'{cell(a / rc if rc else 0, 8, 2)}{span:>13}{cell(a / rr if rr else 0, 8, 2)}'
           + (f'{cell(f, 10, 1)}{cell(f / rc if rc else 0, 8, 2)}' if fwd else ''))
+# Server CPU a transaction costs (all of each server's processes; the clients' CPU not
+# counted): steadier than throughput on a shared machine, and what throughput is bound by
+# once the cores are busy.
+print(f'\nserver CPU per transaction (us, medians){"":<3}{"wattdb":>10}{"pg15 RC":>10}{"ratio":>8}{"range":>13}')
+for w in ("tpcb-like", "select-only", "oltp_read_write"):
+    a, b = cpu.get(("wattdb", w), {}), cpu.get(("pg15-read-committed", w), {})
+    if not a:
+        continue
+    ma = statistics.median(a.values())
+    mb = statistics.median(b.values()) if b else 0
+    rs = sorted(a[k] / b[k] for k in a if b.get(k))
+    span = f"{rs[0]:.2f}-{rs[-1]:.2f}" if len(rs) > 1 else ""
+    print(f'{w:<42}{ma:>10.1f}{cell(mb, 10, 1)}{cell(ma / mb if mb else 0, 8, 2)}{span:>13}')
 PY
 echo "raw outputs and results.csv in $OUT"
