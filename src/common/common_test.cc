@@ -7,11 +7,13 @@
 #include <mutex>
 
 #include <limits>
+#include <memory>
 
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
 #include "common/config.h"
+#include "common/shared_bytes.h"
 #include "common/reaper.h"
 #include "common/stack_guard.h"
 #include "common/thread_cache.h"
@@ -342,6 +344,42 @@ TEST(ThreadCache, IdleThreadsExitAndDestructionWaitsForRunningTasks) {
     });
   }
   EXPECT_TRUE(finished);
+}
+
+// Copies of SharedBytes read the same buffer, which lives until the last copy goes (ASan
+// builds check the lifetime); an empty one has no buffer.
+TEST(SharedBytes, CopiesShareOneBufferThatOutlivesTheFirst) {
+  SharedBytes empty;
+  EXPECT_TRUE(empty.empty());
+  EXPECT_EQ(empty.view(), "");
+  EXPECT_TRUE(SharedBytes(std::string_view()).empty());
+  std::string long_row(100, 'x');
+  long_row[3] = '\0';  // bytes, not a C string
+  auto first = std::make_unique<SharedBytes>(long_row);
+  SharedBytes copy = *first;
+  EXPECT_EQ(copy.view().data(), first->view().data()) << "one buffer";
+  SharedBytes moved = std::move(copy);
+  EXPECT_TRUE(copy.empty());  // NOLINT: moved-from is empty
+  first.reset();
+  EXPECT_EQ(moved.view(), long_row);
+  EXPECT_EQ(moved.size(), 100u);
+  SharedBytes assigned;
+  assigned = moved;
+  moved = SharedBytes("other");
+  EXPECT_EQ(assigned.ToString(), long_row);
+  EXPECT_EQ(moved.view(), "other");
+  // Copied and dropped from several threads at once.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&assigned] {
+      for (int i = 0; i < 10000; i++) {
+        SharedBytes c = assigned;
+        ASSERT_EQ(c.size(), 100u);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(assigned.view(), long_row);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ void RecentVersions::Record(std::string_view key, Timestamp ts, bool deleted, st
     auto& entry = *keys_.emplace(std::string(key), Versions()).first;
     at = index_.emplace(std::string_view(entry.first), &entry).first;
   }
-  at->second->second.push_back(Version{ts, deleted, deleted ? std::string() : std::string(row)});
+  at->second->second.push_back(Version{ts, deleted, deleted ? SharedBytes() : SharedBytes(row)});
 }
 
 void RecentVersions::AppendVisible(const std::string& key, const Versions& vs, Timestamp read_ts,
@@ -51,7 +51,7 @@ bool RecentVersions::Latest(std::string_view key, Timestamp* ts, bool* deleted, 
   const Version& v = at->second->second.back();
   *ts = v.ts;
   *deleted = v.deleted;
-  if (!v.deleted) *row = v.row;
+  if (!v.deleted) row->assign(v.row.view());
   return true;
 }
 

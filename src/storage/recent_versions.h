@@ -22,16 +22,18 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/shared_bytes.h"
 #include "common/small_containers.h"
 #include "storage/mvcc.h"
 
 namespace wattdb::storage {
 
 // A key's version as a reader at some timestamp sees it through RecentVersions.
+// Its row shares the recording's bytes: reading a range of versions copies no rows.
 struct RecentRow {
   std::string key;  // primary key
   bool deleted = false;
-  std::string row;  // encoded row (empty if deleted)
+  SharedBytes row;  // encoded row (empty if deleted)
 };
 
 class RecentVersions {
@@ -81,7 +83,7 @@ class RecentVersions {
   struct Version {
     Timestamp ts;
     bool deleted;
-    std::string row;
+    SharedBytes row;  // handed to readers without a copy
   };
   bool armed_ = false;
   uint64_t base_ = 0;

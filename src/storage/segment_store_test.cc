@@ -274,7 +274,7 @@ TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange
     std::vector<RecentRow> rows;
     EXPECT_TRUE(seg->RecentAt(base, lo, hi, ts, &rows));
     std::vector<std::string> out;
-    for (const auto& r : rows) out.push_back(r.key + (r.deleted ? "-" : "+" + r.row));
+    for (const auto& r : rows) out.push_back(r.key + (r.deleted ? "-" : "+" + r.row.ToString()));
     return out;
   };
   EXPECT_EQ(at(15), std::vector<std::string>{});
@@ -288,7 +288,7 @@ TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange
     std::vector<RecentRow> rows;
     EXPECT_TRUE(seg->RecentAt(base, K(k), PrefixSuccessor(K(k)), ts, &rows, /*lo_alone=*/true));
     std::vector<std::string> out;
-    for (const auto& r : rows) out.push_back(r.key + (r.deleted ? "-" : "+" + r.row));
+    for (const auto& r : rows) out.push_back(r.key + (r.deleted ? "-" : "+" + r.row.ToString()));
     EXPECT_EQ(out, at(ts, K(k), PrefixSuccessor(K(k))));
     return out;
   };

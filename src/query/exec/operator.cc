@@ -246,9 +246,10 @@ class ProjectOp : public UnaryOp {
   Batch in_;
 };
 
-// Sorts its input (stable: ties keep their input order). Rows stay in their typed batches;
-// only the sort keys are boxed. With `top` > 0 (a LIMIT above it) only the first `top`
-// rows are kept, in a bounded heap.
+// Sorts its input (stable: ties keep their input order). Rows stay in their typed batches,
+// and so do their sort keys (evaluated once, kept in batches beside the rows'): comparisons
+// read the typed arrays, boxing only keys of unlike types. With `top` > 0 (a LIMIT above
+// it) only the first `top` rows are kept, in a bounded heap.
 class SortOp : public UnaryOp {
  public:
   SortOp(const PlanNode& p, std::unique_ptr<Operator> child, size_t top)
@@ -265,61 +266,76 @@ class SortOp : public UnaryOp {
 
  private:
   struct Entry {
-    std::vector<Value> keys;
     uint64_t seq;  // input order: the tie-breaker that makes the sort stable
-    uint32_t chunk, row;
+    uint32_t chunk, row;  // the row in chunks_, its keys in key_chunks_
   };
-  // a before b?
-  bool Less(const Entry& a, const Entry& b) const {
-    for (size_t i = 0; i < p_.keys.size(); i++) {
-      const Value &x = a.keys[i], &y = b.keys[i];
-      if (x.is_null() || y.is_null()) {
-        if (x.is_null() && y.is_null()) continue;
-        return x.is_null() == p_.keys[i].nulls_first;
-      }
-      int c = x.Compare(y);
-      if (c != 0) return p_.keys[i].desc ? c > 0 : c < 0;
-    }
-    return a.seq < b.seq;
-  }
-  // Less(row r of `keys` as a new entry, b), without boxing: a new row's seq is above every
-  // kept one's, so a tie is not before b.
-  bool RowLess(const std::vector<const Vector*>& keys, size_t r, const Entry& b) const {
-    for (size_t i = 0; i < p_.keys.size(); i++) {
-      const Vector& v = *keys[i];
-      const Value& y = b.keys[i];
-      bool xn = v.IsNull(r), yn = y.is_null();
-      if (xn || yn) {
-        if (xn && yn) continue;
-        return xn == p_.keys[i].nulls_first;
-      }
-      int c = CompareTo(v, r, y);
-      if (c != 0) return p_.keys[i].desc ? c > 0 : c < 0;
-    }
-    return false;
-  }
-  // Value::Compare(row r of v, y) for a non-NULL row and y.
-  static int CompareTo(const Vector& v, size_t r, const Value& y) {
-    if (v.value_type() == y.type()) {
-      switch (v.phys()) {
+  // Value::Compare of row ra of a and row rb of b, both non-NULL.
+  static int CompareCells(const Vector& a, size_t ra, const Vector& b, size_t rb) {
+    if (a.value_type() == b.value_type() && a.phys() == b.phys()) {
+      switch (a.phys()) {
         case PhysType::kInt: {
-          int64_t a = v.ints()[r], b = y.as_int();
-          return a < b ? -1 : (a > b ? 1 : 0);
+          int64_t x = a.ints()[ra], y = b.ints()[rb];
+          return x < y ? -1 : (x > y ? 1 : 0);
         }
-        case PhysType::kDouble: {
-          return CompareDoubles(v.doubles()[r], y.as_double());
-        }
+        case PhysType::kDouble:
+          return CompareDoubles(a.doubles()[ra], b.doubles()[rb]);
         case PhysType::kDecimal:
-          return CompareDecimal(v.decimals()[r], y.as_decimal());
+          return CompareDecimal(a.decimals()[ra], b.decimals()[rb]);
         case PhysType::kText: {
-          int c = v.texts()[r].compare(y.as_text());
+          int c = a.texts()[ra].compare(b.texts()[rb]);
           return c < 0 ? -1 : (c > 0 ? 1 : 0);
         }
         default:
           break;
       }
     }
-    return v.GetValue(r).Compare(y);
+    return a.GetValue(ra).Compare(b.GetValue(rb));
+  }
+  // Row ra of keys `a` before row rb of keys `b` (ties: false)?
+  template <typename KeyAt>
+  bool KeysLess(KeyAt a, size_t ra, const Batch& b, size_t rb) const {
+    for (size_t i = 0; i < p_.keys.size(); i++) {
+      const Vector &x = a(i), &y = b.cols[i];
+      bool xn = x.IsNull(ra), yn = y.IsNull(rb);
+      if (xn || yn) {
+        if (xn && yn) continue;
+        return xn == p_.keys[i].nulls_first;
+      }
+      int c = CompareCells(x, ra, y, rb);
+      if (c != 0) return p_.keys[i].desc ? c > 0 : c < 0;
+    }
+    return false;
+  }
+  // a before b?
+  bool Less(const Entry& a, const Entry& b) const {
+    const Batch& ka = key_chunks_[a.chunk];
+    if (KeysLess([&](size_t i) -> const Vector& { return ka.cols[i]; }, a.row, key_chunks_[b.chunk], b.row)) return true;
+    const Batch& kb = key_chunks_[b.chunk];
+    if (KeysLess([&](size_t i) -> const Vector& { return kb.cols[i]; }, b.row, ka, a.row)) return false;
+    return a.seq < b.seq;
+  }
+  // Row r of `keys`, as a new entry, before b (a new row's seq is above every kept one's)?
+  bool RowLess(const std::vector<const Vector*>& keys, size_t r, const Entry& b) const {
+    return KeysLess([&](size_t i) -> const Vector& { return *keys[i]; }, r, key_chunks_[b.chunk], b.row);
+  }
+  // What keeping row r of `keys` costs beyond its row.
+  static size_t KeyBytes(const std::vector<const Vector*>& keys, size_t r) {
+    size_t n = 0;
+    for (const Vector* k : keys) n += 16 + (k->phys() == PhysType::kText && !k->IsNull(r) ? k->texts()[r].size() : 0);
+    return n;
+  }
+  // Appends row r of `rows` and of `keys` to the last chunk (a new one if it is full).
+  template <typename KeyAt>
+  Entry Keep(std::vector<Batch>* chunks, std::vector<Batch>* key_chunks, const Batch& rows, KeyAt key, size_t r) {
+    if (chunks->empty() || chunks->back().rows == kBatchRows) {
+      chunks->emplace_back().Reset(p_.types.size());
+      key_chunks->emplace_back().Reset(p_.keys.size());
+    }
+    chunks->back().AppendRowFrom(rows, r);
+    Batch& k = key_chunks->back();
+    for (size_t i = 0; i < p_.keys.size(); i++) k.cols[i].AppendFrom(key(i), r);
+    k.rows++;
+    return Entry{0, static_cast<uint32_t>(chunks->size() - 1), static_cast<uint32_t>(chunks->back().rows - 1)};
   }
   Status Materialize() {
     sorted_ = true;
@@ -337,33 +353,24 @@ class SortOp : public UnaryOp {
       }
       // Rows that enter the result (all of them without `top`) are copied into the last chunk.
       for (size_t r = 0; r < in.rows; r++, seq++) {
-        if (top_ > 0 && order_.size() == top_ && !RowLess(keys, r, entries_[order_.front()])) continue;
-        Entry e;
-        e.seq = seq;
-        for (const Vector* k : keys) e.keys.push_back(k->GetValue(r));
         if (top_ > 0 && order_.size() == top_) {
-          if (!Less(e, entries_[order_.front()])) continue;  // not better than the worst kept
+          if (!RowLess(keys, r, entries_[order_.front()])) continue;  // not better than the worst kept
           uint32_t worst = order_.front();
           std::pop_heap(order_.begin(), order_.end(), less);
           order_.pop_back();
           free_.push_back(worst);
         }
-        if (chunks_.empty() || chunks_.back().rows == kBatchRows) {
-          chunks_.emplace_back();
-          chunks_.back().Reset(p_.types.size());
-        }
-        e.chunk = static_cast<uint32_t>(chunks_.size() - 1);
-        e.row = static_cast<uint32_t>(chunks_.back().rows);
-        chunks_.back().AppendRowFrom(in, r);
-        RETURN_NOT_OK(gauge_.Add(*ctx_, RowBytes(e.keys) + sizeof(Entry) + 16 * p_.types.size()));
+        Entry e = Keep(&chunks_, &key_chunks_, in, [&](size_t i) -> const Vector& { return *keys[i]; }, r);
+        e.seq = seq;
+        RETURN_NOT_OK(gauge_.Add(*ctx_, KeyBytes(keys, r) + sizeof(Entry) + 16 * p_.types.size()));
         uint32_t idx;
         if (!free_.empty()) {
           idx = free_.back();
           free_.pop_back();
-          entries_[idx] = std::move(e);
+          entries_[idx] = e;
         } else {
           idx = static_cast<uint32_t>(entries_.size());
-          entries_.push_back(std::move(e));
+          entries_.push_back(e);
         }
         order_.push_back(idx);
         if (top_ > 0) std::push_heap(order_.begin(), order_.end(), less);
@@ -374,20 +381,18 @@ class SortOp : public UnaryOp {
     std::sort(order_.begin(), order_.end(), less);
     return Status::OK();
   }
-  // Copies the kept rows into fresh chunks (top-N only).
+  // Copies the kept rows and their keys into fresh chunks (top-N only).
   void Compact() {
-    std::vector<Batch> fresh;
+    std::vector<Batch> fresh, fresh_keys;
     for (uint32_t idx : order_) {
       Entry& e = entries_[idx];
-      if (fresh.empty() || fresh.back().rows == kBatchRows) {
-        fresh.emplace_back();
-        fresh.back().Reset(p_.types.size());
-      }
-      fresh.back().AppendRowFrom(chunks_[e.chunk], e.row);
-      e.chunk = static_cast<uint32_t>(fresh.size() - 1);
-      e.row = static_cast<uint32_t>(fresh.back().rows - 1);
+      const Batch& keys = key_chunks_[e.chunk];
+      Entry moved = Keep(&fresh, &fresh_keys, chunks_[e.chunk], [&](size_t i) -> const Vector& { return keys.cols[i]; }, e.row);
+      e.chunk = moved.chunk;
+      e.row = moved.row;
     }
     chunks_ = std::move(fresh);
+    key_chunks_ = std::move(fresh_keys);
     gauge_.Reset();
   }
 
@@ -395,6 +400,7 @@ class SortOp : public UnaryOp {
   bool sorted_ = false;
   MemoryGauge gauge_{"a sort"};
   std::vector<Batch> chunks_;
+  std::vector<Batch> key_chunks_;  // the sort keys of chunks_'s rows, row for row
   std::vector<Entry> entries_;
   std::vector<uint32_t> order_;  // indexes into entries_ (a max-heap of the kept rows with `top`)
   std::vector<uint32_t> free_;   // entries_ slots of rows dropped from the heap
