@@ -291,32 +291,30 @@ class SortOp : public UnaryOp {
     }
     return a.GetValue(ra).Compare(b.GetValue(rb));
   }
-  // Row ra of keys `a` before row rb of keys `b` (ties: false)?
+  // Row ra of keys `a` against row rb of keys `b` in the sort's order: < 0 before, 0 a tie.
   template <typename KeyAt>
-  bool KeysLess(KeyAt a, size_t ra, const Batch& b, size_t rb) const {
+  int KeysCompare(KeyAt a, size_t ra, const Batch& b, size_t rb) const {
     for (size_t i = 0; i < p_.keys.size(); i++) {
       const Vector &x = a(i), &y = b.cols[i];
       bool xn = x.IsNull(ra), yn = y.IsNull(rb);
       if (xn || yn) {
         if (xn && yn) continue;
-        return xn == p_.keys[i].nulls_first;
+        return xn == p_.keys[i].nulls_first ? -1 : 1;
       }
       int c = CompareCells(x, ra, y, rb);
-      if (c != 0) return p_.keys[i].desc ? c > 0 : c < 0;
+      if (c != 0) return p_.keys[i].desc ? -c : c;
     }
-    return false;
+    return 0;
   }
   // a before b?
   bool Less(const Entry& a, const Entry& b) const {
     const Batch& ka = key_chunks_[a.chunk];
-    if (KeysLess([&](size_t i) -> const Vector& { return ka.cols[i]; }, a.row, key_chunks_[b.chunk], b.row)) return true;
-    const Batch& kb = key_chunks_[b.chunk];
-    if (KeysLess([&](size_t i) -> const Vector& { return kb.cols[i]; }, b.row, ka, a.row)) return false;
-    return a.seq < b.seq;
+    int c = KeysCompare([&](size_t i) -> const Vector& { return ka.cols[i]; }, a.row, key_chunks_[b.chunk], b.row);
+    return c != 0 ? c < 0 : a.seq < b.seq;
   }
   // Row r of `keys`, as a new entry, before b (a new row's seq is above every kept one's)?
   bool RowLess(const std::vector<const Vector*>& keys, size_t r, const Entry& b) const {
-    return KeysLess([&](size_t i) -> const Vector& { return *keys[i]; }, r, key_chunks_[b.chunk], b.row);
+    return KeysCompare([&](size_t i) -> const Vector& { return *keys[i]; }, r, key_chunks_[b.chunk], b.row) < 0;
   }
   // What keeping row r of `keys` costs beyond its row.
   static size_t KeyBytes(const std::vector<const Vector*>& keys, size_t r) {
