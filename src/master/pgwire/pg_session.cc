@@ -28,9 +28,16 @@ class Body {
  public:
   explicit Body(std::string_view b) : b_(b) {}
   Status Cstr(std::string* out) {
+    std::string_view v;
+    RETURN_NOT_OK(Cstr(&v));
+    out->assign(v);
+    return Status::OK();
+  }
+  // A view into the body (valid while the body is).
+  Status Cstr(std::string_view* out) {
     auto z = b_.find('\0');
     if (z == std::string_view::npos) return Trunc();
-    out->assign(b_.substr(0, z));
+    *out = b_.substr(0, z);
     b_.remove_prefix(z + 1);
     return Status::OK();
   }
@@ -588,7 +595,7 @@ Status PgSession::HandleParse(std::string_view body) {
 
 Status PgSession::HandleBind(std::string_view body) {
   Body b(body);
-  std::string portal, stmt;
+  std::string_view portal, stmt;
   RETURN_NOT_OK(b.Cstr(&portal));
   RETURN_NOT_OK(b.Cstr(&stmt));
   auto it = statements_.find(stmt);
@@ -612,7 +619,8 @@ Status PgSession::HandleBind(std::string_view body) {
   // lends its node and its lists' memory to the new binding; if the binding fails, it is
   // gone, as PostgreSQL drops it first.
   Portal po;
-  auto old = portals_.extract(portal);
+  auto bound = portals_.find(portal);
+  auto old = bound == portals_.end() ? decltype(portals_)::node_type() : portals_.extract(bound);
   if (!old.empty()) {
     po.params = std::move(old.mapped().params);
     po.formats = std::move(old.mapped().formats);
@@ -648,7 +656,7 @@ Status PgSession::HandleBind(std::string_view body) {
     po.formats.push_back(nres == 0 ? 0 : rfmt[nres == 1 ? 0 : std::min<size_t>(c, nres - 1)]);
   }
   if (old.empty()) {
-    portals_.emplace(std::move(portal), std::move(po));
+    portals_.emplace(std::string(portal), std::move(po));
   } else {
     old.mapped() = std::move(po);
     portals_.insert(std::move(old));
@@ -691,7 +699,7 @@ Status PgSession::HandleDescribe(std::string_view body) {
 
 Status PgSession::HandleExecute(std::string_view body) {
   Body b(body);
-  std::string name;
+  std::string_view name;
   int32_t max_rows = 0;
   RETURN_NOT_OK(b.Cstr(&name));
   RETURN_NOT_OK(b.I32(&max_rows));

@@ -103,8 +103,9 @@ class PgSession {
   std::shared_ptr<std::atomic<bool>> cancel_;
   Executor executor_;
   pg::MessageWriter out_;
-  std::map<std::string, std::shared_ptr<Prepared>> statements_;
-  std::map<std::string, Portal> portals_;
+  // By name; looked up by the names in messages, without copying them (std::less<>).
+  std::map<std::string, std::shared_ptr<Prepared>, std::less<>> statements_;
+  std::map<std::string, Portal, std::less<>> portals_;
   bool copy_failed_connection_ = false;  // the COPY stream broke: close
 };
 
