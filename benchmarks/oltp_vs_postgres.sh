@@ -96,6 +96,19 @@ server_ticks() {  # port
   done
   echo "$t"
 }
+# The same once it has stopped growing: a PostgreSQL backend's time reaches its parent some
+# hundred milliseconds after its client is gone (at most 5 s waited).
+settled_ticks() {  # port
+  local a b
+  a=$(server_ticks "$1")
+  for _ in $(seq 16); do
+    sleep 0.3
+    b=$(server_ticks "$1")
+    [ $((b - a)) -le 1 ] && break
+    a=$b
+  done
+  echo "$b"
+}
 per_tx() {  # ticks_before ticks_after transactions: server CPU microseconds per transaction
   awk -v a="$1" -v b="$2" -v n="$3" -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.1f", (b - a) / hz * 1e6 / n; else print "" }'
 }
@@ -134,19 +147,19 @@ run_all() {  # round name port pgoptions
   c0=$(server_ticks "$port")
   PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -n -c "$CLIENTS" -j 2 -T "$TIME" \
     -M prepared --max-tries=1000 wattdb > "$o.tpcb" 2>&1
-  c1=$(server_ticks "$port")
+  c1=$(settled_ticks "$port")
   n=$(grep -oP 'number of transactions actually processed: \K[0-9]+' "$o.tpcb" || echo 0)
   local retried; retried=$(grep -oP 'number of transactions retried: \K[0-9]+' "$o.tpcb" || echo 0)
   echo "$r,$name,tpcb-like,$(tps "$o.tpcb"),$retried,$(per_tx "$c0" "$c1" "$n")" >> "$OUT/results.csv"
   c0=$(server_ticks "$port")
   PGOPTIONS="$opts" "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U wattdb -n -S -c "$CLIENTS" -j 2 -T "$TIME" \
     -M prepared wattdb > "$o.select" 2>&1
-  c1=$(server_ticks "$port")
+  c1=$(settled_ticks "$port")
   n=$(grep -oP 'number of transactions actually processed: \K[0-9]+' "$o.select" || echo 0)
   echo "$r,$name,select-only,$(tps "$o.select"),0,$(per_tx "$c0" "$c1" "$n")" >> "$OUT/results.csv"
   c0=$(server_ticks "$port")
   PGOPTIONS="$opts" $(sysbench_cmd "$port") --threads="$CLIENTS" --time="$TIME" run > "$o.sysbench" 2>&1
-  c1=$(server_ticks "$port")
+  c1=$(settled_ticks "$port")
   local t e
   t=$(grep -oP 'transactions:\s+[0-9]+\s+\(\K[0-9.]+' "$o.sysbench")
   e=$(grep -oP 'ignored errors:\s+\K[0-9]+' "$o.sysbench" || echo 0)
