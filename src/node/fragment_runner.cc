@@ -84,6 +84,7 @@ class SegmentProvider : public exec::ScanProvider {
 // cost more than the row. A run inside a run (an emit that runs another) gets fresh ones.
 struct ScanScratch {
   exec::Batch batch;
+  exec::Batch filtered, projected;  // RunScanFragment's
   std::vector<uint32_t> sel;
   std::vector<std::vector<Value>> out;
 };
@@ -122,9 +123,75 @@ Status RunFragment(std::string_view plan, SegmentRows& rows, const FragmentOptio
   return RunFragment(*p, rows, opts, emit, stats);
 }
 
+// A plan that is a Scan, a Filter over it, or a Project over either: its nodes (project and
+// filter null where absent). False for any other plan.
+struct ScanPlanShape {
+  const plan::PlanNode* project = nullptr;
+  const plan::PlanNode* filter = nullptr;
+  const plan::PlanNode* scan = nullptr;
+};
+bool MatchScanPlan(const plan::PlanNode& plan, ScanPlanShape* shape) {
+  using K = plan::PlanNode::Kind;
+  shape->project = plan.kind == K::kProject ? &plan : nullptr;
+  const plan::PlanNode* below =
+      shape->project ? (shape->project->children.size() == 1 ? shape->project->children[0].get() : nullptr) : &plan;
+  shape->filter = below && below->kind == K::kFilter ? below : nullptr;
+  shape->scan = shape->filter ? (shape->filter->children.size() == 1 ? shape->filter->children[0].get() : nullptr) : below;
+  return shape->scan && shape->scan->kind == K::kScan && (!shape->filter || shape->filter->predicate);
+}
+
+// A fragment of MatchScanPlan's shape, as its operators would run it (batches from the scan,
+// a filter's selected rows gathered, the projection evaluated a column at a time; empty
+// batches not emitted), without building them: a point read's fragment costs no operator
+// tree. Its batches are its thread's (ScanScratchLease).
+Status RunScanFragment(const plan::PlanNode& plan, const ScanPlanShape& shape, SegmentRows& rows,
+                       const FragmentOptions& opts,
+                       const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit) {
+  const plan::PlanNode* project = shape.project;
+  const plan::PlanNode* filter = shape.filter;
+  const plan::PlanNode* scan = shape.scan;
+  std::string last_key;
+  SegmentSource source(rows, &last_key, plan::UsedScanColumns(plan), opts);
+  exec::ExecContext ctx(nullptr, opts.cancel);
+  ctx.work_mem = opts.work_mem;
+  ctx.params = opts.params;
+  ScanScratchLease lease;
+  exec::Batch& in = lease->batch;
+  while (true) {
+    RETURN_NOT_OK(exec::CheckCancel(ctx));  // as a scan operator looks before each batch
+    in.Reset(scan->types.size());
+    ASSIGN_OR_RETURN(bool more, source.Next(in));
+    if (!more) return Status::OK();
+    lease.Saw(in.rows);
+    exec::Batch* cur = &in;
+    if (filter) {
+      ASSIGN_OR_RETURN(size_t n, exec::Select(*filter->predicate, in, &ctx, &lease->sel));
+      if (n == 0) continue;
+      if (n < in.rows) {
+        exec::Batch& kept = lease->filtered;
+        kept.Reset(in.cols.size());
+        for (size_t c = 0; c < in.cols.size(); c++) kept.cols[c].Gather(in.cols[c], lease->sel.data(), n);
+        kept.rows = n;
+        cur = &kept;
+      }
+    }
+    if (project) {
+      exec::Batch& out = lease->projected;
+      out.Reset(project->exprs.size());
+      for (size_t c = 0; c < project->exprs.size(); c++) {
+        RETURN_NOT_OK(exec::EvalVector(*project->exprs[c], *cur, &ctx, &out.cols[c]));
+      }
+      out.rows = cur->rows;
+      cur = &out;
+    }
+    if (cur->rows > 0) RETURN_NOT_OK(emit(*cur, last_key));
+  }
+}
+
 Status RunFragment(const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
                    const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit,
                    std::vector<exec::OperatorStats>* stats) {
+  if (ScanPlanShape shape; !stats && MatchScanPlan(plan, &shape)) return RunScanFragment(plan, shape, rows, opts, emit);
   std::string last_key;
   SegmentProvider provider(rows, &last_key, plan::UsedScanColumns(plan), opts);
   exec::ExecContext ctx(&provider, opts.cancel);
@@ -135,14 +202,11 @@ Status RunFragment(const plan::PlanNode& plan, SegmentRows& rows, const Fragment
 
 Status RunScanPlan(const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
                    const std::function<Status(std::vector<Value>&& row, const std::string& resume_key)>& emit) {
-  using K = plan::PlanNode::Kind;
-  const plan::PlanNode* project = plan.kind == K::kProject ? &plan : nullptr;
-  const plan::PlanNode* below = project ? (project->children.size() == 1 ? project->children[0].get() : nullptr) : &plan;
-  const plan::PlanNode* filter = below && below->kind == K::kFilter ? below : nullptr;
-  const plan::PlanNode* scan = filter ? (filter->children.size() == 1 ? filter->children[0].get() : nullptr) : below;
-  if (!scan || scan->kind != K::kScan || (filter && !filter->predicate)) {
-    return Status::NotSupported("not a scan with a filter and a projection");
-  }
+  ScanPlanShape shape;
+  if (!MatchScanPlan(plan, &shape)) return Status::NotSupported("not a scan with a filter and a projection");
+  const plan::PlanNode* project = shape.project;
+  const plan::PlanNode* filter = shape.filter;
+  const plan::PlanNode* scan = shape.scan;
   std::string last_key;
   SegmentSource source(rows, &last_key, plan::UsedScanColumns(plan), opts);
   exec::ExecContext ctx(nullptr, opts.cancel);
