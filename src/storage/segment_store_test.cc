@@ -16,7 +16,6 @@
 #include "common/codec.h"
 #include "storage/kv_store.h"
 #include "storage/log_prefill_fs.h"
-#include "storage/memtable_hints.h"
 #include "storage/segment_store_test_util.h"
 #include "storage/segment_store_util.h"
 
@@ -188,50 +187,6 @@ TEST_F(SegmentStoreTest, ManyVersionsOfOneKeyEachSnapshotSeesItsOwn) {
     V want{{1, "first"}};
     if (v != 50) want.emplace_back(2, fmt::format("v{}", v));
     want.emplace_back(3, "last");
-    EXPECT_EQ(ScanAll(*store_, 1, ts), want) << "snapshot " << ts;
-  }
-}
-
-// The memtable's insert hints (memtable_hints.h): a row key is in the domain once it came
-// by lately, and only row keys are.
-TEST(RepeatedRowKeys, AKeyIsHintedFromItsSecondInsertOn) {
-  RepeatedRowKeys hints;
-  auto version = [](const std::string& pk, Timestamp ts) { return MvccKey(RowUserKey(pk), ts); };
-  EXPECT_FALSE(hints.InDomain(version("a", 5)));
-  EXPECT_TRUE(hints.InDomain(version("a", 7)));
-  EXPECT_TRUE(hints.InDomain(version("a", 9)));
-  EXPECT_EQ(hints.Transform(version("a", 9)).ToString(), RowUserKey("a"));
-  EXPECT_FALSE(hints.InDomain(version("b", 9)));
-  EXPECT_FALSE(hints.InDomain(MvccKey(IndexSpacePrefix(3) + "a", 9)));
-  EXPECT_FALSE(hints.InDomain(MvccKey(IndexSpacePrefix(3) + "a", 11)));
-  // Of many keys met once, few are taken for repeats (a slot keeps the last key's print).
-  int hinted = 0;
-  for (int i = 0; i < 100000; i++) hinted += hints.InDomain(version(fmt::format("k{}", i), 3));
-  EXPECT_LT(hinted, 10);
-}
-
-// Hot keys updated between the inserts of a stream of new keys (their versions inserted with
-// hints, the others without): every snapshot reads its own version of each.
-TEST_F(SegmentStoreTest, HotKeysUpdatedAmongNewOnesKeepEveryVersion) {
-  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
-  const int hot = 5, rounds = 400;
-  for (int r = 1; r <= rounds; r++) {
-    std::vector<WriteOp> ops;
-    for (int h = 0; h < hot; h++) {
-      if ((r + h) % 3 != 0) ops.push_back({1, K(h), VersionKind::kPut, R(h, fmt::format("v{}", r))});
-    }
-    ops.push_back({1, K(1000 + r), VersionKind::kPut, R(1000 + r, "new")});
-    ASSERT_TRUE(store_->Apply(10 * r, ops).ok());
-  }
-  for (int ts : {10, 20, 35, 1000, 2990, 3000, 4000}) {
-    int r = std::min(ts / 10, rounds);
-    std::vector<std::pair<int64_t, std::string>> want;
-    for (int h = 0; h < hot; h++) {
-      int last = r;
-      while (last > 0 && (last + h) % 3 == 0) last--;
-      if (last > 0) want.emplace_back(h, fmt::format("v{}", last));
-    }
-    for (int n = 1; n <= r; n++) want.emplace_back(1000 + n, "new");
     EXPECT_EQ(ScanAll(*store_, 1, ts), want) << "snapshot " << ts;
   }
 }

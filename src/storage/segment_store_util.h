@@ -11,7 +11,6 @@
 #include <string>
 
 #include "common/status.h"
-#include "storage/memtable_hints.h"
 
 namespace wattdb::storage::internal {
 
@@ -62,8 +61,6 @@ inline rocksdb::ColumnFamilyOptions SegmentCfOptions(const std::shared_ptr<rocks
   // only the file its split key falls in (and reads the ones above it).
   o.target_file_size_base = 8 << 20;
   o.compaction_filter_factory = gc;
-  // Rows updated again and again get their new versions inserted beside the last one.
-  o.memtable_insert_with_hint_prefix_extractor = std::make_shared<RepeatedRowKeys>();
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = SegmentBlockCache();
   t.block_size = 16 << 10;  // scans read whole segments: fewer, larger blocks
