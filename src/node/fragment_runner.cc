@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include "query/exec/eval.h"
 #include "query/exec/eval_vector.h"
 #include "query/exec/operator.h"
 #include "query/exec/row_decode.h"
@@ -79,14 +78,14 @@ class SegmentProvider : public exec::ScanProvider {
   bool opened_ = false;
 };
 
-// RunScanPlan's batch and lists, kept by its thread for the next run (their vectors keep their
-// memory): a key-routed write runs it for one row, where allocating a batch's column vectors
-// cost more than the row. A run inside a run (an emit that runs another) gets fresh ones.
+// RunScanFragment's batches and selection, kept by its thread for the next run (their vectors
+// keep their memory): a point read or a key-routed write runs it for one row, where allocating
+// a batch's column vectors cost more than the row. A run inside a run (an emit that runs
+// another) gets fresh ones.
 struct ScanScratch {
   exec::Batch batch;
-  exec::Batch filtered, projected;  // RunScanFragment's
+  exec::Batch filtered, projected;
   std::vector<uint32_t> sel;
-  std::vector<std::vector<Value>> out;
 };
 
 class ScanScratchLease {
@@ -204,45 +203,11 @@ Status RunScanPlan(const plan::PlanNode& plan, SegmentRows& rows, const Fragment
                    const std::function<Status(std::vector<Value>&& row, const std::string& resume_key)>& emit) {
   ScanPlanShape shape;
   if (!MatchScanPlan(plan, &shape)) return Status::NotSupported("not a scan with a filter and a projection");
-  const plan::PlanNode* project = shape.project;
-  const plan::PlanNode* filter = shape.filter;
-  const plan::PlanNode* scan = shape.scan;
-  std::string last_key;
-  SegmentSource source(rows, &last_key, plan::UsedScanColumns(plan), opts);
-  exec::ExecContext ctx(nullptr, opts.cancel);
-  ctx.work_mem = opts.work_mem;
-  ctx.params = opts.params;
-  ScanScratchLease lease;
-  exec::Batch& b = lease->batch;
-  std::vector<uint32_t>& sel = lease->sel;
-  std::vector<std::vector<Value>>& out = lease->out;
-  while (true) {
-    b.Reset(scan->types.size());
-    ASSIGN_OR_RETURN(bool more, source.Next(b));
-    if (!more) return Status::OK();
-    lease.Saw(b.rows);
-    size_t n = b.rows;
-    if (filter) {
-      ASSIGN_OR_RETURN(n, exec::Select(*filter->predicate, b, &ctx, &sel));  // as FilterOp
-    }
-    // A batch's rows are emitted once all of them are made, as the operators emit batches.
-    out.resize(n);
-    for (size_t i = 0; i < n; i++) {
-      size_t r = filter ? sel[i] : i;
-      std::vector<Value>& row = out[i];
-      row.clear();
-      if (project) {
-        row.reserve(project->exprs.size());
-        for (const auto& e : project->exprs) {
-          ASSIGN_OR_RETURN(Value v, exec::Eval(*e, b, r, &ctx));
-          row.push_back(std::move(v));
-        }
-      } else {
-        row = b.Row(r);
-      }
-    }
-    for (auto& row : out) RETURN_NOT_OK(emit(std::move(row), last_key));
-  }
+  // A batch's rows are emitted once all of them are made, as the operators emit batches.
+  return RunScanFragment(plan, shape, rows, opts, [&](exec::Batch& b, const std::string& last_key) {
+    for (size_t r = 0; r < b.rows; r++) RETURN_NOT_OK(emit(b.Row(r), last_key));
+    return Status::OK();
+  });
 }
 
 }  // namespace wattdb::node

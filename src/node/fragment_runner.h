@@ -38,9 +38,9 @@ Status RunFragment(const plan::PlanNode& plan, SegmentRows& rows, const Fragment
                    std::vector<exec::OperatorStats>* stats);
 
 // For a plan of a Scan, a Filter over it, or a Project over either (a key write's): the rows
-// RunFragment would yield, each with the last primary key read so far, evaluated row by row
-// without building operators (a key's one row costs no operator tree). NotSupported for any
-// other plan.
+// RunFragment would yield, each with the last primary key read so far, as RunFragment runs
+// such a plan: without building operators (a key's one row costs no operator tree).
+// NotSupported for any other plan.
 Status RunScanPlan(const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
                    const std::function<Status(std::vector<Value>&& row, const std::string& resume_key)>& emit);
 

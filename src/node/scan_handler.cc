@@ -82,7 +82,7 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
           resume = last_key;
           return Status::OK();
         },
-        &stats);
+        s.getAnalyze() ? &stats : nullptr);
     if (!sent) return false;
     std::string counters = exec::EncodeOperatorStats(stats);
     bool with_batch = !frame.empty() && st.ok();

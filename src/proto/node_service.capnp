@@ -136,6 +136,8 @@ struct Request {
       workMem @42 :UInt64;           # the fragment's work_mem (bytes per sort or hash table)
       params @67 :Data;              # set: `fragment` keeps its parameters ($n) and these are
                                      # their values (an encoded row, common/codec.h)
+      analyze @69 :Bool;             # EXPLAIN ANALYZE: the last reply carries the fragment's
+                                     # operator counters (else none are kept)
     }
     split :group {
       segment @14 :UInt64;

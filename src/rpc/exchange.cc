@@ -173,7 +173,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
         if (local && !stats.empty()) x_.AddNodeStats(seg_.node, stats);
       } else if (auto client = x_.map_.Client(seg_.node); client.ok()) {
         auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.EncodedFragment(),
-                                               x_.opts_.work_mem, x_.opts_.params);
+                                               x_.opts_.work_mem, x_.opts_.params, x_.opts_.stats != nullptr);
         if (opened.ok()) {
           stream_ = std::move(*opened);
         } else {

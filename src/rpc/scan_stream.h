@@ -36,11 +36,13 @@ class ScanStream {
                                                   uint32_t batch_rows, uint64_t txn = 0,
                                                   const IndexRange* index = nullptr);
   // The node runs `fragment` (a serialized plan whose leaf Scan reads these rows) and
-  // streams its output as column batches (read them with NextColumns).
+  // streams its output as column batches (read them with NextColumns); with `analyze`, the
+  // last batch comes with the fragment's operator counters.
   static Result<std::unique_ptr<ScanStream>> OpenFragment(NodeClient& c, SegmentId seg, const std::string& lo,
                                                           const std::string& hi, Timestamp read_ts, uint64_t txn,
                                                           const std::string& fragment, int64_t work_mem,
-                                                          const std::vector<Value>* params = nullptr);
+                                                          const std::vector<Value>* params = nullptr,
+                                                          bool analyze = false);
   // Sends `request` (any request answered with scanBatch replies) on a leased connection.
   static Result<std::unique_ptr<ScanStream>> Start(NodeClient& c, capnp::MessageBuilder& request);
   ~ScanStream();
