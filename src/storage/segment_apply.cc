@@ -122,15 +122,17 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
     RETURN_NOT_OK(IndexChanges(*seg, seg_specs, e.last->key, old_row,
                                e.last->kind == VersionKind::kPut ? &e.last->row : nullptr, ts, &b));
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = sync_commits_ && (sync || !prepared_txn);
-  RETURN_NOT_OK(FromRocks(db_->Write(wo, &b), "apply writes"));
+  // Written unsynced and synced with the commits around it (group_sync.h); the versions are
+  // visible to no snapshot before Apply returns (the commit is still in flight at the master).
+  RETURN_NOT_OK(FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "apply writes"));
+  const uint64_t ticket = log_sync_.Written();
   // Inside the write window: a reader that waited for this commit finds its versions.
   for (const auto& op : ops) {
     bool del = op.kind == VersionKind::kDelete;
     refs.at(op.segment)->newest().Update(op.key, NewestRow{ts, del, del ? std::string() : op.row});
   }
   count_written(false);
+  if (sync_commits_ && (sync || !prepared_txn)) return log_sync_.Sync(ticket);
   return Status::OK();
 }
 

@@ -517,9 +517,8 @@ Result<int> SegmentStore::CollectGarbage(int max_segments) {
 }
 
 Status SegmentStore::PutPrepared(uint64_t txn, const std::string& blob) {
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  return FromRocks(db_->Put(wo, PreparedKey(txn), blob), "prepare record");
+  RETURN_NOT_OK(FromRocks(db_->Put(rocksdb::WriteOptions(), PreparedKey(txn), blob), "prepare record"));
+  return log_sync_.Sync(log_sync_.Written());  // synced with the commits around it
 }
 
 Status SegmentStore::ErasePrepared(uint64_t txn) {

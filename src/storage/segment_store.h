@@ -28,6 +28,7 @@
 #include "common/small_containers.h"
 #include "common/schema.h"
 #include "common/status.h"
+#include "storage/group_sync.h"
 #include "storage/mvcc.h"
 #include "storage/newest_rows.h"
 #include "storage/recent_versions.h"
@@ -504,6 +505,8 @@ class SegmentStore {
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
   bool sync_commits_ = false;
+  // Apply's synced commits: written unsynced, then synced in groups (group_sync.h).
+  GroupSync log_sync_{[this] { return SyncWal(); }};
   size_t ingest_file_rows_ = 250000;
   std::shared_ptr<std::atomic<uint64_t>> gc_horizon_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<rocksdb::CompactionFilterFactory> gc_factory_;
