@@ -218,9 +218,10 @@ restart:
                 "40P01");
           }
           LockWaiters& waiters = lock_waiters_[holder];  // a map node: it stays put while waited on
+          if (!waiters.cv) waiters.cv = std::make_shared<std::condition_variable>();
           waiters.count++;
           bool first = true;
-          freed = waiters.cv.wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + deadlock_check_), [&] {
+          freed = waiters.cv->wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + deadlock_check_), [&] {
             if (!first) lock_wait_wakeups_.fetch_add(1, std::memory_order_relaxed);
             first = false;
             const LockEntry* h = FindLock(seg_id, key);
@@ -367,8 +368,15 @@ void Participant::Unlock(uint64_t txn, SegmentId segment, const std::string& key
   NotifyReleasedLocked(txn);
 }
 
-void Participant::NotifyReleasedLocked(uint64_t holder) {
-  if (auto w = lock_waiters_.find(holder); w != lock_waiters_.end()) w->second.cv.notify_all();
+void Participant::NotifyReleasedLocked(uint64_t holder) { NotifyReleased(ReleasedWaitersLocked(holder)); }
+
+std::shared_ptr<std::condition_variable> Participant::ReleasedWaitersLocked(uint64_t holder) {
+  auto w = lock_waiters_.find(holder);
+  return w == lock_waiters_.end() ? nullptr : w->second.cv;
+}
+
+void Participant::NotifyReleased(const std::shared_ptr<std::condition_variable>& holder_waiters) {
+  if (holder_waiters) holder_waiters->notify_all();
   released_.notify_all();
 }
 
@@ -485,16 +493,20 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
       if (i == 0 || (*ops)[i].segment != (*ops)[i - 1].segment) touched->insert((*ops)[i].segment);
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = prepared_.find(txn);
-  if (s.ok()) {
-    std::vector<LockTable> dropped;
-    ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
-    ErasePreparedLocked(it, std::move(dropped));
-  } else {
-    it->second.committing = false;
+  std::shared_ptr<std::condition_variable> waiters;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = prepared_.find(txn);
+    if (s.ok()) {
+      std::vector<LockTable> dropped;
+      ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
+      ErasePreparedLocked(it, std::move(dropped));
+    } else {
+      it->second.committing = false;
+    }
+    waiters = ReleasedWaitersLocked(txn);
   }
-  NotifyReleasedLocked(txn);
+  NotifyReleased(waiters);
   return s;
 }
 

@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <mutex>
 #include <set>
@@ -218,12 +219,16 @@ class Participant {
   // Row-lock waits by the transaction whose lock they wait for: its releases (and BreakWait)
   // wake them alone, not every waiter on the node. An entry lives while it has waiters.
   struct LockWaiters {
-    std::condition_variable cv;
+    std::shared_ptr<std::condition_variable> cv;  // shared: it is notified after mu_ is let go
     int count = 0;
   };
   std::unordered_map<uint64_t, LockWaiters> lock_waiters_;
   // REQUIRES mu_ held. Wakes the waits for locks `holder` held, and every other waiter.
   void NotifyReleasedLocked(uint64_t holder);
+  // The same in two steps, for a caller that lets mu_ go in between (a waiter woken while
+  // mu_ is held would block on it at once): the first under mu_, the second after.
+  std::shared_ptr<std::condition_variable> ReleasedWaitersLocked(uint64_t holder);
+  void NotifyReleased(const std::shared_ptr<std::condition_variable>& holder_waiters);
   std::set<uint64_t> broken_waits_;         // waits of these txns end with 40P01 (BreakWait)
   std::set<SegmentId> exclusive_;  // segments being split or exported (BeginExclusive)
   Timestamp max_read_ts_ = 0;  // highest snapshot read here (this process)
