@@ -57,6 +57,7 @@ class File : public rocksdb::FSWritableFileOwnerWrapper {
  private:
   IOStatus Synced(IOStatus s) {
     if (!owner_->powered()) return Off();
+    if (owner_->syncs_fail()) return IOStatus::IOError("sync failed (simulated)");
     if (s.ok()) owner_->Synced(name_);
     return s;
   }
@@ -103,6 +104,16 @@ void PowerLossFs::PowerOn() {
 bool PowerLossFs::powered() const {
   std::lock_guard<std::mutex> l(mu_);
   return powered_;
+}
+
+void PowerLossFs::FailSyncs(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  syncs_fail_ = on;
+}
+
+bool PowerLossFs::syncs_fail() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return syncs_fail_;
 }
 
 void PowerLossFs::Written(const std::string& fname, uint64_t size) {

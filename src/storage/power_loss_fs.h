@@ -28,6 +28,9 @@ class PowerLossFs : public rocksdb::FileSystemWrapper {
 
   void PowerOff();
   void PowerOn();
+  // While on, a file's sync fails (IOError) and its writes still go through: a disk that
+  // takes data into its cache but cannot make it durable.
+  void FailSyncs(bool on);
   // REQUIRES power off. Returns the number of files cut back or removed.
   int DropUnsyncedData();
 
@@ -53,6 +56,7 @@ class PowerLossFs : public rocksdb::FileSystemWrapper {
 
   // Called by the wrappers.
   bool powered() const;
+  bool syncs_fail() const;
   void Written(const std::string& fname, uint64_t size);
   void Synced(const std::string& fname);
   void DirSynced(const std::string& dir);
@@ -65,6 +69,7 @@ class PowerLossFs : public rocksdb::FileSystemWrapper {
   };
   mutable std::mutex mu_;
   bool powered_ = true;
+  bool syncs_fail_ = false;
   std::map<std::string, FileState> files_;  // files written (or renamed) since we started
 };
 

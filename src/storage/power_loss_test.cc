@@ -4,6 +4,8 @@
 // a sync is lost (which shows the cut is real).
 #include "storage/power_loss_fs.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -81,6 +83,40 @@ TEST_F(PowerLossTest, SyncedCommitsSurviveUnsyncedOnesDoNot) {
   EXPECT_EQ(st->CommittedAt(501).value(), std::optional<Timestamp>(10));
   EXPECT_FALSE(Has(*st, 1, 2)) << "the power cut kept an unsynced write: the test file system does not cut";
   EXPECT_EQ(st->CommittedAt(502).value(), std::nullopt);
+}
+
+// A disk that takes a commit's bytes but fails to sync them: the batch is already in the
+// memtables, so the store must not answer another read; the process ends (SyncGroup), with
+// its reason, instead of reporting a failed commit whose rows could still be read or come
+// back from the log. Prepares are synced the same way.
+TEST_F(PowerLossTest, AFailedLogSyncEndsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the store runs threads: no bare fork
+  auto st = OpenStore("node");
+  ASSERT_TRUE(st->CreateSegment({1, 1, "", ""}).ok());
+  st->set_sync_commits(true);
+  ASSERT_TRUE(st->Apply(10, {Put(1, 1)}, 0, /*txn=*/501).ok());
+  EXPECT_EXIT(
+      {
+        fs_->FailSyncs(true);
+        Status s = st->Apply(11, {Put(1, 2)}, 0, /*txn=*/502);
+        std::fprintf(stderr, "commit returned: %s\n", s.ToString().c_str());
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(SegmentStore::kLogSyncFailedExit), "log sync failed");
+  EXPECT_EXIT(
+      {
+        fs_->FailSyncs(true);
+        Status s = st->PutPrepared(77, "blob");
+        std::fprintf(stderr, "prepare returned: %s\n", s.ToString().c_str());
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(SegmentStore::kLogSyncFailedExit), "log sync failed");
+  // Unsynced commits (sync_commit = false) never sync, so a failing disk does not end them.
+  fs_->FailSyncs(true);
+  st->set_sync_commits(false);
+  EXPECT_TRUE(st->Apply(12, {Put(1, 3)}, 0, /*txn=*/503).ok());
+  fs_->FailSyncs(false);
+  EXPECT_TRUE(Has(*st, 1, 1));
 }
 
 // Each change is followed directly by the cut (a later synced write would sync it too).

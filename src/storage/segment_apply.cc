@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include "common/failpoint.h"
+#include "common/logging.h"
 #include "storage/mvcc.h"
 #include "storage/segment_store.h"
 #include "storage/segment_store_util.h"
@@ -137,6 +139,23 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
 }
 
 Status SegmentStore::SyncWal() { return FromRocks(db_->SyncWAL(), "sync log"); }
+
+Status SegmentStore::SyncGroup() {
+  Status s = SyncWal();
+  if (!s.ok()) {
+    // The group's batches are in the log (perhaps not on disk) and already in the memtables,
+    // where reads would find them once their commits leave the master's in-flight set: no
+    // answer this store gives can be trusted, and whether those commits happened is for the
+    // disk to tell. As PostgreSQL does when a WAL flush fails, the process ends; recovery
+    // reads back what the log holds, and the master settles the commits that were in flight
+    // as after any crash of the node (a node hosted in the master ends it with it).
+    Log("storage")->critical("log sync failed in {}: {}; ending the process so that recovery reads the log back",
+                             dir_, s.ToString());
+    spdlog::shutdown();
+    std::_Exit(kLogSyncFailedExit);
+  }
+  return s;
+}
 
 Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops,
                                             const CommitSegments& refs, uint64_t txn, WrittenCounts* written) {

@@ -364,6 +364,8 @@ class SegmentStore {
                bool sync = true);
   // Makes every write applied so far durable (one fsync of the log).
   Status SyncWal();
+  // The exit status of a process whose commit's log sync failed (see SyncGroup).
+  static constexpr int kLogSyncFailedExit = 75;
   static constexpr size_t kIngestAbove = 100000;
   // An ingested segment's rows are cut into table files of at least `rows` rows for each
   // thread (at most 4, and the machine's cores), and of at most about kIngestFileBytes each,
@@ -505,8 +507,10 @@ class SegmentStore {
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
   bool sync_commits_ = false;
-  // Apply's synced commits: written unsynced, then synced in groups (group_sync.h).
-  GroupSync log_sync_{[this] { return SyncWal(); }};
+  // Apply's synced commits and PutPrepared: written unsynced, then synced in groups
+  // (group_sync.h). A failed sync ends the process (LogSyncFailed).
+  GroupSync log_sync_{[this] { return SyncGroup(); }};
+  Status SyncGroup();
   size_t ingest_file_rows_ = 250000;
   std::shared_ptr<std::atomic<uint64_t>> gc_horizon_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<rocksdb::CompactionFilterFactory> gc_factory_;
