@@ -60,7 +60,6 @@ TEST(GroupSync, EveryCallerReturnsAfterASyncThatCoversItsAppend) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(early.load(), 0);
   EXPECT_EQ(log.calls.load(), static_cast<int>(group.syncs()));
-  EXPECT_LE(group.syncs(), static_cast<uint64_t>(kThreads * kRounds));
 }
 
 TEST(GroupSync, CallersThatWaitedThroughASyncShareTheNextOne) {

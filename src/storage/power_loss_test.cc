@@ -86,7 +86,7 @@ TEST_F(PowerLossTest, SyncedCommitsSurviveUnsyncedOnesDoNot) {
 }
 
 // A disk that takes a commit's bytes but fails to sync them: the batch is already in the
-// memtables, so the store must not answer another read; the process ends (SyncGroup), with
+// memtables, so the store must not answer another read; the process ends (SyncWal), with
 // its reason, instead of reporting a failed commit whose rows could still be read or come
 // back from the log. Prepares are synced the same way.
 TEST_F(PowerLossTest, AFailedLogSyncEndsTheProcess) {
@@ -108,6 +108,14 @@ TEST_F(PowerLossTest, AFailedLogSyncEndsTheProcess) {
         fs_->FailSyncs(true);
         Status s = st->PutPrepared(77, "blob");
         std::fprintf(stderr, "prepare returned: %s\n", s.ToString().c_str());
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(SegmentStore::kLogSyncFailedExit), "log sync failed");
+  EXPECT_EXIT(
+      {
+        fs_->FailSyncs(true);
+        Status s = st->SyncWal();  // the master's sync of distributed commits applied unsynced
+        std::fprintf(stderr, "sync returned: %s\n", s.ToString().c_str());
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(SegmentStore::kLogSyncFailedExit), "log sync failed");

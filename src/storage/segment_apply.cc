@@ -138,17 +138,17 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   return Status::OK();
 }
 
-Status SegmentStore::SyncWal() { return FromRocks(db_->SyncWAL(), "sync log"); }
-
-Status SegmentStore::SyncGroup() {
-  Status s = SyncWal();
+Status SegmentStore::SyncWal() {
+  Status s = FromRocks(db_->SyncWAL(), "sync log");
   if (!s.ok()) {
-    // The group's batches are in the log (perhaps not on disk) and already in the memtables,
-    // where reads would find them once their commits leave the master's in-flight set: no
-    // answer this store gives can be trusted, and whether those commits happened is for the
-    // disk to tell. As PostgreSQL does when a WAL flush fails, the process ends; recovery
-    // reads back what the log holds, and the master settles the commits that were in flight
-    // as after any crash of the node (a node hosted in the master ends it with it).
+    // Synced commits are written before their group's sync, so their batches are in the log
+    // (perhaps not on disk) and already in the memtables, where reads would find them once
+    // the commits leave the master's in-flight set; and a sync retried after a failure may
+    // report success for pages the kernel dropped. No answer this store gives can be trusted,
+    // and whether those commits happened is for the disk to tell. As PostgreSQL does when a
+    // WAL flush fails, the process ends; recovery reads back what the log holds, and the
+    // master settles the commits that were in flight as after any crash of the node (a node
+    // hosted in the master ends it with it).
     Log("storage")->critical("log sync failed in {}: {}; ending the process so that recovery reads the log back",
                              dir_, s.ToString());
     spdlog::shutdown();

@@ -362,9 +362,9 @@ class SegmentStore {
   // synced write) covers the batch.
   Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0, uint64_t txn = 0,
                bool sync = true);
-  // Makes every write applied so far durable (one fsync of the log).
+  // Makes every write applied so far durable (one fsync of the log). A failed sync ends the
+  // process with kLogSyncFailedExit (see the definition): it never returns an error.
   Status SyncWal();
-  // The exit status of a process whose commit's log sync failed (see SyncGroup).
   static constexpr int kLogSyncFailedExit = 75;
   static constexpr size_t kIngestAbove = 100000;
   // An ingested segment's rows are cut into table files of at least `rows` rows for each
@@ -508,9 +508,8 @@ class SegmentStore {
   std::unique_ptr<rocksdb::DB> db_;
   bool sync_commits_ = false;
   // Apply's synced commits and PutPrepared: written unsynced, then synced in groups
-  // (group_sync.h). A failed sync ends the process (LogSyncFailed).
-  GroupSync log_sync_{[this] { return SyncGroup(); }};
-  Status SyncGroup();
+  // (group_sync.h) by SyncWal.
+  GroupSync log_sync_{[this] { return SyncWal(); }};
   size_t ingest_file_rows_ = 250000;
   std::shared_ptr<std::atomic<uint64_t>> gc_horizon_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<rocksdb::CompactionFilterFactory> gc_factory_;
