@@ -153,8 +153,11 @@ Result<Timestamp> Cluster::BeginCommit() {
 
 void Cluster::EndCommit(Timestamp ts) {
   std::unique_lock<std::mutex> l(ts_mu_);
+  // Every wait (here and in AwaitStable) is for the lowest commit in flight to pass a
+  // timestamp: only the end of the lowest can end one.
+  bool lowest = !inflight_.empty() && *inflight_.begin() == ts;
   inflight_.erase(ts);
-  ts_cv_.notify_all();
+  if (lowest) ts_cv_.notify_all();
   // A commit is acknowledged only once every earlier-stamped commit completed too, so that
   // every snapshot taken after the acknowledgement (in any session) includes it.
   AwaitCompletedLocked(l, ts);
