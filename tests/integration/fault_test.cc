@@ -600,7 +600,10 @@ void StatementRestartMeetsANodeFault(bool freeze) {
   std::string committed = b->Exec("COMMIT");
   waiter.join();
   double waited = SecondsSince(t0);
-  EXPECT_EQ(committed, "");
+  // b's commit reply races a's undo on the node: b's commit wakes a's wait before its reply
+  // leaves, so the node may stop (frozen or killed at the undo) with the reply unsent, and b
+  // then learns 40003 (completion unknown). Either way its commit stays (checked below).
+  EXPECT_TRUE(committed.empty() || committed == "40003") << committed;
   EXPECT_FALSE(st.empty()) << "the statement succeeded although its node failed while undoing it";
   EXPECT_LT(waited, 12.0) << "the statement took " << waited << " s (" << st << ": " << msg << ")";
   EXPECT_EQ(a->Exec("COMMIT"), "");  // COMMIT of a failed block is a ROLLBACK, as in PostgreSQL
