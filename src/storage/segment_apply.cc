@@ -127,15 +127,15 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   // Written unsynced and synced with the commits around it (group_sync.h); the versions are
   // visible to no snapshot before Apply returns (the commit is still in flight at the master).
   RETURN_NOT_OK(FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "apply writes"));
-  const uint64_t ticket = log_sync_.Written();
+  const bool synced = sync_commits_ && (sync || !prepared_txn);
+  const uint64_t ticket = synced ? log_sync_.Written() : 0;
   // Inside the write window: a reader that waited for this commit finds its versions.
   for (const auto& op : ops) {
     bool del = op.kind == VersionKind::kDelete;
     refs.at(op.segment)->newest().Update(op.key, NewestRow{ts, del, del ? std::string() : op.row});
   }
   count_written(false);
-  if (sync_commits_ && (sync || !prepared_txn)) return log_sync_.Sync(ticket);
-  return Status::OK();
+  return synced ? log_sync_.Sync(ticket) : Status::OK();
 }
 
 Status SegmentStore::SyncWal() {

@@ -51,17 +51,7 @@ MiniClusterOptions Managed(int nodes, uint64_t segment_bytes, int telemetry_ms =
 }
 
 // kill() only queues SIGSTOP: waits until every thread of `pid` has stopped (state T).
-bool AwaitStopped(pid_t pid) {
-  for (int i = 0; i < 200; i++) {
-    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-    std::string line;
-    std::getline(stat, line);
-    auto close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T') return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
+bool AwaitStopped(pid_t pid) { return AwaitProcState(pid, 'T', 2000); }
 
 bool AllUp(MiniCluster& cluster, int nodes, int timeout_ms) {
   return cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", std::to_string(nodes), timeout_ms);

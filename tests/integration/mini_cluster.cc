@@ -32,6 +32,22 @@ std::string Transfer(PgConn& c, int from, int to, int amount, std::string* messa
   return st;
 }
 
+char ProcState(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');  // the state follows the command name
+  return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : 0;
+}
+
+bool AwaitProcState(pid_t pid, char want, int timeout_ms) {
+  for (int waited = 0; waited < timeout_ms; waited += 10) {
+    if (ProcState(pid) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 int RunCommand(const std::string& cmd, std::string* out) {
   out->clear();
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");

@@ -44,6 +44,11 @@ std::string Transfer(PgConn& c, int from, int to, int amount, std::string* messa
 // Runs `cmd` through the shell with stderr merged into stdout; returns its exit status
 // (-1 if it could not start) and its output in *out.
 int RunCommand(const std::string& cmd, std::string* out);
+// The scheduler state of process `pid` from /proc/<pid>/stat ('R', 'S', 'T' when stopped,
+// ...), or 0 if it cannot be read.
+char ProcState(pid_t pid);
+// Waits up to `timeout_ms` (looking every 10 ms) for process `pid` to reach state `want`.
+bool AwaitProcState(pid_t pid, char want, int timeout_ms);
 // A loopback TCP port nobody listens on right now.
 int FreeTcpPort();
 // GET http://127.0.0.1:port/path: the body; *status 0, or 3 on an HTTP error.

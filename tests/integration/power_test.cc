@@ -20,22 +20,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double MillisSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-char ProcState(pid_t pid) {
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string line;
-  std::getline(stat, line);
-  auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : 0;
-}
-
-bool AwaitProcState(pid_t pid, char want) {
-  for (int i = 0; i < 300; i++) {
-    if (ProcState(pid) == want) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
 MiniClusterOptions Managed() {
   MiniClusterOptions o;
   o.nodes = 3;
@@ -117,7 +101,7 @@ TEST(Power, AHostSuspendedWithItsDataAnswersTheSameRowsAfterResume) {
   // memory, the master sees a silent node, and reads of its data fail fast meanwhile.
   pid_t pid2 = cluster.NodePid(2);
   ASSERT_EQ(kill(pid2, SIGSTOP), 0);
-  ASSERT_TRUE(AwaitProcState(pid2, 'T'));
+  ASSERT_TRUE(AwaitProcState(pid2, 'T', 3000));
   ASSERT_TRUE(cluster.WaitFor("SELECT state FROM wattdb_nodes WHERE node_id = 2", "down", 20000));
   EXPECT_NE(c->Exec("SELECT count(*) FROM t", nullptr, &msg), "");
   // Node 2's segments while it sleeps (listed once it is down: until then the balancer may

@@ -164,19 +164,16 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, SplitCrash,
                                            "master.split.after_node_split"),  // master, before recording it
                          TestName);
 
-// Restarts the master with 4 KiB segments (its maintenance then splits what it finds) and
-// 3 s RPC deadlines, `failpoint` armed.
 // The node of `nodes` whose process is stopped (SIGSTOP at a failpoint), or 0.
 int StoppedNode(MiniCluster& cluster, int nodes) {
   for (int n = 1; n <= nodes; n++) {
-    std::ifstream stat(fmt::format("/proc/{}/stat", cluster.NodePid(n)));
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    size_t end = text.rfind(')');  // the state follows the command name
-    if (end != std::string::npos && end + 2 < text.size() && text[end + 2] == 'T') return n;
+    if (ProcState(cluster.NodePid(n)) == 'T') return n;
   }
   return 0;
 }
 
+// Restarts the master with 4 KiB segments (its maintenance then splits what it finds) and
+// 3 s RPC deadlines, `failpoint` armed.
 void RestartWithTinySegments(MiniCluster& cluster, const std::string& failpoint) {
   cluster.StopMaster();
   cluster.ArmFailpoint(failpoint);
