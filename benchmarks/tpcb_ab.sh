@@ -1,5 +1,6 @@
 #!/bin/bash
-# Two builds of the master side by side on pgbench's TPC-B-like script: each runs a cluster
+# Two builds of the master side by side on pgbench's TPC-B-like script (or another built-in
+# script, or a script file, with --builtin / --script): each runs a cluster
 # with its node hosted in the master process (power = "master"), both loaded once, then the
 # rounds alternate between them (the order swapped every round) so that the machine's drift
 # hits both alike. Per round: tps, server CPU per transaction (utime + stime of the master
@@ -8,10 +9,10 @@
 # a uprobe on tcmalloc's operator new over ALLOC_TX transactions.
 #
 # Usage: benchmarks/tpcb_ab.sh [--rounds N] [--time SEC] [--scale N] [--clients N] [--allocs]
-#                              A_BIN_DIR B_BIN_DIR
+#                              [--builtin NAME | --script FILE] A_BIN_DIR B_BIN_DIR
 #   A_BIN_DIR, B_BIN_DIR: directories holding a wattdb-master (e.g. build/bin of two trees)
 set -euo pipefail
-ROUNDS=6 TIME=15 SCALE=4 CLIENTS=4 ALLOCS=0 ALLOC_TX=3000
+ROUNDS=6 TIME=15 SCALE=4 CLIENTS=4 ALLOCS=0 ALLOC_TX=3000 BUILTIN=tpcb-like SCRIPT=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -19,13 +20,17 @@ while [ $# -gt 0 ]; do
     --scale) SCALE=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
     --allocs) ALLOCS=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --builtin) BUILTIN=$2; shift 2 ;;
+    --script) SCRIPT=$(readlink -f "$2"); shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
 done
 [ $# -eq 2 ] || { echo "usage: $0 [options] A_BIN_DIR B_BIN_DIR (--help)" >&2; exit 2; }
 BINS=("$1" "$2")
+WORKLOAD=(-b "$BUILTIN")
+[ -z "$SCRIPT" ] || WORKLOAD=(-f "$SCRIPT" -D scale="$SCALE")
 for b in "${BINS[@]}"; do
   [ -x "$b/wattdb-master" ] || { echo "no wattdb-master in $b" >&2; exit 2; }
 done
@@ -78,7 +83,7 @@ for r in $(seq 1 "$ROUNDS"); do
   order="0 1"; [ $((r % 2)) -eq 0 ] && order="1 0"
   for k in $order; do
     c0=$(cpu_ticks "${PIDS[$k]}")
-    pgbench_run "$k" -T "$TIME" --max-tries=1000 > "$OUT/r$r.$k" 2>&1
+    pgbench_run "$k" "${WORKLOAD[@]}" -T "$TIME" --max-tries=1000 > "$OUT/r$r.$k" 2>&1
     c1=$(cpu_ticks "${PIDS[$k]}")
     tx=$(grep -oP 'number of transactions actually processed: \K[0-9]+' "$OUT/r$r.$k")
     tps=$(grep -oP 'tps = \K[0-9.]+(?= \(without)' "$OUT/r$r.$k")
@@ -96,9 +101,9 @@ if [ "$ALLOCS" = 1 ]; then
   perf probe -q -d 'probe_libtcmalloc_minimal:wattdb_new' > /dev/null 2>&1 || true
   perf probe -q -x "$LIB" -a "wattdb_new=$OFF" > /dev/null
   for k in 0 1; do
-    pgbench_run "$k" -t 300 > /dev/null 2>&1  # warm: plans cached, tables kept
+    pgbench_run "$k" "${WORKLOAD[@]}" -t 300 > /dev/null 2>&1  # warm: plans cached, tables kept
     perf stat -x, -e probe_libtcmalloc_minimal:wattdb_new -p "${PIDS[$k]}" -o "$OUT/allocs.$k" -- \
-      "$PGBIN/pgbench" -h 127.0.0.1 -p "${PORTS[$k]}" -U wattdb -n -c "$CLIENTS" -j 2 -M prepared -t "$ALLOC_TX" wattdb \
+      "$PGBIN/pgbench" -h 127.0.0.1 -p "${PORTS[$k]}" -U wattdb -n -c "$CLIENTS" -j 2 -M prepared "${WORKLOAD[@]}" -t "$ALLOC_TX" wattdb \
       > /dev/null 2>&1
     n=$(grep wattdb_new "$OUT/allocs.$k" | cut -d, -f1)
     echo "allocations per transaction, ${BINS[$k]}: $(awk -v n="$n" -v t=$((ALLOC_TX * CLIENTS)) 'BEGIN{printf "%.1f", n / t}')"

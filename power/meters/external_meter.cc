@@ -70,14 +70,10 @@ class ExternalMeter : public Meter {
     std::string buf;
     char chunk[4096];
     while (!Stopping()) {
-      Status w = stream.WaitReadable(net::Stream::In(kPollMs));
-      if (w.IsTimedOut()) continue;
-      RETURN_NOT_OK(w);
-      boost::system::error_code ec;
-      size_t n = socket.read_some(net::asio::buffer(chunk), ec);
-      if (ec == net::asio::error::would_block) continue;
-      if (ec) return Status::IOError(fmt::format("{}: {}", c_.source, ec == net::asio::error::eof ? "closed" : ec.message()));
-      buf.append(chunk, n);
+      auto n = stream.ReadSomeWithin(chunk, sizeof(chunk), kPollMs);
+      if (n.status().IsTimedOut()) continue;
+      if (!n.ok()) return Status::IOError(fmt::format("{}: {}", c_.source, n.status().message()));
+      buf.append(chunk, *n);
       Consume(&buf);
       if (buf.size() > 4096) return Status::Corruption(fmt::format("{}: a line longer than 4096 bytes", c_.source));
     }

@@ -278,7 +278,7 @@ bool Connection::LooksIdle() {
 }
 
 Status Connection::WaitReadable(int timeout_ms) {
-  if (!pipe_) return stream_.WaitReadable(Stream::In(timeout_ms));
+  if (!pipe_) return stream_.WaitReadableWithin(timeout_ms);
   std::lock_guard<std::mutex> l(pipe_->mu);
   if (pipe_->closed || !pipe_->sent[1 - side_].empty()) return Status::OK();
   return Status::TimedOut("waiting in process: the other end sent nothing");

@@ -1,10 +1,13 @@
 // Stream: deadline-bounded I/O on a connected stream socket, for every socket WattDB reads or
 // writes (cluster frames in net::Connection, PostgreSQL clients in the master).
 //
-// The socket is put in non-blocking mode; a read or write that would block waits in poll()
-// for the time left before its deadline and fails with TimedOut after it. (Asio's blocking
-// calls would wait forever, whatever SO_RCVTIMEO says.) Shutting the socket down from
-// another thread wakes a waiter at once.
+// A read that must wait blocks in recv() with the socket's receive timeout (SO_RCVTIMEO) set
+// to the time left before its deadline, and fails with TimedOut after it: one system call
+// where a poll() and a read took two (the timeout is set again only when it changes). A
+// write never blocks in the kernel (MSG_DONTWAIT): one the socket cannot take waits in poll()
+// for the time left. (Asio's blocking calls would wait forever, whatever SO_RCVTIMEO says:
+// they poll again when a timeout ends a read; the Stream calls the system directly.)
+// Shutting the socket down from another thread wakes a waiter at once.
 //
 // Reads are buffered: one system call takes whatever the peer has sent (up to kReadBuffer
 // bytes), so a message's header and body, or a client's pipelined messages, cost one call.
@@ -34,8 +37,8 @@ class Stream {
   using Deadline = std::chrono::steady_clock::time_point;
   static Deadline In(int ms) { return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms); }
 
-  // Borrows `socket` (which must outlive the Stream) and makes it non-blocking and
-  // close-on-exec.
+  // Borrows `socket` (which must outlive the Stream) and makes it blocking (see above) and
+  // close-on-exec. Nothing else may read or write it.
   explicit Stream(Socket& socket);
 
   Status ReadExact(void* data, size_t n, Deadline deadline);
@@ -43,6 +46,9 @@ class Stream {
   // The same with a deadline `timeout_ms` from the moment the call must first wait: a read
   // the received bytes answer, or a write the socket takes at once, reads no clock.
   Status ReadExactWithin(void* data, size_t n, int timeout_ms);
+  // Up to n bytes, at least one: what was received, or what arrives first within
+  // `timeout_ms` (TimedOut if nothing does; IOError once the peer closed).
+  Result<size_t> ReadSomeWithin(void* data, size_t n, int timeout_ms);
   Status WriteGatherWithin(std::span<const asio::const_buffer> bufs, int timeout_ms);
   // Writes up to three buffers as one (a frame header, its payload, its MAC).
   Status WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline, const void* c = nullptr,
@@ -50,8 +56,10 @@ class Stream {
   // Writes `bufs` in order, as one (gathered: no copy into one buffer).
   Status WriteGather(std::span<const asio::const_buffer> bufs, Deadline deadline);
   // OK once a read would not wait for its first byte (data, or the peer closed); TimedOut
-  // if nothing came before `deadline`.
+  // if nothing came before `deadline`. Received bytes wait in the Stream's buffer.
   Status WaitReadable(Deadline deadline);
+  // The same with a deadline `timeout_ms` from the call.
+  Status WaitReadableWithin(int timeout_ms);
   // For a stream with no conversation in progress: false if the peer closed it or sent
   // something unasked. Does not wait.
   bool LooksIdle();
@@ -84,13 +92,20 @@ class Stream {
     int ms_ = 0;
     bool known_ = false;
   };
-  // Waits until `events` (POLLIN or POLLOUT) or the deadline.
-  Status Wait(short events, Due& due, const char* what);
+  // Waits until the socket takes more bytes, or the deadline.
+  Status WaitWritable(Due& due);
   Status Read(void* data, size_t n, Due due);
   Status Write(std::span<const asio::const_buffer> bufs, Due due);
+  // WaitReadable's work: FillBuffer, with the peer's close or a failure left to the next read.
+  Status AwaitBytes(Due due);
+  // Unless bytes are buffered, reads what arrives first into the buffer.
+  Status FillBuffer(Due due);
 
   // Reads what the socket has, up to n bytes and at least one (waiting until `due`).
   Result<size_t> ReadSome(char* p, size_t n, Due& due);
+  // Sets the receive timeout to about the time left before `due` (unless it already is);
+  // TimedOut if none is left.
+  Status SetReceiveTimeout(Due& due);
 
   static constexpr size_t kReadBuffer = 16 << 10;
   Socket& socket_;
@@ -98,7 +113,7 @@ class Stream {
   bool peer_loopback_ = false;
   std::unique_ptr<char[]> rbuf_;  // bytes [rpos_, rend_) were received and not yet read
   size_t rpos_ = 0, rend_ = 0;
-  bool readable_ = false;  // the last poll for reading said bytes (or an end) are there
+  int64_t rcvtimeo_us_ = 0;  // the socket's receive timeout now (0: none set yet)
 };
 
 // The name of the local socket a server listening on the loopback address `host` (in its

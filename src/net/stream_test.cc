@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace wattdb::net {
@@ -53,6 +54,61 @@ TEST(StreamTest, CallsWithinATimeoutWaitNoLongerThanIt) {
   s = SecondsSince(t0);
   EXPECT_TRUE(ws.IsTimedOut()) << ws.ToString();
   EXPECT_LT(s, 5.0);
+}
+
+// A wait takes its own deadline, not a longer one an earlier wait set on the socket.
+TEST(StreamTest, AShortWaitAfterALongOneEndsAtItsOwnDeadline) {
+  Pair p;
+  Stream reader(p.a), writer(p.b);
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(writer.WriteAll("x", 1, Stream::In(1000)).ok());
+  });
+  char c = 0;
+  ASSERT_TRUE(reader.ReadExactWithin(&c, 1, 20000).ok());  // waits with a 20 s timeout
+  late.join();
+  EXPECT_EQ(c, 'x');
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(reader.WaitReadableWithin(100).IsTimedOut());
+  EXPECT_LT(SecondsSince(t0), 5.0);
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(reader.ReadExactWithin(&c, 1, 100).IsTimedOut());
+  EXPECT_LT(SecondsSince(t0), 5.0);
+}
+
+// WaitReadable takes what arrived into the buffer: the reads after it do not wait, and the
+// peer's close is reported by the read, not by the wait.
+TEST(StreamTest, WaitReadableKeepsWhatArrived) {
+  Pair p;
+  Stream reader(p.a), writer(p.b);
+  ASSERT_TRUE(writer.WriteAll("hello", 5, Stream::In(1000)).ok());
+  ASSERT_TRUE(reader.WaitReadableWithin(1000).ok());
+  EXPECT_EQ(reader.buffered(), 5u);
+  EXPECT_FALSE(reader.LooksIdle());
+  char buf[5];
+  ASSERT_TRUE(reader.ReadExactWithin(buf, 5, 0).ok());
+  EXPECT_EQ(std::string(buf, 5), "hello");
+  EXPECT_TRUE(reader.LooksIdle());
+  p.b.close();
+  EXPECT_TRUE(reader.WaitReadableWithin(1000).ok());  // the close is there to read
+  Status st = reader.ReadExactWithin(buf, 1, 1000);
+  EXPECT_EQ(st.code(), Status::Code::kIOError) << st.ToString();
+}
+
+// Shutting the socket down from another thread ends a read blocked in the kernel at once.
+TEST(StreamTest, ShutdownEndsABlockedRead) {
+  Pair p;
+  Stream reader(p.a);
+  Status st;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread blocked([&] {
+    char c;
+    st = reader.ReadExactWithin(&c, 1, 60000);
+  });
+  ::shutdown(p.a.native_handle(), SHUT_RDWR);  // before or during its recv: either ends it
+  blocked.join();
+  EXPECT_EQ(st.code(), Status::Code::kIOError) << st.ToString();
+  EXPECT_LT(SecondsSince(t0), 30.0);
 }
 
 }  // namespace

@@ -239,7 +239,7 @@ bool PgSession::AwaitMessage() {
   if (socket_.buffered() > 0) return true;
   int64_t idle_ms = executor_.TxnStatus() == 'I' ? 0 : executor_.TimeoutSetting("idle_in_transaction_session_timeout");
   if (idle_ms > 0) {
-    Status st = socket_.WaitReadable(net::Stream::In(static_cast<int>(std::min<int64_t>(idle_ms, INT32_MAX))));
+    Status st = socket_.WaitReadableWithin(static_cast<int>(std::min<int64_t>(idle_ms, INT32_MAX)));
     if (st.IsTimedOut()) {
       Log("master")->info("session ended pid={} reason=idle-in-transaction timeout", pid_);
       SendError(Status::Sql("25P03", "terminating connection due to idle-in-transaction timeout"), "FATAL");
@@ -250,7 +250,7 @@ bool PgSession::AwaitMessage() {
   }
   // Idle outside a transaction: as long as the client likes (a server shutdown wakes it).
   while (true) {
-    Status st = socket_.WaitReadable(net::Stream::In(60000));
+    Status st = socket_.WaitReadableWithin(60000);
     if (!st.IsTimedOut()) return st.ok();
   }
 }
