@@ -16,12 +16,22 @@ void RecentVersions::Record(std::string_view key, Timestamp ts, bool deleted, st
     return;
   }
   bytes_ += cost;
-  auto at = index_.find(key);
-  if (at == index_.end()) {
-    auto& entry = *keys_.emplace(std::string(key), Versions()).first;
-    at = index_.emplace(std::string_view(entry.first), &entry).first;
+  auto at = keys_.find(key);
+  if (at == keys_.end()) {
+    at = keys_.emplace(std::string(key), Versions()).first;
+    unsorted_.push_back(&*at);
   }
-  at->second->second.push_back(Version{ts, deleted, deleted ? SharedBytes() : SharedBytes(row)});
+  at->second.push_back(Version{ts, deleted, deleted ? SharedBytes() : SharedBytes(row)});
+}
+
+void RecentVersions::SortKeys() const {
+  if (unsorted_.empty()) return;
+  auto less = [](const Keys::value_type* a, const Keys::value_type* b) { return a->first < b->first; };
+  std::sort(unsorted_.begin(), unsorted_.end(), less);
+  const size_t mid = sorted_.size();
+  sorted_.insert(sorted_.end(), unsorted_.begin(), unsorted_.end());
+  std::inplace_merge(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(mid), sorted_.end(), less);
+  unsorted_.clear();
 }
 
 void RecentVersions::AppendVisible(const std::string& key, const Versions& vs, Timestamp read_ts,
@@ -35,20 +45,23 @@ void RecentVersions::AppendVisible(const std::string& key, const Versions& vs, T
 
 void RecentVersions::VisibleAt(std::string_view lo, std::string_view hi, Timestamp read_ts,
                                std::vector<RecentRow>* out) const {
-  for (auto it = keys_.lower_bound(lo); it != keys_.end() && (hi.empty() || it->first < hi); ++it) {
-    AppendVisible(it->first, it->second, read_ts, out);
+  SortKeys();
+  auto it = std::lower_bound(sorted_.begin(), sorted_.end(), lo,
+                             [](const Keys::value_type* e, std::string_view v) { return std::string_view(e->first) < v; });
+  for (; it != sorted_.end() && (hi.empty() || (*it)->first < hi); ++it) {
+    AppendVisible((*it)->first, (*it)->second, read_ts, out);
   }
 }
 
 void RecentVersions::VisibleAt(std::string_view key, Timestamp read_ts, std::vector<RecentRow>* out) const {
-  auto at = index_.find(key);
-  if (at != index_.end()) AppendVisible(at->second->first, at->second->second, read_ts, out);
+  auto at = keys_.find(key);
+  if (at != keys_.end()) AppendVisible(at->first, at->second, read_ts, out);
 }
 
 bool RecentVersions::Latest(std::string_view key, Timestamp* ts, bool* deleted, std::string* row) const {
-  auto at = index_.find(key);
-  if (at == index_.end()) return false;
-  const Version& v = at->second->second.back();
+  auto at = keys_.find(key);
+  if (at == keys_.end()) return false;
+  const Version& v = at->second.back();
   *ts = v.ts;
   *deleted = v.deleted;
   if (!v.deleted) row->assign(v.row.view());

@@ -11,12 +11,12 @@
 // version `base`, and per key in commit order (a key's commits are serialized by its lock,
 // and later ones take later timestamps).
 //
-// Not thread-safe: Segment guards it.
+// Not thread-safe: Segment guards it (a ranged read orders the keys recorded since the last
+// one, so even const calls must not overlap).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -55,8 +55,9 @@ class RecentVersions {
   void Disarm() {
     total_bytes_.fetch_sub(bytes_);
     armed_ = false;
-    index_.clear();
     keys_.clear();
+    sorted_.clear();
+    unsorted_.clear();
     bytes_ = 0;
   }
   // The bytes all recordings of the process hold, and their budget (tests lower it).
@@ -91,9 +92,20 @@ class RecentVersions {
   using Versions = SmallVector<Version, 1>;  // oldest first; a key's first inline
   // The newest of `vs` at or below read_ts, if any, appended to `out` as key's.
   static void AppendVisible(const std::string& key, const Versions& vs, Timestamp read_ts, std::vector<RecentRow>* out);
-  std::map<std::string, Versions, std::less<>> keys_;
-  // keys_ by key, for point lookups (views of keys_'s keys, which stay put).
-  std::unordered_map<std::string_view, std::pair<const std::string, Versions>*> index_;
+  // Brings the keys recorded since the last ordered read into sorted_.
+  void SortKeys() const;
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
+  };
+  // Every recorded key (a hash table: a commit's Record finds or adds its key in constant
+  // time, without walking an ordered tree), with its versions. Entries stay put.
+  using Keys = std::unordered_map<std::string, Versions, KeyHash, std::equal_to<>>;
+  Keys keys_;
+  // The keys in key order for ranged reads: sorted_ holds those recorded before the last such
+  // read, in order; unsorted_ the ones since, which the next ranged read sorts and merges in
+  // (so a commit pays no ordering, and a read sorts only what is new).
+  mutable std::vector<const Keys::value_type*> sorted_, unsorted_;
   static std::atomic<size_t> total_bytes_;
   static std::atomic<size_t> total_budget_;
 };
