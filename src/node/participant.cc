@@ -246,10 +246,12 @@ restart:
       }
       bool needs_committed = false, insert_checks = false;
       const storage::SeenLatest* seen = nullptr;
+      const storage::SeenLatest* recorded = nullptr;  // seen, with the segment written since
       size_t first_write = SIZE_MAX;  // while the transaction had not written the key
       for (size_t i = r; i < r_end; i++) {
         const TxnWrite& w = writes[order[i]];
         if (w.seen && w.seen->key == key && w.seen->Current(*seg)) seen = &*w.seen;
+        if (w.seen && w.seen->key == key && w.seen->recent_base && w.seen->segment == seg.get()) recorded = &*w.seen;
         if (!own && first_write == SIZE_MAX && w.check != WriteCheck::kLock) first_write = i;
         if (own) {
           if (w.check == WriteCheck::kInsert && *own) {
@@ -267,6 +269,9 @@ restart:
           known = seen->latest;
         } else if (storage::LatestVersion cached{true}; seg->newest().GetVersion(key, &cached.ts, &cached.deleted)) {
           known = cached;
+        } else if (storage::LatestVersion rec;
+                   recorded && seg->RecentLatest(*recorded->recent_base, key, &rec, /*row=*/nullptr)) {
+          known = rec.found ? rec : recorded->latest;  // a key not recorded since is as the read saw it
         }
         check_keys.push_back(key);
         check_insert.push_back(insert_checks);
@@ -276,9 +281,10 @@ restart:
       }
     }
     // Keys whose newest version the writer's read saw, with no write to the segment since,
-    // need no second look; nor do keys the segment's newest-version cache holds (a commit
-    // replaces a cached version before it releases its keys' locks, and this writer has
-    // waited for every holder of this key).
+    // need no second look; nor do keys the segment's newest-version cache holds, or whose
+    // read the segment's recording of commits still covers (a commit replaces a cached
+    // version and is recorded before it releases its keys' locks, and this writer has waited
+    // for every holder of this key).
     RETURN_NOT_OK(store_.LatestOf(seg_id, std::span(read_keys.data(), read_keys.size()), &latest));
     for (size_t i = 0, next_read = 0; i < check_keys.size(); i++) {
       const storage::LatestVersion& lv = check_seen[i] ? *check_seen[i] : latest[next_read++];

@@ -338,6 +338,44 @@ TEST_F(ParticipantTest, AnUpdatesOwnReadDecidesItsCheckUnlessTheSegmentChangedSi
   EXPECT_TRUE(p_->Prepare(6, 40, {update(read(40))}).ok());
 }
 
+// A read through a column image (SegmentRows::SeeImageRow) also names the segment's recording
+// of commits that covered it: once other keys of the segment were written, the prepare asks
+// the recording about its key instead of reading it from storage -- a version recorded since
+// decides, and with none the read's own version does; an ended recording decides nothing.
+TEST_F(ParticipantTest, AReadThroughAnImageIsCheckedAgainstTheRecordingOfCommits) {
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(7, WriteCheck::kInsert), W(8, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(p_->Commit(1, 20).ok());
+  storage::SegmentRef seg = *store_->Get(1);
+  const uint64_t base = seg->ArmRecent();
+  auto seen_at = [&](Timestamp latest) {
+    storage::SeenLatest s{seg.get(), seg->write_seq(), W(7, WriteCheck::kNone).op.key};
+    s.latest = {true, latest, false};
+    s.recent_base = base;
+    return s;
+  };
+  auto update = [&](const storage::SeenLatest& seen) {
+    TxnWrite w = W(7, WriteCheck::kUpdate);
+    w.seen = seen;
+    return w;
+  };
+  // Read, then another key of the segment is written: the read is no longer current.
+  storage::SeenLatest fake = seen_at(50);  // a made-up newer version
+  storage::SeenLatest seen = seen_at(20);
+  ASSERT_TRUE(p_->Prepare(2, 25, {W(8, WriteCheck::kUpdate)}).ok());
+  ASSERT_TRUE(p_->Commit(2, 30).ok());
+  ASSERT_FALSE(seen.Current(*seg));
+  EXPECT_EQ(p_->Prepare(3, 35, {update(fake)}).sqlstate(), "40001") << "key 7 unrecorded: the read decides";
+  ASSERT_TRUE(p_->Prepare(4, 35, {update(seen)}).ok());
+  ASSERT_TRUE(p_->Commit(4, 40).ok());
+  // Key 7 committed at 40 after this read: the recording says so.
+  EXPECT_EQ(p_->Prepare(5, 35, {update(seen)}).sqlstate(), "40001");
+  EXPECT_TRUE(p_->Prepare(6, 45, {update(seen)}).ok());
+  p_->Abort(6);
+  // The recording ended: storage decides (the made-up version is not believed).
+  seg->DisarmRecent(base);
+  EXPECT_TRUE(p_->Prepare(7, 45, {update(fake)}).ok());
+}
+
 // Point lookups through SegmentRows take a written key's newest version from the segment's
 // NewestRows when it is visible at their read timestamp; older snapshots and a transaction's
 // own pending write read as before.

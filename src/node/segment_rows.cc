@@ -177,8 +177,10 @@ void SegmentRows::SeeImageRow(const std::string& key, uint64_t seq) {
   // A key the recording lacks was not written since the image was built: the image's
   // version is its newest. (A key neither holds may have a deletion the image left out.)
   storage::SeenLatest seen{seg_.get(), seq, key};
-  if (!seg_->RecentLatest(image_->data_version, key, &seen.latest, &seen.row)) {
-    if (seg_->data_version() != image_->data_version) return;
+  if (seg_->RecentLatest(image_->data_version, key, &seen.latest, &seen.row)) {
+    seen.recent_base = image_->data_version;
+  } else if (seg_->data_version() != image_->data_version) {
+    return;
   }
   if (!seen.latest.found) {
     if (pos_ >= end_ || image_->key(pos_) != key) return;

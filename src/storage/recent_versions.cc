@@ -64,7 +64,7 @@ bool RecentVersions::Latest(std::string_view key, Timestamp* ts, bool* deleted, 
   const Version& v = at->second.back();
   *ts = v.ts;
   *deleted = v.deleted;
-  if (!v.deleted) row->assign(v.row.view());
+  if (!v.deleted && row) row->assign(v.row.view());
   return true;
 }
 

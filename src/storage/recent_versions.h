@@ -77,7 +77,7 @@ class RecentVersions {
   // by hashing instead of a walk down the ordered keys.
   void VisibleAt(std::string_view key, Timestamp read_ts, std::vector<RecentRow>* out) const;
   // The newest recorded version of `key`: its timestamp, whether it deletes, its row (if
-  // live). False if none was recorded.
+  // live and `row` is not null). False if none was recorded.
   bool Latest(std::string_view key, Timestamp* ts, bool* deleted, std::string* row) const;
 
  private:

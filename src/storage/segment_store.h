@@ -148,8 +148,8 @@ class Segment {
   // `lo_alone`: the caller knows lo to be a stored key, so the range holds it alone.
   bool RecentAt(uint64_t base, std::string_view lo, std::string_view hi, Timestamp read_ts,
                 std::vector<RecentRow>* out, bool lo_alone = false) const;
-  // If RecentCovers(base): the newest recorded version of `key` (found false if none; *row
-  // its row if live) and true; false otherwise.
+  // If RecentCovers(base): the newest recorded version of `key` (found false if none; *row,
+  // unless null, its row if live) and true; false otherwise.
   bool RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest, std::string* row) const;
   // Ends the recording if it started at `base`.
   void DisarmRecent(uint64_t base);
@@ -236,6 +236,11 @@ struct SeenLatest {
   LatestVersion latest;
   bool has_row = false;  // `row` is the encoded row of `latest` (a live version)
   std::string row;
+  // Set if the segment's recording from this data version held every commit since `latest`
+  // was the newest: while it still does (Segment::RecentLatest answers), the newest version
+  // is the recorded one, or `latest` if none is recorded (per key, whatever other keys of
+  // the segment were written since).
+  std::optional<uint64_t> recent_base;
   bool Current(const Segment& seg) const { return &seg == segment && seg.write_seq() == write_seq; }
 };
 
