@@ -157,7 +157,13 @@ void Cluster::EndCommit(Timestamp ts) {
   // timestamp: only the end of the lowest can end one.
   bool lowest = !inflight_.empty() && *inflight_.begin() == ts;
   inflight_.erase(ts);
-  if (lowest) ts_cv_.notify_all();
+  if (lowest) {
+    // Nothing earlier is in flight: no wait. The waiters are woken with the lock let go, so
+    // that they need not queue for it behind this thread.
+    l.unlock();
+    ts_cv_.notify_all();
+    return;
+  }
   // A commit is acknowledged only once every earlier-stamped commit completed too, so that
   // every snapshot taken after the acknowledgement (in any session) includes it.
   AwaitCompletedLocked(l, ts);
