@@ -91,37 +91,25 @@ Result<Socket> ConnectLocal(asio::io_context& io, const std::string& name) {
 }
 }  // namespace
 
-Stream::Stream(Socket& socket) : socket_(socket) {
+Stream::Stream(Socket& socket, Reads reads) : socket_(socket), blocking_(reads == Reads::kBlocking) {
   boost::system::error_code ec;
   if (socket_.is_open()) std::tie(peer_, peer_loopback_) = DescribePeer(socket_.native_handle());
-  socket_.non_blocking(false, ec);
+  socket_.non_blocking(!blocking_, ec);
   if (socket_.is_open()) fcntl(socket_.native_handle(), F_SETFD, FD_CLOEXEC);
 }
 
-Status Stream::WaitWritable(Due& due) {
-  pollfd p{socket_.native_handle(), POLLOUT, 0};
+Status Stream::Wait(short events, Due& due, const char* what) {
+  pollfd p{socket_.native_handle(), events, 0};
   while (true) {
     int left = MillisLeft(due.at());
-    if (left == 0) return Status::TimedOut(fmt::format("send to {}: deadline passed", peer_));
+    if (left == 0) return Status::TimedOut(fmt::format("{} {}: deadline passed", what, peer_));
     int rc = ::poll(&p, 1, left);
-    if (rc > 0) return Status::OK();  // writable, or an error the next send reports
-    if (rc < 0 && errno != EINTR) return Status::IOError(fmt::format("send to {}: poll: {}", peer_, strerror(errno)));
+    if (rc > 0) {  // ready, or an error/hangup the next call reports
+      if (events == POLLIN) readable_ = true;
+      return Status::OK();
+    }
+    if (rc < 0 && errno != EINTR) return Status::IOError(fmt::format("{} {}: poll: {}", what, peer_, strerror(errno)));
   }
-}
-
-Status Stream::SetReceiveTimeout(Due& due) {
-  auto left = std::chrono::duration_cast<std::chrono::microseconds>(due.at() - std::chrono::steady_clock::now()).count();
-  if (left <= 0) return Status::TimedOut(fmt::format("receive from {}: deadline passed", peer_));
-  // Kept if it ends the wait at most about 1 % (or 1 ms) after the deadline, and not before
-  // half the time left (a wait that times out early loops and sets the rest).
-  const int64_t slack = 1000 + left / 100;
-  if (rcvtimeo_us_ > 0 && rcvtimeo_us_ <= left + slack && rcvtimeo_us_ * 2 >= left) return Status::OK();
-  timeval tv{static_cast<time_t>(left / 1000000), static_cast<suseconds_t>(left % 1000000)};
-  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
-    return Status::IOError(fmt::format("receive from {}: setting a timeout: {}", peer_, strerror(errno)));
-  }
-  rcvtimeo_us_ = left;
-  return Status::OK();
 }
 
 Status Stream::ReadExact(void* data, size_t n, Deadline deadline) { return Read(data, n, deadline); }
@@ -130,7 +118,10 @@ Status Stream::ReadExactWithin(void* data, size_t n, int timeout_ms) { return Re
 
 Result<size_t> Stream::ReadSomeWithin(void* data, size_t n, int timeout_ms) {
   if (n == 0) return size_t{0};
-  if (rpos_ == rend_) RETURN_NOT_OK(FillBuffer(Due(timeout_ms)));
+  if (rpos_ == rend_) {
+    Due due(timeout_ms);
+    return ReadSome(static_cast<char*>(data), n, due);
+  }
   size_t k = std::min(n, rend_ - rpos_);
   std::memcpy(data, rbuf_.get() + rpos_, k);
   rpos_ += k;
@@ -159,7 +150,22 @@ Status Stream::Read(void* data, size_t n, Due due) {
   return Status::OK();
 }
 
-Result<size_t> Stream::ReadSome(char* p, size_t n, Due& due) {
+Status Stream::SetReceiveTimeout(Due& due) {
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(due.at() - std::chrono::steady_clock::now()).count();
+  if (left <= 0) return Status::TimedOut(fmt::format("receive from {}: deadline passed", peer_));
+  // Kept if it ends the wait at most about 1 % (or 1 ms) after the deadline, and not before
+  // half the time left (a wait that times out early loops and sets the rest).
+  const int64_t slack = 1000 + left / 100;
+  if (rcvtimeo_us_ > 0 && rcvtimeo_us_ <= left + slack && rcvtimeo_us_ * 2 >= left) return Status::OK();
+  timeval tv{static_cast<time_t>(left / 1000000), static_cast<suseconds_t>(left % 1000000)};
+  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
+    return Status::IOError(fmt::format("receive from {}: setting a timeout: {}", peer_, strerror(errno)));
+  }
+  rcvtimeo_us_ = left;
+  return Status::OK();
+}
+
+Result<size_t> Stream::ReceiveSome(char* p, size_t n, Due& due) {
   if (!socket_.is_open()) return Status::IOError(fmt::format("receive from {}: connection closed", peer_));
   while (true) {
     RETURN_NOT_OK(SetReceiveTimeout(due));
@@ -168,6 +174,28 @@ Result<size_t> Stream::ReadSome(char* p, size_t n, Due& due) {
     if (got == 0) return Status::IOError(fmt::format("{} closed the connection", peer_));
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;  // SetReceiveTimeout ends it
     return Status::IOError(fmt::format("receive from {}: {}", peer_, strerror(errno)));
+  }
+}
+
+Result<size_t> Stream::ReadSome(char* p, size_t n, Due& due) {
+  if (blocking_) return ReceiveSome(p, n, due);
+  // Unless a poll just said the socket is readable, the bytes are usually still on their way
+  // (a reply to a request just sent): wait first rather than try a read that would fail.
+  if (!readable_) RETURN_NOT_OK(Wait(POLLIN, due, "receive from"));
+  while (true) {
+    boost::system::error_code ec;
+    size_t got = socket_.read_some(asio::buffer(p, n), ec);
+    if (got > 0) {
+      readable_ = false;
+      return got;
+    }
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      RETURN_NOT_OK(Wait(POLLIN, due, "receive from"));
+      continue;
+    }
+    if (ec == asio::error::interrupted) continue;
+    if (ec == asio::error::eof || !ec) return Status::IOError(fmt::format("{} closed the connection", peer_));
+    return Status::IOError(fmt::format("receive from {}: {}", peer_, ec.message()));
   }
 }
 
@@ -202,7 +230,7 @@ Status Stream::Write(std::span<const asio::const_buffer> bufs, Due due) {
     msg.msg_iovlen = n;
     ssize_t sent = ::sendmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      RETURN_NOT_OK(WaitWritable(due));
+      RETURN_NOT_OK(Wait(POLLOUT, due, "send to"));
       continue;
     }
     if (sent < 0 && errno == EINTR) continue;
@@ -216,22 +244,24 @@ Status Stream::Write(std::span<const asio::const_buffer> bufs, Due due) {
   return Status::OK();
 }
 
-Status Stream::WaitReadable(Deadline deadline) { return AwaitBytes(deadline); }
-
-Status Stream::WaitReadableWithin(int timeout_ms) { return AwaitBytes(Due(timeout_ms)); }
-
-Status Stream::AwaitBytes(Due due) {
-  Status s = FillBuffer(due);
-  // The peer closed it or it failed: the next read says so (at once).
-  return s.ok() || s.IsTimedOut() ? s : Status::OK();
+Status Stream::WaitReadable(Deadline deadline) {
+  if (rpos_ < rend_) return Status::OK();
+  Due due(deadline);
+  return blocking_ ? AwaitBytes(due) : Wait(POLLIN, due, "waiting for");
 }
 
-Status Stream::FillBuffer(Due due) {
-  if (rpos_ < rend_) return Status::OK();
+Status Stream::AwaitBytes(Due due) {
   if (!rbuf_) rbuf_ = std::make_unique<char[]>(kReadBuffer);
   rpos_ = rend_ = 0;
-  ASSIGN_OR_RETURN(rend_, ReadSome(rbuf_.get(), kReadBuffer, due));
-  return Status::OK();
+  auto got = ReceiveSome(rbuf_.get(), kReadBuffer, due);
+  if (got.ok()) rend_ = *got;
+  return got.ok() || !got.status().IsTimedOut() ? Status::OK() : got.status();
+}
+
+Status Stream::WaitReadableWithin(int timeout_ms) {
+  if (rpos_ < rend_) return Status::OK();
+  Due due(timeout_ms);
+  return blocking_ ? AwaitBytes(due) : Wait(POLLIN, due, "waiting for");
 }
 
 bool Stream::LooksIdle() {

@@ -1,12 +1,13 @@
 // Stream: deadline-bounded I/O on a connected stream socket, for every socket WattDB reads or
 // writes (cluster frames in net::Connection, PostgreSQL clients in the master).
 //
-// A read that must wait blocks in recv() with the socket's receive timeout (SO_RCVTIMEO) set
-// to the time left before its deadline, and fails with TimedOut after it: one system call
-// where a poll() and a read took two (the timeout is set again only when it changes). A
-// write never blocks in the kernel (MSG_DONTWAIT): one the socket cannot take waits in poll()
-// for the time left. (Asio's blocking calls would wait forever, whatever SO_RCVTIMEO says:
-// they poll again when a timeout ends a read; the Stream calls the system directly.)
+// A read or write that would block waits in poll() for the time left before its deadline
+// and fails with TimedOut after it. (Asio's blocking calls would wait forever, whatever
+// SO_RCVTIMEO says: they poll again when a timeout ends a read; the Stream calls the system
+// directly.) A stream made with Reads::kBlocking instead blocks a read in recv() with the
+// socket's receive timeout (SO_RCVTIMEO) set to the time left, set again only when it
+// changes: one system call per message where a poll() and a read took two (the master's
+// sessions with SQL clients use it). Writes never block in the kernel (MSG_DONTWAIT).
 // Shutting the socket down from another thread wakes a waiter at once.
 //
 // Reads are buffered: one system call takes whatever the peer has sent (up to kReadBuffer
@@ -37,9 +38,10 @@ class Stream {
   using Deadline = std::chrono::steady_clock::time_point;
   static Deadline In(int ms) { return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms); }
 
-  // Borrows `socket` (which must outlive the Stream) and makes it blocking (see above) and
-  // close-on-exec. Nothing else may read or write it.
-  explicit Stream(Socket& socket);
+  enum class Reads { kPoll, kBlocking };
+  // Borrows `socket` (which must outlive the Stream) and makes it close-on-exec, and
+  // non-blocking unless `reads` is kBlocking. Nothing else may read or write it.
+  explicit Stream(Socket& socket, Reads reads = Reads::kPoll);
 
   Status ReadExact(void* data, size_t n, Deadline deadline);
   Status WriteAll(const void* data, size_t n, Deadline deadline);
@@ -56,7 +58,8 @@ class Stream {
   // Writes `bufs` in order, as one (gathered: no copy into one buffer).
   Status WriteGather(std::span<const asio::const_buffer> bufs, Deadline deadline);
   // OK once a read would not wait for its first byte (data, or the peer closed); TimedOut
-  // if nothing came before `deadline`. Received bytes wait in the Stream's buffer.
+  // if nothing came before `deadline`.
+  // (Reads::kBlocking: received bytes wait in the Stream's buffer.)
   Status WaitReadable(Deadline deadline);
   // The same with a deadline `timeout_ms` from the call.
   Status WaitReadableWithin(int timeout_ms);
@@ -92,20 +95,21 @@ class Stream {
     int ms_ = 0;
     bool known_ = false;
   };
-  // Waits until the socket takes more bytes, or the deadline.
-  Status WaitWritable(Due& due);
+  // Waits until `events` (POLLIN or POLLOUT) or the deadline.
+  Status Wait(short events, Due& due, const char* what);
   Status Read(void* data, size_t n, Due due);
   Status Write(std::span<const asio::const_buffer> bufs, Due due);
-  // WaitReadable's work: FillBuffer, with the peer's close or a failure left to the next read.
-  Status AwaitBytes(Due due);
-  // Unless bytes are buffered, reads what arrives first into the buffer.
-  Status FillBuffer(Due due);
 
   // Reads what the socket has, up to n bytes and at least one (waiting until `due`).
   Result<size_t> ReadSome(char* p, size_t n, Due& due);
+  // Reads::kBlocking: ReadSome's work, blocking in recv().
+  Result<size_t> ReceiveSome(char* p, size_t n, Due& due);
   // Sets the receive timeout to about the time left before `due` (unless it already is);
   // TimedOut if none is left.
   Status SetReceiveTimeout(Due& due);
+  // WaitReadable's work for Reads::kBlocking: reads what arrives first into the buffer (the
+  // peer's close or a failure are left to the next read).
+  Status AwaitBytes(Due due);
 
   static constexpr size_t kReadBuffer = 16 << 10;
   Socket& socket_;
@@ -113,7 +117,9 @@ class Stream {
   bool peer_loopback_ = false;
   std::unique_ptr<char[]> rbuf_;  // bytes [rpos_, rend_) were received and not yet read
   size_t rpos_ = 0, rend_ = 0;
-  int64_t rcvtimeo_us_ = 0;  // the socket's receive timeout now (0: none set yet)
+  bool readable_ = false;  // the last poll for reading said bytes (or an end) are there
+  const bool blocking_;      // Reads::kBlocking
+  int64_t rcvtimeo_us_ = 0;  // kBlocking: the socket's receive timeout now (0: none set yet)
 };
 
 // The name of the local socket a server listening on the loopback address `host` (in its

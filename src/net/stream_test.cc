@@ -25,15 +25,19 @@ struct Pair {
   }
 };
 
+// Every test runs on a stream of each kind of reads.
+class StreamTest : public ::testing::TestWithParam<Stream::Reads> {};
+
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // A timeout starts when the call must wait: received bytes are read at once, a peer that
 // stops mid-message or stops reading ends the call with TimedOut after the timeout.
-TEST(StreamTest, CallsWithinATimeoutWaitNoLongerThanIt) {
+TEST_P(StreamTest, CallsWithinATimeoutWaitNoLongerThanIt) {
+  const Stream::Reads reads = GetParam();
   Pair p;
-  Stream reader(p.a), writer(p.b);
+  Stream reader(p.a, reads), writer(p.b, reads);
   ASSERT_TRUE(writer.WriteAll("abc", 3, Stream::In(1000)).ok());
   char buf[4] = {};
   ASSERT_TRUE(reader.ReadExactWithin(buf, 2, 200).ok());
@@ -57,9 +61,10 @@ TEST(StreamTest, CallsWithinATimeoutWaitNoLongerThanIt) {
 }
 
 // A wait takes its own deadline, not a longer one an earlier wait set on the socket.
-TEST(StreamTest, AShortWaitAfterALongOneEndsAtItsOwnDeadline) {
+TEST_P(StreamTest, AShortWaitAfterALongOneEndsAtItsOwnDeadline) {
+  const Stream::Reads reads = GetParam();
   Pair p;
-  Stream reader(p.a), writer(p.b);
+  Stream reader(p.a, reads), writer(p.b);
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_TRUE(writer.WriteAll("x", 1, Stream::In(1000)).ok());
@@ -76,14 +81,15 @@ TEST(StreamTest, AShortWaitAfterALongOneEndsAtItsOwnDeadline) {
   EXPECT_LT(SecondsSince(t0), 5.0);
 }
 
-// WaitReadable takes what arrived into the buffer: the reads after it do not wait, and the
-// peer's close is reported by the read, not by the wait.
-TEST(StreamTest, WaitReadableKeepsWhatArrived) {
+// After WaitReadable the reads of what arrived do not wait (a blocking-reads stream holds it
+// in its buffer), and the peer's close is reported by the read, not by the wait.
+TEST_P(StreamTest, WaitReadableKeepsWhatArrived) {
+  const Stream::Reads reads = GetParam();
   Pair p;
-  Stream reader(p.a), writer(p.b);
+  Stream reader(p.a, reads), writer(p.b);
   ASSERT_TRUE(writer.WriteAll("hello", 5, Stream::In(1000)).ok());
   ASSERT_TRUE(reader.WaitReadableWithin(1000).ok());
-  EXPECT_EQ(reader.buffered(), 5u);
+  EXPECT_EQ(reader.buffered(), reads == Stream::Reads::kBlocking ? 5u : 0u);
   EXPECT_FALSE(reader.LooksIdle());
   char buf[5];
   ASSERT_TRUE(reader.ReadExactWithin(buf, 5, 0).ok());
@@ -96,9 +102,10 @@ TEST(StreamTest, WaitReadableKeepsWhatArrived) {
 }
 
 // Shutting the socket down from another thread ends a read blocked in the kernel at once.
-TEST(StreamTest, ShutdownEndsABlockedRead) {
+TEST_P(StreamTest, ShutdownEndsABlockedRead) {
+  const Stream::Reads reads = GetParam();
   Pair p;
-  Stream reader(p.a);
+  Stream reader(p.a, reads);
   Status st;
   auto t0 = std::chrono::steady_clock::now();
   std::thread blocked([&] {
@@ -110,6 +117,9 @@ TEST(StreamTest, ShutdownEndsABlockedRead) {
   EXPECT_EQ(st.code(), Status::Code::kIOError) << st.ToString();
   EXPECT_LT(SecondsSince(t0), 30.0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Reads, StreamTest, ::testing::Values(Stream::Reads::kPoll, Stream::Reads::kBlocking),
+                         [](const auto& info) { return info.param == Stream::Reads::kPoll ? "Poll" : "Blocking"; });
 
 }  // namespace
 }  // namespace wattdb::net

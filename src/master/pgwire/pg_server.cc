@@ -111,7 +111,7 @@ void PgServer::Stop() {
 }
 
 void PgServer::Serve(net::Socket& raw) {
-  net::Stream socket(raw);
+  net::Stream socket(raw, net::Stream::Reads::kBlocking);  // one system call per client message
   StartupReader in(socket, net::Stream::In(cluster_.config().authentication_timeout_ms));
   pg::MessageWriter out;
   auto fatal = [&](const char* code, const std::string& msg) {
