@@ -244,9 +244,12 @@ Status Stream::Write(std::span<const asio::const_buffer> bufs, Due due) {
   return Status::OK();
 }
 
-Status Stream::WaitReadable(Deadline deadline) {
+Status Stream::WaitReadable(Deadline deadline) { return WaitReadable(Due(deadline)); }
+
+Status Stream::WaitReadableWithin(int timeout_ms) { return WaitReadable(Due(timeout_ms)); }
+
+Status Stream::WaitReadable(Due due) {
   if (rpos_ < rend_) return Status::OK();
-  Due due(deadline);
   return blocking_ ? AwaitBytes(due) : Wait(POLLIN, due, "waiting for");
 }
 
@@ -256,12 +259,6 @@ Status Stream::AwaitBytes(Due due) {
   auto got = ReceiveSome(rbuf_.get(), kReadBuffer, due);
   if (got.ok()) rend_ = *got;
   return got.ok() || !got.status().IsTimedOut() ? Status::OK() : got.status();
-}
-
-Status Stream::WaitReadableWithin(int timeout_ms) {
-  if (rpos_ < rend_) return Status::OK();
-  Due due(timeout_ms);
-  return blocking_ ? AwaitBytes(due) : Wait(POLLIN, due, "waiting for");
 }
 
 bool Stream::LooksIdle() {

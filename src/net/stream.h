@@ -107,6 +107,8 @@ class Stream {
   // Sets the receive timeout to about the time left before `due` (unless it already is);
   // TimedOut if none is left.
   Status SetReceiveTimeout(Due& due);
+  // WaitReadable and WaitReadableWithin.
+  Status WaitReadable(Due due);
   // WaitReadable's work for Reads::kBlocking: reads what arrives first into the buffer (the
   // peer's close or a failure are left to the next read).
   Status AwaitBytes(Due due);
