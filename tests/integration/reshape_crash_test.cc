@@ -5,11 +5,14 @@
 // moved and split again.
 #include <signal.h>
 
+#include <array>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -426,6 +429,106 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, HotRowCrash,
                                            HotRowCase{"node.after_commit_applied stop", false},  // frozen there
                                            HotRowCase{"node.update_key.after_prepare", true},    // the master dies
                                            HotRowCase{"node.after_commit_applied", true}),
+                         HotRowName);
+
+// Writers of disjoint rows of one segment, in autocommit, each update reading its row through
+// the segment's column image: whenever another writer commits between an update's read and
+// its prepare, the prepare checks the row against the segment's recording of commits instead
+// of storage (SeenLatest::recent_base). Mid-run one commit dies or freezes on the node (its
+// own process, or the master with it) after it was applied and synced. Afterwards every row
+// holds every acknowledged update and at most the unanswered ones besides, by key and by range,
+// and the writers go on.
+class ConcurrentWritersCrash : public ::testing::TestWithParam<HotRowCase> {};
+
+TEST_P(ConcurrentWritersCrash, NothingAcknowledgedIsLost) {
+  const HotRowCase hc = GetParam();
+  const std::string fp = hc.failpoint;
+  const bool freeze = fp.ends_with(" stop");
+  MiniClusterOptions o{1, 1 << 20, 200, /*balance=*/false};
+  if (hc.hosted) o.hosted_node = 1;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  constexpr int kWriters = 3, kKeysEach = 10;
+  ASSERT_EQ(c->Exec("CREATE TABLE w (id INT PRIMARY KEY, v BIGINT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO w SELECT i, 0 FROM generate_series(1, 100) i"), "");
+  for (int i = 0; i < 2; i++) ASSERT_EQ(c->Scalar("SELECT sum(v) FROM w"), "0");  // the image
+  std::atomic<bool> stop{false};
+  std::atomic<int> total_acked{0};
+  std::vector<std::array<int, kKeysEach>> acked(kWriters), unknown(kWriters);
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kWriters; t++) {
+    acked[t].fill(0);
+    unknown[t].fill(0);
+    writers.emplace_back([&, t] {
+      std::unique_ptr<PgConn> conn = cluster.Connect();
+      for (int n = 0; !stop; n++) {
+        const int k = n % kKeysEach;
+        std::string msg;
+        std::string st = conn && conn->ok() ? conn->Exec(fmt::format("UPDATE w SET v = v + 1 WHERE id = {}",
+                                                                     1 + t * kKeysEach + k),
+                                                         nullptr, &msg)
+                                            : "08006";
+        if (st.empty()) {
+          acked[t][k]++;
+          total_acked++;
+          continue;
+        }
+        unknown[t][k]++;  // it may or may not have committed
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (!conn || !conn->ok()) conn = cluster.Connect();
+      }
+    });
+  }
+  auto await_acked = [&](int n) {
+    for (int i = 0; i < 1200 && total_acked < n; i++) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    return total_acked >= n;
+  };
+  EXPECT_TRUE(await_acked(150));
+  cluster.ArmFailpoint(fp);
+  for (int i = 0; i < 1200 && std::filesystem::exists(cluster.dir() + "/failpoints"); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_FALSE(std::filesystem::exists(cluster.dir() + "/failpoints")) << "failpoint " << fp << " did not fire";
+  if (freeze) {
+    ASSERT_TRUE(AwaitProcState(cluster.NodePid(1), 'T', 10000)) << "the node did not freeze";
+    kill(cluster.NodePid(1), SIGCONT);
+  } else {
+    std::string died = AwaitCrashAndRecover(cluster, 1);
+    EXPECT_EQ(died, hc.hosted ? "master" : "node") << "failpoint " << fp << "; logs in " << cluster.dir();
+  }
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+  const int before = total_acked;
+  EXPECT_TRUE(await_acked(before + 60)) << "the writers did not go on; logs in " << cluster.dir();
+  stop = true;
+  for (auto& w : writers) w.join();
+  c = cluster.Connect();
+  std::string msg;
+  ASSERT_EQ(ExecSettled(*c, "SELECT 1", &msg), "") << msg;
+  std::vector<std::vector<std::string>> rows;
+  ASSERT_EQ(c->Exec("SELECT id, v FROM w ORDER BY id", &rows), "");
+  ASSERT_EQ(rows.size(), 100u);
+  int64_t sum = 0;
+  for (const auto& r : rows) {
+    const int id = std::stoi(r[0]);
+    const int64_t v = std::stoll(r[1]);
+    sum += v;
+    if (id > kWriters * kKeysEach) {
+      EXPECT_EQ(v, 0) << "row " << id;
+      continue;
+    }
+    const int t = (id - 1) / kKeysEach, k = (id - 1) % kKeysEach;
+    EXPECT_GE(v, acked[t][k]) << "row " << id << " lost an acknowledged update; logs in " << cluster.dir();
+    EXPECT_LE(v, acked[t][k] + unknown[t][k]) << "row " << id;
+    EXPECT_EQ(c->Scalar(fmt::format("SELECT v FROM w WHERE id = {}", id)), r[1]) << "by key";
+  }
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM w"), std::to_string(sum)) << "by range";
+}
+
+INSTANTIATE_TEST_SUITE_P(OnTheCommitPath, ConcurrentWritersCrash,
+                         ::testing::Values(HotRowCase{"node.after_commit_applied", false},       // killed
+                                           HotRowCase{"node.after_commit_applied stop", false},  // frozen
+                                           HotRowCase{"node.after_commit_applied", true}),       // the master dies
                          HotRowName);
 
 }  // namespace
