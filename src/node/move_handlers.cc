@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "net/message_builder.h"
 #include "node/wire.h"
 
 namespace wattdb::node {
@@ -25,7 +26,7 @@ bool NodeServer::OnExportSegment(Connection& conn, net::ReceivedMessage& msg) {
     participant_->EndExclusive(id);
   }
   MaybeFail("node.export.after_checkpoint");
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), exp.status());
   if (!exp.ok()) return SendResponse(conn, mb).ok();
@@ -77,7 +78,7 @@ bool NodeServer::OnPullSegment(Connection& conn, net::ReceivedMessage& msg) {
                                                    opts_.connect_timeout_ms));
     RETURN_NOT_OK(src->Authenticate(*key_, Connection::Role::kClient, opts_.connect_timeout_ms));
     src->SetTimeouts(opts_.rpc_timeout_ms, opts_.rpc_timeout_ms);
-    capnp::MallocMessageBuilder mb;
+    net::MessageBuilder mb;
     mb.initRoot<proto::Request>().setExportSegment(p.getSegment());
     RETURN_NOT_OK(src->Send(mb));
     ASSIGN_OR_RETURN(auto rmsg, src->Receive());
@@ -137,7 +138,7 @@ bool NodeServer::OnPullSegment(Connection& conn, net::ReceivedMessage& msg) {
     Log("node")->info("segment imported seg={} from={}:{} bytes={} files={} ms={:.1f}", p.getSegment(),
                       p.getSourceHost().cStr(), p.getSourcePort(), bytes, nfiles, micros / 1000.0);
   }
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), s);
   auto pulled = resp.initPulled();

@@ -16,6 +16,7 @@
 #include "common/codec.h"
 #include "common/failpoint.h"
 #include "common/logging.h"
+#include "net/message_builder.h"
 #include "node/wire.h"
 #include "proto/cluster.capnp.h"
 #include "proto/node_service.capnp.h"
@@ -101,7 +102,7 @@ void NodeServer::Stop() {
   {
     std::lock_guard<std::mutex> l(link_mu_);
     if (link_conn_) {
-      capnp::MallocMessageBuilder mb;
+      net::MessageBuilder mb;
       mb.initRoot<proto::NodeMessage>().setGoodbye();
       (void)link_conn_->Send(mb);
       link_conn_->Close();
@@ -218,7 +219,7 @@ bool NodeServer::ServeInline(Connection& conn) {
 }
 
 bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st, const SmallFlatSet<SegmentId>& touched) {
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), st);
   std::vector<storage::SegmentInfo> infos;
@@ -327,7 +328,7 @@ void NodeServer::MasterLink() {
     if (s.ok()) {
       // A master that takes in no heartbeat for heartbeat_timeout_ms is gone: reconnect.
       (*conn)->SetTimeouts(opts_.rpc_timeout_ms, opts_.heartbeat_timeout_ms);
-      capnp::MallocMessageBuilder mb;
+      net::MessageBuilder mb;
       auto reg = mb.initRoot<proto::NodeMessage>().initRegister();
       reg.setNodeId(opts_.self.id);
       reg.setHost(opts_.self.host);
@@ -375,7 +376,7 @@ void NodeServer::MasterLink() {
         if (hour_ago > 0) (void)store_->ForgetOutcomesBefore(static_cast<uint64_t>(hour_ago) << 8);
       }
       TelemetrySample t = sampler.Sample();
-      capnp::MallocMessageBuilder mb;
+      net::MessageBuilder mb;
       auto hb = mb.initRoot<proto::NodeMessage>().initHeartbeat();
       hb.setCpuPercent(t.cpu_percent);
       hb.setHostCpuPercent(t.host_cpu_percent);

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "net/message_builder.h"
 #include "node/batch_frame.h"
 #include "node/fragment_runner.h"
 #include "node/node_server.h"
@@ -210,7 +211,7 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
   CpuBook cpu;
   std::map<NodeId, std::string> owner_stats;  // encoded, for the last reply
   auto reply = [&](const Status& st, bool last, BatchFrame* frame, const std::string* stats) {
-    capnp::MallocMessageBuilder mb;
+    net::MessageBuilder mb;
     auto resp = mb.initRoot<proto::Response>();
     SetStatus(resp.initStatus(), st);
     auto b = resp.initScanBatch();

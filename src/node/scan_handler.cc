@@ -5,11 +5,12 @@
 #include <algorithm>
 
 #include "common/failpoint.h"
+#include "net/message_builder.h"
 #include "node/batch_frame.h"
 #include "node/fragment_runner.h"
 #include "node/segment_rows.h"
-#include "query/exec/batch_codec.h"
 #include "node/wire.h"
+#include "query/exec/batch_codec.h"
 
 namespace wattdb::node {
 
@@ -32,7 +33,7 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
   auto rows = SegmentRows::Open(*store_, *participant_, sr, fragment ? columns_.get() : nullptr);
   auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch, BatchFrame* frame,
                    const std::string* resume, const std::string* stats = nullptr) {
-    capnp::MallocMessageBuilder mb;
+    net::MessageBuilder mb;
     auto resp = mb.initRoot<proto::Response>();
     SetStatus(resp.initStatus(), st);
     auto b = resp.initScanBatch();

@@ -2,6 +2,7 @@
 // compaction, listing.
 #include "node/node_server.h"
 
+#include "net/message_builder.h"
 #include "node/wire.h"
 
 namespace wattdb::node {
@@ -27,7 +28,7 @@ namespace {
 
 // Answers a settle-split request with the split key (or why there is none).
 bool ReplySplitKey(Connection& conn, const Result<std::string>& key) {
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), key.status());
   if (key.ok()) resp.setSplitKey(Bytes(*key));
@@ -48,7 +49,7 @@ bool NodeServer::OnSplit(Connection& conn, net::ReceivedMessage& msg) {
                                &compact);
     participant_->EndExclusive(s.getSegment());
   }
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), keys.status());
   if (keys.ok()) {
@@ -99,7 +100,7 @@ bool NodeServer::OnCompact(Connection& conn, net::ReceivedMessage& msg) {
 
 bool NodeServer::OnListSegments(Connection& conn, net::ReceivedMessage& msg) {
   auto list = store_->List();
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), Status::OK());
   auto l = resp.initSegments(list.size());

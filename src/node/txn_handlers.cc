@@ -4,6 +4,7 @@
 
 #include "common/codec.h"
 #include "common/failpoint.h"
+#include "net/message_builder.h"
 #include "node/fragment_runner.h"
 #include "node/segment_rows.h"
 #include "node/wire.h"
@@ -100,7 +101,7 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto u = req.getUpdateKey();
   auto reply = [&](const Status& st, uint64_t updated) {
-    capnp::MallocMessageBuilder mb;
+    net::MessageBuilder mb;
     auto resp = mb.initRoot<proto::Response>();
     SetStatus(resp.initStatus(), st);
     resp.setUpdated(updated);
@@ -188,7 +189,7 @@ bool NodeServer::OnRollbackTo(Connection& conn, net::ReceivedMessage& msg) {
 bool NodeServer::OnOutcome(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto done = participant_->FenceAndGetOutcome(req.getOutcome());
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), done.status());
   resp.setCommittedTs(done.ok() && *done ? **done : 0);

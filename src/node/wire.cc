@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "net/message_builder.h"
 
 namespace wattdb::node {
 
@@ -64,7 +65,7 @@ uint64_t Incarnation() {
 }
 
 // Sends a Response stamped with the CPU spent on the request since the previous frame.
-Status SendResponse(Connection& conn, capnp::MallocMessageBuilder& mb) {
+Status SendResponse(Connection& conn, capnp::MessageBuilder& mb) {
   auto resp = mb.getRoot<proto::Response>();
   resp.setIncarnation(Incarnation());
   // A caller in this process measures its own thread, which did this work.
@@ -76,7 +77,7 @@ Status SendResponse(Connection& conn, capnp::MallocMessageBuilder& mb) {
 }
 
 Status Reply(Connection& conn, const Status& s) {
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), s);
   resp.setNone();

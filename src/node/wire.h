@@ -37,7 +37,7 @@ void StatsTo(proto::SegmentStats::Builder b, const storage::SegmentInfo& s);
 extern thread_local uint64_t tl_cpu_mark;
 // Sends a Response stamped with the CPU spent on the request since the previous frame (none
 // over an in-memory connection: the caller's own thread did the work).
-Status SendResponse(net::Connection& conn, capnp::MallocMessageBuilder& mb);
+Status SendResponse(net::Connection& conn, capnp::MessageBuilder& mb);
 // This process's random id, stamped on every reply: a master that sees it change knows the
 // node restarted (and may have lost commits it applied without syncing).
 uint64_t Incarnation();

@@ -8,6 +8,7 @@
 #include <kj/exception.h>
 
 #include "common/codec.h"
+#include "net/message_builder.h"
 #include "proto/node_service.capnp.h"
 #include "query/exec/batch_codec.h"
 #include "rpc/proto_util.h"
@@ -34,7 +35,7 @@ proto::Request::Scan::Builder InitScan(capnp::MessageBuilder& mb, SegmentId seg,
 Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg, const std::string& lo,
                                                      const std::string& hi, Timestamp read_ts,
                                                      uint32_t batch_rows, uint64_t txn, const IndexRange* index) {
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto s = InitScan(mb, seg, lo, hi, read_ts, batch_rows, txn);
   if (index) {
     s.setIndex(index->index);
@@ -58,7 +59,7 @@ Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, Segm
                                                              const std::string& hi, Timestamp read_ts, uint64_t txn,
                                                              const std::string& fragment, int64_t work_mem,
                                                              const std::vector<Value>* params, bool analyze) {
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto s = InitScan(mb, seg, lo, hi, read_ts, exec::kBatchRows, txn);
   s.setFragment(Bytes(fragment));
   s.setAnalyze(analyze);

@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "master/energy/statement_energy.h"
+#include "net/message_builder.h"
 #include "proto/cluster.capnp.h"
 
 namespace wattdb::master {
@@ -70,7 +71,7 @@ void NodeRegistry::Serve(net::Socket& socket) {
     auto first = conn.Receive();
     if (!first.ok()) return;
     auto m = (*first)->Root<proto::NodeMessage>();
-    capnp::MallocMessageBuilder reply;
+    net::MessageBuilder reply;
     auto r = reply.initRoot<proto::MasterMessage>();
     if (m.which() != proto::NodeMessage::REGISTER) {
       r.setRejected("expected a registration");

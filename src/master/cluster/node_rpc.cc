@@ -7,6 +7,7 @@
 
 #include <kj/exception.h>
 
+#include "net/message_builder.h"
 #include "proto/node_service.capnp.h"
 #include "rpc/proto_util.h"
 
@@ -21,7 +22,7 @@ namespace {
 // Runs `fill` to build a request, sends it, and hands the response to `read`.
 Status Call(NodeClient& c, const std::function<void(proto::Request::Builder)>& fill,
             const std::function<Status(proto::Response::Reader)>& read, bool* delivered = nullptr) {
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   fill(mb.initRoot<proto::Request>());
   ASSIGN_OR_RETURN(auto msg, c.Call(mb, 0, delivered));
   try {
@@ -45,7 +46,7 @@ std::vector<Status> CallEach(std::span<NodeClient* const> clients,
   for (size_t i = 0; i < order.size(); i++) order[i] = i;
   std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !clients[i]->InProcess(); });
   for (size_t i : order) {
-    capnp::MallocMessageBuilder mb;
+    net::MessageBuilder mb;
     fill(i, mb.initRoot<proto::Request>());
     auto p = clients[i]->Start(mb);
     if (p.ok()) {

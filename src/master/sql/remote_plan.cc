@@ -4,6 +4,7 @@
 #include <map>
 
 #include "master/energy/statement_energy.h"
+#include "net/message_builder.h"
 #include "proto/node_service.capnp.h"
 #include "query/plan/fragment.h"
 #include "query/plan/offload.h"
@@ -17,7 +18,7 @@ Result<std::unique_ptr<RemotePlan>> RemotePlan::Start(Cluster& cluster, const pl
   for (auto& n : cluster.registry().Snapshot()) {
     if (n.up) up[n.id] = std::move(n);
   }
-  capnp::MallocMessageBuilder mb;
+  net::MessageBuilder mb;
   auto r = mb.initRoot<proto::Request>().initRunPlan();
   std::string plan;
   subtree.Serialize(&plan);
