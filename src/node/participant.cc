@@ -129,6 +129,19 @@ std::vector<uint64_t> Participant::InDoubt() const {
 
 Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes,
                             const PrepareOptions& opts) {
+  uint64_t dep = 0;
+  bool wrote = false;
+  Status s = PrepareLocked(txn, snapshot, writes, opts, &dep, &wrote);
+  if (opts.keep_conflict && opts.keep_conflict->ts && s.IsConflict()) {
+    opts.keep_conflict->durable_ticket = dep;  // the caller reads the key again, or waits
+  } else if (dep && !(s.ok() && wrote)) {
+    RETURN_NOT_OK(store_.WaitDurable(dep));  // an answer from a version not yet durable
+  }
+  return s;
+}
+
+Status Participant::PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
+                                  const PrepareOptions& opts, uint64_t* dep, bool* wrote) {
   const uint64_t expect = opts.expect;
   // The writes are checked and kept in (segment, key) order, a key's writes in the order
   // given: one segment and lock-table lookup per segment, one storage iterator per segment
@@ -288,6 +301,9 @@ restart:
     RETURN_NOT_OK(store_.LatestOf(seg_id, std::span(read_keys.data(), read_keys.size()), &latest));
     for (size_t i = 0, next_read = 0; i < check_keys.size(); i++) {
       const storage::LatestVersion& lv = check_seen[i] ? *check_seen[i] : latest[next_read++];
+      if (lv.found && !syncing_.empty()) {
+        if (auto d = syncing_.find(lv.ts); d != syncing_.end()) *dep = std::max(*dep, d->second);
+      }
       if (check_insert[i] && lv.found && !lv.deleted) {
         return Status::Sql("23505", "duplicate key value violates unique constraint");
       }
@@ -356,6 +372,8 @@ restart:
     p.locked.insert(std::move(lk));
   }
   if (!writes.empty()) p.calls.push_back(std::move(call));
+  p.durable_dep = std::max(p.durable_dep, *dep);
+  *wrote = !p.ops.empty();
   if (p.ops.empty() && p.locked.empty() && !p.durable && !expect) prepared_.erase(txn);
   return Status::OK();
 }
@@ -492,7 +510,27 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
   }
   if (durable) MaybeFail("node.before_distributed_commit");
   bool sync = !(durable && unsynced);
-  Status s = ops->empty() && !durable ? Status::OK() : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn, sync);
+  // Early lock release (see the file comment): once the writes are in the log and readable,
+  // the rows' locks go while the log sync is still due; until the sync ends the transaction
+  // stays committing, and its timestamp is in syncing_.
+  std::vector<LockTable> dropped;
+  bool released = false;
+  auto release_early = [&](uint64_t ticket) {
+    std::shared_ptr<std::condition_variable> lock_waiters;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = prepared_.find(txn);
+      ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
+      syncing_[commit_ts] = ticket;
+      for (SegmentId seg : it->second.segments) syncing_segments_[seg]++;
+      lock_waiters = ReleasedWaitersLocked(txn);
+    }
+    released = true;
+    if (lock_waiters) lock_waiters->notify_all();
+    MaybeFail("node.commit.locks_released");
+  };
+  Status s = ops->empty() && !durable ? Status::OK()
+                                       : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn, sync, release_early);
   if (s.ok()) MaybeFail("node.after_commit_applied");
   if (touched && s.ok()) {
     for (size_t i = 0; i < ops->size(); i++) {
@@ -503,11 +541,17 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = prepared_.find(txn);
+    if (released) {
+      syncing_.erase(commit_ts);
+      for (SegmentId seg : it->second.segments) {
+        if (--syncing_segments_[seg] == 0) syncing_segments_.erase(seg);
+      }
+    }
     if (s.ok()) {
-      std::vector<LockTable> dropped;
-      ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
+      if (!released) ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
       ErasePreparedLocked(it, std::move(dropped));
     } else {
+      // (Not after an early release: a failed log sync ends the process, SegmentStore::SyncWal.)
       it->second.committing = false;
     }
     waiters = ReleasedWaitersLocked(txn);
@@ -535,12 +579,20 @@ bool Participant::Abort(uint64_t txn) {
 }
 
 Status Participant::RollbackTo(uint64_t txn, uint64_t keep) {
+  uint64_t dep = 0;
+  Status s = RollbackToLocked(txn, keep, &dep);
+  if (dep) RETURN_NOT_OK(store_.WaitDurable(dep));  // no write of its own is left to wait for it
+  return s;
+}
+
+Status Participant::RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = prepared_.find(txn);
   if (keep == 0) {
     if (it != prepared_.end() && it->second.committing) {
       return Status::InvalidArgument(fmt::format("txn {} is committing", txn));
     }
+    if (it != prepared_.end()) *dep = it->second.durable_dep;
     ForgetLocked(txn);
     return Status::OK();
   }
@@ -580,6 +632,7 @@ Status Participant::RollbackTo(uint64_t txn, uint64_t keep) {
   for (const auto& lk : p.locked) locks_[lk.first].Emplace(lk.second, LockEntry{txn, kLockOnly});
   p.segments.clear();
   for (const auto& op : p.ops) p.segments.insert(op.segment);
+  if (p.ops.empty()) *dep = p.durable_dep;
   NotifyReleasedLocked(txn);
   return Status::OK();
 }
@@ -675,7 +728,7 @@ bool Participant::HasPreparedLocked(SegmentId segment) const {
 
 bool Participant::BeginExclusive(SegmentId segment) {
   std::lock_guard<std::mutex> l(mu_);
-  if (HasPreparedLocked(segment) || exclusive_.count(segment)) return false;
+  if (HasPreparedLocked(segment) || syncing_segments_.count(segment) || exclusive_.count(segment)) return false;
   exclusive_.insert(segment);
   locks_.erase(segment);  // an emptied table kept for its writers; the segment may leave
   return true;

@@ -16,6 +16,15 @@
 // transaction stays "in doubt" until the master, which logs its decision before announcing
 // it, sends Commit or Abort. A single-node transaction prepares in memory only: if the node
 // restarts before the commit, the commit fails and nothing was applied anywhere.
+//
+// Early lock release: a commit lets its rows' locks go once its writes are in the log and
+// readable, before the log sync that makes them durable; the transaction stays committing
+// (readers at its timestamp wait for it) until the sync ends. A writer that meets one of its
+// versions meanwhile (waited for its lock, or checks its key) goes on if the call leaves a
+// write of its own on the node: that write's commit comes later in the same log, so it
+// cannot be durable before the one it depended on. A call that would answer from such a
+// version without leaving a write (an error, a key only locked, a re-check that writes
+// nothing, a rollback to a savepoint that undoes every write here) first waits for the sync.
 // Thread-safe.
 #pragma once
 
@@ -60,6 +69,9 @@ struct KeptConflict {
   std::string key;
   Timestamp ts = 0;     // the key's newest committed version; 0: no conflict was kept
   bool locked = false;  // the Prepare locked the key (false: the transaction held it already)
+  // Nonzero: `ts` is a commit's whose log sync is still due (early lock release); an answer
+  // that does not leave a write of the transaction on the node waits for it (AwaitDurable).
+  uint64_t durable_ticket = 0;
 };
 
 struct PrepareOptions {
@@ -96,6 +108,8 @@ class Participant {
   // Releases `key` of `segment` if `txn` holds it lock-only (a KeptConflict it no longer
   // writes); a key it wrote stays locked.
   void Unlock(uint64_t txn, SegmentId segment, const std::string& key);
+  // Returns once the commit of a KeptConflict's `durable_ticket` is durable.
+  Status AwaitDurable(uint64_t ticket) { return ticket ? store_.WaitDurable(ticket) : Status::OK(); }
   // Applies the prepared writes and records the outcome; `touched` (optional) receives the
   // segments written. Exactly once: a commit of a transaction already committed here is OK
   // (nothing is applied twice); a concurrent second commit waits for the first. NotFound if
@@ -193,6 +207,7 @@ class Participant {
     bool durable = false;
     bool committing = false;  // Commit is applying the writes (mu_ released meanwhile)
     Timestamp commit_ts = 0;  // while committing
+    uint64_t durable_dep = 0;  // the latest not yet durable commit a call's answer came from (a ticket)
     Timestamp min_commit_ts = 0;  // durable: the commit timestamp will be above this
     uint64_t received = 0;    // writes received, lock-only ones included
     std::vector<storage::WriteOp> ops;  // each Prepare call's in (segment, key) order
@@ -206,6 +221,18 @@ class Participant {
     SmallVector<Call> calls;  // a statement's call each: a short transaction's fit inline
   };
   std::map<uint64_t, Prepared> prepared_;
+  // Commits whose locks are released and whose log sync is due: commit timestamp -> the
+  // sync's ticket (SegmentStore::WaitDurable), and their count per segment.
+  std::unordered_map<Timestamp, uint64_t> syncing_;
+  std::unordered_map<SegmentId, int> syncing_segments_;
+  // RollbackTo under mu_; *dep: a ticket to wait for before answering (no write is left here
+  // after a call that met a commit still syncing).
+  Status RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep);
+  // Prepare's checks and locking (under mu_). *dep: the latest ticket of a commit still
+  // syncing whose version a check met (0: none); *wrote: on success, the transaction has a
+  // write here.
+  Status PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes, const PrepareOptions& opts,
+                       uint64_t* dep, bool* wrote);
   // REQUIRES mu_ held. Erases `it` from prepared_, with `dropped` (its lock tables): those of
   // a bulk load are freed by reaper_, not on the caller's time.
   void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it, std::vector<LockTable> dropped);

@@ -1,7 +1,9 @@
 #include "node/participant.h"
 
+#include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -266,6 +268,80 @@ TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
   EXPECT_EQ(p.Prepare(3, 10, {W(9, WriteCheck::kUpdate)}).sqlstate(), "40001");
   committer.join();
   EXPECT_TRUE(p.Prepare(4, 20, {W(9, WriteCheck::kUpdate)}).ok());
+}
+
+// Early lock release: a synced commit lets its locks go once its writes are in the log, and
+// stays committing until its sync ends. Held at its sync: the segment cannot be split; a
+// writer of one of its keys goes on at once, its write being later in the log; a kept
+// conflict on its version answers at once with the sync to wait for; an insert refused
+// because of its version (an answer that leaves no write) waits until the sync ends.
+TEST_F(ParticipantTest, ACommitLetsItsLocksGoBeforeItsSyncAndAnswersWithoutAWriteWaitForIt) {
+  using namespace std::chrono_literals;
+  store_->set_sync_commits(true);
+  std::mutex m;
+  std::condition_variable cv;
+  bool hold = false, released = false;
+  int held = 0;
+  store_->set_before_log_sync_for_test([&] {
+    std::unique_lock<std::mutex> l(m);
+    if (!hold) return;
+    held++;
+    cv.notify_all();
+    cv.wait(l, [&] { return !hold; });
+  });
+  auto release = [&] {
+    std::lock_guard<std::mutex> l(m);
+    released = true;
+    hold = false;
+    cv.notify_all();
+  };
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert), W(6, WriteCheck::kInsert)}).ok());
+  {
+    std::lock_guard<std::mutex> l(m);
+    hold = true;
+  }
+  auto commit = std::async(std::launch::async, [&] { return p_->Commit(1, 12); });
+  {
+    std::unique_lock<std::mutex> l(m);
+    ASSERT_TRUE(cv.wait_for(l, 30s, [&] { return held > 0; }));
+  }
+  EXPECT_FALSE(p_->BeginExclusive(1));  // no lock is held, but the commit is not durable yet
+  // A writer of key 5 whose snapshot has the commit: no lock to wait for, no conflict.
+  auto writer = std::async(std::launch::async, [&] { return p_->Prepare(2, 12, {W(5, WriteCheck::kUpdate)}); });
+  ASSERT_EQ(writer.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(writer.get().ok());
+  // A READ COMMITTED writer of key 6 from before the commit: kept, told what to wait for.
+  KeptConflict kept;
+  auto rechecker = std::async(std::launch::async, [&] {
+    return p_->Prepare(3, 11, {W(6, WriteCheck::kUpdate)}, {.keep_conflict = &kept});
+  });
+  ASSERT_EQ(rechecker.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(rechecker.get().IsConflict());
+  EXPECT_EQ(kept.ts, 12u);
+  EXPECT_NE(kept.durable_ticket, 0u);
+  p_->Unlock(3, 1, kept.key);
+  // An insert of key 6 fails on the commit's version: the answer waits for the sync.
+  bool answered_after_sync = false;
+  auto inserter = std::async(std::launch::async, [&] {
+    Status s = p_->Prepare(4, 12, {W(6, WriteCheck::kInsert)});
+    std::lock_guard<std::mutex> l(m);
+    answered_after_sync = released;
+    return s;
+  });
+  for (auto until = std::chrono::steady_clock::now() + 30s;
+       store_->log_sync_sleepers() == 0 && inserter.wait_for(0s) != std::future_status::ready &&
+       std::chrono::steady_clock::now() < until;) {
+    std::this_thread::yield();
+  }
+  release();
+  ASSERT_EQ(commit.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(commit.get().ok());
+  ASSERT_EQ(inserter.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(inserter.get().sqlstate(), "23505");
+  EXPECT_TRUE(answered_after_sync);
+  ASSERT_TRUE(p_->Abort(2));
+  EXPECT_TRUE(p_->BeginExclusive(1));  // durable now, and no lock held
+  p_->EndExclusive(1);
 }
 
 // A row-lock wait sleeps through the commits of other transactions and wakes when its

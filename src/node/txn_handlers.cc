@@ -124,8 +124,13 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
   // PostgreSQL re-checks the newest version of a row it waited for. A lock taken so and
   // not written is released before the answer.
   KeptConflict kept;
-  auto answer = [&](const Status& st, uint64_t updated) {
+  uint64_t durable_dep = 0;  // a re-check read a commit still syncing (KeptConflict::durable_ticket)
+  auto answer = [&](Status st, uint64_t updated) {
     if (kept.locked && updated == 0) participant_->Unlock(sr.txn, kept.segment, kept.key);
+    // Without a write of its own here, the answer waits until what it read is durable.
+    if (updated == 0 && durable_dep) {
+      if (Status d = participant_->AwaitDurable(durable_dep); !d.ok()) st = d;
+    }
     return reply(st, updated);
   };
   std::vector<Value> params;
@@ -141,6 +146,7 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
     KeptConflict newer;
     if (u.getReadCommitted() && attempt < kMaxRechecks) opts.keep_conflict = &newer;
     Status st = participant_->Prepare(sr.txn, sr.read_ts, std::move(writes), opts);
+    durable_dep = std::max(durable_dep, newer.durable_ticket);
     if (st.IsConflict() && newer.ts > sr.read_ts) {
       if (newer.locked) kept = newer;
       sr.read_ts = newer.ts;

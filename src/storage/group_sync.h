@@ -37,6 +37,8 @@ class GroupSync {
 
   // Syncs run so far (each covering one or more tickets).
   uint64_t syncs() const { return syncs_.load(std::memory_order_relaxed); }
+  // Callers sleeping until a running sync ends.
+  uint32_t sleepers() const { return sleepers_.load(); }
 
  private:
   void EndSync();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "common/failpoint.h"
@@ -24,7 +25,7 @@ using internal::OutcomeKey;
 using internal::PreparedKey;
 
 Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn, uint64_t txn,
-                           bool sync) {
+                           bool sync, const std::function<void(uint64_t ticket)>& on_written) {
   // The segments are looked up under mu_; the batch (which may hold millions of rows) is
   // built without it, so heartbeats and other segments' work go on meanwhile.
   CommitSegments refs;
@@ -42,7 +43,9 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   }
   SmallVector<Segment*> changing;
   for (auto& [id, ref] : refs) changing.push_back(ref.get());
-  WriteWindow window(std::span(changing.data(), changing.size()));
+  // Closed once the rows are readable, before the log sync: a writer let go by an early lock
+  // release must find the segment changed since any read made while this write was open.
+  std::optional<WriteWindow> window(std::in_place, std::span(changing.data(), changing.size()));
   WrittenCounts written;  // segment -> (rows, bytes)
   // Inside the write window: the data version grows once the rows are visible; a recording
   // of recent versions takes a commit's rows, and ends at an ingested one.
@@ -59,6 +62,9 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   };
   if (!prepared_txn && ops.size() >= kIngestAbove &&
       std::none_of(refs.begin(), refs.end(), [](const auto& r) { return !r.second->meta().indexes.empty(); })) {
+    // Ingested files are durable without the log: every commit the log holds is made durable
+    // first, since this one may have been written over a commit whose sync was still due.
+    if (sync_commits_) RETURN_NOT_OK(log_sync_.Sync(log_sync_.Written()));
     ASSIGN_OR_RETURN(bool ingested, ApplyByIngesting(ts, ops, refs, txn, &written));
     if (ingested) {
       for (auto& [id, ref] : refs) ref->newest().Clear();
@@ -135,10 +141,14 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
     refs.at(op.segment)->newest().Update(op.key, NewestRow{ts, del, del ? std::string() : op.row});
   }
   count_written(false);
-  return synced ? log_sync_.Sync(ticket) : Status::OK();
+  window.reset();
+  if (!synced) return Status::OK();
+  if (on_written) on_written(ticket);
+  return log_sync_.Sync(ticket);
 }
 
 Status SegmentStore::SyncWal() {
+  if (before_log_sync_) before_log_sync_();
   Status s = FromRocks(db_->SyncWAL(), "sync log");
   if (!s.ok()) {
     // Synced commits are written before their group's sync, so their batches are in the log

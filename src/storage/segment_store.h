@@ -365,8 +365,14 @@ class SegmentStore {
   // step. `sync` false (a durable prepare's commit only): not fsynced even with
   // sync_commits; the prepared record stays on disk until a later sync (SyncWal, or any
   // synced write) covers the batch.
+  // `on_written`, if set, is called when the commit is in the log and readable at `ts` but its
+  // log sync is still due (never for an unsynced or ingested commit), with the ticket that
+  // WaitDurable takes; the sync follows when it returns.
   Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0, uint64_t txn = 0,
-               bool sync = true);
+               bool sync = true, const std::function<void(uint64_t ticket)>& on_written = nullptr);
+  // Returns once the commit `on_written` was told `ticket` for is durable (a sync of the log may
+  // run here).
+  Status WaitDurable(uint64_t ticket) { return log_sync_.Sync(ticket); }
   // Makes every write applied so far durable (one fsync of the log). A failed sync ends the
   // process with kLogSyncFailedExit (see the definition): it never returns an error.
   Status SyncWal();
@@ -385,6 +391,10 @@ class SegmentStore {
   Status ForgetOutcomesBefore(uint64_t txn);
   // Whether Apply fsyncs the log (concurrent commits share one fsync).
   void set_sync_commits(bool on) { sync_commits_ = on; }
+  // Tests: `hook` runs before each sync of the log (set before the store is shared), and
+  // the callers of WaitDurable or synced commits sleeping until a running sync ends.
+  void set_before_log_sync_for_test(std::function<void()> hook) { before_log_sync_ = std::move(hook); }
+  uint32_t log_sync_sleepers() const { return log_sync_.sleepers(); }
 
   // Durable records of prepared transactions (opaque blobs owned by the caller); written
   // with a synced WAL so that a prepared transaction survives a crash.
@@ -512,6 +522,7 @@ class SegmentStore {
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
   bool sync_commits_ = false;
+  std::function<void()> before_log_sync_;
   // Apply's synced commits and PutPrepared: written unsynced, then synced in groups
   // (group_sync.h) by SyncWal.
   GroupSync log_sync_{[this] { return SyncWal(); }};

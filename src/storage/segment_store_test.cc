@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -168,6 +169,35 @@ TEST_F(SegmentStoreTest, SnapshotSeesItsVersion) {
   EXPECT_TRUE(lv->deleted);
   EXPECT_EQ(lv->ts, 20u);
   EXPECT_FALSE(store_->Latest(1, K(4))->found);
+}
+
+// A synced commit tells its caller (on_written) once its rows are readable, before the log
+// sync: by then its write window has closed, so a read of the segment made while the commit
+// was being written is no longer current (a writer let go by an early lock release re-checks
+// its key), and a read made from then on stays current through the sync.
+TEST_F(SegmentStoreTest, ACommitsWriteWindowEndsBeforeItIsToldWrittenAndSynced) {
+  ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
+  store_->set_sync_commits(true);
+  ASSERT_TRUE(store_->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "a")}}).ok());
+  SegmentRef seg = *store_->Get(1);
+  const uint64_t before = seg->write_seq();
+  uint64_t at_written = 0, ticket = 0;
+  std::optional<SeenLatest> seen;
+  ASSERT_TRUE(store_->Apply(20, {{1, K(1), VersionKind::kPut, R(1, "b")}}, 0, 0, true, [&](uint64_t t) {
+    ticket = t;
+    at_written = seg->write_seq();
+    auto sc = store_->Scan(1, K(1), K(2), 15);
+    std::vector<ScanRow> rows;
+    EXPECT_TRUE(sc.ok() && (*sc)->Next(10, &rows).ok());
+    seen = (*sc)->first_seen();
+  }).ok());
+  EXPECT_NE(ticket, 0u);
+  EXPECT_NE(at_written, before);               // the window opened and closed
+  EXPECT_EQ(seg->write_seq(), at_written);     // and nothing changed after it was told
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->latest.ts, 20u);
+  EXPECT_TRUE(seen->Current(*seg));
+  EXPECT_TRUE(store_->WaitDurable(ticket).ok());
 }
 
 // A hot row with many versions (a scan seeks past runs of them rather than stepping): every
