@@ -69,8 +69,8 @@ struct KeptConflict {
   std::string key;
   Timestamp ts = 0;     // the key's newest committed version; 0: no conflict was kept
   bool locked = false;  // the Prepare locked the key (false: the transaction held it already)
-  // Nonzero: `ts` is a commit's whose log sync is still due (early lock release); an answer
-  // that does not leave a write of the transaction on the node waits for it (AwaitDurable).
+  // Nonzero: the commit at `ts` still had its log sync due (early lock release); an answer
+  // that leaves no write of the transaction on the node waits for that sync (AwaitDurable).
   uint64_t durable_ticket = 0;
 };
 

@@ -432,6 +432,34 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, HotRowCrash,
                                            HotRowCase{"node.after_commit_applied", true}),
                          HotRowName);
 
+// For writers running on a one-node cluster and counting their acknowledged transactions in
+// `acked`: once `first` are acknowledged, fires `hc`'s failpoint, brings the node back (killed:
+// restarted, with the master if it hosts the node) or lets it go on (frozen), then checks that
+// `then` more get acknowledged.
+void FireMidRun(MiniCluster& cluster, const HotRowCase& hc, const std::atomic<int>& acked, int first, int then) {
+  const std::string fp = hc.failpoint;
+  auto await_acked = [&](int n) {
+    for (int i = 0; i < 1200 && acked < n; i++) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    return acked >= n;
+  };
+  EXPECT_TRUE(await_acked(first));
+  cluster.ArmFailpoint(fp);
+  for (int i = 0; i < 1200 && std::filesystem::exists(cluster.dir() + "/failpoints"); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_FALSE(std::filesystem::exists(cluster.dir() + "/failpoints")) << "failpoint " << fp << " did not fire";
+  if (fp.ends_with(" stop")) {
+    ASSERT_TRUE(AwaitProcState(cluster.NodePid(1), 'T', 10000)) << "the node did not freeze";
+    kill(cluster.NodePid(1), SIGCONT);
+  } else {
+    std::string died = AwaitCrashAndRecover(cluster, 1);
+    EXPECT_EQ(died, hc.hosted ? "master" : "node") << "failpoint " << fp << "; logs in " << cluster.dir();
+  }
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
+  const int before = acked;
+  EXPECT_TRUE(await_acked(before + then)) << "the writers did not go on; logs in " << cluster.dir();
+}
+
 // Writers of disjoint rows of one segment, in autocommit, each update reading its row through
 // the segment's column image: whenever another writer commits between an update's read and
 // its prepare, the prepare checks the row against the segment's recording of commits instead
@@ -443,8 +471,6 @@ class ConcurrentWritersCrash : public ::testing::TestWithParam<HotRowCase> {};
 
 TEST_P(ConcurrentWritersCrash, NothingAcknowledgedIsLost) {
   const HotRowCase hc = GetParam();
-  const std::string fp = hc.failpoint;
-  const bool freeze = fp.ends_with(" stop");
   MiniClusterOptions o{1, 1 << 20, 200, /*balance=*/false};
   if (hc.hosted) o.hosted_node = 1;
   MiniCluster cluster(o);
@@ -481,26 +507,7 @@ TEST_P(ConcurrentWritersCrash, NothingAcknowledgedIsLost) {
       }
     });
   }
-  auto await_acked = [&](int n) {
-    for (int i = 0; i < 1200 && total_acked < n; i++) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    return total_acked >= n;
-  };
-  EXPECT_TRUE(await_acked(150));
-  cluster.ArmFailpoint(fp);
-  for (int i = 0; i < 1200 && std::filesystem::exists(cluster.dir() + "/failpoints"); i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  EXPECT_FALSE(std::filesystem::exists(cluster.dir() + "/failpoints")) << "failpoint " << fp << " did not fire";
-  if (freeze) {
-    ASSERT_TRUE(AwaitProcState(cluster.NodePid(1), 'T', 10000)) << "the node did not freeze";
-    kill(cluster.NodePid(1), SIGCONT);
-  } else {
-    std::string died = AwaitCrashAndRecover(cluster, 1);
-    EXPECT_EQ(died, hc.hosted ? "master" : "node") << "failpoint " << fp << "; logs in " << cluster.dir();
-  }
-  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
-  const int before = total_acked;
-  EXPECT_TRUE(await_acked(before + 60)) << "the writers did not go on; logs in " << cluster.dir();
+  FireMidRun(cluster, hc, total_acked, 150, 60);
   stop = true;
   for (auto& w : writers) w.join();
   c = cluster.Connect();
@@ -543,8 +550,6 @@ class EarlyReleaseCrash : public ::testing::TestWithParam<HotRowCase> {};
 
 TEST_P(EarlyReleaseCrash, NothingAcknowledgedIsLostNorBuiltOnALostCommit) {
   const HotRowCase hc = GetParam();
-  const std::string fp = hc.failpoint;
-  const bool freeze = fp.ends_with(" stop");
   MiniClusterOptions o{1, 1 << 20, 200, /*balance=*/false};
   if (hc.hosted) o.hosted_node = 1;
   MiniCluster cluster(o);
@@ -580,26 +585,7 @@ TEST_P(EarlyReleaseCrash, NothingAcknowledgedIsLostNorBuiltOnALostCommit) {
       }
     });
   }
-  auto await_acked = [&](int n) {
-    for (int i = 0; i < 1200 && total_acked < n; i++) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    return total_acked >= n;
-  };
-  EXPECT_TRUE(await_acked(60));
-  cluster.ArmFailpoint(fp);
-  for (int i = 0; i < 1200 && std::filesystem::exists(cluster.dir() + "/failpoints"); i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  EXPECT_FALSE(std::filesystem::exists(cluster.dir() + "/failpoints")) << "failpoint " << fp << " did not fire";
-  if (freeze) {
-    ASSERT_TRUE(AwaitProcState(cluster.NodePid(1), 'T', 10000)) << "the node did not freeze";
-    kill(cluster.NodePid(1), SIGCONT);
-  } else {
-    std::string died = AwaitCrashAndRecover(cluster, 1);
-    EXPECT_EQ(died, hc.hosted ? "master" : "node") << "failpoint " << fp << "; logs in " << cluster.dir();
-  }
-  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "1", 30000));
-  const int before = total_acked;
-  EXPECT_TRUE(await_acked(before + 30)) << "the writers did not go on; logs in " << cluster.dir();
+  FireMidRun(cluster, hc, total_acked, 60, 30);
   stop = true;
   for (auto& w : writers) w.join();
   c = cluster.Connect();
