@@ -21,10 +21,12 @@
 // readable, before the log sync that makes them durable; the transaction stays committing
 // (readers at its timestamp wait for it) until the sync ends. A writer that meets one of its
 // versions meanwhile (waited for its lock, or checks its key) goes on if the call leaves a
-// write of its own on the node: that write's commit comes later in the same log, so it
-// cannot be durable before the one it depended on. A call that would answer from such a
-// version without leaving a write (an error, a key only locked, a re-check that writes
-// nothing, a rollback to a savepoint that undoes every write here) first waits for the sync.
+// write of its own on the node: that write's commit comes later in the same log, so it cannot
+// be durable before the one it depended on (and the transaction cannot commit before it
+// either: what it reads of its own write meanwhile is tentative, as before any commit). A call
+// that would answer from such a version without leaving a write (an error, a key only locked,
+// a re-check that writes nothing, a rollback to a savepoint that undoes every write here)
+// first waits for the sync.
 // Thread-safe.
 #pragma once
 
