@@ -522,7 +522,6 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
       auto it = prepared_.find(txn);
       ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
       syncing_[commit_ts] = ticket;
-      for (SegmentId seg : it->second.segments) syncing_segments_[seg]++;
       lock_waiters = ReleasedWaitersLocked(txn);
     }
     released = true;
@@ -541,12 +540,7 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = prepared_.find(txn);
-    if (released) {
-      syncing_.erase(commit_ts);
-      for (SegmentId seg : it->second.segments) {
-        if (--syncing_segments_[seg] == 0) syncing_segments_.erase(seg);
-      }
-    }
+    if (released) syncing_.erase(commit_ts);
     if (s.ok()) {
       if (!released) ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
       ErasePreparedLocked(it, std::move(dropped));
@@ -726,9 +720,17 @@ bool Participant::HasPreparedLocked(SegmentId segment) const {
   return t != locks_.end() && !t->second.empty();
 }
 
+bool Participant::SyncingOnLocked(SegmentId segment) const {
+  if (syncing_.empty()) return false;
+  for (const auto& [txn, p] : prepared_) {
+    if (p.committing && p.segments.count(segment) && syncing_.count(p.commit_ts)) return true;
+  }
+  return false;
+}
+
 bool Participant::BeginExclusive(SegmentId segment) {
   std::lock_guard<std::mutex> l(mu_);
-  if (HasPreparedLocked(segment) || syncing_segments_.count(segment) || exclusive_.count(segment)) return false;
+  if (HasPreparedLocked(segment) || SyncingOnLocked(segment) || exclusive_.count(segment)) return false;
   exclusive_.insert(segment);
   locks_.erase(segment);  // an emptied table kept for its writers; the segment may leave
   return true;

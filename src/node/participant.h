@@ -224,9 +224,10 @@ class Participant {
   };
   std::map<uint64_t, Prepared> prepared_;
   // Commits whose locks are released and whose log sync is due: commit timestamp -> the
-  // sync's ticket (SegmentStore::WaitDurable), and their count per segment.
+  // sync's ticket (SegmentStore::WaitDurable).
   std::unordered_map<Timestamp, uint64_t> syncing_;
-  std::unordered_map<SegmentId, int> syncing_segments_;
+  // REQUIRES mu_ held. Whether such a commit writes `segment`.
+  bool SyncingOnLocked(SegmentId segment) const;
   // RollbackTo under mu_; *dep: a ticket to wait for before answering (no write is left here
   // after a call that met a commit still syncing).
   Status RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep);

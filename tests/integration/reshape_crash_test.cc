@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -460,6 +461,43 @@ void FireMidRun(MiniCluster& cluster, const HotRowCase& hc, const std::atomic<in
   EXPECT_TRUE(await_acked(before + then)) << "the writers did not go on; logs in " << cluster.dir();
 }
 
+// Writers, each on a connection of its own, until Stop: `step(t, n, conn)` makes writer t's
+// n-th attempt on `conn` (which may be broken) and says whether it was acknowledged (counted
+// in acked()); after an attempt that was not, the writer pauses and connects again if its
+// connection broke.
+class Writers {
+ public:
+  using Step = std::function<bool(int t, int n, PgConn* conn)>;
+  Writers(MiniCluster& cluster, int writers, std::chrono::milliseconds pause, Step step) {
+    for (int t = 0; t < writers; t++) {
+      threads_.emplace_back([this, &cluster, pause, step, t] {
+        std::unique_ptr<PgConn> conn = cluster.Connect();
+        for (int n = 0; !stop_; n++) {
+          if (step(t, n, conn.get())) {
+            acked_++;
+            continue;
+          }
+          std::this_thread::sleep_for(pause);
+          if (!conn || !conn->ok()) conn = cluster.Connect();
+        }
+      });
+    }
+  }
+  ~Writers() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  const std::atomic<int>& acked() const { return acked_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> acked_{0};
+  std::vector<std::thread> threads_;
+};
+
 // Writers of disjoint rows of one segment, in autocommit, each update reading its row through
 // the segment's column image: whenever another writer commits between an update's read and
 // its prepare, the prepare checks the row against the segment's recording of commits instead
@@ -480,36 +518,27 @@ TEST_P(ConcurrentWritersCrash, NothingAcknowledgedIsLost) {
   ASSERT_EQ(c->Exec("CREATE TABLE w (id INT PRIMARY KEY, v BIGINT)"), "");
   ASSERT_EQ(c->Exec("INSERT INTO w SELECT i, 0 FROM generate_series(1, 100) i"), "");
   for (int i = 0; i < 2; i++) ASSERT_EQ(c->Scalar("SELECT sum(v) FROM w"), "0");  // the image
-  std::atomic<bool> stop{false};
-  std::atomic<int> total_acked{0};
   std::vector<std::array<int, kKeysEach>> acked(kWriters), unknown(kWriters);
-  std::vector<std::thread> writers;
   for (int t = 0; t < kWriters; t++) {
     acked[t].fill(0);
     unknown[t].fill(0);
-    writers.emplace_back([&, t] {
-      std::unique_ptr<PgConn> conn = cluster.Connect();
-      for (int n = 0; !stop; n++) {
-        const int k = n % kKeysEach;
-        std::string msg;
-        std::string st = conn && conn->ok() ? conn->Exec(fmt::format("UPDATE w SET v = v + 1 WHERE id = {}",
-                                                                     1 + t * kKeysEach + k),
-                                                         nullptr, &msg)
-                                            : "08006";
-        if (st.empty()) {
-          acked[t][k]++;
-          total_acked++;
-          continue;
-        }
-        unknown[t][k]++;  // it may or may not have committed
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        if (!conn || !conn->ok()) conn = cluster.Connect();
-      }
-    });
   }
-  FireMidRun(cluster, hc, total_acked, 150, 60);
-  stop = true;
-  for (auto& w : writers) w.join();
+  Writers writers(cluster, kWriters, std::chrono::milliseconds(50), [&](int t, int n, PgConn* conn) {
+    const int k = n % kKeysEach;
+    std::string msg;
+    std::string st = conn && conn->ok()
+                         ? conn->Exec(fmt::format("UPDATE w SET v = v + 1 WHERE id = {}", 1 + t * kKeysEach + k),
+                                      nullptr, &msg)
+                         : "08006";
+    if (st.empty()) {
+      acked[t][k]++;
+      return true;
+    }
+    unknown[t][k]++;  // it may or may not have committed
+    return false;
+  });
+  FireMidRun(cluster, hc, writers.acked(), 150, 60);
+  writers.Stop();
   c = cluster.Connect();
   std::string msg;
   ASSERT_EQ(ExecSettled(*c, "SELECT 1", &msg), "") << msg;
@@ -559,42 +588,33 @@ TEST_P(EarlyReleaseCrash, NothingAcknowledgedIsLostNorBuiltOnALostCommit) {
   ASSERT_EQ(c->Exec("INSERT INTO r VALUES (1, 0)"), "");
   ASSERT_EQ(c->Exec("CREATE TABLE journal (w INT, n INT)"), "");
   constexpr int kWriters = 3;
-  std::atomic<bool> stop{false};
-  std::atomic<int> total_acked{0}, total_unknown{0};
+  std::atomic<int> total_unknown{0};
   std::vector<std::vector<int>> acked(kWriters);  // each writer's acknowledged transactions
-  std::vector<std::thread> writers;
-  for (int t = 0; t < kWriters; t++) {
-    writers.emplace_back([&, t] {
-      std::unique_ptr<PgConn> conn = cluster.Connect();
-      for (int n = 0; !stop; n++) {
-        std::string st = conn && conn->ok() ? conn->Exec("BEGIN") : "08006";
-        if (st.empty()) st = conn->Exec("UPDATE r SET v = v + 1 WHERE id = 1");
-        if (st.empty()) st = conn->Exec(fmt::format("INSERT INTO journal VALUES ({}, {})", t, n));
-        if (st.empty()) {
-          st = conn->Exec("COMMIT");
-          if (st.empty()) {
-            acked[t].push_back(n);
-            total_acked++;
-            continue;
-          }
-          total_unknown++;  // it may or may not have committed
-        }
-        if (conn && conn->ok()) (void)conn->Exec("ROLLBACK");
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        if (!conn || !conn->ok()) conn = cluster.Connect();
+  Writers writers(cluster, kWriters, std::chrono::milliseconds(20), [&](int t, int n, PgConn* conn) {
+    std::string st = conn && conn->ok() ? conn->Exec("BEGIN") : "08006";
+    if (st.empty()) st = conn->Exec("UPDATE r SET v = v + 1 WHERE id = 1");
+    if (st.empty()) st = conn->Exec(fmt::format("INSERT INTO journal VALUES ({}, {})", t, n));
+    if (st.empty()) {
+      st = conn->Exec("COMMIT");
+      if (st.empty()) {
+        acked[t].push_back(n);
+        return true;
       }
-    });
-  }
-  FireMidRun(cluster, hc, total_acked, 60, 30);
-  stop = true;
-  for (auto& w : writers) w.join();
+      total_unknown++;  // it may or may not have committed
+    }
+    if (conn && conn->ok()) (void)conn->Exec("ROLLBACK");
+    return false;
+  });
+  FireMidRun(cluster, hc, writers.acked(), 60, 30);
+  writers.Stop();
+  const int total_acked = writers.acked();
   c = cluster.Connect();
   std::string msg;
   ASSERT_EQ(ExecSettled(*c, "SELECT 1", &msg), "") << msg;
   const std::string journaled = c->Scalar("SELECT count(*) FROM journal");
   EXPECT_EQ(c->Scalar("SELECT v FROM r WHERE id = 1"), journaled) << "by key; logs in " << cluster.dir();
   EXPECT_EQ(c->Scalar("SELECT sum(v) FROM r"), journaled) << "by range";
-  EXPECT_GE(std::stoi(journaled), total_acked.load());
+  EXPECT_GE(std::stoi(journaled), total_acked);
   EXPECT_LE(std::stoi(journaled), total_acked + total_unknown);
   for (int t = 0; t < kWriters; t++) {
     std::vector<std::vector<std::string>> rows;
