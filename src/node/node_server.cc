@@ -180,6 +180,7 @@ void NodeServer::Serve(net::Socket& socket) {
     Log("node")->warn("refused a connection: {}", a.message());
     return;
   }
+  tl_cpu_mark = ThreadCpuNanos();
   while (!stopping_) {
     // An idle connection may wait long for its next request (the master pools them and
     // retires them sooner); once a request starts, every frame has the RPC deadline.
@@ -197,7 +198,6 @@ void NodeServer::Serve(net::Socket& socket) {
 
 bool NodeServer::Handle(Connection& conn, net::ReceivedMessage& msg) {
   try {
-    if (!conn.InMemory()) tl_cpu_mark = ThreadCpuNanos();  // in process: the caller measures
     return Dispatch(conn, msg);
   } catch (const kj::Exception& e) {
     Log("node")->warn("malformed request peer={} err={}", conn.peer(), e.getDescription().cStr());

@@ -33,7 +33,8 @@ void MetaTo(proto::SegmentMeta::Builder b, const storage::SegmentMeta& m);
 // A segment's metadata and counters, as listings and heartbeats carry them.
 void StatsTo(proto::SegmentStats::Builder b, const storage::SegmentInfo& s);
 
-// The thread CPU clock when the request being served started, or its previous reply frame.
+// The thread CPU clock at the connection thread's previous reply frame (or when it began
+// serving): a reply counts what its thread spent since, its request's wake-up and receive too.
 extern thread_local uint64_t tl_cpu_mark;
 // Sends a Response stamped with the CPU spent on the request since the previous frame (none
 // over an in-memory connection: the caller's own thread did the work).

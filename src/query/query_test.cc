@@ -377,6 +377,30 @@ TEST(Select, SameResultsAfterPlanRoundTrip) {
   EXPECT_EQ(direct->size(), 2u);
 }
 
+// A plan's encoding is made once and kept; a clone, which may be changed, makes its own.
+TEST(Select, APlansEncodingIsKeptAndAClonesIsItsOwn) {
+  MemCatalog cat;
+  auto stmts = sql::Parse("SELECT v FROM t WHERE d > $1 ORDER BY v LIMIT 5");
+  ASSERT_TRUE(stmts.ok());
+  std::vector<SqlType> types(1, SqlType{TypeId::kNull});
+  auto b = plan::BindSelect(std::get<sql::SelectStmt>((*stmts)[0]), cat, &types);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  std::string fresh;
+  b->plan->Serialize(&fresh);
+  const std::string& kept = b->plan->Encoded();
+  EXPECT_EQ(kept, fresh);
+  EXPECT_EQ(&b->plan->Encoded(), &kept) << "encoded again";
+  plan::PlanPtr copy = b->plan->Clone();
+  copy->limit = 7;
+  std::string changed;
+  copy->Serialize(&changed);
+  EXPECT_NE(changed, fresh);
+  EXPECT_EQ(copy->Encoded(), changed) << "the clone took its source's encoding";
+  auto back = plan::PlanNode::Deserialize(kept);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ((*back)->ToString(), b->plan->ToString());
+}
+
 TEST(Select, ExpressionsFollowPostgres) {
   MemCatalog cat;
   auto r = RunSql(cat,

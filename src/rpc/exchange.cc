@@ -54,10 +54,7 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const
   return x;
 }
 
-const std::string& ExchangeSource::EncodedFragment() {
-  std::call_once(encoded_once_, [this] { fragment_root_->Serialize(&fragment_); });
-  return fragment_;
-}
+const std::string& ExchangeSource::EncodedFragment() { return fragment_root_->Encoded(); }
 
 ExchangeSource::~ExchangeSource() {
   {

@@ -152,10 +152,9 @@ class ExchangeSource : public exec::RowSource {
   Options opts_;
   TableId table_ = 0;
   size_t ncols_ = 0;  // of the fragment's output
-  // The fragment encoded for nodes of other processes, made once the first of them is read.
+  // The fragment encoded for nodes of other processes (made once per plan, when the first
+  // of them is read; PlanNode::Encoded).
   const std::string& EncodedFragment();
-  std::once_flag encoded_once_;
-  std::string fragment_;
   bool blocking_ = false;  // the fragment aggregates or sorts
   std::vector<Part> parts_;
   size_t producers_ = 0;  // running on the shared thread cache; the last to end notifies ended_

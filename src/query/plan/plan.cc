@@ -153,6 +153,17 @@ void PlanNode::Serialize(std::string* out) const {
   SerializeTo(w);
 }
 
+const std::string& PlanNode::Encoded() const {
+  if (auto kept = encoded_.load(std::memory_order_acquire)) return *kept;
+  auto made = std::make_shared<std::string>();
+  Serialize(made.get());
+  std::shared_ptr<const std::string> expected;
+  std::shared_ptr<const std::string> mine = std::move(made);
+  // Two first calls at once: the first kept stays (its string is never freed before the node).
+  if (encoded_.compare_exchange_strong(expected, mine, std::memory_order_acq_rel)) return *mine;
+  return *expected;
+}
+
 Result<PlanPtr> PlanNode::Deserialize(std::string_view in) {
   ByteReader r(in);
   uint8_t v;

@@ -2,6 +2,7 @@
 // per-execution state. Every node serializes, so a fragment can be shipped to a node.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,8 +105,13 @@ struct PlanNode {
   std::string ToString(int indent = 0) const;
   void Serialize(std::string* out) const;
   static Result<PlanPtr> Deserialize(std::string_view in);
+  // Serialize()'s form of this subtree, made at the first call and kept: a prepared
+  // statement's fragment travels to the nodes with each execution. The subtree must not
+  // change after that call; Clone() starts without it. Thread-safe.
+  const std::string& Encoded() const;
 
  private:
+  mutable std::atomic<std::shared_ptr<const std::string>> encoded_;
   void SerializeTo(ByteWriter& w) const;
   static Result<PlanPtr> DeserializeFrom(ByteReader& r, int depth);
 };
