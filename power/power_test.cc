@@ -9,6 +9,7 @@
 
 #include "net/stream.h"
 #include "power/energy_integrator.h"
+#include "power/host/cgroup.h"
 #include "power/ipmitool.h"
 #include "power/meter.h"
 
@@ -16,6 +17,20 @@ namespace wattdb::power {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
+
+std::string ReadWord(const std::string& path) {
+  std::ifstream f(path);
+  std::string w;
+  std::getline(f, w);
+  return w;
+}
+
+// "quota period" of a host cgroup, microseconds (cgroup v2's cpu.max, or v1's two files).
+std::string CpuCap(const HostCgroup& g) {
+  const std::string& d = g.dirs().front();
+  if (std::filesystem::exists(d + "/cpu.max")) return ReadWord(d + "/cpu.max");
+  return ReadWord(d + "/cpu.cfs_quota_us") + " " + ReadWord(d + "/cpu.cfs_period_us");
+}
 
 std::string TempDir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / fmt::format("wattdb-power-{}-{}", name, getpid());
@@ -179,6 +194,20 @@ TEST(Ipmitool, ParsesDcmiAndNamesAMissingTool) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsNotFound());
   EXPECT_NE(r.status().message().find("not found"), std::string::npos) << r.status().message();
+}
+
+// An emulated host's CPU cap holds in every window of its profile's period; a cap too small for
+// the kernel's 1 ms minimum quota gets a longer period instead of failing.
+TEST(HostCgroup, CapsTheCpuInEveryPeriodAndKeepsTheQuotaAtTheKernelsMinimum) {
+  if (geteuid() != 0) GTEST_SKIP() << "cgroups need root";
+  auto half = HostCgroup::Create(fmt::format("test_cap_{}", getpid()), 0.5, 10);
+  if (!half.ok()) GTEST_SKIP() << "no cgroup CPU controller here: " << half.status().ToString();
+  EXPECT_EQ(CpuCap(*half), "5000 10000");
+  half->Remove();
+  auto tiny = HostCgroup::Create(fmt::format("test_cap_{}", getpid()), 0.05, 10);
+  ASSERT_TRUE(tiny.ok()) << tiny.status().ToString();
+  EXPECT_EQ(CpuCap(*tiny), "1000 20001");
+  tiny->Remove();
 }
 
 }  // namespace

@@ -64,8 +64,8 @@ def cap_process(pid, cpus, name):
     """Moves process `pid` (its node processes, started earlier, stay where they are) into a
     cgroup of its own capped at `cpus` cores, as an emulated host's agent does for its node;
     returns the cgroup's directories (cgroup v2, or v1's cpu hierarchy)."""
-    period = 100000
-    quota = int(cpus * period)
+    period = 10000  # as an emulated host's default cpu_period_ms
+    quota = max(1000, int(cpus * period))
     controllers = "/sys/fs/cgroup/cgroup.controllers"
     if os.path.exists(controllers) and "cpu" in open(controllers).read():
         d = f"/sys/fs/cgroup/wattdb/{name}"

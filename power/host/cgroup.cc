@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +16,7 @@ namespace wattdb::power {
 namespace {
 
 constexpr const char* kRoot = "/sys/fs/cgroup";
-constexpr int64_t kPeriodUs = 100000;  // shorter periods cost throughput
+constexpr int64_t kMinQuotaUs = 1000;  // the kernel refuses less
 
 Status WriteTo(const std::string& path, const std::string& value) {
   std::ofstream f(path);
@@ -41,10 +42,12 @@ Status MakeDir(const std::string& dir) {
 
 }  // namespace
 
-Result<HostCgroup> HostCgroup::Create(const std::string& name, double cpus) {
+Result<HostCgroup> HostCgroup::Create(const std::string& name, double cpus, int period_ms) {
   HostCgroup g;
   g.cpus_ = cpus;
-  int64_t quota = static_cast<int64_t>(cpus * kPeriodUs);
+  int64_t period = std::max<int64_t>(int64_t{period_ms} * 1000, static_cast<int64_t>(kMinQuotaUs / cpus) + 1);
+  int64_t quota = std::max<int64_t>(kMinQuotaUs, static_cast<int64_t>(cpus * period));
+  g.period_us_ = period;
   std::string controllers = ReadAll(fmt::format("{}/cgroup.controllers", kRoot));
   if (controllers.find("cpu") != std::string::npos) {
     g.v2_ = true;
@@ -54,7 +57,7 @@ Result<HostCgroup> HostCgroup::Create(const std::string& name, double cpus) {
     RETURN_NOT_OK(WriteTo(fmt::format("{}/wattdb/cgroup.subtree_control", kRoot), "+cpu"));
     RETURN_NOT_OK(MakeDir(dir));
     g.dirs_.push_back(dir);
-    RETURN_NOT_OK(WriteTo(dir + "/cpu.max", fmt::format("{} {}", quota, kPeriodUs)));
+    RETURN_NOT_OK(WriteTo(dir + "/cpu.max", fmt::format("{} {}", quota, period)));
     g.procs_files_.push_back(dir + "/cgroup.procs");
     g.freeze_file_ = dir + "/cgroup.freeze";
     g.usage_file_ = dir + "/cpu.stat";
@@ -73,7 +76,7 @@ Result<HostCgroup> HostCgroup::Create(const std::string& name, double cpus) {
       g.procs_files_.push_back(rdir + "/cgroup.procs");
     }
     if (std::string(h) == "cpu") {
-      RETURN_NOT_OK(WriteTo(rdir + "/cpu.cfs_period_us", std::to_string(kPeriodUs)));
+      RETURN_NOT_OK(WriteTo(rdir + "/cpu.cfs_period_us", std::to_string(period)));
       RETURN_NOT_OK(WriteTo(rdir + "/cpu.cfs_quota_us", std::to_string(quota)));
     } else if (std::string(h) == "cpuacct") {
       g.usage_file_ = rdir + "/cpuacct.usage";
@@ -132,7 +135,8 @@ void HostCgroup::Remove() {
 }
 
 std::string HostCgroup::description() const {
-  return fmt::format("cgroup {} ({}, {:.2f} CPU)", dirs_.empty() ? "-" : dirs_.front(), v2_ ? "v2" : "v1", cpus_);
+  return fmt::format("cgroup {} ({}, {:.2f} CPU per {} ms)", dirs_.empty() ? "-" : dirs_.front(), v2_ ? "v2" : "v1",
+                     cpus_, period_us_ / 1000.0);
 }
 
 }  // namespace wattdb::power

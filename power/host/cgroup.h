@@ -16,8 +16,9 @@ namespace wattdb::power {
 
 class HostCgroup {
  public:
-  // Creates <root>/wattdb/<name> in each needed hierarchy, CPU capped at `cpus`.
-  static Result<HostCgroup> Create(const std::string& name, double cpus);
+  // Creates <root>/wattdb/<name> in each needed hierarchy, CPU capped at `cpus` over every
+  // `period_ms` (longer if the quota would be below the kernel's 1 ms minimum).
+  static Result<HostCgroup> Create(const std::string& name, double cpus, int period_ms);
   HostCgroup() = default;
 
   // For a child between fork and exec: moves the calling process in (async-signal-safe).
@@ -29,6 +30,8 @@ class HostCgroup {
   // Removes the cgroups (they must be empty).
   void Remove();
   bool valid() const { return !procs_files_.empty(); }
+  // The created directories, the CPU hierarchy's first.
+  const std::vector<std::string>& dirs() const { return dirs_; }
   std::string description() const;
 
  private:
@@ -37,6 +40,7 @@ class HostCgroup {
   std::vector<std::string> procs_files_;  // cgroup.procs of each hierarchy to join
   std::string freeze_file_, usage_file_;
   double cpus_ = 0;
+  int64_t period_us_ = 0;
 };
 
 }  // namespace wattdb::power

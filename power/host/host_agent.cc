@@ -75,7 +75,7 @@ Status HostAgent::Start() {
   std::filesystem::create_directories(o_.dir, fec);
   if (fec) return Status::IOError(fmt::format("cannot create {}: {}", o_.dir, fec.message()));
   if (!o_.cgroup.empty()) {
-    auto cg = HostCgroup::Create(o_.cgroup, profile_.cpus);
+    auto cg = HostCgroup::Create(o_.cgroup, profile_.cpus, profile_.cpu_period_ms);
     if (!cg.ok()) return Status::IOError(fmt::format("host cgroup: {}", cg.status().message()));
     cgroup_ = std::move(*cg);
     Log("host")->info("node {}: {}", o_.id, cgroup_.description());

@@ -126,8 +126,8 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
       std::string where = fmt::format("[profile.{}]", name.str());
       if (!t) return Status::InvalidArgument(fmt::format("{}:{}: {} must be a table", source, Line(node), where));
       RETURN_NOT_OK(CheckKeys(*t,
-                              {"cpus", "idle_watts", "peak_watts", "suspended_watts", "off_watts", "resume_ms",
-                               "boot_ms"},
+                              {"cpus", "cpu_period_ms", "idle_watts", "peak_watts", "suspended_watts", "off_watts",
+                               "resume_ms", "boot_ms"},
                               where, source));
       HostProfile p;
       p.name = std::string(name.str());
@@ -143,6 +143,7 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
         return Status::InvalidArgument(fmt::format("{}:{}: {} key 'peak_watts' ({}) is below idle_watts ({})",
                                                    source, Line(at ? *at : *t), where, p.peak_watts, p.idle_watts));
       }
+      RETURN_NOT_OK(ReadInt(*t, "cpu_period_ms", &p.cpu_period_ms, 1, 1000, where, source));
       RETURN_NOT_OK(ReadInt(*t, "resume_ms", &p.resume_ms, 0, 600000, where, source));
       RETURN_NOT_OK(ReadInt(*t, "boot_ms", &p.boot_ms, 0, 3600000, where, source));
       std::erase_if(c->profiles, [&](const HostProfile& q) { return q.name == p.name; });

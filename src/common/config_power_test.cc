@@ -42,6 +42,7 @@ meter_interval_ms = 250
 metrics_port = 9187
 [profile.xeon]
 cpus = 8
+cpu_period_ms = 50
 idle_watts = 90
 peak_watts = 220.5
 suspended_watts = 6
@@ -74,6 +75,8 @@ wol = { mac = "52:54:00:aa:bb:cc", broadcast = "127.255.255.255", port = 40009 }
   EXPECT_DOUBLE_EQ(x.cpus, 8);
   EXPECT_DOUBLE_EQ(x.peak_watts, 220.5);
   EXPECT_EQ(x.boot_ms, 60000);
+  EXPECT_EQ(x.cpu_period_ms, 50);
+  EXPECT_EQ(c->Profile(c->nodes[1]).cpu_period_ms, 10) << "the default";
   EXPECT_EQ(c->Profile(c->nodes[1]).name, "atom");
   EXPECT_EQ(c->nodes[0].ipmi.host, "10.0.0.5");
   EXPECT_EQ(c->nodes[0].ipmi.port, 6230);
@@ -110,6 +113,7 @@ TEST(PowerConfig, BadPowerConfigNamesFileLineAndKey) {
   ExpectError("[profile.atom]\nidle_watts = \"lots\"\n" + node, "2", "idle_watts");
   ExpectError("[profile.atom]\nidle_watts = 30\npeak_watts = 20\n" + node, "3", "peak_watts");
   ExpectError("[profile.atom]\nboot_ms = -1\n" + node, "2", "boot_ms");
+  ExpectError("[profile.atom]\ncpu_period_ms = 0\n" + node, "2", "cpu_period_ms");
   ExpectError("[profile.atom]\nsleep_watts = 1\n" + node, "2", "sleep_watts");
   ExpectError("[power]\nmeter_interval_ms = 0\n" + node, "2", "meter_interval_ms");
   ExpectError("[[infrastructure]]\nname = \"ups\"\nmeter = \"ipmi-dcmi\"\n" + node, "3", "meter");

@@ -14,6 +14,9 @@ namespace wattdb {
 struct HostProfile {
   std::string name = "atom";
   double cpus = 1.0;               // CPU capacity; an emulated host's cgroup quota (in CPUs)
+  // An emulated host's cap holds over every such period: cpus × period of CPU time in each
+  // (a long period lets a burst shorter than it run on more cores than the host has).
+  int cpu_period_ms = 10;
   double idle_watts = 22.0;        // on, CPU idle
   double peak_watts = 26.0;        // on, CPU saturated (linear in between)
   double suspended_watts = 2.5;    // S3, suspend-to-RAM
