@@ -93,7 +93,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
     args = ap.parse_args()
-    rows = args.rows or (100_000 if args.quick else 1_000_000)
+    rows = args.rows or (100_000 if args.quick else 5_000_000)
     args.runs = args.runs or (2 if args.quick else 5)
     sizes = [int(x) for x in args.nodes.split(",") if x]
     os.makedirs(args.out, exist_ok=True)
