@@ -80,7 +80,7 @@ def main():
     ap.add_argument("--pad", choices=["repeated", "distinct"], default="repeated",
                     help="every row's 100-byte pad the same text, or each a different one")
     args = ap.parse_args()
-    rows = args.rows or (200_000 if args.quick else 2_000_000)
+    rows = args.rows or (200_000 if args.quick else 10_000_000)
     runs = args.runs or (3 if args.quick else 7)
     os.makedirs(args.out, exist_ok=True)
     frame = "" if args.frame_kb is None else f"scan_frame_kb = {args.frame_kb}"
