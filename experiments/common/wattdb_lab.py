@@ -64,7 +64,9 @@ def cap_process(pid, cpus, name):
     """Moves process `pid` (its node processes, started earlier, stay where they are) into a
     cgroup of its own capped at `cpus` cores, as an emulated host's agent does for its node;
     returns the cgroup's directories (cgroup v2, or v1's cpu hierarchy)."""
-    period = 10000  # as an emulated host's default cpu_period_ms
+    # As power/host/cgroup.cc caps an emulated host (cpu_period_ms 10): a cap below the
+    # kernel's 1 ms minimum quota gets a longer period, never a larger share.
+    period = max(10000, int(1000 / cpus) + 1)
     quota = max(1000, int(cpus * period))
     controllers = "/sys/fs/cgroup/cgroup.controllers"
     if os.path.exists(controllers) and "cpu" in open(controllers).read():

@@ -152,9 +152,6 @@ class ExchangeSource : public exec::RowSource {
   Options opts_;
   TableId table_ = 0;
   size_t ncols_ = 0;  // of the fragment's output
-  // The fragment encoded for nodes of other processes (made once per plan, when the first
-  // of them is read; PlanNode::Encoded).
-  const std::string& EncodedFragment();
   bool blocking_ = false;  // the fragment aggregates or sorts
   std::vector<Part> parts_;
   size_t producers_ = 0;  // running on the shared thread cache; the last to end notifies ended_
@@ -170,7 +167,9 @@ class ExchangeSource : public exec::RowSource {
   std::map<NodeId, uint64_t> cpu_;  // node CPU reported, not yet booked to the statement
   uint64_t producer_cpu_ = 0;       // the producers' thread CPU, not yet booked
   std::map<NodeId, std::vector<exec::OperatorStats>> node_stats_;  // summed over segments
-  const plan::PlanNode* fragment_root_ = nullptr;  // borrowed; the plan outlives the source
+  // Borrowed; the plan outlives the source. Nodes of other processes get its encoding
+  // (PlanNode::Encoded: made once per plan, when the first of them is read).
+  const plan::PlanNode* fragment_root_ = nullptr;
 };
 
 }  // namespace wattdb::rpc
