@@ -167,8 +167,9 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
         local = st.ok();
         if (local && !stats.empty()) x_.AddNodeStats(seg_.node, stats);
       } else if (auto client = x_.map_.Client(seg_.node); client.ok()) {
-        auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.fragment_root_->Encoded(),
-                                               x_.opts_.work_mem, x_.opts_.params, x_.opts_.stats != nullptr);
+        auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn,
+                                               x_.fragment_root_->Encoded(), x_.opts_.work_mem, x_.opts_.params,
+                                               x_.opts_.stats != nullptr);
         if (opened.ok()) {
           stream_ = std::move(*opened);
         } else {
