@@ -22,7 +22,7 @@
 #include "common/codec.h"
 #include "common/logging.h"
 #include "rpc/node_client.h"
-#include "master/cluster/node_rpc.h"
+#include "master/nodes/node_rpc.h"
 #include "node/node_server.h"
 #include "proto/node_service.capnp.h"
 

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/sqlstate.h"
 #include "common/subprocess.h"
 
 namespace wattdb::power {
@@ -47,7 +48,7 @@ Result<std::string> RunIpmitool(const IpmiConfig& c, const std::vector<std::stri
         out.find("Unauthorized name") != std::string::npos ||
         out.find("RAKP 2 message indicates an error : unauthorized name") != std::string::npos ||
         out.find("invalid authentication") != std::string::npos) {
-      return Status::Sql("28P01", fmt::format("{}: the BMC refused user '{}' or its password", what, c.user));
+      return Status::Sql(sqlstate::kInvalidPassword, fmt::format("{}: the BMC refused user '{}' or its password", what, c.user));
     }
     if (out.find("Unable to establish IPMI v2 / RMCP+ session") != std::string::npos) {
       last = Status::Unavailable(

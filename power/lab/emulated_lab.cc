@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/sqlstate.h"
 #include "common/subprocess.h"
 #include "power/bmc/bmc.h"
 #include "power/host/agent_client.h"
@@ -51,7 +52,7 @@ Status EmulatedLab::Ip(const std::vector<std::string>& args) {
 Status EmulatedLab::Up() {
   if (config_.hosts.mode != "emulated") return Status::InvalidArgument("the config's [hosts] mode is not \"emulated\"");
   if (geteuid() != 0) {
-    return Status::Sql("42501", "emulated hosts need root (network namespaces, cgroups, ports 9 and 623)");
+    return Status::Sql(sqlstate::kInsufficientPrivilege, "emulated hosts need root (network namespaces, cgroups, ports 9 and 623)");
   }
   std::error_code ec;
   std::filesystem::create_directories(o_.dir, ec);

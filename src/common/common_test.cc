@@ -15,6 +15,7 @@
 #include "common/config.h"
 #include "common/shared_bytes.h"
 #include "common/reaper.h"
+#include "common/sqlstate.h"
 #include "common/stack_guard.h"
 #include "common/thread_cache.h"
 #include "common/timer_service.h"
@@ -103,9 +104,9 @@ TEST(RowCodec, RoundTripAndTruncation) {
 
 TEST(Value, CastsFollowSqlRules) {
   EXPECT_EQ(Value::Text("42").CastTo({TypeId::kInt32}).value().as_int(), 42);
-  EXPECT_EQ(Value::Text("4x").CastTo({TypeId::kInt32}).status().sqlstate(), "22P02");
-  EXPECT_EQ(Value::Int64(1LL << 40).CastTo({TypeId::kInt32}).status().sqlstate(), "22003");
-  EXPECT_EQ(Value::Text("abcd").CastTo({TypeId::kText, 3}).status().sqlstate(), "22001");
+  EXPECT_EQ(Value::Text("4x").CastTo({TypeId::kInt32}).status().sqlstate(), sqlstate::kInvalidTextRepresentation);
+  EXPECT_EQ(Value::Int64(1LL << 40).CastTo({TypeId::kInt32}).status().sqlstate(), sqlstate::kNumericValueOutOfRange);
+  EXPECT_EQ(Value::Text("abcd").CastTo({TypeId::kText, 3}).status().sqlstate(), sqlstate::kStringDataRightTruncation);
   EXPECT_EQ(Value::Double(2.5).CastTo({TypeId::kInt64}).value().as_int(), 2);  // half to even
   EXPECT_EQ(Value::Double(3.5).CastTo({TypeId::kInt64}).value().as_int(), 4);
   EXPECT_EQ(Value::Double(0.1).ToText(), "0.1");
@@ -135,7 +136,7 @@ TEST(Value, FromTextAnswersAsACastFromText) {
       EXPECT_EQ(fast->ToText(), cast->ToText()) << t.ToString() << " '" << in << "'";
     }
   }
-  EXPECT_EQ(Value::FromText("2147483648", {TypeId::kInt32}).status().sqlstate(), "22003");
+  EXPECT_EQ(Value::FromText("2147483648", {TypeId::kInt32}).status().sqlstate(), sqlstate::kNumericValueOutOfRange);
   EXPECT_EQ(Value::FromText("12.345", numeric_15_2)->ToText(), "12.35");
 }
 
@@ -253,7 +254,7 @@ Status Recurse(int depth, int* reached) {
 TEST(StackGuard, DeepRecursionFailsWith54001) {
   int reached = 0;
   Status s = Recurse(0, &reached);
-  EXPECT_EQ(s.sqlstate(), "54001");
+  EXPECT_EQ(s.sqlstate(), sqlstate::kStatementTooComplex);
   EXPECT_GT(reached, 1000);
 }
 

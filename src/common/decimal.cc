@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <functional>
 
+#include "common/sqlstate.h"
+
 namespace wattdb {
 
 namespace {
@@ -39,7 +41,7 @@ std::string DigitsOf(Int128 abs) {
   return std::string(s.rbegin(), s.rend());
 }
 
-Status Overflow() { return Status::Sql("22003", "value overflows numeric format"); }
+Status Overflow() { return Status::Sql(sqlstate::kNumericValueOutOfRange, "value overflows numeric format"); }
 
 Result<Decimal> Checked(Int128 v, int scale) {
   if (Abs(v) >= Pow10(kMaxDecimalDigits)) return Overflow();
@@ -101,7 +103,7 @@ Result<Decimal> ParseDecimal(std::string_view in) {
     }
     if (plain && digit) return Decimal{neg ? -static_cast<Int128>(v) : static_cast<Int128>(v), frac};
   }
-  auto bad = [&] { return Status::Sql("22P02", fmt::format("invalid input syntax for type numeric: \"{}\"", in)); };
+  auto bad = [&] { return Status::Sql(sqlstate::kInvalidTextRepresentation, fmt::format("invalid input syntax for type numeric: \"{}\"", in)); };
   std::string_view s = in;
   while (!s.empty() && isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -180,7 +182,7 @@ std::string FormatDecimal(const Decimal& d) {
 Decimal DecimalFromInt(int64_t i) { return Decimal{i, 0}; }
 
 Result<Decimal> DecimalFromDouble(double d) {
-  if (!std::isfinite(d)) return Status::Sql("22003", "cannot convert infinity or NaN to numeric");
+  if (!std::isfinite(d)) return Status::Sql(sqlstate::kNumericValueOutOfRange, "cannot convert infinity or NaN to numeric");
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.15g", d);
   return ParseDecimal(buf);
@@ -190,7 +192,7 @@ double DecimalToDouble(const Decimal& d) { return std::strtod(FormatDecimal(d).c
 
 Result<int64_t> DecimalToInt(const Decimal& d) {
   Int128 v = DivRound(d.v, Pow10(d.scale));
-  if (v > INT64_MAX || v < INT64_MIN) return Status::Sql("22003", "bigint out of range");
+  if (v > INT64_MAX || v < INT64_MIN) return Status::Sql(sqlstate::kNumericValueOutOfRange, "bigint out of range");
   return static_cast<int64_t>(v);
 }
 
@@ -207,7 +209,7 @@ Result<Decimal> Rescale(const Decimal& d, int scale) {
 Result<Decimal> ApplyTypmod(const Decimal& d, int precision, int scale) {
   ASSIGN_OR_RETURN(Decimal r, Rescale(d, scale));
   if (r.v != 0 && NumDigits(Abs(r.v)) > precision) {
-    return Status::Sql("22003", fmt::format("numeric field overflow: a field with precision {}, scale {} must round "
+    return Status::Sql(sqlstate::kNumericValueOutOfRange, fmt::format("numeric field overflow: a field with precision {}, scale {} must round "
                                             "to an absolute value less than 10^{}",
                                             precision, scale, precision - scale));
   }
@@ -263,7 +265,7 @@ Result<Decimal> MulDecimal(const Decimal& a, const Decimal& b) {
 }
 
 Result<Decimal> DivDecimal(const Decimal& a, const Decimal& b) {
-  if (b.v == 0) return Status::Sql("22012", "division by zero");
+  if (b.v == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
   if (a.v == 0) return Decimal{0, std::max({a.scale, b.scale, 0})};
   // PostgreSQL's select_div_scale: at least 16 significant digits, and no fewer fractional
   // digits than either input shows.
@@ -288,7 +290,7 @@ Result<Decimal> DivDecimal(const Decimal& a, const Decimal& b) {
 }
 
 Result<Decimal> ModDecimal(const Decimal& a, const Decimal& b) {
-  if (b.v == 0) return Status::Sql("22012", "division by zero");
+  if (b.v == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
   Int128 x = 0, y = 0;
   int scale;
   RETURN_NOT_OK(Align(a, b, &x, &y, &scale));

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "common/sqlstate.h"
+
 namespace wattdb {
 
 namespace {
@@ -30,7 +32,7 @@ Status CheckStackDepth() {
   uintptr_t sp = reinterpret_cast<uintptr_t>(&here);
   uintptr_t limit = StackLimit();
   if (limit != 0 && sp < limit) {
-    return Status::Sql("54001", "stack depth limit exceeded: the statement is nested too deeply");
+    return Status::Sql(sqlstate::kStatementTooComplex, "stack depth limit exceeded: the statement is nested too deeply");
   }
   return Status::OK();
 }

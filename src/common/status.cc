@@ -1,5 +1,7 @@
 #include "common/status.h"
 
+#include "common/sqlstate.h"
+
 namespace wattdb {
 
 const std::string& Status::message() const {
@@ -10,21 +12,21 @@ const std::string& Status::message() const {
 std::string Status::sqlstate() const {
   if (state_ && !state_->sqlstate.empty()) return state_->sqlstate;
   switch (code()) {
-    case Code::kOk: return "00000";
-    case Code::kInvalidArgument: return "22023";
-    case Code::kNotFound: return "42704";
-    case Code::kAlreadyExists: return "42710";
-    case Code::kIOError: return "58030";
-    case Code::kCorruption: return "XX001";
-    case Code::kUnavailable: return "57P03";
-    case Code::kAborted: return "40001";
-    case Code::kStale: return "40001";
-    case Code::kNotSupported: return "0A000";
-    case Code::kInternal: return "XX000";
-    case Code::kTimedOut: return "57P03";
-    case Code::kConflict: return "40001";
+    case Code::kOk: return sqlstate::kSuccessfulCompletion;
+    case Code::kInvalidArgument: return sqlstate::kInvalidParameterValue;
+    case Code::kNotFound: return sqlstate::kUndefinedObject;
+    case Code::kAlreadyExists: return sqlstate::kDuplicateObject;
+    case Code::kIOError: return sqlstate::kIoError;
+    case Code::kCorruption: return sqlstate::kDataCorrupted;
+    case Code::kUnavailable: return sqlstate::kCannotConnectNow;
+    case Code::kAborted: return sqlstate::kSerializationFailure;
+    case Code::kStale: return sqlstate::kSerializationFailure;
+    case Code::kNotSupported: return sqlstate::kFeatureNotSupported;
+    case Code::kInternal: return sqlstate::kInternalError;
+    case Code::kTimedOut: return sqlstate::kCannotConnectNow;
+    case Code::kConflict: return sqlstate::kSerializationFailure;
   }
-  return "XX000";
+  return sqlstate::kInternalError;
 }
 
 std::string Status::ToString() const {

@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "common/sqlstate.h"
+
 namespace wattdb {
 
 class [[nodiscard]] Status {
@@ -63,12 +65,12 @@ class [[nodiscard]] Status {
   static Status IOError(std::string m) { return {Code::kIOError, std::move(m)}; }
   static Status Corruption(std::string m) { return {Code::kCorruption, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
-  static Status Aborted(std::string m, std::string st = "40001") {
+  static Status Aborted(std::string m, std::string st = sqlstate::kSerializationFailure) {
     return {Code::kAborted, std::move(m), std::move(st)};
   }
   static Status Stale(std::string m) { return {Code::kStale, std::move(m)}; }
-  static Status Conflict(std::string m) { return {Code::kConflict, std::move(m), "40001"}; }
-  static Status NotSupported(std::string m) { return {Code::kNotSupported, std::move(m), "0A000"}; }
+  static Status Conflict(std::string m) { return {Code::kConflict, std::move(m), sqlstate::kSerializationFailure}; }
+  static Status NotSupported(std::string m) { return {Code::kNotSupported, std::move(m), sqlstate::kFeatureNotSupported}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
   static Status TimedOut(std::string m) { return {Code::kTimedOut, std::move(m)}; }
   // A SQL error with an explicit SQLSTATE and optional position (1-based, 0 = none).

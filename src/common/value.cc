@@ -5,6 +5,8 @@
 #include <functional>
 #include <limits>
 
+#include "common/sqlstate.h"
+
 namespace wattdb {
 
 std::string SqlType::ToString() const {
@@ -194,7 +196,7 @@ void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
 
 Result<int64_t> ParseTimestamp(std::string_view in) {
   auto bad = [&] {
-    return Status::Sql("22007", fmt::format("invalid input syntax for type timestamp: \"{}\"", in));
+    return Status::Sql(sqlstate::kInvalidDatetimeFormat, fmt::format("invalid input syntax for type timestamp: \"{}\"", in));
   };
   std::string_view s = in;
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
@@ -233,7 +235,7 @@ Result<int64_t> ParseTimestamp(std::string_view in) {
   bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
   if (mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] || (mo == 2 && d == 29 && !leap) || h > 23 ||
       mi > 59 || sec > 60) {
-    return Status::Sql("22008", fmt::format("date/time field value out of range: \"{}\"", in));
+    return Status::Sql(sqlstate::kDatetimeFieldOverflow, fmt::format("date/time field value out of range: \"{}\"", in));
   }
   int64_t days = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) - 10957;
   return ((days * 24 + h) * 60 + mi) * 60000000 + sec * 1000000 + frac;
@@ -278,12 +280,12 @@ Result<int64_t> ParseIntText(std::string_view s, const SqlType& t) {
   int64_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (v.empty() || p != v.data() + v.size()) {
-    return Status::Sql("22P02",
+    return Status::Sql(sqlstate::kInvalidTextRepresentation,
                        fmt::format("invalid input syntax for type {}: \"{}\"", t.ToString(), s));
   }
   if (ec == std::errc::result_out_of_range ||
       (t.id == TypeId::kInt32 && (out > std::numeric_limits<int32_t>::max() || out < std::numeric_limits<int32_t>::min()))) {
-    return Status::Sql("22003", fmt::format("value \"{}\" is out of range for type {}", s, t.ToString()));
+    return Status::Sql(sqlstate::kNumericValueOutOfRange, fmt::format("value \"{}\" is out of range for type {}", s, t.ToString()));
   }
   return out;
 }
@@ -296,7 +298,7 @@ Result<Decimal> ParseNumericText(std::string_view s, const SqlType& t) {
 
 // PostgreSQL's one-dimensional array text form: {a,"b c",NULL}.
 static Result<std::vector<Value>> ParseArrayText(const std::string& s, const SqlType& element) {
-  auto bad = [&] { return Status::Sql("22P02", fmt::format("malformed array literal: \"{}\"", s)); };
+  auto bad = [&] { return Status::Sql(sqlstate::kInvalidTextRepresentation, fmt::format("malformed array literal: \"{}\"", s)); };
   size_t i = 0, n = s.size();
   while (i < n && isspace(static_cast<unsigned char>(s[i]))) i++;
   if (i >= n || s[i++] != '{') return bad();
@@ -348,7 +350,7 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         for (char c : s_) l += static_cast<char>(tolower(static_cast<unsigned char>(c)));
         if (l == "t" || l == "true" || l == "yes" || l == "on" || l == "1") return Bool(true);
         if (l == "f" || l == "false" || l == "no" || l == "off" || l == "0") return Bool(false);
-        return Status::Sql("22P02", fmt::format("invalid input syntax for type boolean: \"{}\"", s_));
+        return Status::Sql(sqlstate::kInvalidTextRepresentation, fmt::format("invalid input syntax for type boolean: \"{}\"", s_));
       }
       if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64) return Bool(i_ != 0);
       break;
@@ -359,12 +361,12 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         v = i_;
       } else if (type_ == TypeId::kDouble) {
         if (std::isnan(d_) || d_ >= 9.223372036854775807e18 || d_ < -9.223372036854775808e18) {
-          return Status::Sql("22003", fmt::format("{} out of range", t.ToString()));
+          return Status::Sql(sqlstate::kNumericValueOutOfRange, fmt::format("{} out of range", t.ToString()));
         }
         v = static_cast<int64_t>(std::nearbyint(d_));  // round half to even, like PostgreSQL
       } else if (type_ == TypeId::kNumeric) {
         auto r = DecimalToInt(dec_);
-        if (!r.ok()) return Status::Sql("22003", fmt::format("{} out of range", t.ToString()));
+        if (!r.ok()) return Status::Sql(sqlstate::kNumericValueOutOfRange, fmt::format("{} out of range", t.ToString()));
         v = *r;
       } else if (type_ == TypeId::kText) {
         return ParseInt(s_, t);
@@ -375,7 +377,7 @@ Result<Value> Value::CastTo(const SqlType& t) const {
       }
       if (t.id == TypeId::kInt32 && (v > std::numeric_limits<int32_t>::max() ||
                                      v < std::numeric_limits<int32_t>::min())) {
-        return Status::Sql("22003", "integer out of range");
+        return Status::Sql(sqlstate::kNumericValueOutOfRange, "integer out of range");
       }
       return t.id == TypeId::kInt32 ? Int32(v) : Int64(v);
     }
@@ -412,7 +414,7 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         double d = 0;
         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
         if (v.empty() || p != v.data() + v.size() || ec != std::errc()) {
-          return Status::Sql("22P02", fmt::format(
+          return Status::Sql(sqlstate::kInvalidTextRepresentation, fmt::format(
                                           "invalid input syntax for type double precision: \"{}\"", s_));
         }
         return Double(d);
@@ -451,7 +453,7 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         size_t end = s.find_last_not_of(' ');
         std::string trimmed = end == std::string::npos ? "" : s.substr(0, end + 1);
         if (t.max_len > 0 || chars(trimmed) > limit) {
-          return Status::Sql("22001", fmt::format("value too long for type {}", t.ToString()));
+          return Status::Sql(sqlstate::kStringDataRightTruncation, fmt::format("value too long for type {}", t.ToString()));
         }
         s = std::move(trimmed);
       }
@@ -459,7 +461,7 @@ Result<Value> Value::CastTo(const SqlType& t) const {
       return Text(std::move(s));
     }
   }
-  return Status::Sql("42804", fmt::format("cannot cast type {} to {}",
+  return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("cannot cast type {} to {}",
                                           SqlType{type_, 0}.ToString(), t.ToString()));
 }
 

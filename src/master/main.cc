@@ -1,8 +1,7 @@
 // wattdb-master: SQL front end and cluster controller.
-#include <unistd.h>
-
 #include <filesystem>
 #include <iostream>
+#include <variant>
 
 #include <boost/program_options.hpp>
 
@@ -10,19 +9,23 @@
 #include "common/config.h"
 #include "common/logging.h"
 #include "common/process.h"
-#include "common/subprocess.h"
 #include "common/stack_guard.h"
-#include "master/cluster/cluster.h"
-#include "master/metrics/metrics_server.h"
-#include "master/pgwire/pg_server.h"
-#include "master/sql/scan_provider.h"
-#include "node/node_server.h"
+#include "master/energy/energy_service.h"
+#include "master/master.h"
 
 namespace po = boost::program_options;
 using namespace wattdb;
 
-int main(int argc, char** argv) {
-  wattdb::SetDefaultThreadStackSize(wattdb::kServerThreadStackBytes);
+namespace {
+
+// What the command line asks for: a master to run, or an exit code (help, a printed default,
+// a bad flag or config).
+struct Flags {
+  ClusterConfig config;
+  master::MasterOptions opts;
+};
+
+std::variant<Flags, int> ParseFlags(int argc, char** argv) {
   po::options_description desc(
       "wattdb-master: accepts PostgreSQL clients, plans queries, and controls the nodes of a\n"
       "WattDB cluster (placement, segment moves, drain, power).\n\n"
@@ -62,118 +65,48 @@ int main(int argc, char** argv) {
     std::cerr << "wattdb-master: unknown log level " << level << "\n";
     return 2;
   }
-  BlockTerminationSignals();
-
-  master::MasterOptions opts;
-  opts.config_path = config_path.empty() ? "" : std::filesystem::absolute(config_path).string();
-  opts.manage_nodes = vm["manage-nodes"].as<bool>();
-  opts.balance = !vm["no-balance"].as<bool>();
-  if (vm.count("policy")) opts.policy_path = vm["policy"].as<std::string>();
-  if (std::string policy = opts.policy_path.empty() ? cfg->energy_policy : opts.policy_path; !policy.empty()) {
-    auto p = master::LoadPolicy(policy, *cfg);  // checked before anything starts
-    if (!p.ok()) {
-      std::cerr << "wattdb-master: invalid energy policy: " << p.status().message() << "\n";
-      return 2;
-    }
-  }
+  Flags f{std::move(*cfg), {}};
+  master::ClusterOptions& c = f.opts.cluster;
+  c.config_path = config_path.empty() ? "" : std::filesystem::absolute(config_path).string();
+  c.manage_nodes = vm["manage-nodes"].as<bool>();
+  c.balance = !vm["no-balance"].as<bool>();
+  if (vm.count("policy")) f.opts.policy_path = vm["policy"].as<std::string>();
   if (vm.count("node-binary")) {
-    opts.node_binary = vm["node-binary"].as<std::string>();
-  } else if (!cfg->node_binary.empty()) {
-    opts.node_binary = cfg->node_binary;
+    c.node_binary = vm["node-binary"].as<std::string>();
+  } else if (!f.config.node_binary.empty()) {
+    c.node_binary = f.config.node_binary;
   } else {
     std::error_code ec;
-    opts.node_binary = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "wattdb-node").string();
+    c.node_binary = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "wattdb-node").string();
   }
-  // Emulated hosts are hardware to the master: wattdb-lab builds them (its processes leave
-  // the master's process tree) and removes them when the master that built them stops.
-  bool lab = opts.manage_nodes && cfg->hosts.mode == "emulated";
-  std::string lab_cmd = (std::filesystem::path(opts.node_binary).parent_path() / "wattdb-lab").string();
-  if (lab) {
-    if (opts.config_path.empty()) {
-      std::cerr << "wattdb-master: emulated hosts need a config file (--config)\n";
-      return 2;
-    }
-    auto up = RunProcess({lab_cmd, "up", "--adopt", "--config", opts.config_path}, 60000);
-    if (!up.ok() || up->exit_code != 0) {
-      Log("master")->error("cannot bring up the emulated hosts: {}", up.ok() ? up->output : up.status().ToString());
-      return 1;
-    }
-    Log("master")->info("{}", up->output.substr(0, up->output.find_last_not_of('\n') + 1));
-    lab = up->output.find("already up") == std::string::npos;  // adopted ones stay up at exit
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SetDefaultThreadStackSize(kServerThreadStackBytes);
+  auto parsed = ParseFlags(argc, argv);
+  if (int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  Flags& f = std::get<Flags>(parsed);
+  BlockTerminationSignals();
+  master::Master m(f.config, std::move(f.opts));
+  if (Status s = m.Init(); !s.ok()) {
+    std::cerr << "wattdb-master: " << s.message() << "\n";
+    return 2;
   }
-  auto lab_down = [&] {
-    if (lab) (void)RunProcess({lab_cmd, "down", "--config", opts.config_path}, 60000);
-  };
-  master::Cluster cluster(*cfg, opts);
-  Status s = cluster.Start();
-  if (!s.ok()) {
+  if (Status s = m.Start(); !s.ok()) {
     Log("master")->error("cannot start: {}", s.ToString());
-    cluster.Stop();
-    lab_down();
     return 1;
   }
-  master::RegisterSystemViews(cluster.catalog());
-  // The master node (power = "master"): this process holds its segments and reads them
-  // without a message; other nodes and the master's control calls reach it on its data port.
-  std::unique_ptr<node::NodeServer> hosted;
-  for (const auto& n : cfg->nodes) {
-    if (!n.InMaster()) continue;
-    hosted = std::make_unique<node::NodeServer>(node::NodeOptionsFromConfig(*cfg, n));
-    s = hosted->Start();
-    if (s.ok() && !cluster.registry().WaitUp(n.id, cfg->heartbeat_timeout_ms)) {
-      s = Status::TimedOut(fmt::format("node {} did not register within {} ms", n.id, cfg->heartbeat_timeout_ms));
-    }
-    if (!s.ok()) {
-      Log("master")->error("cannot start the node it hosts: {}", s.ToString());
-      hosted->Stop();
-      cluster.Stop();
-      lab_down();
-      return 1;
-    }
-    cluster.set_local_segments(hosted.get());
-    if (auto client = cluster.registry().Client(n.id); client.ok()) {
-      (*client)->SetInline([node = hosted.get()](net::Connection& c) { return node->ServeInline(c); });
-    }
-    Log("master")->info("hosting node {} (data port {})", n.id, hosted->port());
-  }
-  auto stop_hosted = [&] {
-    cluster.set_local_segments(nullptr);
-    if (hosted) hosted->Stop();
-  };
-  master::PgServer pg(cluster, cfg->master_host, cfg->pg_port);
-  s = pg.Start();
-  if (!s.ok()) {
-    Log("master")->error("cannot start SQL listener: {}", s.ToString());
-    cluster.Stop();
-    stop_hosted();
-    lab_down();
-    return 1;
-  }
-  std::unique_ptr<master::MetricsServer> metrics;
-  if (cfg->metrics_port != 0) {
-    metrics = std::make_unique<master::MetricsServer>(cluster, cfg->master_host, cfg->metrics_port);
-    s = metrics->Start();
-    if (!s.ok()) {
-      Log("master")->error("{}", s.ToString());
-      pg.Stop();
-      cluster.Stop();
-      stop_hosted();
-      lab_down();
-      return 1;
-    }
-  }
-  Log("master")->info("ready: psql -h {} -p {} -U wattdb", cfg->master_host, cfg->pg_port);
+  Log("master")->info("ready: psql -h {} -p {} -U wattdb", f.config.master_host, f.config.pg_port);
   int sig;
   while ((sig = WaitForSignal()) == SIGHUP) {
     Log("master")->info("SIGHUP received, reloading the energy policy");
-    (void)cluster.energy().Reload();
+    m.ReloadPolicy();
   }
   Log("master")->info("signal {} received, shutting down", sig);
-  if (metrics) metrics->Stop();
-  pg.Stop();
-  cluster.Stop();  // its last calls (commit confirmations) may go to the node it hosts
-  stop_hosted();
-  lab_down();
+  m.Shutdown();
   Log("master")->info("master stopped");
   return 0;
 }

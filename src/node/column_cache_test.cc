@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
+#include "common/sqlstate.h"
 #include "node/segment_rows.h"
 
 namespace wattdb::node {
@@ -548,7 +549,7 @@ TEST_F(ColumnCacheTest, PointLookupsThroughAnImageTellWritersTheNewestVersion) {
   storage::WriteOp rival{1, Key(6), storage::VersionKind::kPut, row_of(6, "rival", 0)};
   ASSERT_TRUE(store_->Apply(40, {rival}).ok());
   EXPECT_FALSE(w.seen->Current(**store_->Get(1)));
-  EXPECT_EQ(participant_->Prepare(1, 35, {w}).sqlstate(), "40001");
+  EXPECT_EQ(participant_->Prepare(1, 35, {w}).sqlstate(), sqlstate::kSerializationFailure);
   w.seen = seen_at(6, 45);
   EXPECT_EQ(w.seen->latest.ts, 40u);
   ASSERT_TRUE(participant_->Prepare(2, 45, {w}).ok());

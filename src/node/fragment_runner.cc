@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/sqlstate.h"
 #include "query/exec/eval_vector.h"
 #include "query/exec/operator.h"
 #include "query/exec/row_decode.h"
@@ -28,7 +29,7 @@ class SegmentSource : public exec::RowSource {
     // system call: per batch it cost a fast scan 6-7 % of its CPU; a slow batch still looks
     // before each).
     if (calls_++ > 0 && opts_.hung_up && LookNow() && opts_.hung_up()) {
-      return Status::Sql("57014", "canceling statement: its reader went away");
+      return Status::Sql(sqlstate::kQueryCanceled, "canceling statement: its reader went away");
     }
     const std::vector<bool>* used = used_.empty() ? nullptr : &used_;
     if (rows_.columnar()) return rows_.NextBatch(used, &out, last_key_);

@@ -1,5 +1,6 @@
 #include "node/node_server.h"
 
+#include "common/sqlstate.h"
 #include "common/subprocess.h"
 #include "power/host/agent_client.h"
 
@@ -212,7 +213,7 @@ bool NodeServer::ServeInline(Connection& conn) {
   auto msg = conn.Receive();  // already written by the caller: no wait
   if (!msg.ok()) return false;
   if (stopping_) {
-    (void)Reply(conn, Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id), "57P03"));
+    (void)Reply(conn, Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id), sqlstate::kCannotConnectNow));
     return false;
   }
   return Handle(conn, **msg);

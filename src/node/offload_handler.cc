@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/sqlstate.h"
 #include "net/message_builder.h"
 #include "node/batch_frame.h"
 #include "node/fragment_runner.h"
@@ -193,7 +194,7 @@ Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::str
                             const rpc::ExchangeOptions& o, const std::function<Status(exec::Batch&)>& emit,
                             std::vector<exec::OperatorStats>* stats) {
   std::shared_lock<std::shared_mutex> serving(in_process_mu_);
-  if (stopping_) return Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id), "57P03");
+  if (stopping_) return Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id), sqlstate::kCannotConnectNow);
   ScanRequest sr;
   sr.segment = seg;
   sr.lo = lo;

@@ -3,6 +3,7 @@
 #include "common/bytes.h"
 #include "common/failpoint.h"
 #include "common/small_containers.h"
+#include "common/sqlstate.h"
 
 #include <algorithm>
 #include <iterator>
@@ -17,7 +18,7 @@ namespace {
 constexpr size_t kPrefetchAhead = 8;
 
 Status InUse(SegmentId segment, const char* why) {
-  return Status(Status::Code::kUnavailable, fmt::format("segment {} {}; try again", segment, why), "55006");
+  return Status(Status::Code::kUnavailable, fmt::format("segment {} {}; try again", segment, why), sqlstate::kObjectInUse);
 }
 
 // A durable prepare record: the writes, then (added later; absent in older records) the
@@ -215,7 +216,7 @@ restart:
         // below fails (first updater wins); if it aborted, this write goes ahead. A wait that
         // outlasts lock_wait_ (a deadlock, or a stuck holder) aborts this writer.
         uint64_t holder = held->txn;
-        if (!opts.wait) return Status::Sql("55P03", "could not obtain lock on row");
+        if (!opts.wait) return Status::Sql(sqlstate::kLockNotAvailable, "could not obtain lock on row");
         // The wait is checked for a cycle of waiting transactions when it begins and every
         // deadlock_check_ after (the last of the cycle to wait may not be the one to see it).
         waits_for_[txn] = holder;
@@ -228,7 +229,7 @@ restart:
             return Status::Aborted(
                 fmt::format("deadlock detected: transaction {} waits for transaction {}, which waits for it{}", txn,
                             holder, broken ? " (through other nodes)" : ""),
-                "40P01");
+                sqlstate::kDeadlockDetected);
           }
           LockWaiters& waiters = lock_waiters_[holder];  // a map node: it stays put while waited on
           if (!waiters.cv) waiters.cv = std::make_shared<std::condition_variable>();
@@ -268,7 +269,7 @@ restart:
         if (!own && first_write == SIZE_MAX && w.check != WriteCheck::kLock) first_write = i;
         if (own) {
           if (w.check == WriteCheck::kInsert && *own) {
-            return Status::Sql("23505", "duplicate key value violates unique constraint");
+            return Status::Sql(sqlstate::kUniqueViolation, "duplicate key value violates unique constraint");
           }
         } else if (w.check != WriteCheck::kNone) {
           needs_committed = true;
@@ -305,7 +306,7 @@ restart:
         if (auto d = syncing_.find(lv.ts); d != syncing_.end()) *dep = std::max(*dep, d->second);
       }
       if (check_insert[i] && lv.found && !lv.deleted) {
-        return Status::Sql("23505", "duplicate key value violates unique constraint");
+        return Status::Sql(sqlstate::kUniqueViolation, "duplicate key value violates unique constraint");
       }
       if (lv.found && lv.ts > snapshot) {
         if (opts.keep_conflict && !opts.durable) {

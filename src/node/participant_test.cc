@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
+#include "common/sqlstate.h"
 #include "node/segment_rows.h"
 
 namespace wattdb::node {
@@ -46,7 +47,7 @@ TEST_F(ParticipantTest, DuplicateInsertIsRejected) {
   ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}).ok());
   ASSERT_TRUE(p_->Commit(1, 11).ok());
   Status s = p_->Prepare(2, 11, {W(5, WriteCheck::kInsert)});
-  EXPECT_EQ(s.sqlstate(), "23505");
+  EXPECT_EQ(s.sqlstate(), sqlstate::kUniqueViolation);
   // After a delete commits, the key can be inserted again.
   ASSERT_TRUE(p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate, storage::VersionKind::kDelete)}).ok());
   ASSERT_TRUE(p_->Commit(3, 12).ok());
@@ -61,7 +62,7 @@ TEST_F(ParticipantTest, LockOnlyWritesLockButWriteNothing) {
   ASSERT_TRUE(p_->Prepare(2, 11, {W(5, WriteCheck::kLock)}).ok());
   EXPECT_TRUE(p_->PendingWrites(2, 1, "", "").empty());
   Status other = p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate)}, {.wait = false});
-  EXPECT_EQ(other.sqlstate(), "55P03");
+  EXPECT_EQ(other.sqlstate(), sqlstate::kLockNotAvailable);
   ASSERT_TRUE(p_->Commit(2, 12).ok());
   auto lv = store_->Latest(1, W(5, WriteCheck::kNone).op.key);
   ASSERT_TRUE(lv.ok());
@@ -87,7 +88,7 @@ TEST_F(ParticipantTest, AKeptConflictLocksTheKeyUntilPreparedAgainOrUnlocked) {
   EXPECT_EQ(kept.ts, 11u);
   EXPECT_TRUE(kept.locked);
   EXPECT_EQ(kept.key, W(5, WriteCheck::kNone).op.key);
-  EXPECT_EQ(p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
+  EXPECT_EQ(p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
   ASSERT_TRUE(p_->Prepare(2, kept.ts, {W(5, WriteCheck::kUpdate)}).ok());
   ASSERT_TRUE(p_->Commit(2, 12).ok());
   EXPECT_EQ(store_->Latest(1, kept.key)->ts, 12u);
@@ -97,13 +98,13 @@ TEST_F(ParticipantTest, AKeptConflictLocksTheKeyUntilPreparedAgainOrUnlocked) {
   KeptConflict again;
   EXPECT_TRUE(p_->Prepare(4, 11, {W(5, WriteCheck::kUpdate)}, {.keep_conflict = &again}).IsConflict());
   EXPECT_EQ(again.ts, 12u);
-  EXPECT_EQ(p_->Prepare(5, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
+  EXPECT_EQ(p_->Prepare(5, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
   p_->Unlock(4, again.segment, again.key);
   EXPECT_EQ(p_->prepared_count(), 0u);
   ASSERT_TRUE(p_->Prepare(5, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).ok());
   // Unlock leaves a key the transaction wrote locked.
   p_->Unlock(5, again.segment, again.key);
-  EXPECT_EQ(p_->Prepare(6, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
+  EXPECT_EQ(p_->Prepare(6, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
   // Without keep_conflict nothing is locked by a conflict.
   EXPECT_TRUE(p_->Prepare(7, 10, {W(6, WriteCheck::kInsert)}).ok());
   ASSERT_TRUE(p_->Commit(7, 13).ok());
@@ -134,14 +135,14 @@ TEST_F(ParticipantTest, RollbackToUndoesTheLaterStatementsOnly) {
   EXPECT_EQ(with_wait.begin()->first, key2);
   // Keys 3 and 4 are free again; key 1 is still ours.
   EXPECT_TRUE(p_->Prepare(2, 10, {W(3, WriteCheck::kInsert), W(4, WriteCheck::kLock)}, {.wait = false}).ok());
-  EXPECT_EQ(p_->Prepare(3, 10, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
+  EXPECT_EQ(p_->Prepare(3, 10, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
   // The transaction goes on: more writes, then a commit with the count of writes kept.
   ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}, {.expect = 3}).ok());
   ASSERT_TRUE(p_->Commit(1, 11).ok());
   EXPECT_TRUE(store_->Latest(1, W(1, WriteCheck::kNone).op.key)->found);
   EXPECT_TRUE(store_->Latest(1, W(5, WriteCheck::kNone).op.key)->found);
   EXPECT_FALSE(store_->Latest(1, W(3, WriteCheck::kNone).op.key)->found);  // txn 2 has it, uncommitted
-  EXPECT_EQ(p_->RollbackTo(1, 1).sqlstate(), "40001");                      // nothing of txn 1 is left here
+  EXPECT_EQ(p_->RollbackTo(1, 1).sqlstate(), sqlstate::kSerializationFailure);                      // nothing of txn 1 is left here
   ASSERT_TRUE(p_->RollbackTo(2, 0).ok());                                    // 0: forget it all
   EXPECT_EQ(p_->prepared_count(), 0u);
 }
@@ -166,7 +167,7 @@ TEST_F(ParticipantTest, ALocalDeadlockIsDetected) {
   t2.join();
   // One is the victim; the other gets the row once the victim's locks are gone.
   EXPECT_NE(s1.ok(), s2.ok()) << s1.ToString() << " / " << s2.ToString();
-  EXPECT_EQ((s1.ok() ? s2 : s1).sqlstate(), "40P01");
+  EXPECT_EQ((s1.ok() ? s2 : s1).sqlstate(), sqlstate::kDeadlockDetected);
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));  // not the lock wait
 }
 
@@ -190,7 +191,7 @@ TEST_F(ParticipantTest, AWaitReportedToTheMasterCanBeBroken) {
   auto started = std::chrono::steady_clock::now();
   EXPECT_TRUE(p.BreakWait(2, 1));
   waiter.join();
-  EXPECT_EQ(s.sqlstate(), "40P01") << s.ToString();
+  EXPECT_EQ(s.sqlstate(), sqlstate::kDeadlockDetected) << s.ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));  // not the lock wait
   EXPECT_TRUE(p.LockWaits().empty());
   // The broken wait leaves nothing behind: txn 2's next wait is a normal one.
@@ -224,7 +225,7 @@ TEST_F(ParticipantTest, WritesWaitOutASplitThenSeeTheNewRange) {
   ASSERT_TRUE(p.BeginExclusive(1));
   Participant impatient(*store_, std::chrono::milliseconds(1));
   ASSERT_TRUE(impatient.BeginExclusive(1));
-  EXPECT_EQ(impatient.Prepare(102, 30, {W(2, WriteCheck::kUpdate)}).sqlstate(), "55006");
+  EXPECT_EQ(impatient.Prepare(102, 30, {W(2, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kObjectInUse);
   impatient.EndExclusive(1);
   p.EndExclusive(1);
 }
@@ -265,7 +266,7 @@ TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ASSERT_TRUE(p.Commit(2, 20).ok());
   });
-  EXPECT_EQ(p.Prepare(3, 10, {W(9, WriteCheck::kUpdate)}).sqlstate(), "40001");
+  EXPECT_EQ(p.Prepare(3, 10, {W(9, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
   committer.join();
   EXPECT_TRUE(p.Prepare(4, 20, {W(9, WriteCheck::kUpdate)}).ok());
 }
@@ -337,7 +338,7 @@ TEST_F(ParticipantTest, ACommitLetsItsLocksGoBeforeItsSyncAndAnswersWithoutAWrit
   ASSERT_EQ(commit.wait_for(30s), std::future_status::ready);
   EXPECT_TRUE(commit.get().ok());
   ASSERT_EQ(inserter.wait_for(30s), std::future_status::ready);
-  EXPECT_EQ(inserter.get().sqlstate(), "23505");
+  EXPECT_EQ(inserter.get().sqlstate(), sqlstate::kUniqueViolation);
   EXPECT_TRUE(answered_after_sync);
   ASSERT_TRUE(p_->Abort(2));
   EXPECT_TRUE(p_->BeginExclusive(1));  // durable now, and no lock held
@@ -401,7 +402,7 @@ TEST_F(ParticipantTest, AnUpdatesOwnReadDecidesItsCheckUnlessTheSegmentChangedSi
   // A rival commits the row after the read: the check reads the key again and fails.
   ASSERT_TRUE(p_->Prepare(2, 25, {W(7, WriteCheck::kUpdate)}).ok());
   ASSERT_TRUE(p_->Commit(2, 30).ok());
-  EXPECT_EQ(p_->Prepare(3, 25, {update(seen)}).sqlstate(), "40001");
+  EXPECT_EQ(p_->Prepare(3, 25, {update(seen)}).sqlstate(), sqlstate::kSerializationFailure);
   // A read after that commit sees it (even above its snapshot), and decides alone: a write
   // to another segment does not stale it, and a made-up newer version is believed.
   seen = read(25);
@@ -410,7 +411,7 @@ TEST_F(ParticipantTest, AnUpdatesOwnReadDecidesItsCheckUnlessTheSegmentChangedSi
   ASSERT_TRUE(p_->Commit(4, 36).ok());
   storage::SeenLatest fake = read(40);
   fake.latest.ts = 50;
-  EXPECT_EQ(p_->Prepare(5, 40, {update(fake)}).sqlstate(), "40001") << "a current read decides the check";
+  EXPECT_EQ(p_->Prepare(5, 40, {update(fake)}).sqlstate(), sqlstate::kSerializationFailure) << "a current read decides the check";
   EXPECT_TRUE(p_->Prepare(6, 40, {update(read(40))}).ok());
 }
 
@@ -440,11 +441,11 @@ TEST_F(ParticipantTest, AReadThroughAnImageIsCheckedAgainstTheRecordingOfCommits
   ASSERT_TRUE(p_->Prepare(2, 25, {W(8, WriteCheck::kUpdate)}).ok());
   ASSERT_TRUE(p_->Commit(2, 30).ok());
   ASSERT_FALSE(seen.Current(*seg));
-  EXPECT_EQ(p_->Prepare(3, 35, {update(fake)}).sqlstate(), "40001") << "key 7 unrecorded: the read decides";
+  EXPECT_EQ(p_->Prepare(3, 35, {update(fake)}).sqlstate(), sqlstate::kSerializationFailure) << "key 7 unrecorded: the read decides";
   ASSERT_TRUE(p_->Prepare(4, 35, {update(seen)}).ok());
   ASSERT_TRUE(p_->Commit(4, 40).ok());
   // Key 7 committed at 40 after this read: the recording says so.
-  EXPECT_EQ(p_->Prepare(5, 35, {update(seen)}).sqlstate(), "40001");
+  EXPECT_EQ(p_->Prepare(5, 35, {update(seen)}).sqlstate(), sqlstate::kSerializationFailure);
   EXPECT_TRUE(p_->Prepare(6, 45, {update(seen)}).ok());
   p_->Abort(6);
   // The recording ended: storage decides (the made-up version is not believed).
@@ -527,24 +528,24 @@ TEST_F(ParticipantTest, WritersCheckCachedKeysAgainstTheCachedNewestVersion) {
   ASSERT_EQ((*store_->Get(1))->newest().size(), 1u);
   ASSERT_TRUE(p_->Prepare(3, 20, {W(5, WriteCheck::kUpdate)}).ok());
   ASSERT_TRUE(p_->Commit(3, 21).ok());  // replaces the cached version
-  EXPECT_EQ(p_->Prepare(4, 20, {W(5, WriteCheck::kUpdate)}).sqlstate(), "40001");
-  EXPECT_EQ(p_->Prepare(5, 21, {W(5, WriteCheck::kInsert)}).sqlstate(), "23505");
+  EXPECT_EQ(p_->Prepare(4, 20, {W(5, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
+  EXPECT_EQ(p_->Prepare(5, 21, {W(5, WriteCheck::kInsert)}).sqlstate(), sqlstate::kUniqueViolation);
   ASSERT_TRUE(p_->Prepare(6, 21, {W(5, WriteCheck::kUpdate, storage::VersionKind::kDelete)}).ok());
   ASSERT_TRUE(p_->Commit(6, 22).ok());
   ASSERT_EQ((*store_->Get(1))->newest().size(), 1u);
-  EXPECT_EQ(p_->Prepare(7, 21, {W(5, WriteCheck::kInsert)}).sqlstate(), "40001");  // deleted after 21
+  EXPECT_EQ(p_->Prepare(7, 21, {W(5, WriteCheck::kInsert)}).sqlstate(), sqlstate::kSerializationFailure);  // deleted after 21
   EXPECT_TRUE(p_->Prepare(8, 22, {W(5, WriteCheck::kInsert)}).ok());  // deleted: free to insert
 }
 
 TEST_F(ParticipantTest, LaterWriterLosesConflicts) {
   ASSERT_TRUE(p_->Prepare(1, 10, {W(7, WriteCheck::kInsert)}).ok());
   // A concurrent prepared writer on the same key waits, and aborts when the wait runs out.
-  EXPECT_EQ(p_->Prepare(2, 10, {W(7, WriteCheck::kUpdate)}).sqlstate(), "40001");
+  EXPECT_EQ(p_->Prepare(2, 10, {W(7, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
   EXPECT_TRUE(p_->HasPrepared(1));
   ASSERT_TRUE(p_->Commit(1, 20).ok());
   EXPECT_FALSE(p_->HasPrepared(1));
   // A writer whose snapshot predates the committed version aborts (first committer wins).
-  EXPECT_EQ(p_->Prepare(3, 15, {W(7, WriteCheck::kUpdate)}).sqlstate(), "40001");
+  EXPECT_EQ(p_->Prepare(3, 15, {W(7, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
   EXPECT_TRUE(p_->Prepare(4, 20, {W(7, WriteCheck::kUpdate)}).ok());
   p_->Abort(4);
   EXPECT_EQ(p_->prepared_count(), 0u);
@@ -564,7 +565,7 @@ TEST_F(ParticipantTest, DurablePrepareSurvivesRestart) {
   ASSERT_TRUE(p_->Recover().ok());
   EXPECT_EQ(p_->InDoubt(), (std::vector<uint64_t>{41, 42}));
   // Recovered locks still exclude other writers.
-  EXPECT_EQ(p_->Prepare(50, 10, {W(2, WriteCheck::kUpdate)}).sqlstate(), "40001");
+  EXPECT_EQ(p_->Prepare(50, 10, {W(2, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
   // The master's decisions arrive: commit 41, abort 42; 43 was lost with the crash.
   ASSERT_TRUE(p_->Commit(41, 20).ok());
   p_->Abort(42);
@@ -597,12 +598,12 @@ TEST_F(ParticipantTest, PrepareDetectsWritesLostInARestart) {
   p_ = std::make_unique<Participant>(*store_);
   ASSERT_TRUE(p_->Recover().ok());
   Status s = p_->Prepare(60, 10, {}, {.durable = true, .expect = 2});
-  EXPECT_EQ(s.sqlstate(), "40001") << s.ToString();
+  EXPECT_EQ(s.sqlstate(), sqlstate::kSerializationFailure) << s.ToString();
   EXPECT_TRUE(p_->InDoubt().empty());
   EXPECT_TRUE(store_->ListPrepared()->empty());
   // A later statement's writes alone do not pass for all of them either.
   ASSERT_TRUE(p_->Prepare(61, 10, {W(3, WriteCheck::kInsert)}).ok());
-  EXPECT_EQ(p_->Commit(61, 11, nullptr, /*expect=*/2).sqlstate(), "40001");
+  EXPECT_EQ(p_->Commit(61, 11, nullptr, /*expect=*/2).sqlstate(), sqlstate::kSerializationFailure);
   // With the right count both paths go through.
   ASSERT_TRUE(p_->Prepare(62, 10, {W(4, WriteCheck::kInsert), W(5, WriteCheck::kLock)}).ok());
   ASSERT_TRUE(p_->Prepare(62, 10, {}, {.durable = true, .expect = 2}).ok());
@@ -649,7 +650,7 @@ TEST_F(ParticipantTest, DurablePrepareKeepsLockOnlyKeys) {
   store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
   p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50));
   ASSERT_TRUE(p_->Recover().ok());
-  EXPECT_EQ(p_->Prepare(82, 11, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), "55P03");
+  EXPECT_EQ(p_->Prepare(82, 11, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
   ASSERT_TRUE(p_->Commit(81, 12).ok());
   EXPECT_TRUE(p_->Prepare(83, 12, {W(1, WriteCheck::kUpdate)}).ok());
 }
@@ -743,7 +744,7 @@ TEST_F(ParticipantTest, ReadersWaitForDurablePreparesTheirSnapshotMayInclude) {
   EXPECT_TRUE(p_->AwaitReadable(1, "", "", 20, 0).ok());       // commits above 20: not in this snapshot
   EXPECT_TRUE(p_->AwaitReadable(1, k2, "", 25, 0).ok());       // another key range
   EXPECT_TRUE(p_->AwaitReadable(1, "", "", 25, 90).ok());      // its own reads
-  EXPECT_EQ(p_->AwaitReadable(1, "", "", 25, 0).sqlstate(), "40001");  // unresolved: no guess
+  EXPECT_EQ(p_->AwaitReadable(1, "", "", 25, 0).sqlstate(), sqlstate::kSerializationFailure);  // unresolved: no guess
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_TRUE(p_->Commit(90, 22).ok());
@@ -759,7 +760,7 @@ TEST_F(ParticipantTest, ReadersWaitForDurablePreparesTheirSnapshotMayInclude) {
 TEST_F(ParticipantTest, LateCommitBelowAReadIsRefused) {
   ASSERT_TRUE(p_->Prepare(91, 10, {W(1, WriteCheck::kInsert)}).ok());
   ASSERT_TRUE(p_->AwaitReadable(1, "", "", 30, 0).ok());
-  EXPECT_EQ(p_->Commit(91, 30).sqlstate(), "40001");
+  EXPECT_EQ(p_->Commit(91, 30).sqlstate(), sqlstate::kSerializationFailure);
   std::string k1;
   EncodeKeyValue(Value::Int64(1), &k1);
   EXPECT_FALSE(store_->Latest(1, k1).value().found);

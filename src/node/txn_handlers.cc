@@ -1,5 +1,6 @@
 // The node service's transaction requests: prepare (and one-phase commit), key-routed
 // updates, commit, abort, statement rollback, outcome.
+#include "common/sqlstate.h"
 #include "node/node_server.h"
 
 #include "common/codec.h"
@@ -49,7 +50,7 @@ Result<std::optional<TxnWrite>> KeyWriteOf(storage::SegmentStore& store, Partici
   for (size_t i = 0; i < u.getNotNull().size() && !u.getDelete(); i++) {
     uint32_t c = u.getNotNull()[i];
     if (c >= row.size()) return Status::InvalidArgument("updateKey: notNull column out of range");
-    if (row[c].is_null()) return Status::Sql("23502", std::string(u.getNotNullErrors()[i].cStr()));
+    if (row[c].is_null()) return Status::Sql(sqlstate::kNotNullViolation, std::string(u.getNotNullErrors()[i].cStr()));
   }
   TxnWrite w;
   w.op.segment = sr.segment;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/sqlstate.h"
 #include "net/message_builder.h"
 
 namespace wattdb::node {
@@ -87,7 +88,7 @@ Status Reply(Connection& conn, const Status& s) {
 // A segment with prepared, undecided writes cannot split or move until they are decided.
 Status InUse(SegmentId id) {
   return Status(Status::Code::kUnavailable,
-                fmt::format("segment {} has prepared writes awaiting a commit decision", id), "55006");
+                fmt::format("segment {} has prepared writes awaiting a commit decision", id), sqlstate::kObjectInUse);
 }
 
 Status FsyncFile(const std::string& path) {

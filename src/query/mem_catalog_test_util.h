@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sqlstate.h"
 #include "query/exec/batch_codec.h"
 #include "query/exec/operator.h"
 #include "query/plan/binder.h"
@@ -36,7 +37,7 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
   Result<TableSchema> GetTable(const std::string& name) const override {
     auto it = tables_.find(name);
     if (it == tables_.end()) {
-      return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", name));
+      return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", name));
     }
     return it->second;
   }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "common/sqlstate.h"
 #include "common/thread_cache.h"
 #include "query/plan/fragment.h"
 #include "rpc/scan_stream.h"
@@ -246,7 +247,7 @@ void ExchangeSource::BookNodeCpu() {
 
 Result<bool> ExchangeSource::Next(exec::Batch& out) {
   if (inline_) {
-    if (opts_.cancel && opts_.cancel->load()) return Status::Sql("57014", "canceling statement due to user request");
+    if (opts_.cancel && opts_.cancel->load()) return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     auto more = inline_->Next(&out);
     std::lock_guard<std::mutex> l(mu_);
     BookNodeCpu();
@@ -269,7 +270,7 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
     if (p.reader) {
       // Handed over by its producer: read here, without the lock (the reader takes it).
       l.unlock();
-      if (opts_.cancel && opts_.cancel->load()) return Status::Sql("57014", "canceling statement due to user request");
+      if (opts_.cancel && opts_.cancel->load()) return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
       auto more = p.reader->Next(&out);
       l.lock();
       BookNodeCpu();
@@ -288,7 +289,7 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
       window_.notify_all();
       continue;
     }
-    if (opts_.cancel && opts_.cancel->load()) return Status::Sql("57014", "canceling statement due to user request");
+    if (opts_.cancel && opts_.cancel->load()) return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     // The producers' every receive has a deadline; this wait only checks for cancellation.
     cv_.wait_for(l, std::chrono::milliseconds(100));
   }

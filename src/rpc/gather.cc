@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "common/clock.h"
+#include "common/sqlstate.h"
 #include "common/thread_cache.h"
 #include "query/exec/operator.h"
 #include "query/plan/fragment.h"
@@ -207,7 +208,7 @@ Result<bool> GatherSource::Next(exec::Batch& out) {
     }
     if (opts_.cancel && opts_.cancel->load()) {
       halt_ = true;
-      return Status::Sql("57014", "canceling statement due to user request");
+      return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     }
     // The parts' every receive has a deadline; this wait only checks for cancellation.
     cv_.wait_for(l, std::chrono::milliseconds(100));

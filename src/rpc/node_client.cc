@@ -1,5 +1,6 @@
 #include "rpc/node_client.h"
 
+#include "common/sqlstate.h"
 #include "proto/node_service.capnp.h"
 
 namespace wattdb::rpc {
@@ -82,7 +83,7 @@ Result<NodeClient::Lease> NodeClient::Acquire() {
   (*c)->SetTimeouts(opts_.io_ms, opts_.io_ms);
   std::lock_guard<std::mutex> l(mu_);
   if (generation != generation_) {
-    return Status(Status::Code::kUnavailable, fmt::format("node {} went down", id_), "57P03");
+    return Status(Status::Code::kUnavailable, fmt::format("node {} went down", id_), sqlstate::kCannotConnectNow);
   }
   lent_.insert(c->get());
   return Lease(this, std::move(c).value(), generation);

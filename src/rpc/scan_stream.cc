@@ -8,6 +8,7 @@
 #include <kj/exception.h>
 
 #include "common/codec.h"
+#include "common/sqlstate.h"
 #include "net/message_builder.h"
 #include "proto/node_service.capnp.h"
 #include "query/exec/batch_codec.h"
@@ -82,7 +83,7 @@ Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* 
     pending_ = Pending();
     if (!finished_) lease_.Poison();
     finished_ = true;
-    return Status::Sql("57014", "canceling statement due to user request");
+    return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
   }
   if (!pending_.msg) RETURN_NOT_OK(ReceiveFrame(cpu_nanos, last, cancel));
   bool final = true;
@@ -139,7 +140,7 @@ Status ScanStream::ReceiveFrame(uint64_t* cpu_nanos, bool* last, const std::atom
     if (cancel->load()) {
       lease_.Poison();
       finished_ = true;
-      return Status::Sql("57014", "canceling statement due to user request");
+      return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     }
   }
   auto msg = lease_.conn().Receive();

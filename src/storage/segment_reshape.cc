@@ -15,6 +15,7 @@
 
 #include "common/failpoint.h"
 #include "common/logging.h"
+#include "common/sqlstate.h"
 #include "storage/segment_store.h"
 #include "storage/segment_store_util.h"
 
@@ -139,7 +140,7 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   pieces = std::max<size_t>(pieces, 1);
   for (size_t i = 0; i < pieces; i++) {
     if (cancelled_splits_.count(first_new_id + i)) {
-      return Status::Aborted(fmt::format("split of segment {} into {} was given up", id, first_new_id + i), "55000");
+      return Status::Aborted(fmt::format("split of segment {} into {} was given up", id, first_new_id + i), sqlstate::kObjectNotInPrerequisiteState);
     }
   }
   SegmentRef seg;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -39,7 +40,7 @@ void ExpectAuthCycle(const MiniCluster& cluster) {
 
   // Users made with SQL authenticate too, and ALTER USER changes the password.
   ASSERT_EQ(good.Exec("CREATE USER alice WITH PASSWORD 'wonder'"), "");
-  EXPECT_EQ(good.Exec("CREATE USER alice"), "42710");
+  EXPECT_EQ(good.Exec("CREATE USER alice"), sqlstate::kDuplicateObject);
   PgConn alice(Conn(cluster, "alice", "wonder"));
   ASSERT_TRUE(alice.ok()) << alice.error();
   ASSERT_EQ(good.Exec("ALTER USER alice PASSWORD 'land'"), "");
@@ -47,7 +48,7 @@ void ExpectAuthCycle(const MiniCluster& cluster) {
   EXPECT_TRUE(PgConn(Conn(cluster, "alice", "land")).ok());
   ASSERT_EQ(good.Exec("DROP USER alice"), "");
   EXPECT_FALSE(PgConn(Conn(cluster, "alice", "land")).ok());
-  EXPECT_EQ(good.Exec("DROP USER alice"), "42704");
+  EXPECT_EQ(good.Exec("DROP USER alice"), sqlstate::kUndefinedObject);
   EXPECT_EQ(good.Exec("DROP USER IF EXISTS alice"), "");
 }
 

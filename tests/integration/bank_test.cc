@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -47,7 +48,7 @@ TEST(Bank, TransfersKeepTheTotalUnderConcurrencyAndMoves) {
             committed++;
             break;
           }
-          if (st == "40001") {
+          if (st == sqlstate::kSerializationFailure) {
             retried++;
             continue;
           }
@@ -86,7 +87,7 @@ TEST(Bank, TransfersKeepTheTotalUnderConcurrencyAndMoves) {
     std::string msg;
     std::string st = c->Exec(fmt::format("ALTER TABLE acc MOVE SEGMENT {} TO NODE {}", segs[i][0],
                                          std::stoi(segs[i][1]) % 3 + 1), nullptr, &msg);
-    EXPECT_TRUE(st.empty() || st == "55006") << st << " " << msg;  // 55006: undecided writes, try later
+    EXPECT_TRUE(st.empty() || st == sqlstate::kObjectInUse) << st << " " << msg;  // 55006: undecided writes, try later
   }
   for (int w = 0; w < 4; w++) threads[w].join();
   stop = true;
@@ -131,7 +132,7 @@ TEST(Bank, SelectForUpdateLocksRowsUntilCommit) {
   // b's snapshot does not include a's write: locking that row now fails; rows a never
   // touched lock fine.
   EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 2 FOR UPDATE"), "");
-  EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "40001");
+  EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), sqlstate::kSerializationFailure);
   ASSERT_EQ(b->Exec("ROLLBACK"), "");
   // Under READ COMMITTED the locking read is re-run on a snapshot that sees a's commit.
   ASSERT_EQ(b->Exec("BEGIN"), "");
@@ -140,7 +141,7 @@ TEST(Bank, SelectForUpdateLocksRowsUntilCommit) {
   EXPECT_EQ(b->Scalar("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "85");
   ASSERT_EQ(b->Exec("ROLLBACK"), "");
   EXPECT_EQ(a->Scalar("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), "85");
-  EXPECT_EQ(a->Exec("SELECT * FROM acct a1, acct a2 FOR UPDATE"), "0A000");
+  EXPECT_EQ(a->Exec("SELECT * FROM acct a1, acct a2 FOR UPDATE"), sqlstate::kFeatureNotSupported);
 }
 
 TEST(Bank, VacuumReclaimsOldVersionsButKeepsOpenSnapshots) {
@@ -203,7 +204,7 @@ TEST(Bank, MoveGivesUpOnAnIdleTransactionAndSucceedsAfterIt) {
   ASSERT_EQ(a->Exec("UPDATE k SET v = 10 WHERE id = 1"), "");
   // The transaction sits idle holding the segment: the move gives up with 55006...
   std::string msg;
-  EXPECT_EQ(b->Exec(fmt::format("ALTER TABLE k MOVE SEGMENT {} TO NODE {}", seg, to), nullptr, &msg), "55006") << msg;
+  EXPECT_EQ(b->Exec(fmt::format("ALTER TABLE k MOVE SEGMENT {} TO NODE {}", seg, to), nullptr, &msg), sqlstate::kObjectInUse) << msg;
   // ...and other work is not blocked meanwhile.
   EXPECT_EQ(b->Scalar("SELECT v FROM k WHERE id = 1"), "1");
   ASSERT_EQ(a->Exec("COMMIT"), "");

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -69,7 +70,7 @@ TEST(Cancel, StopsALongQueryAndIgnoresUnknownKeys) {
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(PQresultStatus(r), PGRES_FATAL_ERROR);
   const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-  EXPECT_STREQ(state ? state : "", "57014");
+  EXPECT_STREQ(state ? state : "", sqlstate::kQueryCanceled);
   PQclear(r);
   while ((r = PQgetResult(conn)) != nullptr) PQclear(r);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
@@ -102,7 +103,7 @@ TEST(Cancel, DoesNotWaitForANodeThatIsStillAggregating) {
   ASSERT_EQ(c->Exec("SET statement_timeout = 300"), "");
   auto start = std::chrono::steady_clock::now();
   std::string msg;
-  EXPECT_EQ(c->Exec(slow, nullptr, &msg), "57014") << msg;
+  EXPECT_EQ(c->Exec(slow, nullptr, &msg), sqlstate::kQueryCanceled) << msg;
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(took, 3.0) << "the statement waited for the node's aggregate";
   // The node notices the closed stream between batches and stops its aggregate too: its CPU

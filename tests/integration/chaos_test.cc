@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -45,8 +46,8 @@ struct Tally {
 // lost connection (?????: the master died), an outcome unknown, a busy segment; and deadlocks
 // (40P01), since two transfers in opposite directions lock their first accounts at once.
 bool Tolerated(const std::string& st) {
-  static const std::set<std::string> ok = {"40001", "40P01", "57P03", "40003", "55006", "08006", "25P02", "58030",
-                                           "?????", "55000", "57P01", "53300", "57014"};
+  static const std::set<std::string> ok = {sqlstate::kSerializationFailure, sqlstate::kDeadlockDetected, sqlstate::kCannotConnectNow, sqlstate::kStatementCompletionUnknown, sqlstate::kObjectInUse, sqlstate::kConnectionFailure, sqlstate::kInFailedSqlTransaction, sqlstate::kIoError,
+                                           "?????", sqlstate::kObjectNotInPrerequisiteState, sqlstate::kAdminShutdown, sqlstate::kTooManyConnections, sqlstate::kQueryCanceled};
   return ok.count(st) > 0;
 }
 
@@ -129,7 +130,7 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
           expected[b] += amount;
           continue;
         }
-        if (committing && (st == "40003" || st == "?????" || st == "08006")) {
+        if (committing && (st == sqlstate::kStatementCompletionUnknown || st == "?????" || st == sqlstate::kConnectionFailure)) {
           std::lock_guard<std::mutex> l(transfers_mu);
           uncertain[a].push_back({a, b, amount});
           uncertain[b].push_back({a, b, amount});

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -54,7 +55,7 @@ TEST(Clients, PgbenchInitAndBuiltinScripts) {
   // the load), and a key lookup prunes to one.
   EXPECT_TRUE(cluster.WaitFor("SELECT count(*) > 1 FROM wattdb_segments WHERE table_name = 'pgbench_accounts'", "t",
                               30000));
-  ASSERT_EQ(conn->Exec("INSERT INTO pgbench_accounts VALUES (1, 1, 0, '')"), "23505");
+  ASSERT_EQ(conn->Exec("INSERT INTO pgbench_accounts VALUES (1, 1, 0, '')"), sqlstate::kUniqueViolation);
 
   for (const char* mode : {"simple", "extended", "prepared"}) {
     // Two branches: clients conflict sometimes; pgbench retries serialization failures.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -181,7 +182,7 @@ TEST(Cluster, EndToEnd) {
 
   // 3. Drain node 3 and power it off; the data stays complete.
   std::string msg;
-  EXPECT_EQ(c->Exec("ALTER NODE 3 POWER OFF", nullptr, &msg), "55000") << "a node with segments must refuse";
+  EXPECT_EQ(c->Exec("ALTER NODE 3 POWER OFF", nullptr, &msg), sqlstate::kObjectNotInPrerequisiteState) << "a node with segments must refuse";
   ASSERT_EQ(c->Exec("ALTER NODE 3 DRAIN", nullptr, &msg), "") << msg;
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE node_id = 3"), "0");
   ASSERT_EQ(c->Exec("ALTER NODE 3 POWER OFF", nullptr, &msg), "") << msg;
@@ -233,22 +234,22 @@ TEST(Cluster, BadInputIsContained) {
   ASSERT_EQ(c->Exec("CREATE TABLE t (a INT PRIMARY KEY, b TEXT)"), "");
   ASSERT_EQ(c->Exec("INSERT INTO t VALUES (1, 'x'), (2, 'y')"), "");
   std::string msg;
-  EXPECT_EQ(c->Exec("SELEC 1", nullptr, &msg), "42601");
-  EXPECT_EQ(c->Exec("SELECT * FROM nope"), "42P01");
-  EXPECT_EQ(c->Exec("SELECT zz FROM t"), "42703");
-  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (1, 'dup')"), "23505");
-  EXPECT_EQ(c->Exec("INSERT INTO t VALUES ('one', 'z')"), "22P02");
+  EXPECT_EQ(c->Exec("SELEC 1", nullptr, &msg), sqlstate::kSyntaxError);
+  EXPECT_EQ(c->Exec("SELECT * FROM nope"), sqlstate::kUndefinedTable);
+  EXPECT_EQ(c->Exec("SELECT zz FROM t"), sqlstate::kUndefinedColumn);
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (1, 'dup')"), sqlstate::kUniqueViolation);
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES ('one', 'z')"), sqlstate::kInvalidTextRepresentation);
   EXPECT_EQ(c->Exec("INSERT INTO t VALUES (3, true)"), "");  // bool to text is an assignment cast
-  EXPECT_EQ(c->Exec("SELECT a FROM t WHERE b"), "42804");
+  EXPECT_EQ(c->Exec("SELECT a FROM t WHERE b"), sqlstate::kDatatypeMismatch);
   // Clauses we do not have yet are named (0A000), not reported as syntax errors.
-  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (7, 'x') ON CONFLICT DO NOTHING", nullptr, &msg), "0A000") << msg;
-  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (7, 'x') RETURNING a", nullptr, &msg), "0A000") << msg;
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (7, 'x') ON CONFLICT DO NOTHING", nullptr, &msg), sqlstate::kFeatureNotSupported) << msg;
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (7, 'x') RETURNING a", nullptr, &msg), sqlstate::kFeatureNotSupported) << msg;
   EXPECT_EQ(c->Scalar("SELECT ARRAY[1, 2]"), "{1,2}");
-  EXPECT_EQ(c->Exec("SELECT ARRAY[1, 'x']", nullptr, &msg), "22P02") << msg;
-  EXPECT_EQ(c->Exec("CREATE TABLE arr (a INT PRIMARY KEY, b INT[][])", nullptr, &msg), "0A000") << msg;
-  EXPECT_EQ(c->Exec("COPY (SELECT 1) TO STDOUT", nullptr, &msg), "0A000") << msg;
+  EXPECT_EQ(c->Exec("SELECT ARRAY[1, 'x']", nullptr, &msg), sqlstate::kInvalidTextRepresentation) << msg;
+  EXPECT_EQ(c->Exec("CREATE TABLE arr (a INT PRIMARY KEY, b INT[][])", nullptr, &msg), sqlstate::kFeatureNotSupported) << msg;
+  EXPECT_EQ(c->Exec("COPY (SELECT 1) TO STDOUT", nullptr, &msg), sqlstate::kFeatureNotSupported) << msg;
   // A multi-row insert that fails on one row leaves nothing behind.
-  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (10, 'a'), (2, 'dup'), (11, 'b')"), "23505");
+  EXPECT_EQ(c->Exec("INSERT INTO t VALUES (10, 'a'), (2, 'dup'), (11, 'b')"), sqlstate::kUniqueViolation);
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE a >= 10"), "0");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "3");  // the connection is still usable
 
@@ -273,7 +274,7 @@ TEST(Cluster, BadInputIsContained) {
   EXPECT_EQ(c->Scalar("SELECT string_agg(c.relname, ',') FROM pg_catalog.pg_class c JOIN pg_namespace n "
                       "ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relname !~ '^pg_'"),
             "t,t_pkey");
-  EXPECT_EQ(c->Exec("SELECT 'a' ~ '('", nullptr, &msg), "2201B") << msg;
+  EXPECT_EQ(c->Exec("SELECT 'a' ~ '('", nullptr, &msg), sqlstate::kInvalidRegularExpression) << msg;
   EXPECT_EQ(c->Scalar("SELECT columns FROM wattdb_tables WHERE table_name = 't'"), "a integer not null, b text");
   // Telemetry reaches the views: every node heartbeats with its utilization, and segment
   // write counters count the rows written.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -92,7 +93,7 @@ TEST(Energy, AnInvalidPolicyIsRejectedAndTheOldOneStays) {
   auto c = cluster.Connect();
   std::ofstream(cluster.dir() + "/policy.toml") << "mode = \"dynamic\"\nscale_in_cpu = 0.9\n";
   std::string msg;
-  EXPECT_EQ(c->Exec("ALTER SYSTEM RELOAD ENERGY POLICY", nullptr, &msg), "22023");
+  EXPECT_EQ(c->Exec("ALTER SYSTEM RELOAD ENERGY POLICY", nullptr, &msg), sqlstate::kInvalidParameterValue);
   EXPECT_NE(msg.find("policy.toml:2: key 'scale_in_cpu'"), std::string::npos) << msg;
   EXPECT_EQ(c->Scalar("SELECT value FROM wattdb_energy_policy WHERE key = 'mode'"), "manual");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_energy_decisions WHERE decision = 'reload' "
@@ -104,9 +105,9 @@ TEST(Energy, AnInvalidPolicyIsRejectedAndTheOldOneStays) {
   EXPECT_TRUE(cluster.WaitFor("SELECT value FROM wattdb_energy_policy WHERE key = 'mode'", "static", 10000));
   EXPECT_TRUE(cluster.MasterAlive());
   EXPECT_EQ(c->Exec("BEGIN"), "");
-  EXPECT_EQ(c->Exec("ALTER SYSTEM RELOAD ENERGY POLICY"), "25001");
+  EXPECT_EQ(c->Exec("ALTER SYSTEM RELOAD ENERGY POLICY"), sqlstate::kActiveSqlTransaction);
   (void)c->Exec("ROLLBACK");
-  EXPECT_EQ(c->Exec("ALTER SYSTEM RELOAD POLICY", nullptr, &msg), "42601");
+  EXPECT_EQ(c->Exec("ALTER SYSTEM RELOAD POLICY", nullptr, &msg), sqlstate::kSyntaxError);
 }
 
 TEST(Energy, LoadWakesNodesAndRefillsThemWhileTransfersKeepTheirInvariant) {
@@ -139,7 +140,7 @@ TEST(Energy, LoadWakesNodesAndRefillsThemWhileTransfersKeepTheirInvariant) {
         if (st.empty()) committed++;
         if (!heavy) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // light load
         if (st.empty()) continue;
-        if (st == "40001") {
+        if (st == sqlstate::kSerializationFailure) {
           conflicts++;  // two transfers met on an account: the client retries, as with PostgreSQL
         } else {
           fail(st + " " + msg);

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -132,10 +133,10 @@ TEST_F(ExtendedProtocol, WritesWithParametersAndErrorsRecover) {
   PQclear(r);
   const char* bad[] = {"abc"};
   r = PQexecParams(conn_, "SELECT name FROM t WHERE id = $1", 1, nullptr, bad, nullptr, nullptr, 0);
-  EXPECT_EQ(State(r), "22P02");
+  EXPECT_EQ(State(r), sqlstate::kInvalidTextRepresentation);
   PQclear(r);
   r = PQexecParams(conn_, "INSERT INTO t (id) VALUES ($1)", 1, nullptr, upd + 1, nullptr, nullptr, 0);
-  EXPECT_EQ(State(r), "23505");
+  EXPECT_EQ(State(r), sqlstate::kUniqueViolation);
   PQclear(r);
   // The session recovered at Sync: the next statement works.
   const char* id[] = {"10"};
@@ -202,7 +203,7 @@ TEST_F(ExtendedProtocol, CopyWithAColumnListFillsDefaultsAndSerials) {
   PQputCopyData(conn_, bad.data(), static_cast<int>(bad.size()));
   PQputCopyEnd(conn_, nullptr);
   r = PQgetResult(conn_);
-  EXPECT_EQ(State(r), "23502");
+  EXPECT_EQ(State(r), sqlstate::kNotNullViolation);
   EXPECT_NE(std::string(PQresultErrorMessage(r)).find("COPY heap, line 3"), std::string::npos) << PQresultErrorMessage(r);
   PQclear(r);
   while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
@@ -352,7 +353,7 @@ TEST_F(ExtendedProtocol, APortalBoundAgainTakesItsNewValuesAndAFailedBindDropsIt
   execute();
   c.Msg('S', "");
   EXPECT_EQ(c.ReadUntilReady(&states), "EZ");
-  EXPECT_EQ(states, (std::vector<std::string>{"22P02", "34000"}));
+  EXPECT_EQ(states, (std::vector<std::string>{sqlstate::kInvalidTextRepresentation, sqlstate::kInvalidCursorName}));
   bind("3");
   execute();
   c.Msg('S', "");

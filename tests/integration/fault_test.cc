@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "net/connection.h"
 #include "proto/cluster.capnp.h"
 #include "proto/node_service.capnp.h"
@@ -108,8 +109,8 @@ TEST(Faults, BankTransfersStayAtomicWhileNodesAreKilled) {
         failed++;
         // Expected under faults: conflicts, a node down, an outcome unknown, a lost connection;
         // and two opposite transfers that lock their first accounts at once deadlock (40P01).
-        if (st != "40001" && st != "57P03" && st != "40003" && st != "55006" && st != "08006" && st != "25P02" &&
-            st != "58030" && st != "40P01") {
+        if (st != sqlstate::kSerializationFailure && st != sqlstate::kCannotConnectNow && st != sqlstate::kStatementCompletionUnknown && st != sqlstate::kObjectInUse && st != sqlstate::kConnectionFailure && st != sqlstate::kInFailedSqlTransaction &&
+            st != sqlstate::kIoError && st != sqlstate::kDeadlockDetected) {
           unexpected++;
           ADD_FAILURE() << "unexpected SQLSTATE " << st << ": " << msg;
         }
@@ -189,7 +190,7 @@ TEST(Faults, NodeKilledOrFrozenDuringALargeCopy) {
     for (int i = 0; i < 100 && (count = c->Scalar("SELECT count(*) FROM big")).empty(); i++) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    if (rc == 0 || out.find("40003") != std::string::npos) {
+    if (rc == 0 || out.find(sqlstate::kStatementCompletionUnknown) != std::string::npos) {
       EXPECT_TRUE(count == "0" || count == std::to_string(kRows)) << count << " " << out;
       if (rc == 0) {
         EXPECT_EQ(count, std::to_string(kRows)) << out;
@@ -278,7 +279,7 @@ TEST(Faults, CommitFailsWhenAParticipantRestartedDuringTheTransaction) {
       << msg;
   ASSERT_TRUE(KillAndAwaitRestart(cluster, victim, 2));
   std::string st = t->Exec("COMMIT", nullptr, &msg);
-  EXPECT_EQ(st, "40001") << msg;
+  EXPECT_EQ(st, sqlstate::kSerializationFailure) << msg;
   EXPECT_EQ(c->Scalar("SELECT sum(balance) FROM accounts"), "200000");
   EXPECT_EQ(c->Scalar(fmt::format("SELECT balance FROM accounts WHERE id = {}", a)), "1000");
 }
@@ -333,7 +334,7 @@ TEST(Faults, HeldBackInsertsCommitWithTheBlockOrNotAtAll) {
   ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance - 1 WHERE id = {}", a)), "");
   ASSERT_EQ(t->Exec(fmt::format("INSERT INTO journal VALUES ({}, -1)", a)), "");
   ASSERT_TRUE(KillAndAwaitRestart(cluster, std::stoi(journal_node), 2));
-  EXPECT_EQ(t->Exec("COMMIT", nullptr, &msg), "40001") << msg;
+  EXPECT_EQ(t->Exec("COMMIT", nullptr, &msg), sqlstate::kSerializationFailure) << msg;
   EXPECT_EQ(c->Scalar(fmt::format("SELECT balance FROM accounts WHERE id = {}", a)), "993");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM journal"), "2");
   // Only the held-back insert: nothing was lost, the commit carries all of it.
@@ -425,7 +426,7 @@ TEST(Faults, DeepAndHugeStatementsDoNotCrashTheMaster) {
   auto c = cluster.Connect();
   std::string msg;
   std::string nested = "SELECT " + std::string(100000, '(') + "1" + std::string(100000, ')');
-  EXPECT_EQ(c->Exec(nested, nullptr, &msg), "54001") << msg;
+  EXPECT_EQ(c->Exec(nested, nullptr, &msg), sqlstate::kStatementTooComplex) << msg;
   std::string sum = "SELECT 1";
   for (int i = 1; i < 5000; i++) sum += " + 1";
   std::vector<std::vector<std::string>> rows;
@@ -434,24 +435,24 @@ TEST(Faults, DeepAndHugeStatementsDoNotCrashTheMaster) {
   EXPECT_EQ(rows[0][0], "5000");
   std::string huge = "SELECT 1";
   for (int i = 1; i < 1000000; i++) huge += " + 1";
-  EXPECT_EQ(c->Exec(huge, nullptr, &msg), "54001") << msg;
+  EXPECT_EQ(c->Exec(huge, nullptr, &msg), sqlstate::kStatementTooComplex) << msg;
   std::string joins = "SELECT count(*) FROM generate_series(1, 2) a0";
   for (int i = 1; i <= 101; i++) joins += fmt::format(" JOIN generate_series(1, 2) a{} ON true", i);
-  EXPECT_EQ(c->Exec(joins, nullptr, &msg), "54001") << msg;
+  EXPECT_EQ(c->Exec(joins, nullptr, &msg), sqlstate::kStatementTooComplex) << msg;
   std::string nots = "SELECT " + [] {
     std::string s;
     for (int i = 0; i < 50000; i++) s += "NOT ";
     return s;
   }() + "true";
   st = c->Exec(nots, nullptr, &msg);
-  EXPECT_TRUE(st.empty() || st == "54001") << st << ": " << msg;
+  EXPECT_TRUE(st.empty() || st == sqlstate::kStatementTooComplex) << st << ": " << msg;
   std::string subq = "SELECT " + [] {
     std::string s;
     for (int i = 0; i < 3000; i++) s += "(SELECT ";
     return s;
   }() + "1" + std::string(3000, ')');
   st = c->Exec(subq, nullptr, &msg);
-  EXPECT_TRUE(st.empty() || st == "54001") << st << ": " << msg;
+  EXPECT_TRUE(st.empty() || st == sqlstate::kStatementTooComplex) << st << ": " << msg;
   // Catastrophic-backtracking patterns run in linear time (RE2).
   ASSERT_EQ(c->Exec("CREATE TABLE s (id INT PRIMARY KEY, v TEXT)"), "");
   ASSERT_EQ(c->Exec(fmt::format("INSERT INTO s VALUES (1, '{}')", std::string(5000, 'a'))), "");
@@ -497,13 +498,13 @@ TEST(Faults, SortsAndHashTablesPastWorkMemFailWith53200) {
   EXPECT_EQ(c->Scalar("SHOW work_mem"), "1MB");
   for (const auto& sql : big) {
     std::string msg;
-    EXPECT_EQ(c->Exec(sql, nullptr, &msg), "53200") << sql;
+    EXPECT_EQ(c->Exec(sql, nullptr, &msg), sqlstate::kOutOfMemory) << sql;
     EXPECT_NE(msg.find("work_mem"), std::string::npos) << msg;
   }
   EXPECT_EQ(c->Scalar("SELECT x FROM generate_series(1, 1000) x ORDER BY x DESC LIMIT 1"), "1000");
   std::string msg;
-  EXPECT_EQ(c->Exec("SET work_mem = 'lots'", nullptr, &msg), "22023") << msg;
-  EXPECT_EQ(c->Exec("SET work_mem = '1kB'", nullptr, &msg), "22023") << msg;
+  EXPECT_EQ(c->Exec("SET work_mem = 'lots'", nullptr, &msg), sqlstate::kInvalidParameterValue) << msg;
+  EXPECT_EQ(c->Exec("SET work_mem = '1kB'", nullptr, &msg), sqlstate::kInvalidParameterValue) << msg;
   ASSERT_EQ(c->Exec("SET work_mem = DEFAULT"), "");
   EXPECT_EQ(c->Scalar(big[0]), expect[0]);
   EXPECT_TRUE(cluster.MasterAlive());
@@ -593,7 +594,7 @@ void StatementRestartMeetsANodeFault(bool freeze) {
   // b's commit reply races a's undo on the node: b's commit wakes a's wait before its reply
   // leaves, so the node may stop (frozen or killed at the undo) with the reply unsent, and b
   // then learns 40003 (completion unknown). Either way its commit stays (checked below).
-  EXPECT_TRUE(committed.empty() || committed == "40003") << committed;
+  EXPECT_TRUE(committed.empty() || committed == sqlstate::kStatementCompletionUnknown) << committed;
   EXPECT_FALSE(st.empty()) << "the statement succeeded although its node failed while undoing it";
   EXPECT_LT(waited, 12.0) << "the statement took " << waited << " s (" << st << ": " << msg << ")";
   EXPECT_EQ(a->Exec("COMMIT"), "");  // COMMIT of a failed block is a ROLLBACK, as in PostgreSQL
@@ -695,7 +696,7 @@ void RowLockWaitMeetsANodeFault(bool freeze) {
   // either if its outcome is unknown.
   std::set<int> allowed{0};
   for (auto [st, delta] : {std::pair{committed, 1}, std::pair{waiter_st, 10}}) {
-    if (!st.empty() && st != "40003") continue;
+    if (!st.empty() && st != sqlstate::kStatementCompletionUnknown) continue;
     std::set<int> with;
     for (int x : allowed) with.insert(x + delta);
     if (st.empty()) allowed.clear();

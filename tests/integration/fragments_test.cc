@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -130,8 +131,8 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
       << text;
   ASSERT_EQ(c->Exec("SET wattdb_pushdown = on"), "");
   std::string msg;
-  EXPECT_EQ(c->Exec("SET wattdb_pushdown = maybe", nullptr, &msg), "22023") << msg;
-  EXPECT_EQ(c->Exec("SET wattdb_exchange_prefetch = scan", nullptr, &msg), "22023") << msg;
+  EXPECT_EQ(c->Exec("SET wattdb_pushdown = maybe", nullptr, &msg), sqlstate::kInvalidParameterValue) << msg;
+  EXPECT_EQ(c->Exec("SET wattdb_exchange_prefetch = scan", nullptr, &msg), sqlstate::kInvalidParameterValue) << msg;
   EXPECT_EQ(c->Scalar("SHOW wattdb_exchange_prefetch"), "on");
   // A transaction's own writes are in what the nodes read for it.
   ASSERT_EQ(c->Exec("BEGIN"), "");
@@ -216,7 +217,7 @@ void DieAndFreezeDuring(MiniCluster& cluster, PgConn& c, const char* query,
   if (st.empty()) {
     ASSERT_NO_FATAL_FAILURE(expect(rows));
   } else {
-    EXPECT_TRUE(st == "57P03" || st == "58030") << st << " " << msg;
+    EXPECT_TRUE(st == sqlstate::kCannotConnectNow || st == sqlstate::kIoError) << st << " " << msg;
   }
   int restarted = 0;
   for (int i = 0; i < 250 && restarted == 0; i++) {
@@ -235,7 +236,7 @@ void DieAndFreezeDuring(MiniCluster& cluster, PgConn& c, const char* query,
   auto t0 = std::chrono::steady_clock::now();
   st = c.Exec(query, &rows, &msg);
   auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_EQ(st, "57014") << msg << " after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+  EXPECT_EQ(st, sqlstate::kQueryCanceled) << msg << " after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                          << " ms";
   EXPECT_LT(took, std::chrono::seconds(15));
   ASSERT_GT(cluster.NodePid(1), 0);
@@ -341,7 +342,7 @@ TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
       EXPECT_EQ(r[0][0], sums);
       checked++;
     } else {
-      EXPECT_TRUE(st == "55006" || st == "57P03") << st << " " << msg;  // busy or away: retried by clients
+      EXPECT_TRUE(st == sqlstate::kObjectInUse || st == sqlstate::kCannotConnectNow) << st << " " << msg;  // busy or away: retried by clients
     }
     st = c->Exec("SELECT count(*) FROM (SELECT id FROM t WHERE v % 3 = 0 AND id <= 4000) s", &r, &msg);
     if (st.empty()) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -112,7 +113,7 @@ TEST(Isolation, EachLevelSeesWhatPostgresWouldSee) {
   EXPECT_EQ(a->Scalar("SELECT v FROM t WHERE id = 1"), "5");
   ASSERT_EQ(b->Exec("UPDATE t SET v = 6 WHERE id = 1"), "");
   EXPECT_EQ(a->Scalar("SELECT v FROM t WHERE id = 1"), "5");
-  EXPECT_EQ(a->Exec("UPDATE t SET v = v + 1 WHERE id = 1"), "40001");
+  EXPECT_EQ(a->Exec("UPDATE t SET v = v + 1 WHERE id = 1"), sqlstate::kSerializationFailure);
   ASSERT_EQ(a->Exec("ROLLBACK"), "");
 
   // READ COMMITTED, a statement meeting a row another transaction holds: it waits, then
@@ -173,7 +174,7 @@ TEST_P(Locking, ADeadlockIsDetectedAndTheOtherTransactionGoesOn) {
   ta.join();
   tb.join();
   ASSERT_NE(sa.empty(), sb.empty()) << sa << " / " << sb;
-  EXPECT_EQ(sa.empty() ? sb : sa, "40P01");
+  EXPECT_EQ(sa.empty() ? sb : sa, sqlstate::kDeadlockDetected);
   std::string sum = a->Scalar("SELECT sum(v) FROM t");
   EXPECT_EQ(sum, sa.empty() ? "2" : "20");  // the survivor's two updates, nothing of the victim's
 }
@@ -221,7 +222,7 @@ TEST_P(Locking, ADeadlockAcrossNodesIsDetected) {
   tb.join();
   double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_NE(sa.empty(), sb.empty()) << sa << " " << ma << " / " << sb << " " << mb;
-  EXPECT_EQ(sa.empty() ? sb : sa, "40P01") << (sa.empty() ? mb : ma);
+  EXPECT_EQ(sa.empty() ? sb : sa, sqlstate::kDeadlockDetected) << (sa.empty() ? mb : ma);
   EXPECT_LT(waited, 5.0) << "the lock timeout (10 s) is what ended it";
   std::string x = a->Scalar("SELECT v FROM x"), y = a->Scalar("SELECT v FROM y");
   EXPECT_EQ(x + "/" + y, sa.empty() ? "1/1" : "10/10");  // the survivor's two updates only
@@ -267,7 +268,7 @@ TEST(Isolation, PgStatActivityShowsWhatEachSessionDoes) {
   ASSERT_EQ(a->Exec("BEGIN"), "");
   ASSERT_EQ(a->Exec("SELECT v FROM t"), "");
   EXPECT_EQ(state_of("SELECT v FROM t"), "idle in transaction|t|wattdb|wattdb|client backend|127.0.0.1");
-  EXPECT_EQ(a->Exec("SELECT 1 / 0"), "22012");
+  EXPECT_EQ(a->Exec("SELECT 1 / 0"), sqlstate::kDivisionByZero);
   EXPECT_EQ(state_of("SELECT 1 / 0"), "idle in transaction (aborted)|t|wattdb|wattdb|client backend|127.0.0.1");
   ASSERT_EQ(a->Exec("ROLLBACK"), "");
   // A statement running now: waiting for a row lock another session holds.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -78,14 +79,14 @@ TEST(KeyUpdates, RunOnTheRowsNodeAndAnswerAsTheMasterWould) {
 
   // Errors come from the node as from the master; the block fails and rolls back whole.
   for (const auto& [q, state] : std::vector<std::pair<std::string, std::string>>{
-           {"UPDATE a SET v = NULL WHERE id = 3", "23502"},
-           {"UPDATE a SET v = v / 0 WHERE id = 3", "22012"},
-           {"UPDATE a SET v = s::bigint WHERE id = 3", "22P02"}}) {
+           {"UPDATE a SET v = NULL WHERE id = 3", sqlstate::kNotNullViolation},
+           {"UPDATE a SET v = v / 0 WHERE id = 3", sqlstate::kDivisionByZero},
+           {"UPDATE a SET v = s::bigint WHERE id = 3", sqlstate::kInvalidTextRepresentation}}) {
     ASSERT_EQ(c->Exec("BEGIN"), "");
     ASSERT_EQ(c->Exec("UPDATE a SET v = 1 WHERE id = 3"), "");
     std::string msg, st = c->Exec(q, nullptr, &msg);
     EXPECT_EQ(st, state) << q << ": " << msg;
-    EXPECT_EQ(c->Exec("SELECT 1"), "25P02");
+    EXPECT_EQ(c->Exec("SELECT 1"), sqlstate::kInFailedSqlTransaction);
     ASSERT_EQ(c->Exec("ROLLBACK"), "");
     EXPECT_EQ(c->Scalar("SELECT v FROM a WHERE id = 3"), "9") << q;
   }
@@ -93,7 +94,7 @@ TEST(KeyUpdates, RunOnTheRowsNodeAndAnswerAsTheMasterWould) {
   double mid = key_updates();
   ASSERT_EQ(c->Exec("CREATE UNIQUE INDEX a_s ON a (s)"), "");
   ASSERT_EQ(c->Exec("BEGIN"), "");
-  EXPECT_EQ(c->Exec("UPDATE a SET s = 'row5' WHERE id = 6"), "23505");
+  EXPECT_EQ(c->Exec("UPDATE a SET s = 'row5' WHERE id = 6"), sqlstate::kUniqueViolation);
   ASSERT_EQ(c->Exec("ROLLBACK"), "");
   ASSERT_EQ(c->Exec("BEGIN"), "");
   ASSERT_EQ(c->Exec("UPDATE a SET id = 7000 WHERE id = 8"), "");
@@ -117,7 +118,7 @@ TEST(KeyUpdates, ConcurrentUpdatesFollowTheIsolationLevel) {
   ASSERT_EQ(a->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ"), "");
   EXPECT_EQ(a->Scalar("SELECT v FROM k WHERE id = 1"), "0");
   ASSERT_EQ(b->Exec("UPDATE k SET v = v + 10 WHERE id = 1"), "");
-  EXPECT_EQ(a->Exec("UPDATE k SET v = v + 1 WHERE id = 1"), "40001");
+  EXPECT_EQ(a->Exec("UPDATE k SET v = v + 1 WHERE id = 1"), sqlstate::kSerializationFailure);
   ASSERT_EQ(a->Exec("ROLLBACK"), "");
   EXPECT_EQ(a->Scalar("SELECT v FROM k WHERE id = 1"), "10");
 

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -44,7 +45,7 @@ TEST(Power, SuspendAndResumeThroughTheLocalDriver) {
   const std::string before = Fingerprint(*c);
 
   // Nothing that owns data is put to sleep.
-  EXPECT_EQ(c->Exec("ALTER NODE 3 SUSPEND", nullptr, &msg), "55000") << msg;
+  EXPECT_EQ(c->Exec("ALTER NODE 3 SUSPEND", nullptr, &msg), sqlstate::kObjectNotInPrerequisiteState) << msg;
   EXPECT_EQ(c->Scalar("SELECT power_state || ' ' || admin_state FROM wattdb_nodes WHERE node_id = 3"), "on active");
 
   ASSERT_EQ(c->Exec("ALTER NODE 3 DRAIN", nullptr, &msg), "") << msg;
@@ -78,12 +79,12 @@ TEST(Power, SuspendAndResumeThroughTheLocalDriver) {
   ASSERT_EQ(c->Exec("ALTER NODE 2 POWER OFF", nullptr, &msg), "") << msg;
   EXPECT_EQ(cluster.NodePid(2), 0);
   EXPECT_EQ(c->Scalar("SELECT power_state || ' ' || admin_state FROM wattdb_nodes WHERE node_id = 2"), "off off");
-  EXPECT_EQ(c->Exec("ALTER NODE 2 SUSPEND", nullptr, &msg), "55000") << "an off node cannot be suspended";
+  EXPECT_EQ(c->Exec("ALTER NODE 2 SUSPEND", nullptr, &msg), sqlstate::kObjectNotInPrerequisiteState) << "an off node cannot be suspended";
   ASSERT_EQ(c->Exec("ALTER NODE 2 POWER ON", nullptr, &msg), "") << msg;
   EXPECT_NE(cluster.NodePid(2), pid2);
   EXPECT_EQ(c->Scalar("SELECT power_state FROM wattdb_nodes WHERE node_id = 2"), "on");
   EXPECT_EQ(Fingerprint(*c), before);
-  EXPECT_EQ(c->Exec("ALTER NODE 9 SUSPEND", nullptr, &msg), "42704");
+  EXPECT_EQ(c->Exec("ALTER NODE 9 SUSPEND", nullptr, &msg), sqlstate::kUndefinedObject);
 }
 
 TEST(Power, AHostSuspendedWithItsDataAnswersTheSameRowsAfterResume) {
@@ -315,7 +316,7 @@ TEST(Power, AHostThatNeverWakesIsReportedAndPowerOnFailsWithinTheWakeTimeout) {
   EXPECT_NE(err.find("did not register within 1500 ms"), std::string::npos) << err;
   auto t0 = std::chrono::steady_clock::now();
   std::string msg;
-  EXPECT_EQ(c->Exec("ALTER NODE 3 POWER ON", nullptr, &msg), "57P03");
+  EXPECT_EQ(c->Exec("ALTER NODE 3 POWER ON", nullptr, &msg), sqlstate::kCannotConnectNow);
   EXPECT_NE(msg.find("did not register within 1500 ms"), std::string::npos) << msg;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_NE(c->Scalar("SELECT last_power_result FROM wattdb_nodes WHERE node_id = 3").find("did not register"),

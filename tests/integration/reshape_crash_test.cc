@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
@@ -65,7 +66,7 @@ std::string ExecSettled(PgConn& c, const std::string& sql, std::string* msg) {
   std::string st;
   for (int i = 0; i < 100; i++) {
     st = c.Exec(sql, nullptr, msg);
-    if (st.empty() || (st != "55006" && st != "57P03" && st != "40001" && st != "55000")) return st;
+    if (st.empty() || (st != sqlstate::kObjectInUse && st != sqlstate::kCannotConnectNow && st != sqlstate::kSerializationFailure && st != sqlstate::kObjectNotInPrerequisiteState)) return st;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return st;
@@ -529,7 +530,7 @@ TEST_P(ConcurrentWritersCrash, NothingAcknowledgedIsLost) {
     std::string st = conn && conn->ok()
                          ? conn->Exec(fmt::format("UPDATE w SET v = v + 1 WHERE id = {}", 1 + t * kKeysEach + k),
                                       nullptr, &msg)
-                         : "08006";
+                         : sqlstate::kConnectionFailure;
     if (st.empty()) {
       acked[t][k]++;
       return true;
@@ -591,7 +592,7 @@ TEST_P(EarlyReleaseCrash, NothingAcknowledgedIsLostNorBuiltOnALostCommit) {
   std::atomic<int> total_unknown{0};
   std::vector<std::vector<int>> acked(kWriters);  // each writer's acknowledged transactions
   Writers writers(cluster, kWriters, std::chrono::milliseconds(20), [&](int t, int n, PgConn* conn) {
-    std::string st = conn && conn->ok() ? conn->Exec("BEGIN") : "08006";
+    std::string st = conn && conn->ok() ? conn->Exec("BEGIN") : sqlstate::kConnectionFailure;
     if (st.empty()) st = conn->Exec("UPDATE r SET v = v + 1 WHERE id = 1");
     if (st.empty()) st = conn->Exec(fmt::format("INSERT INTO journal VALUES ({}, {})", t, n));
     if (st.empty()) {

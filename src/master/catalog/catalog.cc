@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "common/bytes.h"
+#include "common/sqlstate.h"
 
 namespace wattdb::master {
 
@@ -216,7 +217,7 @@ Result<TableSchema> Catalog::GetTable(const std::string& name, uint64_t* version
   *version = schema_version_.load();  // changes only under the exclusive lock
   auto it = tables_.find(name);
   if (it == tables_.end()) {
-    return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", name));
+    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", name));
   }
   return it->second;
 }
@@ -268,6 +269,12 @@ bool Catalog::HasUniqueIndex(TableId id) const {
 
 std::vector<TableSchema> Catalog::SystemViews() const { return TablesOf(true); }
 
+bool Catalog::IsSystemView(const std::string& name) const {
+  std::shared_lock l(mu_);
+  auto it = tables_.find(name);
+  return it != tables_.end() && it->second.id >= kFirstSystemTableId;
+}
+
 void Catalog::AddSystemView(TableSchema schema) {
   std::unique_lock l(mu_);
   schema_version_++;
@@ -284,7 +291,7 @@ Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (tables_.count(schema->name) || views_.count(schema->name)) {
-    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", schema->name));
+    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", schema->name));
   }
   ASSIGN_OR_RETURN(uint64_t tid, NextFromCounter("table", 16));
   if (tid >= kFirstSystemTableId) return Status::Internal("table ids exhausted");
@@ -305,9 +312,9 @@ Result<std::vector<SegmentEntry>> Catalog::DropTable(const std::string& name) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(name);
-  if (it == tables_.end()) return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
+  if (it == tables_.end()) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", name));
   if (it->second.id >= kFirstSystemTableId) {
-    return Status::Sql("42809", fmt::format("\"{}\" is a system view", name));
+    return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is a system view", name));
   }
   ASSIGN_OR_RETURN(auto segs, TrashSegments({it->second.id}, {{kTablePrefix + name, "", true}}));
   tables_.erase(it);
@@ -356,7 +363,7 @@ double Catalog::EstimateRows(const TableSchema& table) const {
 Status Catalog::CreateDatabase(const std::string& name) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
-  if (databases_.count(name)) return Status::Sql("42P04", fmt::format("database \"{}\" already exists", name));
+  if (databases_.count(name)) return Status::Sql(sqlstate::kDuplicateDatabase, fmt::format("database \"{}\" already exists", name));
   RETURN_NOT_OK(kv_->Write({{kDatabasePrefix + name, "1"}}));
   databases_.insert(name);
   return Status::OK();
@@ -370,7 +377,7 @@ bool Catalog::HasDatabase(const std::string& name) const {
 Result<std::vector<SegmentEntry>> Catalog::DropDatabase(const std::string& name) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
-  if (!databases_.count(name)) return Status::Sql("3D000", fmt::format("database \"{}\" does not exist", name));
+  if (!databases_.count(name)) return Status::Sql(sqlstate::kInvalidCatalogName, fmt::format("database \"{}\" does not exist", name));
   std::string prefix = name + "/";
   // One atomic write: the database, its views, its tables and their segments.
   std::vector<storage::KvStore::Op> ops = {{kDatabasePrefix + name, "", true}};
@@ -405,7 +412,7 @@ Status Catalog::PutUser(const auth::Credentials& c) {
 
 Status Catalog::DropUser(const std::string& name) {
   std::unique_lock l(mu_);
-  if (!users_.count(name)) return Status::Sql("42704", fmt::format("role \"{}\" does not exist", name));
+  if (!users_.count(name)) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("role \"{}\" does not exist", name));
   RETURN_NOT_OK(kv_->Write({{kUserPrefix + name, "", true}}));
   users_.erase(name);
   return Status::OK();
@@ -435,7 +442,7 @@ Status Catalog::CreateView(const std::string& name, const std::string& sql, cons
   std::unique_lock l(mu_);
   schema_version_++;
   if (tables_.count(name) || (views_.count(name) && !replace)) {
-    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", name));
+    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", name));
   }
   RETURN_NOT_OK(kv_->Write({{kViewPrefix + name, EncodeView(sql, reads)}}));
   views_[name] = View{sql, reads};
@@ -445,7 +452,7 @@ Status Catalog::CreateView(const std::string& name, const std::string& sql, cons
 Status Catalog::DropView(const std::string& name) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
-  if (!views_.count(name)) return Status::Sql("42P01", fmt::format("view \"{}\" does not exist", name));
+  if (!views_.count(name)) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("view \"{}\" does not exist", name));
   RETURN_NOT_OK(kv_->Write({{kViewPrefix + name, "", true}}));
   views_.erase(name);
   return Status::OK();
@@ -465,8 +472,8 @@ Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name,
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(name);
   auto st = tables_.find(staged);
-  if (it == tables_.end()) return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
-  if (st == tables_.end()) return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", staged));
+  if (it == tables_.end()) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", name));
+  if (st == tables_.end()) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", staged));
   TableSchema renamed = st->second;
   renamed.name = name;
   std::string enc;
@@ -484,7 +491,7 @@ Status Catalog::UpdateTable(const TableSchema& schema) {
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(schema.name);
   if (it == tables_.end() || it->second.id != schema.id) {
-    return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", schema.name));
+    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", schema.name));
   }
   std::string enc;
   schema.Serialize(&enc);
@@ -541,7 +548,7 @@ Result<SegmentEntry> Catalog::GetSegment(SegmentId id) const {
   std::shared_lock l(mu_);
   auto ix = seg_index_.find(id);
   if (ix == seg_index_.end()) {
-    return Status::Sql("42704", fmt::format("segment {} does not exist", id));
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("segment {} does not exist", id));
   }
   return by_table_.at(ix->second.first).at(ix->second.second);
 }

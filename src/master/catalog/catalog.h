@@ -22,7 +22,7 @@
 
 #include "common/schema.h"
 #include "common/status.h"
-#include "master/pgwire/auth.h"
+#include "master/catalog/credentials.h"
 #include "query/plan/binder.h"
 #include "storage/kv_store.h"
 
@@ -67,6 +67,8 @@ class Catalog : public plan::CatalogReader {
   // True if table `id` has a unique secondary index (checked on every write: no copying).
   bool HasUniqueIndex(TableId id) const;
   std::vector<TableSchema> SystemViews() const;
+  // True if `name` is a system view (wattdb_*, the pg_catalog views): shared by every database.
+  bool IsSystemView(const std::string& name) const;
   std::optional<std::string> GetView(const std::string& name) const override;
   // Planner statistics: rows counted by the last ANALYZE.
   Status SetRowCount(TableId table, uint64_t rows);

@@ -1,4 +1,5 @@
 #include "master/catalog/catalog.h"
+#include "common/sqlstate.h"
 #include "master/catalog/database_catalog.h"
 
 #include <filesystem>
@@ -70,7 +71,7 @@ TEST_F(CatalogTest, PartitionMapSurvivesRestart) {
   EXPECT_EQ(cat_->SegmentsOverlapping(t.id, K(120), K(250)).size(), 2u);
   EXPECT_EQ(cat_->GetNodeState(1), NodeAdminState::kOff);
   EXPECT_EQ(cat_->GetTable("acc")->columns.size(), 2u);
-  EXPECT_EQ(cat_->GetTable("nope").status().sqlstate(), "42P01");
+  EXPECT_EQ(cat_->GetTable("nope").status().sqlstate(), sqlstate::kUndefinedTable);
 }
 
 // A database's view remembers tables while the schema version holds: every change through
@@ -102,14 +103,14 @@ TEST_F(CatalogTest, ADatabaseViewSeesEveryTableChangeAtOnce) {
   EXPECT_EQ(db.GetTable("acc")->indexes.size(), 1u);
   // Dropped and made again with another schema: the new table.
   ASSERT_TRUE(db.DropTable("acc").ok());
-  EXPECT_EQ(db.GetTable("acc").status().sqlstate(), "42P01");
+  EXPECT_EQ(db.GetTable("acc").status().sqlstate(), sqlstate::kUndefinedTable);
   TableSchema again = Schema("acc");
   again.columns.pop_back();
   ASSERT_TRUE(db.CreateTable(&again, 1).ok());
   EXPECT_EQ(db.GetTable("acc")->columns.size(), 1u);
   EXPECT_EQ(db.GetTable("acc")->id, again.id);
   // Databases stay apart.
-  EXPECT_EQ(other.GetTable("acc").status().sqlstate(), "42P01");
+  EXPECT_EQ(other.GetTable("acc").status().sqlstate(), sqlstate::kUndefinedTable);
   TableSchema mine = Schema("acc");
   ASSERT_TRUE(other.CreateTable(&mine, 1).ok());
   EXPECT_EQ(other.GetTable("acc")->id, mine.id);
@@ -224,7 +225,7 @@ TEST_F(CatalogTest, MoveIntentsAndTrashAreLogged) {
   EXPECT_TRUE(cat_->Trash().empty());
   TableSchema again = Schema("m");
   EXPECT_TRUE(cat_->CreateTable(&again, 1).ok());
-  EXPECT_EQ(cat_->CreateTable(&again, 1).status().sqlstate(), "42P07");
+  EXPECT_EQ(cat_->CreateTable(&again, 1).status().sqlstate(), sqlstate::kDuplicateTable);
 }
 
 }  // namespace

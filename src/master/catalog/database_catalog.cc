@@ -1,6 +1,6 @@
 #include "master/catalog/database_catalog.h"
 
-#include "master/catalog/pg_catalog.h"
+#include "common/sqlstate.h"
 
 namespace wattdb::master {
 
@@ -14,7 +14,7 @@ constexpr size_t kMaxKnown = 256;  // tables remembered per database view
 }  // namespace
 
 std::string DatabaseCatalog::Qualify(const std::string& name) const {
-  if (name.rfind("wattdb_", 0) == 0 || IsPgCatalogView(name)) return name;  // system views are shared
+  if (prefix_.empty() || catalog_.IsSystemView(name)) return name;  // system views are shared
   return prefix_ + name;
 }
 
@@ -24,7 +24,7 @@ std::string DatabaseCatalog::Unqualify(const std::string& name) const {
 
 Result<TableSchema> DatabaseCatalog::GetTable(const std::string& name) const {
   if (name.find('/') != std::string::npos) {
-    return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", name));
+    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", name));
   }
   std::optional<TableSchema> t;
   {
@@ -35,7 +35,7 @@ Result<TableSchema> DatabaseCatalog::GetTable(const std::string& name) const {
   if (!t) {
     uint64_t version = 0;
     auto got = catalog_.GetTable(Qualify(name), &version);
-    if (!got.ok()) return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", name));
+    if (!got.ok()) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", name));
     t = std::move(*got);
     t->name = Unqualify(t->name);
     std::lock_guard<std::mutex> l(known_mu_);
@@ -78,13 +78,13 @@ std::map<std::string, std::string> DatabaseCatalog::Views() const {
 Result<SegmentEntry> DatabaseCatalog::CreateTable(TableSchema* schema, NodeId node) {
   std::string name = schema->name;
   if (name.find('/') != std::string::npos) {
-    return Status::Sql("42602", fmt::format("invalid name \"{}\": '/' is reserved", name));
+    return Status::Sql(sqlstate::kInvalidName, fmt::format("invalid name \"{}\": '/' is reserved", name));
   }
   schema->name = Qualify(name);
   auto r = catalog_.CreateTable(schema, node);
   schema->name = name;
-  if (!r.ok() && r.status().sqlstate() == "42P07") {
-    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", name));
+  if (!r.ok() && r.status().sqlstate() == sqlstate::kDuplicateTable) {
+    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", name));
   }
   return r;
 }
@@ -105,7 +105,7 @@ Status DatabaseCatalog::UpdateTable(TableSchema schema) {
 Status DatabaseCatalog::CreateView(const std::string& name, const std::string& sql,
                                    const std::vector<std::string>& reads, bool replace) {
   if (name.find('/') != std::string::npos) {
-    return Status::Sql("42602", fmt::format("invalid name \"{}\": '/' is reserved", name));
+    return Status::Sql(sqlstate::kInvalidName, fmt::format("invalid name \"{}\": '/' is reserved", name));
   }
   std::vector<std::string> qualified;
   for (const auto& r : reads) qualified.push_back(Qualify(r));

@@ -8,6 +8,7 @@
 
 #include "common/failpoint.h"
 #include "common/logging.h"
+#include "common/sqlstate.h"
 
 namespace wattdb::master {
 
@@ -15,24 +16,22 @@ Status Cluster::InUse(SegmentId seg, int waited_ms) {
   return Status(Status::Code::kUnavailable,
                 fmt::format("segment {} is in use by a transaction that did not finish within {} ms; try again",
                             seg, waited_ms),
-                "55006");
+                sqlstate::kObjectInUse);
 }
 
-Cluster::Cluster(const ClusterConfig& config, MasterOptions opts, const Clock& clock)
+Cluster::Cluster(const ClusterConfig& config, ClusterOptions opts, const Clock& clock)
     : config_(config), opts_(std::move(opts)), clock_(clock) {}
 
 Cluster::~Cluster() { Stop(); }
 
 Status Cluster::Start() {
-  // An invalid energy policy stops the master before it touches anything.
-  energy_ = std::make_unique<EnergyService>(*this, opts_.policy_path.empty() ? config_.energy_policy : opts_.policy_path);
-  RETURN_NOT_OK(energy_->Init());
   ASSIGN_OR_RETURN(catalog_, Catalog::Open(config_.data_dir + "/master"));
   ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
-  last_ts_ = ts;  // everything committed before this run has a smaller timestamp
+  ts_.Reset(ts);  // everything committed before this run has a smaller timestamp
   next_txn_ = static_cast<uint64_t>(clock_.WallMicros()) << 8;  // unique across restarts
   ASSIGN_OR_RETURN(net::ClusterKey key, net::ClusterKey::LoadOrCreate(config_.KeyPath()));
-  registry_ = std::make_unique<NodeRegistry>(config_, clock_, std::move(key));
+  // The node CPU a statement's calls cost counts toward its energy.
+  registry_ = std::make_unique<NodeRegistry>(config_, clock_, std::move(key), &StatementCpuScope::AddNode);
   RETURN_NOT_OK(registry_->Start());
   power_ = std::make_unique<NodePower>(config_, *registry_, clock_);
   power::DriverContext ctx;
@@ -78,7 +77,6 @@ Status Cluster::Start() {
     supervisor_ = std::make_unique<NodeSupervisor>(config_, *registry_, *catalog_, *power_);
     supervisor_->Start();
   }
-  energy_->Start();
   return Status::OK();
 }
 
@@ -89,7 +87,6 @@ void Cluster::Stop() {
     stopping_ = true;
   }
   stop_cv_.notify_all();
-  if (energy_) energy_->Stop();
   if (supervisor_) supervisor_->Stop();
   if (monitor_) monitor_->Stop();
   if (maintenance_.joinable()) maintenance_.join();
@@ -107,71 +104,6 @@ std::shared_ptr<std::shared_timed_mutex> Cluster::Latch(SegmentId seg) {
   auto& p = latches_[seg];
   if (!p) p = std::make_shared<std::shared_timed_mutex>();
   return p;
-}
-
-Timestamp Cluster::StableLocked() const { return inflight_.empty() ? last_ts_ : *inflight_.begin() - 1; }
-
-void Cluster::AwaitCompletedLocked(std::unique_lock<std::mutex>& l, Timestamp ts) {
-  ts_cv_.wait(l, [&] { return inflight_.empty() || *inflight_.begin() > ts; });
-}
-
-Timestamp Cluster::ReadTimestamp() {
-  std::lock_guard<std::mutex> l(ts_mu_);
-  return StableLocked();
-}
-
-Timestamp Cluster::AcquireSnapshot() {
-  std::lock_guard<std::mutex> l(ts_mu_);
-  Timestamp ts = StableLocked();
-  snapshots_.insert(ts);
-  return ts;
-}
-
-void Cluster::ReleaseSnapshot(Timestamp ts) {
-  std::lock_guard<std::mutex> l(ts_mu_);
-  auto it = snapshots_.find(ts);
-  if (it != snapshots_.end()) snapshots_.erase(it);
-}
-
-Timestamp Cluster::GcHorizon() {
-  std::lock_guard<std::mutex> l(ts_mu_);
-  Timestamp read = StableLocked();
-  return snapshots_.empty() ? read : std::min(read, *snapshots_.begin());
-}
-
-Result<Timestamp> Cluster::BeginCommit() {
-  // Drawn under the lock snapshots are taken under: drawn before it, a later-drawn commit
-  // could enter inflight_ first, and a snapshot taken in between (the stable point below that
-  // one) would lie at or above this timestamp before it is in flight; a one-phase commit
-  // reaching its node after a read there at that snapshot must then abort.
-  std::lock_guard<std::mutex> l(ts_mu_);
-  ASSIGN_OR_RETURN(Timestamp ts, catalog_->NextTimestamp());
-  inflight_.insert(ts);
-  if (ts > last_ts_) last_ts_ = ts;
-  return ts;
-}
-
-void Cluster::EndCommit(Timestamp ts) {
-  std::unique_lock<std::mutex> l(ts_mu_);
-  // Every wait (here and in AwaitStable) is for the lowest commit in flight to pass a
-  // timestamp: only the end of the lowest can end one.
-  bool lowest = !inflight_.empty() && *inflight_.begin() == ts;
-  inflight_.erase(ts);
-  if (lowest) {
-    // Nothing earlier is in flight: no wait. The waiters are woken with the lock let go, so
-    // that they need not queue for it behind this thread.
-    l.unlock();
-    ts_cv_.notify_all();
-    return;
-  }
-  // A commit is acknowledged only once every earlier-stamped commit completed too, so that
-  // every snapshot taken after the acknowledgement (in any session) includes it.
-  AwaitCompletedLocked(l, ts);
-}
-
-void Cluster::AwaitStable() {
-  std::unique_lock<std::mutex> l(ts_mu_);
-  AwaitCompletedLocked(l, last_ts_);
 }
 
 Transaction::Mark Transaction::mark() const {
@@ -327,14 +259,14 @@ Status Cluster::Send(Transaction& t, const WritesByNode& by_node) {
 Status Cluster::CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws) {
   ASSIGN_OR_RETURN(auto client, registry_->Client(node));
   int pid = NodePid(node);
-  ASSIGN_OR_RETURN(Timestamp ts, BeginCommit());
+  ASSIGN_OR_RETURN(Timestamp ts, ts_.BeginCommit());
   std::vector<std::pair<SegmentId, uint64_t>> sizes;
   bool delivered = false;
   Status s = RpcPrepareCommit(*client, t.id, t.snapshot, ws, ts, &sizes, &delivered);
-  EndCommit(ts);
+  ts_.EndCommit(ts);
   if (!s.ok() && delivered && IsLinkFailure(s)) {
     s = SettleUnknownCommit(node, pid, t.id, ts);
-    if (s.ok() || s.sqlstate() == "40003") EndTxn(t);
+    if (s.ok() || s.sqlstate() == sqlstate::kStatementCompletionUnknown) EndTxn(t);
     return s;
   }
   if (s.ok()) {
@@ -361,7 +293,7 @@ Status Cluster::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Time
         return Status(Status::Code::kUnavailable,
                       fmt::format("node {} {} before the commit reached it; nothing was written", node,
                                   pid != old_pid ? "restarted" : "stopped answering"),
-                      "57P03");
+                      sqlstate::kCannotConnectNow);
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -370,7 +302,7 @@ Status Cluster::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Time
   return Status(Status::Code::kIOError,
                 fmt::format("connection to node {} lost during commit; the transaction may or may not have committed",
                             node),
-                "40003");
+                sqlstate::kStatementCompletionUnknown);
 }
 
 void Cluster::RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes) {
@@ -510,9 +442,9 @@ NodeId Cluster::LeastLoaded(const std::map<NodeId, NodeLoad>& load, TableId tabl
 Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
   std::lock_guard<std::mutex> admin(admin_mu_);
   int64_t t0 = clock_.NowMicros();
-  if (!config_.FindNode(target)) return Status::Sql("42704", fmt::format("node {} does not exist", target));
+  if (!config_.FindNode(target)) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", target));
   if (catalog_->GetNodeState(target) != NodeAdminState::kActive) {
-    return Status::Sql("55000", fmt::format("node {} is {}; it cannot take segments", target,
+    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} is {}; it cannot take segments", target,
                                             NodeAdminStateName(catalog_->GetNodeState(target))));
   }
   auto latch = Latch(seg);
@@ -576,7 +508,7 @@ Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
 }
 
 Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
-  if (!config_.FindNode(node)) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  if (!config_.FindNode(node)) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
   RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kDraining));
   std::vector<MoveReport> reports;
   // Writes go on while the node drains, so its segments may split meanwhile: the pieces
@@ -587,14 +519,14 @@ Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
     for (const auto& s : left) {
       NodeId target = LeastLoadedNode(node);
       if (target == 0) {
-        return Status::Sql("55000", fmt::format("cannot drain node {}: no other active node is up", node));
+        return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("cannot drain node {}: no other active node is up", node));
       }
       ASSIGN_OR_RETURN(MoveReport r, MoveSegment(s.id, target));
       reports.push_back(r);
     }
   }
   if (size_t left = catalog_->SegmentsOnNode(node).size()) {
-    return Status::Sql("55000", fmt::format("node {} still owns {} segment(s) after 100 rounds of moves; writes "
+    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} still owns {} segment(s) after 100 rounds of moves; writes "
                                             "keep splitting them: try again",
                                             node, left));
   }
@@ -640,7 +572,7 @@ void Cluster::MaintainOnce() {
   ResolveInDoubt();
   ConfirmUnsyncedCommits();
   // Old versions no snapshot can see may go: tell every node the oldest snapshot in use.
-  Timestamp horizon = GcHorizon();
+  Timestamp horizon = ts_.GcHorizon();
   for (const auto& n : config_.nodes) {
     auto c = registry_->Client(n.id);
     if (c.ok()) (void)RpcGcHorizon(**c, horizon);
@@ -698,7 +630,7 @@ void Cluster::MaintainOnce() {
           SettleLoggedReshapes();
           auto r = SplitPieces(rs.id, top, static_cast<uint32_t>(pieces));
           if (r.ok() && !r->empty()) split_any = true;
-          if (!r.ok() && r.status().sqlstate() != "55006") {
+          if (!r.ok() && r.status().sqlstate() != sqlstate::kObjectInUse) {
             Log("master")->warn("split failed seg={} err={}", rs.id, r.status().ToString());
           }
         }

@@ -26,15 +26,15 @@
 #include "common/config.h"
 #include "common/small_containers.h"
 #include "master/catalog/catalog.h"
-#include "master/cluster/node_supervisor.h"
-#include "master/energy/energy_service.h"
-#include "master/energy/node_power.h"
-#include "master/energy/power_monitor.h"
-#include "master/energy/statement_energy.h"
-#include "master/metrics/activity.h"
-#include "master/metrics/query_counters.h"
-#include "master/cluster/node_registry.h"
-#include "master/cluster/node_rpc.h"
+#include "master/cluster/timestamp_oracle.h"
+#include "master/power/node_supervisor.h"
+#include "master/power/node_power.h"
+#include "master/power/power_monitor.h"
+#include "master/power/statement_energy.h"
+#include "master/stats/activity.h"
+#include "master/stats/query_counters.h"
+#include "master/nodes/node_registry.h"
+#include "master/nodes/node_rpc.h"
 #include "power/power_driver.h"
 #include "rpc/exchange.h"
 
@@ -84,17 +84,16 @@ struct Transaction {
   ~Transaction();
 };
 
-struct MasterOptions {
+struct ClusterOptions {
   std::string config_path;  // passed to locally started nodes
   std::string node_binary;
   bool manage_nodes = false;  // power nodes on at start and off at exit
   bool balance = true;        // spread split-off segments to the least loaded node
-  std::string policy_path;    // energy-policy file ("" = the config's energy_policy, else the embedded default)
 };
 
 class Cluster {
  public:
-  Cluster(const ClusterConfig& config, MasterOptions opts, const Clock& clock = Clock::Real());
+  Cluster(const ClusterConfig& config, ClusterOptions opts, const Clock& clock = Clock::Real());
   ~Cluster();
 
   Status Start();
@@ -111,17 +110,12 @@ class Cluster {
   QueryCounters& queries() { return queries_; }
   Activity& activity() { return activity_; }  // pg_stat_activity
   StatementEnergyLog& energy_log() { return energy_log_; }
-  EnergyService& energy() { return *energy_; }
   // Crashed nodes restarted so far (0 without --manage-nodes).
   uint64_t node_restarts() const { return supervisor_ ? supervisor_->restarts() : 0; }
   const ClusterConfig& config() const { return config_; }
 
-  // Snapshot for a new statement: every commit with a timestamp <= it has completed.
-  Timestamp ReadTimestamp();
-  // A snapshot held by a running statement or transaction: garbage collection keeps every
-  // version it can see until ReleaseSnapshot.
-  Timestamp AcquireSnapshot();
-  void ReleaseSnapshot(Timestamp ts);
+  // Commit timestamps and read snapshots.
+  TimestampOracle& timestamps() { return ts_; }
   // Sessions connected to each database (DROP DATABASE refuses while any is).
   class SessionGuard {
    public:
@@ -144,11 +138,6 @@ class Cluster {
     return it == sessions_.end() ? 0 : it->second;
   }
 
-  // Returns once every commit that has a timestamp now has completed, so that snapshots
-  // taken afterwards see all of them. A client told 40001 retries against the winner's write.
-  void AwaitStable();
-  // The oldest snapshot in use (or the current read timestamp if none).
-  Timestamp GcHorizon();
   // Applies `writes` to `table` atomically across all nodes they touch (prepare everywhere,
   // then commit at one timestamp). Retries transparently when segments moved or split.
   Status ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
@@ -282,13 +271,6 @@ class Cluster {
   static constexpr size_t kPrepareChunkBytes = 8u << 20;  // and about this many bytes (frames stay small)
   // The end of the prepare chunk of `ws` that starts at `off` (at least one write).
   static size_t ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off);
-  // REQUIRES ts_mu_ held. The highest timestamp below every commit in flight.
-  Timestamp StableLocked() const;
-  // REQUIRES ts_mu_ held via `l`. Waits until no commit at or below `ts` is in flight.
-  void AwaitCompletedLocked(std::unique_lock<std::mutex>& l, Timestamp ts);
-  Result<Timestamp> BeginCommit();
-  // Ends commit `ts`; returns once no commit with a lower timestamp is still in flight.
-  void EndCommit(Timestamp ts);
   Status RecoverMove(const MoveIntent& m);
   // Unavailable (55006): `seg`'s latch was not free within `waited_ms`.
   static Status InUse(SegmentId seg, int waited_ms);
@@ -309,7 +291,7 @@ class Cluster {
   Status PowerDown(NodeId node, power::PowerAction action);
 
   const ClusterConfig& config_;  // borrowed; outlives the cluster
-  MasterOptions opts_;
+  ClusterOptions opts_;
   const Clock& clock_;
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<NodeRegistry> registry_;
@@ -322,14 +304,7 @@ class Cluster {
   std::mutex latch_mu_;  // guards latches_
   std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches_;
 
-  std::mutex ts_mu_;  // guards the timestamp state below
-  std::condition_variable ts_cv_;  // signalled when a commit completes
-  Timestamp last_ts_ = 0;
-  // Sorted arrays: as many entries as commits in flight and snapshots held (a few per
-  // session), mostly added near the end; they keep their memory, so a statement's snapshot
-  // and a commit's stamp allocate nothing.
-  boost::container::flat_set<Timestamp> inflight_;
-  boost::container::flat_multiset<Timestamp> snapshots_;  // held by statements and transactions
+  TimestampOracle ts_{[this] { return catalog_->NextTimestamp(); }};
 
   std::mutex sessions_mu_;  // guards sessions_
   std::map<std::string, int> sessions_;
@@ -373,7 +348,6 @@ class Cluster {
   void EndTxn(Transaction& txn);
   std::mutex admin_mu_;  // serializes moves, splits and drains
   std::unique_ptr<NodeSupervisor> supervisor_;  // with manage_nodes: restarts crashed nodes
-  std::unique_ptr<EnergyService> energy_;
   std::mutex operator_mu_;  // guards operator_nodes_
   std::multiset<NodeId> operator_nodes_;
   std::thread maintenance_;

@@ -1,4 +1,5 @@
 // Ending transactions: statement rollback, commit (one node or two-phase), single-statement writes.
+#include "common/sqlstate.h"
 #include "master/cluster/cluster.h"
 
 #include <algorithm>
@@ -81,11 +82,7 @@ Status Cluster::Commit(Transaction& t) {
   if (distributed) {
     // Every snapshot handed out so far is <= issued, and the commit timestamp will be
     // above it: readers at snapshots <= issued need not wait for this transaction.
-    Timestamp issued;
-    {
-      std::lock_guard<std::mutex> l(ts_mu_);
-      issued = last_ts_;
-    }
+    Timestamp issued = ts_.LastIssued();
     std::vector<DurablePrepare> calls;
     for (auto& [node, c] : t.participants) {
       auto it = carried_by_node.find(node);
@@ -103,7 +100,7 @@ Status Cluster::Commit(Transaction& t) {
     }
     MaybeFail("master.commit.before_decision");
   }
-  auto ts = BeginCommit();
+  auto ts = ts_.BeginCommit();
   if (!ts.ok()) {
     Rollback(t);
     return ts.status();
@@ -119,7 +116,7 @@ Status Cluster::Commit(Transaction& t) {
         std::lock_guard<std::mutex> l(decisions_mu_);
         unconfirmed_.erase(t.id);
       }
-      EndCommit(*ts);
+      ts_.EndCommit(*ts);
       Rollback(t);
       return logged.Prepend("commit decision");
     }
@@ -167,7 +164,7 @@ Status Cluster::Commit(Transaction& t) {
       commit_status = s.code() == Status::Code::kAborted ? s : s.Prepend(fmt::format("commit on node {}", node));
     }
   }
-  EndCommit(*ts);
+  ts_.EndCommit(*ts);
   EndTxn(t);
   RequestSplitsIfOversized(sizes);
   return commit_status;
@@ -241,7 +238,7 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
     if (s.ok() && !unique && by_node.size() == 1 && ChunkEnd(by_node.begin()->second, 0) == by_node.begin()->second.size()) {
       s = CommitOnePhase(*t, by_node.begin()->first, by_node.begin()->second);
       if (s.ok()) return s;
-      if (s.sqlstate() == "55P03") s = Status::OK();
+      if (s.sqlstate() == sqlstate::kLockNotAvailable) s = Status::OK();
     }
     if (s.ok()) s = Send(*t, by_node);
     if (s.ok() && unique) s = CheckUnique(*t, table, by_node);

@@ -4,8 +4,9 @@
 
 #include "common/codec.h"
 #include "common/logging.h"
+#include "common/sqlstate.h"
 #include "master/cluster/cluster.h"
-#include "master/sql/index_scan.h"
+#include "master/cluster/index_scan.h"
 
 namespace wattdb::master {
 
@@ -28,7 +29,7 @@ bool AnyNull(const IndexKeySpec& spec, const std::vector<Value>& row) {
 }
 
 Status Duplicate(const std::string& index) {
-  return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}\"", index));
+  return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}\"", index));
 }
 
 }  // namespace
@@ -81,7 +82,7 @@ Status Cluster::CheckUnique(Transaction& t, TableId table, const WritesByNode& w
       }
       // Every other claimant has ended, so the latest committed state plus this
       // transaction's own pending writes is what counts.
-      IndexScanSource src(*this, table, ix.spec.id, key, PrefixSuccessor(key), ReadTimestamp(),
+      IndexScanSource src(*this, table, ix.spec.id, key, PrefixSuccessor(key), ts_.Read(),
                           schema->columns.size(), t.id);
       size_t live = 0;
       exec::Batch b;
@@ -112,7 +113,7 @@ Result<std::unique_ptr<Cluster::WriteBlock>> Cluster::BlockWritesLocked(TableId 
       return Status(Status::Code::kUnavailable,
                     fmt::format("the table is being written by a transaction that did not finish within {} ms; "
                                 "try again", config_.latch_wait_ms),
-                    "55006");
+                    sqlstate::kObjectInUse);
     }
   }
   return block;
@@ -126,8 +127,8 @@ Result<uint32_t> Cluster::CreateIndex(const std::string& table, IndexDef def) {
   // Block the table's writers: wait for open transactions that wrote it to end.
   ASSIGN_OR_RETURN(auto block, BlockWritesLocked(t.id));
   // Every commit so far has completed: the snapshot below includes all writes to the table.
-  AwaitStable();
-  Timestamp build_ts = ReadTimestamp();
+  ts_.AwaitStable();
+  Timestamp build_ts = ts_.Read();
   std::vector<SegmentEntry> done;
   auto undo = [&] {
     for (const auto& s : done) {
@@ -163,7 +164,7 @@ Result<uint32_t> Cluster::CreateIndex(const std::string& table, IndexDef def) {
         if (AnyNull(def.spec, row)) continue;
         if (!seen.insert(EncodeIndexKey(def.spec, row)).second) {
           undo();
-          return Status::Sql("23505", fmt::format("could not create unique index \"{}\": the table holds "
+          return Status::Sql(sqlstate::kUniqueViolation, fmt::format("could not create unique index \"{}\": the table holds "
                                                   "duplicate keys", def.name));
         }
       }

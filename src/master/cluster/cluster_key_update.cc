@@ -3,7 +3,7 @@
 // instead of a scan and a prepare.
 #include "master/cluster/cluster.h"
 
-#include "master/cluster/node_rpc.h"
+#include "master/nodes/node_rpc.h"
 
 namespace wattdb::master {
 

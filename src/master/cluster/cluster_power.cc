@@ -1,4 +1,5 @@
 // Cluster's power operations: drain marks, power off, suspend, power on (cluster.h).
+#include "common/sqlstate.h"
 #include "master/cluster/cluster.h"
 
 #include "common/logging.h"
@@ -10,7 +11,7 @@ Status Cluster::SetDraining(NodeId node, bool draining) {
   NodeAdminState now = catalog_->GetNodeState(node);
   NodeAdminState from = draining ? NodeAdminState::kActive : NodeAdminState::kDraining;
   if (now != from) {
-    return Status::Sql("55000", fmt::format("node {} is {}, not {}", node, NodeAdminStateName(now), NodeAdminStateName(from)));
+    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} is {}, not {}", node, NodeAdminStateName(now), NodeAdminStateName(from)));
   }
   return catalog_->SetNodeState(node, draining ? NodeAdminState::kDraining : NodeAdminState::kActive);
 }
@@ -21,15 +22,15 @@ Status Cluster::Suspend(NodeId node) { return PowerDown(node, power::PowerAction
 
 Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
   const NodeConfig* nc = config_.FindNode(node);
-  if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  if (!nc) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
   std::lock_guard<std::mutex> power(power_->mu());
   power::PowerDriver& driver = power_->Driver(node);
   if (nc->InMaster()) {
-    return Status::Sql("0A000", fmt::format("node {} lives in the master process: it cannot {} while the master runs",
+    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("node {} lives in the master process: it cannot {} while the master runs",
                                             node, power::PowerActionName(action)));
   }
   if (!driver.Supports(action)) {
-    return Status::Sql("0A000", fmt::format("node {}'s power driver '{}' cannot {}", node, driver.name(),
+    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("node {}'s power driver '{}' cannot {}", node, driver.name(),
                                             power::PowerActionName(action)));
   }
   bool suspend = action == power::PowerAction::kSuspend;
@@ -39,11 +40,11 @@ Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
     std::lock_guard<std::mutex> admin(admin_mu_);
     size_t owned = catalog_->SegmentsOnNode(node).size();
     if (owned > 0) {
-      return Status::Sql("55000", fmt::format("node {} still owns {} segment(s); run ALTER NODE {} DRAIN first",
+      return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} still owns {} segment(s); run ALTER NODE {} DRAIN first",
                                               node, owned, node));
     }
     if (suspend && before == NodeAdminState::kOff) {
-      return Status::Sql("55000", fmt::format("node {} is off; it cannot be suspended", node));
+      return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} is off; it cannot be suspended", node));
     }
     RETURN_NOT_OK(catalog_->SetNodeState(node, suspend ? NodeAdminState::kSuspended : NodeAdminState::kOff));
   }
@@ -81,7 +82,7 @@ bool Cluster::AwaitRegistration(const NodeConfig& n, int wait_ms) {
 
 Status Cluster::PowerOn(NodeId node) {
   const NodeConfig* nc = config_.FindNode(node);
-  if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  if (!nc) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
   std::lock_guard<std::mutex> power(power_->mu());
   NodeAdminState before = catalog_->GetNodeState(node);
   RETURN_NOT_OK(power_->Act(node, power::PowerAction::kOn));
@@ -93,7 +94,7 @@ Status Cluster::PowerOn(NodeId node) {
     std::string why = fmt::format("node {} was powered on ({}) but did not register within {} ms", node,
                                   driver.name(), wait_ms);
     power_->RecordFailure(node, why);
-    return Status(Status::Code::kUnavailable, why, "57P03");
+    return Status(Status::Code::kUnavailable, why, sqlstate::kCannotConnectNow);
   }
   RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kActive));
   Log("master")->info("node powered on id={} driver={}", node, power_->Driver(node).name());

@@ -5,7 +5,7 @@
 #include "common/failpoint.h"
 #include "common/logging.h"
 #include "master/cluster/cluster.h"
-#include "master/cluster/node_rpc.h"
+#include "master/nodes/node_rpc.h"
 
 namespace wattdb::master {
 

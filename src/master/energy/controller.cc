@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/sqlstate.h"
 
 namespace wattdb::master {
 
@@ -410,7 +411,7 @@ Status EnergyController::PacedMove(const ControlSegment& seg, NodeId to, const E
     // one retry is safe; a node just woken sometimes drops its first connection.
     Log("energy")->info("move of segment {} to node {} failed, retrying once: {}", seg.id, to,
                         result.status().message());
-    if (!plane_.Pause(0.5)) return Status::Aborted("the energy controller is stopping", "57P01");
+    if (!plane_.Pause(0.5)) return Status::Aborted("the energy controller is stopping", sqlstate::kAdminShutdown);
     result = plane_.Move(seg.id, to);
   }
   if (!result.ok()) return result.status();
@@ -423,7 +424,7 @@ Status EnergyController::PacedMove(const ControlSegment& seg, NodeId to, const E
   if (p.migration_mb_s > 0) {
     double elapsed = (clock_.NowMicros() - t0) / 1e6;
     double owed = m.bytes / (p.migration_mb_s * kMB) - elapsed;
-    if (owed > 0 && !plane_.Pause(owed)) return Status::Aborted("the energy controller is stopping", "57P01");
+    if (owed > 0 && !plane_.Pause(owed)) return Status::Aborted("the energy controller is stopping", sqlstate::kAdminShutdown);
   }
   return Status::OK();
 }
@@ -451,7 +452,7 @@ void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId vic
     }
     if (!v || v->segments.empty()) break;
     if (load.empty()) {
-      s = Status::Sql("55000", "no other active node to take the segments");
+      s = Status::Sql(sqlstate::kObjectNotInPrerequisiteState, "no other active node to take the segments");
       break;
     }
     std::vector<ControlSegment> list = v->segments;
@@ -472,14 +473,14 @@ void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId vic
   if (s.ok()) {
     for (const auto& n : nodes) {
       if (n.id == victim && !n.segments.empty()) {
-        s = Status::Sql("55000", fmt::format("node {} still owns {} segment(s) after the drain", victim, n.segments.size()));
+        s = Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} still owns {} segment(s) after the drain", victim, n.segments.size()));
       }
     }
   }
   if (s.ok()) {
     bool suspend = p.standby == "suspend";
     s = plane_.Sleep(victim, suspend);
-    if (!s.ok() && suspend && s.sqlstate() == "0A000") {
+    if (!s.ok() && suspend && s.sqlstate() == sqlstate::kFeatureNotSupported) {
       rec->actions += fmt::format("; cannot suspend ({}), powering off", s.message());
       suspend = false;
       s = plane_.Sleep(victim, false);

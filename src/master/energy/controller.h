@@ -1,6 +1,6 @@
 // EnergyController: decides, every telemetry interval, how many nodes run and where the
 // segments live, so that the cluster's power follows its load (the control loop of
-// docs/ARCHITECTURE.md "Energy control").
+// docs/design/energy-controller.md).
 //
 // One step: observe the nodes (CPU in use, capacity, segments with their bytes and heat),
 // feed the cluster's CPU demand (cores) to the forecaster, decide at most one thing, and do it

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::master {
 namespace {
 
@@ -35,7 +37,7 @@ class FakePlane : public ControlPlane {
     wakes.push_back(id);
     clock_.Advance(2'000'000);
     if (std::count(never_wakes.begin(), never_wakes.end(), id)) {
-      return Status(Status::Code::kUnavailable, "did not register", "57P03");
+      return Status(Status::Code::kUnavailable, "did not register", sqlstate::kCannotConnectNow);
     }
     node(id).state = ControlState::kActive;
     node(id).up = true;
@@ -75,7 +77,7 @@ class FakePlane : public ControlPlane {
     return Status::NotFound("no such segment");
   }
   Status Sleep(NodeId id, bool suspend) override {
-    if (!node(id).segments.empty()) return Status::Sql("55000", "owns segments");
+    if (!node(id).segments.empty()) return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, "owns segments");
     node(id).state = suspend ? ControlState::kSuspended : ControlState::kOff;
     node(id).up = false;
     sleeps.push_back(id);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/sqlstate.h"
 #include "master/cluster/cluster.h"
 
 namespace wattdb::master {
@@ -153,7 +154,7 @@ Status EnergyService::Reload() {
     rec.outcome = p.status().message();
     Log("energy")->error("policy reload rejected (the old policy stays in force): {}", p.status().message());
     controller_->log().Add(rec);
-    return Status::Sql("22023", fmt::format("energy policy not reloaded: {}", p.status().message()));
+    return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("energy policy not reloaded: {}", p.status().message()));
   }
   rec.reason = fmt::format("policy reloaded from {}", p->source);
   rec.outcome = "ok";

@@ -6,46 +6,11 @@
 
 #include <cstring>
 
-#include "common/bytes.h"
+#include "common/sqlstate.h"
 
 namespace wattdb::master::auth {
 
 namespace {
-
-std::string Sha256(std::string_view d) {
-  unsigned char out[32];
-  unsigned int n = 0;
-  EVP_Digest(d.data(), d.size(), out, &n, EVP_sha256(), nullptr);
-  return std::string(reinterpret_cast<char*>(out), n);
-}
-
-std::string Hmac(std::string_view key, std::string_view d) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(d.data()),
-       d.size(), out, &n);
-  return std::string(reinterpret_cast<char*>(out), n);
-}
-
-std::string Random(size_t n) {
-  std::string s(n, '\0');
-  RAND_bytes(reinterpret_cast<unsigned char*>(s.data()), static_cast<int>(n));
-  return s;
-}
-
-ScramVerifier MakeVerifier(const std::string& password, std::string salt, int iterations) {
-  ScramVerifier v;
-  v.salt = std::move(salt);
-  v.iterations = iterations;
-  unsigned char salted[32];
-  PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
-                    reinterpret_cast<const unsigned char*>(v.salt.data()), static_cast<int>(v.salt.size()),
-                    iterations, EVP_sha256(), 32, salted);
-  std::string sp(reinterpret_cast<char*>(salted), 32);
-  v.stored_key = Sha256(Hmac(sp, "Client Key"));
-  v.server_key = Hmac(sp, "Server Key");
-  return v;
-}
 
 // The value of attribute `name` ("r", "s", ...) in a SCRAM message, or nullopt.
 std::optional<std::string> Attr(std::string_view msg, char name) {
@@ -61,7 +26,7 @@ std::optional<std::string> Attr(std::string_view msg, char name) {
 }
 
 Status Malformed(const char* what) {
-  return Status::Sql("08P01", fmt::format("malformed SCRAM message ({})", what));
+  return Status::Sql(sqlstate::kProtocolViolation, fmt::format("malformed SCRAM message ({})", what));
 }
 
 }  // namespace
@@ -75,63 +40,16 @@ std::string Base64Encode(std::string_view raw) {
 }
 
 Result<std::string> Base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) return Status::Sql("08P01", "invalid base64");
+  if (text.size() % 4 != 0) return Status::Sql(sqlstate::kProtocolViolation, "invalid base64");
   std::string out(text.size() / 4 * 3, '\0');
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                           reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  if (n < 0) return Status::Sql("08P01", "invalid base64");
+  if (n < 0) return Status::Sql(sqlstate::kProtocolViolation, "invalid base64");
   size_t pad = 0;
   if (!text.empty() && text.back() == '=') pad++;
   if (text.size() > 1 && text[text.size() - 2] == '=') pad++;
   out.resize(static_cast<size_t>(n) - pad);
   return out;
-}
-
-std::string Md5Hex(std::string_view data) {
-  unsigned char out[16];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), out, &n, EVP_md5(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string s;
-  for (unsigned i = 0; i < n; i++) {
-    s.push_back(kHex[out[i] >> 4]);
-    s.push_back(kHex[out[i] & 15]);
-  }
-  return s;
-}
-
-Credentials MakeCredentials(const std::string& user, const std::string& password) {
-  Credentials c;
-  c.user = user;
-  c.scram = MakeVerifier(password, Random(16), 4096);
-  c.md5 = Md5Hex(password + user);
-  return c;
-}
-
-std::string EncodeCredentials(const Credentials& c) {
-  std::string out;
-  ByteWriter w(&out);
-  w.U8(1);
-  w.Str(c.user);
-  w.Str(c.scram.salt);
-  w.VarU64(static_cast<uint64_t>(c.scram.iterations));
-  w.Str(c.scram.stored_key);
-  w.Str(c.scram.server_key);
-  w.Str(c.md5);
-  return out;
-}
-
-Result<Credentials> DecodeCredentials(std::string_view in) {
-  ByteReader r(in);
-  Credentials c;
-  uint8_t v;
-  uint64_t it;
-  if (!r.U8(&v) || v != 1 || !r.Str(&c.user) || !r.Str(&c.scram.salt) || !r.VarU64(&it) || it == 0 ||
-      it > 10000000 || !r.Str(&c.scram.stored_key) || !r.Str(&c.scram.server_key) || !r.Str(&c.md5) || !r.empty()) {
-    return Status::Corruption("user record does not decode");
-  }
-  c.scram.iterations = static_cast<int>(it);
-  return c;
 }
 
 bool CheckMd5Response(const Credentials& c, std::string_view salt, std::string_view response) {
@@ -140,14 +58,14 @@ bool CheckMd5Response(const Credentials& c, std::string_view salt, std::string_v
 }
 
 ScramExchange::ScramExchange(std::optional<Credentials> creds) : creds_(std::move(creds)) {
-  verifier_ = creds_ ? creds_->scram : MakeVerifier(Random(16), Random(16), 4096);
+  verifier_ = creds_ ? creds_->scram : MakeVerifier(RandomBytes(16), RandomBytes(16), 4096);
 }
 
 Result<std::string> ScramExchange::First(std::string_view client_first) {
   // gs2-header: "n,," (no channel binding) or "y,," (client could, server does not offer it).
   if (client_first.size() < 3 || (client_first[0] != 'n' && client_first[0] != 'y') || client_first[1] != ',') {
     if (!client_first.empty() && client_first[0] == 'p') {
-      return Status::Sql("08P01", "SCRAM channel binding is not supported");
+      return Status::Sql(sqlstate::kProtocolViolation, "SCRAM channel binding is not supported");
     }
     return Malformed("gs2 header");
   }
@@ -157,7 +75,7 @@ Result<std::string> ScramExchange::First(std::string_view client_first) {
   client_first_bare_ = std::string(client_first.substr(comma + 1));
   auto cnonce = Attr(client_first_bare_, 'r');
   if (!cnonce || cnonce->empty()) return Malformed("client nonce");
-  nonce_ = *cnonce + Base64Encode(Random(18));
+  nonce_ = *cnonce + Base64Encode(RandomBytes(18));
   server_first_ = fmt::format("r={},s={},i={}", nonce_, Base64Encode(verifier_.salt), verifier_.iterations);
   return server_first_;
 }
@@ -181,7 +99,7 @@ Result<std::string> ScramExchange::Final(std::string_view client_final) {
     ok = CRYPTO_memcmp(stored.data(), verifier_.stored_key.data(), stored.size()) == 0;
   }
   if (!ok) {
-    return Status::Sql("28P01", fmt::format("password authentication failed for user \"{}\"",
+    return Status::Sql(sqlstate::kInvalidPassword, fmt::format("password authentication failed for user \"{}\"",
                                             creds_ ? creds_->user : std::string("?")));
   }
   return "v=" + Base64Encode(Hmac(verifier_.server_key, auth_message));

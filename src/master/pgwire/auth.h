@@ -1,7 +1,7 @@
 // Password authentication of PostgreSQL clients: SCRAM-SHA-256 (RFC 5802 / RFC 7677, as
-// PostgreSQL speaks it, without channel binding) and the md5 fallback. Only verifiers are
-// kept: a SCRAM verifier (salt, iterations, StoredKey, ServerKey) and md5(password || user),
-// never the password itself. Stateless helpers plus one per-connection exchange object.
+// PostgreSQL speaks it, without channel binding) and the md5 fallback, against the verifiers
+// the catalog keeps (catalog/credentials.h). Stateless helpers plus one per-connection
+// exchange object.
 #pragma once
 
 #include <optional>
@@ -9,30 +9,12 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "master/catalog/credentials.h"
 
 namespace wattdb::master::auth {
 
-struct ScramVerifier {
-  std::string salt;  // raw bytes
-  int iterations = 4096;
-  std::string stored_key, server_key;  // raw 32-byte digests
-};
-
-struct Credentials {
-  std::string user;
-  ScramVerifier scram;
-  std::string md5;  // hex md5(password || user), as pg_authid keeps it
-};
-
-// Verifiers for `password` (a fresh random salt for SCRAM).
-Credentials MakeCredentials(const std::string& user, const std::string& password);
-// Serialized form for the catalog, and back.
-std::string EncodeCredentials(const Credentials& c);
-Result<Credentials> DecodeCredentials(std::string_view in);
-
 std::string Base64Encode(std::string_view raw);
 Result<std::string> Base64Decode(std::string_view text);
-std::string Md5Hex(std::string_view data);
 
 // The md5 response a client sends for `salt`: "md5" + md5hex(md5hex(password || user) || salt).
 bool CheckMd5Response(const Credentials& c, std::string_view salt, std::string_view response);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::master::pg {
 
 namespace {
@@ -111,7 +113,7 @@ Status ParseCsv(std::string_view data, const sql::CopyStmt& s, CopyRows* out, si
     *used = row_start;
     return Status::OK();
   }
-  if (in_quotes) return Status::Sql("22P04", fmt::format("unterminated CSV quoted field (line {})", line_no));
+  if (in_quotes) return Status::Sql(sqlstate::kBadCopyFileFormat, fmt::format("unterminated CSV quoted field (line {})", line_no));
   if (any || !out->Pending().empty() || out->PendingFields() > 0) end_row();
   return Status::OK();
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::master::pg {
 
 void MessageWriter::Begin(char type) {
@@ -163,12 +165,12 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseStartupParams(std:
   };
   while (true) {
     std::string k, v;
-    if (!next(&k)) return Status::Sql("08P01", "invalid startup packet layout: expected terminator");
+    if (!next(&k)) return Status::Sql(sqlstate::kProtocolViolation, "invalid startup packet layout: expected terminator");
     if (k.empty()) break;
-    if (!next(&v)) return Status::Sql("08P01", "invalid startup packet layout: missing value");
+    if (!next(&v)) return Status::Sql(sqlstate::kProtocolViolation, "invalid startup packet layout: missing value");
     out.emplace_back(std::move(k), std::move(v));
   }
-  if (!body.empty()) return Status::Sql("08P01", "invalid startup packet layout: trailing bytes");
+  if (!body.empty()) return Status::Sql(sqlstate::kProtocolViolation, "invalid startup packet layout: trailing bytes");
   return out;
 }
 
@@ -201,11 +203,11 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseStartupOptions(std
     } else if (words[i].rfind("--", 0) == 0) {
       setting = words[i].substr(2);
     } else {
-      return Status::Sql("22023", fmt::format("invalid command-line argument for server process: {}", words[i]));
+      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid command-line argument for server process: {}", words[i]));
     }
     size_t eq = setting.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return Status::Sql("22023", fmt::format("-c {} requires a value", setting));
+      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("-c {} requires a value", setting));
     }
     std::string name = setting.substr(0, eq);
     std::replace(name.begin(), name.end(), '-', '_');

@@ -1,3 +1,4 @@
+#include "common/sqlstate.h"
 #include "master/pgwire/pg_copy.h"
 #include "master/pgwire/pg_protocol.h"
 #include "master/pgwire/pg_values.h"
@@ -122,7 +123,7 @@ TEST(PgProtocol, RowDescriptionCarriesTypeOids) {
 
 TEST(PgProtocol, ErrorHasSqlStateAndPosition) {
   MessageWriter w;
-  w.ErrorOrNotice('E', "ERROR", "42601", "syntax error at or near \"x\"", 8);
+  w.ErrorOrNotice('E', "ERROR", sqlstate::kSyntaxError, "syntax error at or near \"x\"", 8);
   const std::string& b = w.buffer();
   EXPECT_NE(b.find(std::string("C42601\0", 7)), std::string::npos);
   EXPECT_NE(b.find(std::string("P8\0", 3)), std::string::npos);
@@ -163,9 +164,9 @@ TEST(PgProtocol, StartupOptions) {
   EXPECT_EQ(*r, (Pairs{{"default_transaction_isolation", "repeatable read"}, {"work_mem", "8MB"},
                        {"statement_timeout", "5s"}}));
   EXPECT_TRUE(ParseStartupOptions("")->empty());
-  EXPECT_EQ(ParseStartupOptions("-c").status().sqlstate(), "22023");
-  EXPECT_EQ(ParseStartupOptions("-c work_mem").status().sqlstate(), "22023");
-  EXPECT_EQ(ParseStartupOptions("verbose").status().sqlstate(), "22023");
+  EXPECT_EQ(ParseStartupOptions("-c").status().sqlstate(), sqlstate::kInvalidParameterValue);
+  EXPECT_EQ(ParseStartupOptions("-c work_mem").status().sqlstate(), sqlstate::kInvalidParameterValue);
+  EXPECT_EQ(ParseStartupOptions("verbose").status().sqlstate(), sqlstate::kInvalidParameterValue);
 }
 
 }  // namespace

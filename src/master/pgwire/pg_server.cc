@@ -2,6 +2,7 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/sqlstate.h"
 #include "master/catalog/database_catalog.h"
 #include "master/pgwire/pg_session.h"
 #include "master/pgwire/pg_protocol.h"
@@ -28,8 +29,8 @@ class StartupReader {
   net::Stream::Deadline deadline_;
 };
 
-PgServer::PgServer(Cluster& cluster, std::string host, uint16_t port)
-    : cluster_(cluster), host_(std::move(host)), port_(port) {
+PgServer::PgServer(Cluster& cluster, EnergyService& energy, std::string host, uint16_t port)
+    : cluster_(cluster), energy_(energy), host_(std::move(host)), port_(port) {
   for (const auto& [name, password] : cluster_.config().auth.users) {
     config_users_[name] = auth::MakeCredentials(name, password);
   }
@@ -42,8 +43,8 @@ Result<std::string> ReadPasswordMessage(StartupReader& in) {
   char type;
   RETURN_NOT_OK(in.Exact(&type, 1));
   ASSIGN_OR_RETURN(int32_t len, in.I32());
-  if (type != 'p') return Status::Sql("08P01", fmt::format("expected a password message, got '{}'", type));
-  if (len < 4 || len > 10000) return Status::Sql("08P01", "invalid password message length");
+  if (type != 'p') return Status::Sql(sqlstate::kProtocolViolation, fmt::format("expected a password message, got '{}'", type));
+  if (len < 4 || len > 10000) return Status::Sql(sqlstate::kProtocolViolation, "invalid password message length");
   std::string body(len - 4, '\0');
   RETURN_NOT_OK(in.Exact(body.data(), body.size()));
   return body;
@@ -61,7 +62,7 @@ Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std:
   } else {
     creds = cluster_.catalog().GetUser(user);
   }
-  auto failed = Status::Sql("28P01", fmt::format("password authentication failed for user \"{}\"", user));
+  auto failed = Status::Sql(sqlstate::kInvalidPassword, fmt::format("password authentication failed for user \"{}\"", user));
   pg::MessageWriter out;
   if (cfg.method == "md5") {
     std::string salt(4, '\0');
@@ -82,7 +83,7 @@ Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std:
   ASSIGN_OR_RETURN(std::string init, ReadPasswordMessage(in));
   size_t nul = init.find('\0');
   if (nul == std::string::npos || init.substr(0, nul) != "SCRAM-SHA-256" || init.size() < nul + 5) {
-    return Status::Sql("08P01", "client selected an invalid SASL authentication mechanism");
+    return Status::Sql(sqlstate::kProtocolViolation, "client selected an invalid SASL authentication mechanism");
   }
   std::string first = init.substr(nul + 5);
   auth::ScramExchange scram(creds);
@@ -91,7 +92,7 @@ Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std:
   RETURN_NOT_OK(WriteAll(socket, out.buffer(), in.deadline()));
   ASSIGN_OR_RETURN(std::string final_msg, ReadPasswordMessage(in));
   auto server_final = scram.Final(final_msg);
-  if (!server_final.ok()) return server_final.status().sqlstate() == "28P01" ? failed : server_final.status();
+  if (!server_final.ok()) return server_final.status().sqlstate() == sqlstate::kInvalidPassword ? failed : server_final.status();
   out.Authentication(12, *server_final);
   return WriteAll(socket, out.buffer(), in.deadline());
 }
@@ -125,7 +126,7 @@ void PgServer::Serve(net::Socket& raw) {
     auto len = in.I32();
     if (!len.ok()) return;
     if (*len < 8 || *len > 10000) {
-      fatal("08P01", "invalid length of startup packet");
+      fatal(sqlstate::kProtocolViolation, "invalid length of startup packet");
       return;
     }
     std::string body(*len - 4, '\0');
@@ -148,12 +149,12 @@ void PgServer::Serve(net::Socket& raw) {
       return;
     }
     if (code != pg::kProtocolV3) {
-      fatal("0A000", fmt::format("unsupported frontend protocol {}.{}: server supports 3.0", code >> 16, code & 0xffff));
+      fatal(sqlstate::kFeatureNotSupported, fmt::format("unsupported frontend protocol {}.{}: server supports 3.0", code >> 16, code & 0xffff));
       return;
     }
     auto p = pg::ParseStartupParams(std::string_view(body).substr(4));
     if (!p.ok()) {
-      fatal("08P01", p.status().message());
+      fatal(sqlstate::kProtocolViolation, p.status().message());
       return;
     }
     params = std::move(p).value();
@@ -168,17 +169,17 @@ void PgServer::Serve(net::Socket& raw) {
   }
   if (database.empty()) database = user;
   if (user.empty()) {
-    fatal("28000", "no PostgreSQL user name specified in startup packet");
+    fatal(sqlstate::kInvalidAuthorizationSpecification, "no PostgreSQL user name specified in startup packet");
     return;
   }
   if (Status st = Authenticate(socket, in, user); !st.ok()) {
     Log("master")->info("authentication failed user={} peer={} reason={}", user, socket.peer(), st.message());
-    if (st.IsTimedOut()) fatal("08006", "canceling authentication due to timeout");
+    if (st.IsTimedOut()) fatal(sqlstate::kConnectionFailure, "canceling authentication due to timeout");
     else if (st.code() != Status::Code::kIOError) fatal(st.sqlstate().c_str(), st.message());
     return;
   }
   if (database != kDefaultDatabase && !cluster_.catalog().HasDatabase(database)) {
-    fatal("3D000", fmt::format("database \"{}\" does not exist", database));
+    fatal(sqlstate::kInvalidCatalogName, fmt::format("database \"{}\" does not exist", database));
     return;
   }
   Cluster::SessionGuard attached(cluster_, database);
@@ -187,7 +188,7 @@ void PgServer::Serve(net::Socket& raw) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (sessions_.size() >= static_cast<size_t>(cluster_.config().max_connections)) {
-      fatal("53300", "sorry, too many clients already");
+      fatal(sqlstate::kTooManyConnections, "sorry, too many clients already");
       return;
     }
     pid = next_pid_++;
@@ -204,7 +205,7 @@ void PgServer::Serve(net::Socket& raw) {
     }
   } unregister{this, pid};
 
-  PgSession session(cluster_, socket, pid, cancel, database, timers_);
+  PgSession session(cluster_, energy_, socket, pid, cancel, database, timers_);
   auto settings = pg::ParseStartupOptions(options);
   Status applied = settings.ok() ? session.ApplyStartupOptions(*settings) : settings.status();
   if (!applied.ok()) {

@@ -12,6 +12,7 @@
 #include "master/pgwire/auth.h"
 #include "common/timer_service.h"
 #include "master/cluster/cluster.h"
+#include "master/energy/energy_service.h"
 #include "net/tcp_server.h"
 
 namespace wattdb::master {
@@ -20,7 +21,7 @@ class StartupReader;
 
 class PgServer {
  public:
-  PgServer(Cluster& cluster, std::string host, uint16_t port);
+  PgServer(Cluster& cluster, EnergyService& energy, std::string host, uint16_t port);
   ~PgServer();
   Status Start();
   void Stop();
@@ -35,7 +36,8 @@ class PgServer {
   // Runs the password exchange the config asks for; an error (28P01, 08P01) is FATAL.
   Status Authenticate(net::Stream& socket, StartupReader& in, const std::string& user);
 
-  Cluster& cluster_;  // borrowed
+  Cluster& cluster_;        // borrowed
+  EnergyService& energy_;  // borrowed
   std::string host_;
   uint16_t port_;
   std::unique_ptr<net::TcpServer> server_;

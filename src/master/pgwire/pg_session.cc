@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/small_containers.h"
+#include "common/sqlstate.h"
 #include "master/pgwire/pg_copy.h"
 #include "master/pgwire/pg_values.h"
 #include "query/plan/binder.h"
@@ -68,7 +69,7 @@ class Body {
   }
 
  private:
-  static Status Trunc() { return Status::Sql("08P01", "invalid message format: insufficient data left in message"); }
+  static Status Trunc() { return Status::Sql(sqlstate::kProtocolViolation, "invalid message format: insufficient data left in message"); }
   std::string_view b_;
 };
 
@@ -174,7 +175,7 @@ Status Substitute(sql::ExprPtr& e, const std::vector<Value>& params) {
   if (!e) return Status::OK();
   if (e->kind == sql::Expr::Kind::kParam) {
     if (e->param < 1 || e->param > static_cast<int>(params.size())) {
-      return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e->param), e->pos);
+      return Status::Sql(sqlstate::kProtocolViolation, fmt::format("no value bound for parameter ${}", e->param), e->pos);
     }
     auto lit = std::make_unique<sql::Expr>(sql::Expr::Kind::kLiteral, e->pos);
     lit->value = params[e->param - 1];
@@ -217,10 +218,10 @@ Status Substitute(sql::Statement& st, const std::vector<Value>& params) {
 
 }  // namespace
 
-PgSession::PgSession(Cluster& cluster, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
+PgSession::PgSession(Cluster& cluster, EnergyService& energy, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
                      std::string database, TimerService& timers)
     : cluster_(cluster), socket_(socket), timers_(timers), pid_(pid), cancel_(std::move(cancel)),
-      executor_(cluster, std::move(database)) {}
+      executor_(cluster, energy, std::move(database)) {}
 
 // Reads and writes that need not wait read no clock (ReadExactWithin, WriteGatherWithin).
 Status PgSession::Flush() {
@@ -242,7 +243,7 @@ bool PgSession::AwaitMessage() {
     Status st = socket_.WaitReadableWithin(static_cast<int>(std::min<int64_t>(idle_ms, INT32_MAX)));
     if (st.IsTimedOut()) {
       Log("master")->info("session ended pid={} reason=idle-in-transaction timeout", pid_);
-      SendError(Status::Sql("25P03", "terminating connection due to idle-in-transaction timeout"), "FATAL");
+      SendError(Status::Sql(sqlstate::kIdleInTransactionSessionTimeout, "terminating connection due to idle-in-transaction timeout"), "FATAL");
       (void)Flush();
       return false;
     }
@@ -287,8 +288,8 @@ auto PgSession::WithStatementTimeout(Fn fn) -> decltype(fn()) {
   });
   auto r = fn();
   timers_.Cancel(timer);
-  if (!r.ok() && StatusOf(r).sqlstate() == "57014" && fired->load()) {
-    return Status::Sql("57014", "canceling statement due to statement timeout");
+  if (!r.ok() && StatusOf(r).sqlstate() == sqlstate::kQueryCanceled && fired->load()) {
+    return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to statement timeout");
   }
   return r;
 }
@@ -317,7 +318,7 @@ void PgSession::Run() {
     int32_t len = static_cast<int32_t>((uint32_t(uint8_t(lenb[0])) << 24) | (uint32_t(uint8_t(lenb[1])) << 16) |
                                        (uint32_t(uint8_t(lenb[2])) << 8) | uint8_t(lenb[3]));
     if (len < 4 || static_cast<uint32_t>(len) > pg::kMaxMessage) {
-      SendError(Status::Sql("08P01", fmt::format("invalid message length {}", len)), "FATAL");
+      SendError(Status::Sql(sqlstate::kProtocolViolation, fmt::format("invalid message length {}", len)), "FATAL");
       (void)Flush();
       return;
     }
@@ -327,7 +328,7 @@ void PgSession::Run() {
     switch (type) {
       case 'Q':
         if (body.empty() || body.back() != '\0') {
-          SendError(Status::Sql("08P01", "invalid query message: missing terminator"), "FATAL");
+          SendError(Status::Sql(sqlstate::kProtocolViolation, "invalid query message: missing terminator"), "FATAL");
           (void)Flush();
           return;
         }
@@ -364,11 +365,11 @@ void PgSession::Run() {
         skip_to_sync = true;
         break;
       case 'd': case 'c': case 'f':
-        SendError(Status::Sql("08P01", "unexpected COPY data"));
+        SendError(Status::Sql(sqlstate::kProtocolViolation, "unexpected COPY data"));
         if (!Flush().ok()) return;
         break;
       default:
-        SendError(Status::Sql("08P01", fmt::format("invalid frontend message type {}",
+        SendError(Status::Sql(sqlstate::kProtocolViolation, fmt::format("invalid frontend message type {}",
                                                    static_cast<int>(static_cast<uint8_t>(type)))),
                   "FATAL");
         (void)Flush();
@@ -507,13 +508,13 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
       break;
     } else if (type == 'f') {
       if (!body.empty() && body.back() == '\0') body.pop_back();
-      failed = Status::Sql("57014", "COPY from stdin failed: " + body);
+      failed = Status::Sql(sqlstate::kQueryCanceled, "COPY from stdin failed: " + body);
       break;
     } else if (type == 'H' || type == 'S') {
       continue;
     } else {
       (void)executor_.EndCopyIn(false);
-      SendError(Status::Sql("08P01", fmt::format("unexpected message type {} during COPY", int(uint8_t(type)))), "FATAL");
+      SendError(Status::Sql(sqlstate::kProtocolViolation, fmt::format("unexpected message type {} during COPY", int(uint8_t(type)))), "FATAL");
       (void)Flush();
       return false;
     }
@@ -531,7 +532,7 @@ Result<std::shared_ptr<PgSession::Prepared>> PgSession::Describe(const std::stri
   auto p = std::make_shared<Prepared>();
   p->sql = sql;
   ASSIGN_OR_RETURN(auto stmts, sql::Parse(sql));
-  if (stmts.size() != 1) return Status::Sql("42601", "cannot insert multiple commands into a prepared statement");
+  if (stmts.size() != 1) return Status::Sql(sqlstate::kSyntaxError, "cannot insert multiple commands into a prepared statement");
   size_t nparams = std::max<size_t>(oids.size(), static_cast<size_t>(sql::MaxParamIndex(sql)));
   oids.resize(nparams, 0);
   p->declared_oids = oids;
@@ -581,11 +582,11 @@ Status PgSession::HandleParse(std::string_view body) {
   RETURN_NOT_OK(b.Cstr(&name));
   RETURN_NOT_OK(b.Cstr(&sql));
   RETURN_NOT_OK(b.I16(&n));
-  if (n < 0) return Status::Sql("08P01", "negative parameter count");
+  if (n < 0) return Status::Sql(sqlstate::kProtocolViolation, "negative parameter count");
   std::vector<int32_t> oids(n);
   for (auto& o : oids) RETURN_NOT_OK(b.I32(&o));
   if (!name.empty() && statements_.count(name)) {
-    return Status::Sql("42P05", fmt::format("prepared statement \"{}\" already exists", name));
+    return Status::Sql(sqlstate::kDuplicatePreparedStatement, fmt::format("prepared statement \"{}\" already exists", name));
   }
   ASSIGN_OR_RETURN(auto p, Describe(sql, std::move(oids)));
   statements_[name] = std::move(p);
@@ -600,21 +601,21 @@ Status PgSession::HandleBind(std::string_view body) {
   RETURN_NOT_OK(b.Cstr(&stmt));
   auto it = statements_.find(stmt);
   if (it == statements_.end()) {
-    return Status::Sql("26000", fmt::format("prepared statement \"{}\" does not exist", stmt));
+    return Status::Sql(sqlstate::kInvalidSqlStatementName, fmt::format("prepared statement \"{}\" does not exist", stmt));
   }
   const Prepared& p = *it->second;
   int16_t nfmt = 0, nparams = 0, nres = 0;
   RETURN_NOT_OK(b.I16(&nfmt));
-  if (nfmt < 0) return Status::Sql("08P01", "negative format count");
+  if (nfmt < 0) return Status::Sql(sqlstate::kProtocolViolation, "negative format count");
   SmallVector<int16_t, 8> pfmt(nfmt);
   for (auto& f : pfmt) RETURN_NOT_OK(b.I16(&f));
   RETURN_NOT_OK(b.I16(&nparams));
   if (nparams != static_cast<int16_t>(p.param_types.size())) {
-    return Status::Sql("08P01", fmt::format("bind message supplies {} parameters, but prepared statement \"{}\" "
+    return Status::Sql(sqlstate::kProtocolViolation, fmt::format("bind message supplies {} parameters, but prepared statement \"{}\" "
                                             "requires {}",
                                             nparams, stmt, p.param_types.size()));
   }
-  if (nfmt > 1 && nfmt != nparams) return Status::Sql("08P01", "parameter format count does not match");
+  if (nfmt > 1 && nfmt != nparams) return Status::Sql(sqlstate::kProtocolViolation, "parameter format count does not match");
   // A portal bound again (the unnamed one, at each execution) is taken out of the map, and
   // lends its node and its lists' memory to the new binding; if the binding fails, it is
   // gone, as PostgreSQL drops it first.
@@ -636,7 +637,7 @@ Status PgSession::HandleBind(std::string_view body) {
       po.params.push_back(Value());
       continue;
     }
-    if (len < 0) return Status::Sql("08P01", "invalid parameter length");
+    if (len < 0) return Status::Sql(sqlstate::kProtocolViolation, "invalid parameter length");
     std::string_view bytes;
     RETURN_NOT_OK(b.Bytes(len, &bytes));
     bool binary = nfmt == 0 ? false : pfmt[nfmt == 1 ? 0 : i] == 1;
@@ -645,11 +646,11 @@ Status PgSession::HandleBind(std::string_view body) {
     po.params.push_back(std::move(v).value());
   }
   RETURN_NOT_OK(b.I16(&nres));
-  if (nres < 0) return Status::Sql("08P01", "negative result format count");
+  if (nres < 0) return Status::Sql(sqlstate::kProtocolViolation, "negative result format count");
   SmallVector<int16_t, 8> rfmt(nres);
   for (auto& f : rfmt) {
     RETURN_NOT_OK(b.I16(&f));
-    if (f != 0 && f != 1) return Status::Sql("22023", fmt::format("unsupported format code: {}", f));
+    if (f != 0 && f != 1) return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("unsupported format code: {}", f));
   }
   po.formats.reserve(p.types.size());
   for (size_t c = 0; c < p.types.size(); c++) {
@@ -673,7 +674,7 @@ Status PgSession::HandleDescribe(std::string_view body) {
   if (what == 'S') {
     auto it = statements_.find(name);
     if (it == statements_.end()) {
-      return Status::Sql("26000", fmt::format("prepared statement \"{}\" does not exist", name));
+      return Status::Sql(sqlstate::kInvalidSqlStatementName, fmt::format("prepared statement \"{}\" does not exist", name));
     }
     out_.ParameterDescription(it->second->param_types);
     if (it->second->returns_rows) {
@@ -685,7 +686,7 @@ Status PgSession::HandleDescribe(std::string_view body) {
   }
   if (what == 'P') {
     auto it = portals_.find(name);
-    if (it == portals_.end()) return Status::Sql("34000", fmt::format("portal \"{}\" does not exist", name));
+    if (it == portals_.end()) return Status::Sql(sqlstate::kInvalidCursorName, fmt::format("portal \"{}\" does not exist", name));
     const Prepared& p = *it->second.stmt;
     if (p.returns_rows) {
       out_.RowDescription(p.names, p.types, it->second.formats);
@@ -694,7 +695,7 @@ Status PgSession::HandleDescribe(std::string_view body) {
     }
     return Status::OK();
   }
-  return Status::Sql("08P01", "invalid DESCRIBE message subtype");
+  return Status::Sql(sqlstate::kProtocolViolation, "invalid DESCRIBE message subtype");
 }
 
 Status PgSession::HandleExecute(std::string_view body) {
@@ -704,7 +705,7 @@ Status PgSession::HandleExecute(std::string_view body) {
   RETURN_NOT_OK(b.Cstr(&name));
   RETURN_NOT_OK(b.I32(&max_rows));
   auto it = portals_.find(name);
-  if (it == portals_.end()) return Status::Sql("34000", fmt::format("portal \"{}\" does not exist", name));
+  if (it == portals_.end()) return Status::Sql(sqlstate::kInvalidCursorName, fmt::format("portal \"{}\" does not exist", name));
   Portal& po = it->second;
   const Prepared& p = *po.stmt;
   if (p.empty) {
@@ -788,7 +789,7 @@ Status PgSession::HandleClose(std::string_view body) {
   } else if (what == 'P') {
     portals_.erase(name);
   } else {
-    return Status::Sql("08P01", "invalid CLOSE message subtype");
+    return Status::Sql(sqlstate::kProtocolViolation, "invalid CLOSE message subtype");
   }
   out_.Simple('3');
   return Status::OK();

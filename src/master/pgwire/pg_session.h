@@ -36,7 +36,7 @@ Status WriteAll(net::Stream& socket, std::string& buf, net::Stream::Deadline dea
 // through a message, for client_io_timeout_ms is dropped.
 class PgSession {
  public:
-  PgSession(Cluster& cluster, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
+  PgSession(Cluster& cluster, EnergyService& energy, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
             std::string database, TimerService& timers);
   // Applies the settings of the startup packet's `options` (before Run).
   Status ApplyStartupOptions(const std::vector<std::pair<std::string, std::string>>& settings) {

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::master::pg {
 
 namespace {
@@ -46,13 +48,13 @@ void EncodeNumeric(const Decimal& d, std::string* out) {
 }
 
 Result<Decimal> DecodeNumeric(std::string_view b) {
-  auto bad = [] { return Status::Sql("08P01", "incorrect binary data format in numeric parameter"); };
+  auto bad = [] { return Status::Sql(sqlstate::kProtocolViolation, "incorrect binary data format in numeric parameter"); };
   if (b.size() < 8) return bad();
   int n = static_cast<int>(GetBE(b.substr(0, 2)));
   int weight = static_cast<int16_t>(GetBE(b.substr(2, 2)));
   int sign = static_cast<int>(GetBE(b.substr(4, 2)));
   int dscale = static_cast<int>(GetBE(b.substr(6, 2)));
-  if (sign == 0xC000) return Status::Sql("0A000", "numeric NaN is not supported");
+  if (sign == 0xC000) return Status::Sql(sqlstate::kFeatureNotSupported, "numeric NaN is not supported");
   if ((sign != 0 && sign != 0x4000) || b.size() != 8 + 2 * static_cast<size_t>(n) || dscale > 1000) return bad();
   std::string ip, fp;
   for (int i = 0; i < n; i++) {
@@ -132,14 +134,14 @@ Result<SqlType> TypeFromOid(int32_t oid) {
     case 1043:
     case 1042: return SqlType{TypeId::kText};
     default:
-      return Status::Sql("0A000", fmt::format("parameter type with OID {} is not supported", oid));
+      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("parameter type with OID {} is not supported", oid));
   }
 }
 
 Result<Value> DecodeParam(std::string_view bytes, bool binary, const SqlType& t, int32_t oid) {
   if (!binary) return Value::Text(std::string(bytes)).CastTo(t);
   auto bad = [&] {
-    return Status::Sql("08P01", fmt::format("incorrect binary data format in parameter of type {}", t.ToString()));
+    return Status::Sql(sqlstate::kProtocolViolation, fmt::format("incorrect binary data format in parameter of type {}", t.ToString()));
   };
   // The client's declared type says what the bytes are; convert to the inferred type after.
   SqlType wire = t;
@@ -188,7 +190,7 @@ Result<Value> DecodeParam(std::string_view bytes, bool binary, const SqlType& t,
       v = Value::Numeric(d);
       break;
     }
-    case TypeId::kArray: return Status::Sql("0A000", "array parameters in binary format are not supported");
+    case TypeId::kArray: return Status::Sql(sqlstate::kFeatureNotSupported, "array parameters in binary format are not supported");
     case TypeId::kText:
     case TypeId::kNull: v = Value::Text(std::string(bytes)); break;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/codec.h"
+#include "common/sqlstate.h"
 #include "master/sql/executor.h"
 
 namespace wattdb::master {
@@ -113,7 +114,7 @@ Status CopyEncoder::Encode(const CopyRows& rows, size_t r, const GenerateFn& gen
   for (size_t c = 0; c < table_.columns.size(); c++) {
     if (table_.columns[c].not_null && parsed_[c].null) {
       *field = whole_row;
-      return Status::Sql("23502", Executor::NotNullMessage(table_, c));
+      return Status::Sql(sqlstate::kNotNullViolation, Executor::NotNullMessage(table_, c));
     }
   }
   key->clear();

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/codec.h"
+#include "common/sqlstate.h"
 
 namespace wattdb::master {
 namespace {
@@ -125,10 +126,10 @@ TEST(CopyEncoderTest, ColumnsLeftOutAreNullOrGenerated) {
   }
   EXPECT_EQ(asked, (std::vector<int>{1, 3, 4, 1, 3, 4}));
 
-  CopyEncoder::GenerateFn failing = [](int) -> Result<Value> { return Status::Sql("2200H", "sequence exhausted"); };
+  CopyEncoder::GenerateFn failing = [](int) -> Result<Value> { return Status::Sql(sqlstate::kSequenceGeneratorLimitExceeded, "sequence exhausted"); };
   std::string key, row;
   size_t field = 0;
-  EXPECT_EQ(enc.Encode(in, 0, failing, &key, &row, &field).sqlstate(), "2200H");
+  EXPECT_EQ(enc.Encode(in, 0, failing, &key, &row, &field).sqlstate(), sqlstate::kSequenceGeneratorLimitExceeded);
   EXPECT_EQ(field, CopyEncoder::kNoField);
 }
 
@@ -141,13 +142,13 @@ TEST(CopyEncoderTest, BadFieldsNameTheirField) {
     size_t field;
   };
   std::vector<Case> cases = {
-      {{"k", "abc", "1", "1", "a"}, "22P02", 1},
-      {{"k", "1", "3000000000", "1", "a"}, "22003", 2},
-      {{"k", "1", "1", "12345678901234.5", "a"}, "22003", 3},
-      {{"k", "1", "1", "1..2", "a"}, "22P02", 3},
-      {{"k", "1", "1", "1", "toolong"}, "22001", 4},
-      {{"k", std::nullopt, "1", "1", "a"}, "23502", 5},  // the row as a whole
-      {{std::nullopt, "1", "1", "1", "a"}, "23502", 5},
+      {{"k", "abc", "1", "1", "a"}, sqlstate::kInvalidTextRepresentation, 1},
+      {{"k", "1", "3000000000", "1", "a"}, sqlstate::kNumericValueOutOfRange, 2},
+      {{"k", "1", "1", "12345678901234.5", "a"}, sqlstate::kNumericValueOutOfRange, 3},
+      {{"k", "1", "1", "1..2", "a"}, sqlstate::kInvalidTextRepresentation, 3},
+      {{"k", "1", "1", "1", "toolong"}, sqlstate::kStringDataRightTruncation, 4},
+      {{"k", std::nullopt, "1", "1", "a"}, sqlstate::kNotNullViolation, 5},  // the row as a whole
+      {{std::nullopt, "1", "1", "1", "a"}, sqlstate::kNotNullViolation, 5},
   };
   CopyEncoder enc(t, cols, {});
   for (const auto& c : cases) {
@@ -158,7 +159,7 @@ TEST(CopyEncoderTest, BadFieldsNameTheirField) {
     EXPECT_EQ(st.sqlstate(), c.sqlstate) << st.ToString();
     EXPECT_EQ(field, c.field) << st.ToString();
     // The same error as the Value path's.
-    if (c.sqlstate != "23502") {
+    if (c.sqlstate != sqlstate::kNotNullViolation) {
       size_t f = c.field;
       EXPECT_EQ(st.message(), Value::FromText(*c.fields[f], t.columns[cols[f]].type).status().message());
     }

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <vector>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::master {
 namespace {
 
@@ -27,7 +29,7 @@ TEST(CopyStageTest, HandlesBatchesInOrderThroughChainedStages) {
 TEST(CopyStageTest, TheFirstFailureStopsEveryStageAndIsReported) {
   std::atomic<int> handled{0};
   CopyStage<int> last([&](int v) {
-    if (v == 50) return Status::Sql("22P02", "bad value in batch 50");
+    if (v == 50) return Status::Sql(sqlstate::kInvalidTextRepresentation, "bad value in batch 50");
     handled++;
     return Status::OK();
   });
@@ -37,10 +39,10 @@ TEST(CopyStageTest, TheFirstFailureStopsEveryStageAndIsReported) {
   for (; i < 100000 && pushed.ok(); i++) pushed = first.Push(i);
   Status finished = first.Finish();
   Status failed = pushed.ok() ? finished : pushed;
-  EXPECT_EQ(failed.sqlstate(), "22P02");
+  EXPECT_EQ(failed.sqlstate(), sqlstate::kInvalidTextRepresentation);
   EXPECT_EQ(failed.message(), "bad value in batch 50");
   EXPECT_LT(i, 100000);  // the pusher stopped early
-  EXPECT_EQ(last.Finish().sqlstate(), "22P02");
+  EXPECT_EQ(last.Finish().sqlstate(), sqlstate::kInvalidTextRepresentation);
   EXPECT_EQ(handled.load(), 50);  // batches 0..49; nothing after the failure
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/codec.h"
 #include "common/logging.h"
+#include "common/sqlstate.h"
 #include "master/sql/scan_provider.h"
 #include "query/exec/eval.h"
 #include "query/exec/operator.h"
@@ -30,7 +31,7 @@ Executor::~Executor() {
   if (copy_) (void)EndCopyIn(false);
   if (txn_) {
     cluster_.Rollback(*txn_);
-    cluster_.ReleaseSnapshot(txn_->snapshot);
+    cluster_.timestamps().Release(txn_->snapshot);
     UndoBlockDdl();
   }
 }
@@ -44,7 +45,7 @@ Timestamp Executor::Snapshot() { return txn_ ? txn_->snapshot : stmt_snapshot_; 
 
 Executor::StatementSnapshot::StatementSnapshot(Executor& e, bool txn_control) : e_(e), own_(!e.txn_) {
   if (own_) {
-    e_.stmt_snapshot_ = e_.cluster_.AcquireSnapshot();
+    e_.stmt_snapshot_ = e_.cluster_.timestamps().Acquire();
   } else if (!txn_control && e_.isolation_ == Isolation::kReadCommitted) {
     Refresh();
   }
@@ -52,20 +53,20 @@ Executor::StatementSnapshot::StatementSnapshot(Executor& e, bool txn_control) : 
 
 void Executor::StatementSnapshot::Refresh() {
   Timestamp& ts = own_ ? e_.stmt_snapshot_ : e_.txn_->snapshot;
-  Timestamp fresh = e_.cluster_.AcquireSnapshot();
-  e_.cluster_.ReleaseSnapshot(ts);
+  Timestamp fresh = e_.cluster_.timestamps().Acquire();
+  e_.cluster_.timestamps().Release(ts);
   ts = fresh;
 }
 
 Executor::StatementSnapshot::~StatementSnapshot() {
-  if (own_) e_.cluster_.ReleaseSnapshot(e_.stmt_snapshot_);
+  if (own_) e_.cluster_.timestamps().Release(e_.stmt_snapshot_);
 }
 
 // Apply, naming the violated constraint on 23505 as PostgreSQL does.
 Status Executor::ApplyRows(const TableSchema& t, std::vector<RowWrite> writes, bool defer) {
   Status st = Apply(t.id, Snapshot(), std::move(writes), defer);
-  if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
-    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  if (!st.ok() && st.sqlstate() == sqlstate::kUniqueViolation && st.message().find('"') == std::string::npos) {
+    return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
   return st;
 }
@@ -128,11 +129,11 @@ template <typename Body>
 Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   bool is_txn_control = std::holds_alternative<sql::TxnStmt>(stmt);
   if (failed_ && !is_txn_control) {
-    return Status::Sql("25P02", "current transaction is aborted, commands ignored until end of transaction block");
+    return Status::Sql(sqlstate::kInFailedSqlTransaction, "current transaction is aborted, commands ignored until end of transaction block");
   }
   if (txn_ && std::holds_alternative<sql::VacuumStmt>(stmt) && !std::get<sql::VacuumStmt>(stmt).only_analyze) {
     failed_ = true;
-    return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
+    return Status::Sql(sqlstate::kActiveSqlTransaction, "VACUUM cannot run inside a transaction block");
   }
   // CREATE TABLE and CREATE INDEX inside a block (drivers such as psycopg open one implicitly)
   // take effect at once and are undone if the block rolls back; other DDL and administration
@@ -143,11 +144,11 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
                std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt) ||
                std::holds_alternative<sql::AlterSystemStmt>(stmt))) {
     failed_ = true;
-    return Status::Sql("25001", "DDL and cluster administration cannot run inside a transaction block");
+    return Status::Sql(sqlstate::kActiveSqlTransaction, "DDL and cluster administration cannot run inside a transaction block");
   }
   if (txn_ && read_only_ && WritesData(stmt)) {
     failed_ = true;
-    return Status::Sql("25006", "cannot execute a write in a read-only transaction");
+    return Status::Sql(sqlstate::kReadOnlySqlTransaction, "cannot execute a write in a read-only transaction");
   }
   if (txn_ && !is_txn_control && !std::holds_alternative<sql::SetStmt>(stmt)) block_used_ = true;
   if (txn_ && !is_txn_control) {
@@ -179,7 +180,7 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
         break;
       }
     }
-    cluster_.AwaitStable();
+    cluster_.timestamps().AwaitStable();
     snap.Refresh();
     db_.set_read_snapshot(Snapshot());
     r = body();
@@ -190,7 +191,7 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   e.statement = r.ok() ? *r : "ERROR " + r.status().sqlstate();
   cluster_.energy_log().Add(std::move(e));
   if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
-  if (!r.ok() && r.status().sqlstate() == "40001") cluster_.AwaitStable();
+  if (!r.ok() && r.status().sqlstate() == sqlstate::kSerializationFailure) cluster_.timestamps().AwaitStable();
   return r;
 }
 
@@ -217,7 +218,7 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
         } else if constexpr (std::is_same_v<T, sql::AlterNodeStmt>) {
           return AlterNode(s, sink);
         } else if constexpr (std::is_same_v<T, sql::AlterSystemStmt>) {
-          RETURN_NOT_OK(cluster_.energy().Reload());
+          RETURN_NOT_OK(energy_service_.Reload());
           return std::string("ALTER SYSTEM");
         } else if constexpr (std::is_same_v<T, sql::TxnStmt>) {
           return Txn(s, sink);
@@ -251,7 +252,7 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
 Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
   if (s.set_op != sql::SetOp::kNone || s.from.size() != 1 || s.from[0].kind != sql::TableRef::Kind::kTable ||
       !s.group_by.empty() || s.having || s.distinct || db_.GetView(s.from[0].name)) {
-    return Status::Sql("0A000", "FOR UPDATE is supported on a plain SELECT of one table");
+    return Status::Sql(sqlstate::kFeatureNotSupported, "FOR UPDATE is supported on a plain SELECT of one table");
   }
   if (!txn_) return Status::OK();  // a single statement holds nothing past its own end
   // The rows the query reads from its table are locked for the transaction on their nodes
@@ -265,7 +266,7 @@ Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
   s.where = std::move(d.where);
   RETURN_NOT_OK(bound.status());
   const TableSchema& t = bound->table;
-  if (t.id >= kFirstSystemTableId) return Status::Sql("0A000", "FOR UPDATE is not supported on system views");
+  if (t.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kFeatureNotSupported, "FOR UPDATE is not supported on system views");
   std::vector<RowWrite> writes;
   RETURN_NOT_OK(ForEachRow(*bound->source, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
     RowWrite w;
@@ -288,7 +289,7 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const
 Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel,
                                         const std::vector<Value>* params,
                                         const std::pair<std::string, std::string>* range) {
-  MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
+  MasterScanProvider scans(cluster_, energy_service_, Snapshot(), TxnId(), &db_);
   scans.set_offload(Offload());
   exec::ExecContext ctx(&scans, cancel);
   ctx.work_mem = WorkMem();
@@ -337,7 +338,7 @@ Result<std::string> Executor::ExecuteCached(const CachedPlan& c, const std::vect
 
 Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
                             const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
-  MasterScanProvider scans(cluster_, snapshot, TxnId(), &db_);
+  MasterScanProvider scans(cluster_, energy_service_, snapshot, TxnId(), &db_);
   scans.set_offload(Offload());
   exec::ExecContext ctx(&scans, cancel);
   ctx.work_mem = WorkMem();
@@ -354,7 +355,7 @@ Result<RowWrite> Executor::InsertWrite(const TableSchema& t, const std::vector<V
   RowWrite w;
   w.key = EncodeKey(t, row);
   if (keys && !keys->insert(w.key).second) {
-    return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+    return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
   EncodeRow(row, &w.row);
   w.check = t.HasHiddenKey() ? RemoteWrite::Check::kNone : RemoteWrite::Check::kInsert;
@@ -389,7 +390,7 @@ std::string Executor::NotNullMessage(const TableSchema& t, size_t column) {
 Status Executor::CheckNotNull(const TableSchema& t, const std::vector<Value>& row) {
   for (size_t i = 0; i < t.columns.size(); i++) {
     if (t.columns[i].not_null && row[i].is_null()) {
-      return Status::Sql("23502", NotNullMessage(t, i));
+      return Status::Sql(sqlstate::kNotNullViolation, NotNullMessage(t, i));
     }
   }
   return Status::OK();
@@ -404,7 +405,7 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
 Result<std::string> Executor::Insert(const plan::BoundInsert& b, const std::atomic<bool>* cancel,
                                      const std::vector<Value>* params) {
   const TableSchema& t = b.table;
-  if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot insert into view \"{}\"", t.name));
+  if (t.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("cannot insert into view \"{}\"", t.name));
   std::vector<std::vector<Value>> rows;
   if (b.source) {
     RETURN_NOT_OK(ForEachRow(*b.source, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
@@ -412,7 +413,7 @@ Result<std::string> Executor::Insert(const plan::BoundInsert& b, const std::atom
       return Status::OK();
     }));
   } else {
-    MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
+    MasterScanProvider scans(cluster_, energy_service_, Snapshot(), TxnId(), &db_);
     exec::ExecContext ctx(&scans, cancel);
     ctx.work_mem = WorkMem();
     ctx.prefetch = ExchangePrefetch();
@@ -456,7 +457,7 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
 
 Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atomic<bool>* cancel) {
   const TableSchema& t = b.table;
-  if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot update view \"{}\"", t.name));
+  if (t.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("cannot update view \"{}\"", t.name));
   Timestamp snap = Snapshot();
   // Keys stay put unless a key column is set: then every row is written in place and the
   // writes stream to the nodes in pieces. Otherwise the statement's writes are gathered, to
@@ -520,7 +521,7 @@ Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atom
       w.check = RemoteWrite::Check::kUpdate;
     }
     if (!new_keys.insert(w.key).second) {
-      return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+      return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
     }
     writes.push_back(std::move(w));
     count++;
@@ -584,7 +585,7 @@ Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>
 
 Result<std::string> Executor::Delete(const plan::BoundModify& b, const std::atomic<bool>* cancel) {
   const TableSchema& t = b.table;
-  if (t.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("cannot delete from view \"{}\"", t.name));
+  if (t.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("cannot delete from view \"{}\"", t.name));
   Timestamp snap = Snapshot();
   if (PushdownSetting() != "off") {
     // One row by its key: its node checks the filter and prepares the delete.
@@ -617,7 +618,7 @@ Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<b
   for (const auto& name : s.names) {
     auto t = db_.GetTable(name);
     if (!t.ok()) return t.status().WithPosition(s.pos);
-    if (t->id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("\"{}\" is a system view", name));
+    if (t->id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is a system view", name));
     tables.push_back(std::move(t).value());
   }
   Timestamp snap = Snapshot();
@@ -650,7 +651,7 @@ Status Executor::Analyze(const std::vector<TableSchema>& tables, const std::atom
 }
 
 Result<std::string> Executor::Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel) {
-  if (txn_ && !s.only_analyze) return Status::Sql("25001", "VACUUM cannot run inside a transaction block");
+  if (txn_ && !s.only_analyze) return Status::Sql(sqlstate::kActiveSqlTransaction, "VACUUM cannot run inside a transaction block");
   std::set<TableId> tables;
   std::vector<TableSchema> schemas;
   for (const auto& name : s.names) {
@@ -666,7 +667,7 @@ Result<std::string> Executor::Vacuum(sql::VacuumStmt& s, const std::atomic<bool>
   if (s.only_analyze) return std::string("ANALYZE");
   // Versions below the oldest snapshot in use are garbage: compact them away now. (This
   // statement's own snapshot is registered too, so the horizon is at most it.)
-  Timestamp horizon = cluster_.GcHorizon();
+  Timestamp horizon = cluster_.timestamps().GcHorizon();
   std::set<NodeId> told;
   for (const auto& seg : cluster_.catalog().AllSegments()) {
     if (!tables.empty() && !tables.count(seg.table)) continue;
@@ -683,11 +684,11 @@ Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {
   ASSIGN_OR_RETURN(TableSchema t, db_.GetTable(s.table));
   ASSIGN_OR_RETURN(SegmentEntry e, cluster_.catalog().GetSegment(s.segment));
   if (e.table != t.id) {
-    return Status::Sql("42704", fmt::format("segment {} does not belong to table \"{}\"", s.segment, t.name));
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("segment {} does not belong to table \"{}\"", s.segment, t.name));
   }
   Cluster::OperatorAction busy(cluster_, s.node);
   ASSIGN_OR_RETURN(MoveReport r, cluster_.MoveSegment(s.segment, s.node));
-  RETURN_NOT_OK(sink.Notice("00000", fmt::format("segment {} moved from node {} to node {}: {} bytes in {} files, "
+  RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("segment {} moved from node {} to node {}: {} bytes in {} files, "
                                                  "{:.1f} ms (pull {:.1f} ms)",
                                                  r.segment, r.from, r.to, r.bytes, r.files, r.total_ms, r.pull_ms)));
   return std::string("ALTER TABLE");
@@ -704,7 +705,7 @@ Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink)
         bytes += r.bytes;
         ms += r.total_ms;
       }
-      RETURN_NOT_OK(sink.Notice("00000", fmt::format("node {} drained: {} segment(s), {} bytes moved in {:.1f} ms",
+      RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("node {} drained: {} segment(s), {} bytes moved in {:.1f} ms",
                                                      s.node, reports.size(), bytes, ms)));
       break;
     }

@@ -16,7 +16,8 @@
 #include "master/sql/copy_encoder.h"
 #include "master/sql/copy_rows.h"
 #include "master/sql/copy_stage.h"
-#include "master/energy/statement_energy.h"
+#include "master/energy/energy_service.h"
+#include "master/power/statement_energy.h"
 #include "master/catalog/database_catalog.h"
 #include "master/sql/offload.h"
 #include "query/exec/batch.h"
@@ -41,8 +42,8 @@ class ResultSink {
 class Executor {
  public:
   // A session's executor, bound to one database for its lifetime.
-  explicit Executor(Cluster& cluster, std::string database = kDefaultDatabase)
-      : cluster_(cluster), db_(cluster.catalog(), std::move(database)) {}
+  Executor(Cluster& cluster, EnergyService& energy, std::string database = kDefaultDatabase)
+      : cluster_(cluster), energy_service_(energy), db_(cluster.catalog(), std::move(database)) {}
   const DatabaseCatalog& catalog() const { return db_; }
   ~Executor();  // rolls back an open transaction
   // Transaction status for ReadyForQuery: 'I' idle, 'T' in a transaction, 'E' failed.
@@ -290,7 +291,8 @@ class Executor {
     bool own_;
   };
 
-  Cluster& cluster_;
+  Cluster& cluster_;        // borrowed; outlives the executor
+  EnergyService& energy_service_;  // borrowed; outlives the executor
   StatementCpuScope* energy_ = nullptr;  // the running statement's accounting (EXPLAIN ANALYZE reads it)
   CpuCarry cpu_carry_;  // where the session's previous statement ended
   DatabaseCatalog db_;

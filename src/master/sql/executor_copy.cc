@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "common/codec.h"
+#include "common/sqlstate.h"
 #include "master/sql/copy_encoder.h"
 #include "master/sql/executor.h"
 #include "query/exec/eval.h"
@@ -14,7 +15,7 @@ Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSche
   if (!t.ok()) return t.status().WithPosition(s.table_pos);
   *table = std::move(t).value();
   if (table->id >= kFirstSystemTableId && s.from) {
-    return Status::Sql("42809", fmt::format("cannot copy to view \"{}\"", table->name));
+    return Status::Sql(sqlstate::kWrongObjectType, fmt::format("cannot copy to view \"{}\"", table->name));
   }
   std::vector<int> cols;
   if (s.columns.empty()) {
@@ -25,7 +26,7 @@ Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSche
   for (const auto& name : s.columns) {
     int idx = table->ColumnIndex(name);
     if (idx < 0 || table->columns[idx].hidden) {
-      return Status::Sql("42703", fmt::format("column \"{}\" of relation \"{}\" does not exist", name, table->name));
+      return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist", name, table->name));
     }
     cols.push_back(idx);
   }
@@ -34,11 +35,11 @@ Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSche
 
 Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
   if (failed_) {
-    return Status::Sql("25P02", "current transaction is aborted, commands ignored until end of transaction block");
+    return Status::Sql(sqlstate::kInFailedSqlTransaction, "current transaction is aborted, commands ignored until end of transaction block");
   }
   if (txn_ && read_only_) {
     failed_ = true;
-    return Status::Sql("25006", "cannot execute COPY FROM in a read-only transaction");
+    return Status::Sql(sqlstate::kReadOnlySqlTransaction, "cannot execute COPY FROM in a read-only transaction");
   }
   if (txn_) {
     block_used_ = true;
@@ -58,13 +59,13 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
     c->generated.push_back(i);
   }
   c->row_encoder = std::make_unique<CopyEncoder>(c->table, c->cols, c->generated);
-  if (!txn_) c->own = cluster_.Begin(cluster_.AcquireSnapshot());
+  if (!txn_) c->own = cluster_.Begin(cluster_.timestamps().Acquire());
   Transaction* txn = c->own ? c->own.get() : txn_.get();
   c->sender = std::make_unique<CopyStage<std::vector<RowWrite>>>(
       [this, txn, id = c->table.id, name = c->table.name](std::vector<RowWrite> writes) {
         Status st = cluster_.Write(*txn, id, std::move(writes));
-        if (!st.ok() && st.sqlstate() == "23505" && st.message().find('"') == std::string::npos) {
-          return Status::Sql("23505", fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", name));
+        if (!st.ok() && st.sqlstate() == sqlstate::kUniqueViolation && st.message().find('"') == std::string::npos) {
+          return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", name));
         }
         return st;
       });
@@ -101,11 +102,11 @@ Result<std::vector<RowWrite>> Executor::CopyWrites(CopyIn& c, const CopyPiece& p
                          col < c.cols.size() ? fmt::format(", column {}", t.columns[c.cols[col]].name) : "");
     };
     if (fields < c.cols.size()) {
-      return Status::Sql("22P04", fmt::format("missing data for column \"{}\" ({})",
+      return Status::Sql(sqlstate::kBadCopyFileFormat, fmt::format("missing data for column \"{}\" ({})",
                                               t.columns[c.cols[fields]].name, where(fields)));
     }
     if (fields > c.cols.size()) {
-      return Status::Sql("22P04", fmt::format("extra data after last expected column ({})", where(c.cols.size())));
+      return Status::Sql(sqlstate::kBadCopyFileFormat, fmt::format("extra data after last expected column ({})", where(c.cols.size())));
     }
     RowWrite& w = writes[r];
     size_t field = 0;
@@ -129,7 +130,7 @@ Result<std::string> Executor::EndCopyIn(bool commit) {
     if (c->own) {
       Timestamp snap = c->own->snapshot;
       cluster_.Rollback(*c->own);
-      cluster_.ReleaseSnapshot(snap);
+      cluster_.timestamps().Release(snap);
     }
     return sent;
   }
@@ -140,7 +141,7 @@ Result<std::string> Executor::EndCopyIn(bool commit) {
   }
   Timestamp snap = c->own->snapshot;
   Status st = commit ? cluster_.Commit(*c->own) : (cluster_.Rollback(*c->own), Status::OK());
-  cluster_.ReleaseSnapshot(snap);
+  cluster_.timestamps().Release(snap);
   RETURN_NOT_OK(st);
   if (commit) cluster_.catalog().AdjustRowCount(c->table.id, static_cast<int64_t>(c->rows));
   return fmt::format("COPY {}", c->rows);

@@ -6,8 +6,9 @@
 
 #include "common/codec.h"
 #include "common/logging.h"
+#include "common/sqlstate.h"
 #include "master/sql/executor.h"
-#include "master/cluster/node_rpc.h"
+#include "master/nodes/node_rpc.h"
 #include "query/sql/parser.h"
 
 namespace wattdb::master {
@@ -15,13 +16,13 @@ namespace wattdb::master {
 Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& sink) {
   if (db_.GetTable(s.name).ok()) {
     if (s.if_not_exists) {
-      RETURN_NOT_OK(sink.Notice("42P07", fmt::format("relation \"{}\" already exists, skipping", s.name)));
+      RETURN_NOT_OK(sink.Notice(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists, skipping", s.name)));
       return std::string("CREATE TABLE");
     }
-    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name));
+    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", s.name));
   }
   if (s.name.rfind("wattdb_", 0) == 0) {
-    return Status::Sql("42939", fmt::format("table name \"{}\" is reserved for system views", s.name));
+    return Status::Sql(sqlstate::kReservedName, fmt::format("table name \"{}\" is reserved for system views", s.name));
   }
   if (s.columns.empty()) return Status::NotSupported("tables without columns are not supported");
   TableSchema t;
@@ -29,7 +30,7 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
   std::set<std::string> names;
   for (const auto& c : s.columns) {
     if (!names.insert(c.name).second) {
-      return Status::Sql("42701", fmt::format("column \"{}\" specified more than once", c.name), c.pos);
+      return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" specified more than once", c.name), c.pos);
     }
     t.columns.push_back({c.name, c.type, c.not_null, false, c.default_sql, c.serial});
     auto d = plan::BindDefault(t.columns.back());
@@ -38,11 +39,11 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
   for (const auto& k : s.primary_key) {
     int idx = t.ColumnIndex(k);
     if (idx < 0) {
-      return Status::Sql("42703", fmt::format("column \"{}\" named in key does not exist", k), s.pk_pos);
+      return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" named in key does not exist", k), s.pk_pos);
     }
     for (int prev : t.key_columns) {
       if (prev == idx) {
-        return Status::Sql("42701", fmt::format("column \"{}\" appears twice in primary key constraint", k),
+        return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" appears twice in primary key constraint", k),
                            s.pk_pos);
       }
     }
@@ -56,7 +57,7 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
   for (const auto& u : s.unique) {
     for (const auto& c : u.columns) {
       if (t.ColumnIndex(c) < 0) {
-        return Status::Sql("42703", fmt::format("column \"{}\" named in key does not exist", c), u.pos);
+        return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" named in key does not exist", c), u.pos);
       }
     }
   }
@@ -78,7 +79,7 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
 
 Status Executor::CreateTableStorage(TableSchema* t) {
   NodeId node = cluster_.NodeForNewTable();
-  if (node == 0) return Status(Status::Code::kUnavailable, "no active node is up to hold the table", "57P03");
+  if (node == 0) return Status(Status::Code::kUnavailable, "no active node is up to hold the table", sqlstate::kCannotConnectNow);
   ASSIGN_OR_RETURN(SegmentEntry seg, db_.CreateTable(t, node));
   auto client = cluster_.registry().Client(node);
   Status st = client.ok() ? RpcCreateSegment(**client, seg.id, t->id, "", "") : client.status();
@@ -94,12 +95,12 @@ Status Executor::DropDependentViews(const std::string& name, const char* kind, b
   auto deps = db_.DependentViews(name);
   if (deps.empty()) return Status::OK();
   if (!cascade) {
-    return Status::Sql("2BP01", fmt::format("cannot drop {} {} because other objects depend on it (view {}); "
+    return Status::Sql(sqlstate::kDependentObjectsStillExist, fmt::format("cannot drop {} {} because other objects depend on it (view {}); "
                                             "use DROP ... CASCADE", kind, name, deps[0]));
   }
   for (const auto& v : deps) {
     RETURN_NOT_OK(DropDependentViews(v, "view", true, sink));
-    RETURN_NOT_OK(sink.Notice("00000", fmt::format("drop cascades to view {}", v)));
+    RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("drop cascades to view {}", v)));
     RETURN_NOT_OK(db_.DropView(v));
   }
   return Status::OK();
@@ -108,24 +109,24 @@ Status Executor::DropDependentViews(const std::string& name, const char* kind, b
 Result<std::string> Executor::Database(sql::DatabaseStmt& s, ResultSink& sink) {
   Catalog& cat = cluster_.catalog();
   if (s.create) {
-    if (s.name == kDefaultDatabase) return Status::Sql("42P04", fmt::format("database \"{}\" already exists", s.name));
+    if (s.name == kDefaultDatabase) return Status::Sql(sqlstate::kDuplicateDatabase, fmt::format("database \"{}\" already exists", s.name));
     if (s.name.find('/') != std::string::npos) {
-      return Status::Sql("42602", fmt::format("invalid database name \"{}\"", s.name));
+      return Status::Sql(sqlstate::kInvalidName, fmt::format("invalid database name \"{}\"", s.name));
     }
     RETURN_NOT_OK(cat.CreateDatabase(s.name));
     return std::string("CREATE DATABASE");
   }
-  if (s.name == kDefaultDatabase) return Status::Sql("55006", "the default database cannot be dropped");
+  if (s.name == kDefaultDatabase) return Status::Sql(sqlstate::kObjectInUse, "the default database cannot be dropped");
   if (!cat.HasDatabase(s.name)) {
     if (s.if_exists) {
-      RETURN_NOT_OK(sink.Notice("00000", fmt::format("database \"{}\" does not exist, skipping", s.name)));
+      RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("database \"{}\" does not exist, skipping", s.name)));
       return std::string("DROP DATABASE");
     }
-    return Status::Sql("3D000", fmt::format("database \"{}\" does not exist", s.name));
+    return Status::Sql(sqlstate::kInvalidCatalogName, fmt::format("database \"{}\" does not exist", s.name));
   }
-  if (s.name == db_.database()) return Status::Sql("55006", "cannot drop the currently open database");
+  if (s.name == db_.database()) return Status::Sql(sqlstate::kObjectInUse, "cannot drop the currently open database");
   if (int n = cluster_.SessionsOn(s.name); n > 0) {
-    return Status::Sql("55006", fmt::format("database \"{}\" is being accessed by other users ({} sessions)",
+    return Status::Sql(sqlstate::kObjectInUse, fmt::format("database \"{}\" is being accessed by other users ({} sessions)",
                                             s.name, n));
   }
   ASSIGN_OR_RETURN(auto segs, cat.DropDatabase(s.name));
@@ -143,20 +144,20 @@ Result<std::string> Executor::User(sql::UserStmt& s, ResultSink& sink) {
   };
   switch (s.kind) {
     case sql::UserStmt::Kind::kCreate:
-      if (cat.HasUser(s.name)) return Status::Sql("42710", fmt::format("role \"{}\" already exists", s.name));
+      if (cat.HasUser(s.name)) return Status::Sql(sqlstate::kDuplicateObject, fmt::format("role \"{}\" already exists", s.name));
       RETURN_NOT_OK(cat.PutUser(creds()));
       return std::string("CREATE ROLE");
     case sql::UserStmt::Kind::kAlter:
-      if (!cat.HasUser(s.name)) return Status::Sql("42704", fmt::format("role \"{}\" does not exist", s.name));
+      if (!cat.HasUser(s.name)) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("role \"{}\" does not exist", s.name));
       if (s.password) RETURN_NOT_OK(cat.PutUser(creds()));
       return std::string("ALTER ROLE");
     case sql::UserStmt::Kind::kDrop:
       if (!cat.HasUser(s.name)) {
         if (s.if_exists) {
-          RETURN_NOT_OK(sink.Notice("00000", fmt::format("role \"{}\" does not exist, skipping", s.name)));
+          RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("role \"{}\" does not exist, skipping", s.name)));
           return std::string("DROP ROLE");
         }
-        return Status::Sql("42704", fmt::format("role \"{}\" does not exist", s.name));
+        return Status::Sql(sqlstate::kUndefinedObject, fmt::format("role \"{}\" does not exist", s.name));
       }
       RETURN_NOT_OK(cat.DropUser(s.name));
       return std::string("DROP ROLE");
@@ -166,21 +167,21 @@ Result<std::string> Executor::User(sql::UserStmt& s, ResultSink& sink) {
 
 Result<std::string> Executor::CreateView(sql::CreateViewStmt& s) {
   if (db_.GetTable(s.name).ok()) {
-    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name), s.pos);
+    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", s.name), s.pos);
   }
   if (!s.or_replace && db_.GetView(s.name)) {
-    return Status::Sql("42P07", fmt::format("relation \"{}\" already exists", s.name), s.pos);
+    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", s.name), s.pos);
   }
   // The query must bind now; its result columns need distinct names.
   ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(*s.query, db_));
   std::set<std::string> names;
   for (const auto& n : b.names) {
-    if (!names.insert(n).second) return Status::Sql("42701", fmt::format("column \"{}\" specified more than once", n));
+    if (!names.insert(n).second) return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" specified more than once", n));
   }
   std::vector<std::string> reads;
   sql::ReferencedRelations(*s.query, &reads);
   for (const auto& r : reads) {
-    if (r == s.name) return Status::Sql("42P17", fmt::format("infinite recursion detected in view \"{}\"", s.name));
+    if (r == s.name) return Status::Sql(sqlstate::kInvalidObjectDefinition, fmt::format("infinite recursion detected in view \"{}\"", s.name));
   }
   std::optional<std::string> before = db_.GetView(s.name);
   std::vector<std::string> before_reads;
@@ -206,13 +207,13 @@ Result<std::string> Executor::DropView(sql::DropTableStmt& s, ResultSink& sink) 
   for (const auto& name : s.names) {
     if (!db_.GetView(name)) {
       if (db_.GetTable(name).ok()) {
-        return Status::Sql("42809", fmt::format("\"{}\" is not a view", name));
+        return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is not a view", name));
       }
       if (s.if_exists) {
-        RETURN_NOT_OK(sink.Notice("00000", fmt::format("view \"{}\" does not exist, skipping", name)));
+        RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("view \"{}\" does not exist, skipping", name)));
         continue;
       }
-      return Status::Sql("42P01", fmt::format("view \"{}\" does not exist", name));
+      return Status::Sql(sqlstate::kUndefinedTable, fmt::format("view \"{}\" does not exist", name));
     }
     RETURN_NOT_OK(DropDependentViews(name, "view", s.cascade, sink));
     RETURN_NOT_OK(db_.DropView(name));
@@ -225,15 +226,15 @@ Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink)
   if (s.index) return DropIndex(s, sink);
   for (const auto& name : s.names) {
     if (db_.GetView(name)) {
-      return Status::Sql("42809", fmt::format("\"{}\" is not a table", name));
+      return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is not a table", name));
     }
     auto t = db_.GetTable(name);
     if (!t.ok()) {
       if (s.if_exists) {
-        RETURN_NOT_OK(sink.Notice("00000", fmt::format("table \"{}\" does not exist, skipping", name)));
+        RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("table \"{}\" does not exist, skipping", name)));
         continue;
       }
-      return Status::Sql("42P01", fmt::format("table \"{}\" does not exist", name));
+      return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", name));
     }
     RETURN_NOT_OK(DropDependentViews(name, "table", s.cascade, sink));
     ASSIGN_OR_RETURN(auto segs, db_.DropTable(name));
@@ -252,15 +253,15 @@ void Executor::DropSegments(const std::vector<SegmentEntry>& segs) {
 
 Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel) {
   ASSIGN_OR_RETURN(TableSchema old, db_.GetTable(s.table));
-  if (old.id >= kFirstSystemTableId) return Status::Sql("42809", fmt::format("\"{}\" is a system view", s.table));
+  if (old.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is a system view", s.table));
   for (const auto& other : db_.Tables()) {  // every index, also those not ready yet
     if (other.id == old.id && !other.indexes.empty()) {
-      return Status::Sql("0A000", "ALTER TABLE ADD PRIMARY KEY on a table with secondary indexes is not supported",
+      return Status::Sql(sqlstate::kFeatureNotSupported, "ALTER TABLE ADD PRIMARY KEY on a table with secondary indexes is not supported",
                          s.pos);
     }
   }
   if (!old.HasHiddenKey()) {
-    return Status::Sql("42P16", fmt::format("multiple primary keys for table \"{}\" are not allowed", s.table), s.pos);
+    return Status::Sql(sqlstate::kInvalidTableDefinition, fmt::format("multiple primary keys for table \"{}\" are not allowed", s.table), s.pos);
   }
   // The re-keyed table: the same columns without the row id, keyed by the named columns.
   TableSchema t;
@@ -275,10 +276,10 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
   for (const auto& k : s.columns) {
     int idx = t.ColumnIndex(k);
     if (idx < 0 || t.columns[idx].hidden) {
-      return Status::Sql("42703", fmt::format("column \"{}\" of relation \"{}\" does not exist", k, old.name), s.pos);
+      return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist", k, old.name), s.pos);
     }
     if (std::find(t.key_columns.begin(), t.key_columns.end(), idx) != t.key_columns.end()) {
-      return Status::Sql("42701", fmt::format("column \"{}\" appears twice in primary key constraint", k), s.pos);
+      return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" appears twice in primary key constraint", k), s.pos);
     }
     t.key_columns.push_back(idx);
     t.columns[idx].not_null = true;
@@ -297,12 +298,12 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
   // table is gone), so the copy misses nothing: it reads after every earlier commit.
   auto block = cluster_.BlockWrites(old.id);
   if (!block.ok()) return abandon(block.status());
-  cluster_.AwaitStable();
+  cluster_.timestamps().AwaitStable();
   struct Snap {
     Cluster& c;
     Timestamp ts;
-    ~Snap() { c.ReleaseSnapshot(ts); }
-  } snap{cluster_, cluster_.AcquireSnapshot()};
+    ~Snap() { c.timestamps().Release(ts); }
+  } snap{cluster_, cluster_.timestamps().Acquire()};
   // Copy every row under its new key, in bounded batches (the new table is not visible yet).
   std::set<std::string> keys;
   std::vector<RowWrite> batch;
@@ -311,8 +312,8 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
     for (int i : keep) row.push_back(b.Get(i, r));
     auto w = InsertWrite(t, row, &keys);
     if (!w.ok()) {
-      return w.status().sqlstate() == "23505"
-                 ? Status::Sql("23505", fmt::format("could not create unique index \"{}_pkey\"", old.name))
+      return w.status().sqlstate() == sqlstate::kUniqueViolation
+                 ? Status::Sql(sqlstate::kUniqueViolation, fmt::format("could not create unique index \"{}_pkey\"", old.name))
                  : w.status();
     }
     batch.push_back(std::move(w).value());
@@ -320,7 +321,7 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
     return Status::OK();
   });
   if (st.ok() && !batch.empty()) st = cluster_.ApplyWrites(t.id, snap.ts, std::move(batch));
-  if (!st.ok()) return abandon(st.sqlstate() == "23502" ? Status::Sql("23502", fmt::format(
+  if (!st.ok()) return abandon(st.sqlstate() == sqlstate::kNotNullViolation ? Status::Sql(sqlstate::kNotNullViolation, fmt::format(
       "column of relation \"{}\" contains null values", old.name)) : st);
   // One catalog write drops the old table and renames the new one into its place.
   ASSIGN_OR_RETURN(auto old_segs, db_.ReplaceTable(old.name, t.name));

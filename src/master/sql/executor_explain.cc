@@ -4,6 +4,7 @@
 #include <functional>
 #include <set>
 
+#include "common/sqlstate.h"
 #include "master/sql/executor.h"
 #include "master/sql/offload.h"
 #include "master/sql/scan_provider.h"
@@ -15,13 +16,13 @@ namespace wattdb::master {
 
 Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
   auto* sel = std::get_if<sql::SelectStmt>(&s.inner->stmt);
-  if (!sel) return Status::Sql("0A000", "EXPLAIN supports only SELECT yet", s.pos);
+  if (!sel) return Status::Sql(sqlstate::kFeatureNotSupported, "EXPLAIN supports only SELECT yet", s.pos);
   ASSIGN_OR_RETURN(plan::BoundSelect bound, PlanSelect(*sel));
   std::map<const plan::PlanNode*, exec::OperatorStats> stats;
   exec::RemoteStats remote_stats;
   double total_ms = 0;
   if (s.analyze) {
-    MasterScanProvider scans(cluster_, Snapshot(), TxnId(), &db_);
+    MasterScanProvider scans(cluster_, energy_service_, Snapshot(), TxnId(), &db_);
     scans.set_offload(Offload());
     exec::ExecContext ctx(&scans, cancel);
     ctx.work_mem = WorkMem();

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "common/sqlstate.h"
 #include "master/sql/executor.h"
 #include "master/sql/offload.h"
 #include "query/plan/fragment.h"
@@ -74,7 +75,7 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
       return std::string("SET");
     }
     if (!ParseMemoryBytes(s.value).ok()) {
-      return Status::Sql("22023", fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
+      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
     }
   }
   // wattdb_pushdown: on, fragments run on the nodes; scan, only their filters and projections
@@ -89,7 +90,7 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
       return std::string("SET");
     }
     if (s.value != "on" && s.value != "off" && !(s.value == "scan" && s.name == "wattdb_pushdown")) {
-      return Status::Sql("22023", fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
+      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
     }
   }
   // wattdb_offload: where blocking operators above the exchanges run (master/sql/offload.h).
@@ -109,7 +110,7 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
       return std::string("SET");
     }
     if (!ParseDurationMs(s.value).ok()) {
-      return Status::Sql("22023", fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
+      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
     }
   }
   SetSetting(s.name, s.value);
@@ -213,7 +214,7 @@ Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
   }
   auto it = kFixed.find(s.name);
   if (it == kFixed.end()) {
-    return Status::Sql("42704", fmt::format("unrecognized configuration parameter \"{}\"", s.name));
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("unrecognized configuration parameter \"{}\"", s.name));
   }
   RETURN_NOT_OK(TextResult(sink, s.name, {it->second}));
   return std::string("SHOW");

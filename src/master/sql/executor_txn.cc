@@ -1,4 +1,5 @@
 // Transaction control: BEGIN/COMMIT/ROLLBACK, isolation levels and their settings.
+#include "common/sqlstate.h"
 #include "master/sql/executor.h"
 
 #include <algorithm>
@@ -11,9 +12,9 @@ Result<Executor::Isolation> Executor::ParseIsolation(std::string_view level) {
   if (l == "read committed" || l == "read uncommitted") return Isolation::kReadCommitted;  // as PostgreSQL
   if (l == "repeatable read") return Isolation::kRepeatableRead;
   if (l == "serializable") {
-    return Status::Sql("0A000", "SERIALIZABLE isolation is not supported; REPEATABLE READ gives snapshot isolation");
+    return Status::Sql(sqlstate::kFeatureNotSupported, "SERIALIZABLE isolation is not supported; REPEATABLE READ gives snapshot isolation");
   }
-  return Status::Sql("22023", fmt::format("invalid value for parameter \"transaction_isolation\": \"{}\"", level));
+  return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"transaction_isolation\": \"{}\"", level));
 }
 
 const char* Executor::IsolationName(Isolation level) {
@@ -43,11 +44,11 @@ Result<std::string> Executor::SetIsolation(sql::SetStmt& s, ResultSink& sink) {
   if (reset) return std::string("SET");  // SET TRANSACTION with no isolation level
   ASSIGN_OR_RETURN(Isolation level, ParseIsolation(s.value));
   if (!txn_) {
-    RETURN_NOT_OK(sink.Notice("25P01", "SET TRANSACTION can only be used in transaction blocks"));
+    RETURN_NOT_OK(sink.Notice(sqlstate::kNoActiveSqlTransaction, "SET TRANSACTION can only be used in transaction blocks"));
     return std::string("SET");
   }
   if (block_used_ && level != isolation_) {
-    return Status::Sql("25001", "SET TRANSACTION ISOLATION LEVEL must be called before any query");
+    return Status::Sql(sqlstate::kActiveSqlTransaction, "SET TRANSACTION ISOLATION LEVEL must be called before any query");
   }
   isolation_ = level;
   return std::string("SET");
@@ -72,10 +73,10 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
   switch (s.kind) {
     case sql::TxnStmt::Kind::kBegin:
       if (txn_) {
-        RETURN_NOT_OK(sink.Notice("25001", "there is already a transaction in progress"));
+        RETURN_NOT_OK(sink.Notice(sqlstate::kActiveSqlTransaction, "there is already a transaction in progress"));
       } else {
         ASSIGN_OR_RETURN(isolation_, ParseIsolation(s.isolation.empty() ? DefaultIsolation() : s.isolation));
-        txn_ = cluster_.Begin(cluster_.AcquireSnapshot());
+        txn_ = cluster_.Begin(cluster_.timestamps().Acquire());
         failed_ = false;
         read_only_ = s.read_only;
         block_used_ = false;
@@ -83,14 +84,14 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
       return std::string("BEGIN");
     case sql::TxnStmt::Kind::kCommit: {
       if (!txn_) {
-        RETURN_NOT_OK(sink.Notice("25P01", "there is no transaction in progress"));
+        RETURN_NOT_OK(sink.Notice(sqlstate::kNoActiveSqlTransaction, "there is no transaction in progress"));
         return std::string("COMMIT");
       }
       std::unique_ptr<Transaction> t = std::move(txn_);
       struct Release {
         Cluster& c;
         Timestamp ts;
-        ~Release() { c.ReleaseSnapshot(ts); }
+        ~Release() { c.timestamps().Release(ts); }
       } release{cluster_, t->snapshot};
       if (failed_) {
         failed_ = false;
@@ -108,10 +109,10 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
     }
     case sql::TxnStmt::Kind::kRollback:
       if (!txn_) {
-        RETURN_NOT_OK(sink.Notice("25P01", "there is no transaction in progress"));
+        RETURN_NOT_OK(sink.Notice(sqlstate::kNoActiveSqlTransaction, "there is no transaction in progress"));
       } else {
         cluster_.Rollback(*txn_);
-        cluster_.ReleaseSnapshot(txn_->snapshot);
+        cluster_.timestamps().Release(txn_->snapshot);
         txn_.reset();
         failed_ = false;
         UndoBlockDdl();

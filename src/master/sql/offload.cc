@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/sqlstate.h"
 
 namespace wattdb::master {
 
@@ -35,7 +36,7 @@ Result<OffloadSetting> OffloadSetting::Parse(const std::string& s) {
     char* end = nullptr;
     unsigned long n = std::strtoul(s.c_str(), &end, 10);
     if (s.empty() || *end != '\0' || n == 0 || n > 0xffffffffu) {
-      return Status::Sql("22023", fmt::format("invalid value for parameter \"wattdb_offload\": \"{}\" (off, auto, on "
+      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"wattdb_offload\": \"{}\" (off, auto, on "
                                               "or a node id)",
                                               s));
     }

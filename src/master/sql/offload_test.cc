@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::master {
 namespace {
 
@@ -18,7 +20,7 @@ TEST(OffloadSetting, ParsesModesAndNodeIds) {
   for (const char* bad : {"", "0", "-1", "2x", "yes", "99999999999"}) {
     auto r = OffloadSetting::Parse(bad);
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.status().sqlstate(), "22023") << bad;
+    EXPECT_EQ(r.status().sqlstate(), sqlstate::kInvalidParameterValue) << bad;
   }
 }
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "master/cluster/cluster.h"
-#include "master/energy/statement_energy.h"
+#include "master/power/statement_energy.h"
 #include "rpc/exchange.h"
 
 namespace wattdb::master {

@@ -3,7 +3,7 @@
 #include <functional>
 #include <map>
 
-#include "master/energy/statement_energy.h"
+#include "master/power/statement_energy.h"
 #include "net/message_builder.h"
 #include "proto/node_service.capnp.h"
 #include "query/plan/fragment.h"

@@ -4,7 +4,7 @@
 
 #include "common/codec.h"
 #include "common/logging.h"
-#include "master/sql/index_scan.h"
+#include "master/cluster/index_scan.h"
 #include "master/sql/partition_source.h"
 #include "rpc/exchange.h"
 #include "rpc/gather.h"
@@ -365,7 +365,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
     }
   } else if (scan.table == kEnergyDecisionsView) {
     int64_t seq = 0;
-    for (const auto& d : cluster_.energy().decisions().Snapshot()) {
+    for (const auto& d : energy_.decisions().Snapshot()) {
       auto text = [](const std::string& t) { return t.empty() ? Value() : Value::Text(t); };
       rows.push_back({Value::Int64(++seq), Value::Timestamp(d.time_us - kPgEpochUnixMicros), Value::Text(d.decision),
                       text(d.reason), text(d.mode), Value::Int32(d.active_nodes), Value::Double(d.utilization),
@@ -376,7 +376,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
                       Value::Double(d.duration_ms), text(d.outcome)});
     }
   } else if (scan.table == kEnergyPolicyView) {
-    EnergyPolicy p = cluster_.energy().policy();
+    EnergyPolicy p = energy_.policy();
     std::string pinned;
     for (NodeId n : p.pinned) pinned += (pinned.empty() ? "" : ", ") + std::to_string(n);
     std::vector<std::pair<std::string, std::string>> kv = {

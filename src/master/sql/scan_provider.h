@@ -9,8 +9,9 @@
 
 #include "common/schema.h"
 #include "master/cluster/cluster.h"
+#include "master/energy/energy_service.h"
 #include "master/catalog/database_catalog.h"
-#include "master/catalog/pg_catalog.h"
+#include "master/sql/pg_catalog.h"
 #include "master/sql/offload.h"
 #include "master/sql/part_map.h"
 #include "query/exec/operator.h"
@@ -24,8 +25,9 @@ class MasterScanProvider : public exec::ScanProvider {
  public:
   // `txn` nonzero: scans also see that transaction's own pending writes. `db`: the session's
   // database, whose relations pg_catalog shows (default database if null).
-  MasterScanProvider(Cluster& cluster, Timestamp read_ts, uint64_t txn = 0, const DatabaseCatalog* db = nullptr)
-      : cluster_(cluster), parts_(cluster), read_ts_(read_ts), txn_(txn), db_(db) {}
+  MasterScanProvider(Cluster& cluster, EnergyService& energy, Timestamp read_ts, uint64_t txn = 0,
+                     const DatabaseCatalog* db = nullptr)
+      : cluster_(cluster), energy_(energy), parts_(cluster), read_ts_(read_ts), txn_(txn), db_(db) {}
   Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override;
   // Runs the fragment on the nodes (rpc/exchange.h).
   Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& exchange,
@@ -43,7 +45,8 @@ class MasterScanProvider : public exec::ScanProvider {
   Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) override;
 
  private:
-  Cluster& cluster_;  // borrowed; outlives the provider
+  Cluster& cluster_;        // borrowed; outlives the provider
+  EnergyService& energy_;  // borrowed; outlives the provider
   ClusterPartMap parts_;
   Timestamp read_ts_;
   uint64_t txn_;

@@ -6,6 +6,7 @@
 
 #include "common/bytes.h"
 #include "common/codec.h"
+#include "common/sqlstate.h"
 #include "query/exec/eval.h"
 #include "query/exec/eval_vector.h"
 #include "query/exec/key_encoding.h"
@@ -730,7 +731,7 @@ class HashAggregateOp : public UnaryOp {
         if (s.count == 0) return Value();
         if (a.type.id == TypeId::kDouble) return Value::Double(s.dsum);
         if (a.type.id == TypeId::kNumeric) return Value::Numeric(DecimalSum(a, s));
-        if (s.isum > INT64_MAX || s.isum < INT64_MIN) return Status::Sql("22003", "bigint out of range");
+        if (s.isum > INT64_MAX || s.isum < INT64_MIN) return Status::Sql(sqlstate::kNumericValueOutOfRange, "bigint out of range");
         return Value::Int64(static_cast<int64_t>(s.isum));
       case AggFunc::kAvg:
         if (s.count == 0) return Value();

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <random>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::exec {
 
 namespace {
@@ -34,7 +36,7 @@ std::string Trim(const std::string& s, const std::string& chars, bool left, bool
 }
 
 Result<Value> Double(double d, const char* fn) {
-  if (std::isnan(d)) return Status::Sql("2201F", fmt::format("invalid argument for {}", fn));
+  if (std::isnan(d)) return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction, fmt::format("invalid argument for {}", fn));
   return Value::Double(d);
 }
 
@@ -80,21 +82,21 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
     return Value::Double(x.as_double() > 0 ? 1 : x.as_double() < 0 ? -1 : 0);
   }
   if (name == "sqrt") {
-    if (x.as_double() < 0) return Status::Sql("2201F", "cannot take square root of a negative number");
+    if (x.as_double() < 0) return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction, "cannot take square root of a negative number");
     return Value::Double(std::sqrt(x.as_double()));
   }
   if (name == "cbrt") return Value::Double(std::cbrt(x.as_double()));
   if (name == "exp") return Value::Double(std::exp(x.as_double()));
   if (name == "ln" || name == "log" || name == "log10") {
-    if (x.as_double() == 0) return Status::Sql("2201E", "cannot take logarithm of zero");
-    if (x.as_double() < 0) return Status::Sql("2201E", "cannot take logarithm of a negative number");
+    if (x.as_double() == 0) return Status::Sql(sqlstate::kInvalidArgumentForLog, "cannot take logarithm of zero");
+    if (x.as_double() < 0) return Status::Sql(sqlstate::kInvalidArgumentForLog, "cannot take logarithm of a negative number");
     return Value::Double(name == "ln" ? std::log(x.as_double()) : std::log10(x.as_double()));
   }
   if (name == "power" || name == "pow") {
     double b = x.as_double(), e = args[1].as_double();
-    if (b == 0 && e < 0) return Status::Sql("2201F", "zero raised to a negative power is undefined");
+    if (b == 0 && e < 0) return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction, "zero raised to a negative power is undefined");
     if (b < 0 && e != std::floor(e)) {
-      return Status::Sql("2201F", "a negative number raised to a non-integer power yields a complex result");
+      return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction, "a negative number raised to a non-integer power yields a complex result");
     }
     return Double(std::pow(b, e), "power");
   }
@@ -103,7 +105,7 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
       ASSIGN_OR_RETURN(Decimal d, ModDecimal(x.as_decimal(), args[1].as_decimal()));
       return Value::Numeric(d);
     }
-    if (args[1].as_int() == 0) return Status::Sql("22012", "division by zero");
+    if (args[1].as_int() == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
     int64_t r = args[1].as_int() == -1 ? 0 : x.as_int() % args[1].as_int();
     return x.type() == TypeId::kInt32 ? Value::Int32(r) : Value::Int64(r);
   }
@@ -113,7 +115,7 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
     int64_t start = args[1].as_int();
     if (args.size() == 2) return Value::Text(Chars(s, std::max<int64_t>(start, 1) - 1, -1));
     int64_t n = args[2].as_int();
-    if (n < 0) return Status::Sql("22011", "negative substring length not allowed");
+    if (n < 0) return Status::Sql(sqlstate::kSubstringError, "negative substring length not allowed");
     int64_t end = start + n;
     if (end <= 1) return Value::Text("");
     int64_t from = std::max<int64_t>(start, 1);
@@ -144,7 +146,7 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
     std::string out;
     for (int64_t i = 0; i < args[1].as_int(); i++) {
       out += s;
-      if (out.size() > (1u << 30)) return Status::Sql("54000", "requested length too large");
+      if (out.size() > (1u << 30)) return Status::Sql(sqlstate::kProgramLimitExceeded, "requested length too large");
     }
     return Value::Text(std::move(out));
   }
@@ -159,7 +161,7 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
     std::string fill = args.size() > 2 ? args[2].ToText() : " ";
     if (want <= len) return Value::Text(Chars(s, 0, std::max<int64_t>(want, 0)));
     if (fill.empty()) return Value::Text(s);
-    if (want > (1 << 28)) return Status::Sql("54000", "requested length too large");
+    if (want > (1 << 28)) return Status::Sql(sqlstate::kProgramLimitExceeded, "requested length too large");
     std::string pad;
     auto fill_chars = CharStarts(fill);
     for (int64_t i = 0; i < want - len; i++) pad += Chars(fill, i % static_cast<int64_t>(fill_chars.size()), 1);
@@ -168,7 +170,7 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
   if (name == "split_part") {
     std::string delim = args[1].ToText();
     int64_t n = args[2].as_int();
-    if (n == 0) return Status::Sql("22023", "field position must not be zero");
+    if (n == 0) return Status::Sql(sqlstate::kInvalidParameterValue, "field position must not be zero");
     std::vector<std::string> parts;
     if (delim.empty()) {
       parts.push_back(s);
@@ -182,7 +184,7 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
   }
   if (name == "chr") {
     int64_t c = x.as_int();
-    if (c <= 0 || c > 0x10FFFF) return Status::Sql("54000", "requested character too large for encoding");
+    if (c <= 0 || c > 0x10FFFF) return Status::Sql(sqlstate::kProgramLimitExceeded, "requested character too large for encoding");
     std::string out;
     auto u = static_cast<uint32_t>(c);
     if (u < 0x80) {
@@ -215,7 +217,7 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
   }
   if (name == "starts_with") return Value::Bool(s.rfind(args[1].ToText(), 0) == 0);
   if (name == "octet_length") return Value::Int32(static_cast<int64_t>(s.size()));
-  return Status::Sql("42883", fmt::format("function {} does not exist", name));
+  return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function {} does not exist", name));
 }
 
 }  // namespace wattdb::exec

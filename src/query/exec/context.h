@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "common/sqlstate.h"
 #include "common/status.h"
 #include "query/exec/batch.h"
 #include "query/plan/plan.h"
@@ -70,7 +71,7 @@ class ScanProvider {
   }
   // Functions that read the catalog (pg_get_indexdef, regclass output, ...), by name.
   virtual Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) {
-    return Status::Sql("0A000", "function " + name + " is not available here");
+    return Status::Sql(sqlstate::kFeatureNotSupported, "function " + name + " is not available here");
   }
 };
 
@@ -145,7 +146,7 @@ class MemoryGauge {
   Status Add(const ExecContext& ctx, size_t bytes) {
     used_ += static_cast<int64_t>(bytes);
     if (ctx.work_mem <= 0 || used_ <= ctx.work_mem) return Status::OK();
-    return Status::Sql("53200", fmt::format("out of memory: {} needs more than work_mem ({} kB); raise work_mem or "
+    return Status::Sql(sqlstate::kOutOfMemory, fmt::format("out of memory: {} needs more than work_mem ({} kB); raise work_mem or "
                                             "narrow the query",
                                             what_, ctx.work_mem / 1024));
   }
@@ -160,7 +161,7 @@ class MemoryGauge {
 // 57014 once the statement was cancelled; operators check it between batches.
 inline Status CheckCancel(const ExecContext& ctx) {
   if (ctx.cancelled && ctx.cancelled->load()) {
-    return Status::Sql("57014", "canceling statement due to user request");
+    return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
   }
   return Status::OK();
 }

@@ -1,4 +1,5 @@
 #include "query/exec/eval.h"
+#include "common/sqlstate.h"
 #include "common/stack_guard.h"
 #include "query/exec/pattern.h"
 
@@ -23,7 +24,7 @@ using plan::Func;
 namespace {
 
 Status OutOfRange(const SqlType& t) {
-  return Status::Sql("22003", t.id == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
+  return Status::Sql(sqlstate::kNumericValueOutOfRange, t.id == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
 }
 
 Result<Value> MakeInt(__int128 v, const SqlType& t) {
@@ -48,17 +49,17 @@ Result<Value> Arith(BinOp op, const Value& a, const Value& b, const SqlType& t) 
       case BinOp::kSub: r = x - y; break;
       case BinOp::kMul: r = x * y; break;
       case BinOp::kDiv:
-        if (y == 0) return Status::Sql("22012", "division by zero");
+        if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
         r = x / y;
         break;
       case BinOp::kMod:
-        if (y == 0) return Status::Sql("22012", "division by zero");
+        if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
         r = std::fmod(x, y);
         break;
       default: return Status::Internal("bad arithmetic operator");
     }
     if (std::isinf(r) && !std::isinf(x) && !std::isinf(y)) {
-      return Status::Sql("22003", "value out of range: overflow");
+      return Status::Sql(sqlstate::kNumericValueOutOfRange, "value out of range: overflow");
     }
     return Value::Double(r);
   }
@@ -82,10 +83,10 @@ Result<Value> Arith(BinOp op, const Value& a, const Value& b, const SqlType& t) 
     case BinOp::kSub: return MakeInt(x - y, t);
     case BinOp::kMul: return MakeInt(x * y, t);
     case BinOp::kDiv:
-      if (y == 0) return Status::Sql("22012", "division by zero");
+      if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
       return MakeInt(x / y, t);
     case BinOp::kMod:
-      if (y == 0) return Status::Sql("22012", "division by zero");
+      if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
       return MakeInt(x % y, t);
     default: return Status::Internal("bad arithmetic operator");
   }
@@ -156,7 +157,7 @@ Result<SubqueryResult> RunSubquery(const BoundExpr& e, const Batch& b, size_t ro
         return true;
       case BoundExpr::Kind::kSubquery:
         if (rows > 1) {
-          return Status::Sql("21000", "more than one row returned by a subquery used as an expression");
+          return Status::Sql(sqlstate::kCardinalityViolation, "more than one row returned by a subquery used as an expression");
         }
         res.scalar = v;
         return true;
@@ -216,7 +217,7 @@ Result<Value> EvalSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecC
 Result<Value> ParamValue(const BoundExpr& e, const ExecContext* ctx) {
   if (e.column == plan::kTimeParam && ctx && ctx->statement_time) return Value::Timestamp(*ctx->statement_time);
   if (!ctx || !ctx->params || e.column < 0 || static_cast<size_t>(e.column) >= ctx->params->size()) {
-    return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e.column + 1));
+    return Status::Sql(sqlstate::kProtocolViolation, fmt::format("no value bound for parameter ${}", e.column + 1));
   }
   return (*ctx->params)[e.column];
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "common/sqlstate.h"
 #include "query/exec/eval.h"
 
 namespace wattdb::exec {
@@ -128,7 +129,7 @@ Status CompareVector(const BoundExpr& e, const Operand& a, const Operand& b, siz
 }
 
 Status Overflow(TypeId t) {
-  return Status::Sql("22003", t == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
+  return Status::Sql(sqlstate::kNumericValueOutOfRange, t == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
 }
 
 // Arithmetic as Eval's Arith does it, a loop per result type. False if the operands are not
@@ -162,11 +163,11 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
         case BinOp::kSub: z = x - y; break;
         case BinOp::kMul: z = x * y; break;
         case BinOp::kDiv:
-          if (y == 0) return Status::Sql("22012", "division by zero");
+          if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
           z = x / y;
           break;
         case BinOp::kMod:
-          if (y == 0) return Status::Sql("22012", "division by zero");
+          if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
           z = x % y;
           break;
         default: return false;
@@ -191,17 +192,17 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
         case BinOp::kSub: z = x - y; break;
         case BinOp::kMul: z = x * y; break;
         case BinOp::kDiv:
-          if (y == 0) return Status::Sql("22012", "division by zero");
+          if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
           z = x / y;
           break;
         case BinOp::kMod:
-          if (y == 0) return Status::Sql("22012", "division by zero");
+          if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
           z = std::fmod(x, y);
           break;
         default: return false;
       }
       if (std::isinf(z) && !std::isinf(x) && !std::isinf(y)) {
-        return Status::Sql("22003", "value out of range: overflow");
+        return Status::Sql(sqlstate::kNumericValueOutOfRange, "value out of range: overflow");
       }
       r[k] = z;
     }

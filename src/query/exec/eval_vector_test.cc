@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/sqlstate.h"
 #include "query/exec/eval.h"
 
 namespace wattdb::exec {
@@ -281,7 +282,7 @@ TEST(EvalVector, ParametersEvaluateAsTheConstantsTheyStandFor) {
   EXPECT_EQ(vec(*param(2, {TypeId::kText})), std::vector<std::string>(b.rows, "b"));
   auto missing = Bin(BinOp::kAdd, Col(1), param(3, {TypeId::kInt32}), {TypeId::kInt64});
   Vector v;
-  EXPECT_EQ(EvalVector(*missing, b, &ctx, &v).sqlstate(), "08P01");
+  EXPECT_EQ(EvalVector(*missing, b, &ctx, &v).sqlstate(), sqlstate::kProtocolViolation);
   ExpectSame(*missing, b, &ctx);
   ExpectSame(*text, b, nullptr);  // no values at all
 }

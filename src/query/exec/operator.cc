@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/sqlstate.h"
 #include "query/exec/aggregate.h"
 #include "query/exec/eval.h"
 #include "query/exec/eval_vector.h"
@@ -161,7 +162,7 @@ class GenerateSeriesOp : public Operator {
     next_ = v[0].as_int();
     stop_ = v[1].as_int();
     step_ = v[2].as_int();
-    if (step_ == 0) return Status::Sql("22023", "step size cannot equal zero");
+    if (step_ == 0) return Status::Sql(sqlstate::kInvalidParameterValue, "step size cannot equal zero");
     return Status::OK();
   }
   Result<bool> Next(Batch& out) override {

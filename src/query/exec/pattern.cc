@@ -6,6 +6,8 @@
 #include <memory>
 #include <unordered_map>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::exec {
 
 namespace {
@@ -29,7 +31,7 @@ class PatternCache {
     o.set_max_mem(8 << 20);
     auto re = std::make_unique<RE2>(regex, o);
     if (!re->ok()) {
-      return Status::Sql("2201B", "invalid regular expression: " + re->error());
+      return Status::Sql(sqlstate::kInvalidRegularExpression, "invalid regular expression: " + re->error());
     }
     lru_.emplace_front(key, std::move(re));
     map_[key] = lru_.begin();
@@ -64,7 +66,7 @@ Result<std::string> LikeToRegex(const std::string& p) {
       out += ".";
     } else {
       if (c == '\\') {
-        if (++i == p.size()) return Status::Sql("22025", "LIKE pattern must not end with escape character");
+        if (++i == p.size()) return Status::Sql(sqlstate::kInvalidEscapeSequence, "LIKE pattern must not end with escape character");
         c = p[i];
       }
       out += RE2::QuoteMeta(std::string(1, c));

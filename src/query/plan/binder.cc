@@ -4,6 +4,7 @@
 
 #include "common/clock.h"
 #include "common/codec.h"
+#include "common/sqlstate.h"
 #include "query/plan/query_binder.h"
 #include "query/sql/parser.h"
 
@@ -38,10 +39,10 @@ PlanPtr MakeScan(const TableSchema& t, const BoundExpr* where) {
 Result<int64_t> ConstInt(const Expr& e, const char* what) {
   if (e.kind == Expr::Kind::kLiteral && e.value.is_null()) return -1;
   if (e.kind != Expr::Kind::kLiteral || !SqlType{e.value.type()}.IsInteger()) {
-    return Status::Sql("0A000", fmt::format("{} must be an integer constant", what), e.pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("{} must be an integer constant", what), e.pos);
   }
   if (e.value.as_int() < 0) {
-    return Status::Sql("2201W", fmt::format("{} must not be negative", what), e.pos);
+    return Status::Sql(sqlstate::kInvalidRowCountInLimitClause, fmt::format("{} must not be negative", what), e.pos);
   }
   return e.value.as_int();
 }
@@ -264,7 +265,7 @@ Result<BoundExprPtr> BindAssignment(ExprBinder& b, const Expr& e, const Column& 
   bool u;
   ASSIGN_OR_RETURN(BoundExprPtr v, b.Bind(e, &u));
   if (!u && !Assignable(v->type, col.type)) {
-    return Status::Sql("42804", fmt::format("column \"{}\" is of type {} but expression is of type {}",
+    return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("column \"{}\" is of type {} but expression is of type {}",
                                             col.name, col.type.ToString(), TypeName(v->type)),
                        e.pos);
   }
@@ -302,12 +303,12 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
     for (size_t i = 0; i < s.columns.size(); i++) {
       int idx = table.ColumnIndex(s.columns[i]);
       if (idx < 0 || table.columns[idx].hidden) {
-        return Status::Sql("42703", fmt::format("column \"{}\" of relation \"{}\" does not exist",
+        return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist",
                                                 s.columns[i], table.name), s.column_pos[i]);
       }
       for (int prev : targets) {
         if (prev == idx) {
-          return Status::Sql("42701", fmt::format("column \"{}\" specified more than once", s.columns[i]),
+          return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" specified more than once", s.columns[i]),
                              s.column_pos[i]);
         }
       }
@@ -331,10 +332,10 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
   if (selected) {
     BoundSelect& sel = *selected;
     if (sel.types.size() > targets.size()) {
-      return Status::Sql("42601", "INSERT has more expressions than target columns", s.table_pos);
+      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more expressions than target columns", s.table_pos);
     }
     if (sel.types.size() < targets.size()) {
-      return Status::Sql("42601", "INSERT has more target columns than expressions", s.table_pos);
+      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more target columns than expressions", s.table_pos);
     }
     Scope row_scope;
     for (size_t i = 0; i < sel.types.size(); i++) row_scope.columns.push_back({"", sel.names[i], sel.types[i]});
@@ -346,7 +347,7 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
       const Column& col = table.columns[targets[i]];
       const SqlType& from = sel.types[i];
       if (!Assignable(from, col.type)) {
-        return Status::Sql("42804", fmt::format("column \"{}\" is of type {} but expression is of type {}",
+        return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("column \"{}\" is of type {} but expression is of type {}",
                                                 col.name, col.type.ToString(), TypeName(from)), s.table_pos);
       }
       ASSIGN_OR_RETURN(p->exprs[targets[i]], rb.Coerce(MakeColumn(static_cast<int>(i), from), false, col.type,
@@ -373,10 +374,10 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
   }
   for (const auto& row : s.rows) {
     if (row.size() > targets.size()) {
-      return Status::Sql("42601", "INSERT has more expressions than target columns", row[targets.size()]->pos);
+      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more expressions than target columns", row[targets.size()]->pos);
     }
     if (row.size() < targets.size()) {
-      return Status::Sql("42601", "INSERT has more target columns than expressions", row.empty() ? 0 : row.back()->pos);
+      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more target columns than expressions", row.empty() ? 0 : row.back()->pos);
     }
     std::vector<BoundExprPtr> full(table.columns.size());
     for (size_t i = 0; i < targets.size(); i++) {
@@ -398,7 +399,7 @@ Status BindSource(ExprBinder& binder, const sql::ExprPtr& where_ast, BoundModify
   if (where_ast) {
     ASSIGN_OR_RETURN(where, binder.Bind(*where_ast));
     if (where->type.id != TypeId::kBool && where->type.id != TypeId::kNull) {
-      return Status::Sql("42804", fmt::format("argument of WHERE must be type boolean, not type {}",
+      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of WHERE must be type boolean, not type {}",
                                               TypeName(where->type)), where_ast->pos);
     }
   }
@@ -424,12 +425,12 @@ Result<BoundModify> BindUpdate(const sql::UpdateStmt& s, const CatalogReader& ca
   for (size_t i = 0; i < s.sets.size(); i++) {
     int idx = out.table.ColumnIndex(s.sets[i].first);
     if (idx < 0 || out.table.columns[idx].hidden) {
-      return Status::Sql("42703", fmt::format("column \"{}\" of relation \"{}\" does not exist",
+      return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist",
                                               s.sets[i].first, out.table.name), s.set_pos[i]);
     }
     for (const auto& [prev, e] : out.sets) {
       if (prev == idx) {
-        return Status::Sql("42601", fmt::format("multiple assignments to same column \"{}\"",
+        return Status::Sql(sqlstate::kSyntaxError, fmt::format("multiple assignments to same column \"{}\"",
                                                 s.sets[i].first), s.set_pos[i]);
       }
     }

@@ -1,4 +1,5 @@
 #include "query/plan/expr_binder.h"
+#include "common/sqlstate.h"
 #include "common/stack_guard.h"
 
 #include <algorithm>
@@ -130,7 +131,7 @@ Result<BoundExprPtr> ExprBinder::BindColumn(const Expr& e) {
       }
       if (c.name != e.name || c.hidden) continue;
       if (found >= 0) {
-        return Status::Sql("42702", fmt::format("column reference \"{}\" is ambiguous", shown), e.pos);
+        return Status::Sql(sqlstate::kAmbiguousColumn, fmt::format("column reference \"{}\" is ambiguous", shown), e.pos);
       }
       found = static_cast<int>(i);
     }
@@ -140,7 +141,7 @@ Result<BoundExprPtr> ExprBinder::BindColumn(const Expr& e) {
     }
     if (depth == 0) {
       if (agg_mode() && !in_aggregate_) {
-        return Status::Sql("42803",
+        return Status::Sql(sqlstate::kGroupingError,
                            fmt::format("column \"{}\" must appear in the GROUP BY clause or be "
                                        "used in an aggregate function", shown),
                            e.pos);
@@ -154,16 +155,16 @@ Result<BoundExprPtr> ExprBinder::BindColumn(const Expr& e) {
     return ref;
   }
   if (!e.table.empty() && !table_seen) {
-    return Status::Sql("42P01", fmt::format("missing FROM-clause entry for table \"{}\"", e.table), e.pos);
+    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("missing FROM-clause entry for table \"{}\"", e.table), e.pos);
   }
-  return Status::Sql("42703", fmt::format("column \"{}\" does not exist", shown), e.pos);
+  return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" does not exist", shown), e.pos);
 }
 
 Result<BoundExprPtr> ExprBinder::BindSubquery(const Expr& e) {
-  if (!subquery_) return Status::Sql("0A000", "subqueries are not supported here", e.pos);
+  if (!subquery_) return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries are not supported here", e.pos);
   ASSIGN_OR_RETURN(BoundSelect sub, subquery_(*e.subquery, scope_));
   if (sub.correlated && agg_mode() && !in_aggregate_) {
-    return Status::Sql("0A000", "correlated subqueries in an aggregating query are not supported", e.pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported, "correlated subqueries in an aggregating query are not supported", e.pos);
   }
   auto out = std::make_unique<BoundExpr>();
   out->correlated = sub.correlated;
@@ -174,12 +175,12 @@ Result<BoundExprPtr> ExprBinder::BindSubquery(const Expr& e) {
     return out;
   }
   if (sub.types.size() != 1) {
-    return Status::Sql("42601", sub.types.size() > 1 ? "subquery has too many columns"
+    return Status::Sql(sqlstate::kSyntaxError, sub.types.size() > 1 ? "subquery has too many columns"
                                                      : "subquery must return only one column",
                        e.pos);
   }
   if (e.kind == Expr::Kind::kArray) {
-    if (sub.types[0].id == TypeId::kArray) return Status::Sql("0A000", "arrays of arrays are not supported", e.pos);
+    if (sub.types[0].id == TypeId::kArray) return Status::Sql(sqlstate::kFeatureNotSupported, "arrays of arrays are not supported", e.pos);
     out->kind = BoundExpr::Kind::kArraySubquery;
     out->type = SqlType::Array(sub.types[0].id == TypeId::kNull ? TypeId::kText : sub.types[0].id);
     out->subplan = std::shared_ptr<const PlanNode>(std::move(sub.plan));
@@ -199,7 +200,7 @@ Result<BoundExprPtr> ExprBinder::BindSubquery(const Expr& e) {
     ASSIGN_OR_RETURN(x, Coerce(std::move(x), true, ct, e.args[0]->pos));
   } else if (x->type.id != TypeId::kNull && ct.id != TypeId::kNull && x->type.id != ct.id) {
     if (!(x->type.IsNumeric() && ct.IsNumeric())) {
-      return Status::Sql("42883", fmt::format("operator does not exist: {} = {}", TypeName(x->type),
+      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} = {}", TypeName(x->type),
                                               TypeName(ct)), e.pos);
     }
     SqlType common = NumericUnion(x->type, ct);
@@ -263,7 +264,7 @@ Status ExprBinder::Unify(BoundExprPtr* a, bool ua, BoundExprPtr* b, bool ub, int
   if (ta.id == TypeId::kNull || tb.id == TypeId::kNull) return Status::OK();
   if (ta.IsNumeric() && tb.IsNumeric()) return Status::OK();
   if (ta.id == tb.id) return Status::OK();
-  return Status::Sql("42883", fmt::format("operator does not exist: {} {} {}", TypeName(ta), op,
+  return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {} {}", TypeName(ta), op,
                                           TypeName(tb)),
                      pos);
 }
@@ -273,7 +274,7 @@ Result<BoundExprPtr> ExprBinder::BindBool(const Expr& e, const char* what) {
   ASSIGN_OR_RETURN(BoundExprPtr b, Bind(e, &u));
   if (u) return Coerce(std::move(b), true, {TypeId::kBool}, e.pos);
   if (b->type.id != TypeId::kBool && b->type.id != TypeId::kNull) {
-    return Status::Sql("42804", fmt::format("argument of {} must be type boolean, not type {}", what,
+    return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of {} must be type boolean, not type {}", what,
                                             TypeName(b->type)),
                        e.pos);
   }
@@ -300,7 +301,7 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
     for (BoundExprPtr* side : {&l, &r}) {
       *side = CharAsText(std::move(*side));
       if ((*side)->type.id != TypeId::kText && (*side)->type.id != TypeId::kNull) {
-        return Status::Sql("42883", fmt::format("operator does not exist: {} {} {}", TypeName(l->type), op,
+        return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {} {}", TypeName(l->type), op,
                                                 TypeName(r->type)), e.pos);
       }
     }
@@ -322,8 +323,8 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
     if (ur) {
       ASSIGN_OR_RETURN(r, Coerce(std::move(r), true, t, e.pos));
     }
-    if (l->type.id != TypeId::kArray && l->type.id != TypeId::kNull) return Status::Sql("42883", "array concatenation needs two arrays", e.pos);
-    if (r->type.id != TypeId::kArray && r->type.id != TypeId::kNull) return Status::Sql("42883", "array concatenation needs two arrays", e.pos);
+    if (l->type.id != TypeId::kArray && l->type.id != TypeId::kNull) return Status::Sql(sqlstate::kUndefinedFunction, "array concatenation needs two arrays", e.pos);
+    if (r->type.id != TypeId::kArray && r->type.id != TypeId::kNull) return Status::Sql(sqlstate::kUndefinedFunction, "array concatenation needs two arrays", e.pos);
     out->op = BinOp::kConcat;
     out->type = t;
     out->children.push_back(std::move(l));
@@ -361,7 +362,7 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
     SqlType lt = l->type, rt = r->type;
     bool ln = lt.IsNumeric() || lt.id == TypeId::kNull, rn = rt.IsNumeric() || rt.id == TypeId::kNull;
     if (!ln || !rn) {
-      return Status::Sql("42883", fmt::format("operator does not exist: {} {} {}", TypeName(lt), op,
+      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {} {}", TypeName(lt), op,
                                               TypeName(rt)),
                          e.pos);
     }
@@ -388,7 +389,7 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
       return MakeConst(e.value, SqlType{e.value.type(), 0});
     case Expr::Kind::kColumn: return BindColumn(e);
     case Expr::Kind::kStar:
-      return Status::Sql("42601", "* is only allowed in a select list or count(*)", e.pos);
+      return Status::Sql(sqlstate::kSyntaxError, "* is only allowed in a select list or count(*)", e.pos);
     case Expr::Kind::kUnary: {
       if (e.op == "not") {
         ASSIGN_OR_RETURN(BoundExprPtr a, BindBool(*e.args[0], "NOT"));
@@ -404,7 +405,7 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
         ASSIGN_OR_RETURN(a, Coerce(std::move(a), true, {TypeId::kDouble}, e.pos));
       }
       if (!a->type.IsNumeric() && a->type.id != TypeId::kNull) {
-        return Status::Sql("42883", fmt::format("operator does not exist: {} {}", e.op, TypeName(a->type)),
+        return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {}", e.op, TypeName(a->type)),
                            e.pos);
       }
       if (e.op == "+") return a;
@@ -487,7 +488,7 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
       ASSIGN_OR_RETURN(BoundExprPtr b, Bind(*e.args[1], &ub));
       for (auto* p : {&a, &b}) {
         if ((*p)->type.id != TypeId::kText && (*p)->type.id != TypeId::kNull) {
-          return Status::Sql("42883", fmt::format("operator does not exist: {} ~~ {}",
+          return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} ~~ {}",
                                                   TypeName(a->type), TypeName(b->type)), e.pos);
         }
       }
@@ -545,7 +546,7 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
         } else if (t.IsNumeric() && results[i]->type.IsNumeric()) {
           t = NumericUnion(t, results[i]->type);
         } else if (t.id != results[i]->type.id) {
-          return Status::Sql("42804", fmt::format("CASE types {} and {} cannot be matched",
+          return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("CASE types {} and {} cannot be matched",
                                                   TypeName(t), TypeName(results[i]->type)), pos[i]);
         } else if (t.id == TypeId::kText) {
           t.max_len = 0;
@@ -568,7 +569,7 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
     }
     case Expr::Kind::kParam: {
       if (!params_ || e.param > static_cast<int>(params_->size())) {
-        return Status::Sql("42P02", fmt::format("there is no parameter ${}", e.param), e.pos);
+        return Status::Sql(sqlstate::kUndefinedParameter, fmt::format("there is no parameter ${}", e.param), e.pos);
       }
       auto p = std::make_unique<BoundExpr>();
       p->kind = BoundExpr::Kind::kParam;

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 
+#include "common/sqlstate.h"
 #include "query/plan/builtins.h"
 #include "query/plan/expr_binder.h"
 
@@ -41,23 +42,23 @@ std::optional<SqlType> CatalogFunctionType(const std::string& name, size_t nargs
 
 Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
   if (!allow_aggs_) {
-    return Status::Sql("42803", fmt::format("aggregate functions are not allowed in {}", agg_context_),
+    return Status::Sql(sqlstate::kGroupingError, fmt::format("aggregate functions are not allowed in {}", agg_context_),
                        e.pos);
   }
   if (in_aggregate_) {
-    return Status::Sql("42803", "aggregate function calls cannot be nested", e.pos);
+    return Status::Sql(sqlstate::kGroupingError, "aggregate function calls cannot be nested", e.pos);
   }
   AggSpec spec;
   spec.distinct = e.distinct && !e.star_arg;
   if (e.star_arg) {
     if (e.name != "count") {
-      return Status::Sql("42601", fmt::format("{}(*) is not valid", e.name), e.pos);
+      return Status::Sql(sqlstate::kSyntaxError, fmt::format("{}(*) is not valid", e.name), e.pos);
     }
     spec.func = AggFunc::kCountStar;
     spec.type = {TypeId::kInt64};
   } else {
     if (e.args.size() != (e.name == "string_agg" ? 2u : 1u)) {
-      return Status::Sql("42883", fmt::format("function {} with {} arguments does not exist", e.name,
+      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function {} with {} arguments does not exist", e.name,
                                               e.args.size()),
                          e.pos);
     }
@@ -75,7 +76,7 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
       spec.separator = CharAsText(std::move(spec.separator));
       for (const auto* x : {&spec.arg, &spec.separator}) {
         if ((*x)->type.id != TypeId::kText && (*x)->type.id != TypeId::kNull) {
-          return Status::Sql("42883", fmt::format("function string_agg({}, {}) does not exist", TypeName(spec.arg->type),
+          return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function string_agg({}, {}) does not exist", TypeName(spec.arg->type),
                                                   TypeName(spec.separator->type)), e.pos);
         }
       }
@@ -89,7 +90,7 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
       spec.type = at.id == TypeId::kNull ? SqlType{TypeId::kText} : at;
     } else {
       if (!at.IsNumeric() && at.id != TypeId::kNull) {
-        return Status::Sql("42883", fmt::format("function {}({}) does not exist", e.name, TypeName(at)),
+        return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function {}({}) does not exist", e.name, TypeName(at)),
                            e.pos);
       }
       // As in PostgreSQL: sum(int) is bigint, sum(bigint | numeric) numeric, avg of anything
@@ -123,13 +124,13 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
   const std::string& n = e.name;
   if (IsAggregateName(n)) {
     if (!agg_mode()) {
-      return Status::Sql("42803", fmt::format("aggregate functions are not allowed in {}", agg_context_),
+      return Status::Sql(sqlstate::kGroupingError, fmt::format("aggregate functions are not allowed in {}", agg_context_),
                          e.pos);
     }
     return BindAggregate(e);
   }
   if (e.distinct || e.star_arg) {
-    return Status::Sql("42809", fmt::format("{} is not an aggregate function", n), e.pos);
+    return Status::Sql(sqlstate::kWrongObjectType, fmt::format("{} is not an aggregate function", n), e.pos);
   }
   if (e.args.empty()) {
     if (n == "version") {
@@ -163,7 +164,7 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
   auto sig = [&] {
     std::string s;
     for (size_t i = 0; i < args.size(); i++) s += (i ? ", " : "") + TypeName(unt[i] ? SqlType{TypeId::kNull} : args[i]->type);
-    return Status::Sql("42883", fmt::format("function {}({}) does not exist", n, s), e.pos);
+    return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function {}({}) does not exist", n, s), e.pos);
   };
   auto need = [&](size_t k) { return args.size() == k; };
   if ((n == "abs") && need(1)) {
@@ -202,7 +203,7 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
       } else if (t.IsNumeric() && args[i]->type.IsNumeric()) {
         t = NumericUnion(t, args[i]->type);
       } else if (t.id != args[i]->type.id) {
-        return Status::Sql("42804", fmt::format("{} types {} and {} cannot be matched", 
+        return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("{} types {} and {} cannot be matched", 
                                                 n == "coalesce" ? "COALESCE" : n == "greatest" ? "GREATEST" : "LEAST",
                                                 TypeName(t), TypeName(args[i]->type)),
                            e.args[i]->pos);
@@ -233,7 +234,7 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
       ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), true, {TypeId::kBool}, e.pos));
     }
     if (args[0]->type.id != TypeId::kBool && args[0]->type.id != TypeId::kNull) {
-      return Status::Sql("42804", fmt::format("argument of IS TRUE must be type boolean, not type {}",
+      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of IS TRUE must be type boolean, not type {}",
                                               TypeName(args[0]->type)), e.pos);
     }
     out->func = n == "__is_true" ? Func::kIsTrue : Func::kIsFalse;
@@ -245,7 +246,7 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
       ASSIGN_OR_RETURN(args[1], Coerce(std::move(args[1]), true, SqlType::Array(elem.id), e.pos));
     }
     if (args[1]->type.id != TypeId::kArray && args[1]->type.id != TypeId::kNull) {
-      return Status::Sql("42809", fmt::format("op ANY/ALL (array) requires array on right side"), e.pos);
+      return Status::Sql(sqlstate::kWrongObjectType, fmt::format("op ANY/ALL (array) requires array on right side"), e.pos);
     }
     SqlType elem = args[1]->type.id == TypeId::kArray ? args[1]->type.element() : SqlType{TypeId::kText};
     if (unt[0]) {
@@ -258,7 +259,7 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
                                                        {"<=", BinOp::kLe}, {">", BinOp::kGt}, {">=", BinOp::kGe}};
     auto op = kCmp.find(e.op);
     if (!comparable || op == kCmp.end()) {
-      return Status::Sql("42883", fmt::format("operator does not exist: {} {} {}", TypeName(args[0]->type), e.op,
+      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {} {}", TypeName(args[0]->type), e.op,
                                               TypeName(elem)), e.pos);
     }
     out->func = Func::kAny;
@@ -276,12 +277,12 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
       } else if (t.IsNumeric() && at.IsNumeric()) {
         t = NumericUnion(t, at);
       } else if (t.id != at.id) {
-        return Status::Sql("42804", fmt::format("ARRAY types {} and {} cannot be matched", TypeName(t), TypeName(at)),
+        return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("ARRAY types {} and {} cannot be matched", TypeName(t), TypeName(at)),
                            e.pos);
       }
     }
     if (t.id == TypeId::kNull) t = {TypeId::kText};
-    if (t.id == TypeId::kArray) return Status::Sql("0A000", "multidimensional arrays are not supported", e.pos);
+    if (t.id == TypeId::kArray) return Status::Sql(sqlstate::kFeatureNotSupported, "multidimensional arrays are not supported", e.pos);
     for (size_t i = 0; i < args.size(); i++) {
       args[i] = CharAsText(std::move(args[i]));
       if (args[i]->type != t) {
@@ -292,14 +293,14 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
     out->type = SqlType::Array(t.id);
   } else if (n == "__subscript" && need(2)) {
     if (args[0]->type.id != TypeId::kArray) {
-      return Status::Sql("42804", fmt::format("cannot subscript type {} because it does not support subscripting",
+      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("cannot subscript type {} because it does not support subscripting",
                                               TypeName(args[0]->type)), e.pos);
     }
     if (unt[1]) {
       ASSIGN_OR_RETURN(args[1], Coerce(std::move(args[1]), true, {TypeId::kInt32}, e.pos));
     }
     if (!args[1]->type.IsInteger() && args[1]->type.id != TypeId::kNull) {
-      return Status::Sql("42804", "array subscript must have type integer", e.pos);
+      return Status::Sql(sqlstate::kDatatypeMismatch, "array subscript must have type integer", e.pos);
     }
     out->func = Func::kSubscript;
     out->type = args[0]->type.element();

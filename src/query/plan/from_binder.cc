@@ -5,6 +5,7 @@
 // side), falling back to a nested-loop join. Greedy ordering is linear in the conjuncts per step, so a 10-table comma
 // join plans instantly.
 #include <map>
+#include "common/sqlstate.h"
 #include "common/stack_guard.h"
 #include <set>
 
@@ -302,16 +303,16 @@ class FromPlanner {
 
 // unnest(array): its elements, one column.
 Result<PlanPtr> BindUnnest(const sql::TableRef& ref, ExprBinder& b) {
-  if (ref.args.size() != 1) return Status::Sql("42883", "function unnest needs 1 argument", ref.pos);
+  if (ref.args.size() != 1) return Status::Sql(sqlstate::kUndefinedFunction, "function unnest needs 1 argument", ref.pos);
   bool u;
   ASSIGN_OR_RETURN(BoundExprPtr e, b.Bind(*ref.args[0], &u));
   if (u) {
     ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, SqlType::Array(TypeId::kText), ref.args[0]->pos));
   }
   if (e->type.id != TypeId::kArray) {
-    return Status::Sql("42883", fmt::format("function unnest({}) does not exist", TypeName(e->type)), ref.pos);
+    return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function unnest({}) does not exist", TypeName(e->type)), ref.pos);
   }
-  if (e->HasSubquery()) return Status::Sql("0A000", "subqueries in unnest are not supported", ref.pos);
+  if (e->HasSubquery()) return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries in unnest are not supported", ref.pos);
   auto g = std::make_unique<PlanNode>();
   g->kind = PlanNode::Kind::kUnnest;
   g->types = {e->type.element()};
@@ -323,7 +324,7 @@ Result<PlanPtr> BindUnnest(const sql::TableRef& ref, ExprBinder& b) {
 // generate_series(start, stop [, step]) over integers.
 Result<PlanPtr> BindGenerateSeries(const sql::TableRef& ref, ExprBinder& b) {
   if (ref.args.size() != 2 && ref.args.size() != 3) {
-    return Status::Sql("42883", "function generate_series needs 2 or 3 arguments", ref.pos);
+    return Status::Sql(sqlstate::kUndefinedFunction, "function generate_series needs 2 or 3 arguments", ref.pos);
   }
   auto g = std::make_unique<PlanNode>();
   g->kind = PlanNode::Kind::kGenerateSeries;
@@ -335,9 +336,9 @@ Result<PlanPtr> BindGenerateSeries(const sql::TableRef& ref, ExprBinder& b) {
       ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, {TypeId::kInt64}, a->pos));
     }
     if (!e->type.IsInteger() && e->type.id != TypeId::kNull) {
-      return Status::Sql("42883", fmt::format("function generate_series({}) does not exist", TypeName(e->type)), a->pos);
+      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function generate_series({}) does not exist", TypeName(e->type)), a->pos);
     }
-    if (e->HasSubquery()) return Status::Sql("0A000", "subqueries in generate_series are not supported", a->pos);
+    if (e->HasSubquery()) return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries in generate_series are not supported", a->pos);
     if (e->type.id == TypeId::kInt64) t = {TypeId::kInt64};
     g->exprs.push_back(std::move(e));
   }
@@ -355,7 +356,7 @@ Result<PlanPtr> BindGenerateSeries(const sql::TableRef& ref, ExprBinder& b) {
 Result<std::unique_ptr<FromNode>> FromPlanner::Leaf(const sql::TableRef& ref, std::string qualifier,
                                                    std::vector<ScopeColumn> cols) {
   if (!qualifiers_.insert(qualifier).second) {
-    return Status::Sql("42712", fmt::format("table name \"{}\" specified more than once", qualifier), ref.pos);
+    return Status::Sql(sqlstate::kDuplicateAlias, fmt::format("table name \"{}\" specified more than once", qualifier), ref.pos);
   }
   auto n = std::make_unique<FromNode>();
   n->pos = ref.pos;
@@ -371,7 +372,7 @@ Result<std::unique_ptr<FromNode>> FromPlanner::Leaf(const sql::TableRef& ref, st
 Result<std::unique_ptr<FromNode>> FromPlanner::Resolve(const sql::TableRef& ref) {
   if (ref.kind == sql::TableRef::Kind::kJoin) {
     if (ref.join == sql::JoinType::kFull) {
-      return Status::Sql("0A000", "FULL JOIN is not supported", ref.pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported, "FULL JOIN is not supported", ref.pos);
     }
     auto n = std::make_unique<FromNode>();
     n->is_join = true;
@@ -412,7 +413,7 @@ Result<std::unique_ptr<FromNode>> FromPlanner::Resolve(const sql::TableRef& ref)
   }
   if (ref.kind == sql::TableRef::Kind::kFunction) {
     if (ref.name != "generate_series" && ref.name != "unnest") {
-      return Status::Sql("0A000", fmt::format("function {} in FROM is not supported", ref.name), ref.pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("function {} in FROM is not supported", ref.name), ref.pos);
     }
     // The arguments may read enclosing queries' columns, not other FROM items'.
     Scope none;
@@ -429,7 +430,7 @@ Result<std::unique_ptr<FromNode>> FromPlanner::Resolve(const sql::TableRef& ref)
   if (auto view = catalog_.GetView(ref.name)) {
     auto parsed = sql::Parse(*view);
     if (!parsed.ok() || parsed->size() != 1 || !std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {
-      return Status::Sql("XX000", fmt::format("the definition of view \"{}\" does not parse", ref.name), ref.pos);
+      return Status::Sql(sqlstate::kInternalError, fmt::format("the definition of view \"{}\" does not parse", ref.name), ref.pos);
     }
     sql::TableRef as_sub;
     as_sub.kind = sql::TableRef::Kind::kSubquery;
@@ -461,13 +462,13 @@ int FromPlanner::ColumnOf(const FromNode& n, const std::string& name, int pos, S
     const ScopeColumn& c = scope_->columns[i];
     if (c.name != name || c.hidden) continue;
     if (found >= 0) {
-      *st = Status::Sql("42702", fmt::format("common column name \"{}\" appears more than once", name), pos);
+      *st = Status::Sql(sqlstate::kAmbiguousColumn, fmt::format("common column name \"{}\" appears more than once", name), pos);
       return -1;
     }
     found = i;
   }
   if (found < 0) {
-    *st = Status::Sql("42703", fmt::format("column \"{}\" specified in USING clause does not exist", name), pos);
+    *st = Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" specified in USING clause does not exist", name), pos);
   }
   return found;
 }
@@ -491,10 +492,10 @@ Status FromPlanner::BindOn(FromNode& n) {
     ASSIGN_OR_RETURN(on, b.Coerce(std::move(on), true, {TypeId::kBool}, n.on->pos));
   }
   if (on->type.id != TypeId::kBool && on->type.id != TypeId::kNull) {
-    return Status::Sql("42804", fmt::format("argument of JOIN/ON must be type boolean, not type {}",
+    return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of JOIN/ON must be type boolean, not type {}",
                                             TypeName(on->type)), n.on->pos);
   }
-  if (on->HasSubquery()) return Status::Sql("0A000", "subqueries in JOIN/ON are not supported", n.on->pos);
+  if (on->HasSubquery()) return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries in JOIN/ON are not supported", n.on->pos);
   if (on_scope.correlated) scope_->correlated = true;
   SplitAnd(std::move(on), &n.conds);
   return Status::OK();
@@ -650,7 +651,7 @@ Result<PlanPtr> QueryBinder::BindFrom(const sql::SelectStmt& s, Scope* scope) {
       ASSIGN_OR_RETURN(w, b.Coerce(std::move(w), true, {TypeId::kBool}, s.where->pos));
     }
     if (w->type.id != TypeId::kBool && w->type.id != TypeId::kNull) {
-      return Status::Sql("42804", fmt::format("argument of WHERE must be type boolean, not type {}",
+      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of WHERE must be type boolean, not type {}",
                                               TypeName(w->type)), s.where->pos);
     }
     std::vector<BoundExprPtr> parts;

@@ -1,5 +1,6 @@
 #include "query/plan/generic_plan.h"
 
+#include "common/sqlstate.h"
 #include "query/plan/expr_binder.h"
 
 namespace wattdb::plan {
@@ -53,7 +54,7 @@ Status Substitute(BoundExprPtr& e, const std::vector<Value>& params, const Catal
   }
   if (e->kind == BoundExpr::Kind::kParam) {
     if (e->column < 0 || static_cast<size_t>(e->column) >= params.size()) {
-      return Status::Sql("08P01", fmt::format("no value bound for parameter ${}", e->column + 1));
+      return Status::Sql(sqlstate::kProtocolViolation, fmt::format("no value bound for parameter ${}", e->column + 1));
     }
     e = MakeConst(params[e->column], e->type);
     return Status::OK();

@@ -1,5 +1,6 @@
 // Query binding: set operations and SELECT cores (select list, aggregation, HAVING, DISTINCT,
 // ORDER BY, LIMIT) over the plan of their FROM list (from_binder.cc).
+#include "common/sqlstate.h"
 #include "query/plan/query_binder.h"
 #include "common/stack_guard.h"
 
@@ -79,7 +80,7 @@ Result<BoundSelect> QueryBinder::BindQuery(const sql::SelectStmt& s, const Scope
   CHECK_STACK_DEPTH();
   if (++depth_ > 64) {
     depth_--;
-    return Status::Sql("54001", "query nesting is too deep");
+    return Status::Sql(sqlstate::kStatementTooComplex, "query nesting is too deep");
   }
   auto r = s.set_op == sql::SetOp::kNone ? BindCore(s, outer) : BindSetOp(s, outer);
   depth_--;
@@ -92,7 +93,7 @@ Result<BoundSelect> QueryBinder::BindSetOp(const sql::SelectStmt& s, const Scope
   ASSIGN_OR_RETURN(BoundSelect l, BindQuery(*s.left, outer));
   ASSIGN_OR_RETURN(BoundSelect r, BindQuery(*s.right, outer));
   if (l.types.size() != r.types.size()) {
-    return Status::Sql("42601", fmt::format("each {} query must have the same number of columns", name));
+    return Status::Sql(sqlstate::kSyntaxError, fmt::format("each {} query must have the same number of columns", name));
   }
   std::vector<SqlType> types;
   for (size_t i = 0; i < l.types.size(); i++) {
@@ -107,7 +108,7 @@ Result<BoundSelect> QueryBinder::BindSetOp(const sql::SelectStmt& s, const Scope
     } else if (a.id == b.id) {
       t = {a.id};
     } else {
-      return Status::Sql("42804", fmt::format("{} types {} and {} cannot be matched", name, TypeName(a),
+      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("{} types {} and {} cannot be matched", name, TypeName(a),
                                               TypeName(b)));
     }
     if (t.id == TypeId::kNull) t = {TypeId::kText};
@@ -158,7 +159,7 @@ Result<BoundSelect> QueryBinder::BindSetOp(const sql::SelectStmt& s, const Scope
     if (o.expr->kind == Expr::Kind::kLiteral && SqlType{o.expr->value.type()}.IsInteger()) {
       int64_t ord = o.expr->value.as_int();
       if (ord < 1 || ord > static_cast<int64_t>(types.size())) {
-        return Status::Sql("42P10", fmt::format("ORDER BY position {} is not in select list", ord), o.expr->pos);
+        return Status::Sql(sqlstate::kInvalidColumnReference, fmt::format("ORDER BY position {} is not in select list", ord), o.expr->pos);
       }
       idx = static_cast<int>(ord - 1);
     } else if (o.expr->kind == Expr::Kind::kColumn && o.expr->table.empty()) {
@@ -167,7 +168,7 @@ Result<BoundSelect> QueryBinder::BindSetOp(const sql::SelectStmt& s, const Scope
       }
     }
     if (idx < 0) {
-      return Status::Sql("0A000", fmt::format("ORDER BY on a {} result must name an output column", name),
+      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("ORDER BY on a {} result must name an output column", name),
                          o.expr->pos);
     }
     SortKey k;
@@ -202,7 +203,7 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
         int64_t ord = g->value.as_int();
         if (ord < 1 || ord > static_cast<int64_t>(s.items.size()) ||
             s.items[ord - 1].expr->kind == Expr::Kind::kStar) {
-          return Status::Sql("42P10", fmt::format("GROUP BY position {} is not in select list", ord), g->pos);
+          return Status::Sql(sqlstate::kInvalidColumnReference, fmt::format("GROUP BY position {} is not in select list", ord), g->pos);
         }
         ge = s.items[ord - 1].expr.get();
       } else if (g->kind == Expr::Kind::kColumn && g->table.empty()) {
@@ -230,7 +231,7 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
   for (const auto& it : s.items) {
     if (it.expr->kind == Expr::Kind::kStar) {
       if (s.from.empty()) {
-        return Status::Sql("42601", "SELECT * with no tables specified is not valid", it.expr->pos);
+        return Status::Sql(sqlstate::kSyntaxError, "SELECT * with no tables specified is not valid", it.expr->pos);
       }
       bool any_table = false;
       for (size_t i = 0; i < scope.columns.size(); i++) {
@@ -250,7 +251,7 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
         out.names.push_back(c.name);
       }
       if (!any_table) {
-        return Status::Sql("42P01", fmt::format("missing FROM-clause entry for table \"{}\"",
+        return Status::Sql(sqlstate::kUndefinedTable, fmt::format("missing FROM-clause entry for table \"{}\"",
                                                 it.expr->table), it.expr->pos);
       }
       continue;
@@ -274,7 +275,7 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
       bool u;
       ASSIGN_OR_RETURN(BoundExprPtr h, binder.Bind(*s.having, &u));
       if (h->type.id != TypeId::kBool && h->type.id != TypeId::kNull) {
-        return Status::Sql("42804", fmt::format("argument of HAVING must be type boolean, not type {}",
+        return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of HAVING must be type boolean, not type {}",
                                                 TypeName(h->type)), s.having->pos);
       }
       plan = Wrap(PlanNode::Kind::kFilter, std::move(plan));
@@ -295,7 +296,7 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
     if (o.expr->kind == Expr::Kind::kLiteral && SqlType{o.expr->value.type()}.IsInteger()) {
       int64_t ord = o.expr->value.as_int();
       if (ord < 1 || ord > static_cast<int64_t>(visible)) {
-        return Status::Sql("42P10", fmt::format("ORDER BY position {} is not in select list", ord),
+        return Status::Sql(sqlstate::kInvalidColumnReference, fmt::format("ORDER BY position {} is not in select list", ord),
                            o.expr->pos);
       }
       idx = static_cast<int>(ord - 1);
@@ -316,7 +317,7 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
       }
       if (idx < 0) {
         if (s.distinct) {
-          return Status::Sql("42P10", "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+          return Status::Sql(sqlstate::kInvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
                              o.expr->pos);
         }
         proj.push_back(std::move(b));

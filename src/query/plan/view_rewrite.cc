@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/sqlstate.h"
 #include "query/plan/query_binder.h"
 #include "query/sql/parser.h"
 
@@ -79,12 +80,12 @@ Result<UpdatableView> Analyze(const std::string& name, const std::string& text, 
   UpdatableView v;
   auto parsed = sql::Parse(text);
   if (!parsed.ok() || parsed->size() != 1 || !std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {
-    return Status::Sql("XX000", fmt::format("the definition of view \"{}\" does not parse", name));
+    return Status::Sql(sqlstate::kInternalError, fmt::format("the definition of view \"{}\" does not parse", name));
   }
   v.parsed = std::move(parsed).value();
   auto& q = std::get<sql::SelectStmt>(v.parsed[0]);
   auto refuse = [&](const char* why) {
-    return Status::Sql("55000", fmt::format("cannot {} view \"{}\": views {} are not automatically updatable", verb,
+    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("cannot {} view \"{}\": views {} are not automatically updatable", verb,
                                             name, why));
   };
   if (q.set_op != sql::SetOp::kNone) return refuse("containing UNION, INTERSECT, or EXCEPT");
@@ -116,7 +117,7 @@ Result<UpdatableView> Analyze(const std::string& name, const std::string& text, 
 
 // The visible column names of a table or view.
 Result<std::vector<std::string>> RelationColumns(const std::string& name, const CatalogReader& catalog, int nesting) {
-  if (nesting > kMaxViewNesting) return Status::Sql("54001", "views nested too deeply");
+  if (nesting > kMaxViewNesting) return Status::Sql(sqlstate::kStatementTooComplex, "views nested too deeply");
   std::vector<std::string> out;
   if (auto text = catalog.GetView(name)) {
     ASSIGN_OR_RETURN(auto v, Analyze(name, *text, catalog, "write through", nesting));
@@ -183,7 +184,7 @@ Status RewriteLevels(Stmt& s, const CatalogReader& catalog, const char* verb, Fn
   for (int nesting = 0;; nesting++) {
     auto text = catalog.GetView(s.table);
     if (!text) return Status::OK();
-    if (nesting > kMaxViewNesting) return Status::Sql("54001", "views nested too deeply");
+    if (nesting > kMaxViewNesting) return Status::Sql(sqlstate::kStatementTooComplex, "views nested too deeply");
     ASSIGN_OR_RETURN(UpdatableView v, Analyze(s.table, *text, catalog, verb, nesting));
     RETURN_NOT_OK(rewrite(v));
     s.table = v.relation;
@@ -203,11 +204,11 @@ Status RewriteViewTarget(sql::InsertStmt& s, const CatalogReader& catalog) {
     for (size_t i = 0; i < s.columns.size(); i++) {
       const ViewColumn* c = Find(v, s.columns[i]);
       if (!c) {
-        return Status::Sql("42703", fmt::format("column \"{}\" of relation \"{}\" does not exist", s.columns[i], s.table),
+        return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist", s.columns[i], s.table),
                            s.column_pos[i]);
       }
       if (c->column.empty()) {
-        return Status::Sql("0A000", fmt::format("cannot insert into column \"{}\" of view \"{}\": it is not a column "
+        return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("cannot insert into column \"{}\" of view \"{}\": it is not a column "
                                                 "of the view's relation",
                                                 s.columns[i], s.table),
                            s.column_pos[i]);
@@ -223,12 +224,12 @@ Status RewriteViewTarget(sql::UpdateStmt& s, const CatalogReader& catalog) {
     for (size_t i = 0; i < s.sets.size(); i++) {
       const ViewColumn* c = Find(v, s.sets[i].first);
       if (!c) {
-        return Status::Sql("42703", fmt::format("column \"{}\" of relation \"{}\" does not exist", s.sets[i].first,
+        return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist", s.sets[i].first,
                                                 s.table),
                            s.set_pos[i]);
       }
       if (c->column.empty()) {
-        return Status::Sql("0A000", fmt::format("cannot update column \"{}\" of view \"{}\": it is not a column of "
+        return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("cannot update column \"{}\" of view \"{}\": it is not a column of "
                                                 "the view's relation",
                                                 s.sets[i].first, s.table),
                            s.set_pos[i]);

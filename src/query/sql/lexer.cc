@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::sql {
 
 namespace {
@@ -55,7 +57,7 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
         }
       }
       if (depth != 0) {
-        return Status::Sql("42601", "unterminated /* comment", CharPos(sql, start));
+        return Status::Sql(sqlstate::kSyntaxError, "unterminated /* comment", CharPos(sql, start));
       }
       continue;
     }
@@ -90,8 +92,8 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
         }
         w += sql[i++];
       }
-      if (!closed) return Status::Sql("42601", "unterminated quoted identifier", pos);
-      if (w.empty()) return Status::Sql("42601", "zero-length delimited identifier", pos);
+      if (!closed) return Status::Sql(sqlstate::kSyntaxError, "unterminated quoted identifier", pos);
+      if (w.empty()) return Status::Sql(sqlstate::kSyntaxError, "zero-length delimited identifier", pos);
       out.push_back({Tok::kQuotedIdent, w, pos});
       continue;
     }
@@ -122,7 +124,7 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
         w += ch;
         i++;
       }
-      if (!closed) return Status::Sql("42601", "unterminated quoted string", pos);
+      if (!closed) return Status::Sql(sqlstate::kSyntaxError, "unterminated quoted string", pos);
       out.push_back({Tok::kString, w, pos});
       continue;
     }
@@ -147,7 +149,7 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
         }
       }
       if (i < n && IdentStart(sql[i])) {
-        return Status::Sql("42601", fmt::format("trailing junk after numeric literal at or near \"{}\"",
+        return Status::Sql(sqlstate::kSyntaxError, fmt::format("trailing junk after numeric literal at or near \"{}\"",
                                                 sql.substr(s, i - s + 1)), pos);
       }
       out.push_back({is_float ? Tok::kFloat : Tok::kInteger, sql.substr(s, i - s), pos});
@@ -180,7 +182,7 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
       i++;
       continue;
     }
-    return Status::Sql("42601", fmt::format("syntax error at or near \"{}\"", static_cast<char>(c)), pos);
+    return Status::Sql(sqlstate::kSyntaxError, fmt::format("syntax error at or near \"{}\"", static_cast<char>(c)), pos);
   }
   out.push_back({Tok::kEnd, "", CharPos(sql, n)});
   return out;

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <map>
 
+#include "common/sqlstate.h"
 #include "query/sql/parser_internal.h"
 
 namespace wattdb::sql {
@@ -39,10 +40,10 @@ Status Parser::UnsupportedOrSyntaxError() const {
       {"tablesample", "TABLESAMPLE"}, {"over", "window functions (OVER)"}};
   if (t.kind == Tok::kIdent) {
     if (auto it = kClauses.find(t.text); it != kClauses.end()) {
-      return Status::Sql("0A000", fmt::format("{} is not supported yet", it->second), t.pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("{} is not supported yet", it->second), t.pos);
     }
   }
-  if (t.IsOp("[")) return Status::Sql("0A000", "multidimensional arrays and array slices are not supported", t.pos);
+  if (t.IsOp("[")) return Status::Sql(sqlstate::kFeatureNotSupported, "multidimensional arrays and array slices are not supported", t.pos);
   return SyntaxError();
 }
 
@@ -80,7 +81,7 @@ Result<uint64_t> Parser::UnsignedInt() {
   uint64_t v = 0;
   if (t.kind != Tok::kInteger) return SyntaxError();
   auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-  if (ec != std::errc()) return Status::Sql("22003", "number out of range", t.pos);
+  if (ec != std::errc()) return Status::Sql(sqlstate::kNumericValueOutOfRange, "number out of range", t.pos);
   i_++;
   return v;
 }
@@ -213,7 +214,7 @@ Result<Statement> Parser::ParseStatement() {
       "execute", "deallocate", "with", "values", "table", "savepoint", "release", "lock",
       "listen", "notify", "discard", "reset", "comment", "cluster", "reindex", "checkpoint"};
   if (t.kind == Tok::kIdent && kKnownUnsupported.count(t.text)) {
-    return Status::Sql("0A000", fmt::format("{} is not supported yet", t.text), t.pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("{} is not supported yet", t.text), t.pos);
   }
   return SyntaxError();
 }
@@ -222,7 +223,7 @@ Result<Statement> Parser::ParseCopy() {
   i_++;
   CopyStmt c;
   c.table_pos = Peek().pos;
-  if (Peek().IsOp("(")) return Status::Sql("0A000", "COPY (query) TO is not supported; copy a table", Peek().pos);
+  if (Peek().IsOp("(")) return Status::Sql(sqlstate::kFeatureNotSupported, "COPY (query) TO is not supported; copy a table", Peek().pos);
   ASSIGN_OR_RETURN(c.table, QualifiedName());
   if (AcceptOp("(")) {
     do {
@@ -234,11 +235,11 @@ Result<Statement> Parser::ParseCopy() {
   if (Accept("from")) {
     c.from = true;
     if (!Accept("stdin")) {
-      return Status::Sql("0A000", "COPY FROM supports only STDIN (files are read by the client)", Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported, "COPY FROM supports only STDIN (files are read by the client)", Peek().pos);
     }
   } else if (Accept("to")) {
     c.from = false;
-    if (!Accept("stdout")) return Status::Sql("0A000", "COPY TO supports only STDOUT", Peek().pos);
+    if (!Accept("stdout")) return Status::Sql(sqlstate::kFeatureNotSupported, "COPY TO supports only STDOUT", Peek().pos);
   } else {
     return SyntaxError();
   }
@@ -246,7 +247,7 @@ Result<Statement> Parser::ParseCopy() {
   auto option = [&](const std::string& name) -> Status {
     if (name == "format") {
       if (Peek().Is("csv")) c.csv = true;
-      else if (!Peek().Is("text")) return Status::Sql("0A000", fmt::format("COPY format \"{}\" is not supported", Peek().text), Peek().pos);
+      else if (!Peek().Is("text")) return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("COPY format \"{}\" is not supported", Peek().text), Peek().pos);
       i_++;
     } else if (name == "csv") {
       c.csv = true;
@@ -255,7 +256,7 @@ Result<Statement> Parser::ParseCopy() {
       Accept("true") || Accept("on");
     } else if (name == "delimiter") {
       if (Peek().kind != Tok::kString || Peek().text.size() != 1) {
-        return Status::Sql("22023", "COPY delimiter must be a single one-byte character", Peek().pos);
+        return Status::Sql(sqlstate::kInvalidParameterValue, "COPY delimiter must be a single one-byte character", Peek().pos);
       }
       c.delimiter = Next().text[0];
     } else if (name == "null") {
@@ -267,7 +268,7 @@ Result<Statement> Parser::ParseCopy() {
       if (Peek().kind != Tok::kString) return SyntaxError();
       i_++;
     } else {
-      return Status::Sql("42601", fmt::format("option \"{}\" not recognized", name), Peek().pos);
+      return Status::Sql(sqlstate::kSyntaxError, fmt::format("option \"{}\" not recognized", name), Peek().pos);
     }
     return Status::OK();
   };

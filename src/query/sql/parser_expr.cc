@@ -1,6 +1,7 @@
 // Expression parsing: precedence climbing, loosest first: OR, AND, NOT, IS/comparison,
 // BETWEEN/IN/LIKE, ||, + -, * / %, unary -, ::.
 #include <charconv>
+#include "common/sqlstate.h"
 #include "common/stack_guard.h"
 
 #include "query/sql/parser_internal.h"
@@ -26,7 +27,7 @@ Result<ExprPtr> Parser::ParseOr() {
   // Every expression passes here: bound the depth of its tree, which the loops above and
   // below build without recursion (later passes over the tree recurse).
   if (MeasureDepth(*l) > kMaxExprDepth) {
-    return Status::Sql("54001",
+    return Status::Sql(sqlstate::kStatementTooComplex,
                        fmt::format("statement too complex: an expression nests {} levels deep (at most {})",
                                    l->depth, kMaxExprDepth));
   }
@@ -339,7 +340,7 @@ Result<ExprPtr> Parser::ParsePrimary() {
       auto e = std::make_unique<Expr>(Expr::Kind::kParam, t.pos);
       auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), e->param);
       if (ec != std::errc() || e->param < 1 || e->param > 65535) {
-        return Status::Sql("42P02", fmt::format("there is no parameter ${}", t.text), t.pos);
+        return Status::Sql(sqlstate::kUndefinedParameter, fmt::format("there is no parameter ${}", t.text), t.pos);
       }
       return e;
     }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sqlstate.h"
 #include "common/status.h"
 #include "query/sql/ast.h"
 #include "query/sql/lexer.h"
@@ -53,9 +54,9 @@ class Parser {
   }
   Status SyntaxError() const {
     const Token& t = Peek();
-    if (t.kind == Tok::kEnd) return Status::Sql("42601", "syntax error at end of input", t.pos);
+    if (t.kind == Tok::kEnd) return Status::Sql(sqlstate::kSyntaxError, "syntax error at end of input", t.pos);
     std::string shown = t.kind == Tok::kString ? "'" + t.text + "'" : t.text;
-    return Status::Sql("42601", fmt::format("syntax error at or near \"{}\"", shown), t.pos);
+    return Status::Sql(sqlstate::kSyntaxError, fmt::format("syntax error at or near \"{}\"", shown), t.pos);
   }
   // 0A000 naming a known but unsupported clause at the current token, else 42601.
   Status UnsupportedOrSyntaxError() const;

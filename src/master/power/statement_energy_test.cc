@@ -1,10 +1,10 @@
-#include "master/energy/statement_energy.h"
+#include "master/power/statement_energy.h"
 
 #include <thread>
 
 #include <gtest/gtest.h>
 
-#include "master/energy/power_monitor.h"
+#include "master/power/power_monitor.h"
 
 namespace wattdb::master {
 namespace {

@@ -1,7 +1,8 @@
-#include "master/catalog/pg_catalog.h"
+#include "master/sql/pg_catalog.h"
 
 #include <map>
 
+#include "common/sqlstate.h"
 #include "query/plan/binder.h"
 #include "query/sql/parser.h"
 
@@ -474,7 +475,7 @@ Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>&
     for (int64_t o : rel.Oids()) {
       if (rel.Name(o) == want) return O(o);
     }
-    return Status::Sql("42P01", fmt::format("relation \"{}\" does not exist", args[0].ToText()));
+    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", args[0].ToText()));
   }
   if (name == "regtype") return args[0].type() == TypeId::kText ? args[0] : T(FormatType(oid(0), -1));
   if (name == "regnamespace") {
@@ -543,7 +544,7 @@ Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>&
     }
     return T(fmt::format("{} {}", v, kUnits[u]));
   }
-  return Status::Sql("42883", fmt::format("function {} does not exist", name));
+  return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function {} does not exist", name));
 }
 
 }  // namespace wattdb::master

@@ -19,8 +19,8 @@
 
 #include "common/clock.h"
 #include "common/config.h"
-#include "master/energy/node_power.h"
-#include "master/cluster/node_registry.h"
+#include "master/power/node_power.h"
+#include "master/nodes/node_registry.h"
 #include "power/energy_integrator.h"
 #include "power/meter.h"
 

@@ -1,4 +1,4 @@
-#include "master/sql/index_scan.h"
+#include "master/cluster/index_scan.h"
 
 #include "common/codec.h"
 

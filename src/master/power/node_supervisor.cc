@@ -1,4 +1,4 @@
-#include "master/cluster/node_supervisor.h"
+#include "master/power/node_supervisor.h"
 
 #include <chrono>
 

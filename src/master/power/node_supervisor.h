@@ -15,8 +15,8 @@
 
 #include "common/config.h"
 #include "master/catalog/catalog.h"
-#include "master/energy/node_power.h"
-#include "master/cluster/node_registry.h"
+#include "master/power/node_power.h"
+#include "master/nodes/node_registry.h"
 
 namespace wattdb::master {
 

@@ -13,7 +13,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
-#include "master/cluster/node_registry.h"
+#include "master/nodes/node_registry.h"
 #include "power/power_driver.h"
 
 namespace wattdb::master {

@@ -1,4 +1,4 @@
-#include "master/energy/power_monitor.h"
+#include "master/power/power_monitor.h"
 
 #include <sys/resource.h>
 

@@ -1,4 +1,4 @@
-#include "master/metrics/activity.h"
+#include "master/stats/activity.h"
 
 #include <charconv>
 

@@ -1,15 +1,16 @@
-#include "master/cluster/node_registry.h"
+#include "master/nodes/node_registry.h"
 
 #include <kj/exception.h>
 
 #include "common/logging.h"
-#include "master/energy/statement_energy.h"
+#include "common/sqlstate.h"
 #include "net/message_builder.h"
 #include "proto/cluster.capnp.h"
 
 namespace wattdb::master {
 
-NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key)
+NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key,
+                           std::function<void(NodeId, uint64_t)> on_cpu)
     : config_(config), clock_(clock), key_(std::move(key)) {
   for (const auto& n : config.nodes) {
     NodeInfo info;
@@ -18,7 +19,7 @@ NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock, net:
     info.port = n.port;
     nodes_[n.id] = info;
     rpc::NodeClientOptions opts{config.connect_timeout_ms, config.rpc_timeout_ms, &key_};
-    opts.on_cpu = &StatementCpuScope::AddNode;  // the node CPU a statement's calls cost
+    opts.on_cpu = on_cpu;
     clients_[n.id] = std::make_shared<rpc::NodeClient>(n.id, n.host, n.port, opts);
   }
 }
@@ -156,8 +157,8 @@ void NodeRegistry::Serve(net::Socket& socket) {
 Result<std::shared_ptr<rpc::NodeClient>> NodeRegistry::Client(NodeId id) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = nodes_.find(id);
-  if (it == nodes_.end()) return Status::Sql("42704", fmt::format("node {} does not exist", id));
-  if (!it->second.up) return Status(Status::Code::kUnavailable, fmt::format("node {} is down", id), "57P03");
+  if (it == nodes_.end()) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", id));
+  if (!it->second.up) return Status(Status::Code::kUnavailable, fmt::format("node {} is down", id), sqlstate::kCannotConnectNow);
   return clients_[id];
 }
 

@@ -1,8 +1,9 @@
-#include "master/energy/node_power.h"
+#include "master/power/node_power.h"
 
 #include <chrono>
 
 #include "common/logging.h"
+#include "common/sqlstate.h"
 
 namespace wattdb::master {
 
@@ -26,10 +27,10 @@ power::PowerDriver& NodePower::Driver(NodeId node) { return *drivers_.at(node); 
 
 Status NodePower::Act(NodeId node, PowerAction action, const std::string& label) {
   const NodeConfig* nc = config_.FindNode(node);
-  if (!nc) return Status::Sql("42704", fmt::format("node {} does not exist", node));
+  if (!nc) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
   power::PowerDriver& d = Driver(node);
   if (!d.Supports(action)) {
-    return Status::Sql("0A000", fmt::format("node {}'s power driver '{}' cannot {}", node, d.name(),
+    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("node {}'s power driver '{}' cannot {}", node, d.name(),
                                             power::PowerActionName(action)));
   }
   auto t0 = std::chrono::steady_clock::now();

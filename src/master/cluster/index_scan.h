@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "master/cluster/cluster.h"
-#include "master/cluster/node_rpc.h"
+#include "master/nodes/node_rpc.h"
 #include "query/exec/context.h"
 
 namespace wattdb::master {

@@ -1,8 +1,8 @@
-#include "master/energy/statement_energy.h"
+#include "master/power/statement_energy.h"
 
 #include <algorithm>
 
-#include "master/energy/power_monitor.h"
+#include "master/power/power_monitor.h"
 
 namespace wattdb::master {
 

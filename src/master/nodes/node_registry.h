@@ -5,6 +5,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,7 +48,9 @@ struct NodeInfo {
 class NodeRegistry {
  public:
   // Nodes must prove they hold `key` (net/cluster_auth.h); so does the master to them.
-  NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key);
+  // `on_cpu` is told the node CPU each reply reports (rpc::NodeClientOptions::on_cpu).
+  NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key,
+               std::function<void(NodeId, uint64_t cpu_nanos)> on_cpu = nullptr);
   ~NodeRegistry();
 
   Status Start();

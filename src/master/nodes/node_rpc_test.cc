@@ -1,4 +1,4 @@
-#include "master/cluster/node_rpc.h"
+#include "master/nodes/node_rpc.h"
 
 #include <gtest/gtest.h>
 
