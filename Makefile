@@ -8,7 +8,7 @@ DURATION ?= 1800
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = fuzz_sql_parser fuzz_pg_wire fuzz_cluster_message fuzz_config
 
-.PHONY: all deps build run test asan bench chaos fuzz clean
+.PHONY: all deps build run test asan bench chaos fuzz clean format format-check
 
 all: build
 
@@ -49,6 +49,14 @@ fuzz: deps
 	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t fuzz/corpus/$$t > build-fuzz/$$t.log 2>&1; \
 	  rc=$$?; grep -E "stat::number_of_executed_units|SUMMARY|Test unit written" build-fuzz/$$t.log; \
 	  if [ $$rc -ne 0 ]; then echo "$$t failed: see build-fuzz/$$t.log"; exit 1; fi; done
+
+# Formats every C and C++ file as .clang-format says; format-check (a test in `make test` too)
+# lists those that are not.
+format:
+	@git ls-files '*.cc' '*.h' '*.c' | xargs clang-format -i
+
+format-check:
+	@scripts/check_format.sh
 
 bench: build
 	@$(BUILD)/bin/wattdb-bench

@@ -12,7 +12,8 @@ namespace wattdb {
 namespace {
 
 void BM_EncodeRow(benchmark::State& state) {
-  std::vector<Value> row = {Value::Int64(123456), Value::Text("owner42"), Value::Int64(999), Value::Double(2.5)};
+  std::vector<Value> row = {Value::Int64(123456), Value::Text("owner42"), Value::Int64(999),
+                            Value::Double(2.5)};
   std::string out;
   for (auto _ : state) {
     out.clear();
@@ -24,7 +25,8 @@ BENCHMARK(BM_EncodeRow);
 
 void BM_DecodeRow(benchmark::State& state) {
   std::string enc;
-  EncodeRow({Value::Int64(123456), Value::Text("owner42"), Value::Int64(999), Value::Double(2.5)}, &enc);
+  EncodeRow({Value::Int64(123456), Value::Text("owner42"), Value::Int64(999), Value::Double(2.5)},
+            &enc);
   std::vector<Value> row;
   for (auto _ : state) {
     benchmark::DoNotOptimize(DecodeRow(enc, &row));
@@ -151,7 +153,8 @@ void BM_AggregateScanBatches(benchmark::State& state) {
   agg.kind = plan::PlanNode::Kind::kAggregate;
   agg.types = {SqlType{TypeId::kInt64}, SqlType{TypeId::kInt64}, SqlType{TypeId::kInt32}};
   agg.aggs.push_back({plan::AggFunc::kCountStar, nullptr, SqlType{TypeId::kInt64}});
-  agg.aggs.push_back({plan::AggFunc::kSum, plan::MakeColumn(1, {TypeId::kInt32}), SqlType{TypeId::kInt64}});
+  agg.aggs.push_back(
+      {plan::AggFunc::kSum, plan::MakeColumn(1, {TypeId::kInt32}), SqlType{TypeId::kInt64}});
   auto length = std::make_unique<plan::BoundExpr>();
   length->kind = plan::BoundExpr::Kind::kFunc;
   length->func = plan::Func::kLength;
@@ -166,7 +169,8 @@ void BM_AggregateScanBatches(benchmark::State& state) {
       rows = out.Get(0, 0).as_int();
       return Status::OK();
     });
-    if (!st.ok() || rows != static_cast<int64_t>(kBatches * b.rows)) state.SkipWithError("wrong answer");
+    if (!st.ok() || rows != static_cast<int64_t>(kBatches * b.rows))
+      state.SkipWithError("wrong answer");
   }
   state.SetItemsProcessed(state.iterations() * kBatches * b.rows);
 }

@@ -43,7 +43,8 @@ void Serve(Socket& client, const std::string& unix_path) {
   asio::io_context io;
   asio::local::stream_protocol::socket up(io);
   boost::system::error_code ec;
-  up.connect(asio::local::stream_protocol::endpoint(unix_path), ec);  // a local connect does not wait
+  up.connect(asio::local::stream_protocol::endpoint(unix_path),
+             ec);  // a local connect does not wait
   if (ec) {
     std::fprintf(stderr, "connect %s: %s\n", unix_path.c_str(), ec.message().c_str());
     return;

@@ -28,7 +28,8 @@ namespace asio = boost::asio;
 double CpuSeconds(int who) {
   rusage ru{};
   getrusage(who, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 // Echoes `n` messages of `size` bytes on `s`.
@@ -65,7 +66,8 @@ int main(int argc, char** argv) {
       std::printf(
           "usage: wattdb-round-trip-bench [--round-trips N] [--bytes B] [--pairs P] [--local]\n"
           "P pairs of processes each pass a B-byte message back and forth N times over loopback\n"
-          "TCP, or with --local over a Unix-domain socket (defaults: 100000 round trips, 64 bytes,\n"
+          "TCP, or with --local over a Unix-domain socket (defaults: 100000 round trips, 64 "
+          "bytes,\n"
           "1 pair) and print the round trips per second and the CPU time of all of them per\n"
           "round trip.\n");
       return 0;
@@ -84,11 +86,14 @@ int main(int argc, char** argv) {
     }
   }
   if (n <= 0 || pairs <= 0 || pairs > 64 || size == 0 || size > (1 << 20)) {
-    std::fprintf(stderr, "--round-trips must be positive, --pairs within 1..64 and --bytes within 1..1048576\n");
+    std::fprintf(
+        stderr,
+        "--round-trips must be positive, --pairs within 1..64 and --bytes within 1..1048576\n");
     return 2;
   }
   asio::io_context io;
-  asio::ip::tcp::acceptor acceptor(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  asio::ip::tcp::acceptor acceptor(io,
+                                   asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   uint16_t port = acceptor.local_endpoint().port();
   // Each pair: a pinger process and an echo process, both children of this one.
   std::vector<pid_t> children;
@@ -102,7 +107,8 @@ int main(int argc, char** argv) {
   if (pipe(pipefd) != 0) return fail("pipe");
   for (int p = 0; p < pairs; p++) {
     int pair[2] = {-1, -1};  // --local: the two ends of a connected Unix-domain socket
-    if (local && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return fail("socketpair");
+    if (local && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+      return fail("socketpair");
     auto adopt = [](asio::io_context& cio, int fd) {
       Socket sock(cio);
       sock.assign(asio::generic::stream_protocol(AF_UNIX, 0), fd);
@@ -152,7 +158,8 @@ int main(int argc, char** argv) {
   acceptor.close();
   auto t0 = std::chrono::steady_clock::now();
   std::string go(static_cast<size_t>(pairs), 'g');
-  if (write(pipefd[1], go.data(), go.size()) != static_cast<ssize_t>(go.size())) return fail("write");
+  if (write(pipefd[1], go.data(), go.size()) != static_cast<ssize_t>(go.size()))
+    return fail("write");
   bool ok = true;
   for (pid_t c : children) {
     int status = 0;
@@ -162,8 +169,9 @@ int main(int argc, char** argv) {
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double cpu = CpuSeconds(RUSAGE_CHILDREN);
   double trips = static_cast<double>(n) * pairs;
-  std::printf("%s, %d pair(s), %d round trips each of %zu bytes: %.0f round trips/s, %.2f us CPU per round trip\n",
-              local ? "local socket" : "loopback TCP", pairs,
-              n, size, trips / wall, cpu / trips * 1e6);
+  std::printf(
+      "%s, %d pair(s), %d round trips each of %zu bytes: %.0f round trips/s, %.2f us CPU per round "
+      "trip\n",
+      local ? "local socket" : "loopback TCP", pairs, n, size, trips / wall, cpu / trips * 1e6);
   return ok ? 0 : 1;
 }

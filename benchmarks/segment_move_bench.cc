@@ -21,10 +21,10 @@
 #include "common/cli.h"
 #include "common/codec.h"
 #include "common/logging.h"
-#include "rpc/node_client.h"
 #include "master/nodes/node_rpc.h"
 #include "node/node_server.h"
 #include "proto/node_service.capnp.h"
+#include "rpc/node_client.h"
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
@@ -37,7 +37,8 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 }
 
 // Receives an export of `seg` from a node into `dir` (as a target node would).
-Status FetchExport(uint16_t port, SegmentId seg, const std::string& dir, uint64_t* bytes, const net::ClusterKey& key) {
+Status FetchExport(uint16_t port, SegmentId seg, const std::string& dir, uint64_t* bytes,
+                   const net::ClusterKey& key) {
   net::asio::io_context io;
   ASSIGN_OR_RETURN(auto conn, net::Connection::Connect(io, "127.0.0.1", port));
   RETURN_NOT_OK(conn->Authenticate(key, net::Connection::Role::kClient, 2000));
@@ -69,7 +70,8 @@ double CopyWithFsync(const std::string& from, const std::string& to) {
   std::vector<char> buf(1 << 20);
   for (auto& e : fs::directory_iterator(from)) {
     int in = open(e.path().c_str(), O_RDONLY);
-    int out = open((to + "/" + e.path().filename().string()).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int out =
+        open((to + "/" + e.path().filename().string()).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ssize_t n;
     while ((n = read(in, buf.data(), buf.size())) > 0) {
       if (write(out, buf.data(), n) != n) break;
@@ -85,15 +87,19 @@ double CopyWithFsync(const std::string& from, const std::string& to) {
 
 int main(int argc, char** argv) {
   po::options_description desc("wattdb-move-bench: segment move vs. plain file copy\n\nOptions");
-  desc.add_options()("help,h", "show this help")("mb", po::value<int>()->default_value(32), "segment size in MiB")(
+  desc.add_options()("help,h", "show this help")("mb", po::value<int>()->default_value(32),
+                                                 "segment size in MiB")(
       "runs", po::value<int>()->default_value(5), "moves (and copies) to time")(
-      "dir", po::value<std::string>()->default_value(""), "scratch directory (default: under /tmp)");
+      "dir", po::value<std::string>()->default_value(""),
+      "scratch directory (default: under /tmp)");
   po::variables_map vm;
-  if (auto exit_code = ParseCommandLine("wattdb-move-bench", argc, argv, desc, &vm)) return *exit_code;
+  if (auto exit_code = ParseCommandLine("wattdb-move-bench", argc, argv, desc, &vm))
+    return *exit_code;
   ConfigureLogging("error", "bench");
   int mb = vm["mb"].as<int>(), runs = vm["runs"].as<int>();
   std::string dir = vm["dir"].as<std::string>();
-  if (dir.empty()) dir = (fs::temp_directory_path() / fmt::format("wattdb_move_bench_{}", getpid())).string();
+  if (dir.empty())
+    dir = (fs::temp_directory_path() / fmt::format("wattdb_move_bench_{}", getpid())).string();
   fs::remove_all(dir);
 
   std::unique_ptr<node::NodeServer> nodes[2];
@@ -119,7 +125,8 @@ int main(int argc, char** argv) {
   }
   rpc::NodeClientOptions copts;
   copts.key = &*key;
-  rpc::NodeClient c1(1, "127.0.0.1", nodes[0]->port(), copts), c2(2, "127.0.0.1", nodes[1]->port(), copts);
+  rpc::NodeClient c1(1, "127.0.0.1", nodes[0]->port(), copts),
+      c2(2, "127.0.0.1", nodes[1]->port(), copts);
   rpc::NodeClient* clients[2] = {&c1, &c2};
   const SegmentId seg = 7;
   if (!master::RpcCreateSegment(c1, seg, 1, "", "").ok()) return 1;
@@ -148,8 +155,8 @@ int main(int argc, char** argv) {
     }
     if (!master::RpcPrepare(c1, txn, 0, ws).ok() || !master::RpcCommit(c1, txn, txn).ok()) return 1;
   }
-  std::cout << fmt::format("filled segment: {} rows, ~{} MiB logical, {:.0f} ms\n", id, written >> 20,
-                           Ms(tf, std::chrono::steady_clock::now()));
+  std::cout << fmt::format("filled segment: {} rows, ~{} MiB logical, {:.0f} ms\n", id,
+                           written >> 20, Ms(tf, std::chrono::steady_clock::now()));
 
   std::vector<double> moves, pulls, copies;
   uint64_t bytes = 0;
@@ -181,10 +188,12 @@ int main(int argc, char** argv) {
   };
   std::cout << fmt::format("segment bytes on disk: {} ({:.1f} MiB)\n", bytes, bytes / 1048576.0);
   std::cout << "run  move_ms  copy_ms\n";
-  for (int r = 0; r < runs; r++) std::cout << fmt::format("{:>3}  {:>7.1f}  {:>7.1f}\n", r + 1, moves[r], copies[r]);
+  for (int r = 0; r < runs; r++)
+    std::cout << fmt::format("{:>3}  {:>7.1f}  {:>7.1f}\n", r + 1, moves[r], copies[r]);
   double m = median(moves), cp = median(copies);
-  std::cout << fmt::format("median move {:.1f} ms ({:.0f} MiB/s), plain copy+fsync {:.1f} ms; move/copy = {:.2f}\n", m,
-                           bytes / 1048576.0 / (m / 1000), cp, m / cp);
+  std::cout << fmt::format(
+      "median move {:.1f} ms ({:.0f} MiB/s), plain copy+fsync {:.1f} ms; move/copy = {:.2f}\n", m,
+      bytes / 1048576.0 / (m / 1000), cp, m / cp);
   for (auto& n : nodes) n->Stop();
   fs::remove_all(dir);
   return 0;

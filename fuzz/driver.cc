@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
     corpus.push_back(ss.str());
   }
   if (corpus.empty()) corpus.push_back("");
-  for (const auto& c : corpus) LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(c.data()), c.size());
+  for (const auto& c : corpus)
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(c.data()), c.size());
   std::mt19937_64 rng(seed);
   for (long i = 0; i < iterations; i++) {
     std::string in = Mutate(corpus[rng() % corpus.size()], corpus, rng);

@@ -20,7 +20,7 @@ class EnergyIntegrator {
   void Fail(int64_t at_us);
 
   double joules() const { return joules_; }
-  double watts() const { return watts_; }   // the newest good reading
+  double watts() const { return watts_; }  // the newest good reading
   bool has_reading() const { return have_last_; }
   uint64_t gaps() const { return gaps_; }
   double gap_seconds() const { return static_cast<double>(gap_us_) / 1e6; }

@@ -35,8 +35,8 @@ class IpmiDriver : public PowerDriver {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    Log("power")->warn("node {} did not shut down within {} ms; forcing power off through its BMC", n.id,
-                       stop_timeout_ms_);
+    Log("power")->warn("node {} did not shut down within {} ms; forcing power off through its BMC",
+                       n.id, stop_timeout_ms_);
     return RunIpmitool(n.ipmi, {"chassis", "power", "off"}).status();
   }
 
@@ -44,7 +44,8 @@ class IpmiDriver : public PowerDriver {
     ASSIGN_OR_RETURN(std::string out, RunIpmitool(n.ipmi, {"chassis", "power", "status"}));
     if (out.find("Chassis Power is on") != std::string::npos) return PowerState::kOn;
     if (out.find("Chassis Power is off") != std::string::npos) return PowerState::kOff;
-    return Status::Corruption(fmt::format("unexpected answer from BMC {}:{}: {}", n.ipmi.host, n.ipmi.port, out));
+    return Status::Corruption(
+        fmt::format("unexpected answer from BMC {}:{}: {}", n.ipmi.host, n.ipmi.port, out));
   }
 
  private:

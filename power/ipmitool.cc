@@ -22,8 +22,9 @@ std::string FirstLine(const std::string& out) {
 }  // namespace
 
 Result<std::string> RunIpmitool(const IpmiConfig& c, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {c.ipmitool, "-I", "lanplus", "-C", "3", "-H", c.host,
-                                   "-p", std::to_string(c.port), "-U", c.user, "-E", "-N", "1", "-R", "1"};
+  std::vector<std::string> argv = {
+      c.ipmitool, "-I",   "lanplus", "-C", "3", "-H", c.host, "-p", std::to_string(c.port),
+      "-U",       c.user, "-E",      "-N", "1", "-R", "1"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::string what = fmt::format("ipmitool {} (BMC {}:{})", fmt::join(args, " "), c.host, c.port);
   int backoff_ms = 200;
@@ -36,8 +37,9 @@ Result<std::string> RunIpmitool(const IpmiConfig& c, const std::vector<std::stri
     auto r = RunProcess(argv, c.timeout_ms, {{"IPMI_PASSWORD", c.password}});
     if (!r.ok()) {
       if (r.status().IsNotFound()) {
-        return Status::NotFound(fmt::format("{}: '{}' not found (install the ipmitool package or set ipmi.ipmitool)",
-                                            what, c.ipmitool));
+        return Status::NotFound(
+            fmt::format("{}: '{}' not found (install the ipmitool package or set ipmi.ipmitool)",
+                        what, c.ipmitool));
       }
       last = Status::TimedOut(fmt::format("{}: no answer within {} ms", what, c.timeout_ms));
       continue;
@@ -48,15 +50,19 @@ Result<std::string> RunIpmitool(const IpmiConfig& c, const std::vector<std::stri
         out.find("Unauthorized name") != std::string::npos ||
         out.find("RAKP 2 message indicates an error : unauthorized name") != std::string::npos ||
         out.find("invalid authentication") != std::string::npos) {
-      return Status::Sql(sqlstate::kInvalidPassword, fmt::format("{}: the BMC refused user '{}' or its password", what, c.user));
+      return Status::Sql(
+          sqlstate::kInvalidPassword,
+          fmt::format("{}: the BMC refused user '{}' or its password", what, c.user));
     }
     if (out.find("Unable to establish IPMI v2 / RMCP+ session") != std::string::npos) {
       last = Status::Unavailable(
           fmt::format("{}: no IPMI session (BMC unreachable, or wrong user or password)", what));
       continue;
     }
-    if (out.find("Invalid command") != std::string::npos || out.find("Invalid data field") != std::string::npos) {
-      return Status::NotSupported(fmt::format("{}: the BMC does not support it: {}", what, FirstLine(out)));
+    if (out.find("Invalid command") != std::string::npos ||
+        out.find("Invalid data field") != std::string::npos) {
+      return Status::NotSupported(
+          fmt::format("{}: the BMC does not support it: {}", what, FirstLine(out)));
     }
     last = Status::IOError(fmt::format("{}: exit {}: {}", what, r->exit_code, FirstLine(out)));
   }
@@ -67,7 +73,8 @@ Result<double> ParseDcmiPowerReading(const std::string& output) {
   static const std::regex kReading(R"(Instantaneous power reading:\s*([0-9]+(\.[0-9]+)?)\s*Watts)");
   std::smatch m;
   if (!std::regex_search(output, m, kReading)) {
-    return Status::Corruption(fmt::format("no power reading in the DCMI answer: {}", FirstLine(output)));
+    return Status::Corruption(
+        fmt::format("no power reading in the DCMI answer: {}", FirstLine(output)));
   }
   return std::stod(m[1].str());
 }

@@ -12,7 +12,6 @@
 #include "common/subprocess.h"
 #include "power/power_driver.h"
 
-
 namespace wattdb::power {
 
 std::string NodePidFile(const std::string& node_data_dir) { return node_data_dir + "/node.pid"; }
@@ -34,7 +33,9 @@ class LocalDriver : public PowerDriver {
   const char* name() const override { return "local"; }
   bool Supports(PowerAction) const override { return true; }
 
-  std::string NodeDir(const NodeConfig& n) const { return fmt::format("{}/n{}", o_.data_dir, n.id); }
+  std::string NodeDir(const NodeConfig& n) const {
+    return fmt::format("{}/n{}", o_.data_dir, n.id);
+  }
 
   // Pid of the running node process, or 0.
   pid_t RunningPid(const NodeConfig& n) const {
@@ -57,10 +58,13 @@ class LocalDriver : public PowerDriver {
   Status Suspend(const NodeConfig& n) override {
     pid_t pid = RunningPid(n);
     if (!pid) return Status::InvalidArgument(fmt::format("node {} is off", n.id));
-    if (kill(pid, SIGSTOP) != 0) return Status::IOError(fmt::format("cannot stop pid {}: {}", pid, strerror(errno)));
+    if (kill(pid, SIGSTOP) != 0)
+      return Status::IOError(fmt::format("cannot stop pid {}: {}", pid, strerror(errno)));
     // kill() only queues the signal: suspended means every thread has stopped.
-    for (int i = 0; i < 500 && ProcState(pid) != 'T'; i++) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    if (ProcState(pid) != 'T') return Status::TimedOut(fmt::format("node {} (pid {}) did not stop within 1 s", n.id, pid));
+    for (int i = 0; i < 500 && ProcState(pid) != 'T'; i++)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (ProcState(pid) != 'T')
+      return Status::TimedOut(fmt::format("node {} (pid {}) did not stop within 1 s", n.id, pid));
     Log("power")->info("suspend node={} driver=local pid={}", n.id, pid);
     return Status::OK();
   }
@@ -82,7 +86,9 @@ class LocalDriver : public PowerDriver {
     so.output_file = log;
     so.new_session = true;
     auto spawned = Spawn(NodeCommandLine(o_.node_binary, n.id, o_.config_path), so);
-    if (!spawned.ok()) return Status::IOError(fmt::format("cannot start {}: {}", o_.node_binary, spawned.status().message()));
+    if (!spawned.ok())
+      return Status::IOError(
+          fmt::format("cannot start {}: {}", o_.node_binary, spawned.status().message()));
     pid_t pid = *spawned;
     Log("power")->info("power on node={} driver=local pid={} log={}", n.id, pid, log);
     return Status::OK();
@@ -94,7 +100,8 @@ class LocalDriver : public PowerDriver {
     Log("power")->info("power off node={} driver=local pid={}", n.id, pid);
     kill(pid, SIGCONT);  // a frozen process cannot act on SIGTERM
     kill(pid, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.stop_timeout_ms);
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.stop_timeout_ms);
     while (std::chrono::steady_clock::now() < deadline) {
       waitpid(pid, nullptr, WNOHANG);
       if (kill(pid, 0) != 0) return Status::OK();
@@ -112,6 +119,8 @@ class LocalDriver : public PowerDriver {
 
 }  // namespace
 
-std::unique_ptr<PowerDriver> MakeLocalDriver(const DriverContext& ctx) { return std::make_unique<LocalDriver>(ctx); }
+std::unique_ptr<PowerDriver> MakeLocalDriver(const DriverContext& ctx) {
+  return std::make_unique<LocalDriver>(ctx);
+}
 
 }  // namespace wattdb::power

@@ -45,9 +45,9 @@ using OsPowerRequest = std::function<Status(NodeId node, PowerAction action)>;
 
 struct DriverContext {
   // local driver
-  std::string node_binary;   // path of wattdb-node
-  std::string config_path;   // passed to the node as --config ("" = embedded default)
-  std::string data_dir;      // cluster data dir; node n uses <data_dir>/n<id>
+  std::string node_binary;  // path of wattdb-node
+  std::string config_path;  // passed to the node as --config ("" = embedded default)
+  std::string data_dir;     // cluster data dir; node n uses <data_dir>/n<id>
   int stop_timeout_ms = 30000;
   // wol driver (and ipmi soft off): the OS path
   OsPowerRequest os_request;
@@ -72,7 +72,8 @@ std::unique_ptr<PowerDriver> MakeMasterDriver();
 std::unique_ptr<PowerDriver> MakeIpmiDriver(const DriverContext& ctx);
 
 // The command line that starts node `id`: binary --id N [--config PATH].
-std::vector<std::string> NodeCommandLine(const std::string& binary, NodeId id, const std::string& config_path);
+std::vector<std::string> NodeCommandLine(const std::string& binary, NodeId id,
+                                         const std::string& config_path);
 
 // Path of the pid file a node writes in its data directory.
 std::string NodePidFile(const std::string& node_data_dir);

@@ -33,7 +33,8 @@ std::string CpuCap(const HostCgroup& g) {
 }
 
 std::string TempDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / fmt::format("wattdb-power-{}-{}", name, getpid());
+  auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("wattdb-power-{}-{}", name, getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
@@ -58,7 +59,9 @@ TEST(EnergyIntegrator, JoulesMatchTheIntegralOfAScriptedMeterWithinOnePercent) {
   // 10 minutes of a load that swings between 50 and 150 W every minute and ramps up, read
   // once a second with jitter: the integral is known in closed form.
   auto watts = [](double t) { return 100 + 50 * std::sin(2 * kPi * t / 60) + 0.05 * t; };
-  auto exact = [](double t) { return 100 * t - 50 * 60 / (2 * kPi) * (std::cos(2 * kPi * t / 60) - 1) + 0.025 * t * t; };
+  auto exact = [](double t) {
+    return 100 * t - 50 * 60 / (2 * kPi) * (std::cos(2 * kPi * t / 60) - 1) + 0.025 * t * t;
+  };
   EnergyIntegrator e(5'000'000);
   int64_t t_us = 0;
   uint64_t seed = 42;
@@ -80,10 +83,10 @@ TEST(EnergyIntegrator, GapsAreLeftOutAndCounted) {
   e.Add(1'000'000, 100);  // 100 J
   e.Fail(2'000'000);
   e.Fail(3'000'000);
-  e.Add(4'000'000, 100);  // gap 1..4 s: not integrated
-  e.Add(5'000'000, 100);  // 100 J
-  e.Add(15'000'000, 100); // silent 10 s (> max gap): not integrated
-  e.Add(16'000'000, 300); // 200 J
+  e.Add(4'000'000, 100);   // gap 1..4 s: not integrated
+  e.Add(5'000'000, 100);   // 100 J
+  e.Add(15'000'000, 100);  // silent 10 s (> max gap): not integrated
+  e.Add(16'000'000, 300);  // 200 J
   EXPECT_DOUBLE_EQ(e.joules(), 400);
   EXPECT_EQ(e.gaps(), 2u);
   EXPECT_DOUBLE_EQ(e.gap_seconds(), 13);
@@ -145,12 +148,18 @@ TEST(Meters, ExternalFileFollowsTheNewestSampleAndFlagsGarbageAndSilence) {
   c.source = path;
   c.stale_ms = 400;
   auto m = MakeExternalMeter(c);
-  ASSERT_TRUE(Eventually([&] { auto r = m->Read({}); return r.ok() && r->watts == 41.5; }));
+  ASSERT_TRUE(Eventually([&] {
+    auto r = m->Read({});
+    return r.ok() && r->watts == 41.5;
+  }));
   {
     std::ofstream f(path, std::ios::app);
     f << "not a sample\n1700000001.0,43.25\n";
   }
-  ASSERT_TRUE(Eventually([&] { auto r = m->Read({}); return r.ok() && r->watts == 43.25; }));
+  ASSERT_TRUE(Eventually([&] {
+    auto r = m->Read({});
+    return r.ok() && r->watts == 43.25;
+  }));
   // The logger stops: the reading goes stale and says why.
   ASSERT_TRUE(Eventually([&] { return !m->Read({}).ok(); }));
   auto r = m->Read({});
@@ -162,7 +171,8 @@ TEST(Meters, ExternalFileFollowsTheNewestSampleAndFlagsGarbageAndSilence) {
 TEST(Meters, ExternalTcpStream) {
   namespace asio = net::asio;
   asio::io_context io;
-  asio::ip::tcp::acceptor acceptor(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  asio::ip::tcp::acceptor acceptor(io,
+                                   asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   uint16_t port = acceptor.local_endpoint().port();
   MeterConfig c;
   c.type = "external";
@@ -173,16 +183,25 @@ TEST(Meters, ExternalTcpStream) {
   acceptor.accept(peer);  // the meter connects at once
   std::string lines = "1700000000 12.5\n1700000000.5 13";
   asio::write(peer, asio::buffer(lines));
-  ASSERT_TRUE(Eventually([&] { auto r = m->Read({}); return r.ok() && r->watts == 12.5; }));
+  ASSERT_TRUE(Eventually([&] {
+    auto r = m->Read({});
+    return r.ok() && r->watts == 12.5;
+  }));
   asio::write(peer, asio::buffer(std::string(".75\n")));
-  ASSERT_TRUE(Eventually([&] { auto r = m->Read({}); return r.ok() && r->watts == 13.75; }));
+  ASSERT_TRUE(Eventually([&] {
+    auto r = m->Read({});
+    return r.ok() && r->watts == 13.75;
+  }));
   auto unreachable = MakeExternalMeter(MeterConfig{"external", "tcp://127.0.0.1:1", 5000});
-  ASSERT_TRUE(Eventually([&] { return unreachable->Read({}).status().message().find("connect") != std::string::npos; }));
+  ASSERT_TRUE(Eventually([&] {
+    return unreachable->Read({}).status().message().find("connect") != std::string::npos;
+  }));
 }
 
 TEST(Ipmitool, ParsesDcmiAndNamesAMissingTool) {
   auto w = ParseDcmiPowerReading(
-      "    Instantaneous power reading:                    45 Watts\n    Minimum during sampling period:"
+      "    Instantaneous power reading:                    45 Watts\n    Minimum during sampling "
+      "period:"
       "                  3 Watts\n");
   ASSERT_TRUE(w.ok());
   EXPECT_DOUBLE_EQ(*w, 45);

@@ -1,9 +1,8 @@
 // Wake-on-LAN: power on = a magic packet to the node's MAC; suspend and power off go the OS
 // way (a request to the node, which asks its host); the state is not observable from here.
+#include "common/logging.h"
 #include "power/magic_packet.h"
 #include "power/power_driver.h"
-
-#include "common/logging.h"
 
 namespace wattdb::power {
 
@@ -18,8 +17,8 @@ class WolDriver : public PowerDriver {
 
   Status PowerOn(const NodeConfig& n) override {
     RETURN_NOT_OK(SendMagicPacket(n.wol));
-    Log("power")->info("power on node={} driver=wol: magic packet for {} to {}:{}", n.id, n.wol.mac, n.wol.broadcast,
-                       n.wol.port);
+    Log("power")->info("power on node={} driver=wol: magic packet for {} to {}:{}", n.id, n.wol.mac,
+                       n.wol.broadcast, n.wol.port);
     return Status::OK();
   }
   Status PowerOff(const NodeConfig& n) override { return Os(n, PowerAction::kOff); }
@@ -38,6 +37,8 @@ class WolDriver : public PowerDriver {
 
 }  // namespace
 
-std::unique_ptr<PowerDriver> MakeWolDriver(const DriverContext& ctx) { return std::make_unique<WolDriver>(ctx.os_request); }
+std::unique_ptr<PowerDriver> MakeWolDriver(const DriverContext& ctx) {
+  return std::make_unique<WolDriver>(ctx.os_request);
+}
 
 }  // namespace wattdb::power

@@ -20,7 +20,8 @@ Status Write(const std::string& path, const std::string& text) {
 // ipmi_sim's config language quotes strings with double quotes and has no escapes.
 Status CheckQuotable(const std::string& what, const std::string& s) {
   if (s.find_first_of("\"\n\\") != std::string::npos) {
-    return Status::InvalidArgument(fmt::format("{} must not contain quotes, backslashes or newlines", what));
+    return Status::InvalidArgument(
+        fmt::format("{} must not contain quotes, backslashes or newlines", what));
   }
   return Status::OK();
 }
@@ -53,19 +54,19 @@ Result<std::vector<std::string>> WriteBmcConfig(const NodeConfig& n, const BmcFi
       "  chassis_control \"{agent} chassis --dir {host_dir}\"\n"
       "  user 2 true \"{user}\" \"{password}\" admin 10 none md2 md5 straight\n",
       fmt::arg("id", n.id), fmt::arg("host", n.ipmi.host), fmt::arg("port", n.ipmi.port),
-      fmt::arg("dcmi", f.dcmi_plugin.empty()
-                           ? std::string()
-                           : fmt::format("  loadlib \"{}\" \"{}/watts\"\n", f.dcmi_plugin, f.host_dir)),
-      fmt::arg("agent", f.agent_binary), fmt::arg("host_dir", f.host_dir), fmt::arg("user", n.ipmi.user),
-      fmt::arg("password", n.ipmi.password));
+      fmt::arg("dcmi", f.dcmi_plugin.empty() ? std::string()
+                                             : fmt::format("  loadlib \"{}\" \"{}/watts\"\n",
+                                                           f.dcmi_plugin, f.host_dir)),
+      fmt::arg("agent", f.agent_binary), fmt::arg("host_dir", f.host_dir),
+      fmt::arg("user", n.ipmi.user), fmt::arg("password", n.ipmi.password));
   RETURN_NOT_OK(Write(f.dir + "/lan.conf", lan));
   RETURN_NOT_OK(Write(f.dir + "/bmc.emu",
                       "mc_setbmc 0x20\n"
                       "mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n"
                       "sel_enable 0x20 1000 0x0a\n"
                       "mc_enable 0x20\n"));
-  return std::vector<std::string>{"ipmi_sim", "-c", f.dir + "/lan.conf", "-f", f.dir + "/bmc.emu", "-s",
-                                  f.dir + "/state", "-n"};
+  return std::vector<std::string>{"ipmi_sim",         "-c", f.dir + "/lan.conf", "-f",
+                                  f.dir + "/bmc.emu", "-s", f.dir + "/state",    "-n"};
 }
 
 }  // namespace wattdb::power

@@ -12,10 +12,10 @@
 namespace wattdb::power {
 
 struct BmcFiles {
-  std::string dir;          // holds lan.conf, bmc.emu and state/
-  std::string host_dir;     // the agent's directory (agent.sock, watts)
-  std::string agent_binary; // wattdb-host
-  std::string dcmi_plugin;  // wattdb_dcmi.so ("" = no DCMI)
+  std::string dir;           // holds lan.conf, bmc.emu and state/
+  std::string host_dir;      // the agent's directory (agent.sock, watts)
+  std::string agent_binary;  // wattdb-host
+  std::string dcmi_plugin;   // wattdb_dcmi.so ("" = no DCMI)
 };
 
 // Writes the BMC's configuration for `node` and returns the ipmi_sim command line.

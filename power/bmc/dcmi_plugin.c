@@ -1,13 +1,14 @@
 /* DCMI for ipmi_sim: answers Get Power Reading (group extension 0xDC, command 0x02) from a
  * text file that holds the host's current watts (written by its wattdb-host agent).
  * Loaded by an emulated host's BMC: loadlib "<path>/wattdb_dcmi.so" "<watts file>". */
-#include <OpenIPMI/mcserv.h>
-#include <OpenIPMI/serv.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <OpenIPMI/mcserv.h>
+#include <OpenIPMI/serv.h>
 
 static char watts_path[4096];
 static unsigned wmin = 0xffff, wmax, samples;
@@ -31,7 +32,8 @@ static int read_watts(unsigned* w) {
   return ok;
 }
 
-static void dcmi_handler(lmc_data_t* mc, msg_t* msg, unsigned char* rdata, unsigned int* rdata_len, void* cb) {
+static void dcmi_handler(lmc_data_t* mc, msg_t* msg, unsigned char* rdata, unsigned int* rdata_len,
+                         void* cb) {
   unsigned w;
   (void)mc;
   (void)cb;

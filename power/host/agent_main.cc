@@ -8,8 +8,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "common/cli.h"
@@ -62,8 +62,10 @@ int Client(const std::string& mode, int argc, char** argv) {
         const std::string& p = rest[i];
         const std::string& v = rest[i + 1];
         std::string r;
-        if (p == "power") r = v == "1" ? "on" : "off";
-        else if (p == "shutdown" || p == "graceful_shutdown") r = v == "1" ? "soft" : "";
+        if (p == "power")
+          r = v == "1" ? "on" : "off";
+        else if (p == "shutdown" || p == "graceful_shutdown")
+          r = v == "1" ? "soft" : "";
         if (r.empty()) continue;  // reset, boot, identify: nothing to emulate
         auto res = power::HostAgentRequest(dir + "/agent.sock", r);
         if (!res.ok() || *res != "ok") {
@@ -95,15 +97,20 @@ int main(int argc, char** argv) {
   po::options_description desc(
       "wattdb-host: the agent of one emulated host (its firmware, NIC and power states).\n"
       "Also: wattdb-host ctl --dir DIR status|on|off|soft|suspend\n"
-      "      wattdb-host chassis --dir DIR get power | set power 0|1   (ipmi_sim chassis_control)\n\n"
+      "      wattdb-host chassis --dir DIR get power | set power 0|1   (ipmi_sim "
+      "chassis_control)\n\n"
       "Options");
-  desc.add_options()("help,h", "show this help")("config", po::value<std::string>(), "cluster config file")(
+  desc.add_options()("help,h", "show this help")("config", po::value<std::string>(),
+                                                 "cluster config file")(
       "id", po::value<uint32_t>()->required(), "node id of this host")(
       "dir", po::value<std::string>()->required(), "host directory (control socket, watts file)")(
-      "node-binary", po::value<std::string>(), "wattdb-node executable (default: beside wattdb-host)")(
-      "cgroup", po::value<std::string>()->default_value(""), "cgroup name for the CPU cap and freezer (\"\" = none)")(
+      "node-binary", po::value<std::string>(),
+      "wattdb-node executable (default: beside wattdb-host)")(
+      "cgroup", po::value<std::string>()->default_value(""),
+      "cgroup name for the CPU cap and freezer (\"\" = none)")(
       "netns", po::value<std::string>(), "network namespace to join first (/run/netns/NAME)")(
-      "on", "power the host on at start")("log-level", po::value<std::string>()->default_value("info"), "log level");
+      "on", "power the host on at start")(
+      "log-level", po::value<std::string>()->default_value("info"), "log level");
   po::variables_map vm;
   if (auto rc = ParseCommandLine("wattdb-host", argc, argv, desc, &vm)) return *rc;
   if (vm.count("netns")) {
@@ -112,7 +119,8 @@ int main(int argc, char** argv) {
     std::string path = "/run/netns/" + vm["netns"].as<std::string>();
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
-      std::cerr << "wattdb-host: cannot join network namespace " << path << ": " << strerror(errno) << "\n";
+      std::cerr << "wattdb-host: cannot join network namespace " << path << ": " << strerror(errno)
+                << "\n";
       return 1;
     }
     close(fd);
@@ -135,9 +143,10 @@ int main(int argc, char** argv) {
   o.dir = vm["dir"].as<std::string>();
   o.cgroup = vm["cgroup"].as<std::string>();
   o.start_on = vm.count("on") > 0;
-  o.node_binary = vm.count("node-binary")
-                      ? vm["node-binary"].as<std::string>()
-                      : (std::filesystem::canonical("/proc/self/exe").parent_path() / "wattdb-node").string();
+  o.node_binary =
+      vm.count("node-binary")
+          ? vm["node-binary"].as<std::string>()
+          : (std::filesystem::canonical("/proc/self/exe").parent_path() / "wattdb-node").string();
   signal(SIGPIPE, SIG_IGN);
   asio::io_context io;
   power::HostAgent agent(o, io);

@@ -45,7 +45,8 @@ Status MakeDir(const std::string& dir) {
 Result<HostCgroup> HostCgroup::Create(const std::string& name, double cpus, int period_ms) {
   HostCgroup g;
   g.cpus_ = cpus;
-  int64_t period = std::max<int64_t>(int64_t{period_ms} * 1000, static_cast<int64_t>(kMinQuotaUs / cpus) + 1);
+  int64_t period =
+      std::max<int64_t>(int64_t{period_ms} * 1000, static_cast<int64_t>(kMinQuotaUs / cpus) + 1);
   int64_t quota = std::max<int64_t>(kMinQuotaUs, static_cast<int64_t>(cpus * period));
   g.period_us_ = period;
   std::string controllers = ReadAll(fmt::format("{}/cgroup.controllers", kRoot));
@@ -104,9 +105,11 @@ Status HostCgroup::Freeze() {
   if (freeze_file_.empty()) return Status::NotSupported("no freezer");
   RETURN_NOT_OK(WriteTo(freeze_file_, v2_ ? "1" : "FROZEN"));
   for (int i = 0; i < 200; i++) {
-    std::string s = ReadAll(v2_ ? std::filesystem::path(freeze_file_).parent_path().string() + "/cgroup.events"
-                                : freeze_file_);
-    if (v2_ ? s.find("frozen 1") != std::string::npos : s.rfind("FROZEN", 0) == 0) return Status::OK();
+    std::string s =
+        ReadAll(v2_ ? std::filesystem::path(freeze_file_).parent_path().string() + "/cgroup.events"
+                    : freeze_file_);
+    if (v2_ ? s.find("frozen 1") != std::string::npos : s.rfind("FROZEN", 0) == 0)
+      return Status::OK();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return Status::TimedOut("the host's tasks did not freeze within 2 s");
@@ -135,8 +138,8 @@ void HostCgroup::Remove() {
 }
 
 std::string HostCgroup::description() const {
-  return fmt::format("cgroup {} ({}, {:.2f} CPU per {} ms)", dirs_.empty() ? "-" : dirs_.front(), v2_ ? "v2" : "v1",
-                     cpus_, period_us_ / 1000.0);
+  return fmt::format("cgroup {} ({}, {:.2f} CPU per {} ms)", dirs_.empty() ? "-" : dirs_.front(),
+                     v2_ ? "v2" : "v1", cpus_, period_us_ / 1000.0);
 }
 
 }  // namespace wattdb::power

@@ -23,7 +23,7 @@ class HostCgroup {
 
   // For a child between fork and exec: moves the calling process in (async-signal-safe).
   void JoinFromChild() const;
-  Status Freeze();   // returns once every task is frozen (or fails after 2 s)
+  Status Freeze();  // returns once every task is frozen (or fails after 2 s)
   Status Thaw();
   // CPU time used by the tasks, nanoseconds.
   Result<uint64_t> CpuNanos() const;

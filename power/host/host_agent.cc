@@ -20,7 +20,8 @@ namespace asio = net::asio;
 namespace {
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -45,11 +46,16 @@ uint64_t ProcCpuNanos(pid_t pid) {
 
 const char* HostAgent::StateName(State s) {
   switch (s) {
-    case State::kOff: return "off";
-    case State::kBooting: return "booting";
-    case State::kOn: return "on";
-    case State::kSuspended: return "suspended";
-    case State::kResuming: return "resuming";
+    case State::kOff:
+      return "off";
+    case State::kBooting:
+      return "booting";
+    case State::kOn:
+      return "on";
+    case State::kSuspended:
+      return "suspended";
+    case State::kResuming:
+      return "resuming";
   }
   return "?";
 }
@@ -69,7 +75,8 @@ HostAgent::~HostAgent() { Shutdown(); }
 Status HostAgent::Start() {
   if (!node_) return Status::InvalidArgument(fmt::format("node {} is not in the config", o_.id));
   profile_ = o_.config.Profile(*node_);
-  if (node_->wol.mac.empty()) return Status::InvalidArgument(fmt::format("node {} has no wol.mac", o_.id));
+  if (node_->wol.mac.empty())
+    return Status::InvalidArgument(fmt::format("node {} has no wol.mac", o_.id));
   ASSIGN_OR_RETURN(mac_, ParseMac(node_->wol.mac));
   std::error_code fec;
   std::filesystem::create_directories(o_.dir, fec);
@@ -91,13 +98,14 @@ Status HostAgent::Start() {
   wol_.open(asio::ip::udp::v4(), ec);
   if (!ec) wol_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) wol_.bind(asio::ip::udp::endpoint(asio::ip::address_v4::any(), node_->wol.port), ec);
-  if (ec) return Status::IOError(fmt::format("Wake-on-LAN port {}: {}", node_->wol.port, ec.message()));
+  if (ec)
+    return Status::IOError(fmt::format("Wake-on-LAN port {}: {}", node_->wol.port, ec.message()));
   fcntl(wol_.native_handle(), F_SETFD, FD_CLOEXEC);
   fcntl(control_.native_handle(), F_SETFD, FD_CLOEXEC);
   AcceptControl();
   ReceiveWol();
-  Log("host")->info("host agent for node {} ready: mac={} wol port={} control={} state=off", o_.id, node_->wol.mac,
-                    node_->wol.port, sock);
+  Log("host")->info("host agent for node {} ready: mac={} wol port={} control={} state=off", o_.id,
+                    node_->wol.mac, node_->wol.port, sock);
   if (o_.start_on) Wake("started on");
   Tick();
   return Status::OK();
@@ -152,7 +160,8 @@ void HostAgent::Wake(const std::string& why) {
   }
   if (state_ == State::kOff) {
     state_ = State::kBooting;
-    Log("host")->info("node {}: waking from off ({}); boot takes {} ms", o_.id, why, profile_.boot_ms);
+    Log("host")->info("node {}: waking from off ({}); boot takes {} ms", o_.id, why,
+                      profile_.boot_ms);
     delay_.expires_after(std::chrono::milliseconds(profile_.boot_ms));
     delay_.async_wait([this](const boost::system::error_code& ec) {
       if (ec || state_ != State::kBooting) return;
@@ -183,7 +192,8 @@ void HostAgent::Suspend(std::string* error) {
   }
   Status s = cgroup_.valid() ? cgroup_.Freeze() : Status::NotSupported("no cgroup");
   if (!s.ok()) {
-    if (cgroup_.valid()) Log("host")->warn("node {}: freezer failed ({}); stopping the process", o_.id, s.message());
+    if (cgroup_.valid())
+      Log("host")->warn("node {}: freezer failed ({}); stopping the process", o_.id, s.message());
     kill(pid_, SIGSTOP);
   }
   state_ = State::kSuspended;
@@ -271,7 +281,8 @@ void HostAgent::Tick() {
           Wake("wake received while shutting down");
         }
       } else {
-        Log("host")->warn("node {}: the node process exited (status {}); restarting it in 1 s", o_.id, status);
+        Log("host")->warn("node {}: the node process exited (status {}); restarting it in 1 s",
+                          o_.id, status);
         restart_at_ms_ = NowMs() + 1000;
       }
       stopping_ = false;
@@ -292,7 +303,8 @@ void HostAgent::Tick() {
     }
     int64_t now = NowMs();
     if (last_cpu_at_ms_ && now > last_cpu_at_ms_ && ns >= last_cpu_ns_) {
-      util_ = static_cast<double>(ns - last_cpu_ns_) / 1e6 / static_cast<double>(now - last_cpu_at_ms_) / profile_.cpus;
+      util_ = static_cast<double>(ns - last_cpu_ns_) / 1e6 /
+              static_cast<double>(now - last_cpu_at_ms_) / profile_.cpus;
     }
     last_cpu_ns_ = ns;
     last_cpu_at_ms_ = now;
@@ -315,50 +327,58 @@ void HostAgent::Tick() {
 
 double HostAgent::Watts() {
   switch (state_) {
-    case State::kOff: return profile_.off_watts;
-    case State::kSuspended: return profile_.suspended_watts;
+    case State::kOff:
+      return profile_.off_watts;
+    case State::kSuspended:
+      return profile_.suspended_watts;
     case State::kBooting:
-    case State::kResuming: return profile_.idle_watts;
+    case State::kResuming:
+      return profile_.idle_watts;
     case State::kOn:
-      return profile_.idle_watts + (profile_.peak_watts - profile_.idle_watts) * std::clamp(util_, 0.0, 1.0);
+      return profile_.idle_watts +
+             (profile_.peak_watts - profile_.idle_watts) * std::clamp(util_, 0.0, 1.0);
   }
   return 0;
 }
 
 void HostAgent::AcceptControl() {
-  control_.async_accept([this](const boost::system::error_code& ec, asio::local::stream_protocol::socket s) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      auto sock = std::make_shared<asio::local::stream_protocol::socket>(std::move(s));
-      auto buf = std::make_shared<std::string>();
-      auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(2));
-      timer->async_wait([sock](const boost::system::error_code& e) {
-        if (!e) sock->close();  // a client that sends no request line within 2 s
+  control_.async_accept(
+      [this](const boost::system::error_code& ec, asio::local::stream_protocol::socket s) {
+        if (ec == asio::error::operation_aborted) return;
+        if (!ec) {
+          auto sock = std::make_shared<asio::local::stream_protocol::socket>(std::move(s));
+          auto buf = std::make_shared<std::string>();
+          auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(2));
+          timer->async_wait([sock](const boost::system::error_code& e) {
+            if (!e) sock->close();  // a client that sends no request line within 2 s
+          });
+          asio::async_read_until(
+              *sock, asio::dynamic_buffer(*buf, 256), '\n',
+              [this, sock, buf, timer](const boost::system::error_code& e, size_t n) {
+                timer->cancel();
+                if (e) return;
+                std::string req = buf->substr(0, n - 1);
+                auto reply = std::make_shared<std::string>(Command(req) + "\n");
+                asio::async_write(*sock, asio::buffer(*reply),
+                                  [sock, reply](const boost::system::error_code&, size_t) {});
+              });
+        }
+        AcceptControl();
       });
-      asio::async_read_until(*sock, asio::dynamic_buffer(*buf, 256), '\n',
-                             [this, sock, buf, timer](const boost::system::error_code& e, size_t n) {
-                               timer->cancel();
-                               if (e) return;
-                               std::string req = buf->substr(0, n - 1);
-                               auto reply = std::make_shared<std::string>(Command(req) + "\n");
-                               asio::async_write(*sock, asio::buffer(*reply),
-                                                 [sock, reply](const boost::system::error_code&, size_t) {});
-                             });
-    }
-    AcceptControl();
-  });
 }
 
 void HostAgent::ReceiveWol() {
   wol_buf_.resize(1500);
-  wol_.async_receive_from(asio::buffer(wol_buf_), wol_from_, [this](const boost::system::error_code& ec, size_t n) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec && IsMagicPacketFor(wol_buf_.substr(0, n), mac_)) {
-      Log("host")->info("node {}: magic packet from {}", o_.id, wol_from_.address().to_string());
-      Wake("Wake-on-LAN");
-    }
-    ReceiveWol();
-  });
+  wol_.async_receive_from(asio::buffer(wol_buf_), wol_from_,
+                          [this](const boost::system::error_code& ec, size_t n) {
+                            if (ec == asio::error::operation_aborted) return;
+                            if (!ec && IsMagicPacketFor(wol_buf_.substr(0, n), mac_)) {
+                              Log("host")->info("node {}: magic packet from {}", o_.id,
+                                                wol_from_.address().to_string());
+                              Wake("Wake-on-LAN");
+                            }
+                            ReceiveWol();
+                          });
 }
 
 }  // namespace wattdb::power

@@ -27,11 +27,11 @@ namespace wattdb::power {
 
 struct HostAgentOptions {
   ClusterConfig config;
-  std::string config_path;   // passed to the node
+  std::string config_path;  // passed to the node
   NodeId id = 0;
-  std::string dir;           // the host's directory: agent.sock, watts, agent.pid
+  std::string dir;  // the host's directory: agent.sock, watts, agent.pid
   std::string node_binary;
-  std::string cgroup;        // cgroup name ("" = no CPU cap and no freezer: SIGSTOP/SIGCONT)
+  std::string cgroup;  // cgroup name ("" = no CPU cap and no freezer: SIGSTOP/SIGCONT)
   bool start_on = false;
 };
 
@@ -72,9 +72,9 @@ class HostAgent {
   HostCgroup cgroup_;
   State state_ = State::kOff;
   pid_t pid_ = 0;
-  bool stopping_ = false;       // a soft or hard off is under way: the exit is expected
-  bool wake_pending_ = false;   // a wake came while stopping: boot once off
-  int64_t restart_at_ms_ = 0;   // a crashed node restarts at this time (0 = none pending)
+  bool stopping_ = false;      // a soft or hard off is under way: the exit is expected
+  bool wake_pending_ = false;  // a wake came while stopping: boot once off
+  int64_t restart_at_ms_ = 0;  // a crashed node restarts at this time (0 = none pending)
   uint64_t last_cpu_ns_ = 0;
   int64_t last_cpu_at_ms_ = 0;
   double util_ = 0;

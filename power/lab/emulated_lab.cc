@@ -20,7 +20,6 @@ namespace wattdb::power {
 
 namespace {
 
-
 // Third octet of the subnet: short, unique interface names per lab.
 std::string Octet(const std::string& subnet) { return subnet.substr(subnet.rfind('.') + 1); }
 
@@ -33,9 +32,13 @@ bool Alive(pid_t pid) {
 
 }  // namespace
 
-std::string EmulatedLab::NamespaceOf(NodeId id) const { return fmt::format("{}-h{}", config_.hosts.bridge, id); }
+std::string EmulatedLab::NamespaceOf(NodeId id) const {
+  return fmt::format("{}-h{}", config_.hosts.bridge, id);
+}
 
-std::string EmulatedLab::VethOf(NodeId id) const { return fmt::format("wv{}h{}", Octet(config_.hosts.subnet), id); }
+std::string EmulatedLab::VethOf(NodeId id) const {
+  return fmt::format("wv{}h{}", Octet(config_.hosts.subnet), id);
+}
 
 std::string EmulatedLab::HostDir(NodeId id) const { return fmt::format("{}/h{}", o_.dir, id); }
 
@@ -44,15 +47,18 @@ Status EmulatedLab::Ip(const std::vector<std::string>& args) {
   argv.insert(argv.end(), args.begin(), args.end());
   ASSIGN_OR_RETURN(ProcessResult r, RunProcess(argv, 10000));
   if (r.exit_code != 0) {
-    return Status::IOError(fmt::format("ip {}: {}", fmt::join(args, " "), r.output.substr(0, r.output.find('\n'))));
+    return Status::IOError(
+        fmt::format("ip {}: {}", fmt::join(args, " "), r.output.substr(0, r.output.find('\n'))));
   }
   return Status::OK();
 }
 
 Status EmulatedLab::Up() {
-  if (config_.hosts.mode != "emulated") return Status::InvalidArgument("the config's [hosts] mode is not \"emulated\"");
+  if (config_.hosts.mode != "emulated")
+    return Status::InvalidArgument("the config's [hosts] mode is not \"emulated\"");
   if (geteuid() != 0) {
-    return Status::Sql(sqlstate::kInsufficientPrivilege, "emulated hosts need root (network namespaces, cgroups, ports 9 and 623)");
+    return Status::Sql(sqlstate::kInsufficientPrivilege,
+                       "emulated hosts need root (network namespaces, cgroups, ports 9 and 623)");
   }
   std::error_code ec;
   std::filesystem::create_directories(o_.dir, ec);
@@ -60,8 +66,8 @@ Status EmulatedLab::Up() {
   const std::string& br = config_.hosts.bridge;
   Status s = Ip({"link", "add", br, "type", "bridge"});
   if (!s.ok()) {
-    return Status::IOError(fmt::format("{} (is a lab on bridge {} up already? wattdb-lab down first)",
-                                              s.message(), br));
+    return Status::IOError(fmt::format(
+        "{} (is a lab on bridge {} up already? wattdb-lab down first)", s.message(), br));
   }
   RETURN_NOT_OK(Ip({"addr", "add", config_.hosts.subnet + ".1/24", "dev", br}));
   RETURN_NOT_OK(Ip({"link", "set", br, "up"}));
@@ -86,9 +92,9 @@ Status EmulatedLab::Up() {
     so.output_file = fmt::format("{}/h{}.log", o_.dir, n.id);
     so.new_session = true;
     ASSIGN_OR_RETURN(pid_t agent,
-                     Spawn({o_.bin_dir + "/wattdb-host", "--netns", ns, "--config", o_.config_path, "--id",
-                            std::to_string(n.id), "--dir", hd, "--cgroup", ns, "--node-binary",
-                            o_.bin_dir + "/wattdb-node"},
+                     Spawn({o_.bin_dir + "/wattdb-host", "--netns", ns, "--config", o_.config_path,
+                            "--id", std::to_string(n.id), "--dir", hd, "--cgroup", ns,
+                            "--node-binary", o_.bin_dir + "/wattdb-node"},
                            so));
     pids << "agent " << n.id << " " << agent << "\n";
     {  // every emulated host has a BMC, whatever drives it
@@ -110,8 +116,8 @@ Status EmulatedLab::Up() {
       auto st = HostAgentRequest(HostDir(n.id) + "/agent.sock", "status", 500);
       if (st.ok()) break;
       if (std::chrono::steady_clock::now() > deadline) {
-        return Status::TimedOut(fmt::format("host agent {} did not start: {} (see {}/h{}.log)", n.id,
-                                            st.status().message(), o_.dir, n.id));
+        return Status::TimedOut(fmt::format("host agent {} did not start: {} (see {}/h{}.log)",
+                                            n.id, st.status().message(), o_.dir, n.id));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -122,23 +128,25 @@ Status EmulatedLab::Up() {
       auto st = RunIpmitool(probe, {"chassis", "power", "status"});
       if (st.ok()) break;
       if (std::chrono::steady_clock::now() > deadline) {
-        return Status::TimedOut(fmt::format("BMC of node {} did not answer: {} (see {}/bmc{}.log)", n.id,
-                                            st.status().message(), o_.dir, n.id));
+        return Status::TimedOut(fmt::format("BMC of node {} did not answer: {} (see {}/bmc{}.log)",
+                                            n.id, st.status().message(), o_.dir, n.id));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
-  Log("lab")->info("emulated lab up: bridge {} ({}.1), {} hosts, state in {}", br, config_.hosts.subnet,
-                   config_.nodes.size(), o_.dir);
+  Log("lab")->info("emulated lab up: bridge {} ({}.1), {} hosts, state in {}", br,
+                   config_.hosts.subnet, config_.nodes.size(), o_.dir);
   return Status::OK();
 }
 
 Status EmulatedLab::Adopt() {
   for (const auto& n : config_.nodes) {
     auto st = HostAgentRequest(HostDir(n.id) + "/agent.sock", "status", 1000);
-    if (!st.ok()) return Status::NotFound(fmt::format("host agent {}: {}", n.id, st.status().message()));
+    if (!st.ok())
+      return Status::NotFound(fmt::format("host agent {}: {}", n.id, st.status().message()));
   }
-  Log("lab")->info("emulated lab already up: {} hosts answer, state in {}", config_.nodes.size(), o_.dir);
+  Log("lab")->info("emulated lab already up: {} hosts answer, state in {}", config_.nodes.size(),
+                   o_.dir);
   return Status::OK();
 }
 
@@ -154,11 +162,13 @@ void EmulatedLab::Down() {
   for (pid_t p : bmcs) kill(p, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (pid_t p : agents) {
-    while (Alive(p) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (Alive(p) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (Alive(p)) kill(p, SIGKILL);
   }
   for (pid_t p : bmcs) {
-    while (Alive(p) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (Alive(p) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (Alive(p)) kill(p, SIGKILL);
   }
   for (const auto& n : config_.nodes) {

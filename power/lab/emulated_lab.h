@@ -22,7 +22,8 @@ struct LabOptions {
 
 class EmulatedLab {
  public:
-  EmulatedLab(const ClusterConfig& config, LabOptions opts) : config_(config), o_(std::move(opts)) {}
+  EmulatedLab(const ClusterConfig& config, LabOptions opts)
+      : config_(config), o_(std::move(opts)) {}
 
   Status Up();
   // OK if this lab is up already (its agents answer): a restarted master keeps its hosts.

@@ -1,7 +1,7 @@
 // wattdb-lab: builds and removes the emulated hardware of a cluster whose config says
 // [hosts] mode = "emulated" (power/lab/emulated_lab.h). Needs root.
-//   wattdb-lab up --config F [--dir D] [--adopt]   bridge, namespaces, host agents, BMCs (hosts off)
-//   wattdb-lab down --config F [--dir D]   stops them all and removes the namespaces
+//   wattdb-lab up --config F [--dir D] [--adopt]   bridge, namespaces, host agents, BMCs (hosts
+//   off) wattdb-lab down --config F [--dir D]   stops them all and removes the namespaces
 #include <filesystem>
 #include <iostream>
 
@@ -15,7 +15,8 @@ using namespace wattdb;
 int main(int argc, char** argv) {
   namespace po = boost::program_options;
   po::options_description desc(
-      "wattdb-lab up|down: the emulated hosts of a cluster (network namespaces on a bridge, host agents,\n"
+      "wattdb-lab up|down: the emulated hosts of a cluster (network namespaces on a bridge, host "
+      "agents,\n"
       "IPMI BMCs) for a config with [hosts] mode = \"emulated\". Needs root.\n\nOptions");
   desc.add_options()("help,h", "show this help")("action", po::value<std::string>(), "up or down")(
       "config", po::value<std::string>()->required(), "cluster config file")(
@@ -49,7 +50,9 @@ int main(int argc, char** argv) {
   ConfigureLogging("info", "lab");
   power::LabOptions o;
   o.config_path = path;
-  o.dir = std::filesystem::absolute(vm.count("dir") ? vm["dir"].as<std::string>() : cfg->data_dir + "/lab").string();
+  o.dir = std::filesystem::absolute(vm.count("dir") ? vm["dir"].as<std::string>()
+                                                    : cfg->data_dir + "/lab")
+              .string();
   o.bin_dir = std::filesystem::canonical("/proc/self/exe").parent_path().string();
   power::EmulatedLab lab(*cfg, o);
   if (action == "down") {

@@ -53,7 +53,8 @@ class ExternalMeter : public Meter {
  private:
   void Follow() {
     while (!Stopping()) {
-      Status s = c_.source.rfind("tcp://", 0) == 0 ? FollowTcp(c_.source.substr(6)) : FollowFile(c_.source);
+      Status s = c_.source.rfind("tcp://", 0) == 0 ? FollowTcp(c_.source.substr(6))
+                                                   : FollowFile(c_.source);
       if (!s.ok()) SetError(s.message());
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait_for(l, std::chrono::milliseconds(kRetryMs), [this] { return stopping_; });
@@ -65,7 +66,8 @@ class ExternalMeter : public Meter {
     int port = colon == std::string::npos ? 0 : std::atoi(hostport.c_str() + colon + 1);
     if (port <= 0 || port > 65535) return Status::InvalidArgument("source must be tcp://host:port");
     net::asio::io_context io;
-    ASSIGN_OR_RETURN(auto socket, net::ConnectTcp(io, hostport.substr(0, colon), static_cast<uint16_t>(port), 2000));
+    ASSIGN_OR_RETURN(auto socket, net::ConnectTcp(io, hostport.substr(0, colon),
+                                                  static_cast<uint16_t>(port), 2000));
     net::Stream stream(socket);
     std::string buf;
     char chunk[4096];
@@ -75,7 +77,8 @@ class ExternalMeter : public Meter {
       if (!n.ok()) return Status::IOError(fmt::format("{}: {}", c_.source, n.status().message()));
       buf.append(chunk, *n);
       Consume(&buf);
-      if (buf.size() > 4096) return Status::Corruption(fmt::format("{}: a line longer than 4096 bytes", c_.source));
+      if (buf.size() > 4096)
+        return Status::Corruption(fmt::format("{}: a line longer than 4096 bytes", c_.source));
     }
     return Status::OK();
   }
@@ -94,7 +97,8 @@ class ExternalMeter : public Meter {
         pos += n;
         buf.append(chunk, static_cast<size_t>(n));
         Consume(&buf);
-        if (buf.size() > 4096) return Status::Corruption(fmt::format("{}: a line longer than 4096 bytes", path));
+        if (buf.size() > 4096)
+          return Status::Corruption(fmt::format("{}: a line longer than 4096 bytes", path));
         continue;
       }
       std::ifstream probe(path, std::ios::binary | std::ios::ate);
@@ -120,7 +124,8 @@ class ExternalMeter : public Meter {
       int got = std::sscanf(line.c_str(), "%lf %lf %c", &ts, &w, &tail);
       if (got != 2 || !std::isfinite(ts) || !std::isfinite(w) || w < 0 || w > 1e6) {
         garbage_++;
-        SetError(fmt::format("line {} is not '<unix seconds> <watts>': '{}'", lines_, line.substr(0, 80)));
+        SetError(fmt::format("line {} is not '<unix seconds> <watts>': '{}'", lines_,
+                             line.substr(0, 80)));
         continue;
       }
       std::lock_guard<std::mutex> l(mu_);
@@ -156,6 +161,8 @@ class ExternalMeter : public Meter {
 
 }  // namespace
 
-std::unique_ptr<Meter> MakeExternalMeter(const MeterConfig& config) { return std::make_unique<ExternalMeter>(config); }
+std::unique_ptr<Meter> MakeExternalMeter(const MeterConfig& config) {
+  return std::make_unique<ExternalMeter>(config);
+}
 
 }  // namespace wattdb::power

@@ -23,6 +23,8 @@ class IpmiDcmiMeter : public Meter {
 
 }  // namespace
 
-std::unique_ptr<Meter> MakeIpmiDcmiMeter(const IpmiConfig& ipmi) { return std::make_unique<IpmiDcmiMeter>(ipmi); }
+std::unique_ptr<Meter> MakeIpmiDcmiMeter(const IpmiConfig& ipmi) {
+  return std::make_unique<IpmiDcmiMeter>(ipmi);
+}
 
 }  // namespace wattdb::power

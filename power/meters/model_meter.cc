@@ -16,10 +16,14 @@ class ModelMeter : public Meter {
   const char* type() const override { return "model"; }
   Result<MeterReading> Read(const ComponentStatus& s) override {
     switch (s.state) {
-      case PowerState::kOn: return MeterReading{Linear(p_.idle_watts, p_.peak_watts, s.cpu_utilization), {}};
-      case PowerState::kSuspended: return MeterReading{p_.suspended_watts, {}};
-      case PowerState::kOff: return MeterReading{p_.off_watts, {}};
-      case PowerState::kUnknown: break;
+      case PowerState::kOn:
+        return MeterReading{Linear(p_.idle_watts, p_.peak_watts, s.cpu_utilization), {}};
+      case PowerState::kSuspended:
+        return MeterReading{p_.suspended_watts, {}};
+      case PowerState::kOff:
+        return MeterReading{p_.off_watts, {}};
+      case PowerState::kUnknown:
+        break;
     }
     return Status::Unavailable("power state unknown: cannot model the draw");
   }
@@ -43,7 +47,9 @@ class InfraModelMeter : public Meter {
 
 }  // namespace
 
-std::unique_ptr<Meter> MakeModelMeter(const HostProfile& profile) { return std::make_unique<ModelMeter>(profile); }
+std::unique_ptr<Meter> MakeModelMeter(const HostProfile& profile) {
+  return std::make_unique<ModelMeter>(profile);
+}
 
 std::unique_ptr<Meter> MakeInfraModelMeter(const InfraConfig& infra) {
   return std::make_unique<InfraModelMeter>(infra);

@@ -52,6 +52,8 @@ class RaplMeter : public Meter {
 
 }  // namespace
 
-std::unique_ptr<Meter> MakeRaplMeter(const std::string& zone_dir) { return std::make_unique<RaplMeter>(zone_dir); }
+std::unique_ptr<Meter> MakeRaplMeter(const std::string& zone_dir) {
+  return std::make_unique<RaplMeter>(zone_dir);
+}
 
 }  // namespace wattdb::power

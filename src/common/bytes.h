@@ -25,7 +25,9 @@ class ByteWriter {
     b[n++] = static_cast<char>(v);
     out_->append(b, n);
   }
-  void VarI64(int64_t v) { VarU64((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
+  void VarI64(int64_t v) {
+    VarU64((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+  }
   void Str(std::string_view s) {
     VarU64(s.size());
     out_->append(s.data(), s.size());

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <ctime>
 #include <cstdint>
+#include <ctime>
 
 namespace wattdb {
 

@@ -22,7 +22,9 @@ uint64_t GetBigEndian(std::string_view in) {
 
 }  // namespace
 
-void EncodeKeyInt(int64_t v, std::string* out) { PutBigEndian(static_cast<uint64_t>(v) ^ (1ULL << 63), out); }
+void EncodeKeyInt(int64_t v, std::string* out) {
+  PutBigEndian(static_cast<uint64_t>(v) ^ (1ULL << 63), out);
+}
 
 void EncodeKeyText(std::string_view s, std::string* out) {
   for (char c : s) {
@@ -35,11 +37,16 @@ void EncodeKeyText(std::string_view s, std::string* out) {
 
 void EncodeKeyValue(const Value& v, std::string* out) {
   switch (v.type()) {
-    case TypeId::kNull: break;
-    case TypeId::kBool: out->push_back(v.as_bool() ? 1 : 0); break;
+    case TypeId::kNull:
+      break;
+    case TypeId::kBool:
+      out->push_back(v.as_bool() ? 1 : 0);
+      break;
     case TypeId::kInt32:
     case TypeId::kInt64:
-    case TypeId::kTimestamp: EncodeKeyInt(v.as_int(), out); break;
+    case TypeId::kTimestamp:
+      EncodeKeyInt(v.as_int(), out);
+      break;
     case TypeId::kDouble: {
       double d = v.as_double();
       if (d == 0) d = 0;  // -0.0 and 0.0 are equal keys
@@ -49,9 +56,15 @@ void EncodeKeyValue(const Value& v, std::string* out) {
       PutBigEndian(bits, out);
       break;
     }
-    case TypeId::kNumeric: EncodeDecimalKey(v.as_decimal(), out); break;
-    case TypeId::kArray: EncodeKeyValue(Value::Text(v.ToText()), out); break;  // not a key type
-    case TypeId::kText: EncodeKeyText(v.as_text(), out); break;
+    case TypeId::kNumeric:
+      EncodeDecimalKey(v.as_decimal(), out);
+      break;
+    case TypeId::kArray:
+      EncodeKeyValue(Value::Text(v.ToText()), out);
+      break;  // not a key type
+    case TypeId::kText:
+      EncodeKeyText(v.as_text(), out);
+      break;
   }
 }
 
@@ -64,13 +77,15 @@ std::string EncodeKey(const TableSchema& schema, const std::vector<Value>& row) 
 namespace {
 
 // Decodes one value of each of `types` from the front of *key, consuming them.
-Result<std::vector<Value>> DecodeKeyColumns(std::string_view* rest, const std::vector<SqlType>& types) {
+Result<std::vector<Value>> DecodeKeyColumns(std::string_view* rest,
+                                            const std::vector<SqlType>& types) {
   std::string_view& key = *rest;
   std::vector<Value> out;
   auto bad = [] { return Status::Corruption("key does not decode"); };
   for (const auto& t : types) {
     switch (t.id) {
-      case TypeId::kArray: return bad();  // arrays are never keys
+      case TypeId::kArray:
+        return bad();  // arrays are never keys
       case TypeId::kNumeric: {
         ASSIGN_OR_RETURN(Decimal d, DecodeDecimalKey(&key));
         out.push_back(Value::Numeric(d));
@@ -128,7 +143,8 @@ Result<std::vector<Value>> DecodeKeyColumns(std::string_view* rest, const std::v
         key.remove_prefix(i);
         break;
       }
-      case TypeId::kNull: return bad();
+      case TypeId::kNull:
+        return bad();
     }
   }
   return out;
@@ -175,7 +191,8 @@ void EncodeIndexColumn(const Value& v, bool desc, std::string* out) {
 
 std::string EncodeIndexKey(const IndexKeySpec& spec, const std::vector<Value>& row) {
   std::string out;
-  for (size_t i = 0; i < spec.columns.size(); i++) EncodeIndexColumn(row[spec.columns[i]], spec.desc[i], &out);
+  for (size_t i = 0; i < spec.columns.size(); i++)
+    EncodeIndexColumn(row[spec.columns[i]], spec.desc[i], &out);
   return out;
 }
 
@@ -206,7 +223,9 @@ void AppendRowText(std::string_view s, std::string* out) {
 
 void AppendRowValue(const Value& v, std::string* out) {
   switch (v.type()) {
-    case TypeId::kNull: AppendRowNull(out); break;
+    case TypeId::kNull:
+      AppendRowNull(out);
+      break;
     case TypeId::kBool: {
       ByteWriter w(out);
       w.U8(static_cast<uint8_t>(TypeId::kBool));
@@ -215,7 +234,9 @@ void AppendRowValue(const Value& v, std::string* out) {
     }
     case TypeId::kInt32:
     case TypeId::kInt64:
-    case TypeId::kTimestamp: AppendRowInt(v.type(), v.as_int(), out); break;
+    case TypeId::kTimestamp:
+      AppendRowInt(v.type(), v.as_int(), out);
+      break;
     case TypeId::kDouble: {
       ByteWriter w(out);
       w.U8(static_cast<uint8_t>(TypeId::kDouble));
@@ -225,7 +246,9 @@ void AppendRowValue(const Value& v, std::string* out) {
       w.U64(bits);
       break;
     }
-    case TypeId::kText: AppendRowText(v.as_text(), out); break;
+    case TypeId::kText:
+      AppendRowText(v.as_text(), out);
+      break;
     case TypeId::kArray: {
       std::string elems;
       EncodeRow(v.as_array(), &elems);
@@ -234,7 +257,9 @@ void AppendRowValue(const Value& v, std::string* out) {
       w.Str(elems);
       break;
     }
-    case TypeId::kNumeric: AppendRowNumeric(v.as_decimal(), out); break;
+    case TypeId::kNumeric:
+      AppendRowNumeric(v.as_decimal(), out);
+      break;
   }
 }
 
@@ -254,7 +279,9 @@ Status DecodeRow(std::string_view in, std::vector<Value>* row) {
     uint8_t tag;
     if (!r.U8(&tag)) return bad();
     switch (static_cast<TypeId>(tag)) {
-      case TypeId::kNull: row->push_back(Value()); break;
+      case TypeId::kNull:
+        row->push_back(Value());
+        break;
       case TypeId::kBool: {
         uint8_t b;
         if (!r.U8(&b)) return bad();
@@ -267,7 +294,9 @@ Status DecodeRow(std::string_view in, std::vector<Value>* row) {
         int64_t v;
         if (!r.VarI64(&v)) return bad();
         TypeId t = static_cast<TypeId>(tag);
-        row->push_back(t == TypeId::kInt32 ? Value::Int32(v) : t == TypeId::kInt64 ? Value::Int64(v) : Value::Timestamp(v));
+        row->push_back(t == TypeId::kInt32   ? Value::Int32(v)
+                       : t == TypeId::kInt64 ? Value::Int64(v)
+                                             : Value::Timestamp(v));
         break;
       }
       case TypeId::kDouble: {
@@ -299,7 +328,8 @@ Status DecodeRow(std::string_view in, std::vector<Value>* row) {
         row->push_back(Value::Numeric(Decimal{static_cast<Int128>(u), scale}));
         break;
       }
-      default: return bad();
+      default:
+        return bad();
     }
   }
   if (!r.empty()) return bad();
@@ -309,11 +339,12 @@ Status DecodeRow(std::string_view in, std::vector<Value>* row) {
 std::string KeyToString(std::string_view key, const std::vector<SqlType>& types, bool upper) {
   if (key.empty()) return upper ? "+inf" : "-inf";
   auto vals = DecodeKey(key, types);
-  if (!vals.ok()) return "0x" + [&] {
-    std::string h;
-    for (unsigned char c : key) h += fmt::format("{:02x}", c);
-    return h;
-  }();
+  if (!vals.ok())
+    return "0x" + [&] {
+      std::string h;
+      for (unsigned char c : key) h += fmt::format("{:02x}", c);
+      return h;
+    }();
   std::string s = "(";
   for (size_t i = 0; i < vals->size(); i++) {
     if (i) s += ",";

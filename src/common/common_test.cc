@@ -1,20 +1,19 @@
 #include <algorithm>
-#include <chrono>
-#include <random>
-#include <thread>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
-#include <mutex>
-
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
 #include "common/config.h"
-#include "common/shared_bytes.h"
 #include "common/reaper.h"
+#include "common/shared_bytes.h"
 #include "common/sqlstate.h"
 #include "common/stack_guard.h"
 #include "common/thread_cache.h"
@@ -64,7 +63,9 @@ TEST(KeyCodec, CompositeRoundTrip) {
   EXPECT_EQ((*back)[0].as_text(), std::string("x\0y", 3));
   EXPECT_EQ((*back)[1].as_int(), -7);
   EXPECT_EQ((*back)[2].as_double(), 2.5);
-  EXPECT_FALSE(DecodeKey(k.substr(0, k.size() - 1), {{TypeId::kText}, {TypeId::kInt32}, {TypeId::kDouble}}).ok());
+  EXPECT_FALSE(
+      DecodeKey(k.substr(0, k.size() - 1), {{TypeId::kText}, {TypeId::kInt32}, {TypeId::kDouble}})
+          .ok());
 }
 
 TEST(KeyCodec, CompositeOrderMatchesTupleOrder) {
@@ -88,8 +89,8 @@ TEST(KeyCodec, CompositeOrderMatchesTupleOrder) {
 }
 
 TEST(RowCodec, RoundTripAndTruncation) {
-  std::vector<Value> row = {Value::Int32(1), Value(), Value::Text("héllo"), Value::Double(-0.5),
-                            Value::Bool(true), Value::Int64(-(1LL << 60))};
+  std::vector<Value> row = {Value::Int32(1),     Value(),           Value::Text("héllo"),
+                            Value::Double(-0.5), Value::Bool(true), Value::Int64(-(1LL << 60))};
   std::string enc;
   EncodeRow(row, &enc);
   std::vector<Value> back;
@@ -104,9 +105,12 @@ TEST(RowCodec, RoundTripAndTruncation) {
 
 TEST(Value, CastsFollowSqlRules) {
   EXPECT_EQ(Value::Text("42").CastTo({TypeId::kInt32}).value().as_int(), 42);
-  EXPECT_EQ(Value::Text("4x").CastTo({TypeId::kInt32}).status().sqlstate(), sqlstate::kInvalidTextRepresentation);
-  EXPECT_EQ(Value::Int64(1LL << 40).CastTo({TypeId::kInt32}).status().sqlstate(), sqlstate::kNumericValueOutOfRange);
-  EXPECT_EQ(Value::Text("abcd").CastTo({TypeId::kText, 3}).status().sqlstate(), sqlstate::kStringDataRightTruncation);
+  EXPECT_EQ(Value::Text("4x").CastTo({TypeId::kInt32}).status().sqlstate(),
+            sqlstate::kInvalidTextRepresentation);
+  EXPECT_EQ(Value::Int64(1LL << 40).CastTo({TypeId::kInt32}).status().sqlstate(),
+            sqlstate::kNumericValueOutOfRange);
+  EXPECT_EQ(Value::Text("abcd").CastTo({TypeId::kText, 3}).status().sqlstate(),
+            sqlstate::kStringDataRightTruncation);
   EXPECT_EQ(Value::Double(2.5).CastTo({TypeId::kInt64}).value().as_int(), 2);  // half to even
   EXPECT_EQ(Value::Double(3.5).CastTo({TypeId::kInt64}).value().as_int(), 4);
   EXPECT_EQ(Value::Double(0.1).ToText(), "0.1");
@@ -116,19 +120,36 @@ TEST(Value, CastsFollowSqlRules) {
 // FromText (COPY's fields) answers as a text value's CastTo does, errors included.
 TEST(Value, FromTextAnswersAsACastFromText) {
   const SqlType numeric_15_2{TypeId::kNumeric, (15 << 16) | 2};
-  const std::vector<SqlType> types = {{TypeId::kInt32},     {TypeId::kInt64},    numeric_15_2, {TypeId::kNumeric},
-                                      {TypeId::kTimestamp}, {TypeId::kText},     {TypeId::kText, 3},
-                                      {TypeId::kText, -4},  {TypeId::kDouble},   {TypeId::kBool}};
-  const std::vector<std::string> inputs = {"42", " -7 ", "+5", "2147483648", "-2147483649", "9223372036854775808",
-                                           "4x", "", "12.345", "1e3", "abc", "abcd", "1996-03-13 00:00:00",
-                                           "1996-02-30", "t", "NaN", "0.005", "1234567890123456.5"};
+  const std::vector<SqlType> types = {{TypeId::kInt32},   {TypeId::kInt64},     numeric_15_2,
+                                      {TypeId::kNumeric}, {TypeId::kTimestamp}, {TypeId::kText},
+                                      {TypeId::kText, 3}, {TypeId::kText, -4},  {TypeId::kDouble},
+                                      {TypeId::kBool}};
+  const std::vector<std::string> inputs = {"42",
+                                           " -7 ",
+                                           "+5",
+                                           "2147483648",
+                                           "-2147483649",
+                                           "9223372036854775808",
+                                           "4x",
+                                           "",
+                                           "12.345",
+                                           "1e3",
+                                           "abc",
+                                           "abcd",
+                                           "1996-03-13 00:00:00",
+                                           "1996-02-30",
+                                           "t",
+                                           "NaN",
+                                           "0.005",
+                                           "1234567890123456.5"};
   for (const auto& t : types) {
     for (const auto& in : inputs) {
       auto fast = Value::FromText(in, t);
       auto cast = Value::Text(in).CastTo(t);
       ASSERT_EQ(fast.ok(), cast.ok()) << t.ToString() << " '" << in << "'";
       if (!fast.ok()) {
-        EXPECT_EQ(fast.status().sqlstate(), cast.status().sqlstate()) << t.ToString() << " '" << in << "'";
+        EXPECT_EQ(fast.status().sqlstate(), cast.status().sqlstate())
+            << t.ToString() << " '" << in << "'";
         EXPECT_EQ(fast.status().message(), cast.status().message());
         continue;
       }
@@ -136,7 +157,8 @@ TEST(Value, FromTextAnswersAsACastFromText) {
       EXPECT_EQ(fast->ToText(), cast->ToText()) << t.ToString() << " '" << in << "'";
     }
   }
-  EXPECT_EQ(Value::FromText("2147483648", {TypeId::kInt32}).status().sqlstate(), sqlstate::kNumericValueOutOfRange);
+  EXPECT_EQ(Value::FromText("2147483648", {TypeId::kInt32}).status().sqlstate(),
+            sqlstate::kNumericValueOutOfRange);
   EXPECT_EQ(Value::FromText("12.345", numeric_15_2)->ToText(), "12.35");
 }
 
@@ -150,7 +172,8 @@ TEST(Value, NullsSortLast) {
 // PostgreSQL's order of doubles: NaN equals NaN and is above everything else, infinity too;
 // -0.0 equals 0.0; a NULL is above NaN.
 TEST(Value, NaNIsAboveEveryOtherDoubleAndEqualToItself) {
-  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN(),
+               inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(CompareDoubles(nan, nan), 0);
   EXPECT_EQ(CompareDoubles(nan, inf), 1);
   EXPECT_EQ(CompareDoubles(-inf, nan), -1);
@@ -188,7 +211,8 @@ TEST(Config, BadInputNamesTheProblem) {
   EXPECT_FALSE(d.ok());
   auto e = ParseConfig("[cluster]\nscan_frame_kb = -1\n[[node]]\nid=1\nport=1\n", "f.toml");
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("scan_frame_kb must be in 0..16384"), std::string::npos) << e.status().message();
+  EXPECT_NE(e.status().message().find("scan_frame_kb must be in 0..16384"), std::string::npos)
+      << e.status().message();
   auto f = ParseConfig("[cluster]\nscan_frame_kb = 0\n[[node]]\nid=1\nport=1\n", "f.toml");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->scan_frame_kb, 0);
@@ -202,18 +226,24 @@ TEST(Config, UnknownKeysAndSectionsAreRefused) {
   struct Case {
     std::string text, expect;
   };
-  for (const Case& k : {Case{"[master]\npg_port = 5433\nmetrics_port = 9187\n" + node, "u.toml:3: [master] has unknown key 'metrics_port'"},
-                        Case{"[cluster]\nsync_comit = false\n" + node, "u.toml:2: [cluster] has unknown key 'sync_comit'"},
-                        Case{"[auth]\nmethod = \"trust\"\ntrust_local = true\n" + node, "[auth] has unknown key 'trust_local'"},
-                        Case{"[[auth.user]]\nname = \"a\"\npasword = \"b\"\n" + node, "[[auth.user]] has unknown key 'pasword'"},
-                        Case{"[mastr]\npg_port = 5433\n" + node, "the top level has unknown key 'mastr'"}}) {
+  for (const Case& k :
+       {Case{"[master]\npg_port = 5433\nmetrics_port = 9187\n" + node,
+             "u.toml:3: [master] has unknown key 'metrics_port'"},
+        Case{"[cluster]\nsync_comit = false\n" + node,
+             "u.toml:2: [cluster] has unknown key 'sync_comit'"},
+        Case{"[auth]\nmethod = \"trust\"\ntrust_local = true\n" + node,
+             "[auth] has unknown key 'trust_local'"},
+        Case{"[[auth.user]]\nname = \"a\"\npasword = \"b\"\n" + node,
+             "[[auth.user]] has unknown key 'pasword'"},
+        Case{"[mastr]\npg_port = 5433\n" + node, "the top level has unknown key 'mastr'"}}) {
     auto r = ParseConfig(k.text, "u.toml");
     ASSERT_FALSE(r.ok()) << k.text;
     EXPECT_NE(r.status().message().find(k.expect), std::string::npos) << r.status().message();
   }
   // Every key the embedded default names is known.
   EXPECT_TRUE(ParseConfig(kDefaultConfigToml, "default").ok());
-  auto ok = ParseConfig("[power]\nmetrics_port = 9187\n[master]\nwork_mem_mb = 64\n" + node, "u.toml");
+  auto ok =
+      ParseConfig("[power]\nmetrics_port = 9187\n[master]\nwork_mem_mb = 64\n" + node, "u.toml");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->metrics_port, 9187);
 }
@@ -280,7 +310,8 @@ TEST(Reaper, DestroysDroppedObjectsOnItsOwnThreadAndTheRestWhenDestroyed) {
     Reaper r;
     r.Drop(Tracked(&first));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (r.pending() > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    while (r.pending() > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
     EXPECT_EQ(r.pending(), 0u);
     EXPECT_NE(first.load(), std::thread::id());
     EXPECT_NE(first.load(), std::this_thread::get_id());

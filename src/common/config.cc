@@ -11,7 +11,8 @@
 
 namespace wattdb {
 
-const char* const kDefaultConfigToml = R"(# WattDB local cluster: a master and three nodes on loopback.
+const char* const kDefaultConfigToml =
+    R"(# WattDB local cluster: a master and three nodes on loopback.
 [cluster]
 data_dir = "run/data"
 segment_bytes = 33554432        # 32 MiB
@@ -81,9 +82,8 @@ Status Get(const toml::table& t, const char* key, T* out, const std::string& whe
   if (!n) return Status::OK();
   auto v = n->value<T>();
   if (!v) {
-    return Status::InvalidArgument(
-        fmt::format("{}: key '{}' at line {} has the wrong type", where, key,
-                    n->source().begin.line));
+    return Status::InvalidArgument(fmt::format("{}: key '{}' at line {} has the wrong type", where,
+                                               key, n->source().begin.line));
   }
   *out = *v;
   return Status::OK();
@@ -113,13 +113,16 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
   // A misspelt key or section is refused, not silently ignored (as PostgreSQL refuses an
   // unrecognized parameter).
   RETURN_NOT_OK(config_internal::CheckKeys(
-      root, {"cluster", "master", "auth", "node", "power", "profile", "infrastructure", "hosts"}, "the top level", source));
+      root, {"cluster", "master", "auth", "node", "power", "profile", "infrastructure", "hosts"},
+      "the top level", source));
   RETURN_NOT_OK(config_internal::ParsePowerSections(root, source, &c));
   if (auto* t = root["cluster"].as_table()) {
     RETURN_NOT_OK(config_internal::CheckKeys(
-        *t, {"data_dir", "segment_bytes", "telemetry_interval_ms", "heartbeat_timeout_ms", "node_binary", "key_file",
-             "sync_commit", "local_sockets", "latch_wait_ms", "connect_timeout_ms", "rpc_timeout_ms",
-             "lock_timeout_ms", "column_cache_mb", "column_cache_quiet_ms", "scan_frame_kb", "log_level"},
+        *t,
+        {"data_dir", "segment_bytes", "telemetry_interval_ms", "heartbeat_timeout_ms",
+         "node_binary", "key_file", "sync_commit", "local_sockets", "latch_wait_ms",
+         "connect_timeout_ms", "rpc_timeout_ms", "lock_timeout_ms", "column_cache_mb",
+         "column_cache_quiet_ms", "scan_frame_kb", "log_level"},
         "[cluster]", source));
     int64_t seg = static_cast<int64_t>(c.segment_bytes);
     int64_t tel = c.telemetry_interval_ms, hb = c.heartbeat_timeout_ms;
@@ -133,7 +136,8 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     RETURN_NOT_OK(Get(*t, "local_sockets", &c.local_sockets, source));
     int64_t wait = c.latch_wait_ms;
     RETURN_NOT_OK(Get(*t, "latch_wait_ms", &wait, source));
-    if (wait < 1 || wait > 3600000) return Status::InvalidArgument(source + ": latch_wait_ms must be in 1..3600000");
+    if (wait < 1 || wait > 3600000)
+      return Status::InvalidArgument(source + ": latch_wait_ms must be in 1..3600000");
     c.latch_wait_ms = static_cast<int>(wait);
     for (auto [key, field] : {std::pair{"connect_timeout_ms", &c.connect_timeout_ms},
                               std::pair{"rpc_timeout_ms", &c.rpc_timeout_ms},
@@ -147,7 +151,8 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     }
     int64_t cache = c.column_cache_mb;
     RETURN_NOT_OK(Get(*t, "column_cache_mb", &cache, source));
-    if (cache < 0 || cache > 1048576) return Status::InvalidArgument(source + ": column_cache_mb must be in 0..1048576");
+    if (cache < 0 || cache > 1048576)
+      return Status::InvalidArgument(source + ": column_cache_mb must be in 0..1048576");
     c.column_cache_mb = static_cast<int>(cache);
     int64_t quiet = c.column_cache_quiet_ms;
     RETURN_NOT_OK(Get(*t, "column_cache_quiet_ms", &quiet, source));
@@ -157,7 +162,8 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     c.column_cache_quiet_ms = static_cast<int>(quiet);
     int64_t frame = c.scan_frame_kb;
     RETURN_NOT_OK(Get(*t, "scan_frame_kb", &frame, source));
-    if (frame < 0 || frame > 16384) return Status::InvalidArgument(source + ": scan_frame_kb must be in 0..16384");
+    if (frame < 0 || frame > 16384)
+      return Status::InvalidArgument(source + ": scan_frame_kb must be in 0..16384");
     c.scan_frame_kb = static_cast<int>(frame);
     RETURN_NOT_OK(Get(*t, "log_level", &c.log_level, source));
     if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
@@ -171,38 +177,45 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
     c.heartbeat_timeout_ms = static_cast<int>(hb);
   }
   if (auto* t = root["master"].as_table()) {
-    RETURN_NOT_OK(config_internal::CheckKeys(*t, {"host", "pg_port", "cluster_port", "energy_policy", "max_connections",
-                                                  "authentication_timeout_ms", "client_io_timeout_ms", "work_mem_mb"},
-                                             "[master]", source));
+    RETURN_NOT_OK(config_internal::CheckKeys(
+        *t,
+        {"host", "pg_port", "cluster_port", "energy_policy", "max_connections",
+         "authentication_timeout_ms", "client_io_timeout_ms", "work_mem_mb"},
+        "[master]", source));
     RETURN_NOT_OK(Get(*t, "host", &c.master_host, source));
     RETURN_NOT_OK(GetPort(*t, "pg_port", &c.pg_port, source));
     RETURN_NOT_OK(GetPort(*t, "cluster_port", &c.cluster_port, source));
     RETURN_NOT_OK(Get(*t, "energy_policy", &c.energy_policy, source));
-    for (auto [key, field, lo, hi] : {std::tuple{"max_connections", &c.max_connections, 1, 100000},
-                                      std::tuple{"authentication_timeout_ms", &c.authentication_timeout_ms, 100, 600000},
-                                      std::tuple{"client_io_timeout_ms", &c.client_io_timeout_ms, 100, 86400000},
-                                      std::tuple{"work_mem_mb", &c.work_mem_mb, 1, 1048576}}) {
+    for (auto [key, field, lo, hi] :
+         {std::tuple{"max_connections", &c.max_connections, 1, 100000},
+          std::tuple{"authentication_timeout_ms", &c.authentication_timeout_ms, 100, 600000},
+          std::tuple{"client_io_timeout_ms", &c.client_io_timeout_ms, 100, 86400000},
+          std::tuple{"work_mem_mb", &c.work_mem_mb, 1, 1048576}}) {
       int64_t v = *field;
       RETURN_NOT_OK(Get(*t, key, &v, source));
       if (v < lo || v > hi) {
-        return Status::InvalidArgument(fmt::format("{}: [master] {} must be in {}..{}", source, key, lo, hi));
+        return Status::InvalidArgument(
+            fmt::format("{}: [master] {} must be in {}..{}", source, key, lo, hi));
       }
       *field = static_cast<int>(v);
     }
   }
   if (auto* t = root["auth"].as_table()) {
-    RETURN_NOT_OK(config_internal::CheckKeys(*t, {"method", "trust_loopback", "user"}, "[auth]", source));
+    RETURN_NOT_OK(
+        config_internal::CheckKeys(*t, {"method", "trust_loopback", "user"}, "[auth]", source));
     RETURN_NOT_OK(Get(*t, "method", &c.auth.method, source));
     RETURN_NOT_OK(Get(*t, "trust_loopback", &c.auth.trust_loopback, source));
     if (c.auth.method != "scram-sha-256" && c.auth.method != "md5" && c.auth.method != "trust") {
-      return Status::InvalidArgument(fmt::format(
-          "{}: [auth] method '{}' is unknown (known: scram-sha-256, md5, trust)", source, c.auth.method));
+      return Status::InvalidArgument(
+          fmt::format("{}: [auth] method '{}' is unknown (known: scram-sha-256, md5, trust)",
+                      source, c.auth.method));
     }
     if (auto* users = (*t)["user"].as_array()) {
       for (auto& el : *users) {
         auto* u = el.as_table();
         if (!u) return Status::InvalidArgument(source + ": [[auth.user]] entries must be tables");
-        RETURN_NOT_OK(config_internal::CheckKeys(*u, {"name", "password"}, "[[auth.user]]", source));
+        RETURN_NOT_OK(
+            config_internal::CheckKeys(*u, {"name", "password"}, "[[auth.user]]", source));
         std::string name, password;
         RETURN_NOT_OK(Get(*u, "name", &name, source));
         RETURN_NOT_OK(Get(*u, "password", &password, source));
@@ -217,8 +230,9 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
       auto* t = el.as_table();
       if (!t) return Status::InvalidArgument(source + ": [[node]] entries must be tables");
       NodeConfig n;
-      RETURN_NOT_OK(config_internal::CheckKeys(*t, {"id", "host", "port", "power", "profile", "meter", "ipmi", "wol",
-                                                    "os_suspend", "os_poweroff"},
+      RETURN_NOT_OK(config_internal::CheckKeys(*t,
+                                               {"id", "host", "port", "power", "profile", "meter",
+                                                "ipmi", "wol", "os_suspend", "os_poweroff"},
                                                "[[node]]", source));
       int64_t id = 0;
       RETURN_NOT_OK(Get(*t, "id", &id, source));
@@ -226,13 +240,15 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
       RETURN_NOT_OK(GetPort(*t, "port", &n.port, source));
       RETURN_NOT_OK(Get(*t, "power", &n.power, source));
       if (id <= 0 || id > 100000) {
-        return Status::InvalidArgument(fmt::format("{}: node id {} must be in 1..100000", source, id));
+        return Status::InvalidArgument(
+            fmt::format("{}: node id {} must be in 1..100000", source, id));
       }
       n.id = static_cast<NodeId>(id);
       if (!ids.insert(n.id).second) {
         return Status::InvalidArgument(fmt::format("{}: duplicate node id {}", source, id));
       }
-      if (n.port == 0) return Status::InvalidArgument(fmt::format("{}: node {} needs a port", source, id));
+      if (n.port == 0)
+        return Status::InvalidArgument(fmt::format("{}: node {} needs a port", source, id));
       RETURN_NOT_OK(config_internal::ParseNodePower(*t, source, &n));
       c.nodes.push_back(n);
     }

@@ -16,9 +16,9 @@ namespace wattdb {
 struct NodeConfig {
   NodeId id = 0;
   std::string host = "127.0.0.1";
-  uint16_t port = 0;          // data port: the master's requests to this node
-  std::string power = "local";  // power driver: local | ipmi | wol
-  std::string profile = "atom"; // host profile (watts, latencies)
+  uint16_t port = 0;             // data port: the master's requests to this node
+  std::string power = "local";   // power driver: local | ipmi | wol
+  std::string profile = "atom";  // host profile (watts, latencies)
   MeterConfig meter;
   IpmiConfig ipmi;
   WolConfig wol;
@@ -39,45 +39,49 @@ struct AuthConfig {
 };
 
 struct ClusterConfig {
-  std::string data_dir = "run/data";        // master at <data_dir>/master, nodes at <data_dir>/n<id>
-  uint64_t segment_bytes = 32ull << 20;     // a segment that grows past this splits
+  std::string data_dir = "run/data";     // master at <data_dir>/master, nodes at <data_dir>/n<id>
+  uint64_t segment_bytes = 32ull << 20;  // a segment that grows past this splits
   int telemetry_interval_ms = 2000;
-  int heartbeat_timeout_ms = 6000;          // a node silent this long is marked down
-  bool sync_commit = true;                  // nodes fsync their log before acknowledging a commit
-  int latch_wait_ms = 10000;                // how long a move or split waits for a segment's writers
-  int connect_timeout_ms = 2000;            // deadline of every connect between cluster processes
-  int rpc_timeout_ms = 30000;               // deadline of each request/reply and frame between them
-  int lock_timeout_ms = 10000;              // a writer waits this long for a row lock (then 40001);
-                                            // deadlocks end sooner (40P01)
-  int column_cache_mb = 2048;               // each node's column images of quiet segments (0 = none)
-  int column_cache_quiet_ms = 1000;         // a segment unchanged this long gets a column image
-  int scan_frame_kb = 64;                   // column batches a node gathers into one reply frame (0: one)
-  bool local_sockets = true;                // cluster servers on loopback also accept on local sockets
+  int heartbeat_timeout_ms = 6000;   // a node silent this long is marked down
+  bool sync_commit = true;           // nodes fsync their log before acknowledging a commit
+  int latch_wait_ms = 10000;         // how long a move or split waits for a segment's writers
+  int connect_timeout_ms = 2000;     // deadline of every connect between cluster processes
+  int rpc_timeout_ms = 30000;        // deadline of each request/reply and frame between them
+  int lock_timeout_ms = 10000;       // a writer waits this long for a row lock (then 40001);
+                                     // deadlocks end sooner (40P01)
+  int column_cache_mb = 2048;        // each node's column images of quiet segments (0 = none)
+  int column_cache_quiet_ms = 1000;  // a segment unchanged this long gets a column image
+  int scan_frame_kb = 64;            // column batches a node gathers into one reply frame (0: one)
+  bool local_sockets = true;         // cluster servers on loopback also accept on local sockets
   std::string master_host = "127.0.0.1";
   uint16_t pg_port = 5433;
-  int max_connections = 100;                // client sessions at once (more get 53300)
-  int work_mem_mb = 256;                    // each sort or hash table of a statement (53200 beyond)
-  int authentication_timeout_ms = 60000;    // startup + authentication must finish within this
-  int client_io_timeout_ms = 300000;        // a client that takes no bytes (or sends half a message) this long is dropped
-  uint16_t cluster_port = 7100;             // nodes register and heartbeat here
-  std::string node_binary;                  // local power driver: path of wattdb-node ("" = beside master)
-  std::string key_file;                     // cluster key shared by master and nodes ("" = <data_dir>/cluster.key)
+  int max_connections = 100;              // client sessions at once (more get 53300)
+  int work_mem_mb = 256;                  // each sort or hash table of a statement (53200 beyond)
+  int authentication_timeout_ms = 60000;  // startup + authentication must finish within this
+  int client_io_timeout_ms =
+      300000;  // a client that takes no bytes (or sends half a message) this long is dropped
+  uint16_t cluster_port = 7100;  // nodes register and heartbeat here
+  std::string node_binary;       // local power driver: path of wattdb-node ("" = beside master)
+  std::string key_file;  // cluster key shared by master and nodes ("" = <data_dir>/cluster.key)
   std::string log_level = "info";
   std::vector<NodeConfig> nodes;
   AuthConfig auth;
   std::vector<HostProfile> profiles;        // always holds "atom" (the default) unless redefined
   std::vector<InfraConfig> infrastructure;  // metered always-on parts (default: master, switch)
   HostsConfig hosts;
-  int meter_interval_ms = 1000;             // how often the master reads every meter
-  int wake_timeout_ms = 30000;              // a woken node must register within its boot or resume delay + this
-  uint16_t metrics_port = 0;                // Prometheus text endpoint (/metrics); 0 = off
-  std::string energy_policy;                // [master] energy_policy: the energy-policy file ("" = embedded default)
+  int meter_interval_ms = 1000;  // how often the master reads every meter
+  int wake_timeout_ms = 30000;  // a woken node must register within its boot or resume delay + this
+  uint16_t metrics_port = 0;    // Prometheus text endpoint (/metrics); 0 = off
+  std::string
+      energy_policy;  // [master] energy_policy: the energy-policy file ("" = embedded default)
 
   const NodeConfig* FindNode(NodeId id) const;
   const HostProfile& Profile(const NodeConfig& node) const;  // REQUIRES a parsed config
   // Where nodes reach the master's cluster port: master_host, or the bridge address of
   // emulated hosts (<subnet>.1).
-  std::string ClusterHost() const { return hosts.mode == "emulated" ? hosts.subnet + ".1" : master_host; }
+  std::string ClusterHost() const {
+    return hosts.mode == "emulated" ? hosts.subnet + ".1" : master_host;
+  }
   // The cluster key's path: key_file, or <data_dir>/cluster.key.
   std::string KeyPath() const { return key_file.empty() ? data_dir + "/cluster.key" : key_file; }
 };

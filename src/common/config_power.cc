@@ -1,9 +1,9 @@
 #include "common/config_power.h"
 
-#include <fmt/format.h>
-
 #include <cstdio>
 #include <set>
+
+#include <fmt/format.h>
 
 namespace wattdb::config_internal {
 
@@ -11,14 +11,16 @@ namespace {
 
 int64_t Line(const toml::node& n) { return n.source().begin.line; }
 
-Status Bad(const std::string& source, const toml::node& n, const std::string& where, const std::string& key,
-           const std::string& what) {
-  return Status::InvalidArgument(fmt::format("{}:{}: {} key '{}' {}", source, Line(n), where, key, what));
+Status Bad(const std::string& source, const toml::node& n, const std::string& where,
+           const std::string& key, const std::string& what) {
+  return Status::InvalidArgument(
+      fmt::format("{}:{}: {} key '{}' {}", source, Line(n), where, key, what));
 }
 
 // Reads `key` of `t` into `out` if present. Integers are accepted where floats are expected.
 template <typename T>
-Status Read(const toml::table& t, const char* key, T* out, const std::string& where, const std::string& source) {
+Status Read(const toml::table& t, const char* key, T* out, const std::string& where,
+            const std::string& source) {
   const toml::node* n = t.get(key);
   if (!n) return Status::OK();
   if constexpr (std::is_same_v<T, double>) {
@@ -33,11 +35,12 @@ Status Read(const toml::table& t, const char* key, T* out, const std::string& wh
   return Status::OK();
 }
 
-Status ReadInt(const toml::table& t, const char* key, int* out, int64_t lo, int64_t hi, const std::string& where,
-               const std::string& source) {
+Status ReadInt(const toml::table& t, const char* key, int* out, int64_t lo, int64_t hi,
+               const std::string& where, const std::string& source) {
   int64_t v = *out;
   RETURN_NOT_OK(Read(t, key, &v, where, source));
-  if (v < lo || v > hi) return Bad(source, *t.get(key), where, key, fmt::format("must be in {}..{}", lo, hi));
+  if (v < lo || v > hi)
+    return Bad(source, *t.get(key), where, key, fmt::format("must be in {}..{}", lo, hi));
   *out = static_cast<int>(v);
   return Status::OK();
 }
@@ -59,7 +62,8 @@ Status ReadWatts(const toml::table& t, const char* key, double* out, const std::
   return Status::OK();
 }
 
-Status ParseMeter(const toml::table& parent, const std::string& where, const std::string& source, MeterConfig* m) {
+Status ParseMeter(const toml::table& parent, const std::string& where, const std::string& source,
+                  MeterConfig* m) {
   const toml::node* n = parent.get("meter");
   if (!n) return Status::OK();
   if (auto s = n->value_exact<std::string>()) {
@@ -70,16 +74,20 @@ Status ParseMeter(const toml::table& parent, const std::string& where, const std
     RETURN_NOT_OK(Read(*t, "source", &m->source, where + " meter", source));
     RETURN_NOT_OK(ReadInt(*t, "stale_ms", &m->stale_ms, 100, 3600000, where + " meter", source));
   } else {
-    return Bad(source, *n, where, "meter", "must be a meter type or a table { type = ..., source = ... }");
+    return Bad(source, *n, where, "meter",
+               "must be a meter type or a table { type = ..., source = ... }");
   }
   static const std::set<std::string> kTypes = {"model", "ipmi-dcmi", "rapl", "external", "none"};
   if (!kTypes.count(m->type)) {
-    return Bad(source, *n, where, "meter",
-               fmt::format("names unknown meter '{}' (known: model, ipmi-dcmi, rapl, external, none)", m->type));
+    return Bad(
+        source, *n, where, "meter",
+        fmt::format("names unknown meter '{}' (known: model, ipmi-dcmi, rapl, external, none)",
+                    m->type));
   }
   if (m->type == "rapl" && m->source.empty()) m->source = "/sys/class/powercap/intel-rapl:0";
   if (m->type == "external" && m->source.empty()) {
-    return Bad(source, *n, where, "meter", "of type external needs a source (tcp://host:port or a file)");
+    return Bad(source, *n, where, "meter",
+               "of type external needs a source (tcp://host:port or a file)");
   }
   return Status::OK();
 }
@@ -87,22 +95,22 @@ Status ParseMeter(const toml::table& parent, const std::string& where, const std
 bool ValidMac(const std::string& mac) {
   unsigned b[6];
   char tail;
-  return mac.size() == 17 &&
-         std::sscanf(mac.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) == 6;
+  return mac.size() == 17 && std::sscanf(mac.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1],
+                                         &b[2], &b[3], &b[4], &b[5], &tail) == 6;
 }
 
 }  // namespace
 
-Status CheckKeys(const toml::table& t, std::initializer_list<const char*> known, const std::string& where,
-                 const std::string& source) {
+Status CheckKeys(const toml::table& t, std::initializer_list<const char*> known,
+                 const std::string& where, const std::string& source) {
   for (const auto& [k, v] : t) {
     bool ok = false;
     for (const char* n : known) ok = ok || k.str() == n;
     if (!ok) {
       std::string list;
       for (const char* n : known) list += (list.empty() ? "" : ", ") + std::string(n);
-      return Status::InvalidArgument(
-          fmt::format("{}:{}: {} has unknown key '{}' (known: {})", source, Line(v), where, k.str(), list));
+      return Status::InvalidArgument(fmt::format("{}:{}: {} has unknown key '{}' (known: {})",
+                                                 source, Line(v), where, k.str(), list));
     }
   }
   return Status::OK();
@@ -111,9 +119,12 @@ Status CheckKeys(const toml::table& t, std::initializer_list<const char*> known,
 Status ParsePowerSections(const toml::table& root, const std::string& source, ClusterConfig* c) {
   c->profiles = {HostProfile{}};  // "atom"
   if (auto* t = root["power"].as_table()) {
-    RETURN_NOT_OK(CheckKeys(*t, {"meter_interval_ms", "metrics_port", "wake_timeout_ms"}, "[power]", source));
-    RETURN_NOT_OK(ReadInt(*t, "wake_timeout_ms", &c->wake_timeout_ms, 100, 3600000, "[power]", source));
-    RETURN_NOT_OK(ReadInt(*t, "meter_interval_ms", &c->meter_interval_ms, 10, 600000, "[power]", source));
+    RETURN_NOT_OK(
+        CheckKeys(*t, {"meter_interval_ms", "metrics_port", "wake_timeout_ms"}, "[power]", source));
+    RETURN_NOT_OK(
+        ReadInt(*t, "wake_timeout_ms", &c->wake_timeout_ms, 100, 3600000, "[power]", source));
+    RETURN_NOT_OK(
+        ReadInt(*t, "meter_interval_ms", &c->meter_interval_ms, 10, 600000, "[power]", source));
     int port = c->metrics_port;
     RETURN_NOT_OK(ReadInt(*t, "metrics_port", &port, 0, 65535, "[power]", source));
     c->metrics_port = static_cast<uint16_t>(port);
@@ -124,24 +135,29 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
     for (const auto& [name, node] : *profiles) {
       auto* t = node.as_table();
       std::string where = fmt::format("[profile.{}]", name.str());
-      if (!t) return Status::InvalidArgument(fmt::format("{}:{}: {} must be a table", source, Line(node), where));
+      if (!t)
+        return Status::InvalidArgument(
+            fmt::format("{}:{}: {} must be a table", source, Line(node), where));
       RETURN_NOT_OK(CheckKeys(*t,
-                              {"cpus", "cpu_period_ms", "idle_watts", "peak_watts", "suspended_watts", "off_watts",
-                               "resume_ms", "boot_ms"},
+                              {"cpus", "cpu_period_ms", "idle_watts", "peak_watts",
+                               "suspended_watts", "off_watts", "resume_ms", "boot_ms"},
                               where, source));
       HostProfile p;
       p.name = std::string(name.str());
       RETURN_NOT_OK(Read(*t, "cpus", &p.cpus, where, source));
-      if (!(p.cpus >= 0.01 && p.cpus <= 1024)) return Bad(source, *t->get("cpus"), where, "cpus", "must be in 0.01..1024");
-      for (auto [key, field] : {std::pair{"idle_watts", &p.idle_watts}, std::pair{"peak_watts", &p.peak_watts},
-                                std::pair{"suspended_watts", &p.suspended_watts},
-                                std::pair{"off_watts", &p.off_watts}}) {
+      if (!(p.cpus >= 0.01 && p.cpus <= 1024))
+        return Bad(source, *t->get("cpus"), where, "cpus", "must be in 0.01..1024");
+      for (auto [key, field] :
+           {std::pair{"idle_watts", &p.idle_watts}, std::pair{"peak_watts", &p.peak_watts},
+            std::pair{"suspended_watts", &p.suspended_watts},
+            std::pair{"off_watts", &p.off_watts}}) {
         RETURN_NOT_OK(ReadWatts(*t, key, field, where, source));
       }
       if (p.peak_watts < p.idle_watts) {
         const toml::node* at = t->get("peak_watts") ? t->get("peak_watts") : t->get("idle_watts");
-        return Status::InvalidArgument(fmt::format("{}:{}: {} key 'peak_watts' ({}) is below idle_watts ({})",
-                                                   source, Line(at ? *at : *t), where, p.peak_watts, p.idle_watts));
+        return Status::InvalidArgument(
+            fmt::format("{}:{}: {} key 'peak_watts' ({}) is below idle_watts ({})", source,
+                        Line(at ? *at : *t), where, p.peak_watts, p.idle_watts));
       }
       RETURN_NOT_OK(ReadInt(*t, "cpu_period_ms", &p.cpu_period_ms, 1, 1000, where, source));
       RETURN_NOT_OK(ReadInt(*t, "resume_ms", &p.resume_ms, 0, 600000, where, source));
@@ -152,12 +168,17 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
   }
   if (const toml::node* in = root.get("infrastructure")) {
     auto* arr = in->as_array();
-    if (!arr) return Bad(source, *in, "", "infrastructure", "must be an array of tables [[infrastructure]]");
+    if (!arr)
+      return Bad(source, *in, "", "infrastructure",
+                 "must be an array of tables [[infrastructure]]");
     std::set<std::string> names;
     for (auto& el : *arr) {
       auto* t = el.as_table();
-      if (!t) return Status::InvalidArgument(fmt::format("{}:{}: [[infrastructure]] entries must be tables", source, Line(el)));
-      RETURN_NOT_OK(CheckKeys(*t, {"name", "meter", "idle_watts", "peak_watts"}, "[[infrastructure]]", source));
+      if (!t)
+        return Status::InvalidArgument(
+            fmt::format("{}:{}: [[infrastructure]] entries must be tables", source, Line(el)));
+      RETURN_NOT_OK(CheckKeys(*t, {"name", "meter", "idle_watts", "peak_watts"},
+                              "[[infrastructure]]", source));
       InfraConfig inf;
       RETURN_NOT_OK(Read(*t, "name", &inf.name, "[[infrastructure]]", source));
       if (inf.name.empty() || !names.insert(inf.name).second) {
@@ -167,7 +188,8 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
       std::string where = fmt::format("[[infrastructure]] '{}'", inf.name);
       RETURN_NOT_OK(ParseMeter(*t, where, source, &inf.meter));
       if (inf.meter.type == "ipmi-dcmi") {
-        return Bad(source, *t->get("meter"), where, "meter", "ipmi-dcmi meters belong to nodes (their BMC)");
+        return Bad(source, *t->get("meter"), where, "meter",
+                   "ipmi-dcmi meters belong to nodes (their BMC)");
       }
       RETURN_NOT_OK(ReadWatts(*t, "idle_watts", &inf.idle_watts, where, source));
       RETURN_NOT_OK(ReadWatts(*t, "peak_watts", &inf.peak_watts, where, source));
@@ -184,17 +206,20 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
     RETURN_NOT_OK(Read(*t, "subnet", &c->hosts.subnet, "[hosts]", source));
     RETURN_NOT_OK(Read(*t, "bridge", &c->hosts.bridge, "[hosts]", source));
     if (c->hosts.mode != "loopback" && c->hosts.mode != "emulated") {
-      return Bad(source, *t->get("mode"), "[hosts]", "mode", "must be \"loopback\" or \"emulated\"");
+      return Bad(source, *t->get("mode"), "[hosts]", "mode",
+                 "must be \"loopback\" or \"emulated\"");
     }
     unsigned a, b, cc;
     char tail;
-    if (std::sscanf(c->hosts.subnet.c_str(), "%u.%u.%u%c", &a, &b, &cc, &tail) != 3 || a > 255 || b > 255 ||
-        cc > 255) {
-      return Status::InvalidArgument(fmt::format("{}: [hosts] subnet '{}' must be a /24 prefix such as \"10.213.0\"",
-                                                 source, c->hosts.subnet));
+    if (std::sscanf(c->hosts.subnet.c_str(), "%u.%u.%u%c", &a, &b, &cc, &tail) != 3 || a > 255 ||
+        b > 255 || cc > 255) {
+      return Status::InvalidArgument(
+          fmt::format("{}: [hosts] subnet '{}' must be a /24 prefix such as \"10.213.0\"", source,
+                      c->hosts.subnet));
     }
     if (c->hosts.bridge.empty() || c->hosts.bridge.size() > 15) {
-      return Status::InvalidArgument(fmt::format("{}: [hosts] bridge must be 1..15 characters", source));
+      return Status::InvalidArgument(
+          fmt::format("{}: [hosts] bridge must be 1..15 characters", source));
     }
   }
   return Status::OK();
@@ -210,7 +235,8 @@ Status ParseNodePower(const toml::table& t, const std::string& source, NodeConfi
     auto* it = in->as_table();
     if (!it) return Bad(source, *in, where, "ipmi", "must be a table");
     std::string w = where + " ipmi";
-    RETURN_NOT_OK(CheckKeys(*it, {"host", "port", "user", "password", "ipmitool", "timeout_ms", "retries"}, w, source));
+    RETURN_NOT_OK(CheckKeys(
+        *it, {"host", "port", "user", "password", "ipmitool", "timeout_ms", "retries"}, w, source));
     RETURN_NOT_OK(Read(*it, "host", &n->ipmi.host, w, source));
     RETURN_NOT_OK(ReadPort(*it, "port", &n->ipmi.port, w, source));
     RETURN_NOT_OK(Read(*it, "user", &n->ipmi.user, w, source));
@@ -229,7 +255,8 @@ Status ParseNodePower(const toml::table& t, const std::string& source, NodeConfi
     RETURN_NOT_OK(ReadPort(*wt, "port", &n->wol.port, w, source));
     RETURN_NOT_OK(Read(*wt, "interface", &n->wol.interface, w, source));
     if (!n->wol.mac.empty() && !ValidMac(n->wol.mac)) {
-      return Bad(source, *wt->get("mac"), w, "mac", fmt::format("'{}' is not a MAC address (aa:bb:cc:dd:ee:ff)", n->wol.mac));
+      return Bad(source, *wt->get("mac"), w, "mac",
+                 fmt::format("'{}' is not a MAC address (aa:bb:cc:dd:ee:ff)", n->wol.mac));
     }
   }
   return Status::OK();
@@ -247,23 +274,32 @@ Status FinishPowerConfig(const toml::table& root, const std::string& source, Clu
     };
     bool known_profile = false;
     for (const auto& p : c->profiles) known_profile = known_profile || p.name == n.profile;
-    if (!known_profile) return err(fmt::format("key 'profile' names unknown profile '{}'", n.profile));
+    if (!known_profile)
+      return err(fmt::format("key 'profile' names unknown profile '{}'", n.profile));
     if (n.power != "local" && n.power != "ipmi" && n.power != "wol" && n.power != "master") {
-      return err(fmt::format("key 'power' names unknown power driver '{}' (known: local, ipmi, wol, master)", n.power));
+      return err(fmt::format(
+          "key 'power' names unknown power driver '{}' (known: local, ipmi, wol, master)",
+          n.power));
     }
     if (n.InMaster()) {
       // The master node of the paper: the master process holds this node's segments itself.
       for (size_t j = 0; j < i; j++) {
-        if (c->nodes[j].InMaster()) return err(fmt::format("node {} already lives in the master", c->nodes[j].id));
+        if (c->nodes[j].InMaster())
+          return err(fmt::format("node {} already lives in the master", c->nodes[j].id));
       }
-      if (emulated) return err("key 'power' = \"master\" puts the node in the master process, not on an emulated host");
+      if (emulated)
+        return err(
+            "key 'power' = \"master\" puts the node in the master process, not on an emulated "
+            "host");
       // Its watts are the master host's ([[infrastructure]] "master"), unless a meter is named.
       if (!t || !t->get("meter")) n.meter.type = "none";
     }
     if (emulated) {
       if (n.id > 240) return err("emulated hosts need node ids in 1..240");
       if (n.power == "local") {
-        return err("key 'power' = \"local\" runs loopback processes; emulated hosts are powered through ipmi or wol");
+        return err(
+            "key 'power' = \"local\" runs loopback processes; emulated hosts are powered through "
+            "ipmi or wol");
       }
       if (!t || !t->get("host")) n.host = fmt::format("{}.{}", c->hosts.subnet, 10 + n.id);
       if (n.wol.mac.empty()) n.wol.mac = fmt::format("52:54:00:57:00:{:02x}", n.id);

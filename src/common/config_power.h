@@ -14,8 +14,8 @@
 namespace wattdb::config_internal {
 
 // Fails naming the first key of `t` not in `known` (file, line, key).
-Status CheckKeys(const toml::table& t, std::initializer_list<const char*> known, const std::string& where,
-                 const std::string& source);
+Status CheckKeys(const toml::table& t, std::initializer_list<const char*> known,
+                 const std::string& where, const std::string& source);
 
 // [power], [profile.*], [[infrastructure]] and [hosts] into `c`.
 Status ParsePowerSections(const toml::table& root, const std::string& source, ClusterConfig* c);

@@ -90,9 +90,10 @@ wol = { mac = "52:54:00:aa:bb:cc", broadcast = "127.255.255.255", port = 40009 }
 }
 
 TEST(PowerConfig, EmulatedHostsDeriveAddressesAndMacs) {
-  auto c = ParseConfig("[hosts]\nmode = \"emulated\"\nsubnet = \"10.99.1\"\n"
-                       "[[node]]\nid = 3\nport = 7103\npower = \"wol\"\n",
-                       "cluster.toml");
+  auto c = ParseConfig(
+      "[hosts]\nmode = \"emulated\"\nsubnet = \"10.99.1\"\n"
+      "[[node]]\nid = 3\nport = 7103\npower = \"wol\"\n",
+      "cluster.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->nodes[0].host, "10.99.1.13");
   EXPECT_EQ(c->nodes[0].wol.mac, "52:54:00:57:00:03");
@@ -119,17 +120,21 @@ TEST(PowerConfig, BadPowerConfigNamesFileLineAndKey) {
   ExpectError("[[infrastructure]]\nname = \"ups\"\nmeter = \"ipmi-dcmi\"\n" + node, "3", "meter");
   ExpectError("[hosts]\nmode = \"virtual\"\n" + node, "2", "mode");
   ExpectError("[hosts]\nmode = \"emulated\"\n" + node + "power = \"local\"\n", "3", "power");
-  ExpectError("[hosts]\nmode = \"emulated\"\n" + node + "power = \"master\"\n", "3", "master process");
+  ExpectError("[hosts]\nmode = \"emulated\"\n" + node + "power = \"master\"\n", "3",
+              "master process");
 }
 
 TEST(PowerConfig, OneNodeMayLiveInTheMaster) {
-  auto c = ParseConfig("[[node]]\nid = 1\nport = 7101\npower = \"master\"\n[[node]]\nid = 2\nport = 7102\n",
-                       "cluster.toml");
+  auto c = ParseConfig(
+      "[[node]]\nid = 1\nport = 7101\npower = \"master\"\n[[node]]\nid = 2\nport = 7102\n",
+      "cluster.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->nodes[0].power, "master");
   EXPECT_EQ(c->nodes[1].power, "local");
-  ExpectError("[[node]]\nid = 1\nport = 7101\npower = \"master\"\n[[node]]\nid = 2\nport = 7102\npower = \"master\"\n",
-              "5", "node 1 already lives in the master");
+  ExpectError(
+      "[[node]]\nid = 1\nport = 7101\npower = \"master\"\n[[node]]\nid = 2\nport = 7102\npower = "
+      "\"master\"\n",
+      "5", "node 1 already lives in the master");
 }
 
 }  // namespace

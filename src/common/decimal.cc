@@ -41,7 +41,9 @@ std::string DigitsOf(Int128 abs) {
   return std::string(s.rbegin(), s.rend());
 }
 
-Status Overflow() { return Status::Sql(sqlstate::kNumericValueOutOfRange, "value overflows numeric format"); }
+Status Overflow() {
+  return Status::Sql(sqlstate::kNumericValueOutOfRange, "value overflows numeric format");
+}
 
 Result<Decimal> Checked(Int128 v, int scale) {
   if (Abs(v) >= Pow10(kMaxDecimalDigits)) return Overflow();
@@ -101,9 +103,13 @@ Result<Decimal> ParseDecimal(std::string_view in) {
         plain = false;
       }
     }
-    if (plain && digit) return Decimal{neg ? -static_cast<Int128>(v) : static_cast<Int128>(v), frac};
+    if (plain && digit)
+      return Decimal{neg ? -static_cast<Int128>(v) : static_cast<Int128>(v), frac};
   }
-  auto bad = [&] { return Status::Sql(sqlstate::kInvalidTextRepresentation, fmt::format("invalid input syntax for type numeric: \"{}\"", in)); };
+  auto bad = [&] {
+    return Status::Sql(sqlstate::kInvalidTextRepresentation,
+                       fmt::format("invalid input syntax for type numeric: \"{}\"", in));
+  };
   std::string_view s = in;
   while (!s.empty() && isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -158,7 +164,8 @@ Result<Decimal> ParseDecimal(std::string_view in) {
     if (up) v++;
     return Checked(neg ? -v : v, kMaxDecimalScale);
   }
-  if (digits.size() + std::max<int64_t>(0, -scale) > static_cast<size_t>(kMaxDecimalDigits)) return Overflow();
+  if (digits.size() + std::max<int64_t>(0, -scale) > static_cast<size_t>(kMaxDecimalDigits))
+    return Overflow();
   Int128 v = 0;
   for (char c : digits) v = v * 10 + (c - '0');
   if (scale < 0) {
@@ -182,7 +189,9 @@ std::string FormatDecimal(const Decimal& d) {
 Decimal DecimalFromInt(int64_t i) { return Decimal{i, 0}; }
 
 Result<Decimal> DecimalFromDouble(double d) {
-  if (!std::isfinite(d)) return Status::Sql(sqlstate::kNumericValueOutOfRange, "cannot convert infinity or NaN to numeric");
+  if (!std::isfinite(d))
+    return Status::Sql(sqlstate::kNumericValueOutOfRange,
+                       "cannot convert infinity or NaN to numeric");
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.15g", d);
   return ParseDecimal(buf);
@@ -192,7 +201,8 @@ double DecimalToDouble(const Decimal& d) { return std::strtod(FormatDecimal(d).c
 
 Result<int64_t> DecimalToInt(const Decimal& d) {
   Int128 v = DivRound(d.v, Pow10(d.scale));
-  if (v > INT64_MAX || v < INT64_MIN) return Status::Sql(sqlstate::kNumericValueOutOfRange, "bigint out of range");
+  if (v > INT64_MAX || v < INT64_MIN)
+    return Status::Sql(sqlstate::kNumericValueOutOfRange, "bigint out of range");
   return static_cast<int64_t>(v);
 }
 
@@ -209,9 +219,11 @@ Result<Decimal> Rescale(const Decimal& d, int scale) {
 Result<Decimal> ApplyTypmod(const Decimal& d, int precision, int scale) {
   ASSIGN_OR_RETURN(Decimal r, Rescale(d, scale));
   if (r.v != 0 && NumDigits(Abs(r.v)) > precision) {
-    return Status::Sql(sqlstate::kNumericValueOutOfRange, fmt::format("numeric field overflow: a field with precision {}, scale {} must round "
-                                            "to an absolute value less than 10^{}",
-                                            precision, scale, precision - scale));
+    return Status::Sql(
+        sqlstate::kNumericValueOutOfRange,
+        fmt::format("numeric field overflow: a field with precision {}, scale {} must round "
+                    "to an absolute value less than 10^{}",
+                    precision, scale, precision - scale));
   }
   return r;
 }
@@ -313,7 +325,9 @@ Result<Decimal> RoundOrTrunc(const Decimal& d, int digits, bool round) {
 }  // namespace
 
 Result<Decimal> RoundDecimal(const Decimal& d, int digits) { return RoundOrTrunc(d, digits, true); }
-Result<Decimal> TruncDecimal(const Decimal& d, int digits) { return RoundOrTrunc(d, digits, false); }
+Result<Decimal> TruncDecimal(const Decimal& d, int digits) {
+  return RoundOrTrunc(d, digits, false);
+}
 
 Decimal CeilDecimal(const Decimal& d) {
   Int128 unit = Pow10(d.scale), q = d.v / unit;
@@ -378,7 +392,8 @@ Result<Decimal> DecodeDecimalKey(std::string_view* key) {
 
 size_t HashDecimal(const Decimal& d) {
   Decimal n = Normalize(d);
-  if (n.scale == 0 && n.v >= INT64_MIN && n.v <= INT64_MAX) return std::hash<int64_t>()(static_cast<int64_t>(n.v));
+  if (n.scale == 0 && n.v >= INT64_MIN && n.v <= INT64_MAX)
+    return std::hash<int64_t>()(static_cast<int64_t>(n.v));
   return std::hash<std::string>()(FormatDecimal(n));
 }
 

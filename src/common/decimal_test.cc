@@ -16,7 +16,9 @@ Decimal D(const char* s) {
   return d.ok() ? *d : Decimal{};
 }
 
-std::string F(const Result<Decimal>& d) { return d.ok() ? FormatDecimal(*d) : d.status().sqlstate(); }
+std::string F(const Result<Decimal>& d) {
+  return d.ok() ? FormatDecimal(*d) : d.status().sqlstate();
+}
 
 TEST(Decimal, ParsesAndPrintsWithDisplayScale) {
   EXPECT_EQ(F(D("1.50")), "1.50");
@@ -30,23 +32,27 @@ TEST(Decimal, ParsesAndPrintsWithDisplayScale) {
   EXPECT_EQ(ParseDecimal("abc").status().sqlstate(), sqlstate::kInvalidTextRepresentation);
   EXPECT_EQ(ParseDecimal("1e").status().sqlstate(), sqlstate::kInvalidTextRepresentation);
   EXPECT_EQ(ParseDecimal("1e40").status().sqlstate(), sqlstate::kNumericValueOutOfRange);
-  EXPECT_EQ(F(D("99999999999999999999999999999999999999")), "99999999999999999999999999999999999999");
-  EXPECT_EQ(ParseDecimal("999999999999999999999999999999999999999").status().sqlstate(), sqlstate::kNumericValueOutOfRange);
+  EXPECT_EQ(F(D("99999999999999999999999999999999999999")),
+            "99999999999999999999999999999999999999");
+  EXPECT_EQ(ParseDecimal("999999999999999999999999999999999999999").status().sqlstate(),
+            sqlstate::kNumericValueOutOfRange);
   // Found by fuzzing: more fractional digits than fit, with an integer part, overflowed the
   // 128-bit accumulator after rounding. More than 38 significant digits remain: 22003.
-  EXPECT_EQ(ParseDecimal("24." + std::string(200, '1')).status().sqlstate(), sqlstate::kNumericValueOutOfRange);
+  EXPECT_EQ(ParseDecimal("24." + std::string(200, '1')).status().sqlstate(),
+            sqlstate::kNumericValueOutOfRange);
   EXPECT_EQ(F(D(("0." + std::string(60, '1')).c_str())), "0." + std::string(38, '1'));
   // The short plain forms (a fast path) answer as the general parse does.
   EXPECT_EQ(F(D("-0")), "0");
   EXPECT_EQ(F(D("-0.00")), "0.00");
   EXPECT_EQ(F(D("5.")), "5");
   EXPECT_EQ(F(D("-.25")), "-0.25");
-  EXPECT_EQ(F(D("999999999999999999")), "999999999999999999");    // 18 digits
+  EXPECT_EQ(F(D("999999999999999999")), "999999999999999999");  // 18 digits
   EXPECT_EQ(F(D("-99999999999999999")), "-99999999999999999");
   EXPECT_EQ(F(D("9999999999999999999")), "9999999999999999999");  // 19: the general path
   EXPECT_EQ(F(D("12345.678901234567")), "12345.678901234567");
   for (const char* bad : {"", "-", ".", "-.", "1-", "1..2", "1,5", "--1", "1 2"}) {
-    EXPECT_EQ(ParseDecimal(bad).status().sqlstate(), sqlstate::kInvalidTextRepresentation) << "'" << bad << "'";
+    EXPECT_EQ(ParseDecimal(bad).status().sqlstate(), sqlstate::kInvalidTextRepresentation)
+        << "'" << bad << "'";
   }
 }
 
@@ -86,8 +92,9 @@ TEST(Decimal, RoundingIsHalfAwayFromZero) {
 }
 
 TEST(Decimal, KeyEncodingOrdersByValue) {
-  std::vector<const char*> sorted = {"-1000", "-12.5", "-1.55", "-1.5", "-0.05", "0", "0.0001", "0.05",
-                                     "1",     "1.5",   "1.55",  "9.99", "10",    "12", "1200",   "1e30"};
+  std::vector<const char*> sorted = {"-1000",  "-12.5", "-1.55", "-1.5", "-0.05", "0",
+                                     "0.0001", "0.05",  "1",     "1.5",  "1.55",  "9.99",
+                                     "10",     "12",    "1200",  "1e30"};
   std::vector<std::string> keys;
   for (const char* s : sorted) {
     std::string k;

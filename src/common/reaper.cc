@@ -30,7 +30,7 @@ void Reaper::Run() {
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     cv_.wait(l, [&] { return stop_ || !queue_.empty(); });  // an idle worker: no deadline
-    if (queue_.empty()) return;  // stopping, nothing left
+    if (queue_.empty()) return;                             // stopping, nothing left
     std::shared_ptr<void> obj = std::move(queue_.front());
     queue_.pop_front();
     destroying_++;

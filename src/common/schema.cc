@@ -27,7 +27,8 @@ void TableSchema::Serialize(std::string* out) const {
     w.Str(c.name);
     w.U8(static_cast<uint8_t>(c.type.id));
     w.VarI64(c.type.max_len);
-    w.U8((c.not_null ? 1 : 0) | (c.hidden ? 2 : 0) | (c.default_sql.empty() ? 0 : 4) | (c.serial ? 8 : 0));
+    w.U8((c.not_null ? 1 : 0) | (c.hidden ? 2 : 0) | (c.default_sql.empty() ? 0 : 4) |
+         (c.serial ? 8 : 0));
     if (!c.default_sql.empty()) w.Str(c.default_sql);
   }
   w.VarU64(key_columns.size());
@@ -92,8 +93,8 @@ Result<TableSchema> TableSchema::Deserialize(std::string_view in) {
     IndexDef ix;
     uint64_t id, ready, ncols;
     uint8_t unique;
-    if (!r.VarU64(&id) || !r.Str(&ix.name) || !r.U8(&unique) || !r.VarU64(&ready) || !r.VarU64(&ncols) ||
-        ncols > in.size()) {
+    if (!r.VarU64(&id) || !r.Str(&ix.name) || !r.U8(&unique) || !r.VarU64(&ready) ||
+        !r.VarU64(&ncols) || ncols > in.size()) {
       return bad();
     }
     ix.spec.id = static_cast<uint32_t>(id);

@@ -20,7 +20,7 @@ struct Column {
   std::string name;
   SqlType type;
   bool not_null = false;
-  bool hidden = false;  // the row id of a table declared without a primary key
+  bool hidden = false;      // the row id of a table declared without a primary key
   std::string default_sql;  // DEFAULT expression (SQL text), "" = NULL
   bool serial = false;      // SERIAL/BIGSERIAL: an INSERT not naming it draws the next number
 };
@@ -50,7 +50,7 @@ struct TableSchema {
   TableId id = 0;
   std::string name;
   std::vector<Column> columns;
-  std::vector<int> key_columns;  // indexes into columns; never empty (hidden row id if needed)
+  std::vector<int> key_columns;   // indexes into columns; never empty (hidden row id if needed)
   std::vector<IndexDef> indexes;  // secondary indexes
   uint32_t next_index_id = 1;
 

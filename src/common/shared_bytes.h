@@ -40,7 +40,9 @@ class SharedBytes {
     }
   }
 
-  std::string_view view() const { return rep_ ? std::string_view(rep_->data(), rep_->size) : std::string_view(); }
+  std::string_view view() const {
+    return rep_ ? std::string_view(rep_->data(), rep_->size) : std::string_view();
+  }
   operator std::string_view() const { return view(); }  // NOLINT: reads like the bytes
   size_t size() const { return rep_ ? rep_->size : 0; }
   bool empty() const { return size() == 0; }

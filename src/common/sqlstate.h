@@ -6,7 +6,6 @@
 
 namespace wattdb::sqlstate {
 
-
 // Class 00 - Successful Completion
 inline constexpr char kSuccessfulCompletion[] = "00000";
 

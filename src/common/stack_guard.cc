@@ -32,7 +32,8 @@ Status CheckStackDepth() {
   uintptr_t sp = reinterpret_cast<uintptr_t>(&here);
   uintptr_t limit = StackLimit();
   if (limit != 0 && sp < limit) {
-    return Status::Sql(sqlstate::kStatementTooComplex, "stack depth limit exceeded: the statement is nested too deeply");
+    return Status::Sql(sqlstate::kStatementTooComplex,
+                       "stack depth limit exceeded: the statement is nested too deeply");
   }
   return Status::OK();
 }

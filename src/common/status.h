@@ -26,16 +26,16 @@ class [[nodiscard]] Status {
     kInvalidArgument,  // bad user input (SQL, config, flags)
     kNotFound,
     kAlreadyExists,
-    kIOError,       // disk or network failure
-    kCorruption,    // bytes that do not decode
-    kUnavailable,   // a peer is down or a resource is busy; retrying may help
-    kAborted,       // a transaction lost a conflict
-    kStale,         // caller's view of placement is out of date; re-resolve and retry
+    kIOError,      // disk or network failure
+    kCorruption,   // bytes that do not decode
+    kUnavailable,  // a peer is down or a resource is busy; retrying may help
+    kAborted,      // a transaction lost a conflict
+    kStale,        // caller's view of placement is out of date; re-resolve and retry
     kNotSupported,
     kInternal,
-    kTimedOut,      // a peer did not answer within its deadline
-    kConflict,      // a row to be written has a version newer than the writer's snapshot:
-                    // 40001 under REPEATABLE READ; READ COMMITTED restarts the statement
+    kTimedOut,  // a peer did not answer within its deadline
+    kConflict,  // a row to be written has a version newer than the writer's snapshot:
+                // 40001 under REPEATABLE READ; READ COMMITTED restarts the statement
   };
 
   Status() = default;
@@ -44,7 +44,8 @@ class [[nodiscard]] Status {
   // `sqlstate` defaults per code when empty (see sqlstate()).
   Status(Code code, std::string msg, std::string sqlstate = "", int position = 0)
       : state_(code == Code::kOk ? nullptr
-                                 : std::make_unique<State>(State{code, std::move(msg), std::move(sqlstate), position})) {}
+                                 : std::make_unique<State>(State{code, std::move(msg),
+                                                                 std::move(sqlstate), position})) {}
   Status(const Status& o) : state_(o.state_ ? std::make_unique<State>(*o.state_) : nullptr) {}
   Status& operator=(const Status& o) {
     if (this != &o) state_ = o.state_ ? std::make_unique<State>(*o.state_) : nullptr;
@@ -69,8 +70,12 @@ class [[nodiscard]] Status {
     return {Code::kAborted, std::move(m), std::move(st)};
   }
   static Status Stale(std::string m) { return {Code::kStale, std::move(m)}; }
-  static Status Conflict(std::string m) { return {Code::kConflict, std::move(m), sqlstate::kSerializationFailure}; }
-  static Status NotSupported(std::string m) { return {Code::kNotSupported, std::move(m), sqlstate::kFeatureNotSupported}; }
+  static Status Conflict(std::string m) {
+    return {Code::kConflict, std::move(m), sqlstate::kSerializationFailure};
+  }
+  static Status NotSupported(std::string m) {
+    return {Code::kNotSupported, std::move(m), sqlstate::kFeatureNotSupported};
+  }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
   static Status TimedOut(std::string m) { return {Code::kTimedOut, std::move(m)}; }
   // A SQL error with an explicit SQLSTATE and optional position (1-based, 0 = none).
@@ -116,7 +121,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: REQUIRES: !status.ok()
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -139,16 +144,16 @@ class [[nodiscard]] Result {
 #define WATTDB_CONCAT_INNER(a, b) a##b
 #define WATTDB_CONCAT(a, b) WATTDB_CONCAT_INNER(a, b)
 
-#define RETURN_NOT_OK(expr)              \
-  do {                                   \
-    ::wattdb::Status _s = (expr);        \
-    if (!_s.ok()) return _s;             \
+#define RETURN_NOT_OK(expr)       \
+  do {                            \
+    ::wattdb::Status _s = (expr); \
+    if (!_s.ok()) return _s;      \
   } while (0)
 
-#define RETURN_NOT_OK_PREPEND(expr, prefix)        \
-  do {                                             \
-    ::wattdb::Status _s = (expr);                  \
-    if (!_s.ok()) return _s.Prepend(prefix);       \
+#define RETURN_NOT_OK_PREPEND(expr, prefix)  \
+  do {                                       \
+    ::wattdb::Status _s = (expr);            \
+    if (!_s.ok()) return _s.Prepend(prefix); \
   } while (0)
 
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
@@ -157,7 +162,6 @@ class [[nodiscard]] Result {
   lhs = std::move(tmp).value()
 
 // ASSIGN_OR_RETURN(auto x, F()); declares x from a Result or returns its error.
-#define ASSIGN_OR_RETURN(lhs, expr) \
-  ASSIGN_OR_RETURN_IMPL(WATTDB_CONCAT(_r_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN(lhs, expr) ASSIGN_OR_RETURN_IMPL(WATTDB_CONCAT(_r_, __LINE__), lhs, expr)
 
 }  // namespace wattdb

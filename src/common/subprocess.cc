@@ -20,7 +20,9 @@ namespace wattdb {
 namespace {
 constexpr size_t kMaxOutput = 1 << 20;
 
-int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+int ExitCode(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 }  // namespace
 
 Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& o) {
@@ -58,8 +60,10 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& o)
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-  if (o.new_session) flags |= POSIX_SPAWN_SETSID;
-  else if (o.new_group) flags |= POSIX_SPAWN_SETPGROUP;
+  if (o.new_session)
+    flags |= POSIX_SPAWN_SETSID;
+  else if (o.new_group)
+    flags |= POSIX_SPAWN_SETPGROUP;
   posix_spawnattr_setflags(&attr, flags);
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, argv[0].c_str(), &fa, &attr, args.data(), envp.data());
@@ -90,7 +94,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, int timeo
   bool timed_out = false;
   char buf[4096];
   while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;

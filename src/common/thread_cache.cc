@@ -14,7 +14,8 @@ ThreadCache::~ThreadCache() {
 }
 
 ThreadCache& ThreadCache::Shared() {
-  static ThreadCache* cache = new ThreadCache(std::chrono::seconds(10));  // threads may outlive statics
+  static ThreadCache* cache =
+      new ThreadCache(std::chrono::seconds(10));  // threads may outlive statics
   return *cache;
 }
 
@@ -30,8 +31,8 @@ void ThreadCache::Run(std::function<void()> task) {
   std::thread([this, t = std::move(task)]() mutable { Loop(std::move(t)); }).detach();
 }
 
-void ThreadCache::RunCounted(size_t n, std::mutex& mu, size_t& running, std::condition_variable& ended,
-                             const std::function<void()>& task) {
+void ThreadCache::RunCounted(size_t n, std::mutex& mu, size_t& running,
+                             std::condition_variable& ended, const std::function<void()>& task) {
   {
     std::lock_guard<std::mutex> l(mu);
     running = n;
@@ -40,7 +41,8 @@ void ThreadCache::RunCounted(size_t n, std::mutex& mu, size_t& running, std::con
     Run([&mu, &running, &ended, task] {
       task();
       std::lock_guard<std::mutex> l(mu);
-      if (--running == 0) ended.notify_all();  // under the lock: the owner may go once it is released
+      if (--running == 0)
+        ended.notify_all();  // under the lock: the owner may go once it is released
     });
   }
 }

@@ -45,8 +45,8 @@ class ThreadCache {
 
   const std::chrono::milliseconds idle_timeout_;
   mutable std::mutex mu_;
-  std::condition_variable work_;  // idle threads wait here
-  std::condition_variable gone_;  // the destructor waits here for threads to exit
+  std::condition_variable work_;             // idle threads wait here
+  std::condition_variable gone_;             // the destructor waits here for threads to exit
   std::deque<std::function<void()>> queue_;  // never longer than idle_
   size_t threads_ = 0, idle_ = 0;
   uint64_t started_ = 0;

@@ -11,14 +11,22 @@ namespace wattdb {
 
 std::string SqlType::ToString() const {
   switch (id) {
-    case TypeId::kNull: return "unknown";
-    case TypeId::kBool: return "boolean";
-    case TypeId::kInt32: return "integer";
-    case TypeId::kInt64: return "bigint";
-    case TypeId::kDouble: return "double precision";
-    case TypeId::kTimestamp: return "timestamp without time zone";
-    case TypeId::kNumeric: return max_len ? fmt::format("numeric({},{})", precision(), scale()) : "numeric";
-    case TypeId::kArray: return element().ToString() + "[]";
+    case TypeId::kNull:
+      return "unknown";
+    case TypeId::kBool:
+      return "boolean";
+    case TypeId::kInt32:
+      return "integer";
+    case TypeId::kInt64:
+      return "bigint";
+    case TypeId::kDouble:
+      return "double precision";
+    case TypeId::kTimestamp:
+      return "timestamp without time zone";
+    case TypeId::kNumeric:
+      return max_len ? fmt::format("numeric({},{})", precision(), scale()) : "numeric";
+    case TypeId::kArray:
+      return element().ToString() + "[]";
     case TypeId::kText:
       if (max_len < 0) return fmt::format("character({})", -max_len);
       return max_len > 0 ? fmt::format("character varying({})", max_len) : "text";
@@ -28,23 +36,38 @@ std::string SqlType::ToString() const {
 
 int32_t SqlType::PgOid() const {
   switch (id) {
-    case TypeId::kNull: return 25;
-    case TypeId::kBool: return 16;
-    case TypeId::kInt32: return 23;
-    case TypeId::kInt64: return 20;
-    case TypeId::kDouble: return 701;
-    case TypeId::kTimestamp: return 1114;
-    case TypeId::kNumeric: return 1700;
-    case TypeId::kText: return max_len > 0 ? 1043 : max_len < 0 ? 1042 : 25;
+    case TypeId::kNull:
+      return 25;
+    case TypeId::kBool:
+      return 16;
+    case TypeId::kInt32:
+      return 23;
+    case TypeId::kInt64:
+      return 20;
+    case TypeId::kDouble:
+      return 701;
+    case TypeId::kTimestamp:
+      return 1114;
+    case TypeId::kNumeric:
+      return 1700;
+    case TypeId::kText:
+      return max_len > 0 ? 1043 : max_len < 0 ? 1042 : 25;
     case TypeId::kArray:
       switch (element().id) {
-        case TypeId::kBool: return 1000;
-        case TypeId::kInt32: return 1007;
-        case TypeId::kInt64: return 1016;
-        case TypeId::kDouble: return 1022;
-        case TypeId::kNumeric: return 1231;
-        case TypeId::kTimestamp: return 1115;
-        default: return 1009;  // text[]
+        case TypeId::kBool:
+          return 1000;
+        case TypeId::kInt32:
+          return 1007;
+        case TypeId::kInt64:
+          return 1016;
+        case TypeId::kDouble:
+          return 1022;
+        case TypeId::kNumeric:
+          return 1231;
+        case TypeId::kTimestamp:
+          return 1115;
+        default:
+          return 1009;  // text[]
       }
   }
   return 25;
@@ -58,12 +81,18 @@ int32_t SqlType::PgTypmod() const {
 
 int16_t SqlType::PgLen() const {
   switch (id) {
-    case TypeId::kBool: return 1;
-    case TypeId::kInt32: return 4;
-    case TypeId::kInt64: return 8;
-    case TypeId::kDouble: return 8;
-    case TypeId::kTimestamp: return 8;
-    default: return -1;
+    case TypeId::kBool:
+      return 1;
+    case TypeId::kInt32:
+      return 4;
+    case TypeId::kInt64:
+      return 8;
+    case TypeId::kDouble:
+      return 8;
+    case TypeId::kTimestamp:
+      return 8;
+    default:
+      return -1;
   }
 }
 
@@ -80,14 +109,21 @@ std::string FormatDouble(double d) {
 
 std::string Value::ToText() const {
   switch (type_) {
-    case TypeId::kNull: return "";
-    case TypeId::kBool: return i_ ? "t" : "f";
+    case TypeId::kNull:
+      return "";
+    case TypeId::kBool:
+      return i_ ? "t" : "f";
     case TypeId::kInt32:
-    case TypeId::kInt64: return std::to_string(i_);
-    case TypeId::kDouble: return FormatDouble(d_);
-    case TypeId::kText: return s_;
-    case TypeId::kTimestamp: return FormatTimestamp(i_);
-    case TypeId::kNumeric: return FormatDecimal(dec_);
+    case TypeId::kInt64:
+      return std::to_string(i_);
+    case TypeId::kDouble:
+      return FormatDouble(d_);
+    case TypeId::kText:
+      return s_;
+    case TypeId::kTimestamp:
+      return FormatTimestamp(i_);
+    case TypeId::kNumeric:
+      return FormatDecimal(dec_);
     case TypeId::kArray: {
       // PostgreSQL's array text form: {a,b,NULL,"x y"}.
       std::string out = "{";
@@ -99,7 +135,8 @@ std::string Value::ToText() const {
           continue;
         }
         std::string t = e.ToText();
-        bool quote = t.empty() || t == "NULL" || t.find_first_of("{},\" \\\t\n") != std::string::npos;
+        bool quote =
+            t.empty() || t == "NULL" || t.find_first_of("{},\" \\\t\n") != std::string::npos;
         if (!quote) {
           out += t;
           continue;
@@ -125,8 +162,10 @@ int Value::Compare(const Value& o) const {
   auto cmp = [](auto a, auto b) { return a < b ? -1 : (a > b ? 1 : 0); };
   bool num_a = SqlType{type_}.IsNumeric(), num_b = SqlType{o.type_}.IsNumeric();
   if (num_a && num_b) {
-    if (type_ == TypeId::kDouble || o.type_ == TypeId::kDouble) return CompareDoubles(ToDouble(), o.ToDouble());
-    if (type_ == TypeId::kNumeric || o.type_ == TypeId::kNumeric) return CompareDecimal(ToDecimal(), o.ToDecimal());
+    if (type_ == TypeId::kDouble || o.type_ == TypeId::kDouble)
+      return CompareDoubles(ToDouble(), o.ToDouble());
+    if (type_ == TypeId::kNumeric || o.type_ == TypeId::kNumeric)
+      return CompareDecimal(ToDecimal(), o.ToDecimal());
     return cmp(i_, o.i_);
   }
   if (type_ == TypeId::kArray && o.type_ == TypeId::kArray) {
@@ -139,17 +178,20 @@ int Value::Compare(const Value& o) const {
     int c = s_.compare(o.s_);
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
-  if (type_ == o.type_ && (type_ == TypeId::kBool || type_ == TypeId::kTimestamp)) return cmp(i_, o.i_);
+  if (type_ == o.type_ && (type_ == TypeId::kBool || type_ == TypeId::kTimestamp))
+    return cmp(i_, o.i_);
   return cmp(static_cast<int>(type_), static_cast<int>(o.type_));
 }
 
 size_t Value::Hash() const {
   switch (type_) {
-    case TypeId::kNull: return 0x9e3779b9;
+    case TypeId::kNull:
+      return 0x9e3779b9;
     case TypeId::kBool:
     case TypeId::kInt32:
     case TypeId::kInt64:
-    case TypeId::kTimestamp: return std::hash<int64_t>()(i_);
+    case TypeId::kTimestamp:
+      return std::hash<int64_t>()(i_);
     case TypeId::kDouble: {
       // Integral doubles hash like ints so that 1 = 1.0 group together.
       double r = std::nearbyint(d_);
@@ -157,8 +199,10 @@ size_t Value::Hash() const {
       if (d_ != d_) return 0x7ff8;  // every NaN alike (they compare equal)
       return std::hash<double>()(d_);
     }
-    case TypeId::kText: return std::hash<std::string>()(s_);
-    case TypeId::kNumeric: return HashDecimal(dec_);
+    case TypeId::kText:
+      return std::hash<std::string>()(s_);
+    case TypeId::kNumeric:
+      return HashDecimal(dec_);
     case TypeId::kArray: {
       size_t h = arr_->size();
       for (const auto& e : *arr_) h = h * 31 + e.Hash();
@@ -196,7 +240,8 @@ void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
 
 Result<int64_t> ParseTimestamp(std::string_view in) {
   auto bad = [&] {
-    return Status::Sql(sqlstate::kInvalidDatetimeFormat, fmt::format("invalid input syntax for type timestamp: \"{}\"", in));
+    return Status::Sql(sqlstate::kInvalidDatetimeFormat,
+                       fmt::format("invalid input syntax for type timestamp: \"{}\"", in));
   };
   std::string_view s = in;
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
@@ -205,7 +250,8 @@ Result<int64_t> ParseTimestamp(std::string_view in) {
   auto num = [&](size_t min_digits, size_t max_digits, int64_t* out) {
     size_t start = i;
     int64_t v = 0;
-    while (i < s.size() && i - start < max_digits && s[i] >= '0' && s[i] <= '9') v = v * 10 + (s[i++] - '0');
+    while (i < s.size() && i - start < max_digits && s[i] >= '0' && s[i] <= '9')
+      v = v * 10 + (s[i++] - '0');
     *out = v;
     return i - start >= min_digits;
   };
@@ -235,7 +281,8 @@ Result<int64_t> ParseTimestamp(std::string_view in) {
   bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
   if (mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] || (mo == 2 && d == 29 && !leap) || h > 23 ||
       mi > 59 || sec > 60) {
-    return Status::Sql(sqlstate::kDatetimeFieldOverflow, fmt::format("date/time field value out of range: \"{}\"", in));
+    return Status::Sql(sqlstate::kDatetimeFieldOverflow,
+                       fmt::format("date/time field value out of range: \"{}\"", in));
   }
   int64_t days = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) - 10957;
   return ((days * 24 + h) * 60 + mi) * 60000000 + sec * 1000000 + frac;
@@ -252,7 +299,8 @@ std::string FormatTimestamp(int64_t us) {
   unsigned m, d;
   CivilFromDays(days + 10957, &y, &m, &d);
   int64_t secs = rem / 1000000, frac = rem % 1000000;
-  std::string out = fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", y, m, d, secs / 3600, secs / 60 % 60, secs % 60);
+  std::string out = fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", y, m, d, secs / 3600,
+                                secs / 60 % 60, secs % 60);
   if (frac) {
     std::string f = fmt::format("{:06}", frac);
     while (f.back() == '0') f.pop_back();
@@ -284,8 +332,10 @@ Result<int64_t> ParseIntText(std::string_view s, const SqlType& t) {
                        fmt::format("invalid input syntax for type {}: \"{}\"", t.ToString(), s));
   }
   if (ec == std::errc::result_out_of_range ||
-      (t.id == TypeId::kInt32 && (out > std::numeric_limits<int32_t>::max() || out < std::numeric_limits<int32_t>::min()))) {
-    return Status::Sql(sqlstate::kNumericValueOutOfRange, fmt::format("value \"{}\" is out of range for type {}", s, t.ToString()));
+      (t.id == TypeId::kInt32 &&
+       (out > std::numeric_limits<int32_t>::max() || out < std::numeric_limits<int32_t>::min()))) {
+    return Status::Sql(sqlstate::kNumericValueOutOfRange,
+                       fmt::format("value \"{}\" is out of range for type {}", s, t.ToString()));
   }
   return out;
 }
@@ -298,7 +348,10 @@ Result<Decimal> ParseNumericText(std::string_view s, const SqlType& t) {
 
 // PostgreSQL's one-dimensional array text form: {a,"b c",NULL}.
 static Result<std::vector<Value>> ParseArrayText(const std::string& s, const SqlType& element) {
-  auto bad = [&] { return Status::Sql(sqlstate::kInvalidTextRepresentation, fmt::format("malformed array literal: \"{}\"", s)); };
+  auto bad = [&] {
+    return Status::Sql(sqlstate::kInvalidTextRepresentation,
+                       fmt::format("malformed array literal: \"{}\"", s));
+  };
   size_t i = 0, n = s.size();
   while (i < n && isspace(static_cast<unsigned char>(s[i]))) i++;
   if (i >= n || s[i++] != '{') return bad();
@@ -338,11 +391,13 @@ static Result<std::vector<Value>> ParseArrayText(const std::string& s, const Sql
 
 Result<Value> Value::CastTo(const SqlType& t) const {
   if (is_null()) return Value();
-  if (type_ == t.id && t.id != TypeId::kText && t.id != TypeId::kInt32 && !(t.id == TypeId::kNumeric && t.max_len)) {
+  if (type_ == t.id && t.id != TypeId::kText && t.id != TypeId::kInt32 &&
+      !(t.id == TypeId::kNumeric && t.max_len)) {
     return *this;
   }
   switch (t.id) {
-    case TypeId::kNull: return *this;
+    case TypeId::kNull:
+      return *this;
     case TypeId::kBool:
       if (type_ == TypeId::kBool) return *this;
       if (type_ == TypeId::kText) {
@@ -350,7 +405,8 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         for (char c : s_) l += static_cast<char>(tolower(static_cast<unsigned char>(c)));
         if (l == "t" || l == "true" || l == "yes" || l == "on" || l == "1") return Bool(true);
         if (l == "f" || l == "false" || l == "no" || l == "off" || l == "0") return Bool(false);
-        return Status::Sql(sqlstate::kInvalidTextRepresentation, fmt::format("invalid input syntax for type boolean: \"{}\"", s_));
+        return Status::Sql(sqlstate::kInvalidTextRepresentation,
+                           fmt::format("invalid input syntax for type boolean: \"{}\"", s_));
       }
       if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64) return Bool(i_ != 0);
       break;
@@ -361,12 +417,15 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         v = i_;
       } else if (type_ == TypeId::kDouble) {
         if (std::isnan(d_) || d_ >= 9.223372036854775807e18 || d_ < -9.223372036854775808e18) {
-          return Status::Sql(sqlstate::kNumericValueOutOfRange, fmt::format("{} out of range", t.ToString()));
+          return Status::Sql(sqlstate::kNumericValueOutOfRange,
+                             fmt::format("{} out of range", t.ToString()));
         }
         v = static_cast<int64_t>(std::nearbyint(d_));  // round half to even, like PostgreSQL
       } else if (type_ == TypeId::kNumeric) {
         auto r = DecimalToInt(dec_);
-        if (!r.ok()) return Status::Sql(sqlstate::kNumericValueOutOfRange, fmt::format("{} out of range", t.ToString()));
+        if (!r.ok())
+          return Status::Sql(sqlstate::kNumericValueOutOfRange,
+                             fmt::format("{} out of range", t.ToString()));
         v = *r;
       } else if (type_ == TypeId::kText) {
         return ParseInt(s_, t);
@@ -375,8 +434,8 @@ Result<Value> Value::CastTo(const SqlType& t) const {
       } else {
         break;
       }
-      if (t.id == TypeId::kInt32 && (v > std::numeric_limits<int32_t>::max() ||
-                                     v < std::numeric_limits<int32_t>::min())) {
+      if (t.id == TypeId::kInt32 &&
+          (v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min())) {
         return Status::Sql(sqlstate::kNumericValueOutOfRange, "integer out of range");
       }
       return t.id == TypeId::kInt32 ? Int32(v) : Int64(v);
@@ -400,7 +459,8 @@ Result<Value> Value::CastTo(const SqlType& t) const {
       return Numeric(d);
     }
     case TypeId::kDouble:
-      if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64) return Double(static_cast<double>(i_));
+      if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64)
+        return Double(static_cast<double>(i_));
       if (type_ == TypeId::kNumeric) return Double(DecimalToDouble(dec_));
       if (type_ == TypeId::kText) {
         std::string_view v(s_);
@@ -414,8 +474,9 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         double d = 0;
         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
         if (v.empty() || p != v.data() + v.size() || ec != std::errc()) {
-          return Status::Sql(sqlstate::kInvalidTextRepresentation, fmt::format(
-                                          "invalid input syntax for type double precision: \"{}\"", s_));
+          return Status::Sql(
+              sqlstate::kInvalidTextRepresentation,
+              fmt::format("invalid input syntax for type double precision: \"{}\"", s_));
         }
         return Double(d);
       }
@@ -453,7 +514,8 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         size_t end = s.find_last_not_of(' ');
         std::string trimmed = end == std::string::npos ? "" : s.substr(0, end + 1);
         if (t.max_len > 0 || chars(trimmed) > limit) {
-          return Status::Sql(sqlstate::kStringDataRightTruncation, fmt::format("value too long for type {}", t.ToString()));
+          return Status::Sql(sqlstate::kStringDataRightTruncation,
+                             fmt::format("value too long for type {}", t.ToString()));
         }
         s = std::move(trimmed);
       }
@@ -461,8 +523,9 @@ Result<Value> Value::CastTo(const SqlType& t) const {
       return Text(std::move(s));
     }
   }
-  return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("cannot cast type {} to {}",
-                                          SqlType{type_, 0}.ToString(), t.ToString()));
+  return Status::Sql(
+      sqlstate::kDatatypeMismatch,
+      fmt::format("cannot cast type {} to {}", SqlType{type_, 0}.ToString(), t.ToString()));
 }
 
 Result<Value> Value::FromText(std::string_view s, const SqlType& t) {
@@ -488,7 +551,8 @@ Result<Value> Value::FromText(std::string_view s, const SqlType& t) {
 }
 
 size_t Value::HeapBytes() const {
-  size_t n = s_.capacity() > std::string().capacity() ? s_.capacity() : 0;  // beyond the inline buffer
+  size_t n =
+      s_.capacity() > std::string().capacity() ? s_.capacity() : 0;  // beyond the inline buffer
   if (arr_) {
     for (const auto& e : *arr_) n += sizeof(Value) + e.HeapBytes();
   }

@@ -7,9 +7,9 @@
 
 #include <cstdint>
 #include <memory>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/decimal.h"
 #include "common/status.h"
@@ -32,7 +32,9 @@ struct SqlType {
   TypeId id = TypeId::kNull;
   int32_t max_len = 0;  // VARCHAR(n): n; CHAR(n): -n (blank-padded); 0 = unbounded (TEXT);
                         // NUMERIC(p, s): p << 16 | s (0 = unconstrained)
-  static SqlType Numeric(int precision, int scale) { return {TypeId::kNumeric, precision << 16 | scale}; }
+  static SqlType Numeric(int precision, int scale) {
+    return {TypeId::kNumeric, precision << 16 | scale};
+  }
   static SqlType Array(TypeId element) { return {TypeId::kArray, static_cast<int32_t>(element)}; }
   SqlType element() const { return SqlType{static_cast<TypeId>(max_len)}; }
   int precision() const { return max_len >> 16; }
@@ -40,7 +42,8 @@ struct SqlType {
 
   bool operator==(const SqlType& o) const { return id == o.id && max_len == o.max_len; }
   bool IsNumeric() const {
-    return id == TypeId::kInt32 || id == TypeId::kInt64 || id == TypeId::kDouble || id == TypeId::kNumeric;
+    return id == TypeId::kInt32 || id == TypeId::kInt64 || id == TypeId::kDouble ||
+           id == TypeId::kNumeric;
   }
   bool IsInteger() const { return id == TypeId::kInt32 || id == TypeId::kInt64; }
   bool IsFixedChar() const { return id == TypeId::kText && max_len < 0; }
@@ -130,7 +133,9 @@ class Value {
   const std::vector<Value>& as_array() const { return *arr_; }
   // Numeric value widened to double. REQUIRES: numeric type.
   double ToDouble() const {
-    return type_ == TypeId::kDouble ? d_ : type_ == TypeId::kNumeric ? DecimalToDouble(dec_) : static_cast<double>(i_);
+    return type_ == TypeId::kDouble    ? d_
+           : type_ == TypeId::kNumeric ? DecimalToDouble(dec_)
+                                       : static_cast<double>(i_);
   }
   // Numeric value as a decimal. REQUIRES: integer or numeric type.
   Decimal ToDecimal() const { return type_ == TypeId::kNumeric ? dec_ : DecimalFromInt(i_); }

@@ -35,9 +35,10 @@ std::variant<Flags, int> ParseFlags(int argc, char** argv) {
       "cluster config (TOML); empty = the embedded local default (3 nodes on loopback)")(
       "manage-nodes", po::bool_switch(),
       "power every node on at start and off at exit (local driver: start node processes)")(
-      "node-binary", po::value<std::string>(), "wattdb-node executable for the local power driver "
-                                               "(default: next to this binary)")(
-      "no-balance", po::bool_switch(), "do not spread split-off segments across nodes")(
+      "node-binary", po::value<std::string>(),
+      "wattdb-node executable for the local power driver "
+      "(default: next to this binary)")("no-balance", po::bool_switch(),
+                                        "do not spread split-off segments across nodes")(
       "policy", po::value<std::string>(),
       "energy-policy file (TOML; default: [master] energy_policy of the config, else the embedded "
       "dynamic policy; SIGHUP or ALTER SYSTEM RELOAD ENERGY POLICY re-reads it)")(
@@ -77,7 +78,9 @@ std::variant<Flags, int> ParseFlags(int argc, char** argv) {
     c.node_binary = f.config.node_binary;
   } else {
     std::error_code ec;
-    c.node_binary = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "wattdb-node").string();
+    c.node_binary =
+        (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "wattdb-node")
+            .string();
   }
   return f;
 }

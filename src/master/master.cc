@@ -38,10 +38,11 @@ Status Master::StartLab() {
   // Emulated hosts are hardware to the master: wattdb-lab builds them (its processes leave the
   // master's process tree) and removes them when the master that built them stops.
   if (!opts_.cluster.manage_nodes || config_.hosts.mode != "emulated") return Status::OK();
-  auto up = RunProcess({lab_command_, "up", "--adopt", "--config", opts_.cluster.config_path}, kLabTimeoutMs);
+  auto up = RunProcess({lab_command_, "up", "--adopt", "--config", opts_.cluster.config_path},
+                       kLabTimeoutMs);
   if (!up.ok() || up->exit_code != 0) {
-    return Status::IOError(
-        fmt::format("cannot bring up the emulated hosts: {}", up.ok() ? up->output : up.status().ToString()));
+    return Status::IOError(fmt::format("cannot bring up the emulated hosts: {}",
+                                       up.ok() ? up->output : up.status().ToString()));
   }
   Log("master")->info("{}", up->output.substr(0, up->output.find_last_not_of('\n') + 1));
   lab_up_ = up->output.find("already up") == std::string::npos;  // adopted ones stay up at exit
@@ -62,12 +63,14 @@ Status Master::StartHostedNode() {
     hosted_ = std::make_unique<node::NodeServer>(node::NodeOptionsFromConfig(config_, n));
     RETURN_NOT_OK_PREPEND(hosted_->Start(), "cannot start the node it hosts");
     if (!cluster_->registry().WaitUp(n.id, config_.heartbeat_timeout_ms)) {
-      return Status::TimedOut(fmt::format("cannot start the node it hosts: node {} did not register within {} ms",
-                                          n.id, config_.heartbeat_timeout_ms));
+      return Status::TimedOut(
+          fmt::format("cannot start the node it hosts: node {} did not register within {} ms", n.id,
+                      config_.heartbeat_timeout_ms));
     }
     cluster_->set_local_segments(hosted_.get());
     if (auto client = cluster_->registry().Client(n.id); client.ok()) {
-      (*client)->SetInline([node = hosted_.get()](net::Connection& c) { return node->ServeInline(c); });
+      (*client)->SetInline(
+          [node = hosted_.get()](net::Connection& c) { return node->ServeInline(c); });
     }
     Log("master")->info("hosting node {} (data port {})", n.id, hosted_->port());
   }
@@ -84,7 +87,8 @@ Status Master::Start() {
     pg_ = std::make_unique<PgServer>(*cluster_, *energy_, config_.master_host, config_.pg_port);
     RETURN_NOT_OK_PREPEND(pg_->Start(), "cannot start SQL listener");
     if (config_.metrics_port != 0) {
-      metrics_ = std::make_unique<MetricsServer>(*cluster_, config_.master_host, config_.metrics_port);
+      metrics_ =
+          std::make_unique<MetricsServer>(*cluster_, config_.master_host, config_.metrics_port);
       RETURN_NOT_OK(metrics_->Start());
     }
     return Status::OK();
@@ -101,7 +105,8 @@ void Master::Shutdown() {
   if (metrics_) metrics_->Stop();
   if (pg_) pg_->Stop();
   if (energy_) energy_->Stop();
-  if (cluster_) cluster_->Stop();  // its last calls (commit confirmations) may go to the hosted node
+  if (cluster_)
+    cluster_->Stop();  // its last calls (commit confirmations) may go to the hosted node
   if (cluster_) cluster_->set_local_segments(nullptr);
   if (hosted_) hosted_->Stop();
   StopLab();

@@ -1,17 +1,18 @@
 #include "net/cluster_auth.h"
 
 #include <fcntl.h>
-#include <openssl/core_names.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/modes.h>
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/modes.h>
+#include <openssl/rand.h>
 
 namespace wattdb::net {
 
@@ -34,11 +35,16 @@ std::string Hex(const std::string& b) {
 }
 
 Result<std::string> Unhex(const std::string& h, const std::string& path) {
-  auto bad = [&] { return Status::Corruption(fmt::format("cluster key file {} is not {} hex bytes", path, kClusterKeyBytes)); };
+  auto bad = [&] {
+    return Status::Corruption(
+        fmt::format("cluster key file {} is not {} hex bytes", path, kClusterKeyBytes));
+  };
   if (h.size() != 2 * kClusterKeyBytes) return bad();
   std::string out;
   for (size_t i = 0; i < h.size(); i += 2) {
-    auto v = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+    auto v = [](char c) {
+      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    };
     int hi = v(h[i]), lo = v(h[i + 1]);
     if (hi < 0 || lo < 0) return bad();
     out.push_back(static_cast<char>(hi * 16 + lo));
@@ -68,7 +74,8 @@ Result<ClusterKey> ClusterKey::LoadOrCreate(const std::string& path) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::IOError(fmt::format("cannot create {}: {}", tmp, strerror(errno)));
   std::string text = Hex(RandomBytes(kClusterKeyBytes)) + "\n";
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) {
     ::unlink(tmp.c_str());
@@ -77,7 +84,8 @@ Result<ClusterKey> ClusterKey::LoadOrCreate(const std::string& path) {
   int rc = ::link(tmp.c_str(), path.c_str());
   int err = errno;
   ::unlink(tmp.c_str());
-  if (rc != 0 && err != EEXIST) return Status::IOError(fmt::format("cannot create {}: {}", path, strerror(err)));
+  if (rc != 0 && err != EEXIST)
+    return Status::IOError(fmt::format("cannot create {}: {}", path, strerror(err)));
   ASSIGN_OR_RETURN(std::string key, ReadKey(path));
   return ClusterKey(std::move(key));
 }
@@ -91,7 +99,8 @@ Mac::Mac(const std::string& key) : impl_(std::make_unique<Impl>()) {
   impl_->mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
   impl_->ctx = EVP_MAC_CTX_new(impl_->mac);
   char digest[] = "SHA256";
-  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_construct_end()};
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                         OSSL_PARAM_construct_end()};
   EVP_MAC_init(impl_->ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(), params);
 }
 
@@ -121,7 +130,8 @@ void EncryptBlock(const unsigned char in[16], unsigned char out[16], const void*
 
 FrameMac::FrameMac(const std::string& key) : block_(EVP_CIPHER_CTX_new()) {
   auto* c = static_cast<EVP_CIPHER_CTX*>(block_);
-  EVP_EncryptInit_ex(c, EVP_aes_256_ecb(), nullptr, reinterpret_cast<const unsigned char*>(key.data()), nullptr);
+  EVP_EncryptInit_ex(c, EVP_aes_256_ecb(), nullptr,
+                     reinterpret_cast<const unsigned char*>(key.data()), nullptr);
   EVP_CIPHER_CTX_set_padding(c, 0);
   gcm_ = CRYPTO_gcm128_new(c, EncryptBlock);
 }
@@ -131,21 +141,24 @@ FrameMac::~FrameMac() {
   EVP_CIPHER_CTX_free(static_cast<EVP_CIPHER_CTX*>(block_));
 }
 
-std::array<unsigned char, kFrameMacBytes> FrameMac::Frame(uint64_t seq, const void* hdr, size_t nhdr,
-                                                          const void* payload, size_t n) {
+std::array<unsigned char, kFrameMacBytes> FrameMac::Frame(uint64_t seq, const void* hdr,
+                                                          size_t nhdr, const void* payload,
+                                                          size_t n) {
   std::array<std::string_view, 2> pieces = {std::string_view(static_cast<const char*>(hdr), nhdr),
                                             std::string_view(static_cast<const char*>(payload), n)};
   return Frame(seq, pieces);
 }
 
-std::array<unsigned char, kFrameMacBytes> FrameMac::Frame(uint64_t seq, std::span<const std::string_view> pieces) {
+std::array<unsigned char, kFrameMacBytes> FrameMac::Frame(
+    uint64_t seq, std::span<const std::string_view> pieces) {
   auto* g = static_cast<GCM128_CONTEXT*>(gcm_);
   unsigned char iv[12] = {0};
   for (int i = 0; i < 8; i++) iv[4 + i] = static_cast<unsigned char>(seq >> (56 - 8 * i));
   CRYPTO_gcm128_setiv(g, iv, sizeof(iv));  // same key, next nonce
   // Authenticated-only data (no plaintext): GMAC, the tag AES-256-GCM gives such a frame.
   for (std::string_view p : pieces) {
-    if (!p.empty()) CRYPTO_gcm128_aad(g, reinterpret_cast<const unsigned char*>(p.data()), p.size());
+    if (!p.empty())
+      CRYPTO_gcm128_aad(g, reinterpret_cast<const unsigned char*>(p.data()), p.size());
   }
   std::array<unsigned char, kFrameMacBytes> r;
   CRYPTO_gcm128_tag(g, r.data(), r.size());

@@ -68,10 +68,11 @@ class FrameMac {
   FrameMac(const FrameMac&) = delete;
   FrameMac& operator=(const FrameMac&) = delete;
   // The tag of frame number `seq` (header and payload). Each `seq` is used once per key.
-  std::array<unsigned char, kFrameMacBytes> Frame(uint64_t seq, const void* hdr, size_t nhdr, const void* payload,
-                                                  size_t n);
+  std::array<unsigned char, kFrameMacBytes> Frame(uint64_t seq, const void* hdr, size_t nhdr,
+                                                  const void* payload, size_t n);
   // The same over the frame's bytes in pieces (header first).
-  std::array<unsigned char, kFrameMacBytes> Frame(uint64_t seq, std::span<const std::string_view> pieces);
+  std::array<unsigned char, kFrameMacBytes> Frame(uint64_t seq,
+                                                  std::span<const std::string_view> pieces);
 
  private:
   // GHASH and the tag from OpenSSL's GCM128 over an AES-256-ECB block context: the same tag

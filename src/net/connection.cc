@@ -4,12 +4,12 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include <openssl/crypto.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
+
+#include <openssl/crypto.h>
 
 namespace wattdb::net {
 
@@ -32,8 +32,9 @@ Connection::Connection(Socket* socket) : socket_(*socket), stream_(socket_) {
 
 Connection::~Connection() { Close(); }
 
-Result<std::unique_ptr<Connection>> Connection::Connect(asio::io_context& io, const std::string& host,
-                                                        uint16_t port, int timeout_ms) {
+Result<std::unique_ptr<Connection>> Connection::Connect(asio::io_context& io,
+                                                        const std::string& host, uint16_t port,
+                                                        int timeout_ms) {
   ASSIGN_OR_RETURN(Socket s, net::Connect(io, host, port, timeout_ms));
   return std::make_unique<Connection>(std::move(s));
 }
@@ -72,10 +73,11 @@ Status Connection::ReadPayload(const char* hdr, void* data, size_t n, Stream::De
   return Status::OK();
 }
 
-std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MemoryPair(asio::io_context& io) {
+std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MemoryPair(
+    asio::io_context& io) {
   auto pipe = std::make_shared<Connection::Pipe>();
-  std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> ends(std::make_unique<Connection>(Socket(io)),
-                                                                           std::make_unique<Connection>(Socket(io)));
+  std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> ends(
+      std::make_unique<Connection>(Socket(io)), std::make_unique<Connection>(Socket(io)));
   ends.first->pipe_ = ends.second->pipe_ = pipe;
   ends.second->side_ = 1;
   return ends;
@@ -85,7 +87,8 @@ Status Connection::Send(capnp::MessageBuilder& msg) {
   if (pipe_) {
     kj::Array<capnp::word> flat = capnp::messageToFlatArray(msg);
     if (flat.asBytes().size() > kMaxMessageBytes) {
-      return Status::InvalidArgument(fmt::format("message of {} bytes exceeds the limit", flat.asBytes().size()));
+      return Status::InvalidArgument(
+          fmt::format("message of {} bytes exceeds the limit", flat.asBytes().size()));
     }
     std::lock_guard<std::mutex> l(pipe_->mu);
     if (pipe_->closed) return Status::IOError("send in process: the other end closed");
@@ -99,7 +102,8 @@ Status Connection::Send(capnp::MessageBuilder& msg) {
   if (segs.size() > kInline) {
     kj::Array<capnp::word> flat = capnp::messageToFlatArray(segs);
     if (flat.asBytes().size() > kMaxMessageBytes) {
-      return Status::InvalidArgument(fmt::format("message of {} bytes exceeds the limit", flat.asBytes().size()));
+      return Status::InvalidArgument(
+          fmt::format("message of {} bytes exceeds the limit", flat.asBytes().size()));
     }
     return WriteFrame(1, flat.begin(), flat.asBytes().size());
   }
@@ -122,7 +126,8 @@ Status Connection::Send(capnp::MessageBuilder& msg) {
   size_t n = 0;
   pieces[n++] = {hdr, 5};
   pieces[n++] = {reinterpret_cast<const char*>(table.data()), ntable * 4};
-  for (const auto& seg : segs) pieces[n++] = {reinterpret_cast<const char*>(seg.begin()), seg.asBytes().size()};
+  for (const auto& seg : segs)
+    pieces[n++] = {reinterpret_cast<const char*>(seg.begin()), seg.asBytes().size()};
   std::array<unsigned char, kFrameMacBytes> mac;
   if (send_mac_) {
     mac = send_mac_->Frame(send_seq_++, std::span(pieces.data(), n));
@@ -153,7 +158,8 @@ Result<std::unique_ptr<ReceivedMessage>> Connection::Receive() {
   uint8_t kind = 0;
   Stream::Deadline deadline = Stream::In(recv_ms_);
   RETURN_NOT_OK(ReadHeader(hdr, &len, &kind, deadline));
-  if (kind != 1) return Status::Corruption(fmt::format("expected a message frame, got kind {}", kind));
+  if (kind != 1)
+    return Status::Corruption(fmt::format("expected a message frame, got kind {}", kind));
   if (len == 0 || len % sizeof(capnp::word) != 0 || len > kMaxMessageBytes) {
     return Status::Corruption(fmt::format("bad message frame length {}", len));
   }
@@ -220,7 +226,8 @@ Result<std::string> Connection::ReceiveHandshake(size_t n, Stream::Deadline dead
   uint8_t kind = 0;
   RETURN_NOT_OK(ReadHeader(hdr, &len, &kind, deadline));
   if (kind != 3 || len != n) {
-    return Status::InvalidArgument(fmt::format("{} did not authenticate as a member of this cluster", peer()));
+    return Status::InvalidArgument(
+        fmt::format("{} did not authenticate as a member of this cluster", peer()));
   }
   std::string out(n, '\0');
   RETURN_NOT_OK(stream_.ReadExact(out.data(), n, deadline));
@@ -235,7 +242,8 @@ Status Connection::Authenticate(const ClusterKey& key, Role role, int timeout_ms
   const size_t kNonce = 16;
   std::string nc, ns;
   auto refused = [&] {
-    return Status::InvalidArgument(fmt::format("{} is not a member of this cluster (wrong cluster key)", peer()));
+    return Status::InvalidArgument(
+        fmt::format("{} is not a member of this cluster (wrong cluster key)", peer()));
   };
   if (role == Role::kClient) {
     nc = RandomBytes(kNonce);

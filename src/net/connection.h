@@ -22,18 +22,17 @@
 // wait: nobody else could send it) or closed. Only messages (no raw or handshake frames).
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
-#include <boost/asio.hpp>
-
-#include <capnp/message.h>
-#include <capnp/serialize.h>
-
 #include <chrono>
 #include <deque>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
+
+#include <boost/asio.hpp>
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 
 #include "common/status.h"
 #include "net/cluster_auth.h"
@@ -79,7 +78,8 @@ capnp::Orphan<capnp::Data> ReferenceBlob(capnp::MessageBuilder& msg, std::string
 class Connection;
 // Two connected in-memory Connections (see above). `io` only makes their (never opened)
 // sockets; no I/O runs on it.
-std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MemoryPair(asio::io_context& io);
+std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MemoryPair(
+    asio::io_context& io);
 
 class Connection {
  public:
@@ -132,7 +132,8 @@ class Connection {
   bool InMemory() const { return pipe_ != nullptr; }
 
  private:
-  friend std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MemoryPair(asio::io_context& io);
+  friend std::pair<std::unique_ptr<Connection>, std::unique_ptr<Connection>> MemoryPair(
+      asio::io_context& io);
   // What two MemoryPair ends share: the messages each sent and the other has not read.
   struct Pipe {
     std::mutex mu;  // Close may come from another thread

@@ -1,11 +1,11 @@
 #include "net/connection.h"
 
-#include <gtest/gtest.h>
-#include <openssl/evp.h>
-
 #include <atomic>
 #include <chrono>
 #include <thread>
+
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
 
 #include "net/tcp_server.h"
 #include "proto/node_service.capnp.h"
@@ -37,7 +37,8 @@ TEST(Connection, RoundTripsMessages) {
     capnp::MallocMessageBuilder b;
     auto req = b.initRoot<wattdb::proto::Request>();
     std::string lo = "key" + std::to_string(i);
-    req.initCreateSegment().setLo(kj::arrayPtr(reinterpret_cast<const kj::byte*>(lo.data()), lo.size()));
+    req.initCreateSegment().setLo(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(lo.data()), lo.size()));
     ASSERT_TRUE((*c)->Send(b).ok());
     auto r = (*c)->Receive();
     ASSERT_TRUE(r.ok());
@@ -162,7 +163,8 @@ TcpServer::Handler AuthEcho(const ClusterKey& key, std::atomic<int>* refused) {
       auto m = c.Receive();
       if (!m.ok()) return;
       capnp::MallocMessageBuilder b;
-      b.initRoot<wattdb::proto::Response>().setSplitKey((*m)->Root<wattdb::proto::Request>().getCreateSegment().getLo());
+      b.initRoot<wattdb::proto::Response>().setSplitKey(
+          (*m)->Root<wattdb::proto::Request>().getCreateSegment().getLo());
       if (!c.Send(b).ok()) return;
     }
   };
@@ -197,7 +199,8 @@ TEST(Connection, ClusterKeyAuthenticatesBothSidesAndEveryFrame) {
     ASSERT_TRUE(send(**c, "rogue").ok());
     EXPECT_FALSE((*c)->Receive().ok());
   }
-  for (int i = 0; i < 100 && refused < 2; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 100 && refused < 2; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(refused.load(), 2);
   server.Stop();
 }
@@ -223,10 +226,11 @@ TEST(Connection, TamperedFrameIsRejected) {
   ASSERT_TRUE(c.Authenticate(key, Connection::Role::kClient, 2000).ok());
   std::string frame("\x08\x00\x00\x00\x01", 5);
   frame += std::string("\x00\x00\x00\x00\x00\x00\x00\x00", 8);  // an empty message
-  frame += std::string(kFrameMacBytes, '\x42');                      // a MAC made up
+  frame += std::string(kFrameMacBytes, '\x42');                 // a MAC made up
   boost::system::error_code ec;
   asio::write(raw, asio::buffer(frame), ec);
-  for (int i = 0; i < 200 && !rejected; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 200 && !rejected; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(rejected.load());
   server.Stop();
 }
@@ -252,7 +256,8 @@ TEST(Connection, LocalSocketFramesCarryNoMacAfterTheHandshake) {
   ASSERT_EQ(c.peer(), "local");
   ASSERT_TRUE(c.Authenticate(key, Connection::Role::kClient, 2000).ok());
   capnp::MallocMessageBuilder b;
-  b.initRoot<wattdb::proto::Request>().initCreateSegment().setLo(kj::StringPtr("by hand").asBytes());
+  b.initRoot<wattdb::proto::Request>().initCreateSegment().setLo(
+      kj::StringPtr("by hand").asBytes());
   auto words = capnp::messageToFlatArray(b);
   auto bytes = words.asBytes();
   uint32_t n = static_cast<uint32_t>(bytes.size());
@@ -314,8 +319,10 @@ TEST(FrameMac, TagCoversKeySequenceHeaderAndPayload) {
   FrameMac b(std::string(kClusterKeyBytes, 'b'));
   std::string hdr("\x05\x00\x00\x00\x01", 5), payload(100000, 'p');
   auto tag = a.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size());
-  EXPECT_EQ(tag, a2.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size()));  // the receiver's
-  EXPECT_EQ(tag, a.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size()));   // deterministic
+  EXPECT_EQ(tag,
+            a2.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size()));  // the receiver's
+  EXPECT_EQ(tag,
+            a.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size()));  // deterministic
   EXPECT_NE(tag, b.Frame(7, hdr.data(), hdr.size(), payload.data(), payload.size()));
   EXPECT_NE(tag, a.Frame(8, hdr.data(), hdr.size(), payload.data(), payload.size()));
   std::string hdr2 = hdr;
@@ -335,7 +342,8 @@ TEST(FrameMac, TagIsAes256GcmOverTheFrameAsAdditionalData) {
   auto empty = zero.Frame(0, nullptr, 0, nullptr, 0);
   const unsigned char kCase13[16] = {0x53, 0x0f, 0x8a, 0xfb, 0xc7, 0x45, 0x36, 0xb9,
                                      0xa9, 0x63, 0xb4, 0xf1, 0xc4, 0xcb, 0x73, 0x8b};
-  EXPECT_EQ(std::string(empty.begin(), empty.end()), std::string(std::begin(kCase13), std::end(kCase13)));
+  EXPECT_EQ(std::string(empty.begin(), empty.end()),
+            std::string(std::begin(kCase13), std::end(kCase13)));
 
   std::string key(kClusterKeyBytes, '\0');
   for (size_t i = 0; i < key.size(); i++) key[i] = static_cast<char>(i * 7 + 1);
@@ -347,9 +355,12 @@ TEST(FrameMac, TagIsAes256GcmOverTheFrameAsAdditionalData) {
   EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
   unsigned char iv[12] = {0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
   int len = 0;
-  ASSERT_EQ(EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), nullptr, reinterpret_cast<const unsigned char*>(key.data()), iv), 1);
+  ASSERT_EQ(EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), nullptr,
+                               reinterpret_cast<const unsigned char*>(key.data()), iv),
+            1);
   std::string aad = hdr + payload;
-  EVP_EncryptUpdate(c, nullptr, &len, reinterpret_cast<const unsigned char*>(aad.data()), static_cast<int>(aad.size()));
+  EVP_EncryptUpdate(c, nullptr, &len, reinterpret_cast<const unsigned char*>(aad.data()),
+                    static_cast<int>(aad.size()));
   unsigned char none[16], want[16];
   EVP_EncryptFinal_ex(c, none, &len);
   EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, want);

@@ -11,9 +11,9 @@
 // thread that made it (every one lives on a stack).
 #pragma once
 
-#include <capnp/message.h>
-
 #include <cstddef>
+
+#include <capnp/message.h>
 
 namespace wattdb::net {
 

@@ -1,13 +1,12 @@
 #include "net/message_builder.h"
 
-#include <gtest/gtest.h>
-
-#include <capnp/serialize.h>
-
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <capnp/serialize.h>
+#include <gtest/gtest.h>
 
 #include "proto/node_service.capnp.h"
 

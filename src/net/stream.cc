@@ -3,10 +3,10 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +18,8 @@ namespace wattdb::net {
 
 namespace {
 int MillisLeft(Stream::Deadline deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
   return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX));
 }
 
@@ -39,7 +40,8 @@ std::pair<std::string, bool> DescribePeer(int fd) {
     inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof(text));
     const auto& b = a->sin6_addr.s6_addr;
     bool mapped127 = IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && b[12] == 127;
-    return {fmt::format("[{}]:{}", text, ntohs(a->sin6_port)), IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) || mapped127};
+    return {fmt::format("[{}]:{}", text, ntohs(a->sin6_port)),
+            IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) || mapped127};
   }
   if (ss.ss_family == AF_UNIX) return {"local", true};
   return {"?", false};
@@ -91,7 +93,8 @@ Result<Socket> ConnectLocal(asio::io_context& io, const std::string& name) {
 }
 }  // namespace
 
-Stream::Stream(Socket& socket, Reads reads) : socket_(socket), blocking_(reads == Reads::kBlocking) {
+Stream::Stream(Socket& socket, Reads reads)
+    : socket_(socket), blocking_(reads == Reads::kBlocking) {
   boost::system::error_code ec;
   if (socket_.is_open()) std::tie(peer_, peer_loopback_) = DescribePeer(socket_.native_handle());
   socket_.non_blocking(!blocking_, ec);
@@ -108,13 +111,18 @@ Status Stream::Wait(short events, Due& due, const char* what) {
       if (events == POLLIN) readable_ = true;
       return Status::OK();
     }
-    if (rc < 0 && errno != EINTR) return Status::IOError(fmt::format("{} {}: poll: {}", what, peer_, strerror(errno)));
+    if (rc < 0 && errno != EINTR)
+      return Status::IOError(fmt::format("{} {}: poll: {}", what, peer_, strerror(errno)));
   }
 }
 
-Status Stream::ReadExact(void* data, size_t n, Deadline deadline) { return Read(data, n, deadline); }
+Status Stream::ReadExact(void* data, size_t n, Deadline deadline) {
+  return Read(data, n, deadline);
+}
 
-Status Stream::ReadExactWithin(void* data, size_t n, int timeout_ms) { return Read(data, n, Due(timeout_ms)); }
+Status Stream::ReadExactWithin(void* data, size_t n, int timeout_ms) {
+  return Read(data, n, Due(timeout_ms));
+}
 
 Result<size_t> Stream::ReadSomeWithin(void* data, size_t n, int timeout_ms) {
   if (n == 0) return size_t{0};
@@ -151,28 +159,34 @@ Status Stream::Read(void* data, size_t n, Due due) {
 }
 
 Status Stream::SetReceiveTimeout(Due& due) {
-  auto left = std::chrono::duration_cast<std::chrono::microseconds>(due.at() - std::chrono::steady_clock::now()).count();
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+                  due.at() - std::chrono::steady_clock::now())
+                  .count();
   if (left <= 0) return Status::TimedOut(fmt::format("receive from {}: deadline passed", peer_));
   // Kept if it ends the wait at most about 1 % (or 1 ms) after the deadline, and not before
   // half the time left (a wait that times out early loops and sets the rest).
   const int64_t slack = 1000 + left / 100;
-  if (rcvtimeo_us_ > 0 && rcvtimeo_us_ <= left + slack && rcvtimeo_us_ * 2 >= left) return Status::OK();
+  if (rcvtimeo_us_ > 0 && rcvtimeo_us_ <= left + slack && rcvtimeo_us_ * 2 >= left)
+    return Status::OK();
   timeval tv{static_cast<time_t>(left / 1000000), static_cast<suseconds_t>(left % 1000000)};
   if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
-    return Status::IOError(fmt::format("receive from {}: setting a timeout: {}", peer_, strerror(errno)));
+    return Status::IOError(
+        fmt::format("receive from {}: setting a timeout: {}", peer_, strerror(errno)));
   }
   rcvtimeo_us_ = left;
   return Status::OK();
 }
 
 Result<size_t> Stream::ReceiveSome(char* p, size_t n, Due& due) {
-  if (!socket_.is_open()) return Status::IOError(fmt::format("receive from {}: connection closed", peer_));
+  if (!socket_.is_open())
+    return Status::IOError(fmt::format("receive from {}: connection closed", peer_));
   while (true) {
     RETURN_NOT_OK(SetReceiveTimeout(due));
     ssize_t got = ::recv(socket_.native_handle(), p, n, 0);
     if (got > 0) return static_cast<size_t>(got);
     if (got == 0) return Status::IOError(fmt::format("{} closed the connection", peer_));
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;  // SetReceiveTimeout ends it
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+      continue;  // SetReceiveTimeout ends it
     return Status::IOError(fmt::format("receive from {}: {}", peer_, strerror(errno)));
   }
 }
@@ -194,7 +208,8 @@ Result<size_t> Stream::ReadSome(char* p, size_t n, Due& due) {
       continue;
     }
     if (ec == asio::error::interrupted) continue;
-    if (ec == asio::error::eof || !ec) return Status::IOError(fmt::format("{} closed the connection", peer_));
+    if (ec == asio::error::eof || !ec)
+      return Status::IOError(fmt::format("{} closed the connection", peer_));
     return Status::IOError(fmt::format("receive from {}: {}", peer_, ec.message()));
   }
 }
@@ -203,13 +218,16 @@ Status Stream::WriteAll(const void* data, size_t n, Deadline deadline) {
   return WriteAll(data, n, nullptr, 0, deadline);
 }
 
-Status Stream::WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline, const void* c,
-                        size_t nc) {
-  std::array<asio::const_buffer, 3> bufs = {asio::buffer(a, na), asio::buffer(b, nb), asio::buffer(c, nc)};
+Status Stream::WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline,
+                        const void* c, size_t nc) {
+  std::array<asio::const_buffer, 3> bufs = {asio::buffer(a, na), asio::buffer(b, nb),
+                                            asio::buffer(c, nc)};
   return WriteGather(bufs, deadline);
 }
 
-Status Stream::WriteGather(std::span<const asio::const_buffer> bufs, Deadline deadline) { return Write(bufs, deadline); }
+Status Stream::WriteGather(std::span<const asio::const_buffer> bufs, Deadline deadline) {
+  return Write(bufs, deadline);
+}
 
 Status Stream::WriteGatherWithin(std::span<const asio::const_buffer> bufs, int timeout_ms) {
   return Write(bufs, Due(timeout_ms));
@@ -222,7 +240,8 @@ Status Stream::Write(std::span<const asio::const_buffer> bufs, Due due) {
   while (first < bufs.size()) {
     std::array<asio::const_buffer, kMax> rest;
     size_t n = 0;
-    for (size_t i = first; i < bufs.size() && n < kMax; i++) rest[n++] = bufs[i] + (i == first ? offset : 0);
+    for (size_t i = first; i < bufs.size() && n < kMax; i++)
+      rest[n++] = bufs[i] + (i == first ? offset : 0);
     std::array<iovec, kMax> iov;
     for (size_t i = 0; i < n; i++) iov[i] = {const_cast<void*>(rest[i].data()), rest[i].size()};
     msghdr msg{};
@@ -289,7 +308,8 @@ std::string LocalAlias(const std::string& host, uint16_t port) {
   return std::string(1, '\0') + fmt::format("wattdb-cluster-{}:{}", host, port);
 }
 
-Result<Socket> Connect(asio::io_context& io, const std::string& host, uint16_t port, int timeout_ms) {
+Result<Socket> Connect(asio::io_context& io, const std::string& host, uint16_t port,
+                       int timeout_ms) {
   if (std::string loopback = LoopbackHost(host); !loopback.empty()) {
     auto local = ConnectLocal(io, LocalAlias(loopback, port));
     if (local.ok()) return std::move(local).value();
@@ -297,7 +317,8 @@ Result<Socket> Connect(asio::io_context& io, const std::string& host, uint16_t p
   return ConnectTcp(io, host, port, timeout_ms);
 }
 
-Result<Socket> ConnectTcp(asio::io_context& io, const std::string& host, uint16_t port, int timeout_ms) {
+Result<Socket> ConnectTcp(asio::io_context& io, const std::string& host, uint16_t port,
+                          int timeout_ms) {
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(host, ec);
   if (ec) return Status::InvalidArgument(fmt::format("bad address '{}': {}", host, ec.message()));
@@ -316,13 +337,17 @@ Result<Socket> ConnectTcp(asio::io_context& io, const std::string& host, uint16_
       rc = ::poll(&p, 1, MillisLeft(deadline));
     } while (rc < 0 && errno == EINTR);
     if (rc == 0) {
-      return Status::TimedOut(fmt::format("connect {}:{}: no answer within {} ms", host, port, timeout_ms));
+      return Status::TimedOut(
+          fmt::format("connect {}:{}: no answer within {} ms", host, port, timeout_ms));
     }
     int err = 0;
     socklen_t len = sizeof(err);
-    if (rc < 0) err = errno;
-    else getsockopt(s.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len);
-    ec = err ? boost::system::error_code(err, boost::system::system_category()) : boost::system::error_code();
+    if (rc < 0)
+      err = errno;
+    else
+      getsockopt(s.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len);
+    ec = err ? boost::system::error_code(err, boost::system::system_category())
+             : boost::system::error_code();
   }
   if (ec) {
     return Status::Unavailable(fmt::format("connect {}:{}: {}", host, port, ec.message()));

@@ -15,13 +15,13 @@
 // Everything that reads the socket must read through the Stream.
 #pragma once
 
-#include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
-#include <boost/asio.hpp>
-
 #include <chrono>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
+
+#include <boost/asio.hpp>
 
 #include "common/status.h"
 
@@ -36,7 +36,9 @@ using Socket = asio::generic::stream_protocol::socket;
 class Stream {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
-  static Deadline In(int ms) { return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms); }
+  static Deadline In(int ms) {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  }
 
   enum class Reads { kPoll, kBlocking };
   // Borrows `socket` (which must outlive the Stream) and makes it close-on-exec, and
@@ -53,8 +55,8 @@ class Stream {
   Result<size_t> ReadSomeWithin(void* data, size_t n, int timeout_ms);
   Status WriteGatherWithin(std::span<const asio::const_buffer> bufs, int timeout_ms);
   // Writes up to three buffers as one (a frame header, its payload, its MAC).
-  Status WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline, const void* c = nullptr,
-                  size_t nc = 0);
+  Status WriteAll(const void* a, size_t na, const void* b, size_t nb, Deadline deadline,
+                  const void* c = nullptr, size_t nc = 0);
   // Writes `bufs` in order, as one (gathered: no copy into one buffer).
   Status WriteGather(std::span<const asio::const_buffer> bufs, Deadline deadline);
   // OK once a read would not wait for its first byte (data, or the peer closed); TimedOut
@@ -119,7 +121,7 @@ class Stream {
   bool peer_loopback_ = false;
   std::unique_ptr<char[]> rbuf_;  // bytes [rpos_, rend_) were received and not yet read
   size_t rpos_ = 0, rend_ = 0;
-  bool readable_ = false;  // the last poll for reading said bytes (or an end) are there
+  bool readable_ = false;    // the last poll for reading said bytes (or an end) are there
   const bool blocking_;      // Reads::kBlocking
   int64_t rcvtimeo_us_ = 0;  // kBlocking: the socket's receive timeout now (0: none set yet)
 };
@@ -134,12 +136,13 @@ std::string LocalAlias(const std::string& host, uint16_t port);
 // A listening local socket named `name` (close-on-exec), or -1 with errno set.
 int ListenLocal(const std::string& name);
 
-
 // Connects to host:port (a numeric address) within `timeout_ms`; the socket is close-on-exec.
 // For a loopback host it first tries the port's local alias (a Unix-domain socket is about a
 // third cheaper per round trip than loopback TCP) and uses TCP if no server accepts there.
-Result<Socket> Connect(asio::io_context& io, const std::string& host, uint16_t port, int timeout_ms);
+Result<Socket> Connect(asio::io_context& io, const std::string& host, uint16_t port,
+                       int timeout_ms);
 // Connects over TCP only.
-Result<Socket> ConnectTcp(asio::io_context& io, const std::string& host, uint16_t port, int timeout_ms);
+Result<Socket> ConnectTcp(asio::io_context& io, const std::string& host, uint16_t port,
+                          int timeout_ms);
 
 }  // namespace wattdb::net

@@ -1,6 +1,5 @@
 #include "net/stream.h"
 
-#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,6 +8,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace wattdb::net {
 namespace {
@@ -118,8 +119,11 @@ TEST_P(StreamTest, ShutdownEndsABlockedRead) {
   EXPECT_LT(SecondsSince(t0), 30.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Reads, StreamTest, ::testing::Values(Stream::Reads::kPoll, Stream::Reads::kBlocking),
-                         [](const auto& info) { return info.param == Stream::Reads::kPoll ? "Poll" : "Blocking"; });
+INSTANTIATE_TEST_SUITE_P(Reads, StreamTest,
+                         ::testing::Values(Stream::Reads::kPoll, Stream::Reads::kBlocking),
+                         [](const auto& info) {
+                           return info.param == Stream::Reads::kPoll ? "Poll" : "Blocking";
+                         });
 
 }  // namespace
 }  // namespace wattdb::net

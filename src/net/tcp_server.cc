@@ -39,8 +39,8 @@ Status TcpServer::Start() {
   if (!ec) acc->bind(ep, ec);
   if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return Status::IOError(fmt::format("{}: cannot listen on {}:{}: {}", name_, host_, port_,
-                                       ec.message()));
+    return Status::IOError(
+        fmt::format("{}: cannot listen on {}:{}: {}", name_, host_, port_, ec.message()));
   }
   port_ = BoundPort(acc->native_handle());
   if (local_alias_ && (addr.is_loopback() || addr.is_unspecified())) {
@@ -48,8 +48,8 @@ Status TcpServer::Start() {
     std::string as = addr.is_loopback() ? addr.to_string() : (addr.is_v4() ? "127.0.0.1" : "::1");
     int fd = ListenLocal(LocalAlias(as, port_));
     if (fd < 0) {
-      return Status::IOError(fmt::format("{}: cannot listen on the local alias of {}:{}: {}", name_, as, port_,
-                                         strerror(errno)));
+      return Status::IOError(fmt::format("{}: cannot listen on the local alias of {}:{}: {}", name_,
+                                         as, port_, strerror(errno)));
     }
     local_acceptor_ = std::make_unique<Acceptor>(io_);
     local_acceptor_->assign(asio::generic::stream_protocol(AF_UNIX, 0), fd, ec);
@@ -61,8 +61,10 @@ Status TcpServer::Start() {
   }
   acceptor_ = std::move(acc);
   accept_thread_ = std::thread([this] { AcceptLoop(acceptor_.get()); });
-  if (local_acceptor_) local_accept_thread_ = std::thread([this] { AcceptLoop(local_acceptor_.get()); });
-  Log("net")->info("listening service={} addr={}:{}{}", name_, host_, port_, local_acceptor_ ? " (and local)" : "");
+  if (local_acceptor_)
+    local_accept_thread_ = std::thread([this] { AcceptLoop(local_acceptor_.get()); });
+  Log("net")->info("listening service={} addr={}:{}{}", name_, host_, port_,
+                   local_acceptor_ ? " (and local)" : "");
   return Status::OK();
 }
 
@@ -84,7 +86,8 @@ void TcpServer::AcceptLoop(Acceptor* acceptor) {
     Reap();
     std::lock_guard<std::mutex> l(mu_);
     if (conns_.size() >= max_connections_) {
-      Log("net")->warn("too many connections service={} limit={}; closing a new one", name_, max_connections_);
+      Log("net")->warn("too many connections service={} limit={}; closing a new one", name_,
+                       max_connections_);
       sock->close(ec);
       continue;
     }

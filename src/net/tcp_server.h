@@ -8,9 +8,6 @@
 // run by the destructor. Handlers must return when their connection fails.
 #pragma once
 
-#include <utility>
-#include <boost/asio.hpp>
-
 #include <atomic>
 #include <functional>
 #include <list>
@@ -18,6 +15,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+
+#include <boost/asio.hpp>
 
 #include "common/status.h"
 #include "net/connection.h"

@@ -24,7 +24,8 @@ std::vector<exec::Batch> Carried(BatchFrame& f) {
   auto b = mb.initRoot<proto::Response>().initScanBatch();
   f.Attach(mb, b);
   auto r = b.asReader();
-  std::string_view bytes(reinterpret_cast<const char*>(r.getColumns().begin()), r.getColumns().size());
+  std::string_view bytes(reinterpret_cast<const char*>(r.getColumns().begin()),
+                         r.getColumns().size());
   std::vector<uint32_t> sizes;
   for (uint32_t n : r.getColumnSizes()) sizes.push_back(n);
   if (sizes.empty() && !bytes.empty()) sizes.push_back(static_cast<uint32_t>(bytes.size()));

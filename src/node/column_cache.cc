@@ -124,7 +124,8 @@ size_t SegmentImage::LowerBound(std::string_view k) const {
   size_t first = b == 0 ? 0 : (b - 1) * kHeadBlock;
   size_t lo = std::lower_bound(h + first, h + std::min(rows, b * kHeadBlock), head) - h;
   size_t hi = lo;
-  for (size_t step = 1; hi < rows && h[hi] == head; step <<= 1) hi = std::min(rows, hi + step);  // gallops
+  for (size_t step = 1; hi < rows && h[hi] == head; step <<= 1)
+    hi = std::min(rows, hi + step);  // gallops
   hi = std::upper_bound(h + lo, h + hi, head) - h;
   return Search(*this, lo, hi, k, head);
 }
@@ -146,8 +147,8 @@ ColumnCache::ColumnCache(size_t budget_bytes, int64_t quiet_micros, const Clock&
     : budget_(budget_bytes), quiet_micros_(quiet_micros), clock_(clock) {}
 
 Result<std::shared_ptr<const SegmentImage>> ColumnCache::Get(storage::SegmentStore& store,
-                                                             const storage::SegmentRef& seg, Timestamp read_ts,
-                                                             bool may_build) {
+                                                             const storage::SegmentRef& seg,
+                                                             Timestamp read_ts, bool may_build) {
   if (before_get_) before_get_();
   return Lookup(store, seg, read_ts, may_build, /*warm=*/false);
 }
@@ -160,8 +161,8 @@ Result<int> ColumnCache::Warm(storage::SegmentStore& store, int max_builds) {
     auto seg = store.Get(info.meta.id);
     if (!seg.ok() || (*seg)->data_version() == 0) continue;  // gone, or not written since start
     bool now_built = false;
-    RETURN_NOT_OK(Lookup(store, *seg, std::numeric_limits<Timestamp>::max(), /*may_build=*/true, /*warm=*/true,
-                         &now_built)
+    RETURN_NOT_OK(Lookup(store, *seg, std::numeric_limits<Timestamp>::max(), /*may_build=*/true,
+                         /*warm=*/true, &now_built)
                       .status());
     built += now_built;
   }
@@ -169,8 +170,9 @@ Result<int> ColumnCache::Warm(storage::SegmentStore& store, int max_builds) {
 }
 
 Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::SegmentStore& store,
-                                                                const storage::SegmentRef& seg, Timestamp read_ts,
-                                                                bool may_build, bool warm, bool* did_build) {
+                                                                const storage::SegmentRef& seg,
+                                                                Timestamp read_ts, bool may_build,
+                                                                bool warm, bool* did_build) {
   if (budget_ == 0) return std::shared_ptr<const SegmentImage>();
   SegmentId id = seg->meta().id;
   uint64_t version = seg->data_version();
@@ -195,7 +197,8 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
       e.See(version, now);
       bool idle = now - e.last_use >= kIdleMicros;
       bool quiet = now - e.seen_at >= quiet_micros_;
-      if (recorded < kRefreshBytes && (idle || !quiet || recorded < kQuietRefreshBytes)) return e.image;
+      if (recorded < kRefreshBytes && (idle || !quiet || recorded < kQuietRefreshBytes))
+        return e.image;
       if (idle) {
         DropImageLocked(e);
         return std::shared_ptr<const SegmentImage>();
@@ -227,8 +230,10 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
       e.probe_base = seg->ArmRecent();
     }
     if (settled && !may_build) may_build = ++e.partial_reads >= kPartialReadsBeforeImage;
-    if (warm && !quiet && (!e.missed || now - e.last_miss >= kIdleMicros)) may_build = false;  // no reader lately
-    if (!refresh && (!may_build || !settled || e.building || e.failed_version == version || !RoomLocked())) {
+    if (warm && !quiet && (!e.missed || now - e.last_miss >= kIdleMicros))
+      may_build = false;  // no reader lately
+    if (!refresh &&
+        (!may_build || !settled || e.building || e.failed_version == version || !RoomLocked())) {
       if (!warm) stats_.misses++;
       return std::shared_ptr<const SegmentImage>();
     }
@@ -260,7 +265,8 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
     stats_.images++;
     EvictLocked(id);
   }
-  if (!(ours && current)) seg->DisarmRecent(image->data_version);  // not kept: nothing to record for
+  if (!(ours && current))
+    seg->DisarmRecent(image->data_version);  // not kept: nothing to record for
   if (read_ts < image->newest_ts || !current) {
     if (!warm) stats_.misses++;
     return std::shared_ptr<const SegmentImage>();
@@ -286,33 +292,36 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   storage::SegmentMeta meta = seg->meta();
   // The scan checks the range under the store's lock its view is taken under: the image holds
   // exactly [meta.lo, meta.hi).
-  ASSIGN_OR_RETURN(auto scan, store.Scan(meta.id, meta.lo, meta.hi, std::numeric_limits<Timestamp>::max()));
+  ASSIGN_OR_RETURN(auto scan,
+                   store.Scan(meta.id, meta.lo, meta.hi, std::numeric_limits<Timestamp>::max()));
   if (scan->segment() != seg.get()) return std::shared_ptr<SegmentImage>();  // replaced meanwhile
   image->lo = meta.lo;
   image->hi = meta.hi;
   bool uniform = true;
   bool more = true;
   while (more && uniform) {
-    ASSIGN_OR_RETURN(more, scan->Visit(exec::kBatchRows, SIZE_MAX, [&](std::string_view key, std::string_view row) {
-      if (image->width == 0) {
-        ASSIGN_OR_RETURN(image->width, exec::EncodedRowWidth(row));
-      }
-      if (image->batches.empty() || image->batches.back().rows == exec::kBatchRows) {
-        image->batches.emplace_back();
-        image->batches.back().Reset(image->width);
-        for (auto& c : image->batches.back().cols) c.Reserve(exec::kBatchRows);
-      }
-      Status st = exec::AppendEncodedRow(row, &image->batches.back());
-      if (!st.ok()) {  // another width (or undecodable): this segment is read from RocksDB
-        uniform = false;
-        return Status::OK();
-      }
-      image->key_bytes.append(key);
-      image->key_ends.push_back(static_cast<uint32_t>(image->key_bytes.size()));
-      image->row_ts.push_back(scan->visit_ts());
-      image->rows++;
-      return Status::OK();
-    }));
+    ASSIGN_OR_RETURN(
+        more,
+        scan->Visit(exec::kBatchRows, SIZE_MAX, [&](std::string_view key, std::string_view row) {
+          if (image->width == 0) {
+            ASSIGN_OR_RETURN(image->width, exec::EncodedRowWidth(row));
+          }
+          if (image->batches.empty() || image->batches.back().rows == exec::kBatchRows) {
+            image->batches.emplace_back();
+            image->batches.back().Reset(image->width);
+            for (auto& c : image->batches.back().cols) c.Reserve(exec::kBatchRows);
+          }
+          Status st = exec::AppendEncodedRow(row, &image->batches.back());
+          if (!st.ok()) {  // another width (or undecodable): this segment is read from RocksDB
+            uniform = false;
+            return Status::OK();
+          }
+          image->key_bytes.append(key);
+          image->key_ends.push_back(static_cast<uint32_t>(image->key_bytes.size()));
+          image->row_ts.push_back(scan->visit_ts());
+          image->rows++;
+          return Status::OK();
+        }));
   }
   if (!uniform || image->key_bytes.size() > std::numeric_limits<uint32_t>::max()) {
     return std::shared_ptr<SegmentImage>();
@@ -325,9 +334,11 @@ Result<std::shared_ptr<SegmentImage>> ColumnCache::Build(storage::SegmentStore& 
   for (auto& b : image->batches) {
     for (auto& c : b.cols) {
       image->nulls_in.push_back(c.HasNulls());
-      if (auto d = exec::FindDictionary(c, b.rows, kImageDictionaryValues)) c.AttachDictionary(std::move(d));
+      if (auto d = exec::FindDictionary(c, b.rows, kImageDictionaryValues))
+        c.AttachDictionary(std::move(d));
       // (Doubles, decimals and texts without a dictionary take more: not tried.)
-      if (c.phys() != exec::PhysType::kInt && c.phys() != exec::PhysType::kEmpty && !c.dictionary()) continue;
+      if (c.phys() != exec::PhysType::kInt && c.phys() != exec::PhysType::kEmpty && !c.dictionary())
+        continue;
       auto e = std::make_shared<std::string>();
       exec::EncodeColumn(c, b.rows, e.get());
       if (e->size() <= kImageEncodingBytesPerRow * b.rows + 1024) {

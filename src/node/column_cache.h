@@ -8,8 +8,9 @@
 // grows after every commit or split that reaches the segment) is still the one the image was
 // built at, or the segment's recording of commits covers every change since (SegmentRows
 // merges the recorded versions read_ts sees): the reader has waited for every commit at or
-// below read_ts (Participant::AwaitReadable), so no version it must see is missing. Scans whose transaction has pending writes in the segment, and index
-// scans, never use images (SegmentRows decides).
+// below read_ts (Participant::AwaitReadable), so no version it must see is missing. Scans whose
+// transaction has pending writes in the segment, and index scans, never use images (SegmentRows
+// decides).
 //
 // Only scans of a whole segment build images, and only of quiet segments: one whose data
 // version has not changed for `quiet_micros` as earlier scans saw it, or one not written
@@ -45,20 +46,20 @@ namespace wattdb::node {
 struct SegmentImage {
   uint64_t data_version = 0;  // the segment's data version it reflects
   Timestamp newest_ts = 0;    // answers reads at or above this
-  std::string lo, hi;  // the key range it holds: its segment's when built ("" = unbounded)
+  std::string lo, hi;         // the key range it holds: its segment's when built ("" = unbounded)
   size_t rows = 0;
-  size_t width = 0;  // columns per row (0 if the segment has no rows)
-  size_t bytes = 0;  // approximate memory held
-  size_t encoded_bytes = 0;  // of that, columns' attached encodings (exec::Vector::encoding)
-  std::string key_bytes;             // the rows' primary keys, concatenated in key order
-  std::vector<uint32_t> key_ends;    // key i ends at key_ends[i] and starts where key i-1 ends
+  size_t width = 0;                // columns per row (0 if the segment has no rows)
+  size_t bytes = 0;                // approximate memory held
+  size_t encoded_bytes = 0;        // of that, columns' attached encodings (exec::Vector::encoding)
+  std::string key_bytes;           // the rows' primary keys, concatenated in key order
+  std::vector<uint32_t> key_ends;  // key i ends at key_ends[i] and starts where key i-1 ends
   std::vector<exec::Batch> batches;  // exec::kBatchRows rows each, the last possibly fewer
   // 1 if column c of batch b holds a NULL: nulls_in[b * width + c] (empty: not known). A scan
   // that shares a column without NULLs says so, and its readers skip its NULL flags.
   std::vector<uint8_t> nulls_in;
-  std::vector<Timestamp> row_ts;     // each row's version
-  size_t prefix = 0;                 // bytes every key begins with (IndexKeys)
-  std::vector<uint64_t> key_heads;   // key i's 8 bytes after the prefix, as a number (IndexKeys)
+  std::vector<Timestamp> row_ts;      // each row's version
+  size_t prefix = 0;                  // bytes every key begins with (IndexKeys)
+  std::vector<uint64_t> key_heads;    // key i's 8 bytes after the prefix, as a number (IndexKeys)
   std::vector<uint64_t> head_blocks;  // key_heads[kHeadBlock * j]: a search's first steps, in cache
   static constexpr size_t kHeadBlock = 32;
 
@@ -68,7 +69,9 @@ struct SegmentImage {
   // Whether [a, b) ("" = unbounded) lies within the range it holds. A reader that checked
   // the segment's range before taking the image must check again: the segment may have split
   // in between, and an image built since holds only the part that stayed.
-  bool Covers(std::string_view a, std::string_view b) const { return storage::RangeCovers(lo, hi, a, b); }
+  bool Covers(std::string_view a, std::string_view b) const {
+    return storage::RangeCovers(lo, hi, a, b);
+  }
 
   std::string_view key(size_t i) const {
     size_t begin = i == 0 ? 0 : key_ends[i - 1];
@@ -113,8 +116,9 @@ class ColumnCache {
   // calling thread if the segment is quiet and nobody else is building it; point and short
   // range lookups use images that are there, until kPartialReadsBeforeImage of them found the
   // segment quiet without one.
-  Result<std::shared_ptr<const SegmentImage>> Get(storage::SegmentStore& store, const storage::SegmentRef& seg,
-                                                  Timestamp read_ts, bool may_build);
+  Result<std::shared_ptr<const SegmentImage>> Get(storage::SegmentStore& store,
+                                                  const storage::SegmentRef& seg, Timestamp read_ts,
+                                                  bool may_build);
   ColumnCacheStats stats() const;
   // Builds images for up to `max_builds` segments written, split off or moved in since the
   // node started (Segment::data_version above 0) that are quiet and have none (as a
@@ -129,7 +133,8 @@ class ColumnCache {
  private:
   // Get's work; `warm`: for Warm (no hit/miss counted, no use recorded); `*did_build` (optional)
   // tells whether this call built an image.
-  Result<std::shared_ptr<const SegmentImage>> Lookup(storage::SegmentStore& store, const storage::SegmentRef& seg,
+  Result<std::shared_ptr<const SegmentImage>> Lookup(storage::SegmentStore& store,
+                                                     const storage::SegmentRef& seg,
                                                      Timestamp read_ts, bool may_build, bool warm,
                                                      bool* did_build = nullptr);
   struct Entry {
@@ -139,11 +144,11 @@ class ColumnCache {
     int64_t seen_at = 0;
     uint64_t failed_version = ~0ull;  // a build at this version found rows it cannot hold
     bool building = false;
-    int64_t last_use = 0;  // clock micros
+    int64_t last_use = 0;   // clock micros
     int partial_reads = 0;  // reads of part of it while quiet at seen_version, without an image
     bool missed = false;    // a read had no image for it, last at last_miss (clock micros)
     int64_t last_miss = 0;
-    bool probe = false;     // a miss started a recording at probe_base (Segment::ArmRecent)
+    bool probe = false;  // a miss started a recording at probe_base (Segment::ArmRecent)
     uint64_t probe_base = 0;
     // Notes the segment's data version as seen at `now`; true if it changed since last seen.
     bool See(uint64_t version, int64_t now) {
@@ -154,7 +159,8 @@ class ColumnCache {
     }
   };
   // Builds the image of the newest committed rows; nullptr if the rows do not all have one width.
-  static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store, const storage::SegmentRef& seg);
+  static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store,
+                                                     const storage::SegmentRef& seg);
   // REQUIRES mu_ for each:
   void DropImageLocked(Entry& e);  // and ends the recording of commits it answers with
   void ForgetImageLocked(Entry& e);
@@ -162,7 +168,7 @@ class ColumnCache {
   // just built: the budget may be exceeded by one image).
   void EvictLocked(SegmentId keep);
   bool RoomLocked() const;  // below the budget, or an image idle for kIdleMicros can give way
-  void PruneLocked();  // entries of segments gone, images of segments changed
+  void PruneLocked();       // entries of segments gone, images of segments changed
 
   const size_t budget_;
   const int64_t quiet_micros_;

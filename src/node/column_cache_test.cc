@@ -1,8 +1,8 @@
 #include "node/column_cache.h"
 
 #include <filesystem>
-#include <set>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -40,7 +40,8 @@ class ColumnCacheTest : public ::testing::Test {
       storage::WriteOp op;
       op.segment = scan_segment_;
       op.key = Key(k);
-      EncodeRow({Value::Int64(k), Value::Text(fmt::format("name {}", k)), Value::Double(k * 1.5)}, &op.row);
+      EncodeRow({Value::Int64(k), Value::Text(fmt::format("name {}", k)), Value::Double(k * 1.5)},
+                &op.row);
       ops.push_back(std::move(op));
     }
     ASSERT_TRUE(store_->Apply(ts, ops).ok());
@@ -54,8 +55,8 @@ class ColumnCacheTest : public ::testing::Test {
   }
   // (first column, third column) of every row a fragment-style scan of [lo, hi) reads at
   // read_ts through `cache` (RocksDB if null), and whether it came from an image.
-  std::vector<std::pair<int64_t, double>> ScanPairs(ColumnCache* cache, Timestamp read_ts, bool* columnar,
-                                                    int lo = -1, int hi = -1) {
+  std::vector<std::pair<int64_t, double>> ScanPairs(ColumnCache* cache, Timestamp read_ts,
+                                                    bool* columnar, int lo = -1, int hi = -1) {
     ScanRequest req;
     req.segment = scan_segment_;
     req.read_ts = read_ts;
@@ -91,7 +92,8 @@ class ColumnCacheTest : public ::testing::Test {
     return out;
   }
   // The keys ScanPairs reads, of rows as Put writes them.
-  std::vector<int64_t> Scan(ColumnCache* cache, Timestamp read_ts, bool* columnar, int lo = -1, int hi = -1) {
+  std::vector<int64_t> Scan(ColumnCache* cache, Timestamp read_ts, bool* columnar, int lo = -1,
+                            int hi = -1) {
     std::vector<int64_t> keys;
     for (auto [k, v] : ScanPairs(cache, read_ts, columnar, lo, hi)) {
       EXPECT_DOUBLE_EQ(v, k * 1.5);
@@ -181,7 +183,8 @@ TEST_F(ColumnCacheTest, AScanWhoseSegmentSplitAfterItsRangeCheckIsStale) {
   req.read_ts = 20;
   auto rows = SegmentRows::Open(*store_, *participant_, req, &cache);
   ASSERT_TRUE(split);
-  ASSERT_FALSE(rows.ok()) << "read " << ((*rows)->columnar() ? "an image" : "RocksDB") << " of the part that stayed";
+  ASSERT_FALSE(rows.ok()) << "read " << ((*rows)->columnar() ? "an image" : "RocksDB")
+                          << " of the part that stayed";
   EXPECT_TRUE(rows.status().IsStale()) << rows.status().ToString();
   // Looked up again, the two segments' ranges hold every row, read from images.
   cache.set_before_get_for_test(nullptr);
@@ -211,7 +214,8 @@ TEST_F(ColumnCacheTest, SharedImageColumnsTellWhetherTheyHoldNulls) {
     op.segment = 1;
     op.key = Key(k);
     // The second column is NULL in a few rows of the first batch only.
-    Value name = k % 1000 == 7 && k < static_cast<int>(exec::kBatchRows) ? Value() : Value::Text("n");
+    Value name =
+        k % 1000 == 7 && k < static_cast<int>(exec::kBatchRows) ? Value() : Value::Text("n");
     EncodeRow({Value::Int64(k), name, Value::Double(k * 1.5)}, &op.row);
     ops.push_back(std::move(op));
   }
@@ -237,7 +241,8 @@ TEST_F(ColumnCacheTest, SharedImageColumnsTellWhetherTheyHoldNulls) {
       EXPECT_EQ(copy.HasNulls(), seen.back().first);
     }
     ASSERT_EQ(seen.size(), 2u);
-    EXPECT_EQ(seen[0], std::make_pair(true, size_t{5}));  // keys 7, 1007, 2007, 3007, 4007... below 4096
+    EXPECT_EQ(seen[0],
+              std::make_pair(true, size_t{5}));  // keys 7, 1007, 2007, 3007, 4007... below 4096
     EXPECT_EQ(seen[1], std::make_pair(false, size_t{0}));
   }
   EXPECT_EQ(cache.stats().builds, 1u);
@@ -362,21 +367,29 @@ TEST_F(ColumnCacheTest, CommitsAfterTheBuildAreMergedIntoTheImagesReads) {
   bool columnar = false;
   ASSERT_EQ(read(&cache, 20, -1, -1, &columnar).size(), 3000u);
   ASSERT_TRUE(columnar);
-  write(5, -5, 30);               // update
-  write(7, 0, 31, true);          // delete
-  write(5000, 50, 32);            // insert after the last row
-  write(1024, 0, 33, true);       // delete, then insert again: a batch boundary
+  write(5, -5, 30);          // update
+  write(7, 0, 31, true);     // delete
+  write(5000, 50, 32);       // insert after the last row
+  write(1024, 0, 33, true);  // delete, then insert again: a batch boundary
   write(1024, 1024, 34);
-  write(1500, 1, 35);             // updated twice
+  write(1500, 1, 35);  // updated twice
   write(1500, 2, 36);
-  write(-3, -3, 37);              // insert before the first row
+  write(-3, -3, 37);  // insert before the first row
   for (Timestamp ts : {20, 30, 31, 33, 34, 35, 36, 40}) {
-    for (auto [lo, hi] : std::vector<std::pair<int, int>>{{-1, -1}, {0, 10}, {5, 6}, {7, 8}, {1000, 1100},
-                                                          {1024, 1025}, {1500, 1501}, {2999, -1}, {-5, 1}}) {
+    for (auto [lo, hi] : std::vector<std::pair<int, int>>{{-1, -1},
+                                                          {0, 10},
+                                                          {5, 6},
+                                                          {7, 8},
+                                                          {1000, 1100},
+                                                          {1024, 1025},
+                                                          {1500, 1501},
+                                                          {2999, -1},
+                                                          {-5, 1}}) {
       bool from_rocksdb = true;
       auto want = read(nullptr, ts, lo, hi, &from_rocksdb);
       EXPECT_FALSE(from_rocksdb);
-      EXPECT_EQ(read(&cache, ts, lo, hi, &columnar), want) << "ts " << ts << " range " << lo << ".." << hi;
+      EXPECT_EQ(read(&cache, ts, lo, hi, &columnar), want)
+          << "ts " << ts << " range " << lo << ".." << hi;
       // (a single key written twice may be answered from the segment's newest versions)
       if (hi != lo + 1) {
         EXPECT_TRUE(columnar) << "ts " << ts << " range " << lo << ".." << hi;
@@ -385,8 +398,10 @@ TEST_F(ColumnCacheTest, CommitsAfterTheBuildAreMergedIntoTheImagesReads) {
   }
   EXPECT_EQ(cache.stats().builds, 1u);
   EXPECT_EQ(read(&cache, 40, 5, 6, &columnar), (std::vector<std::pair<int64_t, double>>{{5, -5}}));
-  EXPECT_EQ(read(&cache, 40, 1500, 1501, &columnar), (std::vector<std::pair<int64_t, double>>{{1500, 2}}));
-  EXPECT_EQ(read(&cache, 35, 1500, 1501, &columnar), (std::vector<std::pair<int64_t, double>>{{1500, 1}}));
+  EXPECT_EQ(read(&cache, 40, 1500, 1501, &columnar),
+            (std::vector<std::pair<int64_t, double>>{{1500, 2}}));
+  EXPECT_EQ(read(&cache, 35, 1500, 1501, &columnar),
+            (std::vector<std::pair<int64_t, double>>{{1500, 1}}));
   EXPECT_TRUE(read(&cache, 40, 7, 8, &columnar).empty());
   EXPECT_EQ(read(&cache, 40, -1, -1, &columnar).size(), 3001u);  // -1 row, +2 new keys
   // Readers older than the image read RocksDB.
@@ -452,7 +467,8 @@ TEST(SegmentImageTest, LowerBoundFromAnyStartBelowTheBoundIsTheLowerBound) {
     size_t want = 0;
     while (want < image.rows && image.key(want) < k) want++;
     ASSERT_EQ(image.LowerBound(k), want) << k;
-    for (size_t from = 0; from <= want; from++, checked++) ASSERT_EQ(image.LowerBoundFrom(from, k), want) << k << " from " << from;
+    for (size_t from = 0; from <= want; from++, checked++)
+      ASSERT_EQ(image.LowerBoundFrom(from, k), want) << k << " from " << from;
   }
   EXPECT_GT(checked, 700);
 }
@@ -469,11 +485,13 @@ TEST(SegmentImageTest, SearchesByKeyHeadsAnswerAsWholeKeysDo) {
   for (int i = 0; i < 600; i++) {
     std::string k = common;
     size_t len = rng() % 14;
-    for (size_t j = 0; j < len; j++) k += static_cast<char>(rng() % 3 == 0 ? 0 : "abz\xff"[rng() % 4]);
+    for (size_t j = 0; j < len; j++)
+      k += static_cast<char>(rng() % 3 == 0 ? 0 : "abz\xff"[rng() % 4]);
     keys.insert(k);
     keys.insert(k + std::string(1, '\0'));
   }
-  for (int i = 0; i < 100; i++) keys.insert(common + "samehead" + std::to_string(i));  // one head, blocks long
+  for (int i = 0; i < 100; i++)
+    keys.insert(common + "samehead" + std::to_string(i));  // one head, blocks long
   SegmentImage image;
   for (const auto& k : keys) {
     image.key_bytes += k;
@@ -482,8 +500,15 @@ TEST(SegmentImageTest, SearchesByKeyHeadsAnswerAsWholeKeysDo) {
   image.rows = keys.size();
   image.IndexKeys();
   EXPECT_EQ(image.prefix, common.size());
-  std::vector<std::string> probes = {"", "w", "wdb", "wdc", "wda\xff", common.substr(0, 4), common,
-                                     common + std::string(9, '\0'), common + "\xff\xff\xff\xff\xff\xff\xff\xff\xff"};
+  std::vector<std::string> probes = {"",
+                                     "w",
+                                     "wdb",
+                                     "wdc",
+                                     "wda\xff",
+                                     common.substr(0, 4),
+                                     common,
+                                     common + std::string(9, '\0'),
+                                     common + "\xff\xff\xff\xff\xff\xff\xff\xff\xff"};
   for (const auto& k : keys) {
     probes.push_back(k);
     std::string less = k;
@@ -554,7 +579,8 @@ TEST_F(ColumnCacheTest, PointLookupsThroughAnImageTellWritersTheNewestVersion) {
   EXPECT_EQ(w.seen->latest.ts, 40u);
   ASSERT_TRUE(participant_->Prepare(2, 45, {w}).ok());
   ASSERT_TRUE(participant_->Commit(2, 46).ok());
-  EXPECT_EQ(ScanPairs(&cache, 50, &columnar, 6, 7), (std::vector<std::pair<int64_t, double>>{{6, 6}}));
+  EXPECT_EQ(ScanPairs(&cache, 50, &columnar, 6, 7),
+            (std::vector<std::pair<int64_t, double>>{{6, 6}}));
 }
 
 // Warm builds an image anew once its segment's recording of later commits passes
@@ -573,7 +599,8 @@ TEST_F(ColumnCacheTest, WarmRefreshesAnImageWhoseRecordingGrew) {
       storage::WriteOp op;
       op.segment = 1;
       op.key = Key(k);
-      EncodeRow({Value::Int64(k), Value::Text(std::string(1 << 20, 'x')), Value::Double(k * 1.5)}, &op.row);
+      EncodeRow({Value::Int64(k), Value::Text(std::string(1 << 20, 'x')), Value::Double(k * 1.5)},
+                &op.row);
       ASSERT_TRUE(store_->Apply(++ts, {op}).ok());
     }
   };
@@ -607,15 +634,18 @@ TEST_F(ColumnCacheTest, WarmRefreshesAnImageWhoseSegmentWentQuietAfterCommits) {
   ASSERT_TRUE(columnar);
   storage::SegmentRef seg = *store_->Get(1);
   Timestamp ts = 20;
-  auto update = [&](size_t until_bytes) {  // rewrites rows 0, 1, ... until the recording holds until_bytes
-    for (int k = 0; seg->recent_bytes() < until_bytes; k++) {
-      storage::WriteOp op;
-      op.segment = 1;
-      op.key = Key(k % 3000);
-      EncodeRow({Value::Int64(k % 3000), Value::Text(std::string(200, 'u')), Value::Double(k % 3000 * 1.5)}, &op.row);
-      ASSERT_TRUE(store_->Apply(++ts, {op}).ok());
-    }
-  };
+  auto update =
+      [&](size_t until_bytes) {  // rewrites rows 0, 1, ... until the recording holds until_bytes
+        for (int k = 0; seg->recent_bytes() < until_bytes; k++) {
+          storage::WriteOp op;
+          op.segment = 1;
+          op.key = Key(k % 3000);
+          EncodeRow({Value::Int64(k % 3000), Value::Text(std::string(200, 'u')),
+                     Value::Double(k % 3000 * 1.5)},
+                    &op.row);
+          ASSERT_TRUE(store_->Apply(++ts, {op}).ok());
+        }
+      };
   auto warm_quiet = [&] {  // two rounds, the segment unchanged for kQuiet between them
     ASSERT_TRUE(cache.Warm(*store_, 2).ok());
     clock_.Advance(kQuiet);

@@ -21,7 +21,8 @@ constexpr std::chrono::milliseconds kHangUpEvery{2};
 // The segment's rows as the fragment's one scan.
 class SegmentSource : public exec::RowSource {
  public:
-  SegmentSource(SegmentRows& rows, std::string* last_key, std::vector<bool> used, const FragmentOptions& opts)
+  SegmentSource(SegmentRows& rows, std::string* last_key, std::vector<bool> used,
+                const FragmentOptions& opts)
       : rows_(rows), last_key_(last_key), used_(std::move(used)), opts_(opts) {}
   Result<bool> Next(exec::Batch& out) override {
     // Not before the first batch: the request has only just arrived (a point read polls nothing);
@@ -63,7 +64,8 @@ class SegmentSource : public exec::RowSource {
 
 class SegmentProvider : public exec::ScanProvider {
  public:
-  SegmentProvider(SegmentRows& rows, std::string* last_key, std::vector<bool> used, const FragmentOptions& opts)
+  SegmentProvider(SegmentRows& rows, std::string* last_key, std::vector<bool> used,
+                  const FragmentOptions& opts)
       : rows_(rows), last_key_(last_key), used_(std::move(used)), opts_(opts) {}
   Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override {
     if (opened_) return Status::Corruption("plan fragment reads more than one scan");
@@ -134,19 +136,26 @@ bool MatchScanPlan(const plan::PlanNode& plan, ScanPlanShape* shape) {
   using K = plan::PlanNode::Kind;
   shape->project = plan.kind == K::kProject ? &plan : nullptr;
   const plan::PlanNode* below =
-      shape->project ? (shape->project->children.size() == 1 ? shape->project->children[0].get() : nullptr) : &plan;
+      shape->project
+          ? (shape->project->children.size() == 1 ? shape->project->children[0].get() : nullptr)
+          : &plan;
   shape->filter = below && below->kind == K::kFilter ? below : nullptr;
-  shape->scan = shape->filter ? (shape->filter->children.size() == 1 ? shape->filter->children[0].get() : nullptr) : below;
-  return shape->scan && shape->scan->kind == K::kScan && (!shape->filter || shape->filter->predicate);
+  shape->scan =
+      shape->filter
+          ? (shape->filter->children.size() == 1 ? shape->filter->children[0].get() : nullptr)
+          : below;
+  return shape->scan && shape->scan->kind == K::kScan &&
+         (!shape->filter || shape->filter->predicate);
 }
 
 // A fragment of MatchScanPlan's shape, as its operators would run it (batches from the scan,
 // a filter's selected rows gathered, the projection evaluated a column at a time; empty
 // batches not emitted), without building them: a point read's fragment costs no operator
 // tree. Its batches are its thread's (ScanScratchLease).
-Status RunScanFragment(const plan::PlanNode& plan, const ScanPlanShape& shape, SegmentRows& rows,
-                       const FragmentOptions& opts,
-                       const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit) {
+Status RunScanFragment(
+    const plan::PlanNode& plan, const ScanPlanShape& shape, SegmentRows& rows,
+    const FragmentOptions& opts,
+    const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit) {
   const plan::PlanNode* project = shape.project;
   const plan::PlanNode* filter = shape.filter;
   const plan::PlanNode* scan = shape.scan;
@@ -170,7 +179,8 @@ Status RunScanFragment(const plan::PlanNode& plan, const ScanPlanShape& shape, S
       if (n < in.rows) {
         exec::Batch& kept = lease->filtered;
         kept.Reset(in.cols.size());
-        for (size_t c = 0; c < in.cols.size(); c++) kept.cols[c].Gather(in.cols[c], lease->sel.data(), n);
+        for (size_t c = 0; c < in.cols.size(); c++)
+          kept.cols[c].Gather(in.cols[c], lease->sel.data(), n);
         kept.rows = n;
         cur = &kept;
       }
@@ -191,19 +201,23 @@ Status RunScanFragment(const plan::PlanNode& plan, const ScanPlanShape& shape, S
 Status RunFragment(const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
                    const std::function<Status(exec::Batch&, const std::string& resume_key)>& emit,
                    std::vector<exec::OperatorStats>* stats) {
-  if (ScanPlanShape shape; !stats && MatchScanPlan(plan, &shape)) return RunScanFragment(plan, shape, rows, opts, emit);
+  if (ScanPlanShape shape; !stats && MatchScanPlan(plan, &shape))
+    return RunScanFragment(plan, shape, rows, opts, emit);
   std::string last_key;
   SegmentProvider provider(rows, &last_key, plan::UsedScanColumns(plan), opts);
   exec::ExecContext ctx(&provider, opts.cancel);
   ctx.work_mem = opts.work_mem;
   ctx.params = opts.params;
-  return exec::Execute(plan, ctx, [&](exec::Batch& b) { return emit(b, last_key); }, stats);
+  return exec::Execute(
+      plan, ctx, [&](exec::Batch& b) { return emit(b, last_key); }, stats);
 }
 
-Status RunScanPlan(const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
-                   const std::function<Status(std::vector<Value>&& row, const std::string& resume_key)>& emit) {
+Status RunScanPlan(
+    const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
+    const std::function<Status(std::vector<Value>&& row, const std::string& resume_key)>& emit) {
   ScanPlanShape shape;
-  if (!MatchScanPlan(plan, &shape)) return Status::NotSupported("not a scan with a filter and a projection");
+  if (!MatchScanPlan(plan, &shape))
+    return Status::NotSupported("not a scan with a filter and a projection");
   // A batch's rows are emitted once all of them are made, as the operators emit batches.
   return RunScanFragment(plan, shape, rows, opts, [&](exec::Batch& b, const std::string& last_key) {
     for (size_t r = 0; r < b.rows; r++) RETURN_NOT_OK(emit(b.Row(r), last_key));

@@ -41,7 +41,8 @@ Status RunFragment(const plan::PlanNode& plan, SegmentRows& rows, const Fragment
 // RunFragment would yield, each with the last primary key read so far, as RunFragment runs
 // such a plan: without building operators (a key's one row costs no operator tree).
 // NotSupported for any other plan.
-Status RunScanPlan(const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
-                   const std::function<Status(std::vector<Value>&& row, const std::string& resume_key)>& emit);
+Status RunScanPlan(
+    const plan::PlanNode& plan, SegmentRows& rows, const FragmentOptions& opts,
+    const std::function<Status(std::vector<Value>&& row, const std::string& resume_key)>& emit);
 
 }  // namespace wattdb::node

@@ -17,7 +17,8 @@ using plan::BoundExpr;
 using plan::BoundExprPtr;
 using plan::PlanNode;
 
-const SqlType kInt{TypeId::kInt64}, kText{TypeId::kText}, kDouble{TypeId::kDouble}, kBool{TypeId::kBool};
+const SqlType kInt{TypeId::kInt64}, kText{TypeId::kText}, kDouble{TypeId::kDouble},
+    kBool{TypeId::kBool};
 
 constexpr auto Bin = plan::MakeBinary;
 BoundExprPtr Col(int c) { return plan::MakeColumn(c, c == 0 ? kInt : c == 1 ? kText : kDouble); }
@@ -58,7 +59,8 @@ class FragmentRunnerTest : public ::testing::Test {
       storage::WriteOp op;
       op.segment = 1;
       EncodeKeyValue(Value::Int64(k), &op.key);
-      EncodeRow({Value::Int64(k), Value::Text(fmt::format("name {}", k)), Value::Double(k * 1.5)}, &op.row);
+      EncodeRow({Value::Int64(k), Value::Text(fmt::format("name {}", k)), Value::Double(k * 1.5)},
+                &op.row);
       ops.push_back(std::move(op));
     }
     ASSERT_TRUE(store_->Apply(10, ops).ok());
@@ -77,21 +79,25 @@ class FragmentRunnerTest : public ::testing::Test {
     return r;
   }
   // Rows as text, or "ERROR <sqlstate>", each way.
-  std::vector<std::string> ByOperators(const PlanNode& p, const ScanRequest& r, const std::vector<Value>& params) {
+  std::vector<std::string> ByOperators(const PlanNode& p, const ScanRequest& r,
+                                       const std::vector<Value>& params) {
     auto rows = SegmentRows::Open(*store_, *participant_, r, nullptr);
     EXPECT_TRUE(rows.ok());
     FragmentOptions opts;
     opts.params = &params;
     std::vector<std::string> out;
-    Status st = RunFragment(p, **rows, opts, [&](exec::Batch& b, const std::string&) {
-      for (size_t i = 0; i < b.rows; i++) out.push_back(Text(b.Row(i)));
-      return Status::OK();
-    }, nullptr);
+    Status st = RunFragment(
+        p, **rows, opts,
+        [&](exec::Batch& b, const std::string&) {
+          for (size_t i = 0; i < b.rows; i++) out.push_back(Text(b.Row(i)));
+          return Status::OK();
+        },
+        nullptr);
     if (!st.ok()) out.push_back("ERROR " + st.sqlstate());
     return out;
   }
-  std::vector<std::string> RowByRow(const PlanNode& p, const ScanRequest& r, const std::vector<Value>& params,
-                                    std::string* last_key) {
+  std::vector<std::string> RowByRow(const PlanNode& p, const ScanRequest& r,
+                                    const std::vector<Value>& params, std::string* last_key) {
     auto rows = SegmentRows::Open(*store_, *participant_, r, nullptr);
     EXPECT_TRUE(rows.ok());
     FragmentOptions opts;
@@ -107,7 +113,9 @@ class FragmentRunnerTest : public ::testing::Test {
   }
   static std::string Text(const std::vector<Value>& row) {
     std::string s;
-    for (const auto& v : row) s += (s.empty() ? "" : "|") + (v.is_null() ? "NULL" : v.ToText() + ":" + std::to_string(int(v.type())));
+    for (const auto& v : row)
+      s += (s.empty() ? "" : "|") +
+           (v.is_null() ? "NULL" : v.ToText() + ":" + std::to_string(int(v.type())));
     return s;
   }
 
@@ -118,7 +126,9 @@ class FragmentRunnerTest : public ::testing::Test {
 
 TEST_F(FragmentRunnerTest, ScanPlansRowByRowYieldWhatTheOperatorsYield) {
   // k % 7 = $1, then (k * 2, name || $2, 10 / (k - 50)): division by zero only at k = 50.
-  auto pred = [] { return Bin(BinOp::kEq, Bin(BinOp::kMod, Col(0), Int(7), kInt), Param(0, kInt), kBool); };
+  auto pred = [] {
+    return Bin(BinOp::kEq, Bin(BinOp::kMod, Col(0), Int(7), kInt), Param(0, kInt), kBool);
+  };
   auto exprs = [] {
     std::vector<BoundExprPtr> e;
     e.push_back(Bin(BinOp::kMul, Col(0), Int(2), kInt));
@@ -133,7 +143,8 @@ TEST_F(FragmentRunnerTest, ScanPlansRowByRowYieldWhatTheOperatorsYield) {
   plans.push_back(Project(Scan(), exprs()));
   int checked = 0;
   for (const auto& p : plans) {
-    for (auto [lo, hi] : {std::pair{7, 8}, std::pair{3, 4}, std::pair{0, 100}, std::pair{40, 60}, std::pair{200, 300}}) {
+    for (auto [lo, hi] : {std::pair{7, 8}, std::pair{3, 4}, std::pair{0, 100}, std::pair{40, 60},
+                          std::pair{200, 300}}) {
       for (int64_t m : {0, 1, 3}) {
         std::vector<Value> params = {Value::Int64(m), Value::Text("!")};
         std::string last_key;
@@ -154,13 +165,16 @@ TEST_F(FragmentRunnerTest, ScanPlansRowByRowYieldWhatTheOperatorsYield) {
   std::vector<Value> params = {Value::Int64(0), Value::Text("!")};
   std::string last_key;
   EXPECT_EQ(RowByRow(*plans[2], Request(7, 8), params, &last_key),
-            std::vector<std::string>{fmt::format("14:{}|name 7!:{}|0:{}", int(TypeId::kInt64), int(TypeId::kText),
-                                                 int(TypeId::kInt64))});
-  EXPECT_EQ(RowByRow(*plans[3], Request(50, 51), params, &last_key), std::vector<std::string>{"ERROR 22012"});
-  EXPECT_EQ(RowByRow(*plans[2], Request(49, 50), {}, &last_key), std::vector<std::string>{"ERROR 08P01"});
+            std::vector<std::string>{fmt::format("14:{}|name 7!:{}|0:{}", int(TypeId::kInt64),
+                                                 int(TypeId::kText), int(TypeId::kInt64))});
+  EXPECT_EQ(RowByRow(*plans[3], Request(50, 51), params, &last_key),
+            std::vector<std::string>{"ERROR 22012"});
+  EXPECT_EQ(RowByRow(*plans[2], Request(49, 50), {}, &last_key),
+            std::vector<std::string>{"ERROR 08P01"});
   // Anything else is not its to run.
   auto agg = plan::Wrap(PlanNode::Kind::kLimit, Scan());
-  EXPECT_EQ(RowByRow(*agg, Request(0, 10), params, &last_key), std::vector<std::string>{"ERROR 0A000"});
+  EXPECT_EQ(RowByRow(*agg, Request(0, 10), params, &last_key),
+            std::vector<std::string>{"ERROR 0A000"});
 }
 
 }  // namespace

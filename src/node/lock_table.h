@@ -74,7 +74,9 @@ class LockTable {
   void Grow();
   void EraseSlot(size_t i);
   void Count(uint64_t txn, int64_t delta);
-  std::string_view RunKey(const RunEntry& r) const { return {run_keys_.data() + r.offset, r.length}; }
+  std::string_view RunKey(const RunEntry& r) const {
+    return {run_keys_.data() + r.offset, r.length};
+  }
   // The run's entry for `key` (a hole included), or nullptr.
   const RunEntry* FindInRun(std::string_view key) const;
 

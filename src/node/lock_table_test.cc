@@ -1,11 +1,11 @@
 #include "node/lock_table.h"
 
-#include <gtest/gtest.h>
-
 #include <cstdio>
 #include <map>
 #include <random>
 #include <string>
+
+#include <gtest/gtest.h>
 
 namespace wattdb::node {
 namespace {
@@ -41,7 +41,7 @@ TEST(LockTableTest, AscendingKeysOfOneHolderFormARun) {
   LockTable t;
   for (int i = 0; i < 1000; i++) ASSERT_TRUE(t.Emplace(fmt(i), {7, static_cast<size_t>(i)}).second);
   EXPECT_EQ(t.run_size(), 1000u);
-  ASSERT_TRUE(t.Emplace(fmt(5000), {8, 0}).second);  // another holder, after the run
+  ASSERT_TRUE(t.Emplace(fmt(5000), {8, 0}).second);     // another holder, after the run
   ASSERT_TRUE(t.Emplace(fmt(1001), {7, 1001}).second);  // the run's holder again, still ascending
   EXPECT_EQ(t.run_size(), 1001u);
   ASSERT_FALSE(t.Emplace(fmt(10), {8, 0}).second);  // held in the run
@@ -70,7 +70,7 @@ TEST(LockTableTest, AscendingKeysOfOneHolderFormARun) {
   for (int i = 0; i < 500; i++) t.Release(fmt(i), 7);
   t.Release(fmt(600), 7);
   EXPECT_EQ(t.HeldBy(7), 0u);
-  EXPECT_EQ(t.size(), 1u);  // txn 8's key
+  EXPECT_EQ(t.size(), 1u);                        // txn 8's key
   ASSERT_TRUE(t.Emplace(fmt(3), {9, 0}).second);  // an empty run starts over for any holder
   EXPECT_EQ(t.run_size(), 1u);
 }

@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (self->InMaster()) {
-    std::cerr << "wattdb-node: node " << id << " lives in the master process (power = \"master\")\n";
+    std::cerr << "wattdb-node: node " << id
+              << " lives in the master process (power = \"master\")\n";
     return 2;
   }
   std::string level = vm.count("log-level") ? vm["log-level"].as<std::string>() : cfg->log_level;
@@ -91,7 +92,8 @@ int main(int argc, char** argv) {
     sigaddset(&s, SIGTERM);
     timespec ts{1, 800'000'000};
     int again = sigtimedwait(&s, nullptr, &ts);
-    Log("node")->warn("{}; exiting now", again > 0 ? "second signal" : "clean shutdown took over 1.8 s");
+    Log("node")->warn("{}; exiting now",
+                      again > 0 ? "second signal" : "clean shutdown took over 1.8 s");
     spdlog::shutdown();
     _exit(0);
   }).detach();

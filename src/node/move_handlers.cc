@@ -1,11 +1,10 @@
 // Moving segments between nodes: the owner exports a segment's files, the target pulls and
 // imports them.
-#include "node/node_server.h"
-
 #include <filesystem>
 #include <fstream>
 
 #include "net/message_builder.h"
+#include "node/node_server.h"
 #include "node/wire.h"
 
 namespace wattdb::node {
@@ -116,7 +115,8 @@ bool NodeServer::OnPullSegment(Connection& conn, net::ReceivedMessage& msg) {
         uint64_t left = ef.size;
         while (left > 0) {
           RETURN_NOT_OK(src->ReceiveRaw(&chunk));
-          if (chunk.empty() || chunk.size() > left) return Status::Corruption("file stream overrun");
+          if (chunk.empty() || chunk.size() > left)
+            return Status::Corruption("file stream overrun");
           out.write(chunk.data(), chunk.size());
           left -= chunk.size();
         }
@@ -135,8 +135,9 @@ bool NodeServer::OnPullSegment(Connection& conn, net::ReceivedMessage& msg) {
   fs::remove_all(dir, ec);
   uint64_t micros = clock_.NowMicros() - t0;
   if (s.ok()) {
-    Log("node")->info("segment imported seg={} from={}:{} bytes={} files={} ms={:.1f}", p.getSegment(),
-                      p.getSourceHost().cStr(), p.getSourcePort(), bytes, nfiles, micros / 1000.0);
+    Log("node")->info("segment imported seg={} from={}:{} bytes={} files={} ms={:.1f}",
+                      p.getSegment(), p.getSourceHost().cStr(), p.getSourcePort(), bytes, nfiles,
+                      micros / 1000.0);
   }
   net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();

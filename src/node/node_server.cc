@@ -1,9 +1,5 @@
 #include "node/node_server.h"
 
-#include "common/sqlstate.h"
-#include "common/subprocess.h"
-#include "power/host/agent_client.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,8 +13,11 @@
 #include "common/codec.h"
 #include "common/failpoint.h"
 #include "common/logging.h"
+#include "common/sqlstate.h"
+#include "common/subprocess.h"
 #include "net/message_builder.h"
 #include "node/wire.h"
+#include "power/host/agent_client.h"
 #include "proto/cluster.capnp.h"
 #include "proto/node_service.capnp.h"
 
@@ -55,7 +54,8 @@ NodeOptions NodeOptionsFromConfig(const ClusterConfig& cfg, const NodeConfig& se
   return opts;
 }
 
-NodeServer::NodeServer(NodeOptions opts, const Clock& clock) : opts_(std::move(opts)), clock_(clock) {}
+NodeServer::NodeServer(NodeOptions opts, const Clock& clock)
+    : opts_(std::move(opts)), clock_(clock) {}
 
 NodeServer::~NodeServer() { Stop(); }
 
@@ -67,8 +67,9 @@ Status NodeServer::Start() {
       rpc::NodeClientOptions{opts_.connect_timeout_ms, opts_.rpc_timeout_ms, key_.get()});
   ASSIGN_OR_RETURN(store_, storage::SegmentStore::Open(opts_.data_dir + "/segments"));
   store_->set_sync_commits(opts_.sync_commit);
-  participant_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(opts_.lock_timeout_ms),
-                                               std::chrono::milliseconds(opts_.heartbeat_timeout_ms));
+  participant_ =
+      std::make_unique<Participant>(*store_, std::chrono::milliseconds(opts_.lock_timeout_ms),
+                                    std::chrono::milliseconds(opts_.heartbeat_timeout_ms));
   columns_ = std::make_unique<ColumnCache>(opts_.column_cache_bytes,
                                            int64_t{opts_.column_cache_quiet_ms} * 1000, clock_);
   RETURN_NOT_OK(participant_->Recover());
@@ -78,9 +79,8 @@ Status NodeServer::Start() {
   std::error_code ec;
   fs::remove_all(opts_.data_dir + "/export", ec);
   fs::remove_all(opts_.data_dir + "/import", ec);
-  server_ = std::make_unique<net::TcpServer>(
-      fmt::format("node{}", opts_.self.id), opts_.self.host, opts_.self.port,
-      [this](net::Socket& s) { Serve(s); });
+  server_ = std::make_unique<net::TcpServer>(fmt::format("node{}", opts_.self.id), opts_.self.host,
+                                             opts_.self.port, [this](net::Socket& s) { Serve(s); });
   server_->set_local_alias(opts_.local_sockets);
   RETURN_NOT_OK(server_->Start());
   {
@@ -89,7 +89,8 @@ Status NodeServer::Start() {
   }
   link_thread_ = std::thread([this] { MasterLink(); });
   upkeep_thread_ = std::thread([this] { UpkeepLoop(); });
-  Log("node")->info("node started id={} port={} data={}", opts_.self.id, server_->port(), opts_.data_dir);
+  Log("node")->info("node started id={} port={} data={}", opts_.self.id, server_->port(),
+                    opts_.data_dir);
   return Status::OK();
 }
 
@@ -146,7 +147,8 @@ void NodeServer::UpkeepLoop() {
     if (std::chrono::steady_clock::now() >= next) {
       // Old versions that scans keep stepping over go first: they slow every reader.
       auto collected = store_->CollectGarbage(1);
-      if (!collected.ok()) Log("node")->warn("old versions not collected: {}", collected.status().ToString());
+      if (!collected.ok())
+        Log("node")->warn("old versions not collected: {}", collected.status().ToString());
       auto built = columns_->Warm(*store_, kImagesPerTick);
       if (!built.ok()) Log("node")->warn("column images not built: {}", built.status().ToString());
       // A backlog (a bulk load's segments, just split): the next ones soon after.
@@ -177,7 +179,8 @@ void NodeServer::Serve(net::Socket& socket) {
   Connection conn(&socket);
   conn.SetTimeouts(opts_.rpc_timeout_ms, opts_.rpc_timeout_ms);
   // Only the master and other nodes, which hold the cluster key, may ask anything.
-  if (Status a = conn.Authenticate(*key_, Connection::Role::kServer, opts_.connect_timeout_ms); !a.ok()) {
+  if (Status a = conn.Authenticate(*key_, Connection::Role::kServer, opts_.connect_timeout_ms);
+      !a.ok()) {
     Log("node")->warn("refused a connection: {}", a.message());
     return;
   }
@@ -189,7 +192,8 @@ void NodeServer::Serve(net::Socket& socket) {
     auto msg = conn.Receive();
     if (!msg.ok()) {
       if (msg.status().code() == Status::Code::kCorruption) {
-        Log("node")->warn("closing connection peer={} reason={}", conn.peer(), msg.status().message());
+        Log("node")->warn("closing connection peer={} reason={}", conn.peer(),
+                          msg.status().message());
       }
       return;
     }
@@ -213,13 +217,16 @@ bool NodeServer::ServeInline(Connection& conn) {
   auto msg = conn.Receive();  // already written by the caller: no wait
   if (!msg.ok()) return false;
   if (stopping_) {
-    (void)Reply(conn, Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id), sqlstate::kCannotConnectNow));
+    (void)Reply(
+        conn, Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id),
+                     sqlstate::kCannotConnectNow));
     return false;
   }
   return Handle(conn, **msg);
 }
 
-bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st, const SmallFlatSet<SegmentId>& touched) {
+bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st,
+                                const SmallFlatSet<SegmentId>& touched) {
   net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), st);
@@ -281,12 +288,15 @@ bool NodeServer::OnPing(Connection& conn, net::ReceivedMessage& msg) {
 bool NodeServer::OnHostPower(Connection& conn, net::ReceivedMessage& msg) {
   uint8_t action = msg.Root<proto::Request>().getHostPower();
   const char* agent = std::getenv("WATTDB_HOST_AGENT");
-  const std::string& command = action == 2 ? opts_.self.os_suspend_command : opts_.self.os_poweroff_command;
-  if (action != 1 && action != 2) return Reply(conn, Status::InvalidArgument("unknown host power action")).ok();
+  const std::string& command =
+      action == 2 ? opts_.self.os_suspend_command : opts_.self.os_poweroff_command;
+  if (action != 1 && action != 2)
+    return Reply(conn, Status::InvalidArgument("unknown host power action")).ok();
   if (!agent && command.empty()) {
-    return Reply(conn, Status::NotSupported(fmt::format(
-                           "node {} has no OS power path: no host agent, and no os_{} command in its config",
-                           opts_.self.id, action == 2 ? "suspend" : "poweroff")))
+    return Reply(conn, Status::NotSupported(fmt::format("node {} has no OS power path: no host "
+                                                        "agent, and no os_{} command in its config",
+                                                        opts_.self.id,
+                                                        action == 2 ? "suspend" : "poweroff")))
         .ok();
   }
   // Answer first: once the host goes down it cannot.
@@ -323,9 +333,11 @@ void NodeServer::MasterLink() {
   TelemetrySampler sampler(opts_.data_dir, clock_);
   while (!stopping_) {
     net::asio::io_context io;
-    auto conn = Connection::Connect(io, opts_.master_host, opts_.master_port, opts_.connect_timeout_ms);
+    auto conn =
+        Connection::Connect(io, opts_.master_host, opts_.master_port, opts_.connect_timeout_ms);
     Status s = conn.status();
-    if (s.ok()) s = (*conn)->Authenticate(*key_, Connection::Role::kClient, opts_.connect_timeout_ms);
+    if (s.ok())
+      s = (*conn)->Authenticate(*key_, Connection::Role::kClient, opts_.connect_timeout_ms);
     if (s.ok()) {
       // A master that takes in no heartbeat for heartbeat_timeout_ms is gone: reconnect.
       (*conn)->SetTimeouts(opts_.rpc_timeout_ms, opts_.heartbeat_timeout_ms);

@@ -12,9 +12,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <set>
 #include <shared_mutex>
+#include <string>
 #include <thread>
 
 #include "common/clock.h"
@@ -58,12 +58,13 @@ struct NodeOptions {
   int connect_timeout_ms = 2000;  // every connect to the master or another node
   int rpc_timeout_ms = 30000;     // every frame sent or received once a request started
   int heartbeat_timeout_ms = 6000;
-  int lock_timeout_ms = 10000;  // a row-lock wait's deadline
+  int lock_timeout_ms = 10000;                // a row-lock wait's deadline
   size_t column_cache_bytes = 2048ull << 20;  // column images of quiet segments (0 = none)
   int column_cache_quiet_ms = 1000;           // a segment unchanged this long gets an image
-  size_t scan_frame_bytes = 64u << 10;        // column batches gathered into one reply frame (0: one)
-  bool local_sockets = true;                  // also accept on the data port's local alias
-  std::string key_file;  // the cluster key (created if missing); every connection authenticates with it
+  size_t scan_frame_bytes = 64u << 10;  // column batches gathered into one reply frame (0: one)
+  bool local_sockets = true;            // also accept on the data port's local alias
+  std::string
+      key_file;  // the cluster key (created if missing); every connection authenticates with it
 };
 
 // The options of node `self` of cluster `cfg`, storage at <data_dir>/n<id>.
@@ -79,8 +80,9 @@ class NodeServer : public rpc::LocalSegments {
   NodeId node_id() const override { return opts_.self.id; }
   // Runs `fragment` over [lo, hi) of segment `seg` as a scan request would (NotFound if the
   // segment is not here), on the caller's thread. Only between Start and Stop.
-  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
-                  const rpc::ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
+  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi,
+                  const plan::PlanNode& fragment, const rpc::ExchangeOptions& opts,
+                  const std::function<Status(exec::Batch&)>& emit,
                   std::vector<exec::OperatorStats>* stats) override;
 
   Status Start();
@@ -133,14 +135,16 @@ class NodeServer : public rpc::LocalSegments {
   bool OnRunPlan(net::Connection& conn, net::ReceivedMessage& msg);  // offload_handler.cc
   // A commit's reply: its status and the sizes of the segments it wrote, so that the master
   // can split oversized ones right away.
-  bool ReplyWithSizes(net::Connection& conn, const Status& st, const SmallFlatSet<SegmentId>& touched);
+  bool ReplyWithSizes(net::Connection& conn, const Status& st,
+                      const SmallFlatSet<SegmentId>& touched);
 
   NodeOptions opts_;
   const Clock& clock_;  // borrowed
   std::unique_ptr<storage::SegmentStore> store_;
   std::unique_ptr<Participant> participant_;
   std::unique_ptr<ColumnCache> columns_;
-  PlanCache plans_;  // plans that keep their parameters, by their bytes (updateKey's, scan fragments')
+  PlanCache
+      plans_;  // plans that keep their parameters, by their bytes (updateKey's, scan fragments')
   std::unique_ptr<net::TcpServer> server_;
   std::unique_ptr<net::ClusterKey> key_;
   std::unique_ptr<PeerClients> peers_;  // made once key_ exists

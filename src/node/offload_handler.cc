@@ -48,14 +48,19 @@ class CpuBook {
 // moved or split meanwhile fails the plan with Stale; the master then runs it elsewhere).
 class ShippedPartMap : public rpc::PartMap {
  public:
-  using LocalRunner = std::function<Status(SegmentId, const std::string&, const std::string&, const plan::PlanNode&,
-                                           const rpc::ExchangeOptions&,
-                                           const std::function<Status(exec::Batch&)>&,
-                                           std::vector<exec::OperatorStats>*)>;
-  ShippedPartMap(std::vector<rpc::SegmentPlace> places, PeerClients& peers, NodeId self, LocalRunner local,
-                 CpuBook& cpu)
-      : places_(std::move(places)), peers_(peers), self_(self), local_(std::move(local)), cpu_(cpu) {}
-  std::vector<rpc::SegmentPlace> Segments(TableId table, const std::string& lo, const std::string& hi) override {
+  using LocalRunner =
+      std::function<Status(SegmentId, const std::string&, const std::string&, const plan::PlanNode&,
+                           const rpc::ExchangeOptions&, const std::function<Status(exec::Batch&)>&,
+                           std::vector<exec::OperatorStats>*)>;
+  ShippedPartMap(std::vector<rpc::SegmentPlace> places, PeerClients& peers, NodeId self,
+                 LocalRunner local, CpuBook& cpu)
+      : places_(std::move(places)),
+        peers_(peers),
+        self_(self),
+        local_(std::move(local)),
+        cpu_(cpu) {}
+  std::vector<rpc::SegmentPlace> Segments(TableId table, const std::string& lo,
+                                          const std::string& hi) override {
     std::vector<rpc::SegmentPlace> out;
     for (const auto& p : places_) {
       if ((p.hi.empty() || p.hi > lo) && (hi.empty() || p.lo < hi)) out.push_back(p);
@@ -66,8 +71,9 @@ class ShippedPartMap : public rpc::PartMap {
   bool Refreshable() const override { return false; }
   // This node's own segments are read in this process, not through its data port.
   bool IsLocal(NodeId node) const override { return node == self_; }
-  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
-                  const rpc::ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
+  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi,
+                  const plan::PlanNode& fragment, const rpc::ExchangeOptions& opts,
+                  const std::function<Status(exec::Batch&)>& emit,
                   std::vector<exec::OperatorStats>* stats) override {
     uint64_t t0 = ThreadCpuNanos();
     Status st = local_(seg, lo, hi, fragment, opts, emit, stats);
@@ -88,7 +94,8 @@ class ShippedPartMap : public rpc::PartMap {
 
 // The counters the exchanges of `plan` collected from the owners, as one encoded vector per
 // owner in `plan`'s pre-order (zeros where nothing ran on that owner).
-std::map<NodeId, std::string> OwnerStats(const plan::PlanNode& plan, const exec::RemoteStats& owners) {
+std::map<NodeId, std::string> OwnerStats(const plan::PlanNode& plan,
+                                         const exec::RemoteStats& owners) {
   std::map<const plan::PlanNode*, size_t> index;
   std::function<void(const plan::PlanNode&)> walk = [&](const plan::PlanNode& p) {
     index.emplace(&p, index.size());
@@ -120,7 +127,8 @@ class HelperProvider : public exec::ScanProvider {
     for (size_t i = 0; i < xs.size(); i++) index_[xs[i]] = i;
   }
   Status Check() const {
-    if (index_.size() != maps_.size()) return Status::Corruption("offloaded plan and its segment lists disagree");
+    if (index_.size() != maps_.size())
+      return Status::Corruption("offloaded plan and its segment lists disagree");
     return Status::OK();
   }
   Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override {
@@ -190,11 +198,14 @@ void PeerClients::Learn(NodeId node, const std::string& host, uint16_t port) {
   addrs_[node] = {host, port};
 }
 
-Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
-                            const rpc::ExchangeOptions& o, const std::function<Status(exec::Batch&)>& emit,
+Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::string& hi,
+                            const plan::PlanNode& fragment, const rpc::ExchangeOptions& o,
+                            const std::function<Status(exec::Batch&)>& emit,
                             std::vector<exec::OperatorStats>* stats) {
   std::shared_lock<std::shared_mutex> serving(in_process_mu_);
-  if (stopping_) return Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id), sqlstate::kCannotConnectNow);
+  if (stopping_)
+    return Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id),
+                  sqlstate::kCannotConnectNow);
   ScanRequest sr;
   sr.segment = seg;
   sr.lo = lo;
@@ -204,7 +215,8 @@ Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::str
   ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(*store_, *participant_, sr, columns_.get()));
   FragmentOptions fo{o.work_mem, o.cancel};
   fo.params = o.params;
-  return RunFragment(fragment, *rows, fo, [&](exec::Batch& b, const std::string&) { return emit(b); }, stats);
+  return RunFragment(
+      fragment, *rows, fo, [&](exec::Batch& b, const std::string&) { return emit(b); }, stats);
 }
 
 bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
@@ -249,9 +261,12 @@ bool NodeServer::OnRunPlan(Connection& conn, net::ReceivedMessage& msg) {
     }
     maps.push_back(std::make_unique<ShippedPartMap>(
         std::move(places), *peers_, opts_.self.id,
-        [this](SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
-               const rpc::ExchangeOptions& o, const std::function<Status(exec::Batch&)>& emit,
-               std::vector<exec::OperatorStats>* stats) { return RunLocal(seg, lo, hi, fragment, o, emit, stats); },
+        [this](SegmentId seg, const std::string& lo, const std::string& hi,
+               const plan::PlanNode& fragment, const rpc::ExchangeOptions& o,
+               const std::function<Status(exec::Batch&)>& emit,
+               std::vector<exec::OperatorStats>* stats) {
+          return RunLocal(seg, lo, hi, fragment, o, emit, stats);
+        },
         cpu));
   }
   std::atomic<bool> cancel{false};

@@ -1,14 +1,14 @@
 #include "node/participant.h"
 
-#include "common/bytes.h"
-#include "common/failpoint.h"
-#include "common/small_containers.h"
-#include "common/sqlstate.h"
-
 #include <algorithm>
 #include <iterator>
 #include <optional>
 #include <span>
+
+#include "common/bytes.h"
+#include "common/failpoint.h"
+#include "common/small_containers.h"
+#include "common/sqlstate.h"
 
 namespace wattdb::node {
 
@@ -18,7 +18,8 @@ namespace {
 constexpr size_t kPrefetchAhead = 8;
 
 Status InUse(SegmentId segment, const char* why) {
-  return Status(Status::Code::kUnavailable, fmt::format("segment {} {}; try again", segment, why), sqlstate::kObjectInUse);
+  return Status(Status::Code::kUnavailable, fmt::format("segment {} {}; try again", segment, why),
+                sqlstate::kObjectInUse);
 }
 
 // A durable prepare record: the writes, then (added later; absent in older records) the
@@ -32,7 +33,8 @@ struct PrepareRecord {
 };
 
 std::string EncodeRecord(const std::vector<storage::WriteOp>& ops, uint64_t received,
-                         const std::set<std::pair<SegmentId, std::string>>& locked, Timestamp min_commit_ts) {
+                         const std::set<std::pair<SegmentId, std::string>>& locked,
+                         Timestamp min_commit_ts) {
   std::string out;
   ByteWriter w(&out);
   w.VarU64(ops.size());
@@ -101,14 +103,16 @@ Status Participant::Recover() {
 }
 
 std::map<std::string, storage::WriteOp> Participant::PendingWrites(uint64_t txn, SegmentId segment,
-                                                                   std::string_view lo, std::string_view hi) const {
+                                                                   std::string_view lo,
+                                                                   std::string_view hi) const {
   std::lock_guard<std::mutex> l(mu_);
   std::map<std::string, storage::WriteOp> out;
   PendingWritesLocked(txn, segment, lo, hi, &out);
   return out;
 }
 
-void Participant::PendingWritesLocked(uint64_t txn, SegmentId segment, std::string_view lo, std::string_view hi,
+void Participant::PendingWritesLocked(uint64_t txn, SegmentId segment, std::string_view lo,
+                                      std::string_view hi,
                                       std::map<std::string, storage::WriteOp>* out) const {
   out->clear();
   auto it = prepared_.find(txn);
@@ -169,23 +173,26 @@ Status Participant::PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<
   SmallVector<std::string_view> check_keys;  // per segment: keys whose committed version decides
   SmallVector<uint8_t> check_insert;         // ... and whether an insert checks it
   SmallVector<std::optional<storage::LatestVersion>> check_seen;  // ... its version as seen
-  SmallVector<std::string_view> read_keys;   // the check keys not seen: read here
+  SmallVector<std::string_view> read_keys;  // the check keys not seen: read here
   // ... and for a key whose version came from the writer's read (with its row), the order
   // index of the call's first write of it: that write learns the row (WriteOp::prior).
   SmallVector<std::pair<const storage::SeenLatest*, size_t>> check_prior;
   std::vector<storage::LatestVersion> latest;
 restart:
   auto existing = prepared_.find(txn);
-  if (existing != prepared_.end() && !existing->second.ops.empty()) MaybeFail("node.prepare.more_writes");
+  if (existing != prepared_.end() && !existing->second.ops.empty())
+    MaybeFail("node.prepare.more_writes");
   if (existing != prepared_.end() && existing->second.committing) {
-    return Status::InvalidArgument(fmt::format("txn {} is committing; it takes no more writes", txn));
+    return Status::InvalidArgument(
+        fmt::format("txn {} is committing; it takes no more writes", txn));
   }
   if (expect) {
     uint64_t have = (existing == prepared_.end() ? 0 : existing->second.received) + writes.size();
     if (have != expect) {
       ForgetLocked(txn);
       return Status::Aborted(fmt::format(
-          "transaction aborted: node lost {} of its writes (it restarted during the transaction)", expect - have));
+          "transaction aborted: node lost {} of its writes (it restarted during the transaction)",
+          expect - have));
     }
   }
   for (size_t g = 0, g_end; g < order.size(); g = g_end) {
@@ -206,7 +213,8 @@ restart:
     for (size_t r = g, r_end; r < g_end; r = r_end) {  // the writes of one key
       const std::string& key = key_of(r).key;
       for (r_end = r + 1; r_end < g_end && key_of(r_end).key == key;) r_end++;
-      if (table != locks_.end() && r + kPrefetchAhead < g_end) table->second.Prefetch(key_of(r + kPrefetchAhead).key);
+      if (table != locks_.end() && r + kPrefetchAhead < g_end)
+        table->second.Prefetch(key_of(r + kPrefetchAhead).key);
       if (!seg->Contains(key)) {
         return Status::Stale(fmt::format("key outside segment {} (it split or moved)", seg_id));
       }
@@ -216,7 +224,8 @@ restart:
         // below fails (first updater wins); if it aborted, this write goes ahead. A wait that
         // outlasts lock_wait_ (a deadlock, or a stuck holder) aborts this writer.
         uint64_t holder = held->txn;
-        if (!opts.wait) return Status::Sql(sqlstate::kLockNotAvailable, "could not obtain lock on row");
+        if (!opts.wait)
+          return Status::Sql(sqlstate::kLockNotAvailable, "could not obtain lock on row");
         // The wait is checked for a cycle of waiting transactions when it begins and every
         // deadlock_check_ after (the last of the cycle to wait may not be the one to see it).
         waits_for_[txn] = holder;
@@ -226,29 +235,31 @@ restart:
           bool broken = broken_waits_.erase(txn) > 0;
           if (broken || WaitsForLocked(holder, txn)) {
             waits_for_.erase(txn);
-            return Status::Aborted(
-                fmt::format("deadlock detected: transaction {} waits for transaction {}, which waits for it{}", txn,
-                            holder, broken ? " (through other nodes)" : ""),
-                sqlstate::kDeadlockDetected);
+            return Status::Aborted(fmt::format("deadlock detected: transaction {} waits for "
+                                               "transaction {}, which waits for it{}",
+                                               txn, holder, broken ? " (through other nodes)" : ""),
+                                   sqlstate::kDeadlockDetected);
           }
           LockWaiters& waiters = lock_waiters_[holder];  // a map node: it stays put while waited on
           if (!waiters.cv) waiters.cv = std::make_shared<std::condition_variable>();
           waiters.count++;
           bool first = true;
-          freed = waiters.cv->wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + deadlock_check_), [&] {
-            if (!first) lock_wait_wakeups_.fetch_add(1, std::memory_order_relaxed);
-            first = false;
-            const LockEntry* h = FindLock(seg_id, key);
-            return !h || h->txn != holder || broken_waits_.count(txn);
-          });
+          freed = waiters.cv->wait_until(
+              l, std::min(deadline, std::chrono::steady_clock::now() + deadlock_check_), [&] {
+                if (!first) lock_wait_wakeups_.fetch_add(1, std::memory_order_relaxed);
+                first = false;
+                const LockEntry* h = FindLock(seg_id, key);
+                return !h || h->txn != holder || broken_waits_.count(txn);
+              });
           if (--waiters.count == 0) lock_waiters_.erase(holder);
           if (freed && broken_waits_.count(txn)) freed = false;  // the loop reports it
         }
         waits_for_.erase(txn);
         broken_waits_.erase(txn);
         if (!freed) {
-          return Status::Aborted(fmt::format("could not obtain lock on row: transaction {} held it for longer than {} ms",
-                                             holder, lock_wait_.count()));
+          return Status::Aborted(fmt::format(
+              "could not obtain lock on row: transaction {} held it for longer than {} ms", holder,
+              lock_wait_.count()));
         }
         goto restart;
       }
@@ -265,11 +276,13 @@ restart:
       for (size_t i = r; i < r_end; i++) {
         const TxnWrite& w = writes[order[i]];
         if (w.seen && w.seen->key == key && w.seen->Current(*seg)) seen = &*w.seen;
-        if (w.seen && w.seen->key == key && w.seen->recent_base && w.seen->segment == seg.get()) recorded = &*w.seen;
+        if (w.seen && w.seen->key == key && w.seen->recent_base && w.seen->segment == seg.get())
+          recorded = &*w.seen;
         if (!own && first_write == SIZE_MAX && w.check != WriteCheck::kLock) first_write = i;
         if (own) {
           if (w.check == WriteCheck::kInsert && *own) {
-            return Status::Sql(sqlstate::kUniqueViolation, "duplicate key value violates unique constraint");
+            return Status::Sql(sqlstate::kUniqueViolation,
+                               "duplicate key value violates unique constraint");
           }
         } else if (w.check != WriteCheck::kNone) {
           needs_committed = true;
@@ -281,16 +294,20 @@ restart:
         std::optional<storage::LatestVersion> known;
         if (seen) {
           known = seen->latest;
-        } else if (storage::LatestVersion cached{true}; seg->newest().GetVersion(key, &cached.ts, &cached.deleted)) {
+        } else if (storage::LatestVersion cached{true};
+                   seg->newest().GetVersion(key, &cached.ts, &cached.deleted)) {
           known = cached;
         } else if (storage::LatestVersion rec;
-                   recorded && seg->RecentLatest(*recorded->recent_base, key, &rec, /*row=*/nullptr)) {
-          known = rec.found ? rec : recorded->latest;  // a key not recorded since is as the read saw it
+                   recorded &&
+                   seg->RecentLatest(*recorded->recent_base, key, &rec, /*row=*/nullptr)) {
+          known =
+              rec.found ? rec : recorded->latest;  // a key not recorded since is as the read saw it
         }
         check_keys.push_back(key);
         check_insert.push_back(insert_checks);
         check_seen.push_back(known);
-        check_prior.emplace_back(seen && (seen->has_row || seen->latest.deleted) ? seen : nullptr, first_write);
+        check_prior.emplace_back(seen && (seen->has_row || seen->latest.deleted) ? seen : nullptr,
+                                 first_write);
         if (!known) read_keys.push_back(key);
       }
     }
@@ -306,7 +323,8 @@ restart:
         if (auto d = syncing_.find(lv.ts); d != syncing_.end()) *dep = std::max(*dep, d->second);
       }
       if (check_insert[i] && lv.found && !lv.deleted) {
-        return Status::Sql(sqlstate::kUniqueViolation, "duplicate key value violates unique constraint");
+        return Status::Sql(sqlstate::kUniqueViolation,
+                           "duplicate key value violates unique constraint");
       }
       if (lv.found && lv.ts > snapshot) {
         if (opts.keep_conflict && !opts.durable) {
@@ -330,7 +348,8 @@ restart:
   }
   // Checked: keep the writes (in key order) and lock their keys.
   Prepared& p = prepared_[txn];
-  if (p.ops.capacity() == 0) p.ops.reserve(std::max<size_t>(writes.size(), 8));  // one allocation for a short one
+  if (p.ops.capacity() == 0)
+    p.ops.reserve(std::max<size_t>(writes.size(), 8));  // one allocation for a short one
   size_t before = p.ops.size();
   Prepared::Call call{p.received, before, {}};
   p.received += writes.size();
@@ -338,7 +357,8 @@ restart:
   for (size_t r = 0, r_end; r < order.size(); r = r_end) {
     const storage::WriteOp& first = key_of(r);
     bool writes_key = false;
-    for (r_end = r; r_end < order.size() && key_of(r_end).segment == first.segment && key_of(r_end).key == first.key;
+    for (r_end = r; r_end < order.size() && key_of(r_end).segment == first.segment &&
+                    key_of(r_end).key == first.key;
          r_end++) {
       writes_key |= writes[order[r_end]].check != WriteCheck::kLock;
     }
@@ -369,7 +389,8 @@ restart:
   }
   LockOps(txn, p.ops, before);
   for (auto& lk : locks_only) {
-    if (locks_[lk.first].Emplace(lk.second, LockEntry{txn, kLockOnly}).second) call.locked.push_back(lk);
+    if (locks_[lk.first].Emplace(lk.second, LockEntry{txn, kLockOnly}).second)
+      call.locked.push_back(lk);
     p.locked.insert(std::move(lk));
   }
   if (!writes.empty()) p.calls.push_back(std::move(call));
@@ -393,7 +414,9 @@ void Participant::Unlock(uint64_t txn, SegmentId segment, const std::string& key
   NotifyReleasedLocked(txn);
 }
 
-void Participant::NotifyReleasedLocked(uint64_t holder) { NotifyReleased(ReleasedWaitersLocked(holder)); }
+void Participant::NotifyReleasedLocked(uint64_t holder) {
+  NotifyReleased(ReleasedWaitersLocked(holder));
+}
 
 std::shared_ptr<std::condition_variable> Participant::ReleasedWaitersLocked(uint64_t holder) {
   auto w = lock_waiters_.find(holder);
@@ -422,7 +445,8 @@ void Participant::LockOps(uint64_t txn, const std::vector<storage::WriteOp>& ops
   }
 }
 
-void Participant::ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops, const std::set<LockKey>& keys) {
+void Participant::ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops,
+                               const std::set<LockKey>& keys) {
   std::optional<SegmentId> current;  // the segment of `table` (nullptr: it has no locks)
   LockTable* table = nullptr;
   auto release = [&](SegmentId segment, const std::string& key) {
@@ -456,7 +480,8 @@ void Participant::ReleaseAllLocks(uint64_t txn, const std::vector<storage::Write
   ReleaseLocks(txn, ops, keys);  // finds no table of the dropped segments
 }
 
-void Participant::ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it, std::vector<LockTable> dropped) {
+void Participant::ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,
+                                      std::vector<LockTable> dropped) {
   if (it->second.ops.size() >= kReapAbove) {
     reaper_.Drop(std::move(it->second.ops));
     reaper_.Drop(std::move(dropped));
@@ -464,8 +489,8 @@ void Participant::ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,
   prepared_.erase(it);
 }
 
-Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<SegmentId>* touched, uint64_t expect,
-                           bool unsynced) {
+Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<SegmentId>* touched,
+                           uint64_t expect, bool unsynced) {
   // The writes stay in prepared_ while they are applied (a failed apply leaves the txn
   // prepared); `committing` keeps every other call away from them, and std::map entries do
   // not move, so they are read in place without mu_.
@@ -485,7 +510,8 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
       ASSIGN_OR_RETURN(auto done, store_.CommittedAt(txn));
       if (done) {
         if (*done != commit_ts) {
-          return Status::Internal(fmt::format("txn {} committed at {}, asked again at {}", txn, *done, commit_ts));
+          return Status::Internal(
+              fmt::format("txn {} committed at {}, asked again at {}", txn, *done, commit_ts));
         }
         return Status::OK();
       }
@@ -495,7 +521,8 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
       uint64_t lost = expect - std::min(expect, it->second.received);
       ForgetLocked(txn);
       return Status::Aborted(fmt::format(
-          "transaction aborted: node lost {} of its writes (it restarted during the transaction)", lost));
+          "transaction aborted: node lost {} of its writes (it restarted during the transaction)",
+          lost));
     }
     if (!it->second.durable && commit_ts <= max_read_ts_) {
       // Its commit point is here, and a read at a snapshot >= commit_ts has missed it: the
@@ -529,8 +556,9 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
     if (lock_waiters) lock_waiters->notify_all();
     MaybeFail("node.commit.locks_released");
   };
-  Status s = ops->empty() && !durable ? Status::OK()
-                                       : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn, sync, release_early);
+  Status s = ops->empty() && !durable
+                 ? Status::OK()
+                 : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn, sync, release_early);
   if (s.ok()) MaybeFail("node.after_commit_applied");
   if (touched && s.ok()) {
     for (size_t i = 0; i < ops->size(); i++) {
@@ -592,7 +620,8 @@ Status Participant::RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep)
     return Status::OK();
   }
   if (it == prepared_.end() || it->second.received < keep) {
-    return Status::Aborted(fmt::format("transaction {} lost writes here (the node restarted)", txn));
+    return Status::Aborted(
+        fmt::format("transaction {} lost writes here (the node restarted)", txn));
   }
   Prepared& p = it->second;
   if (p.committing || p.durable) {
@@ -602,7 +631,8 @@ Status Participant::RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep)
   // again (mu_ is held throughout: no other transaction sees the keys free).
   size_t first_undone = p.calls.size();
   while (first_undone > 0 && p.calls[first_undone - 1].received_before >= keep) first_undone--;
-  uint64_t received_kept = first_undone < p.calls.size() ? p.calls[first_undone].received_before : p.received;
+  uint64_t received_kept =
+      first_undone < p.calls.size() ? p.calls[first_undone].received_before : p.received;
   if (received_kept != keep) {
     return Status::Internal(fmt::format("txn {}: no prepare ended after write {}", txn, keep));
   }
@@ -677,14 +707,16 @@ Result<std::optional<Timestamp>> Participant::FenceAndGetOutcome(uint64_t txn) {
   return store_.CommittedAt(txn);
 }
 
-Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi, Timestamp read_ts,
-                                  uint64_t own_txn, std::map<std::string, storage::WriteOp>* pending) {
+Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi,
+                                  Timestamp read_ts, uint64_t own_txn,
+                                  std::map<std::string, storage::WriteOp>* pending) {
   std::unique_lock<std::mutex> l(mu_);
   max_read_ts_ = std::max(max_read_ts_, read_ts);
   // Does `txn` have a write in the range that may be committed at or below read_ts?
   auto blocks = [&](uint64_t txn, const Prepared& p) {
     if (txn == own_txn) return false;
-    bool may_be_below = p.committing ? p.commit_ts <= read_ts : p.durable && p.min_commit_ts < read_ts;
+    bool may_be_below =
+        p.committing ? p.commit_ts <= read_ts : p.durable && p.min_commit_ts < read_ts;
     if (!may_be_below || !p.segments.count(segment)) return false;
     if (lo.empty() && hi.empty()) return true;
     for (const auto& op : p.ops) {
@@ -701,10 +733,11 @@ Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::s
   auto deadline = std::chrono::steady_clock::now() + read_wait_;
   for (auto txn = blocker(); txn; txn = blocker()) {
     if (released_.wait_until(l, deadline) == std::cv_status::timeout && blocker()) {
-      return Status::Aborted(fmt::format(
-          "could not serialize access: rows of segment {} belong to transaction {}, whose outcome is not known "
-          "here yet",
-          segment, *txn));
+      return Status::Aborted(
+          fmt::format("could not serialize access: rows of segment {} belong to transaction {}, "
+                      "whose outcome is not known "
+                      "here yet",
+                      segment, *txn));
     }
   }
   if (pending) PendingWritesLocked(own_txn, segment, lo, hi, pending);
@@ -731,7 +764,8 @@ bool Participant::SyncingOnLocked(SegmentId segment) const {
 
 bool Participant::BeginExclusive(SegmentId segment) {
   std::lock_guard<std::mutex> l(mu_);
-  if (HasPreparedLocked(segment) || SyncingOnLocked(segment) || exclusive_.count(segment)) return false;
+  if (HasPreparedLocked(segment) || SyncingOnLocked(segment) || exclusive_.count(segment))
+    return false;
   exclusive_.insert(segment);
   locks_.erase(segment);  // an emptied table kept for its writers; the segment may leave
   return true;

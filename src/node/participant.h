@@ -36,8 +36,8 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -98,7 +98,10 @@ class Participant {
                        std::chrono::milliseconds lock_wait = std::chrono::milliseconds(1000),
                        std::chrono::milliseconds read_wait = std::chrono::milliseconds(6000),
                        std::chrono::milliseconds deadlock_check = std::chrono::milliseconds(20))
-      : store_(store), lock_wait_(lock_wait), read_wait_(read_wait), deadlock_check_(deadlock_check) {}
+      : store_(store),
+        lock_wait_(lock_wait),
+        read_wait_(read_wait),
+        deadlock_check_(deadlock_check) {}
 
   // Reloads durably prepared transactions and their locks (call once, before serving).
   Status Recover();
@@ -106,12 +109,15 @@ class Participant {
   // locked by another transaction is waited for (40001 if the wait times out, 40P01 if the
   // holder waits for this one); then a key whose newest version is above `snapshot` is a
   // Conflict, as under snapshot isolation the first updater wins.
-  Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes, const PrepareOptions& opts = {});
+  Status Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes,
+                 const PrepareOptions& opts = {});
   // Releases `key` of `segment` if `txn` holds it lock-only (a KeptConflict it no longer
   // writes); a key it wrote stays locked.
   void Unlock(uint64_t txn, SegmentId segment, const std::string& key);
   // Returns once the commit of a KeptConflict's `durable_ticket` is durable.
-  Status AwaitDurable(uint64_t ticket) { return ticket ? store_.WaitDurable(ticket) : Status::OK(); }
+  Status AwaitDurable(uint64_t ticket) {
+    return ticket ? store_.WaitDurable(ticket) : Status::OK();
+  }
   // Applies the prepared writes and records the outcome; `touched` (optional) receives the
   // segments written. Exactly once: a commit of a transaction already committed here is OK
   // (nothing is applied twice); a concurrent second commit waits for the first. NotFound if
@@ -122,13 +128,15 @@ class Participant {
   // `unsynced`: a durably prepared transaction's commit is not synced (its synced prepared
   // record keeps it in doubt across a power cut until a later sync covers the commit:
   // SegmentStore::SyncWal); ignored for a transaction prepared in memory.
-  Status Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<SegmentId>* touched = nullptr, uint64_t expect = 0,
-                bool unsynced = false);
+  Status Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<SegmentId>* touched = nullptr,
+                uint64_t expect = 0, bool unsynced = false);
   // Discards the transaction's writes and releases its locks. A transaction that is
   // committing (or committed) is not aborted: returns false then.
   bool Abort(uint64_t txn);
   // The commit timestamp of `txn` if it committed here (and its record was not forgotten).
-  Result<std::optional<Timestamp>> CommittedAt(uint64_t txn) const { return store_.CommittedAt(txn); }
+  Result<std::optional<Timestamp>> CommittedAt(uint64_t txn) const {
+    return store_.CommittedAt(txn);
+  }
   // Undoes the writes (and releases the locks they took) of the prepares that came after the
   // first `keep` writes of `txn` here: a failed statement's, so the transaction goes on without
   // them. `keep` 0 forgets the transaction. `keep` must end a prepare call (Internal, and
@@ -155,7 +163,8 @@ class Participant {
   size_t lock_table_count() const;  // segments with a lock table (tests)
   // The latest pending write of `txn` per key of `segment` within [lo, hi) ("" = unbounded),
   // in key order: what the transaction itself must see on top of its snapshot.
-  std::map<std::string, storage::WriteOp> PendingWrites(uint64_t txn, SegmentId segment, std::string_view lo,
+  std::map<std::string, storage::WriteOp> PendingWrites(uint64_t txn, SegmentId segment,
+                                                        std::string_view lo,
                                                         std::string_view hi) const;
   // Prepared transactions (durable or not) not being committed: the master, which knows
   // which transactions are still running, tells the others' outcome (no decision = abort),
@@ -174,8 +183,9 @@ class Participant {
   // the transactions whose writes there may be committed at or below `read_ts` and are not
   // applied yet. 40001 if they are still unresolved then. With `pending`, then also
   // PendingWrites(own_txn, segment, lo, hi) into it, under the same hold of the lock.
-  Status AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi, Timestamp read_ts,
-                       uint64_t own_txn, std::map<std::string, storage::WriteOp>* pending = nullptr);
+  Status AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi,
+                       Timestamp read_ts, uint64_t own_txn,
+                       std::map<std::string, storage::WriteOp>* pending = nullptr);
 
  private:
   using LockKey = std::pair<SegmentId, std::string>;
@@ -183,13 +193,14 @@ class Participant {
   storage::SegmentStore& store_;  // borrowed; outlives the participant
   std::chrono::milliseconds lock_wait_;
   std::chrono::milliseconds read_wait_;
-  mutable std::mutex mu_;         // guards prepared_, locks_, exclusive_ and max_read_ts_
-  std::condition_variable released_;  // notified when locks are released (row-lock waits: lock_waiters_)
+  mutable std::mutex mu_;  // guards prepared_, locks_, exclusive_ and max_read_ts_
+  std::condition_variable
+      released_;  // notified when locks are released (row-lock waits: lock_waiters_)
   // REQUIRES mu_ held.
   bool HasPreparedLocked(SegmentId segment) const;
   // REQUIRES mu_ held. PendingWrites into `*out` (emptied first).
-  void PendingWritesLocked(uint64_t txn, SegmentId segment, std::string_view lo, std::string_view hi,
-                           std::map<std::string, storage::WriteOp>* out) const;
+  void PendingWritesLocked(uint64_t txn, SegmentId segment, std::string_view lo,
+                           std::string_view hi, std::map<std::string, storage::WriteOp>* out) const;
   // REQUIRES mu_ held. Drops `txn`'s writes and locks (and its durable record).
   void ForgetLocked(uint64_t txn);
   // REQUIRES mu_ held. True if `from` is `to` or waits (directly or not) for `to`.
@@ -197,11 +208,12 @@ class Participant {
   // REQUIRES mu_ held. The lock on `key` of `segment`, or nullptr.
   const LockEntry* FindLock(SegmentId segment, const std::string& key) const;
   // REQUIRES mu_ held. Releases the locks `txn` holds on the keys of `ops` and on `keys`.
-  void ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops, const std::set<LockKey>& keys);
+  void ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops,
+                    const std::set<LockKey>& keys);
   // REQUIRES mu_ held. Releases every lock of `txn`, whose writes are `ops`; the tables of
   // which it held every key are moved to `*dropped`.
-  void ReleaseAllLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops, const std::set<LockKey>& keys,
-                       std::vector<LockTable>* dropped);
+  void ReleaseAllLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops,
+                       const std::set<LockKey>& keys, std::vector<LockTable>* dropped);
   // REQUIRES mu_ held. Locks for `txn` the keys of its ops from `from` on (each entry
   // pointing at the key's latest op); the keys must be free or held by `txn`.
   void LockOps(uint64_t txn, const std::vector<storage::WriteOp>& ops, size_t from);
@@ -209,16 +221,18 @@ class Participant {
     bool durable = false;
     bool committing = false;  // Commit is applying the writes (mu_ released meanwhile)
     Timestamp commit_ts = 0;  // while committing
-    uint64_t durable_dep = 0;  // the latest not yet durable commit a call's answer came from (a ticket)
-    Timestamp min_commit_ts = 0;  // durable: the commit timestamp will be above this
-    uint64_t received = 0;    // writes received, lock-only ones included
+    uint64_t durable_dep =
+        0;  // the latest not yet durable commit a call's answer came from (a ticket)
+    Timestamp min_commit_ts = 0;        // durable: the commit timestamp will be above this
+    uint64_t received = 0;              // writes received, lock-only ones included
     std::vector<storage::WriteOp> ops;  // each Prepare call's in (segment, key) order
-    std::set<LockKey> locked;        // keys locked without a write (kLock)
-    SmallFlatSet<SegmentId> segments;  // segments of ops (a superset after a failed durable prepare)
-    struct Call {                    // one successful Prepare call, for RollbackTo
+    std::set<LockKey> locked;           // keys locked without a write (kLock)
+    SmallFlatSet<SegmentId>
+        segments;  // segments of ops (a superset after a failed durable prepare)
+    struct Call {  // one successful Prepare call, for RollbackTo
       uint64_t received_before;
       size_t ops_before;
-      std::vector<LockKey> locked;   // keys this call locked first without writing them
+      std::vector<LockKey> locked;  // keys this call locked first without writing them
     };
     SmallVector<Call> calls;  // a statement's call each: a short transaction's fit inline
   };
@@ -234,14 +248,16 @@ class Participant {
   // Prepare's checks and locking (under mu_). *dep: the latest ticket of a commit still
   // syncing whose version a check met (0: none); *wrote: on success, the transaction has a
   // write here.
-  Status PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes, const PrepareOptions& opts,
-                       uint64_t* dep, bool* wrote);
+  Status PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
+                       const PrepareOptions& opts, uint64_t* dep, bool* wrote);
   // REQUIRES mu_ held. Erases `it` from prepared_, with `dropped` (its lock tables): those of
   // a bulk load are freed by reaper_, not on the caller's time.
-  void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it, std::vector<LockTable> dropped);
+  void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,
+                           std::vector<LockTable> dropped);
   // Row locks by segment; each entry points at the holder's latest write of the key, so a
   // transaction's own writes are found with its locks. Emptied small tables stay for the
-  // segment's next writers (LockTable::small); a segment's table goes when it is split, moved or dropped.
+  // segment's next writers (LockTable::small); a segment's table goes when it is split, moved or
+  // dropped.
   std::unordered_map<SegmentId, LockTable> locks_;
   std::chrono::milliseconds deadlock_check_;
   std::atomic<uint64_t> lock_wait_wakeups_{0};
@@ -259,10 +275,10 @@ class Participant {
   // mu_ is held would block on it at once): the first under mu_, the second after.
   std::shared_ptr<std::condition_variable> ReleasedWaitersLocked(uint64_t holder);
   void NotifyReleased(const std::shared_ptr<std::condition_variable>& holder_waiters);
-  std::set<uint64_t> broken_waits_;         // waits of these txns end with 40P01 (BreakWait)
-  std::set<SegmentId> exclusive_;  // segments being split or exported (BeginExclusive)
-  Timestamp max_read_ts_ = 0;  // highest snapshot read here (this process)
-  std::set<uint64_t> fenced_;   // transactions settled by FenceAndGetOutcome (bounded)
+  std::set<uint64_t> broken_waits_;  // waits of these txns end with 40P01 (BreakWait)
+  std::set<SegmentId> exclusive_;    // segments being split or exported (BeginExclusive)
+  Timestamp max_read_ts_ = 0;        // highest snapshot read here (this process)
+  std::set<uint64_t> fenced_;        // transactions settled by FenceAndGetOutcome (bounded)
   std::deque<uint64_t> fenced_order_;
   static constexpr size_t kReapAbove = 10000;  // writes of a transaction freed by reaper_
   Reaper reaper_;

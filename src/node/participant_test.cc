@@ -84,11 +84,13 @@ TEST_F(ParticipantTest, AKeptConflictLocksTheKeyUntilPreparedAgainOrUnlocked) {
   ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}).ok());
   ASSERT_TRUE(p_->Commit(1, 11).ok());
   KeptConflict kept;
-  EXPECT_TRUE(p_->Prepare(2, 10, {W(5, WriteCheck::kUpdate)}, {.keep_conflict = &kept}).IsConflict());
+  EXPECT_TRUE(
+      p_->Prepare(2, 10, {W(5, WriteCheck::kUpdate)}, {.keep_conflict = &kept}).IsConflict());
   EXPECT_EQ(kept.ts, 11u);
   EXPECT_TRUE(kept.locked);
   EXPECT_EQ(kept.key, W(5, WriteCheck::kNone).op.key);
-  EXPECT_EQ(p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
+  EXPECT_EQ(p_->Prepare(3, 11, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(),
+            sqlstate::kLockNotAvailable);
   ASSERT_TRUE(p_->Prepare(2, kept.ts, {W(5, WriteCheck::kUpdate)}).ok());
   ASSERT_TRUE(p_->Commit(2, 12).ok());
   EXPECT_EQ(store_->Latest(1, kept.key)->ts, 12u);
@@ -96,15 +98,18 @@ TEST_F(ParticipantTest, AKeptConflictLocksTheKeyUntilPreparedAgainOrUnlocked) {
 
   // Kept, then not written: Unlock frees it (and the transaction's entry).
   KeptConflict again;
-  EXPECT_TRUE(p_->Prepare(4, 11, {W(5, WriteCheck::kUpdate)}, {.keep_conflict = &again}).IsConflict());
+  EXPECT_TRUE(
+      p_->Prepare(4, 11, {W(5, WriteCheck::kUpdate)}, {.keep_conflict = &again}).IsConflict());
   EXPECT_EQ(again.ts, 12u);
-  EXPECT_EQ(p_->Prepare(5, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
+  EXPECT_EQ(p_->Prepare(5, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(),
+            sqlstate::kLockNotAvailable);
   p_->Unlock(4, again.segment, again.key);
   EXPECT_EQ(p_->prepared_count(), 0u);
   ASSERT_TRUE(p_->Prepare(5, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).ok());
   // Unlock leaves a key the transaction wrote locked.
   p_->Unlock(5, again.segment, again.key);
-  EXPECT_EQ(p_->Prepare(6, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
+  EXPECT_EQ(p_->Prepare(6, 12, {W(5, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(),
+            sqlstate::kLockNotAvailable);
   // Without keep_conflict nothing is locked by a conflict.
   EXPECT_TRUE(p_->Prepare(7, 10, {W(6, WriteCheck::kInsert)}).ok());
   ASSERT_TRUE(p_->Commit(7, 13).ok());
@@ -115,16 +120,19 @@ TEST_F(ParticipantTest, AKeptConflictLocksTheKeyUntilPreparedAgainOrUnlocked) {
 // A failed statement's writes are undone: its locks go (others may take them), the earlier
 // statements' writes and locks stay and commit.
 TEST_F(ParticipantTest, RollbackToUndoesTheLaterStatementsOnly) {
-  ASSERT_TRUE(p_->Prepare(1, 10, {W(1, WriteCheck::kInsert), W(2, WriteCheck::kInsert)}).ok());  // statement 1
-  ASSERT_TRUE(p_->Prepare(1, 10, {W(3, WriteCheck::kInsert)}).ok());                         // statement 2
-  ASSERT_TRUE(p_->Prepare(1, 10, {W(1, WriteCheck::kUpdate, storage::VersionKind::kDelete),  // statement 2
-                                  W(4, WriteCheck::kLock)})
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(1, WriteCheck::kInsert), W(2, WriteCheck::kInsert)})
+                  .ok());                                             // statement 1
+  ASSERT_TRUE(p_->Prepare(1, 10, {W(3, WriteCheck::kInsert)}).ok());  // statement 2
+  ASSERT_TRUE(p_->Prepare(1, 10,
+                          {W(1, WriteCheck::kUpdate, storage::VersionKind::kDelete),  // statement 2
+                           W(4, WriteCheck::kLock)})
                   .ok());
   EXPECT_EQ(p_->RollbackTo(1, 1).code(), Status::Code::kInternal);  // not the end of a prepare
   ASSERT_TRUE(p_->RollbackTo(1, 2).ok());
   auto pending = p_->PendingWrites(1, 1, "", "");
   ASSERT_EQ(pending.size(), 2u);
-  for (const auto& [key, op] : pending) EXPECT_EQ(op.kind, storage::VersionKind::kPut);  // key 1's delete is gone
+  for (const auto& [key, op] : pending)
+    EXPECT_EQ(op.kind, storage::VersionKind::kPut);  // key 1's delete is gone
   // A read's wait hands the same writes out (within its range).
   std::map<std::string, storage::WriteOp> with_wait;
   ASSERT_TRUE(p_->AwaitReadable(1, "", "", 10, 1, &with_wait).ok());
@@ -134,16 +142,21 @@ TEST_F(ParticipantTest, RollbackToUndoesTheLaterStatementsOnly) {
   ASSERT_EQ(with_wait.size(), 1u);
   EXPECT_EQ(with_wait.begin()->first, key2);
   // Keys 3 and 4 are free again; key 1 is still ours.
-  EXPECT_TRUE(p_->Prepare(2, 10, {W(3, WriteCheck::kInsert), W(4, WriteCheck::kLock)}, {.wait = false}).ok());
-  EXPECT_EQ(p_->Prepare(3, 10, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
+  EXPECT_TRUE(
+      p_->Prepare(2, 10, {W(3, WriteCheck::kInsert), W(4, WriteCheck::kLock)}, {.wait = false})
+          .ok());
+  EXPECT_EQ(p_->Prepare(3, 10, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(),
+            sqlstate::kLockNotAvailable);
   // The transaction goes on: more writes, then a commit with the count of writes kept.
   ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert)}, {.expect = 3}).ok());
   ASSERT_TRUE(p_->Commit(1, 11).ok());
   EXPECT_TRUE(store_->Latest(1, W(1, WriteCheck::kNone).op.key)->found);
   EXPECT_TRUE(store_->Latest(1, W(5, WriteCheck::kNone).op.key)->found);
-  EXPECT_FALSE(store_->Latest(1, W(3, WriteCheck::kNone).op.key)->found);  // txn 2 has it, uncommitted
-  EXPECT_EQ(p_->RollbackTo(1, 1).sqlstate(), sqlstate::kSerializationFailure);                      // nothing of txn 1 is left here
-  ASSERT_TRUE(p_->RollbackTo(2, 0).ok());                                    // 0: forget it all
+  EXPECT_FALSE(
+      store_->Latest(1, W(3, WriteCheck::kNone).op.key)->found);  // txn 2 has it, uncommitted
+  EXPECT_EQ(p_->RollbackTo(1, 1).sqlstate(),
+            sqlstate::kSerializationFailure);  // nothing of txn 1 is left here
+  ASSERT_TRUE(p_->RollbackTo(2, 0).ok());      // 0: forget it all
   EXPECT_EQ(p_->prepared_count(), 0u);
 }
 
@@ -168,7 +181,8 @@ TEST_F(ParticipantTest, ALocalDeadlockIsDetected) {
   // One is the victim; the other gets the row once the victim's locks are gone.
   EXPECT_NE(s1.ok(), s2.ok()) << s1.ToString() << " / " << s2.ToString();
   EXPECT_EQ((s1.ok() ? s2 : s1).sqlstate(), sqlstate::kDeadlockDetected);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));  // not the lock wait
+  EXPECT_LT(std::chrono::steady_clock::now() - started,
+            std::chrono::seconds(10));  // not the lock wait
 }
 
 // The master sees cycles through several nodes in their reported waits and breaks one wait;
@@ -192,7 +206,8 @@ TEST_F(ParticipantTest, AWaitReportedToTheMasterCanBeBroken) {
   EXPECT_TRUE(p.BreakWait(2, 1));
   waiter.join();
   EXPECT_EQ(s.sqlstate(), sqlstate::kDeadlockDetected) << s.ToString();
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));  // not the lock wait
+  EXPECT_LT(std::chrono::steady_clock::now() - started,
+            std::chrono::seconds(10));  // not the lock wait
   EXPECT_TRUE(p.LockWaits().empty());
   // The broken wait leaves nothing behind: txn 2's next wait is a normal one.
   p.Abort(1);
@@ -225,7 +240,8 @@ TEST_F(ParticipantTest, WritesWaitOutASplitThenSeeTheNewRange) {
   ASSERT_TRUE(p.BeginExclusive(1));
   Participant impatient(*store_, std::chrono::milliseconds(1));
   ASSERT_TRUE(impatient.BeginExclusive(1));
-  EXPECT_EQ(impatient.Prepare(102, 30, {W(2, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kObjectInUse);
+  EXPECT_EQ(impatient.Prepare(102, 30, {W(2, WriteCheck::kUpdate)}).sqlstate(),
+            sqlstate::kObjectInUse);
   impatient.EndExclusive(1);
   p.EndExclusive(1);
 }
@@ -266,7 +282,8 @@ TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ASSERT_TRUE(p.Commit(2, 20).ok());
   });
-  EXPECT_EQ(p.Prepare(3, 10, {W(9, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
+  EXPECT_EQ(p.Prepare(3, 10, {W(9, WriteCheck::kUpdate)}).sqlstate(),
+            sqlstate::kSerializationFailure);
   committer.join();
   EXPECT_TRUE(p.Prepare(4, 20, {W(9, WriteCheck::kUpdate)}).ok());
 }
@@ -308,7 +325,8 @@ TEST_F(ParticipantTest, ACommitLetsItsLocksGoBeforeItsSyncAndAnswersWithoutAWrit
   }
   EXPECT_FALSE(p_->BeginExclusive(1));  // no lock is held, but the commit is not durable yet
   // A writer of key 5 whose snapshot has the commit: no lock to wait for, no conflict.
-  auto writer = std::async(std::launch::async, [&] { return p_->Prepare(2, 12, {W(5, WriteCheck::kUpdate)}); });
+  auto writer = std::async(std::launch::async,
+                           [&] { return p_->Prepare(2, 12, {W(5, WriteCheck::kUpdate)}); });
   ASSERT_EQ(writer.wait_for(30s), std::future_status::ready);
   EXPECT_TRUE(writer.get().ok());
   // A READ COMMITTED writer of key 6 from before the commit: kept, told what to wait for.
@@ -352,7 +370,8 @@ TEST_F(ParticipantTest, ALockWaitWakesWhenItsHolderEndsAndOnlyThen) {
   const auto minute = std::chrono::milliseconds(60000);
   Participant p(*store_, 2 * minute, std::chrono::milliseconds(6000), minute);
   ASSERT_TRUE(p.Prepare(1, 10, {W(1, WriteCheck::kInsert)}).ok());
-  auto waiter = std::async(std::launch::async, [&] { return p.Prepare(2, 10, {W(1, WriteCheck::kInsert)}); });
+  auto waiter =
+      std::async(std::launch::async, [&] { return p.Prepare(2, 10, {W(1, WriteCheck::kInsert)}); });
   // The wait is listed while its transaction holds the participant's lock or sleeps.
   for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
        p.LockWaits().empty() && std::chrono::steady_clock::now() < until;) {
@@ -407,11 +426,14 @@ TEST_F(ParticipantTest, AnUpdatesOwnReadDecidesItsCheckUnlessTheSegmentChangedSi
   // to another segment does not stale it, and a made-up newer version is believed.
   seen = read(25);
   EXPECT_EQ(seen.latest.ts, 30u);
-  ASSERT_TRUE(p_->Prepare(4, 35, {TxnWrite{{2, "x", storage::VersionKind::kPut, "r"}, WriteCheck::kNone}}).ok());
+  ASSERT_TRUE(
+      p_->Prepare(4, 35, {TxnWrite{{2, "x", storage::VersionKind::kPut, "r"}, WriteCheck::kNone}})
+          .ok());
   ASSERT_TRUE(p_->Commit(4, 36).ok());
   storage::SeenLatest fake = read(40);
   fake.latest.ts = 50;
-  EXPECT_EQ(p_->Prepare(5, 40, {update(fake)}).sqlstate(), sqlstate::kSerializationFailure) << "a current read decides the check";
+  EXPECT_EQ(p_->Prepare(5, 40, {update(fake)}).sqlstate(), sqlstate::kSerializationFailure)
+      << "a current read decides the check";
   EXPECT_TRUE(p_->Prepare(6, 40, {update(read(40))}).ok());
 }
 
@@ -441,7 +463,8 @@ TEST_F(ParticipantTest, AReadThroughAnImageIsCheckedAgainstTheRecordingOfCommits
   ASSERT_TRUE(p_->Prepare(2, 25, {W(8, WriteCheck::kUpdate)}).ok());
   ASSERT_TRUE(p_->Commit(2, 30).ok());
   ASSERT_FALSE(seen.Current(*seg));
-  EXPECT_EQ(p_->Prepare(3, 35, {update(fake)}).sqlstate(), sqlstate::kSerializationFailure) << "key 7 unrecorded: the read decides";
+  EXPECT_EQ(p_->Prepare(3, 35, {update(fake)}).sqlstate(), sqlstate::kSerializationFailure)
+      << "key 7 unrecorded: the read decides";
   ASSERT_TRUE(p_->Prepare(4, 35, {update(seen)}).ok());
   ASSERT_TRUE(p_->Commit(4, 40).ok());
   // Key 7 committed at 40 after this read: the recording says so.
@@ -469,7 +492,9 @@ TEST_F(ParticipantTest, PointLookupsReadTheNewestVersionFromTheSegmentsCache) {
     std::vector<storage::ScanRow> out;
     std::string got = "none";
     while (*(*rows)->Next(10, 1 << 20, &out)) {
-      for (auto& row : out) got = row.row == W(5, WriteCheck::kNone).op.row ? "v5" : "other:" + std::to_string(row.row.size());
+      for (auto& row : out)
+        got = row.row == W(5, WriteCheck::kNone).op.row ? "v5"
+                                                        : "other:" + std::to_string(row.row.size());
     }
     return got;
   };
@@ -528,24 +553,28 @@ TEST_F(ParticipantTest, WritersCheckCachedKeysAgainstTheCachedNewestVersion) {
   ASSERT_EQ((*store_->Get(1))->newest().size(), 1u);
   ASSERT_TRUE(p_->Prepare(3, 20, {W(5, WriteCheck::kUpdate)}).ok());
   ASSERT_TRUE(p_->Commit(3, 21).ok());  // replaces the cached version
-  EXPECT_EQ(p_->Prepare(4, 20, {W(5, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
+  EXPECT_EQ(p_->Prepare(4, 20, {W(5, WriteCheck::kUpdate)}).sqlstate(),
+            sqlstate::kSerializationFailure);
   EXPECT_EQ(p_->Prepare(5, 21, {W(5, WriteCheck::kInsert)}).sqlstate(), sqlstate::kUniqueViolation);
   ASSERT_TRUE(p_->Prepare(6, 21, {W(5, WriteCheck::kUpdate, storage::VersionKind::kDelete)}).ok());
   ASSERT_TRUE(p_->Commit(6, 22).ok());
   ASSERT_EQ((*store_->Get(1))->newest().size(), 1u);
-  EXPECT_EQ(p_->Prepare(7, 21, {W(5, WriteCheck::kInsert)}).sqlstate(), sqlstate::kSerializationFailure);  // deleted after 21
+  EXPECT_EQ(p_->Prepare(7, 21, {W(5, WriteCheck::kInsert)}).sqlstate(),
+            sqlstate::kSerializationFailure);                         // deleted after 21
   EXPECT_TRUE(p_->Prepare(8, 22, {W(5, WriteCheck::kInsert)}).ok());  // deleted: free to insert
 }
 
 TEST_F(ParticipantTest, LaterWriterLosesConflicts) {
   ASSERT_TRUE(p_->Prepare(1, 10, {W(7, WriteCheck::kInsert)}).ok());
   // A concurrent prepared writer on the same key waits, and aborts when the wait runs out.
-  EXPECT_EQ(p_->Prepare(2, 10, {W(7, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
+  EXPECT_EQ(p_->Prepare(2, 10, {W(7, WriteCheck::kUpdate)}).sqlstate(),
+            sqlstate::kSerializationFailure);
   EXPECT_TRUE(p_->HasPrepared(1));
   ASSERT_TRUE(p_->Commit(1, 20).ok());
   EXPECT_FALSE(p_->HasPrepared(1));
   // A writer whose snapshot predates the committed version aborts (first committer wins).
-  EXPECT_EQ(p_->Prepare(3, 15, {W(7, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
+  EXPECT_EQ(p_->Prepare(3, 15, {W(7, WriteCheck::kUpdate)}).sqlstate(),
+            sqlstate::kSerializationFailure);
   EXPECT_TRUE(p_->Prepare(4, 20, {W(7, WriteCheck::kUpdate)}).ok());
   p_->Abort(4);
   EXPECT_EQ(p_->prepared_count(), 0u);
@@ -565,7 +594,8 @@ TEST_F(ParticipantTest, DurablePrepareSurvivesRestart) {
   ASSERT_TRUE(p_->Recover().ok());
   EXPECT_EQ(p_->InDoubt(), (std::vector<uint64_t>{41, 42}));
   // Recovered locks still exclude other writers.
-  EXPECT_EQ(p_->Prepare(50, 10, {W(2, WriteCheck::kUpdate)}).sqlstate(), sqlstate::kSerializationFailure);
+  EXPECT_EQ(p_->Prepare(50, 10, {W(2, WriteCheck::kUpdate)}).sqlstate(),
+            sqlstate::kSerializationFailure);
   // The master's decisions arrive: commit 41, abort 42; 43 was lost with the crash.
   ASSERT_TRUE(p_->Commit(41, 20).ok());
   p_->Abort(42);
@@ -650,7 +680,8 @@ TEST_F(ParticipantTest, DurablePrepareKeepsLockOnlyKeys) {
   store_ = std::move(storage::SegmentStore::Open(dir_.string()).value());
   p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50));
   ASSERT_TRUE(p_->Recover().ok());
-  EXPECT_EQ(p_->Prepare(82, 11, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(), sqlstate::kLockNotAvailable);
+  EXPECT_EQ(p_->Prepare(82, 11, {W(1, WriteCheck::kUpdate)}, {.wait = false}).sqlstate(),
+            sqlstate::kLockNotAvailable);
   ASSERT_TRUE(p_->Commit(81, 12).ok());
   EXPECT_TRUE(p_->Prepare(83, 12, {W(1, WriteCheck::kUpdate)}).ok());
 }
@@ -663,13 +694,16 @@ TEST_F(ParticipantTest, DurablePrepareKeepsLockOnlyKeys) {
 TEST_F(ParticipantTest, CommitsKeepTheIndexFromTheRowTheWritersReadSaw) {
   const IndexKeySpec spec{3, {1}, {false}};
   ASSERT_TRUE(store_->AddIndex(1, spec, 1).ok());
-  auto write = [&](int64_t k, int64_t v, WriteCheck c, storage::VersionKind kind = storage::VersionKind::kPut) {
+  auto write = [&](int64_t k, int64_t v, WriteCheck c,
+                   storage::VersionKind kind = storage::VersionKind::kPut) {
     TxnWrite w = W(k, c, kind);
     w.op.row.clear();
-    if (kind == storage::VersionKind::kPut) EncodeRow({Value::Int64(k), Value::Int64(v)}, &w.op.row);
+    if (kind == storage::VersionKind::kPut)
+      EncodeRow({Value::Int64(k), Value::Int64(v)}, &w.op.row);
     return w;
   };
-  auto read_then = [&](int64_t k, int64_t v, Timestamp snapshot, storage::VersionKind kind = storage::VersionKind::kPut) {
+  auto read_then = [&](int64_t k, int64_t v, Timestamp snapshot,
+                       storage::VersionKind kind = storage::VersionKind::kPut) {
     ScanRequest r;
     r.segment = 1;
     r.lo = W(k, WriteCheck::kNone).op.key;
@@ -701,7 +735,9 @@ TEST_F(ParticipantTest, CommitsKeepTheIndexFromTheRowTheWritersReadSaw) {
     return ids;
   };
   std::atomic<uint64_t>& reads = (*store_->Get(1))->counters().prior_reads;
-  ASSERT_TRUE(p_->Prepare(1, 10, {write(5, 100, WriteCheck::kInsert), write(6, 200, WriteCheck::kInsert)}).ok());
+  ASSERT_TRUE(
+      p_->Prepare(1, 10, {write(5, 100, WriteCheck::kInsert), write(6, 200, WriteCheck::kInsert)})
+          .ok());
   ASSERT_TRUE(p_->Commit(1, 11).ok());
   const uint64_t base = reads.load();
   EXPECT_EQ(base, 2u) << "inserts without a read have their rows read";
@@ -735,16 +771,18 @@ TEST_F(ParticipantTest, CommitsKeepTheIndexFromTheRowTheWritersReadSaw) {
 }
 
 TEST_F(ParticipantTest, ReadersWaitForDurablePreparesTheirSnapshotMayInclude) {
-  p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50), std::chrono::milliseconds(100));
+  p_ = std::make_unique<Participant>(*store_, std::chrono::milliseconds(50),
+                                     std::chrono::milliseconds(100));
   ASSERT_TRUE(p_->Prepare(90, 10, {W(1, WriteCheck::kInsert)}).ok());
   ASSERT_TRUE(p_->Prepare(90, 10, {}, {.durable = true, .expect = 1, .min_commit_ts = 20}).ok());
   std::string k1, k2;
   EncodeKeyValue(Value::Int64(1), &k1);
   EncodeKeyValue(Value::Int64(2), &k2);
-  EXPECT_TRUE(p_->AwaitReadable(1, "", "", 20, 0).ok());       // commits above 20: not in this snapshot
-  EXPECT_TRUE(p_->AwaitReadable(1, k2, "", 25, 0).ok());       // another key range
-  EXPECT_TRUE(p_->AwaitReadable(1, "", "", 25, 90).ok());      // its own reads
-  EXPECT_EQ(p_->AwaitReadable(1, "", "", 25, 0).sqlstate(), sqlstate::kSerializationFailure);  // unresolved: no guess
+  EXPECT_TRUE(p_->AwaitReadable(1, "", "", 20, 0).ok());   // commits above 20: not in this snapshot
+  EXPECT_TRUE(p_->AwaitReadable(1, k2, "", 25, 0).ok());   // another key range
+  EXPECT_TRUE(p_->AwaitReadable(1, "", "", 25, 90).ok());  // its own reads
+  EXPECT_EQ(p_->AwaitReadable(1, "", "", 25, 0).sqlstate(),
+            sqlstate::kSerializationFailure);  // unresolved: no guess
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_TRUE(p_->Commit(90, 22).ok());

@@ -30,7 +30,8 @@ uint64_t PlanCache::decodes() const {
 }
 
 Result<std::shared_ptr<const plan::PlanNode>> RequestPlan(PlanCache& cache, std::string_view bytes,
-                                                          const std::string_view* params, std::vector<Value>* values) {
+                                                          const std::string_view* params,
+                                                          std::vector<Value>* values) {
   if (!params) {
     ASSIGN_OR_RETURN(plan::PlanPtr p, plan::PlanNode::Deserialize(bytes));
     return std::shared_ptr<const plan::PlanNode>(std::move(p));

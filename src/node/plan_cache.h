@@ -33,7 +33,8 @@ class PlanCache {
   };
   const size_t capacity_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const plan::PlanNode>, Hash, std::equal_to<>> plans_;
+  std::unordered_map<std::string, std::shared_ptr<const plan::PlanNode>, Hash, std::equal_to<>>
+      plans_;
   uint64_t decodes_ = 0;
 };
 
@@ -41,6 +42,7 @@ class PlanCache {
 // set: a plan that keeps its $n, a prepared statement's, sent again and again), from `cache`
 // with the values decoded into *values. Corruption if either does not decode.
 Result<std::shared_ptr<const plan::PlanNode>> RequestPlan(PlanCache& cache, std::string_view bytes,
-                                                          const std::string_view* params, std::vector<Value>* values);
+                                                          const std::string_view* params,
+                                                          std::vector<Value>* values);
 
 }  // namespace wattdb::node

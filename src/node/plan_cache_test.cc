@@ -16,8 +16,9 @@ std::string PlanBytes(TableId table) {
   scan->table = table;
   scan->types = {SqlType{TypeId::kInt32}};
   auto filter = plan::Wrap(plan::PlanNode::Kind::kFilter, std::move(scan));
-  filter->predicate = plan::MakeBinary(plan::BinOp::kEq, plan::MakeColumn(0, SqlType{TypeId::kInt32}),
-                                       plan::MakeParam(0, SqlType{TypeId::kInt32}), SqlType{TypeId::kBool});
+  filter->predicate =
+      plan::MakeBinary(plan::BinOp::kEq, plan::MakeColumn(0, SqlType{TypeId::kInt32}),
+                       plan::MakeParam(0, SqlType{TypeId::kInt32}), SqlType{TypeId::kBool});
   std::string out;
   filter->Serialize(&out);
   return out;

@@ -1,13 +1,12 @@
 // The node service's scan request: rows of a segment at a snapshot, or the column batches of
 // a plan fragment run over them.
-#include "node/node_server.h"
-
 #include <algorithm>
 
 #include "common/failpoint.h"
 #include "net/message_builder.h"
 #include "node/batch_frame.h"
 #include "node/fragment_runner.h"
+#include "node/node_server.h"
 #include "node/segment_rows.h"
 #include "node/wire.h"
 #include "query/exec/batch_codec.h"
@@ -31,8 +30,9 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
   bool fragment = s.hasFragment() && s.getFragment().size() > 0;
   // Fragments read column images of quiet segments; row scans ship the stored rows.
   auto rows = SegmentRows::Open(*store_, *participant_, sr, fragment ? columns_.get() : nullptr);
-  auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch, BatchFrame* frame,
-                   const std::string* resume, const std::string* stats = nullptr) {
+  auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch,
+                   BatchFrame* frame, const std::string* resume,
+                   const std::string* stats = nullptr) {
     net::MessageBuilder mb;
     auto resp = mb.initRoot<proto::Response>();
     SetStatus(resp.initStatus(), st);
@@ -57,8 +57,10 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     // statement's, sent again and again: decoded once (plans_); others at each request.
     std::vector<Value> params;
     std::string_view values = View(s.getParams());
-    auto plan = RequestPlan(plans_, View(s.getFragment()), s.hasParams() ? &values : nullptr, &params);
-    if (!plan.ok()) return reply(plan.status().Prepend("scan fragment"), true, nullptr, nullptr, nullptr);
+    auto plan =
+        RequestPlan(plans_, View(s.getFragment()), s.hasParams() ? &values : nullptr, &params);
+    if (!plan.ok())
+      return reply(plan.status().Prepend("scan fragment"), true, nullptr, nullptr, nullptr);
     // The fragment's output travels as column batches, several to a frame (BatchFrame); a
     // send that fails ends the scan. A full frame is held until the next batch exists, so the
     // last travels with the end of the scan (a short read is one reply).
@@ -87,7 +89,8 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     if (!sent) return false;
     std::string counters = exec::EncodeOperatorStats(stats);
     bool with_batch = !frame.empty() && st.ok();
-    return reply(st, true, nullptr, with_batch ? &frame : nullptr, with_batch ? &resume : nullptr, &counters);
+    return reply(st, true, nullptr, with_batch ? &frame : nullptr, with_batch ? &resume : nullptr,
+                 &counters);
   }
   uint32_t batch = std::clamp<uint32_t>(s.getBatchRows(), 1, 65536);
   std::vector<storage::ScanRow> merged;

@@ -1,8 +1,7 @@
 // The node service's segment requests: create, drop, split, indexes, garbage collection,
 // compaction, listing.
-#include "node/node_server.h"
-
 #include "net/message_builder.h"
+#include "node/node_server.h"
 #include "node/wire.h"
 
 namespace wattdb::node {
@@ -45,8 +44,8 @@ bool NodeServer::OnSplit(Connection& conn, net::ReceivedMessage& msg) {
   Result<std::vector<std::string>> keys = Result<std::vector<std::string>>(InUse(s.getSegment()));
   std::function<void()> compact;
   if (participant_->BeginExclusive(s.getSegment())) {
-    keys = store_->SplitPieces(s.getSegment(), s.getNewId(), s.getTopBytes(), std::max<uint32_t>(s.getPieces(), 1),
-                               &compact);
+    keys = store_->SplitPieces(s.getSegment(), s.getNewId(), s.getTopBytes(),
+                               std::max<uint32_t>(s.getPieces(), 1), &compact);
     participant_->EndExclusive(s.getSegment());
   }
   net::MessageBuilder mb;

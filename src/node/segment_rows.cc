@@ -7,28 +7,33 @@
 
 namespace wattdb::node {
 
-Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& store, Participant& participant,
+Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& store,
+                                                       Participant& participant,
                                                        const ScanRequest& req, ColumnCache* cache) {
   // Index scans read rows anywhere in the segment; the transaction's own writes in the range
   // are read with the wait (one hold of the participant's lock).
   std::unique_ptr<SegmentRows> s(new SegmentRows());
   const bool own = req.txn != 0 && !req.index;
   if (!req.locked) {
-    RETURN_NOT_OK(participant.AwaitReadable(req.segment, req.index ? "" : req.lo, req.index ? "" : req.hi,
-                                            req.read_ts, req.txn, own ? &s->pending_ : nullptr));
+    RETURN_NOT_OK(participant.AwaitReadable(req.segment, req.index ? "" : req.lo,
+                                            req.index ? "" : req.hi, req.read_ts, req.txn,
+                                            own ? &s->pending_ : nullptr));
   } else if (own) {
     s->pending_ = participant.PendingWrites(req.txn, req.segment, req.lo, req.hi);
   }
   // A point lookup of a key the transaction wrote reads its own write, whatever storage holds
   // (stored keys are prefix-free: the range holds that key alone).
-  if (s->pending_.size() == 1 && s->pending_.begin()->first == req.lo && storage::NarrowRange(req.lo, req.hi)) {
+  if (s->pending_.size() == 1 && s->pending_.begin()->first == req.lo &&
+      storage::NarrowRange(req.lo, req.hi)) {
     ASSIGN_OR_RETURN(s->seg_, store.GetCovering(req.segment, req.lo, req.hi));
     storage::WriteOp& own = s->pending_.begin()->second;
-    if (own.kind == storage::VersionKind::kPut) s->cached_ = storage::ScanRow{req.lo, std::move(own.row)};
+    if (own.kind == storage::VersionKind::kPut)
+      s->cached_ = storage::ScanRow{req.lo, std::move(own.row)};
     s->pending_.clear();
     return s;
   }
-  const bool point = !req.index && s->pending_.empty() && !req.lo.empty() && storage::NarrowRange(req.lo, req.hi);
+  const bool point =
+      !req.index && s->pending_.empty() && !req.lo.empty() && storage::NarrowRange(req.lo, req.hi);
   if (point || (cache && !req.index && s->pending_.empty())) {
     ASSIGN_OR_RETURN(s->seg_, store.GetCovering(req.segment, req.lo, req.hi));
   }
@@ -38,7 +43,8 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
     uint64_t seq = s->seg_->write_seq();  // before the entry: the check a prepare makes of it
     std::optional<storage::NewestRow> newest = s->seg_->newest().Get(req.lo);
     if (newest && newest->ts <= req.read_ts) {
-      s->seen_ = storage::SeenLatest{s->seg_.get(), seq, req.lo, {true, newest->ts, newest->deleted}};
+      s->seen_ =
+          storage::SeenLatest{s->seg_.get(), seq, req.lo, {true, newest->ts, newest->deleted}};
       if (!newest->deleted) {
         s->seen_->has_row = true;
         s->seen_->row = newest->row;
@@ -56,7 +62,8 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
     // The range was checked before the image was taken: a split in between leaves an image
     // (built since) of the part that stayed, which would answer without the rows that left.
     if (s->image_ && !s->image_->Covers(req.lo, req.hi)) {
-      return Status::Stale(fmt::format("segment {} no longer covers the requested range (it split)", req.segment));
+      return Status::Stale(
+          fmt::format("segment {} no longer covers the requested range (it split)", req.segment));
     }
     if (s->image_) {
       s->pos_ = s->image_->LowerBound(req.lo);
@@ -71,8 +78,8 @@ Result<std::unique_ptr<SegmentRows>> SegmentRows::Open(storage::SegmentStore& st
     }
   }
   if (req.index) {
-    ASSIGN_OR_RETURN(s->scanner_, store.ScanIndex(req.segment, req.lo, req.hi, req.index, req.index_lo,
-                                                  req.index_hi, req.read_ts));
+    ASSIGN_OR_RETURN(s->scanner_, store.ScanIndex(req.segment, req.lo, req.hi, req.index,
+                                                  req.index_lo, req.index_hi, req.read_ts));
   } else {
     ASSIGN_OR_RETURN(s->scanner_, store.Scan(req.segment, req.lo, req.hi, req.read_ts));
   }
@@ -114,7 +121,8 @@ void SegmentRows::EmitPendingBefore(const std::string* key, std::vector<storage:
   }
 }
 
-Result<bool> SegmentRows::Next(size_t max_rows, size_t max_bytes, std::vector<storage::ScanRow>* out) {
+Result<bool> SegmentRows::Next(size_t max_rows, size_t max_bytes,
+                               std::vector<storage::ScanRow>* out) {
   out->clear();
   if (!scanner_) {  // a cached point lookup
     if (!cached_) return false;
@@ -133,7 +141,8 @@ Result<bool> SegmentRows::Next(size_t max_rows, size_t max_bytes, std::vector<st
     for (auto& r : rows_) {
       EmitPendingBefore(&r.key, out);
       if (next_pending_ != pending_.end() && next_pending_->first == r.key) {
-        if (next_pending_->second.kind == storage::VersionKind::kPut) out->push_back({r.key, next_pending_->second.row});
+        if (next_pending_->second.kind == storage::VersionKind::kPut)
+          out->push_back({r.key, next_pending_->second.row});
         ++next_pending_;
         continue;
       }
@@ -145,8 +154,10 @@ Result<bool> SegmentRows::Next(size_t max_rows, size_t max_bytes, std::vector<st
   return true;
 }
 
-Result<bool> SegmentRows::Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn) {
-  if (scanner_ && pending_.empty() && hidden_pks_.empty()) return scanner_->Visit(max_rows, max_bytes, fn);
+Result<bool> SegmentRows::Visit(size_t max_rows, size_t max_bytes,
+                                const storage::SegmentScanner::RowVisitor& fn) {
+  if (scanner_ && pending_.empty() && hidden_pks_.empty())
+    return scanner_->Visit(max_rows, max_bytes, fn);
   ASSIGN_OR_RETURN(bool more, Next(max_rows, max_bytes, &visit_buf_));
   for (const auto& r : visit_buf_) RETURN_NOT_OK(fn(r.key, r.row));
   return more;
@@ -191,7 +202,8 @@ void SegmentRows::SeeImageRow(const std::string& key, uint64_t seq) {
   seen_ = std::move(seen);
 }
 
-Result<bool> SegmentRows::NextMergedBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key) {
+Result<bool> SegmentRows::NextMergedBatch(const std::vector<bool>* used, exec::Batch* out,
+                                          std::string* last_key) {
   // (An image without rows has no width; the recording's rows are checked as they are appended.)
   if (image_->rows > 0 && out->cols.size() != image_->width) {
     return Status::Corruption("row width does not match the table");
@@ -241,11 +253,13 @@ Result<bool> SegmentRows::NextMergedBatch(const std::vector<bool>* used, exec::B
   return true;
 }
 
-Result<bool> SegmentRows::NextBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key) {
+Result<bool> SegmentRows::NextBatch(const std::vector<bool>* used, exec::Batch* out,
+                                    std::string* last_key) {
   if (next_recent_ < recent_.size()) return NextMergedBatch(used, out, last_key);
   size_t n = std::min(exec::kBatchRows - pos_ % exec::kBatchRows, end_ - pos_);
   if (pos_ >= end_) n = 0;
-  if (n > 0 && out->cols.size() != image_->width) return Status::Corruption("row width does not match the table");
+  if (n > 0 && out->cols.size() != image_->width)
+    return Status::Corruption("row width does not match the table");
   out->rows = n;
   if (n == 0) {
     for (auto& c : out->cols) c.Clear();

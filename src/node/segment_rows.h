@@ -37,8 +37,9 @@ class SegmentRows {
   // Stale/NotFound if the segment does not cover the range (it split or moved). With `cache`,
   // a range scan whose transaction has no pending writes in the segment reads the segment's
   // column image if one answers it (columnar() then; read with NextBatch).
-  static Result<std::unique_ptr<SegmentRows>> Open(storage::SegmentStore& store, Participant& participant,
-                                                   const ScanRequest& req, ColumnCache* cache = nullptr);
+  static Result<std::unique_ptr<SegmentRows>> Open(storage::SegmentStore& store,
+                                                   Participant& participant, const ScanRequest& req,
+                                                   ColumnCache* cache = nullptr);
   bool columnar() const { return image_ != nullptr; }
   // REQUIRES columnar(). Replaces `out`'s rows with the next up to exec::kBatchRows rows; the
   // columns `used` marks false (if given) are NULL. Sets *last_key to the last row's key.
@@ -49,7 +50,8 @@ class SegmentRows {
   Result<bool> Next(size_t max_rows, size_t max_bytes, std::vector<storage::ScanRow>* out);
   // Like Next, handing each row to `fn` (views valid during the call); read from storage
   // without pending writes to merge, straight from the storage's buffers.
-  Result<bool> Visit(size_t max_rows, size_t max_bytes, const storage::SegmentScanner::RowVisitor& fn);
+  Result<bool> Visit(size_t max_rows, size_t max_bytes,
+                     const storage::SegmentScanner::RowVisitor& fn);
   // The newest committed version of the first key met (SegmentScanner::first_seen; for
   // point lookups from NewestRows or an image, that key's), pending writes not merged.
   std::optional<storage::SeenLatest> first_seen() const;
@@ -66,17 +68,19 @@ class SegmentRows {
   // write_seq() from before either was read).
   void SeeImageRow(const std::string& key, uint64_t seq);
   // NextBatch while recent_ has rows left: image rows and recent rows merged by key.
-  Result<bool> NextMergedBatch(const std::vector<bool>* used, exec::Batch* out, std::string* last_key);
+  Result<bool> NextMergedBatch(const std::vector<bool>* used, exec::Batch* out,
+                               std::string* last_key);
   void EmitPendingBefore(const std::string* key, std::vector<storage::ScanRow>* out);
 
-  std::unique_ptr<storage::SegmentScanner> scanner_;  // null: columnar, or a cached or own point lookup
+  std::unique_ptr<storage::SegmentScanner>
+      scanner_;                                // null: columnar, or a cached or own point lookup
   storage::SegmentRef seg_;                    // columnar or cached: the segment read
   std::optional<storage::ScanRow> cached_;     // cached or own: the row, until read
   std::optional<storage::SeenLatest> seen_;    // cached or columnar point: its key's newest version
   size_t seen_image_row_ = SIZE_MAX;           // ... whose row is image_'s row at this position
   std::shared_ptr<const SegmentImage> image_;  // columnar: its image, rows [pos_, end_)
   size_t pos_ = 0, end_ = 0;
-  std::vector<storage::RecentRow> recent_;     // columnar: replace or add to the image's rows
+  std::vector<storage::RecentRow> recent_;  // columnar: replace or add to the image's rows
   size_t next_recent_ = 0;
   std::vector<uint32_t> sel_;
   std::map<std::string, storage::WriteOp> pending_;

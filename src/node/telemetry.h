@@ -15,10 +15,10 @@ struct TelemetrySample {
   uint64_t rss_bytes = 0;
   uint64_t mem_total_bytes = 0;
   uint64_t mem_available_bytes = 0;
-  uint64_t disk_bytes = 0;      // bytes under the data directory
-  double disk_read_bps = 0;     // this process
+  uint64_t disk_bytes = 0;   // bytes under the data directory
+  double disk_read_bps = 0;  // this process
   double disk_write_bps = 0;
-  double net_rx_bps = 0;        // network namespace of this process
+  double net_rx_bps = 0;  // network namespace of this process
   double net_tx_bps = 0;
 };
 

@@ -1,12 +1,11 @@
 // The node service's transaction requests: prepare (and one-phase commit), key-routed
 // updates, commit, abort, statement rollback, outcome.
-#include "common/sqlstate.h"
-#include "node/node_server.h"
-
 #include "common/codec.h"
 #include "common/failpoint.h"
+#include "common/sqlstate.h"
 #include "net/message_builder.h"
 #include "node/fragment_runner.h"
+#include "node/node_server.h"
 #include "node/segment_rows.h"
 #include "node/wire.h"
 
@@ -17,7 +16,8 @@ using net::Connection;
 namespace {
 
 // The plan of updateKey `u` (RequestPlan), its parameters' values into *params.
-Result<std::shared_ptr<const plan::PlanNode>> KeyWritePlan(PlanCache& plans, proto::Request::UpdateKey::Reader u,
+Result<std::shared_ptr<const plan::PlanNode>> KeyWritePlan(PlanCache& plans,
+                                                           proto::Request::UpdateKey::Reader u,
                                                            std::vector<Value>* params) {
   std::string_view values = View(u.getParams());
   return RequestPlan(plans, View(u.getPlan()), u.hasParams() ? &values : nullptr, params);
@@ -27,7 +27,8 @@ Result<std::shared_ptr<const plan::PlanNode>> KeyWritePlan(PlanCache& plans, pro
 // NULL checked): nullopt if the plan yields no row.
 Result<std::optional<TxnWrite>> KeyWriteOf(storage::SegmentStore& store, Participant& participant,
                                            ColumnCache* columns, const ScanRequest& sr,
-                                           proto::Request::UpdateKey::Reader u, const plan::PlanNode& plan,
+                                           proto::Request::UpdateKey::Reader u,
+                                           const plan::PlanNode& plan,
                                            const std::vector<Value>& params) {
   ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(store, participant, sr, columns));
   std::vector<Value> row;
@@ -35,13 +36,14 @@ Result<std::optional<TxnWrite>> KeyWriteOf(storage::SegmentStore& store, Partici
   size_t produced = 0;
   FragmentOptions opts;
   opts.params = &params;
-  RETURN_NOT_OK(RunScanPlan(plan, *rows, opts, [&](std::vector<Value>&& r, const std::string& last_key) {
-    if (++produced == 1) {
-      row = std::move(r);
-      key = last_key;
-    }
-    return Status::OK();
-  }));
+  RETURN_NOT_OK(
+      RunScanPlan(plan, *rows, opts, [&](std::vector<Value>&& r, const std::string& last_key) {
+        if (++produced == 1) {
+          row = std::move(r);
+          key = last_key;
+        }
+        return Status::OK();
+      }));
   if (produced == 0) return std::optional<TxnWrite>();
   if (produced > 1) return Status::Internal("updateKey: the key range holds more than one row");
   if (key < sr.lo || (!sr.hi.empty() && key >= sr.hi)) {
@@ -50,7 +52,8 @@ Result<std::optional<TxnWrite>> KeyWriteOf(storage::SegmentStore& store, Partici
   for (size_t i = 0; i < u.getNotNull().size() && !u.getDelete(); i++) {
     uint32_t c = u.getNotNull()[i];
     if (c >= row.size()) return Status::InvalidArgument("updateKey: notNull column out of range");
-    if (row[c].is_null()) return Status::Sql(sqlstate::kNotNullViolation, std::string(u.getNotNullErrors()[i].cStr()));
+    if (row[c].is_null())
+      return Status::Sql(sqlstate::kNotNullViolation, std::string(u.getNotNullErrors()[i].cStr()));
   }
   TxnWrite w;
   w.op.segment = sr.segment;
@@ -72,7 +75,8 @@ bool NodeServer::OnPrepare(Connection& conn, net::ReceivedMessage& msg) {
     TxnWrite tw;
     tw.op.segment = w.getSegment();
     tw.op.key = Str(w.getKey());
-    if (w.getKind() != 1 && w.getKind() != 2) return Reply(conn, Status::InvalidArgument("bad write kind")).ok();
+    if (w.getKind() != 1 && w.getKind() != 2)
+      return Reply(conn, Status::InvalidArgument("bad write kind")).ok();
     tw.op.kind = static_cast<storage::VersionKind>(w.getKind());
     tw.op.row = Str(w.getRow());
     tw.check = w.getCheck() == proto::Write::Check::INSERT   ? WriteCheck::kInsert
@@ -86,11 +90,14 @@ bool NodeServer::OnPrepare(Connection& conn, net::ReceivedMessage& msg) {
     opts.durable = p.getDurable();
     opts.expect = p.getExpect();
     opts.min_commit_ts = p.getMinCommitTs();
-    return Reply(conn, participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), opts)).ok();
+    return Reply(conn,
+                 participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), opts))
+        .ok();
   }
   // One phase: a single-node transaction prepares and commits in one round trip.
   SmallFlatSet<SegmentId> touched;
-  Status st = participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), {.wait = false});
+  Status st =
+      participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), {.wait = false});
   if (st.ok()) {
     st = participant_->Commit(p.getTxn(), p.getCommitTs(), &touched, p.getExpect());
     if (!st.ok()) participant_->Abort(p.getTxn());
@@ -109,7 +116,8 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
     return SendResponse(conn, mb).ok();
   };
   if (u.getNotNull().size() != u.getNotNullErrors().size()) {
-    return reply(Status::InvalidArgument("updateKey: notNull and notNullErrors differ in length"), 0);
+    return reply(Status::InvalidArgument("updateKey: notNull and notNullErrors differ in length"),
+                 0);
   }
   // The row as the statement sees it (its snapshot and the transaction's own writes), and
   // the new row the plan makes of it: what the master would compute, without shipping the
@@ -125,7 +133,8 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
   // PostgreSQL re-checks the newest version of a row it waited for. A lock taken so and
   // not written is released before the answer.
   KeptConflict kept;
-  uint64_t durable_dep = 0;  // a re-check read a commit still syncing (KeptConflict::durable_ticket)
+  uint64_t durable_dep =
+      0;  // a re-check read a commit still syncing (KeptConflict::durable_ticket)
   auto answer = [&](Status st, uint64_t updated) {
     if (kept.locked && updated == 0) participant_->Unlock(sr.txn, kept.segment, kept.key);
     // Without a write of its own here, the answer waits until what it read is durable.
@@ -138,7 +147,8 @@ bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
   auto plan = KeyWritePlan(plans_, u, &params);
   if (!plan.ok()) return reply(plan.status(), 0);
   for (int attempt = 0;; attempt++) {
-    auto write = KeyWriteOf(*store_, *participant_, kept.ts ? nullptr : columns_.get(), sr, u, **plan, params);
+    auto write = KeyWriteOf(*store_, *participant_, kept.ts ? nullptr : columns_.get(), sr, u,
+                            **plan, params);
     if (!write.ok()) return answer(write.status(), 0);
     if (!*write) return answer(Status::OK(), 0);  // no such row, or the filter failed
     std::vector<TxnWrite> writes;
@@ -163,7 +173,8 @@ bool NodeServer::OnCommit(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto c = req.getCommit();
   SmallFlatSet<SegmentId> touched;
-  Status st = participant_->Commit(c.getTxn(), c.getCommitTs(), &touched, c.getExpect(), c.getUnsynced());
+  Status st =
+      participant_->Commit(c.getTxn(), c.getCommitTs(), &touched, c.getExpect(), c.getUnsynced());
   return ReplyWithSizes(conn, st, touched);
 }
 
@@ -175,14 +186,17 @@ bool NodeServer::OnAbort(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   bool aborted = participant_->Abort(req.getAbort());
   return Reply(conn, aborted ? Status::OK()
-                             : Status::InvalidArgument(fmt::format("txn {} is committing", req.getAbort())))
+                             : Status::InvalidArgument(
+                                   fmt::format("txn {} is committing", req.getAbort())))
       .ok();
 }
 
 bool NodeServer::OnBreakWait(Connection& conn, net::ReceivedMessage& msg) {
   auto r = msg.Root<proto::Request>().getBreakWait();
   bool broken = participant_->BreakWait(r.getTxn(), r.getHolder());
-  return Reply(conn, broken ? Status::OK() : Status::NotFound("the transaction no longer waits for that lock")).ok();
+  return Reply(conn, broken ? Status::OK()
+                            : Status::NotFound("the transaction no longer waits for that lock"))
+      .ok();
 }
 
 bool NodeServer::OnRollbackTo(Connection& conn, net::ReceivedMessage& msg) {

@@ -1,9 +1,9 @@
 #include "node/wire.h"
 
-#include <random>
-
 #include <fcntl.h>
 #include <unistd.h>
+
+#include <random>
 
 #include "common/clock.h"
 #include "common/sqlstate.h"
@@ -88,7 +88,8 @@ Status Reply(Connection& conn, const Status& s) {
 // A segment with prepared, undecided writes cannot split or move until they are decided.
 Status InUse(SegmentId id) {
   return Status(Status::Code::kUnavailable,
-                fmt::format("segment {} has prepared writes awaiting a commit decision", id), sqlstate::kObjectInUse);
+                fmt::format("segment {} has prepared writes awaiting a commit decision", id),
+                sqlstate::kObjectInUse);
 }
 
 Status FsyncFile(const std::string& path) {
@@ -98,6 +99,5 @@ Status FsyncFile(const std::string& path) {
   ::close(fd);
   return rc == 0 ? Status::OK() : Status::IOError("fsync " + path);
 }
-
 
 }  // namespace wattdb::node

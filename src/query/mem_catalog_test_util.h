@@ -24,12 +24,18 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
     TableSchema t;
     t.id = 1;
     t.name = "t";
-    t.columns = {{"id", {TypeId::kInt32}, true}, {"grp", {TypeId::kText}}, {"v", {TypeId::kInt64}},
-                 {"d", {TypeId::kDouble}}, {"w", {TypeId::kInt32}}};
+    t.columns = {{"id", {TypeId::kInt32}, true},
+                 {"grp", {TypeId::kText}},
+                 {"v", {TypeId::kInt64}},
+                 {"d", {TypeId::kDouble}},
+                 {"w", {TypeId::kInt32}}};
     t.key_columns = {0};
     tables_["t"] = t;
     for (int i = 1; i <= 2500; i++) {
-      rows_.push_back({Value::Int32(i), Value::Text(i % 3 == 0 ? "a" : i % 3 == 1 ? "b" : "c"),
+      rows_.push_back({Value::Int32(i),
+                       Value::Text(i % 3 == 0   ? "a"
+                                   : i % 3 == 1 ? "b"
+                                                : "c"),
                        i % 10 == 0 ? Value() : Value::Int64(i * 2), Value::Double(i / 4.0),
                        Value::Int32(i * 37 % 1001 - 500)});  // no order, no NULLs, some negative
     }
@@ -37,7 +43,8 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
   Result<TableSchema> GetTable(const std::string& name) const override {
     auto it = tables_.find(name);
     if (it == tables_.end()) {
-      return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", name));
+      return Status::Sql(sqlstate::kUndefinedTable,
+                         fmt::format("relation \"{}\" does not exist", name));
     }
     return it->second;
   }
@@ -65,7 +72,8 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
   // segment order, each batch encoded and decoded as it crosses the wire (its bytes kept:
   // integer columns stay packed until read, Vector::packed).
   bool ship = false;
-  Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& x, const exec::ExecContext&) override {
+  Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& x,
+                                                        const exec::ExecContext&) override {
     if (!ship) return std::unique_ptr<exec::RowSource>();
     std::string bytes;
     x.children[0]->Serialize(&bytes);
@@ -77,7 +85,8 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
           const std::vector<std::vector<Value>>* rows;
           size_t next = 0;
           Result<bool> Next(exec::Batch& out) override {
-            while (next < rows->size() && out.rows < exec::kBatchRows) out.AppendRow(std::vector<Value>((*rows)[next++]));
+            while (next < rows->size() && out.rows < exec::kBatchRows)
+              out.AppendRow(std::vector<Value>((*rows)[next++]));
             return out.rows > 0;
           }
         };
@@ -100,7 +109,8 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
       Segment provider;
       for (const auto& r : rows_) {
         int64_t id = r[0].as_int();
-        if ((seg == 0 && id <= 800) || (seg == 1 && id > 800 && id <= 1600) || (seg == 2 && id > 1600)) {
+        if ((seg == 0 && id <= 800) || (seg == 1 && id > 800 && id <= 1600) ||
+            (seg == 2 && id > 1600)) {
           provider.rows.push_back(r);
         }
       }
@@ -109,7 +119,8 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
         auto bytes = std::make_shared<std::string>();
         exec::EncodeBatch(b, bytes.get());
         out->batches.emplace_back();
-        return exec::DecodeBatch(*bytes, &out->batches.back(), std::make_shared<const exec::TextArena>(bytes));
+        return exec::DecodeBatch(*bytes, &out->batches.back(),
+                                 std::make_shared<const exec::TextArena>(bytes));
       }));
     }
     return std::unique_ptr<exec::RowSource>(std::move(out));
@@ -123,9 +134,9 @@ class MemCatalog : public plan::CatalogReader, public exec::ScanProvider {
 // Runs a SELECT and returns rows as "a|b|c" strings (NULL for nulls).
 // `pushdown`: split the plan into fragments (run as cat.ship says).
 inline Result<std::vector<std::string>> RunSql(MemCatalog& cat, const std::string& sql,
-                                     bool roundtrip = false, bool pushdown = false,
-                                     std::string* explain = nullptr, bool offload = false,
-                                     const plan::PushDownOptions* options = nullptr) {
+                                               bool roundtrip = false, bool pushdown = false,
+                                               std::string* explain = nullptr, bool offload = false,
+                                               const plan::PushDownOptions* options = nullptr) {
   ASSIGN_OR_RETURN(auto stmts, sql::Parse(sql));
   auto& sel = std::get<sql::SelectStmt>(stmts[0]);
   ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(sel, cat));

@@ -40,11 +40,13 @@ plan::PushDownOptions ScanOnly() {
 TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
   const char* queries[] = {
       "SELECT count(*), sum(v), avg(v), min(grp), max(d), count(v), avg(d), sum(d) FROM t",
-      "SELECT grp, count(*), sum(v), avg(id), min(d), max(v) FROM t WHERE id % 7 <> 3 GROUP BY grp ORDER BY grp",
+      "SELECT grp, count(*), sum(v), avg(id), min(d), max(v) FROM t WHERE id % 7 <> 3 GROUP BY grp "
+      "ORDER BY grp",
       "SELECT count(*), sum(v) FROM t WHERE id > 5000",
       "SELECT v % 10, count(*) FROM t GROUP BY v % 10 ORDER BY 1",
       "SELECT id, v * 2 FROM t WHERE d > 600 ORDER BY id",
-      "SELECT grp, count(DISTINCT v), string_agg(grp, ',') FROM t WHERE id < 20 GROUP BY grp ORDER BY grp",
+      "SELECT grp, count(DISTINCT v), string_agg(grp, ',') FROM t WHERE id < 20 GROUP BY grp ORDER "
+      "BY grp",
       "SELECT id FROM t WHERE v > (SELECT avg(v) FROM t) ORDER BY id DESC LIMIT 3",
       "SELECT grp, sum(v) FROM t GROUP BY grp HAVING sum(v) > 1000 ORDER BY 2 DESC",
       "SELECT id, grp, v FROM t WHERE id > 10 ORDER BY grp DESC, v NULLS FIRST LIMIT 7 OFFSET 3",
@@ -57,7 +59,8 @@ TEST(Select, PushedDownFragmentsGiveTheSameAnswers) {
   }
   std::string plan;
   MemCatalog cat;
-  ASSERT_TRUE(RunSql(cat, "SELECT grp, sum(v) FROM t WHERE id > 3 GROUP BY grp", false, true, &plan).ok());
+  ASSERT_TRUE(
+      RunSql(cat, "SELECT grp, sum(v) FROM t WHERE id > 3 GROUP BY grp", false, true, &plan).ok());
   EXPECT_NE(plan.find("FinalAggregate"), std::string::npos) << plan;
   EXPECT_LT(plan.find("Exchange"), plan.find("PartialAggregate")) << plan;
   EXPECT_LT(plan.find("PartialAggregate"), plan.find("Filter")) << plan;
@@ -78,33 +81,38 @@ TEST(Select, AggregatesWithoutGroupsCountEveryRowOfEveryBatchLength) {
   // they arrive (w, in no order, still packed: offsets of 1 or 2 bytes a row from a base,
   // negative in most batches; keys and v as differences, unpacked).
   for (bool shipped : {false, true})
-  for (int n : {1, 2, 3, 4, 5, 7, 9, 10, 11, 13, 2499, 2500}) {
-    int64_t count_v = 0, sum_v = 0, min_v = INT64_MAX, max_v = INT64_MIN;
-    int64_t sum_w = 0, min_w = INT64_MAX, max_w = INT64_MIN;
-    for (int i = 1; i <= n; i++) {
-      int64_t w = i * 37 % 1001 - 500;
-      sum_w += w;
-      min_w = std::min(min_w, w);
-      max_w = std::max(max_w, w);
-      if (i % 10 == 0) continue;  // v is NULL there
-      count_v++;
-      sum_v += 2 * i;
-      min_v = std::min<int64_t>(min_v, 2 * i);
-      max_v = std::max<int64_t>(max_v, 2 * i);
+    for (int n : {1, 2, 3, 4, 5, 7, 9, 10, 11, 13, 2499, 2500}) {
+      int64_t count_v = 0, sum_v = 0, min_v = INT64_MAX, max_v = INT64_MIN;
+      int64_t sum_w = 0, min_w = INT64_MAX, max_w = INT64_MIN;
+      for (int i = 1; i <= n; i++) {
+        int64_t w = i * 37 % 1001 - 500;
+        sum_w += w;
+        min_w = std::min(min_w, w);
+        max_w = std::max(max_w, w);
+        if (i % 10 == 0) continue;  // v is NULL there
+        count_v++;
+        sum_v += 2 * i;
+        min_v = std::min<int64_t>(min_v, 2 * i);
+        max_v = std::max<int64_t>(max_v, 2 * i);
+      }
+      cat.ship = shipped;
+      auto r = RunSql(
+          cat,
+          fmt::format(
+              "SELECT count(id), sum(id), min(id), max(id), min(-id), max(-id), count(v), sum(v), "
+              "min(v), max(v), min(-v), max(-v), count(w), sum(w), min(w), max(w), avg(w) FROM t "
+              "WHERE id <= {}",
+              n),
+          false, shipped, nullptr, false, &scan_only);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      auto r_avg = RunSql(
+          cat, fmt::format("SELECT avg(w) FROM t WHERE id <= {}", n));  // as the master computes it
+      ASSERT_TRUE(r_avg.ok()) << r_avg.status().ToString();
+      EXPECT_EQ((*r)[0], fmt::format("{}|{}|1|{}|{}|-1|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", n,
+                                     int64_t{n} * (n + 1) / 2, n, -n, count_v, sum_v, min_v, max_v,
+                                     -max_v, -min_v, n, sum_w, min_w, max_w, (*r_avg)[0]))
+          << n << (shipped ? " shipped" : "");
     }
-    cat.ship = shipped;
-    auto r = RunSql(cat,
-                    fmt::format("SELECT count(id), sum(id), min(id), max(id), min(-id), max(-id), count(v), sum(v), "
-                                "min(v), max(v), min(-v), max(-v), count(w), sum(w), min(w), max(w), avg(w) FROM t WHERE id <= {}",
-                                n),
-                    false, shipped, nullptr, false, &scan_only);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    auto r_avg = RunSql(cat, fmt::format("SELECT avg(w) FROM t WHERE id <= {}", n));  // as the master computes it
-    ASSERT_TRUE(r_avg.ok()) << r_avg.status().ToString();
-    EXPECT_EQ((*r)[0], fmt::format("{}|{}|1|{}|{}|-1|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", n, int64_t{n} * (n + 1) / 2, n, -n,
-                                   count_v, sum_v, min_v, max_v, -max_v, -min_v, n, sum_w, min_w, max_w, (*r_avg)[0]))
-        << n << (shipped ? " shipped" : "");
-  }
   cat.ship = false;
   // Only NULLs: counted as none, no extreme.
   auto r = RunSql(cat, "SELECT count(v), sum(v), min(v), max(v) FROM t WHERE id % 10 = 0");
@@ -119,11 +127,13 @@ TEST(Select, ScanOnlyPushdownGathersTheAggregationsPartialHalf) {
   plan::PushDownOptions scan_only = ScanOnly();
   const char* queries[] = {
       "SELECT count(*), sum(v), avg(v), min(grp), max(d), count(v), avg(d), sum(d) FROM t",
-      "SELECT grp, count(*), sum(v), avg(id), min(d), max(v) FROM t WHERE id % 7 <> 3 GROUP BY grp ORDER BY grp",
+      "SELECT grp, count(*), sum(v), avg(id), min(d), max(v) FROM t WHERE id % 7 <> 3 GROUP BY grp "
+      "ORDER BY grp",
       "SELECT v % 10, count(*) FROM t GROUP BY v % 10 ORDER BY 1",
       "SELECT grp, sum(v) FROM t GROUP BY grp HAVING sum(v) > 1000 ORDER BY 2 DESC",
       "SELECT max(length(grp)), sum(v * 2), min(w + 1), count(*) FROM t",
-      "SELECT lower(grp), count(*), max(length(grp) + w) FROM t WHERE id > 7 GROUP BY lower(grp) ORDER BY 1",
+      "SELECT lower(grp), count(*), max(length(grp) + w) FROM t WHERE id > 7 GROUP BY lower(grp) "
+      "ORDER BY 1",
   };
   for (const char* q : queries) {
     std::vector<std::string> plans;
@@ -139,18 +149,24 @@ TEST(Select, ScanOnlyPushdownGathersTheAggregationsPartialHalf) {
   std::string plan;
   // Arguments and keys that are expressions are computed on the nodes, under the Exchange:
   // the values cross, not the columns they are made of.
-  ASSERT_TRUE(RunSql(cat, "SELECT max(length(grp)), sum(v) FROM t", false, true, &plan, false, &scan_only).ok());
+  ASSERT_TRUE(
+      RunSql(cat, "SELECT max(length(grp)), sum(v) FROM t", false, true, &plan, false, &scan_only)
+          .ok());
   const size_t partial = plan.find("PartialAggregate"), exchange = plan.find("Exchange");
   ASSERT_LT(partial, exchange) << plan;
-  EXPECT_EQ(plan.substr(partial, exchange - partial).find("length("), std::string::npos) << plan;  // reads #0
+  EXPECT_EQ(plan.substr(partial, exchange - partial).find("length("), std::string::npos)
+      << plan;  // reads #0
   EXPECT_LT(exchange, plan.rfind("Project")) << plan;
   EXPECT_LT(plan.rfind("Project"), plan.rfind("length(")) << plan;
   EXPECT_LT(plan.rfind("length("), plan.find("Scan t")) << plan;
   // DISTINCT aggregates stay whole; without the option, so does every aggregation.
-  ASSERT_TRUE(RunSql(cat, "SELECT count(DISTINCT v) FROM t", false, true, &plan, false, &scan_only).ok());
+  ASSERT_TRUE(
+      RunSql(cat, "SELECT count(DISTINCT v) FROM t", false, true, &plan, false, &scan_only).ok());
   EXPECT_EQ(plan.find("Gather"), std::string::npos) << plan;
   scan_only.gather = false;
-  ASSERT_TRUE(RunSql(cat, "SELECT grp, sum(v) FROM t GROUP BY grp", false, true, &plan, false, &scan_only).ok());
+  ASSERT_TRUE(
+      RunSql(cat, "SELECT grp, sum(v) FROM t GROUP BY grp", false, true, &plan, false, &scan_only)
+          .ok());
   EXPECT_EQ(plan.find("Gather"), std::string::npos) << plan;
   EXPECT_EQ(plan.find("PartialAggregate"), std::string::npos) << plan;
 }
@@ -178,8 +194,9 @@ TEST(Select, OffloadWrapsTheBlockingPartAboveTheExchanges) {
   std::string plan;
   MemCatalog cat;
   // A subquery needs the master: the outer part stays there, and so does a plain scan.
-  ASSERT_TRUE(RunSql(cat, "SELECT id FROM t WHERE v > (SELECT avg(v) FROM t) ORDER BY id DESC LIMIT 3", false, true,
-                     &plan, true)
+  ASSERT_TRUE(RunSql(cat,
+                     "SELECT id FROM t WHERE v > (SELECT avg(v) FROM t) ORDER BY id DESC LIMIT 3",
+                     false, true, &plan, true)
                   .ok());
   EXPECT_NE(plan.rfind("Offload", 0), 0u) << plan;
   // Nothing worth moving: a plain scan, one state per segment to merge, the nodes' top-N rows.
@@ -189,17 +206,18 @@ TEST(Select, OffloadWrapsTheBlockingPartAboveTheExchanges) {
     EXPECT_EQ(plan.find("Offload"), std::string::npos) << plan;
   }
   // A join's Exchanges in pre-order: the helper learns their segments in that order.
-  auto stmts = sql::Parse("SELECT a.grp, b.v FROM t a JOIN t b ON a.id = b.v WHERE a.id < 10 AND b.id > 20");
+  auto stmts =
+      sql::Parse("SELECT a.grp, b.v FROM t a JOIN t b ON a.id = b.v WHERE a.id < 10 AND b.id > 20");
   ASSERT_TRUE(stmts.ok());
   auto bound = plan::BindSelect(std::get<sql::SelectStmt>((*stmts)[0]), cat);
   ASSERT_TRUE(bound.ok());
-  auto p = plan::PushDownFragments(std::move(bound->plan), {[](const plan::PlanNode&) { return true; }});
+  auto p =
+      plan::PushDownFragments(std::move(bound->plan), {[](const plan::PlanNode&) { return true; }});
   auto xs = plan::Exchanges(*p);
   ASSERT_EQ(xs.size(), 2u);
   EXPECT_NE(xs[0]->ToString().find("(#0 < 10)"), std::string::npos) << p->ToString();
   EXPECT_NE(xs[1]->ToString().find("(#0 > 20)"), std::string::npos) << p->ToString();
 }
-
 
 }  // namespace
 }  // namespace wattdb

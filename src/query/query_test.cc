@@ -34,15 +34,18 @@ TEST(Parser, SyntaxErrorsPointAtTheToken) {
   auto end = sql::Parse("SELECT id FROM");
   EXPECT_NE(end.status().message().find("end of input"), std::string::npos);
   EXPECT_EQ(sql::Parse("SELECT 'abc").status().sqlstate(), sqlstate::kSyntaxError);
-  EXPECT_EQ(sql::Parse("CREATE TABLE x (a date)").status().sqlstate(), sqlstate::kFeatureNotSupported);
+  EXPECT_EQ(sql::Parse("CREATE TABLE x (a date)").status().sqlstate(),
+            sqlstate::kFeatureNotSupported);
   EXPECT_TRUE(sql::Parse("CREATE TABLE x (a numeric(10, 2), b decimal)").ok());
-  EXPECT_EQ(sql::Parse("CREATE TABLE x (a numeric(3, 4))").status().sqlstate(), sqlstate::kInvalidParameterValue);
+  EXPECT_EQ(sql::Parse("CREATE TABLE x (a numeric(3, 4))").status().sqlstate(),
+            sqlstate::kInvalidParameterValue);
   EXPECT_EQ(sql::Parse("CREATE TABLE x (a blob)").status().sqlstate(), sqlstate::kUndefinedObject);
 }
 
 TEST(Parser, StatementsAndAdminCommands) {
   auto r = sql::Parse(
-      "CREATE TABLE IF NOT EXISTS a (x INT PRIMARY KEY, y VARCHAR(10) NOT NULL) WITH (fillfactor=90);"
+      "CREATE TABLE IF NOT EXISTS a (x INT PRIMARY KEY, y VARCHAR(10) NOT NULL) WITH "
+      "(fillfactor=90);"
       "ALTER TABLE a MOVE SEGMENT 7 TO NODE 3; ALTER NODE 2 DRAIN; ALTER NODE 2 POWER OFF;"
       "INSERT INTO a (x, y) VALUES (1, 'o''k'), (2, NULL); ;");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -62,8 +65,8 @@ TEST(Parser, StatementsAndAdminCommands) {
 TEST(Select, FilterAggregateSortLimit) {
   MemCatalog cat;
   auto r = RunSql(cat,
-               "SELECT grp, count(*), sum(v), min(id), max(d), count(v) FROM t WHERE id <= 30 "
-               "GROUP BY grp ORDER BY grp DESC LIMIT 2");
+                  "SELECT grp, count(*), sum(v), min(id), max(d), count(v) FROM t WHERE id <= 30 "
+                  "GROUP BY grp ORDER BY grp DESC LIMIT 2");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // ids 1..30; v is NULL at 10, 20, 30 (in groups b, c, a).
   ASSERT_EQ(r->size(), 2u);
@@ -85,8 +88,10 @@ TEST(Select, TopNAgreesWithTheFullSort) {
   ASSERT_EQ(full->size(), 2500u);
   for (int limit : {1, 7, 1500, 3000}) {
     for (int offset : {0, 5}) {
-      auto top = RunSql(cat, fmt::format("SELECT id, grp, v FROM t ORDER BY grp DESC, v NULLS FIRST LIMIT {} OFFSET {}",
-                                         limit, offset));
+      auto top = RunSql(
+          cat, fmt::format(
+                   "SELECT id, grp, v FROM t ORDER BY grp DESC, v NULLS FIRST LIMIT {} OFFSET {}",
+                   limit, offset));
       ASSERT_TRUE(top.ok()) << top.status().ToString();
       std::vector<std::string> want(full->begin() + std::min<size_t>(offset, full->size()),
                                     full->begin() + std::min<size_t>(offset + limit, full->size()));
@@ -108,7 +113,8 @@ TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
     EXPECT_TRUE(stmts.ok()) << q;
     if (!stmts.ok()) return std::nullopt;
     auto* del = std::get_if<sql::DeleteStmt>(&(*stmts)[0]);
-    auto b = del ? plan::BindDelete(*del, cat) : plan::BindUpdate(std::get<sql::UpdateStmt>((*stmts)[0]), cat);
+    auto b = del ? plan::BindDelete(*del, cat)
+                 : plan::BindUpdate(std::get<sql::UpdateStmt>((*stmts)[0]), cat);
     EXPECT_TRUE(b.ok()) << q << ": " << b.status().ToString();
     if (!b.ok()) return std::nullopt;
     return del ? plan::PlanKeyDelete(*b) : plan::PlanKeyUpdate(*b);
@@ -136,11 +142,13 @@ TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
   EXPECT_EQ(out[0][1].ToText(), "c!");
   EXPECT_EQ(out[0][2].ToText(), "11");
   EXPECT_EQ(out[0][3].ToText(), "1.25");
-  EXPECT_FALSE(plan_of("UPDATE t SET id = 6 WHERE id = 5").has_value()) << "a key column moves the row";
+  EXPECT_FALSE(plan_of("UPDATE t SET id = 6 WHERE id = 5").has_value())
+      << "a key column moves the row";
   EXPECT_FALSE(plan_of("UPDATE t SET v = 1 WHERE id > 5").has_value()) << "not one key";
   EXPECT_FALSE(plan_of("UPDATE t SET v = 1 WHERE grp = 'a'").has_value()) << "not by key";
   EXPECT_FALSE(plan_of("UPDATE t SET v = 1").has_value());
-  EXPECT_FALSE(plan_of("UPDATE t SET v = (SELECT max(v) FROM t) WHERE id = 5").has_value()) << "needs the master";
+  EXPECT_FALSE(plan_of("UPDATE t SET v = (SELECT max(v) FROM t) WHERE id = 5").has_value())
+      << "needs the master";
   // DELETE: the filter over the key's scan, run as the node would.
   auto kd = plan_of("DELETE FROM t WHERE id = 9 AND v > 0");
   ASSERT_TRUE(kd.has_value());
@@ -165,7 +173,8 @@ TEST(Select, SingleRowUpdatesAndDeletesByKeyGetAPlanForTheRowsNode) {
 TEST(Select, PointReadTemplatesAreExchangesOverOneKeysRow) {
   MemCatalog cat;
   const TableSchema t = *cat.GetTable("t");
-  auto key_params = [&](const std::string& q, bool exchange = true) -> std::optional<std::vector<int>> {
+  auto key_params = [&](const std::string& q,
+                        bool exchange = true) -> std::optional<std::vector<int>> {
     auto stmts = sql::Parse(q);
     EXPECT_TRUE(stmts.ok()) << q;
     if (!stmts.ok()) return std::nullopt;
@@ -199,9 +208,11 @@ TEST(Select, PreparedKeyWritesKeepTheirParametersAndTakeTheKeyFromTheValues) {
     auto stmts = sql::Parse(q);
     EXPECT_TRUE(stmts.ok()) << q;
     if (!stmts.ok()) return std::nullopt;
-    std::vector<SqlType> types(sql::MaxParamIndex(q), SqlType{TypeId::kNull});  // inferred by the binder
+    std::vector<SqlType> types(sql::MaxParamIndex(q),
+                               SqlType{TypeId::kNull});  // inferred by the binder
     auto* del = std::get_if<sql::DeleteStmt>(&(*stmts)[0]);
-    auto b = del ? plan::BindDelete(*del, cat, &types) : plan::BindUpdate(std::get<sql::UpdateStmt>((*stmts)[0]), cat, &types);
+    auto b = del ? plan::BindDelete(*del, cat, &types)
+                 : plan::BindUpdate(std::get<sql::UpdateStmt>((*stmts)[0]), cat, &types);
     EXPECT_TRUE(b.ok()) << q << ": " << b.status().ToString();
     if (!b.ok()) return std::nullopt;
     return del ? plan::PlanKeyDeleteTemplate(*b) : plan::PlanKeyUpdateTemplate(*b);
@@ -229,25 +240,30 @@ TEST(Select, PreparedKeyWritesKeepTheirParametersAndTakeTheKeyFromTheValues) {
   kt->plan->Serialize(&bytes);
   auto shipped = plan::PlanNode::Deserialize(bytes);
   ASSERT_TRUE(shipped.ok());
-  EXPECT_NE((*shipped)->ToString().find("$3"), std::string::npos) << "the node's plan keeps its parameters";
+  EXPECT_NE((*shipped)->ToString().find("$3"), std::string::npos)
+      << "the node's plan keeps its parameters";
   for (int id : {5, 6}) {
-    std::vector<Value> params = {Value::Int32(id), Value::Text("!"), Value::Int64(100), Value::Double(1.0)};
+    std::vector<Value> params = {Value::Int32(id), Value::Text("!"), Value::Int64(100),
+                                 Value::Double(1.0)};
     auto range = plan::TemplateKeyRange(kt->key_params, t, params);
     ASSERT_TRUE(range.has_value());
     std::string key;
     EncodeKeyValue(Value::Int32(id), &key);
     EXPECT_EQ(range->first, key);
     EXPECT_EQ(range->second, PrefixSuccessor(key));
-    std::string want = fmt::format("{}|{}!|{}|{}|{}", id, id == 5 ? "c" : "a", id * 2 + 100, Value::Double(id / 4.0).ToText(),
-                                   id * 37 % 1001 - 500);
+    std::string want = fmt::format("{}|{}!|{}|{}|{}", id, id == 5 ? "c" : "a", id * 2 + 100,
+                                   Value::Double(id / 4.0).ToText(), id * 37 % 1001 - 500);
     EXPECT_EQ(run(**shipped, params), std::vector<std::string>{want});
     params[3] = Value::Double(10.0);  // the filter's parameter fails the row
     EXPECT_TRUE(run(**shipped, params).empty());
   }
-  EXPECT_EQ(run(**shipped, {Value::Int32(5)}), std::vector<std::string>{"ERROR 08P01"}) << "a value missing";
-  EXPECT_FALSE(plan::TemplateKeyRange(kt->key_params, t, {Value(), Value::Text("!"), Value::Int64(1), Value::Double(0)}))
+  EXPECT_EQ(run(**shipped, {Value::Int32(5)}), std::vector<std::string>{"ERROR 08P01"})
+      << "a value missing";
+  EXPECT_FALSE(plan::TemplateKeyRange(
+      kt->key_params, t, {Value(), Value::Text("!"), Value::Int64(1), Value::Double(0)}))
       << "a NULL key: the general path";
-  EXPECT_FALSE(plan::TemplateKeyRange(kt->key_params, t, {Value::Text("5")})) << "not a value of the key's type";
+  EXPECT_FALSE(plan::TemplateKeyRange(kt->key_params, t, {Value::Text("5")}))
+      << "not a value of the key's type";
   EXPECT_FALSE(plan::TemplateKeyRange(kt->key_params, t, {})) << "no value";
   auto kd = template_of("DELETE FROM t WHERE $1 = id AND grp = $2");
   ASSERT_TRUE(kd.has_value());
@@ -257,17 +273,21 @@ TEST(Select, PreparedKeyWritesKeepTheirParametersAndTakeTheKeyFromTheValues) {
   // more stays.
   auto only_key = template_of("UPDATE t SET v = v + 1 WHERE id = $1");
   ASSERT_TRUE(only_key.has_value());
-  EXPECT_EQ(only_key->plan->ToString().find("Filter"), std::string::npos) << only_key->plan->ToString();
+  EXPECT_EQ(only_key->plan->ToString().find("Filter"), std::string::npos)
+      << only_key->plan->ToString();
   EXPECT_NE(kt->plan->ToString().find("Filter"), std::string::npos);
   auto del_key = template_of("DELETE FROM t WHERE id = $1");
   ASSERT_TRUE(del_key.has_value());
   EXPECT_EQ(del_key->plan->kind, plan::PlanNode::Kind::kScan);
-  EXPECT_NE(template_of("UPDATE t SET v = 1 WHERE id = $1 AND id = $2")->plan->ToString().find("Filter"),
-            std::string::npos);
-  EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id = $1 + 1").has_value()) << "the key is not a parameter";
+  EXPECT_NE(
+      template_of("UPDATE t SET v = 1 WHERE id = $1 AND id = $2")->plan->ToString().find("Filter"),
+      std::string::npos);
+  EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id = $1 + 1").has_value())
+      << "the key is not a parameter";
   EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id = $1 OR id = $2").has_value());
   EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id >= $1").has_value());
-  EXPECT_FALSE(template_of("UPDATE t SET id = $2 WHERE id = $1").has_value()) << "a key column moves the row";
+  EXPECT_FALSE(template_of("UPDATE t SET id = $2 WHERE id = $1").has_value())
+      << "a key column moves the row";
   EXPECT_FALSE(template_of("UPDATE t SET grp = CAST(now() AS TEXT) WHERE id = $1").has_value())
       << "the statement's time stays on the master";
   EXPECT_FALSE(template_of("UPDATE t SET v = 1 WHERE id = $1 AND now() IS NOT NULL").has_value());
@@ -278,12 +298,16 @@ TEST(Select, CoLocatedJoinsSplitIntoKeyRangeParts) {
   po.key_columns = [](TableId id) { return id == 1 ? std::vector<int>{0} : std::vector<int>{}; };
   auto plan_of = [&](MemCatalog& cat, const std::string& q) -> Result<plan::PlanPtr> {
     ASSIGN_OR_RETURN(auto stmts, sql::Parse(q));
-    ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(std::get<sql::SelectStmt>(stmts[0]), cat));
-    auto p = plan::PushDownFragments(std::move(b.plan), {[](const plan::PlanNode&) { return true; }});
+    ASSIGN_OR_RETURN(plan::BoundSelect b,
+                     plan::BindSelect(std::get<sql::SelectStmt>(stmts[0]), cat));
+    auto p =
+        plan::PushDownFragments(std::move(b.plan), {[](const plan::PlanNode&) { return true; }});
     return plan::PartitionJoins(std::move(p), po);
   };
   MemCatalog cat;
-  const char* q = "SELECT a.grp, count(*), sum(b.v) FROM t a JOIN t b ON a.id = b.id WHERE b.d > 10 GROUP BY a.grp ORDER BY 1";
+  const char* q =
+      "SELECT a.grp, count(*), sum(b.v) FROM t a JOIN t b ON a.id = b.id WHERE b.d > 10 GROUP BY "
+      "a.grp ORDER BY 1";
   auto p = plan_of(cat, q);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   std::string text = (*p)->ToString();
@@ -300,7 +324,8 @@ TEST(Select, CoLocatedJoinsSplitIntoKeyRangeParts) {
   ASSERT_TRUE(exec::Execute(**p, ctx, [&](const exec::Batch& b) {
                 for (size_t r = 0; r < b.rows; r++) {
                   std::string s;
-                  for (size_t c = 0; c < b.cols.size(); c++) s += (c ? "|" : "") + b.Get(c, r).ToText();
+                  for (size_t c = 0; c < b.cols.size(); c++)
+                    s += (c ? "|" : "") + b.Get(c, r).ToText();
                   got.push_back(s);
                 }
                 return Status::OK();
@@ -349,15 +374,18 @@ TEST(Select, CoLocatedJoinsSplitIntoKeyRangeParts) {
 // residual predicate, left joins padding unmatched rows, NULL keys matching nothing.
 TEST(Select, HashJoinsOnTypedBatches) {
   MemCatalog cat;
-  auto pairs = RunSql(cat, "SELECT count(*), sum(a.id) FROM t a JOIN t b ON a.grp = b.grp AND a.id < b.id "
-                           "WHERE a.id < 40 AND b.id < 40");
+  auto pairs =
+      RunSql(cat,
+             "SELECT count(*), sum(a.id) FROM t a JOIN t b ON a.grp = b.grp AND a.id < b.id "
+             "WHERE a.id < 40 AND b.id < 40");
   ASSERT_TRUE(pairs.ok()) << pairs.status().ToString();
   int64_t sum = 0;  // a.id summed over the pairs, counted directly
   for (int a = 1; a < 40; a++) {
     for (int b = a + 1; b < 40; b++) sum += a % 3 == b % 3 ? a : 0;
   }
   EXPECT_EQ(*pairs, (std::vector<std::string>{fmt::format("234|{}", sum)}));
-  auto left = RunSql(cat, "SELECT a.id, b.id FROM t a LEFT JOIN t b ON a.id = b.v WHERE a.id <= 6 ORDER BY 1, 2");
+  auto left = RunSql(
+      cat, "SELECT a.id, b.id FROM t a LEFT JOIN t b ON a.id = b.v WHERE a.id <= 6 ORDER BY 1, 2");
   ASSERT_TRUE(left.ok()) << left.status().ToString();
   EXPECT_EQ(*left, (std::vector<std::string>{"1|NULL", "2|1", "3|NULL", "4|2", "5|NULL", "6|3"}));
   auto nulls = RunSql(cat, "SELECT count(*) FROM t a JOIN t b ON a.v = b.v");
@@ -405,9 +433,9 @@ TEST(Select, APlansEncodingIsKeptAndAClonesIsItsOwn) {
 TEST(Select, ExpressionsFollowPostgres) {
   MemCatalog cat;
   auto r = RunSql(cat,
-               "SELECT 7 / 2, 7 % 3, -7 / 2, 1.5 * 2, 'a' || 1, NULL = 1, NULL IS NULL, "
-               "CASE WHEN 1 > 2 THEN 'x' ELSE 'y' END, coalesce(NULL, 3), 2 BETWEEN 1 AND 3, "
-               "'abc' LIKE 'a%', 3 IN (1, NULL), abs(-4), length('héllo')");
+                  "SELECT 7 / 2, 7 % 3, -7 / 2, 1.5 * 2, 'a' || 1, NULL = 1, NULL IS NULL, "
+                  "CASE WHEN 1 > 2 THEN 'x' ELSE 'y' END, coalesce(NULL, 3), 2 BETWEEN 1 AND 3, "
+                  "'abc' LIKE 'a%', 3 IN (1, NULL), abs(-4), length('héllo')");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)[0], "3|1|-3|3.0|a1|NULL|t|y|3|t|t|NULL|4|5");
   auto e = RunSql(cat, "SELECT count(*), sum(v), avg(v) FROM t WHERE id < 0");
@@ -444,14 +472,17 @@ TEST(Select, LongExpressionChainsEvaluateOrFailWith54001) {
     EXPECT_EQ((*r)[0], std::to_string(kTerms));
     for (const char* op : {"+", "*", "AND", "OR", "||", "="}) {
       auto huge = RunSql(cat, chain(op, 1000000));
-      EXPECT_EQ(huge.status().sqlstate(), sqlstate::kStatementTooComplex) << op << ": " << huge.status().ToString();
+      EXPECT_EQ(huge.status().sqlstate(), sqlstate::kStatementTooComplex)
+          << op << ": " << huge.status().ToString();
     }
-    auto casts = RunSql(cat, "SELECT 1" + [] {
-      std::string s;
-      for (int i = 0; i < 200000; i++) s += "::int";
-      return s;
-    }());
-    EXPECT_TRUE(casts.ok() || casts.status().sqlstate() == sqlstate::kStatementTooComplex) << casts.status().ToString();
+    auto casts = RunSql(
+        cat, "SELECT 1" + [] {
+          std::string s;
+          for (int i = 0; i < 200000; i++) s += "::int";
+          return s;
+        }());
+    EXPECT_TRUE(casts.ok() || casts.status().sqlstate() == sqlstate::kStatementTooComplex)
+        << casts.status().ToString();
   }).join();
   // Join trees are built the same way: at most 100 joins.
   std::string joins = "SELECT * FROM t a0";
@@ -507,7 +538,8 @@ TEST(Binder, ConstantArithmeticBoundsTheKeyRange) {
   EXPECT_EQ(*rows, (std::vector<std::string>{"3", "4"}));
   EXPECT_EQ(cat.last_lo, lo);
   EXPECT_EQ(cat.last_hi, hi);
-  EXPECT_EQ(Err(cat, "SELECT id FROM t WHERE id < 2147483647 + 1"), sqlstate::kNumericValueOutOfRange);
+  EXPECT_EQ(Err(cat, "SELECT id FROM t WHERE id < 2147483647 + 1"),
+            sqlstate::kNumericValueOutOfRange);
   EXPECT_EQ(Err(cat, "SELECT 2147483647 * 2"), sqlstate::kNumericValueOutOfRange);
 
   auto stmts = sql::Parse("SELECT id FROM t WHERE id BETWEEN $1 AND $1 + 1");

@@ -18,18 +18,22 @@ namespace wattdb::rpc {
 namespace {
 
 bool Blocking(const plan::PlanNode& p) {
-  if (p.kind == plan::PlanNode::Kind::kAggregate || p.kind == plan::PlanNode::Kind::kSort) return true;
+  if (p.kind == plan::PlanNode::Kind::kAggregate || p.kind == plan::PlanNode::Kind::kSort)
+    return true;
   return !p.children.empty() && Blocking(*p.children[0]);
 }
 
 }  // namespace
 
 std::pair<std::string, std::string> WithinSegment(const std::string& lo, const std::string& hi,
-                                                  const std::string& seg_lo, const std::string& seg_hi) {
+                                                  const std::string& seg_lo,
+                                                  const std::string& seg_hi) {
   return {std::max(lo, seg_lo), seg_hi.empty() ? hi : (hi.empty() ? seg_hi : std::min(hi, seg_hi))};
 }
 
-Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const plan::PlanNode& exchange, Options opts) {
+Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map,
+                                                             const plan::PlanNode& exchange,
+                                                             Options opts) {
   if (exchange.children.size() != 1) return Status::Internal("exchange without its fragment");
   const plan::PlanNode* scan = plan::LeafScan(*exchange.children[0]);
   if (!scan) return Status::Internal("exchange fragment without a scan");
@@ -50,8 +54,8 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map, const
     x->inline_ = std::make_unique<PartReader>(*x, x->parts_.front().lo, x->parts_.back().hi);
     return x;
   }
-  ThreadCache::Shared().RunCounted(std::min(kMaxInFlight, x->parts_.size()), x->mu_, x->producers_, x->ended_,
-                                   [p = x.get()] { p->Produce(); });
+  ThreadCache::Shared().RunCounted(std::min(kMaxInFlight, x->parts_.size()), x->mu_, x->producers_,
+                                   x->ended_, [p = x.get()] { p->Produce(); });
   return x;
 }
 
@@ -77,7 +81,8 @@ ExchangeSource::~ExchangeSource() {
   };
   walk(*fragment_root_);
   for (const auto& [node, stats] : node_stats_) {
-    for (size_t i = 0; i < stats.size() && i < order.size(); i++) (*opts_.stats)[order[i]][node].Add(stats[i]);
+    for (size_t i = 0; i < stats.size() && i < order.size(); i++)
+      (*opts_.stats)[order[i]][node].Add(stats[i]);
   }
 }
 
@@ -87,7 +92,9 @@ void ExchangeSource::Produce() {
     {
       std::unique_lock<std::mutex> l(mu_);
       // Not too far ahead of the consumer: finished parts wait in memory until read.
-      window_.wait(l, [&] { return stop_ || next_part_ >= parts_.size() || next_part_ < current_ + 2 * kMaxInFlight; });
+      window_.wait(l, [&] {
+        return stop_ || next_part_ >= parts_.size() || next_part_ < current_ + 2 * kMaxInFlight;
+      });
       if (stop_ || next_part_ >= parts_.size()) return;
       i = next_part_++;
     }
@@ -160,17 +167,20 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       if (x_.map_.IsLocal(seg_.node)) {
         // This process owns the segment: the fragment runs here, its output never on a wire.
         std::vector<exec::OperatorStats> stats;
-        st = x_.map_.RunLocal(seg_.id, lo, hi, *x_.fragment_root_, x_.opts_, [&](exec::Batch& out) {
-          pending_.push_back(std::move(out));  // taken, not copied
-          out = exec::Batch();
-          return Status::OK();
-        }, x_.opts_.stats ? &stats : nullptr);
+        st = x_.map_.RunLocal(
+            seg_.id, lo, hi, *x_.fragment_root_, x_.opts_,
+            [&](exec::Batch& out) {
+              pending_.push_back(std::move(out));  // taken, not copied
+              out = exec::Batch();
+              return Status::OK();
+            },
+            x_.opts_.stats ? &stats : nullptr);
         local = st.ok();
         if (local && !stats.empty()) x_.AddNodeStats(seg_.node, stats);
       } else if (auto client = x_.map_.Client(seg_.node); client.ok()) {
-        auto opened = ScanStream::OpenFragment(**client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn,
-                                               x_.fragment_root_->Encoded(), x_.opts_.work_mem, x_.opts_.params,
-                                               x_.opts_.stats != nullptr);
+        auto opened = ScanStream::OpenFragment(
+            **client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.fragment_root_->Encoded(),
+            x_.opts_.work_mem, x_.opts_.params, x_.opts_.stats != nullptr);
         if (opened.ok()) {
           stream_ = std::move(*opened);
         } else {
@@ -198,8 +208,8 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       // (a blocking fragment reruns the whole segment).
       stream_.reset();
       if (!x_.map_.Refreshable() && (st.IsStale() || st.IsNotFound())) {
-        return Status::Stale(fmt::format("segment {} moved or split while a helper node read it: {}", seg_.id,
-                                         st.message()));
+        return Status::Stale(fmt::format(
+            "segment {} moved or split while a helper node read it: {}", seg_.id, st.message()));
       }
       RETURN_NOT_OK(ScanRetryBackoff(st, &retries_));
       continue;
@@ -232,7 +242,8 @@ void ExchangeSource::AddNodeStats(NodeId node, const std::vector<exec::OperatorS
   AddNodeStatsLocked(node, stats);
 }
 
-void ExchangeSource::AddNodeStatsLocked(NodeId node, const std::vector<exec::OperatorStats>& stats) {
+void ExchangeSource::AddNodeStatsLocked(NodeId node,
+                                        const std::vector<exec::OperatorStats>& stats) {
   auto& sum = node_stats_[node];
   sum.resize(std::max(sum.size(), stats.size()));
   for (size_t k = 0; k < stats.size(); k++) sum[k].Add(stats[k]);
@@ -247,11 +258,13 @@ void ExchangeSource::BookNodeCpu() {
 
 Result<bool> ExchangeSource::Next(exec::Batch& out) {
   if (inline_) {
-    if (opts_.cancel && opts_.cancel->load()) return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
+    if (opts_.cancel && opts_.cancel->load())
+      return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     auto more = inline_->Next(&out);
     std::lock_guard<std::mutex> l(mu_);
     BookNodeCpu();
-    if (more.ok() && *more && out.cols.size() != ncols_) return Status::Corruption("a node sent a batch of another width");
+    if (more.ok() && *more && out.cols.size() != ncols_)
+      return Status::Corruption("a node sent a batch of another width");
     return more;
   }
   std::unique_lock<std::mutex> l(mu_);
@@ -264,13 +277,15 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
       out = std::move(p.batches.front());
       p.batches.pop_front();
       if (was_full) p.space->notify_one();
-      if (out.cols.size() != ncols_) return Status::Corruption("a node sent a batch of another width");
+      if (out.cols.size() != ncols_)
+        return Status::Corruption("a node sent a batch of another width");
       return true;
     }
     if (p.reader) {
       // Handed over by its producer: read here, without the lock (the reader takes it).
       l.unlock();
-      if (opts_.cancel && opts_.cancel->load()) return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
+      if (opts_.cancel && opts_.cancel->load())
+        return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
       auto more = p.reader->Next(&out);
       l.lock();
       BookNodeCpu();
@@ -280,7 +295,8 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
         p.error = more.status();
         continue;
       }
-      if (out.cols.size() != ncols_) return Status::Corruption("a node sent a batch of another width");
+      if (out.cols.size() != ncols_)
+        return Status::Corruption("a node sent a batch of another width");
       return true;
     }
     if (p.done) {
@@ -289,7 +305,8 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
       window_.notify_all();
       continue;
     }
-    if (opts_.cancel && opts_.cancel->load()) return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
+    if (opts_.cancel && opts_.cancel->load())
+      return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     // The producers' every receive has a deadline; this wait only checks for cancellation.
     cv_.wait_for(l, std::chrono::milliseconds(100));
   }

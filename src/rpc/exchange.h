@@ -4,11 +4,11 @@
 // time, each into a bounded prefetch buffer (the paper's buffering operator), and their
 // outputs are read in key order, so the rows come in the order the fragment run on the
 // master would give them. Once a streaming segment is the one the consumer reads, the
-// consumer takes its stream over from the producer and reads the rest itself. A segment that moved or split meanwhile is looked up again and
-// resumed after the last key read; a fragment that aggregates or sorts holds a segment's
-// output until it is complete, and runs the segment again if it failed midway. A range
-// within one segment (a point query, most short statements) is read by the consumer itself:
-// no producer thread, no hand-off.
+// consumer takes its stream over from the producer and reads the rest itself. A segment that moved
+// or split meanwhile is looked up again and resumed after the last key read; a fragment that
+// aggregates or sorts holds a segment's output until it is complete, and runs the segment again if
+// it failed midway. A range within one segment (a point query, most short statements) is read by
+// the consumer itself: no producer thread, no hand-off.
 #pragma once
 
 #include <atomic>
@@ -29,9 +29,9 @@ namespace wattdb::rpc {
 
 struct ExchangeOptions {
   Timestamp read_ts = 0;
-  uint64_t txn = 0;       // nonzero: the nodes overlay its pending writes
-  int64_t work_mem = 0;   // per sort or hash table on the nodes
-  bool prefetch = true;   // false: one segment at a time, read by the consumer off the wire
+  uint64_t txn = 0;      // nonzero: the nodes overlay its pending writes
+  int64_t work_mem = 0;  // per sort or hash table on the nodes
+  bool prefetch = true;  // false: one segment at a time, read by the consumer off the wire
   const std::atomic<bool>* cancel = nullptr;
   exec::RemoteStats* stats = nullptr;  // EXPLAIN ANALYZE: the nodes' operator counters go here
   // The fragment keeps its parameters ($n): their values, sent with it; borrowed.
@@ -48,13 +48,15 @@ struct SegmentPlace {
 };
 // [lo, hi) narrowed to a segment's [seg_lo, seg_hi) ("" = unbounded, at either end).
 std::pair<std::string, std::string> WithinSegment(const std::string& lo, const std::string& hi,
-                                                  const std::string& seg_lo, const std::string& seg_hi);
+                                                  const std::string& seg_lo,
+                                                  const std::string& seg_hi);
 
 class PartMap {
  public:
   virtual ~PartMap() = default;
   // The segments of `table` overlapping [lo, hi), in key order.
-  virtual std::vector<SegmentPlace> Segments(TableId table, const std::string& lo, const std::string& hi) = 0;
+  virtual std::vector<SegmentPlace> Segments(TableId table, const std::string& lo,
+                                             const std::string& hi) = 0;
   virtual Result<std::shared_ptr<NodeClient>> Client(NodeId node) = 0;
   // False: the map is a copy that cannot be read again, so a moved or split segment fails
   // the exchange (Stale) instead of being looked up afresh.
@@ -70,8 +72,9 @@ class PartMap {
   // output batch to `emit` (which may take it); fails as a node's scan would (NotFound: the
   // segment is gone).
   // `stats` (if given) receives the fragment's operator counters in its pre-order.
-  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
-                          const ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
+  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi,
+                          const plan::PlanNode& fragment, const ExchangeOptions& opts,
+                          const std::function<Status(exec::Batch&)>& emit,
                           std::vector<exec::OperatorStats>* stats) {
     return Status::NotSupported("no local segments");
   }
@@ -85,20 +88,22 @@ class LocalSegments {
   virtual ~LocalSegments() = default;
   virtual NodeId node_id() const = 0;
   // As PartMap::RunLocal.
-  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
-                          const ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
+  virtual Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi,
+                          const plan::PlanNode& fragment, const ExchangeOptions& opts,
+                          const std::function<Status(exec::Batch&)>& emit,
                           std::vector<exec::OperatorStats>* stats) = 0;
 };
 
 class ExchangeSource : public exec::RowSource {
  public:
   using Options = ExchangeOptions;
-  static constexpr size_t kMaxInFlight = 4;      // segments streaming at once
+  static constexpr size_t kMaxInFlight = 4;  // segments streaming at once
   // Prefetch buffer per segment: 8,192 rows (two batches), as much as before batches grew.
   static constexpr size_t kBufferedBatches = 2;
 
   // `map` is borrowed and outlives the source.
-  static Result<std::unique_ptr<ExchangeSource>> Open(PartMap& map, const plan::PlanNode& exchange, Options opts);
+  static Result<std::unique_ptr<ExchangeSource>> Open(PartMap& map, const plan::PlanNode& exchange,
+                                                      Options opts);
   ~ExchangeSource() override;  // stops and joins the producers
   Result<bool> Next(exec::Batch& out) override;
   // Streams the consumers of this process took over from their producers, ever.
@@ -108,7 +113,8 @@ class ExchangeSource : public exec::RowSource {
   // Reads the fragment's output over one key range, segment by segment, batch by batch.
   class PartReader {
    public:
-    PartReader(ExchangeSource& x, std::string lo, std::string hi) : x_(x), cursor_(std::move(lo)), hi_(std::move(hi)) {}
+    PartReader(ExchangeSource& x, std::string lo, std::string hi)
+        : x_(x), cursor_(std::move(lo)), hi_(std::move(hi)) {}
     // The next batch with rows (true), or the end of the range (false).
     Result<bool> Next(exec::Batch* out);
 
@@ -116,10 +122,10 @@ class ExchangeSource : public exec::RowSource {
     ExchangeSource& x_;
     std::string cursor_, hi_;  // what is left to read: [cursor_, hi_)
     int retries_ = 0;
-    SegmentPlace seg_;                     // the segment the stream reads
+    SegmentPlace seg_;  // the segment the stream reads
     std::unique_ptr<ScanStream> stream_;
-    std::vector<exec::Batch> pending_;     // blocking fragments: the segment's output so far
-    std::deque<exec::Batch> ready_;        // blocking fragments: a complete segment's output
+    std::vector<exec::Batch> pending_;  // blocking fragments: the segment's output so far
+    std::deque<exec::Batch> ready_;     // blocking fragments: a complete segment's output
     bool finished_ = false;
   };
   struct Part {
@@ -145,13 +151,14 @@ class ExchangeSource : public exec::RowSource {
   void BookNodeCpu();
   // Adds a segment's operator counters (the fragment's pre-order) to `node`'s sums.
   void AddNodeStats(NodeId node, const std::vector<exec::OperatorStats>& stats);
-  void AddNodeStatsLocked(NodeId node, const std::vector<exec::OperatorStats>& stats);  // REQUIRES mu_ held
+  void AddNodeStatsLocked(NodeId node,
+                          const std::vector<exec::OperatorStats>& stats);  // REQUIRES mu_ held
 
   static inline std::atomic<uint64_t> taken_over_{0};
   PartMap& map_;
   Options opts_;
   TableId table_ = 0;
-  size_t ncols_ = 0;  // of the fragment's output
+  size_t ncols_ = 0;       // of the fragment's output
   bool blocking_ = false;  // the fragment aggregates or sorts
   std::vector<Part> parts_;
   size_t producers_ = 0;  // running on the shared thread cache; the last to end notifies ended_
@@ -161,8 +168,8 @@ class ExchangeSource : public exec::RowSource {
   std::condition_variable cv_;      // the consumer waits here for the current part's batches
   std::condition_variable ended_;   // the destructor waits here for the producers to end
   std::condition_variable window_;  // producers wait here to take a part (or to stop)
-  size_t next_part_ = 0;  // the next part a producer takes
-  size_t current_ = 0;    // the part the consumer reads
+  size_t next_part_ = 0;            // the next part a producer takes
+  size_t current_ = 0;              // the part the consumer reads
   bool stop_ = false;
   std::map<NodeId, uint64_t> cpu_;  // node CPU reported, not yet booked to the statement
   uint64_t producer_cpu_ = 0;       // the producers' thread CPU, not yet booked

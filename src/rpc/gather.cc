@@ -17,7 +17,8 @@ namespace wattdb::rpc {
 class GatherSource::CountingMap : public PartMap {
  public:
   CountingMap(GatherSource& g, PartMap& base) : g_(g), base_(base) {}
-  std::vector<SegmentPlace> Segments(TableId table, const std::string& lo, const std::string& hi) override {
+  std::vector<SegmentPlace> Segments(TableId table, const std::string& lo,
+                                     const std::string& hi) override {
     return base_.Segments(table, lo, hi);
   }
   Result<std::shared_ptr<NodeClient>> Client(NodeId node) override { return base_.Client(node); }
@@ -27,8 +28,9 @@ class GatherSource::CountingMap : public PartMap {
     g_.node_cpu_[node] += cpu_nanos;
   }
   bool IsLocal(NodeId node) const override { return base_.IsLocal(node); }
-  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi, const plan::PlanNode& fragment,
-                  const ExchangeOptions& opts, const std::function<Status(exec::Batch&)>& emit,
+  Status RunLocal(SegmentId seg, const std::string& lo, const std::string& hi,
+                  const plan::PlanNode& fragment, const ExchangeOptions& opts,
+                  const std::function<Status(exec::Batch&)>& emit,
                   std::vector<exec::OperatorStats>* stats) override {
     return base_.RunLocal(seg, lo, hi, fragment, opts, emit, stats);
   }
@@ -70,12 +72,15 @@ GatherSource::GatherSource(PartMap& map, const plan::PlanNode& gather, ExchangeO
       counting_(ctx.local_stats != nullptr || ctx.remote_stats != nullptr) {}
 
 Result<std::unique_ptr<GatherSource>> GatherSource::Open(PartMap& map, const plan::PlanNode& gather,
-                                                         ExchangeOptions opts, const exec::ExecContext& ctx) {
+                                                         ExchangeOptions opts,
+                                                         const exec::ExecContext& ctx) {
   if (gather.children.size() != 1) return Status::Internal("gather without its subtree");
   const plan::PlanNode* x = gather.children[0].get();
-  while (x->kind != plan::PlanNode::Kind::kExchange && x->children.size() == 1) x = x->children[0].get();
-  const plan::PlanNode* scan =
-      x->kind == plan::PlanNode::Kind::kExchange && x->children.size() == 1 ? plan::LeafScan(*x->children[0]) : nullptr;
+  while (x->kind != plan::PlanNode::Kind::kExchange && x->children.size() == 1)
+    x = x->children[0].get();
+  const plan::PlanNode* scan = x->kind == plan::PlanNode::Kind::kExchange && x->children.size() == 1
+                                   ? plan::LeafScan(*x->children[0])
+                                   : nullptr;
   if (!scan) return Status::Internal("gather without an exchange over a scan");
   const std::string& lo = opts.range ? opts.range->first : scan->lo;
   const std::string& hi = opts.range ? opts.range->second : scan->hi;
@@ -87,8 +92,8 @@ Result<std::unique_ptr<GatherSource>> GatherSource::Open(PartMap& map, const pla
     std::tie(p.lo, p.hi) = WithinSegment(lo, hi, s.lo, s.hi);
     g->parts_.push_back(std::move(p));
   }
-  ThreadCache::Shared().RunCounted(std::min(kMaxInFlight, g->parts_.size()), g->mu_, g->workers_, g->ended_,
-                                   [p = g.get()] { p->Work(); });
+  ThreadCache::Shared().RunCounted(std::min(kMaxInFlight, g->parts_.size()), g->mu_, g->workers_,
+                                   g->ended_, [p = g.get()] { p->Work(); });
   return g;
 }
 
@@ -126,7 +131,9 @@ void GatherSource::Work() {
     {
       std::unique_lock<std::mutex> l(mu_);
       // Not too far ahead of the consumer: finished parts' outputs wait in memory until read.
-      window_.wait(l, [&] { return stop_ || next_part_ >= parts_.size() || next_part_ < current_ + 2 * kMaxInFlight; });
+      window_.wait(l, [&] {
+        return stop_ || next_part_ >= parts_.size() || next_part_ < current_ + 2 * kMaxInFlight;
+      });
       if (stop_ || next_part_ >= parts_.size()) return;
       i = next_part_++;
     }

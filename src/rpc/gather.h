@@ -32,7 +32,8 @@ class GatherSource : public exec::RowSource {
   // of the subtree's operators above the Exchange when the source is destroyed, its
   // remote_stats those of the nodes below. Null if the range has fewer than two segments:
   // then the subtree is best run in place.
-  static Result<std::unique_ptr<GatherSource>> Open(PartMap& map, const plan::PlanNode& gather, ExchangeOptions opts,
+  static Result<std::unique_ptr<GatherSource>> Open(PartMap& map, const plan::PlanNode& gather,
+                                                    ExchangeOptions opts,
                                                     const exec::ExecContext& ctx);
   ~GatherSource() override;  // stops and joins the parts running
   Result<bool> Next(exec::Batch& out) override;
@@ -46,7 +47,8 @@ class GatherSource : public exec::RowSource {
   };
   class PartScans;
   class CountingMap;
-  GatherSource(PartMap& map, const plan::PlanNode& gather, ExchangeOptions opts, const exec::ExecContext& ctx);
+  GatherSource(PartMap& map, const plan::PlanNode& gather, ExchangeOptions opts,
+               const exec::ExecContext& ctx);
   void Work();
   // Runs the subtree over part i's range into `out`.
   Status RunPart(size_t i, std::vector<exec::Batch>* out);
@@ -54,10 +56,10 @@ class GatherSource : public exec::RowSource {
 
   PartMap& map_;
   std::unique_ptr<CountingMap> counting_map_;  // map_, with the nodes' CPU reports kept here
-  const plan::PlanNode& subtree_;  // the Gather's child; the plan outlives the source
+  const plan::PlanNode& subtree_;              // the Gather's child; the plan outlives the source
   ExchangeOptions opts_;
-  const exec::ExecContext& ctx_;   // the statement's
-  bool counting_ = false;          // EXPLAIN ANALYZE
+  const exec::ExecContext& ctx_;  // the statement's
+  bool counting_ = false;         // EXPLAIN ANALYZE
   std::vector<Part> parts_;
   size_t workers_ = 0;             // running on the shared thread cache
   std::atomic<bool> halt_{false};  // the parts' cancellation: the statement's, or the source's end
@@ -69,9 +71,9 @@ class GatherSource : public exec::RowSource {
   size_t next_part_ = 0;            // the next part a worker takes
   size_t current_ = 0;              // the part the consumer reads
   bool stop_ = false;
-  Status error_;                    // the first part's failure
-  std::map<NodeId, uint64_t> node_cpu_;  // reported by the nodes, not yet booked
-  uint64_t own_cpu_ = 0;                 // the workers' thread CPU, not yet booked
+  Status error_;                               // the first part's failure
+  std::map<NodeId, uint64_t> node_cpu_;        // reported by the nodes, not yet booked
+  uint64_t own_cpu_ = 0;                       // the workers' thread CPU, not yet booked
   std::vector<exec::OperatorStats> op_stats_;  // the subtree's operators in pre-order, summed
   exec::RemoteStats remote_stats_;             // the nodes' counters, summed over the parts
 };

@@ -19,17 +19,21 @@ class LocalMap : public PartMap {
       segs_.push_back({static_cast<SegmentId>(i + 1), 1, lo, hi});
     }
   }
-  std::vector<SegmentPlace> Segments(TableId, const std::string& lo, const std::string& hi) override {
+  std::vector<SegmentPlace> Segments(TableId, const std::string& lo,
+                                     const std::string& hi) override {
     std::vector<SegmentPlace> out;
     for (const auto& s : segs_) {
       if ((hi.empty() || s.lo < hi) && (s.hi.empty() || lo < s.hi)) out.push_back(s);
     }
     return out;
   }
-  Result<std::shared_ptr<NodeClient>> Client(NodeId) override { return Status::Unavailable("no nodes here"); }
+  Result<std::shared_ptr<NodeClient>> Client(NodeId) override {
+    return Status::Unavailable("no nodes here");
+  }
   bool IsLocal(NodeId) const override { return true; }
-  Status RunLocal(SegmentId seg, const std::string&, const std::string&, const plan::PlanNode&, const ExchangeOptions&,
-                  const std::function<Status(exec::Batch&)>& emit, std::vector<exec::OperatorStats>*) override {
+  Status RunLocal(SegmentId seg, const std::string&, const std::string&, const plan::PlanNode&,
+                  const ExchangeOptions&, const std::function<Status(exec::Batch&)>& emit,
+                  std::vector<exec::OperatorStats>*) override {
     exec::Batch b;
     b.Reset(1);
     for (int i = 0; i < 3; i++) b.AppendRow({Value::Int64(static_cast<int64_t>(seg) * 100 + i)});

@@ -39,7 +39,8 @@ NodeClient::Lease::~Lease() {
   owner_->lent_.erase(conn_.get());
   if (poisoned_ || generation_ != owner_->generation_) return;
   conn_->SetTimeouts(owner_->opts_.io_ms, owner_->opts_.io_ms);
-  if (owner_->idle_.size() < 16) owner_->idle_.push_back({std::move(conn_), std::chrono::steady_clock::now()});
+  if (owner_->idle_.size() < 16)
+    owner_->idle_.push_back({std::move(conn_), std::chrono::steady_clock::now()});
 }
 
 Result<NodeClient::Lease> NodeClient::Acquire() {
@@ -83,7 +84,8 @@ Result<NodeClient::Lease> NodeClient::Acquire() {
   (*c)->SetTimeouts(opts_.io_ms, opts_.io_ms);
   std::lock_guard<std::mutex> l(mu_);
   if (generation != generation_) {
-    return Status(Status::Code::kUnavailable, fmt::format("node {} went down", id_), sqlstate::kCannotConnectNow);
+    return Status(Status::Code::kUnavailable, fmt::format("node {} went down", id_),
+                  sqlstate::kCannotConnectNow);
   }
   lent_.insert(c->get());
   return Lease(this, std::move(c).value(), generation);
@@ -136,7 +138,8 @@ Result<NodeClient::Lease> NodeClient::AcquireInline() {
   return lease;
 }
 
-Result<NodeClient::Pending> NodeClient::Start(capnp::MessageBuilder& req, int io_ms, bool* delivered) {
+Result<NodeClient::Pending> NodeClient::Start(capnp::MessageBuilder& req, int io_ms,
+                                              bool* delivered) {
   if (delivered) *delivered = false;
   if (InProcess() && InlineKind(req)) {
     ASSIGN_OR_RETURN(Lease in_process, AcquireInline());
@@ -185,8 +188,8 @@ Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Pending::Finish() {
   return r;
 }
 
-Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Call(capnp::MessageBuilder& req, int io_ms,
-                                                               bool* delivered) {
+Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Call(capnp::MessageBuilder& req,
+                                                               int io_ms, bool* delivered) {
   ASSIGN_OR_RETURN(Pending p, Start(req, io_ms, delivered));
   return p.Finish();
 }

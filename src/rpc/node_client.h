@@ -123,7 +123,8 @@ class NodeClient {
   // SetInline: the handler, and idle in-memory pairs (client end, server end).
   InlineServe inline_;                   // set once (under mu_), read once in_process_ says so
   std::atomic<bool> in_process_{false};  // inline_ is set
-  std::vector<std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>>> inline_idle_;
+  std::vector<std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>>>
+      inline_idle_;
   // An in-memory pair for an in-process call (pooled, else new).
   Result<Lease> AcquireInline();
 };

@@ -1,11 +1,11 @@
 #include "rpc/node_client.h"
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "net/cluster_auth.h"
 #include "net/tcp_server.h"
@@ -18,7 +18,9 @@ using net::ClusterKey;
 using net::Connection;
 using net::TcpServer;
 
-std::string Text(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+std::string Text(capnp::Data::Reader d) {
+  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+}
 
 void Build(capnp::MallocMessageBuilder& b, const std::string& text) {
   b.initRoot<proto::Request>().initCreateSegment().setLo(
@@ -152,7 +154,8 @@ TEST(NodeClient, InProcessRequestsRunOnTheCallersThread) {
     if (txn == 99) return false;  // gives up without a reply
     capnp::MallocMessageBuilder b;
     std::string text = "in process " + std::to_string(txn);
-    b.initRoot<proto::Response>().setSplitKey(kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
+    b.initRoot<proto::Response>().setSplitKey(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
     return conn.Send(b).ok();
   });
   EXPECT_TRUE(c.InProcess());

@@ -2,7 +2,9 @@
 
 namespace wattdb::rpc {
 
-std::string Str(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
+std::string Str(capnp::Data::Reader d) {
+  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+}
 
 std::string_view View(capnp::Data::Reader d) {
   return std::string_view(reinterpret_cast<const char*>(d.begin()), d.size());
@@ -23,7 +25,8 @@ void SetStatus(proto::Status::Builder b, const Status& s) {
 Status FromProto(proto::Status::Reader r) {
   if (r.getCode() == 0) return Status::OK();
   uint8_t code = r.getCode();
-  if (code > static_cast<uint8_t>(Status::Code::kConflict)) code = static_cast<uint8_t>(Status::Code::kInternal);
+  if (code > static_cast<uint8_t>(Status::Code::kConflict))
+    code = static_cast<uint8_t>(Status::Code::kInternal);
   return Status(static_cast<Status::Code>(code), r.getMessage(), r.getSqlstate());
 }
 

@@ -19,8 +19,9 @@ namespace wattdb::rpc {
 namespace {
 
 // The common fields of a scan request of [lo, hi) of a segment at read_ts.
-proto::Request::Scan::Builder InitScan(capnp::MessageBuilder& mb, SegmentId seg, const std::string& lo,
-                                       const std::string& hi, Timestamp read_ts, uint32_t batch_rows, uint64_t txn) {
+proto::Request::Scan::Builder InitScan(capnp::MessageBuilder& mb, SegmentId seg,
+                                       const std::string& lo, const std::string& hi,
+                                       Timestamp read_ts, uint32_t batch_rows, uint64_t txn) {
   auto s = mb.initRoot<proto::Request>().initScan();
   s.setSegment(seg);
   s.setLo(Bytes(lo));
@@ -33,9 +34,10 @@ proto::Request::Scan::Builder InitScan(capnp::MessageBuilder& mb, SegmentId seg,
 
 }  // namespace
 
-Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg, const std::string& lo,
-                                                     const std::string& hi, Timestamp read_ts,
-                                                     uint32_t batch_rows, uint64_t txn, const IndexRange* index) {
+Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId seg,
+                                                     const std::string& lo, const std::string& hi,
+                                                     Timestamp read_ts, uint32_t batch_rows,
+                                                     uint64_t txn, const IndexRange* index) {
   net::MessageBuilder mb;
   auto s = InitScan(mb, seg, lo, hi, read_ts, batch_rows, txn);
   if (index) {
@@ -46,7 +48,8 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Open(NodeClient& c, SegmentId se
   return Start(c, mb);
 }
 
-Result<std::unique_ptr<ScanStream>> ScanStream::Start(NodeClient& c, capnp::MessageBuilder& request) {
+Result<std::unique_ptr<ScanStream>> ScanStream::Start(NodeClient& c,
+                                                      capnp::MessageBuilder& request) {
   ASSIGN_OR_RETURN(NodeClient::Lease lease, c.Acquire());
   Status st = lease.conn().Send(request);
   if (!st.ok()) {
@@ -56,10 +59,10 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Start(NodeClient& c, capnp::Mess
   return std::unique_ptr<ScanStream>(new ScanStream(c, std::move(lease)));
 }
 
-Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, SegmentId seg, const std::string& lo,
-                                                             const std::string& hi, Timestamp read_ts, uint64_t txn,
-                                                             const std::string& fragment, int64_t work_mem,
-                                                             const std::vector<Value>* params, bool analyze) {
+Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(
+    NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi, Timestamp read_ts,
+    uint64_t txn, const std::string& fragment, int64_t work_mem, const std::vector<Value>* params,
+    bool analyze) {
   net::MessageBuilder mb;
   auto s = InitScan(mb, seg, lo, hi, read_ts, exec::kBatchRows, txn);
   s.setFragment(Bytes(fragment));
@@ -73,9 +76,11 @@ Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(NodeClient& c, Segm
   return Start(c, mb);
 }
 
-Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
-                               std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel,
-                               std::vector<std::pair<NodeId, uint64_t>>* node_cpu, OwnerStats* owner_stats) {
+Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* last,
+                               uint64_t* cpu_nanos, std::vector<exec::OperatorStats>* stats,
+                               const std::atomic<bool>* cancel,
+                               std::vector<std::pair<NodeId, uint64_t>>* node_cpu,
+                               OwnerStats* owner_stats) {
   *cpu_nanos = 0;
   resume_key->clear();
   *last = false;
@@ -112,13 +117,15 @@ Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* 
       for (auto n : b.getNodeCpu()) node_cpu->push_back({n.getNode(), n.getNanos()});
     }
     if (b.hasStats() && !exec::DecodeOperatorStats(Str(b.getStats()), stats)) {
-      return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
+      return Status::Corruption(
+          fmt::format("node {} sent malformed operator counters", client_.id()));
     }
     if (owner_stats) {
       for (auto o : b.getOwnerStats()) {
         owner_stats->emplace_back(o.getNode(), std::vector<exec::OperatorStats>());
         if (!exec::DecodeOperatorStats(Str(o.getStats()), &owner_stats->back().second)) {
-          return Status::Corruption(fmt::format("node {} sent malformed operator counters", client_.id()));
+          return Status::Corruption(
+              fmt::format("node {} sent malformed operator counters", client_.id()));
         }
       }
     }
@@ -135,7 +142,8 @@ Status ScanStream::ReceiveFrame(uint64_t* cpu_nanos, bool* last, const std::atom
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(client_.io_ms());
     while (!cancel->load()) {
       Status ready = lease_.conn().WaitReadable(100);
-      if (!ready.IsTimedOut() || std::chrono::steady_clock::now() >= deadline) break;  // Receive tells
+      if (!ready.IsTimedOut() || std::chrono::steady_clock::now() >= deadline)
+        break;  // Receive tells
     }
     if (cancel->load()) {
       lease_.Poison();
@@ -151,7 +159,8 @@ Status ScanStream::ReceiveFrame(uint64_t* cpu_nanos, bool* last, const std::atom
     auto resp = held->Root<proto::Response>();
     *cpu_nanos = resp.getCpuNanos();
     Status ns = FromProto(resp.getStatus());
-    if (resp.which() != proto::Response::SCAN_BATCH) return Status::Corruption("scan reply without a batch");
+    if (resp.which() != proto::Response::SCAN_BATCH)
+      return Status::Corruption("scan reply without a batch");
     auto b = resp.getScanBatch();
     p.last = b.getLast();
     if (p.last) finished_ = true;
@@ -162,15 +171,18 @@ Status ScanStream::ReceiveFrame(uint64_t* cpu_nanos, bool* last, const std::atom
     p.columns = View(b.getColumns());
     uint64_t total = 0;
     for (uint32_t n : b.getColumnSizes()) {
-      if (n == 0) return Status::Corruption(fmt::format("node {} sent an empty batch in a frame", client_.id()));
+      if (n == 0)
+        return Status::Corruption(
+            fmt::format("node {} sent an empty batch in a frame", client_.id()));
       p.sizes.push_back(n);
       total += n;
     }
     if (p.sizes.empty() && b.hasColumns()) {
       p.sizes.push_back(static_cast<uint32_t>(p.columns.size()));
     } else if (total != p.columns.size()) {
-      return Status::Corruption(fmt::format("node {} sent batch sizes that do not add up to its frame ({} of {} bytes)",
-                                            client_.id(), total, p.columns.size()));
+      return Status::Corruption(
+          fmt::format("node {} sent batch sizes that do not add up to its frame ({} of {} bytes)",
+                      client_.id(), total, p.columns.size()));
     }
     p.resume_key = Str(b.getResumeKey());
   } catch (const kj::Exception& e) {
@@ -187,7 +199,8 @@ ScanStream::~ScanStream() {
   if (!finished_) lease_.Poison();
 }
 
-Status ScanStream::Next(std::vector<std::string>* keys, std::vector<std::string>* rows, bool* last) {
+Status ScanStream::Next(std::vector<std::string>* keys, std::vector<std::string>* rows,
+                        bool* last) {
   if (finished_) return Status::Internal("scan stream already finished");
   auto msg = lease_.conn().Receive();
   if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
@@ -195,7 +208,8 @@ Status ScanStream::Next(std::vector<std::string>* keys, std::vector<std::string>
     auto resp = (*msg)->Root<proto::Response>();
     client_.BookCpu(resp.getCpuNanos());
     Status ns = FromProto(resp.getStatus());
-    if (resp.which() != proto::Response::SCAN_BATCH) return Status::Corruption("scan reply without a batch");
+    if (resp.which() != proto::Response::SCAN_BATCH)
+      return Status::Corruption("scan reply without a batch");
     auto b = resp.getScanBatch();
     *last = b.getLast();
     if (*last) finished_ = true;
@@ -204,7 +218,8 @@ Status ScanStream::Next(std::vector<std::string>* keys, std::vector<std::string>
     rows->clear();
     for (auto k : b.getKeys()) keys->push_back(Str(k));
     for (auto r : b.getRows()) rows->push_back(Str(r));
-    if (keys->size() != rows->size()) return Status::Corruption("scan batch with mismatched keys and rows");
+    if (keys->size() != rows->size())
+      return Status::Corruption("scan batch with mismatched keys and rows");
   } catch (const kj::Exception& e) {
     return Status::Corruption(fmt::format("node {} sent a malformed scan batch", client_.id()));
   }
@@ -223,9 +238,10 @@ Status ScanRetryBackoff(const Status& st, int* retries) {
   return Status::OK();
 }
 
-Status RpcScan(NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi,
-               Timestamp read_ts, uint32_t batch_rows,
-               const std::function<Status(std::vector<std::string>&, std::vector<std::string>&)>& on_batch) {
+Status RpcScan(
+    NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi, Timestamp read_ts,
+    uint32_t batch_rows,
+    const std::function<Status(std::vector<std::string>&, std::vector<std::string>&)>& on_batch) {
   ASSIGN_OR_RETURN(auto stream, ScanStream::Open(c, seg, lo, hi, read_ts, batch_rows));
   std::vector<std::string> keys, rows;
   bool last = false;

@@ -31,18 +31,18 @@ class ScanStream {
   // `txn` nonzero: the node overlays that transaction's pending writes. With `index`, the
   // stream yields that index's entries (keys = index key || primary key) and [lo, hi) is
   // the segment's primary-key range as the caller knows it (Stale if it shrank).
-  static Result<std::unique_ptr<ScanStream>> Open(NodeClient& c, SegmentId seg, const std::string& lo,
-                                                  const std::string& hi, Timestamp read_ts,
-                                                  uint32_t batch_rows, uint64_t txn = 0,
+  static Result<std::unique_ptr<ScanStream>> Open(NodeClient& c, SegmentId seg,
+                                                  const std::string& lo, const std::string& hi,
+                                                  Timestamp read_ts, uint32_t batch_rows,
+                                                  uint64_t txn = 0,
                                                   const IndexRange* index = nullptr);
   // The node runs `fragment` (a serialized plan whose leaf Scan reads these rows) and
   // streams its output as column batches (read them with NextColumns); with `analyze`, the
   // last batch comes with the fragment's operator counters.
-  static Result<std::unique_ptr<ScanStream>> OpenFragment(NodeClient& c, SegmentId seg, const std::string& lo,
-                                                          const std::string& hi, Timestamp read_ts, uint64_t txn,
-                                                          const std::string& fragment, int64_t work_mem,
-                                                          const std::vector<Value>* params = nullptr,
-                                                          bool analyze = false);
+  static Result<std::unique_ptr<ScanStream>> OpenFragment(
+      NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi, Timestamp read_ts,
+      uint64_t txn, const std::string& fragment, int64_t work_mem,
+      const std::vector<Value>* params = nullptr, bool analyze = false);
   // Sends `request` (any request answered with scanBatch replies) on a leased connection.
   static Result<std::unique_ptr<ScanStream>> Start(NodeClient& c, capnp::MessageBuilder& request);
   ~ScanStream();
@@ -61,8 +61,10 @@ class ScanStream {
   // plan's Exchanges, in the plan's pre-order (runPlan with analyze).
   using OwnerStats = std::vector<std::pair<NodeId, std::vector<exec::OperatorStats>>>;
   Status NextColumns(exec::Batch* out, std::string* resume_key, bool* last, uint64_t* cpu_nanos,
-                     std::vector<exec::OperatorStats>* stats, const std::atomic<bool>* cancel = nullptr,
-                     std::vector<std::pair<NodeId, uint64_t>>* node_cpu = nullptr, OwnerStats* owner_stats = nullptr);
+                     std::vector<exec::OperatorStats>* stats,
+                     const std::atomic<bool>* cancel = nullptr,
+                     std::vector<std::pair<NodeId, uint64_t>>* node_cpu = nullptr,
+                     OwnerStats* owner_stats = nullptr);
 
  private:
   ScanStream(NodeClient& c, NodeClient::Lease lease) : client_(c), lease_(std::move(lease)) {}
@@ -82,8 +84,8 @@ class ScanStream {
     std::string_view columns;
     std::vector<uint32_t> sizes;
     size_t next = 0, offset = 0;
-    bool last = false;        // the frame was the stream's last reply
-    std::string resume_key;   // told with its last batch
+    bool last = false;       // the frame was the stream's last reply
+    std::string resume_key;  // told with its last batch
   } pending_;
 };
 

@@ -1,8 +1,8 @@
 #include "rpc/scan_stream.h"
 
-#include <gtest/gtest.h>
-
 #include <functional>
+
+#include <gtest/gtest.h>
 
 #include "net/cluster_auth.h"
 #include "net/tcp_server.h"
@@ -43,7 +43,8 @@ struct Frame {
 class FakeNode {
  public:
   explicit FakeNode(std::vector<Frame> frames)
-      : frames_(std::move(frames)), server_("n", "127.0.0.1", 0, [this](net::Socket& s) { Serve(s); }) {
+      : frames_(std::move(frames)),
+        server_("n", "127.0.0.1", 0, [this](net::Socket& s) { Serve(s); }) {
     EXPECT_TRUE(server_.Start().ok());
     opts_.key = &key_;
     opts_.io_ms = 5000;
@@ -124,14 +125,16 @@ TEST(ScanStream, AReplyOfSeveralBatchesIsReadOneBatchAtATime) {
     bool last;
     uint64_t cpu;
   };
-  const Want want[] = {{0, 3, "", false, 700},   {3, 4096, "", false, 0}, {4099, 1, "k1", false, 0},
-                       {4100, 2, "k2", false, 80}, {4102, 5, "", false, 9},  {4107, 6, "k3", true, 0}};
+  const Want want[] = {{0, 3, "", false, 700},    {3, 4096, "", false, 0},
+                       {4099, 1, "k1", false, 0}, {4100, 2, "k2", false, 80},
+                       {4102, 5, "", false, 9},   {4107, 6, "k3", true, 0}};
   for (const Want& w : want) {
     Got g = Next(*s);
     ASSERT_TRUE(g.st.ok()) << g.st.ToString();
     ASSERT_EQ(g.batch.rows, static_cast<size_t>(w.n));
     EXPECT_EQ(g.batch.cols[0].GetValue(0).as_int(), w.from);
-    EXPECT_EQ(g.batch.cols[1].GetValue(w.n - 1).as_text(), "row " + std::to_string(w.from + w.n - 1));
+    EXPECT_EQ(g.batch.cols[1].GetValue(w.n - 1).as_text(),
+              "row " + std::to_string(w.from + w.n - 1));
     EXPECT_EQ(g.resume, w.resume);
     EXPECT_EQ(g.last, w.last);
     EXPECT_EQ(g.cpu, w.cpu);
@@ -155,11 +158,14 @@ TEST(ScanStream, BatchSizesThatDoNotAddUpAreCorruption) {
   exec::EncodeBatch(Rows(0, 3), &enc);
   const uint32_t n = static_cast<uint32_t>(enc.size());
   const std::vector<std::function<void(proto::Response::ScanBatch::Builder)>> tampers = {
-      sizes({n, n + 1}),                                   // one byte too many
-      sizes({n, n - 1}),                                   // one too few
-      sizes({0, n, n}),                                    // an empty batch
-      [&](proto::Response::ScanBatch::Builder b) { (void)b.disownColumns(); sizes({n})(b); },  // sizes without bytes
-      sizes({n - 1, n + 1}),                               // the right total, cut wrong
+      sizes({n, n + 1}),  // one byte too many
+      sizes({n, n - 1}),  // one too few
+      sizes({0, n, n}),   // an empty batch
+      [&](proto::Response::ScanBatch::Builder b) {
+        (void)b.disownColumns();
+        sizes({n})(b);
+      },                      // sizes without bytes
+      sizes({n - 1, n + 1}),  // the right total, cut wrong
   };
   for (size_t i = 0; i < tampers.size(); i++) {
     FakeNode node({{{Rows(0, 3), Rows(3, 3)}, true, "k", true, 1, tampers[i]}});

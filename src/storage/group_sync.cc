@@ -13,11 +13,13 @@ static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
 // Sleeps while *word == expected, at most 100 ms (the caller looks again).
 void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
   timespec timeout{0, 100'000'000};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &timeout, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &timeout,
+          nullptr, 0);
 }
 
 void FutexWakeAll(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
+          nullptr, 0);
 }
 
 }  // namespace
@@ -36,7 +38,8 @@ Status GroupSync::Sync(uint64_t ticket) {
       uint64_t target = written_.load();
       Status s = sync_();
       syncs_.fetch_add(1, std::memory_order_relaxed);
-      if (s.ok() && target > synced_.load()) synced_.store(target);  // only the syncing caller writes it
+      if (s.ok() && target > synced_.load())
+        synced_.store(target);  // only the syncing caller writes it
       EndSync();
       return s;
     }

@@ -22,14 +22,15 @@ struct FakeLog {
   std::condition_variable cv;
   bool hold_first = false;  // the first sync waits for Release
   bool released = false;
-  int fail_call = -1;       // this call (0-based) fails
+  int fail_call = -1;  // this call (0-based) fails
 
   Status Sync() {
     int call = calls.fetch_add(1);
     uint64_t upto = appended.load();
     if (call == 0 && hold_first) {
       std::unique_lock<std::mutex> l(mu);
-      if (!cv.wait_for(l, std::chrono::seconds(30), [&] { return released; })) return Status::IOError("not released");
+      if (!cv.wait_for(l, std::chrono::seconds(30), [&] { return released; }))
+        return Status::IOError("not released");
     }
     if (call == fail_call) return Status::IOError("disk gone");
     if (upto > durable.load()) durable.store(upto);

@@ -50,8 +50,9 @@ Result<std::string> KvStore::Get(const std::string& key) const {
   return v;
 }
 
-Status KvStore::Scan(const std::string& prefix,
-                     const std::function<Status(const std::string&, const std::string&)>& fn) const {
+Status KvStore::Scan(
+    const std::string& prefix,
+    const std::function<Status(const std::string&, const std::string&)>& fn) const {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     RETURN_NOT_OK(fn(it->key().ToString(), it->value().ToString()));

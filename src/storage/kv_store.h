@@ -13,7 +13,7 @@
 namespace rocksdb {
 class DB;
 class Env;
-}
+}  // namespace rocksdb
 
 namespace wattdb::storage {
 

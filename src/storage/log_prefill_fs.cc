@@ -30,8 +30,8 @@ class PrefilledLog : public rocksdb::FSWritableFileOwnerWrapper {
     Reserve(size_ + data.size());
     return Appended(target()->Append(data, o, dbg), size_ + data.size());
   }
-  IOStatus Append(const rocksdb::Slice& data, const IOOptions& o, const rocksdb::DataVerificationInfo& v,
-                  IODebugContext* dbg) override {
+  IOStatus Append(const rocksdb::Slice& data, const IOOptions& o,
+                  const rocksdb::DataVerificationInfo& v, IODebugContext* dbg) override {
     Reserve(size_ + data.size());
     return Appended(target()->Append(data, o, v, dbg), size_ + data.size());
   }
@@ -69,7 +69,8 @@ class PrefilledLog : public rocksdb::FSWritableFileOwnerWrapper {
       uint64_t at = std::max(prefilled_, size_);
       wrote_ = true;
       for (uint64_t done = 0; done < LogPrefillFs::kPrefillBytes && fd_ >= 0;) {
-        ssize_t n = ::pwrite(fd_, zeros.data(), std::min<uint64_t>(zeros.size(), LogPrefillFs::kPrefillBytes - done),
+        ssize_t n = ::pwrite(fd_, zeros.data(),
+                             std::min<uint64_t>(zeros.size(), LogPrefillFs::kPrefillBytes - done),
                              static_cast<off_t>(at + done));
         if (n > 0) {
           done += static_cast<uint64_t>(n);
@@ -97,7 +98,8 @@ class PrefilledLog : public rocksdb::FSWritableFileOwnerWrapper {
 }  // namespace
 
 IOStatus LogPrefillFs::NewWritableFile(const std::string& fname, const rocksdb::FileOptions& opts,
-                                       std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
+                                       std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                       IODebugContext* dbg) {
   IOStatus s = target()->NewWritableFile(fname, opts, result, dbg);
   if (!s.ok() || !IsLog(fname) || opts.use_direct_writes || opts.use_mmap_writes) return s;
   int fd = ::open(fname.c_str(), O_WRONLY | O_CLOEXEC);
@@ -107,7 +109,8 @@ IOStatus LogPrefillFs::NewWritableFile(const std::string& fname, const rocksdb::
 }
 
 rocksdb::Env* LogPrefillEnv() {
-  static const std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(std::make_shared<LogPrefillFs>());
+  static const std::unique_ptr<rocksdb::Env> env =
+      rocksdb::NewCompositeEnv(std::make_shared<LogPrefillFs>());
   return env.get();
 }
 

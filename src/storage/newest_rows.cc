@@ -26,7 +26,8 @@ bool NewestRows::GetVersion(std::string_view key, Timestamp* ts, bool* deleted) 
   return true;
 }
 
-bool NewestRows::PutIf(const std::string& key, NewestRow r, const std::function<bool()>& still_valid) {
+bool NewestRows::PutIf(const std::string& key, NewestRow r,
+                       const std::function<bool()>& still_valid) {
   std::lock_guard<std::mutex> l(mu_);
   if (still_valid && !still_valid()) return false;
   size_t cost = Cost(key, r);

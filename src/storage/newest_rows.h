@@ -58,7 +58,9 @@ class NewestRows {
   size_t size() const;
 
  private:
-  static size_t Cost(const std::string& key, const NewestRow& r) { return key.size() + r.row.size() + 64; }
+  static size_t Cost(const std::string& key, const NewestRow& r) {
+    return key.size() + r.row.size() + 64;
+  }
   void ClearLocked();
   // Get's and GetVersion's lookup: the entry of `key` or null. REQUIRES mu_ held.
   const NewestRow* FindLocked(std::string_view key) const;

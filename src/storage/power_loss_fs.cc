@@ -30,15 +30,16 @@ class File : public rocksdb::FSWritableFileOwnerWrapper {
     if (s.ok()) owner_->Written(name_, data.size());
     return s;
   }
-  IOStatus Append(const rocksdb::Slice& data, const IOOptions& o, const rocksdb::DataVerificationInfo&,
-                  IODebugContext* dbg) override {
+  IOStatus Append(const rocksdb::Slice& data, const IOOptions& o,
+                  const rocksdb::DataVerificationInfo&, IODebugContext* dbg) override {
     return Append(data, o, dbg);
   }
-  IOStatus PositionedAppend(const rocksdb::Slice&, uint64_t, const IOOptions&, IODebugContext*) override {
+  IOStatus PositionedAppend(const rocksdb::Slice&, uint64_t, const IOOptions&,
+                            IODebugContext*) override {
     return IOStatus::NotSupported("positioned append");
   }
-  IOStatus PositionedAppend(const rocksdb::Slice&, uint64_t, const IOOptions&, const rocksdb::DataVerificationInfo&,
-                            IODebugContext*) override {
+  IOStatus PositionedAppend(const rocksdb::Slice&, uint64_t, const IOOptions&,
+                            const rocksdb::DataVerificationInfo&, IODebugContext*) override {
     return IOStatus::NotSupported("positioned append");
   }
   IOStatus Truncate(uint64_t size, const IOOptions& o, IODebugContext* dbg) override {
@@ -47,12 +48,18 @@ class File : public rocksdb::FSWritableFileOwnerWrapper {
   IOStatus Flush(const IOOptions& o, IODebugContext* dbg) override {
     return owner_->powered() ? target()->Flush(o, dbg) : Off();
   }
-  IOStatus Sync(const IOOptions& o, IODebugContext* dbg) override { return Synced(target()->Sync(o, dbg)); }
-  IOStatus Fsync(const IOOptions& o, IODebugContext* dbg) override { return Synced(target()->Fsync(o, dbg)); }
+  IOStatus Sync(const IOOptions& o, IODebugContext* dbg) override {
+    return Synced(target()->Sync(o, dbg));
+  }
+  IOStatus Fsync(const IOOptions& o, IODebugContext* dbg) override {
+    return Synced(target()->Fsync(o, dbg));
+  }
   IOStatus RangeSync(uint64_t, uint64_t, const IOOptions&, IODebugContext*) override {
     return IOStatus::OK();  // a hint, not a durability point
   }
-  IOStatus Close(const IOOptions& o, IODebugContext* dbg) override { return target()->Close(o, dbg); }
+  IOStatus Close(const IOOptions& o, IODebugContext* dbg) override {
+    return target()->Close(o, dbg);
+  }
 
  private:
   IOStatus Synced(IOStatus s) {
@@ -150,7 +157,8 @@ int PowerLossFs::DropUnsyncedData() {
 }
 
 IOStatus PowerLossFs::NewWritableFile(const std::string& fname, const rocksdb::FileOptions& opts,
-                                      std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
+                                      std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                      IODebugContext* dbg) {
   if (!powered()) return Off();
   std::unique_ptr<rocksdb::FSWritableFile> f;
   IOStatus s = target()->NewWritableFile(fname, opts, &f, dbg);
@@ -165,7 +173,8 @@ IOStatus PowerLossFs::NewWritableFile(const std::string& fname, const rocksdb::F
 }
 
 IOStatus PowerLossFs::ReopenWritableFile(const std::string& fname, const rocksdb::FileOptions& opts,
-                                         std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
+                                         std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                         IODebugContext* dbg) {
   if (!powered()) return Off();
   std::unique_ptr<rocksdb::FSWritableFile> f;
   IOStatus s = target()->ReopenWritableFile(fname, opts, &f, dbg);
@@ -185,7 +194,8 @@ IOStatus PowerLossFs::ReopenWritableFile(const std::string& fname, const rocksdb
 
 IOStatus PowerLossFs::ReuseWritableFile(const std::string& fname, const std::string& old_fname,
                                         const rocksdb::FileOptions& opts,
-                                        std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
+                                        std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                        IODebugContext* dbg) {
   if (!powered()) return Off();
   std::unique_ptr<rocksdb::FSWritableFile> f;
   IOStatus s = target()->ReuseWritableFile(fname, old_fname, opts, &f, dbg);
@@ -201,15 +211,16 @@ IOStatus PowerLossFs::ReuseWritableFile(const std::string& fname, const std::str
 }
 
 IOStatus PowerLossFs::NewDirectory(const std::string& name, const IOOptions& opts,
-                                   std::unique_ptr<rocksdb::FSDirectory>* result, IODebugContext* dbg) {
+                                   std::unique_ptr<rocksdb::FSDirectory>* result,
+                                   IODebugContext* dbg) {
   std::unique_ptr<rocksdb::FSDirectory> d;
   IOStatus s = target()->NewDirectory(name, opts, &d, dbg);
   if (s.ok()) *result = std::make_unique<Dir>(std::move(d), this, Normal(name));
   return s;
 }
 
-IOStatus PowerLossFs::RenameFile(const std::string& src, const std::string& dst, const IOOptions& opts,
-                                 IODebugContext* dbg) {
+IOStatus PowerLossFs::RenameFile(const std::string& src, const std::string& dst,
+                                 const IOOptions& opts, IODebugContext* dbg) {
   if (!powered()) return Off();
   IOStatus s = target()->RenameFile(src, dst, opts, dbg);
   if (!s.ok()) return s;
@@ -229,8 +240,8 @@ IOStatus PowerLossFs::RenameFile(const std::string& src, const std::string& dst,
   return s;
 }
 
-IOStatus PowerLossFs::LinkFile(const std::string& src, const std::string& dst, const IOOptions& opts,
-                               IODebugContext* dbg) {
+IOStatus PowerLossFs::LinkFile(const std::string& src, const std::string& dst,
+                               const IOOptions& opts, IODebugContext* dbg) {
   if (!powered()) return Off();
   IOStatus s = target()->LinkFile(src, dst, opts, dbg);
   if (!s.ok()) return s;
@@ -248,7 +259,8 @@ IOStatus PowerLossFs::LinkFile(const std::string& src, const std::string& dst, c
   return s;
 }
 
-IOStatus PowerLossFs::DeleteFile(const std::string& fname, const IOOptions& opts, IODebugContext* dbg) {
+IOStatus PowerLossFs::DeleteFile(const std::string& fname, const IOOptions& opts,
+                                 IODebugContext* dbg) {
   if (!powered()) return Off();
   IOStatus s = target()->DeleteFile(fname, opts, dbg);
   if (s.ok()) {

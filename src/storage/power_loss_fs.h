@@ -43,14 +43,17 @@ class PowerLossFs : public rocksdb::FileSystemWrapper {
   // A recycled log file (recycle_log_file_num): renamed, then written again from its start.
   // Only what is synced after the reuse survives a cut (the old tail is cut off with it).
   rocksdb::IOStatus ReuseWritableFile(const std::string& fname, const std::string& old_fname,
-                                      const rocksdb::FileOptions& opts, std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                      const rocksdb::FileOptions& opts,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* result,
                                       rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& opts,
-                                 std::unique_ptr<rocksdb::FSDirectory>* result, rocksdb::IODebugContext* dbg) override;
-  rocksdb::IOStatus RenameFile(const std::string& src, const std::string& dst, const rocksdb::IOOptions& opts,
+                                 std::unique_ptr<rocksdb::FSDirectory>* result,
+                                 rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus RenameFile(const std::string& src, const std::string& dst,
+                               const rocksdb::IOOptions& opts,
                                rocksdb::IODebugContext* dbg) override;
-  rocksdb::IOStatus LinkFile(const std::string& src, const std::string& dst, const rocksdb::IOOptions& opts,
-                             rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus LinkFile(const std::string& src, const std::string& dst,
+                             const rocksdb::IOOptions& opts, rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus DeleteFile(const std::string& fname, const rocksdb::IOOptions& opts,
                                rocksdb::IODebugContext* dbg) override;
 
@@ -63,8 +66,8 @@ class PowerLossFs : public rocksdb::FileSystemWrapper {
 
  private:
   struct FileState {
-    uint64_t size = 0;         // bytes written through us
-    uint64_t synced = 0;       // bytes known to be on disk
+    uint64_t size = 0;          // bytes written through us
+    uint64_t synced = 0;        // bytes known to be on disk
     bool entry_synced = false;  // the directory entry survives a power cut
   };
   mutable std::mutex mu_;

@@ -2,8 +2,6 @@
 // was synced. What a node or the master acknowledges (commits, prepares, outcomes, segment
 // creation, split, drop and import, catalog writes) must survive; what was written without
 // a sync is lost (which shows the cut is real).
-#include "storage/power_loss_fs.h"
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +11,7 @@
 
 #include "common/codec.h"
 #include "storage/kv_store.h"
+#include "storage/power_loss_fs.h"
 #include "storage/segment_store.h"
 
 namespace wattdb::storage {
@@ -24,7 +23,8 @@ class PowerLossTest : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = fs::temp_directory_path() /
-            fmt::format("wattdb_power_{}_{}", getpid(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
+            fmt::format("wattdb_power_{}_{}", getpid(),
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs_ = std::make_shared<PowerLossFs>();
     env_ = rocksdb::NewCompositeEnv(fs_);
@@ -81,7 +81,8 @@ TEST_F(PowerLossTest, SyncedCommitsSurviveUnsyncedOnesDoNot) {
   ASSERT_NE(st, nullptr);
   EXPECT_TRUE(Has(*st, 1, 1));
   EXPECT_EQ(st->CommittedAt(501).value(), std::optional<Timestamp>(10));
-  EXPECT_FALSE(Has(*st, 1, 2)) << "the power cut kept an unsynced write: the test file system does not cut";
+  EXPECT_FALSE(Has(*st, 1, 2))
+      << "the power cut kept an unsynced write: the test file system does not cut";
   EXPECT_EQ(st->CommittedAt(502).value(), std::nullopt);
 }
 

@@ -72,7 +72,8 @@ class RecentVersions {
   // Appends to `out`, in key order, the version each recorded key of [lo, hi) ("" =
   // unbounded) has at `read_ts`: its newest recorded one at or below read_ts. Keys with no
   // such version are left out (the base state answers for them).
-  void VisibleAt(std::string_view lo, std::string_view hi, Timestamp read_ts, std::vector<RecentRow>* out) const;
+  void VisibleAt(std::string_view lo, std::string_view hi, Timestamp read_ts,
+                 std::vector<RecentRow>* out) const;
   // The same for a range that holds `key` alone (a stored key: keys are prefix-free), found
   // by hashing instead of a walk down the ordered keys.
   void VisibleAt(std::string_view key, Timestamp read_ts, std::vector<RecentRow>* out) const;
@@ -91,7 +92,8 @@ class RecentVersions {
   size_t bytes_ = 0;
   using Versions = SmallVector<Version, 1>;  // oldest first; a key's first inline
   // The newest of `vs` at or below read_ts, if any, appended to `out` as key's.
-  static void AppendVisible(const std::string& key, const Versions& vs, Timestamp read_ts, std::vector<RecentRow>* out);
+  static void AppendVisible(const std::string& key, const Versions& vs, Timestamp read_ts,
+                            std::vector<RecentRow>* out);
   // Brings the keys recorded since the last ordered read into sorted_.
   void SortKeys() const;
   struct KeyHash {

@@ -1,12 +1,12 @@
 #include "storage/recent_versions.h"
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 
 namespace wattdb::storage {
 namespace {
@@ -20,7 +20,8 @@ using Model = std::map<std::string, std::vector<ModelVersion>>;
 
 // What VisibleAt(lo, hi, read_ts) must answer: each key of [lo, hi) in order, at its newest
 // version at or below read_ts.
-std::vector<std::string> Expected(const Model& m, const std::string& lo, const std::string& hi, Timestamp read_ts) {
+std::vector<std::string> Expected(const Model& m, const std::string& lo, const std::string& hi,
+                                  Timestamp read_ts) {
   std::vector<std::string> out;
   for (auto it = m.lower_bound(lo); it != m.end() && (hi.empty() || it->first < hi); ++it) {
     for (auto v = it->second.rbegin(); v != it->second.rend(); ++v) {
@@ -62,11 +63,13 @@ TEST(RecentVersionsTest, ReadsAnswerInKeyOrderWhateverTheOrderOfCommits) {
     if (!hi.empty() && hi < lo) std::swap(lo, hi);
     std::vector<RecentRow> rows;
     rv.VisibleAt(lo, hi, read_ts, &rows);
-    ASSERT_EQ(Shown(rows), Expected(model, lo, hi, read_ts)) << "step " << step << " [" << lo << ", " << hi << ")";
+    ASSERT_EQ(Shown(rows), Expected(model, lo, hi, read_ts))
+        << "step " << step << " [" << lo << ", " << hi << ")";
     std::string k = key();
     rows.clear();
     rv.VisibleAt(k, read_ts, &rows);
-    ASSERT_EQ(Shown(rows), Expected(model, k, k + '\0', read_ts)) << "step " << step << " key " << k;
+    ASSERT_EQ(Shown(rows), Expected(model, k, k + '\0', read_ts))
+        << "step " << step << " key " << k;
     Timestamp newest = 0;
     bool deleted = false;
     std::string row;

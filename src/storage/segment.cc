@@ -49,7 +49,8 @@ bool Segment::RecentAt(uint64_t base, std::string_view lo, std::string_view hi, 
   return true;
 }
 
-bool Segment::RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest, std::string* row) const {
+bool Segment::RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest,
+                           std::string* row) const {
   std::lock_guard<std::mutex> l(change_mu_);
   if (!recent_.Covers(base)) return false;
   *latest = LatestVersion{};

@@ -1,15 +1,15 @@
 // SegmentStore's commits: Apply writes a transaction's rows (and index entries) in one
 // write batch, or ingests a large commit as table files.
-#include <rocksdb/db.h>
-#include <rocksdb/sst_file_writer.h>
-#include <rocksdb/write_batch.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <thread>
+
+#include <rocksdb/db.h>
+#include <rocksdb/sst_file_writer.h>
+#include <rocksdb/write_batch.h>
 
 #include "common/failpoint.h"
 #include "common/logging.h"
@@ -24,8 +24,9 @@ using internal::FromRocks;
 using internal::OutcomeKey;
 using internal::PreparedKey;
 
-Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn, uint64_t txn,
-                           bool sync, const std::function<void(uint64_t ticket)>& on_written) {
+Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn,
+                           uint64_t txn, bool sync,
+                           const std::function<void(uint64_t ticket)>& on_written) {
   // The segments are looked up under mu_; the batch (which may hold millions of rows) is
   // built without it, so heartbeats and other segments' work go on meanwhile.
   CommitSegments refs;
@@ -61,7 +62,8 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
     }
   };
   if (!prepared_txn && ops.size() >= kIngestAbove &&
-      std::none_of(refs.begin(), refs.end(), [](const auto& r) { return !r.second->meta().indexes.empty(); })) {
+      std::none_of(refs.begin(), refs.end(),
+                   [](const auto& r) { return !r.second->meta().indexes.empty(); })) {
     // Ingested files are durable without the log: every commit the log holds is made durable
     // first, since this one may have been written over a commit whose sync was still due.
     if (sync_commits_) RETURN_NOT_OK(log_sync_.Sync(log_sync_.Written()));
@@ -100,14 +102,16 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
       seg_id = op.segment;
       counts = &written[op.segment];
       auto sp = specs.find(op.segment);
-      if (sp == specs.end()) sp = specs.emplace(op.segment, std::make_pair(*seg, (*seg)->meta().indexes)).first;
+      if (sp == specs.end())
+        sp = specs.emplace(op.segment, std::make_pair(*seg, (*seg)->meta().indexes)).first;
       seg_indexed = !sp->second.second.empty();
     }
     const char kind = static_cast<char>(op.kind);
     rocksdb::Slice key_parts[3] = {{&row_space, 1}, op.key, inv_ts};
     rocksdb::Slice value_parts[2] = {{&kind, 1}, op.row};
-    RETURN_NOT_OK(FromRocks(b.Put((*seg)->cf(), rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(value_parts, 2)),
-                            "write batch"));
+    RETURN_NOT_OK(FromRocks(
+        b.Put((*seg)->cf(), rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(value_parts, 2)),
+        "write batch"));
     counts->first++;
     counts->second += op.key.size() + 9 + op.row.size() + 1;
     if (seg_indexed) {
@@ -159,8 +163,9 @@ Status SegmentStore::SyncWal() {
     // WAL flush fails, the process ends; recovery reads back what the log holds, and the
     // master settles the commits that were in flight as after any crash of the node (a node
     // hosted in the master ends it with it).
-    Log("storage")->critical("log sync failed in {}: {}; ending the process so that recovery reads the log back",
-                             dir_, s.ToString());
+    Log("storage")->critical(
+        "log sync failed in {}: {}; ending the process so that recovery reads the log back", dir_,
+        s.ToString());
     spdlog::shutdown();
     std::_Exit(kLogSyncFailedExit);
   }
@@ -168,7 +173,8 @@ Status SegmentStore::SyncWal() {
 }
 
 Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops,
-                                            const CommitSegments& refs, uint64_t txn, WrittenCounts* written) {
+                                            const CommitSegments& refs, uint64_t txn,
+                                            WrittenCounts* written) {
   std::map<SegmentId, std::vector<uint32_t>> by_segment;  // op indices
   std::vector<uint32_t>* current = nullptr;
   for (uint32_t i = 0; i < ops.size(); i++) {
@@ -214,12 +220,14 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
   const size_t threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
   for (auto& [id, idx] : by_segment) {
     auto by_key = [&](uint32_t a, uint32_t b) { return ops[a].key < ops[b].key; };
-    if (!std::is_sorted(idx.begin(), idx.end(), by_key)) std::stable_sort(idx.begin(), idx.end(), by_key);
+    if (!std::is_sorted(idx.begin(), idx.end(), by_key))
+      std::stable_sort(idx.begin(), idx.end(), by_key);
     const SegmentRef& seg = refs.at(id);
     uint64_t segment_bytes = 0;
     for (uint32_t i : idx) segment_bytes += ops[i].key.size() + ops[i].row.size();
-    size_t parts = std::max<size_t>({1, std::min(threads, idx.size() / ingest_file_rows_),
-                                     std::min<uint64_t>(idx.size(), segment_bytes / kIngestFileBytes)});
+    size_t parts =
+        std::max<size_t>({1, std::min(threads, idx.size() / ingest_file_rows_),
+                          std::min<uint64_t>(idx.size(), segment_bytes / kIngestFileBytes)});
     // A cut falls between two keys whose stored forms (key + version suffix) are in order too,
     // so that the files' ranges do not overlap.
     auto cut_between = [&](size_t c) {
@@ -235,7 +243,8 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
     }
     cuts.push_back(idx.size());
     struct Part {
-      Part(const rocksdb::Options& o, rocksdb::ColumnFamilyHandle* cf) : writer(rocksdb::EnvOptions(), o, cf) {}
+      Part(const rocksdb::Options& o, rocksdb::ColumnFamilyHandle* cf)
+          : writer(rocksdb::EnvOptions(), o, cf) {}
       rocksdb::SstFileWriter writer;
       Status status;
       bool in_order = true;
@@ -250,7 +259,8 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
       Part& part = *out[p];
       std::string key, value;
       for (size_t j = cuts[p]; j < cuts[p + 1]; j++) {
-        if (j + 1 < idx.size() && ops[idx[j + 1]].key == ops[idx[j]].key) continue;  // the key's last write wins
+        if (j + 1 < idx.size() && ops[idx[j + 1]].key == ops[idx[j]].key)
+          continue;  // the key's last write wins
         const WriteOp& op = ops[idx[j]];
         key.assign(1, kRowSpace);
         key += op.key;

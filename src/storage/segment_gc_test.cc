@@ -13,8 +13,10 @@ namespace {
 TEST_F(SegmentStoreTest, GcDropsOnlyVersionsNoSnapshotCanSee) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   for (Timestamp ts : {10, 20, 30, 40}) {
-    ASSERT_TRUE(store_->Apply(ts, {{1, K(1), VersionKind::kPut, R(1, fmt::format("v{}", ts))},
-                                   {1, K(2), VersionKind::kPut, R(2, fmt::format("w{}", ts))}}).ok());
+    ASSERT_TRUE(store_
+                    ->Apply(ts, {{1, K(1), VersionKind::kPut, R(1, fmt::format("v{}", ts))},
+                                 {1, K(2), VersionKind::kPut, R(2, fmt::format("w{}", ts))}})
+                    .ok());
   }
   ASSERT_TRUE(store_->Apply(25, {{1, K(2), VersionKind::kDelete, ""}}).ok());
   // Distinct row versions still readable at some snapshot.
@@ -52,7 +54,8 @@ TEST_F(SegmentStoreTest, AFullCompactionDropsDeletionsTheHorizonPassed) {
     if (i >= 10) dels.push_back({1, K(i), VersionKind::kDelete, ""});
   }
   ASSERT_TRUE(store_->Apply(5, rows).ok());
-  ASSERT_TRUE(store_->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "moved")}}).ok());  // leaves a "gone" entry
+  ASSERT_TRUE(store_->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "moved")}})
+                  .ok());  // leaves a "gone" entry
   ASSERT_TRUE(store_->Apply(20, dels).ok());
   SegmentCounters& c = (*store_->Get(1))->counters();
   store_->SetGcHorizon(15);  // below the deletions: they stay
@@ -76,7 +79,8 @@ TEST_F(SegmentStoreTest, ACollectionIsOneCompaction) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   for (int round = 0; round < 3; round++) {
     std::vector<WriteOp> ops;
-    for (int i = 0; i < 200; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, fmt::format("r{}", round))});
+    for (int i = 0; i < 200; i++)
+      ops.push_back({1, K(i), VersionKind::kPut, R(i, fmt::format("r{}", round))});
     ASSERT_TRUE(store_->Apply(10 + round, ops).ok());
     if (round < 2) {
       ASSERT_TRUE(store_->FlushSegment(1).ok());
@@ -96,7 +100,8 @@ TEST_F(SegmentStoreTest, ACollectionIsOneCompaction) {
 TEST_F(SegmentStoreTest, ByteCountsStayUncompressedAcrossCompactionAndReopen) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   std::vector<WriteOp> ops;
-  for (int i = 0; i < 200; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, std::string(2000, 'a'))});
+  for (int i = 0; i < 200; i++)
+    ops.push_back({1, K(i), VersionKind::kPut, R(i, std::string(2000, 'a'))});
   ASSERT_TRUE(store_->Apply(5, ops).ok());
   uint64_t written = (*store_->Get(1))->counters().bytes.load();
   EXPECT_GE(written, 200u * 2000);
@@ -116,9 +121,13 @@ TEST_F(SegmentStoreTest, ByteCountsStayUncompressedAcrossCompactionAndReopen) {
 // counted, and a segment that wasted enough of it is compacted once the horizon passed them.
 TEST_F(SegmentStoreTest, OldVersionsScansStepOverAreCollected) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
-  ASSERT_TRUE(store_->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "a")}, {1, K(3), VersionKind::kPut, R(3, "c")}}).ok());
+  ASSERT_TRUE(store_
+                  ->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "a")},
+                              {1, K(3), VersionKind::kPut, R(3, "c")}})
+                  .ok());
   for (int v = 1; v <= 40; v++) {
-    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+    ASSERT_TRUE(
+        store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
   }
   SegmentCounters& c = (*store_->Get(1))->counters();
   using V = std::vector<std::pair<int64_t, std::string>>;
@@ -126,7 +135,8 @@ TEST_F(SegmentStoreTest, OldVersionsScansStepOverAreCollected) {
   ASSERT_EQ(ScanAll(*store_, 1, 400), want);
   const uint64_t per_scan = c.old_version_work.load();
   EXPECT_GT(per_scan, 8u);  // a few steps over the 39 older versions, then a seek past them
-  while (c.old_version_work.load() < SegmentStore::kCollectWorkMin) ASSERT_EQ(ScanAll(*store_, 1, 400), want);
+  while (c.old_version_work.load() < SegmentStore::kCollectWorkMin)
+    ASSERT_EQ(ScanAll(*store_, 1, 400), want);
   // Nothing to collect until the horizon passes the versions.
   ASSERT_EQ(*store_->CollectGarbage(4), 0);
   store_->SetGcHorizon(400);
@@ -138,18 +148,22 @@ TEST_F(SegmentStoreTest, OldVersionsScansStepOverAreCollected) {
   // Old versions written since, and stepped over as much: collected only once the horizon
   // moves again (the versions it did not pass would survive a compaction).
   for (int v = 41; v <= 80; v++) {
-    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+    ASSERT_TRUE(
+        store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
   }
-  while (c.old_version_work.load() < SegmentStore::kCollectWorkMin) ASSERT_EQ(ScanAll(*store_, 1, 800).size(), 3u);
+  while (c.old_version_work.load() < SegmentStore::kCollectWorkMin)
+    ASSERT_EQ(ScanAll(*store_, 1, 800).size(), 3u);
   EXPECT_EQ(*store_->CollectGarbage(4), 0);
   store_->SetGcHorizon(800);
   EXPECT_EQ(*store_->CollectGarbage(4), 1);
   EXPECT_EQ(ScanAll(*store_, 1, 800), (V{{1, "a"}, {2, "v80"}, {3, "c"}}));
   // A stopping store collects nothing more.
   for (int v = 81; v <= 120; v++) {
-    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+    ASSERT_TRUE(
+        store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
   }
-  while (c.old_version_work.load() < SegmentStore::kCollectWorkMin) ASSERT_EQ(ScanAll(*store_, 1, 1200).size(), 3u);
+  while (c.old_version_work.load() < SegmentStore::kCollectWorkMin)
+    ASSERT_EQ(ScanAll(*store_, 1, 1200).size(), 3u);
   store_->SetGcHorizon(1200);
   store_->StopCollecting();
   EXPECT_EQ(*store_->CollectGarbage(4), 0);
@@ -162,7 +176,8 @@ TEST_F(SegmentStoreTest, APointLookupStopsAtTheKeysVisibleVersion) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   ASSERT_TRUE(store_->Apply(5, {{1, K(3), VersionKind::kPut, R(3, "c")}}).ok());
   for (int v = 1; v <= 40; v++) {
-    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+    ASSERT_TRUE(
+        store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
   }
   SegmentCounters& c = (*store_->Get(1))->counters();
   auto rows_in = [&](const std::string& lo, const std::string& hi, Timestamp ts) {
@@ -194,7 +209,8 @@ TEST_F(SegmentStoreTest, APointLookupStopsAtTheKeysVisibleVersion) {
 TEST_F(SegmentStoreTest, AFlushDropsVersionsNoSnapshotCanSee) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   for (int v = 1; v <= 20; v++) {
-    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
+    ASSERT_TRUE(
+        store_->Apply(10 * v, {{1, K(2), VersionKind::kPut, R(2, fmt::format("v{}", v))}}).ok());
   }
   store_->SetGcHorizon(150);  // versions 15..20 stay: 16..20 are newer, 15 is what 150 sees
   ASSERT_TRUE(store_->FlushSegment(1).ok());

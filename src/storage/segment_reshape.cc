@@ -2,14 +2,14 @@
 // node) and Export/Import (between nodes).
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <filesystem>
+#include <numeric>
 
 #include <rocksdb/db.h>
-#include <rocksdb/table_properties.h>
 #include <rocksdb/metadata.h>
 #include <rocksdb/sst_file_reader.h>
 #include <rocksdb/sst_file_writer.h>
+#include <rocksdb/table_properties.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
@@ -31,13 +31,14 @@ namespace {
 // Returns up to `max_pieces` cuts in ascending order, each with at least one key below it
 // (the lowest piece never takes everything). (Rows outside the segment's range, which no
 // read sees, are not counted.)
-Result<std::vector<std::string>> TopSplitKeys(rocksdb::Iterator* it, const SegmentMeta& m, uint64_t piece_bytes,
-                                              size_t max_pieces) {
+Result<std::vector<std::string>> TopSplitKeys(rocksdb::Iterator* it, const SegmentMeta& m,
+                                              uint64_t piece_bytes, size_t max_pieces) {
   std::vector<std::string> cuts;
   uint64_t bytes = 0;
   std::string key;  // the user key of the versions being counted
   const std::string end = m.hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(m.hi);
-  for (it->SeekForPrev(end); it->Valid() && it->key()[0] == kRowSpace && cuts.size() < max_pieces; it->Prev()) {
+  for (it->SeekForPrev(end); it->Valid() && it->key()[0] == kRowSpace && cuts.size() < max_pieces;
+       it->Prev()) {
     std::string_view k = it->key().ToStringView();
     if (k.size() < 9) return Status::Corruption("stored key shorter than its version suffix");
     std::string_view user = UserKey(k).substr(1);
@@ -60,8 +61,8 @@ Result<std::vector<std::string>> TopSplitKeys(rocksdb::Iterator* it, const Segme
 // estimated without reading a row: the highest start key of a table file above which
 // RocksDB's size estimate finds at least that share, with at least one row below it; ""
 // if there is none (few files, rows mostly in memtables).
-std::string EstimatedTopStart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const SegmentMeta& m, double share,
-                              rocksdb::Iterator* it) {
+std::string EstimatedTopStart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                              const SegmentMeta& m, double share, rocksdb::Iterator* it) {
   const std::string lo = RowUserKey(m.lo);
   const std::string end = m.hi.empty() ? std::string(1, kIndexSpace) : RowUserKey(m.hi);
   rocksdb::ColumnFamilyMetaData meta;
@@ -84,7 +85,8 @@ std::string EstimatedTopStart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, 
   rocksdb::SizeApproximationOptions o;
   o.include_memtables = true;
   o.include_files = true;
-  if (!db->GetApproximateSizes(o, cf, ranges.data(), static_cast<int>(ranges.size()), sizes.data()).ok() ||
+  if (!db->GetApproximateSizes(o, cf, ranges.data(), static_cast<int>(ranges.size()), sizes.data())
+           .ok() ||
       sizes[0] == 0) {
     return "";
   }
@@ -115,7 +117,8 @@ Result<std::string> MiddleSplitKey(rocksdb::Iterator* it, const SegmentMeta& m, 
   RETURN_NOT_OK(FromRocks(it->status(), "split scan"));
   if (key_bytes.size() < 2) return std::string();
   size_t split_idx = 1;
-  while (split_idx + 1 < key_bytes.size() && key_bytes[split_idx - 1].second < *total / 2) split_idx++;
+  while (split_idx + 1 < key_bytes.size() && key_bytes[split_idx - 1].second < *total / 2)
+    split_idx++;
   return key_bytes[split_idx].first;
 }
 }  // namespace
@@ -126,8 +129,9 @@ Result<std::string> SegmentStore::Split(SegmentId id, SegmentId new_id, uint64_t
   return keys.front();
 }
 
-Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, SegmentId first_new_id, uint64_t piece_bytes,
-                                                           size_t pieces, std::function<void()>* compact_later) {
+Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, SegmentId first_new_id,
+                                                           uint64_t piece_bytes, size_t pieces,
+                                                           std::function<void()>* compact_later) {
   // The store's map lock is not held while the split reads and batches up to a segment's
   // size: heartbeats, scans and commits of other segments go on meanwhile. (The master
   // keeps writers of this segment out.)
@@ -140,16 +144,20 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   pieces = std::max<size_t>(pieces, 1);
   for (size_t i = 0; i < pieces; i++) {
     if (cancelled_splits_.count(first_new_id + i)) {
-      return Status::Aborted(fmt::format("split of segment {} into {} was given up", id, first_new_id + i), sqlstate::kObjectNotInPrerequisiteState);
+      return Status::Aborted(
+          fmt::format("split of segment {} into {} was given up", id, first_new_id + i),
+          sqlstate::kObjectNotInPrerequisiteState);
     }
   }
   SegmentRef seg;
   {
     std::lock_guard<std::shared_mutex> l(mu_);
     auto found = segments_.find(id);
-    if (found == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
+    if (found == segments_.end())
+      return Status::NotFound(fmt::format("segment {} is not here", id));
     for (size_t i = 0; i < pieces; i++) {
-      if (segments_.count(first_new_id + i)) return Status::AlreadyExists(fmt::format("segment {} exists", first_new_id + i));
+      if (segments_.count(first_new_id + i))
+        return Status::AlreadyExists(fmt::format("segment {} exists", first_new_id + i));
     }
     seg = found->second;
   }
@@ -172,7 +180,8 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   if (piece_bytes > 0) {
     const uint64_t counted = seg->counters().bytes.load();
     if (counted > piece_bytes) {
-      std::string start = EstimatedTopStart(db_.get(), seg->cf(), m, double(piece_bytes) * pieces / counted, it.get());
+      std::string start = EstimatedTopStart(db_.get(), seg->cf(), m,
+                                            double(piece_bytes) * pieces / counted, it.get());
       if (!start.empty()) {
         keys.push_back(std::move(start));
         cut_in_copy = true;
@@ -186,13 +195,16 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   uint64_t total = 0;
   if (keys.empty()) {
     ASSIGN_OR_RETURN(std::string middle, MiddleSplitKey(it.get(), m, &total));
-    if (middle.empty()) return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
+    if (middle.empty())
+      return Status::InvalidArgument(fmt::format("segment {} has fewer than two keys", id));
     keys.push_back(std::move(middle));
   } else {
     total = seg->counters().bytes.load();  // not measured: the counter before the split
   }
   auto piece_of = [&](std::string_view user_key) {  // REQUIRES user_key >= keys[0]
-    return static_cast<size_t>(std::upper_bound(keys.begin(), keys.end(), user_key) - keys.begin()) - 1;
+    return static_cast<size_t>(std::upper_bound(keys.begin(), keys.end(), user_key) -
+                               keys.begin()) -
+           1;
   };
 
   // A split that fails leaves no column family behind: `created` drops them and closes the
@@ -228,15 +240,18 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
     if (ec) return Status::IOError(fmt::format("create {}/ingest: {}", dir_, ec.message()));
   }
   std::vector<std::unique_ptr<rocksdb::SstFileWriter>> writers;
-  auto open_file = [&](rocksdb::ColumnFamilyHandle* h, size_t i) -> Status {  // piece i's table file
+  auto open_file = [&](rocksdb::ColumnFamilyHandle* h,
+                       size_t i) -> Status {  // piece i's table file
     files.push_back(fmt::format("{}/ingest/split-{}.sst", dir_, first_new_id + i));
-    writers.push_back(std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), db_->GetOptions(h), h));
+    writers.push_back(
+        std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), db_->GetOptions(h), h));
     return FromRocks(writers.back()->Open(files.back()), "split: open table file");
   };
   auto open_piece = [&](size_t i) -> Status {  // segment first_new_id + i and its table file
     rocksdb::ColumnFamilyHandle* h = nullptr;
-    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(first_new_id + i), &h),
-                            "split: create segment"));
+    RETURN_NOT_OK(FromRocks(
+        db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(first_new_id + i), &h),
+        "split: create segment"));
     created.handles.push_back(h);
     return open_file(h, i);
   };
@@ -287,7 +302,8 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
     moved_rows = std::accumulate(moved.begin(), moved.end(), uint64_t{0});
     // Index entries follow their rows (the value of an entry is its row's primary key), so
     // they come after all rows: every writer stays open until then.
-    for (it->Seek(std::string(1, kIndexSpace)); it->Valid() && it->key()[0] == kIndexSpace; it->Next()) {
+    for (it->Seek(std::string(1, kIndexSpace)); it->Valid() && it->key()[0] == kIndexSpace;
+         it->Next()) {
       rocksdb::Slice v = it->value();
       if (v.empty()) return Status::Corruption("index entry without a version kind");
       std::string_view pk(v.data() + 1, v.size() - 1);
@@ -298,26 +314,30 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
     }
     RETURN_NOT_OK(FromRocks(it->status(), "split copy"));
     for (size_t i = 0; i < keys.size(); i++) {
-      if (moved[i] == 0) return Status::Corruption(fmt::format("segment {}: nothing in piece {} of its split", id, i));
+      if (moved[i] == 0)
+        return Status::Corruption(
+            fmt::format("segment {}: nothing in piece {} of its split", id, i));
       RETURN_NOT_OK(FromRocks(writers[i]->Finish(), "split: finish table file"));
     }
   }
   it.reset();  // the state it pinned is copied
   const size_t n = keys.size();
   for (size_t i = 0; i < n; i++) {
-    fresh.push_back(std::make_shared<Segment>(
-        db_.get(), created.handles[i],
-        SegmentMeta{first_new_id + i, m.table, keys[i], i + 1 < n ? keys[i + 1] : m.hi, m.indexes}));
+    fresh.push_back(
+        std::make_shared<Segment>(db_.get(), created.handles[i],
+                                  SegmentMeta{first_new_id + i, m.table, keys[i],
+                                              i + 1 < n ? keys[i + 1] : m.hi, m.indexes}));
   }
   rocksdb::IngestExternalFileOptions io;
   io.move_files = true;
   for (size_t i = 0; i < n; i++) {
-    RETURN_NOT_OK(FromRocks(db_->IngestExternalFile(created.handles[i], {files[i]}, io), "split: ingest"));
+    RETURN_NOT_OK(
+        FromRocks(db_->IngestExternalFile(created.handles[i], {files[i]}, io), "split: ingest"));
   }
   MaybeFail("node.split.after_ingest");
   // Every stored row key of a user key at or above the lowest cut sorts at or above this one.
-  RETURN_NOT_OK(FromRocks(b.DeleteRange(seg->cf(), RowUserKey(keys[0]), std::string(1, kIndexSpace)),
-                          "split batch"));
+  RETURN_NOT_OK(FromRocks(
+      b.DeleteRange(seg->cf(), RowUserKey(keys[0]), std::string(1, kIndexSpace)), "split batch"));
   SegmentMeta lower = m;
   lower.hi = keys[0];
   RETURN_NOT_OK(PutMeta(lower, &b));
@@ -358,9 +378,12 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   // one would split the segment again and again.
   seg->counters().bytes = total > moved_rows ? total - moved_rows : 0;
   for (size_t i = 0; i < n; i++) fresh[i]->counters().bytes = moved[i];
-  Log("storage")->info("segment split seg={} new={}..{} moved_bytes={} piece_bytes={} asked={} estimated={} find_ms={} copy_ms={}",
-                       id, first_new_id, first_new_id + n - 1, std::accumulate(moved.begin(), moved.end(), uint64_t{0}),
-                       piece_bytes, pieces, cut_in_copy, find_ms, ms_since(t_copy));
+  Log("storage")->info(
+      "segment split seg={} new={}..{} moved_bytes={} piece_bytes={} asked={} estimated={} "
+      "find_ms={} copy_ms={}",
+      id, first_new_id, first_new_id + n - 1,
+      std::accumulate(moved.begin(), moved.end(), uint64_t{0}), piece_bytes, pieces, cut_in_copy,
+      find_ms, ms_since(t_copy));
   auto compact = [this, seg, id, ms_since, from = RowUserKey(keys[0])] {
     MaybeFail("node.split.before_compact");
     const auto t = SteadyClock::now();
@@ -412,7 +435,9 @@ Result<SegmentExport> SegmentStore::Export(SegmentId id, const std::string& expo
     if (!unfit) break;
     // An index scan's snapshot may keep a deletion through a compaction: tried again, then
     // refused (the move fails and is asked for again later).
-    if (pass > 2) return Status::Unavailable(fmt::format("segment {} keeps a table file no store can import", id));
+    if (pass > 2)
+      return Status::Unavailable(
+          fmt::format("segment {} keeps a table file no store can import", id));
     RETURN_NOT_OK(CompactSegment(id));
   }
   rocksdb::Checkpoint* cp_raw = nullptr;
@@ -452,7 +477,8 @@ Status SegmentStore::CheckImportable(const SegmentExport& exp) const {
     it->SeekToFirst();
     RETURN_NOT_OK(FromRocks(it->status(), "read imported file"));
     if (!it->Valid()) {
-      return Status::InvalidArgument(fmt::format("segment {}: table file {} holds no rows", exp.meta.id, e.name));
+      return Status::InvalidArgument(
+          fmt::format("segment {}: table file {} holds no rows", exp.meta.id, e.name));
     }
   }
   return Status::OK();
@@ -466,7 +492,8 @@ Status SegmentStore::Import(const SegmentExport& exp) {
   rocksdb::ColumnFamilyHandle* h = nullptr;
   const std::string name = SegmentCfName(exp.meta.id);
   if (exp.files.empty()) {
-    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), name, &h), "import empty"));
+    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), name, &h),
+                            "import empty"));
   } else {
     rocksdb::ExportImportFilesMetaData md;
     md.db_comparator_name = exp.comparator;
@@ -490,8 +517,9 @@ Status SegmentStore::Import(const SegmentExport& exp) {
     RETURN_NOT_OK(CheckImportable(exp));
     rocksdb::ImportColumnFamilyOptions io;
     io.move_files = true;
-    RETURN_NOT_OK(FromRocks(db_->CreateColumnFamilyWithImport(SegmentCfOptions(gc_factory_), name, io, md, &h),
-                            fmt::format("import segment {}", exp.meta.id)));
+    RETURN_NOT_OK(FromRocks(
+        db_->CreateColumnFamilyWithImport(SegmentCfOptions(gc_factory_), name, io, md, &h),
+        fmt::format("import segment {}", exp.meta.id)));
   }
   rocksdb::WriteBatch b;
   RETURN_NOT_OK(PutMeta(exp.meta, &b));
@@ -510,4 +538,3 @@ Status SegmentStore::Import(const SegmentExport& exp) {
 }
 
 }  // namespace wattdb::storage
-

@@ -1,11 +1,10 @@
 // SegmentStore's splits from the top: one piece of a given size, or many pieces at once, with
 // every version and index entry of their keys, and the state they are measured and copied in.
-#include "storage/segment_store.h"
-
 #include <functional>
 
 #include <gtest/gtest.h>
 
+#include "storage/segment_store.h"
 #include "storage/segment_store_test_util.h"
 
 namespace wattdb::storage {
@@ -60,10 +59,12 @@ TEST_F(SegmentStoreTest, SplitPiecesCutsSeveralPiecesOffTheTopAtOnce) {
     SCOPED_TRACE(i);
     auto piece = ScanAll(*store_, 10 + i, 5);
     ASSERT_FALSE(piece.empty());
-    EXPECT_GE(piece.size(), 19u);  // equal-sized rows: about a tenth of 200 (index entries count too)
+    EXPECT_GE(piece.size(),
+              19u);  // equal-sized rows: about a tenth of 200 (index entries count too)
     EXPECT_LE(piece.size(), 24u);
     EXPECT_EQ(K(static_cast<int>(piece.front().first)), (*keys)[i]);
-    EXPECT_EQ(piece.front().first, static_cast<int64_t>(rows)) << "pieces follow each other without a gap";
+    EXPECT_EQ(piece.front().first, static_cast<int64_t>(rows))
+        << "pieces follow each other without a gap";
     auto meta = (*store_->Get(10 + i))->meta();
     EXPECT_EQ(meta.lo, prev_hi);
     prev_hi = meta.hi;
@@ -100,10 +101,11 @@ TEST_F(SegmentStoreTest, SplitPiecesCutsSeveralPiecesOffTheTopAtOnce) {
 // the files' size estimates without reading rows, and the copy cuts the pieces as they fill.
 TEST_F(SegmentStoreTest, SplitPiecesStartsAtATableFileEstimatedToHoldTheTop) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
-  const std::string v(300, 'v');  // files of several blocks: size estimates inside a file
+  const std::string v(300, 'v');          // files of several blocks: size estimates inside a file
   for (int file = 0; file < 6; file++) {  // rows 50 * file .. 50 * file + 49 in a file each
     std::vector<WriteOp> ops;
-    for (int i = file * 50; i < file * 50 + 50; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, v)});
+    for (int i = file * 50; i < file * 50 + 50; i++)
+      ops.push_back({1, K(i), VersionKind::kPut, R(i, v)});
     ASSERT_TRUE(store_->Apply(5 + file, ops).ok());
     ASSERT_TRUE(store_->FlushSegment(1).ok());
   }
@@ -112,11 +114,13 @@ TEST_F(SegmentStoreTest, SplitPiecesStartsAtATableFileEstimatedToHoldTheTop) {
   auto keys = store_->SplitPieces(1, 10, piece, 2);
   ASSERT_TRUE(keys.ok()) << keys.status().ToString();
   ASSERT_EQ(keys->size(), 2u);
-  auto lower = ScanAll(*store_, 1, 20), first = ScanAll(*store_, 10, 20), second = ScanAll(*store_, 11, 20);
+  auto lower = ScanAll(*store_, 1, 20), first = ScanAll(*store_, 10, 20),
+       second = ScanAll(*store_, 11, 20);
   ASSERT_FALSE(lower.empty());
   ASSERT_FALSE(first.empty());
   ASSERT_FALSE(second.empty());
-  EXPECT_EQ(first.front().first % 50, 0) << "the top starts at a file's first key, not at " << first.front().first;
+  EXPECT_EQ(first.front().first % 50, 0)
+      << "the top starts at a file's first key, not at " << first.front().first;
   EXPECT_GE(300 - first.front().first, 100) << "about two pieces' worth (120 rows) lie above it";
   EXPECT_LE(300 - first.front().first, 200);
   EXPECT_EQ(K(static_cast<int>(first.front().first)), (*keys)[0]);

@@ -1,5 +1,6 @@
 #include "storage/segment_store.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <rocksdb/db.h>
@@ -9,14 +10,12 @@
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
-#include <algorithm>
-
 #include "common/bytes.h"
 #include "common/codec.h"
-#include "storage/kv_store.h"
-#include "storage/log_prefill_fs.h"
 #include "common/failpoint.h"
 #include "common/logging.h"
+#include "storage/kv_store.h"
+#include "storage/log_prefill_fs.h"
 #include "storage/segment_store_util.h"
 #include "storage/version_gc.h"
 
@@ -34,7 +33,6 @@ using internal::Synced;
 namespace {
 
 constexpr char kMetaPrefix[] = "m/seg/";
-
 
 std::string MetaKey(SegmentId id) {
   std::string k = kMetaPrefix;
@@ -70,7 +68,8 @@ Result<SegmentMeta> DecodeMeta(std::string_view in, int* format = nullptr) {
   uint8_t v = 0;
   uint64_t id, table;
   auto bad = [] { return Status::Corruption("segment metadata does not decode"); };
-  if (!r.U8(&v) || (v != 1 && v != 2) || !r.VarU64(&id) || !r.VarU64(&table) || !r.Str(&m.lo) || !r.Str(&m.hi)) {
+  if (!r.U8(&v) || (v != 1 && v != 2) || !r.VarU64(&id) || !r.VarU64(&table) || !r.Str(&m.lo) ||
+      !r.Str(&m.hi)) {
     return bad();
   }
   if (format) *format = v;
@@ -114,7 +113,6 @@ rocksdb::Options BaseOptions(rocksdb::Env* env) {
   return o;
 }
 
-
 }  // namespace
 
 std::string SegmentCfName(SegmentId id) { return fmt::format("seg_{}", id); }
@@ -123,9 +121,11 @@ SegmentScanner::~SegmentScanner() {
   // A point lookup of a key that is written often (it has older versions) leaves what it
   // learned for the next one, if nothing was written to the segment since its view was
   // taken (nor being written then).
-  if (narrow_ && several_versions_ && quiet_ && first_seen_ && (first_seen_->has_row || first_seen_->latest.deleted)) {
+  if (narrow_ && several_versions_ && quiet_ && first_seen_ &&
+      (first_seen_->has_row || first_seen_->latest.deleted)) {
     NewestRow r{first_seen_->latest.ts, first_seen_->latest.deleted, std::move(first_seen_->row)};
-    seg_->newest().PutIf(first_seen_->key, std::move(r), [&] { return seg_->write_seq() == write_seq_; });
+    seg_->newest().PutIf(first_seen_->key, std::move(r),
+                         [&] { return seg_->write_seq() == write_seq_; });
   }
   it_.reset();
   rows_.reset();
@@ -164,7 +164,8 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
       first_seen_->segment = seg_.get();
       first_seen_->write_seq = write_seq_;
       first_seen_->key.assign(user.substr(strip_));
-      first_seen_->latest = {true, VersionTs(sk), static_cast<VersionKind>(it_->value()[0]) == VersionKind::kDelete};
+      first_seen_->latest = {true, VersionTs(sk),
+                             static_cast<VersionKind>(it_->value()[0]) == VersionKind::kDelete};
       if (narrow_ && !first_seen_->latest.deleted) {
         first_seen_->has_row = true;
         first_seen_->row.assign(it_->value().data() + 1, it_->value().size() - 1);
@@ -190,8 +191,9 @@ Result<bool> SegmentScanner::Visit(size_t max_rows, size_t max_bytes, const RowV
       } else {  // an index entry: payload is the primary key of its row
         std::string rk = RowUserKey(payload);
         rows_->Seek(MvccKey(rk, read_ts_));
-        if (rows_->Valid() && rows_->key().size() >= 8 && UserKey(rows_->key().ToStringView()) == rk &&
-            !rows_->value().empty() && static_cast<VersionKind>(rows_->value()[0]) == VersionKind::kPut) {
+        if (rows_->Valid() && rows_->key().size() >= 8 &&
+            UserKey(rows_->key().ToStringView()) == rk && !rows_->value().empty() &&
+            static_cast<VersionKind>(rows_->value()[0]) == VersionKind::kPut) {
           rocksdb::Slice rv = rows_->value();
           std::string_view key = std::string_view(last_key_).substr(strip_);
           std::string_view row(rv.data() + 1, rv.size() - 1);
@@ -218,7 +220,8 @@ void SegmentScanner::SkipOlderVersions() {
   for (int i = 0; i < kNextBeforeSeek; i++) {
     old_version_work_++;
     it_->Next();
-    if (!it_->Valid() || it_->key().size() < 8 || UserKey(it_->key().ToStringView()) != last_key_) return;
+    if (!it_->Valid() || it_->key().size() < 8 || UserKey(it_->key().ToStringView()) != last_key_)
+      return;
   }
   old_version_work_ += kSeekWork;
   it_->Seek(PrefixSuccessor(last_key_));
@@ -242,7 +245,8 @@ Result<bool> SegmentScanner::Next(size_t max_rows, std::vector<ScanRow>* out, si
   });
 }
 
-Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir, rocksdb::Env* env) {
+Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir,
+                                                         rocksdb::Env* env) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", dir, ec.message()));
@@ -255,8 +259,9 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir,
   if (!ls.ok()) names = {rocksdb::kDefaultColumnFamilyName};
   std::vector<rocksdb::ColumnFamilyDescriptor> descs;
   for (const auto& n : names) {
-    descs.emplace_back(n, n == rocksdb::kDefaultColumnFamilyName ? rocksdb::ColumnFamilyOptions()
-                                                                 : SegmentCfOptions(store->gc_factory_));
+    descs.emplace_back(n, n == rocksdb::kDefaultColumnFamilyName
+                              ? rocksdb::ColumnFamilyOptions()
+                              : SegmentCfOptions(store->gc_factory_));
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
@@ -285,7 +290,8 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir,
     SegmentMeta m = std::move(decoded).value();
     auto h = by_name.find(SegmentCfName(m.id));
     if (h == by_name.end()) {
-      return fail(Status::Corruption(fmt::format("segment {} has metadata but no column family", m.id)));
+      return fail(
+          Status::Corruption(fmt::format("segment {} has metadata but no column family", m.id)));
     }
     if (format == 1) {
       // Written before secondary indexes: row keys lack their key-space byte. Rewrite them
@@ -353,8 +359,9 @@ Status SegmentStore::CreateSegment(const SegmentMeta& meta) {
     return Status::AlreadyExists(fmt::format("segment {} already exists", meta.id));
   }
   rocksdb::ColumnFamilyHandle* h = nullptr;
-  RETURN_NOT_OK(FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(meta.id), &h),
-                          "create segment"));
+  RETURN_NOT_OK(
+      FromRocks(db_->CreateColumnFamily(SegmentCfOptions(gc_factory_), SegmentCfName(meta.id), &h),
+                "create segment"));
   rocksdb::WriteBatch b;
   RETURN_NOT_OK(PutMeta(meta, &b));
   RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "create segment metadata"));
@@ -379,7 +386,8 @@ Status SegmentStore::DropSegment(SegmentId id) {
 
 Status SegmentStore::CheckLiveLocked(SegmentId id, const SegmentRef& seg) const {
   auto it = segments_.find(id);
-  if (it == segments_.end() || it->second != seg) return Status::NotFound(fmt::format("segment {} was dropped", id));
+  if (it == segments_.end() || it->second != seg)
+    return Status::NotFound(fmt::format("segment {} was dropped", id));
   return Status::OK();
 }
 
@@ -436,8 +444,9 @@ Status SegmentStore::Compact(Segment& seg, std::atomic<bool>* canceled) {
   // drop deletions too). CompactRange would carry the newly flushed file down level by level,
   // rewriting it at each (a compaction filter rules out moving files without rewriting).
   auto stopping = [&] {
-    return canceled && canceled->load() ? Status::Unavailable("segment compaction canceled: the store is stopping")
-                                        : Status::OK();
+    return canceled && canceled->load()
+               ? Status::Unavailable("segment compaction canceled: the store is stopping")
+               : Status::OK();
   };
   RETURN_NOT_OK(FromRocks(db_->Flush(rocksdb::FlushOptions(), seg.cf()), "flush segment"));
   rocksdb::ColumnFamilyMetaData md;
@@ -451,7 +460,8 @@ Status SegmentStore::Compact(Segment& seg, std::atomic<bool>* canceled) {
     rocksdb::CompactionOptions co;
     co.compression = rocksdb::kDisableCompressionOption;  // the column family's
     co.output_file_size_limit = db_->GetOptions(seg.cf()).target_file_size_base;
-    rocksdb::Status st = db_->CompactFiles(co, seg.cf(), files, static_cast<int>(md.levels.size()) - 1);
+    rocksdb::Status st =
+        db_->CompactFiles(co, seg.cf(), files, static_cast<int>(md.levels.size()) - 1);
     if (!st.ok()) {
       RETURN_NOT_OK(stopping());
       // A background compaction holds some of the files: the slower way, which waits for it.
@@ -517,7 +527,8 @@ Result<int> SegmentStore::CollectGarbage(int max_segments) {
 }
 
 Status SegmentStore::PutPrepared(uint64_t txn, const std::string& blob) {
-  RETURN_NOT_OK(FromRocks(db_->Put(rocksdb::WriteOptions(), PreparedKey(txn), blob), "prepare record"));
+  RETURN_NOT_OK(
+      FromRocks(db_->Put(rocksdb::WriteOptions(), PreparedKey(txn), blob), "prepare record"));
   return log_sync_.Sync(log_sync_.Written());  // synced with the commits around it
 }
 
@@ -528,9 +539,11 @@ Status SegmentStore::ErasePrepared(uint64_t txn) {
 Result<std::vector<std::pair<uint64_t, std::string>>> SegmentStore::ListPrepared() const {
   std::vector<std::pair<uint64_t, std::string>> out;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(kPreparedPrefix); it->Valid() && it->key().starts_with(kPreparedPrefix); it->Next()) {
+  for (it->Seek(kPreparedPrefix); it->Valid() && it->key().starts_with(kPreparedPrefix);
+       it->Next()) {
     std::string_view k = it->key().ToStringView();
-    if (k.size() != sizeof(kPreparedPrefix) - 1 + 8) return Status::Corruption("bad prepare record key");
+    if (k.size() != sizeof(kPreparedPrefix) - 1 + 8)
+      return Status::Corruption("bad prepare record key");
     uint64_t txn = 0;
     for (size_t i = k.size() - 8; i < k.size(); i++) txn = (txn << 8) | static_cast<uint8_t>(k[i]);
     out.emplace_back(txn, it->value().ToString());
@@ -552,11 +565,13 @@ Result<std::optional<Timestamp>> SegmentStore::CommittedAt(uint64_t txn) const {
 
 Status SegmentStore::ForgetOutcomesBefore(uint64_t txn) {
   rocksdb::WriteBatch b;
-  RETURN_NOT_OK(FromRocks(b.DeleteRange(db_->DefaultColumnFamily(), kOutcomePrefix, OutcomeKey(txn)), "write batch"));
+  RETURN_NOT_OK(FromRocks(
+      b.DeleteRange(db_->DefaultColumnFamily(), kOutcomePrefix, OutcomeKey(txn)), "write batch"));
   return FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "forget outcomes");
 }
 
-Result<std::optional<std::string>> SegmentStore::LatestRow(const Segment& seg, std::string_view pk) const {
+Result<std::optional<std::string>> SegmentStore::LatestRow(const Segment& seg,
+                                                           std::string_view pk) const {
   std::string rk = RowUserKey(pk);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), seg.cf()));
   it->Seek(MvccKey(rk, ~0ULL));
@@ -566,28 +581,32 @@ Result<std::optional<std::string>> SegmentStore::LatestRow(const Segment& seg, s
   }
   std::string_view k = it->key().ToStringView();
   rocksdb::Slice v = it->value();
-  if (k.size() < 8 || UserKey(k) != rk || v.empty() || static_cast<VersionKind>(v[0]) != VersionKind::kPut) {
+  if (k.size() < 8 || UserKey(k) != rk || v.empty() ||
+      static_cast<VersionKind>(v[0]) != VersionKind::kPut) {
     return std::optional<std::string>();
   }
   return std::optional<std::string>(std::string(v.data() + 1, v.size() - 1));
 }
 
-Status SegmentStore::IndexChanges(const Segment& seg, const std::vector<IndexKeySpec>& specs, std::string_view pk,
-                                  const std::string* old_row, const std::string* new_row, Timestamp ts,
-                                  void* batch) const {
+Status SegmentStore::IndexChanges(const Segment& seg, const std::vector<IndexKeySpec>& specs,
+                                  std::string_view pk, const std::string* old_row,
+                                  const std::string* new_row, Timestamp ts, void* batch) const {
   auto* b = static_cast<rocksdb::WriteBatch*>(batch);
   std::vector<Value> old_vals, new_vals;
   if (old_row) RETURN_NOT_OK(DecodeRow(*old_row, &old_vals));
   if (new_row) RETURN_NOT_OK(DecodeRow(*new_row, &new_vals));
   for (const auto& spec : specs) {
     for (int c : spec.columns) {
-      if ((old_row && c >= static_cast<int>(old_vals.size())) || (new_row && c >= static_cast<int>(new_vals.size()))) {
+      if ((old_row && c >= static_cast<int>(old_vals.size())) ||
+          (new_row && c >= static_cast<int>(new_vals.size()))) {
         return Status::Corruption("indexed column beyond the row's width");
       }
     }
     std::optional<std::string> before, after;
-    if (old_row) before = IndexSpacePrefix(spec.id) + EncodeIndexKey(spec, old_vals) + std::string(pk);
-    if (new_row) after = IndexSpacePrefix(spec.id) + EncodeIndexKey(spec, new_vals) + std::string(pk);
+    if (old_row)
+      before = IndexSpacePrefix(spec.id) + EncodeIndexKey(spec, old_vals) + std::string(pk);
+    if (new_row)
+      after = IndexSpacePrefix(spec.id) + EncodeIndexKey(spec, new_vals) + std::string(pk);
     if (before == after) continue;
     std::string value;
     if (before) {
@@ -638,7 +657,8 @@ Status SegmentStore::LatestOf(SegmentId id, std::span<const std::string_view> ke
     start = MvccKey(key, ~0ULL);  // sorts before every version of key
     // The iterator rests on the first entry at or after last_start; if that entry is at or
     // after `start` too and start > last_start, a seek to `start` would land on it again.
-    bool reuse = sought && start > last_start && (!it->Valid() || it->key().ToStringView() >= start);
+    bool reuse =
+        sought && start > last_start && (!it->Valid() || it->key().ToStringView() >= start);
     if (!reuse) {
       it->Seek(start);
       sought = true;
@@ -660,12 +680,14 @@ Status SegmentStore::LatestOf(SegmentId id, std::span<const std::string_view> ke
   return Status::OK();
 }
 
-Result<SegmentRef> SegmentStore::GetCovering(SegmentId id, std::string_view lo, std::string_view hi) const {
+Result<SegmentRef> SegmentStore::GetCovering(SegmentId id, std::string_view lo,
+                                             std::string_view hi) const {
   std::shared_lock<std::shared_mutex> l(mu_);
   return GetCoveringLocked(id, lo, hi);
 }
 
-Result<SegmentRef> SegmentStore::GetCoveringLocked(SegmentId id, std::string_view lo, std::string_view hi) const {
+Result<SegmentRef> SegmentStore::GetCoveringLocked(SegmentId id, std::string_view lo,
+                                                   std::string_view hi) const {
   auto it = segments_.find(id);
   if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
   if (!it->second->Covers(lo, hi)) {
@@ -674,8 +696,10 @@ Result<SegmentRef> SegmentStore::GetCoveringLocked(SegmentId id, std::string_vie
   return it->second;
 }
 
-Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id, std::string_view seg_lo,
-                                                                  std::string_view seg_hi, uint32_t index,
+Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id,
+                                                                  std::string_view seg_lo,
+                                                                  std::string_view seg_hi,
+                                                                  uint32_t index,
                                                                   Timestamp read_ts) const {
   std::unique_ptr<SegmentScanner> sc(new SegmentScanner());
   // The view is taken under mu_, consistent with the range check: a row scan's iterator is
@@ -687,7 +711,8 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id, 
   }
   sc->db_ = db_.get();
   sc->seg_ = std::move(seg);
-  sc->write_seq_ = sc->seg_->QuietWriteSeq(&sc->quiet_);  // before the view: a write after it changes it
+  sc->write_seq_ =
+      sc->seg_->QuietWriteSeq(&sc->quiet_);  // before the view: a write after it changes it
   rocksdb::ReadOptions ro;
   if (index) {
     sc->snap_ = db_->GetSnapshot();
@@ -713,10 +738,9 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::Scan(SegmentId id, std::st
   return sc;
 }
 
-Result<std::unique_ptr<SegmentScanner>> SegmentStore::ScanIndex(SegmentId id, std::string_view seg_lo,
-                                                                std::string_view seg_hi, uint32_t index,
-                                                                std::string_view lo, std::string_view hi,
-                                                                Timestamp read_ts) const {
+Result<std::unique_ptr<SegmentScanner>> SegmentStore::ScanIndex(
+    SegmentId id, std::string_view seg_lo, std::string_view seg_hi, uint32_t index,
+    std::string_view lo, std::string_view hi, Timestamp read_ts) const {
   ASSIGN_OR_RETURN(auto sc, OpenScanner(id, seg_lo, seg_hi, index, read_ts));
   std::string prefix = IndexSpacePrefix(index);
   sc->hi_ = hi.empty() ? PrefixSuccessor(prefix) : prefix + std::string(hi);
@@ -729,7 +753,8 @@ Status SegmentStore::AddIndex(SegmentId id, const IndexKeySpec& spec, Timestamp 
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
   SegmentMeta m = seg->meta();
   for (const auto& ix : m.indexes) {
-    if (ix.id == spec.id) return Status::AlreadyExists(fmt::format("segment {} has index {}", id, spec.id));
+    if (ix.id == spec.id)
+      return Status::AlreadyExists(fmt::format("segment {} has index {}", id, spec.id));
   }
   rocksdb::WriteBatch b;
   ASSIGN_OR_RETURN(auto scan, Scan(id, m.lo, m.hi, build_ts));
@@ -738,7 +763,8 @@ Status SegmentStore::AddIndex(SegmentId id, const IndexKeySpec& spec, Timestamp 
   while (more) {
     rows.clear();
     ASSIGN_OR_RETURN(more, scan->Next(4096, &rows));
-    for (const auto& r : rows) RETURN_NOT_OK(IndexChanges(*seg, {spec}, r.key, nullptr, &r.row, build_ts, &b));
+    for (const auto& r : rows)
+      RETURN_NOT_OK(IndexChanges(*seg, {spec}, r.key, nullptr, &r.row, build_ts, &b));
   }
   std::lock_guard<std::shared_mutex> l(mu_);
   RETURN_NOT_OK(CheckLiveLocked(id, seg));
@@ -758,7 +784,8 @@ Status SegmentStore::DropIndex(SegmentId id, uint32_t index) {
   std::lock_guard<std::shared_mutex> l(mu_);
   RETURN_NOT_OK(CheckLiveLocked(id, seg));
   SegmentMeta m = seg->meta();
-  auto it = std::find_if(m.indexes.begin(), m.indexes.end(), [&](const IndexKeySpec& s) { return s.id == index; });
+  auto it = std::find_if(m.indexes.begin(), m.indexes.end(),
+                         [&](const IndexKeySpec& s) { return s.id == index; });
   if (it == m.indexes.end()) return Status::OK();
   m.indexes.erase(it);
   rocksdb::WriteBatch b;

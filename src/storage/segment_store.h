@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "common/codec.h"
-#include "common/small_containers.h"
 #include "common/schema.h"
+#include "common/small_containers.h"
 #include "common/status.h"
 #include "storage/group_sync.h"
 #include "storage/mvcc.h"
@@ -45,20 +45,19 @@ class Snapshot;
 namespace wattdb::storage {
 
 // True if the key range [a, b) lies inside [lo, hi) ("" = unbounded, at either end).
-inline bool RangeCovers(std::string_view lo, std::string_view hi, std::string_view a, std::string_view b) {
+inline bool RangeCovers(std::string_view lo, std::string_view hi, std::string_view a,
+                        std::string_view b) {
   return a >= lo && (hi.empty() || (!b.empty() && b <= hi));
 }
 
 struct SegmentMeta {
   SegmentId id = 0;
   TableId table = 0;
-  std::string lo;  // inclusive, "" = -infinity
-  std::string hi;  // exclusive, "" = +infinity
+  std::string lo;                     // inclusive, "" = -infinity
+  std::string hi;                     // exclusive, "" = +infinity
   std::vector<IndexKeySpec> indexes;  // secondary indexes whose entries this segment keeps
 
-  bool Contains(std::string_view key) const {
-    return key >= lo && (hi.empty() || key < hi);
-  }
+  bool Contains(std::string_view key) const { return key >= lo && (hi.empty() || key < hi); }
   // True if [a, b) lies inside [lo, hi).
   bool Covers(std::string_view a, std::string_view b) const { return RangeCovers(lo, hi, a, b); }
 };
@@ -150,7 +149,8 @@ class Segment {
                 std::vector<RecentRow>* out, bool lo_alone = false) const;
   // If RecentCovers(base): the newest recorded version of `key` (found false if none; *row,
   // unless null, its row if live) and true; false otherwise.
-  bool RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest, std::string* row) const;
+  bool RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest,
+                    std::string* row) const;
   // Ends the recording if it started at `base`.
   void DisarmRecent(uint64_t base);
   // Bytes the recording holds (0 if not recording).
@@ -163,10 +163,10 @@ class Segment {
   // segment are recorded), or after any other change of rows or range (ends the recording).
   void Committed(Timestamp ts, const std::vector<WriteOp>& ops);
   void Changed();
-  rocksdb::DB* db_;               // borrowed; the SegmentStore's DB outlives every Segment
+  rocksdb::DB* db_;                  // borrowed; the SegmentStore's DB outlives every Segment
   rocksdb::ColumnFamilyHandle* cf_;  // owned; destroyed with the Segment
-  const SegmentId id_;            // meta_.id, which never changes
-  mutable std::mutex mu_;         // guards meta_
+  const SegmentId id_;               // meta_.id, which never changes
+  mutable std::mutex mu_;            // guards meta_
   SegmentMeta meta_;
   SegmentCounters counters_;
   mutable std::mutex change_mu_;  // guards recent_; held while data_version_ grows
@@ -182,7 +182,8 @@ using SegmentRef = std::shared_ptr<Segment>;
 // Brackets a write to segments' rows: bumps each one's write_seq() now and again when it ends.
 class WriteWindow {
  public:
-  explicit WriteWindow(std::span<Segment* const> segments) : segments_(segments.begin(), segments.end()) {
+  explicit WriteWindow(std::span<Segment* const> segments)
+      : segments_(segments.begin(), segments.end()) {
     for (Segment* s : segments_) {
       s->writes_in_flight_.fetch_add(1);
       s->write_seq_.fetch_add(1);
@@ -278,7 +279,7 @@ class SegmentScanner {
   friend class SegmentStore;
   SegmentScanner() = default;
   static constexpr int kNextBeforeSeek = 16;  // = kSeekWork: never more than twice the cheaper way
-  static constexpr uint64_t kSeekWork = 16;  // a seek costs about this many steps
+  static constexpr uint64_t kSeekWork = 16;   // a seek costs about this many steps
   // From a version of last_key_: to the first entry of the next key.
   void SkipOlderVersions();
   // From a version of `user_key` newer than read_ts_: to its newest version at read_ts_, or
@@ -289,14 +290,14 @@ class SegmentScanner {
   const rocksdb::Snapshot* snap_ = nullptr;
   std::unique_ptr<rocksdb::Iterator> it_;
   std::unique_ptr<rocksdb::Iterator> rows_;  // index scans: fetches the rows of entries
-  std::string hi_;    // user key bound (with its key-space prefix)
+  std::string hi_;                           // user key bound (with its key-space prefix)
   // Row scans whose range holds only keys that start with the low bound (a point lookup):
   // once a key is decided, the scan ends if its successor reaches hi_, without stepping over
   // the key's older versions (stored keys are prefix-free: no other key lies in between).
   bool narrow_ = false;
-  bool record_first_ = false;  // row scans: fill first_seen_
-  uint64_t write_seq_ = 0;     // the segment's, before snap_ was taken
-  bool quiet_ = false;         // no write was in flight then
+  bool record_first_ = false;      // row scans: fill first_seen_
+  uint64_t write_seq_ = 0;         // the segment's, before snap_ was taken
+  bool quiet_ = false;             // no write was in flight then
   bool several_versions_ = false;  // narrow scans: the key has versions older than its newest
   // Narrow scans also keep the version's row (has_row), offered to the segment's NewestRows
   // when the scanner is destroyed.
@@ -322,8 +323,8 @@ struct ExportedFile {
 };
 struct SegmentExport {
   SegmentMeta meta;
-  std::string dir;          // directory holding the files
-  std::string comparator;   // db_comparator_name
+  std::string dir;         // directory holding the files
+  std::string comparator;  // db_comparator_name
   std::vector<ExportedFile> files;
 };
 
@@ -341,7 +342,8 @@ class SegmentStore {
   // Opens or creates the store at `dir` (parents are created), reopening every segment.
   // `env` (tests): the RocksDB environment to use instead of the default; it must outlive
   // the store.
-  static Result<std::unique_ptr<SegmentStore>> Open(const std::string& dir, rocksdb::Env* env = nullptr);
+  static Result<std::unique_ptr<SegmentStore>> Open(const std::string& dir,
+                                                    rocksdb::Env* env = nullptr);
   ~SegmentStore();
 
   Status CreateSegment(const SegmentMeta& meta);
@@ -368,8 +370,9 @@ class SegmentStore {
   // `on_written`, if set, is called when the commit is in the log and readable at `ts` but its
   // log sync is still due (never for an unsynced or ingested commit), with the ticket that
   // WaitDurable takes; the sync follows when it returns.
-  Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0, uint64_t txn = 0,
-               bool sync = true, const std::function<void(uint64_t ticket)>& on_written = nullptr);
+  Status Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64_t prepared_txn = 0,
+               uint64_t txn = 0, bool sync = true,
+               const std::function<void(uint64_t ticket)>& on_written = nullptr);
   // Returns once the commit `on_written` was told `ticket` for is durable (a sync of the log may
   // run here).
   Status WaitDurable(uint64_t ticket) { return log_sync_.Sync(ticket); }
@@ -393,7 +396,9 @@ class SegmentStore {
   void set_sync_commits(bool on) { sync_commits_ = on; }
   // Tests: `hook` runs before each sync of the log (set before the store is shared), and
   // the callers of WaitDurable or synced commits sleeping until a running sync ends.
-  void set_before_log_sync_for_test(std::function<void()> hook) { before_log_sync_ = std::move(hook); }
+  void set_before_log_sync_for_test(std::function<void()> hook) {
+    before_log_sync_ = std::move(hook);
+  }
   uint32_t log_sync_sleepers() const { return log_sync_.sleepers(); }
 
   // Durable records of prepared transactions (opaque blobs owned by the caller); written
@@ -404,7 +409,8 @@ class SegmentStore {
   Result<LatestVersion> Latest(SegmentId seg, std::string_view key) const;
   // Latest for each of `keys` of `seg`, into (*out)[i], through one iterator: keys in
   // ascending order cost one seek for a run of them with no stored version between them.
-  Status LatestOf(SegmentId seg, std::span<const std::string_view> keys, std::vector<LatestVersion>* out) const;
+  Status LatestOf(SegmentId seg, std::span<const std::string_view> keys,
+                  std::vector<LatestVersion>* out) const;
   // Opens a scan of [lo, hi) at snapshot `read_ts`. Fails with Stale if the segment's range
   // no longer covers [lo, hi) (it split or shrank), NotFound if it is not here.
   Result<std::unique_ptr<SegmentScanner>> Scan(SegmentId seg, std::string_view lo,
@@ -441,10 +447,13 @@ class SegmentStore {
   // when the segment holds less, at least one key always staying). Ids past the last piece
   // are not used. Without `piece_bytes`, or if the top holds about everything: one piece at
   // the middle.
-  Result<std::vector<std::string>> SplitPieces(SegmentId seg, SegmentId first_new_id, uint64_t piece_bytes,
-                                               size_t pieces, std::function<void()>* compact_later = nullptr);
+  Result<std::vector<std::string>> SplitPieces(SegmentId seg, SegmentId first_new_id,
+                                               uint64_t piece_bytes, size_t pieces,
+                                               std::function<void()>* compact_later = nullptr);
   // Tests: runs in Split after the copy, before the final write (without the store's locks).
-  void set_before_split_write_for_test(std::function<void()> f) { before_split_write_ = std::move(f); }
+  void set_before_split_write_for_test(std::function<void()> f) {
+    before_split_write_ = std::move(f);
+  }
   // Tests: runs in Split once the cuts are found, before the copy (without the store's locks).
   void set_after_split_find_for_test(std::function<void()> f) { after_split_find_ = std::move(f); }
   // Whether Split(seg, new_id) happened: its split key (the new segment's low key), after
@@ -489,19 +498,21 @@ class SegmentStore {
   // InvalidArgument unless RocksDB can import every file of `exp` (a file without a point
   // entry fails an assertion inside the import).
   Status CheckImportable(const SegmentExport& exp) const;
-  Result<SegmentRef> GetCoveringLocked(SegmentId id, std::string_view lo, std::string_view hi) const;  // REQUIRES mu_
+  Result<SegmentRef> GetCoveringLocked(SegmentId id, std::string_view lo,
+                                       std::string_view hi) const;  // REQUIRES mu_
   // NotFound unless `seg` is still segment `id` (not dropped while a caller worked on it:
   // its metadata must not be written again). REQUIRES mu_.
   Status CheckLiveLocked(SegmentId id, const SegmentRef& seg) const;
   // A scanner on `id` (Stale unless it covers [seg_lo, seg_hi); `index` nonzero: it must keep
   // that index) with its snapshot and iterators, not yet positioned.
-  Result<std::unique_ptr<SegmentScanner>> OpenScanner(SegmentId id, std::string_view seg_lo, std::string_view seg_hi,
-                                                      uint32_t index, Timestamp read_ts) const;
+  Result<std::unique_ptr<SegmentScanner>> OpenScanner(SegmentId id, std::string_view seg_lo,
+                                                      std::string_view seg_hi, uint32_t index,
+                                                      Timestamp read_ts) const;
   // Adds to `batch` the index entry changes of one row going from `old_row` to `new_row`
   // (either null = absent) at `ts`.
-  Status IndexChanges(const Segment& seg, const std::vector<IndexKeySpec>& specs, std::string_view pk,
-                      const std::string* old_row, const std::string* new_row, Timestamp ts,
-                      void* batch /* rocksdb::WriteBatch* */) const;
+  Status IndexChanges(const Segment& seg, const std::vector<IndexKeySpec>& specs,
+                      std::string_view pk, const std::string* old_row, const std::string* new_row,
+                      Timestamp ts, void* batch /* rocksdb::WriteBatch* */) const;
   // The newest committed version of row `pk` if it is live.
   Result<std::optional<std::string>> LatestRow(const Segment& seg, std::string_view pk) const;
   // Uncompressed key and value bytes in `cf`'s table files plus its memtables' size: the
@@ -515,8 +526,8 @@ class SegmentStore {
   // A commit's segments, and the rows and bytes it wrote to each.
   using CommitSegments = SmallFlatMap<SegmentId, SegmentRef>;
   using WrittenCounts = SmallFlatMap<SegmentId, std::pair<uint64_t, uint64_t>>;
-  Result<bool> ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops, const CommitSegments& refs,
-                                uint64_t txn, WrittenCounts* written);
+  Result<bool> ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops,
+                                const CommitSegments& refs, uint64_t txn, WrittenCounts* written);
   std::atomic<uint64_t> ingested_commits_{0};
 
   std::string dir_;
@@ -536,13 +547,14 @@ class SegmentStore {
   mutable std::shared_mutex mu_;
   // List() reads a copy of the segment list published on every change, so heartbeats never
   // wait for mu_ (held across a split's or an import's final write).
-  void PublishListLocked();  // REQUIRES mu_ held
+  void PublishListLocked();                                              // REQUIRES mu_ held
   std::shared_ptr<const std::vector<SegmentRef>> PublishedList() const;  // the copy, or null
   mutable std::mutex list_mu_;
   std::shared_ptr<const std::vector<SegmentRef>> list_;
   std::function<void()> before_split_write_;  // set_before_split_write_for_test
   std::function<void()> after_split_find_;    // set_after_split_find_for_test
-  std::mutex split_mu_;  // serializes splits (which hold mu_ only briefly); guards cancelled_splits_
+  std::mutex
+      split_mu_;  // serializes splits (which hold mu_ only briefly); guards cancelled_splits_
   std::set<SegmentId> cancelled_splits_;  // new ids SettleSplit found unused
   std::map<SegmentId, SegmentRef> segments_;
 };

@@ -6,7 +6,6 @@
 #include <set>
 
 #include <gtest/gtest.h>
-
 #include <rocksdb/db.h>
 #include <rocksdb/sst_file_reader.h>
 #include <rocksdb/sst_file_writer.h>
@@ -23,11 +22,11 @@
 namespace wattdb::storage {
 namespace {
 
-
 TEST_F(SegmentStoreTest, IndexEntriesFollowRowVersions) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   std::vector<WriteOp> ops;
-  for (int i = 0; i < 10; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, i % 2 ? "odd" : "even")});
+  for (int i = 0; i < 10; i++)
+    ops.push_back({1, K(i), VersionKind::kPut, R(i, i % 2 ? "odd" : "even")});
   ASSERT_TRUE(store_->Apply(5, ops).ok());
   // Built at 5: entries for every row visible then.
   ASSERT_TRUE(store_->AddIndex(1, TextIndex(), 5).ok());
@@ -35,17 +34,20 @@ TEST_F(SegmentStoreTest, IndexEntriesFollowRowVersions) {
   EXPECT_EQ(IndexLookup(*store_, 1, "odd", 5), (std::vector<int64_t>{1, 3, 5, 7, 9}));
   // Maintained from then on: an update moves row 3, a delete removes row 5, an insert adds 11,
   // and a rewrite of row 7 with the same value changes nothing.
-  ASSERT_TRUE(store_->Apply(9, {{1, K(3), VersionKind::kPut, R(3, "even")},
-                                {1, K(5), VersionKind::kDelete, ""},
-                                {1, K(11), VersionKind::kPut, R(11, "odd")},
-                                {1, K(7), VersionKind::kPut, R(7, "odd")}})
+  ASSERT_TRUE(store_
+                  ->Apply(9, {{1, K(3), VersionKind::kPut, R(3, "even")},
+                              {1, K(5), VersionKind::kDelete, ""},
+                              {1, K(11), VersionKind::kPut, R(11, "odd")},
+                              {1, K(7), VersionKind::kPut, R(7, "odd")}})
                   .ok());
   EXPECT_EQ(IndexLookup(*store_, 1, "odd", 9), (std::vector<int64_t>{1, 7, 9, 11}));
   EXPECT_EQ(IndexLookup(*store_, 1, "even", 9), (std::vector<int64_t>{0, 2, 3, 4, 6, 8}));
   // Old snapshots see the old entries.
   EXPECT_EQ(IndexLookup(*store_, 1, "odd", 8), (std::vector<int64_t>{1, 3, 5, 7, 9}));
   // Two writes of one key in one commit: entries go from the committed row to the last write.
-  ASSERT_TRUE(store_->Apply(12, {{1, K(1), VersionKind::kPut, R(1, "mid")}, {1, K(1), VersionKind::kPut, R(1, "last")}})
+  ASSERT_TRUE(store_
+                  ->Apply(12, {{1, K(1), VersionKind::kPut, R(1, "mid")},
+                               {1, K(1), VersionKind::kPut, R(1, "last")}})
                   .ok());
   EXPECT_EQ(IndexLookup(*store_, 1, "mid", 12), std::vector<int64_t>{});
   EXPECT_EQ(IndexLookup(*store_, 1, "last", 12), std::vector<int64_t>{1});
@@ -55,14 +57,16 @@ TEST_F(SegmentStoreTest, IndexEntriesFollowRowVersions) {
   // Dropped: the entries go, the segment forgets the index.
   ASSERT_TRUE(store_->DropIndex(1, 3).ok());
   EXPECT_TRUE((*store_->Get(1))->meta().indexes.empty());
-  EXPECT_EQ(store_->ScanIndex(1, "", "", 3, "", "", 12).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(store_->ScanIndex(1, "", "", 3, "", "", 12).status().code(),
+            Status::Code::kInvalidArgument);
 }
 
 TEST_F(SegmentStoreTest, IndexEntriesMoveWithSplitsAndExports) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   ASSERT_TRUE(store_->AddIndex(1, TextIndex(), 1).ok());
   std::vector<WriteOp> ops;
-  for (int i = 0; i < 100; i++) ops.push_back({1, K(i), VersionKind::kPut, R(i, i % 3 ? "x" : "y")});
+  for (int i = 0; i < 100; i++)
+    ops.push_back({1, K(i), VersionKind::kPut, R(i, i % 3 ? "x" : "y")});
   ASSERT_TRUE(store_->Apply(5, ops).ok());
   auto split = store_->Split(1, 2);
   ASSERT_TRUE(split.ok()) << split.status().ToString();
@@ -103,7 +107,8 @@ TEST_F(SegmentStoreTest, ALargeCommitIsIngestedAndReadsAsABatchCommitWould) {
   // Both segments, keys out of order, one key written twice (the last write wins), a delete.
   std::vector<WriteOp> ops;
   const int n = static_cast<int>(SegmentStore::kIngestAbove) + 20000;
-  for (int i = n - 1; i >= 0; i--) ops.push_back({i < 60000 ? 1u : 2u, K(i), VersionKind::kPut, R(i, "v")});
+  for (int i = n - 1; i >= 0; i--)
+    ops.push_back({i < 60000 ? 1u : 2u, K(i), VersionKind::kPut, R(i, "v")});
   for (int i = 60000; i < n; i += 37) ops.push_back({2, K(i), VersionKind::kPut, R(i, "again")});
   ops.push_back({1, K(3), VersionKind::kPut, R(3, "again")});
   ops.push_back({1, K(7), VersionKind::kDelete, ""});
@@ -127,7 +132,8 @@ TEST_F(SegmentStoreTest, ALargeCommitIsIngestedAndReadsAsABatchCommitWould) {
     EXPECT_EQ(now[3].second, "again");
     auto upper = ScanAll(st, 2, 10);
     ASSERT_EQ(upper.size(), static_cast<size_t>(n - 60000));
-    for (size_t i = 0; i < upper.size(); i++) ASSERT_EQ(upper[i].second, i % 37 == 0 ? "again" : "v") << i;
+    for (size_t i = 0; i < upper.size(); i++)
+      ASSERT_EQ(upper[i].second, i % 37 == 0 ? "again" : "v") << i;
     EXPECT_EQ(*st.CommittedAt(42), std::optional<Timestamp>(10));
   };
   check(*store_);
@@ -151,10 +157,14 @@ TEST_F(SegmentStoreTest, ALargeCommitIsIngestedAndReadsAsABatchCommitWould) {
 
 TEST_F(SegmentStoreTest, SnapshotSeesItsVersion) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
-  ASSERT_TRUE(store_->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "a")},
-                                 {1, K(2), VersionKind::kPut, R(2, "b")}}).ok());
-  ASSERT_TRUE(store_->Apply(20, {{1, K(1), VersionKind::kPut, R(1, "a2")},
-                                 {1, K(2), VersionKind::kDelete, ""}}).ok());
+  ASSERT_TRUE(store_
+                  ->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "a")},
+                               {1, K(2), VersionKind::kPut, R(2, "b")}})
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->Apply(20, {{1, K(1), VersionKind::kPut, R(1, "a2")},
+                               {1, K(2), VersionKind::kDelete, ""}})
+                  .ok());
   ASSERT_TRUE(store_->Apply(30, {{1, K(3), VersionKind::kPut, R(3, "c")}}).ok());
 
   using V = std::vector<std::pair<int64_t, std::string>>;
@@ -183,17 +193,20 @@ TEST_F(SegmentStoreTest, ACommitsWriteWindowEndsBeforeItIsToldWrittenAndSynced) 
   const uint64_t before = seg->write_seq();
   uint64_t at_written = 0, ticket = 0;
   std::optional<SeenLatest> seen;
-  ASSERT_TRUE(store_->Apply(20, {{1, K(1), VersionKind::kPut, R(1, "b")}}, 0, 0, true, [&](uint64_t t) {
-    ticket = t;
-    at_written = seg->write_seq();
-    auto sc = store_->Scan(1, K(1), K(2), 15);
-    std::vector<ScanRow> rows;
-    EXPECT_TRUE(sc.ok() && (*sc)->Next(10, &rows).ok());
-    seen = (*sc)->first_seen();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Apply(20, {{1, K(1), VersionKind::kPut, R(1, "b")}}, 0, 0, true,
+                          [&](uint64_t t) {
+                            ticket = t;
+                            at_written = seg->write_seq();
+                            auto sc = store_->Scan(1, K(1), K(2), 15);
+                            std::vector<ScanRow> rows;
+                            EXPECT_TRUE(sc.ok() && (*sc)->Next(10, &rows).ok());
+                            seen = (*sc)->first_seen();
+                          })
+                  .ok());
   EXPECT_NE(ticket, 0u);
-  EXPECT_NE(at_written, before);               // the window opened and closed
-  EXPECT_EQ(seg->write_seq(), at_written);     // and nothing changed after it was told
+  EXPECT_NE(at_written, before);            // the window opened and closed
+  EXPECT_EQ(seg->write_seq(), at_written);  // and nothing changed after it was told
   ASSERT_TRUE(seen.has_value());
   EXPECT_EQ(seen->latest.ts, 20u);
   EXPECT_TRUE(seen->Current(*seg));
@@ -204,11 +217,15 @@ TEST_F(SegmentStoreTest, ACommitsWriteWindowEndsBeforeItIsToldWrittenAndSynced) 
 // snapshot still sees exactly its version of each key, and the neighbours.
 TEST_F(SegmentStoreTest, ManyVersionsOfOneKeyEachSnapshotSeesItsOwn) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
-  ASSERT_TRUE(store_->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "first")},
-                                {1, K(3), VersionKind::kPut, R(3, "last")}}).ok());
+  ASSERT_TRUE(store_
+                  ->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "first")},
+                              {1, K(3), VersionKind::kPut, R(3, "last")}})
+                  .ok());
   for (int v = 1; v <= 100; v++) {
-    ASSERT_TRUE(store_->Apply(10 * v, {{1, K(2), v == 50 ? VersionKind::kDelete : VersionKind::kPut,
-                                        v == 50 ? "" : R(2, fmt::format("v{}", v))}}).ok());
+    ASSERT_TRUE(store_
+                    ->Apply(10 * v, {{1, K(2), v == 50 ? VersionKind::kDelete : VersionKind::kPut,
+                                      v == 50 ? "" : R(2, fmt::format("v{}", v))}})
+                    .ok());
   }
   using V = std::vector<std::pair<int64_t, std::string>>;
   EXPECT_EQ(ScanAll(*store_, 1, 9), (V{{1, "first"}, {3, "last"}}));
@@ -243,7 +260,8 @@ TEST_F(SegmentStoreTest, ScanHonoursRangeAndDetectsStaleness) {
 TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange) {
   ASSERT_TRUE(store_->CreateSegment({1, 1, "", ""}).ok());
   auto put = [&](int64_t k, Timestamp ts, size_t pad = 1, bool del = false) {
-    WriteOp op{1, K(k), del ? VersionKind::kDelete : VersionKind::kPut, del ? "" : R(k, std::string(pad, 'x'))};
+    WriteOp op{1, K(k), del ? VersionKind::kDelete : VersionKind::kPut,
+               del ? "" : R(k, std::string(pad, 'x'))};
     ASSERT_TRUE(store_->Apply(ts, {op}).ok());
   };
   SegmentRef seg = *store_->Get(1);
@@ -296,7 +314,8 @@ TEST_F(SegmentStoreTest, ASegmentRecordsCommitsSinceItWasArmedUntilAnotherChange
   EXPECT_TRUE(seg->RecentAt(again, K(1), PrefixSuccessor(K(1)), 50, &rows, /*lo_alone=*/true));
   EXPECT_TRUE(rows.empty()) << "recorded before the recording began again";
   size_t written = 0;
-  for (int64_t k = 10; written <= RecentVersions::kMaxBytes; k++, written += 1 << 20) put(1, 40 + k, 1 << 20);
+  for (int64_t k = 10; written <= RecentVersions::kMaxBytes; k++, written += 1 << 20)
+    put(1, 40 + k, 1 << 20);
   EXPECT_FALSE(seg->RecentCovers(again));
   EXPECT_EQ(seg->recent_bytes(), 0u);
 }
@@ -445,7 +464,8 @@ TEST_F(SegmentStoreTest, ASegmentSplitJustBeforeItsExportImports) {
   ASSERT_TRUE(store_->Apply(10, ops).ok());
   ASSERT_TRUE(store_->FlushSegment(4).ok());  // the rows are in a table file; the memtable is empty
   std::function<void()> compact_later;
-  auto key = store_->Split(4, 5, 0, &compact_later);  // the moved range's removal stays in the memtable
+  auto key =
+      store_->Split(4, 5, 0, &compact_later);  // the moved range's removal stays in the memtable
   ASSERT_TRUE(key.ok()) << key.status().ToString();
   auto exp = store_->Export(4, (root_ / "export4").string());
   ASSERT_TRUE(exp.ok()) << exp.status().ToString();
@@ -502,7 +522,8 @@ TEST_F(SegmentStoreTest, AnImportOfAFileWithoutRowsIsRefused) {
   exp.meta = {6, 7, "", ""};
   exp.dir = (root_ / "x").string();
   exp.comparator = "leveldb.BytewiseComparator";
-  exp.files.push_back(ExportedFile{"000001.sst", 6, fs::file_size(root_ / "x" / "000001.sst"), 0, 0, K(1), K(9), 0, 0});
+  exp.files.push_back(ExportedFile{"000001.sst", 6, fs::file_size(root_ / "x" / "000001.sst"), 0, 0,
+                                   K(1), K(9), 0, 0});
   Status st = store_->Import(exp);
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
   EXPECT_FALSE(store_->Get(6).ok());
@@ -539,7 +560,8 @@ TEST_F(SegmentStoreTest, ALogEndingInPrefilledZerosRecoversEverySyncedCommit) {
   store_->set_sync_commits(true);
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   for (int i = 0; i < 200; i++) {
-    ASSERT_TRUE(store_->Apply(10 + i, {{1, K(i), VersionKind::kPut, R(i, fmt::format("v{}", i))}}).ok());
+    ASSERT_TRUE(
+        store_->Apply(10 + i, {{1, K(i), VersionKind::kPut, R(i, fmt::format("v{}", i))}}).ok());
   }
   auto live_log = [](const fs::path& dir) {
     std::vector<fs::path> logs;
@@ -551,7 +573,8 @@ TEST_F(SegmentStoreTest, ALogEndingInPrefilledZerosRecoversEverySyncedCommit) {
   };
   fs::path log = live_log(root_ / "a");
   ASSERT_FALSE(log.empty());
-  EXPECT_GE(fs::file_size(log), LogPrefillFs::kPrefillBytes) << "the log runs ahead of its contents";
+  EXPECT_GE(fs::file_size(log), LogPrefillFs::kPrefillBytes)
+      << "the log runs ahead of its contents";
   fs::copy(root_ / "a", root_ / "crashed", fs::copy_options::recursive);
   {
     auto copy = SegmentStore::Open((root_ / "crashed").string());
@@ -575,7 +598,8 @@ TEST_F(SegmentStoreTest, ReopeningKeepsOnlyTheLastInformationalLogs) {
   store_.reset();
   auto logs = [&] {
     size_t n = 0;
-    for (const auto& e : fs::directory_iterator(root_ / "a")) n += e.path().filename().string().rfind("LOG", 0) == 0;
+    for (const auto& e : fs::directory_iterator(root_ / "a"))
+      n += e.path().filename().string().rfind("LOG", 0) == 0;
     return n;
   };
   for (size_t i = 0; i < kKeptInfoLogs + 5; i++) {
@@ -592,9 +616,15 @@ TEST_F(SegmentStoreTest, ReopeningKeepsOnlyTheLastInformationalLogs) {
 TEST_F(SegmentStoreTest, NewestRowsFollowCommitsPointScansAndSplits) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
   SegmentRef seg = *store_->Get(1);
-  ASSERT_TRUE(store_->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "a")}, {1, K(2), VersionKind::kPut, R(2, "b")},
-                                 {1, K(5), VersionKind::kPut, R(5, "once")}}).ok());
-  ASSERT_TRUE(store_->Apply(12, {{1, K(1), VersionKind::kPut, R(1, "a2")}, {1, K(2), VersionKind::kPut, R(2, "b2")}}).ok());
+  ASSERT_TRUE(store_
+                  ->Apply(10, {{1, K(1), VersionKind::kPut, R(1, "a")},
+                               {1, K(2), VersionKind::kPut, R(2, "b")},
+                               {1, K(5), VersionKind::kPut, R(5, "once")}})
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->Apply(12, {{1, K(1), VersionKind::kPut, R(1, "a2")},
+                               {1, K(2), VersionKind::kPut, R(2, "b2")}})
+                  .ok());
   EXPECT_EQ(seg->newest().size(), 0u) << "no point read asked for them";
   auto point = [&](int64_t k, Timestamp ts) {
     auto sc = store_->Scan(1, K(k), PrefixSuccessor(K(k)), ts);
@@ -646,8 +676,10 @@ TEST_F(SegmentStoreTest, NewestRowsFollowCommitsPointScansAndSplits) {
 TEST_F(SegmentStoreTest, ReopenKeepsSegmentsAndData) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", K(50)}).ok());
   ASSERT_TRUE(store_->CreateSegment({2, 7, K(50), ""}).ok());
-  ASSERT_TRUE(store_->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "one")},
-                                {2, K(60), VersionKind::kPut, R(60, "sixty")}}).ok());
+  ASSERT_TRUE(store_
+                  ->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "one")},
+                              {2, K(60), VersionKind::kPut, R(60, "sixty")}})
+                  .ok());
   ASSERT_TRUE(store_->DropSegment(2).ok());
   store_.reset();
   auto s = SegmentStore::Open((root_ / "a").string());
@@ -661,11 +693,14 @@ TEST_F(SegmentStoreTest, ReopenKeepsSegmentsAndData) {
 // key-space byte) opens upgraded, with its rows intact.
 TEST_F(SegmentStoreTest, OpensAndUpgradesFormatOneStores) {
   ASSERT_TRUE(store_->CreateSegment({1, 7, "", ""}).ok());
-  ASSERT_TRUE(store_->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "one")}, {1, K(2), VersionKind::kPut, R(2, "two")}})
+  ASSERT_TRUE(store_
+                  ->Apply(5, {{1, K(1), VersionKind::kPut, R(1, "one")},
+                              {1, K(2), VersionKind::kPut, R(2, "two")}})
                   .ok());
   store_.reset();
   {  // Rewrite it as the old format.
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}}, {"seg_1", {}}};
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}},
+                                                        {"seg_1", {}}};
     std::vector<rocksdb::ColumnFamilyHandle*> hs;
     rocksdb::DB* raw = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), (root_ / "a").string(), cfs, &hs, &raw).ok());
@@ -712,12 +747,13 @@ TEST(SegmentStoreStatus, AColumnFamilyDroppedMeanwhileIsStale) {
   ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), cf, "k", "v").ok());
   ASSERT_TRUE(raw->DropColumnFamily(cf).ok());
   Status flush = internal::FromRocks(raw->Flush(rocksdb::FlushOptions(), cf), "flush segment");
-  Status compact = internal::FromRocks(raw->CompactRange(rocksdb::CompactRangeOptions(), cf, nullptr, nullptr),
-                                       "compact segment");
+  Status compact = internal::FromRocks(
+      raw->CompactRange(rocksdb::CompactRangeOptions(), cf, nullptr, nullptr), "compact segment");
   EXPECT_TRUE(flush.IsStale()) << flush.ToString();
   EXPECT_TRUE(compact.IsStale()) << compact.ToString();
   EXPECT_NE(compact.message().find("compact segment"), std::string::npos) << compact.ToString();
-  EXPECT_EQ(internal::FromRocks(rocksdb::Status::IOError("disk"), "write").code(), Status::Code::kIOError);
+  EXPECT_EQ(internal::FromRocks(rocksdb::Status::IOError("disk"), "write").code(),
+            Status::Code::kIOError);
   raw->DestroyColumnFamilyHandle(cf);
   delete raw;
   fs::remove_all(dir);

@@ -82,7 +82,8 @@ class SegmentStoreTest : public ::testing::Test {
 };
 
 // Index entries: rows are (id, text); index 3 is on the text column.
-inline std::vector<int64_t> IndexLookup(SegmentStore& st, SegmentId seg, const std::string& text, Timestamp ts) {
+inline std::vector<int64_t> IndexLookup(SegmentStore& st, SegmentId seg, const std::string& text,
+                                        Timestamp ts) {
   SegmentMeta m = (*st.Get(seg))->meta();
   std::string k;
   EncodeIndexColumn(Value::Text(text), false, &k);

@@ -2,13 +2,13 @@
 // segment_reshape.cc).
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include <rocksdb/cache.h>
 #include <rocksdb/options.h>
 #include <rocksdb/status.h>
 #include <rocksdb/table.h>
-
-#include <memory>
-#include <string>
 
 #include "common/status.h"
 
@@ -54,7 +54,8 @@ inline std::shared_ptr<rocksdb::Cache> SegmentBlockCache() {
   return cache;
 }
 
-inline rocksdb::ColumnFamilyOptions SegmentCfOptions(const std::shared_ptr<rocksdb::CompactionFilterFactory>& gc) {
+inline rocksdb::ColumnFamilyOptions SegmentCfOptions(
+    const std::shared_ptr<rocksdb::CompactionFilterFactory>& gc) {
   rocksdb::ColumnFamilyOptions o;
   o.write_buffer_size = 8 << 20;
   // Compactions write files of this size: a split's compaction of the moved range rewrites

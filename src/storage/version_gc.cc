@@ -12,7 +12,8 @@ class VersionGc : public rocksdb::CompactionFilter {
  public:
   VersionGc(uint64_t horizon, bool full) : horizon_(horizon), full_(full) {}
 
-  bool Filter(int, const rocksdb::Slice& key, const rocksdb::Slice& value, std::string*, bool*) const override {
+  bool Filter(int, const rocksdb::Slice& key, const rocksdb::Slice& value, std::string*,
+              bool*) const override {
     if (key.size() < 8) return false;
     std::string_view k(key.data(), key.size());
     std::string_view user = UserKey(k);
@@ -21,7 +22,7 @@ class VersionGc : public rocksdb::CompactionFilter {
       seen_visible_ = false;
     }
     if (VersionTs(k) > horizon_) return false;  // newer than every snapshot in use
-    if (!seen_visible_) {  // the version readers at the horizon see
+    if (!seen_visible_) {                       // the version readers at the horizon see
       seen_visible_ = true;
       // A deletion (of a row, or of an index entry) goes too when this compaction holds every
       // file of the segment: readers at or above the horizon find nothing either way, and no

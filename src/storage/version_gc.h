@@ -19,7 +19,8 @@ namespace wattdb::storage {
 
 class VersionGcFactory : public rocksdb::CompactionFilterFactory {
  public:
-  explicit VersionGcFactory(std::shared_ptr<std::atomic<uint64_t>> horizon) : horizon_(std::move(horizon)) {}
+  explicit VersionGcFactory(std::shared_ptr<std::atomic<uint64_t>> horizon)
+      : horizon_(std::move(horizon)) {}
   std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
       const rocksdb::CompactionFilter::Context& context) override;
   // Flushes too: a hot row's shadowed versions in a memtable never reach the table files.

@@ -10,15 +10,17 @@ namespace wattdb::testing {
 namespace {
 
 std::string Conn(const MiniCluster& c, const std::string& user, const std::string& password) {
-  return fmt::format("host=127.0.0.1 port={} user={} dbname=wattdb sslmode=disable connect_timeout=10{}",
-                     c.pg_port(), user, password.empty() ? "" : " password=" + password);
+  return fmt::format(
+      "host=127.0.0.1 port={} user={} dbname=wattdb sslmode=disable connect_timeout=10{}",
+      c.pg_port(), user, password.empty() ? "" : " password=" + password);
 }
 
 MiniClusterOptions Options(const std::string& method) {
   MiniClusterOptions o{1, 64 << 10, 300};
   o.extra_toml = fmt::format(
       "[auth]\nmethod = \"{}\"\ntrust_loopback = false\n"
-      "[[auth.user]]\nname = \"wattdb\"\npassword = \"s3cret-pass\"\n", method);
+      "[[auth.user]]\nname = \"wattdb\"\npassword = \"s3cret-pass\"\n",
+      method);
   o.password = "s3cret-pass";
   return o;
 }
@@ -30,11 +32,13 @@ void ExpectAuthCycle(const MiniCluster& cluster) {
 
   PgConn wrong(Conn(cluster, "wattdb", "nope"));
   EXPECT_FALSE(wrong.ok());
-  EXPECT_NE(wrong.error().find("password authentication failed for user \"wattdb\""), std::string::npos)
+  EXPECT_NE(wrong.error().find("password authentication failed for user \"wattdb\""),
+            std::string::npos)
       << wrong.error();
   PgConn unknown(Conn(cluster, "mallory", "nope"));
   EXPECT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().find("password authentication failed"), std::string::npos) << unknown.error();
+  EXPECT_NE(unknown.error().find("password authentication failed"), std::string::npos)
+      << unknown.error();
   PgConn missing(Conn(cluster, "wattdb", ""));
   EXPECT_FALSE(missing.ok());
 

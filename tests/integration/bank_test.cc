@@ -23,10 +23,12 @@ TEST(Bank, TransfersKeepTheTotalUnderConcurrencyAndMoves) {
   ASSERT_EQ(c->Exec("CREATE TABLE acc (id INT PRIMARY KEY, balance BIGINT, note TEXT)"), "");
   std::string sql = "INSERT INTO acc VALUES ";
   for (int i = 0; i < kAccounts; i++) {
-    sql += fmt::format("{}({}, {}, 'account number {} with some padding')", i ? "," : "", i, kInitial, i);
+    sql += fmt::format("{}({}, {}, 'account number {} with some padding')", i ? "," : "", i,
+                       kInitial, i);
   }
   ASSERT_EQ(c->Exec(sql), "");
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_partitions WHERE table_name = 'acc'", "3", 30000));
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_partitions WHERE table_name = 'acc'",
+                              "3", 30000));
   const std::string total = std::to_string(kAccounts * kInitial);
 
   std::atomic<bool> stop{false};
@@ -81,13 +83,17 @@ TEST(Bank, TransfersKeepTheTotalUnderConcurrencyAndMoves) {
   }
   // Moves underneath: they wait for the transactions that hold their segments.
   std::vector<std::vector<std::string>> segs;
-  ASSERT_EQ(c->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 'acc' ORDER BY segment_id",
-                    &segs), "");
+  ASSERT_EQ(c->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 'acc' "
+                    "ORDER BY segment_id",
+                    &segs),
+            "");
   for (size_t i = 0; i < segs.size() && i < 6; i += 2) {
     std::string msg;
     std::string st = c->Exec(fmt::format("ALTER TABLE acc MOVE SEGMENT {} TO NODE {}", segs[i][0],
-                                         std::stoi(segs[i][1]) % 3 + 1), nullptr, &msg);
-    EXPECT_TRUE(st.empty() || st == sqlstate::kObjectInUse) << st << " " << msg;  // 55006: undecided writes, try later
+                                         std::stoi(segs[i][1]) % 3 + 1),
+                             nullptr, &msg);
+    EXPECT_TRUE(st.empty() || st == sqlstate::kObjectInUse)
+        << st << " " << msg;  // 55006: undecided writes, try later
   }
   for (int w = 0; w < 4; w++) threads[w].join();
   stop = true;
@@ -99,8 +105,8 @@ TEST(Bank, TransfersKeepTheTotalUnderConcurrencyAndMoves) {
   EXPECT_EQ(bad_sums.load(), 0);
   EXPECT_EQ(c->Scalar("SELECT sum(balance) FROM acc"), total);
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM acc"), std::to_string(kAccounts));
-  std::printf("transfers committed=%d retried_after_40001=%d sums_checked=%d\n", committed.load(), retried.load(),
-              sums.load());
+  std::printf("transfers committed=%d retried_after_40001=%d sums_checked=%d\n", committed.load(),
+              retried.load(), sums.load());
 }
 
 TEST(Bank, SelectForUpdateLocksRowsUntilCommit) {
@@ -132,7 +138,8 @@ TEST(Bank, SelectForUpdateLocksRowsUntilCommit) {
   // b's snapshot does not include a's write: locking that row now fails; rows a never
   // touched lock fine.
   EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 2 FOR UPDATE"), "");
-  EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"), sqlstate::kSerializationFailure);
+  EXPECT_EQ(b->Exec("SELECT bal FROM acct WHERE id = 1 FOR UPDATE"),
+            sqlstate::kSerializationFailure);
   ASSERT_EQ(b->Exec("ROLLBACK"), "");
   // Under READ COMMITTED the locking read is re-run on a snapshot that sees a's commit.
   ASSERT_EQ(b->Exec("BEGIN"), "");
@@ -150,25 +157,33 @@ TEST(Bank, VacuumReclaimsOldVersionsButKeepsOpenSnapshots) {
   auto c = cluster.Connect(), reader = cluster.Connect();
   ASSERT_EQ(c->Exec("CREATE TABLE g (id INT PRIMARY KEY, pad TEXT)"), "");
   std::string sql = "INSERT INTO g VALUES ";
-  for (int i = 0; i < 200; i++) sql += fmt::format("{}({}, '{}')", i ? "," : "", i, std::string(200, 'a'));
+  for (int i = 0; i < 200; i++)
+    sql += fmt::format("{}({}, '{}')", i ? "," : "", i, std::string(200, 'a'));
   ASSERT_EQ(c->Exec(sql), "");
   // A transaction that started before the updates must keep seeing the original rows.
   ASSERT_EQ(reader->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ"), "");
   ASSERT_EQ(reader->Scalar("SELECT count(*) FROM g WHERE pad LIKE 'a%'"), "200");
   for (int round = 0; round < 30; round++) {
-    ASSERT_EQ(c->Exec(fmt::format("UPDATE g SET pad = '{}'", std::string(200, static_cast<char>('b' + round % 20)))), "");
+    ASSERT_EQ(c->Exec(fmt::format("UPDATE g SET pad = '{}'",
+                                  std::string(200, static_cast<char>('b' + round % 20)))),
+              "");
   }
-  ASSERT_TRUE(cluster.WaitFor("SELECT sum(bytes) > 1000000 FROM wattdb_segments WHERE table_name = 'g'", "t", 10000))
+  ASSERT_TRUE(cluster.WaitFor(
+      "SELECT sum(bytes) > 1000000 FROM wattdb_segments WHERE table_name = 'g'", "t", 10000))
       << c->Scalar("SELECT sum(bytes) FROM wattdb_segments WHERE table_name = 'g'");
   ASSERT_EQ(c->Exec("VACUUM g"), "");
-  EXPECT_EQ(reader->Scalar("SELECT count(*) FROM g WHERE pad LIKE 'a%'"), "200");  // its versions survived
+  EXPECT_EQ(reader->Scalar("SELECT count(*) FROM g WHERE pad LIKE 'a%'"),
+            "200");  // its versions survived
   ASSERT_EQ(reader->Exec("COMMIT"), "");
   // With no old snapshot left, VACUUM reclaims the shadowed versions.
   ASSERT_EQ(c->Exec("VACUUM"), "");
-  EXPECT_TRUE(cluster.WaitFor("SELECT sum(bytes) < 200000 FROM wattdb_segments WHERE table_name = 'g'", "t", 10000))
+  EXPECT_TRUE(cluster.WaitFor(
+      "SELECT sum(bytes) < 200000 FROM wattdb_segments WHERE table_name = 'g'", "t", 10000))
       << c->Scalar("SELECT sum(bytes) FROM wattdb_segments WHERE table_name = 'g'");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM g"), "200");
-  EXPECT_EQ(c->Scalar(fmt::format("SELECT count(*) FROM g WHERE pad = '{}'", std::string(200, 'b' + 29 % 20))), "200");
+  EXPECT_EQ(c->Scalar(fmt::format("SELECT count(*) FROM g WHERE pad = '{}'",
+                                  std::string(200, 'b' + 29 % 20))),
+            "200");
 }
 
 // Rows under hidden keys (a table without a primary key) are written without a uniqueness
@@ -204,14 +219,20 @@ TEST(Bank, MoveGivesUpOnAnIdleTransactionAndSucceedsAfterIt) {
   ASSERT_EQ(a->Exec("UPDATE k SET v = 10 WHERE id = 1"), "");
   // The transaction sits idle holding the segment: the move gives up with 55006...
   std::string msg;
-  EXPECT_EQ(b->Exec(fmt::format("ALTER TABLE k MOVE SEGMENT {} TO NODE {}", seg, to), nullptr, &msg), sqlstate::kObjectInUse) << msg;
+  EXPECT_EQ(
+      b->Exec(fmt::format("ALTER TABLE k MOVE SEGMENT {} TO NODE {}", seg, to), nullptr, &msg),
+      sqlstate::kObjectInUse)
+      << msg;
   // ...and other work is not blocked meanwhile.
   EXPECT_EQ(b->Scalar("SELECT v FROM k WHERE id = 1"), "1");
   ASSERT_EQ(a->Exec("COMMIT"), "");
-  ASSERT_EQ(b->Exec(fmt::format("ALTER TABLE k MOVE SEGMENT {} TO NODE {}", seg, to), nullptr, &msg), "") << msg;
+  ASSERT_EQ(
+      b->Exec(fmt::format("ALTER TABLE k MOVE SEGMENT {} TO NODE {}", seg, to), nullptr, &msg), "")
+      << msg;
   EXPECT_EQ(b->Scalar("SELECT v FROM k WHERE id = 1"), "10");
-  EXPECT_EQ(b->Scalar(fmt::format("SELECT node_id FROM wattdb_segments WHERE segment_id = {}", seg)),
-            std::to_string(to));
+  EXPECT_EQ(
+      b->Scalar(fmt::format("SELECT node_id FROM wattdb_segments WHERE segment_id = {}", seg)),
+      std::to_string(to));
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // statement with 57014 and leaves the connection usable; a cancel with an unknown key changes
 // nothing.
 #include <arpa/inet.h>
-#include <libpq-fe.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
@@ -91,7 +91,8 @@ TEST(Cancel, DoesNotWaitForANodeThatIsStillAggregating) {
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec("CREATE TABLE w (k INT PRIMARY KEY, pad TEXT)"), "");
-  ASSERT_EQ(c->Exec("INSERT INTO w SELECT g, repeat('x', 1000) FROM generate_series(1, 20000) g"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO w SELECT g, repeat('x', 1000) FROM generate_series(1, 20000) g"),
+            "");
   ASSERT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 'w'"), "1");
   // About 20 GB of string building on the node, in one partial aggregate: many seconds.
   const std::string slow = "SELECT sum(length(repeat(pad, 1000))) FROM w";
@@ -108,10 +109,12 @@ TEST(Cancel, DoesNotWaitForANodeThatIsStillAggregating) {
   EXPECT_LT(took, 3.0) << "the statement waited for the node's aggregate";
   // The node notices the closed stream between batches and stops its aggregate too: its CPU
   // falls back within a few telemetry intervals, not after the many seconds of the work.
-  EXPECT_TRUE(cluster.WaitFor("SELECT cpu_percent < 30 FROM wattdb_nodes WHERE node_id = 1", "t", 4000))
+  EXPECT_TRUE(
+      cluster.WaitFor("SELECT cpu_percent < 30 FROM wattdb_nodes WHERE node_id = 1", "t", 4000))
       << "the node went on aggregating for a statement that was gone";
   ASSERT_EQ(c->Exec("SET statement_timeout = 0"), "");
-  EXPECT_EQ(c->Scalar("SELECT count(*) FROM w WHERE k <= 10"), "10");  // the session and the node go on
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM w WHERE k <= 10"),
+            "10");  // the session and the node go on
 }
 
 }  // namespace

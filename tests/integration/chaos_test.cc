@@ -46,8 +46,19 @@ struct Tally {
 // lost connection (?????: the master died), an outcome unknown, a busy segment; and deadlocks
 // (40P01), since two transfers in opposite directions lock their first accounts at once.
 bool Tolerated(const std::string& st) {
-  static const std::set<std::string> ok = {sqlstate::kSerializationFailure, sqlstate::kDeadlockDetected, sqlstate::kCannotConnectNow, sqlstate::kStatementCompletionUnknown, sqlstate::kObjectInUse, sqlstate::kConnectionFailure, sqlstate::kInFailedSqlTransaction, sqlstate::kIoError,
-                                           "?????", sqlstate::kObjectNotInPrerequisiteState, sqlstate::kAdminShutdown, sqlstate::kTooManyConnections, sqlstate::kQueryCanceled};
+  static const std::set<std::string> ok = {sqlstate::kSerializationFailure,
+                                           sqlstate::kDeadlockDetected,
+                                           sqlstate::kCannotConnectNow,
+                                           sqlstate::kStatementCompletionUnknown,
+                                           sqlstate::kObjectInUse,
+                                           sqlstate::kConnectionFailure,
+                                           sqlstate::kInFailedSqlTransaction,
+                                           sqlstate::kIoError,
+                                           "?????",
+                                           sqlstate::kObjectNotInPrerequisiteState,
+                                           sqlstate::kAdminShutdown,
+                                           sqlstate::kTooManyConnections,
+                                           sqlstate::kQueryCanceled};
   return ok.count(st) > 0;
 }
 
@@ -70,7 +81,8 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
       sql += fmt::format("{}({}, 1000, '{}')", i ? "," : "", i, std::string(200, 'p'));
     }
     ASSERT_EQ(c->Exec(sql), "");
-    ASSERT_TRUE(cluster.WaitFor("SELECT count(*) >= 2 FROM wattdb_partitions WHERE table_name = 'accounts'", "t", 60000));
+    ASSERT_TRUE(cluster.WaitFor(
+        "SELECT count(*) >= 2 FROM wattdb_partitions WHERE table_name = 'accounts'", "t", 60000));
   }
   const std::string total = std::to_string(kAccounts * 1000);
 
@@ -82,8 +94,10 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
     int from, to, amount;
   };
   std::mutex transfers_mu;
-  std::map<int, int64_t> expected;                // account -> balance if exactly the acknowledged transfers applied
-  std::map<int, std::vector<Transfer>> uncertain;  // account -> transfers of unknown outcome touching it
+  std::map<int, int64_t>
+      expected;  // account -> balance if exactly the acknowledged transfers applied
+  std::map<int, std::vector<Transfer>>
+      uncertain;  // account -> transfers of unknown outcome touching it
   std::atomic<int> transfers{0}, unexpected{0};
   std::mutex acked_mu;
   std::set<int64_t> acked, unknown;  // inserts acknowledged / of unknown outcome
@@ -111,13 +125,16 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
         int a = rng() % kAccounts, b = rng() % kAccounts, amount = 1 + rng() % 20;
         if (a == b) continue;
         std::string msg, st = conn->Exec("BEGIN", nullptr, &msg);
-        // Worker 0 runs its updates as prepared statements (key-write templates), the others as text.
+        // Worker 0 runs its updates as prepared statements (key-write templates), the others as
+        // text.
         auto update = [&](int id, int delta) {
           if (w == 0) {
             return conn->ExecPrepared("UPDATE accounts SET balance = balance + $2 WHERE id = $1",
                                       {std::to_string(id), std::to_string(delta)}, &msg);
           }
-          return conn->Exec(fmt::format("UPDATE accounts SET balance = balance + {} WHERE id = {}", delta, id), nullptr, &msg);
+          return conn->Exec(
+              fmt::format("UPDATE accounts SET balance = balance + {} WHERE id = {}", delta, id),
+              nullptr, &msg);
         };
         if (st.empty()) st = update(a, -amount);
         if (st.empty()) st = update(b, amount);
@@ -130,7 +147,8 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
           expected[b] += amount;
           continue;
         }
-        if (committing && (st == sqlstate::kStatementCompletionUnknown || st == "?????" || st == sqlstate::kConnectionFailure)) {
+        if (committing && (st == sqlstate::kStatementCompletionUnknown || st == "?????" ||
+                           st == sqlstate::kConnectionFailure)) {
           std::lock_guard<std::mutex> l(transfers_mu);
           uncertain[a].push_back({a, b, amount});
           uncertain[b].push_back({a, b, amount});
@@ -148,18 +166,22 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
         if (!connect(conn)) continue;
         int64_t id = int64_t{w + 1} * 1000000000 + seq++;
         std::string msg, st;
-        // Worker 1 inserts by a prepared statement (its values evaluated in place), worker 0 by text.
+        // Worker 1 inserts by a prepared statement (its values evaluated in place), worker 0 by
+        // text.
         if (w == 1) {
-          st = conn->ExecPrepared("INSERT INTO log VALUES ($1, $2, $3)", {std::to_string(id), "1", std::string(100, 'x')},
-                                  &msg);
+          st = conn->ExecPrepared("INSERT INTO log VALUES ($1, $2, $3)",
+                                  {std::to_string(id), "1", std::string(100, 'x')}, &msg);
         } else {
-          st = conn->Exec(fmt::format("INSERT INTO log VALUES ({}, {}, '{}')", id, w, std::string(100, 'x')), nullptr, &msg);
+          st = conn->Exec(
+              fmt::format("INSERT INTO log VALUES ({}, {}, '{}')", id, w, std::string(100, 'x')),
+              nullptr, &msg);
         }
         std::lock_guard<std::mutex> l(acked_mu);
         if (st.empty()) {
           acked.insert(id);
         } else {
-          unknown.insert(id);  // even a definite error is not checked: only acknowledged ids must be there
+          unknown.insert(
+              id);  // even a definite error is not checked: only acknowledged ids must be there
           note(st, msg);
         }
       }
@@ -177,7 +199,8 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
       int read = 0;
       std::vector<std::vector<std::string>> rows;
       for (; read < kAccounts && st.empty() && !stop; read++) {
-        st = conn->ExecPrepared("SELECT balance FROM accounts WHERE id = $1", {std::to_string(read)}, &msg, &rows);
+        st = conn->ExecPrepared("SELECT balance FROM accounts WHERE id = $1",
+                                {std::to_string(read)}, &msg, &rows);
         if (st.empty() && rows.size() != 1) {
           torn++;
           ADD_FAILURE() << "account " << read << " read as " << rows.size() << " rows";
@@ -227,17 +250,22 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
       case 2: {  // kill the master and start a new one
         cluster.SignalMaster(SIGKILL);
         actions["master kill -9"]++;
-        ASSERT_TRUE(cluster.StartMaster()) << "the master did not come back; logs in " << cluster.dir();
+        ASSERT_TRUE(cluster.StartMaster())
+            << "the master did not come back; logs in " << cluster.dir();
         admin = cluster.Connect();
         break;
       }
       default: {  // move a random segment to a random node
         if (!admin->ok()) admin = cluster.Connect();
         std::vector<std::vector<std::string>> segs;
-        if (admin->Exec("SELECT table_name, segment_id FROM wattdb_segments", &segs) != "" || segs.empty()) break;
+        if (admin->Exec("SELECT table_name, segment_id FROM wattdb_segments", &segs) != "" ||
+            segs.empty())
+          break;
         auto& s = segs[rng() % segs.size()];
         std::string msg;
-        std::string st = admin->Exec(fmt::format("ALTER TABLE {} MOVE SEGMENT {} TO NODE {}", s[0], s[1], node), nullptr, &msg);
+        std::string st =
+            admin->Exec(fmt::format("ALTER TABLE {} MOVE SEGMENT {} TO NODE {}", s[0], s[1], node),
+                        nullptr, &msg);
         actions[st.empty() ? "move" : "move refused (" + st + ")"]++;
         break;
       }
@@ -257,7 +285,8 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
   ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "3", 60000))
       << "logs in " << cluster.dir();
   EXPECT_TRUE(cluster.WaitFor("SELECT sum(balance) FROM accounts", total, 60000))
-      << "total is " << c->Scalar("SELECT sum(balance) FROM accounts") << "; logs in " << cluster.dir();
+      << "total is " << c->Scalar("SELECT sum(balance) FROM accounts") << "; logs in "
+      << cluster.dir();
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM accounts"), std::to_string(kAccounts));
   {
     std::vector<std::vector<std::string>> balances;
@@ -269,7 +298,8 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
       if (diff == 0) continue;
       if (!uncertain[id].empty()) continue;  // explained, perhaps, by a transfer of unknown outcome
       off++;
-      ADD_FAILURE() << "account " << id << " is off by " << diff << " with no transfer of unknown outcome";
+      ADD_FAILURE() << "account " << id << " is off by " << diff
+                    << " with no transfer of unknown outcome";
     }
     EXPECT_EQ(off, 0) << "accounts whose balance no acknowledged transfer explains";
   }
@@ -294,19 +324,23 @@ TEST(Chaos, InvariantsHoldUnderKillsFreezesAndMoves) {
     duplicated += n > 1 ? 1 : 0;
     phantom += acked.count(id) || unknown.count(id) ? 0 : 1;
   }
-  EXPECT_EQ(missing, 0) << "acknowledged inserts lost:" << missing_ids << "; logs in " << cluster.dir();
+  EXPECT_EQ(missing, 0) << "acknowledged inserts lost:" << missing_ids << "; logs in "
+                        << cluster.dir();
   if (missing > 0) cluster.KeepDir();
   EXPECT_EQ(duplicated, 0);
   EXPECT_EQ(phantom, 0) << "rows nobody inserted";
-  EXPECT_GT(std::count_if(acked.begin(), acked.end(), [](int64_t id) { return id >= 2000000000; }), 0)
+  EXPECT_GT(std::count_if(acked.begin(), acked.end(), [](int64_t id) { return id >= 2000000000; }),
+            0)
       << "no prepared insert was acknowledged";
   EXPECT_EQ(c->Scalar("SELECT count(*) - count(DISTINCT segment_id) FROM wattdb_segments"), "0");
-  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments s WHERE node_id NOT IN (1, 2, 3)"), "0");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_segments s WHERE node_id NOT IN (1, 2, 3)"),
+            "0");
   EXPECT_EQ(unexpected.load(), 0);
   EXPECT_EQ(torn.load(), 0) << "snapshots whose point reads did not add up";
 
   std::string report = fmt::format(
-      "duration {} s; transfers committed {}; inserts acknowledged {}, unknown {}; snapshots read by key {}; ",
+      "duration {} s; transfers committed {}; inserts acknowledged {}, unknown {}; snapshots read "
+      "by key {}; ",
       seconds, transfers.load(), acked.size(), unknown.size(), snapshots.load());
   for (auto& [a, n] : actions) report += fmt::format("{} x{}; ", a, n);
   for (auto& [e, n] : tally.errors) report += fmt::format("error {} x{}; ", e, n);

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <regex>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -21,7 +21,8 @@ namespace {
 const char* kPgbench = "/usr/lib/postgresql/15/bin/pgbench";
 
 std::string Pgbench(const MiniCluster& c, const std::string& args) {
-  return fmt::format("PGSSLMODE=disable {} -h 127.0.0.1 -p {} -U wattdb {} wattdb", kPgbench, c.pg_port(), args);
+  return fmt::format("PGSSLMODE=disable {} -h 127.0.0.1 -p {} -U wattdb {} wattdb", kPgbench,
+                     c.pg_port(), args);
 }
 
 // The number of transactions pgbench reports as processed.
@@ -40,7 +41,8 @@ void ExpectConsistent(PgConn& conn) {
 }
 
 TEST(Clients, PgbenchInitAndBuiltinScripts) {
-  ASSERT_TRUE(std::filesystem::exists(kPgbench)) << "install postgresql-15 (scripts/install-deps.sh)";
+  ASSERT_TRUE(std::filesystem::exists(kPgbench))
+      << "install postgresql-15 (scripts/install-deps.sh)";
   MiniCluster cluster(MiniClusterOptions{3, 256 << 10, 300});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   std::string out;
@@ -50,32 +52,46 @@ TEST(Clients, PgbenchInitAndBuiltinScripts) {
   auto conn = cluster.Connect();
   EXPECT_EQ(conn->Scalar("SELECT count(*) FROM pgbench_accounts"), "200000");
   EXPECT_EQ(conn->Scalar("SELECT count(*) FROM pgbench_tellers"), "20");
-  EXPECT_EQ(conn->Scalar("SELECT primary_key FROM wattdb_tables WHERE table_name = 'pgbench_accounts'"), "aid");
+  EXPECT_EQ(
+      conn->Scalar("SELECT primary_key FROM wattdb_tables WHERE table_name = 'pgbench_accounts'"),
+      "aid");
   // The re-keyed accounts table spans several segments (maintenance splits it right after
   // the load), and a key lookup prunes to one.
-  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) > 1 FROM wattdb_segments WHERE table_name = 'pgbench_accounts'", "t",
-                              30000));
-  ASSERT_EQ(conn->Exec("INSERT INTO pgbench_accounts VALUES (1, 1, 0, '')"), sqlstate::kUniqueViolation);
+  EXPECT_TRUE(cluster.WaitFor(
+      "SELECT count(*) > 1 FROM wattdb_segments WHERE table_name = 'pgbench_accounts'", "t",
+      30000));
+  ASSERT_EQ(conn->Exec("INSERT INTO pgbench_accounts VALUES (1, 1, 0, '')"),
+            sqlstate::kUniqueViolation);
 
   for (const char* mode : {"simple", "extended", "prepared"}) {
     // Two branches: clients conflict sometimes; pgbench retries serialization failures.
-    ASSERT_EQ(RunCommand(Pgbench(cluster, fmt::format("-n -c 3 -t 40 --max-tries=100 --verbose-errors -M {}", mode)), &out), 0) << out;
+    ASSERT_EQ(RunCommand(Pgbench(cluster,
+                                 fmt::format("-n -c 3 -t 40 --max-tries=100 --verbose-errors -M {}",
+                                             mode)),
+                         &out),
+              0)
+        << out;
     EXPECT_EQ(Processed(out), 120) << out;
     ExpectConsistent(*conn);
-    ASSERT_EQ(RunCommand(Pgbench(cluster, fmt::format("-n -S -c 2 -t 200 -M {}", mode)), &out), 0) << out;
+    ASSERT_EQ(RunCommand(Pgbench(cluster, fmt::format("-n -S -c 2 -t 200 -M {}", mode)), &out), 0)
+        << out;
     EXPECT_EQ(Processed(out), 400) << out;
   }
   EXPECT_EQ(conn->Scalar("SELECT count(*) FROM pgbench_history"), "360");
 
   // A custom script with \set variables, in every mode.
   std::string script = cluster.dir() + "/custom.sql";
-  std::ofstream(script) << "\\set aid random(1, 200000)\n\\set delta random(-100, 100)\n"
-                           "UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n"
-                           "UPDATE pgbench_accounts SET abalance = abalance - :delta WHERE aid = :aid;\n"
-                           "SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n";
+  std::ofstream(script)
+      << "\\set aid random(1, 200000)\n\\set delta random(-100, 100)\n"
+         "UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n"
+         "UPDATE pgbench_accounts SET abalance = abalance - :delta WHERE aid = :aid;\n"
+         "SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n";
   std::string before = conn->Scalar("SELECT sum(abalance) FROM pgbench_accounts");
   for (const char* mode : {"simple", "extended", "prepared"}) {
-    ASSERT_EQ(RunCommand(Pgbench(cluster, fmt::format("-n -c 2 -t 50 -M {} -f {}", mode, script)), &out), 0) << out;
+    ASSERT_EQ(
+        RunCommand(Pgbench(cluster, fmt::format("-n -c 2 -t 50 -M {} -f {}", mode, script)), &out),
+        0)
+        << out;
     EXPECT_EQ(Processed(out), 100) << out;
   }
   EXPECT_EQ(conn->Scalar("SELECT sum(abalance) FROM pgbench_accounts"), before);
@@ -94,13 +110,18 @@ TEST(Clients, TpccOneWarehouseStaysConsistent) {
   MiniCluster cluster(MiniClusterOptions{3, 1 << 20, 300});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   std::string out;
-  int rc = RunCommand(fmt::format("/usr/bin/python3 {}/benchmarks/tpcc/tpcc.py --port {} --clients 4 --transactions 200",
-                                  WATTDB_SOURCE_DIR, cluster.pg_port()), &out);
+  int rc = RunCommand(
+      fmt::format(
+          "/usr/bin/python3 {}/benchmarks/tpcc/tpcc.py --port {} --clients 4 --transactions 200",
+          WATTDB_SOURCE_DIR, cluster.pg_port()),
+      &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("consistency conditions 1-4: hold"), std::string::npos) << out;
   std::printf("%s", out.c_str());
   auto conn = cluster.Connect();
-  EXPECT_EQ(conn->Scalar("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'stock'"), "3");
+  EXPECT_EQ(conn->Scalar(
+                "SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'stock'"),
+            "3");
 }
 
 // sysbench's pgsql driver with its defaults: SERIAL ids and the secondary index on k, over
@@ -109,9 +130,10 @@ TEST(Clients, TpccOneWarehouseStaysConsistent) {
 TEST(Clients, SysbenchOltpReadWrite) {
   MiniCluster cluster(MiniClusterOptions{3, 256 << 10, 300});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
-  std::string sb = fmt::format("sysbench oltp_read_write --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port={} "
-                               "--pgsql-user=wattdb --pgsql-db=wattdb --tables=2 --table-size=5000",
-                               cluster.pg_port());
+  std::string sb = fmt::format(
+      "sysbench oltp_read_write --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port={} "
+      "--pgsql-user=wattdb --pgsql-db=wattdb --tables=2 --table-size=5000",
+      cluster.pg_port());
   std::string out;
   ASSERT_EQ(RunCommand(sb + " prepare", &out), 0) << out;
   EXPECT_NE(out.find("Creating a secondary index"), std::string::npos) << out;
@@ -120,12 +142,15 @@ TEST(Clients, SysbenchOltpReadWrite) {
   auto conn = cluster.Connect();
   for (const char* t : {"sbtest1", "sbtest2"}) {
     EXPECT_EQ(conn->Scalar(fmt::format("SELECT count(*) FROM {}", t)), "5000");
-    EXPECT_EQ(conn->Scalar(fmt::format("SELECT count(*) FROM {} WHERE k BETWEEN -2147483648 AND 2147483647", t)),
+    EXPECT_EQ(conn->Scalar(fmt::format(
+                  "SELECT count(*) FROM {} WHERE k BETWEEN -2147483648 AND 2147483647", t)),
               "5000");
     EXPECT_EQ(conn->Scalar(fmt::format("SELECT max(id) FROM {}", t)), "5000");
   }
-  EXPECT_GT(std::stoi(conn->Scalar("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'sbtest1'")),
-            1);
+  EXPECT_GT(
+      std::stoi(conn->Scalar(
+          "SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'sbtest1'")),
+      1);
 }
 
 TEST(Clients, Psql) {
@@ -136,19 +161,28 @@ TEST(Clients, Psql) {
   std::string script = cluster.dir() + "/script.sql";
   std::ofstream(script) << "\\set ON_ERROR_STOP on\n"
                            "CREATE TABLE p (id INT PRIMARY KEY, name TEXT);\n"
-                           "\\copy p FROM '" << csv << "' WITH (FORMAT csv)\n"
+                           "\\copy p FROM '"
+                        << csv
+                        << "' WITH (FORMAT csv)\n"
                            "SELECT id, name FROM p ORDER BY id;\n"
                            "\\copy (SELECT 1) TO STDOUT\n";
   std::string out;
-  int rc = RunCommand(fmt::format("psql -X -A -t -h 127.0.0.1 -p {} -U wattdb -d wattdb -f {}", cluster.pg_port(),
-                                  script), &out);
+  int rc = RunCommand(fmt::format("psql -X -A -t -h 127.0.0.1 -p {} -U wattdb -d wattdb -f {}",
+                                  cluster.pg_port(), script),
+                      &out);
   // \copy (query) TO needs COPY (query), which is not supported: psql stops there (exit 3).
   EXPECT_EQ(rc, 3) << out;
   EXPECT_NE(out.find("COPY 3"), std::string::npos) << out;
   EXPECT_NE(out.find("1|one\n2|two\n3|three, with comma"), std::string::npos) << out;
   EXPECT_NE(out.find("COPY (query) TO is not supported"), std::string::npos) << out;
-  ASSERT_EQ(RunCommand(fmt::format("psql -X -A -t -h 127.0.0.1 -p {} -U wattdb -d wattdb -c 'SELECT count(*) FROM p'",
-                                   cluster.pg_port()), &out), 0) << out;
+  ASSERT_EQ(
+      RunCommand(
+          fmt::format(
+              "psql -X -A -t -h 127.0.0.1 -p {} -U wattdb -d wattdb -c 'SELECT count(*) FROM p'",
+              cluster.pg_port()),
+          &out),
+      0)
+      << out;
   EXPECT_EQ(out, "3\n");
 }
 
@@ -158,8 +192,12 @@ TEST(Clients, PsqlDescribeMatchesPostgres) {
   MiniCluster cluster(MiniClusterOptions{3, 4 << 10, 300});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   std::string out;
-  ASSERT_EQ(RunCommand(fmt::format("psql -X -h 127.0.0.1 -p {} -U wattdb -d wattdb -f {}/tests/integration/psql_describe.sql",
-                                   cluster.pg_port(), WATTDB_SOURCE_DIR), &out), 0) << out;
+  ASSERT_EQ(RunCommand(fmt::format("psql -X -h 127.0.0.1 -p {} -U wattdb -d wattdb -f "
+                                   "{}/tests/integration/psql_describe.sql",
+                                   cluster.pg_port(), WATTDB_SOURCE_DIR),
+                       &out),
+            0)
+      << out;
   std::ifstream in(std::string(WATTDB_SOURCE_DIR) + "/tests/integration/psql_describe.expected");
   std::stringstream expected;
   expected << in.rdbuf();
@@ -193,7 +231,8 @@ print("join", cur.fetchall())
 conn.close()
 )PY";
   std::string out;
-  ASSERT_EQ(RunCommand(fmt::format("/usr/bin/python3 {} {}", py, cluster.pg_port()), &out), 0) << out;
+  ASSERT_EQ(RunCommand(fmt::format("/usr/bin/python3 {} {}", py, cluster.pg_port()), &out), 0)
+      << out;
   EXPECT_NE(out.find("rows (190, 'v10', 199)"), std::string::npos) << out;
   EXPECT_NE(out.find("after rollback v5"), std::string::npos) << out;
   EXPECT_NE(out.find("error 23505"), std::string::npos) << out;

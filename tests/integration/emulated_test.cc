@@ -8,9 +8,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,8 +18,8 @@
 
 #include "common/config.h"
 #include "common/sqlstate.h"
-#include "power/ipmitool.h"
 #include "net/stream.h"
+#include "power/ipmitool.h"
 #include "power/magic_packet.h"
 #include "tests/integration/mini_cluster.h"
 
@@ -27,7 +27,9 @@ namespace wattdb::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double MillisSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double MillisSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 const std::string kBin = WATTDB_BIN_DIR;
 
@@ -48,13 +50,14 @@ class Lab {
     std::ofstream(dir_ + "/policy.toml") << "mode = \"manual\"\n";
     std::ofstream f(dir_ + "/cluster.toml");
     f << fmt::format(
-        "[cluster]\ndata_dir = \"{dir}/data\"\ntelemetry_interval_ms = 200\nheartbeat_timeout_ms = 1000\n{ck}"
+        "[cluster]\ndata_dir = \"{dir}/data\"\ntelemetry_interval_ms = 200\nheartbeat_timeout_ms = "
+        "1000\n{ck}"
         "[master]\npg_port = {pg}\ncluster_port = {cp}\nenergy_policy = \"policy.toml\"\n"
         "[hosts]\nmode = \"emulated\"\nsubnet = \"10.213.{u}\"\nbridge = \"wdbe{u}\"\n"
         "[profile.atom]\ncpus = 0.5\nboot_ms = 300\nresume_ms = 150\n"
         "[power]\nmeter_interval_ms = 200\n{nodes}",
-        fmt::arg("dir", dir_), fmt::arg("pg", pg_port_), fmt::arg("cp", FreePort()), fmt::arg("u", u),
-        fmt::arg("nodes", nodes_toml), fmt::arg("ck", cluster_keys));
+        fmt::arg("dir", dir_), fmt::arg("pg", pg_port_), fmt::arg("cp", FreePort()),
+        fmt::arg("u", u), fmt::arg("nodes", nodes_toml), fmt::arg("ck", cluster_keys));
     f.close();
     config_ = *LoadConfig(dir_ + "/cluster.toml");
   }
@@ -69,7 +72,8 @@ class Lab {
   // A TCP port free right now on loopback.
   static int FreePort() {
     net::asio::io_context io;
-    net::asio::ip::tcp::acceptor a(io, net::asio::ip::tcp::endpoint(net::asio::ip::make_address("127.0.0.1"), 0));
+    net::asio::ip::tcp::acceptor a(
+        io, net::asio::ip::tcp::endpoint(net::asio::ip::make_address("127.0.0.1"), 0));
     return a.local_endpoint().port();
   }
 
@@ -89,12 +93,13 @@ class Lab {
       std::string log = dir_ + "/master.log";
       freopen(log.c_str(), "a", stdout);
       freopen(log.c_str(), "a", stderr);
-      execl((kBin + "/wattdb-master").c_str(), "wattdb-master", "--config", (dir_ + "/cluster.toml").c_str(),
-            "--manage-nodes", nullptr);
+      execl((kBin + "/wattdb-master").c_str(), "wattdb-master", "--config",
+            (dir_ + "/cluster.toml").c_str(), "--manage-nodes", nullptr);
       _exit(127);
     }
     int budget_ms = 60000;  // wattdb-lab up
-    for (const auto& n : config_.nodes) budget_ms += config_.Profile(n).boot_ms + config_.wake_timeout_ms + 5000;
+    for (const auto& n : config_.nodes)
+      budget_ms += config_.Profile(n).boot_ms + config_.wake_timeout_ms + 5000;
     auto deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
     std::string why = fmt::format("the master did not serve within {} ms", budget_ms);
     while (Clock::now() < deadline) {
@@ -130,7 +135,8 @@ class Lab {
     master_ = 0;
   }
   std::string conninfo() const {
-    return fmt::format("host=127.0.0.1 port={} user=wattdb dbname=wattdb connect_timeout=5", pg_port_);
+    return fmt::format("host=127.0.0.1 port={} user=wattdb dbname=wattdb connect_timeout=5",
+                       pg_port_);
   }
   bool WaitFor(PgConn& c, const std::string& sql, const std::string& want, int timeout_ms) {
     auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -146,7 +152,8 @@ class Lab {
   // The host agent's answer to `request` (status: off, booting, on, stopping, suspended, resuming).
   std::string Agent(NodeId id, const std::string& request) {
     std::string out;
-    RunCommand(fmt::format("{}/wattdb-host ctl --dir {}/data/lab/h{} {}", kBin, dir_, id, request), &out);
+    RunCommand(fmt::format("{}/wattdb-host ctl --dir {}/data/lab/h{} {}", kBin, dir_, id, request),
+               &out);
     while (!out.empty() && out.back() == '\n') out.pop_back();
     return out;
   }
@@ -167,16 +174,18 @@ bool Root() { return geteuid() == 0; }
 
 TEST(Emulated, IpmitoolPowersARealNodeOnAndOffAndReadsDcmiPower) {
   if (!Root()) GTEST_SKIP() << "emulated hosts need root";
-  Lab lab("[[node]]\nid = 1\nport = 7101\npower = \"ipmi\"\nmeter = \"ipmi-dcmi\"\n"
-          "ipmi = { password = \"s3cret\" }\n"
-          "[[node]]\nid = 2\nport = 7102\npower = \"wol\"\n");
+  Lab lab(
+      "[[node]]\nid = 1\nport = 7101\npower = \"ipmi\"\nmeter = \"ipmi-dcmi\"\n"
+      "ipmi = { password = \"s3cret\" }\n"
+      "[[node]]\nid = 2\nport = 7102\npower = \"wol\"\n");
   ASSERT_TRUE(lab.Up());
   IpmiConfig bmc = lab.node(1).ipmi;
   // The hardware exists before the master: the host is off, its BMC answers and meters it.
   auto st = power::RunIpmitool(bmc, {"chassis", "power", "status"});
   ASSERT_TRUE(st.ok()) << st.status().ToString();
   EXPECT_NE(st->find("Chassis Power is off"), std::string::npos) << *st;
-  auto off_watts = power::ParseDcmiPowerReading(*power::RunIpmitool(bmc, {"dcmi", "power", "reading"}));
+  auto off_watts =
+      power::ParseDcmiPowerReading(*power::RunIpmitool(bmc, {"dcmi", "power", "reading"}));
   ASSERT_TRUE(off_watts.ok());
   EXPECT_LE(*off_watts, 1);
   // A wrong password is refused with a clear message.
@@ -185,34 +194,46 @@ TEST(Emulated, IpmitoolPowersARealNodeOnAndOffAndReadsDcmiPower) {
   wrong.retries = 0;
   auto refused = power::RunIpmitool(wrong, {"chassis", "power", "status"});
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("password"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("password"), std::string::npos)
+      << refused.status().message();
 
   // The master powers node 1 on through its BMC and node 2 with a magic packet.
   ASSERT_TRUE(lab.StartMaster());
   PgConn c(lab.conninfo());
-  ASSERT_TRUE(lab.WaitFor(c, "SELECT string_agg(power_driver || ':' || state, ' ') FROM wattdb_nodes",
+  ASSERT_TRUE(lab.WaitFor(c,
+                          "SELECT string_agg(power_driver || ':' || state, ' ') FROM wattdb_nodes",
                           "ipmi:up wol:up", 20000));
   EXPECT_EQ(lab.Agent(1, "status"), "on");
-  EXPECT_NE(power::RunIpmitool(bmc, {"chassis", "power", "status"})->find("Chassis Power is on"), std::string::npos);
+  EXPECT_NE(power::RunIpmitool(bmc, {"chassis", "power", "status"})->find("Chassis Power is on"),
+            std::string::npos);
   // The BMC's DCMI reading comes from the host's model (idle Atom: 22-26 W) and the master
   // reads it through ipmitool.
-  ASSERT_TRUE(lab.WaitFor(c, "SELECT meter || ' ' || meter_ok || ' ' || (watts BETWEEN 22 AND 26) FROM wattdb_power "
-                             "WHERE node_id = 1", "ipmi-dcmi t t", 10000));
+  ASSERT_TRUE(lab.WaitFor(
+      c,
+      "SELECT meter || ' ' || meter_ok || ' ' || (watts BETWEEN 22 AND 26) FROM wattdb_power "
+      "WHERE node_id = 1",
+      "ipmi-dcmi t t", 10000));
   std::string msg;
-  EXPECT_EQ(c.Exec("ALTER NODE 1 SUSPEND", nullptr, &msg), sqlstate::kFeatureNotSupported) << "IPMI has no suspend: " << msg;
+  EXPECT_EQ(c.Exec("ALTER NODE 1 SUSPEND", nullptr, &msg), sqlstate::kFeatureNotSupported)
+      << "IPMI has no suspend: " << msg;
   ASSERT_EQ(c.Exec("ALTER NODE 1 POWER OFF", nullptr, &msg), "") << msg;
   EXPECT_EQ(lab.Agent(1, "status"), "off");
-  EXPECT_NE(power::RunIpmitool(bmc, {"chassis", "power", "status"})->find("Chassis Power is off"), std::string::npos);
-  EXPECT_TRUE(lab.WaitFor(c, "SELECT power_state FROM wattdb_nodes WHERE node_id = 1", "off", 5000));
+  EXPECT_NE(power::RunIpmitool(bmc, {"chassis", "power", "status"})->find("Chassis Power is off"),
+            std::string::npos);
+  EXPECT_TRUE(
+      lab.WaitFor(c, "SELECT power_state FROM wattdb_nodes WHERE node_id = 1", "off", 5000));
   auto t0 = Clock::now();
   ASSERT_EQ(c.Exec("ALTER NODE 1 POWER ON", nullptr, &msg), "") << msg;
   ::testing::Test::RecordProperty("ipmi_off_to_registered_ms", std::to_string(MillisSince(t0)));
-  EXPECT_EQ(c.Scalar("SELECT state || ' ' || power_state FROM wattdb_nodes WHERE node_id = 1"), "up on");
+  EXPECT_EQ(c.Scalar("SELECT state || ' ' || power_state FROM wattdb_nodes WHERE node_id = 1"),
+            "up on");
 }
 
 TEST(Emulated, MagicPacketThroughTheBridgeWakesASuspendedHostAndNoOtherMacDoes) {
   if (!Root()) GTEST_SKIP() << "emulated hosts need root";
-  Lab lab("[[node]]\nid = 1\nport = 7101\npower = \"wol\"\n[[node]]\nid = 2\nport = 7102\npower = \"wol\"\n");
+  Lab lab(
+      "[[node]]\nid = 1\nport = 7101\npower = \"wol\"\n[[node]]\nid = 2\nport = 7102\npower = "
+      "\"wol\"\n");
   ASSERT_TRUE(lab.Up());
   ASSERT_TRUE(lab.StartMaster());
   PgConn c(lab.conninfo());
@@ -221,7 +242,8 @@ TEST(Emulated, MagicPacketThroughTheBridgeWakesASuspendedHostAndNoOtherMacDoes) 
   ASSERT_EQ(c.Exec("INSERT INTO t SELECT g, g * 3 FROM generate_series(1, 3000) g"), "");
   std::string seg = c.Scalar("SELECT min(segment_id) FROM wattdb_segments");
   std::string msg;
-  ASSERT_EQ(c.Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE 2", seg), nullptr, &msg), "") << msg;
+  ASSERT_EQ(c.Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE 2", seg), nullptr, &msg), "")
+      << msg;
   const std::string before = c.Scalar("SELECT count(*) || '/' || sum(v) FROM t");
 
   // Host 2 suspends with its data (its OS, e.g. a lid switch): its cgroup is frozen.
@@ -248,18 +270,23 @@ TEST(Emulated, MagicPacketThroughTheBridgeWakesASuspendedHostAndNoOtherMacDoes) 
 
 TEST(Emulated, DrainSuspendAndPowerThroughIpmiAndWolWhileClientsWork) {
   if (!Root()) GTEST_SKIP() << "emulated hosts need root";
-  Lab lab("[[node]]\nid = 1\nport = 7101\npower = \"ipmi\"\nmeter = \"ipmi-dcmi\"\nipmi = { password = \"pw\" }\n"
-          "[[node]]\nid = 2\nport = 7102\npower = \"ipmi\"\nipmi = { password = \"pw\" }\n"
-          "[[node]]\nid = 3\nport = 7103\npower = \"wol\"\n"
-          "[[node]]\nid = 4\nport = 7104\npower = \"wol\"\n",
-          "segment_bytes = 16384\n");
+  Lab lab(
+      "[[node]]\nid = 1\nport = 7101\npower = \"ipmi\"\nmeter = \"ipmi-dcmi\"\nipmi = { password = "
+      "\"pw\" }\n"
+      "[[node]]\nid = 2\nport = 7102\npower = \"ipmi\"\nipmi = { password = \"pw\" }\n"
+      "[[node]]\nid = 3\nport = 7103\npower = \"wol\"\n"
+      "[[node]]\nid = 4\nport = 7104\npower = \"wol\"\n",
+      "segment_bytes = 16384\n");
   ASSERT_TRUE(lab.StartMaster());  // builds the lab itself
   PgConn c(lab.conninfo());
   ASSERT_TRUE(lab.WaitFor(c, "SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "4", 30000));
   ASSERT_EQ(c.Exec("CREATE TABLE acc (id INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
-  ASSERT_EQ(c.Exec("INSERT INTO acc SELECT g, g, repeat('p', 60) FROM generate_series(1, 4000) g"), "");
+  ASSERT_EQ(c.Exec("INSERT INTO acc SELECT g, g, repeat('p', 60) FROM generate_series(1, 4000) g"),
+            "");
   ASSERT_EQ(c.Exec("CREATE TABLE log (id INT PRIMARY KEY, at BIGINT)"), "");
-  ASSERT_TRUE(lab.WaitFor(c, "SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'acc'", "4", 60000));
+  ASSERT_TRUE(
+      lab.WaitFor(c, "SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'acc'",
+                  "4", 60000));
   const std::string sum = c.Scalar("SELECT sum(v) FROM acc");
 
   // Clients: one reads every account, one inserts; neither may see an error.
@@ -278,8 +305,10 @@ TEST(Emulated, DrainSuspendAndPowerThroughIpmiAndWolWhileClientsWork) {
       std::vector<std::vector<std::string>> rows;
       std::string msg;
       std::string st = r.Exec("SELECT count(*), sum(v) FROM acc", &rows, &msg);
-      if (!st.empty()) fail("read " + st + ": " + msg);
-      else if (rows[0][0] != "4000" || rows[0][1] != sum) fail("read " + rows[0][0] + "/" + rows[0][1]);
+      if (!st.empty())
+        fail("read " + st + ": " + msg);
+      else if (rows[0][0] != "4000" || rows[0][1] != sum)
+        fail("read " + rows[0][0] + "/" + rows[0][1]);
       reads++;
     }
   });
@@ -288,8 +317,10 @@ TEST(Emulated, DrainSuspendAndPowerThroughIpmiAndWolWhileClientsWork) {
     for (int i = 1; !stop; i++) {
       std::string msg;
       std::string st = w.Exec(fmt::format("INSERT INTO log VALUES ({}, {})", i, i), nullptr, &msg);
-      if (!st.empty()) fail("insert " + st + ": " + msg);
-      else inserts++;
+      if (!st.empty())
+        fail("insert " + st + ": " + msg);
+      else
+        inserts++;
     }
   });
   auto admin = [&](const std::string& sql) {
@@ -305,7 +336,8 @@ TEST(Emulated, DrainSuspendAndPowerThroughIpmiAndWolWhileClientsWork) {
   EXPECT_EQ(lab.Agent(4, "status"), "suspended");
   auto t0 = Clock::now();
   admin("ALTER NODE 4 POWER ON");
-  ::testing::Test::RecordProperty("wol_suspended_to_registered_ms", std::to_string(MillisSince(t0)));
+  ::testing::Test::RecordProperty("wol_suspended_to_registered_ms",
+                                  std::to_string(MillisSince(t0)));
   // An IPMI host drained, powered off through its BMC, and booted again.
   admin("ALTER NODE 2 DRAIN");
   admin("ALTER NODE 2 POWER OFF");
@@ -325,7 +357,10 @@ TEST(Emulated, DrainSuspendAndPowerThroughIpmiAndWolWhileClientsWork) {
   admin("ALTER NODE 3 POWER ON");
   // Data goes back to the woken nodes, still under load.
   std::vector<std::vector<std::string>> segs;
-  ASSERT_EQ(c.Exec("SELECT segment_id FROM wattdb_segments WHERE table_name = 'acc' ORDER BY segment_id", &segs), "");
+  ASSERT_EQ(
+      c.Exec("SELECT segment_id FROM wattdb_segments WHERE table_name = 'acc' ORDER BY segment_id",
+             &segs),
+      "");
   for (size_t i = 0; i < segs.size(); i++) {
     if (i % 4 == 0) continue;
     admin(fmt::format("ALTER TABLE acc MOVE SEGMENT {} TO NODE {}", segs[i][0], i % 4 + 1));
@@ -337,8 +372,11 @@ TEST(Emulated, DrainSuspendAndPowerThroughIpmiAndWolWhileClientsWork) {
   EXPECT_EQ(errors.load(), 0) << last_error;
   EXPECT_EQ(c.Scalar("SELECT count(*) || '/' || sum(v) FROM acc"), "4000/" + sum);
   EXPECT_EQ(c.Scalar("SELECT count(*) FROM log"), std::to_string(inserts.load()));
-  EXPECT_EQ(c.Scalar("SELECT count(*) FROM wattdb_nodes WHERE state = 'up' AND power_state = 'on'"), "4");
-  EXPECT_EQ(c.Scalar("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'acc'"), "4");
+  EXPECT_EQ(c.Scalar("SELECT count(*) FROM wattdb_nodes WHERE state = 'up' AND power_state = 'on'"),
+            "4");
+  EXPECT_EQ(
+      c.Scalar("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'acc'"),
+      "4");
 }
 
 }  // namespace

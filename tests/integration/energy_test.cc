@@ -37,12 +37,14 @@ void SetPolicy(MiniCluster& cluster, PgConn& c, const std::string& toml) {
 // The decisions so far, one per line, for failure messages.
 std::string Decisions(PgConn& c) {
   std::vector<std::vector<std::string>> rows;
-  c.Exec("SELECT decision, active_nodes, utilization, forecast_utilization, reason, actions, outcome "
-         "FROM wattdb_energy_decisions ORDER BY seq",
-         &rows);
+  c.Exec(
+      "SELECT decision, active_nodes, utilization, forecast_utilization, reason, actions, outcome "
+      "FROM wattdb_energy_decisions ORDER BY seq",
+      &rows);
   std::string out;
   for (const auto& r : rows) {
-    out += fmt::format("{} ({} active, u={:.4}, f={:.4}): {} / {} / {}\n", r[0], r[1], r[2], r[3], r[4], r[5], r[6]);
+    out += fmt::format("{} ({} active, u={:.4}, f={:.4}): {} / {} / {}\n", r[0], r[1], r[2], r[3],
+                       r[4], r[5], r[6]);
   }
   return out;
 }
@@ -50,8 +52,9 @@ std::string Decisions(PgConn& c) {
 // Loads `rows` accounts of 1000 and waits until every node owns some of them.
 void LoadAccounts(MiniCluster& cluster, PgConn& c, int rows) {
   ASSERT_EQ(c.Exec("CREATE TABLE acc (id INT PRIMARY KEY, balance BIGINT, note TEXT)"), "");
-  ASSERT_EQ(c.Exec(fmt::format("INSERT INTO acc SELECT g, 1000, repeat('x', 80) FROM generate_series(0, {}) g",
-                               rows - 1)),
+  ASSERT_EQ(c.Exec(fmt::format(
+                "INSERT INTO acc SELECT g, 1000, repeat('x', 80) FROM generate_series(0, {}) g",
+                rows - 1)),
             "");
   ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "4", 30000));
 }
@@ -65,24 +68,30 @@ TEST(Energy, AnIdleClusterDrainsAndSleepsDownToMinActiveNodes) {
   SetPolicy(cluster, *c, kDynamic);
   EXPECT_EQ(c->Scalar("SELECT value FROM wattdb_energy_policy WHERE key = 'mode'"), "dynamic");
 
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE admin_state = 'suspended'", "3", 90000))
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE admin_state = 'suspended'",
+                              "3", 90000))
       << Decisions(*c);
   // The power state is what the drivers last reported (every meter interval).
-  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE power_state = 'suspended'", "3", 10000));
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE power_state = 'suspended'",
+                              "3", 10000));
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_nodes WHERE admin_state = 'active'"), "1");
   EXPECT_EQ(c->Scalar("SELECT count(DISTINCT node_id) FROM wattdb_segments"), "1");
   EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(balance) FROM acc"), "3000 3000000");
-  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_energy_decisions WHERE decision = 'sleep' AND outcome = 'ok'"),
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_energy_decisions WHERE decision = 'sleep' AND "
+                      "outcome = 'ok'"),
             "3");
   // No sleep the break-even rule forbids.
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_energy_decisions WHERE decision = 'sleep' "
                       "AND NOT (predicted_idle_s > break_even_s)"),
             "0");
   // Idle for longer: nothing below min_active_nodes.
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_energy_decisions "
-                              "WHERE reason = 'demand below scale_in_cpu, at min_active_nodes'",
-                              "1", 30000));
-  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_nodes WHERE admin_state = 'active' AND state = 'up'"), "1");
+  ASSERT_TRUE(
+      cluster.WaitFor("SELECT count(*) FROM wattdb_energy_decisions "
+                      "WHERE reason = 'demand below scale_in_cpu, at min_active_nodes'",
+                      "1", 30000));
+  EXPECT_EQ(
+      c->Scalar("SELECT count(*) FROM wattdb_nodes WHERE admin_state = 'active' AND state = 'up'"),
+      "1");
 }
 
 TEST(Energy, AnInvalidPolicyIsRejectedAndTheOldOneStays) {
@@ -93,7 +102,8 @@ TEST(Energy, AnInvalidPolicyIsRejectedAndTheOldOneStays) {
   auto c = cluster.Connect();
   std::ofstream(cluster.dir() + "/policy.toml") << "mode = \"dynamic\"\nscale_in_cpu = 0.9\n";
   std::string msg;
-  EXPECT_EQ(c->Exec("ALTER SYSTEM RELOAD ENERGY POLICY", nullptr, &msg), sqlstate::kInvalidParameterValue);
+  EXPECT_EQ(c->Exec("ALTER SYSTEM RELOAD ENERGY POLICY", nullptr, &msg),
+            sqlstate::kInvalidParameterValue);
   EXPECT_NE(msg.find("policy.toml:2: key 'scale_in_cpu'"), std::string::npos) << msg;
   EXPECT_EQ(c->Scalar("SELECT value FROM wattdb_energy_policy WHERE key = 'mode'"), "manual");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_energy_decisions WHERE decision = 'reload' "
@@ -102,7 +112,8 @@ TEST(Energy, AnInvalidPolicyIsRejectedAndTheOldOneStays) {
   // SIGHUP reloads too: a valid file now.
   std::ofstream(cluster.dir() + "/policy.toml") << "mode = \"static\"\n";
   cluster.SignalMaster(SIGHUP);
-  EXPECT_TRUE(cluster.WaitFor("SELECT value FROM wattdb_energy_policy WHERE key = 'mode'", "static", 10000));
+  EXPECT_TRUE(cluster.WaitFor("SELECT value FROM wattdb_energy_policy WHERE key = 'mode'", "static",
+                              10000));
   EXPECT_TRUE(cluster.MasterAlive());
   EXPECT_EQ(c->Exec("BEGIN"), "");
   EXPECT_EQ(c->Exec("ALTER SYSTEM RELOAD ENERGY POLICY"), sqlstate::kActiveSqlTransaction);
@@ -172,18 +183,24 @@ TEST(Energy, LoadWakesNodesAndRefillsThemWhileTransfersKeepTheirInvariant) {
     });
   }
   SetPolicy(cluster, *c,
-            "mode = \"dynamic\"\nmin_active_nodes = 1\nwindow_s = 2\ncooldown_s = 1\nscale_out_cpu = 0.60\n"
+            "mode = \"dynamic\"\nmin_active_nodes = 1\nwindow_s = 2\ncooldown_s = 1\nscale_out_cpu "
+            "= 0.60\n"
             "scale_in_cpu = 0.25\nhysteresis = 0.05\nmigration_mb_s = 0\n");
   // Light load (a few transfers a second): the cluster shrinks to one node.
-  bool shrank = cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE admin_state = 'active'", "1", 90000);
+  bool shrank =
+      cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE admin_state = 'active'", "1", 90000);
   // Heavy load: nodes wake and take segments.
-  int64_t before = std::stoll(c->Scalar("SELECT coalesce(max(seq), 0) FROM wattdb_energy_decisions"));
+  int64_t before =
+      std::stoll(c->Scalar("SELECT coalesce(max(seq), 0) FROM wattdb_energy_decisions"));
   heavy = true;
-  bool grew = shrank && cluster.WaitFor(fmt::format("SELECT count(*) > 0 FROM wattdb_energy_decisions WHERE seq > {} "
-                                                    "AND decision = 'wake' AND outcome = 'ok'",
-                                                    before),
-                                        "t", 60000);
-  bool refilled = grew && cluster.WaitFor("SELECT count(DISTINCT node_id) > 1 FROM wattdb_segments", "t", 30000);
+  bool grew =
+      shrank &&
+      cluster.WaitFor(fmt::format("SELECT count(*) > 0 FROM wattdb_energy_decisions WHERE seq > {} "
+                                  "AND decision = 'wake' AND outcome = 'ok'",
+                                  before),
+                      "t", 60000);
+  bool refilled = grew && cluster.WaitFor("SELECT count(DISTINCT node_id) > 1 FROM wattdb_segments",
+                                          "t", 30000);
   stop = true;
   for (auto& t : threads) t.join();
   std::string decisions = Decisions(*c);
@@ -191,11 +208,14 @@ TEST(Energy, LoadWakesNodesAndRefillsThemWhileTransfersKeepTheirInvariant) {
   EXPECT_TRUE(grew) << decisions;
   EXPECT_TRUE(refilled) << decisions;
   EXPECT_EQ(errors.load(), 0) << last_error;
-  EXPECT_EQ(bad_sums.load(), 0) << "totals read: " << bad_values << "(logs kept in " << cluster.dir() << ")";
+  EXPECT_EQ(bad_sums.load(), 0) << "totals read: " << bad_values << "(logs kept in "
+                                << cluster.dir() << ")";
   if (bad_sums.load() > 0) cluster.KeepDir();
   EXPECT_GT(committed.load(), 0);
-  EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(balance) FROM acc"), fmt::format("{} {}", kAccounts, total));
-  std::cout << fmt::format("transfers committed={} conflicts(40001, retried)={}\n", committed.load(), conflicts.load());
+  EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(balance) FROM acc"),
+            fmt::format("{} {}", kAccounts, total));
+  std::cout << fmt::format("transfers committed={} conflicts(40001, retried)={}\n",
+                           committed.load(), conflicts.load());
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // The extended query protocol through libpq (prepared statements, typed and binary
 // parameters, binary results) and on a raw socket (row-limited Execute, error recovery).
 #include <arpa/inet.h>
-#include <libpq-fe.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,8 +11,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include "common/sqlstate.h"
 #include "tests/integration/mini_cluster.h"
@@ -27,9 +26,14 @@ class ExtendedProtocol : public ::testing::Test {
     cluster_ = new MiniCluster(MiniClusterOptions{2, 1 << 20, 300});
     ASSERT_TRUE(cluster_->Start()) << "logs in " << cluster_->dir();
     auto c = cluster_->Connect();
-    ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, name TEXT, big BIGINT, d DOUBLE PRECISION, ok BOOLEAN)"), "");
-    ASSERT_EQ(c->Exec("INSERT INTO t VALUES (1, 'one', 10000000000, 1.5, true), (2, 'two', -2, 2.25, false), "
-                      "(3, NULL, 3, 3.0, NULL), (4, 'four', 4, 4.5, true), (5, 'five', 5, 5.5, false)"), "");
+    ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, name TEXT, big BIGINT, d DOUBLE "
+                      "PRECISION, ok BOOLEAN)"),
+              "");
+    ASSERT_EQ(
+        c->Exec(
+            "INSERT INTO t VALUES (1, 'one', 10000000000, 1.5, true), (2, 'two', -2, 2.25, false), "
+            "(3, NULL, 3, 3.0, NULL), (4, 'four', 4, 4.5, true), (5, 'five', 5, 5.5, false)"),
+        "");
   }
   static void TearDownTestSuite() { delete cluster_; }
   void SetUp() override {
@@ -57,8 +61,9 @@ class ExtendedProtocol : public ::testing::Test {
   // The first field of the first row of `sql`'s result, or "ERROR <sqlstate>".
   std::string Value(const char* sql) {
     PGresult* r = PQexec(conn_, sql);
-    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0)
-                    : PQresultStatus(r) == PGRES_COMMAND_OK ? "" : "ERROR " + State(r);
+    std::string v = PQresultStatus(r) == PGRES_TUPLES_OK    ? PQgetvalue(r, 0, 0)
+                    : PQresultStatus(r) == PGRES_COMMAND_OK ? ""
+                                                            : "ERROR " + State(r);
     PQclear(r);
     return v;
   }
@@ -99,7 +104,8 @@ TEST_F(ExtendedProtocol, BinaryParametersAndResults) {
   int lens[] = {4};
   int fmts[] = {1};
   Oid types[] = {23};
-  PGresult* r = PQexecParams(conn_, "SELECT id, big, d, ok, name FROM t WHERE id = $1", 1, types, vals, lens, fmts, 1);
+  PGresult* r = PQexecParams(conn_, "SELECT id, big, d, ok, name FROM t WHERE id = $1", 1, types,
+                             vals, lens, fmts, 1);
   ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
   ASSERT_EQ(PQntuples(r), 1);
   ASSERT_EQ(PQgetlength(r, 0, 0), 4);
@@ -122,25 +128,28 @@ TEST_F(ExtendedProtocol, BinaryParametersAndResults) {
 
 TEST_F(ExtendedProtocol, WritesWithParametersAndErrorsRecover) {
   const char* ins[] = {"10", "ten", nullptr};
-  PGresult* r = PQexecParams(conn_, "INSERT INTO t (id, name, big) VALUES ($1, $2, $3)", 3, nullptr, ins, nullptr,
-                             nullptr, 0);
+  PGresult* r = PQexecParams(conn_, "INSERT INTO t (id, name, big) VALUES ($1, $2, $3)", 3, nullptr,
+                             ins, nullptr, nullptr, 0);
   ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQresultErrorMessage(r);
   EXPECT_STREQ(PQcmdTuples(r), "1");
   PQclear(r);
   const char* upd[] = {"77", "10"};
-  r = PQexecParams(conn_, "UPDATE t SET big = $1 WHERE id = $2", 2, nullptr, upd, nullptr, nullptr, 0);
+  r = PQexecParams(conn_, "UPDATE t SET big = $1 WHERE id = $2", 2, nullptr, upd, nullptr, nullptr,
+                   0);
   ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQresultErrorMessage(r);
   PQclear(r);
   const char* bad[] = {"abc"};
   r = PQexecParams(conn_, "SELECT name FROM t WHERE id = $1", 1, nullptr, bad, nullptr, nullptr, 0);
   EXPECT_EQ(State(r), sqlstate::kInvalidTextRepresentation);
   PQclear(r);
-  r = PQexecParams(conn_, "INSERT INTO t (id) VALUES ($1)", 1, nullptr, upd + 1, nullptr, nullptr, 0);
+  r = PQexecParams(conn_, "INSERT INTO t (id) VALUES ($1)", 1, nullptr, upd + 1, nullptr, nullptr,
+                   0);
   EXPECT_EQ(State(r), sqlstate::kUniqueViolation);
   PQclear(r);
   // The session recovered at Sync: the next statement works.
   const char* id[] = {"10"};
-  r = PQexecParams(conn_, "SELECT big, name FROM t WHERE id = $1", 1, nullptr, id, nullptr, nullptr, 0);
+  r = PQexecParams(conn_, "SELECT big, name FROM t WHERE id = $1", 1, nullptr, id, nullptr, nullptr,
+                   0);
   ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
   EXPECT_STREQ(PQgetvalue(r, 0, 0), "77");
   PQclear(r);
@@ -156,7 +165,9 @@ TEST_F(ExtendedProtocol, CopyInAndOutInTextAndCsv) {
   PQclear(r);
   auto copy_in = [&](const char* sql, const std::string& data) { return CopyIn(sql, data); };
   EXPECT_EQ(copy_in("COPY cp FROM STDIN", "1\tone\n2\t\\N\n3\ta\\tb\n"), "3");
-  EXPECT_EQ(copy_in("COPY cp FROM STDIN WITH (FORMAT csv, HEADER)", "id,name\n4,\"x,y\"\n5,\n6,\"\"\n"), "3");
+  EXPECT_EQ(
+      copy_in("COPY cp FROM STDIN WITH (FORMAT csv, HEADER)", "id,name\n4,\"x,y\"\n5,\n6,\"\"\n"),
+      "3");
   // A bad row fails the whole COPY: nothing of it is inserted.
   EXPECT_EQ(copy_in("COPY cp FROM STDIN", "7\tseven\nnot-a-number\tx\n"), "ERROR 22P02");
   EXPECT_EQ(copy_in("COPY cp FROM STDIN", "1\tagain\n"), "ERROR 23505");
@@ -182,20 +193,26 @@ TEST_F(ExtendedProtocol, CopyWithAColumnListFillsDefaultsAndSerials) {
                   "n NUMERIC(6,2) DEFAULT 1.255, s SERIAL, z TEXT)"),
             "");
   EXPECT_EQ(CopyIn("COPY cd (a) FROM STDIN", "1\n2\n"), "2");
-  EXPECT_EQ(CopyIn("COPY cd (z, a, b) FROM STDIN WITH (FORMAT csv)", "zed,3,\n"), "1");  // b given as NULL
+  EXPECT_EQ(CopyIn("COPY cd (z, a, b) FROM STDIN WITH (FORMAT csv)", "zed,3,\n"),
+            "1");  // b given as NULL
   ASSERT_EQ(Value("INSERT INTO cd (a) VALUES (4)"), "");
   PGresult* r = PQexec(conn_, "SELECT a, b, c, n, s, z FROM cd ORDER BY a");
   ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
   std::string got;
   for (int i = 0; i < PQntuples(r); i++) {
-    for (int j = 0; j < 6; j++) got += std::string(PQgetisnull(r, i, j) ? "NULL" : PQgetvalue(r, i, j)) + (j < 5 ? "," : "\n");
+    for (int j = 0; j < 6; j++)
+      got +=
+          std::string(PQgetisnull(r, i, j) ? "NULL" : PQgetvalue(r, i, j)) + (j < 5 ? "," : "\n");
   }
   PQclear(r);
-  EXPECT_EQ(got, "1,5,xy,1.26,1,NULL\n2,5,xy,1.26,2,NULL\n3,NULL,xy,1.26,3,zed\n4,5,xy,1.26,4,NULL\n");
+  EXPECT_EQ(got,
+            "1,5,xy,1.26,1,NULL\n2,5,xy,1.26,2,NULL\n3,NULL,xy,1.26,3,zed\n4,5,xy,1.26,4,NULL\n");
 
-  ASSERT_EQ(Value("CREATE TABLE heap (v TEXT NOT NULL, at TIMESTAMP DEFAULT '2024-05-06 07:08:09')"), "");
+  ASSERT_EQ(
+      Value("CREATE TABLE heap (v TEXT NOT NULL, at TIMESTAMP DEFAULT '2024-05-06 07:08:09')"), "");
   EXPECT_EQ(CopyIn("COPY heap (v) FROM STDIN", "p\nq\np\n"), "3");
-  EXPECT_EQ(Value("SELECT count(DISTINCT v) || '/' || count(*) || '/' || min(at) FROM heap"), "2/3/2024-05-06 07:08:09");
+  EXPECT_EQ(Value("SELECT count(DISTINCT v) || '/' || count(*) || '/' || min(at) FROM heap"),
+            "2/3/2024-05-06 07:08:09");
 
   r = PQexec(conn_, "COPY heap (v) FROM STDIN");
   PQclear(r);
@@ -204,7 +221,8 @@ TEST_F(ExtendedProtocol, CopyWithAColumnListFillsDefaultsAndSerials) {
   PQputCopyEnd(conn_, nullptr);
   r = PQgetResult(conn_);
   EXPECT_EQ(State(r), sqlstate::kNotNullViolation);
-  EXPECT_NE(std::string(PQresultErrorMessage(r)).find("COPY heap, line 3"), std::string::npos) << PQresultErrorMessage(r);
+  EXPECT_NE(std::string(PQresultErrorMessage(r)).find("COPY heap, line 3"), std::string::npos)
+      << PQresultErrorMessage(r);
   PQclear(r);
   while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
   EXPECT_EQ(CopyIn("COPY cd (a, b) FROM STDIN", "9\t1\n10\tten\n"), "ERROR 22P02");
@@ -263,8 +281,12 @@ class RawClient {
     uint16_t n = htons(static_cast<uint16_t>(v));
     return std::string(reinterpret_cast<char*>(&n), 2);
   }
-  void Msg(char type, const std::string& body) { Send(std::string(1, type) + Int32(static_cast<int32_t>(body.size() + 4)) + body); }
-  void Send(const std::string& s) { ASSERT_EQ(write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
+  void Msg(char type, const std::string& body) {
+    Send(std::string(1, type) + Int32(static_cast<int32_t>(body.size() + 4)) + body);
+  }
+  void Send(const std::string& s) {
+    ASSERT_EQ(write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
+  }
   // Message types received up to and including ReadyForQuery; the SQLSTATE of each error
   // appended to *states if given.
   std::string ReadUntilReady(std::vector<std::string>* states = nullptr) {
@@ -304,8 +326,10 @@ class RawClient {
 
 TEST_F(ExtendedProtocol, ExecuteWithRowLimitSuspendsThePortal) {
   RawClient c(cluster_->pg_port());
-  c.Msg('P', std::string("q\0SELECT id FROM t WHERE id <= 5 ORDER BY id\0", 46) + RawClient::Int16(0));
-  c.Msg('B', std::string("p\0q\0", 4) + RawClient::Int16(0) + RawClient::Int16(0) + RawClient::Int16(0));
+  c.Msg('P',
+        std::string("q\0SELECT id FROM t WHERE id <= 5 ORDER BY id\0", 46) + RawClient::Int16(0));
+  c.Msg('B',
+        std::string("p\0q\0", 4) + RawClient::Int16(0) + RawClient::Int16(0) + RawClient::Int16(0));
   c.Msg('D', std::string("Pp\0", 3));
   c.Msg('E', std::string("p\0", 2) + RawClient::Int32(2));
   c.Msg('E', std::string("p\0", 2) + RawClient::Int32(2));
@@ -316,7 +340,8 @@ TEST_F(ExtendedProtocol, ExecuteWithRowLimitSuspendsThePortal) {
   EXPECT_EQ(c.ReadUntilReady(), "12TDDsDDsDCZ");
   // An error skips the rest up to Sync; the session then works again.
   c.Msg('P', std::string("\0SELECT nope FROM t\0", 20) + RawClient::Int16(0));
-  c.Msg('B', std::string("\0\0", 2) + RawClient::Int16(0) + RawClient::Int16(0) + RawClient::Int16(0));
+  c.Msg('B',
+        std::string("\0\0", 2) + RawClient::Int16(0) + RawClient::Int16(0) + RawClient::Int16(0));
   c.Msg('E', std::string("\0", 1) + RawClient::Int32(0));
   c.Msg('S', "");
   EXPECT_EQ(c.ReadUntilReady(), "EZ");
@@ -335,7 +360,8 @@ TEST_F(ExtendedProtocol, APortalBoundAgainTakesItsNewValuesAndAFailedBindDropsIt
   RawClient c(cluster_->pg_port());
   auto bind = [&](const std::string& value) {
     c.Msg('B', std::string("p\0q\0", 4) + RawClient::Int16(0) + RawClient::Int16(1) +
-                   RawClient::Int32(static_cast<int32_t>(value.size())) + value + RawClient::Int16(0));
+                   RawClient::Int32(static_cast<int32_t>(value.size())) + value +
+                   RawClient::Int16(0));
   };
   auto execute = [&] { c.Msg('E', std::string("p\0", 2) + RawClient::Int32(0)); };
   c.Msg('P', std::string("q\0SELECT id FROM t WHERE id <= $1\0", 34) + RawClient::Int16(0));
@@ -353,7 +379,8 @@ TEST_F(ExtendedProtocol, APortalBoundAgainTakesItsNewValuesAndAFailedBindDropsIt
   execute();
   c.Msg('S', "");
   EXPECT_EQ(c.ReadUntilReady(&states), "EZ");
-  EXPECT_EQ(states, (std::vector<std::string>{sqlstate::kInvalidTextRepresentation, sqlstate::kInvalidCursorName}));
+  EXPECT_EQ(states, (std::vector<std::string>{sqlstate::kInvalidTextRepresentation,
+                                              sqlstate::kInvalidCursorName}));
   bind("3");
   execute();
   c.Msg('S', "");
@@ -368,13 +395,15 @@ namespace {
 
 // Runs prepared statement `name` with text parameters (nullptr = NULL); rows as "a|b" lines.
 std::string ExecPrepared(PGconn* c, const char* name, std::vector<const char*> vals) {
-  PGresult* r = PQexecPrepared(c, name, static_cast<int>(vals.size()), vals.data(), nullptr, nullptr, 0);
+  PGresult* r =
+      PQexecPrepared(c, name, static_cast<int>(vals.size()), vals.data(), nullptr, nullptr, 0);
   std::string out;
   if (PQresultStatus(r) != PGRES_TUPLES_OK) {
     out = std::string("ERROR ") + PQresultErrorMessage(r);
   } else {
     for (int i = 0; i < PQntuples(r); i++) {
-      for (int j = 0; j < PQnfields(r); j++) out += (j ? "|" : "") + std::string(PQgetvalue(r, i, j));
+      for (int j = 0; j < PQnfields(r); j++)
+        out += (j ? "|" : "") + std::string(PQgetvalue(r, i, j));
       out += "\n";
     }
   }
@@ -405,12 +434,15 @@ double Metric(int port, const char* name) {
   return status == 0 ? MetricValue(text, name) : -1.0;
 }
 
-double GenericPlanExecutions(int port) { return Metric(port, "wattdb_generic_plan_executions_total"); }
+double GenericPlanExecutions(int port) {
+  return Metric(port, "wattdb_generic_plan_executions_total");
+}
 
 // g(id, v, s): rows 1..4000 with v = 7 * id and s = 'row' || id.
 void CreateG(PgConn& admin) {
   ASSERT_EQ(admin.Exec("CREATE TABLE g (id INT PRIMARY KEY, v INT, s TEXT)"), "");
-  ASSERT_EQ(admin.Exec("INSERT INTO g SELECT i, i * 7, 'row' || i FROM generate_series(1, 4000) i"), "");
+  ASSERT_EQ(admin.Exec("INSERT INTO g SELECT i, i * 7, 'row' || i FROM generate_series(1, 4000) i"),
+            "");
 }
 
 TEST(GenericPlans, PreparedSelectsReuseTheirPlanAndStayRight) {
@@ -429,7 +461,8 @@ TEST(GenericPlans, PreparedSelectsReuseTheirPlanAndStayRight) {
   int runs = 0;
   for (int id = 1; id <= 4000; id += 37, runs++) {
     std::string ids = std::to_string(id);
-    ASSERT_EQ(ExecPrepared(c, "by_id", {ids.c_str()}), fmt::format("{}|row{}\n", id * 7, id)) << "id " << id;
+    ASSERT_EQ(ExecPrepared(c, "by_id", {ids.c_str()}), fmt::format("{}|row{}\n", id * 7, id))
+        << "id " << id;
   }
   EXPECT_EQ(ExecPrepared(c, "by_id", {"0"}), "");
   EXPECT_EQ(ExecPrepared(c, "by_id", {nullptr}), "");  // id = NULL: no row
@@ -492,13 +525,18 @@ TEST(GenericPlans, PreparedPointReadsRunWithTheirValuesInPlace) {
   auto admin = cluster.Connect();
   CreateG(*admin);
   ASSERT_EQ(admin->Exec("CREATE TABLE k (a BIGINT, b TEXT, v INT, PRIMARY KEY (a, b))"), "");
-  ASSERT_EQ(admin->Exec("INSERT INTO k SELECT i / 3, 'b' || (i % 3), i FROM generate_series(0, 2999) i"), "");
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'g'", "2", 30000))
+  ASSERT_EQ(
+      admin->Exec("INSERT INTO k SELECT i / 3, 'b' || (i % 3), i FROM generate_series(0, 2999) i"),
+      "");
+  ASSERT_TRUE(cluster.WaitFor(
+      "SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'g'", "2", 30000))
       << "the table did not spread over both nodes";
   PGconn* c = PQconnectdb(cluster.conninfo().c_str());
   ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
   auto templated = [&] { return Metric(port, "wattdb_point_read_template_executions_total"); };
-  auto rows_read = [&] { return std::stoll(admin->Scalar("SELECT coalesce(sum(rows_read), 0) FROM wattdb_segments")); };
+  auto rows_read = [&] {
+    return std::stoll(admin->Scalar("SELECT coalesce(sum(rows_read), 0) FROM wattdb_segments"));
+  };
   double before = templated();
   ASSERT_GE(before, 0);
   // Rows read by the nodes settle once the load's reads were reported.
@@ -514,7 +552,8 @@ TEST(GenericPlans, PreparedPointReadsRunWithTheirValuesInPlace) {
   int runs = 0;
   for (int id = 1; id <= 4000; id += 7, runs++) {
     std::string ids = std::to_string(id);
-    ASSERT_EQ(ExecPrepared(c, "by_id", {ids.c_str()}), fmt::format("{}|row{}\n", id * 7, id)) << "id " << id;
+    ASSERT_EQ(ExecPrepared(c, "by_id", {ids.c_str()}), fmt::format("{}|row{}\n", id * 7, id))
+        << "id " << id;
   }
   EXPECT_GE(templated() - before, runs - 2);
   // Each read read its one row, not the table: the nodes report about `runs` rows.
@@ -538,12 +577,14 @@ TEST(GenericPlans, PreparedPointReadsRunWithTheirValuesInPlace) {
     EXPECT_EQ(ExecPrepared(c, "shifted", {"3999", "-1", ""}), "27992|row3999\n");
   }
   Prepare(c, "pair", "SELECT v FROM k WHERE b = $2 AND a = $1");
-  Prepare(c, "half", "SELECT count(*), sum(v) FROM k WHERE a = $1");  // part of the key: not one row
+  Prepare(c, "half",
+          "SELECT count(*), sum(v) FROM k WHERE a = $1");  // part of the key: not one row
   for (int a : {0, 1, 500, 999}) {
     std::string as = std::to_string(a);
     for (int b = 0; b < 3; b++) {
       std::string bs = "b" + std::to_string(b);
-      EXPECT_EQ(ExecPrepared(c, "pair", {as.c_str(), bs.c_str()}), fmt::format("{}\n", 3 * a + b)) << a << " " << bs;
+      EXPECT_EQ(ExecPrepared(c, "pair", {as.c_str(), bs.c_str()}), fmt::format("{}\n", 3 * a + b))
+          << a << " " << bs;
     }
     EXPECT_EQ(ExecPrepared(c, "half", {as.c_str()}), fmt::format("3|{}\n", 9 * a + 3));
   }
@@ -559,16 +600,21 @@ TEST(GenericPlans, PreparedPointReadsRunWithTheirValuesInPlace) {
   EXPECT_EQ(ExecPrepared(c, "by_id", {"7"}), "49|row7\n");
   EXPECT_EQ(ExecPrepared(c, "by_id", {"8"}), "56|row8\n");
   std::vector<std::vector<std::string>> segs;
-  ASSERT_EQ(admin->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 'g'", &segs), "");
+  ASSERT_EQ(
+      admin->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 'g'", &segs),
+      "");
   for (const auto& seg : segs) {
     std::string msg;
-    ASSERT_EQ(admin->Exec(fmt::format("ALTER TABLE g MOVE SEGMENT {} TO NODE {}", seg[0], seg[1] == "1" ? 2 : 1),
-                          nullptr, &msg), "")
+    ASSERT_EQ(admin->Exec(fmt::format("ALTER TABLE g MOVE SEGMENT {} TO NODE {}", seg[0],
+                                      seg[1] == "1" ? 2 : 1),
+                          nullptr, &msg),
+              "")
         << msg;
   }
   for (int id = 3; id <= 4000; id += 211) {
     std::string ids = std::to_string(id);
-    ASSERT_EQ(ExecPrepared(c, "by_id", {ids.c_str()}), fmt::format("{}|row{}\n", id * 7, id)) << "id " << id;
+    ASSERT_EQ(ExecPrepared(c, "by_id", {ids.c_str()}), fmt::format("{}|row{}\n", id * 7, id))
+        << "id " << id;
   }
   PQfinish(c);
 }
@@ -582,21 +628,24 @@ TEST_F(ExtendedProtocol, PreparedTransactionControlKeepsItsMeaning) {
   Prepare(conn_, "count", "SELECT count(*) FROM t WHERE id >= 1000");
   auto run = [&](const char* name) {
     PGresult* r = PQexecPrepared(conn_, name, 0, nullptr, nullptr, nullptr, 0);
-    std::string tag = PQresultStatus(r) == PGRES_COMMAND_OK ? PQcmdStatus(r) : PQresultErrorMessage(r);
+    std::string tag =
+        PQresultStatus(r) == PGRES_COMMAND_OK ? PQcmdStatus(r) : PQresultErrorMessage(r);
     PQclear(r);
     return tag;
   };
   for (int i = 0; i < 3; i++) {
     ASSERT_EQ(run("begin_rr"), "BEGIN");
     EXPECT_EQ(Value("SHOW transaction_isolation"), "repeatable read");
-    ASSERT_EQ(Value(fmt::format("INSERT INTO t (id, name) VALUES ({}, 'gone')", 1000 + i).c_str()), "");
+    ASSERT_EQ(Value(fmt::format("INSERT INTO t (id, name) VALUES ({}, 'gone')", 1000 + i).c_str()),
+              "");
     ASSERT_EQ(run("rollback"), "ROLLBACK");
     EXPECT_EQ(ExecPrepared(conn_, "count", {}), "0\n");
   }
   EXPECT_EQ(Value("SHOW transaction_isolation"), "read committed");
   for (int i = 0; i < 3; i++) {
     ASSERT_EQ(run("begin_rr"), "BEGIN");
-    ASSERT_EQ(Value(fmt::format("INSERT INTO t (id, name) VALUES ({}, 'kept')", 2000 + i).c_str()), "");
+    ASSERT_EQ(Value(fmt::format("INSERT INTO t (id, name) VALUES ({}, 'kept')", 2000 + i).c_str()),
+              "");
     ASSERT_EQ(run("commit"), "COMMIT");
     EXPECT_EQ(ExecPrepared(conn_, "count", {}), fmt::format("{}\n", i + 1));
     EXPECT_EQ(Value("SHOW transaction_isolation"), "read committed");
@@ -612,10 +661,12 @@ namespace {
 // Runs prepared statement `name` (a write) with text parameters; its command tag, or the
 // error's SQLSTATE as "ERROR <code>".
 std::string WritePrepared(PGconn* c, const char* name, std::vector<const char*> vals) {
-  PGresult* r = PQexecPrepared(c, name, static_cast<int>(vals.size()), vals.data(), nullptr, nullptr, 0);
+  PGresult* r =
+      PQexecPrepared(c, name, static_cast<int>(vals.size()), vals.data(), nullptr, nullptr, 0);
   const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-  std::string out = PQresultStatus(r) == PGRES_COMMAND_OK ? std::string(PQcmdStatus(r))
-                                                          : std::string("ERROR ") + (code ? code : "?");
+  std::string out = PQresultStatus(r) == PGRES_COMMAND_OK
+                        ? std::string(PQcmdStatus(r))
+                        : std::string("ERROR ") + (code ? code : "?");
   PQclear(r);
   return out;
 }
@@ -629,7 +680,8 @@ TEST(GenericPlans, PreparedWritesReuseTheirPlanAndStayRight) {
   MiniCluster cluster(GenericPlanCluster(port));
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto admin = cluster.Connect();
-  ASSERT_EQ(admin->Exec("CREATE TABLE w (id INT PRIMARY KEY, v INT NOT NULL, s TEXT, at TIMESTAMP)"), "");
+  ASSERT_EQ(
+      admin->Exec("CREATE TABLE w (id INT PRIMARY KEY, v INT NOT NULL, s TEXT, at TIMESTAMP)"), "");
   PGconn* c = PQconnectdb(cluster.conninfo().c_str());
   ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
   auto generic = [&] { return GenericPlanExecutions(port); };
@@ -647,7 +699,8 @@ TEST(GenericPlans, PreparedWritesReuseTheirPlanAndStayRight) {
   EXPECT_EQ(admin->Scalar("SELECT count(*) || ' ' || sum(v) FROM w"), "300 135450");
   // Every execution read the clock: the times differ and rise with the key.
   EXPECT_GT(std::stoi(admin->Scalar("SELECT count(DISTINCT at) FROM w")), 250);
-  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w a JOIN w b ON b.id = a.id + 1 WHERE b.at < a.at"), "0");
+  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w a JOIN w b ON b.id = a.id + 1 WHERE b.at < a.at"),
+            "0");
   Prepare(c, "seen", "SELECT count(*) FROM w WHERE at <= now()");
   for (int i = 0; i < 3; i++) EXPECT_EQ(ExecPrepared(c, "seen", {}), "300\n");
   ASSERT_EQ(WritePrepared(c, "ins", {"301", "0", "late"}), "INSERT 0 1");
@@ -674,7 +727,9 @@ TEST(GenericPlans, PreparedWritesReuseTheirPlanAndStayRight) {
   EXPECT_EQ(admin->Scalar("SELECT s FROM w WHERE id = 20"), "s20!!!");
   Prepare(c, "touch", "UPDATE w SET at = now(), v = v + $2 WHERE id = $1");
   for (int i = 0; i < 3; i++) EXPECT_EQ(WritePrepared(c, "touch", {"21", "0"}), "UPDATE 1");
-  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w WHERE id = 21 AND at > (SELECT at FROM w WHERE id = 22)"), "1");
+  EXPECT_EQ(admin->Scalar(
+                "SELECT count(*) FROM w WHERE id = 21 AND at > (SELECT at FROM w WHERE id = 22)"),
+            "1");
   Prepare(c, "label", "UPDATE w SET s = $1 WHERE id >= $2 AND id < $3");
   EXPECT_EQ(WritePrepared(c, "label", {"a", "1", "101"}), "UPDATE 100");
   EXPECT_EQ(WritePrepared(c, "label", {"b", "101", "151"}), "UPDATE 50");
@@ -712,9 +767,11 @@ TEST(GenericPlans, PreparedWritesReuseTheirPlanAndStayRight) {
   EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w WHERE s = 'view'"), "4");
 
   // Expressions over the values in several rows; a key twice in one statement; a subquery.
-  Prepare(c, "ins2", "INSERT INTO w (id, v, s) VALUES ($1, $2 * 2, $3 || '!'), ($1 + 1, -$2, upper($3))");
+  Prepare(c, "ins2",
+          "INSERT INTO w (id, v, s) VALUES ($1, $2 * 2, $3 || '!'), ($1 + 1, -$2, upper($3))");
   for (int i = 0; i < 4; i++) {
-    std::string ids = std::to_string(2001 + 2 * i), v = std::to_string(i + 1), s = "x" + std::to_string(i);
+    std::string ids = std::to_string(2001 + 2 * i), v = std::to_string(i + 1),
+                s = "x" + std::to_string(i);
     EXPECT_EQ(WritePrepared(c, "ins2", {ids.c_str(), v.c_str(), s.c_str()}), "INSERT 0 2") << i;
   }
   EXPECT_EQ(admin->Scalar("SELECT count(*) || ' ' || sum(v) FROM w WHERE id > 2000"), "8 10");
@@ -728,13 +785,16 @@ TEST(GenericPlans, PreparedWritesReuseTheirPlanAndStayRight) {
     std::string ids = std::to_string(id);
     EXPECT_EQ(WritePrepared(c, "insq", {ids.c_str(), "1"}), "INSERT 0 1");
   }
-  EXPECT_EQ(admin->Scalar("SELECT count(*) FROM w a JOIN w b ON b.id = a.id + 1 WHERE a.s = 'q' AND b.v = a.v + 1"),
-            "3");
+  EXPECT_EQ(
+      admin->Scalar(
+          "SELECT count(*) FROM w a JOIN w b ON b.id = a.id + 1 WHERE a.s = 'q' AND b.v = a.v + 1"),
+      "3");
 
   // The table replaced by one with another column: planned again against the new one.
   ASSERT_EQ(admin->Exec("DROP VIEW wv"), "");
   ASSERT_EQ(admin->Exec("DROP TABLE w"), "");
-  ASSERT_EQ(admin->Exec("CREATE TABLE w (id INT PRIMARY KEY, v INT NOT NULL, s TEXT, at TIMESTAMP, n INT DEFAULT 42)"),
+  ASSERT_EQ(admin->Exec("CREATE TABLE w (id INT PRIMARY KEY, v INT NOT NULL, s TEXT, at TIMESTAMP, "
+                        "n INT DEFAULT 42)"),
             "");
   double again = generic();
   for (int id = 1; id <= 4; id++) {

@@ -26,19 +26,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // accounts(id, balance): `n` accounts of 1000 each, spread over every node.
 void LoadAccounts(MiniCluster& cluster, PgConn& c, int n, int nodes) {
   ASSERT_EQ(c.Exec("CREATE TABLE accounts (id INT PRIMARY KEY, balance BIGINT, pad TEXT)"), "");
   std::string sql = "INSERT INTO accounts VALUES ";
   for (int i = 0; i < n; i++) {
-    sql += fmt::format("{}({}, 1000, 'padding padding padding padding padding {}')", i ? "," : "", i, i);
+    sql += fmt::format("{}({}, 1000, 'padding padding padding padding padding {}')", i ? "," : "",
+                       i, i);
   }
   std::string msg;
   ASSERT_EQ(c.Exec(sql, nullptr, &msg), "") << msg;
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_partitions WHERE table_name = 'accounts'",
-                              std::to_string(nodes), 60000));
+  ASSERT_TRUE(
+      cluster.WaitFor("SELECT count(*) FROM wattdb_partitions WHERE table_name = 'accounts'",
+                      std::to_string(nodes), 60000));
 }
 
 // A cluster whose master starts (and restarts) its nodes, with fast heartbeats.
@@ -55,7 +59,8 @@ MiniClusterOptions Managed(int nodes, uint64_t segment_bytes, int telemetry_ms =
 bool AwaitStopped(pid_t pid) { return AwaitProcState(pid, 'T', 2000); }
 
 bool AllUp(MiniCluster& cluster, int nodes, int timeout_ms) {
-  return cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", std::to_string(nodes), timeout_ms);
+  return cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'",
+                         std::to_string(nodes), timeout_ms);
 }
 
 // Kills node `node` (-9) and waits until the master has restarted it and all `nodes` are up.
@@ -98,8 +103,14 @@ TEST(Faults, BankTransfersStayAtomicWhileNodesAreKilled) {
         int amount = 1 + rng() % 50;
         std::string msg;
         std::string st = conn->Exec("BEGIN");
-        if (st.empty()) st = conn->Exec(fmt::format("UPDATE accounts SET balance = balance - {} WHERE id = {}", amount, a), nullptr, &msg);
-        if (st.empty()) st = conn->Exec(fmt::format("UPDATE accounts SET balance = balance + {} WHERE id = {}", amount, b), nullptr, &msg);
+        if (st.empty())
+          st = conn->Exec(
+              fmt::format("UPDATE accounts SET balance = balance - {} WHERE id = {}", amount, a),
+              nullptr, &msg);
+        if (st.empty())
+          st = conn->Exec(
+              fmt::format("UPDATE accounts SET balance = balance + {} WHERE id = {}", amount, b),
+              nullptr, &msg);
         if (st.empty()) st = conn->Exec("COMMIT", nullptr, &msg);
         if (st.empty()) {
           committed++;
@@ -109,7 +120,9 @@ TEST(Faults, BankTransfersStayAtomicWhileNodesAreKilled) {
         failed++;
         // Expected under faults: conflicts, a node down, an outcome unknown, a lost connection;
         // and two opposite transfers that lock their first accounts at once deadlock (40P01).
-        if (st != sqlstate::kSerializationFailure && st != sqlstate::kCannotConnectNow && st != sqlstate::kStatementCompletionUnknown && st != sqlstate::kObjectInUse && st != sqlstate::kConnectionFailure && st != sqlstate::kInFailedSqlTransaction &&
+        if (st != sqlstate::kSerializationFailure && st != sqlstate::kCannotConnectNow &&
+            st != sqlstate::kStatementCompletionUnknown && st != sqlstate::kObjectInUse &&
+            st != sqlstate::kConnectionFailure && st != sqlstate::kInFailedSqlTransaction &&
             st != sqlstate::kIoError && st != sqlstate::kDeadlockDetected) {
           unexpected++;
           ADD_FAILURE() << "unexpected SQLSTATE " << st << ": " << msg;
@@ -127,7 +140,8 @@ TEST(Faults, BankTransfersStayAtomicWhileNodesAreKilled) {
     kill(pid, SIGKILL);
     kills++;
     // The master restarts it: a new process registers.
-    ASSERT_TRUE(AllUp(cluster, 3, 30000)) << "node " << victim << " was not restarted; logs in " << cluster.dir();
+    ASSERT_TRUE(AllUp(cluster, 3, 30000))
+        << "node " << victim << " was not restarted; logs in " << cluster.dir();
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   stop = true;
@@ -138,8 +152,8 @@ TEST(Faults, BankTransfersStayAtomicWhileNodesAreKilled) {
   ASSERT_TRUE(AllUp(cluster, 3, 30000));
   // In-doubt transactions are resolved once their nodes report them; then the total holds.
   EXPECT_TRUE(cluster.WaitFor("SELECT sum(balance) FROM accounts", total, 30000))
-      << "sum is " << c->Scalar("SELECT sum(balance) FROM accounts") << " after " << committed << " transfers, "
-      << failed << " failed; logs in " << cluster.dir();
+      << "sum is " << c->Scalar("SELECT sum(balance) FROM accounts") << " after " << committed
+      << " transfers, " << failed << " failed; logs in " << cluster.dir();
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM accounts"), std::to_string(kAccounts));
 }
 
@@ -152,15 +166,16 @@ TEST(Faults, NodeKilledOrFrozenDuringALargeCopy) {
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec("CREATE TABLE big (id INT PRIMARY KEY, pad TEXT)"), "");
-  const int owner = std::stoi(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'big'"));
+  const int owner =
+      std::stoi(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'big'"));
   constexpr int kRows = 150000;  // about 13 MiB: several pieces, each several prepare requests
   std::string file = cluster.dir() + "/big.tsv";
   {
     std::ofstream out(file);
     for (int i = 0; i < kRows; i++) out << i << '\t' << std::string(80, 'p') << '\n';
   }
-  const std::string copy = fmt::format("psql '{}' -X -v ON_ERROR_STOP=1 -c \"\\copy big FROM '{}'\" 2>&1",
-                                       cluster.conninfo(), file);
+  const std::string copy = fmt::format(
+      "psql '{}' -X -v ON_ERROR_STOP=1 -c \"\\copy big FROM '{}'\" 2>&1", cluster.conninfo(), file);
   for (const char* mode : {"", " stop"}) {
     SCOPED_TRACE(std::string("failpoint") + mode);
     pid_t pid = cluster.NodePid(owner);
@@ -203,7 +218,8 @@ TEST(Faults, NodeKilledOrFrozenDuringALargeCopy) {
   }
   // The load goes through (committed in one step, as table files), and its segment then moves
   // to the other node with every row.
-  const int owner_now = std::stoi(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'big'"));
+  const int owner_now =
+      std::stoi(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'big'"));
   std::string out;
   ASSERT_EQ(RunCommand(copy, &out), 0) << out;
   EXPECT_NE(out.find(fmt::format("COPY {}", kRows)), std::string::npos) << out;
@@ -211,12 +227,16 @@ TEST(Faults, NodeKilledOrFrozenDuringALargeCopy) {
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM big"), std::to_string(kRows));
   EXPECT_EQ(c->Scalar("SELECT sum(id) FROM big"), sum);
   std::string msg;
-  ASSERT_EQ(c->Exec(fmt::format("ALTER TABLE big MOVE SEGMENT {} TO NODE {}",
-                                c->Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'big'"), 3 - owner_now),
-                    nullptr, &msg),
-            "")
+  ASSERT_EQ(
+      c->Exec(
+          fmt::format("ALTER TABLE big MOVE SEGMENT {} TO NODE {}",
+                      c->Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'big'"),
+                      3 - owner_now),
+          nullptr, &msg),
+      "")
       << msg;
-  EXPECT_EQ(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'big'"), std::to_string(3 - owner_now));
+  EXPECT_EQ(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'big'"),
+            std::to_string(3 - owner_now));
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM big"), std::to_string(kRows));
   EXPECT_EQ(c->Scalar("SELECT sum(id) FROM big"), sum);
 }
@@ -273,9 +293,13 @@ TEST(Faults, CommitFailsWhenAParticipantRestartedDuringTheTransaction) {
   auto t = cluster.Connect();
   std::string msg;
   ASSERT_EQ(t->Exec("BEGIN"), "");
-  ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance - 100 WHERE id = {}", a), nullptr, &msg), "")
+  ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance - 100 WHERE id = {}", a),
+                    nullptr, &msg),
+            "")
       << msg;
-  ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance + 100 WHERE id = {}", b), nullptr, &msg), "")
+  ASSERT_EQ(t->Exec(fmt::format("UPDATE accounts SET balance = balance + 100 WHERE id = {}", b),
+                    nullptr, &msg),
+            "")
       << msg;
   ASSERT_TRUE(KillAndAwaitRestart(cluster, victim, 2));
   std::string st = t->Exec("COMMIT", nullptr, &msg);
@@ -295,7 +319,8 @@ TEST(Faults, HeldBackInsertsCommitWithTheBlockOrNotAtAll) {
   auto c = cluster.Connect();
   LoadAccounts(cluster, *c, 200, 2);
   ASSERT_EQ(c->Exec("CREATE TABLE journal (account INT, delta INT)"), "");
-  const std::string journal_node = c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'journal'");
+  const std::string journal_node =
+      c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'journal'");
   auto t = cluster.Connect();
   std::string msg;
 
@@ -357,16 +382,20 @@ TEST(Faults, FrozenNodeIsDeclaredDeadAndDoesNotHangStatements) {
   ASSERT_EQ(c->Exec("CREATE TABLE b (id INT PRIMARY KEY, v INT)"), "");
   ASSERT_EQ(c->Exec("INSERT INTO b VALUES (1, 1)"), "");
   std::vector<std::vector<std::string>> owner;
-  ASSERT_EQ(c->Exec("SELECT table_name, node_id FROM wattdb_segments ORDER BY table_name", &owner), "");
+  ASSERT_EQ(c->Exec("SELECT table_name, node_id FROM wattdb_segments ORDER BY table_name", &owner),
+            "");
   ASSERT_EQ(owner.size(), 2u);
   int node_a = std::stoi(owner[0][1]);
   int other = 3 - node_a;
   if (std::stoi(owner[1][1]) == node_a) {
     std::string msg;
-    ASSERT_EQ(c->Exec(fmt::format("ALTER TABLE b MOVE SEGMENT {} TO NODE {}",
-                                  c->Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'b'"), other),
-                      nullptr, &msg),
-              "")
+    ASSERT_EQ(
+        c->Exec(
+            fmt::format("ALTER TABLE b MOVE SEGMENT {} TO NODE {}",
+                        c->Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'b'"),
+                        other),
+            nullptr, &msg),
+        "")
         << msg;
   }
   pid_t pid = cluster.NodePid(node_a);
@@ -378,7 +407,8 @@ TEST(Faults, FrozenNodeIsDeclaredDeadAndDoesNotHangStatements) {
   std::string st = c->Exec("SELECT count(*) FROM a", nullptr, &msg);
   double waited = SecondsSince(t0);
   EXPECT_FALSE(st.empty()) << "a read of the frozen node's table succeeded";
-  EXPECT_LT(waited, 12.0) << "the statement hung for " << waited << " s (" << st << ": " << msg << ")";
+  EXPECT_LT(waited, 12.0) << "the statement hung for " << waited << " s (" << st << ": " << msg
+                          << ")";
   EXPECT_TRUE(AllUp(cluster, 1, 10000));
   EXPECT_LT(SecondsSince(t0), 12.0);
   // The other node's table is served meanwhile, reads and writes.
@@ -458,7 +488,8 @@ TEST(Faults, DeepAndHugeStatementsDoNotCrashTheMaster) {
   ASSERT_EQ(c->Exec(fmt::format("INSERT INTO s VALUES (1, '{}')", std::string(5000, 'a'))), "");
   auto t0 = Clock::now();
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM s WHERE v ~ '^(a+)+$'"), "1");
-  EXPECT_EQ(c->Scalar(fmt::format("SELECT count(*) FROM s WHERE v LIKE '{}b'", std::string(30, '%') + "a%a%a%a")),
+  EXPECT_EQ(c->Scalar(fmt::format("SELECT count(*) FROM s WHERE v LIKE '{}b'",
+                                  std::string(30, '%') + "a%a%a%a")),
             "0");
   EXPECT_LT(SecondsSince(t0), 5.0);
   EXPECT_EQ(c->Scalar("SELECT 1"), "1");
@@ -473,7 +504,9 @@ TEST(Faults, WideRowsTravelInBoundedFrames) {
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec("CREATE TABLE w (id INT PRIMARY KEY, v TEXT)"), "");
   std::string msg;
-  ASSERT_EQ(c->Exec("INSERT INTO w SELECT i, repeat('x', 1000000) FROM generate_series(1, 100) i", nullptr, &msg), "")
+  ASSERT_EQ(c->Exec("INSERT INTO w SELECT i, repeat('x', 1000000) FROM generate_series(1, 100) i",
+                    nullptr, &msg),
+            "")
       << msg;
   EXPECT_EQ(c->Scalar("SELECT sum(length(v)) FROM w"), "100000000");
   ASSERT_EQ(c->Exec("UPDATE w SET v = v || 'y'", nullptr, &msg), "") << msg;
@@ -489,8 +522,10 @@ TEST(Faults, SortsAndHashTablesPastWorkMemFailWith53200) {
   EXPECT_EQ(c->Scalar("SHOW work_mem"), "256MB");
   const std::vector<std::string> big = {
       "SELECT x FROM generate_series(1, 200000) x ORDER BY x DESC LIMIT 1",
-      "SELECT count(*) FROM (SELECT x % 100000 AS g, count(*) FROM generate_series(1, 200000) x GROUP BY 1) s",
-      "SELECT count(*) FROM generate_series(1, 100000) a JOIN generate_series(1, 100000) b ON a = b",
+      "SELECT count(*) FROM (SELECT x % 100000 AS g, count(*) FROM generate_series(1, 200000) x "
+      "GROUP BY 1) s",
+      "SELECT count(*) FROM generate_series(1, 100000) a JOIN generate_series(1, 100000) b ON a = "
+      "b",
       "SELECT count(DISTINCT x) FROM generate_series(1, 200000) x"};
   const std::vector<std::string> expect = {"200000", "100000", "100000", "200000"};
   for (size_t i = 0; i < big.size(); i++) EXPECT_EQ(c->Scalar(big[i]), expect[i]) << big[i];
@@ -503,8 +538,10 @@ TEST(Faults, SortsAndHashTablesPastWorkMemFailWith53200) {
   }
   EXPECT_EQ(c->Scalar("SELECT x FROM generate_series(1, 1000) x ORDER BY x DESC LIMIT 1"), "1000");
   std::string msg;
-  EXPECT_EQ(c->Exec("SET work_mem = 'lots'", nullptr, &msg), sqlstate::kInvalidParameterValue) << msg;
-  EXPECT_EQ(c->Exec("SET work_mem = '1kB'", nullptr, &msg), sqlstate::kInvalidParameterValue) << msg;
+  EXPECT_EQ(c->Exec("SET work_mem = 'lots'", nullptr, &msg), sqlstate::kInvalidParameterValue)
+      << msg;
+  EXPECT_EQ(c->Exec("SET work_mem = '1kB'", nullptr, &msg), sqlstate::kInvalidParameterValue)
+      << msg;
   ASSERT_EQ(c->Exec("SET work_mem = DEFAULT"), "");
   EXPECT_EQ(c->Scalar(big[0]), expect[0]);
   EXPECT_TRUE(cluster.MasterAlive());
@@ -525,8 +562,10 @@ TEST(Faults, RogueProcessesAreRefused) {
   auto request = [&](net::Connection& conn, bool drop) {
     capnp::MallocMessageBuilder mb;
     auto r = mb.initRoot<proto::Request>();
-    if (drop) r.setDropSegment(std::stoull(seg));
-    else r.setExportSegment(std::stoull(seg));
+    if (drop)
+      r.setDropSegment(std::stoull(seg));
+    else
+      r.setExportSegment(std::stoull(seg));
     return conn.Send(mb).ok() && conn.Receive().ok();
   };
   for (bool drop : {false, true}) {
@@ -579,12 +618,14 @@ void StatementRestartMeetsANodeFault(bool freeze) {
   ASSERT_EQ(a->Exec("UPDATE t SET v = v + 10 WHERE id = 2"), "");
   ASSERT_EQ(b->Exec("BEGIN"), "");
   ASSERT_EQ(b->Exec("UPDATE t SET v = v + 100 WHERE id = 1"), "");
-  cluster.ArmFailpoint(freeze ? "node.rollback_to.before_reply stop" : "node.rollback_to.before_reply");
+  cluster.ArmFailpoint(freeze ? "node.rollback_to.before_reply stop"
+                              : "node.rollback_to.before_reply");
   std::string st, msg;
   Clock::time_point t0;
   // A range, not one key: a key-routed update that meets a newer row has left nothing on the
   // node to undo; this statement's prepared write must be undone there.
-  std::thread waiter([&] { st = a->Exec("UPDATE t SET v = v * 2 WHERE id >= 1 AND id < 2", nullptr, &msg); });
+  std::thread waiter(
+      [&] { st = a->Exec("UPDATE t SET v = v * 2 WHERE id >= 1 AND id < 2", nullptr, &msg); });
   // a's statement read its snapshot and waits for b's row lock on the node.
   EXPECT_TRUE(cluster.WaitFor("SELECT sum(lock_waits) FROM wattdb_nodes", "1", 10000));
   t0 = Clock::now();
@@ -606,7 +647,8 @@ void StatementRestartMeetsANodeFault(bool freeze) {
   EXPECT_EQ(cluster.NodePid(1) == pid, freeze);  // a frozen node resumes; a dead one is restarted
   // Once the node learns the block is over, its locks go and the rows are as b left them.
   std::string updated = "none";
-  for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until && !updated.empty();) {
+  for (auto until = Clock::now() + std::chrono::seconds(20);
+       Clock::now() < until && !updated.empty();) {
     updated = c->Exec("UPDATE t SET v = v + 1000 WHERE id = 2", nullptr, &msg);
   }
   EXPECT_EQ(updated, "") << msg;
@@ -631,7 +673,8 @@ void KeyWriteMeetsANodeFault(bool freeze, bool block) {
     ASSERT_EQ(a->Exec("BEGIN"), "");
     ASSERT_EQ(a->Exec("INSERT INTO t VALUES (3, 3)"), "");
   }
-  cluster.ArmFailpoint(freeze ? "node.update_key.after_prepare stop" : "node.update_key.after_prepare");
+  cluster.ArmFailpoint(freeze ? "node.update_key.after_prepare stop"
+                              : "node.update_key.after_prepare");
   auto t0 = Clock::now();
   std::string msg, st = a->Exec("UPDATE t SET v = v + 100 WHERE id = 1", nullptr, &msg);
   EXPECT_FALSE(st.empty()) << "the update succeeded although its node failed before answering";
@@ -647,7 +690,8 @@ void KeyWriteMeetsANodeFault(bool freeze, bool block) {
   EXPECT_EQ(cluster.NodePid(1) == pid, freeze);
   // The prepared row is released once the node learns the statement's transaction is over.
   std::string updated = "none";
-  for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until && !updated.empty();) {
+  for (auto until = Clock::now() + std::chrono::seconds(20);
+       Clock::now() < until && !updated.empty();) {
     updated = c->Exec("UPDATE t SET v = v + 1000 WHERE id = 1", nullptr, &msg);
   }
   EXPECT_EQ(updated, "") << msg;
@@ -680,7 +724,8 @@ void RowLockWaitMeetsANodeFault(bool freeze) {
   ASSERT_GT(pid, 0);
   auto t0 = Clock::now();
   std::string waiter_st = "?", waiter_msg;
-  std::thread waiter([&] { waiter_st = b->Exec("UPDATE t SET v = v + 10 WHERE id = 1", nullptr, &waiter_msg); });
+  std::thread waiter(
+      [&] { waiter_st = b->Exec("UPDATE t SET v = v + 10 WHERE id = 1", nullptr, &waiter_msg); });
   EXPECT_TRUE(cluster.WaitFor("SELECT sum(lock_waits) > 0 FROM wattdb_nodes", "t", 10000));
   kill(pid, freeze ? SIGSTOP : SIGKILL);
   if (freeze) {
@@ -689,8 +734,8 @@ void RowLockWaitMeetsANodeFault(bool freeze) {
   std::string msg, committed = a->Exec("COMMIT", nullptr, &msg);
   if (freeze) kill(pid, SIGCONT);
   waiter.join();
-  EXPECT_LT(SecondsSince(t0), 20.0) << "COMMIT: " << committed << " " << msg << "; waiter: " << waiter_st << " "
-                                    << waiter_msg;
+  EXPECT_LT(SecondsSince(t0), 20.0)
+      << "COMMIT: " << committed << " " << msg << "; waiter: " << waiter_st << " " << waiter_msg;
   ASSERT_TRUE(AllUp(cluster, 1, 20000)) << "logs in " << cluster.dir();
   // The values the acknowledgements allow: an effect is in if acknowledged, out if refused,
   // either if its outcome is unknown.
@@ -708,11 +753,12 @@ void RowLockWaitMeetsANodeFault(bool freeze) {
     if (c->Exec("SELECT v FROM t WHERE id = 1", &rows).empty() && rows.size() == 1) v = rows[0][0];
   }
   ASSERT_NE(v, "?");
-  EXPECT_TRUE(allowed.count(std::stoi(v))) << "v = " << v << "; COMMIT: " << committed << " " << msg << "; waiter: " << waiter_st << " "
-                                       << waiter_msg;
+  EXPECT_TRUE(allowed.count(std::stoi(v))) << "v = " << v << "; COMMIT: " << committed << " " << msg
+                                           << "; waiter: " << waiter_st << " " << waiter_msg;
   // The row's locks are gone: it takes a new write.
   std::string updated = "none";
-  for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until && !updated.empty();) {
+  for (auto until = Clock::now() + std::chrono::seconds(20);
+       Clock::now() < until && !updated.empty();) {
     updated = c->Exec("UPDATE t SET v = v + 100 WHERE id = 1", nullptr, &msg);
   }
   EXPECT_EQ(updated, "") << msg;
@@ -736,10 +782,13 @@ TEST(Faults, NodeKilledDuringADeadlockAcrossNodes) {
   int nx = std::stoi(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'x'"));
   if (std::stoi(c->Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'y'")) == nx) {
     std::string msg;
-    ASSERT_EQ(c->Exec(fmt::format("ALTER TABLE y MOVE SEGMENT {} TO NODE {}",
-                                  c->Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'y'"), 3 - nx),
-                      nullptr, &msg),
-              "")
+    ASSERT_EQ(
+        c->Exec(
+            fmt::format("ALTER TABLE y MOVE SEGMENT {} TO NODE {}",
+                        c->Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'y'"),
+                        3 - nx),
+            nullptr, &msg),
+        "")
         << msg;
   }
   ASSERT_EQ(a->Exec("BEGIN"), "");
@@ -766,7 +815,8 @@ TEST(Faults, NodeKilledDuringADeadlockAcrossNodes) {
   EXPECT_LT(SecondsSince(t0), 15.0) << "a statement hung";
   ASSERT_TRUE(AllUp(cluster, 2, 20000)) << "logs in " << cluster.dir();
   std::string x = "?", y = "?";
-  for (auto until = Clock::now() + std::chrono::seconds(10); Clock::now() < until && (x == "?" || y == "?");) {
+  for (auto until = Clock::now() + std::chrono::seconds(10);
+       Clock::now() < until && (x == "?" || y == "?");) {
     std::vector<std::vector<std::string>> rx, ry;
     if (c->Exec("SELECT v FROM x", &rx).empty() && c->Exec("SELECT v FROM y", &ry).empty()) {
       x = rx.at(0).at(0);

@@ -1,8 +1,8 @@
 // Plan fragments on real nodes: filters, projections and partial aggregations run where the
 // segments are, their column batches stream back through the exchange, and the answers are
 // those of the plan run on the master -- also while segments move and split under the scans.
-#include <csignal>
 #include <atomic>
+#include <csignal>
 #include <functional>
 #include <map>
 #include <random>
@@ -22,7 +22,8 @@ using Rows = std::vector<std::vector<std::string>>;
 const char* kQueries[] = {
     "SELECT count(*), sum(v), avg(v), min(note), max(d) FROM t",
     // Double sums are rounded: partial sums added in another order differ in the last bits.
-    "SELECT g, count(*), round(sum(d)::numeric, 6), avg(v) FROM t WHERE v % 5 <> 1 GROUP BY g ORDER BY g",
+    "SELECT g, count(*), round(sum(d)::numeric, 6), avg(v) FROM t WHERE v % 5 <> 1 GROUP BY g "
+    "ORDER BY g",
     "SELECT id, v * 2 FROM t WHERE d > 1900 ORDER BY id",
     "SELECT count(*) FROM t WHERE id BETWEEN 100 AND 299",
     "SELECT g, max(note) FROM t GROUP BY g HAVING count(*) > 10 ORDER BY 2 DESC LIMIT 3",
@@ -36,16 +37,19 @@ MiniClusterOptions SmallSegments() {
   return o;
 }
 
-constexpr const char* kCreateTable = "CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, d DOUBLE PRECISION, note TEXT)";
+constexpr const char* kCreateTable =
+    "CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, d DOUBLE PRECISION, note TEXT)";
 
 TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
   MiniCluster cluster(SmallSegments());
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec(kCreateTable), "");
-  ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i * 3, i / 1.5, 'n' || (i % 100) FROM generate_series(1, 3000) i"),
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i * 3, i / 1.5, 'n' || (i % 100) FROM "
+                    "generate_series(1, 3000) i"),
             "");
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 't'", "3", 30000));
+  ASSERT_TRUE(cluster.WaitFor(
+      "SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 't'", "3", 30000));
   Rows plan;
   ASSERT_EQ(c->Exec("EXPLAIN SELECT g, sum(v) FROM t WHERE d > 10 GROUP BY g", &plan), "");
   std::string text;
@@ -53,12 +57,15 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
   EXPECT_NE(text.find("FinalAggregate"), std::string::npos) << text;
   // Above the exchange: the master, or a helper node when the master is busy (wattdb_offload).
   EXPECT_NE(text.find("Exchange  (on master or a helper node)"), std::string::npos) << text;
-  EXPECT_NE(text.find("PartialAggregate groups=[#1] aggs=[sum(#2)]  (on nodes 1,2,3;"), std::string::npos) << text;
+  EXPECT_NE(text.find("PartialAggregate groups=[#1] aggs=[sum(#2)]  (on nodes 1,2,3;"),
+            std::string::npos)
+      << text;
   // EXPLAIN ANALYZE: each node's rows and time for the operators it ran, over its segments.
   ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT g, sum(v) FROM t WHERE d > 10 GROUP BY g", &plan), "");
   text.clear();
   for (auto& r : plan) text += r[0] + "\n";
-  EXPECT_NE(text.find("FinalAggregate groups=[#0] aggs=[sum(#2)]  (on master) (actual rows=7 "), std::string::npos)
+  EXPECT_NE(text.find("FinalAggregate groups=[#0] aggs=[sum(#2)]  (on master) (actual rows=7 "),
+            std::string::npos)
       << text;
   for (const char* node : {"n1: rows=", "n2: rows=", "n3: rows="}) {
     EXPECT_NE(text.find(node), std::string::npos) << text;
@@ -68,7 +75,8 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
   int64_t rows = 0;  // the scan's rows, summed over the nodes
   for (auto& r : scanned) {
     if (r[0].find("Scan t") == std::string::npos) continue;
-    for (size_t at = r[0].find("rows=", r[0].find("actual")); at != std::string::npos; at = r[0].find("rows=", at + 1)) {
+    for (size_t at = r[0].find("rows=", r[0].find("actual")); at != std::string::npos;
+         at = r[0].find("rows=", at + 1)) {
       rows += std::stoll(r[0].substr(at + 5));
     }
   }
@@ -97,16 +105,21 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
   text.clear();
   for (auto& r : plan) text += r[0] + "\n";
   EXPECT_NE(text.find("Gather per segment of t  (on master)"), std::string::npos) << text;
-  EXPECT_NE(text.find("PartialAggregate groups=[#1] aggs=[sum(#2)]  (on master, up to 4 segments at once)"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "PartialAggregate groups=[#1] aggs=[sum(#2)]  (on master, up to 4 segments at once)"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("Filter (#3 > 10)  (rows=1000)  (on nodes 1,2,3;"), std::string::npos) << text;
+  EXPECT_NE(text.find("Filter (#3 > 10)  (rows=1000)  (on nodes 1,2,3;"), std::string::npos)
+      << text;
   // Without read-ahead the parts run in place, one segment at a time, on the statement's thread.
   ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = off"), "");
   ASSERT_EQ(c->Exec("EXPLAIN SELECT g, sum(v) FROM t WHERE d > 10 GROUP BY g", &plan), "");
   text.clear();
   for (auto& r : plan) text += r[0] + "\n";
-  EXPECT_NE(text.find("PartialAggregate groups=[#1] aggs=[sum(#2)]  (on master)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("PartialAggregate groups=[#1] aggs=[sum(#2)]  (on master)\n"),
+            std::string::npos)
+      << text;
   ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = on"), "");
   // EXPLAIN ANALYZE: the partial aggregates' rows summed over the segments (each segment's
   // groups apart: more than the 7 groups), the nodes' scans over all rows.
@@ -115,24 +128,31 @@ TEST(Fragments, NodesRunThemAndAnswerAsTheMasterWould) {
   text.clear();
   for (auto& r : plan) {
     text += r[0] + "\n";
-    if (r[0].find("PartialAggregate") != std::string::npos && r[0].find("(actual rows=") != std::string::npos) {
+    if (r[0].find("PartialAggregate") != std::string::npos &&
+        r[0].find("(actual rows=") != std::string::npos) {
       partial_rows = std::stoll(r[0].substr(r[0].find("(actual rows=") + 13));
     }
     if (r[0].find("Scan t") == std::string::npos) continue;
-    for (size_t at = r[0].find("rows=", r[0].find("actual")); at != std::string::npos; at = r[0].find("rows=", at + 1)) {
+    for (size_t at = r[0].find("rows=", r[0].find("actual")); at != std::string::npos;
+         at = r[0].find("rows=", at + 1)) {
       scan_rows += std::stoll(r[0].substr(at + 5));
     }
   }
-  int segments = std::stoi(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 't'"));
+  int segments =
+      std::stoi(c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 't'"));
   EXPECT_GT(partial_rows, 7) << text;
   EXPECT_LE(partial_rows, 7 * segments) << text;
   EXPECT_EQ(scan_rows, 3000) << text;
-  EXPECT_NE(text.find("FinalAggregate groups=[#0] aggs=[sum(#2)]  (on master) (actual rows=7 "), std::string::npos)
+  EXPECT_NE(text.find("FinalAggregate groups=[#0] aggs=[sum(#2)]  (on master) (actual rows=7 "),
+            std::string::npos)
       << text;
   ASSERT_EQ(c->Exec("SET wattdb_pushdown = on"), "");
   std::string msg;
-  EXPECT_EQ(c->Exec("SET wattdb_pushdown = maybe", nullptr, &msg), sqlstate::kInvalidParameterValue) << msg;
-  EXPECT_EQ(c->Exec("SET wattdb_exchange_prefetch = scan", nullptr, &msg), sqlstate::kInvalidParameterValue) << msg;
+  EXPECT_EQ(c->Exec("SET wattdb_pushdown = maybe", nullptr, &msg), sqlstate::kInvalidParameterValue)
+      << msg;
+  EXPECT_EQ(c->Exec("SET wattdb_exchange_prefetch = scan", nullptr, &msg),
+            sqlstate::kInvalidParameterValue)
+      << msg;
   EXPECT_EQ(c->Scalar("SHOW wattdb_exchange_prefetch"), "on");
   // A transaction's own writes are in what the nodes read for it.
   ASSERT_EQ(c->Exec("BEGIN"), "");
@@ -157,10 +177,13 @@ constexpr const char* kStreamScan = "SELECT id, note FROM t";
 
 void LoadStreamingScans(MiniCluster& cluster, PgConn& c) {
   ASSERT_EQ(c.Exec(kCreateTable), "");
-  ASSERT_EQ(c.Exec(fmt::format("INSERT INTO t SELECT i, i % 7, i, i, repeat('n', 40) || i FROM generate_series(1, {}) i",
-                               kStreamRows)),
-            "");
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) >= 4 FROM wattdb_segments WHERE table_name = 't'", "t", 30000));
+  ASSERT_EQ(
+      c.Exec(fmt::format(
+          "INSERT INTO t SELECT i, i % 7, i, i, repeat('n', 40) || i FROM generate_series(1, {}) i",
+          kStreamRows)),
+      "");
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) >= 4 FROM wattdb_segments WHERE table_name = 't'",
+                              "t", 30000));
   ASSERT_EQ(c.Exec("SET wattdb_pushdown = scan"), "");
 }
 
@@ -236,8 +259,9 @@ void DieAndFreezeDuring(MiniCluster& cluster, PgConn& c, const char* query,
   auto t0 = std::chrono::steady_clock::now();
   st = c.Exec(query, &rows, &msg);
   auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_EQ(st, sqlstate::kQueryCanceled) << msg << " after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-                         << " ms";
+  EXPECT_EQ(st, sqlstate::kQueryCanceled)
+      << msg << " after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+      << " ms";
   EXPECT_LT(took, std::chrono::seconds(15));
   ASSERT_GT(cluster.NodePid(1), 0);
   kill(cluster.NodePid(1), SIGCONT);
@@ -273,26 +297,31 @@ TEST(Fragments, AGatheredAggregateEndsWhenItsNodeDiesOrFreezes) {
   ASSERT_EQ(c->Exec(std::string("EXPLAIN ") + query, &plan), "");
   ASSERT_NE(plan.size(), 0u);
   bool gathered = false;
-  for (auto& r : plan) gathered = gathered || r[0].find("Gather per segment of t") != std::string::npos;
+  for (auto& r : plan)
+    gathered = gathered || r[0].find("Gather per segment of t") != std::string::npos;
   ASSERT_TRUE(gathered);
   ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = off"), "");
   Rows whole;  // one segment at a time, aggregated in place
   ASSERT_EQ(c->Exec(query, &whole), "");
   ASSERT_EQ(whole.size(), 7u);
   ASSERT_EQ(c->Exec("SET wattdb_exchange_prefetch = on"), "");
-  ASSERT_NO_FATAL_FAILURE(DieAndFreezeDuring(cluster, *c, query, [&](const Rows& rows) { EXPECT_EQ(rows, whole); }));
+  ASSERT_NO_FATAL_FAILURE(
+      DieAndFreezeDuring(cluster, *c, query, [&](const Rows& rows) { EXPECT_EQ(rows, whole); }));
   // A text column of few values, most batches one value: it crosses as dictionaries (one
   // without codes), the master groups and measures it on the codes and lays its texts out
   // only for the answer; the node's connection is a local socket, its frames without a MAC.
   // Each 4,096-row batch of r takes about 12 KiB: a frame carries several batches, a segment
   // several frames, and the node dies (or freezes) between two of them.
   ASSERT_EQ(c->Exec("CREATE TABLE d (id INT PRIMARY KEY, tag TEXT, r INT)"), "");
-  ASSERT_EQ(c->Exec(fmt::format("INSERT INTO d SELECT i, 'tag ' || (i / 40000), (i * 7919) % 1000003 "
-                                "FROM generate_series(1, {}) i",
-                                kStreamRows)),
-            "");
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) >= 2 FROM wattdb_segments WHERE table_name = 'd'", "t", 30000));
-  const char* tags = "SELECT tag, count(*), max(length(tag)), sum(r) FROM d GROUP BY tag ORDER BY tag";
+  ASSERT_EQ(
+      c->Exec(fmt::format("INSERT INTO d SELECT i, 'tag ' || (i / 40000), (i * 7919) % 1000003 "
+                          "FROM generate_series(1, {}) i",
+                          kStreamRows)),
+      "");
+  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) >= 2 FROM wattdb_segments WHERE table_name = 'd'",
+                              "t", 30000));
+  const char* tags =
+      "SELECT tag, count(*), max(length(tag)), sum(r) FROM d GROUP BY tag ORDER BY tag";
   int64_t sums[4] = {0, 0, 0, 0};
   for (int64_t i = 1; i <= kStreamRows; i++) sums[i / 40000] += (i * 7919) % 1000003;
   const Rows want = {{"tag 0", "39999", "5", std::to_string(sums[0])},
@@ -301,7 +330,8 @@ TEST(Fragments, AGatheredAggregateEndsWhenItsNodeDiesOrFreezes) {
                      {"tag 3", "1", "5", std::to_string(sums[3])}};
   ASSERT_EQ(c->Exec(tags, &whole), "");
   ASSERT_EQ(whole, want);
-  ASSERT_NO_FATAL_FAILURE(DieAndFreezeDuring(cluster, *c, tags, [&](const Rows& rows) { EXPECT_EQ(rows, want); }));
+  ASSERT_NO_FATAL_FAILURE(
+      DieAndFreezeDuring(cluster, *c, tags, [&](const Rows& rows) { EXPECT_EQ(rows, want); }));
 }
 
 TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
@@ -309,7 +339,10 @@ TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec(kCreateTable), "");
-  ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i, i, repeat('x', 50) FROM generate_series(1, 4000) i"), "");
+  ASSERT_EQ(
+      c->Exec(
+          "INSERT INTO t SELECT i, i % 7, i, i, repeat('x', 50) FROM generate_series(1, 4000) i"),
+      "");
   const std::string count = c->Scalar("SELECT count(*) FROM t WHERE v % 3 = 0");
   const std::string sums = c->Scalar("SELECT sum(v) || '/' || count(*) FROM t");
   ASSERT_EQ(sums, "8002000/4000");
@@ -320,7 +353,10 @@ TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
     std::mt19937 rng(5);
     while (!stop) {
       Rows segs;
-      if (admin->Exec("SELECT segment_id FROM wattdb_segments WHERE table_name = 't'", &segs) != "" || segs.empty()) continue;
+      if (admin->Exec("SELECT segment_id FROM wattdb_segments WHERE table_name = 't'", &segs) !=
+              "" ||
+          segs.empty())
+        continue;
       std::string st = admin->Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE {}",
                                                segs[rng() % segs.size()][0], 1 + rng() % 3));
       if (st.empty()) moves++;
@@ -328,7 +364,8 @@ TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
   });
   std::thread writer([&] {  // inserts beyond the checked range make segments split
     auto w = cluster.Connect();
-    for (int i = 0; !stop; i++) w->Exec(fmt::format("INSERT INTO t VALUES ({}, 0, 0, 0, repeat('y', 200))", 100000 + i));
+    for (int i = 0; !stop; i++)
+      w->Exec(fmt::format("INSERT INTO t VALUES ({}, 0, 0, 0, repeat('y', 200))", 100000 + i));
   });
   int checked = 0;
   for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
@@ -342,9 +379,11 @@ TEST(Fragments, ScansAndAggregatesStayExactWhileSegmentsMoveAndSplit) {
       EXPECT_EQ(r[0][0], sums);
       checked++;
     } else {
-      EXPECT_TRUE(st == sqlstate::kObjectInUse || st == sqlstate::kCannotConnectNow) << st << " " << msg;  // busy or away: retried by clients
+      EXPECT_TRUE(st == sqlstate::kObjectInUse || st == sqlstate::kCannotConnectNow)
+          << st << " " << msg;  // busy or away: retried by clients
     }
-    st = c->Exec("SELECT count(*) FROM (SELECT id FROM t WHERE v % 3 = 0 AND id <= 4000) s", &r, &msg);
+    st = c->Exec("SELECT count(*) FROM (SELECT id FROM t WHERE v % 3 = 0 AND id <= 4000) s", &r,
+                 &msg);
     if (st.empty()) {
       EXPECT_EQ(r[0][0], count);
     }
@@ -387,7 +426,8 @@ TEST(Fragments, ColumnImagesNeverHideAnAcknowledgedWriteAcrossAKillOrAFreeze) {
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec(kCreateTable), "");
-  ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i, i, 'n' FROM generate_series(1, 2000) i"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT i, i % 7, i, i, 'n' FROM generate_series(1, 2000) i"),
+            "");
   const char* sum = "SELECT count(*), sum(v) FROM t";  // a partial aggregate on the node: images
   const char* count = "SELECT count(*) FROM t";
   Rows rows;
@@ -413,8 +453,8 @@ TEST(Fragments, ColumnImagesNeverHideAnAcknowledgedWriteAcrossAKillOrAFreeze) {
   ASSERT_EQ(c->Exec("DELETE FROM t WHERE id > 1990"), "");
   ASSERT_EQ(c->Exec(sum, &rows), "");
   EXPECT_EQ(rows[0][0], "1990");
-  EXPECT_EQ(rows[0][1], std::to_string(2004000 - (1991 + 1992 + 1993 + 1994 + 1995 + 1996 + 1997 + 1998 + 1999 +
-                                                  2000 + 10)));
+  EXPECT_EQ(rows[0][1], std::to_string(2004000 - (1991 + 1992 + 1993 + 1994 + 1995 + 1996 + 1997 +
+                                                  1998 + 1999 + 2000 + 10)));
 }
 
 // The same through the exchange (`wattdb_pushdown = scan`), where whole image batches go out
@@ -431,7 +471,8 @@ TEST(Fragments, ShippedImageBatchesNeverHideAnAcknowledgedWriteAcrossAKillOrAFre
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec("CREATE TABLE s (id INT PRIMARY KEY, v INT, f TEXT)"), "");
-  ASSERT_EQ(c->Exec("INSERT INTO s SELECT i, i, chr(97 + i % 3) FROM generate_series(1, 3000) i"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO s SELECT i, i, chr(97 + i % 3) FROM generate_series(1, 3000) i"),
+            "");
   std::map<int, std::pair<int64_t, std::string>> model;  // id -> (v, f)
   for (int i = 1; i <= 3000; i++) model[i] = {i, std::string(1, static_cast<char>('a' + i % 3))};
   const char* query = "SELECT f, count(*), sum(v), max(length(f)) FROM s GROUP BY f ORDER BY f";
@@ -443,13 +484,15 @@ TEST(Fragments, ShippedImageBatchesNeverHideAnAcknowledgedWriteAcrossAKillOrAFre
     }
     Rows want;
     for (const auto& [f, g] : groups) {
-      want.push_back({f, std::to_string(g.first), std::to_string(g.second), std::to_string(f.size())});
+      want.push_back(
+          {f, std::to_string(g.first), std::to_string(g.second), std::to_string(f.size())});
     }
     return want;
   };
   auto check = [&](PgConn& conn, const char* when) {
     ASSERT_EQ(conn.Exec("SET wattdb_pushdown = scan"), "");
-    for (int run = 0; run < 2; run++) {  // the first whole scan builds the images, the second reads them
+    for (int run = 0; run < 2;
+         run++) {  // the first whole scan builds the images, the second reads them
       Rows rows;
       ASSERT_EQ(conn.Exec(query, &rows), "") << when;
       EXPECT_EQ(rows, expected()) << when << ", run " << run;

@@ -19,7 +19,8 @@ void Load(PgConn& c, int n) {
   for (int start = 0; start < n; start += 250) {
     std::string sql = "INSERT INTO t VALUES ";
     for (int i = start; i < start + 250 && i < n; i++) {
-      sql += fmt::format("{}({}, {}, 'padding padding padding padding {}')", i == start ? "" : ",", i, i % 7, i);
+      sql += fmt::format("{}({}, {}, 'padding padding padding padding {}')", i == start ? "" : ",",
+                         i, i % 7, i);
     }
     std::string msg;
     ASSERT_EQ(c.Exec(sql, nullptr, &msg), "") << msg;
@@ -59,13 +60,16 @@ TEST(HostedNode, ServesReadsAndWritesBesideASeparateNode) {
     EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), std::to_string(n)) << pushdown;
     EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), want_sum) << pushdown;
     EXPECT_EQ(c->Scalar("SELECT v FROM t WHERE id = 5"), "5") << pushdown;
-    EXPECT_EQ(c->Scalar(fmt::format("SELECT v FROM t WHERE id = {}", n - 1)), std::to_string((n - 1) % 7)) << pushdown;
+    EXPECT_EQ(c->Scalar(fmt::format("SELECT v FROM t WHERE id = {}", n - 1)),
+              std::to_string((n - 1) % 7))
+        << pushdown;
     ASSERT_EQ(c->Exec("BEGIN"), "");
     ASSERT_EQ(c->Exec("INSERT INTO t VALUES (-1, 100, 'low'), (1000000, 100, 'high')"), "");
     ASSERT_EQ(c->Exec("UPDATE t SET v = 50 WHERE id = 0 OR id = 2999"), "");
     ASSERT_EQ(c->Exec("UPDATE t SET v = 60 WHERE id = 1"), "");
     EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), std::to_string(n + 2)) << pushdown;
-    EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t WHERE id IN (-1, 0, 1, 2999, 1000000)"), "360") << pushdown;
+    EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t WHERE id IN (-1, 0, 1, 2999, 1000000)"), "360")
+        << pushdown;
     EXPECT_EQ(c->Scalar("SELECT v FROM t WHERE id = 1"), "60") << pushdown;
     ASSERT_EQ(c->Exec("ROLLBACK"), "");
     EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), std::to_string(n)) << pushdown;
@@ -78,7 +82,8 @@ TEST(HostedNode, ServesReadsAndWritesBesideASeparateNode) {
   // A statement whose writes to a node exceed what one in-process call carries (64 KiB)
   // sends them over the node's data port instead.
   ASSERT_EQ(c->Exec("UPDATE t SET pad = repeat('y', 300) WHERE id % 2 = 0"), "");
-  EXPECT_EQ(c->Scalar("SELECT sum(length(pad)) FROM t WHERE id % 2 = 0"), std::to_string(300 * n / 2));
+  EXPECT_EQ(c->Scalar("SELECT sum(length(pad)) FROM t WHERE id % 2 = 0"),
+            std::to_string(300 * n / 2));
   // Its power follows the master's.
   std::string msg;
   EXPECT_EQ(c->Exec("ALTER NODE 1 POWER OFF", nullptr, &msg), sqlstate::kFeatureNotSupported);
@@ -93,7 +98,8 @@ TEST(HostedNode, NewTablesStartInTheMasterNode) {
   ASSERT_TRUE(cluster.Start());
   auto c = cluster.Connect();
   ASSERT_TRUE(c->ok()) << c->error();
-  for (const char* t : {"a", "b", "c"}) ASSERT_EQ(c->Exec(fmt::format("CREATE TABLE {} (k INT PRIMARY KEY)", t)), "");
+  for (const char* t : {"a", "b", "c"})
+    ASSERT_EQ(c->Exec(fmt::format("CREATE TABLE {} (k INT PRIMARY KEY)", t)), "");
   EXPECT_EQ(c->Scalar("SELECT string_agg(DISTINCT node_id::text, ',') FROM wattdb_segments"), "1");
   std::string msg;
   ASSERT_EQ(c->Exec("ALTER NODE 1 DRAIN", nullptr, &msg), "") << msg;
@@ -112,7 +118,8 @@ TEST(HostedNode, TheMasterAloneLosesNothingAcknowledgedWhenKilled) {
     Load(*c, 1000);
     for (int i = 0; i < 50; i++) {
       std::string msg;
-      ASSERT_EQ(c->Exec(fmt::format("UPDATE t SET v = v + 10 WHERE id = {}", i), nullptr, &msg), "") << msg;
+      ASSERT_EQ(c->Exec(fmt::format("UPDATE t SET v = v + 10 WHERE id = {}", i), nullptr, &msg), "")
+          << msg;
     }
   }
   cluster.SignalMaster(SIGKILL);
@@ -146,14 +153,17 @@ TEST_P(MasterCrash, ADistributedCommitIsAllOrNothing) {
   {
     auto c = cluster.Connect();
     std::string msg;
-    EXPECT_NE(c->Exec("UPDATE t SET v = v + 100", nullptr, &msg), "") << "the master was to die in the commit";
+    EXPECT_NE(c->Exec("UPDATE t SET v = v + 100", nullptr, &msg), "")
+        << "the master was to die in the commit";
   }
-  for (int i = 0; i < 200 && cluster.MasterAlive(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  for (int i = 0; i < 200 && cluster.MasterAlive(); i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
   ASSERT_FALSE(cluster.MasterAlive()) << "failpoint " << GetParam() << " did not fire";
   ASSERT_TRUE(cluster.StartMaster());
   ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "2", 30000));
   bool decided = GetParam() == "master.commit.after_decision";
-  ASSERT_TRUE(cluster.WaitFor("SELECT sum(v) FROM t", std::to_string(decided ? sum + 100 * n : sum), 30000));
+  ASSERT_TRUE(cluster.WaitFor("SELECT sum(v) FROM t", std::to_string(decided ? sum + 100 * n : sum),
+                              30000));
   auto c = cluster.Connect();
   std::string msg;
   ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1", nullptr, &msg), "") << msg;
@@ -161,10 +171,12 @@ TEST_P(MasterCrash, ADistributedCommitIsAllOrNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HostedNode, MasterCrash,
-                         ::testing::Values("master.commit.before_decision", "master.commit.after_decision"),
+                         ::testing::Values("master.commit.before_decision",
+                                           "master.commit.after_decision"),
                          [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param == "master.commit.before_decision" ? std::string("BeforeTheDecision")
-                                                                              : std::string("AfterTheDecision");
+                           return i.param == "master.commit.before_decision"
+                                      ? std::string("BeforeTheDecision")
+                                      : std::string("AfterTheDecision");
                          });
 
 }  // namespace

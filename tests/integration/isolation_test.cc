@@ -45,10 +45,12 @@ TEST_P(Locking, ReadCommittedUpdatesOfAHotRowNeitherFailNorGetLost) {
   ASSERT_EQ(c->Exec("CREATE TABLE counters (id INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
   ASSERT_EQ(c->Exec("CREATE TABLE hist (id SERIAL PRIMARY KEY, w INT, note TEXT)"), "");
   std::string sql = "INSERT INTO counters VALUES ";
-  for (int i = 0; i < 100; i++) sql += fmt::format("{}({}, 0, '{}')", i ? "," : "", i, std::string(100, 'x'));
+  for (int i = 0; i < 100; i++)
+    sql += fmt::format("{}({}, 0, '{}')", i ? "," : "", i, std::string(100, 'x'));
   ASSERT_EQ(c->Exec(sql), "");
   constexpr int kClients = 4, kTxns = 40;
-  double restarts = metric("wattdb_statement_restarts_total"), key_writes = metric("wattdb_key_writes_total");
+  double restarts = metric("wattdb_statement_restarts_total"),
+         key_writes = metric("wattdb_key_writes_total");
   ASSERT_GE(restarts, 0);
   std::atomic<int> errors{0};
   std::string last_error;
@@ -57,11 +59,12 @@ TEST_P(Locking, ReadCommittedUpdatesOfAHotRowNeitherFailNorGetLost) {
     threads.emplace_back([&, w] {
       auto tc = cluster.Connect();
       for (int i = 0; i < kTxns; i++) {
-        for (const std::string& q : {std::string("BEGIN"),
-                                     fmt::format("UPDATE counters SET v = v + 1 WHERE id = {}", 50 + w),
-                                     std::string("UPDATE counters SET v = v + 1 WHERE id = 0"),
-                                     fmt::format("INSERT INTO hist (w, note) VALUES ({}, 'txn {}')", w, i),
-                                     std::string("COMMIT")}) {
+        for (const std::string& q :
+             {std::string("BEGIN"),
+              fmt::format("UPDATE counters SET v = v + 1 WHERE id = {}", 50 + w),
+              std::string("UPDATE counters SET v = v + 1 WHERE id = 0"),
+              fmt::format("INSERT INTO hist (w, note) VALUES ({}, 'txn {}')", w, i),
+              std::string("COMMIT")}) {
           std::string msg, st = tc->Exec(q, nullptr, &msg);
           if (!st.empty()) {
             errors++;
@@ -85,9 +88,11 @@ TEST_P(Locking, ReadCommittedUpdatesOfAHotRowNeitherFailNorGetLost) {
   });
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0) << last_error;
-  EXPECT_EQ(c->Scalar("SELECT v FROM counters WHERE id = 0"), std::to_string((kClients + 1) * kTxns));
+  EXPECT_EQ(c->Scalar("SELECT v FROM counters WHERE id = 0"),
+            std::to_string((kClients + 1) * kTxns));
   for (int w = 0; w < kClients; w++) {
-    EXPECT_EQ(c->Scalar(fmt::format("SELECT v FROM counters WHERE id = {}", 50 + w)), std::to_string(kTxns));
+    EXPECT_EQ(c->Scalar(fmt::format("SELECT v FROM counters WHERE id = {}", 50 + w)),
+              std::to_string(kTxns));
   }
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM hist"), std::to_string(kClients * kTxns));
   EXPECT_EQ(metric("wattdb_key_writes_total") - key_writes, (2 * kClients + 1) * kTxns);
@@ -142,7 +147,9 @@ TEST(Isolation, EachLevelSeesWhatPostgresWouldSee) {
   EXPECT_EQ(a->Scalar("SELECT count(*) FROM t"), "1");
 
   // The level a client asks for in its startup packet (PGOPTIONS), as PostgreSQL takes it.
-  PgConn rr(cluster.conninfo() + " options='-c default_transaction_isolation=repeatable\\\\ read'");  // conninfo unescapes once
+  PgConn rr(cluster.conninfo() +
+            " options='-c default_transaction_isolation=repeatable\\\\ read'");  // conninfo
+                                                                                 // unescapes once
   ASSERT_TRUE(rr.ok()) << rr.error();
   EXPECT_EQ(rr.Scalar("SHOW transaction_isolation"), "repeatable read");
   PgConn bad(cluster.conninfo() + " options='-c default_transaction_isolation=sometimes'");
@@ -188,9 +195,11 @@ bool OnTwoNodes(MiniCluster& cluster, PgConn& c) {
   int nx = std::stoi(c.Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'x'"));
   if (std::stoi(c.Scalar("SELECT node_id FROM wattdb_segments WHERE table_name = 'y'")) == nx) {
     std::string msg;
-    std::string st = c.Exec(fmt::format("ALTER TABLE y MOVE SEGMENT {} TO NODE {}",
-                                        c.Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'y'"), 3 - nx),
-                            nullptr, &msg);
+    std::string st = c.Exec(
+        fmt::format("ALTER TABLE y MOVE SEGMENT {} TO NODE {}",
+                    c.Scalar("SELECT segment_id FROM wattdb_segments WHERE table_name = 'y'"),
+                    3 - nx),
+        nullptr, &msg);
     EXPECT_EQ(st, "") << msg;
     if (!st.empty()) return false;
   }
@@ -257,19 +266,26 @@ TEST(Isolation, PgStatActivityShowsWhatEachSessionDoes) {
   ASSERT_EQ(a->Exec("INSERT INTO t VALUES (1, 1)"), "");
   auto state_of = [&](const std::string& query) {
     std::vector<std::vector<std::string>> rows;
-    EXPECT_EQ(c->Exec("SELECT state, xact_start IS NOT NULL, usename, datname, backend_type, client_addr "
-                      "FROM pg_stat_activity WHERE query = '" + query + "'", &rows), "");
+    EXPECT_EQ(
+        c->Exec("SELECT state, xact_start IS NOT NULL, usename, datname, backend_type, client_addr "
+                "FROM pg_stat_activity WHERE query = '" +
+                    query + "'",
+                &rows),
+        "");
     if (rows.size() != 1) return std::string("rows: ") + std::to_string(rows.size());
     std::string out;
     for (const auto& v : rows[0]) out += (out.empty() ? "" : "|") + v;
     return out;
   };
-  EXPECT_EQ(state_of("INSERT INTO t VALUES (1, 1)"), "idle|f|wattdb|wattdb|client backend|127.0.0.1");
+  EXPECT_EQ(state_of("INSERT INTO t VALUES (1, 1)"),
+            "idle|f|wattdb|wattdb|client backend|127.0.0.1");
   ASSERT_EQ(a->Exec("BEGIN"), "");
   ASSERT_EQ(a->Exec("SELECT v FROM t"), "");
-  EXPECT_EQ(state_of("SELECT v FROM t"), "idle in transaction|t|wattdb|wattdb|client backend|127.0.0.1");
+  EXPECT_EQ(state_of("SELECT v FROM t"),
+            "idle in transaction|t|wattdb|wattdb|client backend|127.0.0.1");
   EXPECT_EQ(a->Exec("SELECT 1 / 0"), sqlstate::kDivisionByZero);
-  EXPECT_EQ(state_of("SELECT 1 / 0"), "idle in transaction (aborted)|t|wattdb|wattdb|client backend|127.0.0.1");
+  EXPECT_EQ(state_of("SELECT 1 / 0"),
+            "idle in transaction (aborted)|t|wattdb|wattdb|client backend|127.0.0.1");
   ASSERT_EQ(a->Exec("ROLLBACK"), "");
   // A statement running now: waiting for a row lock another session holds.
   auto b = cluster.Connect();
@@ -278,7 +294,8 @@ TEST(Isolation, PgStatActivityShowsWhatEachSessionDoes) {
   std::string st;
   std::thread waiter([&] { st = a->Exec("UPDATE t SET v = 3 WHERE id = 1"); });
   ASSERT_TRUE(cluster.WaitFor("SELECT sum(lock_waits) FROM wattdb_nodes", "1", 10000));
-  EXPECT_EQ(state_of("UPDATE t SET v = 3 WHERE id = 1"), "active|t|wattdb|wattdb|client backend|127.0.0.1");
+  EXPECT_EQ(state_of("UPDATE t SET v = 3 WHERE id = 1"),
+            "active|t|wattdb|wattdb|client backend|127.0.0.1");
   ASSERT_EQ(b->Exec("COMMIT"), "");
   waiter.join();
   EXPECT_EQ(st, "");
@@ -293,7 +310,9 @@ TEST(Isolation, PgStatActivityShowsWhatEachSessionDoes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Isolation, Locking, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "MasterNode" : "NodeProcesses"; });
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "MasterNode" : "NodeProcesses";
+                         });
 
 }  // namespace
 }  // namespace wattdb::testing

@@ -15,19 +15,19 @@ std::vector<std::string> Block(const std::string& t) {
   return {
       "BEGIN",
       fmt::format("UPDATE {} SET v = v + 1 WHERE id = 7", t),
-      fmt::format("UPDATE {} SET v = v * 2, s = s || '!' WHERE id = 7", t),                  // its own write
+      fmt::format("UPDATE {} SET v = v * 2, s = s || '!' WHERE id = 7", t),  // its own write
       fmt::format("UPDATE {} SET s = CASE WHEN v > 100 THEN 'big' ELSE s END WHERE id = 900", t),
-      fmt::format("UPDATE {} SET s = NULL WHERE id = 1500 AND v >= 0", t),                    // nullable column
-      fmt::format("UPDATE {} SET v = 0 WHERE id = 1501 AND v < 0", t),                        // filter fails: 0 rows
-      fmt::format("UPDATE {} SET v = 5 WHERE id = 99999", t),                                 // no such row
+      fmt::format("UPDATE {} SET s = NULL WHERE id = 1500 AND v >= 0", t),  // nullable column
+      fmt::format("UPDATE {} SET v = 0 WHERE id = 1501 AND v < 0", t),      // filter fails: 0 rows
+      fmt::format("UPDATE {} SET v = 5 WHERE id = 99999", t),               // no such row
       fmt::format("INSERT INTO {} VALUES (5000, 1, 'new')", t),
-      fmt::format("UPDATE {} SET v = v + 41 WHERE id = 5000", t),                             // a row the block inserted
+      fmt::format("UPDATE {} SET v = v + 41 WHERE id = 5000", t),  // a row the block inserted
       fmt::format("DELETE FROM {} WHERE id = 12", t),
-      fmt::format("UPDATE {} SET v = 3 WHERE id = 12", t),                                    // a row the block deleted
-      fmt::format("DELETE FROM {} WHERE id = 13 AND v < 0", t),                               // filter fails: 0 rows
-      fmt::format("DELETE FROM {} WHERE id = 99998", t),                                      // no such row
+      fmt::format("UPDATE {} SET v = 3 WHERE id = 12", t),       // a row the block deleted
+      fmt::format("DELETE FROM {} WHERE id = 13 AND v < 0", t),  // filter fails: 0 rows
+      fmt::format("DELETE FROM {} WHERE id = 99998", t),         // no such row
       fmt::format("INSERT INTO {} VALUES (5001, 2, 'gone')", t),
-      fmt::format("DELETE FROM {} WHERE id = 5001", t),                                       // a row the block inserted
+      fmt::format("DELETE FROM {} WHERE id = 5001", t),  // a row the block inserted
       "COMMIT",
   };
 }
@@ -40,11 +40,16 @@ TEST(KeyUpdates, RunOnTheRowsNodeAndAnswerAsTheMasterWould) {
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   for (const char* t : {"a", "b"}) {
-    ASSERT_EQ(c->Exec(fmt::format("CREATE TABLE {} (id INT PRIMARY KEY, v BIGINT NOT NULL, s TEXT)", t)), "");
-    ASSERT_EQ(c->Exec(fmt::format("INSERT INTO {} SELECT i, i * 3, 'row' || i FROM generate_series(1, 3000) i", t)), "");
+    ASSERT_EQ(
+        c->Exec(fmt::format("CREATE TABLE {} (id INT PRIMARY KEY, v BIGINT NOT NULL, s TEXT)", t)),
+        "");
+    ASSERT_EQ(c->Exec(fmt::format(
+                  "INSERT INTO {} SELECT i, i * 3, 'row' || i FROM generate_series(1, 3000) i", t)),
+              "");
   }
   // Rows on both nodes: several segments, spread by the balancer.
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'a'", "2", 30000));
+  ASSERT_TRUE(cluster.WaitFor(
+      "SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'a'", "2", 30000));
   auto key_updates = [&] {
     int status = 0;
     std::string text = HttpGet(port, "/metrics", &status);
@@ -59,7 +64,8 @@ TEST(KeyUpdates, RunOnTheRowsNodeAndAnswerAsTheMasterWould) {
     ASSERT_EQ(st, "") << q << ": " << msg;
   }
   double after = key_updates();
-  EXPECT_EQ(after - before, 12) << "each UPDATE and DELETE by key in the block ran on the row's node";
+  EXPECT_EQ(after - before, 12)
+      << "each UPDATE and DELETE by key in the block ran on the row's node";
   auto m = cluster.Connect();
   ASSERT_EQ(m->Exec("SET wattdb_pushdown = off"), "");
   for (const auto& q : Block("b")) {
@@ -150,7 +156,8 @@ TEST(KeyUpdates, AHotRowsReadsSeeEveryCommittedUpdate) {
     auto& writer = i % 2 ? a : b;
     auto& reader = i % 2 ? b : a;
     ASSERT_EQ(writer->Exec("UPDATE h SET v = v + 1 WHERE id = 1"), "");
-    ASSERT_EQ(reader->Scalar("SELECT v FROM h WHERE id = 1"), std::to_string(i)) << "after update " << i;
+    ASSERT_EQ(reader->Scalar("SELECT v FROM h WHERE id = 1"), std::to_string(i))
+        << "after update " << i;
     if (i % 10 == 0) {  // a block: its own write first, then the committed one
       ASSERT_EQ(reader->Exec("BEGIN"), "");
       ASSERT_EQ(reader->Exec("UPDATE h SET v = v + 1000 WHERE id = 1"), "");
@@ -165,7 +172,8 @@ TEST(KeyUpdates, AHotRowsReadsSeeEveryCommittedUpdate) {
   ASSERT_EQ(b->Exec("INSERT INTO h VALUES (1, -5)"), "");
   EXPECT_EQ(a->Scalar("SELECT v FROM h WHERE id = 1"), "-5");
   EXPECT_EQ(a->Scalar("SELECT v FROM h WHERE id = 2"), "100");
-  EXPECT_TRUE(cluster.WaitFor("SELECT sum(cached_reads) > 0 FROM wattdb_segments WHERE table_name = 'h'", "t", 10000))
+  EXPECT_TRUE(cluster.WaitFor(
+      "SELECT sum(cached_reads) > 0 FROM wattdb_segments WHERE table_name = 'h'", "t", 10000))
       << a->Scalar("SELECT sum(cached_reads) FROM wattdb_segments WHERE table_name = 'h'");
 }
 

@@ -21,10 +21,11 @@ namespace wattdb::testing {
 
 std::string Transfer(PgConn& c, int from, int to, int amount, std::string* message) {
   std::string st;
-  for (const std::string& q : {std::string("BEGIN"),
-                               fmt::format("UPDATE acc SET balance = balance - {} WHERE id = {}", amount, from),
-                               fmt::format("UPDATE acc SET balance = balance + {} WHERE id = {}", amount, to),
-                               std::string("COMMIT")}) {
+  for (const std::string& q :
+       {std::string("BEGIN"),
+        fmt::format("UPDATE acc SET balance = balance - {} WHERE id = {}", amount, from),
+        fmt::format("UPDATE acc SET balance = balance + {} WHERE id = {}", amount, to),
+        std::string("COMMIT")}) {
     st = c.Exec(q, nullptr, message);
     if (!st.empty()) break;
   }
@@ -61,7 +62,8 @@ int RunCommand(const std::string& cmd, std::string* out) {
 namespace fs = std::filesystem;
 
 PgConn::PgConn(const std::string& conninfo) : conn_(PQconnectdb(conninfo.c_str())) {
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);
 }
 PgConn::~PgConn() { PQfinish(conn_); }
 bool PgConn::ok() const { return PQstatus(conn_) == CONNECTION_OK; }
@@ -74,7 +76,8 @@ void ReadRows(PGresult* r, std::vector<std::vector<std::string>>* rows) {
   rows->clear();
   for (int i = 0; i < PQntuples(r); i++) {
     std::vector<std::string> row;
-    for (int j = 0; j < PQnfields(r); j++) row.push_back(PQgetisnull(r, i, j) ? "NULL" : PQgetvalue(r, i, j));
+    for (int j = 0; j < PQnfields(r); j++)
+      row.push_back(PQgetisnull(r, i, j) ? "NULL" : PQgetvalue(r, i, j));
     rows->push_back(std::move(row));
   }
 }
@@ -91,17 +94,20 @@ std::string PgConn::Exec(const std::string& sql, std::vector<std::vector<std::st
   } else {
     const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     state = code ? code : "?????";
-    if (message) *message = PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+    if (message)
+      *message = PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
   }
   PQclear(r);
   return state;
 }
 
 std::string PgConn::ExecPrepared(const std::string& sql, const std::vector<std::string>& params,
-                                std::string* message, std::vector<std::vector<std::string>>* rows) {
+                                 std::string* message,
+                                 std::vector<std::vector<std::string>>* rows) {
   auto error = [&](PGresult* r) {
     const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    if (message) *message = PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+    if (message)
+      *message = PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
     std::string state = code ? code : "?????";
     PQclear(r);
     return state;
@@ -116,8 +122,8 @@ std::string PgConn::ExecPrepared(const std::string& sql, const std::vector<std::
   }
   std::vector<const char*> values;
   for (const auto& p : params) values.push_back(p.c_str());
-  PGresult* r = PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
-                               nullptr, 0);
+  PGresult* r = PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()),
+                               values.data(), nullptr, nullptr, 0);
   ExecStatusType st = PQresultStatus(r);
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) return error(r);
   if (rows) ReadRows(r, rows);
@@ -142,8 +148,9 @@ static std::string BinDir() {
 }
 
 MiniCluster::MiniCluster(MiniClusterOptions opts) : opts_(opts) {
-  dir_ = (fs::temp_directory_path() / fmt::format("wattdb_cluster_{}_{}", getpid(),
-                                                  std::chrono::steady_clock::now().time_since_epoch().count()))
+  dir_ = (fs::temp_directory_path() /
+          fmt::format("wattdb_cluster_{}_{}", getpid(),
+                      std::chrono::steady_clock::now().time_since_epoch().count()))
              .string();
   fs::create_directories(dir_);
   WriteConfig();
@@ -155,11 +162,12 @@ void MiniCluster::WriteConfig() {
   int cluster_port = FreePort();
   std::string toml = fmt::format(
       "[cluster]\ndata_dir = \"{}/data\"\nsegment_bytes = {}\ntelemetry_interval_ms = {}\n"
-      "heartbeat_timeout_ms = {}\nlatch_wait_ms = {}\ncolumn_cache_quiet_ms = {}\nnode_binary = \"{}/wattdb-node\"\n{}\n"
+      "heartbeat_timeout_ms = {}\nlatch_wait_ms = {}\ncolumn_cache_quiet_ms = {}\nnode_binary = "
+      "\"{}/wattdb-node\"\n{}\n"
       "[master]\npg_port = {}\ncluster_port = {}\nenergy_policy = \"policy.toml\"\n",
-      dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10, opts.latch_wait_ms,
-      opts.column_cache_quiet_ms, BinDir(), opts.cluster_toml,
-      pg_port_, cluster_port);
+      dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10,
+      opts.latch_wait_ms, opts.column_cache_quiet_ms, BinDir(), opts.cluster_toml, pg_port_,
+      cluster_port);
   toml += opts.master_toml + "\n" + opts.extra_toml + "\n";
   std::ofstream(dir_ + "/policy.toml") << opts.policy;
   for (int i = 1; i <= opts.nodes; i++) {
@@ -195,8 +203,9 @@ int MiniCluster::FreePort() {
   // port is handed out once per test process: the ports of one cluster differ (a config's
   // ports are all picked before any process binds one, so the bind check cannot tell them
   // apart), and a stopped cluster's ports are not given to the next while it may linger.
-  static std::mt19937 rng(static_cast<unsigned>(getpid()) * 7919u +
-                          static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  static std::mt19937 rng(
+      static_cast<unsigned>(getpid()) * 7919u +
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
   static std::mutex mu;
   static std::set<int> given;
   std::lock_guard<std::mutex> lock(mu);
@@ -261,12 +270,12 @@ bool MiniCluster::Start() {
         nodes_.push_back(0);  // in the master process
         continue;
       }
-      nodes_.push_back(Spawn({BinDir() + "/wattdb-node", "--config", config_, "--id",
-                              std::to_string(i)},
-                             fmt::format("{}/node{}.log", dir_, i)));
+      nodes_.push_back(
+          Spawn({BinDir() + "/wattdb-node", "--config", config_, "--id", std::to_string(i)},
+                fmt::format("{}/node{}.log", dir_, i)));
     }
-    if (StartMaster() &&
-        WaitFor("select count(*) from wattdb_nodes where state = 'up'", std::to_string(opts_.nodes), 30000)) {
+    if (StartMaster() && WaitFor("select count(*) from wattdb_nodes where state = 'up'",
+                                 std::to_string(opts_.nodes), 30000)) {
       keep_dir_ = false;
       return true;
     }
@@ -275,7 +284,9 @@ bool MiniCluster::Start() {
   return false;
 }
 
-void MiniCluster::ArmFailpoint(const std::string& name) { std::ofstream(dir_ + "/failpoints") << name << "\n"; }
+void MiniCluster::ArmFailpoint(const std::string& name) {
+  std::ofstream(dir_ + "/failpoints") << name << "\n";
+}
 
 bool MiniCluster::MasterAlive() {
   if (!master_) return false;
@@ -290,9 +301,9 @@ int MiniCluster::RestartDeadNodes() {
   int restarted = 0;
   for (size_t i = 0; i < nodes_.size(); i++) {
     if (nodes_[i] == 0 || waitpid(nodes_[i], nullptr, WNOHANG) != nodes_[i]) continue;
-    nodes_[i] = Spawn({BinDir() + "/wattdb-node", "--config", config_, "--id",
-                       std::to_string(i + 1)},
-                      fmt::format("{}/node{}.log", dir_, i + 1));
+    nodes_[i] =
+        Spawn({BinDir() + "/wattdb-node", "--config", config_, "--id", std::to_string(i + 1)},
+              fmt::format("{}/node{}.log", dir_, i + 1));
     restarted++;
   }
   return restarted;
@@ -344,7 +355,8 @@ void MiniCluster::KillAll() {
   nodes_.clear();
   for (int i = 0; i < 200; i++) {
     bool alive = false;
-    for (pid_t p : pids) alive |= kill(p, 0) == 0 && (waitpid(p, nullptr, WNOHANG), kill(p, 0) == 0);
+    for (pid_t p : pids)
+      alive |= kill(p, 0) == 0 && (waitpid(p, nullptr, WNOHANG), kill(p, 0) == 0);
     if (!alive) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
@@ -352,11 +364,14 @@ void MiniCluster::KillAll() {
 }
 
 std::string MiniCluster::conninfo() const {
-  return fmt::format("host=127.0.0.1 port={} user=wattdb dbname=wattdb sslmode=disable connect_timeout=5{}", pg_port_,
-                     opts_.password.empty() ? "" : " password=" + opts_.password);
+  return fmt::format(
+      "host=127.0.0.1 port={} user=wattdb dbname=wattdb sslmode=disable connect_timeout=5{}",
+      pg_port_, opts_.password.empty() ? "" : " password=" + opts_.password);
 }
 
-std::unique_ptr<PgConn> MiniCluster::Connect() const { return std::make_unique<PgConn>(conninfo()); }
+std::unique_ptr<PgConn> MiniCluster::Connect() const {
+  return std::make_unique<PgConn>(conninfo());
+}
 
 bool MiniCluster::WaitFor(const std::string& sql, const std::string& expected, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -370,19 +385,22 @@ bool MiniCluster::WaitFor(const std::string& sql, const std::string& expected, i
 
 int FreeTcpPort() {
   std::string out;
-  RunCommand("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'",
-             &out);
+  RunCommand(
+      "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+      "print(s.getsockname()[1])'",
+      &out);
   return std::stoi(out);
 }
 
 std::string HttpGet(int port, const std::string& path, int* status) {
   std::string out;
-  *status = RunCommand(fmt::format("python3 -c 'import urllib.request, urllib.error, sys\n"
-                                   "try:\n  sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:{}{}\", "
-                                   "timeout=10).read().decode())\n"
-                                   "except urllib.error.HTTPError as e:\n  print(e.code); sys.exit(3)'",
-                                   port, path),
-                       &out);
+  *status = RunCommand(
+      fmt::format("python3 -c 'import urllib.request, urllib.error, sys\n"
+                  "try:\n  sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:{}{}\", "
+                  "timeout=10).read().decode())\n"
+                  "except urllib.error.HTTPError as e:\n  print(e.code); sys.exit(3)'",
+                  port, path),
+      &out);
   return out;
 }
 

@@ -3,13 +3,14 @@
 // master through libpq. Not thread-safe, except PgConn objects (one per thread).
 #pragma once
 
-#include <libpq-fe.h>
 #include <sys/types.h>
 
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <libpq-fe.h>
 
 namespace wattdb::testing {
 
@@ -27,7 +28,8 @@ class PgConn {
   // Runs `sql` as a prepared statement (prepared on this connection's first use of it) with
   // text `params`; the SQLSTATE and rows as Exec's.
   std::string ExecPrepared(const std::string& sql, const std::vector<std::string>& params,
-                           std::string* message = nullptr, std::vector<std::vector<std::string>>* rows = nullptr);
+                           std::string* message = nullptr,
+                           std::vector<std::vector<std::string>>* rows = nullptr);
   // Runs a query that must succeed and return exactly one value.
   std::string Scalar(const std::string& sql);
 
@@ -65,11 +67,11 @@ struct MiniClusterOptions {
   // 0: every fragment scan reads (and after a write first rebuilds) its segment's column
   // image, so that tests exercise images as much as possible.
   int column_cache_quiet_ms = 0;
-  std::string extra_toml;  // appended to the generated config (e.g. an [auth] section)
-  std::string master_toml;  // more keys of the [master] section
+  std::string extra_toml;    // appended to the generated config (e.g. an [auth] section)
+  std::string master_toml;   // more keys of the [master] section
   std::string cluster_toml;  // more keys of the [cluster] section
   std::map<int, std::string> node_toml;  // more keys of node n's [[node]] table
-  std::string password;    // for conninfo(), when the config requires one
+  std::string password;                  // for conninfo(), when the config requires one
   // The master starts its nodes (wattdb-master --manage-nodes, local power driver) and
   // restarts those that die; the harness starts none.
   bool manage_nodes = false;

@@ -32,8 +32,9 @@ TEST(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
   auto c = cluster.Connect();
   constexpr int kAccounts = 3000;
   ASSERT_EQ(c->Exec("CREATE TABLE acc (id INT PRIMARY KEY, balance BIGINT, note TEXT)"), "");
-  ASSERT_EQ(c->Exec(fmt::format("INSERT INTO acc SELECT g, 1000, repeat('x', 80) FROM generate_series(0, {}) g",
-                                kAccounts - 1)),
+  ASSERT_EQ(c->Exec(fmt::format(
+                "INSERT INTO acc SELECT g, 1000, repeat('x', 80) FROM generate_series(0, {}) g",
+                kAccounts - 1)),
             "");
   ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "4", 30000));
   const std::string total = std::to_string(kAccounts * 1000);
@@ -62,7 +63,8 @@ TEST(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
           committed++;
           continue;
         }
-        if (st != sqlstate::kSerializationFailure && st != sqlstate::kDeadlockDetected) fail(st + " " + msg);
+        if (st != sqlstate::kSerializationFailure && st != sqlstate::kDeadlockDetected)
+          fail(st + " " + msg);
       }
     });
   }
@@ -86,7 +88,8 @@ TEST(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
           fail(st + " " + msg);
         } else if (rows.size() != 1 || rows[0][0] != total) {
           std::lock_guard<std::mutex> l(mu);
-          bad.push_back(fmt::format("{} (reader {}): {}", q, r, rows.empty() ? "no row" : rows[0][0]));
+          bad.push_back(
+              fmt::format("{} (reader {}): {}", q, r, rows.empty() ? "no row" : rows[0][0]));
         }
       }
     });
@@ -97,15 +100,20 @@ TEST(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(Seconds());
   while (std::chrono::steady_clock::now() < end) {
     std::vector<std::vector<std::string>> segs;
-    ASSERT_EQ(mover->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 'acc'", &segs), "");
+    ASSERT_EQ(
+        mover->Exec("SELECT segment_id, node_id FROM wattdb_segments WHERE table_name = 'acc'",
+                    &segs),
+        "");
     ASSERT_FALSE(segs.empty());
     const auto& s = segs[rng() % segs.size()];
     int node = (std::stoi(s[1]) + static_cast<int>(rng() % 3)) % 4 + 1;
     std::string msg;
-    std::string st = mover->Exec(fmt::format("ALTER TABLE acc MOVE SEGMENT {} TO NODE {}", s[0], node), nullptr, &msg);
+    std::string st = mover->Exec(
+        fmt::format("ALTER TABLE acc MOVE SEGMENT {} TO NODE {}", s[0], node), nullptr, &msg);
     if (st.empty()) {
       moves++;
-    } else if (st != sqlstate::kObjectInUse && st != sqlstate::kUndefinedObject && st != sqlstate::kObjectNotInPrerequisiteState) {  // busy, split meanwhile
+    } else if (st != sqlstate::kObjectInUse && st != sqlstate::kUndefinedObject &&
+               st != sqlstate::kObjectNotInPrerequisiteState) {  // busy, split meanwhile
       fail("move: " + st + " " + msg);
     }
   }
@@ -117,8 +125,10 @@ TEST(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
   EXPECT_EQ(errors.load(), 0) << last_error;
   EXPECT_GT(committed.load(), 0);
   EXPECT_GT(moves.load(), 0);
-  EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(balance) FROM acc"), fmt::format("{} {}", kAccounts, total));
-  std::printf("transfers=%d moves=%d totals read=%d segments=%s\n", committed.load(), moves.load(), sums.load(),
+  EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(balance) FROM acc"),
+            fmt::format("{} {}", kAccounts, total));
+  std::printf("transfers=%d moves=%d totals read=%d segments=%s\n", committed.load(), moves.load(),
+              sums.load(),
               c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 'acc'").c_str());
 }
 

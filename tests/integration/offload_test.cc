@@ -10,7 +10,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-
 #include <gtest/gtest.h>
 
 #include "common/sqlstate.h"
@@ -23,7 +22,8 @@ using Rows = std::vector<std::vector<std::string>>;
 
 const char* kQueries[] = {
     "SELECT g, count(*), sum(v), min(note), max(v) FROM t GROUP BY g ORDER BY g",
-    "SELECT u.name, count(*), sum(t.v) FROM t JOIN u ON t.g = u.g WHERE t.v % 3 = 0 GROUP BY u.name ORDER BY 2 DESC, 1",
+    "SELECT u.name, count(*), sum(t.v) FROM t JOIN u ON t.g = u.g WHERE t.v % 3 = 0 GROUP BY "
+    "u.name ORDER BY 2 DESC, 1",
     "SELECT id, v FROM t WHERE v < 60 ORDER BY v DESC, id",
     "SELECT count(DISTINCT note), count(DISTINCT u.name), avg(t.v) FROM t JOIN u ON t.g = u.g",
     "SELECT g FROM t WHERE v < 100 UNION SELECT g + 100 FROM u ORDER BY 1",
@@ -58,7 +58,8 @@ void WaitSettled(PgConn& c) {
   while (std::chrono::steady_clock::now() < deadline) {
     // Segments, oversized ones, and where each is (a move changes the sum).
     std::string now = c.Scalar(
-        "SELECT count(*) || ' ' || sum(CASE WHEN bytes > 16384 THEN 1 ELSE 0 END) || ' ' || sum(segment_id * node_id) "
+        "SELECT count(*) || ' ' || sum(CASE WHEN bytes > 16384 THEN 1 ELSE 0 END) || ' ' || "
+        "sum(segment_id * node_id) "
         "FROM wattdb_segments");
     if (now != layout) {
       layout = now;
@@ -74,11 +75,14 @@ void WaitSettled(PgConn& c) {
 
 void Load(MiniCluster& cluster, PgConn& c, bool spread = true) {
   ASSERT_EQ(c.Exec("CREATE TABLE t (id INT PRIMARY KEY, g INT, v BIGINT, note TEXT)"), "");
-  ASSERT_EQ(c.Exec("INSERT INTO t SELECT i, i % 11, i * 3 % 1000, 'n' || (i % 40) FROM generate_series(1, 4000) i"), "");
+  ASSERT_EQ(c.Exec("INSERT INTO t SELECT i, i % 11, i * 3 % 1000, 'n' || (i % 40) FROM "
+                   "generate_series(1, 4000) i"),
+            "");
   ASSERT_EQ(c.Exec("CREATE TABLE u (g INT PRIMARY KEY, name TEXT)"), "");
   ASSERT_EQ(c.Exec("INSERT INTO u SELECT i, 'group ' || i FROM generate_series(0, 10) i"), "");
   if (spread) {
-    ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 't'", "3", 30000));
+    ASSERT_TRUE(cluster.WaitFor(
+        "SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 't'", "3", 30000));
   }
   WaitSettled(c);
 }
@@ -132,8 +136,10 @@ TEST(Offload, HelperNodesAnswerAsTheMasterWould) {
   ASSERT_EQ(c->Exec("SET wattdb_offload = 2"), "");
   ASSERT_EQ(c->Exec(std::string("EXPLAIN ANALYZE ") + kQueries[0], &plan), "");
   text = Text(plan);
-  EXPECT_NE(text.find("Offload to node 2  (on master) (actual n2: rows=11 "), std::string::npos) << text;
-  EXPECT_NE(text.find("FinalAggregate groups=[#0] aggs=[count(*), sum(#2), min(#3), max(#2)]  (on helper node 2) "
+  EXPECT_NE(text.find("Offload to node 2  (on master) (actual n2: rows=11 "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("FinalAggregate groups=[#0] aggs=[count(*), sum(#2), min(#3), max(#2)]  (on "
+                      "helper node 2) "
                       "(actual n2: rows=11 "),
             std::string::npos)
       << text;
@@ -178,7 +184,8 @@ TEST(Offload, AHelperThatDiesMidwayGivesWayToTheMaster) {
   Rows owners;
   ASSERT_EQ(c->Exec("SELECT DISTINCT node_id FROM wattdb_segments", &owners), "");
   int helper = 3;
-  while (helper > 0 && Text(owners).find(std::to_string(helper) + "|") != std::string::npos) helper--;
+  while (helper > 0 && Text(owners).find(std::to_string(helper) + "|") != std::string::npos)
+    helper--;
   ASSERT_GT(helper, 0) << "every node owns data: " << Text(owners);
   ASSERT_EQ(c->Exec(fmt::format("SET wattdb_offload = {}", helper)), "");
   pid_t old_pid = cluster.NodePid(helper);
@@ -187,7 +194,8 @@ TEST(Offload, AHelperThatDiesMidwayGivesWayToTheMaster) {
   // (while a segment it reads splits, it fails with Stale and the master runs the query).
   auto settled = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   double offloaded = Metric(port, "wattdb_offloaded_total");
-  while (Metric(port, "wattdb_offloaded_total") == offloaded && std::chrono::steady_clock::now() < settled) {
+  while (Metric(port, "wattdb_offloaded_total") == offloaded &&
+         std::chrono::steady_clock::now() < settled) {
     ASSERT_EQ(c->Exec(kQueries[1], &got), "");
     EXPECT_EQ(Text(got), Text(want));
   }
@@ -208,8 +216,9 @@ TEST(Offload, AHelperThatDiesMidwayGivesWayToTheMaster) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_NE(new_pid, old_pid);
-  ASSERT_TRUE(cluster.WaitFor(fmt::format("SELECT pid FROM wattdb_nodes WHERE node_id = {} AND state = 'up'", helper),
-                              std::to_string(new_pid), 30000));
+  ASSERT_TRUE(cluster.WaitFor(
+      fmt::format("SELECT pid FROM wattdb_nodes WHERE node_id = {} AND state = 'up'", helper),
+      std::to_string(new_pid), 30000));
   offloaded = Metric(port, "wattdb_offloaded_total");
   ASSERT_EQ(c->Exec(kQueries[1], &got), "");
   EXPECT_EQ(Text(got), Text(want));
@@ -254,15 +263,23 @@ TEST(PartitionedJoins, PartsRunOnTheOwnersAndAnswerAsTheMasterWould) {
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec("CREATE TABLE ord (ok BIGINT PRIMARY KEY, prio TEXT, day INT)"), "");
-  ASSERT_EQ(c->Exec("CREATE TABLE li (ok BIGINT, ln INT, price NUMERIC(12,2), PRIMARY KEY (ok, ln))"), "");
-  ASSERT_EQ(c->Exec("INSERT INTO ord SELECT i, 'p' || (i % 5), i % 365 FROM generate_series(1, 1500) i"), "");
-  ASSERT_EQ(c->Exec("INSERT INTO li SELECT i / 4 + 1, i % 4, (i % 97) * 1.25 FROM generate_series(0, 5999) i"), "");
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'li'", "3", 30000));
+  ASSERT_EQ(
+      c->Exec("CREATE TABLE li (ok BIGINT, ln INT, price NUMERIC(12,2), PRIMARY KEY (ok, ln))"),
+      "");
+  ASSERT_EQ(
+      c->Exec("INSERT INTO ord SELECT i, 'p' || (i % 5), i % 365 FROM generate_series(1, 1500) i"),
+      "");
+  ASSERT_EQ(c->Exec("INSERT INTO li SELECT i / 4 + 1, i % 4, (i % 97) * 1.25 FROM "
+                    "generate_series(0, 5999) i"),
+            "");
+  ASSERT_TRUE(cluster.WaitFor(
+      "SELECT count(DISTINCT node_id) FROM wattdb_segments WHERE table_name = 'li'", "3", 30000));
   // EXPLAIN ANALYZE below checks that parts ran on every owner: start once the load's splits
   // and moves are over (under a concurrent test load, a run during them listed two owners).
   WaitSettled(*c);
   const char* q =
-      "SELECT prio, count(*), sum(price), min(li.ok) FROM li JOIN ord ON li.ok = ord.ok WHERE day < 200 "
+      "SELECT prio, count(*), sum(price), min(li.ok) FROM li JOIN ord ON li.ok = ord.ok WHERE day "
+      "< 200 "
       "GROUP BY prio ORDER BY prio";
   Rows want, got, plan;
   ASSERT_EQ(c->Exec("SET wattdb_pushdown = off"), "");
@@ -275,12 +292,15 @@ TEST(PartitionedJoins, PartsRunOnTheOwnersAndAnswerAsTheMasterWould) {
   for (const char* node : {"n1: rows=", "n2: rows=", "n3: rows="}) {
     EXPECT_NE(text.find(node), std::string::npos) << text;  // parts ran on every owner
   }
-  EXPECT_EQ(text.find("not collected"), std::string::npos) << text;  // the scans below the parts' Exchanges too
+  EXPECT_EQ(text.find("not collected"), std::string::npos)
+      << text;  // the scans below the parts' Exchanges too
   ASSERT_EQ(c->Exec(q, &got), "");
   EXPECT_EQ(Text(got), Text(want));
   // The join key range of a query narrows the parts.
   Rows narrow_want, narrow_got;
-  std::string narrow = "SELECT count(*), sum(price) FROM li JOIN ord ON li.ok = ord.ok WHERE li.ok BETWEEN 300 AND 700";
+  std::string narrow =
+      "SELECT count(*), sum(price) FROM li JOIN ord ON li.ok = ord.ok WHERE li.ok BETWEEN 300 AND "
+      "700";
   ASSERT_EQ(c->Exec(narrow, &narrow_got), "");
   ASSERT_EQ(c->Exec("SET wattdb_partition_joins = off"), "");
   ASSERT_EQ(c->Exec(narrow, &narrow_want), "");
@@ -292,7 +312,8 @@ TEST(PartitionedJoins, PartsRunOnTheOwnersAndAnswerAsTheMasterWould) {
   EXPECT_EQ(Text(plan).find("Partition"), std::string::npos) << Text(plan);
   ASSERT_EQ(c->Exec("SET wattdb_partition_joins = on"), "");
   // Inside a transaction the parts see its own writes, on both sides of the join.
-  const char* mine = "SELECT count(*), sum(price) FROM li JOIN ord ON li.ok = ord.ok WHERE ord.prio = 'mine'";
+  const char* mine =
+      "SELECT count(*), sum(price) FROM li JOIN ord ON li.ok = ord.ok WHERE ord.prio = 'mine'";
   ASSERT_EQ(c->Exec("BEGIN"), "");
   ASSERT_EQ(c->Exec("INSERT INTO ord VALUES (5000, 'mine', 1)"), "");
   ASSERT_EQ(c->Exec("INSERT INTO li VALUES (5000, 1, 10.50), (5000, 2, 4.25)"), "");
@@ -314,13 +335,17 @@ TEST(PartitionedJoins, PartsRunOnTheOwnersAndAnswerAsTheMasterWould) {
     auto admin = cluster.Connect();
     for (int i = 0; !stop; i++) {
       Rows segs;
-      if (admin->Exec("SELECT table_name, segment_id FROM wattdb_segments WHERE table_name IN ('li', 'ord')", &segs) !=
-              "" ||
+      if (admin->Exec("SELECT table_name, segment_id FROM wattdb_segments WHERE table_name IN "
+                      "('li', 'ord')",
+                      &segs) != "" ||
           segs.empty()) {
         continue;
       }
       const auto& seg = segs[i % segs.size()];
-      if (admin->Exec(fmt::format("ALTER TABLE {} MOVE SEGMENT {} TO NODE {}", seg[0], seg[1], 1 + i % 3)).empty()) {
+      if (admin
+              ->Exec(fmt::format("ALTER TABLE {} MOVE SEGMENT {} TO NODE {}", seg[0], seg[1],
+                                 1 + i % 3))
+              .empty()) {
         moves++;
       }
     }

@@ -9,7 +9,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-
 #include <gtest/gtest.h>
 
 #include "common/sqlstate.h"
@@ -19,7 +18,9 @@ namespace wattdb::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double MillisSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double MillisSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 MiniClusterOptions Managed() {
   MiniClusterOptions o;
@@ -38,21 +39,26 @@ TEST(Power, SuspendAndResumeThroughTheLocalDriver) {
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
   std::string sql = "INSERT INTO t VALUES ";
-  for (int i = 0; i < 2000; i++) sql += fmt::format("{}({}, {}, repeat('x', 40))", i ? "," : "", i, i * 7);
+  for (int i = 0; i < 2000; i++)
+    sql += fmt::format("{}({}, {}, repeat('x', 40))", i ? "," : "", i, i * 7);
   std::string msg;
   ASSERT_EQ(c->Exec(sql, nullptr, &msg), "") << msg;
   ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "3", 60000));
   const std::string before = Fingerprint(*c);
 
   // Nothing that owns data is put to sleep.
-  EXPECT_EQ(c->Exec("ALTER NODE 3 SUSPEND", nullptr, &msg), sqlstate::kObjectNotInPrerequisiteState) << msg;
-  EXPECT_EQ(c->Scalar("SELECT power_state || ' ' || admin_state FROM wattdb_nodes WHERE node_id = 3"), "on active");
+  EXPECT_EQ(c->Exec("ALTER NODE 3 SUSPEND", nullptr, &msg), sqlstate::kObjectNotInPrerequisiteState)
+      << msg;
+  EXPECT_EQ(
+      c->Scalar("SELECT power_state || ' ' || admin_state FROM wattdb_nodes WHERE node_id = 3"),
+      "on active");
 
   ASSERT_EQ(c->Exec("ALTER NODE 3 DRAIN", nullptr, &msg), "") << msg;
   pid_t pid3 = cluster.NodePid(3);
   ASSERT_EQ(c->Exec("ALTER NODE 3 SUSPEND", nullptr, &msg), "") << msg;
   EXPECT_EQ(ProcState(pid3), 'T') << "the node process must be stopped (memory kept)";
-  EXPECT_EQ(c->Scalar("SELECT state || ' ' || admin_state || ' ' || power_state || ' ' || last_power_action || ' ' || "
+  EXPECT_EQ(c->Scalar("SELECT state || ' ' || admin_state || ' ' || power_state || ' ' || "
+                      "last_power_action || ' ' || "
                       "last_power_result FROM wattdb_nodes WHERE node_id = 3"),
             "down suspended suspended suspend ok");
   EXPECT_EQ(Fingerprint(*c), before);
@@ -65,11 +71,13 @@ TEST(Power, SuspendAndResumeThroughTheLocalDriver) {
   ASSERT_EQ(c->Exec("ALTER NODE 3 POWER ON", nullptr, &msg), "") << msg;
   ::testing::Test::RecordProperty("resume_to_registered_ms", std::to_string(MillisSince(t0)));
   EXPECT_EQ(cluster.NodePid(3), pid3) << "resume must not restart the process";
-  EXPECT_EQ(c->Scalar("SELECT state || ' ' || admin_state || ' ' || power_state FROM wattdb_nodes WHERE node_id = 3"),
+  EXPECT_EQ(c->Scalar("SELECT state || ' ' || admin_state || ' ' || power_state FROM wattdb_nodes "
+                      "WHERE node_id = 3"),
             "up active on");
   // The resumed node serves data again.
   std::string seg = c->Scalar("SELECT min(segment_id) FROM wattdb_segments");
-  ASSERT_EQ(c->Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE 3", seg), nullptr, &msg), "") << msg;
+  ASSERT_EQ(c->Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE 3", seg), nullptr, &msg), "")
+      << msg;
   EXPECT_EQ(Fingerprint(*c), before);
 
   // Power off a suspended node: it is gone, and POWER ON boots a new process.
@@ -78,8 +86,11 @@ TEST(Power, SuspendAndResumeThroughTheLocalDriver) {
   pid_t pid2 = cluster.NodePid(2);
   ASSERT_EQ(c->Exec("ALTER NODE 2 POWER OFF", nullptr, &msg), "") << msg;
   EXPECT_EQ(cluster.NodePid(2), 0);
-  EXPECT_EQ(c->Scalar("SELECT power_state || ' ' || admin_state FROM wattdb_nodes WHERE node_id = 2"), "off off");
-  EXPECT_EQ(c->Exec("ALTER NODE 2 SUSPEND", nullptr, &msg), sqlstate::kObjectNotInPrerequisiteState) << "an off node cannot be suspended";
+  EXPECT_EQ(
+      c->Scalar("SELECT power_state || ' ' || admin_state FROM wattdb_nodes WHERE node_id = 2"),
+      "off off");
+  EXPECT_EQ(c->Exec("ALTER NODE 2 SUSPEND", nullptr, &msg), sqlstate::kObjectNotInPrerequisiteState)
+      << "an off node cannot be suspended";
   ASSERT_EQ(c->Exec("ALTER NODE 2 POWER ON", nullptr, &msg), "") << msg;
   EXPECT_NE(cluster.NodePid(2), pid2);
   EXPECT_EQ(c->Scalar("SELECT power_state FROM wattdb_nodes WHERE node_id = 2"), "on");
@@ -93,7 +104,8 @@ TEST(Power, AHostSuspendedWithItsDataAnswersTheSameRowsAfterResume) {
   auto c = cluster.Connect();
   ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
   std::string sql = "INSERT INTO t VALUES ";
-  for (int i = 0; i < 2000; i++) sql += fmt::format("{}({}, {}, repeat('y', 40))", i ? "," : "", i, i * 3);
+  for (int i = 0; i < 2000; i++)
+    sql += fmt::format("{}({}, {}, repeat('y', 40))", i ? "," : "", i, i * 3);
   std::string msg;
   ASSERT_EQ(c->Exec(sql, nullptr, &msg), "") << msg;
   ASSERT_TRUE(cluster.WaitFor("SELECT count(DISTINCT node_id) FROM wattdb_segments", "3", 60000));
@@ -107,7 +119,8 @@ TEST(Power, AHostSuspendedWithItsDataAnswersTheSameRowsAfterResume) {
   EXPECT_NE(c->Exec("SELECT count(*) FROM t", nullptr, &msg), "");
   // Node 2's segments while it sleeps (listed once it is down: until then the balancer may
   // still move one; it may bring it more after the resume, never take these while it sleeps).
-  const std::string on_node2 = c->Scalar("SELECT string_agg(segment_id::text, ',') FROM wattdb_segments WHERE node_id = 2");
+  const std::string on_node2 =
+      c->Scalar("SELECT string_agg(segment_id::text, ',') FROM wattdb_segments WHERE node_id = 2");
   ASSERT_FALSE(on_node2.empty());
 
   // POWER ON resumes it; its first scan returns the same rows.
@@ -116,8 +129,9 @@ TEST(Power, AHostSuspendedWithItsDataAnswersTheSameRowsAfterResume) {
   EXPECT_EQ(Fingerprint(*c), before);
   ::testing::Test::RecordProperty("resume_to_first_scan_ms", std::to_string(MillisSince(t0)));
   EXPECT_EQ(cluster.NodePid(2), pid2);
-  EXPECT_EQ(c->Scalar(fmt::format("SELECT count(*) FROM wattdb_segments WHERE node_id = 2 AND segment_id IN ({})",
-                                  on_node2)),
+  EXPECT_EQ(c->Scalar(fmt::format(
+                "SELECT count(*) FROM wattdb_segments WHERE node_id = 2 AND segment_id IN ({})",
+                on_node2)),
             std::to_string(std::count(on_node2.begin(), on_node2.end(), ',') + 1));
 }
 
@@ -137,17 +151,21 @@ TEST(Power, WattdbPowerMetersEveryComponentAndFlagsASilentMeter) {
   o.extra_toml = fmt::format(
       "[power]\nmeter_interval_ms = 100\n"
       "[[infrastructure]]\nname = \"master\"\nidle_watts = 30\n"
-      "[[infrastructure]]\nname = \"switch\"\nmeter = {{ type = \"external\", source = \"{}\", stale_ms = 1000 }}\n",
+      "[[infrastructure]]\nname = \"switch\"\nmeter = {{ type = \"external\", source = \"{}\", "
+      "stale_ms = 1000 }}\n",
       meter_file);
   MiniCluster cluster(o);
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_power WHERE meter_ok", "5", 10000));
-  EXPECT_EQ(c->Scalar("SELECT string_agg(x, ' ') FROM (SELECT component || ':' || coalesce(node_id::text, '-') || ':' "
+  EXPECT_EQ(c->Scalar("SELECT string_agg(x, ' ') FROM (SELECT component || ':' || "
+                      "coalesce(node_id::text, '-') || ':' "
                       "|| meter AS x FROM wattdb_power ORDER BY component) s"),
             "master:-:model node 1:1:model node 2:2:model node 3:3:model switch:-:external");
   // Atom nodes, idle: 22-26 W each; the master 30 W; the switch what its meter says.
-  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_power WHERE node_id IS NOT NULL AND watts BETWEEN 22 AND 26"), "3");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_power WHERE node_id IS NOT NULL AND watts "
+                      "BETWEEN 22 AND 26"),
+            "3");
   EXPECT_EQ(c->Scalar("SELECT watts FROM wattdb_power WHERE component = 'master'"), "30");
   EXPECT_EQ(c->Scalar("SELECT watts FROM wattdb_power WHERE component = 'switch'"), "20.5");
   double j0 = std::stod(c->Scalar("SELECT sum(joules) FROM wattdb_power"));
@@ -159,10 +177,12 @@ TEST(Power, WattdbPowerMetersEveryComponentAndFlagsASilentMeter) {
   std::string msg;
   ASSERT_EQ(c->Exec("ALTER NODE 3 DRAIN", nullptr, &msg), "") << msg;
   ASSERT_EQ(c->Exec("ALTER NODE 3 SUSPEND", nullptr, &msg), "") << msg;
-  ASSERT_TRUE(cluster.WaitFor("SELECT state || ' ' || watts FROM wattdb_power WHERE node_id = 3", "suspended 2.5", 5000));
+  ASSERT_TRUE(cluster.WaitFor("SELECT state || ' ' || watts FROM wattdb_power WHERE node_id = 3",
+                              "suspended 2.5", 5000));
 
   // The switch's logger stops: its meter is flagged with the reason and its joules stop.
-  ASSERT_TRUE(cluster.WaitFor("SELECT meter_ok FROM wattdb_power WHERE component = 'switch'", "f", 5000));
+  ASSERT_TRUE(
+      cluster.WaitFor("SELECT meter_ok FROM wattdb_power WHERE component = 'switch'", "f", 5000));
   std::string err = c->Scalar("SELECT meter_error FROM wattdb_power WHERE component = 'switch'");
   EXPECT_NE(err.find("no sample"), std::string::npos) << err;
   EXPECT_NE(c->Scalar("SELECT gaps FROM wattdb_power WHERE component = 'switch'"), "0");
@@ -170,8 +190,9 @@ TEST(Power, WattdbPowerMetersEveryComponentAndFlagsASilentMeter) {
     std::ofstream f(meter_file, std::ios::app);
     f << "1700000100 19\n";
   }
-  ASSERT_TRUE(cluster.WaitFor("SELECT meter_ok || ' ' || watts FROM wattdb_power WHERE component = 'switch'", "t 19",
-                              5000));
+  ASSERT_TRUE(cluster.WaitFor(
+      "SELECT meter_ok || ' ' || watts FROM wattdb_power WHERE component = 'switch'", "t 19",
+      5000));
   std::remove(meter_file.c_str());
 }
 
@@ -195,10 +216,12 @@ TEST(Power, PrometheusEndpointServesPowerNodesAndQueries) {
   int status = 0;
   std::string text = HttpGet(port, "/metrics", &status);
   ASSERT_EQ(status, 0) << text;
-  for (const char* want : {"# TYPE wattdb_power_watts gauge", "wattdb_power_watts{component=\"node 1\",meter=\"model\"} 2",
-                           "wattdb_energy_joules_total{component=\"switch\"}", "wattdb_node_up{node=\"3\"} 1",
-                           "wattdb_node_power_state{node=\"2\",state=\"on\"} 1", "wattdb_segments 1",
-                           "# TYPE wattdb_statements_total counter", "wattdb_meter_ok{component=\"master\"} 1"}) {
+  for (const char* want :
+       {"# TYPE wattdb_power_watts gauge",
+        "wattdb_power_watts{component=\"node 1\",meter=\"model\"} 2",
+        "wattdb_energy_joules_total{component=\"switch\"}", "wattdb_node_up{node=\"3\"} 1",
+        "wattdb_node_power_state{node=\"2\",state=\"on\"} 1", "wattdb_segments 1",
+        "# TYPE wattdb_statements_total counter", "wattdb_meter_ok{component=\"master\"} 1"}) {
     EXPECT_NE(text.find(want), std::string::npos) << "missing " << want << " in\n" << text;
   }
   EXPECT_GE(MetricValue(text, "wattdb_statements_total"), 3);
@@ -218,25 +241,33 @@ TEST(Power, UnreachableBmcMissingIpmitoolAndSilentMeterAreReportedAndTheRestServ
   int dead_port = FreeTcpPort();  // no BMC answers here
   o.extra_toml = "[power]\nmeter_interval_ms = 100\n";
   o.node_toml[2] = fmt::format(
-      "power = \"ipmi\"\nmeter = \"ipmi-dcmi\"\nipmi = {{ port = {}, password = \"x\", timeout_ms = 300, retries = 0 }}",
+      "power = \"ipmi\"\nmeter = \"ipmi-dcmi\"\nipmi = {{ port = {}, password = \"x\", timeout_ms "
+      "= 300, retries = 0 }}",
       dead_port);
-  o.node_toml[3] = "power = \"ipmi\"\nipmi = { ipmitool = \"/nonexistent/ipmitool\", password = \"x\" }";
+  o.node_toml[3] =
+      "power = \"ipmi\"\nipmi = { ipmitool = \"/nonexistent/ipmitool\", password = \"x\" }";
   MiniCluster cluster(o);
-  ASSERT_TRUE(cluster.StartMaster()) << "logs in " << cluster.dir();  // nodes 2 and 3 cannot be powered on
+  ASSERT_TRUE(cluster.StartMaster())
+      << "logs in " << cluster.dir();  // nodes 2 and 3 cannot be powered on
   auto c = cluster.Connect();
   ASSERT_TRUE(c) << "the master serves";
   ASSERT_TRUE(cluster.WaitFor("SELECT state FROM wattdb_nodes WHERE node_id = 1", "up", 20000));
-  ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE power_state = 'unknown' AND power_error IS NOT NULL",
-                              "2", 10000));
-  ASSERT_TRUE(cluster.WaitFor("SELECT meter_error IS NOT NULL FROM wattdb_power WHERE node_id = 2", "t", 10000));
-  std::string r2 = c->Scalar("SELECT power_state || ' | ' || last_power_result || ' | ' || power_error FROM wattdb_nodes "
-                             "WHERE node_id = 2");
+  ASSERT_TRUE(cluster.WaitFor(
+      "SELECT count(*) FROM wattdb_nodes WHERE power_state = 'unknown' AND power_error IS NOT NULL",
+      "2", 10000));
+  ASSERT_TRUE(cluster.WaitFor("SELECT meter_error IS NOT NULL FROM wattdb_power WHERE node_id = 2",
+                              "t", 10000));
+  std::string r2 = c->Scalar(
+      "SELECT power_state || ' | ' || last_power_result || ' | ' || power_error FROM wattdb_nodes "
+      "WHERE node_id = 2");
   EXPECT_EQ(r2.rfind("unknown | ", 0), 0u) << r2;
   EXPECT_NE(r2.find("ipmitool chassis power on"), std::string::npos) << r2;
   EXPECT_NE(r2.find(std::to_string(dead_port)), std::string::npos) << r2;
-  std::string r3 = c->Scalar("SELECT power_state || ' | ' || power_error FROM wattdb_nodes WHERE node_id = 3");
+  std::string r3 =
+      c->Scalar("SELECT power_state || ' | ' || power_error FROM wattdb_nodes WHERE node_id = 3");
   EXPECT_NE(r3.find("not found (install the ipmitool package"), std::string::npos) << r3;
-  std::string m2 = c->Scalar("SELECT meter_ok || ' | ' || meter_error FROM wattdb_power WHERE node_id = 2");
+  std::string m2 =
+      c->Scalar("SELECT meter_ok || ' | ' || meter_error FROM wattdb_power WHERE node_id = 2");
   EXPECT_EQ(m2.rfind("f | ", 0), 0u) << m2;
   std::string msg;
   EXPECT_NE(c->Exec("ALTER NODE 2 POWER ON", nullptr, &msg), "");
@@ -264,9 +295,11 @@ TEST(Power, StatementsReportTheirEstimatedEnergy) {
   auto c = cluster.Connect();
   ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_power WHERE meter_ok", "5", 10000));
   ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY, v BIGINT, pad TEXT)"), "");
-  ASSERT_EQ(c->Exec("INSERT INTO t SELECT g, g, repeat('e', 100) FROM generate_series(1, 60000) g"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT g, g, repeat('e', 100) FROM generate_series(1, 60000) g"),
+            "");
   Rows plan;
-  ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT count(*), sum(v) FROM t WHERE pad LIKE '%e%'", &plan), "");
+  ASSERT_EQ(c->Exec("EXPLAIN ANALYZE SELECT count(*), sum(v) FROM t WHERE pad LIKE '%e%'", &plan),
+            "");
   std::string energy;
   for (auto& r : plan) {
     if (r[0].rfind("Energy: ", 0) == 0) energy = r[0];
@@ -277,7 +310,10 @@ TEST(Power, StatementsReportTheirEstimatedEnergy) {
 
   ASSERT_EQ(c->Exec("SELECT 1"), "");
   Rows recent;
-  ASSERT_EQ(c->Exec("SELECT statement, joules, node_joules, seconds, cpu_ms FROM wattdb_statement_energy", &recent), "");
+  ASSERT_EQ(
+      c->Exec("SELECT statement, joules, node_joules, seconds, cpu_ms FROM wattdb_statement_energy",
+              &recent),
+      "");
   ASSERT_GE(recent.size(), 3u);
   // The scan of 60,000 rows on the nodes cost node energy; SELECT 1 cost none of it.
   const auto& explain = recent[recent.size() - 2];
@@ -303,15 +339,18 @@ namespace {
 TEST(Power, AHostThatNeverWakesIsReportedAndPowerOnFailsWithinTheWakeTimeout) {
   MiniClusterOptions o = Managed();
   int nobody = FreeTcpPort();
-  o.extra_toml = "[power]\nmeter_interval_ms = 100\nwake_timeout_ms = 1500\n[profile.atom]\nboot_ms = 0\n";
-  o.node_toml[3] = fmt::format("power = \"wol\"\nwol = {{ mac = \"52:54:00:00:00:03\", broadcast = \"127.0.0.1\", "
-                               "port = {} }}",
-                               nobody);
+  o.extra_toml =
+      "[power]\nmeter_interval_ms = 100\nwake_timeout_ms = 1500\n[profile.atom]\nboot_ms = 0\n";
+  o.node_toml[3] = fmt::format(
+      "power = \"wol\"\nwol = {{ mac = \"52:54:00:00:00:03\", broadcast = \"127.0.0.1\", "
+      "port = {} }}",
+      nobody);
   MiniCluster cluster(o);
   ASSERT_TRUE(cluster.StartMaster()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   ASSERT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "2", 20000));
-  std::string err = c->Scalar("SELECT power_state || ' | ' || power_error FROM wattdb_nodes WHERE node_id = 3");
+  std::string err =
+      c->Scalar("SELECT power_state || ' | ' || power_error FROM wattdb_nodes WHERE node_id = 3");
   EXPECT_EQ(err.rfind("unknown | ", 0), 0u) << err;
   EXPECT_NE(err.find("did not register within 1500 ms"), std::string::npos) << err;
   auto t0 = std::chrono::steady_clock::now();
@@ -319,7 +358,8 @@ TEST(Power, AHostThatNeverWakesIsReportedAndPowerOnFailsWithinTheWakeTimeout) {
   EXPECT_EQ(c->Exec("ALTER NODE 3 POWER ON", nullptr, &msg), sqlstate::kCannotConnectNow);
   EXPECT_NE(msg.find("did not register within 1500 ms"), std::string::npos) << msg;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
-  EXPECT_NE(c->Scalar("SELECT last_power_result FROM wattdb_nodes WHERE node_id = 3").find("did not register"),
+  EXPECT_NE(c->Scalar("SELECT last_power_result FROM wattdb_nodes WHERE node_id = 3")
+                .find("did not register"),
             std::string::npos);
   // The rest serves.
   ASSERT_EQ(c->Exec("CREATE TABLE t (k INT PRIMARY KEY)"), "");

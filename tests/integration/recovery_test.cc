@@ -16,7 +16,8 @@ void LoadSpread(MiniCluster& cluster, PgConn& c, int n, int nodes) {
   for (int start = 0; start < n; start += 200) {
     std::string sql = "INSERT INTO t VALUES ";
     for (int i = start; i < start + 200 && i < n; i++) {
-      sql += fmt::format("{}({}, 0, 'padding padding padding padding {}')", i == start ? "" : ",", i, i);
+      sql += fmt::format("{}({}, 0, 'padding padding padding padding {}')", i == start ? "" : ",",
+                         i, i);
     }
     std::string msg;
     ASSERT_EQ(c.Exec(sql, nullptr, &msg), "") << msg;
@@ -27,8 +28,9 @@ void LoadSpread(MiniCluster& cluster, PgConn& c, int n, int nodes) {
 
 // `UPDATE t SET v = v + 1` over both nodes while `failpoint` is armed (the first node to reach
 // it dies; the decision is logged: the statement is committed). Restarts that node.
-void UpdateWhileAParticipantCrashes(MiniCluster& cluster, PgConn& c,
-                                    const std::string& failpoint = "node.before_distributed_commit") {
+void UpdateWhileAParticipantCrashes(
+    MiniCluster& cluster, PgConn& c,
+    const std::string& failpoint = "node.before_distributed_commit") {
   cluster.ArmFailpoint(failpoint);
   std::string msg;
   ASSERT_EQ(c.Exec("UPDATE t SET v = v + 1", nullptr, &msg), "") << msg;
@@ -85,11 +87,13 @@ TEST(Recovery, EveryCommitDecisionIsConfirmedOnceItsParticipantsAreDurable) {
   LoadSpread(cluster, *c, 2000, 2);
   const std::string open = "SELECT sum(unconfirmed_commits) FROM wattdb_nodes";
   std::string msg;
-  for (int i = 0; i < 5; i++) ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1", nullptr, &msg), "") << msg;
+  for (int i = 0; i < 5; i++)
+    ASSERT_EQ(c->Exec("UPDATE t SET v = v + 1", nullptr, &msg), "") << msg;
   EXPECT_TRUE(cluster.WaitFor(open, "0", 30000));
 
   ASSERT_NO_FATAL_FAILURE(UpdateWhileAParticipantCrashes(cluster, *c, "node.after_commit_applied"));
-  EXPECT_TRUE(cluster.WaitFor(open, "0", 30000)) << "a decision was never confirmed by the restarted node";
+  EXPECT_TRUE(cluster.WaitFor(open, "0", 30000))
+      << "a decision was never confirmed by the restarted node";
   EXPECT_EQ(c->Scalar("SELECT sum(v) FROM t"), "12000");
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE v = 6"), "2000");
 }

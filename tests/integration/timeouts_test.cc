@@ -20,7 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 MiniClusterOptions Options() {
   MiniClusterOptions o;
@@ -35,10 +37,13 @@ TEST(Timeouts, StatementTimeoutCancelsALongStatement) {
   auto c = cluster.Connect();
   EXPECT_EQ(c->Scalar("SHOW statement_timeout"), "0");
   std::string msg;
-  EXPECT_EQ(c->Exec("SET statement_timeout = 'soon'", nullptr, &msg), sqlstate::kInvalidParameterValue) << msg;
+  EXPECT_EQ(c->Exec("SET statement_timeout = 'soon'", nullptr, &msg),
+            sqlstate::kInvalidParameterValue)
+      << msg;
   ASSERT_EQ(c->Exec("SET statement_timeout = '300ms'"), "");
   auto t0 = Clock::now();
-  EXPECT_EQ(c->Exec("SELECT count(*) FROM generate_series(1, 200000000)", nullptr, &msg), sqlstate::kQueryCanceled);
+  EXPECT_EQ(c->Exec("SELECT count(*) FROM generate_series(1, 200000000)", nullptr, &msg),
+            sqlstate::kQueryCanceled);
   EXPECT_NE(msg.find("statement timeout"), std::string::npos) << msg;
   EXPECT_LT(SecondsSince(t0), 5.0);
   // Short statements are unaffected; the session goes on; DEFAULT turns it off.

@@ -5,10 +5,14 @@
 
 int main(int argc, char** argv) {
   if (argc < 3 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::cout << "usage: wattdb-slt <libpq conninfo> <file.test>...\n"
-                 "Runs sqllogictest files against a WattDB master (or PostgreSQL, to check expected\n"
-                 "results). Exit status 1 if any record fails.\n";
-    return argc < 3 && !(argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) ? 2 : 0;
+    std::cout
+        << "usage: wattdb-slt <libpq conninfo> <file.test>...\n"
+           "Runs sqllogictest files against a WattDB master (or PostgreSQL, to check expected\n"
+           "results). Exit status 1 if any record fails.\n";
+    return argc < 3 && !(argc == 2 &&
+                         (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h"))
+               ? 2
+               : 0;
   }
   wattdb::testing::PgConn conn(argv[1]);
   if (!conn.ok()) {

@@ -5,8 +5,8 @@
 // tests/sql/*.test and the SQLite corpus with PostgreSQL 15's answers in tests/sql/sqlite/.
 #include <cstdio>
 #include <cstdlib>
-#include <ostream>
 #include <filesystem>
+#include <ostream>
 #include <set>
 
 #include <fmt/format.h>
@@ -26,10 +26,10 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.file << " (" << c.engine << ")"; }
 
-
 std::string Runner() {
   const char* home = std::getenv("CARGO_HOME");
-  std::string cargo = home ? home : std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + "/.cargo";
+  std::string cargo =
+      home ? home : std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + "/.cargo";
   std::string path = cargo + "/bin/sqllogictest";
   if (fs::exists(path)) return path;
   return "sqllogictest";  // from PATH
@@ -42,12 +42,14 @@ TEST_P(SltRs, Passes) {
   const Case& c = GetParam();
   MiniCluster cluster(MiniClusterOptions{3, 1024, 200});
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
-  std::string cmd = fmt::format("{} -e {} -h 127.0.0.1 -p {} -d wattdb -u wattdb --label postgresql "
-                                "--color never {}",
-                                Runner(), c.engine, cluster.pg_port(), c.file);
+  std::string cmd = fmt::format(
+      "{} -e {} -h 127.0.0.1 -p {} -d wattdb -u wattdb --label postgresql "
+      "--color never {}",
+      Runner(), c.engine, cluster.pg_port(), c.file);
   std::string out;
   int rc = RunCommand(cmd, &out);
-  ASSERT_EQ(rc, 0) << cmd << "\n" << out.substr(0, 8000)
+  ASSERT_EQ(rc, 0) << cmd << "\n"
+                   << out.substr(0, 8000)
                    << "\n(runner missing? scripts/install-deps.sh installs it with cargo)";
   EXPECT_NE(out.find("[OK]"), std::string::npos) << out;
 }
@@ -63,8 +65,10 @@ TEST(SltRsParallel, OneDatabasePerFile) {
     if (c.engine == "postgres") files += " " + c.file;
   }
   for (const char* engine : {"postgres", "postgres-extended"}) {
-    std::string cmd = fmt::format("{} -j 2 -e {} -h 127.0.0.1 -p {} -d wattdb -u wattdb --label postgresql "
-                                  "--color never{}", Runner(), engine, cluster.pg_port(), files);
+    std::string cmd = fmt::format(
+        "{} -j 2 -e {} -h 127.0.0.1 -p {} -d wattdb -u wattdb --label postgresql "
+        "--color never{}",
+        Runner(), engine, cluster.pg_port(), files);
     std::string out;
     ASSERT_EQ(RunCommand(cmd, &out), 0) << out.substr(0, 8000);
   }
@@ -94,7 +98,8 @@ std::vector<Case> Cases() {
 INSTANTIATE_TEST_SUITE_P(Files, SltRs, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string stem = fs::path(info.param.file).stem().string();
-                           return stem + "_" + (info.param.engine == "postgres" ? "simple" : "extended");
+                           return stem + "_" +
+                                  (info.param.engine == "postgres" ? "simple" : "extended");
                          });
 
 }  // namespace

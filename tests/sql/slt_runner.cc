@@ -73,7 +73,8 @@ std::vector<SltFailure> RunSltFile(const std::string& path, PgConn& conn, int* r
     // SQL runs until a blank line or "----".
     std::string sql;
     i++;
-    while (i < lines.size() && !lines[i].empty() && lines[i] != "----") sql += (sql.empty() ? "" : "\n") + lines[i++];
+    while (i < lines.size() && !lines[i].empty() && lines[i] != "----")
+      sql += (sql.empty() ? "" : "\n") + lines[i++];
     std::vector<std::string> expected;
     bool has_results = i < lines.size() && lines[i] == "----";
     if (has_results) {
@@ -93,7 +94,8 @@ std::vector<SltFailure> RunSltFile(const std::string& path, PgConn& conn, int* r
       if (state.empty()) {
         failures.push_back({start, "expected an error, statement succeeded:\n" + sql});
       } else if (!pattern.empty() && !std::regex_search(msg, std::regex(pattern))) {
-        failures.push_back({start, fmt::format("{}\nfailed with \"{}\", which does not match /{}/", sql, msg, pattern)});
+        failures.push_back({start, fmt::format("{}\nfailed with \"{}\", which does not match /{}/",
+                                               sql, msg, pattern)});
       }
       continue;
     }

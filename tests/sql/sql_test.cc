@@ -54,7 +54,8 @@ std::vector<Case> Files() {
   std::sort(files.begin(), files.end());
   std::vector<Case> out;
   for (const auto& f : files) {
-    for (Mode m : {Mode::kPushdown, Mode::kOnMaster, Mode::kOffloaded, Mode::kMasterNode}) out.push_back({f, m});
+    for (Mode m : {Mode::kPushdown, Mode::kOnMaster, Mode::kOffloaded, Mode::kMasterNode})
+      out.push_back({f, m});
   }
   return out;
 }
@@ -62,8 +63,8 @@ std::vector<Case> Files() {
 INSTANTIATE_TEST_SUITE_P(Files, SqlLogicTest, ::testing::ValuesIn(Files()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::filesystem::path(info.param.file).stem().string() +
-                                  (info.param.mode == Mode::kOnMaster    ? "_on_master"
-                                   : info.param.mode == Mode::kOffloaded ? "_offloaded"
+                                  (info.param.mode == Mode::kOnMaster     ? "_on_master"
+                                   : info.param.mode == Mode::kOffloaded  ? "_offloaded"
                                    : info.param.mode == Mode::kMasterNode ? "_master_node"
                                                                           : "");
                          });

@@ -60,10 +60,14 @@ std::string EncodeMove(const MoveIntent& m) {
 
 const char* NodeAdminStateName(NodeAdminState s) {
   switch (s) {
-    case NodeAdminState::kActive: return "active";
-    case NodeAdminState::kDraining: return "draining";
-    case NodeAdminState::kOff: return "off";
-    case NodeAdminState::kSuspended: return "suspended";
+    case NodeAdminState::kActive:
+      return "active";
+    case NodeAdminState::kDraining:
+      return "draining";
+    case NodeAdminState::kOff:
+      return "off";
+    case NodeAdminState::kSuspended:
+      return "suspended";
   }
   return "?";
 }
@@ -99,7 +103,8 @@ Status Catalog::Load() {
     ByteReader r(v);
     View view;
     uint64_t n;
-    if (!r.Str(&view.sql) || !r.VarU64(&n) || n > v.size()) return Status::Corruption("view record");
+    if (!r.Str(&view.sql) || !r.VarU64(&n) || n > v.size())
+      return Status::Corruption("view record");
     for (uint64_t i = 0; i < n; i++) {
       std::string s;
       if (!r.Str(&s)) return Status::Corruption("view record");
@@ -144,8 +149,10 @@ Status Catalog::Load() {
   RETURN_NOT_OK(kv_->Scan(kSplitPrefix, [&](const std::string&, const std::string& v) {
     ByteReader r(v);
     uint64_t s, n, node, pieces = 1;
-    if (!r.VarU64(&s) || !r.VarU64(&n) || !r.VarU64(&node)) return Status::Corruption("split record");
-    if (!r.empty() && (!r.VarU64(&pieces) || pieces == 0 || pieces > UINT32_MAX)) return Status::Corruption("split record");
+    if (!r.VarU64(&s) || !r.VarU64(&n) || !r.VarU64(&node))
+      return Status::Corruption("split record");
+    if (!r.empty() && (!r.VarU64(&pieces) || pieces == 0 || pieces > UINT32_MAX))
+      return Status::Corruption("split record");
     splits_[s] = SplitIntent{s, n, static_cast<NodeId>(node), static_cast<uint32_t>(pieces)};
     return Status::OK();
   }));
@@ -217,7 +224,8 @@ Result<TableSchema> Catalog::GetTable(const std::string& name, uint64_t* version
   *version = schema_version_.load();  // changes only under the exclusive lock
   auto it = tables_.find(name);
   if (it == tables_.end()) {
-    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", name));
+    return Status::Sql(sqlstate::kUndefinedTable,
+                       fmt::format("relation \"{}\" does not exist", name));
   }
   return it->second;
 }
@@ -291,7 +299,8 @@ Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (tables_.count(schema->name) || views_.count(schema->name)) {
-    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", schema->name));
+    return Status::Sql(sqlstate::kDuplicateTable,
+                       fmt::format("relation \"{}\" already exists", schema->name));
   }
   ASSIGN_OR_RETURN(uint64_t tid, NextFromCounter("table", 16));
   if (tid >= kFirstSystemTableId) return Status::Internal("table ids exhausted");
@@ -300,7 +309,8 @@ Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
   SegmentEntry seg{sid, schema->id, "", "", node};
   std::string enc;
   schema->Serialize(&enc);
-  RETURN_NOT_OK(kv_->Write({{kTablePrefix + schema->name, enc}, {SegmentKey(sid), EncodeSegment(seg)}}));
+  RETURN_NOT_OK(
+      kv_->Write({{kTablePrefix + schema->name, enc}, {SegmentKey(sid), EncodeSegment(seg)}}));
   tables_[schema->name] = *schema;
   IndexTablesLocked();
   by_table_[schema->id][""] = seg;
@@ -312,7 +322,8 @@ Result<std::vector<SegmentEntry>> Catalog::DropTable(const std::string& name) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(name);
-  if (it == tables_.end()) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", name));
+  if (it == tables_.end())
+    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", name));
   if (it->second.id >= kFirstSystemTableId) {
     return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is a system view", name));
   }
@@ -323,7 +334,7 @@ Result<std::vector<SegmentEntry>> Catalog::DropTable(const std::string& name) {
 }
 
 Result<std::vector<SegmentEntry>> Catalog::TrashSegments(const std::vector<TableId>& ids,
-                                                          std::vector<storage::KvStore::Op> ops) {
+                                                         std::vector<storage::KvStore::Op> ops) {
   std::vector<SegmentEntry> segs;
   for (TableId id : ids) {
     for (auto& [lo, s] : by_table_[id]) {
@@ -363,7 +374,9 @@ double Catalog::EstimateRows(const TableSchema& table) const {
 Status Catalog::CreateDatabase(const std::string& name) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
-  if (databases_.count(name)) return Status::Sql(sqlstate::kDuplicateDatabase, fmt::format("database \"{}\" already exists", name));
+  if (databases_.count(name))
+    return Status::Sql(sqlstate::kDuplicateDatabase,
+                       fmt::format("database \"{}\" already exists", name));
   RETURN_NOT_OK(kv_->Write({{kDatabasePrefix + name, "1"}}));
   databases_.insert(name);
   return Status::OK();
@@ -377,7 +390,9 @@ bool Catalog::HasDatabase(const std::string& name) const {
 Result<std::vector<SegmentEntry>> Catalog::DropDatabase(const std::string& name) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
-  if (!databases_.count(name)) return Status::Sql(sqlstate::kInvalidCatalogName, fmt::format("database \"{}\" does not exist", name));
+  if (!databases_.count(name))
+    return Status::Sql(sqlstate::kInvalidCatalogName,
+                       fmt::format("database \"{}\" does not exist", name));
   std::string prefix = name + "/";
   // One atomic write: the database, its views, its tables and their segments.
   std::vector<storage::KvStore::Op> ops = {{kDatabasePrefix + name, "", true}};
@@ -405,14 +420,16 @@ Result<std::vector<SegmentEntry>> Catalog::DropDatabase(const std::string& name)
 Status Catalog::PutUser(const auth::Credentials& c) {
   std::unique_lock l(mu_);
   bool has_password = !c.md5.empty();
-  RETURN_NOT_OK(kv_->Write({{kUserPrefix + c.user, has_password ? auth::EncodeCredentials(c) : ""}}));
+  RETURN_NOT_OK(
+      kv_->Write({{kUserPrefix + c.user, has_password ? auth::EncodeCredentials(c) : ""}}));
   users_[c.user] = has_password ? std::optional<auth::Credentials>(c) : std::nullopt;
   return Status::OK();
 }
 
 Status Catalog::DropUser(const std::string& name) {
   std::unique_lock l(mu_);
-  if (!users_.count(name)) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("role \"{}\" does not exist", name));
+  if (!users_.count(name))
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("role \"{}\" does not exist", name));
   RETURN_NOT_OK(kv_->Write({{kUserPrefix + name, "", true}}));
   users_.erase(name);
   return Status::OK();
@@ -437,12 +454,13 @@ std::optional<std::string> Catalog::GetView(const std::string& name) const {
   return it->second.sql;
 }
 
-Status Catalog::CreateView(const std::string& name, const std::string& sql, const std::vector<std::string>& reads,
-                           bool replace) {
+Status Catalog::CreateView(const std::string& name, const std::string& sql,
+                           const std::vector<std::string>& reads, bool replace) {
   std::unique_lock l(mu_);
   schema_version_++;
   if (tables_.count(name) || (views_.count(name) && !replace)) {
-    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", name));
+    return Status::Sql(sqlstate::kDuplicateTable,
+                       fmt::format("relation \"{}\" already exists", name));
   }
   RETURN_NOT_OK(kv_->Write({{kViewPrefix + name, EncodeView(sql, reads)}}));
   views_[name] = View{sql, reads};
@@ -452,7 +470,8 @@ Status Catalog::CreateView(const std::string& name, const std::string& sql, cons
 Status Catalog::DropView(const std::string& name) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
-  if (!views_.count(name)) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("view \"{}\" does not exist", name));
+  if (!views_.count(name))
+    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("view \"{}\" does not exist", name));
   RETURN_NOT_OK(kv_->Write({{kViewPrefix + name, "", true}}));
   views_.erase(name);
   return Status::OK();
@@ -467,13 +486,17 @@ std::vector<std::string> Catalog::DependentViews(const std::string& name) const 
   return out;
 }
 
-Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name, const std::string& staged) {
+Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name,
+                                                        const std::string& staged) {
   std::unique_lock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(name);
   auto st = tables_.find(staged);
-  if (it == tables_.end()) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", name));
-  if (st == tables_.end()) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", staged));
+  if (it == tables_.end())
+    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", name));
+  if (st == tables_.end())
+    return Status::Sql(sqlstate::kUndefinedTable,
+                       fmt::format("table \"{}\" does not exist", staged));
   TableSchema renamed = st->second;
   renamed.name = name;
   std::string enc;
@@ -491,7 +514,8 @@ Status Catalog::UpdateTable(const TableSchema& schema) {
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(schema.name);
   if (it == tables_.end() || it->second.id != schema.id) {
-    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", schema.name));
+    return Status::Sql(sqlstate::kUndefinedTable,
+                       fmt::format("table \"{}\" does not exist", schema.name));
   }
   std::string enc;
   schema.Serialize(&enc);
@@ -582,7 +606,8 @@ Status Catalog::ApplySplit(SegmentId seg, SegmentId new_id, const std::string& s
   return ApplySplits(seg, new_id, {split_key});
 }
 
-Status Catalog::ApplySplits(SegmentId seg, SegmentId first_new_id, const std::vector<std::string>& keys) {
+Status Catalog::ApplySplits(SegmentId seg, SegmentId first_new_id,
+                            const std::vector<std::string>& keys) {
   std::unique_lock l(mu_);
   auto ix = seg_index_.find(seg);
   if (ix == seg_index_.end()) return Status::NotFound(fmt::format("segment {}", seg));
@@ -598,7 +623,8 @@ Status Catalog::ApplySplits(SegmentId seg, SegmentId first_new_id, const std::ve
   std::vector<SegmentEntry> uppers;
   std::vector<storage::KvStore::Op> ops{{SegmentKey(seg), EncodeSegment(lower)}};
   for (size_t i = 0; i < keys.size(); i++) {
-    uppers.push_back(SegmentEntry{first_new_id + i, old.table, keys[i], i + 1 < keys.size() ? keys[i + 1] : old.hi, old.node});
+    uppers.push_back(SegmentEntry{first_new_id + i, old.table, keys[i],
+                                  i + 1 < keys.size() ? keys[i + 1] : old.hi, old.node});
     ops.push_back({SegmentKey(uppers.back().id), EncodeSegment(uppers.back())});
   }
   ops.push_back({U64Key(kSplitPrefix, seg), "", true});
@@ -659,7 +685,8 @@ Status Catalog::SetOwner(SegmentId seg, NodeId node) {
   if (ix == seg_index_.end()) return Status::NotFound(fmt::format("segment {}", seg));
   SegmentEntry e = by_table_[ix->second.first][ix->second.second];
   e.node = node;
-  RETURN_NOT_OK(kv_->Write({{SegmentKey(seg), EncodeSegment(e)}, {U64Key(kMovePrefix, seg), "", true}}));
+  RETURN_NOT_OK(
+      kv_->Write({{SegmentKey(seg), EncodeSegment(e)}, {U64Key(kMovePrefix, seg), "", true}}));
   by_table_[ix->second.first][ix->second.second] = e;
   moves_.erase(seg);
   return Status::OK();

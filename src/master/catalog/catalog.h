@@ -10,7 +10,6 @@
 #pragma once
 
 #include <atomic>
-
 #include <map>
 #include <memory>
 #include <optional>
@@ -94,8 +93,8 @@ class Catalog : public plan::CatalogReader {
   std::optional<auth::Credentials> GetUser(const std::string& name) const;
   bool HasUser(const std::string& name) const;
   // Views: their query text and the relations it reads. A name is a table or a view, not both.
-  Status CreateView(const std::string& name, const std::string& sql, const std::vector<std::string>& reads,
-                    bool replace);
+  Status CreateView(const std::string& name, const std::string& sql,
+                    const std::vector<std::string>& reads, bool replace);
   Status DropView(const std::string& name);
   // Views that read `name` (table or view).
   std::vector<std::string> DependentViews(const std::string& name) const;
@@ -109,7 +108,8 @@ class Catalog : public plan::CatalogReader {
   Result<std::vector<SegmentEntry>> DropTable(const std::string& name);
   // Atomically drops table `name` (returning its segments, as DropTable) and renames table
   // `staged` to `name`.
-  Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name, const std::string& staged);
+  Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name,
+                                                 const std::string& staged);
   // Stores a changed schema (indexes) of the existing table `schema.name` with the same id.
   Status UpdateTable(const TableSchema& schema);
   std::vector<SegmentEntry> Trash() const;
@@ -194,7 +194,7 @@ class Catalog : public plan::CatalogReader {
   std::map<std::string, View> views_;
   std::set<std::string> databases_;
   std::map<TableId, uint64_t> row_counts_;
-  std::map<std::string, std::optional<auth::Credentials>> users_;  // nullopt: no password
+  std::map<std::string, std::optional<auth::Credentials>> users_;    // nullopt: no password
   std::map<TableId, std::map<std::string, SegmentEntry>> by_table_;  // table -> lo -> segment
   std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)
   std::map<SegmentId, MoveIntent> moves_;

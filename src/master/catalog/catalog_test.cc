@@ -1,12 +1,12 @@
 #include "master/catalog/catalog.h"
-#include "common/sqlstate.h"
-#include "master/catalog/database_catalog.h"
 
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
+#include "common/sqlstate.h"
+#include "master/catalog/database_catalog.h"
 
 namespace wattdb::master {
 namespace {
@@ -14,7 +14,8 @@ namespace {
 class CatalogTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (std::filesystem::temp_directory_path() / fmt::format("wattdb_catalog_{}", getpid())).string();
+    dir_ = (std::filesystem::temp_directory_path() / fmt::format("wattdb_catalog_{}", getpid()))
+               .string();
     std::filesystem::remove_all(dir_);
     Reopen();
   }
@@ -176,7 +177,8 @@ TEST_F(CatalogTest, ASplitIntoPiecesIsLoggedAndRecordedAtOnce) {
   EXPECT_GT(*first, *single);
   ASSERT_TRUE(cat_->LogSplitIntent({seg->id, *first, 1, 3}).ok());
   Reopen();
-  EXPECT_GE(*cat_->NextSegmentId(), *first + 100) << "ids of the block must not be handed out again";
+  EXPECT_GE(*cat_->NextSegmentId(), *first + 100)
+      << "ids of the block must not be handed out again";
   ASSERT_EQ(cat_->PendingSplits().size(), 1u);
   EXPECT_EQ(cat_->PendingSplits()[0].pieces, 3u);
   EXPECT_EQ(cat_->PendingSplits()[0].new_id, *first);
@@ -186,10 +188,13 @@ TEST_F(CatalogTest, ASplitIntoPiecesIsLoggedAndRecordedAtOnce) {
   auto before = cat_->GetSegment(seg->id);
   ASSERT_TRUE(before.ok());
   EXPECT_TRUE(cat_->SegmentIs(*before));
-  ASSERT_TRUE(cat_->ApplySplits(seg->id, *first, {K(100), K(200)}).ok());  // fewer pieces than asked
-  EXPECT_FALSE(cat_->SegmentIs(*before)) << "the split narrowed its range: a routing by it is stale";
+  ASSERT_TRUE(
+      cat_->ApplySplits(seg->id, *first, {K(100), K(200)}).ok());  // fewer pieces than asked
+  EXPECT_FALSE(cat_->SegmentIs(*before))
+      << "the split narrowed its range: a routing by it is stale";
   EXPECT_TRUE(cat_->SegmentIs(*cat_->GetSegment(seg->id)));
-  EXPECT_FALSE(cat_->SegmentIs(SegmentEntry{*first + 50, t.id, "", "", before->node})) << "no such segment";
+  EXPECT_FALSE(cat_->SegmentIs(SegmentEntry{*first + 50, t.id, "", "", before->node}))
+      << "no such segment";
   EXPECT_TRUE(cat_->PendingSplits().empty());
   Reopen();
   EXPECT_TRUE(cat_->PendingSplits().empty());

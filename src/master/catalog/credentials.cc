@@ -18,8 +18,8 @@ std::string Sha256(std::string_view d) {
 std::string Hmac(std::string_view key, std::string_view d) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(d.data()),
-       d.size(), out, &n);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(d.data()), d.size(), out, &n);
   return std::string(reinterpret_cast<char*>(out), n);
 }
 
@@ -48,8 +48,8 @@ ScramVerifier MakeVerifier(const std::string& password, std::string salt, int it
   v.iterations = iterations;
   unsigned char salted[32];
   PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
-                    reinterpret_cast<const unsigned char*>(v.salt.data()), static_cast<int>(v.salt.size()),
-                    iterations, EVP_sha256(), 32, salted);
+                    reinterpret_cast<const unsigned char*>(v.salt.data()),
+                    static_cast<int>(v.salt.size()), iterations, EVP_sha256(), 32, salted);
   std::string sp(reinterpret_cast<char*>(salted), 32);
   v.stored_key = Sha256(Hmac(sp, "Client Key"));
   v.server_key = Hmac(sp, "Server Key");
@@ -82,8 +82,9 @@ Result<Credentials> DecodeCredentials(std::string_view in) {
   Credentials c;
   uint8_t v;
   uint64_t it;
-  if (!r.U8(&v) || v != 1 || !r.Str(&c.user) || !r.Str(&c.scram.salt) || !r.VarU64(&it) || it == 0 ||
-      it > 10000000 || !r.Str(&c.scram.stored_key) || !r.Str(&c.scram.server_key) || !r.Str(&c.md5) || !r.empty()) {
+  if (!r.U8(&v) || v != 1 || !r.Str(&c.user) || !r.Str(&c.scram.salt) || !r.VarU64(&it) ||
+      it == 0 || it > 10000000 || !r.Str(&c.scram.stored_key) || !r.Str(&c.scram.server_key) ||
+      !r.Str(&c.md5) || !r.empty()) {
     return Status::Corruption("user record does not decode");
   }
   c.scram.iterations = static_cast<int>(it);

@@ -24,7 +24,8 @@ std::string DatabaseCatalog::Unqualify(const std::string& name) const {
 
 Result<TableSchema> DatabaseCatalog::GetTable(const std::string& name) const {
   if (name.find('/') != std::string::npos) {
-    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", name));
+    return Status::Sql(sqlstate::kUndefinedTable,
+                       fmt::format("relation \"{}\" does not exist", name));
   }
   std::optional<TableSchema> t;
   {
@@ -35,14 +36,18 @@ Result<TableSchema> DatabaseCatalog::GetTable(const std::string& name) const {
   if (!t) {
     uint64_t version = 0;
     auto got = catalog_.GetTable(Qualify(name), &version);
-    if (!got.ok()) return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", name));
+    if (!got.ok())
+      return Status::Sql(sqlstate::kUndefinedTable,
+                         fmt::format("relation \"{}\" does not exist", name));
     t = std::move(*got);
     t->name = Unqualify(t->name);
     std::lock_guard<std::mutex> l(known_mu_);
     if (known_.size() >= kMaxKnown) known_.clear();
     known_[name] = Known{version, *t};
   }
-  std::erase_if(t->indexes, [&](const IndexDef& ix) { return ix.ready_ts == 0 || ix.ready_ts > read_snapshot_; });
+  std::erase_if(t->indexes, [&](const IndexDef& ix) {
+    return ix.ready_ts == 0 || ix.ready_ts > read_snapshot_;
+  });
   return std::move(*t);
 }
 
@@ -78,13 +83,15 @@ std::map<std::string, std::string> DatabaseCatalog::Views() const {
 Result<SegmentEntry> DatabaseCatalog::CreateTable(TableSchema* schema, NodeId node) {
   std::string name = schema->name;
   if (name.find('/') != std::string::npos) {
-    return Status::Sql(sqlstate::kInvalidName, fmt::format("invalid name \"{}\": '/' is reserved", name));
+    return Status::Sql(sqlstate::kInvalidName,
+                       fmt::format("invalid name \"{}\": '/' is reserved", name));
   }
   schema->name = Qualify(name);
   auto r = catalog_.CreateTable(schema, node);
   schema->name = name;
   if (!r.ok() && r.status().sqlstate() == sqlstate::kDuplicateTable) {
-    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", name));
+    return Status::Sql(sqlstate::kDuplicateTable,
+                       fmt::format("relation \"{}\" already exists", name));
   }
   return r;
 }
@@ -93,7 +100,8 @@ Result<std::vector<SegmentEntry>> DatabaseCatalog::DropTable(const std::string& 
   return catalog_.DropTable(Qualify(name));
 }
 
-Result<std::vector<SegmentEntry>> DatabaseCatalog::ReplaceTable(const std::string& name, const std::string& staged) {
+Result<std::vector<SegmentEntry>> DatabaseCatalog::ReplaceTable(const std::string& name,
+                                                                const std::string& staged) {
   return catalog_.ReplaceTable(Qualify(name), Qualify(staged));
 }
 
@@ -105,14 +113,17 @@ Status DatabaseCatalog::UpdateTable(TableSchema schema) {
 Status DatabaseCatalog::CreateView(const std::string& name, const std::string& sql,
                                    const std::vector<std::string>& reads, bool replace) {
   if (name.find('/') != std::string::npos) {
-    return Status::Sql(sqlstate::kInvalidName, fmt::format("invalid name \"{}\": '/' is reserved", name));
+    return Status::Sql(sqlstate::kInvalidName,
+                       fmt::format("invalid name \"{}\": '/' is reserved", name));
   }
   std::vector<std::string> qualified;
   for (const auto& r : reads) qualified.push_back(Qualify(r));
   return catalog_.CreateView(Qualify(name), sql, qualified, replace);
 }
 
-Status DatabaseCatalog::DropView(const std::string& name) { return catalog_.DropView(Qualify(name)); }
+Status DatabaseCatalog::DropView(const std::string& name) {
+  return catalog_.DropView(Qualify(name));
+}
 
 std::vector<std::string> DatabaseCatalog::DependentViews(const std::string& name) const {
   std::vector<std::string> out;

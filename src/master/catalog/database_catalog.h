@@ -29,7 +29,9 @@ class DatabaseCatalog : public plan::CatalogReader {
   Result<TableSchema> GetTable(const std::string& name) const override;
   void set_read_snapshot(Timestamp ts) { read_snapshot_ = ts; }
   std::optional<std::string> GetView(const std::string& name) const override;
-  double EstimateRows(const TableSchema& table) const override { return catalog_.EstimateRows(table); }
+  double EstimateRows(const TableSchema& table) const override {
+    return catalog_.EstimateRows(table);
+  }
   // The running statement's time (set at its start), else the current time.
   int64_t StatementTime() const override {
     return statement_time_ ? *statement_time_ : plan::CatalogReader::StatementTime();
@@ -41,11 +43,12 @@ class DatabaseCatalog : public plan::CatalogReader {
   std::map<std::string, std::string> Views() const;
   Result<SegmentEntry> CreateTable(TableSchema* schema, NodeId node);
   Result<std::vector<SegmentEntry>> DropTable(const std::string& name);
-  Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name, const std::string& staged);
+  Result<std::vector<SegmentEntry>> ReplaceTable(const std::string& name,
+                                                 const std::string& staged);
   // `schema` as GetTable returned it (unqualified name), changed.
   Status UpdateTable(TableSchema schema);
-  Status CreateView(const std::string& name, const std::string& sql, const std::vector<std::string>& reads,
-                    bool replace);
+  Status CreateView(const std::string& name, const std::string& sql,
+                    const std::vector<std::string>& reads, bool replace);
   Status DropView(const std::string& name);
   std::vector<std::string> DependentViews(const std::string& name) const;
 

@@ -13,10 +13,12 @@
 namespace wattdb::master {
 
 Status Cluster::InUse(SegmentId seg, int waited_ms) {
-  return Status(Status::Code::kUnavailable,
-                fmt::format("segment {} is in use by a transaction that did not finish within {} ms; try again",
-                            seg, waited_ms),
-                sqlstate::kObjectInUse);
+  return Status(
+      Status::Code::kUnavailable,
+      fmt::format(
+          "segment {} is in use by a transaction that did not finish within {} ms; try again", seg,
+          waited_ms),
+      sqlstate::kObjectInUse);
 }
 
 Cluster::Cluster(const ClusterConfig& config, ClusterOptions opts, const Clock& clock)
@@ -31,7 +33,8 @@ Status Cluster::Start() {
   next_txn_ = static_cast<uint64_t>(clock_.WallMicros()) << 8;  // unique across restarts
   ASSIGN_OR_RETURN(net::ClusterKey key, net::ClusterKey::LoadOrCreate(config_.KeyPath()));
   // The node CPU a statement's calls cost counts toward its energy.
-  registry_ = std::make_unique<NodeRegistry>(config_, clock_, std::move(key), &StatementCpuScope::AddNode);
+  registry_ =
+      std::make_unique<NodeRegistry>(config_, clock_, std::move(key), &StatementCpuScope::AddNode);
   RETURN_NOT_OK(registry_->Start());
   power_ = std::make_unique<NodePower>(config_, *registry_, clock_);
   power::DriverContext ctx;
@@ -66,8 +69,9 @@ Status Cluster::Start() {
       if (sleeping(n.id) || failed.count(n.id) || n.InMaster()) continue;
       int wait_ms = config_.Profile(n).boot_ms + config_.wake_timeout_ms;
       if (!AwaitRegistration(n, wait_ms)) {
-        power_->RecordFailure(n.id, fmt::format("node {} did not register within {} ms of power on; see {}/n{}.log",
-                                                n.id, wait_ms, config_.data_dir, n.id));
+        power_->RecordFailure(
+            n.id, fmt::format("node {} did not register within {} ms of power on; see {}/n{}.log",
+                              n.id, wait_ms, config_.data_dir, n.id));
       }
     }
   }
@@ -93,7 +97,8 @@ void Cluster::Stop() {
   if (opts_.manage_nodes && power_) {
     for (const auto& n : config_.nodes) {
       std::lock_guard<std::mutex> l(power_->mu());
-      if (power_->Driver(n.id).Supports(power::PowerAction::kOff)) (void)power_->Act(n.id, power::PowerAction::kOff);
+      if (power_->Driver(n.id).Supports(power::PowerAction::kOff))
+        (void)power_->Act(n.id, power::PowerAction::kOff);
     }
   }
   if (registry_) registry_->Stop();
@@ -143,7 +148,8 @@ Status Cluster::Write(Transaction& t, TableId table, std::vector<RowWrite> write
   if (defer && !unique) {
     for (auto& [node, ws] : by_node) {
       auto& held = t.deferred[node];
-      held.insert(held.end(), std::make_move_iterator(ws.begin()), std::make_move_iterator(ws.end()));
+      held.insert(held.end(), std::make_move_iterator(ws.begin()),
+                  std::make_move_iterator(ws.end()));
     }
     return Status::OK();
   }
@@ -163,10 +169,12 @@ Status Cluster::Route(Transaction& t, TableId table, std::vector<RowWrite> write
     constexpr size_t kLinear = 8;
     for (size_t i = 0; i < writes.size(); i++) {
       const std::string& key = writes[i].key;
-      if (last == UINT32_MAX || key < segs[last].lo || (!segs[last].hi.empty() && key >= segs[last].hi)) {
+      if (last == UINT32_MAX || key < segs[last].lo ||
+          (!segs[last].hi.empty() && key >= segs[last].hi)) {
         ASSIGN_OR_RETURN(SegmentEntry e, catalog_->SegmentForKey(table, key));
         if (segs.size() < kLinear) {
-          auto known = std::find_if(segs.begin(), segs.end(), [&](const SegmentEntry& s) { return s.id == e.id; });
+          auto known = std::find_if(segs.begin(), segs.end(),
+                                    [&](const SegmentEntry& s) { return s.id == e.id; });
           last = static_cast<uint32_t>(known - segs.begin());
         } else {
           if (index.empty()) {
@@ -234,7 +242,8 @@ Status Cluster::SendDeferred(Transaction& t) {
 
 size_t Cluster::ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off) {
   size_t bytes = 0, end = off;
-  while (end < ws.size() && end - off < kPrepareChunk && (end == off || bytes < kPrepareChunkBytes)) {
+  while (end < ws.size() && end - off < kPrepareChunk &&
+         (end == off || bytes < kPrepareChunkBytes)) {
     bytes += ws[end].key.size() + ws[end].row.size() + 16;
     end++;
   }
@@ -246,7 +255,8 @@ Status Cluster::Send(Transaction& t, const WritesByNode& by_node) {
     ASSIGN_OR_RETURN(auto client, Join(t, node));
     for (size_t off = 0, end; off < ws.size(); off = end) {
       end = ChunkEnd(ws, off);
-      Status s = RpcPrepare(*client, t.id, t.snapshot, std::span<const RemoteWrite>(ws).subspan(off, end - off));
+      Status s = RpcPrepare(*client, t.id, t.snapshot,
+                            std::span<const RemoteWrite>(ws).subspan(off, end - off));
       // Counted even when it failed: the node may hold part of the chunk, and the
       // transaction cannot commit after a failed prepare anyway.
       t.sent[node] += end - off;
@@ -282,7 +292,8 @@ Status Cluster::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Time
   // A node that died comes back within a few seconds (the master restarts it); one that
   // froze is declared down after heartbeat_timeout_ms. Wait for either, but not longer.
   // The node's answer is final: a commit it has not applied by then never will be.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.heartbeat_timeout_ms + 2000);
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(config_.heartbeat_timeout_ms + 2000);
   while (std::chrono::steady_clock::now() < deadline) {
     auto c = registry_->Client(node);
     if (c.ok()) {
@@ -291,18 +302,20 @@ Status Cluster::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Time
       if (done.ok() && *done == ts) return Status::OK();
       if (done.ok() && *done == 0) {
         return Status(Status::Code::kUnavailable,
-                      fmt::format("node {} {} before the commit reached it; nothing was written", node,
-                                  pid != old_pid ? "restarted" : "stopped answering"),
+                      fmt::format("node {} {} before the commit reached it; nothing was written",
+                                  node, pid != old_pid ? "restarted" : "stopped answering"),
                       sqlstate::kCannotConnectNow);
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   Log("master")->warn("commit outcome unknown txn={} node=n{}", txn, node);
-  return Status(Status::Code::kIOError,
-                fmt::format("connection to node {} lost during commit; the transaction may or may not have committed",
-                            node),
-                sqlstate::kStatementCompletionUnknown);
+  return Status(
+      Status::Code::kIOError,
+      fmt::format(
+          "connection to node {} lost during commit; the transaction may or may not have committed",
+          node),
+      sqlstate::kStatementCompletionUnknown);
 }
 
 void Cluster::RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes) {
@@ -321,7 +334,8 @@ void Cluster::Rollback(Transaction& t) {
 }
 
 void Cluster::ResolveInDoubt() {
-  std::map<std::pair<NodeId, uint64_t>, uint64_t> still;  // resolutions the latest heartbeats still list
+  std::map<std::pair<NodeId, uint64_t>, uint64_t>
+      still;  // resolutions the latest heartbeats still list
   for (const auto& n : registry_->Snapshot()) {
     if (!n.up) continue;
     for (uint64_t txn : n.in_doubt) {
@@ -371,15 +385,19 @@ void Cluster::BreakDeadlocks() {
       path.emplace_back(txn, it->second);
       uint64_t next = it->second.holder;
       if (state[next] == 1) {
-        auto from = std::find_if(path.begin(), path.end(), [&](const auto& p) { return p.first == next; });
+        auto from =
+            std::find_if(path.begin(), path.end(), [&](const auto& p) { return p.first == next; });
         std::set<NodeId> nodes;
         for (auto p = from; p != path.end(); ++p) nodes.insert(p->second.node);
-        auto victim = std::max_element(from, path.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+        auto victim = std::max_element(
+            from, path.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
         if (nodes.size() > 1) {  // one node's cycles are its own to break
           auto c = registry_->Client(victim->second.node);
           Status s = c.ok() ? RpcBreakWait(**c, victim->first, victim->second.holder) : c.status();
-          Log("master")->info("deadlock across nodes txn={} waits_for={} node=n{} nodes={} status={}", victim->first,
-                              victim->second.holder, victim->second.node, nodes.size(), s.ToString());
+          Log("master")->info(
+              "deadlock across nodes txn={} waits_for={} node=n{} nodes={} status={}",
+              victim->first, victim->second.holder, victim->second.node, nodes.size(),
+              s.ToString());
         }
       } else if (state[next] == 0) {
         visit(next);
@@ -416,12 +434,15 @@ std::map<NodeId, Cluster::NodeLoad> Cluster::SegmentCounts(TableId table, NodeId
   return load;
 }
 
-NodeId Cluster::LeastLoadedNode(NodeId except, TableId table) { return LeastLoaded(SegmentCounts(table, except), table); }
+NodeId Cluster::LeastLoadedNode(NodeId except, TableId table) {
+  return LeastLoaded(SegmentCounts(table, except), table);
+}
 
 NodeId Cluster::NodeForNewTable() {
   if (auto* local = local_segments()) {
     NodeId home = local->node_id();
-    if (registry_->IsUp(home) && catalog_->GetNodeState(home) == NodeAdminState::kActive) return home;
+    if (registry_->IsUp(home) && catalog_->GetNodeState(home) == NodeAdminState::kActive)
+      return home;
   }
   return LeastLoadedNode();
 }
@@ -442,15 +463,18 @@ NodeId Cluster::LeastLoaded(const std::map<NodeId, NodeLoad>& load, TableId tabl
 Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
   std::lock_guard<std::mutex> admin(admin_mu_);
   int64_t t0 = clock_.NowMicros();
-  if (!config_.FindNode(target)) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", target));
+  if (!config_.FindNode(target))
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", target));
   if (catalog_->GetNodeState(target) != NodeAdminState::kActive) {
-    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} is {}; it cannot take segments", target,
-                                            NodeAdminStateName(catalog_->GetNodeState(target))));
+    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
+                       fmt::format("node {} is {}; it cannot take segments", target,
+                                   NodeAdminStateName(catalog_->GetNodeState(target))));
   }
   auto latch = Latch(seg);
   // Waits for in-flight writes and open transactions on the segment, but not forever: a
   // client idle inside a transaction block must not stall moves and maintenance.
-  std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+  std::unique_lock<std::shared_timed_mutex> excl(*latch,
+                                                 std::chrono::milliseconds(config_.latch_wait_ms));
   if (!excl.owns_lock()) return InUse(seg, config_.latch_wait_ms);
   ASSIGN_OR_RETURN(SegmentEntry e, catalog_->GetSegment(seg));
   MoveReport rep{seg, e.node, target};
@@ -502,13 +526,15 @@ Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
   rep.files = pulled->files;
   rep.pull_ms = pulled->micros / 1000.0;
   rep.total_ms = (clock_.NowMicros() - t0) / 1000.0;
-  Log("master")->info("segment moved seg={} from=n{} to=n{} bytes={} files={} pull_ms={:.1f} total_ms={:.1f}",
-                      seg, e.node, target, rep.bytes, rep.files, rep.pull_ms, rep.total_ms);
+  Log("master")->info(
+      "segment moved seg={} from=n{} to=n{} bytes={} files={} pull_ms={:.1f} total_ms={:.1f}", seg,
+      e.node, target, rep.bytes, rep.files, rep.pull_ms, rep.total_ms);
   return rep;
 }
 
 Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
-  if (!config_.FindNode(node)) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
+  if (!config_.FindNode(node))
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
   RETURN_NOT_OK(catalog_->SetNodeState(node, NodeAdminState::kDraining));
   std::vector<MoveReport> reports;
   // Writes go on while the node drains, so its segments may split meanwhile: the pieces
@@ -519,25 +545,28 @@ Result<std::vector<MoveReport>> Cluster::DrainNode(NodeId node) {
     for (const auto& s : left) {
       NodeId target = LeastLoadedNode(node);
       if (target == 0) {
-        return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("cannot drain node {}: no other active node is up", node));
+        return Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
+                           fmt::format("cannot drain node {}: no other active node is up", node));
       }
       ASSIGN_OR_RETURN(MoveReport r, MoveSegment(s.id, target));
       reports.push_back(r);
     }
   }
   if (size_t left = catalog_->SegmentsOnNode(node).size()) {
-    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} still owns {} segment(s) after 100 rounds of moves; writes "
-                                            "keep splitting them: try again",
-                                            node, left));
+    return Status::Sql(
+        sqlstate::kObjectNotInPrerequisiteState,
+        fmt::format("node {} still owns {} segment(s) after 100 rounds of moves; writes "
+                    "keep splitting them: try again",
+                    node, left));
   }
   Log("master")->info("node drained id={} segments_moved={}", node, reports.size());
   return reports;
 }
 
 Status Cluster::RecoverMove(const MoveIntent& m) {
-  // REQUIRES admin_mu_ and the segment's latch (exclusive) held. The intent is still logged, so the ownership switch (which
-  // clears it in the same write) never happened: the source still owns the segment and may
-  // have taken writes since, so the target's copy, if any, is stale. Roll back.
+  // REQUIRES admin_mu_ and the segment's latch (exclusive) held. The intent is still logged, so the
+  // ownership switch (which clears it in the same write) never happened: the source still owns the
+  // segment and may have taken writes since, so the target's copy, if any, is stale. Roll back.
   auto dst = registry_->Client(m.to);
   if (dst.ok()) {
     Status dropped = RpcDropSegment(**dst, m.segment);
@@ -556,14 +585,16 @@ void Cluster::SettleLoggedReshapes() {
     std::lock_guard<std::mutex> admin(admin_mu_);
     if (!IsPendingMove(m.segment)) continue;  // settled meanwhile
     auto latch = Latch(m.segment);
-    std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+    std::unique_lock<std::shared_timed_mutex> excl(
+        *latch, std::chrono::milliseconds(config_.latch_wait_ms));
     Status s = excl.owns_lock() ? RecoverMove(m) : InUse(m.segment, config_.latch_wait_ms);
     if (!s.ok()) Log("master")->debug("move recovery waits seg={} err={}", m.segment, s.ToString());
   }
   for (const auto& si : catalog_->PendingSplits()) {
     std::lock_guard<std::mutex> admin(admin_mu_);
     Status s = RecoverSplit(si);
-    if (!s.ok()) Log("master")->debug("split recovery waits seg={} err={}", si.segment, s.ToString());
+    if (!s.ok())
+      Log("master")->debug("split recovery waits seg={} err={}", si.segment, s.ToString());
   }
 }
 
@@ -610,7 +641,8 @@ void Cluster::MaintainOnce() {
           std::lock_guard<std::mutex> admin(admin_mu_);
           auto owner = catalog_->GetSegment(rs.id);
           if (!owner.ok() || owner->node == n.id || IsPendingMove(rs.id)) continue;
-          Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id, owner->node);
+          Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id,
+                              owner->node);
           (void)RpcDropSegment(**c, rs.id);
         } else if (rs.bytes > config_.segment_bytes) {
           // A segment many times its size (a bulk load) is cut into pieces of half the size
@@ -622,7 +654,8 @@ void Cluster::MaintainOnce() {
           uint64_t pieces = 1, top = 0;
           if (rs.bytes >= 2 * config_.segment_bytes && piece > 0) {
             top = piece;
-            pieces = std::clamp<uint64_t>(rs.bytes / piece - 1, 1, std::max<uint64_t>(1, kSplitBytesPerRequest / piece));
+            pieces = std::clamp<uint64_t>(rs.bytes / piece - 1, 1,
+                                          std::max<uint64_t>(1, kSplitBytesPerRequest / piece));
             pieces = std::min<uint64_t>(pieces, kMaxSplitPieces);
           }
           // A reader whose segment split on its node but not yet in the map retries until the

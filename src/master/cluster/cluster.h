@@ -27,14 +27,14 @@
 #include "common/small_containers.h"
 #include "master/catalog/catalog.h"
 #include "master/cluster/timestamp_oracle.h"
-#include "master/power/node_supervisor.h"
+#include "master/nodes/node_registry.h"
+#include "master/nodes/node_rpc.h"
 #include "master/power/node_power.h"
+#include "master/power/node_supervisor.h"
 #include "master/power/power_monitor.h"
 #include "master/power/statement_energy.h"
 #include "master/stats/activity.h"
 #include "master/stats/query_counters.h"
-#include "master/nodes/node_registry.h"
-#include "master/nodes/node_rpc.h"
 #include "power/power_driver.h"
 #include "rpc/exchange.h"
 
@@ -153,9 +153,9 @@ class Cluster {
   // ROLLBACK, so that it reads them and fails where they do.
   Status SendDeferred(Transaction& txn);
   // `w`, an UPDATE or DELETE of one row of `table`, evaluated on the row's node in one round
-  // trip (cluster_key_update.cc), as RpcUpdateKey says. The rows written (0 or 1); nullopt if the table does not suit (a unique secondary
-  // index, checked here) or the segment moved or split meanwhile: the caller then takes the
-  // general path (scan, then Write), nothing having been done.
+  // trip (cluster_key_update.cc), as RpcUpdateKey says. The rows written (0 or 1); nullopt if the
+  // table does not suit (a unique secondary index, checked here) or the segment moved or split
+  // meanwhile: the caller then takes the general path (scan, then Write), nothing having been done.
   Result<std::optional<uint64_t>> KeyWrite(Transaction& txn, TableId table, const KeyWriteSpec& w);
   Status Commit(Transaction& txn);
   void Rollback(Transaction& txn);
@@ -251,8 +251,7 @@ class Cluster {
   static NodeId LeastLoaded(const std::map<NodeId, NodeLoad>& load, TableId table);
   std::shared_ptr<std::shared_timed_mutex> Latch(SegmentId seg);
   // Write = Route (segments of the writes, latched) + Send (prepare them on their nodes).
-  Status Route(Transaction& t, TableId table, std::vector<RowWrite> writes,
-               WritesByNode* by_node);
+  Status Route(Transaction& t, TableId table, std::vector<RowWrite> writes, WritesByNode* by_node);
   Status Send(Transaction& t, const WritesByNode& by_node);
   // Makes `node` a participant of `t`; its client.
   Result<std::shared_ptr<NodeClient>> Join(Transaction& t, NodeId node);
@@ -260,15 +259,18 @@ class Cluster {
   // that worked. 55P03: a key was locked and nothing happened.
   Status CommitOnePhase(Transaction& t, NodeId node, const std::vector<RemoteWrite>& ws);
   void RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, uint64_t>>& sizes);
-  static constexpr uint64_t kSplitBytesPerRequest = 256ull << 20;  // a cut into pieces moves at most this much
+  static constexpr uint64_t kSplitBytesPerRequest =
+      256ull << 20;  // a cut into pieces moves at most this much
   static constexpr uint64_t kMaxSplitPieces = 64;
-  static constexpr int kMaxWriteAttempts = 100;  // routings of one write (segments moved or split meanwhile)
+  static constexpr int kMaxWriteAttempts =
+      100;  // routings of one write (segments moved or split meanwhile)
   // The request may have reached the node, but no answer came back.
   static bool IsLinkFailure(const Status& s) {
     return s.code() == Status::Code::kIOError || s.IsTimedOut() || s.IsUnavailable();
   }
-  static constexpr size_t kPrepareChunk = 5000;           // writes per prepare request, at most
-  static constexpr size_t kPrepareChunkBytes = 8u << 20;  // and about this many bytes (frames stay small)
+  static constexpr size_t kPrepareChunk = 5000;  // writes per prepare request, at most
+  static constexpr size_t kPrepareChunkBytes =
+      8u << 20;  // and about this many bytes (frames stay small)
   // The end of the prepare chunk of `ws` that starts at `off` (at least one write).
   static size_t ChunkEnd(const std::vector<RemoteWrite>& ws, size_t off);
   Status RecoverMove(const MoveIntent& m);
@@ -310,7 +312,8 @@ class Cluster {
   std::map<std::string, int> sessions_;
   std::atomic<uint64_t> next_txn_{1};
   std::mutex txn_mu_;  // guards active_txns_
-  boost::container::flat_set<uint64_t> active_txns_;  // between first prepare and the end of commit/abort
+  boost::container::flat_set<uint64_t>
+      active_txns_;  // between first prepare and the end of commit/abort
   void ResolveInDoubt();
   // Cycles of row-lock waits through several nodes (from the latest heartbeats): the
   // youngest transaction of each is told 40P01 where it waits.
@@ -346,9 +349,9 @@ class Cluster {
   Result<std::unique_ptr<WriteBlock>> BlockWritesLocked(TableId table);
   bool HasUniqueIndex(TableId table) const;
   void EndTxn(Transaction& txn);
-  std::mutex admin_mu_;  // serializes moves, splits and drains
+  std::mutex admin_mu_;                         // serializes moves, splits and drains
   std::unique_ptr<NodeSupervisor> supervisor_;  // with manage_nodes: restarts crashed nodes
-  std::mutex operator_mu_;  // guards operator_nodes_
+  std::mutex operator_mu_;                      // guards operator_nodes_
   std::multiset<NodeId> operator_nodes_;
   std::thread maintenance_;
   std::atomic<rpc::LocalSegments*> local_segments_{nullptr};

@@ -1,11 +1,10 @@
 // Ending transactions: statement rollback, commit (one node or two-phase), single-statement writes.
-#include "common/sqlstate.h"
-#include "master/cluster/cluster.h"
-
 #include <algorithm>
 
 #include "common/failpoint.h"
 #include "common/logging.h"
+#include "common/sqlstate.h"
+#include "master/cluster/cluster.h"
 
 namespace wattdb::master {
 
@@ -20,7 +19,8 @@ Status Cluster::RollbackStatement(Transaction& t, const Transaction::Mark& mark)
       continue;
     }
     Status s = RpcRollbackTo(*t.participants.at(node), t.id, keep);
-    if (!s.ok() && result.ok()) result = s.Prepend(fmt::format("statement rollback on node {}", node));
+    if (!s.ok() && result.ok())
+      result = s.Prepend(fmt::format("statement rollback on node {}", node));
     if (keep == 0 && s.ok()) {  // nothing of the transaction is left there
       t.participants.erase(node);
       it = t.sent.erase(it);
@@ -42,12 +42,13 @@ Status Cluster::Commit(Transaction& t) {
   // Deferred writes travel with the commit's request: a single-node commit's prepare-and-
   // commit (one round trip), or the durable prepares of a commit over several nodes, if they
   // fit one request each; otherwise they are sent first, and the commit goes on as usual.
-  std::vector<RemoteWrite> carried;                           // single node
-  WritesByNode carried_by_node;  // several nodes
+  std::vector<RemoteWrite> carried;  // single node
+  WritesByNode carried_by_node;      // several nodes
   if (!t.deferred.empty()) {
     NodeId node = t.deferred.begin()->first;
-    bool one = t.deferred.size() == 1 &&
-               (t.participants.empty() || (t.participants.size() == 1 && t.participants.count(node)));
+    bool one =
+        t.deferred.size() == 1 &&
+        (t.participants.empty() || (t.participants.size() == 1 && t.participants.count(node)));
     bool fit = std::all_of(t.deferred.begin(), t.deferred.end(),
                            [](const auto& d) { return ChunkEnd(d.second, 0) == d.second.size(); });
     Status s;
@@ -136,8 +137,9 @@ Status Cluster::Commit(Transaction& t) {
       if (!committed[i].ok()) {
         // The decision is durable: the node applies it when it reports the txn in doubt; if
         // it applied it before the reply was lost, maintenance finds its outcome there.
-        Log("master")->warn("commit not acknowledged txn={} node=n{} err={} (resolved when the node reports it)",
-                            t.id, clients[i]->id(), committed[i].ToString());
+        Log("master")->warn(
+            "commit not acknowledged txn={} node=n{} err={} (resolved when the node reports it)",
+            t.id, clients[i]->id(), committed[i].ToString());
       }
       std::lock_guard<std::mutex> l(decisions_mu_);
       unsynced_[clients[i]->id()].push_back({t.id, *ts, committed[i].ok() ? incarnations[i] : 0});
@@ -148,20 +150,22 @@ Status Cluster::Commit(Transaction& t) {
     auto& [node, c] = *t.participants.begin();
     int pid = NodePid(node);
     bool delivered = false;
-    Status s = carried.empty()
-                   ? RpcCommit(*c, t.id, *ts, &sizes, t.sent[node], &delivered)
-                   : RpcPrepareCommit(*c, t.id, t.snapshot, carried, *ts, &sizes, &delivered,
-                                      t.sent[node] + carried.size());
+    Status s = carried.empty() ? RpcCommit(*c, t.id, *ts, &sizes, t.sent[node], &delivered)
+                               : RpcPrepareCommit(*c, t.id, t.snapshot, carried, *ts, &sizes,
+                                                  &delivered, t.sent[node] + carried.size());
     if (s.ok()) {
       // committed
     } else if (delivered && IsLinkFailure(s)) {
       commit_status = SettleUnknownCommit(node, pid, t.id, *ts);
     } else if (s.IsNotFound()) {
       commit_status = Status::Aborted(fmt::format(
-          "transaction aborted: node {} restarted during the transaction and lost its writes", node));
+          "transaction aborted: node {} restarted during the transaction and lost its writes",
+          node));
     } else {
       (void)RpcAbort(*c, t.id);
-      commit_status = s.code() == Status::Code::kAborted ? s : s.Prepend(fmt::format("commit on node {}", node));
+      commit_status = s.code() == Status::Code::kAborted
+                          ? s
+                          : s.Prepend(fmt::format("commit on node {}", node));
     }
   }
   ts_.EndCommit(*ts);
@@ -235,7 +239,8 @@ Status Cluster::ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWr
     // A statement writing one node commits in one round trip; if a key is locked by another
     // transaction it takes the usual path, where the prepare waits for the lock. Unique
     // indexes are checked between prepare and commit.
-    if (s.ok() && !unique && by_node.size() == 1 && ChunkEnd(by_node.begin()->second, 0) == by_node.begin()->second.size()) {
+    if (s.ok() && !unique && by_node.size() == 1 &&
+        ChunkEnd(by_node.begin()->second, 0) == by_node.begin()->second.size()) {
       s = CommitOnePhase(*t, by_node.begin()->first, by_node.begin()->second);
       if (s.ok()) return s;
       if (s.sqlstate() == sqlstate::kLockNotAvailable) s = Status::OK();

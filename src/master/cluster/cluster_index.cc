@@ -29,7 +29,8 @@ bool AnyNull(const IndexKeySpec& spec, const std::vector<Value>& row) {
 }
 
 Status Duplicate(const std::string& index) {
-  return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}\"", index));
+  return Status::Sql(sqlstate::kUniqueViolation,
+                     fmt::format("duplicate key value violates unique constraint \"{}\"", index));
 }
 
 }  // namespace
@@ -58,7 +59,8 @@ Status Cluster::CheckUnique(Transaction& t, TableId table, const WritesByNode& w
       for (const auto& w : ws) {
         if (w.is_delete || w.check == RemoteWrite::Check::kLock) continue;
         RETURN_NOT_OK(DecodeRow(w.row, &row));
-        if (row.size() != schema->columns.size()) return Status::Corruption("row width does not match the table");
+        if (row.size() != schema->columns.size())
+          return Status::Corruption("row width does not match the table");
         if (!AnyNull(ix.spec, row)) keys.insert(EncodeIndexKey(ix.spec, row));
       }
     }
@@ -110,10 +112,13 @@ Result<std::unique_ptr<Cluster::WriteBlock>> Cluster::BlockWritesLocked(TableId 
   for (const auto& s : catalog_->SegmentsOverlapping(table, "", "")) {
     block->latches.emplace_back(*Latch(s.id), std::chrono::milliseconds(config_.latch_wait_ms));
     if (!block->latches.back().owns_lock()) {
-      return Status(Status::Code::kUnavailable,
-                    fmt::format("the table is being written by a transaction that did not finish within {} ms; "
-                                "try again", config_.latch_wait_ms),
-                    sqlstate::kObjectInUse);
+      return Status(
+          Status::Code::kUnavailable,
+          fmt::format(
+              "the table is being written by a transaction that did not finish within {} ms; "
+              "try again",
+              config_.latch_wait_ms),
+          sqlstate::kObjectInUse);
     }
   }
   return block;
@@ -164,8 +169,10 @@ Result<uint32_t> Cluster::CreateIndex(const std::string& table, IndexDef def) {
         if (AnyNull(def.spec, row)) continue;
         if (!seen.insert(EncodeIndexKey(def.spec, row)).second) {
           undo();
-          return Status::Sql(sqlstate::kUniqueViolation, fmt::format("could not create unique index \"{}\": the table holds "
-                                                  "duplicate keys", def.name));
+          return Status::Sql(sqlstate::kUniqueViolation,
+                             fmt::format("could not create unique index \"{}\": the table holds "
+                                         "duplicate keys",
+                                         def.name));
         }
       }
     }
@@ -178,8 +185,8 @@ Result<uint32_t> Cluster::CreateIndex(const std::string& table, IndexDef def) {
     undo();
     return st;
   }
-  Log("master")->info("index created table={} index={} id={} segments={} build_ts={}", table, def.name,
-                      def.spec.id, segs.size(), build_ts);
+  Log("master")->info("index created table={} index={} id={} segments={} build_ts={}", table,
+                      def.name, def.spec.id, segs.size(), build_ts);
   return def.spec.id;
 }
 
@@ -192,7 +199,9 @@ Status Cluster::DropIndex(const std::string& table, uint32_t index) {
   for (const auto& s : catalog_->SegmentsOverlapping(t.id, "", "")) {
     auto c = registry_->Client(s.node);
     Status st = c.ok() ? RpcDropIndex(**c, s.id, index) : c.status();
-    if (!st.ok()) Log("master")->warn("index entries not dropped seg={} index={} err={}", s.id, index, st.ToString());
+    if (!st.ok())
+      Log("master")->warn("index entries not dropped seg={} index={} err={}", s.id, index,
+                          st.ToString());
   }
   return Status::OK();
 }

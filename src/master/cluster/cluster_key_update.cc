@@ -2,13 +2,14 @@
 // filter) and prepares the write, so a single-row UPDATE or DELETE costs one round trip
 // instead of a scan and a prepare.
 #include "master/cluster/cluster.h"
-
 #include "master/nodes/node_rpc.h"
 
 namespace wattdb::master {
 
-Result<std::optional<uint64_t>> Cluster::KeyWrite(Transaction& t, TableId table, const KeyWriteSpec& w) {
-  if (HasUniqueIndex(table)) return std::optional<uint64_t>();  // unique keys are checked here, after prepare
+Result<std::optional<uint64_t>> Cluster::KeyWrite(Transaction& t, TableId table,
+                                                  const KeyWriteSpec& w) {
+  if (HasUniqueIndex(table))
+    return std::optional<uint64_t>();  // unique keys are checked here, after prepare
   // Route latches the key's segment for the transaction, as a write to it would.
   std::vector<RowWrite> probe(1);
   probe[0].key = w.lo;
@@ -19,8 +20,9 @@ Result<std::optional<uint64_t>> Cluster::KeyWrite(Transaction& t, TableId table,
   ASSIGN_OR_RETURN(auto client, registry_->Client(node));
   uint64_t updated = 0;
   Status s = RpcUpdateKey(*client, t.id, t.snapshot, segment, w, &updated);
-  if (s.IsStale() || s.IsNotFound()) return std::optional<uint64_t>();  // moved or split: nothing done
-  if (s.ok() && updated == 0) return std::optional<uint64_t>(0);      // nothing prepared
+  if (s.IsStale() || s.IsNotFound())
+    return std::optional<uint64_t>();                             // moved or split: nothing done
+  if (s.ok() && updated == 0) return std::optional<uint64_t>(0);  // nothing prepared
   // An error the node answered with left nothing there (a prepare keeps its write only when
   // it succeeds). One write prepared, or a lost reply (perhaps prepared): counted, so that a
   // statement rollback or the transaction's end reaches the node.

@@ -1,8 +1,7 @@
 // Cluster's power operations: drain marks, power off, suspend, power on (cluster.h).
+#include "common/logging.h"
 #include "common/sqlstate.h"
 #include "master/cluster/cluster.h"
-
-#include "common/logging.h"
 
 namespace wattdb::master {
 
@@ -11,9 +10,12 @@ Status Cluster::SetDraining(NodeId node, bool draining) {
   NodeAdminState now = catalog_->GetNodeState(node);
   NodeAdminState from = draining ? NodeAdminState::kActive : NodeAdminState::kDraining;
   if (now != from) {
-    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} is {}, not {}", node, NodeAdminStateName(now), NodeAdminStateName(from)));
+    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
+                       fmt::format("node {} is {}, not {}", node, NodeAdminStateName(now),
+                                   NodeAdminStateName(from)));
   }
-  return catalog_->SetNodeState(node, draining ? NodeAdminState::kDraining : NodeAdminState::kActive);
+  return catalog_->SetNodeState(node,
+                                draining ? NodeAdminState::kDraining : NodeAdminState::kActive);
 }
 
 Status Cluster::PowerOff(NodeId node) { return PowerDown(node, power::PowerAction::kOff); }
@@ -22,16 +24,20 @@ Status Cluster::Suspend(NodeId node) { return PowerDown(node, power::PowerAction
 
 Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
   const NodeConfig* nc = config_.FindNode(node);
-  if (!nc) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
+  if (!nc)
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
   std::lock_guard<std::mutex> power(power_->mu());
   power::PowerDriver& driver = power_->Driver(node);
   if (nc->InMaster()) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("node {} lives in the master process: it cannot {} while the master runs",
-                                            node, power::PowerActionName(action)));
+    return Status::Sql(
+        sqlstate::kFeatureNotSupported,
+        fmt::format("node {} lives in the master process: it cannot {} while the master runs", node,
+                    power::PowerActionName(action)));
   }
   if (!driver.Supports(action)) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("node {}'s power driver '{}' cannot {}", node, driver.name(),
-                                            power::PowerActionName(action)));
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       fmt::format("node {}'s power driver '{}' cannot {}", node, driver.name(),
+                                   power::PowerActionName(action)));
   }
   bool suspend = action == power::PowerAction::kSuspend;
   NodeAdminState before = catalog_->GetNodeState(node);
@@ -40,13 +46,17 @@ Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
     std::lock_guard<std::mutex> admin(admin_mu_);
     size_t owned = catalog_->SegmentsOnNode(node).size();
     if (owned > 0) {
-      return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} still owns {} segment(s); run ALTER NODE {} DRAIN first",
-                                              node, owned, node));
+      return Status::Sql(
+          sqlstate::kObjectNotInPrerequisiteState,
+          fmt::format("node {} still owns {} segment(s); run ALTER NODE {} DRAIN first", node,
+                      owned, node));
     }
     if (suspend && before == NodeAdminState::kOff) {
-      return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} is off; it cannot be suspended", node));
+      return Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
+                         fmt::format("node {} is off; it cannot be suspended", node));
     }
-    RETURN_NOT_OK(catalog_->SetNodeState(node, suspend ? NodeAdminState::kSuspended : NodeAdminState::kOff));
+    RETURN_NOT_OK(
+        catalog_->SetNodeState(node, suspend ? NodeAdminState::kSuspended : NodeAdminState::kOff));
   }
   Status s = power_->Act(node, action);
   if (!s.ok()) {
@@ -60,7 +70,8 @@ Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
   } else {
     registry_->WaitDown(node, 10000);
   }
-  Log("master")->info("node {} id={} driver={}", suspend ? "suspended" : "powered off", node, driver.name());
+  Log("master")->info("node {} id={} driver={}", suspend ? "suspended" : "powered off", node,
+                      driver.name());
   return Status::OK();
 }
 
@@ -82,17 +93,19 @@ bool Cluster::AwaitRegistration(const NodeConfig& n, int wait_ms) {
 
 Status Cluster::PowerOn(NodeId node) {
   const NodeConfig* nc = config_.FindNode(node);
-  if (!nc) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
+  if (!nc)
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
   std::lock_guard<std::mutex> power(power_->mu());
   NodeAdminState before = catalog_->GetNodeState(node);
   RETURN_NOT_OK(power_->Act(node, power::PowerAction::kOn));
   // Firmware and OS (emulated hosts wait the profile's latencies), then the node's own start.
   const HostProfile& p = config_.Profile(*nc);
-  int wait_ms = (before == NodeAdminState::kSuspended ? p.resume_ms : p.boot_ms) + config_.wake_timeout_ms;
+  int wait_ms =
+      (before == NodeAdminState::kSuspended ? p.resume_ms : p.boot_ms) + config_.wake_timeout_ms;
   power::PowerDriver& driver = power_->Driver(node);
   if (!AwaitRegistration(*nc, wait_ms)) {
-    std::string why = fmt::format("node {} was powered on ({}) but did not register within {} ms", node,
-                                  driver.name(), wait_ms);
+    std::string why = fmt::format("node {} was powered on ({}) but did not register within {} ms",
+                                  node, driver.name(), wait_ms);
     power_->RecordFailure(node, why);
     return Status(Status::Code::kUnavailable, why, sqlstate::kCannotConnectNow);
   }

@@ -14,7 +14,8 @@ Result<SegmentId> Cluster::SplitSegment(SegmentId seg, uint64_t top_bytes) {
   return fresh.empty() ? SegmentId{0} : fresh.front();
 }
 
-Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piece_bytes, uint32_t pieces) {
+Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piece_bytes,
+                                                    uint32_t pieces) {
   pieces = std::max<uint32_t>(pieces, 1);
   NodeId node;
   TableId table;
@@ -22,7 +23,8 @@ Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piec
   {
     std::lock_guard<std::mutex> admin(admin_mu_);
     auto latch = Latch(seg);
-    std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+    std::unique_lock<std::shared_timed_mutex> excl(
+        *latch, std::chrono::milliseconds(config_.latch_wait_ms));
     if (!excl.owns_lock()) return InUse(seg, config_.latch_wait_ms);
     // A split of this segment whose outcome is not settled yet (lost reply, crash) is
     // settled first: the node may hold new segments the catalog does not know.
@@ -45,14 +47,17 @@ Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piec
       }
       // Did the node split before the failure? Settled now if it can be asked, else later.
       Status r = RecoverSplitLocked({seg, first, e.node, pieces});
-      if (!r.ok()) Log("master")->warn("split outcome unknown seg={} new={} (maintenance retries): {}", seg, first, r.ToString());
+      if (!r.ok())
+        Log("master")->warn("split outcome unknown seg={} new={} (maintenance retries): {}", seg,
+                            first, r.ToString());
       return keys.status();
     }
     RETURN_NOT_OK(catalog_->ApplySplits(seg, first, *keys));
     for (size_t i = 0; i < keys->size(); i++) fresh.push_back(first + i);
     node = e.node;
     table = e.table;
-    Log("master")->info("segment split seg={} new={}..{} node=n{}", seg, fresh.front(), fresh.back(), node);
+    Log("master")->info("segment split seg={} new={}..{} node=n{}", seg, fresh.front(),
+                        fresh.back(), node);
   }
   if (opts_.balance) {
     // A new segment goes where its table has the fewest segments (then where the fewest
@@ -63,10 +68,12 @@ Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piec
       if (target == 0 || target == node) continue;
       const NodeLoad& from = load[node];
       const NodeLoad& to = load[target];
-      if (from.of_table > to.of_table + 1 || (from.of_table > to.of_table && from.all > to.all + 1)) {
+      if (from.of_table > to.of_table + 1 ||
+          (from.of_table > to.of_table && from.all > to.all + 1)) {
         SettleLoggedReshapes();  // many moves may follow one cut: none waits for all of them
         auto moved = MoveSegment(id, target);
-        if (!moved.ok()) Log("master")->warn("balance move failed seg={} err={}", id, moved.status().ToString());
+        if (!moved.ok())
+          Log("master")->warn("balance move failed seg={} err={}", id, moved.status().ToString());
       }
     }
   }
@@ -76,7 +83,8 @@ Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piec
 Status Cluster::RecoverSplit(const SplitIntent& si) {
   // REQUIRES admin_mu_ held. Writers stay out while the map changes.
   auto latch = Latch(si.segment);
-  std::unique_lock<std::shared_timed_mutex> excl(*latch, std::chrono::milliseconds(config_.latch_wait_ms));
+  std::unique_lock<std::shared_timed_mutex> excl(*latch,
+                                                 std::chrono::milliseconds(config_.latch_wait_ms));
   if (!excl.owns_lock()) return InUse(si.segment, config_.latch_wait_ms);
   return RecoverSplitLocked(si);
 }
@@ -84,16 +92,18 @@ Status Cluster::RecoverSplit(const SplitIntent& si) {
 Status Cluster::RecoverSplitLocked(const SplitIntent& si) {
   // Settled meanwhile (the caller's list of intents may be older than the admin lock)?
   auto pending = catalog_->PendingSplits();
-  if (std::none_of(pending.begin(), pending.end(),
-                   [&](const SplitIntent& p) { return p.segment == si.segment && p.new_id == si.new_id; })) {
+  if (std::none_of(pending.begin(), pending.end(), [&](const SplitIntent& p) {
+        return p.segment == si.segment && p.new_id == si.new_id;
+      })) {
     return Status::OK();
   }
   // The new segments, if any, are on the node that split; ApplySplits records them with the
   // old segment's owner, which must therefore still be that node (moves settle splits first).
   ASSIGN_OR_RETURN(SegmentEntry owner, catalog_->GetSegment(si.segment));
   if (owner.node != si.node) {
-    return Status::Internal(fmt::format("segment {} moved to node {} with its split into {} on node {} unsettled",
-                                        si.segment, owner.node, si.new_id, si.node));
+    return Status::Internal(
+        fmt::format("segment {} moved to node {} with its split into {} on node {} unsettled",
+                    si.segment, owner.node, si.new_id, si.node));
   }
   ASSIGN_OR_RETURN(auto c, registry_->Client(si.node));
   // The node's split is one atomic write: it made the first n of the ids, n >= 0. Asking
@@ -103,8 +113,8 @@ Status Cluster::RecoverSplitLocked(const SplitIntent& si) {
     auto key = RpcSettleSplit(*c, si.segment, si.new_id + i);
     if (key.ok()) {
       if (keys.size() != i) {
-        return Status::Internal(fmt::format("split of segment {} made segment {} but not {}", si.segment,
-                                            si.new_id + i, si.new_id + keys.size()));
+        return Status::Internal(fmt::format("split of segment {} made segment {} but not {}",
+                                            si.segment, si.new_id + i, si.new_id + keys.size()));
       }
       keys.push_back(*key);
     } else if (!key.status().IsNotFound()) {

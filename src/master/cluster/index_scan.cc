@@ -4,16 +4,23 @@
 
 namespace wattdb::master {
 
-IndexScanSource::IndexScanSource(Cluster& c, TableId table, uint32_t index, std::string lo, std::string hi,
-                                 Timestamp ts, size_t ncols, uint64_t txn)
-    : cluster_(c), table_(table), index_(index), lo_(std::move(lo)), hi_(std::move(hi)), ts_(ts), ncols_(ncols),
+IndexScanSource::IndexScanSource(Cluster& c, TableId table, uint32_t index, std::string lo,
+                                 std::string hi, Timestamp ts, size_t ncols, uint64_t txn)
+    : cluster_(c),
+      table_(table),
+      index_(index),
+      lo_(std::move(lo)),
+      hi_(std::move(hi)),
+      ts_(ts),
+      ncols_(ncols),
       txn_(txn) {}
 
 Status IndexScanSource::Open() {
   const Part& p = parts_.front();
   ASSIGN_OR_RETURN(auto client, cluster_.registry().Client(p.seg.node));
   IndexRange range{index_, p.cursor, hi_};
-  ASSIGN_OR_RETURN(stream_, ScanStream::Open(*client, p.seg.id, p.seg.lo, p.seg.hi, ts_, exec::kBatchRows, txn_, &range));
+  ASSIGN_OR_RETURN(stream_, ScanStream::Open(*client, p.seg.id, p.seg.lo, p.seg.hi, ts_,
+                                             exec::kBatchRows, txn_, &range));
   client_ = client;
   return Status::OK();
 }
@@ -29,7 +36,8 @@ Status IndexScanSource::Retry(const Status& st) {
 
 Result<bool> IndexScanSource::Next(exec::Batch& out) {
   if (!started_) {
-    for (auto& s : cluster_.catalog().SegmentsOverlapping(table_, "", "")) parts_.push_back(Part{s, lo_});
+    for (auto& s : cluster_.catalog().SegmentsOverlapping(table_, "", ""))
+      parts_.push_back(Part{s, lo_});
     started_ = true;
   }
   while (out.rows == 0) {

@@ -21,8 +21,8 @@ namespace wattdb::master {
 class IndexScanSource : public exec::RowSource {
  public:
   // `txn` nonzero: also that transaction's pending writes. `ncols`: the table's width.
-  IndexScanSource(Cluster& c, TableId table, uint32_t index, std::string lo, std::string hi, Timestamp ts,
-                  size_t ncols, uint64_t txn);
+  IndexScanSource(Cluster& c, TableId table, uint32_t index, std::string lo, std::string hi,
+                  Timestamp ts, size_t ncols, uint64_t txn);
   Result<bool> Next(exec::Batch& out) override;
 
  private:

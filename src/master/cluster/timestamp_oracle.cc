@@ -9,7 +9,9 @@ void TimestampOracle::Reset(Timestamp last) {
   last_ = last;
 }
 
-Timestamp TimestampOracle::StableLocked() const { return inflight_.empty() ? last_ : *inflight_.begin() - 1; }
+Timestamp TimestampOracle::StableLocked() const {
+  return inflight_.empty() ? last_ : *inflight_.begin() - 1;
+}
 
 void TimestampOracle::AwaitCompletedLocked(std::unique_lock<std::mutex>& l, Timestamp ts) {
   cv_.wait(l, [&] { return inflight_.empty() || *inflight_.begin() > ts; });

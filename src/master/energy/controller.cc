@@ -23,15 +23,15 @@ double ControlNode::heat() const {
 }
 
 struct EnergyController::Inputs {
-  std::vector<const ControlNode*> active;    // active and up
-  std::vector<NodeId> wakeable;              // asleep, not failed, preferred first
-  double demand = 0;                         // cores in use on the active nodes
-  double capacity = 0;                       // their cores
-  double window_mean = 0;                    // demand over the window
-  double forecast = 0;                       // demand horizon_s ahead
-  double low_s = 0;                          // how long demand has stayed below scale-in
-  double statement_ms = 0;                   // mean time of the statements of the last interval
-  NodeId busy = 0;                           // a node under an operator action, if any
+  std::vector<const ControlNode*> active;  // active and up
+  std::vector<NodeId> wakeable;            // asleep, not failed, preferred first
+  double demand = 0;                       // cores in use on the active nodes
+  double capacity = 0;                     // their cores
+  double window_mean = 0;                  // demand over the window
+  double forecast = 0;                     // demand horizon_s ahead
+  double low_s = 0;                        // how long demand has stayed below scale-in
+  double statement_ms = 0;                 // mean time of the statements of the last interval
+  NodeId busy = 0;                         // a node under an operator action, if any
 };
 
 namespace {
@@ -45,7 +45,9 @@ bool Pinned(const EnergyPolicy& p, NodeId id) {
 }
 
 // Weight of a segment for balancing: its heat, or its bytes while nothing is hot.
-double Weight(const ControlSegment& s, bool by_heat) { return by_heat ? s.heat : static_cast<double>(s.bytes); }
+double Weight(const ControlSegment& s, bool by_heat) {
+  return by_heat ? s.heat : static_cast<double>(s.bytes);
+}
 
 bool AnyHeat(const std::vector<ControlNode>& nodes) {
   for (const auto& n : nodes) {
@@ -75,8 +77,8 @@ double EnergyController::EffectiveRate(const EnergyPolicy& p) const {
   return cap > 0 ? std::min(cap, move_rate_) : move_rate_;
 }
 
-EnergyController::Inputs EnergyController::Measure(const std::vector<ControlNode>& nodes, const EnergyPolicy& p,
-                                                   int64_t now) {
+EnergyController::Inputs EnergyController::Measure(const std::vector<ControlNode>& nodes,
+                                                   const EnergyPolicy& p, int64_t now) {
   Inputs in;
   std::vector<const ControlNode*> asleep;
   for (const auto& n : nodes) {
@@ -98,7 +100,8 @@ EnergyController::Inputs EnergyController::Measure(const std::vector<ControlNode
 
   auto st = plane_.Statements();
   if (st.first > last_statements_.first && st.second >= last_statements_.second) {
-    in.statement_ms = (st.second - last_statements_.second) / 1000.0 / (st.first - last_statements_.first);
+    in.statement_ms =
+        (st.second - last_statements_.second) / 1000.0 / (st.first - last_statements_.first);
   }
   last_statements_ = st;
   if (!forecaster_ || forecaster_kind_ != p.forecaster) {
@@ -109,7 +112,8 @@ EnergyController::Inputs EnergyController::Measure(const std::vector<ControlNode
   forecaster_->Observe(t, in.demand);
   in.forecast = forecaster_->Forecast(p.horizon_s);
   window_.emplace_back(now, in.demand);
-  while (!window_.empty() && window_.front().first < now - static_cast<int64_t>(p.window_s * 1e6)) window_.pop_front();
+  while (!window_.empty() && window_.front().first < now - static_cast<int64_t>(p.window_s * 1e6))
+    window_.pop_front();
   double sum = 0;
   for (const auto& [_, d] : window_) sum += d;
   in.window_mean = window_.empty() ? 0 : sum / window_.size();
@@ -174,7 +178,8 @@ DecisionRecord EnergyController::Step() {
     return act(rec);
   }
   if (p.mode == EnergyPolicy::Mode::kStatic) {
-    rec.reason = failed_.empty() ? "static mode: every node on" : "static mode: a node failed to wake";
+    rec.reason =
+        failed_.empty() ? "static mode: every node on" : "static mode: a node failed to wake";
     return done(rec);
   }
   if (last_action_us_ >= 0 && now - last_action_us_ < static_cast<int64_t>(p.cooldown_s * 1e6)) {
@@ -189,8 +194,9 @@ DecisionRecord EnergyController::Step() {
               in.demand > (p.scale_in_cpu + p.hysteresis) * in.capacity;
   if (peak > out_at || active == 0 || slow) {
     if (active >= max_active) {
-      rec.reason = slow && !(peak > out_at) ? "statements slower than latency_target_ms, but max_active_nodes are active"
-                                            : "demand above scale_out_cpu, but max_active_nodes are active";
+      rec.reason = slow && !(peak > out_at)
+                       ? "statements slower than latency_target_ms, but max_active_nodes are active"
+                       : "demand above scale_out_cpu, but max_active_nodes are active";
       return done(rec);
     }
     if (in.wakeable.empty()) {
@@ -199,10 +205,12 @@ DecisionRecord EnergyController::Step() {
     }
     double per_node = 0;
     for (const auto& n : nodes) per_node += n.profile.cpus / nodes.size();
-    int needed = per_node > 0 ? static_cast<int>(std::ceil(peak / (p.scale_out_cpu * per_node))) : active + 1;
+    int needed = per_node > 0 ? static_cast<int>(std::ceil(peak / (p.scale_out_cpu * per_node)))
+                              : active + 1;
     // Saturated nodes hide how much more is wanted: then at least double the active nodes.
     if (in.demand >= kSaturated * in.capacity) needed = std::max(needed, 2 * active);
-    int count = std::clamp(needed - active, 1, std::min(max_active - active, static_cast<int>(in.wakeable.size())));
+    int count = std::clamp(needed - active, 1,
+                           std::min(max_active - active, static_cast<int>(in.wakeable.size())));
     rec.decision = "wake";
     rec.reason = peak > out_at || active == 0 ? "forecast demand above scale_out_cpu"
                                               : "statements slower than latency_target_ms";
@@ -213,7 +221,9 @@ DecisionRecord EnergyController::Step() {
   // One node hot while the cluster is not: move its hottest segments to cooler nodes.
   const ControlNode* hot = nullptr;
   for (const ControlNode* n : in.active) {
-    if (n->profile.cpus > 0 && (!hot || n->cpu_cores / n->profile.cpus > hot->cpu_cores / hot->profile.cpus)) hot = n;
+    if (n->profile.cpus > 0 &&
+        (!hot || n->cpu_cores / n->profile.cpus > hot->cpu_cores / hot->profile.cpus))
+      hot = n;
   }
   if (hot && active > 1 && hot->cpu_cores / hot->profile.cpus > p.scale_out_cpu + p.hysteresis &&
       !hot->segments.empty()) {
@@ -242,7 +252,8 @@ DecisionRecord EnergyController::Step() {
       auto fresh = plane_.Split(top->id);
       if (fresh.ok() && *fresh != 0) {
         none.decision = "split";
-        none.reason = fmt::format("node {} above scale_out_cpu, most of its load in segment {}", hot->id, top->id);
+        none.reason = fmt::format("node {} above scale_out_cpu, most of its load in segment {}",
+                                  hot->id, top->id);
         none.actions = fmt::format("split segment {} into {} and {}", top->id, top->id, *fresh);
         none.outcome = "ok";
         return act(none);
@@ -253,9 +264,12 @@ DecisionRecord EnergyController::Step() {
     if (active < max_active && !in.wakeable.empty()) {
       none.decision = "wake";
       none.reason = rebalances_ > kRebalanceTries
-                        ? fmt::format("node {} above scale_out_cpu after {} rebalances", hot->id, kRebalanceTries)
-                        : fmt::format("node {} above scale_out_cpu, no move among the active nodes would even the load",
-                                      hot->id);
+                        ? fmt::format("node {} above scale_out_cpu after {} rebalances", hot->id,
+                                      kRebalanceTries)
+                        : fmt::format(
+                              "node {} above scale_out_cpu, no move among the active nodes would "
+                              "even the load",
+                              hot->id);
       DoWake(nodes, in.wakeable, 1, p, &none);
       return act(none);
     }
@@ -268,7 +282,8 @@ DecisionRecord EnergyController::Step() {
   bool low = in.low_s >= p.window_s && in.window_mean < in_at && in.forecast < in_at;
   if (active > max_active) low = true;  // over the cap: shed a node whatever the load
   if (!low) {
-    rec.reason = in.demand < in_at ? "demand below scale_in_cpu, not yet for window_s" : "demand within thresholds";
+    rec.reason = in.demand < in_at ? "demand below scale_in_cpu, not yet for window_s"
+                                   : "demand within thresholds";
     return done(rec);
   }
   if (active <= std::max(1, p.min_active_nodes)) {
@@ -279,8 +294,8 @@ DecisionRecord EnergyController::Step() {
   for (const ControlNode* n : in.active) {
     if (Pinned(p, n->id) || n->hosted) continue;
     if (!victim || n->bytes() < victim->bytes() ||
-        (n->bytes() == victim->bytes() && (n->heat() < victim->heat() ||
-                                           (n->heat() == victim->heat() && n->id > victim->id)))) {
+        (n->bytes() == victim->bytes() &&
+         (n->heat() < victim->heat() || (n->heat() == victim->heat() && n->id > victim->id)))) {
       victim = n;
     }
   }
@@ -296,21 +311,24 @@ DecisionRecord EnergyController::Step() {
   }
   BreakEven be = ComputeBreakEven(p, victim->profile, victim->bytes(), EffectiveRate(p));
   double idle = in.low_s;
-  if (forecaster_->slope() > 0) idle = std::min(idle, (fit_at - forecaster_->level()) / forecaster_->slope());
+  if (forecaster_->slope() > 0)
+    idle = std::min(idle, (fit_at - forecaster_->level()) / forecaster_->slope());
   rec.predicted_idle_s = idle;
   rec.break_even_s = be.seconds;
   if (active <= max_active && !(idle > be.seconds)) {
-    rec.reason = fmt::format("break-even: node {} would not sleep long enough to save energy", victim->id);
+    rec.reason =
+        fmt::format("break-even: node {} would not sleep long enough to save energy", victim->id);
     return done(rec);
   }
   rec.decision = "sleep";
-  rec.reason = active > max_active ? "more active nodes than max_active_nodes" : "demand below scale_in_cpu for window_s";
+  rec.reason = active > max_active ? "more active nodes than max_active_nodes"
+                                   : "demand below scale_in_cpu for window_s";
   DoSleep(nodes, victim->id, p, &rec);
   return act(rec);
 }
 
-void EnergyController::DoWake(const std::vector<ControlNode>& nodes, std::vector<NodeId> candidates, int count,
-                              const EnergyPolicy& p, DecisionRecord* rec) {
+void EnergyController::DoWake(const std::vector<ControlNode>& nodes, std::vector<NodeId> candidates,
+                              int count, const EnergyPolicy& p, DecisionRecord* rec) {
   std::set<NodeId> woken;
   std::string errors;
   for (NodeId id : candidates) {
@@ -320,12 +338,15 @@ void EnergyController::DoWake(const std::vector<ControlNode>& nodes, std::vector
     double secs = (clock_.NowMicros() - t0) / 1e6;
     if (s.ok()) {
       woken.insert(id);
-      rec->actions += fmt::format("{}woke node {} in {:.1f} s", rec->actions.empty() ? "" : "; ", id, secs);
+      rec->actions +=
+          fmt::format("{}woke node {} in {:.1f} s", rec->actions.empty() ? "" : "; ", id, secs);
     } else {
       failed_[id] = s.message();
       errors = s.message();
-      rec->actions += fmt::format("{}node {} did not wake: {}", rec->actions.empty() ? "" : "; ", id, s.message());
-      Log("energy")->warn("node {} did not wake (marked failed, trying another): {}", id, s.message());
+      rec->actions += fmt::format("{}node {} did not wake: {}", rec->actions.empty() ? "" : "; ",
+                                  id, s.message());
+      Log("energy")->warn("node {} did not wake (marked failed, trying another): {}", id,
+                          s.message());
     }
   }
   if (woken.empty()) {
@@ -338,8 +359,8 @@ void EnergyController::DoWake(const std::vector<ControlNode>& nodes, std::vector
   if (rec->outcome.empty()) rec->outcome = "ok";
 }
 
-int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<NodeId>& fresh, const EnergyPolicy& p,
-                             DecisionRecord* rec, int max_moves) {
+int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<NodeId>& fresh,
+                             const EnergyPolicy& p, DecisionRecord* rec, int max_moves) {
   bool by_heat = AnyHeat(nodes);
   std::map<NodeId, double> load;
   std::map<NodeId, std::vector<ControlSegment>> segs;
@@ -398,12 +419,14 @@ int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<Node
     list.erase(it);
     segs[target].push_back(s);
   }
-  rec->actions += fmt::format("{}moved {} segment(s), {:.1f} MB, hottest first (by {})", rec->actions.empty() ? "" : "; ",
-                              moves, bytes / kMB, by_heat ? "heat" : "bytes");
+  rec->actions +=
+      fmt::format("{}moved {} segment(s), {:.1f} MB, hottest first (by {})",
+                  rec->actions.empty() ? "" : "; ", moves, bytes / kMB, by_heat ? "heat" : "bytes");
   return moves;
 }
 
-Status EnergyController::PacedMove(const ControlSegment& seg, NodeId to, const EnergyPolicy& p, uint64_t* moved) {
+Status EnergyController::PacedMove(const ControlSegment& seg, NodeId to, const EnergyPolicy& p,
+                                   uint64_t* moved) {
   int64_t t0 = clock_.NowMicros();
   auto result = plane_.Move(seg.id, to);
   if (!result.ok()) {
@@ -411,7 +434,8 @@ Status EnergyController::PacedMove(const ControlSegment& seg, NodeId to, const E
     // one retry is safe; a node just woken sometimes drops its first connection.
     Log("energy")->info("move of segment {} to node {} failed, retrying once: {}", seg.id, to,
                         result.status().message());
-    if (!plane_.Pause(0.5)) return Status::Aborted("the energy controller is stopping", sqlstate::kAdminShutdown);
+    if (!plane_.Pause(0.5))
+      return Status::Aborted("the energy controller is stopping", sqlstate::kAdminShutdown);
     result = plane_.Move(seg.id, to);
   }
   if (!result.ok()) return result.status();
@@ -424,13 +448,14 @@ Status EnergyController::PacedMove(const ControlSegment& seg, NodeId to, const E
   if (p.migration_mb_s > 0) {
     double elapsed = (clock_.NowMicros() - t0) / 1e6;
     double owed = m.bytes / (p.migration_mb_s * kMB) - elapsed;
-    if (owed > 0 && !plane_.Pause(owed)) return Status::Aborted("the energy controller is stopping", sqlstate::kAdminShutdown);
+    if (owed > 0 && !plane_.Pause(owed))
+      return Status::Aborted("the energy controller is stopping", sqlstate::kAdminShutdown);
   }
   return Status::OK();
 }
 
-void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId victim, const EnergyPolicy& p,
-                               DecisionRecord* rec) {
+void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId victim,
+                               const EnergyPolicy& p, DecisionRecord* rec) {
   Status s = plane_.SetDraining(victim, true);
   if (!s.ok()) {
     rec->outcome = s.message();
@@ -452,7 +477,8 @@ void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId vic
     }
     if (!v || v->segments.empty()) break;
     if (load.empty()) {
-      s = Status::Sql(sqlstate::kObjectNotInPrerequisiteState, "no other active node to take the segments");
+      s = Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
+                      "no other active node to take the segments");
       break;
     }
     std::vector<ControlSegment> list = v->segments;
@@ -460,8 +486,9 @@ void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId vic
       return Weight(a, by_heat) > Weight(b, by_heat);
     });
     for (const auto& sg : list) {
-      auto coolest = std::min_element(load.begin(), load.end(),
-                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+      auto coolest = std::min_element(load.begin(), load.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      });
       s = PacedMove(sg, coolest->first, p, &bytes);
       if (!s.ok()) break;
       coolest->second += Weight(sg, by_heat);
@@ -469,11 +496,14 @@ void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId vic
     }
     if (s.ok()) nodes = plane_.Observe();
   }
-  rec->actions = fmt::format("drained node {}: {} segment(s), {:.1f} MB", victim, moves, bytes / kMB);
+  rec->actions =
+      fmt::format("drained node {}: {} segment(s), {:.1f} MB", victim, moves, bytes / kMB);
   if (s.ok()) {
     for (const auto& n : nodes) {
       if (n.id == victim && !n.segments.empty()) {
-        s = Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("node {} still owns {} segment(s) after the drain", victim, n.segments.size()));
+        s = Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
+                        fmt::format("node {} still owns {} segment(s) after the drain", victim,
+                                    n.segments.size()));
       }
     }
   }
@@ -485,12 +515,14 @@ void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId vic
       suspend = false;
       s = plane_.Sleep(victim, false);
     }
-    if (s.ok()) rec->actions += fmt::format("; node {} {}", victim, suspend ? "suspended" : "powered off");
+    if (s.ok())
+      rec->actions += fmt::format("; node {} {}", victim, suspend ? "suspended" : "powered off");
   }
   if (!s.ok()) {
     (void)plane_.SetDraining(victim, false);
     rec->outcome = s.message();
-    Log("energy")->warn("putting node {} to sleep failed (it stays active): {}", victim, s.message());
+    Log("energy")->warn("putting node {} to sleep failed (it stays active): {}", victim,
+                        s.message());
     return;
   }
   rec->outcome = "ok";
@@ -498,11 +530,15 @@ void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId vic
 
 void EnergyController::Record(DecisionRecord rec) {
   DecisionRecord last = log_.Last();
-  if (rec.decision == "none" && last.decision == "none" && last.reason == rec.reason && last.time_us != 0) return;
+  if (rec.decision == "none" && last.decision == "none" && last.reason == rec.reason &&
+      last.time_us != 0)
+    return;
   if (rec.decision != "none") {
-    Log("energy")->info("decision={} reason=\"{}\" utilization={:.2f} forecast={:.2f} actions=\"{}\" outcome={} ms={:.0f}",
-                        rec.decision, rec.reason, rec.utilization, rec.forecast_utilization, rec.actions, rec.outcome,
-                        rec.duration_ms);
+    Log("energy")->info(
+        "decision={} reason=\"{}\" utilization={:.2f} forecast={:.2f} actions=\"{}\" outcome={} "
+        "ms={:.0f}",
+        rec.decision, rec.reason, rec.utilization, rec.forecast_utilization, rec.actions,
+        rec.outcome, rec.duration_ms);
   }
   log_.Add(std::move(rec));
 }

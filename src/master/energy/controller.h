@@ -64,11 +64,11 @@ enum class ControlState { kActive, kDraining, kSuspended, kOff };
 struct ControlNode {
   NodeId id = 0;
   ControlState state = ControlState::kActive;
-  bool up = false;        // registered and serving
-  bool busy = false;      // an operator action on it is running
-  bool hosted = false;    // lives in the master process: never put to sleep (as if pinned)
-  double cpu_cores = 0;   // CPU in use, in cores
-  HostProfile profile;    // capacity (cpus) and watts
+  bool up = false;       // registered and serving
+  bool busy = false;     // an operator action on it is running
+  bool hosted = false;   // lives in the master process: never put to sleep (as if pinned)
+  double cpu_cores = 0;  // CPU in use, in cores
+  HostProfile profile;   // capacity (cpus) and watts
   std::vector<ControlSegment> segments;
   uint64_t bytes() const;
   double heat() const;
@@ -103,8 +103,9 @@ class ControlPlane {
 class EnergyController {
  public:
   static constexpr int kRebalanceMoves = 4;  // moves per rebalance decision, at most
-  static constexpr int kRebalanceTries = 2;    // rebalances of one hot node before a wake instead
-  static constexpr double kSaturated = 0.95;  // demand / capacity at which the active nodes are saturated
+  static constexpr int kRebalanceTries = 2;  // rebalances of one hot node before a wake instead
+  static constexpr double kSaturated =
+      0.95;  // demand / capacity at which the active nodes are saturated
   EnergyController(ControlPlane& plane, const Clock& clock, EnergyPolicy policy);
 
   // One control step (see above). Returns the decision, also appended to log() unless it
@@ -124,13 +125,15 @@ class EnergyController {
   // Wakes up to `count` of `candidates` in order, skipping failures; then refills the woken.
   void DoWake(const std::vector<ControlNode>& nodes, std::vector<NodeId> candidates, int count,
               const EnergyPolicy& p, DecisionRecord* rec);
-  void DoSleep(const std::vector<ControlNode>& nodes, NodeId victim, const EnergyPolicy& p, DecisionRecord* rec);
+  void DoSleep(const std::vector<ControlNode>& nodes, NodeId victim, const EnergyPolicy& p,
+               DecisionRecord* rec);
   // Moves segments onto `fresh` nodes, hottest first, from the node with the most load (heat, or
   // bytes while nothing is hot), while a move narrows the gap. Returns moves made.
   int Refill(std::vector<ControlNode> nodes, const std::set<NodeId>& fresh, const EnergyPolicy& p,
              DecisionRecord* rec, int max_moves = 100000);
   // Moves `seg` and paces to the policy's bandwidth; false if the controller should stop.
-  Status PacedMove(const ControlSegment& seg, NodeId to, const EnergyPolicy& p, uint64_t* moved_bytes);
+  Status PacedMove(const ControlSegment& seg, NodeId to, const EnergyPolicy& p,
+                   uint64_t* moved_bytes);
   double EffectiveRate(const EnergyPolicy& p) const;
   void Record(DecisionRecord rec);
 
@@ -146,7 +149,7 @@ class EnergyController {
   std::map<NodeId, std::string> failed_;  // nodes that did not wake, with why
   double move_rate_ = 0;                  // bytes/s, smoothed
   std::pair<uint64_t, uint64_t> last_statements_{0, 0};
-  NodeId rebalanced_node_ = 0;            // the hot node of the last rebalances, in a row
+  NodeId rebalanced_node_ = 0;  // the hot node of the last rebalances, in a row
   int rebalances_ = 0;
   DecisionLog log_;
 };

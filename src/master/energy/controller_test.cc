@@ -1,8 +1,8 @@
 #include "master/energy/controller.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
+
+#include <gtest/gtest.h>
 
 #include "common/sqlstate.h"
 
@@ -77,7 +77,8 @@ class FakePlane : public ControlPlane {
     return Status::NotFound("no such segment");
   }
   Status Sleep(NodeId id, bool suspend) override {
-    if (!node(id).segments.empty()) return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, "owns segments");
+    if (!node(id).segments.empty())
+      return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, "owns segments");
     node(id).state = suspend ? ControlState::kSuspended : ControlState::kOff;
     node(id).up = false;
     sleeps.push_back(id);
@@ -144,7 +145,8 @@ TEST_F(ControllerTest, WakesAtTheScaleOutThresholdAndRefillsHottestFirst) {
   ASSERT_EQ(plane.wakes.size(), 1u) << "0.86 cores: one more node brings it under 0.80 per node";
   NodeId woken = plane.wakes[0];
   ASSERT_FALSE(plane.moves.empty());
-  EXPECT_EQ(plane.moves[0], std::make_pair(SegmentId{6}, woken)) << "the hottest segment moves first";
+  EXPECT_EQ(plane.moves[0], std::make_pair(SegmentId{6}, woken))
+      << "the hottest segment moves first";
   // Heat 10..60 (total 210): the woken node ends with about half.
   double moved_heat = plane.node(woken).heat();
   EXPECT_GE(moved_heat, 80);
@@ -320,7 +322,8 @@ TEST_F(ControllerTest, StaticModeWakesEveryNodeAndNeverSleeps) {
   DecisionRecord r = c.Step();
   ASSERT_EQ(r.decision, "wake");
   EXPECT_EQ(plane.wakes.size(), 3u);
-  for (NodeId n = 1; n <= 4; n++) EXPECT_FALSE(plane.node(n).segments.empty()) << "node " << n << " refilled";
+  for (NodeId n = 1; n <= 4; n++)
+    EXPECT_FALSE(plane.node(n).segments.empty()) << "node " << n << " refilled";
   EXPECT_EQ(RunUntilAction(c, clock, 120).decision, "none");
   EXPECT_TRUE(plane.sleeps.empty());
 }

@@ -11,20 +11,20 @@
 namespace wattdb::master {
 
 struct DecisionRecord {
-  int64_t time_us = 0;           // wall clock
+  int64_t time_us = 0;            // wall clock
   std::string decision = "none";  // none | wake | sleep | reload | error
   std::string reason;
   std::string mode;
   int active_nodes = 0;
-  double utilization = 0;        // demand / active capacity, now
-  double window_utilization = 0;  // mean over the window
+  double utilization = 0;           // demand / active capacity, now
+  double window_utilization = 0;    // mean over the window
   double forecast_utilization = 0;  // horizon_s ahead, of the active capacity
   double scale_out_cpu = 0, scale_in_cpu = 0;
-  double predicted_idle_s = 0;   // sleep decisions (and refusals)
-  double break_even_s = 0;       // likewise
-  std::string actions;           // what was done, "" if nothing
+  double predicted_idle_s = 0;  // sleep decisions (and refusals)
+  double break_even_s = 0;      // likewise
+  std::string actions;          // what was done, "" if nothing
   double duration_ms = 0;
-  std::string outcome;           // ok | the error | "" for none
+  std::string outcome;  // ok | the error | "" for none
 };
 
 class DecisionLog {

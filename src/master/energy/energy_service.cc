@@ -8,7 +8,8 @@
 
 namespace wattdb::master {
 
-const char* const kDefaultPolicyToml = R"(# The embedded energy policy: nodes with nothing to do drain and go to standby, down to one;
+const char* const kDefaultPolicyToml =
+    R"(# The embedded energy policy: nodes with nothing to do drain and go to standby, down to one;
 # they come back when the CPU demand rises towards 80% of the active nodes.
 mode = "dynamic"
 min_active_nodes = 1
@@ -38,10 +39,18 @@ class EnergyService::ClusterPlane : public ControlPlane {
       n.profile = c_.config().Profile(nc);
       n.hosted = nc.InMaster();
       switch (c_.catalog().GetNodeState(nc.id)) {
-        case NodeAdminState::kActive: n.state = ControlState::kActive; break;
-        case NodeAdminState::kDraining: n.state = ControlState::kDraining; break;
-        case NodeAdminState::kOff: n.state = ControlState::kOff; break;
-        case NodeAdminState::kSuspended: n.state = ControlState::kSuspended; break;
+        case NodeAdminState::kActive:
+          n.state = ControlState::kActive;
+          break;
+        case NodeAdminState::kDraining:
+          n.state = ControlState::kDraining;
+          break;
+        case NodeAdminState::kOff:
+          n.state = ControlState::kOff;
+          break;
+        case NodeAdminState::kSuspended:
+          n.state = ControlState::kSuspended;
+          break;
       }
       auto it = info.find(nc.id);
       n.up = it != info.end() && it->second.up;
@@ -90,7 +99,9 @@ class EnergyService::ClusterPlane : public ControlPlane {
     return {c_.queries().statements.load(), c_.queries().micros.load()};
   }
   Result<SegmentId> Split(SegmentId seg) override { return c_.SplitSegment(seg); }
-  Status Sleep(NodeId node, bool suspend) override { return suspend ? c_.Suspend(node) : c_.PowerOff(node); }
+  Status Sleep(NodeId node, bool suspend) override {
+    return suspend ? c_.Suspend(node) : c_.PowerOff(node);
+  }
   bool Pause(double seconds) override {
     std::unique_lock<std::mutex> l(svc_.mu_);
     svc_.cv_.wait_for(l, std::chrono::duration<double>(seconds), [&] { return svc_.stopping_; });
@@ -123,8 +134,9 @@ Status EnergyService::Init() {
   ASSIGN_OR_RETURN(EnergyPolicy p, Load());
   plane_ = std::make_unique<ClusterPlane>(cluster_, *this);
   controller_ = std::make_unique<EnergyController>(*plane_, Clock::Real(), p);
-  Log("energy")->info("energy policy {}: mode={} scale_out_cpu={} scale_in_cpu={} min_active_nodes={}", p.source,
-                      PolicyModeName(p.mode), p.scale_out_cpu, p.scale_in_cpu, p.min_active_nodes);
+  Log("energy")->info(
+      "energy policy {}: mode={} scale_out_cpu={} scale_in_cpu={} min_active_nodes={}", p.source,
+      PolicyModeName(p.mode), p.scale_out_cpu, p.scale_in_cpu, p.min_active_nodes);
   return Status::OK();
 }
 
@@ -152,9 +164,11 @@ Status EnergyService::Reload() {
   if (!p.ok()) {
     rec.reason = "the new policy is invalid; the old one stays in force";
     rec.outcome = p.status().message();
-    Log("energy")->error("policy reload rejected (the old policy stays in force): {}", p.status().message());
+    Log("energy")->error("policy reload rejected (the old policy stays in force): {}",
+                         p.status().message());
     controller_->log().Add(rec);
-    return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("energy policy not reloaded: {}", p.status().message()));
+    return Status::Sql(sqlstate::kInvalidParameterValue,
+                       fmt::format("energy policy not reloaded: {}", p.status().message()));
   }
   rec.reason = fmt::format("policy reloaded from {}", p->source);
   rec.outcome = "ok";

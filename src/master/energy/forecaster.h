@@ -16,7 +16,8 @@ namespace wattdb::master {
 
 class Forecaster {
  public:
-  Forecaster(std::string kind, double alpha, double beta) : kind_(std::move(kind)), alpha_(alpha), beta_(beta) {}
+  Forecaster(std::string kind, double alpha, double beta)
+      : kind_(std::move(kind)), alpha_(alpha), beta_(beta) {}
   void Observe(double t_s, double utilization);
   double Forecast(double horizon_s) const;
   double level() const { return level_; }

@@ -14,11 +14,14 @@ namespace wattdb::master {
 
 namespace {
 
-Status Bad(const std::string& source, const toml::node& n, const std::string& key, const std::string& what) {
-  return Status::InvalidArgument(fmt::format("{}:{}: key '{}' {}", source, n.source().begin.line, key, what));
+Status Bad(const std::string& source, const toml::node& n, const std::string& key,
+           const std::string& what) {
+  return Status::InvalidArgument(
+      fmt::format("{}:{}: key '{}' {}", source, n.source().begin.line, key, what));
 }
 
-Status Number(const toml::table& t, const char* key, double lo, double hi, double* out, const std::string& source) {
+Status Number(const toml::table& t, const char* key, double lo, double hi, double* out,
+              const std::string& source) {
   const toml::node* n = t.get(key);
   if (!n) return Status::OK();
   double v;
@@ -34,8 +37,8 @@ Status Number(const toml::table& t, const char* key, double lo, double hi, doubl
   return Status::OK();
 }
 
-Status Text(const toml::table& t, const char* key, std::initializer_list<const char*> allowed, std::string* out,
-            const std::string& source) {
+Status Text(const toml::table& t, const char* key, std::initializer_list<const char*> allowed,
+            std::string* out, const std::string& source) {
   const toml::node* n = t.get(key);
   if (!n) return Status::OK();
   auto v = n->value_exact<std::string>();
@@ -55,31 +58,36 @@ Status Text(const toml::table& t, const char* key, std::initializer_list<const c
 
 const char* PolicyModeName(EnergyPolicy::Mode m) {
   switch (m) {
-    case EnergyPolicy::Mode::kStatic: return "static";
-    case EnergyPolicy::Mode::kDynamic: return "dynamic";
-    case EnergyPolicy::Mode::kManual: return "manual";
+    case EnergyPolicy::Mode::kStatic:
+      return "static";
+    case EnergyPolicy::Mode::kDynamic:
+      return "dynamic";
+    case EnergyPolicy::Mode::kManual:
+      return "manual";
   }
   return "?";
 }
 
-Result<EnergyPolicy> ParsePolicy(const std::string& text, const std::string& source, const ClusterConfig& cluster) {
+Result<EnergyPolicy> ParsePolicy(const std::string& text, const std::string& source,
+                                 const ClusterConfig& cluster) {
   toml::table t;
   try {
     t = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    return Status::InvalidArgument(
-        fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column, e.description()));
+    return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", source, e.source().begin.line,
+                                               e.source().begin.column, e.description()));
   }
   RETURN_NOT_OK(config_internal::CheckKeys(
-      t, {"mode", "scale_out_cpu", "scale_in_cpu", "hysteresis", "window_s", "cooldown_s", "min_active_nodes",
-          "max_active_nodes", "pinned", "standby", "migration_mb_s", "forecaster", "alpha", "beta", "horizon_s",
-          "down_s", "latency_target_ms"},
+      t,
+      {"mode", "scale_out_cpu", "scale_in_cpu", "hysteresis", "window_s", "cooldown_s",
+       "min_active_nodes", "max_active_nodes", "pinned", "standby", "migration_mb_s", "forecaster",
+       "alpha", "beta", "horizon_s", "down_s", "latency_target_ms"},
       "the policy", source));
   EnergyPolicy p;
   p.source = source;
   std::string mode = "dynamic";
   RETURN_NOT_OK(Text(t, "mode", {"static", "dynamic", "manual"}, &mode, source));
-  p.mode = mode == "static" ? EnergyPolicy::Mode::kStatic
+  p.mode = mode == "static"   ? EnergyPolicy::Mode::kStatic
            : mode == "manual" ? EnergyPolicy::Mode::kManual
                               : EnergyPolicy::Mode::kDynamic;
   RETURN_NOT_OK(Number(t, "scale_out_cpu", 0.01, 1, &p.scale_out_cpu, source));
@@ -99,24 +107,30 @@ Result<EnergyPolicy> ParsePolicy(const std::string& text, const std::string& sou
   double min = p.min_active_nodes, max = p.max_active_nodes;
   RETURN_NOT_OK(Number(t, "min_active_nodes", 0, nodes, &min, source));
   RETURN_NOT_OK(Number(t, "max_active_nodes", 0, nodes, &max, source));
-  if (min != std::floor(min)) return Bad(source, *t.get("min_active_nodes"), "min_active_nodes", "must be a whole number");
-  if (max != std::floor(max)) return Bad(source, *t.get("max_active_nodes"), "max_active_nodes", "must be a whole number");
+  if (min != std::floor(min))
+    return Bad(source, *t.get("min_active_nodes"), "min_active_nodes", "must be a whole number");
+  if (max != std::floor(max))
+    return Bad(source, *t.get("max_active_nodes"), "max_active_nodes", "must be a whole number");
   p.min_active_nodes = static_cast<int>(min);
   p.max_active_nodes = static_cast<int>(max);
   int effective_max = p.max_active_nodes == 0 ? nodes : p.max_active_nodes;
   if (p.min_active_nodes > effective_max) {
-    const toml::node* at = t.get("min_active_nodes") ? t.get("min_active_nodes") : t.get("max_active_nodes");
-    return Bad(source, *at, at == t.get("min_active_nodes") ? "min_active_nodes" : "max_active_nodes",
-               fmt::format("makes min_active_nodes ({}) exceed max_active_nodes ({})", p.min_active_nodes,
-                           effective_max));
+    const toml::node* at =
+        t.get("min_active_nodes") ? t.get("min_active_nodes") : t.get("max_active_nodes");
+    return Bad(source, *at,
+               at == t.get("min_active_nodes") ? "min_active_nodes" : "max_active_nodes",
+               fmt::format("makes min_active_nodes ({}) exceed max_active_nodes ({})",
+                           p.min_active_nodes, effective_max));
   }
   if (p.scale_in_cpu >= p.scale_out_cpu) {
     const toml::node* at = t.get("scale_in_cpu") ? t.get("scale_in_cpu") : t.get("scale_out_cpu");
     return Bad(source, *at, at == t.get("scale_in_cpu") ? "scale_in_cpu" : "scale_out_cpu",
-               fmt::format("makes scale_in_cpu ({}) not below scale_out_cpu ({})", p.scale_in_cpu, p.scale_out_cpu));
+               fmt::format("makes scale_in_cpu ({}) not below scale_out_cpu ({})", p.scale_in_cpu,
+                           p.scale_out_cpu));
   }
   if (p.scale_in_cpu + p.hysteresis >= p.scale_out_cpu - p.hysteresis && t.get("hysteresis")) {
-    return Bad(source, *t.get("hysteresis"), "hysteresis", "closes the gap between scale_in_cpu and scale_out_cpu");
+    return Bad(source, *t.get("hysteresis"), "hysteresis",
+               "closes the gap between scale_in_cpu and scale_out_cpu");
   }
   if (const toml::node* pn = t.get("pinned")) {
     auto* arr = pn->as_array();
@@ -127,10 +141,12 @@ Result<EnergyPolicy> ParsePolicy(const std::string& text, const std::string& sou
       if (!id || *id <= 0 || !cluster.FindNode(static_cast<NodeId>(*id))) {
         return Bad(source, el, "pinned", "must list node ids of the cluster config");
       }
-      if (seen.insert(static_cast<NodeId>(*id)).second) p.pinned.push_back(static_cast<NodeId>(*id));
+      if (seen.insert(static_cast<NodeId>(*id)).second)
+        p.pinned.push_back(static_cast<NodeId>(*id));
     }
     if (static_cast<int>(p.pinned.size()) > effective_max) {
-      return Bad(source, *pn, "pinned", fmt::format("pins more nodes than max_active_nodes ({})", effective_max));
+      return Bad(source, *pn, "pinned",
+                 fmt::format("pins more nodes than max_active_nodes ({})", effective_max));
     }
   }
   return p;
@@ -144,7 +160,8 @@ Result<EnergyPolicy> LoadPolicy(const std::string& path, const ClusterConfig& cl
   return ParsePolicy(ss.str(), path, cluster);
 }
 
-BreakEven ComputeBreakEven(const EnergyPolicy& p, const HostProfile& prof, uint64_t bytes, double rate) {
+BreakEven ComputeBreakEven(const EnergyPolicy& p, const HostProfile& prof, uint64_t bytes,
+                           double rate) {
   BreakEven b;
   bool off = p.standby == "off";
   double standby_w = off ? prof.off_watts : prof.suspended_watts;

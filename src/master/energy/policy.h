@@ -15,8 +15,8 @@
 //   migration_mb_s = 50         # drains and refills move at most this fast (0 = unlimited)
 //   forecaster = "holt"         # holt (linear trend) | ewma
 //   alpha = 0.3                 # level smoothing, weight of one second of samples
-//   beta = 0.05                 # trend smoothing, per second (holt; low: one busy sample is not a trend)
-//   horizon_s = 15              # forecast this far ahead (wake before the load arrives)
+//   beta = 0.05                 # trend smoothing, per second (holt; low: one busy sample is not a
+//   trend) horizon_s = 15              # forecast this far ahead (wake before the load arrives)
 //   down_s = 5                  # time a node takes to go to standby (break-even energy)
 //   latency_target_ms = 0       # also wake a node when statements take longer than this on
 //                               # average over a telemetry interval (0 = CPU only)
@@ -68,7 +68,7 @@ Result<EnergyPolicy> LoadPolicy(const std::string& path, const ClusterConfig& cl
 struct BreakEven {
   double e_down_j = 0, e_up_j = 0, e_migrate_j = 0, saved_w = 0, seconds = 0;
 };
-BreakEven ComputeBreakEven(const EnergyPolicy& policy, const HostProfile& profile, uint64_t bytes_to_move,
-                           double move_bytes_per_s);
+BreakEven ComputeBreakEven(const EnergyPolicy& policy, const HostProfile& profile,
+                           uint64_t bytes_to_move, double move_bytes_per_s);
 
 }  // namespace wattdb::master

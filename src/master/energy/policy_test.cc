@@ -1,16 +1,19 @@
+#include "master/energy/policy.h"
+
 #include <cmath>
 
 #include <gtest/gtest.h>
 
 #include "master/energy/forecaster.h"
-#include "master/energy/policy.h"
 
 namespace wattdb::master {
 namespace {
 
 ClusterConfig FourNodes() {
-  auto c = ParseConfig("[[node]]\nid=1\nport=1\n[[node]]\nid=2\nport=2\n[[node]]\nid=3\nport=3\n[[node]]\nid=4\nport=4\n",
-                       "c.toml");
+  auto c = ParseConfig(
+      "[[node]]\nid=1\nport=1\n[[node]]\nid=2\nport=2\n[[node]]\nid=3\nport=3\n[[node]]\nid="
+      "4\nport=4\n",
+      "c.toml");
   return *c;
 }
 
@@ -64,16 +67,16 @@ TEST(Policy, BadPoliciesNameFileLineAndKey) {
   ExpectError("mode = \"turbo\"\n", "1", "mode");
   ExpectError("\nscale_out_cpu = \"high\"\n", "2", "scale_out_cpu");
   ExpectError("scale_out_cpu = 1.5\n", "1", "scale_out_cpu");
-  ExpectError("scale_in_cpu = 0.9\n", "1", "scale_in_cpu");                       // in >= out
+  ExpectError("scale_in_cpu = 0.9\n", "1", "scale_in_cpu");  // in >= out
   ExpectError("min_active_nodes = 3\nmax_active_nodes = 2\n", "1", "min_active_nodes");
-  ExpectError("min_active_nodes = 9\n", "1", "min_active_nodes");                // more than the cluster has
+  ExpectError("min_active_nodes = 9\n", "1", "min_active_nodes");  // more than the cluster has
   ExpectError("min_active_nodes = 1.5\n", "1", "min_active_nodes");
   ExpectError("pinned = [7]\n", "1", "pinned");
   ExpectError("max_active_nodes = 1\npinned = [1, 2]\n", "2", "pinned");
   ExpectError("standby = \"hibernate\"\n", "1", "standby");
-  ExpectError("\n\nscale_up = 0.9\n", "3", "scale_up");                          // unknown key
-  ExpectError("hysteresis = 0.3\n", "1", "hysteresis");                          // closes the gap
-  ExpectError("mode = \n", "1", "");                                             // TOML syntax
+  ExpectError("\n\nscale_up = 0.9\n", "3", "scale_up");  // unknown key
+  ExpectError("hysteresis = 0.3\n", "1", "hysteresis");  // closes the gap
+  ExpectError("mode = \n", "1", "");                     // TOML syntax
 }
 
 TEST(BreakEven, FollowsTheFormulaAndRefusesWhenStandbySavesNothing) {

@@ -1,13 +1,13 @@
 #include "master/metrics/metrics_server.h"
 
-#include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-
 #include <fcntl.h>
 
 #include <map>
+#include <utility>  // before asio: Boost 1.74 + C++20 needs std::exchange declared
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 
 #include "common/logging.h"
 #include "master/cluster/cluster.h"
@@ -116,20 +116,23 @@ Status MetricsServer::Start() {
   if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(64, ec);
-  if (ec) return Status::IOError(fmt::format("metrics: cannot listen on {}:{}: {}", host_, port_, ec.message()));
+  if (ec)
+    return Status::IOError(
+        fmt::format("metrics: cannot listen on {}:{}: {}", host_, port_, ec.message()));
   fcntl(a.native_handle(), F_SETFD, FD_CLOEXEC);
   port_ = a.local_endpoint().port();
   struct Acceptor {
     MetricsServer* self;
     void operator()() {
-      self->impl_->acceptor.async_accept([s = self](beast::error_code e, asio::ip::tcp::socket sock) {
-        if (e == asio::error::operation_aborted) return;
-        if (!e) {
-          fcntl(sock.native_handle(), F_SETFD, FD_CLOEXEC);
-          Session(std::move(sock), s->cluster_);
-        }
-        Acceptor{s}();
-      });
+      self->impl_->acceptor.async_accept(
+          [s = self](beast::error_code e, asio::ip::tcp::socket sock) {
+            if (e == asio::error::operation_aborted) return;
+            if (!e) {
+              fcntl(sock.native_handle(), F_SETFD, FD_CLOEXEC);
+              Session(std::move(sock), s->cluster_);
+            }
+            Acceptor{s}();
+          });
     }
   };
   Acceptor{this}();
@@ -151,16 +154,21 @@ void MetricsServer::Stop() {
 std::string MetricsServer::Render(Cluster& cluster) {
   Writer w;
   auto power = cluster.monitor().Snapshot();
-  w.Family("wattdb_power_watts", "gauge", "Power draw of each metered component (newest good reading).");
+  w.Family("wattdb_power_watts", "gauge",
+           "Power draw of each metered component (newest good reading).");
   for (const auto& p : power) {
     w.Sample("wattdb_power_watts", {{"component", p.component}, {"meter", p.meter}}, p.watts);
   }
-  w.Family("wattdb_energy_joules_total", "counter", "Energy of each component since the master started (gaps left out).");
-  for (const auto& p : power) w.Sample("wattdb_energy_joules_total", {{"component", p.component}}, p.joules);
+  w.Family("wattdb_energy_joules_total", "counter",
+           "Energy of each component since the master started (gaps left out).");
+  for (const auto& p : power)
+    w.Sample("wattdb_energy_joules_total", {{"component", p.component}}, p.joules);
   w.Family("wattdb_meter_ok", "gauge", "1 if the component's newest meter reading succeeded.");
-  for (const auto& p : power) w.Sample("wattdb_meter_ok", {{"component", p.component}}, p.meter_ok ? 1 : 0);
+  for (const auto& p : power)
+    w.Sample("wattdb_meter_ok", {{"component", p.component}}, p.meter_ok ? 1 : 0);
   w.Family("wattdb_meter_gap_seconds_total", "counter", "Time not covered by meter readings.");
-  for (const auto& p : power) w.Sample("wattdb_meter_gap_seconds_total", {{"component", p.component}}, p.gap_seconds);
+  for (const auto& p : power)
+    w.Sample("wattdb_meter_gap_seconds_total", {{"component", p.component}}, p.gap_seconds);
 
   auto segs = cluster.catalog().AllSegments();
   std::map<NodeId, NodeInfo> live;
@@ -173,7 +181,8 @@ std::string MetricsServer::Render(Cluster& cluster) {
   for (const auto& p : cluster.power().Snapshot()) {
     for (auto st : {power::PowerState::kOn, power::PowerState::kSuspended, power::PowerState::kOff,
                     power::PowerState::kUnknown}) {
-      w.Sample("wattdb_node_power_state", {{"node", std::to_string(p.id)}, {"state", power::PowerStateName(st)}},
+      w.Sample("wattdb_node_power_state",
+               {{"node", std::to_string(p.id)}, {"state", power::PowerStateName(st)}},
                p.state == st ? 1 : 0);
     }
   }
@@ -196,28 +205,39 @@ std::string MetricsServer::Render(Cluster& cluster) {
   w.Sample("wattdb_statement_errors_total", {}, static_cast<double>(q.errors.load()));
   w.Family("wattdb_statement_seconds_total", "counter", "Time spent executing statements.");
   w.Sample("wattdb_statement_seconds_total", {}, static_cast<double>(q.micros.load()) / 1e6);
-  w.Family("wattdb_generic_plan_executions_total", "counter",
-           "Executions of prepared SELECTs that reused their generic plan (no parsing or planning).");
+  w.Family(
+      "wattdb_generic_plan_executions_total", "counter",
+      "Executions of prepared SELECTs that reused their generic plan (no parsing or planning).");
   w.Sample("wattdb_generic_plan_executions_total", {}, static_cast<double>(q.generic_plans.load()));
   w.Family("wattdb_key_writes_total", "counter",
-           "Single-row UPDATEs and DELETEs by key that the row's node evaluated and prepared in one round trip.");
+           "Single-row UPDATEs and DELETEs by key that the row's node evaluated and prepared in "
+           "one round trip.");
   w.Sample("wattdb_key_writes_total", {}, static_cast<double>(q.key_writes.load()));
   w.Family("wattdb_key_write_template_executions_total", "counter",
-           "Key writes of prepared statements that sent the node only their parameters (its plan decoded once).");
-  w.Sample("wattdb_key_write_template_executions_total", {}, static_cast<double>(q.key_write_templates.load()));
+           "Key writes of prepared statements that sent the node only their parameters (its plan "
+           "decoded once).");
+  w.Sample("wattdb_key_write_template_executions_total", {},
+           static_cast<double>(q.key_write_templates.load()));
   w.Family("wattdb_point_read_template_executions_total", "counter",
-           "Prepared SELECTs of one key run with their parameters in place (their plan neither copied nor filled in).");
-  w.Sample("wattdb_point_read_template_executions_total", {}, static_cast<double>(q.point_read_templates.load()));
+           "Prepared SELECTs of one key run with their parameters in place (their plan neither "
+           "copied nor filled in).");
+  w.Sample("wattdb_point_read_template_executions_total", {},
+           static_cast<double>(q.point_read_templates.load()));
   w.Family("wattdb_exchange_streams_taken_over_total", "counter",
-           "Segment streams of prefetching exchanges whose consumer read the rest itself once it reached them.");
-  w.Sample("wattdb_exchange_streams_taken_over_total", {}, static_cast<double>(rpc::ExchangeSource::StreamsTakenOver()));
+           "Segment streams of prefetching exchanges whose consumer read the rest itself once it "
+           "reached them.");
+  w.Sample("wattdb_exchange_streams_taken_over_total", {},
+           static_cast<double>(rpc::ExchangeSource::StreamsTakenOver()));
   w.Family("wattdb_statement_restarts_total", "counter",
-           "READ COMMITTED statements undone and run again on a fresh snapshot after meeting a row changed since theirs.");
+           "READ COMMITTED statements undone and run again on a fresh snapshot after meeting a row "
+           "changed since theirs.");
   w.Sample("wattdb_statement_restarts_total", {}, static_cast<double>(q.restarts.load()));
-  w.Family("wattdb_offloaded_total", "counter", "Plan subtrees (aggregation, sort, join) a helper node ran to the end.");
+  w.Family("wattdb_offloaded_total", "counter",
+           "Plan subtrees (aggregation, sort, join) a helper node ran to the end.");
   w.Sample("wattdb_offloaded_total", {}, static_cast<double>(q.offloaded.load()));
   w.Family("wattdb_offload_failures_total", "counter",
-           "Offloaded plan subtrees whose helper node failed (the master then ran them, or the statement failed).");
+           "Offloaded plan subtrees whose helper node failed (the master then ran them, or the "
+           "statement failed).");
   w.Sample("wattdb_offload_failures_total", {}, static_cast<double>(q.offload_failures.load()));
   return w.Take();
 }

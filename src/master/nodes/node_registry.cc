@@ -64,7 +64,9 @@ void NodeRegistry::Serve(net::Socket& socket) {
   conn.SetTimeouts(config_.heartbeat_timeout_ms, config_.rpc_timeout_ms);
   NodeId id = 0;
   uint64_t link = 0;
-  if (Status a = conn.Authenticate(key_, net::Connection::Role::kServer, config_.connect_timeout_ms); !a.ok()) {
+  if (Status a =
+          conn.Authenticate(key_, net::Connection::Role::kServer, config_.connect_timeout_ms);
+      !a.ok()) {
     Log("master")->warn("refused a registration: {}", a.message());
     return;
   }
@@ -107,12 +109,14 @@ void NodeRegistry::Serve(net::Socket& socket) {
       MarkDown(id, link, "registration reply failed");
       return;
     }
-    Log("master")->info("node up id={} addr={}:{} pid={}", id, reg.getHost().cStr(), reg.getPort(), reg.getPid());
+    Log("master")->info("node up id={} addr={}:{} pid={}", id, reg.getHost().cStr(), reg.getPort(),
+                        reg.getPid());
     while (true) {
       auto msg = conn.Receive();
       if (!msg.ok()) {
-        MarkDown(id, link, msg.status().IsTimedOut() ? "no heartbeat within heartbeat_timeout_ms"
-                                                     : msg.status().message());
+        MarkDown(id, link,
+                 msg.status().IsTimedOut() ? "no heartbeat within heartbeat_timeout_ms"
+                                           : msg.status().message());
         return;
       }
       auto nm = (*msg)->Root<proto::NodeMessage>();
@@ -144,12 +148,13 @@ void NodeRegistry::Serve(net::Socket& socket) {
       for (auto w : hb.getLockWaits()) n.lock_waits.emplace_back(w.getTxn(), w.getHolder());
       n.segments.clear();
       for (auto s : hb.getSegments()) {
-        n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(), s.getRowsWritten(),
-                                s.getCollections(), s.getCachedReads()});
+        n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(),
+                              s.getRowsWritten(), s.getCollections(), s.getCachedReads()});
       }
     }
   } catch (const kj::Exception& e) {
-    Log("master")->warn("malformed node message peer={} err={}", conn.peer(), e.getDescription().cStr());
+    Log("master")->warn("malformed node message peer={} err={}", conn.peer(),
+                        e.getDescription().cStr());
     if (id) MarkDown(id, link, "malformed message");
   }
 }
@@ -157,8 +162,11 @@ void NodeRegistry::Serve(net::Socket& socket) {
 Result<std::shared_ptr<rpc::NodeClient>> NodeRegistry::Client(NodeId id) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = nodes_.find(id);
-  if (it == nodes_.end()) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", id));
-  if (!it->second.up) return Status(Status::Code::kUnavailable, fmt::format("node {} is down", id), sqlstate::kCannotConnectNow);
+  if (it == nodes_.end())
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", id));
+  if (!it->second.up)
+    return Status(Status::Code::kUnavailable, fmt::format("node {} is down", id),
+                  sqlstate::kCannotConnectNow);
   return clients_[id];
 }
 

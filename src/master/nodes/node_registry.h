@@ -15,15 +15,15 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/status.h"
-#include "rpc/node_client.h"
 #include "net/tcp_server.h"
+#include "rpc/node_client.h"
 
 namespace wattdb::master {
 
 struct SegmentTelemetry {
   SegmentId id = 0;
   uint64_t bytes = 0, rows_read = 0, rows_written = 0;
-  uint64_t collections = 0;  // garbage collections of old versions
+  uint64_t collections = 0;   // garbage collections of old versions
   uint64_t cached_reads = 0;  // point reads answered from the newest-version cache
 };
 
@@ -42,7 +42,7 @@ struct NodeInfo {
   std::vector<uint64_t> in_doubt;  // durably prepared transactions awaiting a decision
   uint64_t in_doubt_seq = 0;       // changes with every heartbeat that reports in_doubt
   std::vector<std::pair<uint64_t, uint64_t>> lock_waits;  // (txn, holder): row-lock waits now
-  uint64_t link = 0;               // identifies the registration (link) now serving the node
+  uint64_t link = 0;  // identifies the registration (link) now serving the node
 };
 
 class NodeRegistry {

@@ -44,7 +44,8 @@ std::vector<Status> CallEach(std::span<NodeClient* const> clients,
   // A node in this process does its work within Start: the others' requests go out first.
   std::vector<size_t> order(clients.size());
   for (size_t i = 0; i < order.size(); i++) order[i] = i;
-  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !clients[i]->InProcess(); });
+  std::stable_partition(order.begin(), order.end(),
+                        [&](size_t i) { return !clients[i]->InProcess(); });
   for (size_t i : order) {
     net::MessageBuilder mb;
     fill(i, mb.initRoot<proto::Request>());
@@ -67,7 +68,8 @@ std::vector<Status> CallEach(std::span<NodeClient* const> clients,
       out[i] = FromProto(resp.getStatus());
       if (out[i].ok() && read) out[i] = read(i, resp);
     } catch (const kj::Exception& e) {
-      out[i] = Status::Corruption(fmt::format("node {} sent a malformed response", clients[i]->id()));
+      out[i] =
+          Status::Corruption(fmt::format("node {} sent a malformed response", clients[i]->id()));
     }
   }
   return out;
@@ -83,21 +85,26 @@ void ReadSizes(proto::Response::Reader resp, std::vector<std::pair<SegmentId, ui
 
 Status RpcCreateSegment(NodeClient& c, SegmentId id, TableId table, const std::string& lo,
                         const std::string& hi) {
-  return Call(c, [&](proto::Request::Builder r) {
-    auto m = r.initCreateSegment();
-    m.setId(id);
-    m.setTable(table);
-    m.setLo(Bytes(lo));
-    m.setHi(Bytes(hi));
-  }, nullptr);
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto m = r.initCreateSegment();
+        m.setId(id);
+        m.setTable(table);
+        m.setLo(Bytes(lo));
+        m.setHi(Bytes(hi));
+      },
+      nullptr);
 }
 
 Status RpcDropSegment(NodeClient& c, SegmentId id) {
-  return Call(c, [&](proto::Request::Builder r) { r.setDropSegment(id); }, nullptr);
+  return Call(
+      c, [&](proto::Request::Builder r) { r.setDropSegment(id); }, nullptr);
 }
 
 Status RpcHostPower(NodeClient& c, bool suspend) {
-  return Call(c, [&](proto::Request::Builder r) { r.setHostPower(suspend ? 2 : 1); }, nullptr);
+  return Call(
+      c, [&](proto::Request::Builder r) { r.setHostPower(suspend ? 2 : 1); }, nullptr);
 }
 
 namespace {
@@ -119,234 +126,292 @@ void FillWrites(capnp::List<proto::Write>::Builder l, std::span<const RemoteWrit
 
 Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<const RemoteWrite> ws,
                   bool durable, uint64_t expect, Timestamp min_commit_ts) {
-  return Call(c, [&](proto::Request::Builder r) {
-    auto p = r.initPrepare();
-    p.setTxn(txn);
-    p.setSnapshotTs(snapshot);
-    p.setDurable(durable);
-    p.setExpect(expect);
-    p.setMinCommitTs(min_commit_ts);
-    FillWrites(p.initWrites(ws.size()), ws);
-  }, nullptr);
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto p = r.initPrepare();
+        p.setTxn(txn);
+        p.setSnapshotTs(snapshot);
+        p.setDurable(durable);
+        p.setExpect(expect);
+        p.setMinCommitTs(min_commit_ts);
+        FillWrites(p.initWrites(ws.size()), ws);
+      },
+      nullptr);
 }
 
-std::vector<Status> RpcPrepareDurableEach(std::span<const DurablePrepare> calls, uint64_t txn, Timestamp snapshot,
-                                          Timestamp min_commit_ts) {
+std::vector<Status> RpcPrepareDurableEach(std::span<const DurablePrepare> calls, uint64_t txn,
+                                          Timestamp snapshot, Timestamp min_commit_ts) {
   std::vector<NodeClient*> clients;
   for (const auto& c : calls) clients.push_back(c.client);
-  return CallEach(clients, [&](size_t i, proto::Request::Builder r) {
-    auto p = r.initPrepare();
-    p.setTxn(txn);
-    p.setSnapshotTs(snapshot);
-    p.setDurable(true);
-    p.setExpect(calls[i].expect);
-    p.setMinCommitTs(min_commit_ts);
-    FillWrites(p.initWrites(calls[i].writes.size()), calls[i].writes);
-  }, nullptr);
+  return CallEach(
+      clients,
+      [&](size_t i, proto::Request::Builder r) {
+        auto p = r.initPrepare();
+        p.setTxn(txn);
+        p.setSnapshotTs(snapshot);
+        p.setDurable(true);
+        p.setExpect(calls[i].expect);
+        p.setMinCommitTs(min_commit_ts);
+        FillWrites(p.initWrites(calls[i].writes.size()), calls[i].writes);
+      },
+      nullptr);
 }
 
-Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment, const KeyWriteSpec& w,
-                    uint64_t* updated) {
+Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment,
+                    const KeyWriteSpec& w, uint64_t* updated) {
   *updated = 0;
-  return Call(c, [&](proto::Request::Builder r) {
-    auto u = r.initUpdateKey();
-    u.setTxn(txn);
-    u.setSnapshotTs(snapshot);
-    u.setSegment(segment);
-    u.setLo(Bytes(w.lo));
-    u.setHi(Bytes(w.hi));
-    u.setPlan(Bytes(w.plan));
-    u.setDelete(w.is_delete);
-    u.setReadCommitted(w.read_committed);
-    if (w.params) u.setParams(Bytes(*w.params));
-    auto nn = u.initNotNull(w.not_null.size());
-    for (size_t i = 0; i < w.not_null.size(); i++) nn.set(i, w.not_null[i]);
-    auto names = u.initNotNullErrors(w.not_null_errors.size());
-    for (size_t i = 0; i < w.not_null_errors.size(); i++) names.set(i, w.not_null_errors[i]);
-  }, [&](proto::Response::Reader resp) {
-    *updated = resp.getUpdated();
-    return *updated <= 1 ? Status::OK() : Status::Corruption(fmt::format("node {} updated {} rows of one key", c.id(), *updated));
-  });
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto u = r.initUpdateKey();
+        u.setTxn(txn);
+        u.setSnapshotTs(snapshot);
+        u.setSegment(segment);
+        u.setLo(Bytes(w.lo));
+        u.setHi(Bytes(w.hi));
+        u.setPlan(Bytes(w.plan));
+        u.setDelete(w.is_delete);
+        u.setReadCommitted(w.read_committed);
+        if (w.params) u.setParams(Bytes(*w.params));
+        auto nn = u.initNotNull(w.not_null.size());
+        for (size_t i = 0; i < w.not_null.size(); i++) nn.set(i, w.not_null[i]);
+        auto names = u.initNotNullErrors(w.not_null_errors.size());
+        for (size_t i = 0; i < w.not_null_errors.size(); i++) names.set(i, w.not_null_errors[i]);
+      },
+      [&](proto::Response::Reader resp) {
+        *updated = resp.getUpdated();
+        return *updated <= 1 ? Status::OK()
+                             : Status::Corruption(fmt::format("node {} updated {} rows of one key",
+                                                              c.id(), *updated));
+      });
 }
 
-Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
-                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes, bool* delivered,
+Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot,
+                        const std::vector<RemoteWrite>& ws, Timestamp commit_ts,
+                        std::vector<std::pair<SegmentId, uint64_t>>* sizes, bool* delivered,
                         uint64_t expect) {
-  return Call(c, [&](proto::Request::Builder r) {
-    auto p = r.initPrepare();
-    p.setTxn(txn);
-    p.setSnapshotTs(snapshot);
-    p.setCommitTs(commit_ts);
-    p.setExpect(expect);
-    FillWrites(p.initWrites(ws.size()), ws);
-  }, [&](proto::Response::Reader resp) {
-    ReadSizes(resp, sizes);
-    return Status::OK();
-  }, delivered);
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto p = r.initPrepare();
+        p.setTxn(txn);
+        p.setSnapshotTs(snapshot);
+        p.setCommitTs(commit_ts);
+        p.setExpect(expect);
+        FillWrites(p.initWrites(ws.size()), ws);
+      },
+      [&](proto::Response::Reader resp) {
+        ReadSizes(resp, sizes);
+        return Status::OK();
+      },
+      delivered);
 }
 
-Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes,
-                 uint64_t expect, bool* delivered) {
-  return Call(c, [&](proto::Request::Builder r) {
-    auto m = r.initCommit();
-    m.setTxn(txn);
-    m.setCommitTs(ts);
-    m.setExpect(expect);
-  }, [&](proto::Response::Reader resp) {
-    ReadSizes(resp, sizes);
-    return Status::OK();
-  }, delivered);
+Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts,
+                 std::vector<std::pair<SegmentId, uint64_t>>* sizes, uint64_t expect,
+                 bool* delivered) {
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto m = r.initCommit();
+        m.setTxn(txn);
+        m.setCommitTs(ts);
+        m.setExpect(expect);
+      },
+      [&](proto::Response::Reader resp) {
+        ReadSizes(resp, sizes);
+        return Status::OK();
+      },
+      delivered);
 }
 
 std::vector<Status> RpcCommitEach(std::span<NodeClient* const> clients, uint64_t txn, Timestamp ts,
                                   std::vector<std::pair<SegmentId, uint64_t>>* sizes,
                                   std::vector<uint64_t>* incarnations) {
   incarnations->assign(clients.size(), 0);
-  return CallEach(clients, [&](size_t, proto::Request::Builder r) {
-    auto m = r.initCommit();
-    m.setTxn(txn);
-    m.setCommitTs(ts);
-    m.setUnsynced(true);
-  }, [&](size_t i, proto::Response::Reader resp) {
-    (*incarnations)[i] = resp.getIncarnation();
-    ReadSizes(resp, sizes);
-    return Status::OK();
-  });
+  return CallEach(
+      clients,
+      [&](size_t, proto::Request::Builder r) {
+        auto m = r.initCommit();
+        m.setTxn(txn);
+        m.setCommitTs(ts);
+        m.setUnsynced(true);
+      },
+      [&](size_t i, proto::Response::Reader resp) {
+        (*incarnations)[i] = resp.getIncarnation();
+        ReadSizes(resp, sizes);
+        return Status::OK();
+      });
 }
 
 Result<uint64_t> RpcSyncWal(NodeClient& c) {
   uint64_t incarnation = 0;
-  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) { r.setSyncWal(); },
-                     [&](proto::Response::Reader resp) {
-                       incarnation = resp.getIncarnation();
-                       return Status::OK();
-                     }));
+  RETURN_NOT_OK(Call(
+      c, [&](proto::Request::Builder r) { r.setSyncWal(); },
+      [&](proto::Response::Reader resp) {
+        incarnation = resp.getIncarnation();
+        return Status::OK();
+      }));
   return incarnation;
 }
 
 Result<Timestamp> RpcOutcome(NodeClient& c, uint64_t txn) {
   Timestamp ts = 0;
-  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) { r.setOutcome(txn); },
-                     [&](proto::Response::Reader resp) {
-                       if (resp.which() != proto::Response::COMMITTED_TS) return Status::Corruption("bad outcome reply");
-                       ts = resp.getCommittedTs();
-                       return Status::OK();
-                     }));
+  RETURN_NOT_OK(Call(
+      c, [&](proto::Request::Builder r) { r.setOutcome(txn); },
+      [&](proto::Response::Reader resp) {
+        if (resp.which() != proto::Response::COMMITTED_TS)
+          return Status::Corruption("bad outcome reply");
+        ts = resp.getCommittedTs();
+        return Status::OK();
+      }));
   return ts;
 }
 
 Status RpcAbort(NodeClient& c, uint64_t txn) {
-  return Call(c, [&](proto::Request::Builder r) { r.setAbort(txn); }, nullptr);
+  return Call(
+      c, [&](proto::Request::Builder r) { r.setAbort(txn); }, nullptr);
 }
 
 Status RpcRollbackTo(NodeClient& c, uint64_t txn, uint64_t keep) {
-  return Call(c, [&](proto::Request::Builder r) {
-    auto b = r.initRollbackTo();
-    b.setTxn(txn);
-    b.setKeep(keep);
-  }, nullptr);
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto b = r.initRollbackTo();
+        b.setTxn(txn);
+        b.setKeep(keep);
+      },
+      nullptr);
 }
 
 Status RpcBreakWait(NodeClient& c, uint64_t txn, uint64_t holder) {
-  return Call(c, [&](proto::Request::Builder r) {
-    auto b = r.initBreakWait();
-    b.setTxn(txn);
-    b.setHolder(holder);
-  }, nullptr);
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto b = r.initBreakWait();
+        b.setTxn(txn);
+        b.setHolder(holder);
+      },
+      nullptr);
 }
 
 Status RpcGcHorizon(NodeClient& c, Timestamp horizon) {
-  return Call(c, [&](proto::Request::Builder r) { r.setGcHorizon(horizon); }, nullptr);
+  return Call(
+      c, [&](proto::Request::Builder r) { r.setGcHorizon(horizon); }, nullptr);
 }
 
 Status RpcCompact(NodeClient& c, SegmentId seg) {
-  return Call(c, [&](proto::Request::Builder r) { r.setCompact(seg); }, nullptr);
+  return Call(
+      c, [&](proto::Request::Builder r) { r.setCompact(seg); }, nullptr);
 }
 
 Status RpcAddIndex(NodeClient& c, SegmentId seg, const IndexKeySpec& spec, Timestamp build_ts) {
-  return Call(c, [&](proto::Request::Builder r) {
-    auto a = r.initAddIndex();
-    a.setSegment(seg);
-    a.setBuildTs(build_ts);
-    auto sp = a.initSpec();
-    sp.setId(spec.id);
-    auto cols = sp.initColumns(spec.columns.size());
-    auto desc = sp.initDesc(spec.desc.size());
-    for (size_t i = 0; i < spec.columns.size(); i++) cols.set(i, spec.columns[i]);
-    for (size_t i = 0; i < spec.desc.size(); i++) desc.set(i, spec.desc[i]);
-  }, nullptr);
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto a = r.initAddIndex();
+        a.setSegment(seg);
+        a.setBuildTs(build_ts);
+        auto sp = a.initSpec();
+        sp.setId(spec.id);
+        auto cols = sp.initColumns(spec.columns.size());
+        auto desc = sp.initDesc(spec.desc.size());
+        for (size_t i = 0; i < spec.columns.size(); i++) cols.set(i, spec.columns[i]);
+        for (size_t i = 0; i < spec.desc.size(); i++) desc.set(i, spec.desc[i]);
+      },
+      nullptr);
 }
 
 Status RpcDropIndex(NodeClient& c, SegmentId seg, uint32_t index) {
-  return Call(c, [&](proto::Request::Builder r) {
-    auto d = r.initDropIndex();
-    d.setSegment(seg);
-    d.setIndex(index);
-  }, nullptr);
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto d = r.initDropIndex();
+        d.setSegment(seg);
+        d.setIndex(index);
+      },
+      nullptr);
 }
 
-Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg, SegmentId first_new_id,
-                                                uint64_t piece_bytes, uint32_t pieces) {
+Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg,
+                                                SegmentId first_new_id, uint64_t piece_bytes,
+                                                uint32_t pieces) {
   std::vector<std::string> keys;
-  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {
-    auto s = r.initSplit();
-    s.setSegment(seg);
-    s.setNewId(first_new_id);
-    s.setTopBytes(piece_bytes);
-    s.setPieces(pieces);
-  }, [&](proto::Response::Reader resp) {
-    if (resp.which() != proto::Response::SPLIT_KEYS) return Status::Corruption("split reply without keys");
-    auto list = resp.getSplitKeys();
-    if (list.size() == 0 || list.size() > std::max<uint32_t>(pieces, 1)) return Status::Corruption("split reply with a wrong number of keys");
-    for (auto k : list) keys.push_back(Str(k));
-    return Status::OK();
-  }));
+  RETURN_NOT_OK(Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto s = r.initSplit();
+        s.setSegment(seg);
+        s.setNewId(first_new_id);
+        s.setTopBytes(piece_bytes);
+        s.setPieces(pieces);
+      },
+      [&](proto::Response::Reader resp) {
+        if (resp.which() != proto::Response::SPLIT_KEYS)
+          return Status::Corruption("split reply without keys");
+        auto list = resp.getSplitKeys();
+        if (list.size() == 0 || list.size() > std::max<uint32_t>(pieces, 1))
+          return Status::Corruption("split reply with a wrong number of keys");
+        for (auto k : list) keys.push_back(Str(k));
+        return Status::OK();
+      }));
   return keys;
 }
 
 Result<std::string> RpcSettleSplit(NodeClient& c, SegmentId seg, SegmentId new_id) {
   std::string key;
-  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) {
-    auto s = r.initSettleSplit();
-    s.setSegment(seg);
-    s.setNewId(new_id);
-  }, [&](proto::Response::Reader resp) {
-    if (resp.which() != proto::Response::SPLIT_KEY) return Status::Corruption("split reply without key");
-    key = Str(resp.getSplitKey());
-    return Status::OK();
-  }));
+  RETURN_NOT_OK(Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto s = r.initSettleSplit();
+        s.setSegment(seg);
+        s.setNewId(new_id);
+      },
+      [&](proto::Response::Reader resp) {
+        if (resp.which() != proto::Response::SPLIT_KEY)
+          return Status::Corruption("split reply without key");
+        key = Str(resp.getSplitKey());
+        return Status::OK();
+      }));
   return key;
 }
 
-Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& host, uint16_t port) {
+Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& host,
+                          uint16_t port) {
   PullStats st;
-  RETURN_NOT_OK(Call(target, [&](proto::Request::Builder r) {
-    auto p = r.initPullSegment();
-    p.setSegment(seg);
-    p.setSourceHost(host);
-    p.setSourcePort(port);
-  }, [&](proto::Response::Reader resp) {
-    if (resp.which() != proto::Response::PULLED) return Status::Corruption("pull reply without stats");
-    st.bytes = resp.getPulled().getBytes();
-    st.files = resp.getPulled().getFiles();
-    st.micros = resp.getPulled().getMicros();
-    return Status::OK();
-  }));
+  RETURN_NOT_OK(Call(
+      target,
+      [&](proto::Request::Builder r) {
+        auto p = r.initPullSegment();
+        p.setSegment(seg);
+        p.setSourceHost(host);
+        p.setSourcePort(port);
+      },
+      [&](proto::Response::Reader resp) {
+        if (resp.which() != proto::Response::PULLED)
+          return Status::Corruption("pull reply without stats");
+        st.bytes = resp.getPulled().getBytes();
+        st.files = resp.getPulled().getFiles();
+        st.micros = resp.getPulled().getMicros();
+        return Status::OK();
+      }));
   return st;
 }
 
 Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c) {
   std::vector<RemoteSegment> out;
-  RETURN_NOT_OK(Call(c, [&](proto::Request::Builder r) { r.setListSegments(); },
-                     [&](proto::Response::Reader resp) {
-                       if (resp.which() != proto::Response::SEGMENTS) return Status::Corruption("bad list reply");
-                       for (auto s : resp.getSegments()) {
-                         out.push_back({s.getMeta().getId(), s.getMeta().getTable(), Str(s.getMeta().getLo()),
-                                        Str(s.getMeta().getHi()), s.getBytes(), s.getRowsRead(),
-                                        s.getRowsWritten(), s.getCollections(), s.getCachedReads()});
-                       }
-                       return Status::OK();
-                     }));
+  RETURN_NOT_OK(Call(
+      c, [&](proto::Request::Builder r) { r.setListSegments(); },
+      [&](proto::Response::Reader resp) {
+        if (resp.which() != proto::Response::SEGMENTS) return Status::Corruption("bad list reply");
+        for (auto s : resp.getSegments()) {
+          out.push_back({s.getMeta().getId(), s.getMeta().getTable(), Str(s.getMeta().getLo()),
+                         Str(s.getMeta().getHi()), s.getBytes(), s.getRowsRead(),
+                         s.getRowsWritten(), s.getCollections(), s.getCachedReads()});
+        }
+        return Status::OK();
+      }));
   return out;
 }
 

@@ -5,16 +5,16 @@
 #include <atomic>
 #include <functional>
 #include <optional>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/schema.h"
 #include "common/status.h"
-#include "rpc/node_client.h"
-#include "rpc/scan_stream.h"
 #include "query/exec/batch.h"
 #include "query/exec/context.h"
+#include "rpc/node_client.h"
+#include "rpc/scan_stream.h"
 
 namespace wattdb::master {
 
@@ -68,8 +68,8 @@ struct DurablePrepare {
   std::span<const RemoteWrite> writes;
   uint64_t expect = 0;
 };
-std::vector<Status> RpcPrepareDurableEach(std::span<const DurablePrepare> calls, uint64_t txn, Timestamp snapshot,
-                                          Timestamp min_commit_ts);
+std::vector<Status> RpcPrepareDurableEach(std::span<const DurablePrepare> calls, uint64_t txn,
+                                          Timestamp snapshot, Timestamp min_commit_ts);
 // A key-routed UPDATE (or DELETE) of the one row with key in [lo, hi).
 struct KeyWriteSpec {
   std::string lo, hi;
@@ -88,15 +88,16 @@ struct KeyWriteSpec {
 };
 // Runs `w` on segment `segment`'s node as txn's write at `snapshot`. `*updated`: 0 (no such
 // row, or the filter failed) or 1 (one write prepared).
-Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment, const KeyWriteSpec& w,
-                    uint64_t* updated);
+Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment,
+                    const KeyWriteSpec& w, uint64_t* updated);
 // Prepares and commits a single-node transaction in one round trip; 55P03 if a key is
 // locked by another transaction (nothing was done: fall back to prepare + commit).
 // `delivered` as in NodeClient::Call: after a failure, whether the node may have committed.
 // `expect` (0: unchecked): the writes the node must then hold for the transaction, those
 // prepared by earlier requests included (as RpcCommit's).
-Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot, const std::vector<RemoteWrite>& ws,
-                        Timestamp commit_ts, std::vector<std::pair<SegmentId, uint64_t>>* sizes,
+Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot,
+                        const std::vector<RemoteWrite>& ws, Timestamp commit_ts,
+                        std::vector<std::pair<SegmentId, uint64_t>>* sizes,
                         bool* delivered = nullptr, uint64_t expect = 0);
 // Commits; `sizes` (optional) receives (segment, bytes) of the segments written. OK also if
 // the node committed `txn` before (a repeated commit applies nothing twice).
@@ -106,7 +107,8 @@ Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp commit_ts,
 // RpcCommit of a durably prepared transaction to several nodes at once, applied without a
 // sync (the decision stays logged until RpcSyncWal confirms it); one status per client, in
 // order. `incarnations[i]`: client i's node process that applied it.
-std::vector<Status> RpcCommitEach(std::span<NodeClient* const> clients, uint64_t txn, Timestamp commit_ts,
+std::vector<Status> RpcCommitEach(std::span<NodeClient* const> clients, uint64_t txn,
+                                  Timestamp commit_ts,
                                   std::vector<std::pair<SegmentId, uint64_t>>* sizes,
                                   std::vector<uint64_t>* incarnations);
 // Makes every write the node applied so far durable; returns its incarnation (random per
@@ -128,12 +130,14 @@ Status RpcDropIndex(NodeClient& c, SegmentId seg, uint32_t index);
 // Cuts up to `pieces` pieces of about `piece_bytes` off the top of `seg` at once, as segments
 // `first_new_id` + i: their low keys, in order (SegmentStore::SplitPieces; without
 // `piece_bytes`, one piece at the middle).
-Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg, SegmentId first_new_id,
-                                                uint64_t piece_bytes, uint32_t pieces);
+Result<std::vector<std::string>> RpcSplitPieces(NodeClient& c, SegmentId seg,
+                                                SegmentId first_new_id, uint64_t piece_bytes,
+                                                uint32_t pieces);
 // After a split's reply was lost: its split key if the node did it, NotFound if it did not
 // (and then it never will).
 Result<std::string> RpcSettleSplit(NodeClient& c, SegmentId seg, SegmentId new_id);
-Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& src_host, uint16_t src_port);
+Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& src_host,
+                          uint16_t src_port);
 Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c);
 
 }  // namespace wattdb::master

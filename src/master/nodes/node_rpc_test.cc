@@ -1,10 +1,10 @@
 #include "master/nodes/node_rpc.h"
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+
+#include <gtest/gtest.h>
 
 #include "net/cluster_auth.h"
 #include "net/tcp_server.h"
@@ -59,7 +59,8 @@ TEST(NodeRpc, ADistributedCommitReachesTheOtherNodesBeforeTheOneInThisProcess) {
   ASSERT_EQ(st.size(), 2u);
   EXPECT_TRUE(st[0].ok()) << st[0].ToString();
   EXPECT_TRUE(st[1].ok()) << st[1].ToString();
-  EXPECT_TRUE(overlapped) << "the node in this process worked before the other node had its request";
+  EXPECT_TRUE(overlapped)
+      << "the node in this process worked before the other node had its request";
   remote.Stop();
 }
 

@@ -1,10 +1,10 @@
 #include "master/pgwire/auth.h"
 
+#include <cstring>
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
-
-#include <cstring>
 
 #include "common/sqlstate.h"
 
@@ -26,7 +26,8 @@ std::optional<std::string> Attr(std::string_view msg, char name) {
 }
 
 Status Malformed(const char* what) {
-  return Status::Sql(sqlstate::kProtocolViolation, fmt::format("malformed SCRAM message ({})", what));
+  return Status::Sql(sqlstate::kProtocolViolation,
+                     fmt::format("malformed SCRAM message ({})", what));
 }
 
 }  // namespace
@@ -34,7 +35,8 @@ Status Malformed(const char* what) {
 std::string Base64Encode(std::string_view raw) {
   std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(raw.data()), static_cast<int>(raw.size()));
+                          reinterpret_cast<const unsigned char*>(raw.data()),
+                          static_cast<int>(raw.size()));
   out.resize(n);
   return out;
 }
@@ -43,7 +45,8 @@ Result<std::string> Base64Decode(std::string_view text) {
   if (text.size() % 4 != 0) return Status::Sql(sqlstate::kProtocolViolation, "invalid base64");
   std::string out(text.size() / 4 * 3, '\0');
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+                          reinterpret_cast<const unsigned char*>(text.data()),
+                          static_cast<int>(text.size()));
   if (n < 0) return Status::Sql(sqlstate::kProtocolViolation, "invalid base64");
   size_t pad = 0;
   if (!text.empty() && text.back() == '=') pad++;
@@ -54,7 +57,8 @@ Result<std::string> Base64Decode(std::string_view text) {
 
 bool CheckMd5Response(const Credentials& c, std::string_view salt, std::string_view response) {
   std::string expect = "md5" + Md5Hex(c.md5 + std::string(salt));
-  return response.size() == expect.size() && CRYPTO_memcmp(response.data(), expect.data(), expect.size()) == 0;
+  return response.size() == expect.size() &&
+         CRYPTO_memcmp(response.data(), expect.data(), expect.size()) == 0;
 }
 
 ScramExchange::ScramExchange(std::optional<Credentials> creds) : creds_(std::move(creds)) {
@@ -63,7 +67,8 @@ ScramExchange::ScramExchange(std::optional<Credentials> creds) : creds_(std::mov
 
 Result<std::string> ScramExchange::First(std::string_view client_first) {
   // gs2-header: "n,," (no channel binding) or "y,," (client could, server does not offer it).
-  if (client_first.size() < 3 || (client_first[0] != 'n' && client_first[0] != 'y') || client_first[1] != ',') {
+  if (client_first.size() < 3 || (client_first[0] != 'n' && client_first[0] != 'y') ||
+      client_first[1] != ',') {
     if (!client_first.empty() && client_first[0] == 'p') {
       return Status::Sql(sqlstate::kProtocolViolation, "SCRAM channel binding is not supported");
     }
@@ -76,7 +81,8 @@ Result<std::string> ScramExchange::First(std::string_view client_first) {
   auto cnonce = Attr(client_first_bare_, 'r');
   if (!cnonce || cnonce->empty()) return Malformed("client nonce");
   nonce_ = *cnonce + Base64Encode(RandomBytes(18));
-  server_first_ = fmt::format("r={},s={},i={}", nonce_, Base64Encode(verifier_.salt), verifier_.iterations);
+  server_first_ =
+      fmt::format("r={},s={},i={}", nonce_, Base64Encode(verifier_.salt), verifier_.iterations);
   return server_first_;
 }
 
@@ -94,13 +100,15 @@ Result<std::string> ScramExchange::Final(std::string_view client_final) {
   bool ok = creds_.has_value() && proof.size() == signature.size();
   if (ok) {
     std::string client_key(proof.size(), '\0');
-    for (size_t i = 0; i < proof.size(); i++) client_key[i] = static_cast<char>(proof[i] ^ signature[i]);
+    for (size_t i = 0; i < proof.size(); i++)
+      client_key[i] = static_cast<char>(proof[i] ^ signature[i]);
     std::string stored = Sha256(client_key);
     ok = CRYPTO_memcmp(stored.data(), verifier_.stored_key.data(), stored.size()) == 0;
   }
   if (!ok) {
-    return Status::Sql(sqlstate::kInvalidPassword, fmt::format("password authentication failed for user \"{}\"",
-                                            creds_ ? creds_->user : std::string("?")));
+    return Status::Sql(sqlstate::kInvalidPassword,
+                       fmt::format("password authentication failed for user \"{}\"",
+                                   creds_ ? creds_->user : std::string("?")));
   }
   return "v=" + Base64Encode(Hmac(verifier_.server_key, auth_message));
 }

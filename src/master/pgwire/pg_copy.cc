@@ -21,7 +21,8 @@ Status ParseText(std::string_view data, const sql::CopyStmt& s, CopyRows* out) {
     size_t start = 0;
     while (true) {
       size_t end = line.find(s.delimiter, start);
-      std::string_view raw = line.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+      std::string_view raw =
+          line.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
       if (raw == s.null_string) {
         out->EndField(true);
       } else if (raw.find('\\') == std::string_view::npos) {
@@ -34,8 +35,13 @@ Status ParseText(std::string_view data, const sql::CopyStmt& s, CopyRows* out) {
             continue;
           }
           char e = raw[++i];
-          out->Append(e == 't' ? '\t' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f'
-                      : e == 'v' ? '\v' : e);
+          out->Append(e == 't'   ? '\t'
+                      : e == 'n' ? '\n'
+                      : e == 'r' ? '\r'
+                      : e == 'b' ? '\b'
+                      : e == 'f' ? '\f'
+                      : e == 'v' ? '\v'
+                                 : e);
         }
         out->EndField(false);
       }
@@ -69,7 +75,8 @@ Status ParseCsv(std::string_view data, const sql::CopyStmt& s, CopyRows* out, si
   for (size_t i = 0; i < n;) {
     if (in_quotes) {  // up to the next quote: a doubled one is a quote, else the field's end quote
       size_t q = data.find('"', i);
-      std::string_view run = data.substr(i, q == std::string_view::npos ? std::string_view::npos : q - i);
+      std::string_view run =
+          data.substr(i, q == std::string_view::npos ? std::string_view::npos : q - i);
       line_no += static_cast<size_t>(std::count(run.begin(), run.end(), '\n'));
       out->Append(run);
       if (q == std::string_view::npos) break;
@@ -91,7 +98,8 @@ Status ParseCsv(std::string_view data, const sql::CopyStmt& s, CopyRows* out, si
       end_field();
       i++;
     } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 == n && used) break;  // perhaps a CRLF cut in two: wait for the next piece
+      if (c == '\r' && i + 1 == n && used)
+        break;  // perhaps a CRLF cut in two: wait for the next piece
       i += c == '\r' && i + 1 < n && data[i + 1] == '\n' ? 2 : 1;
       if (out->PendingFields() == 0 && !quoted && out->Pending() == "\\.") {
         out->DropRow();
@@ -113,7 +121,9 @@ Status ParseCsv(std::string_view data, const sql::CopyStmt& s, CopyRows* out, si
     *used = row_start;
     return Status::OK();
   }
-  if (in_quotes) return Status::Sql(sqlstate::kBadCopyFileFormat, fmt::format("unterminated CSV quoted field (line {})", line_no));
+  if (in_quotes)
+    return Status::Sql(sqlstate::kBadCopyFileFormat,
+                       fmt::format("unterminated CSV quoted field (line {})", line_no));
   if (any || !out->Pending().empty() || out->PendingFields() > 0) end_row();
   return Status::OK();
 }
@@ -149,8 +159,10 @@ size_t WholeRowsPrefix(std::string_view data, const sql::CopyStmt& s) {
   bool in_quotes = false;
   size_t end = 0;
   for (size_t i = 0; i < data.size(); i++) {
-    if (data[i] == '"') in_quotes = !in_quotes;  // a doubled quote toggles twice
-    else if (data[i] == '\n' && !in_quotes) end = i + 1;
+    if (data[i] == '"')
+      in_quotes = !in_quotes;  // a doubled quote toggles twice
+    else if (data[i] == '\n' && !in_quotes)
+      end = i + 1;
   }
   return end;
 }
@@ -170,10 +182,18 @@ std::string FormatCopyRow(const std::vector<Value>& row, const sql::CopyStmt& s)
     }
     for (char c : v) {
       switch (c) {
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
         default:
           if (c == s.delimiter) out.push_back('\\');
           out.push_back(c);

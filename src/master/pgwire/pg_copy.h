@@ -18,7 +18,8 @@ namespace wattdb::master::pg {
 // skipped if asked). Errors (an unterminated CSV quote) carry SQLSTATE 22P04 and the line
 // number. With `used`, the piece may end inside a row: that row is left out and *used is the
 // length of the rows parsed (the caller keeps the rest for the next piece).
-Status ParseCopyData(std::string_view data, const sql::CopyStmt& s, CopyRows* out, size_t* used = nullptr);
+Status ParseCopyData(std::string_view data, const sql::CopyStmt& s, CopyRows* out,
+                     size_t* used = nullptr);
 
 // The length of the longest prefix of `data` that holds whole rows only (ends right after a
 // row's newline; CSV newlines inside quotes do not end rows). COPY data is parsed piece by

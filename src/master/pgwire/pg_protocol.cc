@@ -94,7 +94,8 @@ void MessageWriter::ParameterDescription(const std::vector<SqlType>& types) {
   End();
 }
 
-void MessageWriter::RowDescription(const std::vector<std::string>& names, const std::vector<SqlType>& types,
+void MessageWriter::RowDescription(const std::vector<std::string>& names,
+                                   const std::vector<SqlType>& types,
                                    const std::vector<int16_t>& formats) {
   Begin('T');
   I16(static_cast<int16_t>(names.size()));
@@ -165,16 +166,23 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseStartupParams(std:
   };
   while (true) {
     std::string k, v;
-    if (!next(&k)) return Status::Sql(sqlstate::kProtocolViolation, "invalid startup packet layout: expected terminator");
+    if (!next(&k))
+      return Status::Sql(sqlstate::kProtocolViolation,
+                         "invalid startup packet layout: expected terminator");
     if (k.empty()) break;
-    if (!next(&v)) return Status::Sql(sqlstate::kProtocolViolation, "invalid startup packet layout: missing value");
+    if (!next(&v))
+      return Status::Sql(sqlstate::kProtocolViolation,
+                         "invalid startup packet layout: missing value");
     out.emplace_back(std::move(k), std::move(v));
   }
-  if (!body.empty()) return Status::Sql(sqlstate::kProtocolViolation, "invalid startup packet layout: trailing bytes");
+  if (!body.empty())
+    return Status::Sql(sqlstate::kProtocolViolation,
+                       "invalid startup packet layout: trailing bytes");
   return out;
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> ParseStartupOptions(std::string_view options) {
+Result<std::vector<std::pair<std::string, std::string>>> ParseStartupOptions(
+    std::string_view options) {
   std::vector<std::string> words;
   std::string word;
   bool in_word = false;
@@ -203,11 +211,14 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseStartupOptions(std
     } else if (words[i].rfind("--", 0) == 0) {
       setting = words[i].substr(2);
     } else {
-      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid command-line argument for server process: {}", words[i]));
+      return Status::Sql(
+          sqlstate::kInvalidParameterValue,
+          fmt::format("invalid command-line argument for server process: {}", words[i]));
     }
     size_t eq = setting.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("-c {} requires a value", setting));
+      return Status::Sql(sqlstate::kInvalidParameterValue,
+                         fmt::format("-c {} requires a value", setting));
     }
     std::string name = setting.substr(0, eq);
     std::replace(name.begin(), name.end(), '-', '_');

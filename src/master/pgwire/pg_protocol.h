@@ -12,11 +12,11 @@
 
 namespace wattdb::master::pg {
 
-constexpr int32_t kProtocolV3 = 196608;       // 3.0
+constexpr int32_t kProtocolV3 = 196608;  // 3.0
 constexpr int32_t kSslRequest = 80877103;
 constexpr int32_t kGssEncRequest = 80877104;
 constexpr int32_t kCancelRequest = 80877102;
-constexpr uint32_t kMaxMessage = 64u << 20;   // larger frontend messages are refused
+constexpr uint32_t kMaxMessage = 64u << 20;  // larger frontend messages are refused
 
 // Builds backend messages into one output buffer.
 class MessageWriter {
@@ -65,6 +65,7 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseStartupParams(std:
 // The settings of a startup packet's `options` parameter (libpq's PGOPTIONS): `-c name=value`,
 // `-cname=value` or `--name=value`, separated by blanks; a backslash keeps the next character
 // (`-c default_transaction_isolation=repeatable\ read`). 22023 for anything else.
-Result<std::vector<std::pair<std::string, std::string>>> ParseStartupOptions(std::string_view options);
+Result<std::vector<std::pair<std::string, std::string>>> ParseStartupOptions(
+    std::string_view options);
 
 }  // namespace wattdb::master::pg

@@ -1,9 +1,10 @@
-#include "common/sqlstate.h"
-#include "master/pgwire/pg_copy.h"
 #include "master/pgwire/pg_protocol.h"
-#include "master/pgwire/pg_values.h"
 
 #include <gtest/gtest.h>
+
+#include "common/sqlstate.h"
+#include "master/pgwire/pg_copy.h"
+#include "master/pgwire/pg_values.h"
 
 namespace wattdb::master::pg {
 namespace {
@@ -15,7 +16,8 @@ std::string Hex(const std::string& s) {
 }
 
 // Rows of a parsed COPY piece as strings, NULL as "<null>".
-std::vector<std::vector<std::string>> CopyFields(std::string_view data, bool csv, bool header = false) {
+std::vector<std::vector<std::string>> CopyFields(std::string_view data, bool csv,
+                                                 bool header = false) {
   sql::CopyStmt s;
   s.csv = csv;
   s.header = header;
@@ -47,13 +49,15 @@ TEST(PgCopy, CsvFieldsAsPostgresReadsThem) {
   EXPECT_EQ(CopyFields("id,name\n1,one\n\\.\n2,two\n", true, true), (Fields{{"1", "one"}}));
   // Text around a quoted part joins it (PostgreSQL reads a"b"c as abc).
   EXPECT_EQ(CopyFields("a\"b\"c,d\n", true), (Fields{{"abc", "d"}}));
-  EXPECT_EQ(CopyFields("1,\"open\n2,x\n", true)[0][0], "ERROR 22P04 unterminated CSV quoted field (line 3)");
+  EXPECT_EQ(CopyFields("1,\"open\n2,x\n", true)[0][0],
+            "ERROR 22P04 unterminated CSV quoted field (line 3)");
 }
 
 // The session parses what has arrived so far and keeps a row cut by the end of a piece for
 // the next: wherever the stream is cut, the rows are those of the whole stream.
 TEST(PgCopy, APieceCutAnywhereGivesTheRowsOfTheWholeStream) {
-  const std::string csv = "1,\"a,b\",\"say \"\"hi\"\"\"\r\n2,,\"\"\n3,\"two\nlines\",x\r\n4,\"\",\n";
+  const std::string csv =
+      "1,\"a,b\",\"say \"\"hi\"\"\"\r\n2,,\"\"\n3,\"two\nlines\",x\r\n4,\"\",\n";
   const std::string text = "1\tone\\ttab\t\\N\n2\t\\\\back\tx\\ny\r\n3\t\t\n";
   for (bool is_csv : {true, false}) {
     const std::string& data = is_csv ? csv : text;
@@ -102,7 +106,9 @@ TEST(PgProtocol, MessagesMatchTheSpecLayout) {
   w.Clear();
   std::string one = "1";
   w.DataRow({&one, nullptr});
-  EXPECT_EQ(Hex(w.buffer()), "440000000f0002000000013" "1ffffffff");
+  EXPECT_EQ(Hex(w.buffer()),
+            "440000000f0002000000013"
+            "1ffffffff");
 }
 
 TEST(PgProtocol, RowDescriptionCarriesTypeOids) {
@@ -113,10 +119,11 @@ TEST(PgProtocol, RowDescriptionCarriesTypeOids) {
   // "a\0" + table oid(4) + attnum(2) then the type oid.
   size_t p = 7 + 2;
   auto i32 = [&](size_t at) {
-    return (uint8_t(b[at]) << 24) | (uint8_t(b[at + 1]) << 16) | (uint8_t(b[at + 2]) << 8) | uint8_t(b[at + 3]);
+    return (uint8_t(b[at]) << 24) | (uint8_t(b[at + 1]) << 16) | (uint8_t(b[at + 2]) << 8) |
+           uint8_t(b[at + 3]);
   };
-  EXPECT_EQ(i32(p + 6), 20);  // int8
-  size_t q = p + 18 + 2;       // second field after "b\0"
+  EXPECT_EQ(i32(p + 6), 20);    // int8
+  size_t q = p + 18 + 2;        // second field after "b\0"
   EXPECT_EQ(i32(q + 6), 1043);  // varchar
   EXPECT_EQ(i32(q + 12), 14);   // typmod = n + 4
 }
@@ -145,7 +152,8 @@ TEST(PgValues, NumericBinaryFormat) {
   std::string out;
   EncodeValue(Value::Numeric(*ParseDecimal("12.345")), SqlType{TypeId::kNumeric}, true, &out);
   EXPECT_EQ(out, std::string("\x00\x02\x00\x00\x00\x00\x00\x03\x00\x0c\x0d\x7a", 12));
-  for (const char* s : {"0", "0.00", "-1", "10000", "123456789.000001", "-0.0005", "99999999999999999999999999.9999"}) {
+  for (const char* s : {"0", "0.00", "-1", "10000", "123456789.000001", "-0.0005",
+                        "99999999999999999999999999.9999"}) {
     Decimal d = *ParseDecimal(s);
     std::string bin;
     EncodeValue(Value::Numeric(d), SqlType{TypeId::kNumeric}, true, &bin);
@@ -159,13 +167,16 @@ TEST(PgValues, NumericBinaryFormat) {
 // libpq's PGOPTIONS: -c settings, escaped blanks, --name=value; anything else is refused.
 TEST(PgProtocol, StartupOptions) {
   using Pairs = std::vector<std::pair<std::string, std::string>>;
-  auto r = ParseStartupOptions("-c default_transaction_isolation=repeatable\\ read  -cwork_mem=8MB --statement-timeout=5s");
+  auto r = ParseStartupOptions(
+      "-c default_transaction_isolation=repeatable\\ read  -cwork_mem=8MB --statement-timeout=5s");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(*r, (Pairs{{"default_transaction_isolation", "repeatable read"}, {"work_mem", "8MB"},
+  EXPECT_EQ(*r, (Pairs{{"default_transaction_isolation", "repeatable read"},
+                       {"work_mem", "8MB"},
                        {"statement_timeout", "5s"}}));
   EXPECT_TRUE(ParseStartupOptions("")->empty());
   EXPECT_EQ(ParseStartupOptions("-c").status().sqlstate(), sqlstate::kInvalidParameterValue);
-  EXPECT_EQ(ParseStartupOptions("-c work_mem").status().sqlstate(), sqlstate::kInvalidParameterValue);
+  EXPECT_EQ(ParseStartupOptions("-c work_mem").status().sqlstate(),
+            sqlstate::kInvalidParameterValue);
   EXPECT_EQ(ParseStartupOptions("verbose").status().sqlstate(), sqlstate::kInvalidParameterValue);
 }
 

@@ -4,8 +4,8 @@
 #include "common/logging.h"
 #include "common/sqlstate.h"
 #include "master/catalog/database_catalog.h"
-#include "master/pgwire/pg_session.h"
 #include "master/pgwire/pg_protocol.h"
+#include "master/pgwire/pg_session.h"
 
 namespace wattdb::master {
 
@@ -20,7 +20,8 @@ class StartupReader {
   Result<int32_t> I32() {
     unsigned char b[4];
     RETURN_NOT_OK(Exact(reinterpret_cast<char*>(b), 4));
-    return static_cast<int32_t>((uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | b[3]);
+    return static_cast<int32_t>((uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) |
+                                (uint32_t(b[2]) << 8) | b[3]);
   }
   net::Stream::Deadline deadline() const { return deadline_; }
 
@@ -43,8 +44,11 @@ Result<std::string> ReadPasswordMessage(StartupReader& in) {
   char type;
   RETURN_NOT_OK(in.Exact(&type, 1));
   ASSIGN_OR_RETURN(int32_t len, in.I32());
-  if (type != 'p') return Status::Sql(sqlstate::kProtocolViolation, fmt::format("expected a password message, got '{}'", type));
-  if (len < 4 || len > 10000) return Status::Sql(sqlstate::kProtocolViolation, "invalid password message length");
+  if (type != 'p')
+    return Status::Sql(sqlstate::kProtocolViolation,
+                       fmt::format("expected a password message, got '{}'", type));
+  if (len < 4 || len > 10000)
+    return Status::Sql(sqlstate::kProtocolViolation, "invalid password message length");
   std::string body(len - 4, '\0');
   RETURN_NOT_OK(in.Exact(body.data(), body.size()));
   return body;
@@ -62,7 +66,8 @@ Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std:
   } else {
     creds = cluster_.catalog().GetUser(user);
   }
-  auto failed = Status::Sql(sqlstate::kInvalidPassword, fmt::format("password authentication failed for user \"{}\"", user));
+  auto failed = Status::Sql(sqlstate::kInvalidPassword,
+                            fmt::format("password authentication failed for user \"{}\"", user));
   pg::MessageWriter out;
   if (cfg.method == "md5") {
     std::string salt(4, '\0');
@@ -83,7 +88,8 @@ Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std:
   ASSIGN_OR_RETURN(std::string init, ReadPasswordMessage(in));
   size_t nul = init.find('\0');
   if (nul == std::string::npos || init.substr(0, nul) != "SCRAM-SHA-256" || init.size() < nul + 5) {
-    return Status::Sql(sqlstate::kProtocolViolation, "client selected an invalid SASL authentication mechanism");
+    return Status::Sql(sqlstate::kProtocolViolation,
+                       "client selected an invalid SASL authentication mechanism");
   }
   std::string first = init.substr(nul + 5);
   auth::ScramExchange scram(creds);
@@ -92,7 +98,9 @@ Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std:
   RETURN_NOT_OK(WriteAll(socket, out.buffer(), in.deadline()));
   ASSIGN_OR_RETURN(std::string final_msg, ReadPasswordMessage(in));
   auto server_final = scram.Final(final_msg);
-  if (!server_final.ok()) return server_final.status().sqlstate() == sqlstate::kInvalidPassword ? failed : server_final.status();
+  if (!server_final.ok())
+    return server_final.status().sqlstate() == sqlstate::kInvalidPassword ? failed
+                                                                          : server_final.status();
   out.Authentication(12, *server_final);
   return WriteAll(socket, out.buffer(), in.deadline());
 }
@@ -100,7 +108,8 @@ Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std:
 PgServer::~PgServer() { Stop(); }
 
 Status PgServer::Start() {
-  server_ = std::make_unique<net::TcpServer>("pg", host_, port_, [this](net::Socket& s) { Serve(s); });
+  server_ =
+      std::make_unique<net::TcpServer>("pg", host_, port_, [this](net::Socket& s) { Serve(s); });
   // Connections still authenticating count too: past this many the server closes new ones
   // at once (sessions beyond max_connections are told 53300 first).
   server_->set_max_connections(2 * cluster_.config().max_connections + 16);
@@ -131,7 +140,8 @@ void PgServer::Serve(net::Socket& raw) {
     }
     std::string body(*len - 4, '\0');
     if (!in.Exact(body.data(), body.size()).ok()) return;
-    int32_t code = (uint8_t(body[0]) << 24) | (uint8_t(body[1]) << 16) | (uint8_t(body[2]) << 8) | uint8_t(body[3]);
+    int32_t code = (uint8_t(body[0]) << 24) | (uint8_t(body[1]) << 16) | (uint8_t(body[2]) << 8) |
+                   uint8_t(body[3]);
     if (code == pg::kSslRequest || code == pg::kGssEncRequest) {
       out.buffer().push_back('N');
       if (!WriteAll(socket, out.buffer(), in.deadline()).ok()) return;
@@ -140,8 +150,8 @@ void PgServer::Serve(net::Socket& raw) {
     if (code == pg::kCancelRequest) {
       if (body.size() != 12) return;
       auto rd = [&](int off) {
-        return int32_t((uint8_t(body[off]) << 24) | (uint8_t(body[off + 1]) << 16) | (uint8_t(body[off + 2]) << 8) |
-                       uint8_t(body[off + 3]));
+        return int32_t((uint8_t(body[off]) << 24) | (uint8_t(body[off + 1]) << 16) |
+                       (uint8_t(body[off + 2]) << 8) | uint8_t(body[off + 3]));
       };
       std::lock_guard<std::mutex> l(mu_);
       auto it = sessions_.find(rd(4));
@@ -149,7 +159,9 @@ void PgServer::Serve(net::Socket& raw) {
       return;
     }
     if (code != pg::kProtocolV3) {
-      fatal(sqlstate::kFeatureNotSupported, fmt::format("unsupported frontend protocol {}.{}: server supports 3.0", code >> 16, code & 0xffff));
+      fatal(sqlstate::kFeatureNotSupported,
+            fmt::format("unsupported frontend protocol {}.{}: server supports 3.0", code >> 16,
+                        code & 0xffff));
       return;
     }
     auto p = pg::ParseStartupParams(std::string_view(body).substr(4));
@@ -169,13 +181,17 @@ void PgServer::Serve(net::Socket& raw) {
   }
   if (database.empty()) database = user;
   if (user.empty()) {
-    fatal(sqlstate::kInvalidAuthorizationSpecification, "no PostgreSQL user name specified in startup packet");
+    fatal(sqlstate::kInvalidAuthorizationSpecification,
+          "no PostgreSQL user name specified in startup packet");
     return;
   }
   if (Status st = Authenticate(socket, in, user); !st.ok()) {
-    Log("master")->info("authentication failed user={} peer={} reason={}", user, socket.peer(), st.message());
-    if (st.IsTimedOut()) fatal(sqlstate::kConnectionFailure, "canceling authentication due to timeout");
-    else if (st.code() != Status::Code::kIOError) fatal(st.sqlstate().c_str(), st.message());
+    Log("master")->info("authentication failed user={} peer={} reason={}", user, socket.peer(),
+                        st.message());
+    if (st.IsTimedOut())
+      fatal(sqlstate::kConnectionFailure, "canceling authentication due to timeout");
+    else if (st.code() != Status::Code::kIOError)
+      fatal(st.sqlstate().c_str(), st.message());
     return;
   }
   if (database != kDefaultDatabase && !cluster_.catalog().HasDatabase(database)) {
@@ -213,11 +229,18 @@ void PgServer::Serve(net::Socket& raw) {
     return;
   }
   out.AuthenticationOk();
-  for (auto [k, v] : std::vector<std::pair<const char*, std::string>>{
-           {"server_version", "15.0"}, {"server_encoding", "UTF8"}, {"client_encoding", "UTF8"},
-           {"DateStyle", "ISO, MDY"}, {"integer_datetimes", "on"}, {"standard_conforming_strings", "on"},
-           {"TimeZone", "UTC"}, {"IntervalStyle", "postgres"}, {"is_superuser", "on"},
-           {"session_authorization", user}, {"application_name", app}}) {
+  for (auto [k, v] :
+       std::vector<std::pair<const char*, std::string>>{{"server_version", "15.0"},
+                                                        {"server_encoding", "UTF8"},
+                                                        {"client_encoding", "UTF8"},
+                                                        {"DateStyle", "ISO, MDY"},
+                                                        {"integer_datetimes", "on"},
+                                                        {"standard_conforming_strings", "on"},
+                                                        {"TimeZone", "UTC"},
+                                                        {"IntervalStyle", "postgres"},
+                                                        {"is_superuser", "on"},
+                                                        {"session_authorization", user},
+                                                        {"application_name", app}}) {
     out.ParameterStatus(k, v);
   }
   out.BackendKeyData(pid, secret);

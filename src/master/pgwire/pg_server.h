@@ -9,10 +9,10 @@
 #include <mutex>
 #include <random>
 
-#include "master/pgwire/auth.h"
 #include "common/timer_service.h"
 #include "master/cluster/cluster.h"
 #include "master/energy/energy_service.h"
+#include "master/pgwire/auth.h"
 #include "net/tcp_server.h"
 
 namespace wattdb::master {
@@ -36,7 +36,7 @@ class PgServer {
   // Runs the password exchange the config asks for; an error (28P01, 08P01) is FATAL.
   Status Authenticate(net::Stream& socket, StartupReader& in, const std::string& user);
 
-  Cluster& cluster_;        // borrowed
+  Cluster& cluster_;       // borrowed
   EnergyService& energy_;  // borrowed
   std::string host_;
   uint16_t port_;
@@ -45,7 +45,8 @@ class PgServer {
   std::map<int32_t, SessionKey> sessions_;
   int32_t next_pid_ = 1000;
   std::mt19937 rng_{std::random_device{}()};
-  std::map<std::string, auth::Credentials> config_users_;  // from [[auth.user]]; read-only after construction
+  std::map<std::string, auth::Credentials>
+      config_users_;     // from [[auth.user]]; read-only after construction
   TimerService timers_;  // statement timeouts of every session
 };
 

@@ -69,7 +69,10 @@ class Body {
   }
 
  private:
-  static Status Trunc() { return Status::Sql(sqlstate::kProtocolViolation, "invalid message format: insufficient data left in message"); }
+  static Status Trunc() {
+    return Status::Sql(sqlstate::kProtocolViolation,
+                       "invalid message format: insufficient data left in message");
+  }
   std::string_view b_;
 };
 
@@ -90,7 +93,8 @@ class NoticeSink : public ResultSink {
 class WireSink : public NoticeSink {
  public:
   WireSink(pg::MessageWriter& w, net::Stream& s, int io_ms) : NoticeSink(w), s_(s), io_ms_(io_ms) {}
-  Status Describe(const std::vector<std::string>& names, const std::vector<SqlType>& types) override {
+  Status Describe(const std::vector<std::string>& names,
+                  const std::vector<SqlType>& types) override {
     types_ = types;
     w_.RowDescription(names, types);
     return Status::OK();
@@ -110,7 +114,8 @@ class WireSink : public NoticeSink {
       }
       w_.DataRow(cells);
     }
-    if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer(), net::Stream::In(io_ms_));
+    if (w_.buffer().size() > (256u << 10))
+      return WriteAll(s_, w_.buffer(), net::Stream::In(io_ms_));
     return Status::OK();
   }
 
@@ -124,10 +129,12 @@ class WireSink : public NoticeSink {
 // Execute without a row limit: nothing is kept on the master).
 class PortalStreamSink : public NoticeSink {
  public:
-  PortalStreamSink(pg::MessageWriter& w, net::Stream& s, int io_ms, const std::vector<SqlType>& types,
-                   const std::vector<int16_t>& formats)
+  PortalStreamSink(pg::MessageWriter& w, net::Stream& s, int io_ms,
+                   const std::vector<SqlType>& types, const std::vector<int16_t>& formats)
       : NoticeSink(w), s_(s), io_ms_(io_ms), types_(types), formats_(formats) {}
-  Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override { return Status::OK(); }
+  Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override {
+    return Status::OK();
+  }
   Status Rows(const exec::Batch& b) override {
     std::vector<std::string> cells(types_.size());
     std::vector<const std::string*> ptrs(types_.size());
@@ -143,7 +150,8 @@ class PortalStreamSink : public NoticeSink {
       w_.DataRow(ptrs);
       rows_++;
     }
-    if (w_.buffer().size() > (256u << 10)) return WriteAll(s_, w_.buffer(), net::Stream::In(io_ms_));
+    if (w_.buffer().size() > (256u << 10))
+      return WriteAll(s_, w_.buffer(), net::Stream::In(io_ms_));
     return Status::OK();
   }
   uint64_t rows() const { return rows_; }
@@ -159,8 +167,11 @@ class PortalStreamSink : public NoticeSink {
 // Collects a portal's rows so that Execute can hand them out in row-limited pieces.
 class BufferSink : public NoticeSink {
  public:
-  BufferSink(pg::MessageWriter& w, std::vector<std::vector<Value>>* rows) : NoticeSink(w), rows_(rows) {}
-  Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override { return Status::OK(); }
+  BufferSink(pg::MessageWriter& w, std::vector<std::vector<Value>>* rows)
+      : NoticeSink(w), rows_(rows) {}
+  Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override {
+    return Status::OK();
+  }
   Status Rows(const exec::Batch& b) override {
     for (size_t r = 0; r < b.rows; r++) rows_->push_back(b.Row(r));
     return Status::OK();
@@ -175,7 +186,8 @@ Status Substitute(sql::ExprPtr& e, const std::vector<Value>& params) {
   if (!e) return Status::OK();
   if (e->kind == sql::Expr::Kind::kParam) {
     if (e->param < 1 || e->param > static_cast<int>(params.size())) {
-      return Status::Sql(sqlstate::kProtocolViolation, fmt::format("no value bound for parameter ${}", e->param), e->pos);
+      return Status::Sql(sqlstate::kProtocolViolation,
+                         fmt::format("no value bound for parameter ${}", e->param), e->pos);
     }
     auto lit = std::make_unique<sql::Expr>(sql::Expr::Kind::kLiteral, e->pos);
     lit->value = params[e->param - 1];
@@ -218,9 +230,14 @@ Status Substitute(sql::Statement& st, const std::vector<Value>& params) {
 
 }  // namespace
 
-PgSession::PgSession(Cluster& cluster, EnergyService& energy, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
-                     std::string database, TimerService& timers)
-    : cluster_(cluster), socket_(socket), timers_(timers), pid_(pid), cancel_(std::move(cancel)),
+PgSession::PgSession(Cluster& cluster, EnergyService& energy, net::Stream& socket, int32_t pid,
+                     std::shared_ptr<std::atomic<bool>> cancel, std::string database,
+                     TimerService& timers)
+    : cluster_(cluster),
+      socket_(socket),
+      timers_(timers),
+      pid_(pid),
+      cancel_(std::move(cancel)),
       executor_(cluster, energy, std::move(database)) {}
 
 // Reads and writes that need not wait read no clock (ReadExactWithin, WriteGatherWithin).
@@ -238,12 +255,16 @@ Status PgSession::ReadExact(char* p, size_t n) {
 
 bool PgSession::AwaitMessage() {
   if (socket_.buffered() > 0) return true;
-  int64_t idle_ms = executor_.TxnStatus() == 'I' ? 0 : executor_.TimeoutSetting("idle_in_transaction_session_timeout");
+  int64_t idle_ms = executor_.TxnStatus() == 'I'
+                        ? 0
+                        : executor_.TimeoutSetting("idle_in_transaction_session_timeout");
   if (idle_ms > 0) {
     Status st = socket_.WaitReadableWithin(static_cast<int>(std::min<int64_t>(idle_ms, INT32_MAX)));
     if (st.IsTimedOut()) {
       Log("master")->info("session ended pid={} reason=idle-in-transaction timeout", pid_);
-      SendError(Status::Sql(sqlstate::kIdleInTransactionSessionTimeout, "terminating connection due to idle-in-transaction timeout"), "FATAL");
+      SendError(Status::Sql(sqlstate::kIdleInTransactionSessionTimeout,
+                            "terminating connection due to idle-in-transaction timeout"),
+                "FATAL");
       (void)Flush();
       return false;
     }
@@ -270,7 +291,10 @@ class PgSession::Published {
   Published(PgSession& s, std::string_view query) : s_(s) {
     s_.cluster_.activity().StatementStarted(s_.pid_, query, Clock::Real().NowMicros());
   }
-  ~Published() { s_.cluster_.activity().StatementEnded(s_.pid_, s_.executor_.TxnStatus(), Clock::Real().NowMicros()); }
+  ~Published() {
+    s_.cluster_.activity().StatementEnded(s_.pid_, s_.executor_.TxnStatus(),
+                                          Clock::Real().NowMicros());
+  }
 
  private:
   PgSession& s_;
@@ -282,10 +306,11 @@ auto PgSession::WithStatementTimeout(Fn fn) -> decltype(fn()) {
   if (ms <= 0) return fn();
   auto fired = std::make_shared<std::atomic<bool>>(false);
   auto cancel = cancel_;
-  uint64_t timer = timers_.Arm(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms), [fired, cancel] {
-    fired->store(true);
-    cancel->store(true);
-  });
+  uint64_t timer = timers_.Arm(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms),
+                               [fired, cancel] {
+                                 fired->store(true);
+                                 cancel->store(true);
+                               });
   auto r = fn();
   timers_.Cancel(timer);
   if (!r.ok() && StatusOf(r).sqlstate() == sqlstate::kQueryCanceled && fired->load()) {
@@ -315,10 +340,13 @@ void PgSession::Run() {
     if (!ReadExact(&type, 1).ok()) return;
     char lenb[4];
     if (!ReadExact(lenb, 4).ok()) return;
-    int32_t len = static_cast<int32_t>((uint32_t(uint8_t(lenb[0])) << 24) | (uint32_t(uint8_t(lenb[1])) << 16) |
+    int32_t len = static_cast<int32_t>((uint32_t(uint8_t(lenb[0])) << 24) |
+                                       (uint32_t(uint8_t(lenb[1])) << 16) |
                                        (uint32_t(uint8_t(lenb[2])) << 8) | uint8_t(lenb[3]));
     if (len < 4 || static_cast<uint32_t>(len) > pg::kMaxMessage) {
-      SendError(Status::Sql(sqlstate::kProtocolViolation, fmt::format("invalid message length {}", len)), "FATAL");
+      SendError(
+          Status::Sql(sqlstate::kProtocolViolation, fmt::format("invalid message length {}", len)),
+          "FATAL");
       (void)Flush();
       return;
     }
@@ -328,7 +356,9 @@ void PgSession::Run() {
     switch (type) {
       case 'Q':
         if (body.empty() || body.back() != '\0') {
-          SendError(Status::Sql(sqlstate::kProtocolViolation, "invalid query message: missing terminator"), "FATAL");
+          SendError(Status::Sql(sqlstate::kProtocolViolation,
+                                "invalid query message: missing terminator"),
+                    "FATAL");
           (void)Flush();
           return;
         }
@@ -338,7 +368,8 @@ void PgSession::Run() {
         out_.ReadyForQuery(executor_.TxnStatus());
         if (!Flush().ok()) return;
         break;
-      case 'X': return;
+      case 'X':
+        return;
       case 'S':
         skip_to_sync = false;
         out_.ReadyForQuery(executor_.TxnStatus());
@@ -347,7 +378,11 @@ void PgSession::Run() {
       case 'H':
         if (!Flush().ok()) return;
         break;
-      case 'P': case 'B': case 'D': case 'E': case 'C':
+      case 'P':
+      case 'B':
+      case 'D':
+      case 'E':
+      case 'C':
         if (skip_to_sync) break;
         st = type == 'P'   ? HandleParse(body)
              : type == 'B' ? HandleBind(body)
@@ -364,13 +399,16 @@ void PgSession::Run() {
         SendError(Status::NotSupported("the function call protocol is not supported"));
         skip_to_sync = true;
         break;
-      case 'd': case 'c': case 'f':
+      case 'd':
+      case 'c':
+      case 'f':
         SendError(Status::Sql(sqlstate::kProtocolViolation, "unexpected COPY data"));
         if (!Flush().ok()) return;
         break;
       default:
-        SendError(Status::Sql(sqlstate::kProtocolViolation, fmt::format("invalid frontend message type {}",
-                                                   static_cast<int>(static_cast<uint8_t>(type)))),
+        SendError(Status::Sql(sqlstate::kProtocolViolation,
+                              fmt::format("invalid frontend message type {}",
+                                          static_cast<int>(static_cast<uint8_t>(type)))),
                   "FATAL");
         (void)Flush();
         return;
@@ -464,7 +502,8 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
     std::string_view piece(data);
     if (!s.csv) {
       piece = piece.substr(0, all ? data.size() : pg::WholeRowsPrefix(data, s));
-      if (piece.substr(0, 3) == "\\.\n" || piece == "\\." || piece.find("\n\\.\n") != std::string_view::npos ||
+      if (piece.substr(0, 3) == "\\.\n" || piece == "\\." ||
+          piece.find("\n\\.\n") != std::string_view::npos ||
           piece.substr(piece.size() >= 3 ? piece.size() - 3 : 0) == "\n\\.") {
         ended = true;
       }
@@ -474,7 +513,8 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
     failed = pg::ParseCopyData(piece, part, &rows, all ? nullptr : &used);
     if (used == 0) return;  // no whole row yet
     first = false;
-    if (failed.ok()) failed = WithStatementTimeout([&] { return executor_.CopyInRows(std::move(rows)); });
+    if (failed.ok())
+      failed = WithStatementTimeout([&] { return executor_.CopyInRows(std::move(rows)); });
     data.erase(0, used);
   };
   while (true) {
@@ -514,7 +554,10 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
       continue;
     } else {
       (void)executor_.EndCopyIn(false);
-      SendError(Status::Sql(sqlstate::kProtocolViolation, fmt::format("unexpected message type {} during COPY", int(uint8_t(type)))), "FATAL");
+      SendError(
+          Status::Sql(sqlstate::kProtocolViolation,
+                      fmt::format("unexpected message type {} during COPY", int(uint8_t(type)))),
+          "FATAL");
       (void)Flush();
       return false;
     }
@@ -528,11 +571,14 @@ bool PgSession::HandleCopy(const sql::CopyStmt& s) {
   return true;
 }
 
-Result<std::shared_ptr<PgSession::Prepared>> PgSession::Describe(const std::string& sql, std::vector<int32_t> oids) {
+Result<std::shared_ptr<PgSession::Prepared>> PgSession::Describe(const std::string& sql,
+                                                                 std::vector<int32_t> oids) {
   auto p = std::make_shared<Prepared>();
   p->sql = sql;
   ASSIGN_OR_RETURN(auto stmts, sql::Parse(sql));
-  if (stmts.size() != 1) return Status::Sql(sqlstate::kSyntaxError, "cannot insert multiple commands into a prepared statement");
+  if (stmts.size() != 1)
+    return Status::Sql(sqlstate::kSyntaxError,
+                       "cannot insert multiple commands into a prepared statement");
   size_t nparams = std::max<size_t>(oids.size(), static_cast<size_t>(sql::MaxParamIndex(sql)));
   oids.resize(nparams, 0);
   p->declared_oids = oids;
@@ -586,7 +632,8 @@ Status PgSession::HandleParse(std::string_view body) {
   std::vector<int32_t> oids(n);
   for (auto& o : oids) RETURN_NOT_OK(b.I32(&o));
   if (!name.empty() && statements_.count(name)) {
-    return Status::Sql(sqlstate::kDuplicatePreparedStatement, fmt::format("prepared statement \"{}\" already exists", name));
+    return Status::Sql(sqlstate::kDuplicatePreparedStatement,
+                       fmt::format("prepared statement \"{}\" already exists", name));
   }
   ASSIGN_OR_RETURN(auto p, Describe(sql, std::move(oids)));
   statements_[name] = std::move(p);
@@ -601,7 +648,8 @@ Status PgSession::HandleBind(std::string_view body) {
   RETURN_NOT_OK(b.Cstr(&stmt));
   auto it = statements_.find(stmt);
   if (it == statements_.end()) {
-    return Status::Sql(sqlstate::kInvalidSqlStatementName, fmt::format("prepared statement \"{}\" does not exist", stmt));
+    return Status::Sql(sqlstate::kInvalidSqlStatementName,
+                       fmt::format("prepared statement \"{}\" does not exist", stmt));
   }
   const Prepared& p = *it->second;
   int16_t nfmt = 0, nparams = 0, nres = 0;
@@ -611,11 +659,14 @@ Status PgSession::HandleBind(std::string_view body) {
   for (auto& f : pfmt) RETURN_NOT_OK(b.I16(&f));
   RETURN_NOT_OK(b.I16(&nparams));
   if (nparams != static_cast<int16_t>(p.param_types.size())) {
-    return Status::Sql(sqlstate::kProtocolViolation, fmt::format("bind message supplies {} parameters, but prepared statement \"{}\" "
-                                            "requires {}",
-                                            nparams, stmt, p.param_types.size()));
+    return Status::Sql(
+        sqlstate::kProtocolViolation,
+        fmt::format("bind message supplies {} parameters, but prepared statement \"{}\" "
+                    "requires {}",
+                    nparams, stmt, p.param_types.size()));
   }
-  if (nfmt > 1 && nfmt != nparams) return Status::Sql(sqlstate::kProtocolViolation, "parameter format count does not match");
+  if (nfmt > 1 && nfmt != nparams)
+    return Status::Sql(sqlstate::kProtocolViolation, "parameter format count does not match");
   // A portal bound again (the unnamed one, at each execution) is taken out of the map, and
   // lends its node and its lists' memory to the new binding; if the binding fails, it is
   // gone, as PostgreSQL drops it first.
@@ -650,7 +701,9 @@ Status PgSession::HandleBind(std::string_view body) {
   SmallVector<int16_t, 8> rfmt(nres);
   for (auto& f : rfmt) {
     RETURN_NOT_OK(b.I16(&f));
-    if (f != 0 && f != 1) return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("unsupported format code: {}", f));
+    if (f != 0 && f != 1)
+      return Status::Sql(sqlstate::kInvalidParameterValue,
+                         fmt::format("unsupported format code: {}", f));
   }
   po.formats.reserve(p.types.size());
   for (size_t c = 0; c < p.types.size(); c++) {
@@ -674,7 +727,8 @@ Status PgSession::HandleDescribe(std::string_view body) {
   if (what == 'S') {
     auto it = statements_.find(name);
     if (it == statements_.end()) {
-      return Status::Sql(sqlstate::kInvalidSqlStatementName, fmt::format("prepared statement \"{}\" does not exist", name));
+      return Status::Sql(sqlstate::kInvalidSqlStatementName,
+                         fmt::format("prepared statement \"{}\" does not exist", name));
     }
     out_.ParameterDescription(it->second->param_types);
     if (it->second->returns_rows) {
@@ -686,7 +740,9 @@ Status PgSession::HandleDescribe(std::string_view body) {
   }
   if (what == 'P') {
     auto it = portals_.find(name);
-    if (it == portals_.end()) return Status::Sql(sqlstate::kInvalidCursorName, fmt::format("portal \"{}\" does not exist", name));
+    if (it == portals_.end())
+      return Status::Sql(sqlstate::kInvalidCursorName,
+                         fmt::format("portal \"{}\" does not exist", name));
     const Prepared& p = *it->second.stmt;
     if (p.returns_rows) {
       out_.RowDescription(p.names, p.types, it->second.formats);
@@ -705,7 +761,9 @@ Status PgSession::HandleExecute(std::string_view body) {
   RETURN_NOT_OK(b.Cstr(&name));
   RETURN_NOT_OK(b.I32(&max_rows));
   auto it = portals_.find(name);
-  if (it == portals_.end()) return Status::Sql(sqlstate::kInvalidCursorName, fmt::format("portal \"{}\" does not exist", name));
+  if (it == portals_.end())
+    return Status::Sql(sqlstate::kInvalidCursorName,
+                       fmt::format("portal \"{}\" does not exist", name));
   Portal& po = it->second;
   const Prepared& p = *po.stmt;
   if (p.empty) {
@@ -717,10 +775,12 @@ Status PgSession::HandleExecute(std::string_view body) {
     po.executed = true;
     cancel_->store(false);
     Published published(*this, p.sql);
-    PortalStreamSink sink(out_, socket_, cluster_.config().client_io_timeout_ms, p.types, po.formats);
+    PortalStreamSink sink(out_, socket_, cluster_.config().client_io_timeout_ms, p.types,
+                          po.formats);
     ASSIGN_OR_RETURN(po.tag, RunPrepared(*po.stmt, po.params, sink));
-    out_.CommandComplete(p.returns_rows && po.tag.rfind("SELECT", 0) == 0 ? fmt::format("SELECT {}", sink.rows())
-                                                                          : po.tag);
+    out_.CommandComplete(p.returns_rows && po.tag.rfind("SELECT", 0) == 0
+                             ? fmt::format("SELECT {}", sink.rows())
+                             : po.tag);
     return Status::OK();
   }
   if (!po.executed) {
@@ -750,24 +810,28 @@ Status PgSession::HandleExecute(std::string_view body) {
     out_.Simple('s');  // PortalSuspended: Execute again for more
     return Status::OK();
   }
-  out_.CommandComplete(p.returns_rows && po.tag.rfind("SELECT", 0) == 0 ? fmt::format("SELECT {}", sent) : po.tag);
+  out_.CommandComplete(
+      p.returns_rows && po.tag.rfind("SELECT", 0) == 0 ? fmt::format("SELECT {}", sent) : po.tag);
   return Status::OK();
 }
 
-Result<std::string> PgSession::RunPrepared(Prepared& p, const std::vector<Value>& params, ResultSink& sink) {
+Result<std::string> PgSession::RunPrepared(Prepared& p, const std::vector<Value>& params,
+                                           ResultSink& sink) {
   if (p.cached && !executor_.Valid(*p.cached)) {
     p.cached.reset();
     p.executions = 0;  // planned again from the text, generic again from the second execution
   }
   if (p.cached) {
-    return WithStatementTimeout([&] { return executor_.ExecuteCached(*p.cached, params, sink, cancel_.get()); });
+    return WithStatementTimeout(
+        [&] { return executor_.ExecuteCached(*p.cached, params, sink, cancel_.get()); });
   }
   if (p.txn) {
     sql::Statement stmt = *p.txn;
     return WithStatementTimeout([&] { return executor_.Execute(stmt, sink, cancel_.get()); });
   }
   ASSIGN_OR_RETURN(auto stmts, sql::Parse(p.sql));
-  if (stmts.size() == 1 && std::holds_alternative<sql::TxnStmt>(stmts[0])) p.txn = std::get<sql::TxnStmt>(stmts[0]);
+  if (stmts.size() == 1 && std::holds_alternative<sql::TxnStmt>(stmts[0]))
+    p.txn = std::get<sql::TxnStmt>(stmts[0]);
   if (p.plannable && ++p.executions == 2) {
     // Once per statement (the unnamed one, parsed anew for each use, never gets here).
     ASSIGN_OR_RETURN(auto generic, sql::Parse(p.sql));

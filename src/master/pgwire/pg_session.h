@@ -21,8 +21,8 @@
 
 #include "common/timer_service.h"
 #include "master/cluster/cluster.h"
-#include "master/sql/executor.h"
 #include "master/pgwire/pg_protocol.h"
+#include "master/sql/executor.h"
 #include "net/connection.h"
 
 namespace wattdb::master {
@@ -36,8 +36,8 @@ Status WriteAll(net::Stream& socket, std::string& buf, net::Stream::Deadline dea
 // through a message, for client_io_timeout_ms is dropped.
 class PgSession {
  public:
-  PgSession(Cluster& cluster, EnergyService& energy, net::Stream& socket, int32_t pid, std::shared_ptr<std::atomic<bool>> cancel,
-            std::string database, TimerService& timers);
+  PgSession(Cluster& cluster, EnergyService& energy, net::Stream& socket, int32_t pid,
+            std::shared_ptr<std::atomic<bool>> cancel, std::string database, TimerService& timers);
   // Applies the settings of the startup packet's `options` (before Run).
   Status ApplyStartupOptions(const std::vector<std::pair<std::string, std::string>>& settings) {
     for (const auto& [name, value] : settings) RETURN_NOT_OK(executor_.SetAtStartup(name, value));
@@ -96,9 +96,9 @@ class PgSession {
   // connection must close.
   bool HandleCopy(const sql::CopyStmt& s);
 
-  Cluster& cluster_;                      // borrowed; outlives the session
-  net::Stream& socket_;                   // borrowed; owned by the server
-  TimerService& timers_;                  // borrowed; the server's
+  Cluster& cluster_;      // borrowed; outlives the session
+  net::Stream& socket_;   // borrowed; owned by the server
+  TimerService& timers_;  // borrowed; the server's
   int32_t pid_;
   std::shared_ptr<std::atomic<bool>> cancel_;
   Executor executor_;

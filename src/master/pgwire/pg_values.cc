@@ -26,7 +26,8 @@ void EncodeNumeric(const Decimal& d, std::string* out) {
   std::string text = FormatDecimal(d);
   if (text[0] == '-') text.erase(0, 1);
   size_t point = text.find('.');
-  std::string ip = text.substr(0, point), fp = point == std::string::npos ? "" : text.substr(point + 1);
+  std::string ip = text.substr(0, point),
+              fp = point == std::string::npos ? "" : text.substr(point + 1);
   if (ip == "0") ip.clear();
   ip.insert(0, (4 - ip.size() % 4) % 4, '0');
   fp.append((4 - fp.size() % 4) % 4, '0');
@@ -48,14 +49,19 @@ void EncodeNumeric(const Decimal& d, std::string* out) {
 }
 
 Result<Decimal> DecodeNumeric(std::string_view b) {
-  auto bad = [] { return Status::Sql(sqlstate::kProtocolViolation, "incorrect binary data format in numeric parameter"); };
+  auto bad = [] {
+    return Status::Sql(sqlstate::kProtocolViolation,
+                       "incorrect binary data format in numeric parameter");
+  };
   if (b.size() < 8) return bad();
   int n = static_cast<int>(GetBE(b.substr(0, 2)));
   int weight = static_cast<int16_t>(GetBE(b.substr(2, 2)));
   int sign = static_cast<int>(GetBE(b.substr(4, 2)));
   int dscale = static_cast<int>(GetBE(b.substr(6, 2)));
-  if (sign == 0xC000) return Status::Sql(sqlstate::kFeatureNotSupported, "numeric NaN is not supported");
-  if ((sign != 0 && sign != 0x4000) || b.size() != 8 + 2 * static_cast<size_t>(n) || dscale > 1000) return bad();
+  if (sign == 0xC000)
+    return Status::Sql(sqlstate::kFeatureNotSupported, "numeric NaN is not supported");
+  if ((sign != 0 && sign != 0x4000) || b.size() != 8 + 2 * static_cast<size_t>(n) || dscale > 1000)
+    return bad();
   std::string ip, fp;
   for (int i = 0; i < n; i++) {
     int g = static_cast<int>(GetBE(b.substr(8 + 2 * i, 2)));
@@ -77,10 +83,16 @@ void EncodeValue(const Value& v, const SqlType& t, bool binary, std::string* out
     return;
   }
   switch (t.id) {
-    case TypeId::kBool: out->push_back(v.as_bool() ? 1 : 0); break;
-    case TypeId::kInt32: PutBE(static_cast<uint32_t>(static_cast<int32_t>(v.as_int())), 4, out); break;
+    case TypeId::kBool:
+      out->push_back(v.as_bool() ? 1 : 0);
+      break;
+    case TypeId::kInt32:
+      PutBE(static_cast<uint32_t>(static_cast<int32_t>(v.as_int())), 4, out);
+      break;
     case TypeId::kInt64:
-    case TypeId::kTimestamp: PutBE(static_cast<uint64_t>(v.as_int()), 8, out); break;
+    case TypeId::kTimestamp:
+      PutBE(static_cast<uint64_t>(v.as_int()), 8, out);
+      break;
     case TypeId::kDouble: {
       double d = v.ToDouble();
       uint64_t bits;
@@ -88,12 +100,15 @@ void EncodeValue(const Value& v, const SqlType& t, bool binary, std::string* out
       PutBE(bits, 8, out);
       break;
     }
-    case TypeId::kNumeric: EncodeNumeric(v.as_decimal(), out); break;
+    case TypeId::kNumeric:
+      EncodeNumeric(v.as_decimal(), out);
+      break;
     case TypeId::kArray: {
       // ndim, has-nulls, element oid, (length, lower bound), then each element length-prefixed.
       const auto& elems = v.as_array();
       SqlType et = t.element();
-      bool nulls = std::any_of(elems.begin(), elems.end(), [](const Value& e) { return e.is_null(); });
+      bool nulls =
+          std::any_of(elems.begin(), elems.end(), [](const Value& e) { return e.is_null(); });
       PutBE(elems.empty() ? 0 : 1, 4, out);
       PutBE(nulls ? 1 : 0, 4, out);
       PutBE(static_cast<uint32_t>(et.PgOid()), 4, out);
@@ -114,34 +129,47 @@ void EncodeValue(const Value& v, const SqlType& t, bool binary, std::string* out
       break;
     }
     case TypeId::kText:
-    case TypeId::kNull: out->append(v.ToText()); break;
+    case TypeId::kNull:
+      out->append(v.ToText());
+      break;
   }
 }
 
 Result<SqlType> TypeFromOid(int32_t oid) {
   switch (oid) {
     case 0:
-    case 705: return SqlType{TypeId::kNull};
-    case 16: return SqlType{TypeId::kBool};
+    case 705:
+      return SqlType{TypeId::kNull};
+    case 16:
+      return SqlType{TypeId::kBool};
     case 21:
-    case 23: return SqlType{TypeId::kInt32};
-    case 20: return SqlType{TypeId::kInt64};
+    case 23:
+      return SqlType{TypeId::kInt32};
+    case 20:
+      return SqlType{TypeId::kInt64};
     case 700:
-    case 701: return SqlType{TypeId::kDouble};
-    case 1114: return SqlType{TypeId::kTimestamp};
-    case 1700: return SqlType{TypeId::kNumeric};
+    case 701:
+      return SqlType{TypeId::kDouble};
+    case 1114:
+      return SqlType{TypeId::kTimestamp};
+    case 1700:
+      return SqlType{TypeId::kNumeric};
     case 25:
     case 1043:
-    case 1042: return SqlType{TypeId::kText};
+    case 1042:
+      return SqlType{TypeId::kText};
     default:
-      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("parameter type with OID {} is not supported", oid));
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("parameter type with OID {} is not supported", oid));
   }
 }
 
 Result<Value> DecodeParam(std::string_view bytes, bool binary, const SqlType& t, int32_t oid) {
   if (!binary) return Value::Text(std::string(bytes)).CastTo(t);
   auto bad = [&] {
-    return Status::Sql(sqlstate::kProtocolViolation, fmt::format("incorrect binary data format in parameter of type {}", t.ToString()));
+    return Status::Sql(
+        sqlstate::kProtocolViolation,
+        fmt::format("incorrect binary data format in parameter of type {}", t.ToString()));
   };
   // The client's declared type says what the bytes are; convert to the inferred type after.
   SqlType wire = t;
@@ -190,9 +218,13 @@ Result<Value> DecodeParam(std::string_view bytes, bool binary, const SqlType& t,
       v = Value::Numeric(d);
       break;
     }
-    case TypeId::kArray: return Status::Sql(sqlstate::kFeatureNotSupported, "array parameters in binary format are not supported");
+    case TypeId::kArray:
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         "array parameters in binary format are not supported");
     case TypeId::kText:
-    case TypeId::kNull: v = Value::Text(std::string(bytes)); break;
+    case TypeId::kNull:
+      v = Value::Text(std::string(bytes));
+      break;
   }
   return v.CastTo(t);
 }

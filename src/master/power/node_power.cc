@@ -27,20 +27,29 @@ power::PowerDriver& NodePower::Driver(NodeId node) { return *drivers_.at(node); 
 
 Status NodePower::Act(NodeId node, PowerAction action, const std::string& label) {
   const NodeConfig* nc = config_.FindNode(node);
-  if (!nc) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
+  if (!nc)
+    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
   power::PowerDriver& d = Driver(node);
   if (!d.Supports(action)) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("node {}'s power driver '{}' cannot {}", node, d.name(),
-                                            power::PowerActionName(action)));
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       fmt::format("node {}'s power driver '{}' cannot {}", node, d.name(),
+                                   power::PowerActionName(action)));
   }
   auto t0 = std::chrono::steady_clock::now();
   Status s;
   switch (action) {
-    case PowerAction::kOn: s = d.PowerOn(*nc); break;
-    case PowerAction::kOff: s = d.PowerOff(*nc); break;
-    case PowerAction::kSuspend: s = d.Suspend(*nc); break;
+    case PowerAction::kOn:
+      s = d.PowerOn(*nc);
+      break;
+    case PowerAction::kOff:
+      s = d.PowerOff(*nc);
+      break;
+    case PowerAction::kSuspend:
+      s = d.Suspend(*nc);
+      break;
   }
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard<std::mutex> l(info_mu_);
   NodePowerInfo& i = info_[node];
   i.last_action = label.empty() ? power::PowerActionName(action) : label;
@@ -48,12 +57,13 @@ Status NodePower::Act(NodeId node, PowerAction action, const std::string& label)
   i.last_action_us = clock_.WallMicros();
   i.last_action_ms = ms;
   if (s.ok()) {
-    i.state = action == PowerAction::kOn      ? PowerState::kOn
-              : action == PowerAction::kOff   ? PowerState::kOff
-                                              : PowerState::kSuspended;
+    i.state = action == PowerAction::kOn    ? PowerState::kOn
+              : action == PowerAction::kOff ? PowerState::kOff
+                                            : PowerState::kSuspended;
     i.state_error.clear();
   } else {
-    Log("power")->warn("node {} {} failed driver={}: {}", node, i.last_action, d.name(), s.ToString());
+    Log("power")->warn("node {} {} failed driver={}: {}", node, i.last_action, d.name(),
+                       s.ToString());
   }
   return s;
 }
@@ -93,7 +103,8 @@ void NodePower::Refresh() {
       i.state_error.clear();
     } else {
       if (i.state != PowerState::kUnknown || i.state_error != st.status().message()) {
-        Log("power")->warn("node {} power state unknown driver={}: {}", n.id, d.name(), st.status().message());
+        Log("power")->warn("node {} power state unknown driver={}: {}", n.id, d.name(),
+                           st.status().message());
       }
       i.state = PowerState::kUnknown;
       i.state_error = st.status().message();

@@ -22,11 +22,11 @@ struct NodePowerInfo {
   NodeId id = 0;
   power::PowerState state = power::PowerState::kUnknown;
   std::string driver;
-  std::string state_error;      // why the state is unknown ("" if known)
-  std::string last_action;      // "" = none since the master started
-  std::string last_result;      // "ok" or the error
-  int64_t last_action_us = 0;   // wall clock
-  double last_action_ms = 0;    // how long the action took
+  std::string state_error;     // why the state is unknown ("" if known)
+  std::string last_action;     // "" = none since the master started
+  std::string last_result;     // "ok" or the error
+  int64_t last_action_us = 0;  // wall clock
+  double last_action_ms = 0;   // how long the action took
 };
 
 class NodePower {

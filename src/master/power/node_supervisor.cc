@@ -8,14 +8,19 @@ namespace wattdb::master {
 
 namespace {
 int64_t NowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 }  // namespace
 
-NodeSupervisor::NodeSupervisor(const ClusterConfig& config, NodeRegistry& registry, Catalog& catalog,
-                               NodePower& power, int period_ms)
-    : config_(config), registry_(registry), catalog_(catalog), power_(power), period_ms_(period_ms) {}
+NodeSupervisor::NodeSupervisor(const ClusterConfig& config, NodeRegistry& registry,
+                               Catalog& catalog, NodePower& power, int period_ms)
+    : config_(config),
+      registry_(registry),
+      catalog_(catalog),
+      power_(power),
+      period_ms_(period_ms) {}
 
 NodeSupervisor::~NodeSupervisor() { Stop(); }
 
@@ -65,19 +70,23 @@ void NodeSupervisor::CheckOnce() {
     std::unique_lock<std::mutex> power(power_.mu(), std::try_to_lock);
     if (!power.owns_lock()) continue;  // an ALTER NODE ... POWER is in progress
     NodeAdminState admin = catalog_.GetNodeState(n.id);
-    if (admin == NodeAdminState::kOff || admin == NodeAdminState::kSuspended || registry_.IsUp(n.id)) continue;
+    if (admin == NodeAdminState::kOff || admin == NodeAdminState::kSuspended ||
+        registry_.IsUp(n.id))
+      continue;
     power::PowerDriver& driver = power_.Driver(n.id);
     if (!driver.ObservesState()) continue;  // its host restarts it (wol hosts: the host agent)
     auto state = driver.State(n);
-    if (!state.ok() || *state != power::PowerState::kOff) continue;  // alive (maybe frozen) or unknown
+    if (!state.ok() || *state != power::PowerState::kOff)
+      continue;  // alive (maybe frozen) or unknown
     Status s = power_.Act(n.id, power::PowerAction::kOn, "restart");
     std::lock_guard<std::mutex> l(mu_);
     Backoff& b = backoff_[n.id];
     b.delay_ms = b.delay_ms == 0 ? 1000 : std::min(b.delay_ms * 2, 30000);
     b.next_us = NowUs() + int64_t{b.delay_ms} * 1000;
     restarts_++;
-    Log("master")->warn("node n{} is not running; restarted it ({}); next restart no sooner than in {} ms", n.id,
-                        s.ToString(), b.delay_ms);
+    Log("master")->warn(
+        "node n{} is not running; restarted it ({}); next restart no sooner than in {} ms", n.id,
+        s.ToString(), b.delay_ms);
   }
 }
 

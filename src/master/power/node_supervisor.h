@@ -15,8 +15,8 @@
 
 #include "common/config.h"
 #include "master/catalog/catalog.h"
-#include "master/power/node_power.h"
 #include "master/nodes/node_registry.h"
+#include "master/power/node_power.h"
 
 namespace wattdb::master {
 
@@ -24,8 +24,8 @@ class NodeSupervisor {
  public:
   // The supervisor powers a node on only while holding power.mu(), as ALTER NODE ... POWER
   // does, so the two never race.
-  NodeSupervisor(const ClusterConfig& config, NodeRegistry& registry, Catalog& catalog, NodePower& power,
-                 int period_ms = 500);
+  NodeSupervisor(const ClusterConfig& config, NodeRegistry& registry, Catalog& catalog,
+                 NodePower& power, int period_ms = 500);
   ~NodeSupervisor();
 
   void Start();

@@ -9,7 +9,8 @@
 
 namespace wattdb::master {
 
-PowerMonitor::PowerMonitor(const ClusterConfig& config, NodeRegistry& registry, NodePower& power, const Clock& clock)
+PowerMonitor::PowerMonitor(const ClusterConfig& config, NodeRegistry& registry, NodePower& power,
+                           const Clock& clock)
     : config_(config), registry_(registry), power_(power), clock_(clock) {}
 
 PowerMonitor::~PowerMonitor() { Stop(); }
@@ -18,7 +19,8 @@ Status PowerMonitor::Init() {
   // A reading may be late by one interval before its gap is left out.
   int64_t max_gap_us = int64_t{config_.meter_interval_ms} * 3000;
   for (const auto& n : config_.nodes) {
-    auto c = std::make_unique<Component>(Component{{}, nullptr, power::EnergyIntegrator(max_gap_us)});
+    auto c =
+        std::make_unique<Component>(Component{{}, nullptr, power::EnergyIntegrator(max_gap_us)});
     ASSIGN_OR_RETURN(c->meter, power::MakeNodeMeter(n, config_.Profile(n)));
     c->info.component = fmt::format("node {}", n.id);
     c->info.node_id = n.id;
@@ -27,7 +29,8 @@ Status PowerMonitor::Init() {
     components_.push_back(std::move(c));
   }
   for (const auto& inf : config_.infrastructure) {
-    auto c = std::make_unique<Component>(Component{{}, nullptr, power::EnergyIntegrator(max_gap_us)});
+    auto c =
+        std::make_unique<Component>(Component{{}, nullptr, power::EnergyIntegrator(max_gap_us)});
     ASSIGN_OR_RETURN(c->meter, power::MakeInfraMeter(inf));
     c->info.component = inf.name;
     c->info.meter = inf.meter.type;
@@ -41,7 +44,8 @@ void PowerMonitor::Every(const std::function<void()>& f) {
   while (true) {
     f();
     std::unique_lock<std::mutex> l(stop_mu_);
-    if (stop_cv_.wait_for(l, std::chrono::milliseconds(config_.meter_interval_ms), [this] { return stopping_; })) {
+    if (stop_cv_.wait_for(l, std::chrono::milliseconds(config_.meter_interval_ms),
+                          [this] { return stopping_; })) {
       return;
     }
   }
@@ -81,7 +85,8 @@ void PowerMonitor::Stop() {
 void PowerMonitor::SampleMasterCpu() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  int64_t cpu = int64_t{ru.ru_utime.tv_sec + ru.ru_stime.tv_sec} * 1000000 + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+  int64_t cpu = int64_t{ru.ru_utime.tv_sec + ru.ru_stime.tv_sec} * 1000000 + ru.ru_utime.tv_usec +
+                ru.ru_stime.tv_usec;
   int64_t now = clock_.NowMicros();
   double util = 0;
   if (last_cpu_at_us_ && now > last_cpu_at_us_) {
@@ -135,7 +140,8 @@ void PowerMonitor::Sample(Component& c, const std::map<NodeId, NodeInfo>& live) 
   } else {
     c.energy.Fail(now);
     if (c.info.meter_error != r.status().message()) {
-      Log("power")->warn("meter of {} ({}) failed: {}", c.info.component, c.info.meter, r.status().message());
+      Log("power")->warn("meter of {} ({}) failed: {}", c.info.component, c.info.meter,
+                         r.status().message());
     }
     c.info.meter_ok = false;
     c.info.meter_error = r.status().message();
@@ -153,8 +159,9 @@ void PowerMonitor::PublishRatesLocked() {
   rates->master_cpu_rate = master_cpu_rate_;
   rates->components.reserve(components_.size());
   for (const auto& c : components_) {
-    rates->components.push_back(ComponentRate{c->info.node_id, !c->info.node_id && c->info.component == "master",
-                                   c->meter && c->info.meter_ok, c->info.watts, c->cpu_rate});
+    rates->components.push_back(
+        ComponentRate{c->info.node_id, !c->info.node_id && c->info.component == "master",
+                      c->meter && c->info.meter_ok, c->info.watts, c->cpu_rate});
   }
   rates_ = std::move(rates);
 }

@@ -19,8 +19,8 @@
 
 #include "common/clock.h"
 #include "common/config.h"
-#include "master/power/node_power.h"
 #include "master/nodes/node_registry.h"
+#include "master/power/node_power.h"
 #include "power/energy_integrator.h"
 #include "power/meter.h"
 
@@ -41,11 +41,11 @@ struct ComponentPower {
 
 // What a statement's energy needs of one component, as of its newest sample.
 struct ComponentRate {
-  NodeId node_id = 0;     // 0 for infrastructure
-  bool master = false;    // the master's own host
+  NodeId node_id = 0;   // 0 for infrastructure
+  bool master = false;  // the master's own host
   bool meter_ok = false;
   double watts = 0;
-  double cpu_rate = 0;    // CPU seconds per second it spent (nodes: telemetry; master: its process)
+  double cpu_rate = 0;  // CPU seconds per second it spent (nodes: telemetry; master: its process)
 };
 
 struct EnergyRates {
@@ -74,7 +74,7 @@ class PowerMonitor {
     ComponentPower info;
     std::unique_ptr<power::Meter> meter;  // null: not metered
     power::EnergyIntegrator energy;
-    double cpus = 1;  // capacity the utilisation is relative to
+    double cpus = 1;      // capacity the utilisation is relative to
     double cpu_rate = 0;  // CPU seconds per second, newest sample
   };
   void Sample(Component& c, const std::map<NodeId, NodeInfo>& live);
@@ -96,7 +96,8 @@ class PowerMonitor {
   std::condition_variable stop_cv_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
-  int64_t last_cpu_us_ = 0, last_cpu_at_us_ = 0;  // the master's own CPU time (SampleMasterCpu's caller)
+  int64_t last_cpu_us_ = 0,
+          last_cpu_at_us_ = 0;  // the master's own CPU time (SampleMasterCpu's caller)
 };
 
 }  // namespace wattdb::master

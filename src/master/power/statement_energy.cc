@@ -14,7 +14,9 @@ thread_local uint64_t* tl_other_threads = nullptr;
 }  // namespace
 
 StatementCpuScope::StatementCpuScope(CpuCarry* carry)
-    : carry_(carry), start_steady_us_(Clock::Real().NowMicros()), start_wall_us_(Clock::Real().WallMicros()) {
+    : carry_(carry),
+      start_steady_us_(Clock::Real().NowMicros()),
+      start_wall_us_(Clock::Real().WallMicros()) {
   bool carried = carry && carry->thread_ns > 0 && carry->thread == std::this_thread::get_id();
   start_thread_ns_ = carried ? carry->thread_ns : ThreadCpuNanos();
   if (!tl_nodes) {
@@ -39,15 +41,19 @@ void StatementCpuScope::AddOtherThreads(uint64_t nanos) {
   if (tl_other_threads) *tl_other_threads += nanos;
 }
 
-StatementEnergy StatementCpuScope::Finish(const PowerMonitor& monitor) const { return Finish(*monitor.Rates()); }
+StatementEnergy StatementCpuScope::Finish(const PowerMonitor& monitor) const {
+  return Finish(*monitor.Rates());
+}
 
 StatementEnergy StatementCpuScope::Finish(const EnergyRates& rates) const {
   StatementEnergy e;
   e.started_us = start_wall_us_;
-  e.seconds = std::max(1e-6, static_cast<double>(Clock::Real().NowMicros() - start_steady_us_) / 1e6);
+  e.seconds =
+      std::max(1e-6, static_cast<double>(Clock::Real().NowMicros() - start_steady_us_) / 1e6);
   double thread_s = 0;
   if (pass_on_ && active_) {
-    *carry_ = CpuCarry{std::this_thread::get_id(), start_thread_ns_};  // the next statement starts here
+    *carry_ =
+        CpuCarry{std::this_thread::get_id(), start_thread_ns_};  // the next statement starts here
   } else {
     uint64_t now_ns = ThreadCpuNanos();
     thread_s = static_cast<double>(now_ns - start_thread_ns_) / 1e9;

@@ -1,9 +1,10 @@
 // Energy per statement: an estimate of the joules a statement cost the cluster.
 //
 // While a statement runs, its session thread collects the CPU it used: its own (the thread's
-// CPU clock, plus what the master's other threads report having spent for it) and, per node, the CPU each node reports with every reply (Response.cpuNanos).
-// At the end, each component's energy over the statement's run time (its current watts ×
-// the run time) is apportioned by the statement's share of that component's CPU in the run:
+// CPU clock, plus what the master's other threads report having spent for it) and, per node, the
+// CPU each node reports with every reply (Response.cpuNanos). At the end, each component's energy
+// over the statement's run time (its current watts × the run time) is apportioned by the
+// statement's share of that component's CPU in the run:
 //   node n:  share = statement CPU on n / max(statement CPU on n, n's CPU rate × run time)
 //   master:  share = the session thread's CPU / the master process's (its CPU rate × run time)
 //   other infrastructure (switch): share = the statement's CPU / all CPU seen, over the
@@ -34,13 +35,13 @@ class PowerMonitor;
 struct EnergyRates;
 
 struct StatementEnergy {
-  int64_t started_us = 0;   // wall clock
+  int64_t started_us = 0;  // wall clock
   double seconds = 0;
   double joules = 0;
   double master_joules = 0, node_joules = 0, infra_joules = 0;
-  double cpu_ms = 0;        // the statement's CPU, master and nodes
-  int unmetered = 0;        // components left out (meter failing)
-  std::string statement;    // the command tag
+  double cpu_ms = 0;      // the statement's CPU, master and nodes
+  int unmetered = 0;      // components left out (meter failing)
+  std::string statement;  // the command tag
 };
 
 // Where a session's previous statement ended on its thread's CPU clock. With it, a statement's

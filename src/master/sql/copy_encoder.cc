@@ -16,15 +16,19 @@ bool Direct(const SqlType& t) {
     case TypeId::kInt32:
     case TypeId::kInt64:
     case TypeId::kTimestamp:
-    case TypeId::kNumeric: return true;
-    case TypeId::kText: return t.max_len == 0;
-    default: return false;
+    case TypeId::kNumeric:
+      return true;
+    case TypeId::kText:
+      return t.max_len == 0;
+    default:
+      return false;
   }
 }
 
 }  // namespace
 
-CopyEncoder::CopyEncoder(const TableSchema& table, const std::vector<int>& cols, const std::vector<int>& generated)
+CopyEncoder::CopyEncoder(const TableSchema& table, const std::vector<int>& cols,
+                         const std::vector<int>& generated)
     : table_(table),
       source_(table.columns.size(), Source::kNull),
       field_(table.columns.size(), -1),
@@ -54,7 +58,9 @@ Status CopyEncoder::Parse(int c, std::string_view text, Parsed* p) const {
       ASSIGN_OR_RETURN(p->d, ParseNumericText(text, t));
       return Status::OK();
     }
-    case TypeId::kText: p->s = text; return Status::OK();
+    case TypeId::kText:
+      p->s = text;
+      return Status::OK();
     default: {
       ASSIGN_OR_RETURN(p->v, Value::FromText(text, t));
       return Status::OK();
@@ -66,9 +72,12 @@ void CopyEncoder::AppendKey(int c, const Parsed& p, std::string* key) const {
   if (p.null) return;  // key columns are NOT NULL; a NULL is refused before
   if (p.boxed) return EncodeKeyValue(p.v, key);
   switch (table_.columns[c].type.id) {
-    case TypeId::kNumeric: return EncodeDecimalKey(p.d, key);
-    case TypeId::kText: return EncodeKeyText(p.s, key);
-    default: return EncodeKeyInt(p.i, key);
+    case TypeId::kNumeric:
+      return EncodeDecimalKey(p.d, key);
+    case TypeId::kText:
+      return EncodeKeyText(p.s, key);
+    default:
+      return EncodeKeyInt(p.i, key);
   }
 }
 
@@ -77,14 +86,17 @@ void CopyEncoder::AppendRow(int c, const Parsed& p, std::string* row) const {
   if (p.boxed) return AppendRowValue(p.v, row);
   TypeId t = table_.columns[c].type.id;
   switch (t) {
-    case TypeId::kNumeric: return AppendRowNumeric(p.d, row);
-    case TypeId::kText: return AppendRowText(p.s, row);
-    default: return AppendRowInt(t, p.i, row);
+    case TypeId::kNumeric:
+      return AppendRowNumeric(p.d, row);
+    case TypeId::kText:
+      return AppendRowText(p.s, row);
+    default:
+      return AppendRowInt(t, p.i, row);
   }
 }
 
-Status CopyEncoder::Encode(const CopyRows& rows, size_t r, const GenerateFn& generate, std::string* key,
-                           std::string* row, size_t* field) {
+Status CopyEncoder::Encode(const CopyRows& rows, size_t r, const GenerateFn& generate,
+                           std::string* key, std::string* row, size_t* field) {
   size_t first = rows.row_begin(r);
   size_t whole_row = rows.row_end(r) - first;
   for (size_t c = 0; c < table_.columns.size(); c++) {
@@ -101,7 +113,8 @@ Status CopyEncoder::Encode(const CopyRows& rows, size_t r, const GenerateFn& gen
         }
         break;
       }
-      case Source::kNull: break;
+      case Source::kNull:
+        break;
       case Source::kGenerated: {
         *field = kNoField;
         ASSIGN_OR_RETURN(p.v, generate(static_cast<int>(c)));
@@ -121,7 +134,8 @@ Status CopyEncoder::Encode(const CopyRows& rows, size_t r, const GenerateFn& gen
   for (int c : table_.key_columns) AppendKey(c, parsed_[c], key);
   row->clear();
   AppendRowHeader(table_.columns.size(), row);
-  for (size_t c = 0; c < table_.columns.size(); c++) AppendRow(static_cast<int>(c), parsed_[c], row);
+  for (size_t c = 0; c < table_.columns.size(); c++)
+    AppendRow(static_cast<int>(c), parsed_[c], row);
   return Status::OK();
 }
 

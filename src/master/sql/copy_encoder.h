@@ -25,15 +25,16 @@ class CopyEncoder {
 
   // `cols`: the table column of each field of a row, in order; `generated`: the columns not
   // among them that get a generated value (the others are NULL). Borrows `table`.
-  CopyEncoder(const TableSchema& table, const std::vector<int>& cols, const std::vector<int>& generated);
+  CopyEncoder(const TableSchema& table, const std::vector<int>& cols,
+              const std::vector<int>& generated);
 
   static constexpr size_t kNoField = SIZE_MAX;
   // Encodes row `r` of `rows` (of exactly cols.size() fields) into `*key` and `*row`
   // (replacing them). On error, `*field` is the field at fault, cols.size() for the row as a
   // whole (a NULL in a NOT NULL column) or kNoField (generating a value failed): the caller
   // names the input position.
-  Status Encode(const CopyRows& rows, size_t r, const GenerateFn& generate, std::string* key, std::string* row,
-                size_t* field);
+  Status Encode(const CopyRows& rows, size_t r, const GenerateFn& generate, std::string* key,
+                std::string* row, size_t* field);
 
  private:
   enum class Source : uint8_t { kField, kNull, kGenerated };

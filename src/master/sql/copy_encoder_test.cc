@@ -1,9 +1,9 @@
 #include "master/sql/copy_encoder.h"
 
-#include <gtest/gtest.h>
-
 #include <optional>
 #include <random>
+
+#include <gtest/gtest.h>
 
 #include "common/codec.h"
 #include "common/sqlstate.h"
@@ -15,10 +15,17 @@ TableSchema Table() {
   TableSchema t;
   t.id = 7;
   t.name = "t";
-  t.columns = {{"id", {TypeId::kInt64}, true},  {"n", {TypeId::kInt32}},       {"price", SqlType::Numeric(15, 2)},
-               {"x", {TypeId::kNumeric}},       {"at", {TypeId::kTimestamp}}, {"s", {TypeId::kText}},
-               {"v", {TypeId::kText, 5}},       {"c", {TypeId::kText, -3}},   {"b", {TypeId::kBool}},
-               {"d", {TypeId::kDouble}},        {"k2", {TypeId::kText}, true}};
+  t.columns = {{"id", {TypeId::kInt64}, true},
+               {"n", {TypeId::kInt32}},
+               {"price", SqlType::Numeric(15, 2)},
+               {"x", {TypeId::kNumeric}},
+               {"at", {TypeId::kTimestamp}},
+               {"s", {TypeId::kText}},
+               {"v", {TypeId::kText, 5}},
+               {"c", {TypeId::kText, -3}},
+               {"b", {TypeId::kBool}},
+               {"d", {TypeId::kDouble}},
+               {"k2", {TypeId::kText}, true}};
   t.key_columns = {10, 0};  // not in column order
   return t;
 }
@@ -39,7 +46,8 @@ CopyRows Rows(const std::vector<Fields>& rows) {
 
 // What the row's Values encode to: the reference the encoder must match byte for byte.
 void Reference(const TableSchema& t, const std::vector<int>& cols, const Fields& fields,
-               const std::vector<std::pair<int, int64_t>>& generated, std::string* key, std::string* row) {
+               const std::vector<std::pair<int, int64_t>>& generated, std::string* key,
+               std::string* row) {
   std::vector<Value> values(t.columns.size());
   for (size_t f = 0; f < cols.size(); f++) {
     if (fields[f]) values[cols[f]] = Value::FromText(*fields[f], t.columns[cols[f]].type).value();
@@ -60,18 +68,22 @@ TEST(CopyEncoderTest, WritesTheBytesOfTheRowsValues) {
   TableSchema t = Table();
   std::vector<int> cols = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   std::vector<Fields> rows = {
-      {"1", "2", "3.14", "-0.000123", "2024-01-02 03:04:05.123456", "hello", "abc", "ab", "true", "2.5", "k"},
-      {" 42 ", "+5", "1.005", "12345678901234567890.5", "1999-12-31", "", "", "", "f", "-0", "ä\tö"},
-      {"-9223372036854775808", std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-       std::nullopt, std::nullopt, std::nullopt, "z"},
+      {"1", "2", "3.14", "-0.000123", "2024-01-02 03:04:05.123456", "hello", "abc", "ab", "true",
+       "2.5", "k"},
+      {" 42 ", "+5", "1.005", "12345678901234567890.5", "1999-12-31", "", "", "", "f", "-0",
+       "ä\tö"},
+      {"-9223372036854775808", std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+       std::nullopt, std::nullopt, std::nullopt, std::nullopt, "z"},
   };
   std::mt19937_64 rng(7);
   for (int i = 0; i < 200; i++) {
     auto num = [&] { return std::to_string(static_cast<int64_t>(rng() % 2000000) - 1000000); };
-    rows.push_back({num(), std::to_string(static_cast<int32_t>(rng())), num() + "." + std::to_string(rng() % 1000),
-                    num() + "." + std::to_string(rng() % 100000), "2020-0" + std::to_string(1 + rng() % 9) + "-15 10:00",
-                    std::string(rng() % 40, 'x'), std::string(rng() % 6, 'y'), "q", rng() % 2 ? "t" : "false",
-                    std::to_string(static_cast<double>(rng() % 1000) / 7), num()});
+    rows.push_back(
+        {num(), std::to_string(static_cast<int32_t>(rng())),
+         num() + "." + std::to_string(rng() % 1000), num() + "." + std::to_string(rng() % 100000),
+         "2020-0" + std::to_string(1 + rng() % 9) + "-15 10:00", std::string(rng() % 40, 'x'),
+         std::string(rng() % 6, 'y'), "q", rng() % 2 ? "t" : "false",
+         std::to_string(static_cast<double>(rng() % 1000) / 7), num()});
   }
   CopyRows in = Rows(rows);
   CopyEncoder enc(t, cols, {});
@@ -126,10 +138,13 @@ TEST(CopyEncoderTest, ColumnsLeftOutAreNullOrGenerated) {
   }
   EXPECT_EQ(asked, (std::vector<int>{1, 3, 4, 1, 3, 4}));
 
-  CopyEncoder::GenerateFn failing = [](int) -> Result<Value> { return Status::Sql(sqlstate::kSequenceGeneratorLimitExceeded, "sequence exhausted"); };
+  CopyEncoder::GenerateFn failing = [](int) -> Result<Value> {
+    return Status::Sql(sqlstate::kSequenceGeneratorLimitExceeded, "sequence exhausted");
+  };
   std::string key, row;
   size_t field = 0;
-  EXPECT_EQ(enc.Encode(in, 0, failing, &key, &row, &field).sqlstate(), sqlstate::kSequenceGeneratorLimitExceeded);
+  EXPECT_EQ(enc.Encode(in, 0, failing, &key, &row, &field).sqlstate(),
+            sqlstate::kSequenceGeneratorLimitExceeded);
   EXPECT_EQ(field, CopyEncoder::kNoField);
 }
 
@@ -161,7 +176,8 @@ TEST(CopyEncoderTest, BadFieldsNameTheirField) {
     // The same error as the Value path's.
     if (c.sqlstate != sqlstate::kNotNullViolation) {
       size_t f = c.field;
-      EXPECT_EQ(st.message(), Value::FromText(*c.fields[f], t.columns[cols[f]].type).status().message());
+      EXPECT_EQ(st.message(),
+                Value::FromText(*c.fields[f], t.columns[cols[f]].type).status().message());
     }
   }
 }

@@ -33,13 +33,17 @@ class CopyRows {
     fields_.resize(begin);
   }
   // Fields of the row being built.
-  size_t PendingFields() const { return fields_.size() - (row_ends_.empty() ? 0 : row_ends_.back()); }
+  size_t PendingFields() const {
+    return fields_.size() - (row_ends_.empty() ? 0 : row_ends_.back());
+  }
 
   size_t rows() const { return row_ends_.size(); }
   size_t row_begin(size_t r) const { return r == 0 ? 0 : row_ends_[r - 1]; }
   size_t row_end(size_t r) const { return row_ends_[r]; }
   bool null(size_t f) const { return fields_[f].null; }
-  std::string_view text(size_t f) const { return std::string_view(bytes_).substr(fields_[f].offset, fields_[f].size); }
+  std::string_view text(size_t f) const {
+    return std::string_view(bytes_).substr(fields_[f].offset, fields_[f].size);
+  }
   void Reserve(size_t bytes, size_t fields) {
     bytes_.reserve(bytes);
     fields_.reserve(fields);

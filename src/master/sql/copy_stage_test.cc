@@ -1,9 +1,9 @@
 #include "master/sql/copy_stage.h"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "common/sqlstate.h"
 

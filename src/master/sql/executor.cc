@@ -43,7 +43,8 @@ void Executor::UndoBlockDdl() {
 
 Timestamp Executor::Snapshot() { return txn_ ? txn_->snapshot : stmt_snapshot_; }
 
-Executor::StatementSnapshot::StatementSnapshot(Executor& e, bool txn_control) : e_(e), own_(!e.txn_) {
+Executor::StatementSnapshot::StatementSnapshot(Executor& e, bool txn_control)
+    : e_(e), own_(!e.txn_) {
   if (own_) {
     e_.stmt_snapshot_ = e_.cluster_.timestamps().Acquire();
   } else if (!txn_control && e_.isolation_ == Isolation::kReadCommitted) {
@@ -65,8 +66,11 @@ Executor::StatementSnapshot::~StatementSnapshot() {
 // Apply, naming the violated constraint on 23505 as PostgreSQL does.
 Status Executor::ApplyRows(const TableSchema& t, std::vector<RowWrite> writes, bool defer) {
   Status st = Apply(t.id, Snapshot(), std::move(writes), defer);
-  if (!st.ok() && st.sqlstate() == sqlstate::kUniqueViolation && st.message().find('"') == std::string::npos) {
-    return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+  if (!st.ok() && st.sqlstate() == sqlstate::kUniqueViolation &&
+      st.message().find('"') == std::string::npos) {
+    return Status::Sql(
+        sqlstate::kUniqueViolation,
+        fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
   return st;
 }
@@ -80,7 +84,8 @@ int64_t Executor::RowDelta(const std::vector<RowWrite>& writes) {
   return delta;
 }
 
-Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes, bool defer) {
+Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes,
+                       bool defer) {
   int64_t delta = RowDelta(writes);
   Status st = txn_ ? cluster_.Write(*txn_, table, std::move(writes), defer)
                    : cluster_.ApplyWrites(table, snapshot, std::move(writes));
@@ -129,11 +134,15 @@ template <typename Body>
 Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   bool is_txn_control = std::holds_alternative<sql::TxnStmt>(stmt);
   if (failed_ && !is_txn_control) {
-    return Status::Sql(sqlstate::kInFailedSqlTransaction, "current transaction is aborted, commands ignored until end of transaction block");
+    return Status::Sql(
+        sqlstate::kInFailedSqlTransaction,
+        "current transaction is aborted, commands ignored until end of transaction block");
   }
-  if (txn_ && std::holds_alternative<sql::VacuumStmt>(stmt) && !std::get<sql::VacuumStmt>(stmt).only_analyze) {
+  if (txn_ && std::holds_alternative<sql::VacuumStmt>(stmt) &&
+      !std::get<sql::VacuumStmt>(stmt).only_analyze) {
     failed_ = true;
-    return Status::Sql(sqlstate::kActiveSqlTransaction, "VACUUM cannot run inside a transaction block");
+    return Status::Sql(sqlstate::kActiveSqlTransaction,
+                       "VACUUM cannot run inside a transaction block");
   }
   // CREATE TABLE and CREATE INDEX inside a block (drivers such as psycopg open one implicitly)
   // take effect at once and are undone if the block rolls back; other DDL and administration
@@ -141,14 +150,17 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   auto* drop = std::get_if<sql::DropTableStmt>(&stmt);
   if (txn_ && ((drop && !drop->view) || std::holds_alternative<sql::DatabaseStmt>(stmt) ||
                std::holds_alternative<sql::AddPrimaryKeyStmt>(stmt) ||
-               std::holds_alternative<sql::MoveSegmentStmt>(stmt) || std::holds_alternative<sql::AlterNodeStmt>(stmt) ||
+               std::holds_alternative<sql::MoveSegmentStmt>(stmt) ||
+               std::holds_alternative<sql::AlterNodeStmt>(stmt) ||
                std::holds_alternative<sql::AlterSystemStmt>(stmt))) {
     failed_ = true;
-    return Status::Sql(sqlstate::kActiveSqlTransaction, "DDL and cluster administration cannot run inside a transaction block");
+    return Status::Sql(sqlstate::kActiveSqlTransaction,
+                       "DDL and cluster administration cannot run inside a transaction block");
   }
   if (txn_ && read_only_ && WritesData(stmt)) {
     failed_ = true;
-    return Status::Sql(sqlstate::kReadOnlySqlTransaction, "cannot execute a write in a read-only transaction");
+    return Status::Sql(sqlstate::kReadOnlySqlTransaction,
+                       "cannot execute a write in a read-only transaction");
   }
   if (txn_ && !is_txn_control && !std::holds_alternative<sql::SetStmt>(stmt)) block_used_ = true;
   if (txn_ && !is_txn_control) {
@@ -162,15 +174,17 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   StatementSnapshot snap(*this, is_txn_control);
   db_.set_read_snapshot(Snapshot());
   StatementCpuScope energy(&cpu_carry_);  // also the statement's duration
-  if (is_txn_control && std::get<sql::TxnStmt>(stmt).kind == sql::TxnStmt::Kind::kBegin) energy.PassOn();
+  if (is_txn_control && std::get<sql::TxnStmt>(stmt).kind == sql::TxnStmt::Kind::kBegin)
+    energy.PassOn();
   energy_ = &energy;
   Transaction::Mark mark = txn_ ? txn_->mark() : Transaction::Mark{};
   auto r = body();
   // READ COMMITTED: a row the statement writes was changed by a transaction that committed
   // after the statement's snapshot. Undo the statement's writes and run it again on a
   // snapshot that sees that commit (its lock is ours to wait for, so the retry makes progress).
-  for (int restarts = 0; !r.ok() && r.status().IsConflict() && isolation() == Isolation::kReadCommitted &&
-                         Restartable(stmt) && restarts < kMaxRestarts;
+  for (int restarts = 0;
+       !r.ok() && r.status().IsConflict() && isolation() == Isolation::kReadCommitted &&
+       Restartable(stmt) && restarts < kMaxRestarts;
        restarts++) {
     cluster_.queries().restarts.fetch_add(1, std::memory_order_relaxed);
     if (txn_) {
@@ -191,11 +205,13 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   e.statement = r.ok() ? *r : "ERROR " + r.status().sqlstate();
   cluster_.energy_log().Add(std::move(e));
   if (!r.ok() && txn_ && !is_txn_control) failed_ = true;
-  if (!r.ok() && r.status().sqlstate() == sqlstate::kSerializationFailure) cluster_.timestamps().AwaitStable();
+  if (!r.ok() && r.status().sqlstate() == sqlstate::kSerializationFailure)
+    cluster_.timestamps().AwaitStable();
   return r;
 }
 
-Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel) {
+Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink,
+                                       const std::atomic<bool>* cancel) {
   return std::visit(
       [&](auto& s) -> Result<std::string> {
         using T = std::decay_t<decltype(s)>;
@@ -250,9 +266,11 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink, c
 }
 
 Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
-  if (s.set_op != sql::SetOp::kNone || s.from.size() != 1 || s.from[0].kind != sql::TableRef::Kind::kTable ||
-      !s.group_by.empty() || s.having || s.distinct || db_.GetView(s.from[0].name)) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, "FOR UPDATE is supported on a plain SELECT of one table");
+  if (s.set_op != sql::SetOp::kNone || s.from.size() != 1 ||
+      s.from[0].kind != sql::TableRef::Kind::kTable || !s.group_by.empty() || s.having ||
+      s.distinct || db_.GetView(s.from[0].name)) {
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       "FOR UPDATE is supported on a plain SELECT of one table");
   }
   if (!txn_) return Status::OK();  // a single statement holds nothing past its own end
   // The rows the query reads from its table are locked for the transaction on their nodes
@@ -266,27 +284,32 @@ Status Executor::LockRows(sql::SelectStmt& s, const std::atomic<bool>* cancel) {
   s.where = std::move(d.where);
   RETURN_NOT_OK(bound.status());
   const TableSchema& t = bound->table;
-  if (t.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kFeatureNotSupported, "FOR UPDATE is not supported on system views");
+  if (t.id >= kFirstSystemTableId)
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       "FOR UPDATE is not supported on system views");
   std::vector<RowWrite> writes;
-  RETURN_NOT_OK(ForEachRow(*bound->source, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
-    RowWrite w;
-    w.key = EncodeKey(t, batch.Row(r));
-    w.check = RemoteWrite::Check::kLock;
-    writes.push_back(std::move(w));
-    return Status::OK();
-  }));
+  RETURN_NOT_OK(ForEachRow(*bound->source, Snapshot(), cancel,
+                           [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+                             RowWrite w;
+                             w.key = EncodeKey(t, batch.Row(r));
+                             w.check = RemoteWrite::Check::kLock;
+                             writes.push_back(std::move(w));
+                             return Status::OK();
+                           }));
   if (writes.empty()) return Status::OK();
   return Apply(t.id, Snapshot(), std::move(writes));
 }
 
-Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
+Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink,
+                                     const std::atomic<bool>* cancel) {
   if (s.for_update) RETURN_NOT_OK(LockRows(s, cancel));
   ASSIGN_OR_RETURN(plan::BoundSelect bound, PlanSelect(s));
   RETURN_NOT_OK(sink.Describe(bound.names, bound.types));
   return RunSelect(*bound.plan, sink, cancel);
 }
 
-Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel,
+Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& sink,
+                                        const std::atomic<bool>* cancel,
                                         const std::vector<Value>* params,
                                         const std::pair<std::string, std::string>* range) {
   MasterScanProvider scans(cluster_, energy_service_, Snapshot(), TxnId(), &db_);
@@ -305,13 +328,14 @@ Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& 
 }
 
 // Generic plans are made and filled in executor_generic.cc; they run here, beside Run.
-Result<std::string> Executor::ExecuteCached(const CachedPlan& c, const std::vector<Value>& params, ResultSink& sink,
-                                            const std::atomic<bool>* cancel) {
+Result<std::string> Executor::ExecuteCached(const CachedPlan& c, const std::vector<Value>& params,
+                                            ResultSink& sink, const std::atomic<bool>* cancel) {
   cluster_.queries().generic_plans.fetch_add(1, std::memory_order_relaxed);
   return Run(c.kind, [&]() -> Result<std::string> {
     if (std::holds_alternative<sql::SelectStmt>(c.kind)) {
       if (c.point_read) {
-        if (auto range = plan::TemplateKeyRange(c.point_read->key_params, c.point_read->table, params)) {
+        if (auto range =
+                plan::TemplateKeyRange(c.point_read->key_params, c.point_read->table, params)) {
           cluster_.queries().point_read_templates.fetch_add(1, std::memory_order_relaxed);
           RETURN_NOT_OK(sink.Describe(c.select.names, c.select.types));
           return RunSelect(*c.select.plan, sink, cancel, &params, &*range);
@@ -336,8 +360,9 @@ Result<std::string> Executor::ExecuteCached(const CachedPlan& c, const std::vect
   });
 }
 
-Status Executor::ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
-                            const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
+Status Executor::ForEachRow(
+    const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
+    const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
   MasterScanProvider scans(cluster_, energy_service_, snapshot, TxnId(), &db_);
   scans.set_offload(Offload());
   exec::ExecContext ctx(&scans, cancel);
@@ -355,7 +380,9 @@ Result<RowWrite> Executor::InsertWrite(const TableSchema& t, const std::vector<V
   RowWrite w;
   w.key = EncodeKey(t, row);
   if (keys && !keys->insert(w.key).second) {
-    return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+    return Status::Sql(
+        sqlstate::kUniqueViolation,
+        fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
   }
   EncodeRow(row, &w.row);
   w.check = t.HasHiddenKey() ? RemoteWrite::Check::kNone : RemoteWrite::Check::kInsert;
@@ -372,7 +399,8 @@ Result<Value> Executor::Generate(const TableSchema& t, int column) {
                                                      : Value::Int32(static_cast<int32_t>(v));
 }
 
-Status Executor::DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row) {
+Status Executor::DrawGenerated(const TableSchema& t, const std::vector<int>& columns,
+                               std::vector<Value>* row) {
   if (t.HasHiddenKey()) {
     ASSIGN_OR_RETURN((*row)[t.key_columns[0]], Generate(t, t.key_columns[0]));
   }
@@ -405,13 +433,16 @@ Result<std::string> Executor::Insert(sql::InsertStmt& s, const std::atomic<bool>
 Result<std::string> Executor::Insert(const plan::BoundInsert& b, const std::atomic<bool>* cancel,
                                      const std::vector<Value>* params) {
   const TableSchema& t = b.table;
-  if (t.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("cannot insert into view \"{}\"", t.name));
+  if (t.id >= kFirstSystemTableId)
+    return Status::Sql(sqlstate::kWrongObjectType,
+                       fmt::format("cannot insert into view \"{}\"", t.name));
   std::vector<std::vector<Value>> rows;
   if (b.source) {
-    RETURN_NOT_OK(ForEachRow(*b.source, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
-      rows.push_back(batch.Row(r));
-      return Status::OK();
-    }));
+    RETURN_NOT_OK(ForEachRow(*b.source, Snapshot(), cancel,
+                             [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+                               rows.push_back(batch.Row(r));
+                               return Status::OK();
+                             }));
   } else {
     MasterScanProvider scans(cluster_, energy_service_, Snapshot(), TxnId(), &db_);
     exec::ExecContext ctx(&scans, cancel);
@@ -457,7 +488,9 @@ Result<std::string> Executor::Update(sql::UpdateStmt& s, const std::atomic<bool>
 
 Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atomic<bool>* cancel) {
   const TableSchema& t = b.table;
-  if (t.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("cannot update view \"{}\"", t.name));
+  if (t.id >= kFirstSystemTableId)
+    return Status::Sql(sqlstate::kWrongObjectType,
+                       fmt::format("cannot update view \"{}\"", t.name));
   Timestamp snap = Snapshot();
   // Keys stay put unless a key column is set: then every row is written in place and the
   // writes stream to the nodes in pieces. Otherwise the statement's writes are gathered, to
@@ -478,55 +511,61 @@ Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atom
   if (!keys_change) {
     StatementWriter out(*this, t.id, snap);
     uint64_t n = 0;
-    RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
-      std::vector<Value> row = batch.Row(r);
-      for (auto& [col, e] : b.sets) {
-        ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
-        row[col] = std::move(v);
-      }
-      RETURN_NOT_OK(CheckNotNull(t, row));
-      RowWrite w;
-      w.key = EncodeKey(t, row);
-      EncodeRow(row, &w.row);
-      w.check = RemoteWrite::Check::kUpdate;
-      n++;
-      return out.Add(std::move(w));
-    }));
+    RETURN_NOT_OK(
+        ForEachRow(*b.source, snap, cancel,
+                   [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
+                     std::vector<Value> row = batch.Row(r);
+                     for (auto& [col, e] : b.sets) {
+                       ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
+                       row[col] = std::move(v);
+                     }
+                     RETURN_NOT_OK(CheckNotNull(t, row));
+                     RowWrite w;
+                     w.key = EncodeKey(t, row);
+                     EncodeRow(row, &w.row);
+                     w.check = RemoteWrite::Check::kUpdate;
+                     n++;
+                     return out.Add(std::move(w));
+                   }));
     RETURN_NOT_OK(out.Finish());
     return fmt::format("UPDATE {}", n);
   }
   std::vector<RowWrite> writes;
   std::set<std::string> new_keys;
   uint64_t count = 0;
-  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
-    std::vector<Value> row = batch.Row(r);
-    std::string old_key = EncodeKey(t, row);
-    for (auto& [col, e] : b.sets) {
-      ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
-      row[col] = std::move(v);
-    }
-    RETURN_NOT_OK(CheckNotNull(t, row));
-    RowWrite w;
-    w.key = EncodeKey(t, row);
-    EncodeRow(row, &w.row);
-    if (w.key != old_key) {
-      // The key changed: delete the old row, insert the new one.
-      RowWrite del;
-      del.key = old_key;
-      del.is_delete = true;
-      del.check = RemoteWrite::Check::kUpdate;
-      writes.push_back(std::move(del));
-      w.check = RemoteWrite::Check::kInsert;
-    } else {
-      w.check = RemoteWrite::Check::kUpdate;
-    }
-    if (!new_keys.insert(w.key).second) {
-      return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
-    }
-    writes.push_back(std::move(w));
-    count++;
-    return Status::OK();
-  }));
+  RETURN_NOT_OK(ForEachRow(
+      *b.source, snap, cancel,
+      [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
+        std::vector<Value> row = batch.Row(r);
+        std::string old_key = EncodeKey(t, row);
+        for (auto& [col, e] : b.sets) {
+          ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
+          row[col] = std::move(v);
+        }
+        RETURN_NOT_OK(CheckNotNull(t, row));
+        RowWrite w;
+        w.key = EncodeKey(t, row);
+        EncodeRow(row, &w.row);
+        if (w.key != old_key) {
+          // The key changed: delete the old row, insert the new one.
+          RowWrite del;
+          del.key = old_key;
+          del.is_delete = true;
+          del.check = RemoteWrite::Check::kUpdate;
+          writes.push_back(std::move(del));
+          w.check = RemoteWrite::Check::kInsert;
+        } else {
+          w.check = RemoteWrite::Check::kUpdate;
+        }
+        if (!new_keys.insert(w.key).second) {
+          return Status::Sql(
+              sqlstate::kUniqueViolation,
+              fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", t.name));
+        }
+        writes.push_back(std::move(w));
+        count++;
+        return Status::OK();
+      }));
   // A key moved onto another row's old key: that row is rewritten in this statement too,
   // so drop the conflicting delete (insert check must see the old row as gone).
   std::set<std::string> deleted;
@@ -545,7 +584,8 @@ Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atom
   return fmt::format("UPDATE {}", count);
 }
 
-KeyWriteSpec Executor::KeyWriteOf(const plan::BoundModify& m, const plan::PlanNode& plan, bool is_delete) {
+KeyWriteSpec Executor::KeyWriteOf(const plan::BoundModify& m, const plan::PlanNode& plan,
+                                  bool is_delete) {
   KeyWriteSpec w;
   plan.Serialize(&w.plan);
   w.is_delete = is_delete;
@@ -557,7 +597,8 @@ KeyWriteSpec Executor::KeyWriteOf(const plan::BoundModify& m, const plan::PlanNo
   return w;
 }
 
-Result<std::optional<std::string>> Executor::KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec& w) {
+Result<std::optional<std::string>> Executor::KeyWrite(const TableSchema& t, Timestamp snap,
+                                                      KeyWriteSpec& w) {
   w.read_committed = isolation() == Isolation::kReadCommitted;
   bool is_delete = w.is_delete, templated = w.params.has_value();
   std::unique_ptr<Transaction> own = txn_ ? nullptr : cluster_.Begin(snap);
@@ -585,7 +626,9 @@ Result<std::string> Executor::Delete(sql::DeleteStmt& s, const std::atomic<bool>
 
 Result<std::string> Executor::Delete(const plan::BoundModify& b, const std::atomic<bool>* cancel) {
   const TableSchema& t = b.table;
-  if (t.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("cannot delete from view \"{}\"", t.name));
+  if (t.id >= kFirstSystemTableId)
+    return Status::Sql(sqlstate::kWrongObjectType,
+                       fmt::format("cannot delete from view \"{}\"", t.name));
   Timestamp snap = Snapshot();
   if (PushdownSetting() != "off") {
     // One row by its key: its node checks the filter and prepares the delete.
@@ -599,14 +642,15 @@ Result<std::string> Executor::Delete(const plan::BoundModify& b, const std::atom
   }
   StatementWriter out(*this, t.id, snap);
   size_t n = 0;
-  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
-    RowWrite w;
-    w.key = EncodeKey(t, batch.Row(r));
-    w.is_delete = true;
-    w.check = RemoteWrite::Check::kUpdate;
-    n++;
-    return out.Add(std::move(w));
-  }));
+  RETURN_NOT_OK(ForEachRow(*b.source, snap, cancel,
+                           [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+                             RowWrite w;
+                             w.key = EncodeKey(t, batch.Row(r));
+                             w.is_delete = true;
+                             w.check = RemoteWrite::Check::kUpdate;
+                             n++;
+                             return out.Add(std::move(w));
+                           }));
   RETURN_NOT_OK(out.Finish());
   return fmt::format("DELETE {}", n);
 }
@@ -618,20 +662,22 @@ Result<std::string> Executor::Truncate(sql::TruncateStmt& s, const std::atomic<b
   for (const auto& name : s.names) {
     auto t = db_.GetTable(name);
     if (!t.ok()) return t.status().WithPosition(s.pos);
-    if (t->id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is a system view", name));
+    if (t->id >= kFirstSystemTableId)
+      return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is a system view", name));
     tables.push_back(std::move(t).value());
   }
   Timestamp snap = Snapshot();
   for (const auto& t : tables) {
     plan::PlanPtr scan = FullScan(t);
     StatementWriter out(*this, t.id, snap);
-    RETURN_NOT_OK(ForEachRow(*scan, snap, cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
-      RowWrite w;
-      w.key = EncodeKey(t, batch.Row(r));
-      w.is_delete = true;
-      w.check = RemoteWrite::Check::kUpdate;
-      return out.Add(std::move(w));
-    }));
+    RETURN_NOT_OK(ForEachRow(*scan, snap, cancel,
+                             [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+                               RowWrite w;
+                               w.key = EncodeKey(t, batch.Row(r));
+                               w.is_delete = true;
+                               w.check = RemoteWrite::Check::kUpdate;
+                               return out.Add(std::move(w));
+                             }));
     RETURN_NOT_OK(out.Finish());
   }
   return std::string("TRUNCATE TABLE");
@@ -641,17 +687,20 @@ Status Executor::Analyze(const std::vector<TableSchema>& tables, const std::atom
   for (const auto& t : tables) {
     if (t.id >= kFirstSystemTableId) continue;
     uint64_t rows = 0;
-    RETURN_NOT_OK(ForEachRow(*FullScan(t), Snapshot(), cancel, [&](const exec::Batch&, size_t, exec::ExecContext*) {
-      rows++;
-      return Status::OK();
-    }));
+    RETURN_NOT_OK(ForEachRow(*FullScan(t), Snapshot(), cancel,
+                             [&](const exec::Batch&, size_t, exec::ExecContext*) {
+                               rows++;
+                               return Status::OK();
+                             }));
     RETURN_NOT_OK(cluster_.catalog().SetRowCount(t.id, rows));
   }
   return Status::OK();
 }
 
 Result<std::string> Executor::Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel) {
-  if (txn_ && !s.only_analyze) return Status::Sql(sqlstate::kActiveSqlTransaction, "VACUUM cannot run inside a transaction block");
+  if (txn_ && !s.only_analyze)
+    return Status::Sql(sqlstate::kActiveSqlTransaction,
+                       "VACUUM cannot run inside a transaction block");
   std::set<TableId> tables;
   std::vector<TableSchema> schemas;
   for (const auto& name : s.names) {
@@ -684,13 +733,17 @@ Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {
   ASSIGN_OR_RETURN(TableSchema t, db_.GetTable(s.table));
   ASSIGN_OR_RETURN(SegmentEntry e, cluster_.catalog().GetSegment(s.segment));
   if (e.table != t.id) {
-    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("segment {} does not belong to table \"{}\"", s.segment, t.name));
+    return Status::Sql(
+        sqlstate::kUndefinedObject,
+        fmt::format("segment {} does not belong to table \"{}\"", s.segment, t.name));
   }
   Cluster::OperatorAction busy(cluster_, s.node);
   ASSIGN_OR_RETURN(MoveReport r, cluster_.MoveSegment(s.segment, s.node));
-  RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("segment {} moved from node {} to node {}: {} bytes in {} files, "
-                                                 "{:.1f} ms (pull {:.1f} ms)",
-                                                 r.segment, r.from, r.to, r.bytes, r.files, r.total_ms, r.pull_ms)));
+  RETURN_NOT_OK(
+      sink.Notice(sqlstate::kSuccessfulCompletion,
+                  fmt::format("segment {} moved from node {} to node {}: {} bytes in {} files, "
+                              "{:.1f} ms (pull {:.1f} ms)",
+                              r.segment, r.from, r.to, r.bytes, r.files, r.total_ms, r.pull_ms)));
   return std::string("ALTER TABLE");
 }
 
@@ -705,13 +758,21 @@ Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink)
         bytes += r.bytes;
         ms += r.total_ms;
       }
-      RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("node {} drained: {} segment(s), {} bytes moved in {:.1f} ms",
-                                                     s.node, reports.size(), bytes, ms)));
+      RETURN_NOT_OK(
+          sink.Notice(sqlstate::kSuccessfulCompletion,
+                      fmt::format("node {} drained: {} segment(s), {} bytes moved in {:.1f} ms",
+                                  s.node, reports.size(), bytes, ms)));
       break;
     }
-    case sql::AlterNodeStmt::Action::kPowerOff: RETURN_NOT_OK(cluster_.PowerOff(s.node)); break;
-    case sql::AlterNodeStmt::Action::kPowerOn: RETURN_NOT_OK(cluster_.PowerOn(s.node)); break;
-    case sql::AlterNodeStmt::Action::kSuspend: RETURN_NOT_OK(cluster_.Suspend(s.node)); break;
+    case sql::AlterNodeStmt::Action::kPowerOff:
+      RETURN_NOT_OK(cluster_.PowerOff(s.node));
+      break;
+    case sql::AlterNodeStmt::Action::kPowerOn:
+      RETURN_NOT_OK(cluster_.PowerOn(s.node));
+      break;
+    case sql::AlterNodeStmt::Action::kSuspend:
+      RETURN_NOT_OK(cluster_.Suspend(s.node));
+      break;
   }
   return std::string("ALTER NODE");
 }

@@ -7,18 +7,18 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "master/catalog/database_catalog.h"
 #include "master/cluster/cluster.h"
+#include "master/energy/energy_service.h"
+#include "master/power/statement_energy.h"
 #include "master/sql/copy_encoder.h"
 #include "master/sql/copy_rows.h"
 #include "master/sql/copy_stage.h"
-#include "master/energy/energy_service.h"
-#include "master/power/statement_energy.h"
-#include "master/catalog/database_catalog.h"
 #include "master/sql/offload.h"
 #include "query/exec/batch.h"
 #include "query/exec/context.h"
@@ -34,7 +34,8 @@ plan::PlanPtr FullScan(const TableSchema& t);
 class ResultSink {
  public:
   virtual ~ResultSink() = default;
-  virtual Status Describe(const std::vector<std::string>& names, const std::vector<SqlType>& types) = 0;
+  virtual Status Describe(const std::vector<std::string>& names,
+                          const std::vector<SqlType>& types) = 0;
   virtual Status Rows(const exec::Batch& batch) = 0;
   virtual Status Notice(const std::string& sqlstate, const std::string& message) = 0;
 };
@@ -85,7 +86,8 @@ class Executor {
   Status SetAtStartup(const std::string& name, const std::string& value);
 
   // Executes `stmt`; returns the command tag (e.g. "SELECT 3", "INSERT 0 2").
-  Result<std::string> Execute(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
+  Result<std::string> Execute(sql::Statement& stmt, ResultSink& sink,
+                              const std::atomic<bool>* cancel);
 
   // A prepared statement's generic plan (query/plan/generic_plan.h): a SELECT's (not FOR
   // UPDATE), an INSERT … VALUES', an UPDATE's or a DELETE's, bound once with its $n as
@@ -114,30 +116,34 @@ class Executor {
     // execution's values in place, not copied and filled first.
     bool insert_in_place = false;
     uint64_t schema_version = 0;
-    std::string planner;  // PlannerSettings() when planned
+    std::string planner;            // PlannerSettings() when planned
     uint64_t settings_changes = 0;  // the session's settings_changes_ then
   };
   // The generic plan of `generic` (a statement whose $n have `param_types`) if, filled with
   // `params`, it is the plan made for `custom` (the same statement with those values in);
   // else nullptr: such a statement is planned at each execution.
   std::unique_ptr<CachedPlan> PlanGeneric(sql::Statement& generic, sql::Statement& custom,
-                                          const std::vector<SqlType>& param_types, const std::vector<Value>& params);
+                                          const std::vector<SqlType>& param_types,
+                                          const std::vector<Value>& params);
   // The point read of generic SELECT plan `generic` (nullopt if it is none), checked to read
   // the key range `filled` (it filled with `params`) reads.
-  std::optional<CachedPlan::PointRead> PlanPointRead(const plan::PlanNode& generic, const plan::PlanNode& filled,
+  std::optional<CachedPlan::PointRead> PlanPointRead(const plan::PlanNode& generic,
+                                                     const plan::PlanNode& filled,
                                                      const std::vector<Value>& params);
   // The key write of generic UPDATE/DELETE `generic` (nullopt if it has none), checked to
   // address the row `filled` (it filled with `params`) does.
   std::optional<CachedPlan::KeyWrite> PlanKeyWrite(const plan::BoundModify& generic, bool update,
-                                                   const plan::BoundModify& filled, const std::vector<Value>& params);
+                                                   const plan::BoundModify& filled,
+                                                   const std::vector<Value>& params);
   // Runs `c`'s key write with `params`: the command tag, or nullopt if the general path must
   // run the statement (nothing was done then).
-  Result<std::optional<std::string>> RunKeyWrite(const CachedPlan& c, const std::vector<Value>& params);
+  Result<std::optional<std::string>> RunKeyWrite(const CachedPlan& c,
+                                                 const std::vector<Value>& params);
   // True while `c` holds (no DDL since, same planner settings).
   bool Valid(const CachedPlan& c) const;
   // Runs `c` with `params` as Execute runs the statement.
-  Result<std::string> ExecuteCached(const CachedPlan& c, const std::vector<Value>& params, ResultSink& sink,
-                                    const std::atomic<bool>* cancel);
+  Result<std::string> ExecuteCached(const CachedPlan& c, const std::vector<Value>& params,
+                                    ResultSink& sink, const std::atomic<bool>* cancel);
 
  private:
   // Runs a statement (`kind` classifies it: transaction control, DDL, writes) whose work is
@@ -149,7 +155,8 @@ class Executor {
   // Runs a bound SELECT plan, its rows to `sink` (described already).
   // With `params`, the plan keeps its parameters and reads their values (and its one
   // Exchange `range`, if given: exec::ExecContext::exchange_range).
-  Result<std::string> RunSelect(const plan::PlanNode& plan, ResultSink& sink, const std::atomic<bool>* cancel,
+  Result<std::string> RunSelect(const plan::PlanNode& plan, ResultSink& sink,
+                                const std::atomic<bool>* cancel,
                                 const std::vector<Value>* params = nullptr,
                                 const std::pair<std::string, std::string>* range = nullptr);
   std::string PushdownSetting() const;
@@ -165,8 +172,9 @@ class Executor {
   Result<std::string> DropIndex(sql::DropTableStmt& s, ResultSink& sink);
   // Creates index `name` ("" = generated) on `t`'s `columns`; `constraint`: it backs a
   // UNIQUE constraint (named table_col_key rather than table_col_idx). Returns its id.
-  Result<uint32_t> AddIndex(const TableSchema& t, std::string name, const std::vector<std::string>& columns,
-                  const std::vector<bool>& desc, bool unique, bool constraint, int pos);
+  Result<uint32_t> AddIndex(const TableSchema& t, std::string name,
+                            const std::vector<std::string>& columns, const std::vector<bool>& desc,
+                            bool unique, bool constraint, int pos);
   // True if a table, view or index of this database is called `name`.
   bool RelationExists(const std::string& name) const;
   // SELECT ... FOR UPDATE inside a transaction: takes the write locks of the rows it reads.
@@ -175,7 +183,8 @@ class Executor {
   Result<std::string> Database(sql::DatabaseStmt& s, ResultSink& sink);
   Result<std::string> DropView(sql::DropTableStmt& s, ResultSink& sink);
   // Refuses (2BP01) to drop relation `name` that views read, or drops them with `cascade`.
-  Status DropDependentViews(const std::string& name, const char* kind, bool cascade, ResultSink& sink);
+  Status DropDependentViews(const std::string& name, const char* kind, bool cascade,
+                            ResultSink& sink);
   Result<std::string> AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel);
   // Registers `t` in the catalog (filling t->id) with one empty segment on the least-loaded node.
   Status CreateTableStorage(TableSchema* t);
@@ -192,14 +201,18 @@ class Executor {
   Result<std::string> Delete(sql::DeleteStmt& s, const std::atomic<bool>* cancel);
   Result<std::string> Delete(const plan::BoundModify& b, const std::atomic<bool>* cancel);
   // `c` filled with `params`: the bound statement Insert/Update/Delete/RunSelect run.
-  Result<plan::BoundInsert> FillInsert(const plan::BoundInsert& c, const std::vector<Value>& params);
-  Result<plan::BoundModify> FillModify(const plan::BoundModify& c, const std::vector<Value>& params);
+  Result<plan::BoundInsert> FillInsert(const plan::BoundInsert& c,
+                                       const std::vector<Value>& params);
+  Result<plan::BoundModify> FillModify(const plan::BoundModify& c,
+                                       const std::vector<Value>& params);
   // The key write of `m` (its NOT NULL checks) whose node runs `plan`; no key range yet.
-  static KeyWriteSpec KeyWriteOf(const plan::BoundModify& m, const plan::PlanNode& plan, bool is_delete);
+  static KeyWriteSpec KeyWriteOf(const plan::BoundModify& m, const plan::PlanNode& plan,
+                                 bool is_delete);
   // `w`, an UPDATE or DELETE of one row by its key, run on the row's node (Cluster::KeyWrite)
   // under the block's transaction or, outside one, the statement's own, committed here. The
   // command tag, or nullopt: take the general path. Sets `w.read_committed` to the session's.
-  Result<std::optional<std::string>> KeyWrite(const TableSchema& t, Timestamp snap, KeyWriteSpec& w);
+  Result<std::optional<std::string>> KeyWrite(const TableSchema& t, Timestamp snap,
+                                              KeyWriteSpec& w);
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
   Result<std::string> AlterNode(sql::AlterNodeStmt& s, ResultSink& sink);
   Result<std::string> Show(sql::ShowStmt& s, ResultSink& sink);
@@ -216,7 +229,8 @@ class Executor {
   std::string DefaultIsolation() const;
   // The open block's level, else the level the next one gets.
   Isolation isolation() const;
-  // SET [SESSION CHARACTERISTICS AS] TRANSACTION ISOLATION LEVEL, SET [default_]transaction_isolation.
+  // SET [SESSION CHARACTERISTICS AS] TRANSACTION ISOLATION LEVEL, SET
+  // [default_]transaction_isolation.
   Result<std::string> SetIsolation(sql::SetStmt& s, ResultSink& sink);
   // Statements refused in a READ ONLY block (25006).
   static bool WritesData(const sql::Statement& stmt);
@@ -227,8 +241,10 @@ class Executor {
   Result<std::string> Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel);
   // Counts the rows of `tables` for the planner (ANALYZE).
   Status Analyze(const std::vector<TableSchema>& tables, const std::atomic<bool>* cancel);
-  Result<std::string> Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel);
-  Result<std::string> Dispatch(sql::Statement& stmt, ResultSink& sink, const std::atomic<bool>* cancel);
+  Result<std::string> Explain(sql::ExplainStmt& s, ResultSink& sink,
+                              const std::atomic<bool>* cancel);
+  Result<std::string> Dispatch(sql::Statement& stmt, ResultSink& sink,
+                               const std::atomic<bool>* cancel);
   // The snapshot and transaction id statements read with; writes go through Apply.
   Timestamp Snapshot();
   uint64_t TxnId() const { return txn_ ? txn_->id : 0; }
@@ -243,7 +259,8 @@ class Executor {
   class StatementWriter {
    public:
     static constexpr size_t kWritePiece = 10000;
-    StatementWriter(Executor& e, TableId table, Timestamp snapshot) : e_(e), table_(table), snapshot_(snapshot) {}
+    StatementWriter(Executor& e, TableId table, Timestamp snapshot)
+        : e_(e), table_(table), snapshot_(snapshot) {}
     ~StatementWriter();  // rolls back a statement transaction that did not finish
     Status Add(RowWrite w);
     // Sends what is held (once Add has overflowed a piece, or always with `force`).
@@ -264,17 +281,20 @@ class Executor {
   static int64_t RowDelta(const std::vector<RowWrite>& writes);
   Status CheckNotNull(const TableSchema& t, const std::vector<Value>& row);
   // Fills the hidden row id (if `t` has one) and serial `columns` of `row` with their next numbers.
-  Status DrawGenerated(const TableSchema& t, const std::vector<int>& columns, std::vector<Value>* row);
+  Status DrawGenerated(const TableSchema& t, const std::vector<int>& columns,
+                       std::vector<Value>* row);
   // The next hidden row id (`column` the hidden key) or serial number of `column`.
   Result<Value> Generate(const TableSchema& t, int column);
   // The write inserting `row` into `t`: 23502 on a NULL in a NOT NULL column, 23505 if its key
   // is already in `keys` (the keys of this statement so far, to which it is added; null for
   // a statement of one row).
-  Result<RowWrite> InsertWrite(const TableSchema& t, const std::vector<Value>& row, std::set<std::string>* keys);
+  Result<RowWrite> InsertWrite(const TableSchema& t, const std::vector<Value>& row,
+                               std::set<std::string>* keys);
   // Runs `source` at `snapshot`, calling `fn` for every row it yields; `fn` gets the
   // execution context for evaluating expressions over the row (subqueries need it).
-  Status ForEachRow(const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
-                    const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn);
+  Status ForEachRow(
+      const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
+      const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn);
 
   // Outside a transaction block, a statement reads at its own snapshot, registered with the
   // cluster (so garbage collection keeps what it can see) while the statement runs.
@@ -291,12 +311,13 @@ class Executor {
     bool own_;
   };
 
-  Cluster& cluster_;        // borrowed; outlives the executor
+  Cluster& cluster_;               // borrowed; outlives the executor
   EnergyService& energy_service_;  // borrowed; outlives the executor
-  StatementCpuScope* energy_ = nullptr;  // the running statement's accounting (EXPLAIN ANALYZE reads it)
+  StatementCpuScope* energy_ =
+      nullptr;          // the running statement's accounting (EXPLAIN ANALYZE reads it)
   CpuCarry cpu_carry_;  // where the session's previous statement ended
   DatabaseCatalog db_;
- // borrowed; outlives the session
+  // borrowed; outlives the session
   // SET's values by name: changed only through SetSetting and ResetSetting, which count the
   // changes (a cached plan made since the last change needs no look at the settings).
   std::map<std::string, std::string, std::less<>> settings_;
@@ -335,11 +356,11 @@ class Executor {
   // (run newest first).
   std::vector<std::function<void()>> txn_undo_;
   void UndoBlockDdl();
-  Timestamp stmt_snapshot_ = 0;       // snapshot of the running statement outside a block
-  bool failed_ = false;               // a statement of the block failed: only ROLLBACK helps
+  Timestamp stmt_snapshot_ = 0;  // snapshot of the running statement outside a block
+  bool failed_ = false;          // a statement of the block failed: only ROLLBACK helps
   Isolation isolation_ = Isolation::kReadCommitted;  // of the open block
-  bool read_only_ = false;            // the open block is READ ONLY
-  bool block_used_ = false;           // a statement other than SET ran in the open block
+  bool read_only_ = false;                           // the open block is READ ONLY
+  bool block_used_ = false;  // a statement other than SET ran in the open block
 };
 
 }  // namespace wattdb::master

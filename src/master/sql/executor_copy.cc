@@ -15,7 +15,8 @@ Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSche
   if (!t.ok()) return t.status().WithPosition(s.table_pos);
   *table = std::move(t).value();
   if (table->id >= kFirstSystemTableId && s.from) {
-    return Status::Sql(sqlstate::kWrongObjectType, fmt::format("cannot copy to view \"{}\"", table->name));
+    return Status::Sql(sqlstate::kWrongObjectType,
+                       fmt::format("cannot copy to view \"{}\"", table->name));
   }
   std::vector<int> cols;
   if (s.columns.empty()) {
@@ -26,7 +27,9 @@ Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSche
   for (const auto& name : s.columns) {
     int idx = table->ColumnIndex(name);
     if (idx < 0 || table->columns[idx].hidden) {
-      return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist", name, table->name));
+      return Status::Sql(
+          sqlstate::kUndefinedColumn,
+          fmt::format("column \"{}\" of relation \"{}\" does not exist", name, table->name));
     }
     cols.push_back(idx);
   }
@@ -35,15 +38,19 @@ Result<std::vector<int>> Executor::CopyColumns(const sql::CopyStmt& s, TableSche
 
 Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
   if (failed_) {
-    return Status::Sql(sqlstate::kInFailedSqlTransaction, "current transaction is aborted, commands ignored until end of transaction block");
+    return Status::Sql(
+        sqlstate::kInFailedSqlTransaction,
+        "current transaction is aborted, commands ignored until end of transaction block");
   }
   if (txn_ && read_only_) {
     failed_ = true;
-    return Status::Sql(sqlstate::kReadOnlySqlTransaction, "cannot execute COPY FROM in a read-only transaction");
+    return Status::Sql(sqlstate::kReadOnlySqlTransaction,
+                       "cannot execute COPY FROM in a read-only transaction");
   }
   if (txn_) {
     block_used_ = true;
-    StatementSnapshot fresh(*this, /*txn_control=*/false);  // READ COMMITTED: a new snapshot for the block
+    StatementSnapshot fresh(*this,
+                            /*txn_control=*/false);  // READ COMMITTED: a new snapshot for the block
   }
   auto c = std::make_unique<CopyIn>();
   c->stmt = s;
@@ -51,7 +58,7 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
   for (int i = 0; i < static_cast<int>(c->table.columns.size()); i++) {
     const Column& col = c->table.columns[i];
     if (std::find(c->cols.begin(), c->cols.end(), i) != c->cols.end()) continue;
-    bool drawn = col.serial || col.hidden;  // a serial's next number, the hidden row id
+    bool drawn = col.serial || col.hidden;            // a serial's next number, the hidden row id
     if (!drawn && col.default_sql.empty()) continue;  // NULL
     if (!drawn) {
       ASSIGN_OR_RETURN(c->defaults[i], plan::BindDefault(col));
@@ -64,15 +71,19 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
   c->sender = std::make_unique<CopyStage<std::vector<RowWrite>>>(
       [this, txn, id = c->table.id, name = c->table.name](std::vector<RowWrite> writes) {
         Status st = cluster_.Write(*txn, id, std::move(writes));
-        if (!st.ok() && st.sqlstate() == sqlstate::kUniqueViolation && st.message().find('"') == std::string::npos) {
-          return Status::Sql(sqlstate::kUniqueViolation, fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", name));
+        if (!st.ok() && st.sqlstate() == sqlstate::kUniqueViolation &&
+            st.message().find('"') == std::string::npos) {
+          return Status::Sql(
+              sqlstate::kUniqueViolation,
+              fmt::format("duplicate key value violates unique constraint \"{}_pkey\"", name));
         }
         return st;
       });
-  c->encoder = std::make_unique<CopyStage<CopyPiece>>([this, in = c.get()](CopyPiece piece) -> Status {
-    ASSIGN_OR_RETURN(std::vector<RowWrite> writes, CopyWrites(*in, piece));
-    return in->sender->Push(std::move(writes));
-  });
+  c->encoder =
+      std::make_unique<CopyStage<CopyPiece>>([this, in = c.get()](CopyPiece piece) -> Status {
+        ASSIGN_OR_RETURN(std::vector<RowWrite> writes, CopyWrites(*in, piece));
+        return in->sender->Push(std::move(writes));
+      });
   copy_ = std::move(c);
   return Status::OK();
 }
@@ -98,15 +109,19 @@ Result<std::vector<RowWrite>> Executor::CopyWrites(CopyIn& c, const CopyPiece& p
   for (size_t r = 0; r < rows.rows(); r++) {
     size_t fields = rows.row_end(r) - rows.row_begin(r);
     auto where = [&](size_t col) {
-      return fmt::format("COPY {}, line {}{}", t.name, piece.first_line + r,
-                         col < c.cols.size() ? fmt::format(", column {}", t.columns[c.cols[col]].name) : "");
+      return fmt::format(
+          "COPY {}, line {}{}", t.name, piece.first_line + r,
+          col < c.cols.size() ? fmt::format(", column {}", t.columns[c.cols[col]].name) : "");
     };
     if (fields < c.cols.size()) {
-      return Status::Sql(sqlstate::kBadCopyFileFormat, fmt::format("missing data for column \"{}\" ({})",
-                                              t.columns[c.cols[fields]].name, where(fields)));
+      return Status::Sql(sqlstate::kBadCopyFileFormat,
+                         fmt::format("missing data for column \"{}\" ({})",
+                                     t.columns[c.cols[fields]].name, where(fields)));
     }
     if (fields > c.cols.size()) {
-      return Status::Sql(sqlstate::kBadCopyFileFormat, fmt::format("extra data after last expected column ({})", where(c.cols.size())));
+      return Status::Sql(
+          sqlstate::kBadCopyFileFormat,
+          fmt::format("extra data after last expected column ({})", where(c.cols.size())));
     }
     RowWrite& w = writes[r];
     size_t field = 0;
@@ -154,11 +169,12 @@ Status Executor::CopyOut(const sql::CopyStmt& s, const std::atomic<bool>* cancel
   ASSIGN_OR_RETURN(std::vector<int> cols, CopyColumns(s, &t));
   plan::PlanPtr scan = FullScan(t);
   std::vector<Value> row;
-  return ForEachRow(*scan, Snapshot(), cancel, [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
-    row.clear();
-    for (int c : cols) row.push_back(batch.Get(c, r));
-    return emit(row);
-  });
+  return ForEachRow(*scan, Snapshot(), cancel,
+                    [&](const exec::Batch& batch, size_t r, exec::ExecContext*) {
+                      row.clear();
+                      for (int c : cols) row.push_back(batch.Get(c, r));
+                      return emit(row);
+                    });
 }
 
 }  // namespace wattdb::master

@@ -7,8 +7,8 @@
 #include "common/codec.h"
 #include "common/logging.h"
 #include "common/sqlstate.h"
-#include "master/sql/executor.h"
 #include "master/nodes/node_rpc.h"
+#include "master/sql/executor.h"
 #include "query/sql/parser.h"
 
 namespace wattdb::master {
@@ -16,13 +16,16 @@ namespace wattdb::master {
 Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& sink) {
   if (db_.GetTable(s.name).ok()) {
     if (s.if_not_exists) {
-      RETURN_NOT_OK(sink.Notice(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists, skipping", s.name)));
+      RETURN_NOT_OK(sink.Notice(sqlstate::kDuplicateTable,
+                                fmt::format("relation \"{}\" already exists, skipping", s.name)));
       return std::string("CREATE TABLE");
     }
-    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", s.name));
+    return Status::Sql(sqlstate::kDuplicateTable,
+                       fmt::format("relation \"{}\" already exists", s.name));
   }
   if (s.name.rfind("wattdb_", 0) == 0) {
-    return Status::Sql(sqlstate::kReservedName, fmt::format("table name \"{}\" is reserved for system views", s.name));
+    return Status::Sql(sqlstate::kReservedName,
+                       fmt::format("table name \"{}\" is reserved for system views", s.name));
   }
   if (s.columns.empty()) return Status::NotSupported("tables without columns are not supported");
   TableSchema t;
@@ -30,7 +33,8 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
   std::set<std::string> names;
   for (const auto& c : s.columns) {
     if (!names.insert(c.name).second) {
-      return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" specified more than once", c.name), c.pos);
+      return Status::Sql(sqlstate::kDuplicateColumn,
+                         fmt::format("column \"{}\" specified more than once", c.name), c.pos);
     }
     t.columns.push_back({c.name, c.type, c.not_null, false, c.default_sql, c.serial});
     auto d = plan::BindDefault(t.columns.back());
@@ -39,11 +43,13 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
   for (const auto& k : s.primary_key) {
     int idx = t.ColumnIndex(k);
     if (idx < 0) {
-      return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" named in key does not exist", k), s.pk_pos);
+      return Status::Sql(sqlstate::kUndefinedColumn,
+                         fmt::format("column \"{}\" named in key does not exist", k), s.pk_pos);
     }
     for (int prev : t.key_columns) {
       if (prev == idx) {
-        return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" appears twice in primary key constraint", k),
+        return Status::Sql(sqlstate::kDuplicateColumn,
+                           fmt::format("column \"{}\" appears twice in primary key constraint", k),
                            s.pk_pos);
       }
     }
@@ -57,13 +63,16 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
   for (const auto& u : s.unique) {
     for (const auto& c : u.columns) {
       if (t.ColumnIndex(c) < 0) {
-        return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" named in key does not exist", c), u.pos);
+        return Status::Sql(sqlstate::kUndefinedColumn,
+                           fmt::format("column \"{}\" named in key does not exist", c), u.pos);
       }
     }
   }
   RETURN_NOT_OK(CreateTableStorage(&t));
   for (const auto& u : s.unique) {
-    Status st = AddIndex(t, u.name, u.columns, std::vector<bool>(u.columns.size(), false), true, true, u.pos).status();
+    Status st = AddIndex(t, u.name, u.columns, std::vector<bool>(u.columns.size(), false), true,
+                         true, u.pos)
+                    .status();
     if (!st.ok()) {
       if (auto segs = db_.DropTable(t.name); segs.ok()) DropSegments(*segs);
       return st;
@@ -79,7 +88,9 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
 
 Status Executor::CreateTableStorage(TableSchema* t) {
   NodeId node = cluster_.NodeForNewTable();
-  if (node == 0) return Status(Status::Code::kUnavailable, "no active node is up to hold the table", sqlstate::kCannotConnectNow);
+  if (node == 0)
+    return Status(Status::Code::kUnavailable, "no active node is up to hold the table",
+                  sqlstate::kCannotConnectNow);
   ASSIGN_OR_RETURN(SegmentEntry seg, db_.CreateTable(t, node));
   auto client = cluster_.registry().Client(node);
   Status st = client.ok() ? RpcCreateSegment(**client, seg.id, t->id, "", "") : client.status();
@@ -87,20 +98,26 @@ Status Executor::CreateTableStorage(TableSchema* t) {
     (void)db_.DropTable(t->name);
     return st.Prepend("create table");
   }
-  Log("master")->info("table created name={} id={} first_segment={} node=n{}", t->name, t->id, seg.id, node);
+  Log("master")->info("table created name={} id={} first_segment={} node=n{}", t->name, t->id,
+                      seg.id, node);
   return Status::OK();
 }
 
-Status Executor::DropDependentViews(const std::string& name, const char* kind, bool cascade, ResultSink& sink) {
+Status Executor::DropDependentViews(const std::string& name, const char* kind, bool cascade,
+                                    ResultSink& sink) {
   auto deps = db_.DependentViews(name);
   if (deps.empty()) return Status::OK();
   if (!cascade) {
-    return Status::Sql(sqlstate::kDependentObjectsStillExist, fmt::format("cannot drop {} {} because other objects depend on it (view {}); "
-                                            "use DROP ... CASCADE", kind, name, deps[0]));
+    return Status::Sql(
+        sqlstate::kDependentObjectsStillExist,
+        fmt::format("cannot drop {} {} because other objects depend on it (view {}); "
+                    "use DROP ... CASCADE",
+                    kind, name, deps[0]));
   }
   for (const auto& v : deps) {
     RETURN_NOT_OK(DropDependentViews(v, "view", true, sink));
-    RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("drop cascades to view {}", v)));
+    RETURN_NOT_OK(
+        sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("drop cascades to view {}", v)));
     RETURN_NOT_OK(db_.DropView(v));
   }
   return Status::OK();
@@ -109,25 +126,33 @@ Status Executor::DropDependentViews(const std::string& name, const char* kind, b
 Result<std::string> Executor::Database(sql::DatabaseStmt& s, ResultSink& sink) {
   Catalog& cat = cluster_.catalog();
   if (s.create) {
-    if (s.name == kDefaultDatabase) return Status::Sql(sqlstate::kDuplicateDatabase, fmt::format("database \"{}\" already exists", s.name));
+    if (s.name == kDefaultDatabase)
+      return Status::Sql(sqlstate::kDuplicateDatabase,
+                         fmt::format("database \"{}\" already exists", s.name));
     if (s.name.find('/') != std::string::npos) {
-      return Status::Sql(sqlstate::kInvalidName, fmt::format("invalid database name \"{}\"", s.name));
+      return Status::Sql(sqlstate::kInvalidName,
+                         fmt::format("invalid database name \"{}\"", s.name));
     }
     RETURN_NOT_OK(cat.CreateDatabase(s.name));
     return std::string("CREATE DATABASE");
   }
-  if (s.name == kDefaultDatabase) return Status::Sql(sqlstate::kObjectInUse, "the default database cannot be dropped");
+  if (s.name == kDefaultDatabase)
+    return Status::Sql(sqlstate::kObjectInUse, "the default database cannot be dropped");
   if (!cat.HasDatabase(s.name)) {
     if (s.if_exists) {
-      RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("database \"{}\" does not exist, skipping", s.name)));
+      RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion,
+                                fmt::format("database \"{}\" does not exist, skipping", s.name)));
       return std::string("DROP DATABASE");
     }
-    return Status::Sql(sqlstate::kInvalidCatalogName, fmt::format("database \"{}\" does not exist", s.name));
+    return Status::Sql(sqlstate::kInvalidCatalogName,
+                       fmt::format("database \"{}\" does not exist", s.name));
   }
-  if (s.name == db_.database()) return Status::Sql(sqlstate::kObjectInUse, "cannot drop the currently open database");
+  if (s.name == db_.database())
+    return Status::Sql(sqlstate::kObjectInUse, "cannot drop the currently open database");
   if (int n = cluster_.SessionsOn(s.name); n > 0) {
-    return Status::Sql(sqlstate::kObjectInUse, fmt::format("database \"{}\" is being accessed by other users ({} sessions)",
-                                            s.name, n));
+    return Status::Sql(
+        sqlstate::kObjectInUse,
+        fmt::format("database \"{}\" is being accessed by other users ({} sessions)", s.name, n));
   }
   ASSIGN_OR_RETURN(auto segs, cat.DropDatabase(s.name));
   DropSegments(segs);
@@ -144,20 +169,26 @@ Result<std::string> Executor::User(sql::UserStmt& s, ResultSink& sink) {
   };
   switch (s.kind) {
     case sql::UserStmt::Kind::kCreate:
-      if (cat.HasUser(s.name)) return Status::Sql(sqlstate::kDuplicateObject, fmt::format("role \"{}\" already exists", s.name));
+      if (cat.HasUser(s.name))
+        return Status::Sql(sqlstate::kDuplicateObject,
+                           fmt::format("role \"{}\" already exists", s.name));
       RETURN_NOT_OK(cat.PutUser(creds()));
       return std::string("CREATE ROLE");
     case sql::UserStmt::Kind::kAlter:
-      if (!cat.HasUser(s.name)) return Status::Sql(sqlstate::kUndefinedObject, fmt::format("role \"{}\" does not exist", s.name));
+      if (!cat.HasUser(s.name))
+        return Status::Sql(sqlstate::kUndefinedObject,
+                           fmt::format("role \"{}\" does not exist", s.name));
       if (s.password) RETURN_NOT_OK(cat.PutUser(creds()));
       return std::string("ALTER ROLE");
     case sql::UserStmt::Kind::kDrop:
       if (!cat.HasUser(s.name)) {
         if (s.if_exists) {
-          RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("role \"{}\" does not exist, skipping", s.name)));
+          RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion,
+                                    fmt::format("role \"{}\" does not exist, skipping", s.name)));
           return std::string("DROP ROLE");
         }
-        return Status::Sql(sqlstate::kUndefinedObject, fmt::format("role \"{}\" does not exist", s.name));
+        return Status::Sql(sqlstate::kUndefinedObject,
+                           fmt::format("role \"{}\" does not exist", s.name));
       }
       RETURN_NOT_OK(cat.DropUser(s.name));
       return std::string("DROP ROLE");
@@ -167,26 +198,33 @@ Result<std::string> Executor::User(sql::UserStmt& s, ResultSink& sink) {
 
 Result<std::string> Executor::CreateView(sql::CreateViewStmt& s) {
   if (db_.GetTable(s.name).ok()) {
-    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", s.name), s.pos);
+    return Status::Sql(sqlstate::kDuplicateTable,
+                       fmt::format("relation \"{}\" already exists", s.name), s.pos);
   }
   if (!s.or_replace && db_.GetView(s.name)) {
-    return Status::Sql(sqlstate::kDuplicateTable, fmt::format("relation \"{}\" already exists", s.name), s.pos);
+    return Status::Sql(sqlstate::kDuplicateTable,
+                       fmt::format("relation \"{}\" already exists", s.name), s.pos);
   }
   // The query must bind now; its result columns need distinct names.
   ASSIGN_OR_RETURN(plan::BoundSelect b, plan::BindSelect(*s.query, db_));
   std::set<std::string> names;
   for (const auto& n : b.names) {
-    if (!names.insert(n).second) return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" specified more than once", n));
+    if (!names.insert(n).second)
+      return Status::Sql(sqlstate::kDuplicateColumn,
+                         fmt::format("column \"{}\" specified more than once", n));
   }
   std::vector<std::string> reads;
   sql::ReferencedRelations(*s.query, &reads);
   for (const auto& r : reads) {
-    if (r == s.name) return Status::Sql(sqlstate::kInvalidObjectDefinition, fmt::format("infinite recursion detected in view \"{}\"", s.name));
+    if (r == s.name)
+      return Status::Sql(sqlstate::kInvalidObjectDefinition,
+                         fmt::format("infinite recursion detected in view \"{}\"", s.name));
   }
   std::optional<std::string> before = db_.GetView(s.name);
   std::vector<std::string> before_reads;
   if (before) {
-    if (auto parsed = sql::Parse(*before); parsed.ok() && std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {
+    if (auto parsed = sql::Parse(*before);
+        parsed.ok() && std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {
       sql::ReferencedRelations(std::get<sql::SelectStmt>((*parsed)[0]), &before_reads);
     }
   }
@@ -210,10 +248,12 @@ Result<std::string> Executor::DropView(sql::DropTableStmt& s, ResultSink& sink) 
         return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is not a view", name));
       }
       if (s.if_exists) {
-        RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("view \"{}\" does not exist, skipping", name)));
+        RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion,
+                                  fmt::format("view \"{}\" does not exist, skipping", name)));
         continue;
       }
-      return Status::Sql(sqlstate::kUndefinedTable, fmt::format("view \"{}\" does not exist", name));
+      return Status::Sql(sqlstate::kUndefinedTable,
+                         fmt::format("view \"{}\" does not exist", name));
     }
     RETURN_NOT_OK(DropDependentViews(name, "view", s.cascade, sink));
     RETURN_NOT_OK(db_.DropView(name));
@@ -231,10 +271,12 @@ Result<std::string> Executor::DropTable(sql::DropTableStmt& s, ResultSink& sink)
     auto t = db_.GetTable(name);
     if (!t.ok()) {
       if (s.if_exists) {
-        RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion, fmt::format("table \"{}\" does not exist, skipping", name)));
+        RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion,
+                                  fmt::format("table \"{}\" does not exist, skipping", name)));
         continue;
       }
-      return Status::Sql(sqlstate::kUndefinedTable, fmt::format("table \"{}\" does not exist", name));
+      return Status::Sql(sqlstate::kUndefinedTable,
+                         fmt::format("table \"{}\" does not exist", name));
     }
     RETURN_NOT_OK(DropDependentViews(name, "table", s.cascade, sink));
     ASSIGN_OR_RETURN(auto segs, db_.DropTable(name));
@@ -251,17 +293,22 @@ void Executor::DropSegments(const std::vector<SegmentEntry>& segs) {
   }
 }
 
-Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel) {
+Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s,
+                                            const std::atomic<bool>* cancel) {
   ASSIGN_OR_RETURN(TableSchema old, db_.GetTable(s.table));
-  if (old.id >= kFirstSystemTableId) return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is a system view", s.table));
+  if (old.id >= kFirstSystemTableId)
+    return Status::Sql(sqlstate::kWrongObjectType, fmt::format("\"{}\" is a system view", s.table));
   for (const auto& other : db_.Tables()) {  // every index, also those not ready yet
     if (other.id == old.id && !other.indexes.empty()) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, "ALTER TABLE ADD PRIMARY KEY on a table with secondary indexes is not supported",
-                         s.pos);
+      return Status::Sql(
+          sqlstate::kFeatureNotSupported,
+          "ALTER TABLE ADD PRIMARY KEY on a table with secondary indexes is not supported", s.pos);
     }
   }
   if (!old.HasHiddenKey()) {
-    return Status::Sql(sqlstate::kInvalidTableDefinition, fmt::format("multiple primary keys for table \"{}\" are not allowed", s.table), s.pos);
+    return Status::Sql(
+        sqlstate::kInvalidTableDefinition,
+        fmt::format("multiple primary keys for table \"{}\" are not allowed", s.table), s.pos);
   }
   // The re-keyed table: the same columns without the row id, keyed by the named columns.
   TableSchema t;
@@ -276,10 +323,14 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
   for (const auto& k : s.columns) {
     int idx = t.ColumnIndex(k);
     if (idx < 0 || t.columns[idx].hidden) {
-      return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist", k, old.name), s.pos);
+      return Status::Sql(
+          sqlstate::kUndefinedColumn,
+          fmt::format("column \"{}\" of relation \"{}\" does not exist", k, old.name), s.pos);
     }
     if (std::find(t.key_columns.begin(), t.key_columns.end(), idx) != t.key_columns.end()) {
-      return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" appears twice in primary key constraint", k), s.pos);
+      return Status::Sql(sqlstate::kDuplicateColumn,
+                         fmt::format("column \"{}\" appears twice in primary key constraint", k),
+                         s.pos);
     }
     t.key_columns.push_back(idx);
     t.columns[idx].not_null = true;
@@ -307,26 +358,35 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std
   // Copy every row under its new key, in bounded batches (the new table is not visible yet).
   std::set<std::string> keys;
   std::vector<RowWrite> batch;
-  Status st = ForEachRow(*FullScan(old), snap.ts, cancel, [&](const exec::Batch& b, size_t r, exec::ExecContext*) {
-    std::vector<Value> row;
-    for (int i : keep) row.push_back(b.Get(i, r));
-    auto w = InsertWrite(t, row, &keys);
-    if (!w.ok()) {
-      return w.status().sqlstate() == sqlstate::kUniqueViolation
-                 ? Status::Sql(sqlstate::kUniqueViolation, fmt::format("could not create unique index \"{}_pkey\"", old.name))
-                 : w.status();
-    }
-    batch.push_back(std::move(w).value());
-    if (batch.size() >= 10000) return cluster_.ApplyWrites(t.id, snap.ts, std::exchange(batch, {}));
-    return Status::OK();
-  });
+  Status st = ForEachRow(
+      *FullScan(old), snap.ts, cancel, [&](const exec::Batch& b, size_t r, exec::ExecContext*) {
+        std::vector<Value> row;
+        for (int i : keep) row.push_back(b.Get(i, r));
+        auto w = InsertWrite(t, row, &keys);
+        if (!w.ok()) {
+          return w.status().sqlstate() == sqlstate::kUniqueViolation
+                     ? Status::Sql(
+                           sqlstate::kUniqueViolation,
+                           fmt::format("could not create unique index \"{}_pkey\"", old.name))
+                     : w.status();
+        }
+        batch.push_back(std::move(w).value());
+        if (batch.size() >= 10000)
+          return cluster_.ApplyWrites(t.id, snap.ts, std::exchange(batch, {}));
+        return Status::OK();
+      });
   if (st.ok() && !batch.empty()) st = cluster_.ApplyWrites(t.id, snap.ts, std::move(batch));
-  if (!st.ok()) return abandon(st.sqlstate() == sqlstate::kNotNullViolation ? Status::Sql(sqlstate::kNotNullViolation, fmt::format(
-      "column of relation \"{}\" contains null values", old.name)) : st);
+  if (!st.ok())
+    return abandon(
+        st.sqlstate() == sqlstate::kNotNullViolation
+            ? Status::Sql(sqlstate::kNotNullViolation,
+                          fmt::format("column of relation \"{}\" contains null values", old.name))
+            : st);
   // One catalog write drops the old table and renames the new one into its place.
   ASSIGN_OR_RETURN(auto old_segs, db_.ReplaceTable(old.name, t.name));
   DropSegments(old_segs);
-  Log("master")->info("table re-keyed name={} rows={} key=({})", old.name, keys.size(), fmt::join(s.columns, ","));
+  Log("master")->info("table re-keyed name={} rows={} key=({})", old.name, keys.size(),
+                      fmt::join(s.columns, ","));
   return std::string("ALTER TABLE");
 }
 

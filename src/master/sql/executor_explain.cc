@@ -14,9 +14,11 @@
 
 namespace wattdb::master {
 
-Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, const std::atomic<bool>* cancel) {
+Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink,
+                                      const std::atomic<bool>* cancel) {
   auto* sel = std::get_if<sql::SelectStmt>(&s.inner->stmt);
-  if (!sel) return Status::Sql(sqlstate::kFeatureNotSupported, "EXPLAIN supports only SELECT yet", s.pos);
+  if (!sel)
+    return Status::Sql(sqlstate::kFeatureNotSupported, "EXPLAIN supports only SELECT yet", s.pos);
   ASSIGN_OR_RETURN(plan::BoundSelect bound, PlanSelect(*sel));
   std::map<const plan::PlanNode*, exec::OperatorStats> stats;
   exec::RemoteStats remote_stats;
@@ -42,7 +44,8 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
       if (!*more) break;
     }
     op->Close();
-    total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::vector<std::string> lines;
   // Below a Gather and above its Exchange, operators run on the master's threads, per segment.
@@ -55,72 +58,93 @@ Result<std::string> Executor::Explain(sql::ExplainStmt& s, ResultSink& sink, con
   mark(*bound.plan, false);
   // Below an Exchange, operators run on the nodes owning the scan's segments.
   std::function<const plan::PlanNode*(const plan::PlanNode&)> leaf = [&](const plan::PlanNode& p) {
-    return p.kind == plan::PlanNode::Kind::kScan ? &p : p.children.size() == 1 ? leaf(*p.children[0]) : nullptr;
+    return p.kind == plan::PlanNode::Kind::kScan ? &p
+           : p.children.size() == 1              ? leaf(*p.children[0])
+                                                 : nullptr;
   };
   // Below an Offload (and above its Exchanges), operators run on a helper node; below a
   // Partition, on the node of each segment of its table.
-  std::function<void(const plan::PlanNode&, int, const plan::PlanNode*, const plan::PlanNode*)> walk =
-      [&](const plan::PlanNode& p, int depth, const plan::PlanNode* remote, const plan::PlanNode* offload) {
-    std::string text = p.ToString(0);
-    text = text.substr(0, text.find('\n'));
-    std::string where = "master";
-    const plan::PlanNode* scan = remote ? remote : p.kind == plan::PlanNode::Kind::kScan ? &p : nullptr;
-    if (scan && scan->table < kFirstSystemTableId) {
-      const plan::PlanNode& p = *scan;
-      auto segs = cluster_.catalog().SegmentsOverlapping(p.table, p.lo, p.hi);
-      std::set<NodeId> nodes;
-      for (const auto& seg : segs) nodes.insert(seg.node);
-      where.clear();
-      for (NodeId n : nodes) where += (where.empty() ? "nodes " : ",") + std::to_string(n);
-      where = fmt::format("{}; {} segment{}", where.empty() ? "no nodes" : where, segs.size(), segs.size() == 1 ? "" : "s");
-    }
-    if (offload && !scan && offload->kind == plan::PlanNode::Kind::kPartition) {
-      where = fmt::format("the node of each {} segment", offload->table_name);
-    } else if (offload && !scan) {
-      auto ran = remote_stats.find(offload);  // ANALYZE: the helper it ran on, if any
-      if (s.analyze) {
-        where = ran != remote_stats.end() && !ran->second.empty()
-                    ? fmt::format("helper node {}", ran->second.begin()->first)
-                    : "master";
-      } else if (offload->index) {
-        where = fmt::format("helper node {}", offload->index);
-      } else {
-        where = Offload().mode == OffloadSetting::Mode::kOn ? "a helper node" : "master or a helper node";
-      }
-    }
-    if (!scan && !offload && gathered.count(&p) && ExchangePrefetch()) {  // (else in place, a segment at a time)
-      where = fmt::format("master, up to {} segments at once", rpc::GatherSource::kMaxInFlight);
-    }
-    std::string line = std::string(depth * 2, ' ') + (depth ? "->  " : "") + text + "  (on " + where + ")";
-    auto rs = remote_stats.find(&p);
-    bool helped = rs != remote_stats.end() && !rs->second.empty();  // ran on a helper node
-    if (s.analyze && !remote && !helped) {
-      const exec::OperatorStats& st = stats[&p];
-      line += fmt::format(" (actual rows={} batches={} time={:.3f} ms)", st.rows, st.batches, st.ms);
-    }
-    if (s.analyze && (remote || helped)) {  // on the nodes: summed over each node's segments
-      std::string per_node;
-      for (const auto& [node, st] : remote_stats[&p]) {
-        per_node += fmt::format("{}n{}: rows={} batches={} time={:.3f} ms", per_node.empty() ? "" : "; ", node,
-                                st.rows, st.batches, st.ms);
-      }
-      // Below an Exchange run by a helper or a part, the owners' counters stay with that node.
-      line += " (actual " + (!per_node.empty() ? per_node : offload ? std::string("not collected") : "not run") + ")";
-    }
-    lines.push_back(line);
-    for (const auto& c : p.children) {
-      walk(*c, depth + 1, remote ? remote : p.kind == plan::PlanNode::Kind::kExchange ? leaf(*c) : nullptr,
-           p.kind == plan::PlanNode::Kind::kOffload || p.kind == plan::PlanNode::Kind::kPartition ? &p : offload);
-    }
-  };
+  std::function<void(const plan::PlanNode&, int, const plan::PlanNode*, const plan::PlanNode*)>
+      walk = [&](const plan::PlanNode& p, int depth, const plan::PlanNode* remote,
+                 const plan::PlanNode* offload) {
+        std::string text = p.ToString(0);
+        text = text.substr(0, text.find('\n'));
+        std::string where = "master";
+        const plan::PlanNode* scan = remote                                  ? remote
+                                     : p.kind == plan::PlanNode::Kind::kScan ? &p
+                                                                             : nullptr;
+        if (scan && scan->table < kFirstSystemTableId) {
+          const plan::PlanNode& p = *scan;
+          auto segs = cluster_.catalog().SegmentsOverlapping(p.table, p.lo, p.hi);
+          std::set<NodeId> nodes;
+          for (const auto& seg : segs) nodes.insert(seg.node);
+          where.clear();
+          for (NodeId n : nodes) where += (where.empty() ? "nodes " : ",") + std::to_string(n);
+          where = fmt::format("{}; {} segment{}", where.empty() ? "no nodes" : where, segs.size(),
+                              segs.size() == 1 ? "" : "s");
+        }
+        if (offload && !scan && offload->kind == plan::PlanNode::Kind::kPartition) {
+          where = fmt::format("the node of each {} segment", offload->table_name);
+        } else if (offload && !scan) {
+          auto ran = remote_stats.find(offload);  // ANALYZE: the helper it ran on, if any
+          if (s.analyze) {
+            where = ran != remote_stats.end() && !ran->second.empty()
+                        ? fmt::format("helper node {}", ran->second.begin()->first)
+                        : "master";
+          } else if (offload->index) {
+            where = fmt::format("helper node {}", offload->index);
+          } else {
+            where = Offload().mode == OffloadSetting::Mode::kOn ? "a helper node"
+                                                                : "master or a helper node";
+          }
+        }
+        if (!scan && !offload && gathered.count(&p) &&
+            ExchangePrefetch()) {  // (else in place, a segment at a time)
+          where = fmt::format("master, up to {} segments at once", rpc::GatherSource::kMaxInFlight);
+        }
+        std::string line =
+            std::string(depth * 2, ' ') + (depth ? "->  " : "") + text + "  (on " + where + ")";
+        auto rs = remote_stats.find(&p);
+        bool helped = rs != remote_stats.end() && !rs->second.empty();  // ran on a helper node
+        if (s.analyze && !remote && !helped) {
+          const exec::OperatorStats& st = stats[&p];
+          line += fmt::format(" (actual rows={} batches={} time={:.3f} ms)", st.rows, st.batches,
+                              st.ms);
+        }
+        if (s.analyze && (remote || helped)) {  // on the nodes: summed over each node's segments
+          std::string per_node;
+          for (const auto& [node, st] : remote_stats[&p]) {
+            per_node += fmt::format("{}n{}: rows={} batches={} time={:.3f} ms",
+                                    per_node.empty() ? "" : "; ", node, st.rows, st.batches, st.ms);
+          }
+          // Below an Exchange run by a helper or a part, the owners' counters stay with that node.
+          line += " (actual " +
+                  (!per_node.empty() ? per_node
+                   : offload         ? std::string("not collected")
+                                     : "not run") +
+                  ")";
+        }
+        lines.push_back(line);
+        for (const auto& c : p.children) {
+          walk(
+              *c, depth + 1,
+              remote                                      ? remote
+              : p.kind == plan::PlanNode::Kind::kExchange ? leaf(*c)
+                                                          : nullptr,
+              p.kind == plan::PlanNode::Kind::kOffload || p.kind == plan::PlanNode::Kind::kPartition
+                  ? &p
+                  : offload);
+        }
+      };
   walk(*bound.plan, 0, nullptr, nullptr);
   if (s.analyze) {
     if (energy_) {
       StatementEnergy e = energy_->Finish(cluster_.monitor());
-      lines.push_back(fmt::format("Energy: {:.3f} J estimated (master {:.3f} J, nodes {:.3f} J, infrastructure {:.3f} J; "
-                                  "CPU {:.3f} ms{})",
-                                  e.joules, e.master_joules, e.node_joules, e.infra_joules, e.cpu_ms,
-                                  e.unmetered ? fmt::format("; {} component(s) unmetered", e.unmetered) : ""));
+      lines.push_back(fmt::format(
+          "Energy: {:.3f} J estimated (master {:.3f} J, nodes {:.3f} J, infrastructure {:.3f} J; "
+          "CPU {:.3f} ms{})",
+          e.joules, e.master_joules, e.node_joules, e.infra_joules, e.cpu_ms,
+          e.unmetered ? fmt::format("; {} component(s) unmetered", e.unmetered) : ""));
     }
     lines.push_back(fmt::format("Execution Time: {:.3f} ms", total_ms));
   }

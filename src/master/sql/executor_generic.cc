@@ -1,8 +1,8 @@
 // Generic plans of prepared statements: SELECT, INSERT … VALUES, UPDATE and DELETE bound once
 // with their parameters as placeholders and filled in at each execution, instead of parsing
 // and binding the statement's text again (query/plan/generic_plan.h).
-#include "master/sql/executor.h"
 #include "common/codec.h"
+#include "master/sql/executor.h"
 #include "query/plan/fragment.h"
 #include "query/plan/generic_plan.h"
 #include "query/plan/view_rewrite.h"
@@ -15,7 +15,9 @@ namespace {
 // now() is the same constant in the filled generic plan and in the custom one.
 class PinnedTime {
  public:
-  explicit PinnedTime(DatabaseCatalog& db) : db_(db) { db_.set_statement_time(db_.plan::CatalogReader::StatementTime()); }
+  explicit PinnedTime(DatabaseCatalog& db) : db_(db) {
+    db_.set_statement_time(db_.plan::CatalogReader::StatementTime());
+  }
   ~PinnedTime() { db_.set_statement_time(std::nullopt); }
 
  private:
@@ -31,25 +33,27 @@ bool SameExprs(const std::vector<plan::BoundExprPtr>& a, const std::vector<plan:
 }
 
 bool ReadsSubquery(const plan::BoundExpr& e) {
-  return e.subplan || std::any_of(e.children.begin(), e.children.end(), [](const plan::BoundExprPtr& c) {
-           return c && ReadsSubquery(*c);
-         });
+  return e.subplan ||
+         std::any_of(e.children.begin(), e.children.end(),
+                     [](const plan::BoundExprPtr& c) { return c && ReadsSubquery(*c); });
 }
 
 bool SameModify(const plan::BoundModify& a, const plan::BoundModify& b) {
-  if (a.table.id != b.table.id || !a.source != !b.source || (a.source && !plan::SamePlan(*a.source, *b.source)) ||
-      a.sets.size() != b.sets.size()) {
+  if (a.table.id != b.table.id || !a.source != !b.source ||
+      (a.source && !plan::SamePlan(*a.source, *b.source)) || a.sets.size() != b.sets.size()) {
     return false;
   }
   for (size_t i = 0; i < a.sets.size(); i++) {
-    if (a.sets[i].first != b.sets[i].first || !plan::SameExpr(*a.sets[i].second, *b.sets[i].second)) return false;
+    if (a.sets[i].first != b.sets[i].first || !plan::SameExpr(*a.sets[i].second, *b.sets[i].second))
+      return false;
   }
   return true;
 }
 
 }  // namespace
 
-Result<plan::BoundInsert> Executor::FillInsert(const plan::BoundInsert& c, const std::vector<Value>& params) {
+Result<plan::BoundInsert> Executor::FillInsert(const plan::BoundInsert& c,
+                                               const std::vector<Value>& params) {
   plan::BoundInsert b;
   b.table = c.table;
   b.generated = c.generated;
@@ -63,7 +67,8 @@ Result<plan::BoundInsert> Executor::FillInsert(const plan::BoundInsert& c, const
   return b;
 }
 
-Result<plan::BoundModify> Executor::FillModify(const plan::BoundModify& c, const std::vector<Value>& params) {
+Result<plan::BoundModify> Executor::FillModify(const plan::BoundModify& c,
+                                               const std::vector<Value>& params) {
   plan::BoundModify b;
   b.table = c.table;
   ASSIGN_OR_RETURN(b.source, plan::Instantiate(*c.source, params, db_));
@@ -74,11 +79,13 @@ Result<plan::BoundModify> Executor::FillModify(const plan::BoundModify& c, const
   return b;
 }
 
-std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& generic, sql::Statement& custom,
+std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& generic,
+                                                            sql::Statement& custom,
                                                             const std::vector<SqlType>& param_types,
                                                             const std::vector<Value>& params) {
   auto c = std::make_unique<CachedPlan>();
-  c->schema_version = cluster_.catalog().schema_version();  // before binding: DDL meanwhile re-plans
+  c->schema_version =
+      cluster_.catalog().schema_version();  // before binding: DDL meanwhile re-plans
   c->planner = PlannerSettings();
   c->settings_changes = settings_changes_;
   PinnedTime pinned(db_);
@@ -98,7 +105,8 @@ std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& gene
     if (same) c->point_read = PlanPointRead(*c->select.plan, **filled, params);
   } else if (auto* ins = std::get_if<sql::InsertStmt>(&generic)) {
     auto& cins = std::get<sql::InsertStmt>(custom);
-    if (ins->select || !plan::RewriteViewTarget(*ins, db_).ok() || !plan::RewriteViewTarget(cins, db_).ok()) {
+    if (ins->select || !plan::RewriteViewTarget(*ins, db_).ok() ||
+        !plan::RewriteViewTarget(cins, db_).ok()) {
       return nullptr;
     }
     auto g = plan::BindInsert(*ins, db_, &types);
@@ -107,13 +115,17 @@ std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& gene
     c->insert = std::move(*g);
     auto made = plan::BindInsert(cins, db_);
     auto filled = made.ok() ? FillInsert(c->insert, params) : made.status();
-    same = filled.ok() && made->table.id == filled->table.id && made->generated == filled->generated &&
-           made->rows.size() == filled->rows.size();
-    for (size_t r = 0; same && r < made->rows.size(); r++) same = SameExprs(made->rows[r], filled->rows[r]);
-    c->insert_in_place = std::none_of(c->insert.rows.begin(), c->insert.rows.end(), [](const auto& row) {
-      return std::any_of(row.begin(), row.end(), [](const plan::BoundExprPtr& e) { return ReadsSubquery(*e); });
-    });
-  } else if (std::holds_alternative<sql::UpdateStmt>(generic) || std::holds_alternative<sql::DeleteStmt>(generic)) {
+    same = filled.ok() && made->table.id == filled->table.id &&
+           made->generated == filled->generated && made->rows.size() == filled->rows.size();
+    for (size_t r = 0; same && r < made->rows.size(); r++)
+      same = SameExprs(made->rows[r], filled->rows[r]);
+    c->insert_in_place =
+        std::none_of(c->insert.rows.begin(), c->insert.rows.end(), [](const auto& row) {
+          return std::any_of(row.begin(), row.end(),
+                             [](const plan::BoundExprPtr& e) { return ReadsSubquery(*e); });
+        });
+  } else if (std::holds_alternative<sql::UpdateStmt>(generic) ||
+             std::holds_alternative<sql::DeleteStmt>(generic)) {
     bool update = std::holds_alternative<sql::UpdateStmt>(generic);
     auto bind = [&](sql::Statement& st, std::vector<SqlType>* t) -> Result<plan::BoundModify> {
       if (update) {
@@ -141,9 +153,8 @@ std::unique_ptr<Executor::CachedPlan> Executor::PlanGeneric(sql::Statement& gene
   return same ? std::move(c) : nullptr;
 }
 
-std::optional<Executor::CachedPlan::PointRead> Executor::PlanPointRead(const plan::PlanNode& generic,
-                                                                     const plan::PlanNode& filled,
-                                                                     const std::vector<Value>& params) {
+std::optional<Executor::CachedPlan::PointRead> Executor::PlanPointRead(
+    const plan::PlanNode& generic, const plan::PlanNode& filled, const std::vector<Value>& params) {
   const plan::PlanNode* scan = plan::LeafScan(generic);
   if (!scan) return std::nullopt;
   auto t = db_.GetTable(scan->table_name);
@@ -160,9 +171,9 @@ std::optional<Executor::CachedPlan::PointRead> Executor::PlanPointRead(const pla
   return CachedPlan::PointRead{std::move(*key_params), std::move(*t)};
 }
 
-std::optional<Executor::CachedPlan::KeyWrite> Executor::PlanKeyWrite(const plan::BoundModify& generic, bool update,
-                                                                      const plan::BoundModify& filled,
-                                                                      const std::vector<Value>& params) {
+std::optional<Executor::CachedPlan::KeyWrite> Executor::PlanKeyWrite(
+    const plan::BoundModify& generic, bool update, const plan::BoundModify& filled,
+    const std::vector<Value>& params) {
   const TableSchema& t = generic.table;
   if (t.id >= kFirstSystemTableId) return std::nullopt;
   auto tmpl = update ? plan::PlanKeyUpdateTemplate(generic) : plan::PlanKeyDeleteTemplate(generic);
@@ -170,14 +181,16 @@ std::optional<Executor::CachedPlan::KeyWrite> Executor::PlanKeyWrite(const plan:
   // The custom plan's key write addresses the same row with these values.
   auto range = plan::TemplateKeyRange(tmpl->key_params, t, params);
   auto custom = update ? plan::PlanKeyUpdate(filled) : plan::PlanKeyDelete(filled);
-  if (!range || !custom || range->first != custom->lo || range->second != custom->hi) return std::nullopt;
+  if (!range || !custom || range->first != custom->lo || range->second != custom->hi)
+    return std::nullopt;
   CachedPlan::KeyWrite k;
   k.spec = KeyWriteOf(generic, *tmpl->plan, !update);
   k.tmpl = std::move(*tmpl);
   return k;
 }
 
-Result<std::optional<std::string>> Executor::RunKeyWrite(const CachedPlan& c, const std::vector<Value>& params) {
+Result<std::optional<std::string>> Executor::RunKeyWrite(const CachedPlan& c,
+                                                         const std::vector<Value>& params) {
   auto range = plan::TemplateKeyRange(c.key_write->tmpl.key_params, c.modify.table, params);
   if (!range) return std::optional<std::string>();
   // The session's spec, assigned over: its plan, lists and values keep their memory.

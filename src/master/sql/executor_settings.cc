@@ -27,8 +27,12 @@ Result<int64_t> ParseMemoryBytes(const std::string& text) {
   std::string unit = text.substr(pos);
   while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
   for (auto& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  static const std::map<std::string, int64_t> kUnits = {
-      {"", 1024}, {"b", 1}, {"kb", 1024}, {"mb", 1 << 20}, {"gb", int64_t{1} << 30}, {"tb", int64_t{1} << 40}};
+  static const std::map<std::string, int64_t> kUnits = {{"", 1024},
+                                                        {"b", 1},
+                                                        {"kb", 1024},
+                                                        {"mb", 1 << 20},
+                                                        {"gb", int64_t{1} << 30},
+                                                        {"tb", int64_t{1} << 40}};
   auto u = kUnits.find(unit);
   if (u == kUnits.end() || n < 0 || n > (int64_t{1} << 50) / u->second) {
     return Status::InvalidArgument("not a memory size");
@@ -40,7 +44,8 @@ Result<int64_t> ParseMemoryBytes(const std::string& text) {
 // PostgreSQL's time units for settings: a number is milliseconds; ms, s, min, h, d suffixes.
 Result<int64_t> ParseDurationMs(const std::string& text) {
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) i++;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    i++;
   if (i == 0) return Status::InvalidArgument("not a duration");
   double v = 0;
   try {
@@ -50,14 +55,19 @@ Result<int64_t> ParseDurationMs(const std::string& text) {
   }
   std::string unit = text.substr(i);
   while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
-  double scale = unit.empty() || unit == "ms" ? 1 : unit == "s" ? 1e3 : unit == "min" ? 6e4 : unit == "h" ? 3.6e6
-                 : unit == "d" ? 8.64e7 : -1;
+  double scale = unit.empty() || unit == "ms" ? 1
+                 : unit == "s"                ? 1e3
+                 : unit == "min"              ? 6e4
+                 : unit == "h"                ? 3.6e6
+                 : unit == "d"                ? 8.64e7
+                                              : -1;
   if (scale < 0 || v * scale > 2147483647.0) return Status::InvalidArgument("not a duration");
   return static_cast<int64_t>(v * scale);
 }
 
 // Sends a one-column text result.
-Status TextResult(ResultSink& sink, const std::string& name, const std::vector<std::string>& lines) {
+Status TextResult(ResultSink& sink, const std::string& name,
+                  const std::vector<std::string>& lines) {
   RETURN_NOT_OK(sink.Describe({name}, {SqlType{TypeId::kText}}));
   exec::Batch b;
   b.Reset(1);
@@ -67,7 +77,6 @@ Status TextResult(ResultSink& sink, const std::string& name, const std::vector<s
 
 }  // namespace
 
-
 Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
   if (s.name == "work_mem") {
     if (s.value == "default" || s.value == "DEFAULT") {
@@ -75,7 +84,8 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
       return std::string("SET");
     }
     if (!ParseMemoryBytes(s.value).ok()) {
-      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
+      return Status::Sql(sqlstate::kInvalidParameterValue,
+                         fmt::format("invalid value for parameter \"work_mem\": \"{}\"", s.value));
     }
   }
   // wattdb_pushdown: on, fragments run on the nodes; scan, only their filters and projections
@@ -84,13 +94,17 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
   // off, one segment at a time straight off its connection.
   // wattdb_partition_joins: on, joins of key-range co-located tables run per segment on the
   // nodes (query/plan/partition.h); off, on the master.
-  if (s.name == "wattdb_pushdown" || s.name == "wattdb_exchange_prefetch" || s.name == "wattdb_partition_joins") {
+  if (s.name == "wattdb_pushdown" || s.name == "wattdb_exchange_prefetch" ||
+      s.name == "wattdb_partition_joins") {
     if (s.value == "default" || s.value == "DEFAULT") {
       ResetSetting(s.name);
       return std::string("SET");
     }
-    if (s.value != "on" && s.value != "off" && !(s.value == "scan" && s.name == "wattdb_pushdown")) {
-      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
+    if (s.value != "on" && s.value != "off" &&
+        !(s.value == "scan" && s.name == "wattdb_pushdown")) {
+      return Status::Sql(
+          sqlstate::kInvalidParameterValue,
+          fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
     }
   }
   // wattdb_offload: where blocking operators above the exchanges run (master/sql/offload.h).
@@ -110,7 +124,9 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
       return std::string("SET");
     }
     if (!ParseDurationMs(s.value).ok()) {
-      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
+      return Status::Sql(
+          sqlstate::kInvalidParameterValue,
+          fmt::format("invalid value for parameter \"{}\": \"{}\"", s.name, s.value));
     }
   }
   SetSetting(s.name, s.value);
@@ -119,12 +135,15 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
 
 Status Executor::SetAtStartup(const std::string& name, const std::string& value) {
   struct Quiet : ResultSink {
-    Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override { return Status::OK(); }
+    Status Describe(const std::vector<std::string>&, const std::vector<SqlType>&) override {
+      return Status::OK();
+    }
     Status Rows(const exec::Batch&) override { return Status::OK(); }
     Status Notice(const std::string&, const std::string&) override { return Status::OK(); }
   } quiet;
   sql::SetStmt s{name, value};
-  std::transform(s.name.begin(), s.name.end(), s.name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(s.name.begin(), s.name.end(), s.name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return Set(s, quiet).status();
 }
 
@@ -192,12 +211,13 @@ int64_t Executor::TimeoutSetting(std::string_view name) const {
 
 Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
   static const std::map<std::string, std::string> kFixed = {
-      {"server_version", "15.0"},        {"server_encoding", "UTF8"},   {"client_encoding", "UTF8"},
-      {"datestyle", "ISO, MDY"},         {"integer_datetimes", "on"},   {"standard_conforming_strings", "on"},
-      {"timezone", "UTC"},
-      {"max_identifier_length", "63"},  {"statement_timeout", "0"},   {"idle_in_transaction_session_timeout", "0"},
-      {"wattdb_pushdown", "on"},         {"wattdb_exchange_prefetch", "on"},  {"wattdb_offload", "auto"},
-      {"wattdb_partition_joins", "on"}};
+      {"server_version", "15.0"},  {"server_encoding", "UTF8"},
+      {"client_encoding", "UTF8"}, {"datestyle", "ISO, MDY"},
+      {"integer_datetimes", "on"}, {"standard_conforming_strings", "on"},
+      {"timezone", "UTC"},         {"max_identifier_length", "63"},
+      {"statement_timeout", "0"},  {"idle_in_transaction_session_timeout", "0"},
+      {"wattdb_pushdown", "on"},   {"wattdb_exchange_prefetch", "on"},
+      {"wattdb_offload", "auto"},  {"wattdb_partition_joins", "on"}};
   auto set = settings_.find(s.name);
   if (set != settings_.end()) {
     RETURN_NOT_OK(TextResult(sink, s.name, {set->second}));
@@ -208,13 +228,15 @@ Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
     return std::string("SHOW");
   }
   if (s.name == "transaction_isolation" || s.name == "default_transaction_isolation") {
-    Isolation level = s.name == "transaction_isolation" ? isolation() : *ParseIsolation(DefaultIsolation());
+    Isolation level =
+        s.name == "transaction_isolation" ? isolation() : *ParseIsolation(DefaultIsolation());
     RETURN_NOT_OK(TextResult(sink, s.name, {IsolationName(level)}));
     return std::string("SHOW");
   }
   auto it = kFixed.find(s.name);
   if (it == kFixed.end()) {
-    return Status::Sql(sqlstate::kUndefinedObject, fmt::format("unrecognized configuration parameter \"{}\"", s.name));
+    return Status::Sql(sqlstate::kUndefinedObject,
+                       fmt::format("unrecognized configuration parameter \"{}\"", s.name));
   }
   RETURN_NOT_OK(TextResult(sink, s.name, {it->second}));
   return std::string("SHOW");

@@ -1,20 +1,25 @@
 // Transaction control: BEGIN/COMMIT/ROLLBACK, isolation levels and their settings.
+#include <algorithm>
+
 #include "common/sqlstate.h"
 #include "master/sql/executor.h"
-
-#include <algorithm>
 
 namespace wattdb::master {
 
 Result<Executor::Isolation> Executor::ParseIsolation(std::string_view level) {
   std::string l(level);
   std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (l == "read committed" || l == "read uncommitted") return Isolation::kReadCommitted;  // as PostgreSQL
+  if (l == "read committed" || l == "read uncommitted")
+    return Isolation::kReadCommitted;  // as PostgreSQL
   if (l == "repeatable read") return Isolation::kRepeatableRead;
   if (l == "serializable") {
-    return Status::Sql(sqlstate::kFeatureNotSupported, "SERIALIZABLE isolation is not supported; REPEATABLE READ gives snapshot isolation");
+    return Status::Sql(
+        sqlstate::kFeatureNotSupported,
+        "SERIALIZABLE isolation is not supported; REPEATABLE READ gives snapshot isolation");
   }
-  return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"transaction_isolation\": \"{}\"", level));
+  return Status::Sql(
+      sqlstate::kInvalidParameterValue,
+      fmt::format("invalid value for parameter \"transaction_isolation\": \"{}\"", level));
 }
 
 const char* Executor::IsolationName(Isolation level) {
@@ -44,11 +49,13 @@ Result<std::string> Executor::SetIsolation(sql::SetStmt& s, ResultSink& sink) {
   if (reset) return std::string("SET");  // SET TRANSACTION with no isolation level
   ASSIGN_OR_RETURN(Isolation level, ParseIsolation(s.value));
   if (!txn_) {
-    RETURN_NOT_OK(sink.Notice(sqlstate::kNoActiveSqlTransaction, "SET TRANSACTION can only be used in transaction blocks"));
+    RETURN_NOT_OK(sink.Notice(sqlstate::kNoActiveSqlTransaction,
+                              "SET TRANSACTION can only be used in transaction blocks"));
     return std::string("SET");
   }
   if (block_used_ && level != isolation_) {
-    return Status::Sql(sqlstate::kActiveSqlTransaction, "SET TRANSACTION ISOLATION LEVEL must be called before any query");
+    return Status::Sql(sqlstate::kActiveSqlTransaction,
+                       "SET TRANSACTION ISOLATION LEVEL must be called before any query");
   }
   isolation_ = level;
   return std::string("SET");
@@ -57,15 +64,19 @@ Result<std::string> Executor::SetIsolation(sql::SetStmt& s, ResultSink& sink) {
 bool Executor::WritesData(const sql::Statement& stmt) {
   if (auto* sel = std::get_if<sql::SelectStmt>(&stmt)) return sel->for_update;
   if (auto* copy = std::get_if<sql::CopyStmt>(&stmt)) return copy->from;
-  return std::holds_alternative<sql::InsertStmt>(stmt) || std::holds_alternative<sql::UpdateStmt>(stmt) ||
-         std::holds_alternative<sql::DeleteStmt>(stmt) || std::holds_alternative<sql::TruncateStmt>(stmt) ||
-         std::holds_alternative<sql::CreateTableStmt>(stmt) || std::holds_alternative<sql::CreateIndexStmt>(stmt) ||
+  return std::holds_alternative<sql::InsertStmt>(stmt) ||
+         std::holds_alternative<sql::UpdateStmt>(stmt) ||
+         std::holds_alternative<sql::DeleteStmt>(stmt) ||
+         std::holds_alternative<sql::TruncateStmt>(stmt) ||
+         std::holds_alternative<sql::CreateTableStmt>(stmt) ||
+         std::holds_alternative<sql::CreateIndexStmt>(stmt) ||
          std::holds_alternative<sql::CreateViewStmt>(stmt);
 }
 
 bool Executor::Restartable(const sql::Statement& stmt) {
   if (auto* sel = std::get_if<sql::SelectStmt>(&stmt)) return sel->for_update;
-  return std::holds_alternative<sql::InsertStmt>(stmt) || std::holds_alternative<sql::UpdateStmt>(stmt) ||
+  return std::holds_alternative<sql::InsertStmt>(stmt) ||
+         std::holds_alternative<sql::UpdateStmt>(stmt) ||
          std::holds_alternative<sql::DeleteStmt>(stmt);
 }
 
@@ -73,9 +84,11 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
   switch (s.kind) {
     case sql::TxnStmt::Kind::kBegin:
       if (txn_) {
-        RETURN_NOT_OK(sink.Notice(sqlstate::kActiveSqlTransaction, "there is already a transaction in progress"));
+        RETURN_NOT_OK(sink.Notice(sqlstate::kActiveSqlTransaction,
+                                  "there is already a transaction in progress"));
       } else {
-        ASSIGN_OR_RETURN(isolation_, ParseIsolation(s.isolation.empty() ? DefaultIsolation() : s.isolation));
+        ASSIGN_OR_RETURN(isolation_,
+                         ParseIsolation(s.isolation.empty() ? DefaultIsolation() : s.isolation));
         txn_ = cluster_.Begin(cluster_.timestamps().Acquire());
         failed_ = false;
         read_only_ = s.read_only;
@@ -84,7 +97,8 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
       return std::string("BEGIN");
     case sql::TxnStmt::Kind::kCommit: {
       if (!txn_) {
-        RETURN_NOT_OK(sink.Notice(sqlstate::kNoActiveSqlTransaction, "there is no transaction in progress"));
+        RETURN_NOT_OK(
+            sink.Notice(sqlstate::kNoActiveSqlTransaction, "there is no transaction in progress"));
         return std::string("COMMIT");
       }
       std::unique_ptr<Transaction> t = std::move(txn_);
@@ -109,7 +123,8 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
     }
     case sql::TxnStmt::Kind::kRollback:
       if (!txn_) {
-        RETURN_NOT_OK(sink.Notice(sqlstate::kNoActiveSqlTransaction, "there is no transaction in progress"));
+        RETURN_NOT_OK(
+            sink.Notice(sqlstate::kNoActiveSqlTransaction, "there is no transaction in progress"));
       } else {
         cluster_.Rollback(*txn_);
         cluster_.timestamps().Release(txn_->snapshot);

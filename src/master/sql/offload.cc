@@ -36,9 +36,11 @@ Result<OffloadSetting> OffloadSetting::Parse(const std::string& s) {
     char* end = nullptr;
     unsigned long n = std::strtoul(s.c_str(), &end, 10);
     if (s.empty() || *end != '\0' || n == 0 || n > 0xffffffffu) {
-      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("invalid value for parameter \"wattdb_offload\": \"{}\" (off, auto, on "
-                                              "or a node id)",
-                                              s));
+      return Status::Sql(
+          sqlstate::kInvalidParameterValue,
+          fmt::format("invalid value for parameter \"wattdb_offload\": \"{}\" (off, auto, on "
+                      "or a node id)",
+                      s));
     }
     o.mode = Mode::kNode;
     o.node = static_cast<NodeId>(n);
@@ -46,7 +48,8 @@ Result<OffloadSetting> OffloadSetting::Parse(const std::string& s) {
   return o;
 }
 
-NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSetting& s, double master_share) {
+NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSetting& s,
+                    double master_share) {
   using Mode = OffloadSetting::Mode;
   if (s.mode == Mode::kOff) return 0;
   if (s.mode == Mode::kNode) {
@@ -65,7 +68,8 @@ NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSett
     }
   }
   if (!best) return 0;
-  if (s.mode == Mode::kAuto && (master_share < kMasterBusyShare || best_load >= kIdleHelperLoad)) return 0;
+  if (s.mode == Mode::kAuto && (master_share < kMasterBusyShare || best_load >= kIdleHelperLoad))
+    return 0;
   return best->id;
 }
 
@@ -84,7 +88,8 @@ double CpuCapacity() {
       std::string q;
       if (f >> q >> period && q != "max") quota = std::atoll(q.c_str());
     } else if (("," + controllers + ",").find(",cpu,") != std::string::npos) {
-      std::ifstream q("/sys/fs/cgroup/cpu" + path + "/cpu.cfs_quota_us"), p("/sys/fs/cgroup/cpu" + path + "/cpu.cfs_period_us");
+      std::ifstream q("/sys/fs/cgroup/cpu" + path + "/cpu.cfs_quota_us"),
+          p("/sys/fs/cgroup/cpu" + path + "/cpu.cfs_period_us");
       if (!(q >> quota) || !(p >> period)) quota = -1;
     }
     if (quota > 0 && period > 0) cores = std::min(cores, static_cast<double>(quota) / period);
@@ -113,7 +118,8 @@ double MasterShare() {
   return share;
 }
 
-Result<std::unique_ptr<OffloadSource>> OffloadSource::Open(Cluster& cluster, const plan::PlanNode& offload,
+Result<std::unique_ptr<OffloadSource>> OffloadSource::Open(Cluster& cluster,
+                                                           const plan::PlanNode& offload,
                                                            Options opts) {
   if (offload.children.size() != 1) return Status::Internal("offload without its subtree");
   OffloadSetting setting = opts.setting;
@@ -173,8 +179,8 @@ Result<bool> OffloadSource::Next(exec::Batch& out) {
   if (!more.ok()) {
     failed_ = exec::IsHelperFailure(more.status());
     if (failed_) {
-      Log("master")->info("offloaded plan failed on its helper node=n{} rows={} err={}", helper_, rows_,
-                          more.status().ToString());
+      Log("master")->info("offloaded plan failed on its helper node=n{} rows={} err={}", helper_,
+                          rows_, more.status().ToString());
     }
     return more.status();
   }

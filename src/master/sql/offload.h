@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "master/cluster/cluster.h"
-#include "query/exec/context.h"
 #include "master/sql/remote_plan.h"
+#include "query/exec/context.h"
 
 namespace wattdb::master {
 
@@ -26,8 +26,9 @@ struct OffloadSetting {
 
 struct HelperCandidate {
   NodeId id = 0;
-  double cpu_percent = 0;  // the node process's CPU over its last telemetry interval (100 = one core)
-  int running = 0;         // offloaded subtrees it is running for this master now
+  double cpu_percent =
+      0;            // the node process's CPU over its last telemetry interval (100 = one core)
+  int running = 0;  // offloaded subtrees it is running for this master now
 };
 // An automatic choice needs the master this busy (share of the CPU it may use, over about the
 // last second) ...
@@ -37,7 +38,8 @@ constexpr double kIdleHelperLoad = 0.5;
 // The helper for an Offload: the forced node if it is a candidate, else the candidate with the
 // least load (ties: the lower id); 0 = run on the master (kAuto: unless the master is busy and
 // that candidate nearly idle).
-NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSetting& s, double master_share);
+NodeId ChooseHelper(const std::vector<HelperCandidate>& nodes, const OffloadSetting& s,
+                    double master_share);
 
 // The master process's CPU use as a share of CpuCapacity(), over at least the last half second.
 double MasterShare();
@@ -55,8 +57,8 @@ class OffloadSource : public exec::RowSource {
     exec::RemoteStats* stats = nullptr;  // EXPLAIN ANALYZE: the helper's operator counters
   };
   // Null if no node is chosen (the subtree then runs on the master).
-  static Result<std::unique_ptr<OffloadSource>> Open(Cluster& cluster, const plan::PlanNode& offload,
-                                                     Options opts);
+  static Result<std::unique_ptr<OffloadSource>> Open(Cluster& cluster,
+                                                     const plan::PlanNode& offload, Options opts);
   ~OffloadSource() override;
   Result<bool> Next(exec::Batch& out) override;
 

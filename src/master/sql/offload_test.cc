@@ -27,10 +27,10 @@ TEST(OffloadSetting, ParsesModesAndNodeIds) {
 TEST(ChooseHelper, PicksTheLeastLoadedNodeAndOnlyWhenAutoFindsTheMasterBusy) {
   std::vector<HelperCandidate> nodes = {{1, 90, 0}, {2, 5, 0}, {3, 5, 1}};
   EXPECT_EQ(ChooseHelper(nodes, {Mode::kOff, 0}, 1.0), 0u);
-  EXPECT_EQ(ChooseHelper(nodes, {Mode::kOn, 0}, 0.0), 2u);        // running offloads count as load
-  EXPECT_EQ(ChooseHelper(nodes, {Mode::kNode, 3}, 0.0), 3u);      // forced, however busy
-  EXPECT_EQ(ChooseHelper(nodes, {Mode::kNode, 7}, 1.0), 0u);      // not a candidate: the master runs it
-  EXPECT_EQ(ChooseHelper(nodes, {Mode::kAuto, 0}, 0.2), 0u);      // the master has room
+  EXPECT_EQ(ChooseHelper(nodes, {Mode::kOn, 0}, 0.0), 2u);    // running offloads count as load
+  EXPECT_EQ(ChooseHelper(nodes, {Mode::kNode, 3}, 0.0), 3u);  // forced, however busy
+  EXPECT_EQ(ChooseHelper(nodes, {Mode::kNode, 7}, 1.0), 0u);  // not a candidate: the master runs it
+  EXPECT_EQ(ChooseHelper(nodes, {Mode::kAuto, 0}, 0.2), 0u);  // the master has room
   EXPECT_EQ(ChooseHelper(nodes, {Mode::kAuto, 0}, kMasterBusyShare), 2u);
   // Busy master, but no helper nearly idle: stay.
   std::vector<HelperCandidate> busy = {{1, 80, 0}, {2, 60, 0}};

@@ -9,12 +9,16 @@
 namespace wattdb::master {
 
 PartitionSource::PartitionSource(Cluster& cluster, const plan::PlanNode& partition, Options opts)
-    : cluster_(cluster), partition_(partition), opts_(opts), here_ctx_(opts.ctx->scans, opts.ctx->cancelled) {
+    : cluster_(cluster),
+      partition_(partition),
+      opts_(opts),
+      here_ctx_(opts.ctx->scans, opts.ctx->cancelled) {
   here_ctx_.work_mem = opts.ctx->work_mem;
   here_ctx_.prefetch = opts.ctx->prefetch;
 }
 
-Result<std::unique_ptr<PartitionSource>> PartitionSource::Open(Cluster& cluster, const plan::PlanNode& partition,
+Result<std::unique_ptr<PartitionSource>> PartitionSource::Open(Cluster& cluster,
+                                                               const plan::PlanNode& partition,
                                                                Options opts) {
   if (partition.children.size() != 1) return Status::Internal("partition without its subtree");
   const plan::PlanNode& subtree = *partition.children[0];
@@ -29,7 +33,8 @@ Result<std::unique_ptr<PartitionSource>> PartitionSource::Open(Cluster& cluster,
     Part p;
     p.plan = subtree.Clone();
     p.node = seg.node;
-    if (plan::NarrowToPart(partition, p.plan.get(), seg.lo, seg.hi)) src->parts_.push_back(std::move(p));
+    if (plan::NarrowToPart(partition, p.plan.get(), seg.lo, seg.hi))
+      src->parts_.push_back(std::move(p));
   }
   std::set<NodeId> owners;
   for (const auto& p : src->parts_) owners.insert(p.node);
@@ -53,7 +58,8 @@ void PartitionSource::Start(Part& p) {
 
 Result<bool> PartitionSource::Next(exec::Batch& out) {
   while (current_ < parts_.size()) {
-    for (; started_ < parts_.size() && started_ < current_ + in_flight_; started_++) Start(parts_[started_]);
+    for (; started_ < parts_.size() && started_ < current_ + in_flight_; started_++)
+      Start(parts_[started_]);
     Part& p = parts_[current_];
     if (p.remote) {
       std::vector<exec::OperatorStats> stats;

@@ -21,7 +21,8 @@ class PartitionSource : public exec::RowSource {
   };
   static constexpr size_t kInFlightPerNode = 4;  // parts running at once, per node owning some
 
-  static Result<std::unique_ptr<PartitionSource>> Open(Cluster& cluster, const plan::PlanNode& partition,
+  static Result<std::unique_ptr<PartitionSource>> Open(Cluster& cluster,
+                                                       const plan::PlanNode& partition,
                                                        Options opts);
   ~PartitionSource() override;
   Result<bool> Next(exec::Batch& out) override;

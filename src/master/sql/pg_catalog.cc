@@ -17,8 +17,8 @@ constexpr int64_t kDatabaseOwner = 6171;  // pg_database_owner: owns schema publ
 constexpr int64_t kHeapAm = 2, kBtreeAm = 403;
 constexpr int64_t kDefaultCollation = 100;
 
-const SqlType kOid{TypeId::kInt64}, kText{TypeId::kText}, kBool{TypeId::kBool}, kInt{TypeId::kInt32},
-    kFloat{TypeId::kDouble}, kTime{TypeId::kTimestamp};
+const SqlType kOid{TypeId::kInt64}, kText{TypeId::kText}, kBool{TypeId::kBool},
+    kInt{TypeId::kInt32}, kFloat{TypeId::kDouble}, kTime{TypeId::kTimestamp};
 const SqlType kTextArr = SqlType::Array(TypeId::kText), kOidArr = SqlType::Array(TypeId::kInt64),
               kIntArr = SqlType::Array(TypeId::kInt32);
 
@@ -30,78 +30,202 @@ struct ViewDef {
 // Column lists follow PostgreSQL 15 (the columns clients read; a few rarely used ones left out).
 const std::vector<ViewDef>& Views() {
   static const std::vector<ViewDef> views = {
-      {"pg_namespace", {{"oid", kOid}, {"nspname", kText}, {"nspowner", kOid}, {"nspacl", kTextArr}}},
+      {"pg_namespace",
+       {{"oid", kOid}, {"nspname", kText}, {"nspowner", kOid}, {"nspacl", kTextArr}}},
       {"pg_class",
-       {{"oid", kOid}, {"relname", kText}, {"relnamespace", kOid}, {"reltype", kOid}, {"reloftype", kOid},
-        {"relowner", kOid}, {"relam", kOid}, {"relfilenode", kOid}, {"reltablespace", kOid}, {"relpages", kInt},
-        {"reltuples", kFloat}, {"relallvisible", kInt}, {"reltoastrelid", kOid}, {"relhasindex", kBool},
-        {"relisshared", kBool}, {"relpersistence", kText}, {"relkind", kText}, {"relnatts", kInt},
-        {"relchecks", kInt}, {"relhasrules", kBool}, {"relhastriggers", kBool}, {"relhassubclass", kBool},
-        {"relrowsecurity", kBool}, {"relforcerowsecurity", kBool}, {"relispopulated", kBool},
-        {"relreplident", kText}, {"relispartition", kBool}, {"relrewrite", kOid}, {"relacl", kTextArr},
-        {"reloptions", kTextArr}, {"relpartbound", kText}}},
-      {"pg_attribute",
-       {{"attrelid", kOid}, {"attname", kText}, {"atttypid", kOid}, {"attstattarget", kInt}, {"attlen", kInt},
-        {"attnum", kInt}, {"attndims", kInt}, {"atttypmod", kInt}, {"attbyval", kBool}, {"attalign", kText},
-        {"attstorage", kText}, {"attcompression", kText}, {"attnotnull", kBool}, {"atthasdef", kBool},
-        {"atthasmissing", kBool}, {"attidentity", kText}, {"attgenerated", kText}, {"attisdropped", kBool},
-        {"attislocal", kBool}, {"attinhcount", kInt}, {"attcollation", kOid}, {"attacl", kTextArr}}},
+       {{"oid", kOid},
+        {"relname", kText},
+        {"relnamespace", kOid},
+        {"reltype", kOid},
+        {"reloftype", kOid},
+        {"relowner", kOid},
+        {"relam", kOid},
+        {"relfilenode", kOid},
+        {"reltablespace", kOid},
+        {"relpages", kInt},
+        {"reltuples", kFloat},
+        {"relallvisible", kInt},
+        {"reltoastrelid", kOid},
+        {"relhasindex", kBool},
+        {"relisshared", kBool},
+        {"relpersistence", kText},
+        {"relkind", kText},
+        {"relnatts", kInt},
+        {"relchecks", kInt},
+        {"relhasrules", kBool},
+        {"relhastriggers", kBool},
+        {"relhassubclass", kBool},
+        {"relrowsecurity", kBool},
+        {"relforcerowsecurity", kBool},
+        {"relispopulated", kBool},
+        {"relreplident", kText},
+        {"relispartition", kBool},
+        {"relrewrite", kOid},
+        {"relacl", kTextArr},
+        {"reloptions", kTextArr},
+        {"relpartbound", kText}}},
+      {"pg_attribute", {{"attrelid", kOid},      {"attname", kText},      {"atttypid", kOid},
+                        {"attstattarget", kInt}, {"attlen", kInt},        {"attnum", kInt},
+                        {"attndims", kInt},      {"atttypmod", kInt},     {"attbyval", kBool},
+                        {"attalign", kText},     {"attstorage", kText},   {"attcompression", kText},
+                        {"attnotnull", kBool},   {"atthasdef", kBool},    {"atthasmissing", kBool},
+                        {"attidentity", kText},  {"attgenerated", kText}, {"attisdropped", kBool},
+                        {"attislocal", kBool},   {"attinhcount", kInt},   {"attcollation", kOid},
+                        {"attacl", kTextArr}}},
       {"pg_attrdef", {{"oid", kOid}, {"adrelid", kOid}, {"adnum", kInt}, {"adbin", kText}}},
       {"pg_type",
-       {{"oid", kOid}, {"typname", kText}, {"typnamespace", kOid}, {"typowner", kOid}, {"typlen", kInt},
-        {"typbyval", kBool}, {"typtype", kText}, {"typcategory", kText}, {"typispreferred", kBool},
-        {"typisdefined", kBool}, {"typdelim", kText}, {"typrelid", kOid}, {"typelem", kOid}, {"typarray", kOid},
-        {"typnotnull", kBool}, {"typbasetype", kOid}, {"typtypmod", kInt}, {"typndims", kInt},
+       {{"oid", kOid},
+        {"typname", kText},
+        {"typnamespace", kOid},
+        {"typowner", kOid},
+        {"typlen", kInt},
+        {"typbyval", kBool},
+        {"typtype", kText},
+        {"typcategory", kText},
+        {"typispreferred", kBool},
+        {"typisdefined", kBool},
+        {"typdelim", kText},
+        {"typrelid", kOid},
+        {"typelem", kOid},
+        {"typarray", kOid},
+        {"typnotnull", kBool},
+        {"typbasetype", kOid},
+        {"typtypmod", kInt},
+        {"typndims", kInt},
         {"typcollation", kOid}}},
       {"pg_index",
-       {{"indexrelid", kOid}, {"indrelid", kOid}, {"indnatts", kInt}, {"indnkeyatts", kInt},
-        {"indisunique", kBool}, {"indnullsnotdistinct", kBool}, {"indisprimary", kBool},
-        {"indisexclusion", kBool}, {"indimmediate", kBool}, {"indisclustered", kBool}, {"indisvalid", kBool},
-        {"indcheckxmin", kBool}, {"indisready", kBool}, {"indislive", kBool}, {"indisreplident", kBool},
-        {"indkey", kIntArr}, {"indoption", kIntArr}, {"indexprs", kText}, {"indpred", kText}}},
+       {{"indexrelid", kOid},
+        {"indrelid", kOid},
+        {"indnatts", kInt},
+        {"indnkeyatts", kInt},
+        {"indisunique", kBool},
+        {"indnullsnotdistinct", kBool},
+        {"indisprimary", kBool},
+        {"indisexclusion", kBool},
+        {"indimmediate", kBool},
+        {"indisclustered", kBool},
+        {"indisvalid", kBool},
+        {"indcheckxmin", kBool},
+        {"indisready", kBool},
+        {"indislive", kBool},
+        {"indisreplident", kBool},
+        {"indkey", kIntArr},
+        {"indoption", kIntArr},
+        {"indexprs", kText},
+        {"indpred", kText}}},
       {"pg_constraint",
-       {{"oid", kOid}, {"conname", kText}, {"connamespace", kOid}, {"contype", kText}, {"condeferrable", kBool},
-        {"condeferred", kBool}, {"convalidated", kBool}, {"conrelid", kOid}, {"contypid", kOid},
-        {"conindid", kOid}, {"conparentid", kOid}, {"confrelid", kOid}, {"confupdtype", kText},
-        {"confdeltype", kText}, {"confmatchtype", kText}, {"conislocal", kBool}, {"coninhcount", kInt},
-        {"connoinherit", kBool}, {"conkey", kIntArr}, {"confkey", kIntArr}, {"conbin", kText}}},
+       {{"oid", kOid},           {"conname", kText},       {"connamespace", kOid},
+        {"contype", kText},      {"condeferrable", kBool}, {"condeferred", kBool},
+        {"convalidated", kBool}, {"conrelid", kOid},       {"contypid", kOid},
+        {"conindid", kOid},      {"conparentid", kOid},    {"confrelid", kOid},
+        {"confupdtype", kText},  {"confdeltype", kText},   {"confmatchtype", kText},
+        {"conislocal", kBool},   {"coninhcount", kInt},    {"connoinherit", kBool},
+        {"conkey", kIntArr},     {"confkey", kIntArr},     {"conbin", kText}}},
       {"pg_am", {{"oid", kOid}, {"amname", kText}, {"amhandler", kOid}, {"amtype", kText}}},
       {"pg_collation",
-       {{"oid", kOid}, {"collname", kText}, {"collnamespace", kOid}, {"collowner", kOid}, {"collprovider", kText},
-        {"collisdeterministic", kBool}, {"collencoding", kInt}, {"collcollate", kText}, {"collctype", kText}}},
+       {{"oid", kOid},
+        {"collname", kText},
+        {"collnamespace", kOid},
+        {"collowner", kOid},
+        {"collprovider", kText},
+        {"collisdeterministic", kBool},
+        {"collencoding", kInt},
+        {"collcollate", kText},
+        {"collctype", kText}}},
       {"pg_roles",
-       {{"oid", kOid}, {"rolname", kText}, {"rolsuper", kBool}, {"rolinherit", kBool}, {"rolcreaterole", kBool},
-        {"rolcreatedb", kBool}, {"rolcanlogin", kBool}, {"rolreplication", kBool}, {"rolconnlimit", kInt},
-        {"rolpassword", kText}, {"rolvaliduntil", kText}, {"rolbypassrls", kBool}, {"rolconfig", kTextArr}}},
+       {{"oid", kOid},
+        {"rolname", kText},
+        {"rolsuper", kBool},
+        {"rolinherit", kBool},
+        {"rolcreaterole", kBool},
+        {"rolcreatedb", kBool},
+        {"rolcanlogin", kBool},
+        {"rolreplication", kBool},
+        {"rolconnlimit", kInt},
+        {"rolpassword", kText},
+        {"rolvaliduntil", kText},
+        {"rolbypassrls", kBool},
+        {"rolconfig", kTextArr}}},
       {"pg_database",
-       {{"oid", kOid}, {"datname", kText}, {"datdba", kOid}, {"encoding", kInt}, {"datlocprovider", kText},
-        {"datistemplate", kBool}, {"datallowconn", kBool}, {"datconnlimit", kInt}, {"dattablespace", kOid},
-        {"datcollate", kText}, {"datctype", kText}, {"daticulocale", kText}, {"datcollversion", kText},
+       {{"oid", kOid},
+        {"datname", kText},
+        {"datdba", kOid},
+        {"encoding", kInt},
+        {"datlocprovider", kText},
+        {"datistemplate", kBool},
+        {"datallowconn", kBool},
+        {"datconnlimit", kInt},
+        {"dattablespace", kOid},
+        {"datcollate", kText},
+        {"datctype", kText},
+        {"daticulocale", kText},
+        {"datcollversion", kText},
         {"datacl", kTextArr}}},
-      {"pg_tablespace", {{"oid", kOid}, {"spcname", kText}, {"spcowner", kOid}, {"spcacl", kTextArr}}},
-      {"pg_description", {{"objoid", kOid}, {"classoid", kOid}, {"objsubid", kInt}, {"description", kText}}},
+      {"pg_tablespace",
+       {{"oid", kOid}, {"spcname", kText}, {"spcowner", kOid}, {"spcacl", kTextArr}}},
+      {"pg_description",
+       {{"objoid", kOid}, {"classoid", kOid}, {"objsubid", kInt}, {"description", kText}}},
       {"pg_policy",
-       {{"oid", kOid}, {"polname", kText}, {"polrelid", kOid}, {"polcmd", kText}, {"polpermissive", kBool},
-        {"polroles", kOidArr}, {"polqual", kText}, {"polwithcheck", kText}}},
+       {{"oid", kOid},
+        {"polname", kText},
+        {"polrelid", kOid},
+        {"polcmd", kText},
+        {"polpermissive", kBool},
+        {"polroles", kOidArr},
+        {"polqual", kText},
+        {"polwithcheck", kText}}},
       {"pg_statistic_ext",
-       {{"oid", kOid}, {"stxrelid", kOid}, {"stxname", kText}, {"stxnamespace", kOid}, {"stxowner", kOid},
-        {"stxstattarget", kInt}, {"stxkeys", kIntArr}, {"stxkind", kTextArr}, {"stxexprs", kText}}},
+       {{"oid", kOid},
+        {"stxrelid", kOid},
+        {"stxname", kText},
+        {"stxnamespace", kOid},
+        {"stxowner", kOid},
+        {"stxstattarget", kInt},
+        {"stxkeys", kIntArr},
+        {"stxkind", kTextArr},
+        {"stxexprs", kText}}},
       {"pg_publication",
-       {{"oid", kOid}, {"pubname", kText}, {"pubowner", kOid}, {"puballtables", kBool}, {"pubinsert", kBool},
-        {"pubupdate", kBool}, {"pubdelete", kBool}, {"pubtruncate", kBool}, {"pubviaroot", kBool}}},
+       {{"oid", kOid},
+        {"pubname", kText},
+        {"pubowner", kOid},
+        {"puballtables", kBool},
+        {"pubinsert", kBool},
+        {"pubupdate", kBool},
+        {"pubdelete", kBool},
+        {"pubtruncate", kBool},
+        {"pubviaroot", kBool}}},
       {"pg_publication_namespace", {{"oid", kOid}, {"pnpubid", kOid}, {"pnnspid", kOid}}},
       {"pg_publication_rel",
-       {{"oid", kOid}, {"prpubid", kOid}, {"prrelid", kOid}, {"prqual", kText}, {"prattrs", kIntArr}}},
-      {"pg_inherits", {{"inhrelid", kOid}, {"inhparent", kOid}, {"inhseqno", kInt}, {"inhdetachpending", kBool}}},
-      {"pg_trigger", {{"oid", kOid}, {"tgrelid", kOid}, {"tgname", kText}, {"tgisinternal", kBool}}},
+       {{"oid", kOid},
+        {"prpubid", kOid},
+        {"prrelid", kOid},
+        {"prqual", kText},
+        {"prattrs", kIntArr}}},
+      {"pg_inherits",
+       {{"inhrelid", kOid}, {"inhparent", kOid}, {"inhseqno", kInt}, {"inhdetachpending", kBool}}},
+      {"pg_trigger",
+       {{"oid", kOid}, {"tgrelid", kOid}, {"tgname", kText}, {"tgisinternal", kBool}}},
       {"pg_rewrite", {{"oid", kOid}, {"rulename", kText}, {"ev_class", kOid}}},
       {"pg_foreign_table", {{"ftrelid", kOid}, {"ftserver", kOid}, {"ftoptions", kTextArr}}},
       {"pg_partitioned_table", {{"partrelid", kOid}, {"partstrat", kText}, {"partnatts", kInt}}},
       {"pg_stat_activity",
-       {{"datid", kOid}, {"datname", kText}, {"pid", kInt}, {"leader_pid", kInt}, {"usesysid", kOid},
-        {"usename", kText}, {"application_name", kText}, {"client_addr", kText}, {"client_port", kInt},
-        {"backend_start", kTime}, {"xact_start", kTime}, {"query_start", kTime}, {"state_change", kTime},
-        {"wait_event_type", kText}, {"wait_event", kText}, {"state", kText}, {"query", kText},
+       {{"datid", kOid},
+        {"datname", kText},
+        {"pid", kInt},
+        {"leader_pid", kInt},
+        {"usesysid", kOid},
+        {"usename", kText},
+        {"application_name", kText},
+        {"client_addr", kText},
+        {"client_port", kInt},
+        {"backend_start", kTime},
+        {"xact_start", kTime},
+        {"query_start", kTime},
+        {"state_change", kTime},
+        {"wait_event_type", kText},
+        {"wait_event", kText},
+        {"state", kText},
+        {"query", kText},
         {"backend_type", kText}}},
   };
   return views;
@@ -118,7 +242,8 @@ TableId IdOf(const std::string& name) {
 // Roles and databases in the order pg_roles and pg_database number them.
 std::vector<std::string> RoleNames(const DatabaseCatalog& db) {
   std::vector<std::string> users = db.shared().UserNames();
-  if (std::find(users.begin(), users.end(), "wattdb") == users.end()) users.insert(users.begin(), "wattdb");
+  if (std::find(users.begin(), users.end(), "wattdb") == users.end())
+    users.insert(users.begin(), "wattdb");
   return users;
 }
 int64_t RoleOid(const std::vector<std::string>& roles, size_t i) {
@@ -147,14 +272,18 @@ struct PgType {
 };
 const std::vector<PgType>& Types() {
   static const std::vector<PgType> types = {
-      {16, "bool", 1, "B", 0},          {20, "int8", 8, "N", 0},         {21, "int2", 2, "N", 0},
-      {23, "int4", 4, "N", 0},          {25, "text", -1, "S", 0},        {26, "oid", 4, "N", 0},
-      {700, "float4", 4, "N", 0},       {701, "float8", 8, "N", 0},      {1042, "bpchar", -1, "S", 0},
-      {1043, "varchar", -1, "S", 0},    {1114, "timestamp", 8, "D", 0},  {1700, "numeric", -1, "N", 0},
-      {1000, "_bool", -1, "A", 16},     {1005, "_int2", -1, "A", 21},    {1007, "_int4", -1, "A", 23},
-      {1009, "_text", -1, "A", 25},     {1016, "_int8", -1, "A", 20},    {1022, "_float8", -1, "A", 701},
-      {1028, "_oid", -1, "A", 26},      {1115, "_timestamp", -1, "A", 1114}, {1231, "_numeric", -1, "A", 1700},
-      {19, "name", 64, "S", 0},         {18, "char", 1, "Z", 0},         {2205, "regclass", 4, "N", 0},
+      {16, "bool", 1, "B", 0},           {20, "int8", 8, "N", 0},
+      {21, "int2", 2, "N", 0},           {23, "int4", 4, "N", 0},
+      {25, "text", -1, "S", 0},          {26, "oid", 4, "N", 0},
+      {700, "float4", 4, "N", 0},        {701, "float8", 8, "N", 0},
+      {1042, "bpchar", -1, "S", 0},      {1043, "varchar", -1, "S", 0},
+      {1114, "timestamp", 8, "D", 0},    {1700, "numeric", -1, "N", 0},
+      {1000, "_bool", -1, "A", 16},      {1005, "_int2", -1, "A", 21},
+      {1007, "_int4", -1, "A", 23},      {1009, "_text", -1, "A", 25},
+      {1016, "_int8", -1, "A", 20},      {1022, "_float8", -1, "A", 701},
+      {1028, "_oid", -1, "A", 26},       {1115, "_timestamp", -1, "A", 1114},
+      {1231, "_numeric", -1, "A", 1700}, {19, "name", 64, "S", 0},
+      {18, "char", 1, "Z", 0},           {2205, "regclass", 4, "N", 0},
   };
   return types;
 }
@@ -162,23 +291,39 @@ const std::vector<PgType>& Types() {
 // format_type(oid, typmod) as PostgreSQL prints it.
 std::string FormatType(int64_t oid, int64_t typmod) {
   switch (oid) {
-    case 16: return "boolean";
-    case 20: return "bigint";
-    case 21: return "smallint";
-    case 23: return "integer";
-    case 25: return "text";
-    case 26: return "oid";
-    case 700: return "real";
-    case 701: return "double precision";
-    case 1042: return typmod > 4 ? fmt::format("character({})", typmod - 4) : "character";
-    case 1043: return typmod > 4 ? fmt::format("character varying({})", typmod - 4) : "character varying";
-    case 1114: return "timestamp without time zone";
+    case 16:
+      return "boolean";
+    case 20:
+      return "bigint";
+    case 21:
+      return "smallint";
+    case 23:
+      return "integer";
+    case 25:
+      return "text";
+    case 26:
+      return "oid";
+    case 700:
+      return "real";
+    case 701:
+      return "double precision";
+    case 1042:
+      return typmod > 4 ? fmt::format("character({})", typmod - 4) : "character";
+    case 1043:
+      return typmod > 4 ? fmt::format("character varying({})", typmod - 4) : "character varying";
+    case 1114:
+      return "timestamp without time zone";
     case 1700:
-      return typmod > 4 ? fmt::format("numeric({},{})", (typmod - 4) >> 16, (typmod - 4) & 0xffff) : "numeric";
-    case 19: return "name";
-    case 18: return "\"char\"";
-    case 2205: return "regclass";
-    default: break;
+      return typmod > 4 ? fmt::format("numeric({},{})", (typmod - 4) >> 16, (typmod - 4) & 0xffff)
+                        : "numeric";
+    case 19:
+      return "name";
+    case 18:
+      return "\"char\"";
+    case 2205:
+      return "regclass";
+    default:
+      break;
   }
   for (const auto& t : Types()) {
     if (t.oid == oid && t.elem) return FormatType(t.elem, -1) + "[]";
@@ -187,15 +332,19 @@ std::string FormatType(int64_t oid, int64_t typmod) {
 }
 
 std::string Quote(const std::string& ident) {
-  bool plain = !ident.empty() && (std::islower(static_cast<unsigned char>(ident[0])) || ident[0] == '_');
-  for (char c : ident) plain &= std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  bool plain =
+      !ident.empty() && (std::islower(static_cast<unsigned char>(ident[0])) || ident[0] == '_');
+  for (char c : ident)
+    plain &= std::islower(static_cast<unsigned char>(c)) ||
+             std::isdigit(static_cast<unsigned char>(c)) || c == '_';
   if (plain) return ident;
   std::string out = "\"";
   for (char c : ident) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
 
-std::string ColumnList(const TableSchema& t, const std::vector<int>& cols, const std::vector<bool>* desc) {
+std::string ColumnList(const TableSchema& t, const std::vector<int>& cols,
+                       const std::vector<bool>* desc) {
   std::string out;
   for (size_t i = 0; i < cols.size(); i++) {
     out += (i ? ", " : "") + Quote(t.columns[cols[i]].name);
@@ -304,19 +453,48 @@ Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
   const DatabaseCatalog& db = db_;
   const PgRelations& rel = Relations();
   if (name == "pg_namespace") {
-    for (auto [oid, n] : std::vector<std::pair<int64_t, const char*>>{
-             {kPgCatalogNs, "pg_catalog"}, {kPublicNs, "public"}, {kToastNs, "pg_toast"},
-             {kInfoSchemaNs, "information_schema"}}) {
+    for (auto [oid, n] :
+         std::vector<std::pair<int64_t, const char*>>{{kPgCatalogNs, "pg_catalog"},
+                                                      {kPublicNs, "public"},
+                                                      {kToastNs, "pg_toast"},
+                                                      {kInfoSchemaNs, "information_schema"}}) {
       rows.push_back({O(oid), T(n), O(oid == kPublicNs ? kDatabaseOwner : kOwner), null});
     }
   } else if (name == "pg_class") {
     std::map<TableId, uint64_t> bytes = TableBytes();
-    auto add = [&](int64_t oid, const std::string& n, int64_t ns, int64_t am, const char* kind, int natts,
-                   bool has_index, double tuples, int64_t pages) {
-      rows.push_back({O(oid), T(n), O(ns), O(0), O(0), O(kOwner), O(am), O(oid), O(0), I(pages), Value::Double(tuples),
-                      I(0), O(0), B(has_index), B(false), T("p"), T(kind), I(natts), I(0), B(false), B(false),
-                      B(false), B(false), B(false), B(true), T(std::string(kind) == "i" ? "n" : "d"), B(false), O(0),
-                      null, null, null});
+    auto add = [&](int64_t oid, const std::string& n, int64_t ns, int64_t am, const char* kind,
+                   int natts, bool has_index, double tuples, int64_t pages) {
+      rows.push_back({O(oid),
+                      T(n),
+                      O(ns),
+                      O(0),
+                      O(0),
+                      O(kOwner),
+                      O(am),
+                      O(oid),
+                      O(0),
+                      I(pages),
+                      Value::Double(tuples),
+                      I(0),
+                      O(0),
+                      B(has_index),
+                      B(false),
+                      T("p"),
+                      T(kind),
+                      I(natts),
+                      I(0),
+                      B(false),
+                      B(false),
+                      B(false),
+                      B(false),
+                      B(false),
+                      B(true),
+                      T(std::string(kind) == "i" ? "n" : "d"),
+                      B(false),
+                      O(0),
+                      null,
+                      null,
+                      null});
     };
     for (const auto& t : rel.tables) {
       int natts = 0;
@@ -324,25 +502,49 @@ Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
       double est = db.EstimateRows(t);
       add(TableOid(t), t.name, kPublicNs, kHeapAm, "r", natts, true, est,
           static_cast<int64_t>((bytes[t.id] + 8191) / 8192));
-      if (!t.HasHiddenKey()) add(PkeyOid(t), t.name + "_pkey", kPublicNs, kBtreeAm, "i", t.key_columns.size(), false, est, 1);
+      if (!t.HasHiddenKey())
+        add(PkeyOid(t), t.name + "_pkey", kPublicNs, kBtreeAm, "i", t.key_columns.size(), false,
+            est, 1);
       for (const auto& ix : t.indexes) {
-        add(IndexOid(t, ix), ix.name, kPublicNs, kBtreeAm, "i", static_cast<int>(ix.spec.columns.size()), false, est, 1);
+        add(IndexOid(t, ix), ix.name, kPublicNs, kBtreeAm, "i",
+            static_cast<int>(ix.spec.columns.size()), false, est, 1);
       }
     }
-    for (size_t i = 0; i < rel.views.size(); i++) add(ViewOid(i), rel.views[i].first, kPublicNs, 0, "v", 0, false, 0, 0);
+    for (size_t i = 0; i < rel.views.size(); i++)
+      add(ViewOid(i), rel.views[i].first, kPublicNs, 0, "v", 0, false, 0, 0);
     for (const auto& s : rel.system) {
       // WattDB's own views (wattdb_*) are system relations too: \dS lists them, \d does not.
-      add(SystemViewOid(s.id), s.name, kPgCatalogNs, 0, "v", static_cast<int>(s.columns.size()), false, 0, 0);
+      add(SystemViewOid(s.id), s.name, kPgCatalogNs, 0, "v", static_cast<int>(s.columns.size()),
+          false, 0, 0);
     }
   } else if (name == "pg_attribute") {
     auto add = [&](int64_t rel_oid, const Column& c, int num, bool has_def) {
       int64_t typ = c.type.PgOid();
       bool text = c.type.id == TypeId::kText;
-      rows.push_back({O(rel_oid), T(c.name), O(typ), I(-1), I(c.type.PgLen()), I(num), I(c.type.id == TypeId::kArray),
-                      I(c.type.PgTypmod()), B(c.type.PgLen() > 0), T("i"),
-                      T(c.type.PgLen() > 0 ? "p" : c.type.id == TypeId::kNumeric ? "m" : "x"), T(""),
-                      B(c.not_null), B(has_def), B(false), T(""), T(""), B(false), B(true), I(0),
-                      O(text ? kDefaultCollation : 0), null});
+      rows.push_back({O(rel_oid),
+                      T(c.name),
+                      O(typ),
+                      I(-1),
+                      I(c.type.PgLen()),
+                      I(num),
+                      I(c.type.id == TypeId::kArray),
+                      I(c.type.PgTypmod()),
+                      B(c.type.PgLen() > 0),
+                      T("i"),
+                      T(c.type.PgLen() > 0              ? "p"
+                        : c.type.id == TypeId::kNumeric ? "m"
+                                                        : "x"),
+                      T(""),
+                      B(c.not_null),
+                      B(has_def),
+                      B(false),
+                      T(""),
+                      T(""),
+                      B(false),
+                      B(true),
+                      I(0),
+                      O(text ? kDefaultCollation : 0),
+                      null});
     };
     for (const auto& t : rel.tables) {
       int num = 0;
@@ -351,18 +553,22 @@ Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
         add(TableOid(t), c, ++num, !c.default_sql.empty() || c.serial);
       }
       auto index_atts = [&](int64_t oid, const std::vector<int>& cols) {
-        for (size_t i = 0; i < cols.size(); i++) add(oid, t.columns[cols[i]], static_cast<int>(i + 1), false);
+        for (size_t i = 0; i < cols.size(); i++)
+          add(oid, t.columns[cols[i]], static_cast<int>(i + 1), false);
       };
       if (!t.HasHiddenKey()) index_atts(PkeyOid(t), t.key_columns);
       for (const auto& ix : t.indexes) index_atts(IndexOid(t, ix), ix.spec.columns);
     }
     for (const auto& s : rel.system) {
-      for (size_t i = 0; i < s.columns.size(); i++) add(SystemViewOid(s.id), s.columns[i], static_cast<int>(i + 1), false);
+      for (size_t i = 0; i < s.columns.size(); i++)
+        add(SystemViewOid(s.id), s.columns[i], static_cast<int>(i + 1), false);
     }
     // A view's columns are those of its query, bound now.
     for (size_t v = 0; v < rel.views.size(); v++) {
       auto stmts = sql::Parse(rel.views[v].second);
-      if (!stmts.ok() || stmts->size() != 1 || !std::holds_alternative<sql::SelectStmt>((*stmts)[0])) continue;
+      if (!stmts.ok() || stmts->size() != 1 ||
+          !std::holds_alternative<sql::SelectStmt>((*stmts)[0]))
+        continue;
       auto bound = plan::BindSelect(std::get<sql::SelectStmt>((*stmts)[0]), db);
       if (!bound.ok()) continue;
       for (size_t i = 0; i < bound->types.size(); i++) {
@@ -375,16 +581,19 @@ Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
       for (const auto& c : t.columns) {
         if (c.hidden) continue;
         num++;
-        std::string def = c.serial ? "nextval('" + t.name + "_" + c.name + "_seq'::regclass)" : c.default_sql;
-        if (!def.empty()) rows.push_back({O(TableOid(t) + 500 + num), O(TableOid(t)), I(num), T(def)});
+        std::string def =
+            c.serial ? "nextval('" + t.name + "_" + c.name + "_seq'::regclass)" : c.default_sql;
+        if (!def.empty())
+          rows.push_back({O(TableOid(t) + 500 + num), O(TableOid(t)), I(num), T(def)});
       }
     }
   } else if (name == "pg_type") {
     for (const auto& ty : Types()) {
       bool arr = ty.name[0] == '_';
-      rows.push_back({O(ty.oid), T(ty.name), O(kPgCatalogNs), O(kOwner), I(ty.len), B(ty.len > 0 && ty.len <= 8),
-                      T("b"), T(ty.category), B(false), B(true), T(","), O(0), O(ty.elem), O(0), B(false), O(0), I(-1),
-                      I(arr ? 1 : 0), O(std::string(ty.category) == "S" ? kDefaultCollation : 0)});
+      rows.push_back({O(ty.oid), T(ty.name), O(kPgCatalogNs), O(kOwner), I(ty.len),
+                      B(ty.len > 0 && ty.len <= 8), T("b"), T(ty.category), B(false), B(true),
+                      T(","), O(0), O(ty.elem), O(0), B(false), O(0), I(-1), I(arr ? 1 : 0),
+                      O(std::string(ty.category) == "S" ? kDefaultCollation : 0)});
     }
   } else if (name == "pg_index" || name == "pg_constraint") {
     auto attnums = [](const TableSchema& t, const std::vector<int>& cols) {
@@ -404,18 +613,38 @@ Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
         bool unique, primary, constraint;
       };
       std::vector<Idx> idx;
-      if (!t.HasHiddenKey()) idx.push_back({PkeyOid(t), t.name + "_pkey", t.key_columns, true, true, true});
-      for (const auto& ix : t.indexes) idx.push_back({IndexOid(t, ix), ix.name, ix.spec.columns, ix.unique, false, ix.constraint});
+      if (!t.HasHiddenKey())
+        idx.push_back({PkeyOid(t), t.name + "_pkey", t.key_columns, true, true, true});
+      for (const auto& ix : t.indexes)
+        idx.push_back({IndexOid(t, ix), ix.name, ix.spec.columns, ix.unique, false, ix.constraint});
       for (const auto& x : idx) {
         if (name == "pg_index") {
           rows.push_back({O(x.oid), O(TableOid(t)), I(static_cast<int64_t>(x.cols.size())),
-                          I(static_cast<int64_t>(x.cols.size())), B(x.unique), B(false), B(x.primary), B(false), B(true),
-                          B(false), B(true), B(false), B(true), B(true), B(false), Arr(attnums(t, x.cols)), null, null,
-                          null});
+                          I(static_cast<int64_t>(x.cols.size())), B(x.unique), B(false),
+                          B(x.primary), B(false), B(true), B(false), B(true), B(false), B(true),
+                          B(true), B(false), Arr(attnums(t, x.cols)), null, null, null});
         } else if (x.constraint) {
-          rows.push_back({O(x.oid), T(x.name), O(kPublicNs), T(x.primary ? "p" : "u"), B(false), B(false), B(true),
-                          O(TableOid(t)), O(0), O(x.oid), O(0), O(0), T(" "), T(" "), T(" "), B(true), I(0), B(true),
-                          Arr(attnums(t, x.cols)), null, null});
+          rows.push_back({O(x.oid),
+                          T(x.name),
+                          O(kPublicNs),
+                          T(x.primary ? "p" : "u"),
+                          B(false),
+                          B(false),
+                          B(true),
+                          O(TableOid(t)),
+                          O(0),
+                          O(x.oid),
+                          O(0),
+                          O(0),
+                          T(" "),
+                          T(" "),
+                          T(" "),
+                          B(true),
+                          I(0),
+                          B(true),
+                          Arr(attnums(t, x.cols)),
+                          null,
+                          null});
         }
       }
     }
@@ -423,34 +652,40 @@ Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
     rows.push_back({O(kHeapAm), T("heap"), O(0), T("t")});
     rows.push_back({O(kBtreeAm), T("btree"), O(0), T("i")});
   } else if (name == "pg_collation") {
-    rows.push_back({O(kDefaultCollation), T("default"), O(kPgCatalogNs), O(kOwner), T("d"), B(true), I(-1), null, null});
-    rows.push_back({O(950), T("C"), O(kPgCatalogNs), O(kOwner), T("c"), B(true), I(-1), T("C"), T("C")});
+    rows.push_back({O(kDefaultCollation), T("default"), O(kPgCatalogNs), O(kOwner), T("d"), B(true),
+                    I(-1), null, null});
+    rows.push_back(
+        {O(950), T("C"), O(kPgCatalogNs), O(kOwner), T("c"), B(true), I(-1), T("C"), T("C")});
   } else if (name == "pg_roles") {
     std::vector<std::string> users = RoleNames(db);
     for (size_t i = 0; i < users.size(); i++) {
-      rows.push_back({O(RoleOid(users, i)), T(users[i]), B(true), B(true),
-                      B(true), B(true), B(true), B(false), I(-1), T("********"), null, B(true), null});
+      rows.push_back({O(RoleOid(users, i)), T(users[i]), B(true), B(true), B(true), B(true),
+                      B(true), B(false), I(-1), T("********"), null, B(true), null});
     }
   } else if (name == "pg_database") {
     std::vector<std::string> dbs = DatabaseNames(db);
     for (size_t i = 0; i < dbs.size(); i++) {
-      rows.push_back({O(DatabaseOid(i)), T(dbs[i]), O(kOwner), I(6), T("c"), B(false), B(true), I(-1),
-                      O(1663), T("C.UTF-8"), T("C.UTF-8"), null, null, null});
+      rows.push_back({O(DatabaseOid(i)), T(dbs[i]), O(kOwner), I(6), T("c"), B(false), B(true),
+                      I(-1), O(1663), T("C.UTF-8"), T("C.UTF-8"), null, null, null});
     }
   } else if (name == "pg_tablespace") {
     rows.push_back({O(1663), T("pg_default"), O(kOwner), null});
   } else if (name == "pg_stat_activity") {
     std::vector<std::string> dbs = DatabaseNames(db), users = RoleNames(db);
-    auto time = [&](int64_t us) { return us ? Value::Timestamp(us - kPgEpochUnixMicros) : Value(); };
+    auto time = [&](int64_t us) {
+      return us ? Value::Timestamp(us - kPgEpochUnixMicros) : Value();
+    };
     for (const auto& b : cluster_.activity().Snapshot()) {
       auto d = std::find(dbs.begin(), dbs.end(), b.datname);
       auto u = std::find(users.begin(), users.end(), b.usename);
-      rows.push_back({d == dbs.end() ? null : O(DatabaseOid(d - dbs.begin())), T(b.datname), I(b.pid), null,
-                      u == users.end() ? O(kOwner) : O(RoleOid(users, u - users.begin())), T(b.usename), T(b.application_name),
-                      b.client_addr.empty() ? null : T(b.client_addr), I(b.client_port), time(b.backend_start_us),
-                      time(b.xact_start_us), time(b.query_start_us), time(b.state_change_us),
-                      b.state == "active" ? null : T("Client"), b.state == "active" ? null : T("ClientRead"),
-                      T(b.state), T(b.query), T("client backend")});
+      rows.push_back(
+          {d == dbs.end() ? null : O(DatabaseOid(d - dbs.begin())), T(b.datname), I(b.pid), null,
+           u == users.end() ? O(kOwner) : O(RoleOid(users, u - users.begin())), T(b.usename),
+           T(b.application_name), b.client_addr.empty() ? null : T(b.client_addr), I(b.client_port),
+           time(b.backend_start_us), time(b.xact_start_us), time(b.query_start_us),
+           time(b.state_change_us), b.state == "active" ? null : T("Client"),
+           b.state == "active" ? null : T("ClientRead"), T(b.state), T(b.query),
+           T("client backend")});
     }
   }
   // The other catalogs (policies, publications, inheritance, ...) have no WattDB counterpart.
@@ -461,7 +696,9 @@ Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>&
   for (const auto& a : args) {
     if (a.is_null() && name != "pg_get_expr") return Value();
   }
-  auto oid = [&](size_t i) -> int64_t { return args[i].type() == TypeId::kText ? -1 : args[i].as_int(); };
+  auto oid = [&](size_t i) -> int64_t {
+    return args[i].type() == TypeId::kText ? -1 : args[i].as_int();
+  };
   if (name == "regclass") {
     if (args[0].type() == TypeId::kText) return args[0];
     auto n = Relations().Name(oid(0));
@@ -475,9 +712,11 @@ Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>&
     for (int64_t o : rel.Oids()) {
       if (rel.Name(o) == want) return O(o);
     }
-    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("relation \"{}\" does not exist", args[0].ToText()));
+    return Status::Sql(sqlstate::kUndefinedTable,
+                       fmt::format("relation \"{}\" does not exist", args[0].ToText()));
   }
-  if (name == "regtype") return args[0].type() == TypeId::kText ? args[0] : T(FormatType(oid(0), -1));
+  if (name == "regtype")
+    return args[0].type() == TypeId::kText ? args[0] : T(FormatType(oid(0), -1));
   if (name == "regnamespace") {
     int64_t o = oid(0);
     return T(o == kPgCatalogNs ? "pg_catalog" : o == kPublicNs ? "public" : std::to_string(o));
@@ -487,13 +726,15 @@ Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>&
     if (oid(0) == kDatabaseOwner) return T("pg_database_owner");
     return T(oid(0) == kOwner ? "wattdb" : "unknown (OID=" + std::to_string(oid(0)) + ")");
   }
-  if (name == "pg_table_is_visible" || name == "pg_function_is_visible" || name == "pg_type_is_visible") return B(true);
+  if (name == "pg_table_is_visible" || name == "pg_function_is_visible" ||
+      name == "pg_type_is_visible")
+    return B(true);
   if (name == "pg_relation_is_publishable") return B(false);
   if (name == "format_type") return T(FormatType(oid(0), args[1].as_int()));
   if (name == "pg_get_expr") return args[0].is_null() ? Value() : T(args[0].ToText());
   if (name == "pg_encoding_to_char") return T(args[0].as_int() == 6 ? "UTF8" : "SQL_ASCII");
-  if (name == "pg_get_statisticsobjdef_columns" || name == "col_description" || name == "obj_description" ||
-      name == "shobj_description") {
+  if (name == "pg_get_statisticsobjdef_columns" || name == "col_description" ||
+      name == "obj_description" || name == "shobj_description") {
     return Value();
   }
   const PgRelations& rel = Relations();
@@ -501,18 +742,23 @@ Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>&
     const TableSchema* t = rel.TableByOid(oid(0));
     if (!t) return Value();
     int col = name == "pg_get_indexdef" && args.size() > 1 ? static_cast<int>(args[1].as_int()) : 0;
-    auto def = [&](const std::string& n, const std::vector<int>& cols, const std::vector<bool>* desc, bool unique,
-                   bool primary) -> Value {
-      if (col > 0) return col <= static_cast<int>(cols.size()) ? T(Quote(t->columns[cols[col - 1]].name)) : Value();
+    auto def = [&](const std::string& n, const std::vector<int>& cols,
+                   const std::vector<bool>* desc, bool unique, bool primary) -> Value {
+      if (col > 0)
+        return col <= static_cast<int>(cols.size()) ? T(Quote(t->columns[cols[col - 1]].name))
+                                                    : Value();
       if (name == "pg_get_constraintdef") {
-        return T(fmt::format("{} ({})", primary ? "PRIMARY KEY" : "UNIQUE", ColumnList(*t, cols, nullptr)));
+        return T(fmt::format("{} ({})", primary ? "PRIMARY KEY" : "UNIQUE",
+                             ColumnList(*t, cols, nullptr)));
       }
-      return T(fmt::format("CREATE {}INDEX {} ON {} USING btree ({})", unique ? "UNIQUE " : "", Quote(n),
-                           Quote(t->name), ColumnList(*t, cols, desc)));
+      return T(fmt::format("CREATE {}INDEX {} ON {} USING btree ({})", unique ? "UNIQUE " : "",
+                           Quote(n), Quote(t->name), ColumnList(*t, cols, desc)));
     };
-    if (!t->HasHiddenKey() && oid(0) == PkeyOid(*t)) return def(t->name + "_pkey", t->key_columns, nullptr, true, true);
+    if (!t->HasHiddenKey() && oid(0) == PkeyOid(*t))
+      return def(t->name + "_pkey", t->key_columns, nullptr, true, true);
     for (const auto& ix : t->indexes) {
-      if (oid(0) == IndexOid(*t, ix)) return def(ix.name, ix.spec.columns, &ix.spec.desc, ix.unique, false);
+      if (oid(0) == IndexOid(*t, ix))
+        return def(ix.name, ix.spec.columns, &ix.spec.desc, ix.unique, false);
     }
     return Value();
   }
@@ -530,7 +776,8 @@ Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>&
   }
   if (name == "pg_size_pretty") {
     // PostgreSQL: bytes below 10 kB, then kB, MB, GB, TB, each rounded half up.
-    int64_t size = args[0].ToDecimal().v > INT64_MAX ? INT64_MAX : static_cast<int64_t>(args[0].ToDecimal().v);
+    int64_t size =
+        args[0].ToDecimal().v > INT64_MAX ? INT64_MAX : static_cast<int64_t>(args[0].ToDecimal().v);
     static const char* kUnits[] = {"bytes", "kB", "MB", "GB", "TB", "PB"};
     int64_t abs = size < 0 ? -size : size;
     if (abs < 10 * 1024) return T(fmt::format("{} bytes", size));

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "master/cluster/cluster.h"
 #include "master/catalog/database_catalog.h"
+#include "master/cluster/cluster.h"
 
 namespace wattdb::master {
 

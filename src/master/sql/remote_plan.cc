@@ -12,7 +12,8 @@
 
 namespace wattdb::master {
 
-Result<std::unique_ptr<RemotePlan>> RemotePlan::Start(Cluster& cluster, const plan::PlanNode& subtree, NodeId node,
+Result<std::unique_ptr<RemotePlan>> RemotePlan::Start(Cluster& cluster,
+                                                      const plan::PlanNode& subtree, NodeId node,
                                                       const Options& opts) {
   std::map<NodeId, NodeInfo> up;
   for (auto& n : cluster.registry().Snapshot()) {
@@ -30,13 +31,15 @@ Result<std::unique_ptr<RemotePlan>> RemotePlan::Start(Cluster& cluster, const pl
   auto xs = plan::Exchanges(subtree);
   auto lx = r.initExchanges(xs.size());
   for (size_t i = 0; i < xs.size(); i++) {
-    const plan::PlanNode* scan = xs[i]->children.empty() ? nullptr : plan::LeafScan(*xs[i]->children[0]);
+    const plan::PlanNode* scan =
+        xs[i]->children.empty() ? nullptr : plan::LeafScan(*xs[i]->children[0]);
     if (!scan) return Status::Internal("exchange fragment without a scan");
     auto segs = cluster.catalog().SegmentsOverlapping(scan->table, scan->lo, scan->hi);
     auto lp = lx[i].initPlaces(segs.size());
     for (size_t k = 0; k < segs.size(); k++) {
       auto it = up.find(segs[k].node);
-      if (it == up.end()) return std::unique_ptr<RemotePlan>();  // the master's exchanges wait for it
+      if (it == up.end())
+        return std::unique_ptr<RemotePlan>();  // the master's exchanges wait for it
       lp[k].setSegment(segs[k].id);
       lp[k].setLo(rpc::Bytes(segs[k].lo));
       lp[k].setHi(rpc::Bytes(segs[k].hi));
@@ -64,7 +67,8 @@ Result<bool> RemotePlan::Next(exec::Batch& out, std::vector<exec::OperatorStats>
     uint64_t cpu = 0;
     std::vector<exec::OperatorStats> counters;
     std::vector<std::pair<NodeId, uint64_t>> node_cpu;  // the segments' owners, for this plan
-    Status st = stream_->NextColumns(&out, &resume, &last, &cpu, &counters, opts_.cancel, &node_cpu, &owner_stats_);
+    Status st = stream_->NextColumns(&out, &resume, &last, &cpu, &counters, opts_.cancel, &node_cpu,
+                                     &owner_stats_);
     StatementCpuScope::AddNode(node_, cpu);
     for (const auto& [node, ns] : node_cpu) StatementCpuScope::AddNode(node, ns);
     RETURN_NOT_OK(st);
@@ -90,9 +94,11 @@ namespace {
 // (`fragments` true) are null.
 std::vector<const plan::PlanNode*> PreOrder(const plan::PlanNode& subtree, bool fragments) {
   std::vector<const plan::PlanNode*> order;
-  std::function<void(const plan::PlanNode&, bool)> walk = [&](const plan::PlanNode& p, bool fragment) {
+  std::function<void(const plan::PlanNode&, bool)> walk = [&](const plan::PlanNode& p,
+                                                              bool fragment) {
     order.push_back(fragment == fragments ? &p : nullptr);
-    for (const auto& c : p.children) walk(*c, fragment || p.kind == plan::PlanNode::Kind::kExchange);
+    for (const auto& c : p.children)
+      walk(*c, fragment || p.kind == plan::PlanNode::Kind::kExchange);
   };
   walk(subtree, false);
   return order;
@@ -100,7 +106,8 @@ std::vector<const plan::PlanNode*> PreOrder(const plan::PlanNode& subtree, bool 
 
 // `stats` (in `order`) into `into` under `node`; `skip_empty`: not the nodes that did nothing.
 void AddInOrder(const std::vector<const plan::PlanNode*>& order, NodeId node,
-                const std::vector<exec::OperatorStats>& stats, bool skip_empty, exec::RemoteStats* into) {
+                const std::vector<exec::OperatorStats>& stats, bool skip_empty,
+                exec::RemoteStats* into) {
   for (size_t i = 0; i < stats.size() && i < order.size(); i++) {
     if (order[i] && !(skip_empty && stats[i].empty())) (*into)[order[i]][node].Add(stats[i]);
   }
@@ -108,17 +115,20 @@ void AddInOrder(const std::vector<const plan::PlanNode*>& order, NodeId node,
 
 }  // namespace
 
-void AddOwnerStats(const plan::PlanNode& subtree, const rpc::ScanStream::OwnerStats& owners, exec::RemoteStats* into) {
+void AddOwnerStats(const plan::PlanNode& subtree, const rpc::ScanStream::OwnerStats& owners,
+                   exec::RemoteStats* into) {
   if (!into || owners.empty()) return;
   auto order = PreOrder(subtree, /*fragments=*/true);
   // An owner's vector spans the whole subtree: zeros where it ran nothing.
-  for (const auto& [owner, stats] : owners) AddInOrder(order, owner, stats, /*skip_empty=*/true, into);
+  for (const auto& [owner, stats] : owners)
+    AddInOrder(order, owner, stats, /*skip_empty=*/true, into);
 }
 
-void AddRemoteStats(const plan::PlanNode& subtree, NodeId node, const std::vector<exec::OperatorStats>& stats,
-                    exec::RemoteStats* into) {
+void AddRemoteStats(const plan::PlanNode& subtree, NodeId node,
+                    const std::vector<exec::OperatorStats>& stats, exec::RemoteStats* into) {
   // The fragments below Exchanges ran on their segments' owners: skipped here.
-  if (into && !stats.empty()) AddInOrder(PreOrder(subtree, /*fragments=*/false), node, stats, false, into);
+  if (into && !stats.empty())
+    AddInOrder(PreOrder(subtree, /*fragments=*/false), node, stats, false, into);
 }
 
 }  // namespace wattdb::master

@@ -25,8 +25,8 @@ class RemotePlan {
   };
   // Sends `subtree` (borrowed; it outlives the RemotePlan) to `node`. Null if a segment it
   // reads has its owner down, or `node` is not reachable: the caller runs the subtree itself.
-  static Result<std::unique_ptr<RemotePlan>> Start(Cluster& cluster, const plan::PlanNode& subtree, NodeId node,
-                                                   const Options& opts);
+  static Result<std::unique_ptr<RemotePlan>> Start(Cluster& cluster, const plan::PlanNode& subtree,
+                                                   NodeId node, const Options& opts);
   ~RemotePlan();  // an unfinished plan's connection is dropped: the node stops
   // The next batch with rows (true), or the end (false; then `stats`, if given, has the node's
   // operator counters in the subtree's pre-order). Node CPU is booked to the statement.
@@ -51,10 +51,11 @@ class RemotePlan {
 };
 
 // The operator counters of a subtree's nodes, given in its pre-order, into `into` under `node`.
-void AddRemoteStats(const plan::PlanNode& subtree, NodeId node, const std::vector<exec::OperatorStats>& stats,
-                    exec::RemoteStats* into);
+void AddRemoteStats(const plan::PlanNode& subtree, NodeId node,
+                    const std::vector<exec::OperatorStats>& stats, exec::RemoteStats* into);
 // The owners' counters of the fragments below a subtree's Exchanges (RemotePlan::owner_stats)
 // into `into`, each under its owner.
-void AddOwnerStats(const plan::PlanNode& subtree, const rpc::ScanStream::OwnerStats& owners, exec::RemoteStats* into);
+void AddOwnerStats(const plan::PlanNode& subtree, const rpc::ScanStream::OwnerStats& owners,
+                   exec::RemoteStats* into);
 
 }  // namespace wattdb::master

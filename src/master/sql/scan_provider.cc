@@ -1,14 +1,12 @@
 #include "master/sql/scan_provider.h"
 
-#include "query/exec/row_decode.h"
-
 #include "common/codec.h"
 #include "common/logging.h"
 #include "master/cluster/index_scan.h"
 #include "master/sql/partition_source.h"
+#include "query/exec/row_decode.h"
 #include "rpc/exchange.h"
 #include "rpc/gather.h"
-#include "query/exec/row_decode.h"
 
 namespace wattdb::master {
 
@@ -37,7 +35,8 @@ class VectorSource : public exec::RowSource {
  public:
   explicit VectorSource(std::vector<std::vector<Value>> rows) : rows_(std::move(rows)) {}
   Result<bool> Next(exec::Batch& out) override {
-    while (next_ < rows_.size() && out.rows < exec::kBatchRows) out.AppendRow(std::move(rows_[next_++]));
+    while (next_ < rows_.size() && out.rows < exec::kBatchRows)
+      out.AppendRow(std::move(rows_[next_++]));
     return out.rows > 0;
   }
 
@@ -48,7 +47,8 @@ class VectorSource : public exec::RowSource {
 
 // The rows of a system view whose key (first column) lies in the scan's range: the planner
 // narrows scans and index joins by key as for tables.
-std::vector<std::vector<Value>> InKeyRange(std::vector<std::vector<Value>> rows, const plan::PlanNode& scan) {
+std::vector<std::vector<Value>> InKeyRange(std::vector<std::vector<Value>> rows,
+                                           const plan::PlanNode& scan) {
   if (scan.lo.empty() && scan.hi.empty()) return rows;
   std::vector<std::vector<Value>> out;
   for (auto& r : rows) {
@@ -62,8 +62,14 @@ std::vector<std::vector<Value>> InKeyRange(std::vector<std::vector<Value>> rows,
 
 class RemoteSource : public exec::RowSource {
  public:
-  RemoteSource(Cluster& c, TableId table, std::string lo, std::string hi, Timestamp ts, uint64_t txn)
-      : cluster_(c), table_(table), cursor_(std::move(lo)), hi_(std::move(hi)), ts_(ts), txn_(txn) {}
+  RemoteSource(Cluster& c, TableId table, std::string lo, std::string hi, Timestamp ts,
+               uint64_t txn)
+      : cluster_(c),
+        table_(table),
+        cursor_(std::move(lo)),
+        hi_(std::move(hi)),
+        ts_(ts),
+        txn_(txn) {}
 
   Result<bool> Next(exec::Batch& out) override {
     int retries = 0;
@@ -84,7 +90,8 @@ class RemoteSource : public exec::RowSource {
         RETURN_NOT_OK(ScanRetryBackoff(st, &retries));
         continue;
       }
-      for (size_t i = 0; i < rows_.size(); i++) RETURN_NOT_OK(exec::AppendEncodedRow(rows_[i], &out));
+      for (size_t i = 0; i < rows_.size(); i++)
+        RETURN_NOT_OK(exec::AppendEncodedRow(rows_[i], &out));
       // Keys are prefix-free, so key + "\0" is the smallest key after it.
       if (!keys_.empty()) cursor_ = keys_.back() + std::string(1, '\0');
       if (last) {
@@ -144,20 +151,20 @@ rpc::ExchangeOptions MasterScanProvider::ExchangeOptions(const exec::ExecContext
   return o;
 }
 
-Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(const plan::PlanNode& exchange,
-                                                                          const exec::ExecContext& ctx) {
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenExchange(
+    const plan::PlanNode& exchange, const exec::ExecContext& ctx) {
   ASSIGN_OR_RETURN(auto x, rpc::ExchangeSource::Open(parts_, exchange, ExchangeOptions(ctx)));
   return std::unique_ptr<exec::RowSource>(std::move(x));
 }
 
-Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenGather(const plan::PlanNode& gather,
-                                                                        const exec::ExecContext& ctx) {
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenGather(
+    const plan::PlanNode& gather, const exec::ExecContext& ctx) {
   ASSIGN_OR_RETURN(auto g, rpc::GatherSource::Open(parts_, gather, ExchangeOptions(ctx), ctx));
   return std::unique_ptr<exec::RowSource>(std::move(g));
 }
 
-Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenOffload(const plan::PlanNode& offload,
-                                                                         const exec::ExecContext& ctx) {
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenOffload(
+    const plan::PlanNode& offload, const exec::ExecContext& ctx) {
   OffloadSource::Options o;
   o.read_ts = read_ts_;
   o.txn = txn_;
@@ -169,8 +176,8 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenOffload(const p
   return std::unique_ptr<exec::RowSource>(std::move(x));
 }
 
-Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenPartition(const plan::PlanNode& partition,
-                                                                           const exec::ExecContext& ctx) {
+Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenPartition(
+    const plan::PlanNode& partition, const exec::ExecContext& ctx) {
   ASSIGN_OR_RETURN(auto x, PartitionSource::Open(cluster_, partition, {read_ts_, txn_, &ctx}));
   return std::unique_ptr<exec::RowSource>(std::move(x));
 }
@@ -251,8 +258,9 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"actions", TypeId::kText},
                               {"duration_ms", TypeId::kDouble},
                               {"outcome", TypeId::kText}}));
-  catalog.AddSystemView(View(kEnergyPolicyView, "wattdb_energy_policy",
-                             {{"key", TypeId::kText}, {"value", TypeId::kText}, {"source", TypeId::kText}}));
+  catalog.AddSystemView(
+      View(kEnergyPolicyView, "wattdb_energy_policy",
+           {{"key", TypeId::kText}, {"value", TypeId::kText}, {"source", TypeId::kText}}));
   catalog.AddSystemView(View(kStatementEnergyView, "wattdb_statement_energy",
                              {{"started_at", TypeId::kTimestamp},
                               {"seconds", TypeId::kDouble},
@@ -272,8 +280,8 @@ void RegisterSystemViews(Catalog& catalog) {
 
 Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan::PlanNode& scan) {
   if (scan.table < kFirstSystemTableId && scan.index) {
-    return std::unique_ptr<exec::RowSource>(new IndexScanSource(cluster_, scan.table, scan.index, scan.lo, scan.hi,
-                                                                read_ts_, scan.types.size(), txn_));
+    return std::unique_ptr<exec::RowSource>(new IndexScanSource(
+        cluster_, scan.table, scan.index, scan.lo, scan.hi, read_ts_, scan.types.size(), txn_));
   }
   if (scan.table < kFirstSystemTableId) {
     return std::unique_ptr<exec::RowSource>(
@@ -307,24 +315,34 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
       for (const auto& s : segs) count += s.node == nc.id;
       bool seen = n.id != 0;
       auto text_or_null = [](const std::string& t) { return t.empty() ? Value() : Value::Text(t); };
-      rows.push_back({Value::Int32(nc.id), Value::Text(seen ? n.host : nc.host), Value::Int32(seen ? n.port : nc.port),
-                      Value::Text(n.up ? "up" : "down"),
-                      Value::Text(NodeAdminStateName(cat.GetNodeState(nc.id))),
-                      n.up ? Value::Int32(n.pid) : Value(), Value::Int64(count),
-                      Value::Double(n.cpu_percent), Value::Double(n.host_cpu_percent),
-                      Value::Int64(static_cast<int64_t>(n.rss_bytes)),
-                      Value::Int64(static_cast<int64_t>(n.mem_available_bytes)),
-                      Value::Int64(static_cast<int64_t>(n.disk_bytes)), Value::Double(n.disk_read_bps),
-                      Value::Double(n.disk_write_bps), Value::Double(n.net_rx_bps),
-                      Value::Double(n.net_tx_bps), Value::Int64(static_cast<int64_t>(n.heartbeats)),
-                      n.last_heartbeat_us ? Value::Int64((now - n.last_heartbeat_us) / 1000) : Value(),
-                      n.up ? Value::Int32(static_cast<int32_t>(n.lock_waits.size())) : Value(),
-                      Value::Text(power::PowerStateName(p.state)), Value::Text(p.driver),
-                      text_or_null(p.state_error),
-                      text_or_null(p.last_action), text_or_null(p.last_result),
-                      p.last_action_us ? Value::Timestamp(p.last_action_us - kPgEpochUnixMicros) : Value(),
-                      p.last_action_us ? Value::Double(p.last_action_ms) : Value(),
-                      Value::Int64(static_cast<int64_t>(unconfirmed[nc.id]))});
+      rows.push_back(
+          {Value::Int32(nc.id),
+           Value::Text(seen ? n.host : nc.host),
+           Value::Int32(seen ? n.port : nc.port),
+           Value::Text(n.up ? "up" : "down"),
+           Value::Text(NodeAdminStateName(cat.GetNodeState(nc.id))),
+           n.up ? Value::Int32(n.pid) : Value(),
+           Value::Int64(count),
+           Value::Double(n.cpu_percent),
+           Value::Double(n.host_cpu_percent),
+           Value::Int64(static_cast<int64_t>(n.rss_bytes)),
+           Value::Int64(static_cast<int64_t>(n.mem_available_bytes)),
+           Value::Int64(static_cast<int64_t>(n.disk_bytes)),
+           Value::Double(n.disk_read_bps),
+           Value::Double(n.disk_write_bps),
+           Value::Double(n.net_rx_bps),
+           Value::Double(n.net_tx_bps),
+           Value::Int64(static_cast<int64_t>(n.heartbeats)),
+           n.last_heartbeat_us ? Value::Int64((now - n.last_heartbeat_us) / 1000) : Value(),
+           n.up ? Value::Int32(static_cast<int32_t>(n.lock_waits.size())) : Value(),
+           Value::Text(power::PowerStateName(p.state)),
+           Value::Text(p.driver),
+           text_or_null(p.state_error),
+           text_or_null(p.last_action),
+           text_or_null(p.last_result),
+           p.last_action_us ? Value::Timestamp(p.last_action_us - kPgEpochUnixMicros) : Value(),
+           p.last_action_us ? Value::Double(p.last_action_ms) : Value(),
+           Value::Int64(static_cast<int64_t>(unconfirmed[nc.id]))});
     }
   } else if (scan.table == kSegmentsView) {
     for (const auto& s : segs) {
@@ -336,8 +354,9 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
         for (int k : t->second.key_columns) kt.push_back(t->second.columns[k].type);
       }
       const SegmentTelemetry* tel = seg_tel.count(s.id) ? &seg_tel[s.id] : nullptr;
-      rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), Value::Text(name), Value::Int32(s.node),
-                      Value::Text(KeyToString(s.lo, kt, false)), Value::Text(KeyToString(s.hi, kt, true)),
+      rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), Value::Text(name),
+                      Value::Int32(s.node), Value::Text(KeyToString(s.lo, kt, false)),
+                      Value::Text(KeyToString(s.hi, kt, true)),
                       tel ? Value::Int64(static_cast<int64_t>(tel->bytes)) : Value(),
                       tel ? Value::Int64(static_cast<int64_t>(tel->rows_read)) : Value(),
                       tel ? Value::Int64(static_cast<int64_t>(tel->rows_written)) : Value(),
@@ -353,22 +372,26 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
       if (seg_tel.count(s.id)) p.second += static_cast<int64_t>(seg_tel[s.id].bytes);
     }
     for (auto& [k, v] : parts) {
-      rows.push_back({Value::Text(k.first), Value::Int32(k.second), Value::Int64(v.first), Value::Int64(v.second)});
+      rows.push_back({Value::Text(k.first), Value::Int32(k.second), Value::Int64(v.first),
+                      Value::Int64(v.second)});
     }
   } else if (scan.table == kPowerView) {
     for (const auto& p : cluster_.monitor().Snapshot()) {
-      rows.push_back({Value::Text(p.component), p.node_id ? Value::Int32(p.node_id) : Value(), Value::Text(p.state),
-                      Value::Text(p.meter), Value::Double(p.watts), Value::Double(p.joules), Value::Bool(p.meter_ok),
+      rows.push_back({Value::Text(p.component), p.node_id ? Value::Int32(p.node_id) : Value(),
+                      Value::Text(p.state), Value::Text(p.meter), Value::Double(p.watts),
+                      Value::Double(p.joules), Value::Bool(p.meter_ok),
                       p.meter_error.empty() ? Value() : Value::Text(p.meter_error),
-                      Value::Int64(static_cast<int64_t>(p.readings)), Value::Int64(static_cast<int64_t>(p.gaps)),
-                      Value::Double(p.gap_seconds), Value::Double(p.covered_seconds)});
+                      Value::Int64(static_cast<int64_t>(p.readings)),
+                      Value::Int64(static_cast<int64_t>(p.gaps)), Value::Double(p.gap_seconds),
+                      Value::Double(p.covered_seconds)});
     }
   } else if (scan.table == kEnergyDecisionsView) {
     int64_t seq = 0;
     for (const auto& d : energy_.decisions().Snapshot()) {
       auto text = [](const std::string& t) { return t.empty() ? Value() : Value::Text(t); };
-      rows.push_back({Value::Int64(++seq), Value::Timestamp(d.time_us - kPgEpochUnixMicros), Value::Text(d.decision),
-                      text(d.reason), text(d.mode), Value::Int32(d.active_nodes), Value::Double(d.utilization),
+      rows.push_back({Value::Int64(++seq), Value::Timestamp(d.time_us - kPgEpochUnixMicros),
+                      Value::Text(d.decision), text(d.reason), text(d.mode),
+                      Value::Int32(d.active_nodes), Value::Double(d.utilization),
                       Value::Double(d.window_utilization), Value::Double(d.forecast_utilization),
                       Value::Double(d.scale_out_cpu), Value::Double(d.scale_in_cpu),
                       d.break_even_s > 0 ? Value::Double(d.predicted_idle_s) : Value(),
@@ -401,8 +424,9 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
   } else if (scan.table == kStatementEnergyView) {
     for (const auto& e : cluster_.energy_log().Snapshot()) {
       rows.push_back({Value::Timestamp(e.started_us - kPgEpochUnixMicros), Value::Double(e.seconds),
-                      Value::Double(e.joules), Value::Double(e.master_joules), Value::Double(e.node_joules),
-                      Value::Double(e.infra_joules), Value::Double(e.cpu_ms), Value::Int32(e.unmetered),
+                      Value::Double(e.joules), Value::Double(e.master_joules),
+                      Value::Double(e.node_joules), Value::Double(e.infra_joules),
+                      Value::Double(e.cpu_ms), Value::Int32(e.unmetered),
                       Value::Text(e.statement)});
     }
   } else if (scan.table == kTablesView) {
@@ -410,14 +434,16 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
       std::string cols, key;
       for (const auto& col : t.columns) {
         if (col.hidden) continue;
-        cols += (cols.empty() ? "" : ", ") + col.name + " " + col.type.ToString() + (col.not_null ? " not null" : "");
+        cols += (cols.empty() ? "" : ", ") + col.name + " " + col.type.ToString() +
+                (col.not_null ? " not null" : "");
       }
       for (int k : t.key_columns) {
         if (!t.columns[k].hidden) key += (key.empty() ? "" : ", ") + t.columns[k].name;
       }
       int64_t n = 0;
       for (const auto& s : segs) n += s.table == id;
-      rows.push_back({Value::Text(t.name), Value::Text(cols), key.empty() ? Value() : Value::Text(key), Value::Int64(n)});
+      rows.push_back({Value::Text(t.name), Value::Text(cols),
+                      key.empty() ? Value() : Value::Text(key), Value::Int64(n)});
     }
   } else {
     return Status::Internal("unknown system view");
@@ -433,7 +459,8 @@ PgCatalog& MasterScanProvider::Pg() {
   return *pg_;
 }
 
-Result<Value> MasterScanProvider::CallCatalog(const std::string& name, const std::vector<Value>& args) {
+Result<Value> MasterScanProvider::CallCatalog(const std::string& name,
+                                              const std::vector<Value>& args) {
   return Pg().Call(name, args);
 }
 

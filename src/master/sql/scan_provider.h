@@ -8,12 +8,12 @@
 #pragma once
 
 #include "common/schema.h"
+#include "master/catalog/database_catalog.h"
 #include "master/cluster/cluster.h"
 #include "master/energy/energy_service.h"
-#include "master/catalog/database_catalog.h"
-#include "master/sql/pg_catalog.h"
 #include "master/sql/offload.h"
 #include "master/sql/part_map.h"
+#include "master/sql/pg_catalog.h"
 #include "query/exec/operator.h"
 
 namespace wattdb::master {
@@ -27,7 +27,12 @@ class MasterScanProvider : public exec::ScanProvider {
   // database, whose relations pg_catalog shows (default database if null).
   MasterScanProvider(Cluster& cluster, EnergyService& energy, Timestamp read_ts, uint64_t txn = 0,
                      const DatabaseCatalog* db = nullptr)
-      : cluster_(cluster), energy_(energy), parts_(cluster), read_ts_(read_ts), txn_(txn), db_(db) {}
+      : cluster_(cluster),
+        energy_(energy),
+        parts_(cluster),
+        read_ts_(read_ts),
+        txn_(txn),
+        db_(db) {}
   Result<std::unique_ptr<exec::RowSource>> OpenScan(const plan::PlanNode& scan) override;
   // Runs the fragment on the nodes (rpc/exchange.h).
   Result<std::unique_ptr<exec::RowSource>> OpenExchange(const plan::PlanNode& exchange,
@@ -45,7 +50,7 @@ class MasterScanProvider : public exec::ScanProvider {
   Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) override;
 
  private:
-  Cluster& cluster_;        // borrowed; outlives the provider
+  Cluster& cluster_;       // borrowed; outlives the provider
   EnergyService& energy_;  // borrowed; outlives the provider
   ClusterPartMap parts_;
   Timestamp read_ts_;

@@ -27,7 +27,8 @@ void Activity::StatementStarted(int32_t pid, std::string_view query, int64_t now
   auto it = backends_.find(pid);
   if (it == backends_.end()) return;
   Backend& b = it->second;
-  if (b.xact_start_us == 0) b.xact_start_us = now_us;  // not in a block: the statement is the transaction
+  if (b.xact_start_us == 0)
+    b.xact_start_us = now_us;  // not in a block: the statement is the transaction
   b.query_start_us = b.state_change_us = now_us;
   b.state = "active";
   b.query.assign(query);  // keeps its memory from statement to statement
@@ -39,7 +40,9 @@ void Activity::StatementEnded(int32_t pid, char txn_status, int64_t now_us) {
   if (it == backends_.end()) return;
   Backend& b = it->second;
   b.state_change_us = now_us;
-  b.state = txn_status == 'T' ? "idle in transaction" : txn_status == 'E' ? "idle in transaction (aborted)" : "idle";
+  b.state = txn_status == 'T'   ? "idle in transaction"
+            : txn_status == 'E' ? "idle in transaction (aborted)"
+                                : "idle";
   if (txn_status == 'I') b.xact_start_us = 0;
 }
 

@@ -22,8 +22,9 @@ class Activity {
     int64_t xact_start_us = 0;     // the running transaction (block or single statement)
     int64_t query_start_us = 0;    // the running statement, or the last one
     int64_t state_change_us = 0;
-    std::string state = "idle";    // active | idle | idle in transaction | idle in transaction (aborted)
-    std::string query;             // the running statement, or the last one
+    std::string state =
+        "idle";         // active | idle | idle in transaction | idle in transaction (aborted)
+    std::string query;  // the running statement, or the last one
   };
 
   // `b.pid` is the key; `client` is "address:port" as the socket names its peer.

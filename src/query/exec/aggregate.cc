@@ -11,8 +11,8 @@
 #include "query/exec/eval_vector.h"
 #include "query/exec/key_encoding.h"
 #include "query/exec/key_index.h"
-#include "query/exec/packed_ints.h"
 #include "query/exec/operator_base.h"
+#include "query/exec/packed_ints.h"
 #include "query/exec/row_hash.h"
 
 namespace wattdb::exec {
@@ -31,12 +31,12 @@ const Int128 kDecimalLimit = [] {
 }();
 
 struct AggState {  // the fields sums touch first: within 64 bytes
-  Decimal nsum;      // NUMERIC arguments
+  Decimal nsum;    // NUMERIC arguments
   int64_t count = 0;
   double dsum = 0;
   __int128 isum = 0;
-  std::string text;  // string_agg
-  Value best;        // min, max
+  std::string text;                                                     // string_agg
+  Value best;                                                           // min, max
   std::unique_ptr<std::unordered_set<Value, ValueHash, ValueEq>> seen;  // DISTINCT aggregates
 };
 
@@ -69,13 +69,21 @@ bool Fits64(__int128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
 // A partial state as a value of the state column: a byte of flags, then only the fields in
 // use (a count or a sum of integers takes a few bytes, and merging it allocates nothing).
 enum StateFlags : uint8_t {
-  kHasCount = 1, kHasIsum = 2, kWideIsum = 4, kHasDsum = 8, kHasNsum = 16, kWideNsum = 32, kHasBest = 64,
+  kHasCount = 1,
+  kHasIsum = 2,
+  kWideIsum = 4,
+  kHasDsum = 8,
+  kHasNsum = 16,
+  kWideNsum = 32,
+  kHasBest = 64,
 };
 
 Value EncodeState(const AggState& s) {
-  uint8_t flags = (s.count ? kHasCount : 0) | (s.isum ? kHasIsum | (Fits64(s.isum) ? 0 : kWideIsum) : 0) |
+  uint8_t flags = (s.count ? kHasCount : 0) |
+                  (s.isum ? kHasIsum | (Fits64(s.isum) ? 0 : kWideIsum) : 0) |
                   (s.dsum != 0 ? kHasDsum : 0) |
-                  (s.nsum.v || s.nsum.scale ? kHasNsum | (Fits64(s.nsum.v) ? 0 : kWideNsum) : 0) | (s.best.is_null() ? 0 : kHasBest);
+                  (s.nsum.v || s.nsum.scale ? kHasNsum | (Fits64(s.nsum.v) ? 0 : kWideNsum) : 0) |
+                  (s.best.is_null() ? 0 : kHasBest);
   std::string out;
   ByteWriter w(&out);
   w.U8(flags);
@@ -140,7 +148,8 @@ Status MergeState(const AggSpec& a, std::string_view in, AggState* s) {
 
 class HashAggregateOp : public UnaryOp {
  public:
-  HashAggregateOp(const plan::PlanNode& p, std::unique_ptr<Operator> child) : UnaryOp(p, std::move(child)) {}
+  HashAggregateOp(const plan::PlanNode& p, std::unique_ptr<Operator> child)
+      : UnaryOp(p, std::move(child)) {}
 
   Result<bool> Next(Batch& out) override {
     if (!built_) RETURN_NOT_OK(Build());
@@ -195,7 +204,8 @@ class HashAggregateOp : public UnaryOp {
         if (p_.agg_mode == AggMode::kFinal) {
           const Vector& st = in.cols[ng + a];
           for (size_t r = 0; r < in.rows; r++) {
-            if (st.IsNull(r) || st.phys() != PhysType::kText) return Status::Corruption("aggregate state missing");
+            if (st.IsNull(r) || st.phys() != PhysType::kText)
+              return Status::Corruption("aggregate state missing");
             RETURN_NOT_OK(MergeState(spec, st.texts()[r], all ? &all[a] : &row_states[r][a]));
           }
           continue;
@@ -308,8 +318,8 @@ class HashAggregateOp : public UnaryOp {
           AggState& s = states[r][a];
           s.count++;
           Int128 t;
-          if (s.nsum.scale == d[r].scale && !__builtin_add_overflow(s.nsum.v, d[r].v, &t) && t < kDecimalLimit &&
-              t > -kDecimalLimit) {
+          if (s.nsum.scale == d[r].scale && !__builtin_add_overflow(s.nsum.v, d[r].v, &t) &&
+              t < kDecimalLimit && t > -kDecimalLimit) {
             s.nsum.v = t;
           } else {
             ASSIGN_OR_RETURN(s.nsum, AddDecimal(s.nsum, d[r]));
@@ -318,11 +328,13 @@ class HashAggregateOp : public UnaryOp {
         return Status::OK();
       }
       case PhysType::kDouble:
-        ForEachValue(nulls, n, states, a, [d = v.doubles()](AggState& s, size_t r) { s.dsum += d[r]; });
+        ForEachValue(nulls, n, states, a,
+                     [d = v.doubles()](AggState& s, size_t r) { s.dsum += d[r]; });
         return Status::OK();
       default:
         if (spec.type.id != TypeId::kDouble) {  // (the double sum is read only by a double result)
-          ForEachValue(nulls, n, states, a, [d = v.ints()](AggState& s, size_t r) { s.isum += d[r]; });
+          ForEachValue(nulls, n, states, a,
+                       [d = v.ints()](AggState& s, size_t r) { s.isum += d[r]; });
           return Status::OK();
         }
         ForEachValue(nulls, n, states, a, [d = v.ints()](AggState& s, size_t r) {
@@ -350,8 +362,9 @@ class HashAggregateOp : public UnaryOp {
     const uint8_t* nulls = v.nulls();
     const bool no_nulls = !v.HasNulls();  // (a memchr: then every row counts, no row is skipped)
     const int64_t count = no_nulls ? static_cast<int64_t>(n) : CountNonNull(nulls, n);
-    if (const PackedInts* p = v.packed(); p && no_nulls && n == v.size() && n > 0 &&
-                                          (minmax || (Narrow(v.value_type()) && spec.type.id != TypeId::kDouble))) {
+    if (const PackedInts* p = v.packed();
+        p && no_nulls && n == v.size() && n > 0 &&
+        (minmax || (Narrow(v.value_type()) && spec.type.id != TypeId::kDouble))) {
       // Still packed (a received batch's column, a constant): base + entry per row, so the sum
       // and the extremes come from the entries, as they lie (wrapping as the sum below does).
       if (summing) {
@@ -359,7 +372,8 @@ class HashAggregateOp : public UnaryOp {
       } else if (minmax) {
         const bool min = spec.func == AggFunc::kMin;
         auto b = static_cast<int64_t>(p->base + (min ? MinEntry(*p, n) : MaxEntry(*p, n)));
-        if (s.best.is_null() || (min ? b < s.best.as_int() : b > s.best.as_int())) s.best = IntValue(v.value_type(), b);
+        if (s.best.is_null() || (min ? b < s.best.as_int() : b > s.best.as_int()))
+          s.best = IntValue(v.value_type(), b);
       }
       s.count += count;
       return true;
@@ -397,7 +411,8 @@ class HashAggregateOp : public UnaryOp {
         // The batch's extreme in a loop without branches (a NULL row counts as the neutral
         // value), then one comparison with the state's.
         const int64_t* d = v.ints();
-        int64_t b = min ? Extreme<true>(d, nulls, no_nulls, n) : Extreme<false>(d, nulls, no_nulls, n);
+        int64_t b =
+            min ? Extreme<true>(d, nulls, no_nulls, n) : Extreme<false>(d, nulls, no_nulls, n);
         if (count > 0 && (s.best.is_null() || (min ? b < s.best.as_int() : b > s.best.as_int()))) {
           s.best = IntValue(v.value_type(), b);
         }
@@ -406,7 +421,8 @@ class HashAggregateOp : public UnaryOp {
         double b = s.best.is_null() ? 0 : s.best.as_double();
         for (size_t r = 0; r < n; r++) {
           if (nulls[r]) continue;
-          if ((best == SIZE_MAX && s.best.is_null()) || CompareDoubles(d[r], b) == (min ? -1 : 1)) b = d[best = r];
+          if ((best == SIZE_MAX && s.best.is_null()) || CompareDoubles(d[r], b) == (min ? -1 : 1))
+            b = d[best = r];
         }
       }
       if (best != SIZE_MAX) s.best = v.GetValue(best);
@@ -416,7 +432,6 @@ class HashAggregateOp : public UnaryOp {
   }
 
   static bool Narrow(TypeId t) { return t == TypeId::kInt32 || t == TypeId::kBool; }
-
 
   static int64_t CountNonNull(const uint8_t* nulls, size_t n) {
     int64_t nulled = 0;
@@ -479,7 +494,8 @@ class HashAggregateOp : public UnaryOp {
   // 0 if not coded.
   static constexpr size_t kBatchCodes = 16;
   static constexpr size_t kBatchCombos = 4096;
-  static size_t BatchCodes(const std::vector<const Vector*>& keys, size_t n, std::vector<uint32_t>* codes) {
+  static size_t BatchCodes(const std::vector<const Vector*>& keys, size_t n,
+                           std::vector<uint32_t>* codes) {
     codes->assign(n, 0);
     size_t combos = 1;
     for (const Vector* k : keys) {
@@ -490,7 +506,8 @@ class HashAggregateOp : public UnaryOp {
         // The column's dictionary codes its rows already (distinct values, distinct codes).
         const uint8_t* code = d->codes.data();
         const uint8_t* null = k->nulls();
-        for (size_t r = 0; r < n; r++) (*codes)[r] += static_cast<uint32_t>((null[r] ? 0 : code[r] + 1) * combos);
+        for (size_t r = 0; r < n; r++)
+          (*codes)[r] += static_cast<uint32_t>((null[r] ? 0 : code[r] + 1) * combos);
         combos *= d->values.size() + 1;
         if (combos > kBatchCombos) return 0;
         continue;
@@ -657,10 +674,12 @@ class HashAggregateOp : public UnaryOp {
         bool same = s.best.type() == v.value_type();
         switch (v.phys()) {
           case PhysType::kInt:
-            c = same ? (v.ints()[r] < s.best.as_int() ? -1 : v.ints()[r] > s.best.as_int()) : v.GetValue(r).Compare(s.best);
+            c = same ? (v.ints()[r] < s.best.as_int() ? -1 : v.ints()[r] > s.best.as_int())
+                     : v.GetValue(r).Compare(s.best);
             break;
           case PhysType::kDouble:
-            c = same ? CompareDoubles(v.doubles()[r], s.best.as_double()) : v.GetValue(r).Compare(s.best);
+            c = same ? CompareDoubles(v.doubles()[r], s.best.as_double())
+                     : v.GetValue(r).Compare(s.best);
             break;
           case PhysType::kText:
             c = same ? v.texts()[r].compare(s.best.as_text()) : v.GetValue(r).Compare(s.best);
@@ -726,12 +745,14 @@ class HashAggregateOp : public UnaryOp {
   Result<Value> Finish(const AggSpec& a, const AggState& s) {
     switch (a.func) {
       case AggFunc::kCountStar:
-      case AggFunc::kCount: return Value::Int64(s.count);
+      case AggFunc::kCount:
+        return Value::Int64(s.count);
       case AggFunc::kSum:
         if (s.count == 0) return Value();
         if (a.type.id == TypeId::kDouble) return Value::Double(s.dsum);
         if (a.type.id == TypeId::kNumeric) return Value::Numeric(DecimalSum(a, s));
-        if (s.isum > INT64_MAX || s.isum < INT64_MIN) return Status::Sql(sqlstate::kNumericValueOutOfRange, "bigint out of range");
+        if (s.isum > INT64_MAX || s.isum < INT64_MIN)
+          return Status::Sql(sqlstate::kNumericValueOutOfRange, "bigint out of range");
         return Value::Int64(static_cast<int64_t>(s.isum));
       case AggFunc::kAvg:
         if (s.count == 0) return Value();
@@ -744,8 +765,10 @@ class HashAggregateOp : public UnaryOp {
         }
         return Value::Double(s.dsum / static_cast<double>(s.count));
       case AggFunc::kMin:
-      case AggFunc::kMax: return s.best;
-      case AggFunc::kStringAgg: return s.count ? Value::Text(s.text) : Value();
+      case AggFunc::kMax:
+        return s.best;
+      case AggFunc::kStringAgg:
+        return s.count ? Value::Text(s.text) : Value();
     }
     return Value();
   }
@@ -757,10 +780,10 @@ class HashAggregateOp : public UnaryOp {
   static constexpr size_t kBlockGroups = 256;
   std::vector<std::unique_ptr<AggState[]>> state_blocks_;
   size_t block_used_ = 0;  // groups in the last block
-  KeyIndex encoded_;  // encoded typed key -> index in groups_
-  IntKeyIndex ints_;  // one integer key -> index in groups_ (its NULL group: in encoded_)
-  std::string enc_;                     // RowGroups' scratch: a row's encoded key,
-  std::vector<uint32_t> codes_;         // ... the rows' codes (BatchCodes),
+  KeyIndex encoded_;       // encoded typed key -> index in groups_
+  IntKeyIndex ints_;       // one integer key -> index in groups_ (its NULL group: in encoded_)
+  std::string enc_;        // RowGroups' scratch: a row's encoded key,
+  std::vector<uint32_t> codes_;          // ... the rows' codes (BatchCodes),
   std::vector<AggState*> combo_states_;  // ... and each code's group, once looked up
   std::unordered_map<std::vector<Value>, size_t, RowHash, RowEq> boxed_;  // boxed key -> index
   bool boxed_mode_ = false;
@@ -770,7 +793,8 @@ class HashAggregateOp : public UnaryOp {
 
 }  // namespace
 
-std::unique_ptr<Operator> MakeHashAggregate(const plan::PlanNode& p, std::unique_ptr<Operator> child) {
+std::unique_ptr<Operator> MakeHashAggregate(const plan::PlanNode& p,
+                                            std::unique_ptr<Operator> child) {
   return std::unique_ptr<Operator>(new HashAggregateOp(p, std::move(child)));
 }
 

@@ -13,6 +13,7 @@
 
 namespace wattdb::exec {
 
-std::unique_ptr<Operator> MakeHashAggregate(const plan::PlanNode& p, std::unique_ptr<Operator> child);
+std::unique_ptr<Operator> MakeHashAggregate(const plan::PlanNode& p,
+                                            std::unique_ptr<Operator> child);
 
 }  // namespace wattdb::exec

@@ -25,14 +25,17 @@ enum Layout : uint8_t {
   kBits = 5,         // kPacked with entries of fewer bits than whole bytes would take
   kBitsDelta = 6,    // kPackedDelta so
 };
-bool IsIntLayout(uint8_t l) { return l == kPacked || l == kPackedDelta || l == kBits || l == kBitsDelta; }
+bool IsIntLayout(uint8_t l) {
+  return l == kPacked || l == kPackedDelta || l == kBits || l == kBitsDelta;
+}
 bool IsDelta(uint8_t l) { return l == kPackedDelta || l == kBitsDelta; }
 bool IsBits(uint8_t l) { return l == kBits || l == kBitsDelta; }
 // What follows a column's types: no NULL bitmap (no NULLs), one bit a row, or nothing
 // because every row is NULL (a column the reader does not need, a kEmpty vector).
 enum NullFlag : uint8_t { kNoNulls = 0, kNullBitmap = 1, kAllNull = 2 };
 
-static_assert(std::endian::native == std::endian::little, "the bit packing below reads bytes as words");
+static_assert(std::endian::native == std::endian::little,
+              "the bit packing below reads bytes as words");
 
 // Bit j of the result: byte p[j] is nonzero (NULL bytes are 0 or 1).
 inline uint8_t PackBits8(const uint8_t* p) {
@@ -72,14 +75,22 @@ void Pack(size_t rows, uint8_t width, std::string* out, const Entry& entry) {
   out->resize(at + rows * width);
   char* p = out->data() + at;
   switch (width) {
-    case 1: PackAs<uint8_t>(rows, p, entry); break;
-    case 2: PackAs<uint16_t>(rows, p, entry); break;
-    case 4: PackAs<uint32_t>(rows, p, entry); break;
-    case 8: PackAs<uint64_t>(rows, p, entry); break;
-    default: break;
+    case 1:
+      PackAs<uint8_t>(rows, p, entry);
+      break;
+    case 2:
+      PackAs<uint16_t>(rows, p, entry);
+      break;
+    case 4:
+      PackAs<uint32_t>(rows, p, entry);
+      break;
+    case 8:
+      PackAs<uint64_t>(rows, p, entry);
+      break;
+    default:
+      break;
   }
 }
-
 
 // The smallest and largest of some integers (compared by value: std::min's reference kept
 // callers' loops from holding them in registers).
@@ -97,11 +108,13 @@ struct Range {
 // of whole bytes if that wastes no bits, else of as many bits as the widest needs (up to
 // kMaxBitEntry). NULL rows have entry 0: the smallest value, or no change for the differences.
 void EncodeInts(const Vector& v, size_t rows, bool nulls, ByteWriter& w, std::string* out) {
-  if (const PackedInts* p = v.packed(); p && !nulls && rows == v.size()) {  // as it lies (a constant: no entries)
+  if (const PackedInts* p = v.packed();
+      p && !nulls && rows == v.size()) {  // as it lies (a constant: no entries)
     w.U8(p->bits ? kBits : kPacked);
     w.U8(p->bits ? p->bits : p->width);
     w.U64(p->base);
-    out->append(p->entries ? p->entries : "", p->bits ? BitEntryBytes(rows, p->bits) : rows * p->width);
+    out->append(p->entries ? p->entries : "",
+                p->bits ? BitEntryBytes(rows, p->bits) : rows * p->width);
     return;
   }
   const int64_t* x = v.ints();
@@ -180,7 +193,8 @@ bool ReadPacked(ByteReader& r, uint8_t layout, size_t rows, PackedInts* p, uint6
   if (!valid) return false;
   (IsBits(layout) ? p->bits : p->width) = size;
   const size_t bytes = p->bits ? BitEntryBytes(rows, p->bits) : rows * p->width;
-  if ((IsDelta(layout) && !r.U64(start)) || !r.U64(&p->base) || !r.Bytes(bytes, &entries)) return false;
+  if ((IsDelta(layout) && !r.U64(start)) || !r.U64(&p->base) || !r.Bytes(bytes, &entries))
+    return false;
   p->entries = entries.data();
   return true;
 }
@@ -301,10 +315,12 @@ void EncodeColumnTo(const Vector& v, size_t rows, ByteWriter& w, std::string* ou
   }
 }
 
-Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr<const TextArena>& in_owner) {
+Status DecodeColumn(ByteReader& r, size_t rows, Vector* v,
+                    const std::shared_ptr<const TextArena>& in_owner) {
   auto bad = [] { return Status::Corruption("column batch does not decode"); };
   uint8_t phys, type, flag;
-  if (!r.U8(&phys) || !r.U8(&type) || !r.U8(&flag) || phys > static_cast<uint8_t>(PhysType::kBoxed) ||
+  if (!r.U8(&phys) || !r.U8(&type) || !r.U8(&flag) ||
+      phys > static_cast<uint8_t>(PhysType::kBoxed) ||
       type > static_cast<uint8_t>(TypeId::kArray) || flag > kAllNull) {
     return bad();
   }
@@ -316,11 +332,12 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
   }
   const bool has_nulls = flag == kNullBitmap;
   std::vector<uint8_t> null(has_nulls ? rows + 8 : 0, 0);  // empty: no NULLs (8 spare: whole words)
-  size_t values = rows;                                     // non-NULL rows
+  size_t values = rows;                                    // non-NULL rows
   if (has_nulls) {
     std::string_view bits;
     if (!r.Bytes((rows + 7) / 8, &bits)) return bad();
-    for (size_t i = 0; i < bits.size(); i++) UnpackBits8(static_cast<uint8_t>(bits[i]), null.data() + 8 * i);
+    for (size_t i = 0; i < bits.size(); i++)
+      UnpackBits8(static_cast<uint8_t>(bits[i]), null.data() + 8 * i);
     std::fill(null.begin() + rows, null.end(), 0);  // bits past the last row mean nothing
     for (size_t i = 0; i < rows; i++) values -= null[i];
   }
@@ -348,7 +365,8 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     // Every row's entry straight into the array; NULL rows' entries then set to zero.
     v->InitUnset(t, rows);
     if (p == PhysType::kInt) {
-      if (!DecodeInts(r, layout, rows, has_nulls ? null.data() : nullptr, v->mutable_ints())) return bad();
+      if (!DecodeInts(r, layout, rows, has_nulls ? null.data() : nullptr, v->mutable_ints()))
+        return bad();
     } else {
       std::string_view raw;
       if (!r.Bytes(rows * sizeof(double), &raw)) return bad();
@@ -382,7 +400,8 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
     return Status::OK();
   }
   uint8_t layout = kPlain;
-  if (p == PhysType::kText && (!r.U8(&layout) || (layout != kPlain && layout != kDictionary))) return bad();
+  if (p == PhysType::kText && (!r.U8(&layout) || (layout != kPlain && layout != kDictionary)))
+    return bad();
   if (p == PhysType::kText && layout == kDictionary) {
     // The distinct values are views into the input (kept alive) or copies made once.
     uint64_t n;
@@ -413,7 +432,8 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v, const std::shared_ptr
         if (!null[i]) attached->codes[i] = code[k++];
       }
     }
-    v->InitFromDictionary(TypeId::kText, std::move(nulls), std::move(attached), in_owner ? in_owner : copies);
+    v->InitFromDictionary(TypeId::kText, std::move(nulls), std::move(attached),
+                          in_owner ? in_owner : copies);
     return Status::OK();
   }
   if (p == PhysType::kText && in_owner) {
@@ -466,7 +486,8 @@ void EncodeColumn(const Vector& v, size_t rows, std::string* out) {
   EncodeColumnTo(v, rows, w, out);
 }
 
-Status DecodeBatch(std::string_view in, Batch* out, const std::shared_ptr<const TextArena>& in_owner) {
+Status DecodeBatch(std::string_view in, Batch* out,
+                   const std::shared_ptr<const TextArena>& in_owner) {
   ByteReader r(in);
   uint64_t ncols, rows;
   if (!r.VarU64(&ncols) || !r.VarU64(&rows) || ncols > kMaxCols || rows > kMaxRows) {

@@ -5,8 +5,8 @@
 // bytes would waste some), one entry per row; raw doubles,
 // one per row; the non-NULL values of other types (128-bit decimals with their scale; texts
 // length-prefixed, or as a dictionary and one byte per value when a column has few distinct
-// values, no byte when it has one; boxed values in the row format). Decoding never reads past its input and checks
-// every count.
+// values, no byte when it has one; boxed values in the row format). Decoding never reads past its
+// input and checks every count.
 #pragma once
 
 #include <string>
@@ -25,7 +25,8 @@ void EncodeColumn(const Vector& v, size_t rows, std::string* out);
 // Replaces `out` with the decoded batch; Corruption on malformed input (`out` is then left
 // without columns). Given `in_owner`,
 // which keeps `in`'s bytes alive, text values are views into `in` instead of copies.
-Status DecodeBatch(std::string_view in, Batch* out, const std::shared_ptr<const TextArena>& in_owner = nullptr);
+Status DecodeBatch(std::string_view in, Batch* out,
+                   const std::shared_ptr<const TextArena>& in_owner = nullptr);
 
 // Operator counters (a fragment's, in its plan's pre-order) as a node sends them.
 std::string EncodeOperatorStats(const std::vector<OperatorStats>& stats);

@@ -23,7 +23,8 @@ std::vector<size_t> CharStarts(const std::string& s) {
 std::string Chars(const std::string& s, int64_t from, int64_t n) {
   auto starts = CharStarts(s);
   int64_t len = static_cast<int64_t>(starts.size());
-  int64_t a = std::clamp<int64_t>(from, 0, len), b = std::clamp<int64_t>(n < 0 ? len : from + n, a, len);
+  int64_t a = std::clamp<int64_t>(from, 0, len),
+          b = std::clamp<int64_t>(n < 0 ? len : from + n, a, len);
   size_t begin = a < len ? starts[a] : s.size(), end = b < len ? starts[b] : s.size();
   return s.substr(begin, end - begin);
 }
@@ -36,7 +37,9 @@ std::string Trim(const std::string& s, const std::string& chars, bool left, bool
 }
 
 Result<Value> Double(double d, const char* fn) {
-  if (std::isnan(d)) return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction, fmt::format("invalid argument for {}", fn));
+  if (std::isnan(d))
+    return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction,
+                       fmt::format("invalid argument for {}", fn));
   return Value::Double(d);
 }
 
@@ -66,37 +69,50 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
   }
   const Value& x = args[0];
   auto num = [&](Decimal (*f)(const Decimal&), double (*g)(double)) -> Value {
-    return x.type() == TypeId::kNumeric ? Value::Numeric(f(x.as_decimal())) : Value::Double(g(x.as_double()));
+    return x.type() == TypeId::kNumeric ? Value::Numeric(f(x.as_decimal()))
+                                        : Value::Double(g(x.as_double()));
   };
-  if (name == "ceil" || name == "ceiling") return num(CeilDecimal, [](double d) { return std::ceil(d); });
+  if (name == "ceil" || name == "ceiling")
+    return num(CeilDecimal, [](double d) { return std::ceil(d); });
   if (name == "floor") return num(FloorDecimal, [](double d) { return std::floor(d); });
   if (name == "trunc") {
     if (x.type() == TypeId::kNumeric) {
-      ASSIGN_OR_RETURN(Decimal d, TruncDecimal(x.as_decimal(), args.size() > 1 ? static_cast<int>(args[1].as_int()) : 0));
+      ASSIGN_OR_RETURN(
+          Decimal d,
+          TruncDecimal(x.as_decimal(), args.size() > 1 ? static_cast<int>(args[1].as_int()) : 0));
       return Value::Numeric(d);
     }
     return Value::Double(std::trunc(x.as_double()));
   }
   if (name == "sign") {
-    if (x.type() == TypeId::kNumeric) return Value::Numeric(Decimal{x.as_decimal().v > 0 ? 1 : x.as_decimal().v < 0 ? -1 : 0, 0});
+    if (x.type() == TypeId::kNumeric)
+      return Value::Numeric(Decimal{x.as_decimal().v > 0 ? 1 : x.as_decimal().v < 0 ? -1 : 0, 0});
     return Value::Double(x.as_double() > 0 ? 1 : x.as_double() < 0 ? -1 : 0);
   }
   if (name == "sqrt") {
-    if (x.as_double() < 0) return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction, "cannot take square root of a negative number");
+    if (x.as_double() < 0)
+      return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction,
+                         "cannot take square root of a negative number");
     return Value::Double(std::sqrt(x.as_double()));
   }
   if (name == "cbrt") return Value::Double(std::cbrt(x.as_double()));
   if (name == "exp") return Value::Double(std::exp(x.as_double()));
   if (name == "ln" || name == "log" || name == "log10") {
-    if (x.as_double() == 0) return Status::Sql(sqlstate::kInvalidArgumentForLog, "cannot take logarithm of zero");
-    if (x.as_double() < 0) return Status::Sql(sqlstate::kInvalidArgumentForLog, "cannot take logarithm of a negative number");
+    if (x.as_double() == 0)
+      return Status::Sql(sqlstate::kInvalidArgumentForLog, "cannot take logarithm of zero");
+    if (x.as_double() < 0)
+      return Status::Sql(sqlstate::kInvalidArgumentForLog,
+                         "cannot take logarithm of a negative number");
     return Value::Double(name == "ln" ? std::log(x.as_double()) : std::log10(x.as_double()));
   }
   if (name == "power" || name == "pow") {
     double b = x.as_double(), e = args[1].as_double();
-    if (b == 0 && e < 0) return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction, "zero raised to a negative power is undefined");
+    if (b == 0 && e < 0)
+      return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction,
+                         "zero raised to a negative power is undefined");
     if (b < 0 && e != std::floor(e)) {
-      return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction, "a negative number raised to a non-integer power yields a complex result");
+      return Status::Sql(sqlstate::kInvalidArgumentForPowerFunction,
+                         "a negative number raised to a non-integer power yields a complex result");
     }
     return Double(std::pow(b, e), "power");
   }
@@ -115,7 +131,8 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
     int64_t start = args[1].as_int();
     if (args.size() == 2) return Value::Text(Chars(s, std::max<int64_t>(start, 1) - 1, -1));
     int64_t n = args[2].as_int();
-    if (n < 0) return Status::Sql(sqlstate::kSubstringError, "negative substring length not allowed");
+    if (n < 0)
+      return Status::Sql(sqlstate::kSubstringError, "negative substring length not allowed");
     int64_t end = start + n;
     if (end <= 1) return Value::Text("");
     int64_t from = std::max<int64_t>(start, 1);
@@ -134,7 +151,8 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
     std::string from = args[1].ToText(), to = args[2].ToText(), out;
     if (from.empty()) return Value::Text(s);
     size_t pos = 0;
-    for (size_t at; (at = s.find(from, pos)) != std::string::npos; pos = at + from.size()) out += s.substr(pos, at - pos) + to;
+    for (size_t at; (at = s.find(from, pos)) != std::string::npos; pos = at + from.size())
+      out += s.substr(pos, at - pos) + to;
     return Value::Text(out + s.substr(pos));
   }
   if (name == "left" || name == "right") {
@@ -146,14 +164,16 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
     std::string out;
     for (int64_t i = 0; i < args[1].as_int(); i++) {
       out += s;
-      if (out.size() > (1u << 30)) return Status::Sql(sqlstate::kProgramLimitExceeded, "requested length too large");
+      if (out.size() > (1u << 30))
+        return Status::Sql(sqlstate::kProgramLimitExceeded, "requested length too large");
     }
     return Value::Text(std::move(out));
   }
   if (name == "reverse") {
     auto starts = CharStarts(s);
     std::string out;
-    for (size_t i = starts.size(); i-- > 0;) out += s.substr(starts[i], (i + 1 < starts.size() ? starts[i + 1] : s.size()) - starts[i]);
+    for (size_t i = starts.size(); i-- > 0;)
+      out += s.substr(starts[i], (i + 1 < starts.size() ? starts[i + 1] : s.size()) - starts[i]);
     return Value::Text(std::move(out));
   }
   if (name == "lpad" || name == "rpad") {
@@ -161,22 +181,26 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
     std::string fill = args.size() > 2 ? args[2].ToText() : " ";
     if (want <= len) return Value::Text(Chars(s, 0, std::max<int64_t>(want, 0)));
     if (fill.empty()) return Value::Text(s);
-    if (want > (1 << 28)) return Status::Sql(sqlstate::kProgramLimitExceeded, "requested length too large");
+    if (want > (1 << 28))
+      return Status::Sql(sqlstate::kProgramLimitExceeded, "requested length too large");
     std::string pad;
     auto fill_chars = CharStarts(fill);
-    for (int64_t i = 0; i < want - len; i++) pad += Chars(fill, i % static_cast<int64_t>(fill_chars.size()), 1);
+    for (int64_t i = 0; i < want - len; i++)
+      pad += Chars(fill, i % static_cast<int64_t>(fill_chars.size()), 1);
     return Value::Text(name == "lpad" ? pad + s : s + pad);
   }
   if (name == "split_part") {
     std::string delim = args[1].ToText();
     int64_t n = args[2].as_int();
-    if (n == 0) return Status::Sql(sqlstate::kInvalidParameterValue, "field position must not be zero");
+    if (n == 0)
+      return Status::Sql(sqlstate::kInvalidParameterValue, "field position must not be zero");
     std::vector<std::string> parts;
     if (delim.empty()) {
       parts.push_back(s);
     } else {
       size_t pos = 0;
-      for (size_t at; (at = s.find(delim, pos)) != std::string::npos; pos = at + delim.size()) parts.push_back(s.substr(pos, at - pos));
+      for (size_t at; (at = s.find(delim, pos)) != std::string::npos; pos = at + delim.size())
+        parts.push_back(s.substr(pos, at - pos));
       parts.push_back(s.substr(pos));
     }
     int64_t idx = n > 0 ? n - 1 : static_cast<int64_t>(parts.size()) + n;
@@ -184,7 +208,9 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
   }
   if (name == "chr") {
     int64_t c = x.as_int();
-    if (c <= 0 || c > 0x10FFFF) return Status::Sql(sqlstate::kProgramLimitExceeded, "requested character too large for encoding");
+    if (c <= 0 || c > 0x10FFFF)
+      return Status::Sql(sqlstate::kProgramLimitExceeded,
+                         "requested character too large for encoding");
     std::string out;
     auto u = static_cast<uint32_t>(c);
     if (u < 0x80) {
@@ -210,7 +236,8 @@ Result<Value> CallBuiltin(const std::string& name, const std::vector<Value>& arg
     bool word = false;
     for (auto& c : out) {
       bool alnum = std::isalnum(static_cast<unsigned char>(c));
-      c = static_cast<char>(word ? std::tolower(static_cast<unsigned char>(c)) : std::toupper(static_cast<unsigned char>(c)));
+      c = static_cast<char>(word ? std::tolower(static_cast<unsigned char>(c))
+                                 : std::toupper(static_cast<unsigned char>(c)));
       word = alnum;
     }
     return Value::Text(std::move(out));

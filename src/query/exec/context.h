@@ -7,8 +7,8 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -52,26 +52,31 @@ class ScanProvider {
   virtual ~ScanProvider() = default;
   virtual Result<std::unique_ptr<RowSource>> OpenScan(const plan::PlanNode& scan) = 0;
   // The rows of an Exchange's fragment run where its scan's data lives; null: run it here.
-  virtual Result<std::unique_ptr<RowSource>> OpenExchange(const plan::PlanNode& exchange, const ExecContext& ctx) {
+  virtual Result<std::unique_ptr<RowSource>> OpenExchange(const plan::PlanNode& exchange,
+                                                          const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();
   }
   // The rows of a Partition's subtree (plan/partition.h), its parts run where A's segments
   // are; null: run it here.
-  virtual Result<std::unique_ptr<RowSource>> OpenPartition(const plan::PlanNode& partition, const ExecContext& ctx) {
+  virtual Result<std::unique_ptr<RowSource>> OpenPartition(const plan::PlanNode& partition,
+                                                           const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();
   }
   // The rows of a Gather's subtree (plan.h), run per segment on threads of this process;
   // null: run it here, on the statement's thread.
-  virtual Result<std::unique_ptr<RowSource>> OpenGather(const plan::PlanNode& gather, const ExecContext& ctx) {
+  virtual Result<std::unique_ptr<RowSource>> OpenGather(const plan::PlanNode& gather,
+                                                        const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();
   }
   // The rows of an Offload's subtree (plan/offload.h) run on a helper node; null: run it here.
-  virtual Result<std::unique_ptr<RowSource>> OpenOffload(const plan::PlanNode& offload, const ExecContext& ctx) {
+  virtual Result<std::unique_ptr<RowSource>> OpenOffload(const plan::PlanNode& offload,
+                                                         const ExecContext& ctx) {
     return std::unique_ptr<RowSource>();
   }
   // Functions that read the catalog (pg_get_indexdef, regclass output, ...), by name.
   virtual Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, "function " + name + " is not available here");
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       "function " + name + " is not available here");
   }
 };
 
@@ -84,25 +89,28 @@ inline bool IsHelperFailure(const Status& st) {
     case Status::Code::kTimedOut:
     case Status::Code::kStale:
     case Status::Code::kNotFound:
-    case Status::Code::kCorruption: return true;
-    default: return false;
+    case Status::Code::kCorruption:
+      return true;
+    default:
+      return false;
   }
 }
 
 // Results of subqueries that read nothing of the enclosing query: computed once per execution.
 struct SubqueryResult {
-  bool any = false;             // at least one row
-  Value scalar;                 // scalar subquery: the value of the one row
-  std::vector<Value> values;    // IN: the distinct non-null values, sorted
-  bool has_null = false;        // IN: some row was NULL
+  bool any = false;           // at least one row
+  Value scalar;               // scalar subquery: the value of the one row
+  std::vector<Value> values;  // IN: the distinct non-null values, sorted
+  bool has_null = false;      // IN: some row was NULL
 };
 
 struct ExecContext {
   ExecContext() = default;
-  explicit ExecContext(ScanProvider* s, const std::atomic<bool>* c = nullptr) : scans(s), cancelled(c) {}
+  explicit ExecContext(ScanProvider* s, const std::atomic<bool>* c = nullptr)
+      : scans(s), cancelled(c) {}
 
-  ScanProvider* scans = nullptr;                   // borrowed; outlives the execution
-  const std::atomic<bool>* cancelled = nullptr;    // optional; checked between batches
+  ScanProvider* scans = nullptr;                 // borrowed; outlives the execution
+  const std::atomic<bool>* cancelled = nullptr;  // optional; checked between batches
   // Rows of the enclosing queries while a correlated subquery runs, innermost last.
   std::vector<std::vector<Value>> outer;
   std::unordered_map<const plan::BoundExpr*, SubqueryResult> subqueries;
@@ -146,9 +154,11 @@ class MemoryGauge {
   Status Add(const ExecContext& ctx, size_t bytes) {
     used_ += static_cast<int64_t>(bytes);
     if (ctx.work_mem <= 0 || used_ <= ctx.work_mem) return Status::OK();
-    return Status::Sql(sqlstate::kOutOfMemory, fmt::format("out of memory: {} needs more than work_mem ({} kB); raise work_mem or "
-                                            "narrow the query",
-                                            what_, ctx.work_mem / 1024));
+    return Status::Sql(
+        sqlstate::kOutOfMemory,
+        fmt::format("out of memory: {} needs more than work_mem ({} kB); raise work_mem or "
+                    "narrow the query",
+                    what_, ctx.work_mem / 1024));
   }
   // Starts counting again from zero (the operator released what it had).
   void Reset() { used_ = 0; }

@@ -1,13 +1,14 @@
 #include "query/exec/eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
 #include "common/sqlstate.h"
 #include "common/stack_guard.h"
 #include "query/exec/pattern.h"
-
-#include <algorithm>
-#include <cstring>
-#include <cmath>
-#include <functional>
-#include <limits>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -24,7 +25,8 @@ using plan::Func;
 namespace {
 
 Status OutOfRange(const SqlType& t) {
-  return Status::Sql(sqlstate::kNumericValueOutOfRange, t.id == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
+  return Status::Sql(sqlstate::kNumericValueOutOfRange,
+                     t.id == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
 }
 
 Result<Value> MakeInt(__int128 v, const SqlType& t) {
@@ -45,9 +47,15 @@ Result<Value> Arith(BinOp op, const Value& a, const Value& b, const SqlType& t) 
   if (t.id == TypeId::kDouble) {
     double x = a.ToDouble(), y = b.ToDouble(), r = 0;
     switch (op) {
-      case BinOp::kAdd: r = x + y; break;
-      case BinOp::kSub: r = x - y; break;
-      case BinOp::kMul: r = x * y; break;
+      case BinOp::kAdd:
+        r = x + y;
+        break;
+      case BinOp::kSub:
+        r = x - y;
+        break;
+      case BinOp::kMul:
+        r = x * y;
+        break;
       case BinOp::kDiv:
         if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
         r = x / y;
@@ -56,7 +64,8 @@ Result<Value> Arith(BinOp op, const Value& a, const Value& b, const SqlType& t) 
         if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
         r = std::fmod(x, y);
         break;
-      default: return Status::Internal("bad arithmetic operator");
+      default:
+        return Status::Internal("bad arithmetic operator");
     }
     if (std::isinf(r) && !std::isinf(x) && !std::isinf(y)) {
       return Status::Sql(sqlstate::kNumericValueOutOfRange, "value out of range: overflow");
@@ -67,28 +76,43 @@ Result<Value> Arith(BinOp op, const Value& a, const Value& b, const SqlType& t) 
     Decimal x = a.ToDecimal(), y = b.ToDecimal();
     Result<Decimal> r = Status::Internal("bad arithmetic operator");
     switch (op) {
-      case BinOp::kAdd: r = AddDecimal(x, y); break;
-      case BinOp::kSub: r = SubDecimal(x, y); break;
-      case BinOp::kMul: r = MulDecimal(x, y); break;
-      case BinOp::kDiv: r = DivDecimal(x, y); break;
-      case BinOp::kMod: r = ModDecimal(x, y); break;
-      default: break;
+      case BinOp::kAdd:
+        r = AddDecimal(x, y);
+        break;
+      case BinOp::kSub:
+        r = SubDecimal(x, y);
+        break;
+      case BinOp::kMul:
+        r = MulDecimal(x, y);
+        break;
+      case BinOp::kDiv:
+        r = DivDecimal(x, y);
+        break;
+      case BinOp::kMod:
+        r = ModDecimal(x, y);
+        break;
+      default:
+        break;
     }
     RETURN_NOT_OK(r.status());
     return Value::Numeric(*r);
   }
   __int128 x = a.as_int(), y = b.as_int();
   switch (op) {
-    case BinOp::kAdd: return MakeInt(x + y, t);
-    case BinOp::kSub: return MakeInt(x - y, t);
-    case BinOp::kMul: return MakeInt(x * y, t);
+    case BinOp::kAdd:
+      return MakeInt(x + y, t);
+    case BinOp::kSub:
+      return MakeInt(x - y, t);
+    case BinOp::kMul:
+      return MakeInt(x * y, t);
     case BinOp::kDiv:
       if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
       return MakeInt(x / y, t);
     case BinOp::kMod:
       if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
       return MakeInt(x % y, t);
-    default: return Status::Internal("bad arithmetic operator");
+    default:
+      return Status::Internal("bad arithmetic operator");
   }
 }
 
@@ -98,13 +122,26 @@ Value Compare(BinOp op, const Value& a, const Value& b) {
   int c = a.Compare(b);
   bool r = false;
   switch (op) {
-    case BinOp::kEq: r = c == 0; break;
-    case BinOp::kNe: r = c != 0; break;
-    case BinOp::kLt: r = c < 0; break;
-    case BinOp::kLe: r = c <= 0; break;
-    case BinOp::kGt: r = c > 0; break;
-    case BinOp::kGe: r = c >= 0; break;
-    default: break;
+    case BinOp::kEq:
+      r = c == 0;
+      break;
+    case BinOp::kNe:
+      r = c != 0;
+      break;
+    case BinOp::kLt:
+      r = c < 0;
+      break;
+    case BinOp::kLe:
+      r = c <= 0;
+      break;
+    case BinOp::kGt:
+      r = c > 0;
+      break;
+    case BinOp::kGe:
+      r = c >= 0;
+      break;
+    default:
+      break;
   }
   return Value::Bool(r);
 }
@@ -144,20 +181,23 @@ Status RunSubplan(const BoundExpr& e, const Batch& b, size_t row, ExecContext* c
   return st;
 }
 
-Result<SubqueryResult> RunSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
+Result<SubqueryResult> RunSubquery(const BoundExpr& e, const Batch& b, size_t row,
+                                   ExecContext* ctx) {
   SubqueryResult res;
   size_t rows = 0;
   RETURN_NOT_OK(RunSubplan(e, b, row, ctx, [&](const Value& v) -> Result<bool> {
     rows++;
     res.any = true;
     switch (e.kind) {
-      case BoundExpr::Kind::kExists: return false;
+      case BoundExpr::Kind::kExists:
+        return false;
       case BoundExpr::Kind::kArraySubquery:
         res.values.push_back(v);
         return true;
       case BoundExpr::Kind::kSubquery:
         if (rows > 1) {
-          return Status::Sql(sqlstate::kCardinalityViolation, "more than one row returned by a subquery used as an expression");
+          return Status::Sql(sqlstate::kCardinalityViolation,
+                             "more than one row returned by a subquery used as an expression");
         }
         res.scalar = v;
         return true;
@@ -196,10 +236,14 @@ Result<Value> EvalSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecC
     res = &it->second;
   }
   switch (e.kind) {
-    case BoundExpr::Kind::kExists: return Value::Bool(res->any);
-    case BoundExpr::Kind::kSubquery: return res->scalar.CastTo(e.type);
-    case BoundExpr::Kind::kArraySubquery: return Value::Array(res->values);
-    default: break;
+    case BoundExpr::Kind::kExists:
+      return Value::Bool(res->any);
+    case BoundExpr::Kind::kSubquery:
+      return res->scalar.CastTo(e.type);
+    case BoundExpr::Kind::kArraySubquery:
+      return Value::Array(res->values);
+    default:
+      break;
   }
   // x IN (rows): true if some row equals x; else NULL if x or some row is NULL; else false.
   if (!res->any) return Value::Bool(e.negated);
@@ -215,9 +259,12 @@ Result<Value> EvalSubquery(const BoundExpr& e, const Batch& b, size_t row, ExecC
 }  // namespace
 
 Result<Value> ParamValue(const BoundExpr& e, const ExecContext* ctx) {
-  if (e.column == plan::kTimeParam && ctx && ctx->statement_time) return Value::Timestamp(*ctx->statement_time);
-  if (!ctx || !ctx->params || e.column < 0 || static_cast<size_t>(e.column) >= ctx->params->size()) {
-    return Status::Sql(sqlstate::kProtocolViolation, fmt::format("no value bound for parameter ${}", e.column + 1));
+  if (e.column == plan::kTimeParam && ctx && ctx->statement_time)
+    return Value::Timestamp(*ctx->statement_time);
+  if (!ctx || !ctx->params || e.column < 0 ||
+      static_cast<size_t>(e.column) >= ctx->params->size()) {
+    return Status::Sql(sqlstate::kProtocolViolation,
+                       fmt::format("no value bound for parameter ${}", e.column + 1));
   }
   return (*ctx->params)[e.column];
 }
@@ -225,7 +272,8 @@ Result<Value> ParamValue(const BoundExpr& e, const ExecContext* ctx) {
 Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
   CHECK_STACK_DEPTH();
   switch (e.kind) {
-    case BoundExpr::Kind::kConst: return e.value;
+    case BoundExpr::Kind::kConst:
+      return e.value;
     case BoundExpr::Kind::kColumn:
       if (e.column < 0 || static_cast<size_t>(e.column) >= b.cols.size()) {
         return Status::Internal("column reference out of range");
@@ -235,7 +283,8 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
       ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row, ctx));
       if (v.is_null()) return v;
       if (v.type() == TypeId::kDouble) return Value::Double(-v.as_double());
-      if (v.type() == TypeId::kNumeric) return Value::Numeric(Decimal{-v.as_decimal().v, v.as_decimal().scale});
+      if (v.type() == TypeId::kNumeric)
+        return Value::Numeric(Decimal{-v.as_decimal().v, v.as_decimal().scale});
       return MakeInt(-static_cast<__int128>(v.as_int()), e.type);
     }
     case BoundExpr::Kind::kNot: {
@@ -286,27 +335,33 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
           return Value();
         case Func::kAbs:
           if (args[0].is_null()) return Value();
-          if (args[0].type() == TypeId::kDouble) return Value::Double(std::fabs(args[0].as_double()));
+          if (args[0].type() == TypeId::kDouble)
+            return Value::Double(std::fabs(args[0].as_double()));
           if (args[0].type() == TypeId::kNumeric) {
             Decimal d = args[0].as_decimal();
             if (d.v < 0) d.v = -d.v;
             return Value::Numeric(d);
           }
-          return MakeInt(args[0].as_int() < 0 ? -static_cast<__int128>(args[0].as_int()) : args[0].as_int(),
-                         e.type);
+          return MakeInt(
+              args[0].as_int() < 0 ? -static_cast<__int128>(args[0].as_int()) : args[0].as_int(),
+              e.type);
         case Func::kRound: {
           if (args[0].is_null() || (args.size() > 1 && args[1].is_null())) return Value();
           if (args[0].type() == TypeId::kNumeric) {
-            int digits = args.size() > 1 ? static_cast<int>(std::clamp<int64_t>(args[1].as_int(), -100, 100)) : 0;
+            int digits = args.size() > 1
+                             ? static_cast<int>(std::clamp<int64_t>(args[1].as_int(), -100, 100))
+                             : 0;
             ASSIGN_OR_RETURN(Decimal r, RoundDecimal(args[0].as_decimal(), digits));
             return Value::Numeric(r);
           }
-          double scale = std::pow(10.0, args.size() > 1 ? static_cast<double>(args[1].as_int()) : 0.0);
+          double scale =
+              std::pow(10.0, args.size() > 1 ? static_cast<double>(args[1].as_int()) : 0.0);
           return Value::Double(std::nearbyint(args[0].ToDouble() * scale) / scale);
         }
         case Func::kRegex: {
           if (args[0].is_null() || args[1].is_null()) return Value();
-          ASSIGN_OR_RETURN(bool m, RegexMatch(args[0].ToText(), args[1].ToText(), e.case_insensitive));
+          ASSIGN_OR_RETURN(bool m,
+                           RegexMatch(args[0].ToText(), args[1].ToText(), e.case_insensitive));
           return Value::Bool(m != e.negated);
         }
         case Func::kAny: {
@@ -344,15 +399,19 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
           }
           return Value::Text(std::move(out));
         }
-        case Func::kMakeArray: return Value::Array(std::move(args));
-        case Func::kBuiltin: return CallBuiltin(e.value.ToText(), args);
+        case Func::kMakeArray:
+          return Value::Array(std::move(args));
+        case Func::kBuiltin:
+          return CallBuiltin(e.value.ToText(), args);
         case Func::kArrayUpper:
-          if (args[0].is_null() || args[1].is_null() || args[1].as_int() != 1 || args[0].as_array().empty()) {
+          if (args[0].is_null() || args[1].is_null() || args[1].as_int() != 1 ||
+              args[0].as_array().empty()) {
             return Value();
           }
           return Value::Int32(static_cast<int64_t>(args[0].as_array().size()));
         case Func::kCatalog: {
-          if (!ctx || !ctx->scans) return Status::Internal("catalog function without a scan provider");
+          if (!ctx || !ctx->scans)
+            return Status::Internal("catalog function without a scan provider");
           ASSIGN_OR_RETURN(Value v, ctx->scans->CallCatalog(e.value.ToText(), args));
           return v.CastTo(e.type);
         }
@@ -361,8 +420,9 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
           if (args[0].is_null()) return Value();
           std::string s = args[0].ToText();
           for (auto& c : s) {
-            c = static_cast<char>(e.func == Func::kLower ? std::tolower(static_cast<unsigned char>(c))
-                                                         : std::toupper(static_cast<unsigned char>(c)));
+            c = static_cast<char>(e.func == Func::kLower
+                                      ? std::tolower(static_cast<unsigned char>(c))
+                                      : std::toupper(static_cast<unsigned char>(c)));
           }
           return Value::Text(std::move(s));
         }
@@ -381,14 +441,17 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
           s.erase(s.find_last_not_of(' ') + 1);
           return Value::Text(std::move(s));
         }
-        case Func::kIsTrue: return Value::Bool(!args[0].is_null() && args[0].as_bool());
-        case Func::kIsFalse: return Value::Bool(!args[0].is_null() && !args[0].as_bool());
+        case Func::kIsTrue:
+          return Value::Bool(!args[0].is_null() && args[0].as_bool());
+        case Func::kIsFalse:
+          return Value::Bool(!args[0].is_null() && !args[0].as_bool());
         case Func::kGreatest:
         case Func::kLeast: {
           Value best;
           for (auto& v : args) {
             if (v.is_null()) continue;
-            if (best.is_null() || (e.func == Func::kGreatest ? v.Compare(best) > 0 : v.Compare(best) < 0)) {
+            if (best.is_null() ||
+                (e.func == Func::kGreatest ? v.Compare(best) > 0 : v.Compare(best) < 0)) {
               best = v;
             }
           }
@@ -451,7 +514,8 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
     case BoundExpr::Kind::kSubquery:
     case BoundExpr::Kind::kExists:
     case BoundExpr::Kind::kInSubquery:
-    case BoundExpr::Kind::kArraySubquery: return EvalSubquery(e, b, row, ctx);
+    case BoundExpr::Kind::kArraySubquery:
+      return EvalSubquery(e, b, row, ctx);
   }
   return Status::Internal("unknown expression kind");
 }
@@ -470,7 +534,8 @@ int64_t Utf8Chars(std::string_view s) {
       acc = _mm_sub_epi8(acc, _mm_cmplt_epi8(v, below));  // a match is -1
     }
     __m128i sums = _mm_sad_epu8(acc, _mm_setzero_si128());
-    cont += static_cast<size_t>(_mm_cvtsi128_si64(sums)) + static_cast<size_t>(_mm_extract_epi16(sums, 4));
+    cont += static_cast<size_t>(_mm_cvtsi128_si64(sums)) +
+            static_cast<size_t>(_mm_extract_epi16(sums, 4));
   }
 #endif
   constexpr uint64_t kHigh = 0x8080808080808080ULL;

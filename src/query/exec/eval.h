@@ -10,7 +10,8 @@
 namespace wattdb::exec {
 
 // `ctx` is needed by expressions with subqueries or outer columns (an error without it).
-Result<Value> Eval(const plan::BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx = nullptr);
+Result<Value> Eval(const plan::BoundExpr& e, const Batch& b, size_t row,
+                   ExecContext* ctx = nullptr);
 // Characters in UTF-8 text (bytes that are not continuation bytes), eight bytes at a time.
 int64_t Utf8Chars(std::string_view s);
 // Evaluates an expression that reads no columns.

@@ -17,19 +17,24 @@ namespace {
 // One side of a binary operator: a constant or a vector.
 struct Operand {
   const Vector* v = nullptr;
-  Value c;      // when v is null
-  Vector own;   // an evaluated child
+  Value c;     // when v is null
+  Vector own;  // an evaluated child
 
-  PhysType phys() const { return v ? v->phys() : c.is_null() ? PhysType::kEmpty : PhysOf(c.type()); }
+  PhysType phys() const {
+    return v ? v->phys() : c.is_null() ? PhysType::kEmpty : PhysOf(c.type());
+  }
   TypeId type() const { return v ? v->value_type() : c.type(); }
   bool null(size_t i) const { return v ? v->IsNull(i) : c.is_null(); }
   int64_t i(size_t k) const { return v ? v->ints()[k] : c.as_int(); }
   double d(size_t k) const {
     if (!v) return c.ToDouble();
     switch (v->phys()) {
-      case PhysType::kDouble: return v->doubles()[k];
-      case PhysType::kDecimal: return DecimalToDouble(v->decimals()[k]);
-      default: return static_cast<double>(v->ints()[k]);
+      case PhysType::kDouble:
+        return v->doubles()[k];
+      case PhysType::kDecimal:
+        return DecimalToDouble(v->decimals()[k]);
+      default:
+        return static_cast<double>(v->ints()[k]);
     }
   }
   Decimal dec(size_t k) const {
@@ -49,7 +54,8 @@ Status Load(const BoundExpr& e, const Batch& b, ExecContext* ctx, Operand* o) {
     ASSIGN_OR_RETURN(o->c, ParamValue(e, ctx));
     return Status::OK();
   }
-  if (e.kind == BoundExpr::Kind::kColumn && e.column >= 0 && static_cast<size_t>(e.column) < b.cols.size()) {
+  if (e.kind == BoundExpr::Kind::kColumn && e.column >= 0 &&
+      static_cast<size_t>(e.column) < b.cols.size()) {
     o->v = &b.cols[e.column];
     return Status::OK();
   }
@@ -64,9 +70,12 @@ bool IsIntNumber(TypeId t) { return t == TypeId::kInt32 || t == TypeId::kInt64; 
 enum class CmpKind { kInt, kDouble, kDecimal, kText, kNone };
 CmpKind CompareKind(const Operand& a, const Operand& b) {
   PhysType pa = a.phys(), pb = b.phys();
-  if (pa == PhysType::kEmpty || pb == PhysType::kEmpty) return CmpKind::kInt;  // all NULL on one side
-  bool na = pa == PhysType::kDouble || pa == PhysType::kDecimal || (pa == PhysType::kInt && IsIntNumber(a.type()));
-  bool nb = pb == PhysType::kDouble || pb == PhysType::kDecimal || (pb == PhysType::kInt && IsIntNumber(b.type()));
+  if (pa == PhysType::kEmpty || pb == PhysType::kEmpty)
+    return CmpKind::kInt;  // all NULL on one side
+  bool na = pa == PhysType::kDouble || pa == PhysType::kDecimal ||
+            (pa == PhysType::kInt && IsIntNumber(a.type()));
+  bool nb = pb == PhysType::kDouble || pb == PhysType::kDecimal ||
+            (pb == PhysType::kInt && IsIntNumber(b.type()));
   if (na && nb) {
     if (pa == PhysType::kDouble || pb == PhysType::kDouble) return CmpKind::kDouble;
     if (pa == PhysType::kDecimal || pb == PhysType::kDecimal) return CmpKind::kDecimal;
@@ -79,12 +88,18 @@ CmpKind CompareKind(const Operand& a, const Operand& b) {
 
 inline bool Holds(BinOp op, int c) {
   switch (op) {
-    case BinOp::kEq: return c == 0;
-    case BinOp::kNe: return c != 0;
-    case BinOp::kLt: return c < 0;
-    case BinOp::kLe: return c <= 0;
-    case BinOp::kGt: return c > 0;
-    default: return c >= 0;
+    case BinOp::kEq:
+      return c == 0;
+    case BinOp::kNe:
+      return c != 0;
+    case BinOp::kLt:
+      return c < 0;
+    case BinOp::kLe:
+      return c <= 0;
+    case BinOp::kGt:
+      return c > 0;
+    default:
+      return c >= 0;
   }
 }
 
@@ -102,39 +117,48 @@ void CompareLoop(BinOp op, size_t n, const Operand& a, const Operand& b, Get cmp
   }
 }
 
-Status CompareVector(const BoundExpr& e, const Operand& a, const Operand& b, size_t n, Vector* out) {
+Status CompareVector(const BoundExpr& e, const Operand& a, const Operand& b, size_t n,
+                     Vector* out) {
   auto three = [](auto x, auto y) { return x < y ? -1 : (x > y ? 1 : 0); };
   switch (CompareKind(a, b)) {
     case CmpKind::kInt:
       if (a.phys() == PhysType::kEmpty || b.phys() == PhysType::kEmpty) {
-        CompareLoop(e.op, n, a, b, [](size_t) { return 0; }, out);
+        CompareLoop(
+            e.op, n, a, b, [](size_t) { return 0; }, out);
       } else {
-        CompareLoop(e.op, n, a, b, [&](size_t k) { return three(a.i(k), b.i(k)); }, out);
+        CompareLoop(
+            e.op, n, a, b, [&](size_t k) { return three(a.i(k), b.i(k)); }, out);
       }
       return Status::OK();
     case CmpKind::kDouble:
-      CompareLoop(e.op, n, a, b, [&](size_t k) { return CompareDoubles(a.d(k), b.d(k)); }, out);
+      CompareLoop(
+          e.op, n, a, b, [&](size_t k) { return CompareDoubles(a.d(k), b.d(k)); }, out);
       return Status::OK();
     case CmpKind::kDecimal:
-      CompareLoop(e.op, n, a, b, [&](size_t k) { return CompareDecimal(a.dec(k), b.dec(k)); }, out);
+      CompareLoop(
+          e.op, n, a, b, [&](size_t k) { return CompareDecimal(a.dec(k), b.dec(k)); }, out);
       return Status::OK();
     case CmpKind::kText:
-      CompareLoop(e.op, n, a, b, [&](size_t k) { return a.s(k).compare(b.s(k)); }, out);
+      CompareLoop(
+          e.op, n, a, b, [&](size_t k) { return a.s(k).compare(b.s(k)); }, out);
       return Status::OK();
     case CmpKind::kNone:
       break;
   }
-  CompareLoop(e.op, n, a, b, [&](size_t k) { return a.value(k).Compare(b.value(k)); }, out);
+  CompareLoop(
+      e.op, n, a, b, [&](size_t k) { return a.value(k).Compare(b.value(k)); }, out);
   return Status::OK();
 }
 
 Status Overflow(TypeId t) {
-  return Status::Sql(sqlstate::kNumericValueOutOfRange, t == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
+  return Status::Sql(sqlstate::kNumericValueOutOfRange,
+                     t == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
 }
 
 // Arithmetic as Eval's Arith does it, a loop per result type. False if the operands are not
 // plain numbers (the caller falls back to Eval).
-Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b, size_t n, Vector* out) {
+Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b, size_t n,
+                         Vector* out) {
   auto numeric = [](const Operand& o) {
     PhysType p = o.phys();
     return p == PhysType::kEmpty || p == PhysType::kDouble || p == PhysType::kDecimal ||
@@ -150,8 +174,10 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
     out->Init(t, n);
     int64_t* r = out->mutable_ints();
     uint8_t* nul = out->mutable_nulls();
-    const __int128 lo = t == TypeId::kInt32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
-    const __int128 hi = t == TypeId::kInt32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+    const __int128 lo = t == TypeId::kInt32 ? std::numeric_limits<int32_t>::min()
+                                            : std::numeric_limits<int64_t>::min();
+    const __int128 hi = t == TypeId::kInt32 ? std::numeric_limits<int32_t>::max()
+                                            : std::numeric_limits<int64_t>::max();
     for (size_t k = 0; k < n; k++) {
       if (a.null(k) || b.null(k)) {
         nul[k] = 1;
@@ -159,9 +185,15 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
       }
       __int128 x = a.i(k), y = b.i(k), z = 0;
       switch (e.op) {
-        case BinOp::kAdd: z = x + y; break;
-        case BinOp::kSub: z = x - y; break;
-        case BinOp::kMul: z = x * y; break;
+        case BinOp::kAdd:
+          z = x + y;
+          break;
+        case BinOp::kSub:
+          z = x - y;
+          break;
+        case BinOp::kMul:
+          z = x * y;
+          break;
         case BinOp::kDiv:
           if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
           z = x / y;
@@ -170,7 +202,8 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
           if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
           z = x % y;
           break;
-        default: return false;
+        default:
+          return false;
       }
       if (z < lo || z > hi) return Overflow(t);
       r[k] = static_cast<int64_t>(z);
@@ -188,9 +221,15 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
       }
       double x = a.d(k), y = b.d(k), z = 0;
       switch (e.op) {
-        case BinOp::kAdd: z = x + y; break;
-        case BinOp::kSub: z = x - y; break;
-        case BinOp::kMul: z = x * y; break;
+        case BinOp::kAdd:
+          z = x + y;
+          break;
+        case BinOp::kSub:
+          z = x - y;
+          break;
+        case BinOp::kMul:
+          z = x * y;
+          break;
         case BinOp::kDiv:
           if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
           z = x / y;
@@ -199,7 +238,8 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
           if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
           z = std::fmod(x, y);
           break;
-        default: return false;
+        default:
+          return false;
       }
       if (std::isinf(z) && !std::isinf(x) && !std::isinf(y)) {
         return Status::Sql(sqlstate::kNumericValueOutOfRange, "value out of range: overflow");
@@ -221,12 +261,23 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
       Decimal x = a.dec(k), y = b.dec(k);
       Result<Decimal> z = Status::Internal("bad arithmetic operator");
       switch (e.op) {
-        case BinOp::kAdd: z = AddDecimal(x, y); break;
-        case BinOp::kSub: z = SubDecimal(x, y); break;
-        case BinOp::kMul: z = MulDecimal(x, y); break;
-        case BinOp::kDiv: z = DivDecimal(x, y); break;
-        case BinOp::kMod: z = ModDecimal(x, y); break;
-        default: return false;
+        case BinOp::kAdd:
+          z = AddDecimal(x, y);
+          break;
+        case BinOp::kSub:
+          z = SubDecimal(x, y);
+          break;
+        case BinOp::kMul:
+          z = MulDecimal(x, y);
+          break;
+        case BinOp::kDiv:
+          z = DivDecimal(x, y);
+          break;
+        case BinOp::kMod:
+          z = ModDecimal(x, y);
+          break;
+        default:
+          return false;
       }
       RETURN_NOT_OK(z.status());
       r[k] = *z;
@@ -301,7 +352,8 @@ Status AndOrVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector*
 // UTF-8 lead bytes; case mapped per byte), without boxing each value.
 void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
   if (f == plan::Func::kLength) {
-    if (const TextDictionary* d = in.dictionary(); d && d->codes.size() >= n && d->values.size() == 1) {
+    if (const TextDictionary* d = in.dictionary();
+        d && d->codes.size() >= n && d->values.size() == 1) {
       // One value in every row: one length, kept as a constant (written out if read per row).
       std::vector<uint8_t> nulls = in.HasNulls() ? std::vector<uint8_t>(in.nulls(), in.nulls() + n)
                                                  : std::vector<uint8_t>(n, 0);
@@ -314,7 +366,8 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
     uint8_t* nulls = out->mutable_nulls();
     int64_t* ints = out->mutable_ints();
     const uint8_t* in_nulls = in.nulls();
-    if (const TextDictionary* d = in.dictionary(); d && d->codes.size() >= n && d->values.size() <= 256) {
+    if (const TextDictionary* d = in.dictionary();
+        d && d->codes.size() >= n && d->values.size() <= 256) {
       // Once per distinct value, then by each row's code.
       int64_t chars[256] = {};  // (a code past the values reads 0, never outside)
       for (size_t v = 0; v < d->values.size(); v++) chars[v] = Utf8Chars(d->values[v]);
@@ -356,7 +409,7 @@ void TextFuncVector(plan::Func f, const Vector& in, size_t n, Vector* out) {
     buf.assign(in.texts()[k]);
     for (auto& c : buf) {
       c = static_cast<char>(f == plan::Func::kLower ? std::tolower(static_cast<unsigned char>(c))
-                                              : std::toupper(static_cast<unsigned char>(c)));
+                                                    : std::toupper(static_cast<unsigned char>(c)));
     }
     out->AppendText(buf);
   }
@@ -374,8 +427,10 @@ Status RowByRow(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* ou
 
 }  // namespace
 
-Result<const Vector*> EvalVectorRef(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* scratch) {
-  if (e.kind == BoundExpr::Kind::kColumn && e.column >= 0 && static_cast<size_t>(e.column) < b.cols.size()) {
+Result<const Vector*> EvalVectorRef(const BoundExpr& e, const Batch& b, ExecContext* ctx,
+                                    Vector* scratch) {
+  if (e.kind == BoundExpr::Kind::kColumn && e.column >= 0 &&
+      static_cast<size_t>(e.column) < b.cols.size()) {
     return &b.cols[e.column];
   }
   RETURN_NOT_OK(EvalVector(e, b, ctx, scratch));
@@ -443,8 +498,10 @@ Status EvalVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* 
       return Status::OK();
     }
     case BoundExpr::Kind::kFunc:
-      if ((e.func == plan::Func::kLength || e.func == plan::Func::kLower || e.func == plan::Func::kUpper) && e.children.size() == 1 &&
-          e.children[0]->type.id == TypeId::kText && e.children[0]->kind == BoundExpr::Kind::kColumn) {
+      if ((e.func == plan::Func::kLength || e.func == plan::Func::kLower ||
+           e.func == plan::Func::kUpper) &&
+          e.children.size() == 1 && e.children[0]->type.id == TypeId::kText &&
+          e.children[0]->kind == BoundExpr::Kind::kColumn) {
         Vector scratch;
         ASSIGN_OR_RETURN(const Vector* in, EvalVectorRef(*e.children[0], b, ctx, &scratch));
         if (in->phys() == PhysType::kText && in->value_type() == TypeId::kText) {
@@ -459,7 +516,8 @@ Status EvalVector(const BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* 
   return RowByRow(e, b, ctx, out);
 }
 
-Result<size_t> Select(const BoundExpr& e, const Batch& b, ExecContext* ctx, std::vector<uint32_t>* sel) {
+Result<size_t> Select(const BoundExpr& e, const Batch& b, ExecContext* ctx,
+                      std::vector<uint32_t>* sel) {
   sel->clear();
   if (e.kind == BoundExpr::Kind::kBinary && e.op == BinOp::kAnd) {
     std::vector<uint32_t> first;

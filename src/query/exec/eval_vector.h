@@ -17,10 +17,12 @@ namespace wattdb::exec {
 Status EvalVector(const plan::BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* out);
 // Like EvalVector, but a column reference yields b's own column (no copy); anything else is
 // evaluated into *scratch. The result is valid while b and *scratch are unchanged.
-Result<const Vector*> EvalVectorRef(const plan::BoundExpr& e, const Batch& b, ExecContext* ctx, Vector* scratch);
+Result<const Vector*> EvalVectorRef(const plan::BoundExpr& e, const Batch& b, ExecContext* ctx,
+                                    Vector* scratch);
 
 // The rows of `b` for which predicate `e` is true, as ascending positions in `sel`; returns
 // how many. In `a AND b`, b is evaluated only on the rows where a is true.
-Result<size_t> Select(const plan::BoundExpr& e, const Batch& b, ExecContext* ctx, std::vector<uint32_t>* sel);
+Result<size_t> Select(const plan::BoundExpr& e, const Batch& b, ExecContext* ctx,
+                      std::vector<uint32_t>* sel);
 
 }  // namespace wattdb::exec

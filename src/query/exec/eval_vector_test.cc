@@ -23,18 +23,20 @@ Batch RandomBatch(std::mt19937& rng, size_t rows) {
     auto null = [&] { return rng() % 6 == 0; };
     int64_t i = static_cast<int64_t>(rng() % 21) - 10;
     b.cols[0].Append(null() ? Value() : Value::Int32(i));
-    b.cols[1].Append(null() ? Value() : Value::Int64(rng() % 4 == 0 ? INT64_MAX - (rng() % 3) : i * 3));
+    b.cols[1].Append(null() ? Value()
+                            : Value::Int64(rng() % 4 == 0 ? INT64_MAX - (rng() % 3) : i * 3));
     b.cols[2].Append(null() ? Value() : Value::Double(static_cast<double>(i) / 4));
     b.cols[3].Append(null() ? Value() : Value::Numeric(Decimal{static_cast<__int128>(i) * 25, 2}));
-    b.cols[4].Append(null() ? Value() : Value::Text(std::string(1, static_cast<char>('a' + rng() % 4))));
+    b.cols[4].Append(null() ? Value()
+                            : Value::Text(std::string(1, static_cast<char>('a' + rng() % 4))));
     b.cols[5].Append(null() ? Value() : Value::Bool(rng() % 2));
     b.rows++;
   }
   return b;
 }
 
-const SqlType kTypes[] = {{TypeId::kInt32}, {TypeId::kInt64}, {TypeId::kDouble}, SqlType::Numeric(0, 0),
-                          {TypeId::kText}, {TypeId::kBool}};
+const SqlType kTypes[] = {{TypeId::kInt32},       {TypeId::kInt64}, {TypeId::kDouble},
+                          SqlType::Numeric(0, 0), {TypeId::kText},  {TypeId::kBool}};
 
 BoundExprPtr Col(int c) { return plan::MakeColumn(c, kTypes[c]); }
 
@@ -48,10 +50,13 @@ void ExpectSame(const BoundExpr& e, const Batch& b, ExecContext* ctx = nullptr) 
   std::vector<Value> rows;
   for (size_t r = 0; r < b.rows && first.ok(); r++) {
     auto x = Eval(e, b, r, ctx);
-    if (!x.ok()) first = x.status();
-    else rows.push_back(*x);
+    if (!x.ok())
+      first = x.status();
+    else
+      rows.push_back(*x);
   }
-  ASSERT_EQ(vs.ok(), first.ok()) << e.ToString() << ": " << vs.ToString() << " vs " << first.ToString();
+  ASSERT_EQ(vs.ok(), first.ok()) << e.ToString() << ": " << vs.ToString() << " vs "
+                                 << first.ToString();
   if (!vs.ok()) {
     EXPECT_EQ(vs.sqlstate(), first.sqlstate()) << e.ToString();
     return;
@@ -62,7 +67,8 @@ void ExpectSame(const BoundExpr& e, const Batch& b, ExecContext* ctx = nullptr) 
     ASSERT_EQ(got.is_null(), rows[r].is_null()) << e.ToString() << " row " << r;
     if (got.is_null()) continue;
     EXPECT_EQ(got.type(), rows[r].type()) << e.ToString();
-    EXPECT_EQ(got.Compare(rows[r]), 0) << e.ToString() << " row " << r << ": " << got.ToText() << " vs " << rows[r].ToText();
+    EXPECT_EQ(got.Compare(rows[r]), 0)
+        << e.ToString() << " row " << r << ": " << got.ToText() << " vs " << rows[r].ToText();
   }
   if (e.type.id == TypeId::kBool) {
     std::vector<uint32_t> sel;
@@ -80,7 +86,8 @@ void ExpectSame(const BoundExpr& e, const Batch& b, ExecContext* ctx = nullptr) 
 TEST(EvalVector, TextFunctionsAgreeWithEval) {
   Batch b;
   b.Reset(1);
-  for (const char* t : std::initializer_list<const char*>{"", "abc", "ÄÖü straße", "MiXeD 123", nullptr, "日本語", "x"}) {
+  for (const char* t : std::initializer_list<const char*>{"", "abc", "ÄÖü straße", "MiXeD 123",
+                                                          nullptr, "日本語", "x"}) {
     b.cols[0].Append(t ? Value::Text(t) : Value());
     b.rows++;
   }
@@ -235,10 +242,12 @@ TEST(EvalVector, ComparisonsAndArithmeticAgreeWithEval) {
   for (BinOp op : cmps) {
     for (int x : numeric) {
       for (int y : numeric) ExpectSame(*Bin(op, Col(x), Col(y), {TypeId::kBool}), b);
-      ExpectSame(*Bin(op, Col(x), plan::MakeConst(Value::Int32(2), {TypeId::kInt32}), {TypeId::kBool}), b);
+      ExpectSame(
+          *Bin(op, Col(x), plan::MakeConst(Value::Int32(2), {TypeId::kInt32}), {TypeId::kBool}), b);
       ExpectSame(*Bin(op, Col(x), plan::MakeConst(Value(), {TypeId::kInt32}), {TypeId::kBool}), b);
     }
-    ExpectSame(*Bin(op, Col(4), plan::MakeConst(Value::Text("b"), {TypeId::kText}), {TypeId::kBool}), b);
+    ExpectSame(
+        *Bin(op, Col(4), plan::MakeConst(Value::Text("b"), {TypeId::kText}), {TypeId::kBool}), b);
     ExpectSame(*Bin(op, Col(5), Col(5), {TypeId::kBool}), b);
   }
   const BinOp ariths[] = {BinOp::kAdd, BinOp::kSub, BinOp::kMul, BinOp::kDiv, BinOp::kMod};
@@ -247,7 +256,9 @@ TEST(EvalVector, ComparisonsAndArithmeticAgreeWithEval) {
     ExpectSame(*Bin(op, Col(1), Col(0), {TypeId::kInt64}), b);  // overflows and divisions by zero
     ExpectSame(*Bin(op, Col(2), Col(0), {TypeId::kDouble}), b);
     ExpectSame(*Bin(op, Col(3), Col(0), SqlType::Numeric(0, 0)), b);
-    ExpectSame(*Bin(op, Col(3), plan::MakeConst(Value::Int32(3), {TypeId::kInt32}), SqlType::Numeric(0, 0)), b);
+    ExpectSame(*Bin(op, Col(3), plan::MakeConst(Value::Int32(3), {TypeId::kInt32}),
+                    SqlType::Numeric(0, 0)),
+               b);
   }
 }
 
@@ -265,20 +276,25 @@ TEST(EvalVector, ParametersEvaluateAsTheConstantsTheyStandFor) {
     Status st = EvalVector(e, b, &ctx, &v);
     if (!st.ok()) return std::vector<std::string>{"ERROR " + st.sqlstate()};  // overflows, alike
     std::vector<std::string> out;
-    for (size_t r = 0; r < v.size(); r++) out.push_back(v.GetValue(r).is_null() ? "NULL" : v.GetValue(r).ToText());
+    for (size_t r = 0; r < v.size(); r++)
+      out.push_back(v.GetValue(r).is_null() ? "NULL" : v.GetValue(r).ToText());
     return out;
   };
   for (BinOp op : {BinOp::kEq, BinOp::kLt, BinOp::kAdd, BinOp::kMul}) {
-    SqlType t = op == BinOp::kEq || op == BinOp::kLt ? SqlType{TypeId::kBool} : SqlType{TypeId::kInt64};
+    SqlType t =
+        op == BinOp::kEq || op == BinOp::kLt ? SqlType{TypeId::kBool} : SqlType{TypeId::kInt64};
     for (int i : {0, 1}) {
       auto with_param = Bin(op, Col(1), param(i, {TypeId::kInt32}), t);
       ExpectSame(*with_param, b, &ctx);
-      EXPECT_EQ(vec(*with_param), vec(*Bin(op, Col(1), plan::MakeConst(params[i], {TypeId::kInt32}), t)));
+      EXPECT_EQ(vec(*with_param),
+                vec(*Bin(op, Col(1), plan::MakeConst(params[i], {TypeId::kInt32}), t)));
     }
   }
   auto text = Bin(BinOp::kEq, Col(4), param(2, {TypeId::kText}), {TypeId::kBool});
   ExpectSame(*text, b, &ctx);
-  EXPECT_EQ(vec(*text), vec(*Bin(BinOp::kEq, Col(4), plan::MakeConst(Value::Text("b"), {TypeId::kText}), {TypeId::kBool})));
+  EXPECT_EQ(vec(*text),
+            vec(*Bin(BinOp::kEq, Col(4), plan::MakeConst(Value::Text("b"), {TypeId::kText}),
+                     {TypeId::kBool})));
   EXPECT_EQ(vec(*param(2, {TypeId::kText})), std::vector<std::string>(b.rows, "b"));
   auto missing = Bin(BinOp::kAdd, Col(1), param(3, {TypeId::kInt32}), {TypeId::kInt64});
   Vector v;
@@ -294,14 +310,18 @@ TEST(EvalVector, AndOrNotShortCircuitPerRow) {
   auto zero = [] { return plan::MakeConst(Value::Int32(0), {TypeId::kInt32}); };
   auto guarded = [&](BinOp op) {
     auto ne = Bin(op == BinOp::kAnd ? BinOp::kNe : BinOp::kEq, Col(0), zero(), {TypeId::kBool});
-    auto div = Bin(BinOp::kGt, Bin(BinOp::kDiv, plan::MakeConst(Value::Int32(10), {TypeId::kInt32}), Col(0), {TypeId::kInt32}),
+    auto div = Bin(BinOp::kGt,
+                   Bin(BinOp::kDiv, plan::MakeConst(Value::Int32(10), {TypeId::kInt32}), Col(0),
+                       {TypeId::kInt32}),
                    zero(), {TypeId::kBool});
     return Bin(op, std::move(ne), std::move(div), {TypeId::kBool});
   };
   ExpectSame(*guarded(BinOp::kAnd), b);
   ExpectSame(*guarded(BinOp::kOr), b);
-  auto nested = Bin(BinOp::kOr, Bin(BinOp::kAnd, Col(5), Bin(BinOp::kLt, Col(1), Col(2), {TypeId::kBool}), {TypeId::kBool}),
-                    Bin(BinOp::kGe, Col(3), Col(0), {TypeId::kBool}), {TypeId::kBool});
+  auto nested = Bin(
+      BinOp::kOr,
+      Bin(BinOp::kAnd, Col(5), Bin(BinOp::kLt, Col(1), Col(2), {TypeId::kBool}), {TypeId::kBool}),
+      Bin(BinOp::kGe, Col(3), Col(0), {TypeId::kBool}), {TypeId::kBool});
   ExpectSame(*nested, b);
   auto no = std::make_unique<BoundExpr>();
   no->kind = BoundExpr::Kind::kNot;

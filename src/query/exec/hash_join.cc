@@ -10,8 +10,8 @@
 
 #include "query/exec/eval.h"
 #include "query/exec/eval_vector.h"
-#include "query/exec/key_index.h"
 #include "query/exec/key_encoding.h"
+#include "query/exec/key_index.h"
 #include "query/exec/operator_base.h"
 
 namespace wattdb::exec {
@@ -37,8 +37,8 @@ size_t BatchBytes(const Batch& b) {
 
 class TypedHashJoinOp : public UnaryOp {
  public:
-  TypedHashJoinOp(const PlanNode& p, std::unique_ptr<Operator> left, std::unique_ptr<Operator> right,
-                  std::vector<Family> families)
+  TypedHashJoinOp(const PlanNode& p, std::unique_ptr<Operator> left,
+                  std::unique_ptr<Operator> right, std::vector<Family> families)
       : UnaryOp(p, std::move(left)), right_(std::move(right)), families_(std::move(families)) {}
   Status Open(ExecContext& ctx) override {
     RETURN_NOT_OK(UnaryOp::Open(ctx));
@@ -60,7 +60,8 @@ class TypedHashJoinOp : public UnaryOp {
         ASSIGN_OR_RETURN(bool more, child_->Next(in_));
         if (!more) return false;
         lrow_ = 0;
-        for (size_t k = 0; k < keys_.size(); k++) RETURN_NOT_OK(EvalVector(*p_.left_keys[k], in_, ctx_, &keys_[k]));
+        for (size_t k = 0; k < keys_.size(); k++)
+          RETURN_NOT_OK(EvalVector(*p_.left_keys[k], in_, ctx_, &keys_[k]));
       }
       // The candidate pairs of the next left rows, up to about a batch of them.
       left_sel_.clear();
@@ -75,7 +76,8 @@ class TypedHashJoinOp : public UnaryOp {
       size_t last = lrow_;
       Batch& joined = joined_;
       joined.Reset(p_.types.size());
-      for (size_t c = 0; c < nleft; c++) joined.cols[c].Gather(in_.cols[c], left_sel_.data(), left_sel_.size());
+      for (size_t c = 0; c < nleft; c++)
+        joined.cols[c].Gather(in_.cols[c], left_sel_.data(), left_sel_.size());
       for (size_t c = 0; c < nright; c++) {
         Vector& col = joined.cols[nleft + c];
         if (RightColumnEmpty(c)) {
@@ -133,8 +135,9 @@ class TypedHashJoinOp : public UnaryOp {
   Status Build() {
     built_ = true;
     keys_.resize(p_.left_keys.size());
-    int_keys_ = families_.size() == 1 &&
-                (families_[0] == Family::kInt || families_[0] == Family::kBool || families_[0] == Family::kTimestamp);
+    int_keys_ =
+        families_.size() == 1 && (families_[0] == Family::kInt || families_[0] == Family::kBool ||
+                                  families_[0] == Family::kTimestamp);
     MemoryGauge gauge("a join or set operation's materialized input");
     std::vector<Vector> keys(p_.right_keys.size());
     Batch b;
@@ -144,9 +147,11 @@ class TypedHashJoinOp : public UnaryOp {
       ASSIGN_OR_RETURN(bool more, right_->Next(b));
       if (!more) break;
       if (b.rows == 0) continue;
-      for (size_t k = 0; k < keys.size(); k++) RETURN_NOT_OK(EvalVector(*p_.right_keys[k], b, ctx_, &keys[k]));
+      for (size_t k = 0; k < keys.size(); k++)
+        RETURN_NOT_OK(EvalVector(*p_.right_keys[k], b, ctx_, &keys[k]));
       auto chunk = static_cast<uint32_t>(chunks_.size());
-      if (int_keys_ && keys[0].phys() != PhysType::kInt && keys[0].phys() != PhysType::kEmpty) ToStringKeys();
+      if (int_keys_ && keys[0].phys() != PhysType::kInt && keys[0].phys() != PhysType::kEmpty)
+        ToStringKeys();
       if (int_keys_) {
         const Vector& k = keys[0];
         for (size_t r = 0; r < b.rows && k.phys() == PhysType::kInt; r++) {
@@ -156,7 +161,8 @@ class TypedHashJoinOp : public UnaryOp {
       for (size_t r = 0; r < b.rows && !int_keys_; r++) {
         enc.clear();
         bool null = false;
-        for (size_t k = 0; k < keys.size() && !null; k++) null = !PutKey(families_[k], keys[k], r, &enc);
+        for (size_t k = 0; k < keys.size() && !null; k++)
+          null = !PutKey(families_[k], keys[k], r, &enc);
         if (null) continue;
         table_[enc].push_back({chunk, static_cast<uint32_t>(r)});
       }
@@ -166,7 +172,8 @@ class TypedHashJoinOp : public UnaryOp {
     }
     right_empty_.assign(p_.types.size() - p_.children[0]->types.size(), true);
     for (const Batch& c : chunks_) {
-      for (size_t i = 0; i < right_empty_.size(); i++) right_empty_[i] = right_empty_[i] && c.cols[i].phys() == PhysType::kEmpty;
+      for (size_t i = 0; i < right_empty_.size(); i++)
+        right_empty_[i] = right_empty_[i] && c.cols[i].phys() == PhysType::kEmpty;
     }
     return Status::OK();
   }
@@ -195,7 +202,8 @@ class TypedHashJoinOp : public UnaryOp {
   void ToStringKeys() {
     int_keys_ = false;
     for (size_t key = 0; key < int_head_.size(); key++) {
-      std::string enc(reinterpret_cast<const char*>(&int_key_[key]), 8);  // PutKey's encoding of an integer
+      std::string enc(reinterpret_cast<const char*>(&int_key_[key]),
+                      8);  // PutKey's encoding of an integer
       auto& refs = table_[enc];
       for (uint32_t i = int_head_[key]; i != kNone; i = int_next_[i]) refs.push_back(int_refs_[i]);
     }
@@ -246,11 +254,11 @@ class TypedHashJoinOp : public UnaryOp {
   // key's build rows a chain through int_next_ (one flat table, no allocation per key).
   static constexpr uint32_t kNone = UINT32_MAX;
   bool int_keys_ = false;
-  IntKeyIndex int_index_;           // key -> its number
+  IntKeyIndex int_index_;                      // key -> its number
   std::vector<uint32_t> int_head_, int_tail_;  // by key number: first and last of its chain
-  std::vector<int64_t> int_key_;    // by key number
-  std::vector<Ref> int_refs_;       // build rows with integer keys, in build order
-  std::vector<uint32_t> int_next_;  // by build row: the next of its key's chain
+  std::vector<int64_t> int_key_;               // by key number
+  std::vector<Ref> int_refs_;                  // build rows with integer keys, in build order
+  std::vector<uint32_t> int_next_;             // by build row: the next of its key's chain
   std::vector<bool> right_empty_;
   Batch in_, joined_;
   std::vector<Vector> keys_;  // the left keys of in_
@@ -271,7 +279,8 @@ std::unique_ptr<Operator> MakeTypedHashJoin(const PlanNode& p, std::unique_ptr<O
     if (f == Family::kOther || f != FamilyOf(p.right_keys[k]->type.id)) return nullptr;
     families.push_back(f);
   }
-  return std::make_unique<TypedHashJoinOp>(p, std::move(left), std::move(right), std::move(families));
+  return std::make_unique<TypedHashJoinOp>(p, std::move(left), std::move(right),
+                                           std::move(families));
 }
 
 }  // namespace wattdb::exec

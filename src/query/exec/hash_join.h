@@ -9,7 +9,8 @@
 
 namespace wattdb::exec {
 
-std::unique_ptr<Operator> MakeTypedHashJoin(const plan::PlanNode& p, std::unique_ptr<Operator>& left,
+std::unique_ptr<Operator> MakeTypedHashJoin(const plan::PlanNode& p,
+                                            std::unique_ptr<Operator>& left,
                                             std::unique_ptr<Operator>& right);
 
 }  // namespace wattdb::exec

@@ -28,7 +28,6 @@ Status Drain(Operator& op, const ExecContext& ctx, std::vector<std::vector<Value
   });
 }
 
-
 // Shared by the joins: streams left (outer) batches, asks the subclass for the right rows
 // that may match each left row, checks the residual predicate on the joined row, and pads
 // unmatched left rows with NULLs for a left join. Output = left columns, then right columns.
@@ -80,7 +79,8 @@ class JoinBase : public UnaryOp {
  protected:
   virtual Status Build() { return Status::OK(); }
   // The right rows that may match left row `r` of `left`.
-  virtual Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left, size_t r) = 0;
+  virtual Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left,
+                                                                           size_t r) = 0;
 
  private:
   bool built_ = false;
@@ -91,7 +91,8 @@ class JoinBase : public UnaryOp {
 // A join whose right input is an operator, read once into memory by Build.
 class MaterializedJoin : public JoinBase {
  public:
-  MaterializedJoin(const PlanNode& p, std::unique_ptr<Operator> left, std::unique_ptr<Operator> right)
+  MaterializedJoin(const PlanNode& p, std::unique_ptr<Operator> left,
+                   std::unique_ptr<Operator> right)
       : JoinBase(p, std::move(left)), right_(std::move(right)) {}
   Status Open(ExecContext& ctx) override {
     RETURN_NOT_OK(JoinBase::Open(ctx));
@@ -132,7 +133,8 @@ class HashJoinOp : public MaterializedJoin {
     }
     return Status::OK();
   }
-  Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left, size_t r) override {
+  Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left,
+                                                                   size_t r) override {
     key_.clear();
     for (const auto& k : p_.left_keys) {
       ASSIGN_OR_RETURN(Value v, Eval(*k, left, r, ctx_));
@@ -144,7 +146,8 @@ class HashJoinOp : public MaterializedJoin {
   }
 
   std::vector<std::vector<Value>> rows_;
-  std::unordered_map<std::vector<Value>, std::vector<const std::vector<Value>*>, RowHash, RowEq> table_;
+  std::unordered_map<std::vector<Value>, std::vector<const std::vector<Value>*>, RowHash, RowEq>
+      table_;
   std::vector<Value> key_;
   const std::vector<const std::vector<Value>*> empty_{};
 };
@@ -179,7 +182,8 @@ class IndexJoinOp : public JoinBase {
   }
 
  private:
-  Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left, size_t r) override {
+  Result<const std::vector<const std::vector<Value>*>*> Candidates(const Batch& left,
+                                                                   size_t r) override {
     rows_.clear();
     ptrs_.clear();
     std::string prefix;
@@ -230,7 +234,8 @@ class SetOpOp : public BinaryOp {
       built_ = true;
       RETURN_NOT_OK(Build());
     }
-    while (emit_ < result_.size() && out.rows < kBatchRows) out.AppendRow(std::move(result_[emit_++]));
+    while (emit_ < result_.size() && out.rows < kBatchRows)
+      out.AppendRow(std::move(result_[emit_++]));
     return out.rows > 0;
   }
 

@@ -10,7 +10,8 @@ namespace wattdb::exec {
 
 std::unique_ptr<Operator> MakeHashJoin(const plan::PlanNode& p, std::unique_ptr<Operator> left,
                                        std::unique_ptr<Operator> right);
-std::unique_ptr<Operator> MakeNestedLoopJoin(const plan::PlanNode& p, std::unique_ptr<Operator> left,
+std::unique_ptr<Operator> MakeNestedLoopJoin(const plan::PlanNode& p,
+                                             std::unique_ptr<Operator> left,
                                              std::unique_ptr<Operator> right);
 // kIndexJoin over its single child (the outer input).
 std::unique_ptr<Operator> MakeIndexJoin(const plan::PlanNode& p, std::unique_ptr<Operator> outer);

@@ -13,7 +13,7 @@ void PutDecimal(const Decimal& d, std::string* out) {
 }
 
 void PutDouble(double d, std::string* out) {
-  if (d == 0) d = 0;  // -0.0 meets 0.0
+  if (d == 0) d = 0;                                         // -0.0 meets 0.0
   if (d != d) d = std::numeric_limits<double>::quiet_NaN();  // NaNs meet (they group together)
   out->append(reinterpret_cast<const char*>(&d), 8);
 }
@@ -46,13 +46,20 @@ void PutValue(Family f, const Value& v, std::string* out) {
 Family FamilyOf(TypeId t) {
   switch (t) {
     case TypeId::kInt32:
-    case TypeId::kInt64: return Family::kInt;
-    case TypeId::kNumeric: return Family::kNumeric;
-    case TypeId::kDouble: return Family::kDouble;
-    case TypeId::kText: return Family::kText;
-    case TypeId::kBool: return Family::kBool;
-    case TypeId::kTimestamp: return Family::kTimestamp;
-    default: return Family::kOther;
+    case TypeId::kInt64:
+      return Family::kInt;
+    case TypeId::kNumeric:
+      return Family::kNumeric;
+    case TypeId::kDouble:
+      return Family::kDouble;
+    case TypeId::kText:
+      return Family::kText;
+    case TypeId::kBool:
+      return Family::kBool;
+    case TypeId::kTimestamp:
+      return Family::kTimestamp;
+    default:
+      return Family::kOther;
   }
 }
 
@@ -91,6 +98,5 @@ bool PutKey(Family f, const Vector& v, size_t r, std::string* out) {
   PutValue(f, v.GetValue(r), out);
   return true;
 }
-
 
 }  // namespace wattdb::exec

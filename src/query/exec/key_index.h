@@ -20,7 +20,9 @@ class KeyIndex {
   size_t size() const { return ends_.size(); }
   void Clear();
   // Memory held, for work_mem accounting.
-  size_t bytes() const { return slots_.capacity() * sizeof(Slot) + bytes_.capacity() + ends_.capacity() * 4; }
+  size_t bytes() const {
+    return slots_.capacity() * sizeof(Slot) + bytes_.capacity() + ends_.capacity() * 4;
+  }
 
   static uint64_t Hash(std::string_view key);
 
@@ -64,7 +66,9 @@ class IntKeyIndex {
       if (s.key == key) return &s.value;
     }
   }
-  uint32_t* Find(int64_t key) { return const_cast<uint32_t*>(static_cast<const IntKeyIndex*>(this)->Find(key)); }
+  uint32_t* Find(int64_t key) {
+    return const_cast<uint32_t*>(static_cast<const IntKeyIndex*>(this)->Find(key));
+  }
   // Starts loading key's slot into the cache (for a Find a few keys later).
   void Prefetch(int64_t key) const {
     if (!slots_.empty()) __builtin_prefetch(&slots_[Hash(key) & (slots_.size() - 1)]);

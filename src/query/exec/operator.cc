@@ -73,11 +73,13 @@ class ExchangeOp : public UnaryOp {
  private:
   Result<std::unique_ptr<RowSource>> OpenRemote(ExecContext& ctx) {
     switch (p_.kind) {
-      case PlanNode::Kind::kPartition: return ctx.scans->OpenPartition(p_, ctx);
+      case PlanNode::Kind::kPartition:
+        return ctx.scans->OpenPartition(p_, ctx);
       case PlanNode::Kind::kGather:
         if (!ctx.prefetch) return std::unique_ptr<RowSource>();
         return ctx.scans->OpenGather(p_, ctx);
-      default: return ctx.scans->OpenExchange(p_, ctx);
+      default:
+        return ctx.scans->OpenExchange(p_, ctx);
     }
   }
   std::unique_ptr<RowSource> remote_;
@@ -162,14 +164,16 @@ class GenerateSeriesOp : public Operator {
     next_ = v[0].as_int();
     stop_ = v[1].as_int();
     step_ = v[2].as_int();
-    if (step_ == 0) return Status::Sql(sqlstate::kInvalidParameterValue, "step size cannot equal zero");
+    if (step_ == 0)
+      return Status::Sql(sqlstate::kInvalidParameterValue, "step size cannot equal zero");
     return Status::OK();
   }
   Result<bool> Next(Batch& out) override {
     out.Reset(1);
     bool int32 = p_.types[0].id == TypeId::kInt32;
     while (!done_ && out.rows < kBatchRows && (step_ > 0 ? next_ <= stop_ : next_ >= stop_)) {
-      out.cols[0].Append(int32 ? Value::Int32(static_cast<int64_t>(next_)) : Value::Int64(static_cast<int64_t>(next_)));
+      out.cols[0].Append(int32 ? Value::Int32(static_cast<int64_t>(next_))
+                               : Value::Int64(static_cast<int64_t>(next_)));
       out.rows++;
       next_ += step_;
     }
@@ -267,7 +271,7 @@ class SortOp : public UnaryOp {
 
  private:
   struct Entry {
-    uint64_t seq;  // input order: the tie-breaker that makes the sort stable
+    uint64_t seq;         // input order: the tie-breaker that makes the sort stable
     uint32_t chunk, row;  // the row in chunks_, its keys in key_chunks_
   };
   // Value::Compare of row ra of a and row rb of b, both non-NULL.
@@ -310,22 +314,26 @@ class SortOp : public UnaryOp {
   // a before b?
   bool Less(const Entry& a, const Entry& b) const {
     const Batch& ka = key_chunks_[a.chunk];
-    int c = KeysCompare([&](size_t i) -> const Vector& { return ka.cols[i]; }, a.row, key_chunks_[b.chunk], b.row);
+    int c = KeysCompare([&](size_t i) -> const Vector& { return ka.cols[i]; }, a.row,
+                        key_chunks_[b.chunk], b.row);
     return c != 0 ? c < 0 : a.seq < b.seq;
   }
   // Row r of `keys`, as a new entry, before b (a new row's seq is above every kept one's)?
   bool RowLess(const std::vector<const Vector*>& keys, size_t r, const Entry& b) const {
-    return KeysCompare([&](size_t i) -> const Vector& { return *keys[i]; }, r, key_chunks_[b.chunk], b.row) < 0;
+    return KeysCompare([&](size_t i) -> const Vector& { return *keys[i]; }, r, key_chunks_[b.chunk],
+                       b.row) < 0;
   }
   // What keeping row r of `keys` costs beyond its row.
   static size_t KeyBytes(const std::vector<const Vector*>& keys, size_t r) {
     size_t n = 0;
-    for (const Vector* k : keys) n += 16 + (k->phys() == PhysType::kText && !k->IsNull(r) ? k->texts()[r].size() : 0);
+    for (const Vector* k : keys)
+      n += 16 + (k->phys() == PhysType::kText && !k->IsNull(r) ? k->texts()[r].size() : 0);
     return n;
   }
   // Appends row r of `rows` and of `keys` to the last chunk (a new one if it is full).
   template <typename KeyAt>
-  Entry Keep(std::vector<Batch>* chunks, std::vector<Batch>* key_chunks, const Batch& rows, KeyAt key, size_t r) {
+  Entry Keep(std::vector<Batch>* chunks, std::vector<Batch>* key_chunks, const Batch& rows,
+             KeyAt key, size_t r) {
     if (chunks->empty() || chunks->back().rows == kBatchRows) {
       chunks->emplace_back().Reset(p_.types.size());
       key_chunks->emplace_back().Reset(p_.keys.size());
@@ -334,7 +342,8 @@ class SortOp : public UnaryOp {
     Batch& k = key_chunks->back();
     for (size_t i = 0; i < p_.keys.size(); i++) k.cols[i].AppendFrom(key(i), r);
     k.rows++;
-    return Entry{0, static_cast<uint32_t>(chunks->size() - 1), static_cast<uint32_t>(chunks->back().rows - 1)};
+    return Entry{0, static_cast<uint32_t>(chunks->size() - 1),
+                 static_cast<uint32_t>(chunks->back().rows - 1)};
   }
   Status Materialize() {
     sorted_ = true;
@@ -353,13 +362,15 @@ class SortOp : public UnaryOp {
       // Rows that enter the result (all of them without `top`) are copied into the last chunk.
       for (size_t r = 0; r < in.rows; r++, seq++) {
         if (top_ > 0 && order_.size() == top_) {
-          if (!RowLess(keys, r, entries_[order_.front()])) continue;  // not better than the worst kept
+          if (!RowLess(keys, r, entries_[order_.front()]))
+            continue;  // not better than the worst kept
           uint32_t worst = order_.front();
           std::pop_heap(order_.begin(), order_.end(), less);
           order_.pop_back();
           free_.push_back(worst);
         }
-        Entry e = Keep(&chunks_, &key_chunks_, in, [&](size_t i) -> const Vector& { return *keys[i]; }, r);
+        Entry e = Keep(
+            &chunks_, &key_chunks_, in, [&](size_t i) -> const Vector& { return *keys[i]; }, r);
         e.seq = seq;
         RETURN_NOT_OK(gauge_.Add(*ctx_, KeyBytes(keys, r) + sizeof(Entry) + 16 * p_.types.size()));
         uint32_t idx;
@@ -386,7 +397,9 @@ class SortOp : public UnaryOp {
     for (uint32_t idx : order_) {
       Entry& e = entries_[idx];
       const Batch& keys = key_chunks_[e.chunk];
-      Entry moved = Keep(&fresh, &fresh_keys, chunks_[e.chunk], [&](size_t i) -> const Vector& { return keys.cols[i]; }, e.row);
+      Entry moved = Keep(
+          &fresh, &fresh_keys, chunks_[e.chunk],
+          [&](size_t i) -> const Vector& { return keys.cols[i]; }, e.row);
       e.chunk = moved.chunk;
       e.row = moved.row;
     }
@@ -433,21 +446,23 @@ class LimitOp : public UnaryOp {
   int64_t skipped_ = 0, emitted_ = 0;
 };
 
-
 // Wraps an operator to count its rows and time (EXPLAIN ANALYZE).
 class InstrumentedOp : public Operator {
  public:
-  InstrumentedOp(std::unique_ptr<Operator> inner, OperatorStats* stats) : inner_(std::move(inner)), stats_(stats) {}
+  InstrumentedOp(std::unique_ptr<Operator> inner, OperatorStats* stats)
+      : inner_(std::move(inner)), stats_(stats) {}
   Status Open(ExecContext& ctx) override {
     auto t0 = std::chrono::steady_clock::now();
     Status s = inner_->Open(ctx);
-    stats_->ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    stats_->ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return s;
   }
   Result<bool> Next(Batch& out) override {
     auto t0 = std::chrono::steady_clock::now();
     auto r = inner_->Next(out);
-    stats_->ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    stats_->ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (r.ok() && *r) {
       stats_->rows += out.rows;
       stats_->batches++;
@@ -461,14 +476,16 @@ class InstrumentedOp : public Operator {
   OperatorStats* stats_;  // borrowed; the stats map outlives the execution
 };
 
-Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats,
+Result<std::unique_ptr<Operator>> Build(const PlanNode& p,
+                                        std::map<const PlanNode*, OperatorStats>* stats,
                                         size_t top = 0);
 
 }  // namespace
 
 Result<std::unique_ptr<Operator>> BuildOperator(const PlanNode& p) { return Build(p, nullptr); }
 
-Result<std::unique_ptr<Operator>> BuildInstrumented(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats) {
+Result<std::unique_ptr<Operator>> BuildInstrumented(
+    const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats) {
   return Build(p, stats);
 }
 
@@ -478,13 +495,14 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
                                            std::unique_ptr<Operator> right, size_t top);
 
 // `top` > 0: only the first `top` rows of p's output are wanted (p is a Sort under a Limit).
-Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNode*, OperatorStats>* stats,
+Result<std::unique_ptr<Operator>> Build(const PlanNode& p,
+                                        std::map<const PlanNode*, OperatorStats>* stats,
                                         size_t top) {
   std::unique_ptr<Operator> child, right;
   if (!p.children.empty()) {
     size_t child_top = 0;
-    if (p.kind == PlanNode::Kind::kLimit && p.limit >= 0 && p.children[0]->kind == PlanNode::Kind::kSort &&
-        p.limit + p.offset < (int64_t{1} << 30)) {
+    if (p.kind == PlanNode::Kind::kLimit && p.limit >= 0 &&
+        p.children[0]->kind == PlanNode::Kind::kSort && p.limit + p.offset < (int64_t{1} << 30)) {
       child_top = static_cast<size_t>(std::max<int64_t>(1, p.limit + p.offset));
     }
     ASSIGN_OR_RETURN(child, Build(*p.children[0], stats, child_top));
@@ -498,7 +516,8 @@ Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNo
              p.kind != PlanNode::Kind::kGenerateSeries && p.kind != PlanNode::Kind::kUnnest) {
     return Status::Internal("plan node without its child");
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, BuildOne(p, std::move(child), std::move(right), top));
+  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op,
+                   BuildOne(p, std::move(child), std::move(right), top));
   if (!stats) return op;
   return std::unique_ptr<Operator>(new InstrumentedOp(std::move(op), &(*stats)[&p]));
 }
@@ -506,23 +525,39 @@ Result<std::unique_ptr<Operator>> Build(const PlanNode& p, std::map<const PlanNo
 Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Operator> child,
                                            std::unique_ptr<Operator> right, size_t top) {
   switch (p.kind) {
-    case PlanNode::Kind::kScan: return std::unique_ptr<Operator>(new ScanOp(p));
-    case PlanNode::Kind::kValues: return std::unique_ptr<Operator>(new ValuesOp(p));
-    case PlanNode::Kind::kFilter: return std::unique_ptr<Operator>(new FilterOp(p, std::move(child)));
-    case PlanNode::Kind::kProject: return std::unique_ptr<Operator>(new ProjectOp(p, std::move(child)));
-    case PlanNode::Kind::kAggregate: return MakeHashAggregate(p, std::move(child));
-    case PlanNode::Kind::kExchange: return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
-    case PlanNode::Kind::kOffload: return std::unique_ptr<Operator>(new OffloadOp(p, std::move(child)));
+    case PlanNode::Kind::kScan:
+      return std::unique_ptr<Operator>(new ScanOp(p));
+    case PlanNode::Kind::kValues:
+      return std::unique_ptr<Operator>(new ValuesOp(p));
+    case PlanNode::Kind::kFilter:
+      return std::unique_ptr<Operator>(new FilterOp(p, std::move(child)));
+    case PlanNode::Kind::kProject:
+      return std::unique_ptr<Operator>(new ProjectOp(p, std::move(child)));
+    case PlanNode::Kind::kAggregate:
+      return MakeHashAggregate(p, std::move(child));
+    case PlanNode::Kind::kExchange:
+      return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
+    case PlanNode::Kind::kOffload:
+      return std::unique_ptr<Operator>(new OffloadOp(p, std::move(child)));
     case PlanNode::Kind::kPartition:
-    case PlanNode::Kind::kGather: return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
-    case PlanNode::Kind::kSort: return std::unique_ptr<Operator>(new SortOp(p, std::move(child), top));
-    case PlanNode::Kind::kLimit: return std::unique_ptr<Operator>(new LimitOp(p, std::move(child)));
-    case PlanNode::Kind::kHashJoin: return MakeHashJoin(p, std::move(child), std::move(right));
-    case PlanNode::Kind::kNestedLoopJoin: return MakeNestedLoopJoin(p, std::move(child), std::move(right));
-    case PlanNode::Kind::kSetOp: return MakeSetOp(p, std::move(child), std::move(right));
-    case PlanNode::Kind::kIndexJoin: return MakeIndexJoin(p, std::move(child));
-    case PlanNode::Kind::kGenerateSeries: return std::unique_ptr<Operator>(new GenerateSeriesOp(p));
-    case PlanNode::Kind::kUnnest: return std::unique_ptr<Operator>(new UnnestOp(p));
+    case PlanNode::Kind::kGather:
+      return std::unique_ptr<Operator>(new ExchangeOp(p, std::move(child)));
+    case PlanNode::Kind::kSort:
+      return std::unique_ptr<Operator>(new SortOp(p, std::move(child), top));
+    case PlanNode::Kind::kLimit:
+      return std::unique_ptr<Operator>(new LimitOp(p, std::move(child)));
+    case PlanNode::Kind::kHashJoin:
+      return MakeHashJoin(p, std::move(child), std::move(right));
+    case PlanNode::Kind::kNestedLoopJoin:
+      return MakeNestedLoopJoin(p, std::move(child), std::move(right));
+    case PlanNode::Kind::kSetOp:
+      return MakeSetOp(p, std::move(child), std::move(right));
+    case PlanNode::Kind::kIndexJoin:
+      return MakeIndexJoin(p, std::move(child));
+    case PlanNode::Kind::kGenerateSeries:
+      return std::unique_ptr<Operator>(new GenerateSeriesOp(p));
+    case PlanNode::Kind::kUnnest:
+      return std::unique_ptr<Operator>(new UnnestOp(p));
   }
   return Status::Internal("unknown plan node");
 }
@@ -532,7 +567,8 @@ Result<std::unique_ptr<Operator>> BuildOne(const PlanNode& p, std::unique_ptr<Op
 Status Execute(const PlanNode& plan, ExecContext& ctx, const std::function<Status(Batch&)>& sink,
                std::vector<OperatorStats>* stats) {
   std::map<const PlanNode*, OperatorStats> counters;
-  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op, stats ? BuildInstrumented(plan, &counters) : BuildOperator(plan));
+  ASSIGN_OR_RETURN(std::unique_ptr<Operator> op,
+                   stats ? BuildInstrumented(plan, &counters) : BuildOperator(plan));
   RETURN_NOT_OK(op->Open(ctx));
   Batch b;
   Status st;

@@ -28,14 +28,15 @@ Result<std::unique_ptr<Operator>> BuildOperator(const plan::PlanNode& plan);
 
 // Like BuildOperator, but every operator records its output rows and time in `stats`,
 // keyed by its plan node.
-Result<std::unique_ptr<Operator>> BuildInstrumented(const plan::PlanNode& plan,
-                                                    std::map<const plan::PlanNode*, OperatorStats>* stats);
+Result<std::unique_ptr<Operator>> BuildInstrumented(
+    const plan::PlanNode& plan, std::map<const plan::PlanNode*, OperatorStats>* stats);
 
 // Runs `plan` to completion, calling `sink` for each non-empty batch; the sink may take the
 // batch's contents (leaving it as a default Batch: the next one is built afresh). With
 // `stats`, the operators are instrumented and their counters land there, in the plan's
 // pre-order.
-Status Execute(const plan::PlanNode& plan, ExecContext& ctx, const std::function<Status(Batch&)>& sink,
+Status Execute(const plan::PlanNode& plan, ExecContext& ctx,
+               const std::function<Status(Batch&)>& sink,
                std::vector<OperatorStats>* stats = nullptr);
 
 }  // namespace wattdb::exec

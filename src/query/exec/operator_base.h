@@ -11,7 +11,8 @@ namespace wattdb::exec {
 
 // Pulls every batch of `op` (checking for cancellation between batches) and calls `fn` on
 // each row.
-inline Status ForEachRow(Operator& op, const ExecContext& ctx, const std::function<Status(const Batch&, size_t)>& fn) {
+inline Status ForEachRow(Operator& op, const ExecContext& ctx,
+                         const std::function<Status(const Batch&, size_t)>& fn) {
   Batch b;
   while (true) {
     RETURN_NOT_OK(CheckCancel(ctx));
@@ -23,7 +24,8 @@ inline Status ForEachRow(Operator& op, const ExecContext& ctx, const std::functi
 
 class UnaryOp : public Operator {
  public:
-  UnaryOp(const plan::PlanNode& p, std::unique_ptr<Operator> child) : p_(p), child_(std::move(child)) {}
+  UnaryOp(const plan::PlanNode& p, std::unique_ptr<Operator> child)
+      : p_(p), child_(std::move(child)) {}
   Status Open(ExecContext& ctx) override {
     ctx_ = &ctx;
     return child_->Open(ctx);

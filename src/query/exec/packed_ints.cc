@@ -59,7 +59,8 @@ template <int B, typename Fn>
 void ForBitEntries(const char* __restrict in, size_t rows, const Fn& fn) {
   constexpr uint64_t kMask = (uint64_t{1} << B) - 1;
   const size_t bytes = BitEntryBytes(rows, B);
-  auto group = [&](const char* g, size_t first, size_t n) {  // entries [first, first + n), the first at g
+  auto group = [&](const char* g, size_t first,
+                   size_t n) {  // entries [first, first + n), the first at g
     for (size_t j = 0; j < n; j++) {
       const size_t at = j * B;
       uint64_t word;
@@ -100,7 +101,8 @@ struct BitOps {
   template <bool kMin>
   static uint64_t Extreme(const char* in, size_t rows) {
     uint64_t b = kMin ? std::numeric_limits<uint64_t>::max() : 0;
-    ForBitEntries<B>(in, rows, [&](size_t, uint64_t e) { b = kMin ? (e < b ? e : b) : (e > b ? e : b); });
+    ForBitEntries<B>(in, rows,
+                     [&](size_t, uint64_t e) { b = kMin ? (e < b ? e : b) : (e > b ? e : b); });
     return b;
   }
 };
@@ -126,14 +128,21 @@ auto WithBitOps(uint8_t bits, const F& f) {
 template <bool kMin>
 uint64_t ExtremeEntry(const PackedInts& p, size_t n) {
   if (p.bits) {
-    return n == 0 ? 0 : WithBitOps(p.bits, [&]<typename Ops>() { return Ops::template Extreme<kMin>(p.entries, n); });
+    return n == 0 ? 0 : WithBitOps(p.bits, [&]<typename Ops>() {
+      return Ops::template Extreme<kMin>(p.entries, n);
+    });
   }
   switch (p.width) {
-    case 1: return ExtremeAs<uint8_t, kMin>(p.entries, n);
-    case 2: return ExtremeAs<uint16_t, kMin>(p.entries, n);
-    case 4: return ExtremeAs<uint32_t, kMin>(p.entries, n);
-    case 8: return ExtremeAs<uint64_t, kMin>(p.entries, n);
-    default: return 0;
+    case 1:
+      return ExtremeAs<uint8_t, kMin>(p.entries, n);
+    case 2:
+      return ExtremeAs<uint16_t, kMin>(p.entries, n);
+    case 4:
+      return ExtremeAs<uint32_t, kMin>(p.entries, n);
+    case 8:
+      return ExtremeAs<uint64_t, kMin>(p.entries, n);
+    default:
+      return 0;
   }
 }
 
@@ -147,22 +156,37 @@ void UnpackInts(const PackedInts& p, size_t rows, int64_t* out) {
     return;
   }
   switch (p.width) {
-    case 1: UnpackAs<uint8_t>(p.entries, rows, p.base, x); break;
-    case 2: UnpackAs<uint16_t>(p.entries, rows, p.base, x); break;
-    case 4: UnpackAs<uint32_t>(p.entries, rows, p.base, x); break;
-    case 8: UnpackAs<uint64_t>(p.entries, rows, p.base, x); break;
-    default: std::fill(x, x + rows, p.base); break;
+    case 1:
+      UnpackAs<uint8_t>(p.entries, rows, p.base, x);
+      break;
+    case 2:
+      UnpackAs<uint16_t>(p.entries, rows, p.base, x);
+      break;
+    case 4:
+      UnpackAs<uint32_t>(p.entries, rows, p.base, x);
+      break;
+    case 8:
+      UnpackAs<uint64_t>(p.entries, rows, p.base, x);
+      break;
+    default:
+      std::fill(x, x + rows, p.base);
+      break;
   }
 }
 
 uint64_t SumEntries(const PackedInts& p, size_t n) {
   if (p.bits) return WithBitOps(p.bits, [&]<typename Ops>() { return Ops::Sum(p.entries, n); });
   switch (p.width) {
-    case 1: return SumAs<uint8_t>(p.entries, n);
-    case 2: return SumAs<uint16_t>(p.entries, n);
-    case 4: return SumAs<uint32_t>(p.entries, n);
-    case 8: return SumAs<uint64_t>(p.entries, n);
-    default: return 0;
+    case 1:
+      return SumAs<uint8_t>(p.entries, n);
+    case 2:
+      return SumAs<uint16_t>(p.entries, n);
+    case 4:
+      return SumAs<uint32_t>(p.entries, n);
+    case 8:
+      return SumAs<uint64_t>(p.entries, n);
+    default:
+      return 0;
   }
 }
 

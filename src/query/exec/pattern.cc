@@ -1,10 +1,10 @@
 #include "query/exec/pattern.h"
 
-#include <re2/re2.h>
-
 #include <list>
 #include <memory>
 #include <unordered_map>
+
+#include <re2/re2.h>
 
 #include "common/sqlstate.h"
 
@@ -31,7 +31,8 @@ class PatternCache {
     o.set_max_mem(8 << 20);
     auto re = std::make_unique<RE2>(regex, o);
     if (!re->ok()) {
-      return Status::Sql(sqlstate::kInvalidRegularExpression, "invalid regular expression: " + re->error());
+      return Status::Sql(sqlstate::kInvalidRegularExpression,
+                         "invalid regular expression: " + re->error());
     }
     lru_.emplace_front(key, std::move(re));
     map_[key] = lru_.begin();
@@ -66,7 +67,9 @@ Result<std::string> LikeToRegex(const std::string& p) {
       out += ".";
     } else {
       if (c == '\\') {
-        if (++i == p.size()) return Status::Sql(sqlstate::kInvalidEscapeSequence, "LIKE pattern must not end with escape character");
+        if (++i == p.size())
+          return Status::Sql(sqlstate::kInvalidEscapeSequence,
+                             "LIKE pattern must not end with escape character");
         c = p[i];
       }
       out += RE2::QuoteMeta(std::string(1, c));

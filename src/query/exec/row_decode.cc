@@ -12,7 +12,8 @@ namespace {
 // Moves past one encoded value (its tag already read).
 bool SkipValue(ByteReader& r, uint8_t tag) {
   switch (static_cast<TypeId>(tag)) {
-    case TypeId::kNull: return true;
+    case TypeId::kNull:
+      return true;
     case TypeId::kBool: {
       uint8_t b;
       return r.U8(&b);

@@ -64,7 +64,8 @@ Value Vector::GetValue(size_t i) const {
   switch (phys_) {
     case PhysType::kInt:
       if (s.ints_pending_) {
-        return IntValue(type_, static_cast<int64_t>(s.packed_.base + EntryAt(s.packed_, s.null_.size(), i)));
+        return IntValue(
+            type_, static_cast<int64_t>(s.packed_.base + EntryAt(s.packed_, s.null_.size(), i)));
       }
       return IntValue(type_, s.ints_[i]);
     case PhysType::kDouble:
@@ -72,7 +73,8 @@ Value Vector::GetValue(size_t i) const {
     case PhysType::kDecimal:
       return Value::Numeric(s.decimals_[i]);
     case PhysType::kText:
-      if (s.texts_pending_ && s.dict_) return Value::Text(std::string(s.dict_->values[s.dict_->codes[i]]));
+      if (s.texts_pending_ && s.dict_)
+        return Value::Text(std::string(s.dict_->values[s.dict_->codes[i]]));
       return Value::Text(std::string(s.texts_[i]));
     case PhysType::kBoxed:
       return s.boxed_[i];
@@ -120,7 +122,8 @@ void Vector::Unshare() {
   *this = Vector(*src);  // src shares nothing (Share follows a chain): a copy of its arrays
 }
 
-void Vector::InitFromDictionary(TypeId t, std::vector<uint8_t> null, std::shared_ptr<const TextDictionary> d,
+void Vector::InitFromDictionary(TypeId t, std::vector<uint8_t> null,
+                                std::shared_ptr<const TextDictionary> d,
                                 std::shared_ptr<const TextArena> arena) {
   Clear();
   if (arena) kept_.push_back(std::move(arena));
@@ -400,7 +403,8 @@ void Vector::AppendText(std::string_view v) {
 
 void Vector::KeepArena(std::shared_ptr<const TextArena> a) {
   Own();
-  if (a && a != arena_ && std::find(kept_.begin(), kept_.end(), a) == kept_.end()) kept_.push_back(std::move(a));
+  if (a && a != arena_ && std::find(kept_.begin(), kept_.end(), a) == kept_.end())
+    kept_.push_back(std::move(a));
 }
 
 void Vector::AppendTextViewSlow(std::string_view v) {
@@ -467,7 +471,8 @@ void Vector::Gather(const Vector& from, const uint32_t* sel, size_t n) {
     case PhysType::kText: {
       // Views into src's arenas: keep those alive instead of copying the bytes.
       auto keep = [&](const std::shared_ptr<const TextArena>& a) {
-        if (a && a != arena_ && std::find(kept_.begin(), kept_.end(), a) == kept_.end()) kept_.push_back(a);
+        if (a && a != arena_ && std::find(kept_.begin(), kept_.end(), a) == kept_.end())
+          kept_.push_back(a);
       };
       keep(src.arena_);
       for (const auto& a : src.kept_) keep(a);

@@ -168,12 +168,14 @@ class Vector {
   // NULL where null[i] (empty: none); its views are laid out when first read. REQUIRES:
   // null empty or of d->codes.size(); codes below values.size(), 0 for NULL rows; the
   // values' bytes in `arena`, which the vector keeps.
-  void InitFromDictionary(TypeId t, std::vector<uint8_t> null, std::shared_ptr<const TextDictionary> d,
+  void InitFromDictionary(TypeId t, std::vector<uint8_t> null,
+                          std::shared_ptr<const TextDictionary> d,
                           std::shared_ptr<const TextArena> arena);
   // Makes this an integer vector of type t holding `p`'s rows, NULL where null[i] (empty:
   // none); unpacked when first read. REQUIRES: null empty or of `rows` entries; p's entries
   // in `owner` (or none: width 0), which the vector keeps.
-  void InitPacked(TypeId t, size_t rows, std::vector<uint8_t> null, PackedInts p, std::shared_ptr<const TextArena> owner);
+  void InitPacked(TypeId t, size_t rows, std::vector<uint8_t> null, PackedInts p,
+                  std::shared_ptr<const TextArena> owner);
   // The rows as InitPacked made them while not yet unpacked (nullptr once they are, or if
   // never packed): operators may work on the entries instead. NULL rows' entries: see nulls().
   const PackedInts* packed() const {
@@ -258,7 +260,7 @@ class Vector {
   mutable internal::Array<std::string_view> texts_;  // laid out late if texts_pending_
   mutable bool texts_pending_ = false;
   std::vector<Value> boxed_;
-  std::shared_ptr<TextArena> arena_;                   // this vector's own text bytes
+  std::shared_ptr<TextArena> arena_;                    // this vector's own text bytes
   std::vector<std::shared_ptr<const TextArena>> kept_;  // other vectors' arenas it points into
   std::shared_ptr<const Vector> shared_;                // set: the elements are its (arrays empty)
   bool shared_no_nulls_ = false;                        // with shared_: it holds no NULL (Share)

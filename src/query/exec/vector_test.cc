@@ -208,7 +208,7 @@ TEST(Vector, ADictionaryVectorReadsAsItsViews) {
   EXPECT_EQ(gathered.texts()[2], "red");
   EXPECT_FALSE(never_read.HasNulls());
   EXPECT_EQ(never_read.texts()[2], "red");  // no NULLs given: code 0's value
-  copy.AppendText("green");  // a change lays the views out and drops the dictionary
+  copy.AppendText("green");                 // a change lays the views out and drops the dictionary
   EXPECT_EQ(copy.dictionary(), nullptr);
   EXPECT_EQ(copy.texts()[0], "blue");
   EXPECT_EQ(copy.texts()[7], "green");
@@ -223,7 +223,7 @@ TEST(Vector, ADictionaryVectorReadsAsItsViews) {
 TEST(Vector, APackedVectorReadsAsItsValues) {
   auto bytes = std::make_shared<std::string>();
   for (uint16_t e : {7, 0, 65535, 3, 9, 1}) bytes->append(reinterpret_cast<const char*>(&e), 2);
-  const std::vector<uint8_t> null = {0, 0, 0, 1, 0, 0};                       // row 3 NULL (entry 3)
+  const std::vector<uint8_t> null = {0, 0, 0, 1, 0, 0};                   // row 3 NULL (entry 3)
   const std::vector<int64_t> want = {-993, -1000, 64535, 0, -991, -999};  // base -1000
   PackedInts p;
   p.entries = bytes->data();
@@ -280,9 +280,14 @@ TEST(Vector, APackedVectorReadsAsItsValues) {
 }
 
 TEST(RowDecode, StoredRowsDecodeIntoTypedColumnsAndBadOnesLeaveNoTrace) {
-  std::vector<Value> row = {Value::Int32(3), Value(), Value::Text("abc"), Value::Double(0.5),
-                            Value::Numeric(ParseDecimal("-12.50").value()), Value::Bool(true),
-                            Value::Timestamp(123), Value::Array({Value::Int64(1), Value()})};
+  std::vector<Value> row = {Value::Int32(3),
+                            Value(),
+                            Value::Text("abc"),
+                            Value::Double(0.5),
+                            Value::Numeric(ParseDecimal("-12.50").value()),
+                            Value::Bool(true),
+                            Value::Timestamp(123),
+                            Value::Array({Value::Int64(1), Value()})};
   std::string enc;
   EncodeRow(row, &enc);
   Batch b;
@@ -357,10 +362,11 @@ TEST(BatchCodec, RoundTripsEveryPhysicalTypeAndRejectsEveryTruncation) {
     bool null = i % 7 == 3;
     b.cols[0].Append(null ? Value() : Value::Int32(i - 150));
     b.cols[1].Append(null ? Value() : Value::Double(i / 3.0));
-    b.cols[2].Append(null ? Value() : Value::Numeric(Decimal{static_cast<Int128>(i) * 1000000007, 4}));
+    b.cols[2].Append(null ? Value()
+                          : Value::Numeric(Decimal{static_cast<Int128>(i) * 1000000007, 4}));
     b.cols[3].Append(null ? Value() : Value::Text(std::string(i % 5, 'x')));
     b.cols[4].Append(i % 2 ? Value::Array({Value::Int64(i)}) : Value::Int64(i));  // boxed
-    b.cols[5].AppendNull();                                                      // all NULL
+    b.cols[5].AppendNull();                                                       // all NULL
     b.cols[6].Append(Value::Timestamp(i * 1000000LL));
     b.rows++;
   }
@@ -392,11 +398,11 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
   Batch b;
   b.Reset(5);
   for (int i = 0; i < 1000; i++) {
-    b.cols[0].Append(Value::Int64(1000000 + i));                                  // a key
-    b.cols[1].Append(Value::Text(pad));                                           // constant
+    b.cols[0].Append(Value::Int64(1000000 + i));                                         // a key
+    b.cols[1].Append(Value::Text(pad));                                                  // constant
     b.cols[2].Append(i % 10 == 9 ? Value() : Value::Text(std::string(1 + i % 3, 'f')));  // flags
     b.cols[3].Append(Value::Int64(i < 999 ? INT64_MAX - 1000 + i : INT64_MIN));  // wraps last
-    b.cols[4].Append(Value::Text(std::to_string(i % 40)));                        // 40 distinct
+    b.cols[4].Append(Value::Text(std::to_string(i % 40)));                       // 40 distinct
     b.rows++;
   }
   for (bool owner : {false, true}) {
@@ -410,7 +416,8 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
     enc->clear();
     EncodeBatch(b, enc.get());
     Batch d;
-    ASSERT_TRUE(DecodeBatch(*enc, &d, owner ? std::make_shared<const TextArena>(enc) : nullptr).ok());
+    ASSERT_TRUE(
+        DecodeBatch(*enc, &d, owner ? std::make_shared<const TextArena>(enc) : nullptr).ok());
     ExpectSameBatch(b, d);
     enc.reset();  // a decoded dictionary outlives the input
     EXPECT_EQ(d.Get(1, 999).as_text(), pad);
@@ -423,7 +430,12 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
   three.rows = 3;
   std::string enc;
   EncodeBatch(three, &enc);
-  ASSERT_EQ(enc.substr(enc.size() - 11), std::string("\x02\x02\x02" "ab" "\x02" "cd" "\x00\x01\x00", 11));
+  ASSERT_EQ(enc.substr(enc.size() - 11), std::string("\x02\x02\x02"
+                                                     "ab"
+                                                     "\x02"
+                                                     "cd"
+                                                     "\x00\x01\x00",
+                                                     11));
   Batch d;
   ASSERT_TRUE(DecodeBatch(enc, &d).ok());
   ExpectSameBatch(three, d);
@@ -433,11 +445,15 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
   for (bool with_null : {false, true}) {
     Batch one;
     one.Reset(1);
-    for (int r = 0; r < 5; r++) one.cols[0].Append(with_null && r == 2 ? Value() : Value::Text("ab"));
+    for (int r = 0; r < 5; r++)
+      one.cols[0].Append(with_null && r == 2 ? Value() : Value::Text("ab"));
     one.rows = 5;
     enc.clear();
     EncodeBatch(one, &enc);
-    ASSERT_EQ(enc.substr(enc.size() - 5), std::string("\x02\x01\x02" "ab", 5)) << with_null;
+    ASSERT_EQ(enc.substr(enc.size() - 5), std::string("\x02\x01\x02"
+                                                      "ab",
+                                                      5))
+        << with_null;
     ASSERT_TRUE(DecodeBatch(enc, &d).ok());
     ExpectSameBatch(one, d);
     EXPECT_TRUE(d.cols[0].IsNull(2) == with_null);
@@ -453,15 +469,23 @@ TEST(BatchCodec, FewDistinctTextsTravelAsADictionaryAndOrderedIntsAsDifferences)
 // Offsets take as many bits as the widest needs, whole bytes from kMaxBitEntry bits on.
 TEST(BatchCodec, IntegersTravelAsTheNarrowestOffsets) {
   struct Case {
-    int64_t lo, span;  // values lo + a random offset in [0, span]; the first row lo, the last lo + span
-    bool ordered;      // values lo + i instead
-    size_t bits;       // a row's entry
+    int64_t lo,
+        span;      // values lo + a random offset in [0, span]; the first row lo, the last lo + span
+    bool ordered;  // values lo + i instead
+    size_t bits;   // a row's entry
   };
   const Case cases[] = {
-      {42, 0, false, 0},           {-5, 0, true, 0},             {9, 1, false, 1},
-      {-3, 255, false, 8},         {100, 256, false, 9},         {5, 1023, false, 10},
-      {0, 65535, false, 16},       {-70000, 65536, false, 17},   {7, 0xffffffffLL, false, 32},
-      {7, 0x100000000LL, false, 64}, {INT64_MIN, -1, false, 64},
+      {42, 0, false, 0},
+      {-5, 0, true, 0},
+      {9, 1, false, 1},
+      {-3, 255, false, 8},
+      {100, 256, false, 9},
+      {5, 1023, false, 10},
+      {0, 65535, false, 16},
+      {-70000, 65536, false, 17},
+      {7, 0xffffffffLL, false, 32},
+      {7, 0x100000000LL, false, 64},
+      {INT64_MIN, -1, false, 64},
   };
   const size_t rows = 1000;
   std::mt19937_64 rng(11);
@@ -525,8 +549,10 @@ TEST(BatchCodec, IntegersOfEveryBitSizeRoundTrip) {
         }
         std::string enc;
         Batch d;
-        ASSERT_NO_FATAL_FAILURE(RoundTrip(b, &enc, &d)) << bits << " bits, " << rows << " rows, shape " << shape;
-        if (shape != 0 || rows < 63) continue;  // (random values of many rows: offsets, not differences)
+        ASSERT_NO_FATAL_FAILURE(RoundTrip(b, &enc, &d))
+            << bits << " bits, " << rows << " rows, shape " << shape;
+        if (shape != 0 || rows < 63)
+          continue;  // (random values of many rows: offsets, not differences)
         // Decoded in place, the entries stay as they came; sums and extremes read them so.
         auto frame = std::make_shared<std::string>(enc);
         Batch in_frame;
@@ -699,10 +725,10 @@ TEST(BatchCodec, ChangedBytesDecodeOrAreRefused) {
   Batch b;
   b.Reset(4);
   for (int i = 0; i < 200; i++) {
-    b.cols[0].Append(Value::Int64(i));  // differences
+    b.cols[0].Append(Value::Int64(i));                                           // differences
     b.cols[1].Append(i % 9 == 0 ? Value() : Value::Text(i % 2 ? "yes" : "no"));  // dictionary
-    b.cols[2].Append(Value::Text(std::to_string(i * 7919)));  // plain
-    b.cols[3].Append(Value::Int64(i % 2 ? -i * 1000003LL : i * 999983LL));  // plain ints
+    b.cols[2].Append(Value::Text(std::to_string(i * 7919)));                     // plain
+    b.cols[3].Append(Value::Int64(i % 2 ? -i * 1000003LL : i * 999983LL));       // plain ints
     b.rows++;
   }
   std::string enc;
@@ -728,7 +754,8 @@ TEST(BatchCodec, TextDecodedWithItsOwnerIsAViewIntoTheInputThatVectorsKeepAlive)
   Batch b;
   b.Reset(2);
   for (int i = 0; i < 50; i++) {
-    b.cols[0].Append(i % 9 == 4 ? Value() : Value::Text(std::string(i % 13, static_cast<char>('a' + i % 26))));
+    b.cols[0].Append(
+        i % 9 == 4 ? Value() : Value::Text(std::string(i % 13, static_cast<char>('a' + i % 26))));
     b.cols[1].Append(Value::Int32(i));
     b.rows++;
   }

@@ -18,7 +18,8 @@ namespace {
 
 Scope TableScope(const TableSchema& t, const std::string& alias = "") {
   Scope s;
-  for (const auto& c : t.columns) s.columns.push_back({alias.empty() ? t.name : alias, c.name, c.type, c.hidden});
+  for (const auto& c : t.columns)
+    s.columns.push_back({alias.empty() ? t.name : alias, c.name, c.type, c.hidden});
   return s;
 }
 
@@ -39,10 +40,12 @@ PlanPtr MakeScan(const TableSchema& t, const BoundExpr* where) {
 Result<int64_t> ConstInt(const Expr& e, const char* what) {
   if (e.kind == Expr::Kind::kLiteral && e.value.is_null()) return -1;
   if (e.kind != Expr::Kind::kLiteral || !SqlType{e.value.type()}.IsInteger()) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("{} must be an integer constant", what), e.pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       fmt::format("{} must be an integer constant", what), e.pos);
   }
   if (e.value.as_int() < 0) {
-    return Status::Sql(sqlstate::kInvalidRowCountInLimitClause, fmt::format("{} must not be negative", what), e.pos);
+    return Status::Sql(sqlstate::kInvalidRowCountInLimitClause,
+                       fmt::format("{} must not be negative", what), e.pos);
   }
   return e.value.as_int();
 }
@@ -71,7 +74,8 @@ std::optional<Value> KeyValue(const Value& v, TypeId to) {
   auto integer = [](TypeId id) { return id == TypeId::kInt32 || id == TypeId::kInt64; };
   if (v.is_null()) return std::nullopt;
   if (integer(v.type()) && integer(to)) return v;
-  if (integer(v.type()) && to == TypeId::kDouble && v.as_int() > -(1LL << 53) && v.as_int() < (1LL << 53)) {
+  if (integer(v.type()) && to == TypeId::kDouble && v.as_int() > -(1LL << 53) &&
+      v.as_int() < (1LL << 53)) {
     return Value::Double(static_cast<double>(v.as_int()));
   }
   if (v.type() == to) return v;
@@ -79,11 +83,14 @@ std::optional<Value> KeyValue(const Value& v, TypeId to) {
 }
 
 // `desc` null: primary-key encoding (EncodeKeyValue); else index encoding with directions.
-KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSchema& t, const std::vector<int>& cols,
-                       const std::vector<bool>* desc) {
+KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSchema& t,
+                       const std::vector<int>& cols, const std::vector<bool>* desc) {
   auto flip = [](BinOp op) {
-    return op == BinOp::kLt ? BinOp::kGt : op == BinOp::kLe ? BinOp::kGe
-           : op == BinOp::kGt ? BinOp::kLt : op == BinOp::kGe ? BinOp::kLe : op;
+    return op == BinOp::kLt   ? BinOp::kGt
+           : op == BinOp::kLe ? BinOp::kGe
+           : op == BinOp::kGt ? BinOp::kLt
+           : op == BinOp::kGe ? BinOp::kLe
+                              : op;
   };
   auto encode = [&](size_t k, const Value& v) {
     std::string enc;
@@ -97,7 +104,8 @@ KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSch
   // Per column: comparisons with constants (op in encoded order, encoded value).
   std::vector<std::vector<std::pair<BinOp, std::string>>> bounds(cols.size());
   for (const BoundExpr* e : conj) {
-    if (e->kind == BoundExpr::Kind::kInList && !e->negated && e->children[0]->kind == BoundExpr::Kind::kColumn) {
+    if (e->kind == BoundExpr::Kind::kInList && !e->negated &&
+        e->children[0]->kind == BoundExpr::Kind::kColumn) {
       // col IN (c1, ...): the range from the smallest to the largest constant.
       for (size_t k = 0; k < cols.size(); k++) {
         if (cols[k] != e->children[0]->column) continue;
@@ -105,7 +113,9 @@ KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSch
         bool ok = e->children.size() > 1;
         for (size_t i = 1; ok && i < e->children.size(); i++) {
           const BoundExpr* c = e->children[i].get();
-          auto v = c->kind == BoundExpr::Kind::kConst ? KeyValue(c->value, t.columns[cols[k]].type.id) : std::nullopt;
+          auto v = c->kind == BoundExpr::Kind::kConst
+                       ? KeyValue(c->value, t.columns[cols[k]].type.id)
+                       : std::nullopt;
           if (!v) {
             ok = false;
             break;
@@ -124,7 +134,8 @@ KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSch
       }
       continue;
     }
-    if (e->kind != BoundExpr::Kind::kBinary || e->op < BinOp::kEq || e->op == BinOp::kNe || e->op > BinOp::kGe) {
+    if (e->kind != BoundExpr::Kind::kBinary || e->op < BinOp::kEq || e->op == BinOp::kNe ||
+        e->op > BinOp::kGe) {
       continue;
     }
     const BoundExpr* a = e->children[0].get();
@@ -146,7 +157,8 @@ KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSch
   std::string prefix;
   size_t k = 0;
   for (; k < bounds.size(); k++) {
-    auto eq = std::find_if(bounds[k].begin(), bounds[k].end(), [](const auto& b) { return b.first == BinOp::kEq; });
+    auto eq = std::find_if(bounds[k].begin(), bounds[k].end(),
+                           [](const auto& b) { return b.first == BinOp::kEq; });
     if (eq == bounds[k].end()) break;
     prefix += eq->second;
   }
@@ -167,10 +179,17 @@ KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSch
           }
           out.lo = std::max(out.lo, after);
           break;
-        case BinOp::kGe: out.lo = std::max(out.lo, at); break;
-        case BinOp::kLt: if (out.hi.empty() || at < out.hi) out.hi = at; break;
-        case BinOp::kLe: if (!after.empty() && (out.hi.empty() || after < out.hi)) out.hi = after; break;
-        default: break;
+        case BinOp::kGe:
+          out.lo = std::max(out.lo, at);
+          break;
+        case BinOp::kLt:
+          if (out.hi.empty() || at < out.hi) out.hi = at;
+          break;
+        case BinOp::kLe:
+          if (!after.empty() && (out.hi.empty() || after < out.hi)) out.hi = after;
+          break;
+        default:
+          break;
       }
     }
   }
@@ -206,7 +225,8 @@ bool AppendKeyValue(const Value& v, TypeId to, std::string* out) {
   return true;
 }
 
-void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo, std::string* hi, bool* point) {
+void DeriveKeyRange(const BoundExpr* pred, const TableSchema& t, std::string* lo, std::string* hi,
+                    bool* point) {
   lo->clear();
   hi->clear();
   if (point) *point = false;
@@ -265,8 +285,9 @@ Result<BoundExprPtr> BindAssignment(ExprBinder& b, const Expr& e, const Column& 
   bool u;
   ASSIGN_OR_RETURN(BoundExprPtr v, b.Bind(e, &u));
   if (!u && !Assignable(v->type, col.type)) {
-    return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("column \"{}\" is of type {} but expression is of type {}",
-                                            col.name, col.type.ToString(), TypeName(v->type)),
+    return Status::Sql(sqlstate::kDatatypeMismatch,
+                       fmt::format("column \"{}\" is of type {} but expression is of type {}",
+                                   col.name, col.type.ToString(), TypeName(v->type)),
                        e.pos);
   }
   return b.Coerce(std::move(v), u, col.type, e.pos);
@@ -281,8 +302,8 @@ Result<BoundExprPtr> BindDefault(const Column& col) {
   ExprBinder b(&empty);
   auto v = BindAssignment(b, *e, col);
   if (!v.ok()) {
-    return Status::Sql(v.status().sqlstate(), fmt::format("invalid DEFAULT for column \"{}\": {}", col.name,
-                                                          v.status().message()));
+    return Status::Sql(v.status().sqlstate(), fmt::format("invalid DEFAULT for column \"{}\": {}",
+                                                          col.name, v.status().message()));
   }
   return v;
 }
@@ -303,12 +324,15 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
     for (size_t i = 0; i < s.columns.size(); i++) {
       int idx = table.ColumnIndex(s.columns[i]);
       if (idx < 0 || table.columns[idx].hidden) {
-        return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist",
-                                                s.columns[i], table.name), s.column_pos[i]);
+        return Status::Sql(sqlstate::kUndefinedColumn,
+                           fmt::format("column \"{}\" of relation \"{}\" does not exist",
+                                       s.columns[i], table.name),
+                           s.column_pos[i]);
       }
       for (int prev : targets) {
         if (prev == idx) {
-          return Status::Sql(sqlstate::kDuplicateColumn, fmt::format("column \"{}\" specified more than once", s.columns[i]),
+          return Status::Sql(sqlstate::kDuplicateColumn,
+                             fmt::format("column \"{}\" specified more than once", s.columns[i]),
                              s.column_pos[i]);
         }
       }
@@ -322,23 +346,29 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
   }
   // Without a column list, fewer values than columns fill the leading columns (the rest take
   // their defaults), as in PostgreSQL.
-  size_t width = selected ? selected->types.size() : s.rows.empty() ? targets.size() : s.rows[0].size();
+  size_t width = selected         ? selected->types.size()
+                 : s.rows.empty() ? targets.size()
+                                  : s.rows[0].size();
   if (s.columns.empty() && width < targets.size()) targets.resize(width);
   for (size_t i = 0; i < table.columns.size(); i++) {
-    if (table.columns[i].serial && std::find(targets.begin(), targets.end(), static_cast<int>(i)) == targets.end()) {
+    if (table.columns[i].serial &&
+        std::find(targets.begin(), targets.end(), static_cast<int>(i)) == targets.end()) {
       out.generated.push_back(static_cast<int>(i));
     }
   }
   if (selected) {
     BoundSelect& sel = *selected;
     if (sel.types.size() > targets.size()) {
-      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more expressions than target columns", s.table_pos);
+      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more expressions than target columns",
+                         s.table_pos);
     }
     if (sel.types.size() < targets.size()) {
-      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more target columns than expressions", s.table_pos);
+      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more target columns than expressions",
+                         s.table_pos);
     }
     Scope row_scope;
-    for (size_t i = 0; i < sel.types.size(); i++) row_scope.columns.push_back({"", sel.names[i], sel.types[i]});
+    for (size_t i = 0; i < sel.types.size(); i++)
+      row_scope.columns.push_back({"", sel.names[i], sel.types[i]});
     ExprBinder rb(&row_scope);
     auto p = std::make_unique<PlanNode>();
     p->kind = PlanNode::Kind::kProject;
@@ -347,11 +377,13 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
       const Column& col = table.columns[targets[i]];
       const SqlType& from = sel.types[i];
       if (!Assignable(from, col.type)) {
-        return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("column \"{}\" is of type {} but expression is of type {}",
-                                                col.name, col.type.ToString(), TypeName(from)), s.table_pos);
+        return Status::Sql(sqlstate::kDatatypeMismatch,
+                           fmt::format("column \"{}\" is of type {} but expression is of type {}",
+                                       col.name, col.type.ToString(), TypeName(from)),
+                           s.table_pos);
       }
-      ASSIGN_OR_RETURN(p->exprs[targets[i]], rb.Coerce(MakeColumn(static_cast<int>(i), from), false, col.type,
-                                                       s.table_pos));
+      ASSIGN_OR_RETURN(p->exprs[targets[i]], rb.Coerce(MakeColumn(static_cast<int>(i), from), false,
+                                                       col.type, s.table_pos));
     }
     for (size_t i = 0; i < p->exprs.size(); i++) {
       if (!p->exprs[i]) {
@@ -374,14 +406,17 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
   }
   for (const auto& row : s.rows) {
     if (row.size() > targets.size()) {
-      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more expressions than target columns", row[targets.size()]->pos);
+      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more expressions than target columns",
+                         row[targets.size()]->pos);
     }
     if (row.size() < targets.size()) {
-      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more target columns than expressions", row.empty() ? 0 : row.back()->pos);
+      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more target columns than expressions",
+                         row.empty() ? 0 : row.back()->pos);
     }
     std::vector<BoundExprPtr> full(table.columns.size());
     for (size_t i = 0; i < targets.size(); i++) {
-      ASSIGN_OR_RETURN(full[targets[i]], BindAssignment(binder, *row[i], table.columns[targets[i]]));
+      ASSIGN_OR_RETURN(full[targets[i]],
+                       BindAssignment(binder, *row[i], table.columns[targets[i]]));
     }
     for (size_t i = 0; i < full.size(); i++) {
       if (!full[i]) full[i] = defaults[i]->Clone();
@@ -399,8 +434,10 @@ Status BindSource(ExprBinder& binder, const sql::ExprPtr& where_ast, BoundModify
   if (where_ast) {
     ASSIGN_OR_RETURN(where, binder.Bind(*where_ast));
     if (where->type.id != TypeId::kBool && where->type.id != TypeId::kNull) {
-      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of WHERE must be type boolean, not type {}",
-                                              TypeName(where->type)), where_ast->pos);
+      return Status::Sql(
+          sqlstate::kDatatypeMismatch,
+          fmt::format("argument of WHERE must be type boolean, not type {}", TypeName(where->type)),
+          where_ast->pos);
     }
   }
   out->source = MakeScan(out->table, where.get());
@@ -425,16 +462,21 @@ Result<BoundModify> BindUpdate(const sql::UpdateStmt& s, const CatalogReader& ca
   for (size_t i = 0; i < s.sets.size(); i++) {
     int idx = out.table.ColumnIndex(s.sets[i].first);
     if (idx < 0 || out.table.columns[idx].hidden) {
-      return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist",
-                                              s.sets[i].first, out.table.name), s.set_pos[i]);
+      return Status::Sql(sqlstate::kUndefinedColumn,
+                         fmt::format("column \"{}\" of relation \"{}\" does not exist",
+                                     s.sets[i].first, out.table.name),
+                         s.set_pos[i]);
     }
     for (const auto& [prev, e] : out.sets) {
       if (prev == idx) {
-        return Status::Sql(sqlstate::kSyntaxError, fmt::format("multiple assignments to same column \"{}\"",
-                                                s.sets[i].first), s.set_pos[i]);
+        return Status::Sql(
+            sqlstate::kSyntaxError,
+            fmt::format("multiple assignments to same column \"{}\"", s.sets[i].first),
+            s.set_pos[i]);
       }
     }
-    ASSIGN_OR_RETURN(BoundExprPtr v, BindAssignment(binder, *s.sets[i].second, out.table.columns[idx]));
+    ASSIGN_OR_RETURN(BoundExprPtr v,
+                     BindAssignment(binder, *s.sets[i].second, out.table.columns[idx]));
     out.sets.emplace_back(idx, std::move(v));
   }
   RETURN_NOT_OK(BindSource(binder, s.where, &out));

@@ -88,6 +88,7 @@ bool AppendKeyValue(const Value& v, TypeId to, std::string* out);
 // index of the table bounds the rows better than the primary key does: its leading columns
 // compared with constants (=, <, <=, >, >=, BETWEEN, IN lists). Conservative like
 // DeriveKeyRange; the predicate still filters the rows. Sets *est to 1 for a unique lookup.
-void ChooseScanIndex(const BoundExpr* predicate, const TableSchema& table, PlanNode* scan, double* est);
+void ChooseScanIndex(const BoundExpr* predicate, const TableSchema& table, PlanNode* scan,
+                     double* est);
 
 }  // namespace wattdb::plan

@@ -6,8 +6,8 @@ namespace wattdb::plan {
 
 namespace {
 
-const SqlType kI{TypeId::kInt32}, kL{TypeId::kInt64}, kD{TypeId::kDouble}, kN{TypeId::kNumeric}, kT{TypeId::kText},
-    kB{TypeId::kBool};
+const SqlType kI{TypeId::kInt32}, kL{TypeId::kInt64}, kD{TypeId::kDouble}, kN{TypeId::kNumeric},
+    kT{TypeId::kText}, kB{TypeId::kBool};
 
 // Candidates in PostgreSQL's preference order for promoted arguments (double precision first).
 const std::map<std::string, std::vector<BuiltinSig>>& Table() {
@@ -55,11 +55,16 @@ const std::map<std::string, std::vector<BuiltinSig>>& Table() {
 bool Promotes(TypeId from, TypeId to) {
   auto rank = [](TypeId t) {
     switch (t) {
-      case TypeId::kInt32: return 1;
-      case TypeId::kInt64: return 2;
-      case TypeId::kNumeric: return 3;
-      case TypeId::kDouble: return 4;
-      default: return 0;
+      case TypeId::kInt32:
+        return 1;
+      case TypeId::kInt64:
+        return 2;
+      case TypeId::kNumeric:
+        return 3;
+      case TypeId::kDouble:
+        return 4;
+      default:
+        return 0;
     }
   };
   return rank(from) && rank(to) && rank(from) <= rank(to);
@@ -77,7 +82,8 @@ std::optional<BuiltinSig> ResolveBuiltin(const std::string& name, const std::vec
       bool fits = true;
       for (size_t i = 0; i < args.size() && fits; i++) {
         TypeId a = args[i].id, p = sig.params[i].id;
-        bool same = a == p || untyped[i] || a == TypeId::kNull || (a == TypeId::kInt32 && p == TypeId::kInt32);
+        bool same = a == p || untyped[i] || a == TypeId::kNull ||
+                    (a == TypeId::kInt32 && p == TypeId::kInt32);
         fits = same || (!exact && Promotes(a, p));
       }
       if (fits) return sig;

@@ -8,15 +8,16 @@ namespace wattdb::plan {
 namespace {
 
 const char* BinOpName(BinOp op) {
-  static const char* kNames[] = {"+", "-", "*", "/", "%", "||", "=", "<>", "<", "<=",
-                                 ">", ">=", "AND", "OR"};
+  static const char* kNames[] = {"+",  "-", "*",  "/", "%",  "||",  "=",
+                                 "<>", "<", "<=", ">", ">=", "AND", "OR"};
   return kNames[static_cast<int>(op)];
 }
 
 const char* FuncName(Func f) {
-  static const char* kNames[] = {"abs", "lower", "upper", "length", "coalesce", "nullif",
-                                 "is_true", "is_false", "round", "greatest", "least", "text",
-                                 "regex", "any", "subscript", "array_to_string", "array_upper", "catalog", "array", "builtin"};
+  static const char* kNames[] = {
+      "abs",       "lower",           "upper",       "length",  "coalesce", "nullif", "is_true",
+      "is_false",  "round",           "greatest",    "least",   "text",     "regex",  "any",
+      "subscript", "array_to_string", "array_upper", "catalog", "array",    "builtin"};
   return kNames[static_cast<int>(f)];
 }
 
@@ -45,7 +46,9 @@ BoundExprPtr MakeSlot(BoundExpr::Kind kind, int index, SqlType t) {
 
 }  // namespace
 
-BoundExprPtr MakeColumn(int index, SqlType t) { return MakeSlot(BoundExpr::Kind::kColumn, index, t); }
+BoundExprPtr MakeColumn(int index, SqlType t) {
+  return MakeSlot(BoundExpr::Kind::kColumn, index, t);
+}
 
 BoundExprPtr MakeParam(int index, SqlType t) { return MakeSlot(BoundExpr::Kind::kParam, index, t); }
 
@@ -96,17 +99,22 @@ std::string BoundExpr::ToString() const {
     case Kind::kConst:
       if (value.is_null()) return "NULL";
       return value.type() == TypeId::kText ? "'" + value.as_text() + "'" : value.ToText();
-    case Kind::kColumn: return fmt::format("#{}", column);
-    case Kind::kNeg: return "(-" + child(0) + ")";
-    case Kind::kNot: return "(NOT " + child(0) + ")";
-    case Kind::kBinary: return fmt::format("({} {} {})", child(0), BinOpName(op), child(1));
+    case Kind::kColumn:
+      return fmt::format("#{}", column);
+    case Kind::kNeg:
+      return "(-" + child(0) + ")";
+    case Kind::kNot:
+      return "(NOT " + child(0) + ")";
+    case Kind::kBinary:
+      return fmt::format("({} {} {})", child(0), BinOpName(op), child(1));
     case Kind::kFunc: {
       bool named = func == Func::kCatalog || func == Func::kBuiltin;
       std::string s = (named ? value.ToText() : std::string(FuncName(func))) + "(";
       for (size_t i = 0; i < children.size(); i++) s += (i ? ", " : "") + child(i);
       return s + ")";
     }
-    case Kind::kIsNull: return fmt::format("({} IS {}NULL)", child(0), negated ? "NOT " : "");
+    case Kind::kIsNull:
+      return fmt::format("({} IS {}NULL)", child(0), negated ? "NOT " : "");
     case Kind::kInList: {
       std::string s = fmt::format("({} {}IN (", child(0), negated ? "NOT " : "");
       for (size_t i = 1; i < children.size(); i++) s += (i > 1 ? ", " : "") + child(i);
@@ -122,14 +130,20 @@ std::string BoundExpr::ToString() const {
       if (has_else) s += " ELSE " + children.back()->ToString();
       return s + " END";
     }
-    case Kind::kCast: return fmt::format("({})::{}", child(0), type.ToString());
-    case Kind::kParam: return column == kTimeParam ? std::string("now()") : fmt::format("${}", column + 1);
-    case Kind::kOuterColumn: return fmt::format("outer{}#{}", depth, column);
-    case Kind::kSubquery: return "(SubPlan " + PlanId() + ")";
-    case Kind::kExists: return "EXISTS(SubPlan " + PlanId() + ")";
+    case Kind::kCast:
+      return fmt::format("({})::{}", child(0), type.ToString());
+    case Kind::kParam:
+      return column == kTimeParam ? std::string("now()") : fmt::format("${}", column + 1);
+    case Kind::kOuterColumn:
+      return fmt::format("outer{}#{}", depth, column);
+    case Kind::kSubquery:
+      return "(SubPlan " + PlanId() + ")";
+    case Kind::kExists:
+      return "EXISTS(SubPlan " + PlanId() + ")";
     case Kind::kInSubquery:
       return fmt::format("({} {}IN (SubPlan {}))", child(0), negated ? "NOT " : "", PlanId());
-    case Kind::kArraySubquery: return "ARRAY(SubPlan " + PlanId() + ")";
+    case Kind::kArraySubquery:
+      return "ARRAY(SubPlan " + PlanId() + ")";
   }
   return "?";
 }

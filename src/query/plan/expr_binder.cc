@@ -1,11 +1,12 @@
 #include "query/plan/expr_binder.h"
-#include "common/sqlstate.h"
-#include "common/stack_guard.h"
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
+
+#include "common/sqlstate.h"
+#include "common/stack_guard.h"
 
 namespace wattdb::plan {
 
@@ -49,16 +50,21 @@ BoundExprPtr FoldStrictNull(BoundExprPtr e) {
   using K = BoundExpr::Kind;
   bool strict = false;
   switch (e->kind) {
-    case K::kBinary: strict = e->op != BinOp::kAnd && e->op != BinOp::kOr; break;
+    case K::kBinary:
+      strict = e->op != BinOp::kAnd && e->op != BinOp::kOr;
+      break;
     case K::kNeg:
     case K::kCast:
-    case K::kLike: strict = true; break;
+    case K::kLike:
+      strict = true;
+      break;
     case K::kFunc:
       strict = e->func == Func::kAbs || e->func == Func::kLower || e->func == Func::kUpper ||
-               e->func == Func::kLength || e->func == Func::kRound || e->func == Func::kBpcharText ||
-               e->func == Func::kRegex;
+               e->func == Func::kLength || e->func == Func::kRound ||
+               e->func == Func::kBpcharText || e->func == Func::kRegex;
       break;
-    default: break;
+    default:
+      break;
   }
   if (!strict) return e;
   bool null_arg = std::any_of(e->children.begin(), e->children.end(), [](const BoundExprPtr& c) {
@@ -73,7 +79,8 @@ BoundExprPtr FoldIntegerArithmetic(BoundExprPtr e) {
   auto int_const = [&](const BoundExprPtr& c) {
     return c->kind == K::kConst && integer(c->value.type()) && integer(c->type.id);
   };
-  if (!integer(e->type.id) || e->children.empty() || !std::all_of(e->children.begin(), e->children.end(), int_const)) {
+  if (!integer(e->type.id) || e->children.empty() ||
+      !std::all_of(e->children.begin(), e->children.end(), int_const)) {
     return e;
   }
   int64_t out = 0;
@@ -83,10 +90,17 @@ BoundExprPtr FoldIntegerArithmetic(BoundExprPtr e) {
   } else if (e->kind == K::kBinary && e->children.size() == 2) {
     int64_t a = e->children[0]->value.as_int(), b = e->children[1]->value.as_int();
     switch (e->op) {
-      case BinOp::kAdd: overflow = __builtin_add_overflow(a, b, &out); break;
-      case BinOp::kSub: overflow = __builtin_sub_overflow(a, b, &out); break;
-      case BinOp::kMul: overflow = __builtin_mul_overflow(a, b, &out); break;
-      default: return e;
+      case BinOp::kAdd:
+        overflow = __builtin_add_overflow(a, b, &out);
+        break;
+      case BinOp::kSub:
+        overflow = __builtin_sub_overflow(a, b, &out);
+        break;
+      case BinOp::kMul:
+        overflow = __builtin_mul_overflow(a, b, &out);
+        break;
+      default:
+        return e;
     }
   } else {
     return e;
@@ -131,7 +145,8 @@ Result<BoundExprPtr> ExprBinder::BindColumn(const Expr& e) {
       }
       if (c.name != e.name || c.hidden) continue;
       if (found >= 0) {
-        return Status::Sql(sqlstate::kAmbiguousColumn, fmt::format("column reference \"{}\" is ambiguous", shown), e.pos);
+        return Status::Sql(sqlstate::kAmbiguousColumn,
+                           fmt::format("column reference \"{}\" is ambiguous", shown), e.pos);
       }
       found = static_cast<int>(i);
     }
@@ -143,7 +158,8 @@ Result<BoundExprPtr> ExprBinder::BindColumn(const Expr& e) {
       if (agg_mode() && !in_aggregate_) {
         return Status::Sql(sqlstate::kGroupingError,
                            fmt::format("column \"{}\" must appear in the GROUP BY clause or be "
-                                       "used in an aggregate function", shown),
+                                       "used in an aggregate function",
+                                       shown),
                            e.pos);
       }
       return MakeColumn(found, s->columns[found].type);
@@ -155,16 +171,20 @@ Result<BoundExprPtr> ExprBinder::BindColumn(const Expr& e) {
     return ref;
   }
   if (!e.table.empty() && !table_seen) {
-    return Status::Sql(sqlstate::kUndefinedTable, fmt::format("missing FROM-clause entry for table \"{}\"", e.table), e.pos);
+    return Status::Sql(sqlstate::kUndefinedTable,
+                       fmt::format("missing FROM-clause entry for table \"{}\"", e.table), e.pos);
   }
-  return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" does not exist", shown), e.pos);
+  return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" does not exist", shown),
+                     e.pos);
 }
 
 Result<BoundExprPtr> ExprBinder::BindSubquery(const Expr& e) {
-  if (!subquery_) return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries are not supported here", e.pos);
+  if (!subquery_)
+    return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries are not supported here", e.pos);
   ASSIGN_OR_RETURN(BoundSelect sub, subquery_(*e.subquery, scope_));
   if (sub.correlated && agg_mode() && !in_aggregate_) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, "correlated subqueries in an aggregating query are not supported", e.pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       "correlated subqueries in an aggregating query are not supported", e.pos);
   }
   auto out = std::make_unique<BoundExpr>();
   out->correlated = sub.correlated;
@@ -175,12 +195,15 @@ Result<BoundExprPtr> ExprBinder::BindSubquery(const Expr& e) {
     return out;
   }
   if (sub.types.size() != 1) {
-    return Status::Sql(sqlstate::kSyntaxError, sub.types.size() > 1 ? "subquery has too many columns"
-                                                     : "subquery must return only one column",
+    return Status::Sql(sqlstate::kSyntaxError,
+                       sub.types.size() > 1 ? "subquery has too many columns"
+                                            : "subquery must return only one column",
                        e.pos);
   }
   if (e.kind == Expr::Kind::kArray) {
-    if (sub.types[0].id == TypeId::kArray) return Status::Sql(sqlstate::kFeatureNotSupported, "arrays of arrays are not supported", e.pos);
+    if (sub.types[0].id == TypeId::kArray)
+      return Status::Sql(sqlstate::kFeatureNotSupported, "arrays of arrays are not supported",
+                         e.pos);
     out->kind = BoundExpr::Kind::kArraySubquery;
     out->type = SqlType::Array(sub.types[0].id == TypeId::kNull ? TypeId::kText : sub.types[0].id);
     out->subplan = std::shared_ptr<const PlanNode>(std::move(sub.plan));
@@ -200,8 +223,9 @@ Result<BoundExprPtr> ExprBinder::BindSubquery(const Expr& e) {
     ASSIGN_OR_RETURN(x, Coerce(std::move(x), true, ct, e.args[0]->pos));
   } else if (x->type.id != TypeId::kNull && ct.id != TypeId::kNull && x->type.id != ct.id) {
     if (!(x->type.IsNumeric() && ct.IsNumeric())) {
-      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} = {}", TypeName(x->type),
-                                              TypeName(ct)), e.pos);
+      return Status::Sql(
+          sqlstate::kUndefinedFunction,
+          fmt::format("operator does not exist: {} = {}", TypeName(x->type), TypeName(ct)), e.pos);
     }
     SqlType common = NumericUnion(x->type, ct);
     if (x->type.id != common.id) {
@@ -250,7 +274,8 @@ Result<BoundExprPtr> ExprBinder::Coerce(BoundExprPtr e, bool untyped, const SqlT
   return c;
 }
 
-Status ExprBinder::Unify(BoundExprPtr* a, bool ua, BoundExprPtr* b, bool ub, int pos, const char* op) {
+Status ExprBinder::Unify(BoundExprPtr* a, bool ua, BoundExprPtr* b, bool ub, int pos,
+                         const char* op) {
   SqlType ta = (*a)->type, tb = (*b)->type;
   // An untyped side (string literal or parameter) takes the other side's type.
   if (ua && !ub && tb.id != TypeId::kNull) {
@@ -264,9 +289,9 @@ Status ExprBinder::Unify(BoundExprPtr* a, bool ua, BoundExprPtr* b, bool ub, int
   if (ta.id == TypeId::kNull || tb.id == TypeId::kNull) return Status::OK();
   if (ta.IsNumeric() && tb.IsNumeric()) return Status::OK();
   if (ta.id == tb.id) return Status::OK();
-  return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {} {}", TypeName(ta), op,
-                                          TypeName(tb)),
-                     pos);
+  return Status::Sql(
+      sqlstate::kUndefinedFunction,
+      fmt::format("operator does not exist: {} {} {}", TypeName(ta), op, TypeName(tb)), pos);
 }
 
 Result<BoundExprPtr> ExprBinder::BindBool(const Expr& e, const char* what) {
@@ -274,9 +299,10 @@ Result<BoundExprPtr> ExprBinder::BindBool(const Expr& e, const char* what) {
   ASSIGN_OR_RETURN(BoundExprPtr b, Bind(e, &u));
   if (u) return Coerce(std::move(b), true, {TypeId::kBool}, e.pos);
   if (b->type.id != TypeId::kBool && b->type.id != TypeId::kNull) {
-    return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of {} must be type boolean, not type {}", what,
-                                            TypeName(b->type)),
-                       e.pos);
+    return Status::Sql(
+        sqlstate::kDatatypeMismatch,
+        fmt::format("argument of {} must be type boolean, not type {}", what, TypeName(b->type)),
+        e.pos);
   }
   return b;
 }
@@ -301,8 +327,10 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
     for (BoundExprPtr* side : {&l, &r}) {
       *side = CharAsText(std::move(*side));
       if ((*side)->type.id != TypeId::kText && (*side)->type.id != TypeId::kNull) {
-        return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {} {}", TypeName(l->type), op,
-                                                TypeName(r->type)), e.pos);
+        return Status::Sql(sqlstate::kUndefinedFunction,
+                           fmt::format("operator does not exist: {} {} {}", TypeName(l->type), op,
+                                       TypeName(r->type)),
+                           e.pos);
       }
     }
     out->kind = BoundExpr::Kind::kFunc;
@@ -323,8 +351,12 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
     if (ur) {
       ASSIGN_OR_RETURN(r, Coerce(std::move(r), true, t, e.pos));
     }
-    if (l->type.id != TypeId::kArray && l->type.id != TypeId::kNull) return Status::Sql(sqlstate::kUndefinedFunction, "array concatenation needs two arrays", e.pos);
-    if (r->type.id != TypeId::kArray && r->type.id != TypeId::kNull) return Status::Sql(sqlstate::kUndefinedFunction, "array concatenation needs two arrays", e.pos);
+    if (l->type.id != TypeId::kArray && l->type.id != TypeId::kNull)
+      return Status::Sql(sqlstate::kUndefinedFunction, "array concatenation needs two arrays",
+                         e.pos);
+    if (r->type.id != TypeId::kArray && r->type.id != TypeId::kNull)
+      return Status::Sql(sqlstate::kUndefinedFunction, "array concatenation needs two arrays",
+                         e.pos);
     out->op = BinOp::kConcat;
     out->type = t;
     out->children.push_back(std::move(l));
@@ -332,9 +364,9 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
     return out;
   }
   static const std::map<std::string, BinOp> kOps = {
-      {"+", BinOp::kAdd}, {"-", BinOp::kSub}, {"*", BinOp::kMul}, {"/", BinOp::kDiv},
-      {"%", BinOp::kMod}, {"||", BinOp::kConcat}, {"=", BinOp::kEq}, {"<>", BinOp::kNe},
-      {"<", BinOp::kLt}, {"<=", BinOp::kLe}, {">", BinOp::kGt}, {">=", BinOp::kGe}};
+      {"+", BinOp::kAdd}, {"-", BinOp::kSub},     {"*", BinOp::kMul}, {"/", BinOp::kDiv},
+      {"%", BinOp::kMod}, {"||", BinOp::kConcat}, {"=", BinOp::kEq},  {"<>", BinOp::kNe},
+      {"<", BinOp::kLt},  {"<=", BinOp::kLe},     {">", BinOp::kGt},  {">=", BinOp::kGe}};
   out->op = kOps.at(op);
   if (out->op == BinOp::kConcat) {
     out->type = {TypeId::kText};
@@ -360,11 +392,12 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
       ASSIGN_OR_RETURN(r, Coerce(std::move(r), true, l->type, e.args[1]->pos));
     }
     SqlType lt = l->type, rt = r->type;
-    bool ln = lt.IsNumeric() || lt.id == TypeId::kNull, rn = rt.IsNumeric() || rt.id == TypeId::kNull;
+    bool ln = lt.IsNumeric() || lt.id == TypeId::kNull,
+         rn = rt.IsNumeric() || rt.id == TypeId::kNull;
     if (!ln || !rn) {
-      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {} {}", TypeName(lt), op,
-                                              TypeName(rt)),
-                         e.pos);
+      return Status::Sql(
+          sqlstate::kUndefinedFunction,
+          fmt::format("operator does not exist: {} {} {}", TypeName(lt), op, TypeName(rt)), e.pos);
     }
     if (lt.id == TypeId::kNull && rt.id == TypeId::kNull) {
       out->type = {TypeId::kInt32};
@@ -387,9 +420,11 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
     case Expr::Kind::kLiteral:
       *untyped = e.untyped;
       return MakeConst(e.value, SqlType{e.value.type(), 0});
-    case Expr::Kind::kColumn: return BindColumn(e);
+    case Expr::Kind::kColumn:
+      return BindColumn(e);
     case Expr::Kind::kStar:
-      return Status::Sql(sqlstate::kSyntaxError, "* is only allowed in a select list or count(*)", e.pos);
+      return Status::Sql(sqlstate::kSyntaxError, "* is only allowed in a select list or count(*)",
+                         e.pos);
     case Expr::Kind::kUnary: {
       if (e.op == "not") {
         ASSIGN_OR_RETURN(BoundExprPtr a, BindBool(*e.args[0], "NOT"));
@@ -405,7 +440,8 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
         ASSIGN_OR_RETURN(a, Coerce(std::move(a), true, {TypeId::kDouble}, e.pos));
       }
       if (!a->type.IsNumeric() && a->type.id != TypeId::kNull) {
-        return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {}", e.op, TypeName(a->type)),
+        return Status::Sql(sqlstate::kUndefinedFunction,
+                           fmt::format("operator does not exist: {} {}", e.op, TypeName(a->type)),
                            e.pos);
       }
       if (e.op == "+") return a;
@@ -419,8 +455,10 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
       out->children.push_back(std::move(a));
       return out;
     }
-    case Expr::Kind::kBinary: return BindBinary(e);
-    case Expr::Kind::kFunc: return BindFunc(e, untyped);
+    case Expr::Kind::kBinary:
+      return BindBinary(e);
+    case Expr::Kind::kFunc:
+      return BindFunc(e, untyped);
     case Expr::Kind::kIsNull: {
       bool u;
       ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &u));
@@ -488,8 +526,10 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
       ASSIGN_OR_RETURN(BoundExprPtr b, Bind(*e.args[1], &ub));
       for (auto* p : {&a, &b}) {
         if ((*p)->type.id != TypeId::kText && (*p)->type.id != TypeId::kNull) {
-          return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} ~~ {}",
-                                                  TypeName(a->type), TypeName(b->type)), e.pos);
+          return Status::Sql(sqlstate::kUndefinedFunction,
+                             fmt::format("operator does not exist: {} ~~ {}", TypeName(a->type),
+                                         TypeName(b->type)),
+                             e.pos);
         }
       }
       auto out = std::make_unique<BoundExpr>();
@@ -546,8 +586,10 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
         } else if (t.IsNumeric() && results[i]->type.IsNumeric()) {
           t = NumericUnion(t, results[i]->type);
         } else if (t.id != results[i]->type.id) {
-          return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("CASE types {} and {} cannot be matched",
-                                                  TypeName(t), TypeName(results[i]->type)), pos[i]);
+          return Status::Sql(sqlstate::kDatatypeMismatch,
+                             fmt::format("CASE types {} and {} cannot be matched", TypeName(t),
+                                         TypeName(results[i]->type)),
+                             pos[i]);
         } else if (t.id == TypeId::kText) {
           t.max_len = 0;
         }
@@ -561,7 +603,8 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
         out->children.push_back(std::move(r));
       }
       if (out->has_else) {
-        ASSIGN_OR_RETURN(BoundExprPtr r, Coerce(std::move(results.back()), unt.back(), t, pos.back()));
+        ASSIGN_OR_RETURN(BoundExprPtr r,
+                         Coerce(std::move(results.back()), unt.back(), t, pos.back()));
         out->children.push_back(std::move(r));
       }
       out->type = t;
@@ -569,7 +612,8 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
     }
     case Expr::Kind::kParam: {
       if (!params_ || e.param > static_cast<int>(params_->size())) {
-        return Status::Sql(sqlstate::kUndefinedParameter, fmt::format("there is no parameter ${}", e.param), e.pos);
+        return Status::Sql(sqlstate::kUndefinedParameter,
+                           fmt::format("there is no parameter ${}", e.param), e.pos);
       }
       auto p = std::make_unique<BoundExpr>();
       p->kind = BoundExpr::Kind::kParam;
@@ -581,12 +625,13 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
     case Expr::Kind::kSubquery:
     case Expr::Kind::kExists:
     case Expr::Kind::kArray:
-    case Expr::Kind::kInSelect: return BindSubquery(e);
+    case Expr::Kind::kInSelect:
+      return BindSubquery(e);
     case Expr::Kind::kCast: {
       bool u;
       ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &u));
-      if (a->kind == BoundExpr::Kind::kFunc && a->func == Func::kCatalog && a->value.ToText() == "regclass_in" &&
-          e.cast_type.id == TypeId::kText) {
+      if (a->kind == BoundExpr::Kind::kFunc && a->func == Func::kCatalog &&
+          a->value.ToText() == "regclass_in" && e.cast_type.id == TypeId::kText) {
         // 'name'::regclass::text prints the relation's name, as regclass output does.
         auto name = std::make_unique<BoundExpr>();
         name->kind = BoundExpr::Kind::kFunc;

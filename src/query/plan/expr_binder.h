@@ -34,7 +34,8 @@ struct Scope {
 };
 
 // Binds a subquery whose enclosing scope is `outer`.
-using SubqueryBindFn = std::function<Result<BoundSelect>(const sql::SelectStmt&, const Scope* outer)>;
+using SubqueryBindFn =
+    std::function<Result<BoundSelect>(const sql::SelectStmt&, const Scope* outer)>;
 
 // "unknown" for the type of an untyped NULL, else the SQL spelling.
 std::string TypeName(const SqlType& t);
@@ -102,7 +103,7 @@ class ExprBinder {
 
   const Scope* scope_;
   SubqueryBindFn subquery_;
-  std::vector<SqlType>* params_ = nullptr;       // borrowed; set in describe mode
+  std::vector<SqlType>* params_ = nullptr;  // borrowed; set in describe mode
   std::optional<int64_t> now_us_;
   std::vector<BoundExprPtr>* groups_ = nullptr;  // borrowed; set in agg mode
   std::vector<AggSpec>* aggs_ = nullptr;

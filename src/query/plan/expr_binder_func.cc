@@ -21,32 +21,47 @@ std::optional<SqlType> CatalogFunctionType(const std::string& name, size_t nargs
     TypeId result;
   };
   static const std::map<std::string, Sig> kFuncs = {
-      {"regclass", {1, 1, TypeId::kText}},          {"regtype", {1, 1, TypeId::kText}},
-      {"regnamespace", {1, 1, TypeId::kText}},      {"regproc", {1, 1, TypeId::kText}},
-      {"regrole", {1, 1, TypeId::kText}},           {"pg_get_userbyid", {1, 1, TypeId::kText}},
-      {"pg_table_is_visible", {1, 1, TypeId::kBool}}, {"format_type", {2, 2, TypeId::kText}},
-      {"pg_get_expr", {2, 3, TypeId::kText}},       {"pg_get_indexdef", {1, 3, TypeId::kText}},
-      {"pg_get_constraintdef", {1, 2, TypeId::kText}}, {"pg_relation_is_publishable", {1, 1, TypeId::kBool}},
-      {"pg_get_statisticsobjdef_columns", {1, 1, TypeId::kText}}, {"col_description", {2, 2, TypeId::kText}},
-      {"obj_description", {1, 2, TypeId::kText}},   {"shobj_description", {2, 2, TypeId::kText}},
-      {"pg_get_viewdef", {1, 2, TypeId::kText}},    {"pg_relation_size", {1, 2, TypeId::kInt64}},
-      {"pg_table_size", {1, 1, TypeId::kInt64}},    {"pg_total_relation_size", {1, 1, TypeId::kInt64}},
-      {"pg_indexes_size", {1, 1, TypeId::kInt64}},  {"pg_size_pretty", {1, 1, TypeId::kText}},
-      {"pg_encoding_to_char", {1, 1, TypeId::kText}}, {"pg_function_is_visible", {1, 1, TypeId::kBool}},
+      {"regclass", {1, 1, TypeId::kText}},
+      {"regtype", {1, 1, TypeId::kText}},
+      {"regnamespace", {1, 1, TypeId::kText}},
+      {"regproc", {1, 1, TypeId::kText}},
+      {"regrole", {1, 1, TypeId::kText}},
+      {"pg_get_userbyid", {1, 1, TypeId::kText}},
+      {"pg_table_is_visible", {1, 1, TypeId::kBool}},
+      {"format_type", {2, 2, TypeId::kText}},
+      {"pg_get_expr", {2, 3, TypeId::kText}},
+      {"pg_get_indexdef", {1, 3, TypeId::kText}},
+      {"pg_get_constraintdef", {1, 2, TypeId::kText}},
+      {"pg_relation_is_publishable", {1, 1, TypeId::kBool}},
+      {"pg_get_statisticsobjdef_columns", {1, 1, TypeId::kText}},
+      {"col_description", {2, 2, TypeId::kText}},
+      {"obj_description", {1, 2, TypeId::kText}},
+      {"shobj_description", {2, 2, TypeId::kText}},
+      {"pg_get_viewdef", {1, 2, TypeId::kText}},
+      {"pg_relation_size", {1, 2, TypeId::kInt64}},
+      {"pg_table_size", {1, 1, TypeId::kInt64}},
+      {"pg_total_relation_size", {1, 1, TypeId::kInt64}},
+      {"pg_indexes_size", {1, 1, TypeId::kInt64}},
+      {"pg_size_pretty", {1, 1, TypeId::kText}},
+      {"pg_encoding_to_char", {1, 1, TypeId::kText}},
+      {"pg_function_is_visible", {1, 1, TypeId::kBool}},
       {"pg_type_is_visible", {1, 1, TypeId::kBool}},
   };
   auto it = kFuncs.find(name);
-  if (it == kFuncs.end() || nargs < it->second.min_args || nargs > it->second.max_args) return std::nullopt;
+  if (it == kFuncs.end() || nargs < it->second.min_args || nargs > it->second.max_args)
+    return std::nullopt;
   return SqlType{it->second.result};
 }
 
 Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
   if (!allow_aggs_) {
-    return Status::Sql(sqlstate::kGroupingError, fmt::format("aggregate functions are not allowed in {}", agg_context_),
+    return Status::Sql(sqlstate::kGroupingError,
+                       fmt::format("aggregate functions are not allowed in {}", agg_context_),
                        e.pos);
   }
   if (in_aggregate_) {
-    return Status::Sql(sqlstate::kGroupingError, "aggregate function calls cannot be nested", e.pos);
+    return Status::Sql(sqlstate::kGroupingError, "aggregate function calls cannot be nested",
+                       e.pos);
   }
   AggSpec spec;
   spec.distinct = e.distinct && !e.star_arg;
@@ -58,9 +73,10 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
     spec.type = {TypeId::kInt64};
   } else {
     if (e.args.size() != (e.name == "string_agg" ? 2u : 1u)) {
-      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function {} with {} arguments does not exist", e.name,
-                                              e.args.size()),
-                         e.pos);
+      return Status::Sql(
+          sqlstate::kUndefinedFunction,
+          fmt::format("function {} with {} arguments does not exist", e.name, e.args.size()),
+          e.pos);
     }
     ExprBinder inner = Plain();
     inner.in_aggregate_ = true;
@@ -76,8 +92,10 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
       spec.separator = CharAsText(std::move(spec.separator));
       for (const auto* x : {&spec.arg, &spec.separator}) {
         if ((*x)->type.id != TypeId::kText && (*x)->type.id != TypeId::kNull) {
-          return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function string_agg({}, {}) does not exist", TypeName(spec.arg->type),
-                                                  TypeName(spec.separator->type)), e.pos);
+          return Status::Sql(sqlstate::kUndefinedFunction,
+                             fmt::format("function string_agg({}, {}) does not exist",
+                                         TypeName(spec.arg->type), TypeName(spec.separator->type)),
+                             e.pos);
         }
       }
       spec.func = AggFunc::kStringAgg;
@@ -90,7 +108,8 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
       spec.type = at.id == TypeId::kNull ? SqlType{TypeId::kText} : at;
     } else {
       if (!at.IsNumeric() && at.id != TypeId::kNull) {
-        return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function {}({}) does not exist", e.name, TypeName(at)),
+        return Status::Sql(sqlstate::kUndefinedFunction,
+                           fmt::format("function {}({}) does not exist", e.name, TypeName(at)),
                            e.pos);
       }
       // As in PostgreSQL: sum(int) is bigint, sum(bigint | numeric) numeric, avg of anything
@@ -110,7 +129,8 @@ Result<BoundExprPtr> ExprBinder::BindAggregate(const Expr& e) {
   for (size_t i = 0; i < aggs_->size(); i++) {
     const AggSpec& a = (*aggs_)[i];
     if (a.func == spec.func && a.distinct == spec.distinct &&
-        (a.separator ? a.separator->ToString() : "") == (spec.separator ? spec.separator->ToString() : "") &&
+        (a.separator ? a.separator->ToString() : "") ==
+            (spec.separator ? spec.separator->ToString() : "") &&
         (a.arg ? a.arg->ToString() : "") == (spec.arg ? spec.arg->ToString() : "")) {
       return MakeColumn(static_cast<int>(groups_->size() + i), a.type);
     }
@@ -124,13 +144,15 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
   const std::string& n = e.name;
   if (IsAggregateName(n)) {
     if (!agg_mode()) {
-      return Status::Sql(sqlstate::kGroupingError, fmt::format("aggregate functions are not allowed in {}", agg_context_),
+      return Status::Sql(sqlstate::kGroupingError,
+                         fmt::format("aggregate functions are not allowed in {}", agg_context_),
                          e.pos);
     }
     return BindAggregate(e);
   }
   if (e.distinct || e.star_arg) {
-    return Status::Sql(sqlstate::kWrongObjectType, fmt::format("{} is not an aggregate function", n), e.pos);
+    return Status::Sql(sqlstate::kWrongObjectType,
+                       fmt::format("{} is not an aggregate function", n), e.pos);
   }
   if (e.args.empty()) {
     if (n == "version") {
@@ -163,8 +185,10 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
   out->kind = BoundExpr::Kind::kFunc;
   auto sig = [&] {
     std::string s;
-    for (size_t i = 0; i < args.size(); i++) s += (i ? ", " : "") + TypeName(unt[i] ? SqlType{TypeId::kNull} : args[i]->type);
-    return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function {}({}) does not exist", n, s), e.pos);
+    for (size_t i = 0; i < args.size(); i++)
+      s += (i ? ", " : "") + TypeName(unt[i] ? SqlType{TypeId::kNull} : args[i]->type);
+    return Status::Sql(sqlstate::kUndefinedFunction,
+                       fmt::format("function {}({}) does not exist", n, s), e.pos);
   };
   auto need = [&](size_t k) { return args.size() == k; };
   if ((n == "abs") && need(1)) {
@@ -189,8 +213,10 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
     out->func = Func::kRound;
     out->type = {args[0]->type.id == TypeId::kNumeric ? TypeId::kNumeric : TypeId::kDouble};
   } else if ((n == "lower" || n == "upper" || n == "length" || n == "char_length" ||
-              n == "character_length") && need(1)) {
-    if (args[0]->type.id != TypeId::kText && args[0]->type.id != TypeId::kNull && !unt[0]) return sig();
+              n == "character_length") &&
+             need(1)) {
+    if (args[0]->type.id != TypeId::kText && args[0]->type.id != TypeId::kNull && !unt[0])
+      return sig();
     if (n != "lower" && n != "upper") args[0] = CharAsText(std::move(args[0]));
     out->func = n == "lower" ? Func::kLower : n == "upper" ? Func::kUpper : Func::kLength;
     out->type = out->func == Func::kLength ? SqlType{TypeId::kInt32} : SqlType{TypeId::kText};
@@ -203,9 +229,12 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
       } else if (t.IsNumeric() && args[i]->type.IsNumeric()) {
         t = NumericUnion(t, args[i]->type);
       } else if (t.id != args[i]->type.id) {
-        return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("{} types {} and {} cannot be matched", 
-                                                n == "coalesce" ? "COALESCE" : n == "greatest" ? "GREATEST" : "LEAST",
-                                                TypeName(t), TypeName(args[i]->type)),
+        return Status::Sql(sqlstate::kDatatypeMismatch,
+                           fmt::format("{} types {} and {} cannot be matched",
+                                       n == "coalesce"   ? "COALESCE"
+                                       : n == "greatest" ? "GREATEST"
+                                                         : "LEAST",
+                                       TypeName(t), TypeName(args[i]->type)),
                            e.args[i]->pos);
       } else if (t.id == TypeId::kText) {
         t.max_len = 0;
@@ -215,7 +244,9 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
     for (size_t i = 0; i < args.size(); i++) {
       ASSIGN_OR_RETURN(args[i], Coerce(std::move(args[i]), unt[i], t, e.args[i]->pos));
     }
-    out->func = n == "coalesce" ? Func::kCoalesce : n == "greatest" ? Func::kGreatest : Func::kLeast;
+    out->func = n == "coalesce"   ? Func::kCoalesce
+                : n == "greatest" ? Func::kGreatest
+                                  : Func::kLeast;
     out->type = t;
   } else if (n == "nullif" && need(2)) {
     RETURN_NOT_OK(Unify(&args[0], unt[0], &args[1], unt[1], e.pos, "="));
@@ -234,33 +265,41 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
       ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), true, {TypeId::kBool}, e.pos));
     }
     if (args[0]->type.id != TypeId::kBool && args[0]->type.id != TypeId::kNull) {
-      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of IS TRUE must be type boolean, not type {}",
-                                              TypeName(args[0]->type)), e.pos);
+      return Status::Sql(sqlstate::kDatatypeMismatch,
+                         fmt::format("argument of IS TRUE must be type boolean, not type {}",
+                                     TypeName(args[0]->type)),
+                         e.pos);
     }
     out->func = n == "__is_true" ? Func::kIsTrue : Func::kIsFalse;
     out->type = {TypeId::kBool};
   } else if ((n == "__any" || n == "__all") && need(2)) {
     // x op ANY|ALL (array)
     if (unt[1]) {
-      SqlType elem = unt[0] || args[0]->type.id == TypeId::kNull ? SqlType{TypeId::kText} : args[0]->type;
+      SqlType elem =
+          unt[0] || args[0]->type.id == TypeId::kNull ? SqlType{TypeId::kText} : args[0]->type;
       ASSIGN_OR_RETURN(args[1], Coerce(std::move(args[1]), true, SqlType::Array(elem.id), e.pos));
     }
     if (args[1]->type.id != TypeId::kArray && args[1]->type.id != TypeId::kNull) {
-      return Status::Sql(sqlstate::kWrongObjectType, fmt::format("op ANY/ALL (array) requires array on right side"), e.pos);
+      return Status::Sql(sqlstate::kWrongObjectType,
+                         fmt::format("op ANY/ALL (array) requires array on right side"), e.pos);
     }
-    SqlType elem = args[1]->type.id == TypeId::kArray ? args[1]->type.element() : SqlType{TypeId::kText};
+    SqlType elem =
+        args[1]->type.id == TypeId::kArray ? args[1]->type.element() : SqlType{TypeId::kText};
     if (unt[0]) {
       ASSIGN_OR_RETURN(args[0], Coerce(std::move(args[0]), true, elem, e.pos));
     }
     args[0] = CharAsText(std::move(args[0]));
     bool comparable = args[0]->type.id == elem.id || args[0]->type.id == TypeId::kNull ||
                       (args[0]->type.IsNumeric() && elem.IsNumeric());
-    static const std::map<std::string, BinOp> kCmp = {{"=", BinOp::kEq}, {"<>", BinOp::kNe}, {"<", BinOp::kLt},
-                                                       {"<=", BinOp::kLe}, {">", BinOp::kGt}, {">=", BinOp::kGe}};
+    static const std::map<std::string, BinOp> kCmp = {{"=", BinOp::kEq}, {"<>", BinOp::kNe},
+                                                      {"<", BinOp::kLt}, {"<=", BinOp::kLe},
+                                                      {">", BinOp::kGt}, {">=", BinOp::kGe}};
     auto op = kCmp.find(e.op);
     if (!comparable || op == kCmp.end()) {
-      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("operator does not exist: {} {} {}", TypeName(args[0]->type), e.op,
-                                              TypeName(elem)), e.pos);
+      return Status::Sql(sqlstate::kUndefinedFunction,
+                         fmt::format("operator does not exist: {} {} {}", TypeName(args[0]->type),
+                                     e.op, TypeName(elem)),
+                         e.pos);
     }
     out->func = Func::kAny;
     out->op = op->second;
@@ -277,12 +316,16 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
       } else if (t.IsNumeric() && at.IsNumeric()) {
         t = NumericUnion(t, at);
       } else if (t.id != at.id) {
-        return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("ARRAY types {} and {} cannot be matched", TypeName(t), TypeName(at)),
-                           e.pos);
+        return Status::Sql(
+            sqlstate::kDatatypeMismatch,
+            fmt::format("ARRAY types {} and {} cannot be matched", TypeName(t), TypeName(at)),
+            e.pos);
       }
     }
     if (t.id == TypeId::kNull) t = {TypeId::kText};
-    if (t.id == TypeId::kArray) return Status::Sql(sqlstate::kFeatureNotSupported, "multidimensional arrays are not supported", e.pos);
+    if (t.id == TypeId::kArray)
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         "multidimensional arrays are not supported", e.pos);
     for (size_t i = 0; i < args.size(); i++) {
       args[i] = CharAsText(std::move(args[i]));
       if (args[i]->type != t) {
@@ -293,14 +336,18 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
     out->type = SqlType::Array(t.id);
   } else if (n == "__subscript" && need(2)) {
     if (args[0]->type.id != TypeId::kArray) {
-      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("cannot subscript type {} because it does not support subscripting",
-                                              TypeName(args[0]->type)), e.pos);
+      return Status::Sql(
+          sqlstate::kDatatypeMismatch,
+          fmt::format("cannot subscript type {} because it does not support subscripting",
+                      TypeName(args[0]->type)),
+          e.pos);
     }
     if (unt[1]) {
       ASSIGN_OR_RETURN(args[1], Coerce(std::move(args[1]), true, {TypeId::kInt32}, e.pos));
     }
     if (!args[1]->type.IsInteger() && args[1]->type.id != TypeId::kNull) {
-      return Status::Sql(sqlstate::kDatatypeMismatch, "array subscript must have type integer", e.pos);
+      return Status::Sql(sqlstate::kDatatypeMismatch, "array subscript must have type integer",
+                         e.pos);
     }
     out->func = Func::kSubscript;
     out->type = args[0]->type.element();
@@ -321,15 +368,19 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
         ASSIGN_OR_RETURN(args[i], Coerce(std::move(args[i]), true, {TypeId::kText}, e.pos));
       }
     }
-    if (n == "concat_ws" && args[0]->type.id != TypeId::kText && args[0]->type.id != TypeId::kNull) return sig();
+    if (n == "concat_ws" && args[0]->type.id != TypeId::kText && args[0]->type.id != TypeId::kNull)
+      return sig();
     out->func = Func::kBuiltin;
     out->value = Value::Text(n);
     out->type = {TypeId::kText};
-  } else if (auto bi = ResolveBuiltin(n, [&] {
-               std::vector<SqlType> ts;
-               for (const auto& a : args) ts.push_back(a->type);
-               return ts;
-             }(), unt)) {
+  } else if (auto bi = ResolveBuiltin(
+                 n,
+                 [&] {
+                   std::vector<SqlType> ts;
+                   for (const auto& a : args) ts.push_back(a->type);
+                   return ts;
+                 }(),
+                 unt)) {
     for (size_t i = 0; i < args.size(); i++) {
       args[i] = CharAsText(std::move(args[i]));
       if (args[i]->type.id != bi->params[i].id) {

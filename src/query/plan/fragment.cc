@@ -23,16 +23,20 @@ bool AllNodeSafe(const std::vector<BoundExprPtr>& es) {
 // p's operator can run on a node above a node-side input.
 bool Pushable(const PlanNode& p) {
   switch (p.kind) {
-    case Kind::kFilter: return NodeSafe(*p.predicate);
-    case Kind::kProject: return AllNodeSafe(p.exprs);
-    default: return false;
+    case Kind::kFilter:
+      return NodeSafe(*p.predicate);
+    case Kind::kProject:
+      return AllNodeSafe(p.exprs);
+    default:
+      return false;
   }
 }
 
 }  // namespace
 
 bool Splittable(const PlanNode& p) {
-  if (p.kind != Kind::kAggregate || p.agg_mode != AggMode::kComplete || !AllNodeSafe(p.groups)) return false;
+  if (p.kind != Kind::kAggregate || p.agg_mode != AggMode::kComplete || !AllNodeSafe(p.groups))
+    return false;
   for (const auto& a : p.aggs) {
     if (a.distinct || a.func == AggFunc::kStringAgg || (a.arg && !NodeSafe(*a.arg))) return false;
   }
@@ -59,7 +63,8 @@ PlanPtr SplitAggregate(PlanPtr agg, const std::function<PlanPtr(PlanPtr)>& wrap)
   final_agg->agg_mode = AggMode::kFinal;
   final_agg->types = agg->types;
   final_agg->est_rows = agg->est_rows;
-  for (size_t g = 0; g < ng; g++) final_agg->groups.push_back(MakeColumn(static_cast<int>(g), agg->groups[g]->type));
+  for (size_t g = 0; g < ng; g++)
+    final_agg->groups.push_back(MakeColumn(static_cast<int>(g), agg->groups[g]->type));
   for (const auto& a : agg->aggs) {
     AggSpec f;
     f.func = a.func;
@@ -88,7 +93,8 @@ void Close(PlanPtr& p, size_t i) { p->children[i] = Exchange(std::move(p->childr
 void ProjectArguments(PlanNode& partial) {
   bool any = false;
   for (const auto& g : partial.groups) any = any || g->kind != BoundExpr::Kind::kColumn;
-  for (const auto& a : partial.aggs) any = any || (a.arg && a.arg->kind != BoundExpr::Kind::kColumn);
+  for (const auto& a : partial.aggs)
+    any = any || (a.arg && a.arg->kind != BoundExpr::Kind::kColumn);
   if (!any) return;
   auto project = std::make_unique<PlanNode>();
   project->kind = Kind::kProject;
@@ -134,7 +140,8 @@ bool TopN(PlanPtr& p, const PushDownOptions& pd) {
   auto node_sort = std::make_unique<PlanNode>();
   node_sort->kind = Kind::kSort;
   node_sort->types = sort.types;
-  for (const auto& k : sort.keys) node_sort->keys.push_back({k.expr->Clone(), k.desc, k.nulls_first});
+  for (const auto& k : sort.keys)
+    node_sort->keys.push_back({k.expr->Clone(), k.desc, k.nulls_first});
   node_sort->children.push_back(std::move(sort.children[0]));
   auto node_limit = std::make_unique<PlanNode>();
   node_limit->kind = Kind::kLimit;
@@ -199,7 +206,8 @@ bool NodeSafe(const BoundExpr& e) {
 namespace {
 
 void MarkColumns(const BoundExpr& e, std::vector<bool>* used) {
-  if (e.kind == BoundExpr::Kind::kColumn && e.column >= 0 && static_cast<size_t>(e.column) < used->size()) {
+  if (e.kind == BoundExpr::Kind::kColumn && e.column >= 0 &&
+      static_cast<size_t>(e.column) < used->size()) {
     (*used)[e.column] = true;
   }
   for (const auto& c : e.children) MarkColumns(*c, used);
@@ -313,7 +321,8 @@ void PruneExchanges(PlanPtr& p, const std::vector<bool>& needed) {
   if (p->kind == Kind::kExchange) {
     PlanPtr& chain = p->children[0];
     bool prune = false;
-    for (size_t i = 0; i < chain->types.size(); i++) prune = prune || (i < needed.size() && !needed[i]);
+    for (size_t i = 0; i < chain->types.size(); i++)
+      prune = prune || (i < needed.size() && !needed[i]);
     if (!prune || chain->kind == Kind::kProject) {
       if (prune) {  // a Project already: NULLs in place of the unread expressions
         for (size_t i = 0; i < chain->exprs.size(); i++) {

@@ -3,9 +3,10 @@
 // partial half of an aggregation -- moves below an Exchange; the master keeps the rest and
 // merges (a final aggregation over the nodes' partial states). When only filters and
 // projections go to the nodes, an aggregation still splits: its partial half runs per segment
-// on the reader's threads (a Gather), so that the rows crossing are aggregated in parallel. Expressions that need the
-// master (subqueries, outer columns, catalog functions) stay on the master. Parameters move:
-// a plan that reads them (a generic plan) gets their values before it runs (generic_plan.h).
+// on the reader's threads (a Gather), so that the rows crossing are aggregated in parallel.
+// Expressions that need the master (subqueries, outer columns, catalog functions) stay on the
+// master. Parameters move: a plan that reads them (a generic plan) gets their values before it runs
+// (generic_plan.h).
 #pragma once
 
 #include <functional>

@@ -2,14 +2,14 @@
 // places each WHERE / ON conjunct as low as it can go (a scan's filter and key range, a join
 // condition, or the top), and orders inner joins greedily: start from the smallest input, then
 // repeatedly add the smallest input connected by an equality (a hash join building the smaller
-// side), falling back to a nested-loop join. Greedy ordering is linear in the conjuncts per step, so a 10-table comma
-// join plans instantly.
+// side), falling back to a nested-loop join. Greedy ordering is linear in the conjuncts per step,
+// so a 10-table comma join plans instantly.
 #include <map>
-#include "common/sqlstate.h"
-#include "common/stack_guard.h"
 #include <set>
 
 #include "common/codec.h"
+#include "common/sqlstate.h"
+#include "common/stack_guard.h"
 #include "query/plan/query_binder.h"
 #include "query/sql/parser.h"
 
@@ -136,7 +136,8 @@ void ApplyFilter(Planned* p, std::vector<BoundExprPtr> preds) {
 
 // Is `e` a = b with a over columns of `l` only and b over columns of `r` only (or reversed)?
 // On success the key expressions are returned remapped to their sides' layouts.
-bool EquiKeys(const BoundExpr& e, const Planned& l, const Planned& r, BoundExprPtr* lk, BoundExprPtr* rk) {
+bool EquiKeys(const BoundExpr& e, const Planned& l, const Planned& r, BoundExprPtr* lk,
+              BoundExprPtr* rk) {
   if (e.kind != BoundExpr::Kind::kBinary || e.op != BinOp::kEq) return false;
   auto within = [](const BoundExpr& x, const Planned& p) {
     std::set<int> cols;
@@ -164,11 +165,14 @@ bool EquiKeys(const BoundExpr& e, const Planned& l, const Planned& r, BoundExprP
 
 // An index join of l with r's table if the join's equalities (and constant equalities of r's
 // filters) bind a prefix of r's primary key from l's columns; else nullopt (conds untouched).
-std::optional<Planned> IndexJoin(Planned& l, Planned& r, std::vector<BoundExprPtr>& conds, PlanNode::JoinType type) {
+std::optional<Planned> IndexJoin(Planned& l, Planned& r, std::vector<BoundExprPtr>& conds,
+                                 PlanNode::JoinType type) {
   if (!r.indexable || l.est > kIndexJoinMaxOuter || l.est * 20 > r.table_rows) return std::nullopt;
   const TableSchema& t = *r.indexable;
   if (t.HasHiddenKey()) return std::nullopt;
-  auto family = [](TypeId id) { return id == TypeId::kInt32 || id == TypeId::kInt64 ? TypeId::kInt64 : id; };
+  auto family = [](TypeId id) {
+    return id == TypeId::kInt32 || id == TypeId::kInt64 ? TypeId::kInt64 : id;
+  };
   auto within_l = [&](const BoundExpr& x) {
     std::set<int> cols;
     ColumnsOf(x, &cols);
@@ -203,8 +207,9 @@ std::optional<Planned> IndexJoin(Planned& l, Planned& r, std::vector<BoundExprPt
       for (int side = 0; side < 2 && !key; side++) {
         const BoundExpr& col = *e->children[side];
         const BoundExpr& other = *e->children[1 - side];
-        if (col.kind == BoundExpr::Kind::kColumn && col.column == g && other.kind == BoundExpr::Kind::kConst &&
-            !other.value.is_null() && family(other.type.id) == want) {
+        if (col.kind == BoundExpr::Kind::kColumn && col.column == g &&
+            other.kind == BoundExpr::Kind::kConst && !other.value.is_null() &&
+            family(other.type.id) == want) {
           key = other.Clone();
         }
       }
@@ -225,7 +230,8 @@ std::optional<Planned> IndexJoin(Planned& l, Planned& r, std::vector<BoundExprPt
   // Everything else is checked on the joined row: the other join conditions and r's filters.
   std::vector<BoundExprPtr> residual;
   for (size_t i = 0; i < conds.size(); i++) {
-    if (std::find(used.begin(), used.end(), i) == used.end()) residual.push_back(std::move(conds[i]));
+    if (std::find(used.begin(), used.end(), i) == used.end())
+      residual.push_back(std::move(conds[i]));
   }
   for (auto& e : r.local) residual.push_back(std::move(e));
   if (!residual.empty()) j->predicate = Remap(*AndAll(std::move(residual)), out.layout);
@@ -303,16 +309,22 @@ class FromPlanner {
 
 // unnest(array): its elements, one column.
 Result<PlanPtr> BindUnnest(const sql::TableRef& ref, ExprBinder& b) {
-  if (ref.args.size() != 1) return Status::Sql(sqlstate::kUndefinedFunction, "function unnest needs 1 argument", ref.pos);
+  if (ref.args.size() != 1)
+    return Status::Sql(sqlstate::kUndefinedFunction, "function unnest needs 1 argument", ref.pos);
   bool u;
   ASSIGN_OR_RETURN(BoundExprPtr e, b.Bind(*ref.args[0], &u));
   if (u) {
-    ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, SqlType::Array(TypeId::kText), ref.args[0]->pos));
+    ASSIGN_OR_RETURN(e,
+                     b.Coerce(std::move(e), true, SqlType::Array(TypeId::kText), ref.args[0]->pos));
   }
   if (e->type.id != TypeId::kArray) {
-    return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function unnest({}) does not exist", TypeName(e->type)), ref.pos);
+    return Status::Sql(sqlstate::kUndefinedFunction,
+                       fmt::format("function unnest({}) does not exist", TypeName(e->type)),
+                       ref.pos);
   }
-  if (e->HasSubquery()) return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries in unnest are not supported", ref.pos);
+  if (e->HasSubquery())
+    return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries in unnest are not supported",
+                       ref.pos);
   auto g = std::make_unique<PlanNode>();
   g->kind = PlanNode::Kind::kUnnest;
   g->types = {e->type.element()};
@@ -324,7 +336,8 @@ Result<PlanPtr> BindUnnest(const sql::TableRef& ref, ExprBinder& b) {
 // generate_series(start, stop [, step]) over integers.
 Result<PlanPtr> BindGenerateSeries(const sql::TableRef& ref, ExprBinder& b) {
   if (ref.args.size() != 2 && ref.args.size() != 3) {
-    return Status::Sql(sqlstate::kUndefinedFunction, "function generate_series needs 2 or 3 arguments", ref.pos);
+    return Status::Sql(sqlstate::kUndefinedFunction,
+                       "function generate_series needs 2 or 3 arguments", ref.pos);
   }
   auto g = std::make_unique<PlanNode>();
   g->kind = PlanNode::Kind::kGenerateSeries;
@@ -336,27 +349,35 @@ Result<PlanPtr> BindGenerateSeries(const sql::TableRef& ref, ExprBinder& b) {
       ASSIGN_OR_RETURN(e, b.Coerce(std::move(e), true, {TypeId::kInt64}, a->pos));
     }
     if (!e->type.IsInteger() && e->type.id != TypeId::kNull) {
-      return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function generate_series({}) does not exist", TypeName(e->type)), a->pos);
+      return Status::Sql(
+          sqlstate::kUndefinedFunction,
+          fmt::format("function generate_series({}) does not exist", TypeName(e->type)), a->pos);
     }
-    if (e->HasSubquery()) return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries in generate_series are not supported", a->pos);
+    if (e->HasSubquery())
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         "subqueries in generate_series are not supported", a->pos);
     if (e->type.id == TypeId::kInt64) t = {TypeId::kInt64};
     g->exprs.push_back(std::move(e));
   }
   if (g->exprs.size() == 2) g->exprs.push_back(MakeConst(Value::Int32(1), {TypeId::kInt32}));
   g->types = {t};
   double est = 1000;
-  if (g->exprs[0]->kind == BoundExpr::Kind::kConst && g->exprs[1]->kind == BoundExpr::Kind::kConst &&
-      !g->exprs[0]->value.is_null() && !g->exprs[1]->value.is_null()) {
-    est = std::max<double>(1, static_cast<double>(g->exprs[1]->value.as_int() - g->exprs[0]->value.as_int() + 1));
+  if (g->exprs[0]->kind == BoundExpr::Kind::kConst &&
+      g->exprs[1]->kind == BoundExpr::Kind::kConst && !g->exprs[0]->value.is_null() &&
+      !g->exprs[1]->value.is_null()) {
+    est = std::max<double>(
+        1, static_cast<double>(g->exprs[1]->value.as_int() - g->exprs[0]->value.as_int() + 1));
   }
   g->est_rows = est;
   return g;
 }
 
 Result<std::unique_ptr<FromNode>> FromPlanner::Leaf(const sql::TableRef& ref, std::string qualifier,
-                                                   std::vector<ScopeColumn> cols) {
+                                                    std::vector<ScopeColumn> cols) {
   if (!qualifiers_.insert(qualifier).second) {
-    return Status::Sql(sqlstate::kDuplicateAlias, fmt::format("table name \"{}\" specified more than once", qualifier), ref.pos);
+    return Status::Sql(sqlstate::kDuplicateAlias,
+                       fmt::format("table name \"{}\" specified more than once", qualifier),
+                       ref.pos);
   }
   auto n = std::make_unique<FromNode>();
   n->pos = ref.pos;
@@ -405,7 +426,8 @@ Result<std::unique_ptr<FromNode>> FromPlanner::Resolve(const sql::TableRef& ref)
     ASSIGN_OR_RETURN(BoundSelect sub, qb_.BindQuery(*ref.subquery, scope_->parent));
     if (sub.correlated) scope_->correlated = true;
     std::vector<ScopeColumn> cols;
-    for (size_t i = 0; i < sub.names.size(); i++) cols.push_back({"", sub.names[i], sub.types[i], false});
+    for (size_t i = 0; i < sub.names.size(); i++)
+      cols.push_back({"", sub.names[i], sub.types[i], false});
     ASSIGN_OR_RETURN(auto n, Leaf(ref, ref.alias, std::move(cols)));
     n->est = sub.plan->est_rows >= 0 ? sub.plan->est_rows : 100;
     n->plan = std::move(sub.plan);
@@ -413,13 +435,15 @@ Result<std::unique_ptr<FromNode>> FromPlanner::Resolve(const sql::TableRef& ref)
   }
   if (ref.kind == sql::TableRef::Kind::kFunction) {
     if (ref.name != "generate_series" && ref.name != "unnest") {
-      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("function {} in FROM is not supported", ref.name), ref.pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("function {} in FROM is not supported", ref.name), ref.pos);
     }
     // The arguments may read enclosing queries' columns, not other FROM items'.
     Scope none;
     none.parent = scope_->parent;
     ExprBinder b = qb_.MakeExprBinder(&none);
-    ASSIGN_OR_RETURN(PlanPtr g, ref.name == "unnest" ? BindUnnest(ref, b) : BindGenerateSeries(ref, b));
+    ASSIGN_OR_RETURN(PlanPtr g,
+                     ref.name == "unnest" ? BindUnnest(ref, b) : BindGenerateSeries(ref, b));
     if (none.correlated) scope_->correlated = true;
     std::string name = ref.alias.empty() ? ref.name : ref.alias;
     ASSIGN_OR_RETURN(auto n, Leaf(ref, name, {{"", name, g->types[0], false}}));
@@ -429,14 +453,18 @@ Result<std::unique_ptr<FromNode>> FromPlanner::Resolve(const sql::TableRef& ref)
   }
   if (auto view = catalog_.GetView(ref.name)) {
     auto parsed = sql::Parse(*view);
-    if (!parsed.ok() || parsed->size() != 1 || !std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {
-      return Status::Sql(sqlstate::kInternalError, fmt::format("the definition of view \"{}\" does not parse", ref.name), ref.pos);
+    if (!parsed.ok() || parsed->size() != 1 ||
+        !std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {
+      return Status::Sql(sqlstate::kInternalError,
+                         fmt::format("the definition of view \"{}\" does not parse", ref.name),
+                         ref.pos);
     }
     sql::TableRef as_sub;
     as_sub.kind = sql::TableRef::Kind::kSubquery;
     as_sub.pos = ref.pos;
     as_sub.alias = ref.alias.empty() ? ref.name : ref.alias;
-    as_sub.subquery = std::make_shared<sql::SelectStmt>(std::move(std::get<sql::SelectStmt>((*parsed)[0])));
+    as_sub.subquery =
+        std::make_shared<sql::SelectStmt>(std::move(std::get<sql::SelectStmt>((*parsed)[0])));
     return Resolve(as_sub);
   }
   auto t = catalog_.GetTable(ref.name);
@@ -462,13 +490,16 @@ int FromPlanner::ColumnOf(const FromNode& n, const std::string& name, int pos, S
     const ScopeColumn& c = scope_->columns[i];
     if (c.name != name || c.hidden) continue;
     if (found >= 0) {
-      *st = Status::Sql(sqlstate::kAmbiguousColumn, fmt::format("common column name \"{}\" appears more than once", name), pos);
+      *st = Status::Sql(sqlstate::kAmbiguousColumn,
+                        fmt::format("common column name \"{}\" appears more than once", name), pos);
       return -1;
     }
     found = i;
   }
   if (found < 0) {
-    *st = Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" specified in USING clause does not exist", name), pos);
+    *st = Status::Sql(sqlstate::kUndefinedColumn,
+                      fmt::format("column \"{}\" specified in USING clause does not exist", name),
+                      pos);
   }
   return found;
 }
@@ -492,16 +523,21 @@ Status FromPlanner::BindOn(FromNode& n) {
     ASSIGN_OR_RETURN(on, b.Coerce(std::move(on), true, {TypeId::kBool}, n.on->pos));
   }
   if (on->type.id != TypeId::kBool && on->type.id != TypeId::kNull) {
-    return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of JOIN/ON must be type boolean, not type {}",
-                                            TypeName(on->type)), n.on->pos);
+    return Status::Sql(
+        sqlstate::kDatatypeMismatch,
+        fmt::format("argument of JOIN/ON must be type boolean, not type {}", TypeName(on->type)),
+        n.on->pos);
   }
-  if (on->HasSubquery()) return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries in JOIN/ON are not supported", n.on->pos);
+  if (on->HasSubquery())
+    return Status::Sql(sqlstate::kFeatureNotSupported, "subqueries in JOIN/ON are not supported",
+                       n.on->pos);
   if (on_scope.correlated) scope_->correlated = true;
   SplitAnd(std::move(on), &n.conds);
   return Status::OK();
 }
 
-Status FromPlanner::Flatten(FromNode& n, std::vector<Planned>* units, std::vector<BoundExprPtr>* conds) {
+Status FromPlanner::Flatten(FromNode& n, std::vector<Planned>* units,
+                            std::vector<BoundExprPtr>* conds) {
   if (!n.is_join) {
     Planned p;
     p.plan = std::move(n.plan);
@@ -534,7 +570,8 @@ Result<Planned> FromPlanner::PlanOuter(FromNode& n) {
     std::set<int> cols;
     ColumnsOf(*c, &cols);
     bool only_nullable = !cols.empty();
-    for (int col : cols) only_nullable &= col >= nullable.first && col < nullable.first + nullable.ncols;
+    for (int col : cols)
+      only_nullable &= col >= nullable.first && col < nullable.first + nullable.ncols;
     (only_nullable ? pushed : rest).push_back(std::move(c));
   }
   ASSIGN_OR_RETURN(Planned p, PlanGroup({&keep}, {}));
@@ -542,7 +579,8 @@ Result<Planned> FromPlanner::PlanOuter(FromNode& n) {
   return Join(std::move(p), std::move(q), std::move(rest), PlanNode::JoinType::kLeft);
 }
 
-Result<Planned> FromPlanner::PlanGroup(std::vector<FromNode*> items, std::vector<BoundExprPtr> conds) {
+Result<Planned> FromPlanner::PlanGroup(std::vector<FromNode*> items,
+                                       std::vector<BoundExprPtr> conds) {
   std::vector<Planned> units;
   for (FromNode* it : items) RETURN_NOT_OK(Flatten(*it, &units, &conds));
   // Which unit each scope column belongs to.
@@ -651,8 +689,10 @@ Result<PlanPtr> QueryBinder::BindFrom(const sql::SelectStmt& s, Scope* scope) {
       ASSIGN_OR_RETURN(w, b.Coerce(std::move(w), true, {TypeId::kBool}, s.where->pos));
     }
     if (w->type.id != TypeId::kBool && w->type.id != TypeId::kNull) {
-      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of WHERE must be type boolean, not type {}",
-                                              TypeName(w->type)), s.where->pos);
+      return Status::Sql(
+          sqlstate::kDatatypeMismatch,
+          fmt::format("argument of WHERE must be type boolean, not type {}", TypeName(w->type)),
+          s.where->pos);
     }
     std::vector<BoundExprPtr> parts;
     SplitAnd(std::move(w), &parts);
@@ -673,7 +713,8 @@ Result<PlanPtr> QueryBinder::BindFrom(const sql::SelectStmt& s, Scope* scope) {
   }
   // Back to scope order.
   bool identity = true;
-  for (size_t i = 0; i < planned.layout.size(); i++) identity &= planned.layout[i] == static_cast<int>(i);
+  for (size_t i = 0; i < planned.layout.size(); i++)
+    identity &= planned.layout[i] == static_cast<int>(i);
   if (!identity) {
     auto p = std::make_unique<PlanNode>();
     p->kind = PlanNode::Kind::kProject;

@@ -54,7 +54,8 @@ Status Substitute(BoundExprPtr& e, const std::vector<Value>& params, const Catal
   }
   if (e->kind == BoundExpr::Kind::kParam) {
     if (e->column < 0 || static_cast<size_t>(e->column) >= params.size()) {
-      return Status::Sql(sqlstate::kProtocolViolation, fmt::format("no value bound for parameter ${}", e->column + 1));
+      return Status::Sql(sqlstate::kProtocolViolation,
+                         fmt::format("no value bound for parameter ${}", e->column + 1));
     }
     e = MakeConst(params[e->column], e->type);
     return Status::OK();
@@ -69,14 +70,18 @@ Status Substitute(BoundExprPtr& e, const std::vector<Value>& params, const Catal
 }
 
 // Fills `p` (a clone of `orig`) with the parameters' values.
-Status Fill(const PlanNode& orig, PlanNode* p, const std::vector<Value>& params, const CatalogReader& catalog) {
-  for (size_t i = 0; i < p->children.size(); i++) RETURN_NOT_OK(Fill(*orig.children[i], p->children[i].get(), params, catalog));
+Status Fill(const PlanNode& orig, PlanNode* p, const std::vector<Value>& params,
+            const CatalogReader& catalog) {
+  for (size_t i = 0; i < p->children.size(); i++)
+    RETURN_NOT_OK(Fill(*orig.children[i], p->children[i].get(), params, catalog));
   RETURN_NOT_OK(ForEachExpr(p, [&](BoundExprPtr& e) { return Substitute(e, params, catalog); }));
   if (p->kind == PlanNode::Kind::kFilter && p->children[0]->kind == PlanNode::Kind::kScan &&
       ExprHasParams(orig.predicate.get())) {
     PlanNode* scan = p->children[0].get();
     ASSIGN_OR_RETURN(TableSchema t, catalog.GetTable(scan->table_name));
-    if (t.id != scan->table) return Status::InvalidArgument(fmt::format("table {} changed since the plan was made", t.name));
+    if (t.id != scan->table)
+      return Status::InvalidArgument(
+          fmt::format("table {} changed since the plan was made", t.name));
     scan->lo.clear();
     scan->hi.clear();
     scan->index = 0;
@@ -99,7 +104,8 @@ bool HasParams(const PlanNode& plan) { return PlanHasParams(plan, false); }
 
 bool ReadsStatementTime(const PlanNode& plan) { return PlanHasParams(plan, true); }
 
-Result<PlanPtr> Instantiate(const PlanNode& plan, const std::vector<Value>& params, const CatalogReader& catalog) {
+Result<PlanPtr> Instantiate(const PlanNode& plan, const std::vector<Value>& params,
+                            const CatalogReader& catalog) {
   PlanPtr p = plan.Clone();
   RETURN_NOT_OK(Fill(plan, p.get(), params, catalog));
   return p;

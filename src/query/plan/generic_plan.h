@@ -15,7 +15,8 @@ namespace wattdb::plan {
 // A scan right below a filter that reads a parameter gets its key range and index derived
 // from the filter again, with the table's schema from `catalog`. 08P01 if a parameter has no
 // value; 0A000 if a scanned table is not the one the plan was bound to (re-plan).
-Result<PlanPtr> Instantiate(const PlanNode& plan, const std::vector<Value>& params, const CatalogReader& catalog);
+Result<PlanPtr> Instantiate(const PlanNode& plan, const std::vector<Value>& params,
+                            const CatalogReader& catalog);
 
 // A copy of `e` with its parameters replaced as Instantiate does.
 Result<BoundExprPtr> InstantiateExpr(const BoundExpr& e, const std::vector<Value>& params,

@@ -15,11 +15,13 @@ namespace {
 // an index), with a visible primary key; else null.
 const PlanNode* NodeFilter(const BoundModify& m) {
   const PlanNode* src = m.source.get();
-  if (!src || m.table.HasHiddenKey() || src->kind != PlanNode::Kind::kFilter || src->children.size() != 1) {
+  if (!src || m.table.HasHiddenKey() || src->kind != PlanNode::Kind::kFilter ||
+      src->children.size() != 1) {
     return nullptr;
   }
   const PlanNode& scan = *src->children[0];
-  if (scan.kind != PlanNode::Kind::kScan || scan.index != 0 || !src->predicate || !NodeSafe(*src->predicate)) {
+  if (scan.kind != PlanNode::Kind::kScan || scan.index != 0 || !src->predicate ||
+      !NodeSafe(*src->predicate)) {
     return nullptr;
   }
   return src;
@@ -49,7 +51,8 @@ PlanPtr NewRowPlan(const BoundModify& update) {
   auto project = std::make_unique<PlanNode>();
   project->kind = PlanNode::Kind::kProject;
   for (size_t c = 0; c < t.columns.size(); c++) {
-    project->exprs.push_back(set_of[c] ? set_of[c]->Clone() : MakeColumn(static_cast<int>(c), t.columns[c].type));
+    project->exprs.push_back(set_of[c] ? set_of[c]->Clone()
+                                       : MakeColumn(static_cast<int>(c), t.columns[c].type));
     project->types.push_back(t.columns[c].type);
   }
   project->children.push_back(update.source->Clone());
@@ -68,7 +71,8 @@ std::optional<std::vector<int>> KeyParams(const PlanNode& filter, const TableSch
       const BoundExpr* a = e->children[0].get();
       const BoundExpr* b = e->children[1].get();
       if (a->kind == BoundExpr::Kind::kParam) std::swap(a, b);
-      if (a->kind == BoundExpr::Kind::kColumn && a->column == col && b->kind == BoundExpr::Kind::kParam && b->column >= 0) {
+      if (a->kind == BoundExpr::Kind::kColumn && a->column == col &&
+          b->kind == BoundExpr::Kind::kParam && b->column >= 0) {
         param = b->column;
         break;
       }
@@ -94,7 +98,8 @@ std::optional<KeyWriteTemplate> OneKeyTemplate(const BoundModify& m) {
 // template is not filled in: its node would not know that time). A filter of `m` that holds
 // nothing but the key's `k = $n` goes: the key's range, taken from the same values (whose
 // type TemplateKeyRange checks), holds that one key's row alone.
-std::optional<KeyWriteTemplate> WithPlan(std::optional<KeyWriteTemplate> out, PlanPtr plan, const BoundModify& m) {
+std::optional<KeyWriteTemplate> WithPlan(std::optional<KeyWriteTemplate> out, PlanPtr plan,
+                                         const BoundModify& m) {
   if (!out || !plan || ReadsStatementTime(*plan)) return std::nullopt;
   PlanPtr* filter = plan->kind == PlanNode::Kind::kFilter ? &plan : &plan->children[0];
   if ((*filter)->kind == PlanNode::Kind::kFilter &&
@@ -144,23 +149,24 @@ std::optional<std::vector<int>> PlanPointReadTemplate(const PlanNode& plan, cons
     }
     filter = filter->children.size() == 1 ? filter->children[0].get() : nullptr;
   }
-  if (!filter || filter->kind != PlanNode::Kind::kFilter || filter->children.size() != 1 || !filter->predicate ||
-      !NodeSafe(*filter->predicate)) {
+  if (!filter || filter->kind != PlanNode::Kind::kFilter || filter->children.size() != 1 ||
+      !filter->predicate || !NodeSafe(*filter->predicate)) {
     return std::nullopt;
   }
   const PlanNode& scan = *filter->children[0];
-  if (scan.kind != PlanNode::Kind::kScan || scan.index != 0 || scan.table != t.id) return std::nullopt;
+  if (scan.kind != PlanNode::Kind::kScan || scan.index != 0 || scan.table != t.id)
+    return std::nullopt;
   return KeyParams(*filter, t);
 }
 
-std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const std::vector<int>& key_params,
-                                                                    const TableSchema& t,
-                                                                    const std::vector<Value>& params) {
+std::optional<std::pair<std::string, std::string>> TemplateKeyRange(
+    const std::vector<int>& key_params, const TableSchema& t, const std::vector<Value>& params) {
   if (key_params.size() != t.key_columns.size()) return std::nullopt;
   std::string lo;
   for (size_t i = 0; i < key_params.size(); i++) {
     size_t p = static_cast<size_t>(key_params[i]);
-    if (p >= params.size() || !AppendKeyValue(params[p], t.columns[t.key_columns[i]].type.id, &lo)) {
+    if (p >= params.size() ||
+        !AppendKeyValue(params[p], t.columns[t.key_columns[i]].type.id, &lo)) {
       return std::nullopt;
     }
   }

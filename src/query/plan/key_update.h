@@ -1,6 +1,6 @@
-// Single-row UPDATEs (and DELETEs) a node can run by itself. An UPDATE whose WHERE fixes every primary-key
-// column to a constant, that sets no key column and whose expressions a node can evaluate
-// (fragment.h NodeSafe) becomes a plan over the one row: Project(new row) over the bound
+// Single-row UPDATEs (and DELETEs) a node can run by itself. An UPDATE whose WHERE fixes every
+// primary-key column to a constant, that sets no key column and whose expressions a node can
+// evaluate (fragment.h NodeSafe) becomes a plan over the one row: Project(new row) over the bound
 // source (Filter over Scan of the key). The row's owner runs it on the row the transaction
 // sees and prepares the result (master/cluster/cluster_key_update.cc): one round trip
 // instead of a scan and a prepare.
@@ -37,9 +37,8 @@ std::optional<KeyWriteTemplate> PlanKeyDeleteTemplate(const BoundModify& del);
 // The key range [lo, hi) one execution's `params` give to a template whose key column i
 // equals parameter key_params[i], as KeyUpdate's; nullopt if a parameter is missing, NULL or
 // not exactly a value of its key column's type (the general path then runs the statement).
-std::optional<std::pair<std::string, std::string>> TemplateKeyRange(const std::vector<int>& key_params,
-                                                                    const TableSchema& t,
-                                                                    const std::vector<Value>& params);
+std::optional<std::pair<std::string, std::string>> TemplateKeyRange(
+    const std::vector<int>& key_params, const TableSchema& t, const std::vector<Value>& params);
 
 // Point reads: a prepared SELECT's generic plan that is an Exchange over a fragment reading
 // one key of `t` (an optional Project a node can evaluate over a Filter over the Scan of

@@ -18,7 +18,8 @@ bool AllNodeSafe(const std::vector<BoundExprPtr>& es) {
 // p's own expressions can be evaluated on a node.
 bool ExprsNodeSafe(const PlanNode& p) {
   if (p.predicate && !NodeSafe(*p.predicate)) return false;
-  if (!AllNodeSafe(p.exprs) || !AllNodeSafe(p.groups) || !AllNodeSafe(p.left_keys) || !AllNodeSafe(p.right_keys)) {
+  if (!AllNodeSafe(p.exprs) || !AllNodeSafe(p.groups) || !AllNodeSafe(p.left_keys) ||
+      !AllNodeSafe(p.right_keys)) {
     return false;
   }
   for (const auto& a : p.aggs) {
@@ -34,15 +35,18 @@ bool ExprsNodeSafe(const PlanNode& p) {
 // (an aggregate without groups), nor the sort of the nodes' top-N rows.
 bool Heavy(const PlanNode& p) {
   switch (p.kind) {
-    case Kind::kAggregate: return !(p.agg_mode == AggMode::kFinal && p.groups.empty());
+    case Kind::kAggregate:
+      return !(p.agg_mode == AggMode::kFinal && p.groups.empty());
     case Kind::kSort: {
       const PlanNode& in = *p.children[0];
       return !(in.kind == Kind::kExchange && in.children[0]->kind == Kind::kLimit);
     }
     case Kind::kHashJoin:
     case Kind::kNestedLoopJoin:
-    case Kind::kSetOp: return true;
-    default: return false;
+    case Kind::kSetOp:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -53,12 +57,14 @@ struct Verdict {
 
 Verdict Judge(const PlanNode& p) {
   switch (p.kind) {
-    case Kind::kExchange: return {true, false};
+    case Kind::kExchange:
+      return {true, false};
     case Kind::kScan:  // a system view or an index scan: the master's
     case Kind::kIndexJoin:
     case Kind::kPartition:  // its parts run on the nodes already
       return {false, false};
-    default: break;
+    default:
+      break;
   }
   Verdict v{ExprsNodeSafe(p), Heavy(p)};
   for (const auto& c : p.children) {
@@ -80,7 +86,8 @@ PlanPtr Wrap(PlanPtr p, uint32_t helper) {
 }
 
 void Place(PlanPtr& p, uint32_t helper) {
-  if (p->kind == Kind::kExchange || p->kind == Kind::kOffload || p->kind == Kind::kPartition) return;
+  if (p->kind == Kind::kExchange || p->kind == Kind::kOffload || p->kind == Kind::kPartition)
+    return;
   Verdict v = Judge(*p);
   if (v.runs_on_node && v.blocking) {
     p = Wrap(std::move(p), helper);

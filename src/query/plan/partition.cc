@@ -15,14 +15,17 @@ using Kind = PlanNode::Kind;
 // The scan column that output column `col` of chain `p` passes on unchanged; -1 if computed.
 int ScanColumn(const PlanNode& p, int col) {
   switch (p.kind) {
-    case Kind::kScan: return col;
-    case Kind::kFilter: return ScanColumn(*p.children[0], col);
+    case Kind::kScan:
+      return col;
+    case Kind::kFilter:
+      return ScanColumn(*p.children[0], col);
     case Kind::kProject: {
       if (col < 0 || static_cast<size_t>(col) >= p.exprs.size()) return -1;
       const BoundExpr& e = *p.exprs[col];
       return e.kind == BoundExpr::Kind::kColumn ? ScanColumn(*p.children[0], e.column) : -1;
     }
-    default: return -1;
+    default:
+      return -1;
   }
 }
 
@@ -53,8 +56,10 @@ bool Fits(const Side& a, const Side& b, std::vector<BoundExprPtr>* prefix) {
 }
 
 // For a join that can be partitioned: the child whose table is A (0 or 1) and A's key prefix.
-bool Partitionable(const PlanNode& j, const PartitionOptions& o, int* a_side, std::vector<BoundExprPtr>* prefix) {
-  if (j.kind != Kind::kHashJoin || j.join_type != PlanNode::JoinType::kInner || j.left_keys.empty()) return false;
+bool Partitionable(const PlanNode& j, const PartitionOptions& o, int* a_side,
+                   std::vector<BoundExprPtr>* prefix) {
+  if (j.kind != Kind::kHashJoin || j.join_type != PlanNode::JoinType::kInner || j.left_keys.empty())
+    return false;
   Side sides[2];
   for (int s = 0; s < 2; s++) {
     const PlanNode& x = *j.children[s];
@@ -81,7 +86,8 @@ bool Partitionable(const PlanNode& j, const PartitionOptions& o, int* a_side, st
 
 PlanPtr Partition(PlanPtr subtree, int a_side, std::vector<BoundExprPtr> prefix) {
   auto xs = Exchanges(*subtree);
-  const PlanNode* scan = xs[a_side]->children.empty() ? nullptr : LeafScan(*xs[a_side]->children[0]);
+  const PlanNode* scan =
+      xs[a_side]->children.empty() ? nullptr : LeafScan(*xs[a_side]->children[0]);
   auto p = std::make_unique<PlanNode>();
   p->kind = Kind::kPartition;
   p->types = subtree->types;
@@ -112,9 +118,10 @@ void Place(PlanPtr& p, const PartitionOptions& o) {
   std::vector<BoundExprPtr> prefix;
   if (p->kind == Kind::kAggregate && Splittable(*p)) {
     PlanNode* j = JoinBelow(*p);
-    if (j && Partitionable(*j, o, &a_side, &prefix) &&
-        (!j->predicate || NodeSafe(*j->predicate))) {
-      p = SplitAggregate(std::move(p), [&](PlanPtr partial) { return Partition(std::move(partial), a_side, std::move(prefix)); });
+    if (j && Partitionable(*j, o, &a_side, &prefix) && (!j->predicate || NodeSafe(*j->predicate))) {
+      p = SplitAggregate(std::move(p), [&](PlanPtr partial) {
+        return Partition(std::move(partial), a_side, std::move(prefix));
+      });
       return;
     }
   }
@@ -136,7 +143,8 @@ PlanPtr PartitionJoins(PlanPtr plan, const PartitionOptions& options) {
   return plan;
 }
 
-bool NarrowToPart(const PlanNode& partition, PlanNode* subtree, const std::string& lo, const std::string& hi) {
+bool NarrowToPart(const PlanNode& partition, PlanNode* subtree, const std::string& lo,
+                  const std::string& hi) {
   std::vector<SqlType> types;
   for (const auto& e : partition.exprs) types.push_back(e->type);
   auto prefix = [&](const std::string& key) -> std::string {

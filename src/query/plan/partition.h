@@ -27,6 +27,7 @@ PlanPtr PartitionJoins(PlanPtr plan, const PartitionOptions& options);
 // partitioning Exchange's scan to [lo, hi) (within its own range), the other Exchanges' scans
 // to the keys between the key prefixes of lo and hi (prefix of hi included). False if the
 // part is empty.
-bool NarrowToPart(const PlanNode& partition, PlanNode* subtree, const std::string& lo, const std::string& hi);
+bool NarrowToPart(const PlanNode& partition, PlanNode* subtree, const std::string& lo,
+                  const std::string& hi);
 
 }  // namespace wattdb::plan

@@ -92,18 +92,28 @@ std::string PlanNode::ToString(int indent) const {
       if (index) {
         s += fmt::format("Index Scan {} using {}", table_name, index_name);
       } else {
-        s += fmt::format("Scan {}{}", table_name, lo.empty() && hi.empty() ? "" : " (key range pruned)");
+        s += fmt::format("Scan {}{}", table_name,
+                         lo.empty() && hi.empty() ? "" : " (key range pruned)");
       }
       break;
-    case Kind::kValues: s += fmt::format("Values rows={}", rows.size()); break;
-    case Kind::kFilter: s += "Filter " + predicate->ToString(); break;
-    case Kind::kProject: s += "Project " + list(exprs); break;
+    case Kind::kValues:
+      s += fmt::format("Values rows={}", rows.size());
+      break;
+    case Kind::kFilter:
+      s += "Filter " + predicate->ToString();
+      break;
+    case Kind::kProject:
+      s += "Project " + list(exprs);
+      break;
     case Kind::kAggregate: {
       static const char* kModes[] = {"HashAggregate", "PartialAggregate", "FinalAggregate"};
-      s += std::string(kModes[static_cast<int>(agg_mode)]) + " groups=[" + list(groups) + "] aggs=[";
+      s +=
+          std::string(kModes[static_cast<int>(agg_mode)]) + " groups=[" + list(groups) + "] aggs=[";
       for (size_t i = 0; i < aggs.size(); i++) {
         s += (i ? ", " : "") + std::string(AggName(aggs[i].func));
-        if (aggs[i].arg) s += std::string("(") + (aggs[i].distinct ? "DISTINCT " : "") + aggs[i].arg->ToString() + ")";
+        if (aggs[i].arg)
+          s += std::string("(") + (aggs[i].distinct ? "DISTINCT " : "") + aggs[i].arg->ToString() +
+               ")";
       }
       s += "]";
       break;
@@ -115,7 +125,9 @@ std::string PlanNode::ToString(int indent) const {
       }
       break;
     }
-    case Kind::kLimit: s += fmt::format("Limit {} offset {}", limit, offset); break;
+    case Kind::kLimit:
+      s += fmt::format("Limit {} offset {}", limit, offset);
+      break;
     case Kind::kHashJoin:
     case Kind::kNestedLoopJoin: {
       s += kind == Kind::kHashJoin ? "HashJoin" : "NestedLoopJoin";
@@ -124,17 +136,30 @@ std::string PlanNode::ToString(int indent) const {
       if (predicate) s += " on " + predicate->ToString();
       break;
     }
-    case Kind::kGenerateSeries: s += "GenerateSeries " + list(exprs); break;
-    case Kind::kUnnest: s += "Unnest " + list(exprs); break;
+    case Kind::kGenerateSeries:
+      s += "GenerateSeries " + list(exprs);
+      break;
+    case Kind::kUnnest:
+      s += "Unnest " + list(exprs);
+      break;
     case Kind::kIndexJoin:
-      s += fmt::format("IndexJoin {} on {} keys=[{}]", join_type == JoinType::kLeft ? "left" : "inner", table_name,
-                       list(left_keys));
+      s +=
+          fmt::format("IndexJoin {} on {} keys=[{}]",
+                      join_type == JoinType::kLeft ? "left" : "inner", table_name, list(left_keys));
       if (predicate) s += " filter " + predicate->ToString();
       break;
-    case Kind::kExchange: s += "Exchange"; break;
-    case Kind::kOffload: s += index ? fmt::format("Offload to node {}", index) : "Offload"; break;
-    case Kind::kPartition: s += fmt::format("Partition per segment of {} on [{}]", table_name, list(exprs)); break;
-    case Kind::kGather: s += fmt::format("Gather per segment of {}", table_name); break;
+    case Kind::kExchange:
+      s += "Exchange";
+      break;
+    case Kind::kOffload:
+      s += index ? fmt::format("Offload to node {}", index) : "Offload";
+      break;
+    case Kind::kPartition:
+      s += fmt::format("Partition per segment of {} on [{}]", table_name, list(exprs));
+      break;
+    case Kind::kGather:
+      s += fmt::format("Gather per segment of {}", table_name);
+      break;
     case Kind::kSetOp: {
       static const char* kOps[] = {"Union", "Except", "Intersect"};
       s += std::string(kOps[static_cast<int>(set_op)]) + (set_all ? " all" : "");
@@ -233,8 +258,8 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
     if (!ReadType(r, &t)) return bad();
   }
   uint64_t index;
-  if (!r.VarU64(&table) || !r.Str(&p->table_name) || !r.Str(&p->lo) || !r.Str(&p->hi) || !r.VarU64(&index) ||
-      !r.Str(&p->index_name) || !r.VarU64(&n) || n > 10000000) {
+  if (!r.VarU64(&table) || !r.Str(&p->table_name) || !r.Str(&p->lo) || !r.Str(&p->hi) ||
+      !r.VarU64(&index) || !r.Str(&p->index_name) || !r.VarU64(&n) || n > 10000000) {
     return bad();
   }
   p->table = static_cast<TableId>(table);
@@ -291,7 +316,8 @@ Result<PlanPtr> PlanNode::DeserializeFrom(ByteReader& r, int depth) {
   RETURN_NOT_OK(ReadExprs(r, &p->left_keys));
   RETURN_NOT_OK(ReadExprs(r, &p->right_keys));
   if (!r.U8(&so) || (so & 0x7f) > static_cast<uint8_t>(SetOpType::kIntersect) || !r.U8(&mode) ||
-      mode > static_cast<uint8_t>(AggMode::kFinal) || !r.VarI64(&est) || !r.VarU64(&n) || n > 1000) {
+      mode > static_cast<uint8_t>(AggMode::kFinal) || !r.VarI64(&est) || !r.VarU64(&n) ||
+      n > 1000) {
     return bad();
   }
   p->agg_mode = static_cast<AggMode>(mode);

@@ -21,9 +21,9 @@ enum class AggMode : uint8_t { kComplete, kPartial, kFinal };
 
 struct AggSpec {
   AggFunc func = AggFunc::kCountStar;
-  BoundExprPtr arg;  // null for count(*)
-  SqlType type;      // result type
-  bool distinct = false;  // agg(DISTINCT arg): each distinct non-null value counts once
+  BoundExprPtr arg;        // null for count(*)
+  SqlType type;            // result type
+  bool distinct = false;   // agg(DISTINCT arg): each distinct non-null value counts once
   BoundExprPtr separator;  // string_agg(arg, separator)
 };
 
@@ -38,8 +38,23 @@ using PlanPtr = std::unique_ptr<PlanNode>;
 
 struct PlanNode {
   enum class Kind : uint8_t {
-    kScan, kValues, kFilter, kProject, kAggregate, kSort, kLimit, kHashJoin, kNestedLoopJoin, kSetOp,
-    kIndexJoin, kGenerateSeries, kUnnest, kExchange, kOffload, kPartition, kGather,
+    kScan,
+    kValues,
+    kFilter,
+    kProject,
+    kAggregate,
+    kSort,
+    kLimit,
+    kHashJoin,
+    kNestedLoopJoin,
+    kSetOp,
+    kIndexJoin,
+    kGenerateSeries,
+    kUnnest,
+    kExchange,
+    kOffload,
+    kPartition,
+    kGather,
   };
   enum class JoinType : uint8_t { kInner, kLeft };
   enum class SetOpType : uint8_t { kUnion, kExcept, kIntersect };

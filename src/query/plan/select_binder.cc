@@ -1,13 +1,12 @@
 // Query binding: set operations and SELECT cores (select list, aggregation, HAVING, DISTINCT,
 // ORDER BY, LIMIT) over the plan of their FROM list (from_binder.cc).
 #include "common/sqlstate.h"
-#include "query/plan/query_binder.h"
 #include "common/stack_guard.h"
+#include "query/plan/query_binder.h"
 
 namespace wattdb::plan {
 
 namespace {
-
 
 // Sorts `plan` by `keys` (if any), then applies the query's LIMIT and OFFSET.
 Result<PlanPtr> SortAndLimit(const sql::SelectStmt& s, PlanPtr plan, std::vector<SortKey> keys) {
@@ -42,27 +41,39 @@ bool ContainsAggregate(const Expr& e) {
 
 std::string OutputName(const Expr& e) {
   switch (e.kind) {
-    case Expr::Kind::kColumn: return e.name;
+    case Expr::Kind::kColumn:
+      return e.name;
     case Expr::Kind::kFunc:
       if (e.name == "__is_true" || e.name == "__is_false") return "?column?";
       return e.name;
-    case Expr::Kind::kCase: return "case";
-    case Expr::Kind::kExists: return "exists";
+    case Expr::Kind::kCase:
+      return "case";
+    case Expr::Kind::kExists:
+      return "exists";
     case Expr::Kind::kCast:
       if (e.args[0]->kind == Expr::Kind::kColumn || e.args[0]->kind == Expr::Kind::kFunc) {
         return OutputName(*e.args[0]);
       }
       switch (e.cast_type.id) {
-        case TypeId::kInt32: return "int4";
-        case TypeId::kInt64: return "int8";
-        case TypeId::kDouble: return "float8";
-        case TypeId::kBool: return "bool";
-        case TypeId::kNumeric: return "numeric";
-        case TypeId::kTimestamp: return "timestamp";
-        case TypeId::kText: return e.cast_type.max_len > 0 ? "varchar" : e.cast_type.max_len < 0 ? "bpchar" : "text";
-        default: return "?column?";
+        case TypeId::kInt32:
+          return "int4";
+        case TypeId::kInt64:
+          return "int8";
+        case TypeId::kDouble:
+          return "float8";
+        case TypeId::kBool:
+          return "bool";
+        case TypeId::kNumeric:
+          return "numeric";
+        case TypeId::kTimestamp:
+          return "timestamp";
+        case TypeId::kText:
+          return e.cast_type.max_len > 0 ? "varchar" : e.cast_type.max_len < 0 ? "bpchar" : "text";
+        default:
+          return "?column?";
       }
-    default: return "?column?";
+    default:
+      return "?column?";
   }
 }
 
@@ -70,9 +81,8 @@ ExprBinder QueryBinder::MakeExprBinder(const Scope* scope) {
   ExprBinder b(scope);
   b.set_params(params_);
   b.set_now(catalog_.StatementTime());
-  b.set_subquery_binder([this](const sql::SelectStmt& sub, const Scope* outer) {
-    return BindQuery(sub, outer);
-  });
+  b.set_subquery_binder(
+      [this](const sql::SelectStmt& sub, const Scope* outer) { return BindQuery(sub, outer); });
   return b;
 }
 
@@ -93,7 +103,8 @@ Result<BoundSelect> QueryBinder::BindSetOp(const sql::SelectStmt& s, const Scope
   ASSIGN_OR_RETURN(BoundSelect l, BindQuery(*s.left, outer));
   ASSIGN_OR_RETURN(BoundSelect r, BindQuery(*s.right, outer));
   if (l.types.size() != r.types.size()) {
-    return Status::Sql(sqlstate::kSyntaxError, fmt::format("each {} query must have the same number of columns", name));
+    return Status::Sql(sqlstate::kSyntaxError,
+                       fmt::format("each {} query must have the same number of columns", name));
   }
   std::vector<SqlType> types;
   for (size_t i = 0; i < l.types.size(); i++) {
@@ -108,8 +119,9 @@ Result<BoundSelect> QueryBinder::BindSetOp(const sql::SelectStmt& s, const Scope
     } else if (a.id == b.id) {
       t = {a.id};
     } else {
-      return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("{} types {} and {} cannot be matched", name, TypeName(a),
-                                              TypeName(b)));
+      return Status::Sql(
+          sqlstate::kDatatypeMismatch,
+          fmt::format("{} types {} and {} cannot be matched", name, TypeName(a), TypeName(b)));
     }
     if (t.id == TypeId::kNull) t = {TypeId::kText};
     types.push_back(t);
@@ -159,7 +171,9 @@ Result<BoundSelect> QueryBinder::BindSetOp(const sql::SelectStmt& s, const Scope
     if (o.expr->kind == Expr::Kind::kLiteral && SqlType{o.expr->value.type()}.IsInteger()) {
       int64_t ord = o.expr->value.as_int();
       if (ord < 1 || ord > static_cast<int64_t>(types.size())) {
-        return Status::Sql(sqlstate::kInvalidColumnReference, fmt::format("ORDER BY position {} is not in select list", ord), o.expr->pos);
+        return Status::Sql(sqlstate::kInvalidColumnReference,
+                           fmt::format("ORDER BY position {} is not in select list", ord),
+                           o.expr->pos);
       }
       idx = static_cast<int>(ord - 1);
     } else if (o.expr->kind == Expr::Kind::kColumn && o.expr->table.empty()) {
@@ -168,7 +182,8 @@ Result<BoundSelect> QueryBinder::BindSetOp(const sql::SelectStmt& s, const Scope
       }
     }
     if (idx < 0) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("ORDER BY on a {} result must name an output column", name),
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("ORDER BY on a {} result must name an output column", name),
                          o.expr->pos);
     }
     SortKey k;
@@ -190,7 +205,8 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
 
   // Aggregation
   bool aggregating = !s.group_by.empty() || (s.having != nullptr);
-  for (const auto& it : s.items) aggregating |= it.expr->kind != Expr::Kind::kStar && ContainsAggregate(*it.expr);
+  for (const auto& it : s.items)
+    aggregating |= it.expr->kind != Expr::Kind::kStar && ContainsAggregate(*it.expr);
   for (const auto& o : s.order_by) aggregating |= ContainsAggregate(*o.expr);
   std::vector<BoundExprPtr> groups;
   std::vector<AggSpec> aggs;
@@ -203,7 +219,9 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
         int64_t ord = g->value.as_int();
         if (ord < 1 || ord > static_cast<int64_t>(s.items.size()) ||
             s.items[ord - 1].expr->kind == Expr::Kind::kStar) {
-          return Status::Sql(sqlstate::kInvalidColumnReference, fmt::format("GROUP BY position {} is not in select list", ord), g->pos);
+          return Status::Sql(sqlstate::kInvalidColumnReference,
+                             fmt::format("GROUP BY position {} is not in select list", ord),
+                             g->pos);
         }
         ge = s.items[ord - 1].expr.get();
       } else if (g->kind == Expr::Kind::kColumn && g->table.empty()) {
@@ -231,7 +249,8 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
   for (const auto& it : s.items) {
     if (it.expr->kind == Expr::Kind::kStar) {
       if (s.from.empty()) {
-        return Status::Sql(sqlstate::kSyntaxError, "SELECT * with no tables specified is not valid", it.expr->pos);
+        return Status::Sql(sqlstate::kSyntaxError, "SELECT * with no tables specified is not valid",
+                           it.expr->pos);
       }
       bool any_table = false;
       for (size_t i = 0; i < scope.columns.size(); i++) {
@@ -251,8 +270,10 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
         out.names.push_back(c.name);
       }
       if (!any_table) {
-        return Status::Sql(sqlstate::kUndefinedTable, fmt::format("missing FROM-clause entry for table \"{}\"",
-                                                it.expr->table), it.expr->pos);
+        return Status::Sql(
+            sqlstate::kUndefinedTable,
+            fmt::format("missing FROM-clause entry for table \"{}\"", it.expr->table),
+            it.expr->pos);
       }
       continue;
     }
@@ -275,8 +296,10 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
       bool u;
       ASSIGN_OR_RETURN(BoundExprPtr h, binder.Bind(*s.having, &u));
       if (h->type.id != TypeId::kBool && h->type.id != TypeId::kNull) {
-        return Status::Sql(sqlstate::kDatatypeMismatch, fmt::format("argument of HAVING must be type boolean, not type {}",
-                                                TypeName(h->type)), s.having->pos);
+        return Status::Sql(
+            sqlstate::kDatatypeMismatch,
+            fmt::format("argument of HAVING must be type boolean, not type {}", TypeName(h->type)),
+            s.having->pos);
       }
       plan = Wrap(PlanNode::Kind::kFilter, std::move(plan));
       plan->predicate = std::move(h);
@@ -296,7 +319,8 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
     if (o.expr->kind == Expr::Kind::kLiteral && SqlType{o.expr->value.type()}.IsInteger()) {
       int64_t ord = o.expr->value.as_int();
       if (ord < 1 || ord > static_cast<int64_t>(visible)) {
-        return Status::Sql(sqlstate::kInvalidColumnReference, fmt::format("ORDER BY position {} is not in select list", ord),
+        return Status::Sql(sqlstate::kInvalidColumnReference,
+                           fmt::format("ORDER BY position {} is not in select list", ord),
                            o.expr->pos);
       }
       idx = static_cast<int>(ord - 1);
@@ -317,7 +341,8 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
       }
       if (idx < 0) {
         if (s.distinct) {
-          return Status::Sql(sqlstate::kInvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+          return Status::Sql(sqlstate::kInvalidColumnReference,
+                             "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
                              o.expr->pos);
         }
         proj.push_back(std::move(b));
@@ -370,4 +395,3 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
 }
 
 }  // namespace wattdb::plan
-

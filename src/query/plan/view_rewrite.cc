@@ -73,20 +73,25 @@ struct UpdatableView {
   std::vector<ViewColumn> columns;
 };
 
-Result<std::vector<std::string>> RelationColumns(const std::string& name, const CatalogReader& catalog, int nesting);
+Result<std::vector<std::string>> RelationColumns(const std::string& name,
+                                                 const CatalogReader& catalog, int nesting);
 
-Result<UpdatableView> Analyze(const std::string& name, const std::string& text, const CatalogReader& catalog,
-                              const char* verb, int nesting) {
+Result<UpdatableView> Analyze(const std::string& name, const std::string& text,
+                              const CatalogReader& catalog, const char* verb, int nesting) {
   UpdatableView v;
   auto parsed = sql::Parse(text);
-  if (!parsed.ok() || parsed->size() != 1 || !std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {
-    return Status::Sql(sqlstate::kInternalError, fmt::format("the definition of view \"{}\" does not parse", name));
+  if (!parsed.ok() || parsed->size() != 1 ||
+      !std::holds_alternative<sql::SelectStmt>((*parsed)[0])) {
+    return Status::Sql(sqlstate::kInternalError,
+                       fmt::format("the definition of view \"{}\" does not parse", name));
   }
   v.parsed = std::move(parsed).value();
   auto& q = std::get<sql::SelectStmt>(v.parsed[0]);
   auto refuse = [&](const char* why) {
-    return Status::Sql(sqlstate::kObjectNotInPrerequisiteState, fmt::format("cannot {} view \"{}\": views {} are not automatically updatable", verb,
-                                            name, why));
+    return Status::Sql(
+        sqlstate::kObjectNotInPrerequisiteState,
+        fmt::format("cannot {} view \"{}\": views {} are not automatically updatable", verb, name,
+                    why));
   };
   if (q.set_op != sql::SetOp::kNone) return refuse("containing UNION, INTERSECT, or EXCEPT");
   if (q.distinct) return refuse("containing DISTINCT");
@@ -97,7 +102,8 @@ Result<UpdatableView> Analyze(const std::string& name, const std::string& text, 
     return refuse("that do not select from a single table or view");
   }
   for (auto& item : q.items) {
-    if (item.expr && ContainsAggregate(*item.expr)) return refuse("that return aggregate functions");
+    if (item.expr && ContainsAggregate(*item.expr))
+      return refuse("that return aggregate functions");
   }
   v.relation = q.from[0].name;
   v.ref_name = q.from[0].alias.empty() ? q.from[0].name : q.from[0].alias;
@@ -116,8 +122,10 @@ Result<UpdatableView> Analyze(const std::string& name, const std::string& text, 
 }
 
 // The visible column names of a table or view.
-Result<std::vector<std::string>> RelationColumns(const std::string& name, const CatalogReader& catalog, int nesting) {
-  if (nesting > kMaxViewNesting) return Status::Sql(sqlstate::kStatementTooComplex, "views nested too deeply");
+Result<std::vector<std::string>> RelationColumns(const std::string& name,
+                                                 const CatalogReader& catalog, int nesting) {
+  if (nesting > kMaxViewNesting)
+    return Status::Sql(sqlstate::kStatementTooComplex, "views nested too deeply");
   std::vector<std::string> out;
   if (auto text = catalog.GetView(name)) {
     ASSIGN_OR_RETURN(auto v, Analyze(name, *text, catalog, "write through", nesting));
@@ -184,7 +192,8 @@ Status RewriteLevels(Stmt& s, const CatalogReader& catalog, const char* verb, Fn
   for (int nesting = 0;; nesting++) {
     auto text = catalog.GetView(s.table);
     if (!text) return Status::OK();
-    if (nesting > kMaxViewNesting) return Status::Sql(sqlstate::kStatementTooComplex, "views nested too deeply");
+    if (nesting > kMaxViewNesting)
+      return Status::Sql(sqlstate::kStatementTooComplex, "views nested too deeply");
     ASSIGN_OR_RETURN(UpdatableView v, Analyze(s.table, *text, catalog, verb, nesting));
     RETURN_NOT_OK(rewrite(v));
     s.table = v.relation;
@@ -204,14 +213,18 @@ Status RewriteViewTarget(sql::InsertStmt& s, const CatalogReader& catalog) {
     for (size_t i = 0; i < s.columns.size(); i++) {
       const ViewColumn* c = Find(v, s.columns[i]);
       if (!c) {
-        return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist", s.columns[i], s.table),
-                           s.column_pos[i]);
+        return Status::Sql(
+            sqlstate::kUndefinedColumn,
+            fmt::format("column \"{}\" of relation \"{}\" does not exist", s.columns[i], s.table),
+            s.column_pos[i]);
       }
       if (c->column.empty()) {
-        return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("cannot insert into column \"{}\" of view \"{}\": it is not a column "
-                                                "of the view's relation",
-                                                s.columns[i], s.table),
-                           s.column_pos[i]);
+        return Status::Sql(
+            sqlstate::kFeatureNotSupported,
+            fmt::format("cannot insert into column \"{}\" of view \"{}\": it is not a column "
+                        "of the view's relation",
+                        s.columns[i], s.table),
+            s.column_pos[i]);
       }
       s.columns[i] = c->column;
     }
@@ -224,15 +237,18 @@ Status RewriteViewTarget(sql::UpdateStmt& s, const CatalogReader& catalog) {
     for (size_t i = 0; i < s.sets.size(); i++) {
       const ViewColumn* c = Find(v, s.sets[i].first);
       if (!c) {
-        return Status::Sql(sqlstate::kUndefinedColumn, fmt::format("column \"{}\" of relation \"{}\" does not exist", s.sets[i].first,
-                                                s.table),
+        return Status::Sql(sqlstate::kUndefinedColumn,
+                           fmt::format("column \"{}\" of relation \"{}\" does not exist",
+                                       s.sets[i].first, s.table),
                            s.set_pos[i]);
       }
       if (c->column.empty()) {
-        return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("cannot update column \"{}\" of view \"{}\": it is not a column of "
-                                                "the view's relation",
-                                                s.sets[i].first, s.table),
-                           s.set_pos[i]);
+        return Status::Sql(
+            sqlstate::kFeatureNotSupported,
+            fmt::format("cannot update column \"{}\" of view \"{}\": it is not a column of "
+                        "the view's relation",
+                        s.sets[i].first, s.table),
+            s.set_pos[i]);
       }
       s.sets[i].first = c->column;
       MapColumns(s.sets[i].second, v, s.table);

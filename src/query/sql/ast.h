@@ -48,8 +48,8 @@ struct Expr {
   bool star_arg = false;
   SqlType cast_type;
   int param = 0;
-  ExprPtr operand;    // CASE operand
-  ExprPtr else_expr;  // CASE ELSE
+  ExprPtr operand;                       // CASE operand
+  ExprPtr else_expr;                     // CASE ELSE
   std::shared_ptr<SelectStmt> subquery;  // kSubquery, kExists, kInSelect
   int depth = 0;  // levels of the tree below and including this node; 0 = not computed yet
 
@@ -88,7 +88,7 @@ struct TableRef {
   std::vector<ExprPtr> args;         // kFunction: name(args), a set-returning function
   JoinType join = JoinType::kInner;  // kJoin
   std::unique_ptr<TableRef> left, right;
-  ExprPtr on;                       // kJoin: ON condition (null for CROSS)
+  ExprPtr on;                              // kJoin: ON condition (null for CROSS)
   std::vector<std::string> using_columns;  // kJoin: USING (...)
 };
 
@@ -154,7 +154,7 @@ struct CreateIndexStmt {
 
 // DROP TABLE | VIEW [IF EXISTS] a [, b] [CASCADE | RESTRICT]
 struct DropTableStmt {
-  bool view = false;  // DROP VIEW
+  bool view = false;   // DROP VIEW
   bool index = false;  // DROP INDEX
   std::vector<std::string> names;
   bool if_exists = false;
@@ -287,18 +287,17 @@ struct ExplainStmt {
 struct VacuumStmt {
   std::vector<std::string> names;
   int pos = 0;
-  bool analyze = false;   // VACUUM ANALYZE
+  bool analyze = false;       // VACUUM ANALYZE
   bool only_analyze = false;  // ANALYZE [tables]: gather planner statistics only
 };
 
-
 struct EmptyStmt {};
 
-using Statement = std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt,
-                               UpdateStmt, DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt,
-                               SetStmt, ShowStmt, TruncateStmt, CopyStmt, ExplainStmt,
-                               VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt, UserStmt,
-                               DatabaseStmt, CreateIndexStmt, AlterSystemStmt>;
+using Statement =
+    std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt, UpdateStmt,
+                 DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt, SetStmt, ShowStmt,
+                 TruncateStmt, CopyStmt, ExplainStmt, VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt,
+                 UserStmt, DatabaseStmt, CreateIndexStmt, AlterSystemStmt>;
 
 // The tables and views a query names (FROM items, also inside subqueries and set operations).
 void ReferencedRelations(const SelectStmt& s, std::vector<std::string>* out);

@@ -14,13 +14,15 @@ bool IdentChar(unsigned char c) { return std::isalnum(c) || c == '_' || c == '$'
 // Converts a byte offset into a 1-based character (code point) position.
 int CharsBetween(const std::string& s, size_t from, size_t to) {
   int n = 0;
-  for (size_t i = from; i < to && i < s.size(); i++) n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+  for (size_t i = from; i < to && i < s.size(); i++)
+    n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
   return n;
 }
 
 int CharPos(const std::string& s, size_t byte) {
   int n = 1;
-  for (size_t i = 0; i < byte && i < s.size(); i++) n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+  for (size_t i = 0; i < byte && i < s.size(); i++)
+    n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
   return n;
 }
 
@@ -92,8 +94,10 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
         }
         w += sql[i++];
       }
-      if (!closed) return Status::Sql(sqlstate::kSyntaxError, "unterminated quoted identifier", pos);
-      if (w.empty()) return Status::Sql(sqlstate::kSyntaxError, "zero-length delimited identifier", pos);
+      if (!closed)
+        return Status::Sql(sqlstate::kSyntaxError, "unterminated quoted identifier", pos);
+      if (w.empty())
+        return Status::Sql(sqlstate::kSyntaxError, "zero-length delimited identifier", pos);
       out.push_back({Tok::kQuotedIdent, w, pos});
       continue;
     }
@@ -128,7 +132,8 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
       out.push_back({Tok::kString, w, pos});
       continue;
     }
-    if (std::isdigit(c) || (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(sql[i + 1])))) {
+    if (std::isdigit(c) ||
+        (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(sql[i + 1])))) {
       size_t s = i;
       bool is_float = false;
       while (i < n && std::isdigit(static_cast<unsigned char>(sql[i]))) i++;
@@ -149,8 +154,10 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
         }
       }
       if (i < n && IdentStart(sql[i])) {
-        return Status::Sql(sqlstate::kSyntaxError, fmt::format("trailing junk after numeric literal at or near \"{}\"",
-                                                sql.substr(s, i - s + 1)), pos);
+        return Status::Sql(sqlstate::kSyntaxError,
+                           fmt::format("trailing junk after numeric literal at or near \"{}\"",
+                                       sql.substr(s, i - s + 1)),
+                           pos);
       }
       out.push_back({is_float ? Tok::kFloat : Tok::kInteger, sql.substr(s, i - s), pos});
       continue;
@@ -182,7 +189,8 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
       i++;
       continue;
     }
-    return Status::Sql(sqlstate::kSyntaxError, fmt::format("syntax error at or near \"{}\"", static_cast<char>(c)), pos);
+    return Status::Sql(sqlstate::kSyntaxError,
+                       fmt::format("syntax error at or near \"{}\"", static_cast<char>(c)), pos);
   }
   out.push_back({Tok::kEnd, "", CharPos(sql, n)});
   return out;

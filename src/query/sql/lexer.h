@@ -10,13 +10,13 @@
 namespace wattdb::sql {
 
 enum class Tok {
-  kIdent,    // identifier, folded to lower case unless quoted
+  kIdent,  // identifier, folded to lower case unless quoted
   kQuotedIdent,
-  kString,   // '...' with '' unescaped
+  kString,  // '...' with '' unescaped
   kInteger,
   kFloat,
-  kOp,       // operators and punctuation: ( ) , ; . * + - / % = < > <= >= <> != || ::
-  kParam,    // $1
+  kOp,     // operators and punctuation: ( ) , ; . * + - / % = < > <= >= <> != || ::
+  kParam,  // $1
   kEnd,
 };
 

@@ -10,13 +10,13 @@ namespace wattdb::sql {
 namespace internal {
 
 const std::set<std::string> kReserved = {
-    "all",    "and",   "as",     "asc",    "between", "by",    "case",   "cast",   "create",
-    "delete", "desc",  "distinct", "drop", "else",    "end",   "except", "false",  "from",
-    "group",  "having", "in",    "insert", "intersect", "into", "is",    "join",   "left",
-    "like",   "limit", "not",    "null",   "nulls",   "offset", "on",    "or",     "order",
-    "primary", "select", "set",  "table",  "then",    "to",    "true",   "union",  "update",
-    "using",  "values", "when",  "where",  "with",    "inner", "outer",  "right",  "cross",
-    "full",   "ilike", "returning", "fetch", "window", "for"};
+    "all",     "and",    "as",        "asc",    "between",   "by",     "case",   "cast",  "create",
+    "delete",  "desc",   "distinct",  "drop",   "else",      "end",    "except", "false", "from",
+    "group",   "having", "in",        "insert", "intersect", "into",   "is",     "join",  "left",
+    "like",    "limit",  "not",       "null",   "nulls",     "offset", "on",     "or",    "order",
+    "primary", "select", "set",       "table",  "then",      "to",     "true",   "union", "update",
+    "using",   "values", "when",      "where",  "with",      "inner",  "outer",  "right", "cross",
+    "full",    "ilike",  "returning", "fetch",  "window",    "for"};
 
 Result<std::vector<Statement>> Parser::ParseAll() {
   std::vector<Statement> out;
@@ -35,15 +35,20 @@ Result<std::vector<Statement>> Parser::ParseAll() {
 Status Parser::UnsupportedOrSyntaxError() const {
   // Clauses PostgreSQL has and we do not: name them (0A000) rather than a bare syntax error.
   const Token& t = Peek();
-  static const std::map<std::string, std::string> kClauses = {
-      {"returning", "RETURNING"}, {"on", "ON CONFLICT"}, {"window", "WINDOW"},
-      {"tablesample", "TABLESAMPLE"}, {"over", "window functions (OVER)"}};
+  static const std::map<std::string, std::string> kClauses = {{"returning", "RETURNING"},
+                                                              {"on", "ON CONFLICT"},
+                                                              {"window", "WINDOW"},
+                                                              {"tablesample", "TABLESAMPLE"},
+                                                              {"over", "window functions (OVER)"}};
   if (t.kind == Tok::kIdent) {
     if (auto it = kClauses.find(t.text); it != kClauses.end()) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("{} is not supported yet", it->second), t.pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("{} is not supported yet", it->second), t.pos);
     }
   }
-  if (t.IsOp("[")) return Status::Sql(sqlstate::kFeatureNotSupported, "multidimensional arrays and array slices are not supported", t.pos);
+  if (t.IsOp("["))
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       "multidimensional arrays and array slices are not supported", t.pos);
   return SyntaxError();
 }
 
@@ -81,7 +86,8 @@ Result<uint64_t> Parser::UnsignedInt() {
   uint64_t v = 0;
   if (t.kind != Tok::kInteger) return SyntaxError();
   auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-  if (ec != std::errc()) return Status::Sql(sqlstate::kNumericValueOutOfRange, "number out of range", t.pos);
+  if (ec != std::errc())
+    return Status::Sql(sqlstate::kNumericValueOutOfRange, "number out of range", t.pos);
   i_++;
   return v;
 }
@@ -99,7 +105,9 @@ std::string Parser::SourceText(int from, int to) const {
   size_t a = byte_of(from);
   size_t b = byte_of(to);
   std::string s(src_.substr(a, b > a ? b - a : 0));
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r'))
+    s.pop_back();
   return s;
 }
 
@@ -123,8 +131,10 @@ Result<Statement> Parser::ParseStatement() {
   if (t.Is("alter")) return ParseAlter();
   if (t.Is("begin") || t.Is("start")) {
     i_++;
-    if (t.Is("start")) RETURN_NOT_OK(Expect("transaction"));
-    else if (!Accept("transaction")) Accept("work");
+    if (t.Is("start"))
+      RETURN_NOT_OK(Expect("transaction"));
+    else if (!Accept("transaction"))
+      Accept("work");
     TxnStmt b{TxnStmt::Kind::kBegin};
     RETURN_NOT_OK(ParseTxnModes(&b));
     return Statement(std::move(b));
@@ -210,11 +220,12 @@ Result<Statement> Parser::ParseStatement() {
     return Statement(std::move(s));
   }
   static const std::set<std::string> kKnownUnsupported = {
-      "grant", "revoke", "prepare",
-      "execute", "deallocate", "with", "values", "table", "savepoint", "release", "lock",
-      "listen", "notify", "discard", "reset", "comment", "cluster", "reindex", "checkpoint"};
+      "grant", "revoke",    "prepare", "execute", "deallocate", "with",   "values",
+      "table", "savepoint", "release", "lock",    "listen",     "notify", "discard",
+      "reset", "comment",   "cluster", "reindex", "checkpoint"};
   if (t.kind == Tok::kIdent && kKnownUnsupported.count(t.text)) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("{} is not supported yet", t.text), t.pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       fmt::format("{} is not supported yet", t.text), t.pos);
   }
   return SyntaxError();
 }
@@ -223,7 +234,9 @@ Result<Statement> Parser::ParseCopy() {
   i_++;
   CopyStmt c;
   c.table_pos = Peek().pos;
-  if (Peek().IsOp("(")) return Status::Sql(sqlstate::kFeatureNotSupported, "COPY (query) TO is not supported; copy a table", Peek().pos);
+  if (Peek().IsOp("("))
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       "COPY (query) TO is not supported; copy a table", Peek().pos);
   ASSIGN_OR_RETURN(c.table, QualifiedName());
   if (AcceptOp("(")) {
     do {
@@ -235,19 +248,27 @@ Result<Statement> Parser::ParseCopy() {
   if (Accept("from")) {
     c.from = true;
     if (!Accept("stdin")) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, "COPY FROM supports only STDIN (files are read by the client)", Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         "COPY FROM supports only STDIN (files are read by the client)",
+                         Peek().pos);
     }
   } else if (Accept("to")) {
     c.from = false;
-    if (!Accept("stdout")) return Status::Sql(sqlstate::kFeatureNotSupported, "COPY TO supports only STDOUT", Peek().pos);
+    if (!Accept("stdout"))
+      return Status::Sql(sqlstate::kFeatureNotSupported, "COPY TO supports only STDOUT",
+                         Peek().pos);
   } else {
     return SyntaxError();
   }
   Accept("with");
   auto option = [&](const std::string& name) -> Status {
     if (name == "format") {
-      if (Peek().Is("csv")) c.csv = true;
-      else if (!Peek().Is("text")) return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("COPY format \"{}\" is not supported", Peek().text), Peek().pos);
+      if (Peek().Is("csv"))
+        c.csv = true;
+      else if (!Peek().Is("text"))
+        return Status::Sql(sqlstate::kFeatureNotSupported,
+                           fmt::format("COPY format \"{}\" is not supported", Peek().text),
+                           Peek().pos);
       i_++;
     } else if (name == "csv") {
       c.csv = true;
@@ -256,7 +277,8 @@ Result<Statement> Parser::ParseCopy() {
       Accept("true") || Accept("on");
     } else if (name == "delimiter") {
       if (Peek().kind != Tok::kString || Peek().text.size() != 1) {
-        return Status::Sql(sqlstate::kInvalidParameterValue, "COPY delimiter must be a single one-byte character", Peek().pos);
+        return Status::Sql(sqlstate::kInvalidParameterValue,
+                           "COPY delimiter must be a single one-byte character", Peek().pos);
       }
       c.delimiter = Next().text[0];
     } else if (name == "null") {
@@ -268,7 +290,8 @@ Result<Statement> Parser::ParseCopy() {
       if (Peek().kind != Tok::kString) return SyntaxError();
       i_++;
     } else {
-      return Status::Sql(sqlstate::kSyntaxError, fmt::format("option \"{}\" not recognized", name), Peek().pos);
+      return Status::Sql(sqlstate::kSyntaxError, fmt::format("option \"{}\" not recognized", name),
+                         Peek().pos);
     }
     return Status::OK();
   };
@@ -279,8 +302,9 @@ Result<Statement> Parser::ParseCopy() {
     } while (AcceptOp(","));
     RETURN_NOT_OK(ExpectOp(")"));
   } else {
-    while (Peek().kind == Tok::kIdent && (Peek().Is("csv") || Peek().Is("header") || Peek().Is("delimiter") ||
-                                           Peek().Is("null") || Peek().Is("freeze"))) {
+    while (Peek().kind == Tok::kIdent &&
+           (Peek().Is("csv") || Peek().Is("header") || Peek().Is("delimiter") ||
+            Peek().Is("null") || Peek().Is("freeze"))) {
       std::string name = Next().text;
       if (name == "delimiter" || name == "null") Accept("as");
       RETURN_NOT_OK(option(name));

@@ -22,7 +22,9 @@ Result<SqlType> Parser::ArraySuffix(SqlType t) {
     int pos = Next().pos;
     if (Peek().kind == Tok::kInteger) i_++;
     RETURN_NOT_OK(ExpectOp("]"));
-    if (t.id == TypeId::kArray) return Status::Sql(sqlstate::kFeatureNotSupported, "multidimensional arrays are not supported", pos);
+    if (t.id == TypeId::kArray)
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         "multidimensional arrays are not supported", pos);
     t = SqlType::Array(t.id);
   }
   return t;
@@ -41,7 +43,8 @@ Result<SqlType> Parser::ParseBaseType() {
     ASSIGN_OR_RETURN(uint64_t len, UnsignedInt());
     RETURN_NOT_OK(ExpectOp(")"));
     if (len == 0 || len > 10485760) {
-      return Status::Sql(sqlstate::kInvalidParameterValue, "length for type varchar must be between 1 and 10485760", t.pos);
+      return Status::Sql(sqlstate::kInvalidParameterValue,
+                         "length for type varchar must be between 1 and 10485760", t.pos);
     }
     return static_cast<int32_t>(len);
   };
@@ -71,15 +74,21 @@ Result<SqlType> Parser::ParseBaseType() {
     }
     RETURN_NOT_OK(ExpectOp(")"));
     if (precision < 1 || precision > 1000) {
-      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("NUMERIC precision {} must be between 1 and 1000", precision), pos);
+      return Status::Sql(sqlstate::kInvalidParameterValue,
+                         fmt::format("NUMERIC precision {} must be between 1 and 1000", precision),
+                         pos);
     }
     if (precision > static_cast<uint64_t>(kMaxDecimalDigits)) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("NUMERIC precision {} is beyond the supported {}", precision,
-                                              kMaxDecimalDigits), pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("NUMERIC precision {} is beyond the supported {}", precision,
+                                     kMaxDecimalDigits),
+                         pos);
     }
     if (scale > precision) {
-      return Status::Sql(sqlstate::kInvalidParameterValue, fmt::format("NUMERIC scale {} must be between 0 and precision {}", scale, precision),
-                         pos);
+      return Status::Sql(
+          sqlstate::kInvalidParameterValue,
+          fmt::format("NUMERIC scale {} must be between 0 and precision {}", scale, precision),
+          pos);
     }
     return SqlType::Numeric(static_cast<int>(precision), static_cast<int>(scale));
   }
@@ -105,14 +114,17 @@ Result<SqlType> Parser::ParseBaseType() {
       RETURN_NOT_OK(Expect("time"));
       RETURN_NOT_OK(Expect("zone"));
     } else if (Peek().Is("with")) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, "type timestamp with time zone is not supported", Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         "type timestamp with time zone is not supported", Peek().pos);
     }
     return SqlType{TypeId::kTimestamp};
   }
   if (n == "timestamptz" || n == "date") {
-    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("type {} is not supported yet", n), t.pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       fmt::format("type {} is not supported yet", n), t.pos);
   }
-  return Status::Sql(sqlstate::kUndefinedObject, fmt::format("type \"{}\" does not exist", n), t.pos);
+  return Status::Sql(sqlstate::kUndefinedObject, fmt::format("type \"{}\" does not exist", n),
+                     t.pos);
 }
 
 Result<Statement> Parser::ParseCreate() {
@@ -127,7 +139,9 @@ Result<Statement> Parser::ParseCreate() {
     v.or_replace = or_replace;
     v.pos = Peek().pos;
     ASSIGN_OR_RETURN(v.name, QualifiedName());
-    if (Peek().IsOp("(")) return Status::Sql(sqlstate::kFeatureNotSupported, "view column lists are not supported", Peek().pos);
+    if (Peek().IsOp("("))
+      return Status::Sql(sqlstate::kFeatureNotSupported, "view column lists are not supported",
+                         Peek().pos);
     RETURN_NOT_OK(Expect("as"));
     int start = Peek().pos;
     v.query = std::make_shared<SelectStmt>();
@@ -151,7 +165,8 @@ Result<Statement> Parser::ParseCreate() {
   }
   if (Peek().Is("unique") || Peek().Is("index")) return ParseCreateIndex();
   if (!Accept("table")) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("CREATE {} is not supported", Peek().text), Peek().pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       fmt::format("CREATE {} is not supported", Peek().text), Peek().pos);
   }
   CreateTableStmt s;
   if (Accept("if")) {
@@ -176,14 +191,17 @@ Result<Statement> Parser::ParseCreate() {
       continue;
     }
     if (!constraint.empty() && !Peek().Is("primary")) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("table constraint {} is not supported", Peek().text), Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("table constraint {} is not supported", Peek().text),
+                         Peek().pos);
     }
     if (Peek().Is("primary")) {
       s.pk_pos = Peek().pos;
       i_++;
       RETURN_NOT_OK(Expect("key"));
       if (!s.primary_key.empty()) {
-        return Status::Sql(sqlstate::kInvalidTableDefinition, "multiple primary keys for table are not allowed", s.pk_pos);
+        return Status::Sql(sqlstate::kInvalidTableDefinition,
+                           "multiple primary keys for table are not allowed", s.pk_pos);
       }
       RETURN_NOT_OK(ExpectOp("("));
       do {
@@ -221,14 +239,16 @@ Result<Statement> Parser::ParseCreate() {
         i_++;
       } else if (Peek().Is("check") || Peek().Is("references") || Peek().Is("constraint") ||
                  Peek().Is("generated")) {
-        return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("column constraint {} is not supported yet",
-                                                Peek().text), Peek().pos);
+        return Status::Sql(sqlstate::kFeatureNotSupported,
+                           fmt::format("column constraint {} is not supported yet", Peek().text),
+                           Peek().pos);
       } else if (Peek().Is("primary")) {
         int p = Peek().pos;
         i_++;
         RETURN_NOT_OK(Expect("key"));
         if (!s.primary_key.empty()) {
-          return Status::Sql(sqlstate::kInvalidTableDefinition, "multiple primary keys for table are not allowed", p);
+          return Status::Sql(sqlstate::kInvalidTableDefinition,
+                             "multiple primary keys for table are not allowed", p);
         }
         c.primary_key = true;
         s.primary_key.push_back(c.name);
@@ -277,16 +297,21 @@ Result<Statement> Parser::ParseCreateIndex() {
   if (Accept("using")) {
     ASSIGN_OR_RETURN(std::string method, Name());
     if (method != "btree") {
-      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("index access method \"{}\" is not supported", method), Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("index access method \"{}\" is not supported", method),
+                         Peek().pos);
     }
   }
   RETURN_NOT_OK(ExpectOp("("));
   do {
     if (Peek().kind != Tok::kIdent) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, "indexes on expressions are not supported", Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported, "indexes on expressions are not supported",
+                         Peek().pos);
     }
     ASSIGN_OR_RETURN(std::string c, Name());
-    if (Peek().IsOp("(")) return Status::Sql(sqlstate::kFeatureNotSupported, "indexes on expressions are not supported", Peek().pos);
+    if (Peek().IsOp("("))
+      return Status::Sql(sqlstate::kFeatureNotSupported, "indexes on expressions are not supported",
+                         Peek().pos);
     s.columns.push_back(std::move(c));
     bool desc = Accept("desc");
     if (!desc) Accept("asc");
@@ -295,7 +320,8 @@ Result<Statement> Parser::ParseCreateIndex() {
   } while (AcceptOp(","));
   RETURN_NOT_OK(ExpectOp(")"));
   if (Accept("include") || Peek().Is("where")) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, "partial indexes and INCLUDE columns are not supported", Peek().pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       "partial indexes and INCLUDE columns are not supported", Peek().pos);
   }
   RETURN_NOT_OK(SkipStorageParameters());
   return Statement(std::move(s));
@@ -316,7 +342,8 @@ Status Parser::ParseUserOptions(UserStmt* u) {
                Peek().Is("inherit") || Peek().Is("noinherit")) {
       i_++;  // role attributes: every user may do everything
     } else {
-      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("role option {} is not supported", Peek().text), Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("role option {} is not supported", Peek().text), Peek().pos);
     }
   }
   return Status::OK();
@@ -333,7 +360,8 @@ Result<Statement> Parser::ParseDrop() {
     }
     ASSIGN_OR_RETURN(d.name, Name());
     if (AcceptOp("(")) {  // WITH (FORCE) is not offered: sessions must leave first
-      return Status::Sql(sqlstate::kFeatureNotSupported, "DROP DATABASE options are not supported", Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported, "DROP DATABASE options are not supported",
+                         Peek().pos);
     }
     return Statement(std::move(d));
   }
@@ -352,7 +380,8 @@ Result<Statement> Parser::ParseDrop() {
   s.index = !s.view && Accept("index");
   if (s.index) Accept("concurrently");
   if (!s.view && !s.index && !Accept("table")) {
-    return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("DROP {} is not supported", Peek().text), Peek().pos);
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       fmt::format("DROP {} is not supported", Peek().text), Peek().pos);
   }
   if (Accept("if")) {
     RETURN_NOT_OK(Expect("exists"));
@@ -382,7 +411,8 @@ Result<Statement> Parser::ParseAlter() {
       a.pos = Next().pos;
       if (Accept("constraint")) RETURN_NOT_OK(Name().status());
       if (!Peek().Is("primary")) {
-        return Status::Sql(sqlstate::kFeatureNotSupported, "ALTER TABLE ... ADD supports only PRIMARY KEY", Peek().pos);
+        return Status::Sql(sqlstate::kFeatureNotSupported,
+                           "ALTER TABLE ... ADD supports only PRIMARY KEY", Peek().pos);
       }
       i_++;
       RETURN_NOT_OK(Expect("key"));
@@ -395,8 +425,10 @@ Result<Statement> Parser::ParseAlter() {
       return Statement(std::move(a));
     }
     if (!Peek().Is("move")) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, "ALTER TABLE supports only ADD PRIMARY KEY and MOVE SEGMENT <id> TO NODE <id>",
-                         Peek().pos);
+      return Status::Sql(
+          sqlstate::kFeatureNotSupported,
+          "ALTER TABLE supports only ADD PRIMARY KEY and MOVE SEGMENT <id> TO NODE <id>",
+          Peek().pos);
     }
     i_++;
     RETURN_NOT_OK(Expect("segment"));
@@ -434,7 +466,8 @@ Result<Statement> Parser::ParseAlter() {
     }
     return Statement(std::move(s));
   }
-  return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("ALTER {} is not supported", Peek().text), Peek().pos);
+  return Status::Sql(sqlstate::kFeatureNotSupported,
+                     fmt::format("ALTER {} is not supported", Peek().text), Peek().pos);
 }
 
 }  // namespace wattdb::sql::internal

@@ -1,9 +1,9 @@
 // Expression parsing: precedence climbing, loosest first: OR, AND, NOT, IS/comparison,
 // BETWEEN/IN/LIKE, ||, + -, * / %, unary -, ::.
 #include <charconv>
+
 #include "common/sqlstate.h"
 #include "common/stack_guard.h"
-
 #include "query/sql/parser_internal.h"
 
 namespace wattdb::sql::internal {
@@ -27,9 +27,10 @@ Result<ExprPtr> Parser::ParseOr() {
   // Every expression passes here: bound the depth of its tree, which the loops above and
   // below build without recursion (later passes over the tree recurse).
   if (MeasureDepth(*l) > kMaxExprDepth) {
-    return Status::Sql(sqlstate::kStatementTooComplex,
-                       fmt::format("statement too complex: an expression nests {} levels deep (at most {})",
-                                   l->depth, kMaxExprDepth));
+    return Status::Sql(
+        sqlstate::kStatementTooComplex,
+        fmt::format("statement too complex: an expression nests {} levels deep (at most {})",
+                    l->depth, kMaxExprDepth));
   }
   return l;
 }
@@ -76,7 +77,8 @@ Result<ExprPtr> Parser::ParseComparison() {
       RETURN_NOT_OK(ExpectOp(")"));
     }
     if (!op.empty()) {
-      if ((Peek().Is("any") || Peek().Is("some") || Peek().Is("all")) && Peek(1).IsOp("(") && !IsSelectAhead(1)) {
+      if ((Peek().Is("any") || Peek().Is("some") || Peek().Is("all")) && Peek(1).IsOp("(") &&
+          !IsSelectAhead(1)) {
         // x op ANY (array): true if the comparison holds for some (ALL: every) element.
         bool all = Next().Is("all");
         i_++;
@@ -244,7 +246,8 @@ Result<ExprPtr> Parser::ParseUnary() {
   if (Peek().IsOp("-") || Peek().IsOp("+")) {
     const Token& t = Next();
     ASSIGN_OR_RETURN(ExprPtr a, ParseUnary());
-    if (t.text == "+" && a->kind == Expr::Kind::kLiteral && SqlType{a->value.type()}.IsNumeric()) return a;
+    if (t.text == "+" && a->kind == Expr::Kind::kLiteral && SqlType{a->value.type()}.IsNumeric())
+      return a;
     // Fold -literal so that -9223372036854775808 parses.
     if (a->kind == Expr::Kind::kLiteral && a->value.type() == TypeId::kDouble) {
       a->value = Value::Double(-a->value.as_double());
@@ -271,7 +274,8 @@ Result<ExprPtr> Parser::ParseCastSuffix() {
       int p = Next().pos;
       int k = Peek().Is("pg_catalog") && Peek(1).IsOp(".") ? 2 : 0;
       const Token& ty = Peek(k);
-      if (ty.Is("regclass") || ty.Is("regtype") || ty.Is("regnamespace") || ty.Is("regproc") || ty.Is("regrole")) {
+      if (ty.Is("regclass") || ty.Is("regtype") || ty.Is("regnamespace") || ty.Is("regproc") ||
+          ty.Is("regrole")) {
         // Object identifier types print names: evaluated from the catalog.
         i_ += k + 1;
         auto f = std::make_unique<Expr>(Expr::Kind::kFunc, p);
@@ -340,7 +344,8 @@ Result<ExprPtr> Parser::ParsePrimary() {
       auto e = std::make_unique<Expr>(Expr::Kind::kParam, t.pos);
       auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), e->param);
       if (ec != std::errc() || e->param < 1 || e->param > 65535) {
-        return Status::Sql(sqlstate::kUndefinedParameter, fmt::format("there is no parameter ${}", t.text), t.pos);
+        return Status::Sql(sqlstate::kUndefinedParameter,
+                           fmt::format("there is no parameter ${}", t.text), t.pos);
       }
       return e;
     }
@@ -361,9 +366,11 @@ Result<ExprPtr> Parser::ParsePrimary() {
         return e;
       }
       return SyntaxError();
-    case Tok::kEnd: return SyntaxError();
+    case Tok::kEnd:
+      return SyntaxError();
     case Tok::kIdent:
-    case Tok::kQuotedIdent: break;
+    case Tok::kQuotedIdent:
+      break;
   }
   if (t.kind == Tok::kIdent) {
     if (t.Is("null")) {
@@ -428,7 +435,8 @@ Result<ExprPtr> Parser::ParsePrimary() {
       return c;
     }
     // LEFT and RIGHT are join keywords, and also functions.
-    if (kReserved.count(t.text) && !((t.Is("left") || t.Is("right")) && Peek(1).IsOp("("))) return SyntaxError();
+    if (kReserved.count(t.text) && !((t.Is("left") || t.Is("right")) && Peek(1).IsOp("(")))
+      return SyntaxError();
   }
   i_++;
   std::string name = t.text;

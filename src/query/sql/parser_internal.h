@@ -25,6 +25,7 @@ class Parser {
   // Joins in one query string (54001 beyond): join trees are built by a loop, and later
   // passes over them recurse.
   static constexpr int kMaxJoins = 100;
+
  public:
   Parser(std::vector<Token> toks, std::string_view src) : t_(std::move(toks)), src_(src) {}
 
@@ -54,9 +55,11 @@ class Parser {
   }
   Status SyntaxError() const {
     const Token& t = Peek();
-    if (t.kind == Tok::kEnd) return Status::Sql(sqlstate::kSyntaxError, "syntax error at end of input", t.pos);
+    if (t.kind == Tok::kEnd)
+      return Status::Sql(sqlstate::kSyntaxError, "syntax error at end of input", t.pos);
     std::string shown = t.kind == Tok::kString ? "'" + t.text + "'" : t.text;
-    return Status::Sql(sqlstate::kSyntaxError, fmt::format("syntax error at or near \"{}\"", shown), t.pos);
+    return Status::Sql(sqlstate::kSyntaxError, fmt::format("syntax error at or near \"{}\"", shown),
+                       t.pos);
   }
   // 0A000 naming a known but unsupported clause at the current token, else 42601.
   Status UnsupportedOrSyntaxError() const;

@@ -1,7 +1,7 @@
 // Query parsing: SELECT cores, set operations, ORDER BY / LIMIT, FROM items and joins.
 #include "common/sqlstate.h"
-#include "query/sql/parser_internal.h"
 #include "common/stack_guard.h"
+#include "query/sql/parser_internal.h"
 
 namespace wattdb::sql::internal {
 
@@ -78,7 +78,9 @@ Result<SelectStmt> Parser::ParseSelectCore() {
   RETURN_NOT_OK(Expect("select"));
   SelectStmt s;
   if (Accept("distinct")) {
-    if (Peek().Is("on")) return Status::Sql(sqlstate::kFeatureNotSupported, "SELECT DISTINCT ON is not supported", Peek().pos);
+    if (Peek().Is("on"))
+      return Status::Sql(sqlstate::kFeatureNotSupported, "SELECT DISTINCT ON is not supported",
+                         Peek().pos);
     s.distinct = true;
   } else {
     Accept("all");
@@ -123,7 +125,8 @@ Result<SelectStmt> Parser::ParseSelectCore() {
   if (Accept("having")) {
     ASSIGN_OR_RETURN(s.having, ParseExpr());
   }
-  if (Peek().Is("window")) return Status::Sql(sqlstate::kFeatureNotSupported, "WINDOW is not supported", Peek().pos);
+  if (Peek().Is("window"))
+    return Status::Sql(sqlstate::kFeatureNotSupported, "WINDOW is not supported", Peek().pos);
   return s;
 }
 
@@ -158,7 +161,9 @@ Status Parser::ParseOrderLimit(SelectStmt* s) {
       Accept("rows") || Accept("row");
     }
   }
-  if (Peek().Is("fetch")) return Status::Sql(sqlstate::kFeatureNotSupported, "FETCH FIRST is not supported; use LIMIT", Peek().pos);
+  if (Peek().Is("fetch"))
+    return Status::Sql(sqlstate::kFeatureNotSupported, "FETCH FIRST is not supported; use LIMIT",
+                       Peek().pos);
   if (Accept("for")) {
     if (!(Accept("update") || Accept("share"))) {
       if (Accept("no")) {
@@ -169,9 +174,12 @@ Status Parser::ParseOrderLimit(SelectStmt* s) {
         RETURN_NOT_OK(Expect("share"));
       }
     }
-    if (Peek().Is("of")) return Status::Sql(sqlstate::kFeatureNotSupported, "FOR UPDATE OF is not supported", Peek().pos);
+    if (Peek().Is("of"))
+      return Status::Sql(sqlstate::kFeatureNotSupported, "FOR UPDATE OF is not supported",
+                         Peek().pos);
     if (Peek().Is("nowait") || Peek().Is("skip")) {
-      return Status::Sql(sqlstate::kFeatureNotSupported, fmt::format("FOR UPDATE {} is not supported", Peek().text), Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("FOR UPDATE {} is not supported", Peek().text), Peek().pos);
     }
     s->for_update = true;
   }
@@ -195,7 +203,8 @@ Result<TableRef> Parser::ParseTablePrimary() {
     ASSIGN_OR_RETURN(*ref.subquery, ParseSelect());
     RETURN_NOT_OK(ExpectOp(")"));
   } else {
-    if (Peek().Is("lateral")) return Status::Sql(sqlstate::kFeatureNotSupported, "LATERAL is not supported", Peek().pos);
+    if (Peek().Is("lateral"))
+      return Status::Sql(sqlstate::kFeatureNotSupported, "LATERAL is not supported", Peek().pos);
     ASSIGN_OR_RETURN(ref.name, QualifiedName());
     if (AcceptOp("(")) {  // a function in FROM: generate_series(...)
       ref.kind = TableRef::Kind::kFunction;
@@ -211,10 +220,13 @@ Result<TableRef> Parser::ParseTablePrimary() {
   if (Accept("as")) {
     ASSIGN_OR_RETURN(ref.alias, Name());
   } else if (Peek().kind == Tok::kQuotedIdent ||
-             (Peek().kind == Tok::kIdent && !kReserved.count(Peek().text) && !Peek().Is("natural"))) {
+             (Peek().kind == Tok::kIdent && !kReserved.count(Peek().text) &&
+              !Peek().Is("natural"))) {
     ref.alias = Next().text;
   }
-  if (Peek().IsOp("(")) return Status::Sql(sqlstate::kFeatureNotSupported, "column alias lists are not supported", Peek().pos);
+  if (Peek().IsOp("("))
+    return Status::Sql(sqlstate::kFeatureNotSupported, "column alias lists are not supported",
+                       Peek().pos);
   if (ref.kind == TableRef::Kind::kSubquery && ref.alias.empty()) {
     return Status::Sql(sqlstate::kSyntaxError, "subquery in FROM must have an alias", ref.pos);
   }
@@ -245,7 +257,8 @@ Result<TableRef> Parser::ParseFromItem() {
       return l;
     }
     if (++joins_ > kMaxJoins) {
-      return Status::Sql(sqlstate::kStatementTooComplex, fmt::format("statement too complex: more than {} joins", kMaxJoins), pos);
+      return Status::Sql(sqlstate::kStatementTooComplex,
+                         fmt::format("statement too complex: more than {} joins", kMaxJoins), pos);
     }
     TableRef j;
     j.kind = TableRef::Kind::kJoin;
