@@ -13,7 +13,6 @@ usage: experiments/energy_proportionality/run.py [--quick] [--out DIR] [--build 
 --quick: levels 100% and 20% only, short phases (under 3 minutes); checks the shape:
 dynamic draws less than static at 20%, no failed query, every row still there.
 """
-import argparse
 import csv
 import os
 import sys
@@ -22,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from wattdb_lab import RANGE_QUERY, Cluster, dynamic_policy, ep_metric, log  # noqa: E402
+import cli  # noqa: E402
 
 
 def run_level(cl, script, level, peak, settle, measure, clients):
@@ -83,11 +83,7 @@ def plot(rows, out):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
+    ap = cli.parser(__doc__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"), raw_description=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     quick = a.quick

@@ -12,7 +12,6 @@ usage: experiments/load_step/run.py [--quick] [--out DIR] [--build DIR] [--hosts
 --quick: short phases (under 3 minutes); checks the shape: a node woke and served, no failed
 query, every row still there.
 """
-import argparse
 import csv
 import datetime
 import os
@@ -22,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from wattdb_lab import RANGE_QUERY, Cluster, dynamic_policy, log  # noqa: E402
+import cli  # noqa: E402
 
 
 def smooth(v, k=3):
@@ -72,11 +72,7 @@ class Sampler(threading.Thread):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
+    ap = cli.parser(__doc__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"), raw_description=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     quick = a.quick

@@ -18,7 +18,6 @@ usage: experiments/offloading/run.py [--quick] [--rows N] [--clients 1,2,4] [--s
 --quick: 50,000 rows, 1 and 2 clients, 4 s each; fails if a setting gives another answer or
 a query fails, or if offloading never reached a helper.
 """
-import argparse
 import csv
 import os
 import statistics
@@ -32,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks", "analytics"))
 from wattdb_lab import Cluster, free_port_pair, log  # noqa: E402
+import cli  # noqa: E402
 import run as analytics  # noqa: E402
 
 # Queries whose blocking operator above the exchange carries real work: the merge of about
@@ -95,15 +95,11 @@ def run_point(cl, setting, clients, seconds, answers, errors):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
+    ap = cli.parser(__doc__, HERE)
     ap.add_argument("--rows", type=int, default=0)
     ap.add_argument("--clients", default="")
     ap.add_argument("--seconds", type=float, default=0)
     ap.add_argument("--cpus", type=float, default=0.5, help="CPU cap of every host, the master's too (0.5)")
-    ap.add_argument("--out", default=HERE)
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
     args = ap.parse_args()
     rows = args.rows or (50_000 if args.quick else 500_000)
     clients = [int(x) for x in (args.clients or ("1,2" if args.quick else "1,2,4,6")).split(",") if x]

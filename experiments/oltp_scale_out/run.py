@@ -18,7 +18,6 @@ usage: experiments/oltp_scale_out/run.py [--quick] [--scale N] [--clients N] [--
 --quick: scale 1, 1 and 3 nodes, 1 run of 3 s per workload; checks only that nothing fails and
 the balances add up.
 """
-import argparse
 import csv
 import os
 import re
@@ -31,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks", "analytics"))
 from wattdb_lab import Cluster, log  # noqa: E402
+import cli  # noqa: E402
 import run as analytics  # noqa: E402
 
 WORKLOADS = [("select-only", ["-S"]), ("tpcb-like", ["-b", "tpcb-like"])]
@@ -93,8 +93,7 @@ def run_size(args, n):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
+    ap = cli.parser(__doc__, HERE)
     ap.add_argument("--scale", type=int, default=0, help="pgbench scale (default 4)")
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--seconds", type=int, default=0, help="seconds per run (default 15)")
@@ -102,9 +101,6 @@ def main():
     ap.add_argument("--nodes", default="", help="cluster sizes (default 1,2,3; --quick 1,3)")
     ap.add_argument("--cpus", type=float, default=0.25, help="CPU cap of each node's host (default 0.25)")
     ap.add_argument("--segment-mb", type=int, default=8, help="segment size in MiB (default 8)")
-    ap.add_argument("--out", default=HERE)
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
     args = ap.parse_args()
     args.scale = args.scale or (1 if args.quick else 4)
     args.seconds = args.seconds or (3 if args.quick else 15)

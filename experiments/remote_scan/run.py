@@ -30,7 +30,6 @@ usage: experiments/remote_scan/run.py [--quick] [--rows N] [--runs N] [--out DIR
 --pad: every row's pad is the same text (default), or each row's differs (nothing repeats for
 the exchange's dictionary encoding to save).
 """
-import argparse
 import csv
 import os
 import statistics
@@ -39,6 +38,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from wattdb_lab import Cluster, log, pin_threads  # noqa: E402
+import cli  # noqa: E402
 
 QUERY = "SELECT count(*), sum(v), max(length(pad)) FROM t"
 MODES = [
@@ -64,13 +64,9 @@ def timed(cl, settings):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
+    ap = cli.parser(__doc__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     ap.add_argument("--rows", type=int, default=0)
     ap.add_argument("--runs", type=int, default=0)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
     ap.add_argument("--cpus", type=float, default=1.0)
     ap.add_argument("--cap", choices=["cores", "quota"], default=None,
                     help="an emulated node's CPU limit: cores of its own (default for a whole number of "

@@ -15,7 +15,6 @@ usage: experiments/scale_out/run.py [--quick] [--rows N] [--runs N] [--nodes 1,2
                                     [--out DIR] [--build DIR] [--hosts emulated|loopback]
 --quick: 100,000 rows, 2 runs; checks that every cluster size gives the same answers.
 """
-import argparse
 import csv
 import os
 import statistics
@@ -28,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks", "analytics"))
 from wattdb_lab import Cluster, log  # noqa: E402
+import cli  # noqa: E402
 import run as analytics  # noqa: E402
 
 
@@ -83,15 +83,11 @@ def run_size(args, n, data, rows):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
+    ap = cli.parser(__doc__, HERE)
     ap.add_argument("--rows", type=int, default=0)
     ap.add_argument("--runs", type=int, default=0)
     ap.add_argument("--nodes", default="1,2,3")
     ap.add_argument("--cpus", type=float, default=0.5, help="CPU cap of each node's host (default 0.5)")
-    ap.add_argument("--out", default=HERE)
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None)
     args = ap.parse_args()
     rows = args.rows or (100_000 if args.quick else 5_000_000)
     args.runs = args.runs or (2 if args.quick else 5)
