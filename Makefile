@@ -8,7 +8,7 @@ DURATION ?= 1800
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = fuzz_sql_parser fuzz_pg_wire fuzz_cluster_message fuzz_config
 
-.PHONY: all deps build run test asan bench chaos fuzz clean format format-check
+.PHONY: all deps build run test asan sanitize bench chaos fuzz clean format format-check
 
 all: build
 
@@ -30,6 +30,14 @@ asan: deps
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWATTDB_SANITIZE=ON > /dev/null
 	@cmake --build build-asan
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 -E '_smoke'
+
+# Clang 14 with AddressSanitizer and UndefinedBehaviorSanitizer and the thread-safety analysis
+# (-Wthread-safety -Werror): builds everything, runs the unit, SQL, fuzz and lint tests. CI runs
+# it after `make test`.
+sanitize: deps
+	@CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWATTDB_SANITIZE=ON > /dev/null
+	@cmake --build build-clang
+	@cd build-clang && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 -LE 'integration|experiment'
 
 # Chaos run (kills, freezes, moves under bank transfers and inserts) for DURATION seconds.
 chaos: build
@@ -62,4 +70,4 @@ bench: build
 	@$(BUILD)/bin/wattdb-bench
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz run
+	rm -rf $(BUILD) build-asan build-clang build-fuzz run

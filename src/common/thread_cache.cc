@@ -31,18 +31,18 @@ void ThreadCache::Run(std::function<void()> task) {
   std::thread([this, t = std::move(task)]() mutable { Loop(std::move(t)); }).detach();
 }
 
-void ThreadCache::RunCounted(size_t n, std::mutex& mu, size_t& running,
-                             std::condition_variable& ended, const std::function<void()>& task) {
+void ThreadCache::RunCounted(size_t n, Mutex& mu, size_t& running, CondVar& ended,
+                             const std::function<void()>& task) {
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     running = n;
   }
   for (size_t i = 0; i < n; i++) {
     Run([&mu, &running, &ended, task] {
       task();
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(mu);
       if (--running == 0)
-        ended.notify_all();  // under the lock: the owner may go once it is released
+        ended.SignalAll();  // under the lock: the owner may go once it is released
     });
   }
 }

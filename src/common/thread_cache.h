@@ -13,6 +13,8 @@
 #include <functional>
 #include <mutex>
 
+#include "common/mutex.h"
+
 namespace wattdb {
 
 class ThreadCache {
@@ -30,7 +32,7 @@ class ThreadCache {
   // done, decrements it under `mu` and the last notifies `ended`, so that the owner of the
   // three may wait under `mu` for `running == 0` and then go. The count is the caller's
   // local n, never `running`, which tasks that end at once decrement meanwhile.
-  void RunCounted(size_t n, std::mutex& mu, size_t& running, std::condition_variable& ended,
+  void RunCounted(size_t n, Mutex& mu, size_t& running, CondVar& ended,
                   const std::function<void()>& task);
 
   // The process's cache (idle threads linger 10 s); never destroyed.

@@ -208,7 +208,6 @@ TEST(Connection, ClusterKeyAuthenticatesBothSidesAndEveryFrame) {
 // A frame altered in flight fails its MAC: the receiver drops the connection.
 TEST(Connection, TamperedFrameIsRejected) {
   ClusterKey key = Key('k');
-  std::atomic<int> refused{0};
   std::atomic<bool> rejected{false};
   TcpServer server("auth", "127.0.0.1", 0, [&](Socket& s) {
     Connection c(&s);

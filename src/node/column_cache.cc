@@ -177,7 +177,7 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
   SegmentId id = seg->meta().id;
   uint64_t version = seg->data_version();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (++gets_ % 256 == 0) PruneLocked();
     Entry& e = entries_[id];
     if (e.seg.lock() != seg) {
@@ -241,7 +241,7 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
     e.probe = false;  // the build records anew
   }
   auto built = Build(store, seg);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = entries_.find(id);
   bool ours = it != entries_.end() && it->second.seg.lock() == seg;
   if (ours) it->second.building = false;
@@ -412,7 +412,7 @@ void ColumnCache::PruneLocked() {
 }
 
 ColumnCacheStats ColumnCache::stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return stats_;
 }
 

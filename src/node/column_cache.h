@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "query/exec/batch.h"
 #include "storage/segment_store.h"
@@ -162,21 +163,23 @@ class ColumnCache {
   static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store,
                                                      const storage::SegmentRef& seg);
   // REQUIRES mu_ for each:
-  void DropImageLocked(Entry& e);  // and ends the recording of commits it answers with
-  void ForgetImageLocked(Entry& e);
+  // And ends the recording of commits it answers with.
+  void DropImageLocked(Entry& e) REQUIRES(mu_);
+  void ForgetImageLocked(Entry& e) REQUIRES(mu_);
   // Least recently used images idle for kIdleMicros, while past the budget (but not `keep`'s,
   // just built: the budget may be exceeded by one image).
-  void EvictLocked(SegmentId keep);
-  bool RoomLocked() const;  // below the budget, or an image idle for kIdleMicros can give way
-  void PruneLocked();       // entries of segments gone, images of segments changed
+  void EvictLocked(SegmentId keep) REQUIRES(mu_);
+  // Below the budget, or an image idle for kIdleMicros can give way.
+  bool RoomLocked() const REQUIRES(mu_);
+  void PruneLocked() REQUIRES(mu_);  // entries of segments gone, images of segments changed
 
   const size_t budget_;
   const int64_t quiet_micros_;
   const Clock& clock_;
-  mutable std::mutex mu_;
-  std::map<SegmentId, Entry> entries_;
-  uint64_t gets_ = 0;
-  ColumnCacheStats stats_;
+  mutable Mutex mu_;
+  std::map<SegmentId, Entry> entries_ GUARDED_BY(mu_);
+  uint64_t gets_ GUARDED_BY(mu_) = 0;
+  ColumnCacheStats stats_ GUARDED_BY(mu_);
   std::function<void()> before_get_;  // set_before_get_for_test
 };
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include <boost/program_options.hpp>
@@ -18,6 +19,21 @@
 
 namespace po = boost::program_options;
 using namespace wattdb;
+
+namespace {
+
+// Ends the process once, with its logs flushed, from whichever thread comes first: the main
+// thread after a clean stop, or the watchdog below. The other waits on the lock until the
+// process is gone. (Returning from main would run static destructors, spdlog's among them,
+// while the watchdog may be flushing the logs: AddressSanitizer caught the double free.)
+[[noreturn]] void ExitNow() {
+  static std::mutex mu;
+  mu.lock();
+  spdlog::shutdown();
+  _exit(0);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   wattdb::SetDefaultThreadStackSize(wattdb::kServerThreadStackBytes);
@@ -94,10 +110,10 @@ int main(int argc, char** argv) {
     int again = sigtimedwait(&s, nullptr, &ts);
     Log("node")->warn("{}; exiting now",
                       again > 0 ? "second signal" : "clean shutdown took over 1.8 s");
-    spdlog::shutdown();
-    _exit(0);
+    ExitNow();
   }).detach();
   resumable = nullptr;
   server.Stop();
-  return 0;
+  Log("node")->info("exiting");
+  ExitNow();
 }

@@ -102,7 +102,7 @@ void NodeServer::Stop() {
   if (server_) server_->Stop();
   // 2. Tell the master goodbye and end the link.
   {
-    std::lock_guard<std::mutex> l(link_mu_);
+    MutexLock l(link_mu_);
     if (link_conn_) {
       net::MessageBuilder mb;
       mb.initRoot<proto::NodeMessage>().setGoodbye();
@@ -110,17 +110,17 @@ void NodeServer::Stop() {
       link_conn_->Close();
     }
   }
-  link_cv_.notify_all();
+  link_cv_.SignalAll();
   if (link_thread_.joinable()) link_thread_.join();
   if (store_) store_->StopCollecting();  // a segment's rewrite in progress ends now
   {
-    std::lock_guard<std::mutex> l(upkeep_mu_);  // so the upkeep thread cannot miss the notify
+    MutexLock l(upkeep_mu_);  // so the upkeep thread cannot miss the notify
   }
-  upkeep_cv_.notify_all();
+  upkeep_cv_.SignalAll();
   if (upkeep_thread_.joinable()) upkeep_thread_.join();
   // 3. Flush and close storage (RocksDB's Close flushes the WAL), once no request of the
   //    hosting process runs.
-  std::unique_lock<std::shared_mutex> in_process(in_process_mu_);
+  WriterLock in_process(in_process_mu_);
   RunDeferred();  // deferred by a request of the hosting process after the upkeep thread ended
   participant_.reset();
   store_.reset();
@@ -139,8 +139,9 @@ void NodeServer::UpkeepLoop() {
   auto next = std::chrono::steady_clock::now() + tick;
   while (true) {
     {
-      std::unique_lock<std::mutex> l(upkeep_mu_);
-      upkeep_cv_.wait_until(l, next, [this] { return stopping_.load() || !deferred_.empty(); });
+      MutexLock l(upkeep_mu_);
+      while (!stopping_.load() && deferred_.empty() && upkeep_cv_.WaitUntil(upkeep_mu_, next)) {
+      }
     }
     RunDeferred();
     if (stopping_.load()) break;
@@ -161,7 +162,7 @@ void NodeServer::UpkeepLoop() {
 void NodeServer::RunDeferred() {
   std::vector<std::function<void()>> work;
   {
-    std::lock_guard<std::mutex> l(upkeep_mu_);
+    MutexLock l(upkeep_mu_);
     work.swap(deferred_);
   }
   for (auto& w : work) w();
@@ -169,10 +170,10 @@ void NodeServer::RunDeferred() {
 
 void NodeServer::Defer(std::function<void()> work) {
   {
-    std::lock_guard<std::mutex> l(upkeep_mu_);
+    MutexLock l(upkeep_mu_);
     deferred_.push_back(std::move(work));
   }
-  upkeep_cv_.notify_all();
+  upkeep_cv_.SignalAll();
 }
 
 void NodeServer::Serve(net::Socket& socket) {
@@ -213,7 +214,7 @@ bool NodeServer::Handle(Connection& conn, net::ReceivedMessage& msg) {
 }
 
 bool NodeServer::ServeInline(Connection& conn) {
-  std::shared_lock<std::shared_mutex> serving(in_process_mu_);
+  ReaderLock serving(in_process_mu_);
   auto msg = conn.Receive();  // already written by the caller: no wait
   if (!msg.ok()) return false;
   if (stopping_) {
@@ -324,8 +325,8 @@ bool NodeServer::OnHostPower(Connection& conn, net::ReceivedMessage& msg) {
 
 void NodeServer::Resumed() {
   resumed_ = true;
-  std::lock_guard<std::mutex> l(link_mu_);
-  link_cv_.notify_all();
+  MutexLock l(link_mu_);
+  link_cv_.SignalAll();
 }
 
 void NodeServer::MasterLink() {
@@ -367,9 +368,11 @@ void NodeServer::MasterLink() {
     if (!s.ok()) {
       Log("node")->warn("cannot reach master at {}:{}, retrying in {} ms: {}", opts_.master_host,
                         opts_.master_port, backoff_ms, s.message());
-      std::unique_lock<std::mutex> l(link_mu_);
-      link_cv_.wait_for(l, std::chrono::milliseconds(backoff_ms),
-                        [this] { return stopping_.load() || resumed_.exchange(false); });
+      MutexLock l(link_mu_);
+      auto until = CondVar::DeadlineIn(std::chrono::milliseconds(backoff_ms));
+      for (bool timed_out = false; !(stopping_.load() || resumed_.exchange(false)) && !timed_out;) {
+        timed_out = !link_cv_.WaitUntil(link_mu_, until);
+      }
       backoff_ms = std::min(backoff_ms * 2, 1000);
       continue;
     }
@@ -377,7 +380,7 @@ void NodeServer::MasterLink() {
     Log("node")->info("registered with master id={} master={}:{}", opts_.self.id, opts_.master_host,
                       opts_.master_port);
     {
-      std::lock_guard<std::mutex> l(link_mu_);
+      MutexLock l(link_mu_);
       link_conn_ = conn->get();
     }
     uint64_t beats = 0;
@@ -416,7 +419,7 @@ void NodeServer::MasterLink() {
       for (size_t i = 0; i < list.size(); i++) StatsTo(segs[i], list[i]);
       Status hs;
       {
-        std::lock_guard<std::mutex> l(link_mu_);
+        MutexLock l(link_mu_);
         if (stopping_) break;
         hs = (*conn)->Send(mb);
       }
@@ -424,15 +427,16 @@ void NodeServer::MasterLink() {
         Log("node")->warn("lost master link: {}", hs.message());
         break;
       }
-      std::unique_lock<std::mutex> l(link_mu_);
-      link_cv_.wait_for(l, std::chrono::milliseconds(opts_.telemetry_interval_ms),
-                        [this] { return stopping_.load() || resumed_.load(); });
+      MutexLock l(link_mu_);
+      auto until = CondVar::DeadlineIn(std::chrono::milliseconds(opts_.telemetry_interval_ms));
+      while (!stopping_.load() && !resumed_.load() && link_cv_.WaitUntil(link_mu_, until)) {
+      }
       if (resumed_.exchange(false)) {
         Log("node")->info("host resumed; registering with the master again");
         break;
       }
     }
-    std::lock_guard<std::mutex> l(link_mu_);
+    MutexLock l(link_mu_);
     link_conn_ = nullptr;
   }
 }

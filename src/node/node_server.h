@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "net/tcp_server.h"
 #include "node/column_cache.h"
@@ -42,10 +43,11 @@ class PeerClients {
 
  private:
   rpc::NodeClientOptions opts_;
-  std::mutex mu_;
-  std::map<NodeId, std::pair<std::string, uint16_t>> addrs_;
-  std::map<NodeId, std::pair<std::string, uint16_t>> c_addr_;  // the address each client has
-  std::map<NodeId, std::shared_ptr<rpc::NodeClient>> clients_;
+  Mutex mu_;
+  std::map<NodeId, std::pair<std::string, uint16_t>> addrs_ GUARDED_BY(mu_);
+  // The address each client has.
+  std::map<NodeId, std::pair<std::string, uint16_t>> c_addr_ GUARDED_BY(mu_);
+  std::map<NodeId, std::shared_ptr<rpc::NodeClient>> clients_ GUARDED_BY(mu_);
 };
 
 struct NodeOptions {
@@ -160,17 +162,17 @@ class NodeServer : public rpc::LocalSegments {
   // Runs (outside upkeep_mu_) the work deferred so far.
   void RunDeferred();
   std::thread upkeep_thread_;
-  std::mutex upkeep_mu_;
-  std::condition_variable upkeep_cv_;  // wakes the upkeep thread to stop or to run deferred work
-  std::vector<std::function<void()>> deferred_;  // guarded by upkeep_mu_
+  Mutex upkeep_mu_;
+  CondVar upkeep_cv_;  // wakes the upkeep thread to stop or to run deferred work
+  std::vector<std::function<void()>> deferred_ GUARDED_BY(upkeep_mu_);
   std::atomic<bool> stopping_{false};
   // RunLocal and ServeInline hold it shared (they run on threads of the hosting process,
   // which Stop does not join); Stop takes it exclusively before closing storage.
-  std::shared_mutex in_process_mu_;
+  SharedMutex in_process_mu_;
   std::atomic<bool> resumed_{false};
-  std::mutex link_mu_;  // guards link_conn_ and wakes the link thread
-  std::condition_variable link_cv_;
-  net::Connection* link_conn_ = nullptr;
+  Mutex link_mu_;
+  CondVar link_cv_;  // wakes the link thread
+  net::Connection* link_conn_ GUARDED_BY(link_mu_) = nullptr;
   std::atomic<uint64_t> nonce_{0};
 };
 

@@ -2,7 +2,6 @@
 // query/plan/offload.h) runs a plan whose Exchanges read other nodes' segments, and streams
 // its output to the master as column batches.
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -31,17 +30,17 @@ namespace {
 class CpuBook {
  public:
   void Add(NodeId node, uint64_t nanos) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     by_node_[node] += nanos;
   }
   std::map<NodeId, uint64_t> Take() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return std::move(by_node_);
   }
 
  private:
-  std::mutex mu_;
-  std::map<NodeId, uint64_t> by_node_;
+  Mutex mu_;
+  std::map<NodeId, uint64_t> by_node_ GUARDED_BY(mu_);
 };
 
 // The segments of one Exchange as the master listed them: not read again (a segment that
@@ -153,36 +152,37 @@ class HelperProvider : public exec::ScanProvider {
 class HangUpWatch {
  public:
   HangUpWatch(Connection& conn, std::atomic<bool>* cancel)
-      : thread_([this, &conn, cancel] {
-          std::unique_lock<std::mutex> l(mu_);
-          while (!done_) {
-            if (!conn.LooksIdle()) {
-              cancel->store(true);
-              return;
-            }
-            cv_.wait_for(l, std::chrono::milliseconds(50));
-          }
-        }) {}
+      : thread_([this, &conn, cancel] { Watch(conn, cancel); }) {}
   ~HangUpWatch() {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       done_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     thread_.join();
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
+  void Watch(Connection& conn, std::atomic<bool>* cancel) {
+    MutexLock l(mu_);
+    while (!done_) {
+      if (!conn.LooksIdle()) {
+        cancel->store(true);
+        return;
+      }
+      cv_.WaitFor(mu_, std::chrono::milliseconds(50));
+    }
+  }
+  Mutex mu_;
+  CondVar cv_;
+  bool done_ GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: starts once the fields above exist
 };
 
 }  // namespace
 
 Result<std::shared_ptr<rpc::NodeClient>> PeerClients::Get(NodeId node) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = addrs_.find(node);
   if (it == addrs_.end()) return Status::NotFound(fmt::format("no address for node {}", node));
   auto& c = clients_[node];
@@ -194,7 +194,7 @@ Result<std::shared_ptr<rpc::NodeClient>> PeerClients::Get(NodeId node) {
 }
 
 void PeerClients::Learn(NodeId node, const std::string& host, uint16_t port) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   addrs_[node] = {host, port};
 }
 
@@ -202,7 +202,7 @@ Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::str
                             const plan::PlanNode& fragment, const rpc::ExchangeOptions& o,
                             const std::function<Status(exec::Batch&)>& emit,
                             std::vector<exec::OperatorStats>* stats) {
-  std::shared_lock<std::shared_mutex> serving(in_process_mu_);
+  ReaderLock serving(in_process_mu_);
   if (stopping_)
     return Status(Status::Code::kUnavailable, fmt::format("node {} is stopping", opts_.self.id),
                   sqlstate::kCannotConnectNow);

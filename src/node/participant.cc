@@ -83,7 +83,7 @@ Result<PrepareRecord> DecodeRecord(std::string_view in) {
 
 Status Participant::Recover() {
   ASSIGN_OR_RETURN(auto records, store_.ListPrepared());
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (auto& [txn, blob] : records) {
     ASSIGN_OR_RETURN(PrepareRecord rec, DecodeRecord(blob));
     Prepared p;
@@ -105,7 +105,7 @@ Status Participant::Recover() {
 std::map<std::string, storage::WriteOp> Participant::PendingWrites(uint64_t txn, SegmentId segment,
                                                                    std::string_view lo,
                                                                    std::string_view hi) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::map<std::string, storage::WriteOp> out;
   PendingWritesLocked(txn, segment, lo, hi, &out);
   return out;
@@ -124,7 +124,7 @@ void Participant::PendingWritesLocked(uint64_t txn, SegmentId segment, std::stri
 }
 
 std::vector<uint64_t> Participant::InDoubt() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<uint64_t> out;
   for (const auto& [txn, p] : prepared_) {
     if (!p.committing) out.push_back(txn);
@@ -165,7 +165,7 @@ Status Participant::PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<
   }
   auto key_of = [&](size_t i) -> const storage::WriteOp& { return writes[order[i]].op; };
 
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto deadline = std::chrono::steady_clock::now() + lock_wait_;
   if (fenced_.count(txn)) {
     return Status::Aborted(fmt::format("transaction {} aborted: its commit was given up on", txn));
@@ -199,8 +199,9 @@ restart:
     SegmentId seg_id = key_of(g).segment;
     for (g_end = g + 1; g_end < order.size() && key_of(g_end).segment == seg_id;) g_end++;
     if (exclusive_.count(seg_id)) {
-      bool ended = released_.wait_until(l, deadline, [&] { return !exclusive_.count(seg_id); });
-      if (!ended) return InUse(seg_id, "is being split or moved");
+      while (exclusive_.count(seg_id) && released_.WaitUntil(mu_, deadline)) {
+      }
+      if (exclusive_.count(seg_id)) return InUse(seg_id, "is being split or moved");
       goto restart;
     }
     ASSIGN_OR_RETURN(storage::SegmentRef seg, store_.Get(seg_id));
@@ -241,16 +242,16 @@ restart:
                                    sqlstate::kDeadlockDetected);
           }
           LockWaiters& waiters = lock_waiters_[holder];  // a map node: it stays put while waited on
-          if (!waiters.cv) waiters.cv = std::make_shared<std::condition_variable>();
+          if (!waiters.cv) waiters.cv = std::make_shared<CondVar>();
           waiters.count++;
-          bool first = true;
-          freed = waiters.cv->wait_until(
-              l, std::min(deadline, std::chrono::steady_clock::now() + deadlock_check_), [&] {
-                if (!first) lock_wait_wakeups_.fetch_add(1, std::memory_order_relaxed);
-                first = false;
-                const LockEntry* h = FindLock(seg_id, key);
-                return !h || h->txn != holder || broken_waits_.count(txn);
-              });
+          auto until = std::min(deadline, std::chrono::steady_clock::now() + deadlock_check_);
+          for (bool first = true, timed_out = false;; first = false) {
+            if (!first) lock_wait_wakeups_.fetch_add(1, std::memory_order_relaxed);
+            const LockEntry* h = FindLock(seg_id, key);
+            freed = !h || h->txn != holder || broken_waits_.count(txn);
+            if (freed || timed_out) break;
+            timed_out = !waiters.cv->WaitUntil(mu_, until);
+          }
           if (--waiters.count == 0) lock_waiters_.erase(holder);
           if (freed && broken_waits_.count(txn)) freed = false;  // the loop reports it
         }
@@ -401,7 +402,7 @@ restart:
 }
 
 void Participant::Unlock(uint64_t txn, SegmentId segment, const std::string& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = prepared_.find(txn);
   if (it == prepared_.end() || it->second.committing) return;
   const LockEntry* held = FindLock(segment, key);
@@ -418,14 +419,14 @@ void Participant::NotifyReleasedLocked(uint64_t holder) {
   NotifyReleased(ReleasedWaitersLocked(holder));
 }
 
-std::shared_ptr<std::condition_variable> Participant::ReleasedWaitersLocked(uint64_t holder) {
+std::shared_ptr<CondVar> Participant::ReleasedWaitersLocked(uint64_t holder) {
   auto w = lock_waiters_.find(holder);
   return w == lock_waiters_.end() ? nullptr : w->second.cv;
 }
 
-void Participant::NotifyReleased(const std::shared_ptr<std::condition_variable>& holder_waiters) {
-  if (holder_waiters) holder_waiters->notify_all();
-  released_.notify_all();
+void Participant::NotifyReleased(const std::shared_ptr<CondVar>& holder_waiters) {
+  if (holder_waiters) holder_waiters->SignalAll();
+  released_.SignalAll();
 }
 
 const LockEntry* Participant::FindLock(SegmentId segment, const std::string& key) const {
@@ -450,6 +451,7 @@ void Participant::ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>
   std::optional<SegmentId> current;  // the segment of `table` (nullptr: it has no locks)
   LockTable* table = nullptr;
   auto release = [&](SegmentId segment, const std::string& key) {
+    mu_.AssertHeld();  // the caller's
     if (current != segment) {
       auto t = locks_.find(segment);
       table = t == locks_.end() ? nullptr : &t->second;
@@ -497,16 +499,16 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
   const std::vector<storage::WriteOp>* ops = nullptr;
   bool durable;
   {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = prepared_.find(txn);
     // A second commit of the same transaction (a retry, or in-doubt resolution racing the
     // original) waits for the first to finish, then finds its outcome record.
     while (it != prepared_.end() && it->second.committing) {
-      released_.wait(l);
+      released_.Wait(mu_);
       it = prepared_.find(txn);
     }
     if (it == prepared_.end()) {
-      l.unlock();
+      l.Unlock();
       ASSIGN_OR_RETURN(auto done, store_.CommittedAt(txn));
       if (done) {
         if (*done != commit_ts) {
@@ -544,16 +546,16 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
   std::vector<LockTable> dropped;
   bool released = false;
   auto release_early = [&](uint64_t ticket) {
-    std::shared_ptr<std::condition_variable> lock_waiters;
+    std::shared_ptr<CondVar> lock_waiters;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       auto it = prepared_.find(txn);
       ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
       syncing_[commit_ts] = ticket;
       lock_waiters = ReleasedWaitersLocked(txn);
     }
     released = true;
-    if (lock_waiters) lock_waiters->notify_all();
+    if (lock_waiters) lock_waiters->SignalAll();
     MaybeFail("node.commit.locks_released");
   };
   Status s = ops->empty() && !durable
@@ -565,9 +567,9 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
       if (i == 0 || (*ops)[i].segment != (*ops)[i - 1].segment) touched->insert((*ops)[i].segment);
     }
   }
-  std::shared_ptr<std::condition_variable> waiters;
+  std::shared_ptr<CondVar> waiters;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = prepared_.find(txn);
     if (released) syncing_.erase(commit_ts);
     if (s.ok()) {
@@ -594,7 +596,7 @@ void Participant::ForgetLocked(uint64_t txn) {
 }
 
 bool Participant::Abort(uint64_t txn) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = prepared_.find(txn);
   if (it != prepared_.end() && it->second.committing) return false;
   ForgetLocked(txn);
@@ -609,7 +611,7 @@ Status Participant::RollbackTo(uint64_t txn, uint64_t keep) {
 }
 
 Status Participant::RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = prepared_.find(txn);
   if (keep == 0) {
     if (it != prepared_.end() && it->second.committing) {
@@ -663,12 +665,12 @@ Status Participant::RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep)
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> Participant::LockWaits() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return {waits_for_.begin(), waits_for_.end()};
 }
 
 bool Participant::BreakWait(uint64_t txn, uint64_t holder) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto w = waits_for_.find(txn);
   if (w == waits_for_.end() || w->second != holder) return false;
   broken_waits_.insert(txn);
@@ -688,12 +690,16 @@ bool Participant::WaitsForLocked(uint64_t from, uint64_t to) const {
 
 Result<std::optional<Timestamp>> Participant::FenceAndGetOutcome(uint64_t txn) {
   {
-    std::unique_lock<std::mutex> l(mu_);
-    bool settled = released_.wait_for(l, read_wait_, [&] {
+    MutexLock l(mu_);
+    auto settled = [&] {
+      mu_.AssertHeld();
       auto it = prepared_.find(txn);
       return it == prepared_.end() || !it->second.committing;
-    });
-    if (!settled) return Status::Unavailable(fmt::format("txn {} is still being applied", txn));
+    };
+    auto until = CondVar::DeadlineIn(read_wait_);
+    while (!settled() && released_.WaitUntil(mu_, until)) {
+    }
+    if (!settled()) return Status::Unavailable(fmt::format("txn {} is still being applied", txn));
     auto it = prepared_.find(txn);
     if (it == prepared_.end() || !it->second.durable) {
       ForgetLocked(txn);
@@ -710,7 +716,7 @@ Result<std::optional<Timestamp>> Participant::FenceAndGetOutcome(uint64_t txn) {
 Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi,
                                   Timestamp read_ts, uint64_t own_txn,
                                   std::map<std::string, storage::WriteOp>* pending) {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   max_read_ts_ = std::max(max_read_ts_, read_ts);
   // Does `txn` have a write in the range that may be committed at or below read_ts?
   auto blocks = [&](uint64_t txn, const Prepared& p) {
@@ -725,6 +731,7 @@ Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::s
     return false;
   };
   auto blocker = [&]() -> std::optional<uint64_t> {
+    mu_.AssertHeld();
     for (const auto& [txn, p] : prepared_) {
       if (blocks(txn, p)) return txn;
     }
@@ -732,7 +739,7 @@ Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::s
   };
   auto deadline = std::chrono::steady_clock::now() + read_wait_;
   for (auto txn = blocker(); txn; txn = blocker()) {
-    if (released_.wait_until(l, deadline) == std::cv_status::timeout && blocker()) {
+    if (!released_.WaitUntil(mu_, deadline) && blocker()) {
       return Status::Aborted(
           fmt::format("could not serialize access: rows of segment {} belong to transaction {}, "
                       "whose outcome is not known "
@@ -745,7 +752,7 @@ Status Participant::AwaitReadable(SegmentId segment, std::string_view lo, std::s
 }
 
 bool Participant::HasPrepared(SegmentId segment) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return HasPreparedLocked(segment);
 }
 
@@ -763,7 +770,7 @@ bool Participant::SyncingOnLocked(SegmentId segment) const {
 }
 
 bool Participant::BeginExclusive(SegmentId segment) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (HasPreparedLocked(segment) || SyncingOnLocked(segment) || exclusive_.count(segment))
     return false;
   exclusive_.insert(segment);
@@ -772,25 +779,25 @@ bool Participant::BeginExclusive(SegmentId segment) {
 }
 
 void Participant::SegmentGone(SegmentId segment) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (!HasPreparedLocked(segment)) locks_.erase(segment);
 }
 
 void Participant::EndExclusive(SegmentId segment) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     exclusive_.erase(segment);
   }
-  released_.notify_all();
+  released_.SignalAll();
 }
 
 size_t Participant::lock_table_count() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return locks_.size();
 }
 
 size_t Participant::prepared_count() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return prepared_.size();
 }
 

@@ -44,6 +44,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/reaper.h"
 #include "common/small_containers.h"
 #include "common/status.h"
@@ -193,30 +194,30 @@ class Participant {
   storage::SegmentStore& store_;  // borrowed; outlives the participant
   std::chrono::milliseconds lock_wait_;
   std::chrono::milliseconds read_wait_;
-  mutable std::mutex mu_;  // guards prepared_, locks_, exclusive_ and max_read_ts_
-  std::condition_variable
-      released_;  // notified when locks are released (row-lock waits: lock_waiters_)
-  // REQUIRES mu_ held.
-  bool HasPreparedLocked(SegmentId segment) const;
-  // REQUIRES mu_ held. PendingWrites into `*out` (emptied first).
+  mutable Mutex mu_;
+  CondVar released_;  // notified when locks are released (row-lock waits: lock_waiters_)
+  bool HasPreparedLocked(SegmentId segment) const REQUIRES(mu_);
+  // PendingWrites into `*out` (emptied first).
   void PendingWritesLocked(uint64_t txn, SegmentId segment, std::string_view lo,
-                           std::string_view hi, std::map<std::string, storage::WriteOp>* out) const;
-  // REQUIRES mu_ held. Drops `txn`'s writes and locks (and its durable record).
-  void ForgetLocked(uint64_t txn);
-  // REQUIRES mu_ held. True if `from` is `to` or waits (directly or not) for `to`.
-  bool WaitsForLocked(uint64_t from, uint64_t to) const;
-  // REQUIRES mu_ held. The lock on `key` of `segment`, or nullptr.
-  const LockEntry* FindLock(SegmentId segment, const std::string& key) const;
-  // REQUIRES mu_ held. Releases the locks `txn` holds on the keys of `ops` and on `keys`.
+                           std::string_view hi, std::map<std::string, storage::WriteOp>* out) const
+      REQUIRES(mu_);
+  // Drops `txn`'s writes and locks (and its durable record).
+  void ForgetLocked(uint64_t txn) REQUIRES(mu_);
+  // True if `from` is `to` or waits (directly or not) for `to`.
+  bool WaitsForLocked(uint64_t from, uint64_t to) const REQUIRES(mu_);
+  // The lock on `key` of `segment`, or nullptr.
+  const LockEntry* FindLock(SegmentId segment, const std::string& key) const REQUIRES(mu_);
+  // Releases the locks `txn` holds on the keys of `ops` and on `keys`.
   void ReleaseLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops,
-                    const std::set<LockKey>& keys);
-  // REQUIRES mu_ held. Releases every lock of `txn`, whose writes are `ops`; the tables of
+                    const std::set<LockKey>& keys) REQUIRES(mu_);
+  // Releases every lock of `txn`, whose writes are `ops`; the tables of
   // which it held every key are moved to `*dropped`.
   void ReleaseAllLocks(uint64_t txn, const std::vector<storage::WriteOp>& ops,
-                       const std::set<LockKey>& keys, std::vector<LockTable>* dropped);
-  // REQUIRES mu_ held. Locks for `txn` the keys of its ops from `from` on (each entry
+                       const std::set<LockKey>& keys, std::vector<LockTable>* dropped)
+      REQUIRES(mu_);
+  // Locks for `txn` the keys of its ops from `from` on (each entry
   // pointing at the key's latest op); the keys must be free or held by `txn`.
-  void LockOps(uint64_t txn, const std::vector<storage::WriteOp>& ops, size_t from);
+  void LockOps(uint64_t txn, const std::vector<storage::WriteOp>& ops, size_t from) REQUIRES(mu_);
   struct Prepared {
     bool durable = false;
     bool committing = false;  // Commit is applying the writes (mu_ released meanwhile)
@@ -236,50 +237,53 @@ class Participant {
     };
     SmallVector<Call> calls;  // a statement's call each: a short transaction's fit inline
   };
-  std::map<uint64_t, Prepared> prepared_;
+  std::map<uint64_t, Prepared> prepared_ GUARDED_BY(mu_);
   // Commits whose locks are released and whose log sync is due: commit timestamp -> the
   // sync's ticket (SegmentStore::WaitDurable).
-  std::unordered_map<Timestamp, uint64_t> syncing_;
-  // REQUIRES mu_ held. Whether such a commit writes `segment`.
-  bool SyncingOnLocked(SegmentId segment) const;
+  std::unordered_map<Timestamp, uint64_t> syncing_ GUARDED_BY(mu_);
+  // Whether such a commit writes `segment`.
+  bool SyncingOnLocked(SegmentId segment) const REQUIRES(mu_);
   // RollbackTo under mu_; *dep: a ticket to wait for before answering (no write is left here
   // after a call that met a commit still syncing).
-  Status RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep);
+  Status RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep) EXCLUDES(mu_);
   // Prepare's checks and locking (under mu_). *dep: the latest ticket of a commit still
   // syncing whose version a check met (0: none); *wrote: on success, the transaction has a
   // write here.
   Status PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
-                       const PrepareOptions& opts, uint64_t* dep, bool* wrote);
-  // REQUIRES mu_ held. Erases `it` from prepared_, with `dropped` (its lock tables): those of
+                       const PrepareOptions& opts, uint64_t* dep, bool* wrote) EXCLUDES(mu_);
+  // Erases `it` from prepared_, with `dropped` (its lock tables): those of
   // a bulk load are freed by reaper_, not on the caller's time.
   void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,
-                           std::vector<LockTable> dropped);
+                           std::vector<LockTable> dropped) REQUIRES(mu_);
   // Row locks by segment; each entry points at the holder's latest write of the key, so a
   // transaction's own writes are found with its locks. Emptied small tables stay for the
   // segment's next writers (LockTable::small); a segment's table goes when it is split, moved or
   // dropped.
-  std::unordered_map<SegmentId, LockTable> locks_;
+  std::unordered_map<SegmentId, LockTable> locks_ GUARDED_BY(mu_);
   std::chrono::milliseconds deadlock_check_;
   std::atomic<uint64_t> lock_wait_wakeups_{0};
-  std::map<uint64_t, uint64_t> waits_for_;  // a Prepare of txn waits for a lock of the other
+  // A Prepare of txn waits for a lock of the other.
+  std::map<uint64_t, uint64_t> waits_for_ GUARDED_BY(mu_);
   // Row-lock waits by the transaction whose lock they wait for: its releases (and BreakWait)
   // wake them alone, not every waiter on the node. An entry lives while it has waiters.
   struct LockWaiters {
-    std::shared_ptr<std::condition_variable> cv;  // shared: it is notified after mu_ is let go
+    std::shared_ptr<CondVar> cv;  // shared: it is notified after mu_ is let go
     int count = 0;
   };
-  std::unordered_map<uint64_t, LockWaiters> lock_waiters_;
-  // REQUIRES mu_ held. Wakes the waits for locks `holder` held, and every other waiter.
-  void NotifyReleasedLocked(uint64_t holder);
+  std::unordered_map<uint64_t, LockWaiters> lock_waiters_ GUARDED_BY(mu_);
+  // Wakes the waits for locks `holder` held, and every other waiter.
+  void NotifyReleasedLocked(uint64_t holder) REQUIRES(mu_);
   // The same in two steps, for a caller that lets mu_ go in between (a waiter woken while
   // mu_ is held would block on it at once): the first under mu_, the second after.
-  std::shared_ptr<std::condition_variable> ReleasedWaitersLocked(uint64_t holder);
-  void NotifyReleased(const std::shared_ptr<std::condition_variable>& holder_waiters);
-  std::set<uint64_t> broken_waits_;  // waits of these txns end with 40P01 (BreakWait)
-  std::set<SegmentId> exclusive_;    // segments being split or exported (BeginExclusive)
-  Timestamp max_read_ts_ = 0;        // highest snapshot read here (this process)
-  std::set<uint64_t> fenced_;        // transactions settled by FenceAndGetOutcome (bounded)
-  std::deque<uint64_t> fenced_order_;
+  std::shared_ptr<CondVar> ReleasedWaitersLocked(uint64_t holder) REQUIRES(mu_);
+  void NotifyReleased(const std::shared_ptr<CondVar>& holder_waiters);
+  // Waits of these txns end with 40P01 (BreakWait).
+  std::set<uint64_t> broken_waits_ GUARDED_BY(mu_);
+  std::set<SegmentId> exclusive_ GUARDED_BY(mu_);  // segments being split or exported
+  Timestamp max_read_ts_ GUARDED_BY(mu_) = 0;      // highest snapshot read here (this process)
+  // Transactions settled by FenceAndGetOutcome (bounded).
+  std::set<uint64_t> fenced_ GUARDED_BY(mu_);
+  std::deque<uint64_t> fenced_order_ GUARDED_BY(mu_);
   static constexpr size_t kReapAbove = 10000;  // writes of a transaction freed by reaper_
   Reaper reaper_;
 };

@@ -6,26 +6,26 @@ namespace wattdb::node {
 
 Result<std::shared_ptr<const plan::PlanNode>> PlanCache::Get(std::string_view bytes) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = plans_.find(bytes);
     if (it != plans_.end()) return it->second;
   }
   // Decoded outside the lock; two requests racing for one plan both decode it, one is kept.
   ASSIGN_OR_RETURN(plan::PlanPtr p, plan::PlanNode::Deserialize(bytes));
   std::shared_ptr<const plan::PlanNode> shared(std::move(p));
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   decodes_++;
   if (plans_.size() >= capacity_) plans_.clear();
   return plans_.try_emplace(std::string(bytes), shared).first->second;
 }
 
 size_t PlanCache::size() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return plans_.size();
 }
 
 uint64_t PlanCache::decodes() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return decodes_;
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "query/plan/plan.h"
 
@@ -32,10 +33,10 @@ class PlanCache {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
   const size_t capacity_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const plan::PlanNode>, Hash, std::equal_to<>>
-      plans_;
-  uint64_t decodes_ = 0;
+      plans_ GUARDED_BY(mu_);
+  uint64_t decodes_ GUARDED_BY(mu_) = 0;
 };
 
 // The plan of a request: `bytes` decoded, or, when parameter values come with it (`params`

@@ -61,17 +61,17 @@ Result<std::unique_ptr<ExchangeSource>> ExchangeSource::Open(PartMap& map,
 
 ExchangeSource::~ExchangeSource() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
-    for (auto& part : parts_) part.space->notify_all();
+    for (auto& part : parts_) part.space->SignalAll();
   }
-  cv_.notify_all();
-  window_.notify_all();
+  cv_.SignalAll();
+  window_.SignalAll();
   {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(mu_);
     // Bounded by the producers' own waits: with stop_ set a Push returns at once, and a
     // segment read ends by its RPC deadline or with its local fragment.
-    ended_.wait(l, [&] { return producers_ == 0; });
+    while (producers_ != 0) ended_.Wait(mu_);
   }
   if (!opts_.stats) return;
   std::vector<const plan::PlanNode*> order;  // the fragment's nodes in pre-order
@@ -90,11 +90,11 @@ void ExchangeSource::Produce() {
   while (true) {
     size_t i;
     {
-      std::unique_lock<std::mutex> l(mu_);
+      MutexLock l(mu_);
       // Not too far ahead of the consumer: finished parts wait in memory until read.
-      window_.wait(l, [&] {
-        return stop_ || next_part_ >= parts_.size() || next_part_ < current_ + 2 * kMaxInFlight;
-      });
+      while (!stop_ && next_part_ < parts_.size() && next_part_ >= current_ + 2 * kMaxInFlight) {
+        window_.Wait(mu_);
+      }
       if (stop_ || next_part_ >= parts_.size()) return;
       i = next_part_++;
     }
@@ -103,19 +103,19 @@ void ExchangeSource::Produce() {
     Status st = RunPart(i, &handed);
     uint64_t spent = ThreadCpuNanos() - t0;
     if (handed) {  // the consumer reads the rest
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       producer_cpu_ += spent;
       continue;
     }
     bool current;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       producer_cpu_ += spent;
       parts_[i].done = true;
       parts_[i].error = st;
       current = i == current_;
     }
-    if (current) cv_.notify_one();
+    if (current) cv_.Signal();
   }
 }
 
@@ -125,8 +125,8 @@ Status ExchangeSource::RunPart(size_t i, bool* handed) {
     exec::Batch b;
     ASSIGN_OR_RETURN(bool more, reader->Next(&b));
     if (!more) return Status::OK();
-    std::unique_lock<std::mutex> l(mu_);
-    parts_[i].space->wait(l, [&] { return stop_ || parts_[i].batches.size() < kBufferedBatches; });
+    MutexLock l(mu_);
+    while (!stop_ && parts_[i].batches.size() >= kBufferedBatches) parts_[i].space->Wait(mu_);
     if (stop_) return Status::OK();
     parts_[i].batches.push_back(std::move(b));
     bool current = i == current_;
@@ -138,8 +138,8 @@ Status ExchangeSource::RunPart(size_t i, bool* handed) {
       *handed = true;
       taken_over_.fetch_add(1, std::memory_order_relaxed);
     }
-    l.unlock();
-    if (current) cv_.notify_one();  // only the consumer waits on cv_
+    l.Unlock();
+    if (current) cv_.Signal();  // only the consumer waits on cv_
     if (*handed) return Status::OK();
   }
 }
@@ -152,7 +152,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       return true;
     }
     {
-      std::lock_guard<std::mutex> l(x_.mu_);
+      MutexLock l(x_.mu_);
       if (x_.stop_) return false;
     }
     if (finished_ || (!hi_.empty() && cursor_ >= hi_)) return false;
@@ -197,7 +197,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       uint64_t cpu = 0;
       std::vector<exec::OperatorStats> stats;
       st = stream_->NextColumns(&b, &resume, &last, &cpu, &stats, x_.opts_.cancel);
-      std::lock_guard<std::mutex> l(x_.mu_);
+      MutexLock l(x_.mu_);
       x_.cpu_[seg_.node] += cpu;
       if (st.ok() && last && !stats.empty()) x_.AddNodeStatsLocked(seg_.node, stats);
       // Keys are prefix-free, so key + "\0" is the smallest key after it.
@@ -238,7 +238,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
 }
 
 void ExchangeSource::AddNodeStats(NodeId node, const std::vector<exec::OperatorStats>& stats) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   AddNodeStatsLocked(node, stats);
 }
 
@@ -261,13 +261,13 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
     if (opts_.cancel && opts_.cancel->load())
       return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     auto more = inline_->Next(&out);
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     BookNodeCpu();
     if (more.ok() && *more && out.cols.size() != ncols_)
       return Status::Corruption("a node sent a batch of another width");
     return more;
   }
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   while (true) {
     BookNodeCpu();
     if (current_ >= parts_.size()) return false;
@@ -276,18 +276,18 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
       bool was_full = p.batches.size() >= kBufferedBatches;
       out = std::move(p.batches.front());
       p.batches.pop_front();
-      if (was_full) p.space->notify_one();
+      if (was_full) p.space->Signal();
       if (out.cols.size() != ncols_)
         return Status::Corruption("a node sent a batch of another width");
       return true;
     }
     if (p.reader) {
       // Handed over by its producer: read here, without the lock (the reader takes it).
-      l.unlock();
+      l.Unlock();
       if (opts_.cancel && opts_.cancel->load())
         return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
       auto more = p.reader->Next(&out);
-      l.lock();
+      l.Lock();
       BookNodeCpu();
       if (!more.ok() || !*more) {
         p.reader.reset();
@@ -302,13 +302,13 @@ Result<bool> ExchangeSource::Next(exec::Batch& out) {
     if (p.done) {
       RETURN_NOT_OK(p.error);
       current_++;
-      window_.notify_all();
+      window_.SignalAll();
       continue;
     }
     if (opts_.cancel && opts_.cancel->load())
       return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     // The producers' every receive has a deadline; this wait only checks for cancellation.
-    cv_.wait_for(l, std::chrono::milliseconds(100));
+    cv_.WaitFor(mu_, std::chrono::milliseconds(100));
   }
 }
 

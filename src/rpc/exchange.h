@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "query/exec/context.h"
 #include "rpc/node_client.h"
 #include "rpc/scan_stream.h"
@@ -135,7 +136,7 @@ class ExchangeSource : public exec::RowSource {
     Status error;
     // Its producer waits here for room in `batches` (woken by the consumer only when the
     // buffer was full: no wake-ups of every producer on every batch).
-    std::unique_ptr<std::condition_variable> space = std::make_unique<std::condition_variable>();
+    std::unique_ptr<CondVar> space = std::make_unique<CondVar>();
     // Handed over by the producer once this part is the one the consumer reads (streaming
     // fragments); then only the consumer touches it.
     std::unique_ptr<PartReader> reader;
@@ -146,13 +147,12 @@ class ExchangeSource : public exec::RowSource {
   // is full), until its end, a stop, or (`*handed`) the part became the consumer's and its
   // reader went to the consumer with its latest batch; returns its final status.
   Status RunPart(size_t i, bool* handed);
-  // REQUIRES mu_ held, on the consumer's thread: tells the map the node CPU reported so far,
-  // and the producers' own.
-  void BookNodeCpu();
+  // On the consumer's thread: tells the map the node CPU reported so far, and the producers'
+  // own.
+  void BookNodeCpu() REQUIRES(mu_);
   // Adds a segment's operator counters (the fragment's pre-order) to `node`'s sums.
   void AddNodeStats(NodeId node, const std::vector<exec::OperatorStats>& stats);
-  void AddNodeStatsLocked(NodeId node,
-                          const std::vector<exec::OperatorStats>& stats);  // REQUIRES mu_ held
+  void AddNodeStatsLocked(NodeId node, const std::vector<exec::OperatorStats>& stats) REQUIRES(mu_);
 
   static inline std::atomic<uint64_t> taken_over_{0};
   PartMap& map_;
@@ -160,20 +160,24 @@ class ExchangeSource : public exec::RowSource {
   TableId table_ = 0;
   size_t ncols_ = 0;       // of the fragment's output
   bool blocking_ = false;  // the fragment aggregates or sorts
+  // Made by Open; each part's fields but its range are under mu_.
   std::vector<Part> parts_;
-  size_t producers_ = 0;  // running on the shared thread cache; the last to end notifies ended_
+  // Running on the shared thread cache, counted under mu_; the last to end notifies ended_.
+  size_t producers_ = 0;
   std::unique_ptr<PartReader> inline_;  // one part, or no prefetch: read by Next itself
 
-  std::mutex mu_;
-  std::condition_variable cv_;      // the consumer waits here for the current part's batches
-  std::condition_variable ended_;   // the destructor waits here for the producers to end
-  std::condition_variable window_;  // producers wait here to take a part (or to stop)
-  size_t next_part_ = 0;            // the next part a producer takes
-  size_t current_ = 0;              // the part the consumer reads
-  bool stop_ = false;
-  std::map<NodeId, uint64_t> cpu_;  // node CPU reported, not yet booked to the statement
-  uint64_t producer_cpu_ = 0;       // the producers' thread CPU, not yet booked
-  std::map<NodeId, std::vector<exec::OperatorStats>> node_stats_;  // summed over segments
+  Mutex mu_;
+  CondVar cv_;                            // the consumer waits here for the current part's batches
+  CondVar ended_;                         // the destructor waits here for the producers to end
+  CondVar window_;                        // producers wait here to take a part (or to stop)
+  size_t next_part_ GUARDED_BY(mu_) = 0;  // the next part a producer takes
+  size_t current_ GUARDED_BY(mu_) = 0;    // the part the consumer reads
+  bool stop_ GUARDED_BY(mu_) = false;
+  // Node CPU reported, not yet booked to the statement.
+  std::map<NodeId, uint64_t> cpu_ GUARDED_BY(mu_);
+  uint64_t producer_cpu_ GUARDED_BY(mu_) = 0;  // the producers' thread CPU, not yet booked
+  // Summed over segments.
+  std::map<NodeId, std::vector<exec::OperatorStats>> node_stats_ GUARDED_BY(mu_);
   // Borrowed; the plan outlives the source. Nodes of other processes get its encoding
   // (PlanNode::Encoded: made once per plan, when the first of them is read).
   const plan::PlanNode* fragment_root_ = nullptr;

@@ -24,7 +24,7 @@ class GatherSource::CountingMap : public PartMap {
   Result<std::shared_ptr<NodeClient>> Client(NodeId node) override { return base_.Client(node); }
   bool Refreshable() const override { return base_.Refreshable(); }
   void BookCpu(NodeId node, uint64_t cpu_nanos) override {
-    std::lock_guard<std::mutex> l(g_.mu_);
+    MutexLock l(g_.mu_);
     g_.node_cpu_[node] += cpu_nanos;
   }
   bool IsLocal(NodeId node) const override { return base_.IsLocal(node); }
@@ -99,18 +99,16 @@ Result<std::unique_ptr<GatherSource>> GatherSource::Open(PartMap& map, const pla
 
 GatherSource::~GatherSource() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
     halt_ = true;
   }
-  window_.notify_all();
-  {
-    std::unique_lock<std::mutex> l(mu_);
-    // Bounded by the parts' own waits: with halt_ set an operator stops at its next batch, and
-    // an exchange's every receive has the RPC deadline.
-    ended_.wait(l, [&] { return workers_ == 0; });
-    BookCpuLocked();
-  }
+  window_.SignalAll();
+  MutexLock l(mu_);
+  // Bounded by the parts' own waits: with halt_ set an operator stops at its next batch, and an
+  // exchange's every receive has the RPC deadline.
+  while (workers_ != 0) ended_.Wait(mu_);
+  BookCpuLocked();
   if (ctx_.remote_stats) {
     for (auto& [p, by_node] : remote_stats_) {
       for (auto& [node, st] : by_node) (*ctx_.remote_stats)[p][node].Add(st);
@@ -119,6 +117,7 @@ GatherSource::~GatherSource() {
   if (!ctx_.local_stats || op_stats_.empty()) return;
   size_t at = 0;  // the subtree's nodes in pre-order, as exec::Execute lists their counters
   std::function<void(const plan::PlanNode&)> walk = [&](const plan::PlanNode& p) {
+    mu_.AssertHeld();  // the destructor's
     if (at < op_stats_.size()) (*ctx_.local_stats)[&p].Add(op_stats_[at++]);
     for (const auto& c : p.children) walk(*c);
   };
@@ -129,11 +128,11 @@ void GatherSource::Work() {
   while (true) {
     size_t i;
     {
-      std::unique_lock<std::mutex> l(mu_);
+      MutexLock l(mu_);
       // Not too far ahead of the consumer: finished parts' outputs wait in memory until read.
-      window_.wait(l, [&] {
-        return stop_ || next_part_ >= parts_.size() || next_part_ < current_ + 2 * kMaxInFlight;
-      });
+      while (!stop_ && next_part_ < parts_.size() && next_part_ >= current_ + 2 * kMaxInFlight) {
+        window_.Wait(mu_);
+      }
       if (stop_ || next_part_ >= parts_.size()) return;
       i = next_part_++;
     }
@@ -143,7 +142,7 @@ void GatherSource::Work() {
     uint64_t spent = ThreadCpuNanos() - t0;
     bool wake;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       own_cpu_ += spent;
       if (st.ok()) {
         parts_[i].out = std::move(out);
@@ -154,7 +153,7 @@ void GatherSource::Work() {
       }
       wake = i == current_ || !st.ok();
     }
-    if (wake) cv_.notify_one();  // only the consumer waits on cv_
+    if (wake) cv_.Signal();  // only the consumer waits on cv_
     if (!st.ok()) return;
   }
 }
@@ -179,7 +178,7 @@ Status GatherSource::RunPart(size_t i, std::vector<exec::Batch>* out) {
       },
       counting_ ? &stats : nullptr);
   if (counting_) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     op_stats_.resize(std::max(op_stats_.size(), stats.size()));
     for (size_t k = 0; k < stats.size(); k++) op_stats_[k].Add(stats[k]);
     for (auto& [p, by_node] : remote) {
@@ -197,7 +196,7 @@ void GatherSource::BookCpuLocked() {
 }
 
 Result<bool> GatherSource::Next(exec::Batch& out) {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   while (true) {
     BookCpuLocked();
     RETURN_NOT_OK(error_);
@@ -210,7 +209,7 @@ Result<bool> GatherSource::Next(exec::Batch& out) {
       }
       p.out = std::vector<exec::Batch>();
       current_++;
-      window_.notify_all();
+      window_.SignalAll();
       continue;
     }
     if (opts_.cancel && opts_.cancel->load()) {
@@ -218,7 +217,7 @@ Result<bool> GatherSource::Next(exec::Batch& out) {
       return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     }
     // The parts' every receive has a deadline; this wait only checks for cancellation.
-    cv_.wait_for(l, std::chrono::milliseconds(100));
+    cv_.WaitFor(mu_, std::chrono::milliseconds(100));
   }
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "query/exec/context.h"
 #include "rpc/exchange.h"
 
@@ -52,7 +53,7 @@ class GatherSource : public exec::RowSource {
   void Work();
   // Runs the subtree over part i's range into `out`.
   Status RunPart(size_t i, std::vector<exec::Batch>* out);
-  void BookCpuLocked();  // REQUIRES mu_ held, on the consumer's thread
+  void BookCpuLocked() REQUIRES(mu_);  // on the consumer's thread
 
   PartMap& map_;
   std::unique_ptr<CountingMap> counting_map_;  // map_, with the nodes' CPU reports kept here
@@ -64,18 +65,20 @@ class GatherSource : public exec::RowSource {
   size_t workers_ = 0;             // running on the shared thread cache
   std::atomic<bool> halt_{false};  // the parts' cancellation: the statement's, or the source's end
 
-  std::mutex mu_;
-  std::condition_variable cv_;      // the consumer waits here for the current part
-  std::condition_variable window_;  // workers wait here to take a part (or to stop)
-  std::condition_variable ended_;   // the destructor waits here for the workers to end
-  size_t next_part_ = 0;            // the next part a worker takes
-  size_t current_ = 0;              // the part the consumer reads
-  bool stop_ = false;
-  Status error_;                               // the first part's failure
-  std::map<NodeId, uint64_t> node_cpu_;        // reported by the nodes, not yet booked
-  uint64_t own_cpu_ = 0;                       // the workers' thread CPU, not yet booked
-  std::vector<exec::OperatorStats> op_stats_;  // the subtree's operators in pre-order, summed
-  exec::RemoteStats remote_stats_;             // the nodes' counters, summed over the parts
+  Mutex mu_;
+  CondVar cv_;                            // the consumer waits here for the current part
+  CondVar window_;                        // workers wait here to take a part (or to stop)
+  CondVar ended_;                         // the destructor waits here for the workers to end
+  size_t next_part_ GUARDED_BY(mu_) = 0;  // the next part a worker takes
+  size_t current_ GUARDED_BY(mu_) = 0;    // the part the consumer reads
+  bool stop_ GUARDED_BY(mu_) = false;
+  Status error_ GUARDED_BY(mu_);  // the first part's failure
+  // Reported by the nodes, not yet booked.
+  std::map<NodeId, uint64_t> node_cpu_ GUARDED_BY(mu_);
+  uint64_t own_cpu_ GUARDED_BY(mu_) = 0;  // the workers' thread CPU, not yet booked
+  // The subtree's operators in pre-order, summed.
+  std::vector<exec::OperatorStats> op_stats_ GUARDED_BY(mu_);
+  exec::RemoteStats remote_stats_ GUARDED_BY(mu_);  // the nodes' counters, summed over the parts
 };
 
 }  // namespace wattdb::rpc

@@ -27,7 +27,7 @@ NodeClient::Lease::Lease(Lease&& o) noexcept
 
 NodeClient::Lease::~Lease() {
   if (!conn_ || !owner_) return;
-  std::lock_guard<std::mutex> l(owner_->mu_);
+  MutexLock l(owner_->mu_);
   if (server_) {
     // An in-process pair: back to its own pool unless a call on it went wrong (a byte left
     // in either direction would reach the next caller).
@@ -53,7 +53,7 @@ Result<NodeClient::Lease> NodeClient::Acquire() {
     std::unique_ptr<net::Connection> c;
     std::vector<std::unique_ptr<net::Connection>> retired;  // closed outside mu_
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       auto now = std::chrono::steady_clock::now();
       while (!idle_.empty() && !c) {
         bool fresh = now - idle_.back().since < std::chrono::milliseconds(net::kPoolIdleMs);
@@ -82,7 +82,7 @@ Result<NodeClient::Lease> NodeClient::Acquire() {
     if (!a.ok()) return a.Prepend(fmt::format("node {}", id_));
   }
   (*c)->SetTimeouts(opts_.io_ms, opts_.io_ms);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (generation != generation_) {
     return Status(Status::Code::kUnavailable, fmt::format("node {} went down", id_),
                   sqlstate::kCannotConnectNow);
@@ -116,7 +116,7 @@ bool InlineKind(capnp::MessageBuilder& req) {
 }  // namespace
 
 void NodeClient::SetInline(InlineServe serve) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   inline_ = std::move(serve);
   in_process_.store(true, std::memory_order_release);  // inline_ is never changed again
 }
@@ -126,7 +126,7 @@ bool NodeClient::InProcess() { return in_process_.load(std::memory_order_acquire
 Result<NodeClient::Lease> NodeClient::AcquireInline() {
   std::pair<std::unique_ptr<net::Connection>, std::unique_ptr<net::Connection>> pair;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!inline_idle_.empty()) {
       pair = std::move(inline_idle_.back());
       inline_idle_.pop_back();
@@ -195,7 +195,7 @@ Result<std::unique_ptr<net::ReceivedMessage>> NodeClient::Call(capnp::MessageBui
 }
 
 void NodeClient::Reset(const std::string& host, uint16_t port) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   host_ = host;
   port_ = port;
   generation_++;

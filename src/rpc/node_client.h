@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/schema.h"
 #include "net/connection.h"
 
@@ -110,16 +111,16 @@ class NodeClient {
   net::asio::io_context io_;
   NodeId id_;
   NodeClientOptions opts_;
-  std::mutex mu_;  // guards the fields below
-  std::string host_;
-  uint16_t port_;
-  uint64_t generation_ = 0;  // bumped by Reset
+  Mutex mu_;
+  std::string host_ GUARDED_BY(mu_);
+  uint16_t port_ GUARDED_BY(mu_);
+  uint64_t generation_ GUARDED_BY(mu_) = 0;  // bumped by Reset
   struct Idle {
     std::unique_ptr<net::Connection> conn;
     std::chrono::steady_clock::time_point since;
   };
-  std::vector<Idle> idle_;
-  std::set<net::Connection*> lent_;
+  std::vector<Idle> idle_ GUARDED_BY(mu_);
+  std::set<net::Connection*> lent_ GUARDED_BY(mu_);
   // SetInline: the handler, and idle in-memory pairs (client end, server end).
   InlineServe inline_;                   // set once (under mu_), read once in_process_ says so
   std::atomic<bool> in_process_{false};  // inline_ is set

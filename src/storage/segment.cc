@@ -9,13 +9,13 @@ namespace wattdb::storage {
 Segment::~Segment() { db_->DestroyColumnFamilyHandle(cf_); }
 
 void Segment::Changed() {
-  std::lock_guard<std::mutex> l(change_mu_);
+  MutexLock l(change_mu_);
   recent_.Disarm();
   data_version_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void Segment::Committed(Timestamp ts, const std::vector<WriteOp>& ops) {
-  std::lock_guard<std::mutex> l(change_mu_);
+  MutexLock l(change_mu_);
   if (recent_.armed()) {
     const SegmentId id = id_;
     for (const WriteOp& op : ops) {
@@ -26,20 +26,20 @@ void Segment::Committed(Timestamp ts, const std::vector<WriteOp>& ops) {
 }
 
 uint64_t Segment::ArmRecent() {
-  std::lock_guard<std::mutex> l(change_mu_);
+  MutexLock l(change_mu_);
   uint64_t v = data_version_.load(std::memory_order_acquire);
   recent_.Arm(v);
   return v;
 }
 
 bool Segment::RecentCovers(uint64_t base) const {
-  std::lock_guard<std::mutex> l(change_mu_);
+  MutexLock l(change_mu_);
   return recent_.Covers(base);
 }
 
 bool Segment::RecentAt(uint64_t base, std::string_view lo, std::string_view hi, Timestamp read_ts,
                        std::vector<RecentRow>* out, bool lo_alone) const {
-  std::lock_guard<std::mutex> l(change_mu_);
+  MutexLock l(change_mu_);
   if (!recent_.Covers(base)) return false;
   if (lo_alone) {
     recent_.VisibleAt(lo, read_ts, out);
@@ -51,7 +51,7 @@ bool Segment::RecentAt(uint64_t base, std::string_view lo, std::string_view hi, 
 
 bool Segment::RecentLatest(uint64_t base, std::string_view key, LatestVersion* latest,
                            std::string* row) const {
-  std::lock_guard<std::mutex> l(change_mu_);
+  MutexLock l(change_mu_);
   if (!recent_.Covers(base)) return false;
   *latest = LatestVersion{};
   bool deleted = false;
@@ -63,12 +63,12 @@ bool Segment::RecentLatest(uint64_t base, std::string_view key, LatestVersion* l
 }
 
 void Segment::DisarmRecent(uint64_t base) {
-  std::lock_guard<std::mutex> l(change_mu_);
+  MutexLock l(change_mu_);
   if (recent_.Covers(base)) recent_.Disarm();
 }
 
 size_t Segment::recent_bytes() const {
-  std::lock_guard<std::mutex> l(change_mu_);
+  MutexLock l(change_mu_);
   return recent_.bytes();
 }
 

@@ -31,7 +31,7 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   // built without it, so heartbeats and other segments' work go on meanwhile.
   CommitSegments refs;
   {
-    std::shared_lock<std::shared_mutex> l(mu_);  // a lookup: commits share the lock
+    ReaderLock l(mu_);  // a lookup: commits share the lock
     for (size_t i = 0; i < ops.size(); i++) {
       const WriteOp& op = ops[i];
       if ((i > 0 && op.segment == ops[i - 1].segment) || refs.count(op.segment)) continue;
@@ -218,7 +218,10 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
   // cover disjoint key ranges and are ingested together. Small files keep the compactions of
   // the segment's later splits small (each rewrites the file its split key falls in).
   const size_t threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
-  for (auto& [id, idx] : by_segment) {
+  for (auto& entry : by_segment) {
+    // Named, not bound: lambdas below capture them (clang 14 cannot capture bindings).
+    const SegmentId id = entry.first;
+    auto& idx = entry.second;
     auto by_key = [&](uint32_t a, uint32_t b) { return ops[a].key < ops[b].key; };
     if (!std::is_sorted(idx.begin(), idx.end(), by_key))
       std::stable_sort(idx.begin(), idx.end(), by_key);

@@ -135,7 +135,7 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   // The store's map lock is not held while the split reads and batches up to a segment's
   // size: heartbeats, scans and commits of other segments go on meanwhile. (The master
   // keeps writers of this segment out.)
-  std::lock_guard<std::mutex> serial(split_mu_);
+  MutexLock serial(split_mu_);
   using SteadyClock = std::chrono::steady_clock;
   auto ms_since = [](SteadyClock::time_point t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t).count();
@@ -151,7 +151,7 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   }
   SegmentRef seg;
   {
-    std::lock_guard<std::shared_mutex> l(mu_);
+    WriterLock l(mu_);
     auto found = segments_.find(id);
     if (found == segments_.end())
       return Status::NotFound(fmt::format("segment {} is not here", id));
@@ -346,7 +346,7 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
   {
     // The write and the range change happen together under mu_, so a scan checks its range
     // either before both or after both.
-    std::lock_guard<std::shared_mutex> l(mu_);
+    WriterLock l(mu_);
     // Dropped meanwhile (its table dropped): writing would bring its metadata back without
     // its column family, and the store would refuse to open.
     auto still = segments_.find(id);
@@ -361,7 +361,7 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
     }
     created.keep = true;
     {
-      std::lock_guard<std::mutex> ml(seg->mu_);
+      MutexLock ml(seg->mu_);
       seg->meta_.hi = keys[0];
     }
     seg->Changed();
@@ -408,7 +408,7 @@ Result<std::vector<std::string>> SegmentStore::SplitPieces(SegmentId id, Segment
 }
 
 Result<std::string> SegmentStore::SettleSplit(SegmentId seg, SegmentId new_id) {
-  std::lock_guard<std::mutex> serial(split_mu_);
+  MutexLock serial(split_mu_);
   auto fresh = Get(new_id);
   if (fresh.ok()) return (*fresh)->meta().lo;
   cancelled_splits_.insert(new_id);
@@ -485,7 +485,7 @@ Status SegmentStore::CheckImportable(const SegmentExport& exp) const {
 }
 
 Status SegmentStore::Import(const SegmentExport& exp) {
-  std::lock_guard<std::shared_mutex> l(mu_);
+  WriterLock l(mu_);
   if (segments_.count(exp.meta.id)) {
     return Status::AlreadyExists(fmt::format("segment {} already exists", exp.meta.id));
   }

@@ -354,7 +354,7 @@ Status SegmentStore::PutMeta(const SegmentMeta& m, void* batch) const {
 }
 
 Status SegmentStore::CreateSegment(const SegmentMeta& meta) {
-  std::lock_guard<std::shared_mutex> l(mu_);
+  WriterLock l(mu_);
   if (segments_.count(meta.id)) {
     return Status::AlreadyExists(fmt::format("segment {} already exists", meta.id));
   }
@@ -373,7 +373,7 @@ Status SegmentStore::CreateSegment(const SegmentMeta& meta) {
 Status SegmentStore::DropSegment(SegmentId id) {
   SegmentRef seg;
   {
-    std::lock_guard<std::shared_mutex> l(mu_);
+    WriterLock l(mu_);
     auto it = segments_.find(id);
     if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
     seg = it->second;
@@ -392,7 +392,7 @@ Status SegmentStore::CheckLiveLocked(SegmentId id, const SegmentRef& seg) const 
 }
 
 Result<SegmentRef> SegmentStore::Get(SegmentId id) const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(mu_);
   auto it = segments_.find(id);
   if (it == segments_.end()) return Status::NotFound(fmt::format("segment {} is not here", id));
   return it->second;
@@ -401,12 +401,12 @@ Result<SegmentRef> SegmentStore::Get(SegmentId id) const {
 void SegmentStore::PublishListLocked() {
   auto list = std::make_shared<std::vector<SegmentRef>>();
   for (const auto& [id, seg] : segments_) list->push_back(seg);
-  std::lock_guard<std::mutex> l(list_mu_);
+  MutexLock l(list_mu_);
   list_ = std::move(list);
 }
 
 std::shared_ptr<const std::vector<SegmentRef>> SegmentStore::PublishedList() const {
-  std::lock_guard<std::mutex> l(list_mu_);
+  MutexLock l(list_mu_);
   return list_;
 }
 
@@ -516,7 +516,7 @@ Result<int> SegmentStore::CollectGarbage(int max_segments) {
     MaybeFail("node.collect.after_compact");
     if (collect_canceled_) break;  // st is Incomplete: the versions stay for a later compaction
     if (!st.ok()) {
-      std::lock_guard<std::shared_mutex> l(mu_);
+      WriterLock l(mu_);
       if (CheckLiveLocked(seg->meta().id, seg).ok()) return st;
       continue;  // dropped meanwhile (moved away, merged): nothing to collect
     }
@@ -682,7 +682,7 @@ Status SegmentStore::LatestOf(SegmentId id, std::span<const std::string_view> ke
 
 Result<SegmentRef> SegmentStore::GetCovering(SegmentId id, std::string_view lo,
                                              std::string_view hi) const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(mu_);
   return GetCoveringLocked(id, lo, hi);
 }
 
@@ -704,7 +704,7 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id,
   std::unique_ptr<SegmentScanner> sc(new SegmentScanner());
   // The view is taken under mu_, consistent with the range check: a row scan's iterator is
   // its own view; an index scan's two iterators share a snapshot.
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(mu_);
   ASSIGN_OR_RETURN(SegmentRef seg, GetCoveringLocked(id, seg_lo, seg_hi));
   if (index && !seg->HasIndex(index)) {
     return Status::InvalidArgument(fmt::format("segment {} has no index {} (dropped)", id, index));
@@ -720,7 +720,7 @@ Result<std::unique_ptr<SegmentScanner>> SegmentStore::OpenScanner(SegmentId id,
   }
   sc->it_.reset(db_->NewIterator(ro, sc->seg_->cf()));
   if (index) sc->rows_.reset(db_->NewIterator(ro, sc->seg_->cf()));
-  l.unlock();
+  l.Unlock();
   sc->read_ts_ = read_ts;
   return sc;
 }
@@ -766,7 +766,7 @@ Status SegmentStore::AddIndex(SegmentId id, const IndexKeySpec& spec, Timestamp 
     for (const auto& r : rows)
       RETURN_NOT_OK(IndexChanges(*seg, {spec}, r.key, nullptr, &r.row, build_ts, &b));
   }
-  std::lock_guard<std::shared_mutex> l(mu_);
+  WriterLock l(mu_);
   RETURN_NOT_OK(CheckLiveLocked(id, seg));
   m = seg->meta();
   m.indexes.push_back(spec);
@@ -774,14 +774,14 @@ Status SegmentStore::AddIndex(SegmentId id, const IndexKeySpec& spec, Timestamp 
   rocksdb::WriteOptions wo;
   wo.sync = sync_commits_;
   RETURN_NOT_OK(FromRocks(db_->Write(wo, &b), "add index"));
-  std::lock_guard<std::mutex> ml(seg->mu_);
+  MutexLock ml(seg->mu_);
   seg->meta_.indexes = m.indexes;
   return Status::OK();
 }
 
 Status SegmentStore::DropIndex(SegmentId id, uint32_t index) {
   ASSIGN_OR_RETURN(SegmentRef seg, Get(id));
-  std::lock_guard<std::shared_mutex> l(mu_);
+  WriterLock l(mu_);
   RETURN_NOT_OK(CheckLiveLocked(id, seg));
   SegmentMeta m = seg->meta();
   auto it = std::find_if(m.indexes.begin(), m.indexes.end(),
@@ -793,7 +793,7 @@ Status SegmentStore::DropIndex(SegmentId id, uint32_t index) {
   RETURN_NOT_OK(FromRocks(b.DeleteRange(seg->cf(), prefix, PrefixSuccessor(prefix)), "drop index"));
   RETURN_NOT_OK(PutMeta(m, &b));
   RETURN_NOT_OK(FromRocks(db_->Write(Synced(), &b), "drop index"));
-  std::lock_guard<std::mutex> ml(seg->mu_);
+  MutexLock ml(seg->mu_);
   seg->meta_.indexes = m.indexes;
   return Status::OK();
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/codec.h"
+#include "common/mutex.h"
 #include "common/schema.h"
 #include "common/small_containers.h"
 #include "common/status.h"
@@ -96,21 +97,21 @@ class Segment {
 
   rocksdb::ColumnFamilyHandle* cf() const { return cf_; }
   SegmentMeta meta() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return meta_;
   }
   // meta().Covers(lo, hi), meta().Contains(key) and whether meta() has index `id`, without
   // copying the metadata.
   bool Covers(std::string_view lo, std::string_view hi) const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return meta_.Covers(lo, hi);
   }
   bool Contains(std::string_view key) const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return meta_.Contains(key);
   }
   bool HasIndex(uint32_t id) const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     for (const auto& ix : meta_.indexes) {
       if (ix.id == id) return true;
     }
@@ -166,11 +167,11 @@ class Segment {
   rocksdb::DB* db_;                  // borrowed; the SegmentStore's DB outlives every Segment
   rocksdb::ColumnFamilyHandle* cf_;  // owned; destroyed with the Segment
   const SegmentId id_;               // meta_.id, which never changes
-  mutable std::mutex mu_;            // guards meta_
-  SegmentMeta meta_;
+  mutable Mutex mu_;
+  SegmentMeta meta_ GUARDED_BY(mu_);
   SegmentCounters counters_;
-  mutable std::mutex change_mu_;  // guards recent_; held while data_version_ grows
-  RecentVersions recent_;
+  mutable Mutex change_mu_;  // also held while data_version_ grows
+  RecentVersions recent_ GUARDED_BY(change_mu_);
   std::atomic<uint64_t> data_version_{0};
   std::atomic<uint64_t> write_seq_{0};
   std::atomic<uint64_t> writes_in_flight_{0};
@@ -342,8 +343,9 @@ class SegmentStore {
   // Opens or creates the store at `dir` (parents are created), reopening every segment.
   // `env` (tests): the RocksDB environment to use instead of the default; it must outlive
   // the store.
-  static Result<std::unique_ptr<SegmentStore>> Open(const std::string& dir,
-                                                    rocksdb::Env* env = nullptr);
+  // (Fills the new store's state before anyone else has it: no locks.)
+  static Result<std::unique_ptr<SegmentStore>> Open(
+      const std::string& dir, rocksdb::Env* env = nullptr) NO_THREAD_SAFETY_ANALYSIS;
   ~SegmentStore();
 
   Status CreateSegment(const SegmentMeta& meta);
@@ -498,11 +500,11 @@ class SegmentStore {
   // InvalidArgument unless RocksDB can import every file of `exp` (a file without a point
   // entry fails an assertion inside the import).
   Status CheckImportable(const SegmentExport& exp) const;
-  Result<SegmentRef> GetCoveringLocked(SegmentId id, std::string_view lo,
-                                       std::string_view hi) const;  // REQUIRES mu_
+  Result<SegmentRef> GetCoveringLocked(SegmentId id, std::string_view lo, std::string_view hi) const
+      REQUIRES_SHARED(mu_);
   // NotFound unless `seg` is still segment `id` (not dropped while a caller worked on it:
-  // its metadata must not be written again). REQUIRES mu_.
-  Status CheckLiveLocked(SegmentId id, const SegmentRef& seg) const;
+  // its metadata must not be written again).
+  Status CheckLiveLocked(SegmentId id, const SegmentRef& seg) const REQUIRES_SHARED(mu_);
   // A scanner on `id` (Stale unless it covers [seg_lo, seg_hi); `index` nonzero: it must keep
   // that index) with its snapshot and iterators, not yet positioned.
   Result<std::unique_ptr<SegmentScanner>> OpenScanner(SegmentId id, std::string_view seg_lo,
@@ -544,19 +546,18 @@ class SegmentStore {
   // Guards segments_ and serializes structural changes (create/drop/split/import, held
   // exclusively) against Scan's range check (shared), so a scan never sees a half-split
   // segment.
-  mutable std::shared_mutex mu_;
+  mutable SharedMutex mu_;
   // List() reads a copy of the segment list published on every change, so heartbeats never
   // wait for mu_ (held across a split's or an import's final write).
-  void PublishListLocked();                                              // REQUIRES mu_ held
+  void PublishListLocked() REQUIRES(mu_);
   std::shared_ptr<const std::vector<SegmentRef>> PublishedList() const;  // the copy, or null
-  mutable std::mutex list_mu_;
-  std::shared_ptr<const std::vector<SegmentRef>> list_;
+  mutable Mutex list_mu_;
+  std::shared_ptr<const std::vector<SegmentRef>> list_ GUARDED_BY(list_mu_);
   std::function<void()> before_split_write_;  // set_before_split_write_for_test
   std::function<void()> after_split_find_;    // set_after_split_find_for_test
-  std::mutex
-      split_mu_;  // serializes splits (which hold mu_ only briefly); guards cancelled_splits_
-  std::set<SegmentId> cancelled_splits_;  // new ids SettleSplit found unused
-  std::map<SegmentId, SegmentRef> segments_;
+  Mutex split_mu_;                            // serializes splits (which hold mu_ only briefly)
+  std::set<SegmentId> cancelled_splits_ GUARDED_BY(split_mu_);  // new ids SettleSplit found unused
+  std::map<SegmentId, SegmentRef> segments_ GUARDED_BY(mu_);
 };
 
 std::string SegmentCfName(SegmentId id);

@@ -22,8 +22,8 @@ using Rows = std::vector<std::vector<std::string>>;
 const char* kQueries[] = {
     "SELECT count(*), sum(v), avg(v), min(note), max(d) FROM t",
     // Double sums are rounded: partial sums added in another order differ in the last bits.
-    "SELECT g, count(*), round(sum(d)::numeric, 6), avg(v) FROM t WHERE v % 5 <> 1 GROUP BY g "
-    "ORDER BY g",
+    ("SELECT g, count(*), round(sum(d)::numeric, 6), avg(v) FROM t WHERE v % 5 <> 1 GROUP BY g "
+     "ORDER BY g"),
     "SELECT id, v * 2 FROM t WHERE d > 1900 ORDER BY id",
     "SELECT count(*) FROM t WHERE id BETWEEN 100 AND 299",
     "SELECT g, max(note) FROM t GROUP BY g HAVING count(*) > 10 ORDER BY 2 DESC LIMIT 3",

@@ -22,8 +22,8 @@ using Rows = std::vector<std::vector<std::string>>;
 
 const char* kQueries[] = {
     "SELECT g, count(*), sum(v), min(note), max(v) FROM t GROUP BY g ORDER BY g",
-    "SELECT u.name, count(*), sum(t.v) FROM t JOIN u ON t.g = u.g WHERE t.v % 3 = 0 GROUP BY "
-    "u.name ORDER BY 2 DESC, 1",
+    ("SELECT u.name, count(*), sum(t.v) FROM t JOIN u ON t.g = u.g WHERE t.v % 3 = 0 GROUP BY "
+     "u.name ORDER BY 2 DESC, 1"),
     "SELECT id, v FROM t WHERE v < 60 ORDER BY v DESC, id",
     "SELECT count(DISTINCT note), count(DISTINCT u.name), avg(t.v) FROM t JOIN u ON t.g = u.g",
     "SELECT g FROM t WHERE v < 100 UNION SELECT g + 100 FROM u ORDER BY 1",

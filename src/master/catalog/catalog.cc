@@ -93,13 +93,16 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& dir) {
 }
 
 Status Catalog::Load() {
+  WriterLock l(mu_);  // nobody else has the catalog yet; the scans call back under it
   RETURN_NOT_OK(kv_->Scan(kTablePrefix, [&](const std::string&, const std::string& v) {
+    mu_.AssertHeld();
     ASSIGN_OR_RETURN(TableSchema t, TableSchema::Deserialize(v));
     tables_[t.name] = std::move(t);
     return Status::OK();
   }));
   IndexTablesLocked();
   RETURN_NOT_OK(kv_->Scan(kViewPrefix, [&](const std::string& k, const std::string& v) {
+    mu_.AssertHeld();
     ByteReader r(v);
     View view;
     uint64_t n;
@@ -114,14 +117,17 @@ Status Catalog::Load() {
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kStatsPrefix, [&](const std::string& k, const std::string& v) {
+    mu_.AssertHeld();
     row_counts_[static_cast<TableId>(std::stoull(k.substr(strlen(kStatsPrefix))))] = std::stoull(v);
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kDatabasePrefix, [&](const std::string& k, const std::string&) {
+    mu_.AssertHeld();
     databases_.insert(k.substr(strlen(kDatabasePrefix)));
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kUserPrefix, [&](const std::string& k, const std::string& v) {
+    mu_.AssertHeld();
     std::string name = k.substr(strlen(kUserPrefix));
     if (v.empty()) {
       users_[name] = std::nullopt;
@@ -132,21 +138,25 @@ Status Catalog::Load() {
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kSegmentPrefix, [&](const std::string&, const std::string& v) {
+    mu_.AssertHeld();
     ASSIGN_OR_RETURN(SegmentEntry e, DecodeSegment(v));
     seg_index_[e.id] = {e.table, e.lo};
     by_table_[e.table][e.lo] = std::move(e);
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kTrashPrefix, [&](const std::string&, const std::string& v) {
+    mu_.AssertHeld();
     ASSIGN_OR_RETURN(SegmentEntry e, DecodeSegment(v));
     trash_[e.id] = e;
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kDecisionPrefix, [&](const std::string& k, const std::string& v) {
+    mu_.AssertHeld();
     decisions_[std::stoull(k.substr(strlen(kDecisionPrefix)))] = std::stoull(v);
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kSplitPrefix, [&](const std::string&, const std::string& v) {
+    mu_.AssertHeld();
     ByteReader r(v);
     uint64_t s, n, node, pieces = 1;
     if (!r.VarU64(&s) || !r.VarU64(&n) || !r.VarU64(&node))
@@ -157,6 +167,7 @@ Status Catalog::Load() {
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kMovePrefix, [&](const std::string&, const std::string& v) {
+    mu_.AssertHeld();
     ByteReader r(v);
     uint64_t s, f, t;
     if (!r.VarU64(&s) || !r.VarU64(&f) || !r.VarU64(&t)) return Status::Corruption("move record");
@@ -164,12 +175,14 @@ Status Catalog::Load() {
     return Status::OK();
   }));
   RETURN_NOT_OK(kv_->Scan(kNodePrefix, [&](const std::string& k, const std::string& v) {
+    mu_.AssertHeld();
     if (v.size() != 1 || v[0] > 3) return Status::Corruption("node state record");
     node_states_[static_cast<NodeId>(std::stoul(k.substr(strlen(kNodePrefix))))] =
         static_cast<NodeAdminState>(v[0]);
     return Status::OK();
   }));
   return kv_->Scan(kCounterPrefix, [&](const std::string& k, const std::string& v) {
+    mu_.AssertHeld();
     uint64_t limit = std::stoull(v);
     // Start past everything a previous run could have handed out.
     counters_[k.substr(strlen(kCounterPrefix))] = Counter{limit, limit};
@@ -178,7 +191,6 @@ Status Catalog::Load() {
 }
 
 Result<uint64_t> Catalog::NextFromCounter(const std::string& name, uint64_t block, uint64_t n) {
-  // REQUIRES: mu_ held exclusively.
   if (n == 0) return Status::InvalidArgument(fmt::format("no {} values asked for", name));
   Counter& c = counters_[name];
   if (c.next == 0) c.next = c.limit = 1;
@@ -195,22 +207,22 @@ Result<uint64_t> Catalog::NextFromCounter(const std::string& name, uint64_t bloc
 Result<uint64_t> Catalog::NextSegmentId() { return NextSegmentIds(1); }
 
 Result<uint64_t> Catalog::NextSegmentIds(uint64_t n) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   return NextFromCounter("segment", 64, n);
 }
 
 Result<uint64_t> Catalog::NextRowId(TableId table) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   return NextFromCounter(fmt::format("rowid/{}", table), 4096);
 }
 
 Result<uint64_t> Catalog::NextSerial(TableId table, int column) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   return NextFromCounter(fmt::format("serial/{}/{}", table, column), 64);
 }
 
 Result<Timestamp> Catalog::NextTimestamp() {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   return NextFromCounter("ts", 100000);
 }
 
@@ -220,7 +232,7 @@ Result<TableSchema> Catalog::GetTable(const std::string& name) const {
 }
 
 Result<TableSchema> Catalog::GetTable(const std::string& name, uint64_t* version) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   *version = schema_version_.load();  // changes only under the exclusive lock
   auto it = tables_.find(name);
   if (it == tables_.end()) {
@@ -231,26 +243,26 @@ Result<TableSchema> Catalog::GetTable(const std::string& name, uint64_t* version
 }
 
 std::vector<std::string> Catalog::Databases() const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   return {databases_.begin(), databases_.end()};
 }
 
 std::vector<std::string> Catalog::UserNames() const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   std::vector<std::string> out;
   for (const auto& [n, c] : users_) out.push_back(n);
   return out;
 }
 
 std::map<std::string, std::string> Catalog::Views() const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   std::map<std::string, std::string> out;
   for (const auto& [n, v] : views_) out[n] = v.sql;
   return out;
 }
 
 std::optional<TableSchema> Catalog::TableById(TableId id) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto it = tables_by_id_.find(id);
   if (it == tables_by_id_.end()) return std::nullopt;
   return *it->second;
@@ -259,7 +271,7 @@ std::optional<TableSchema> Catalog::TableById(TableId id) const {
 std::vector<TableSchema> Catalog::Tables() const { return TablesOf(false); }
 
 std::vector<TableSchema> Catalog::TablesOf(bool system) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   std::vector<TableSchema> out;
   for (const auto& [n, t] : tables_) {
     if ((t.id >= kFirstSystemTableId) == system) out.push_back(t);
@@ -268,7 +280,7 @@ std::vector<TableSchema> Catalog::TablesOf(bool system) const {
 }
 
 bool Catalog::HasUniqueIndex(TableId id) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto it = tables_by_id_.find(id);
   if (it == tables_by_id_.end()) return false;
   const auto& ixs = it->second->indexes;
@@ -278,13 +290,13 @@ bool Catalog::HasUniqueIndex(TableId id) const {
 std::vector<TableSchema> Catalog::SystemViews() const { return TablesOf(true); }
 
 bool Catalog::IsSystemView(const std::string& name) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto it = tables_.find(name);
   return it != tables_.end() && it->second.id >= kFirstSystemTableId;
 }
 
 void Catalog::AddSystemView(TableSchema schema) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   schema_version_++;
   tables_[schema.name] = std::move(schema);
   IndexTablesLocked();
@@ -296,7 +308,7 @@ void Catalog::IndexTablesLocked() {
 }
 
 Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (tables_.count(schema->name) || views_.count(schema->name)) {
     return Status::Sql(sqlstate::kDuplicateTable,
@@ -319,7 +331,7 @@ Result<SegmentEntry> Catalog::CreateTable(TableSchema* schema, NodeId node) {
 }
 
 Result<std::vector<SegmentEntry>> Catalog::DropTable(const std::string& name) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(name);
   if (it == tables_.end())
@@ -353,26 +365,26 @@ Result<std::vector<SegmentEntry>> Catalog::TrashSegments(const std::vector<Table
 }
 
 Status Catalog::SetRowCount(TableId table, uint64_t rows) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   RETURN_NOT_OK(kv_->Write({{kStatsPrefix + std::to_string(table), std::to_string(rows)}}));
   row_counts_[table] = rows;
   return Status::OK();
 }
 
 void Catalog::AdjustRowCount(TableId table, int64_t delta) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   uint64_t& n = row_counts_[table];
   n = delta < 0 && static_cast<uint64_t>(-delta) > n ? 0 : n + delta;
 }
 
 double Catalog::EstimateRows(const TableSchema& table) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto it = row_counts_.find(table.id);
   return it == row_counts_.end() ? 1000 : std::max<double>(1, static_cast<double>(it->second));
 }
 
 Status Catalog::CreateDatabase(const std::string& name) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (databases_.count(name))
     return Status::Sql(sqlstate::kDuplicateDatabase,
@@ -383,12 +395,12 @@ Status Catalog::CreateDatabase(const std::string& name) {
 }
 
 bool Catalog::HasDatabase(const std::string& name) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   return databases_.count(name) > 0;
 }
 
 Result<std::vector<SegmentEntry>> Catalog::DropDatabase(const std::string& name) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (!databases_.count(name))
     return Status::Sql(sqlstate::kInvalidCatalogName,
@@ -418,7 +430,7 @@ Result<std::vector<SegmentEntry>> Catalog::DropDatabase(const std::string& name)
 }
 
 Status Catalog::PutUser(const auth::Credentials& c) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   bool has_password = !c.md5.empty();
   RETURN_NOT_OK(
       kv_->Write({{kUserPrefix + c.user, has_password ? auth::EncodeCredentials(c) : ""}}));
@@ -427,7 +439,7 @@ Status Catalog::PutUser(const auth::Credentials& c) {
 }
 
 Status Catalog::DropUser(const std::string& name) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   if (!users_.count(name))
     return Status::Sql(sqlstate::kUndefinedObject, fmt::format("role \"{}\" does not exist", name));
   RETURN_NOT_OK(kv_->Write({{kUserPrefix + name, "", true}}));
@@ -436,19 +448,19 @@ Status Catalog::DropUser(const std::string& name) {
 }
 
 std::optional<auth::Credentials> Catalog::GetUser(const std::string& name) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto it = users_.find(name);
   if (it == users_.end()) return std::nullopt;
   return it->second;
 }
 
 bool Catalog::HasUser(const std::string& name) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   return users_.count(name) > 0;
 }
 
 std::optional<std::string> Catalog::GetView(const std::string& name) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto it = views_.find(name);
   if (it == views_.end()) return std::nullopt;
   return it->second.sql;
@@ -456,7 +468,7 @@ std::optional<std::string> Catalog::GetView(const std::string& name) const {
 
 Status Catalog::CreateView(const std::string& name, const std::string& sql,
                            const std::vector<std::string>& reads, bool replace) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   schema_version_++;
   if (tables_.count(name) || (views_.count(name) && !replace)) {
     return Status::Sql(sqlstate::kDuplicateTable,
@@ -468,7 +480,7 @@ Status Catalog::CreateView(const std::string& name, const std::string& sql,
 }
 
 Status Catalog::DropView(const std::string& name) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   if (!views_.count(name))
     return Status::Sql(sqlstate::kUndefinedTable, fmt::format("view \"{}\" does not exist", name));
@@ -478,7 +490,7 @@ Status Catalog::DropView(const std::string& name) {
 }
 
 std::vector<std::string> Catalog::DependentViews(const std::string& name) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   std::vector<std::string> out;
   for (const auto& [v, view] : views_) {
     if (std::find(view.reads.begin(), view.reads.end(), name) != view.reads.end()) out.push_back(v);
@@ -488,7 +500,7 @@ std::vector<std::string> Catalog::DependentViews(const std::string& name) const 
 
 Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name,
                                                         const std::string& staged) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(name);
   auto st = tables_.find(staged);
@@ -510,7 +522,7 @@ Result<std::vector<SegmentEntry>> Catalog::ReplaceTable(const std::string& name,
 }
 
 Status Catalog::UpdateTable(const TableSchema& schema) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   schema_version_++;  // also on failure: a spurious bump only costs a re-plan
   auto it = tables_.find(schema.name);
   if (it == tables_.end() || it->second.id != schema.id) {
@@ -526,14 +538,14 @@ Status Catalog::UpdateTable(const TableSchema& schema) {
 }
 
 std::vector<SegmentEntry> Catalog::Trash() const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   std::vector<SegmentEntry> out;
   for (const auto& [id, s] : trash_) out.push_back(s);
   return out;
 }
 
 Status Catalog::ClearTrash(SegmentId seg) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   RETURN_NOT_OK(kv_->Write({{U64Key(kTrashPrefix, seg), "", true}}));
   trash_.erase(seg);
   return Status::OK();
@@ -541,7 +553,7 @@ Status Catalog::ClearTrash(SegmentId seg) {
 
 std::vector<SegmentEntry> Catalog::SegmentsOverlapping(TableId table, const std::string& lo,
                                                        const std::string& hi) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   std::vector<SegmentEntry> out;
   auto t = by_table_.find(table);
   if (t == by_table_.end()) return out;
@@ -558,7 +570,7 @@ std::vector<SegmentEntry> Catalog::SegmentsOverlapping(TableId table, const std:
 }
 
 Result<SegmentEntry> Catalog::SegmentForKey(TableId table, const std::string& key) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto t = by_table_.find(table);
   if (t == by_table_.end() || t->second.empty()) {
     return Status::NotFound(fmt::format("table {} has no segments", table));
@@ -569,7 +581,7 @@ Result<SegmentEntry> Catalog::SegmentForKey(TableId table, const std::string& ke
 }
 
 Result<SegmentEntry> Catalog::GetSegment(SegmentId id) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto ix = seg_index_.find(id);
   if (ix == seg_index_.end()) {
     return Status::Sql(sqlstate::kUndefinedObject, fmt::format("segment {} does not exist", id));
@@ -578,7 +590,7 @@ Result<SegmentEntry> Catalog::GetSegment(SegmentId id) const {
 }
 
 bool Catalog::SegmentIs(const SegmentEntry& e) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto ix = seg_index_.find(e.id);
   if (ix == seg_index_.end()) return false;
   const SegmentEntry& now = by_table_.at(ix->second.first).at(ix->second.second);
@@ -586,7 +598,7 @@ bool Catalog::SegmentIs(const SegmentEntry& e) const {
 }
 
 std::vector<SegmentEntry> Catalog::AllSegments() const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   std::vector<SegmentEntry> out;
   for (const auto& [t, m] : by_table_) {
     for (const auto& [lo, s] : m) out.push_back(s);
@@ -608,7 +620,7 @@ Status Catalog::ApplySplit(SegmentId seg, SegmentId new_id, const std::string& s
 
 Status Catalog::ApplySplits(SegmentId seg, SegmentId first_new_id,
                             const std::vector<std::string>& keys) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   auto ix = seg_index_.find(seg);
   if (ix == seg_index_.end()) return Status::NotFound(fmt::format("segment {}", seg));
   SegmentEntry& old = by_table_[ix->second.first][ix->second.second];
@@ -645,42 +657,42 @@ Status Catalog::LogSplitIntent(const SplitIntent& si) {
   w.VarU64(si.new_id);
   w.VarU64(si.node);
   if (si.pieces > 1) w.VarU64(si.pieces);  // one piece: the record as before pieces existed
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   RETURN_NOT_OK(kv_->Write({{U64Key(kSplitPrefix, si.segment), v}}));
   splits_[si.segment] = si;
   return Status::OK();
 }
 
 Status Catalog::ClearSplitIntent(SegmentId seg) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   RETURN_NOT_OK(kv_->Write({{U64Key(kSplitPrefix, seg), "", true}}));
   splits_.erase(seg);
   return Status::OK();
 }
 
 std::vector<SplitIntent> Catalog::PendingSplits() const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   std::vector<SplitIntent> out;
   for (const auto& [s, si] : splits_) out.push_back(si);
   return out;
 }
 
 Status Catalog::LogMoveIntent(const MoveIntent& m) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   RETURN_NOT_OK(kv_->Write({{U64Key(kMovePrefix, m.segment), EncodeMove(m)}}));
   moves_[m.segment] = m;
   return Status::OK();
 }
 
 Status Catalog::ClearMoveIntent(SegmentId seg) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   RETURN_NOT_OK(kv_->Write({{U64Key(kMovePrefix, seg), "", true}}));
   moves_.erase(seg);
   return Status::OK();
 }
 
 Status Catalog::SetOwner(SegmentId seg, NodeId node) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   auto ix = seg_index_.find(seg);
   if (ix == seg_index_.end()) return Status::NotFound(fmt::format("segment {}", seg));
   SegmentEntry e = by_table_[ix->second.first][ix->second.second];
@@ -693,7 +705,7 @@ Status Catalog::SetOwner(SegmentId seg, NodeId node) {
 }
 
 std::vector<MoveIntent> Catalog::PendingMoves() const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   std::vector<MoveIntent> out;
   for (const auto& [s, m] : moves_) out.push_back(m);
   return out;
@@ -703,13 +715,13 @@ Status Catalog::LogDecision(uint64_t txn, Timestamp ts) {
   // Synced outside mu_: the catalog's readers do not wait for the disk, and concurrent
   // decisions share a sync (RocksDB groups concurrent writes).
   RETURN_NOT_OK(kv_->Write({{U64Key(kDecisionPrefix, txn), std::to_string(ts)}}));
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   decisions_[txn] = ts;
   return Status::OK();
 }
 
 Status Catalog::EraseDecision(uint64_t txn) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   // Unsynced: a decision that reappears after a crash is harmless (nobody asks for it).
   RETURN_NOT_OK(kv_->Write({{U64Key(kDecisionPrefix, txn), "", true}}, /*sync=*/false));
   decisions_.erase(txn);
@@ -717,20 +729,20 @@ Status Catalog::EraseDecision(uint64_t txn) {
 }
 
 std::optional<Timestamp> Catalog::Decision(uint64_t txn) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto it = decisions_.find(txn);
   if (it == decisions_.end()) return std::nullopt;
   return it->second;
 }
 
 NodeAdminState Catalog::GetNodeState(NodeId node) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto it = node_states_.find(node);
   return it == node_states_.end() ? NodeAdminState::kActive : it->second;
 }
 
 Status Catalog::SetNodeState(NodeId node, NodeAdminState s) {
-  std::unique_lock l(mu_);
+  WriterLock l(mu_);
   RETURN_NOT_OK(kv_->Write({{U64Key(kNodePrefix, node), std::string(1, static_cast<char>(s))}}));
   node_states_[node] = s;
   return Status::OK();

@@ -14,11 +14,11 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/schema.h"
 #include "common/status.h"
 #include "master/catalog/credentials.h"
@@ -167,45 +167,49 @@ class Catalog : public plan::CatalogReader {
  private:
   Catalog() = default;
   std::atomic<uint64_t> schema_version_{0};
+  // Reads everything from the store (Open).
   Status Load();
   // User tables (system false) or system views (true).
   std::vector<TableSchema> TablesOf(bool system) const;
   // The first of `n` consecutive values of counter `name`, persisted `block` (or `n`) at a time.
-  Result<uint64_t> NextFromCounter(const std::string& name, uint64_t block, uint64_t n = 1);
+  Result<uint64_t> NextFromCounter(const std::string& name, uint64_t block, uint64_t n = 1)
+      REQUIRES(mu_);
   static std::string SegmentKey(SegmentId id);
   // Writes `ops` plus the removal of the tables' segments into the trash, atomically.
-  // REQUIRES: mu_ held exclusively.
   Result<std::vector<SegmentEntry>> TrashSegments(const std::vector<TableId>& ids,
-                                                  std::vector<storage::KvStore::Op> ops);
+                                                  std::vector<storage::KvStore::Op> ops)
+      REQUIRES(mu_);
   static std::string EncodeSegment(const SegmentEntry& e);
 
   std::unique_ptr<storage::KvStore> kv_;
-  mutable std::shared_mutex mu_;  // guards everything below
-  std::map<std::string, TableSchema> tables_;
+  mutable SharedMutex mu_;
+  std::map<std::string, TableSchema> tables_ GUARDED_BY(mu_);
   // tables_ by id (entries of a std::map stay put): rebuilt by IndexTablesLocked after every
   // change of tables_.
-  std::unordered_map<TableId, const TableSchema*> tables_by_id_;
-  // REQUIRES: mu_ held exclusively.
-  void IndexTablesLocked();
+  std::unordered_map<TableId, const TableSchema*> tables_by_id_ GUARDED_BY(mu_);
+  void IndexTablesLocked() REQUIRES(mu_);
   struct View {
     std::string sql;
     std::vector<std::string> reads;
   };
-  std::map<std::string, View> views_;
-  std::set<std::string> databases_;
-  std::map<TableId, uint64_t> row_counts_;
-  std::map<std::string, std::optional<auth::Credentials>> users_;    // nullopt: no password
-  std::map<TableId, std::map<std::string, SegmentEntry>> by_table_;  // table -> lo -> segment
-  std::map<SegmentId, std::pair<TableId, std::string>> seg_index_;   // id -> (table, lo)
-  std::map<SegmentId, MoveIntent> moves_;
-  std::map<SegmentId, SplitIntent> splits_;
-  std::map<SegmentId, SegmentEntry> trash_;
-  std::map<uint64_t, Timestamp> decisions_;
-  std::map<NodeId, NodeAdminState> node_states_;
+  std::map<std::string, View> views_ GUARDED_BY(mu_);
+  std::set<std::string> databases_ GUARDED_BY(mu_);
+  std::map<TableId, uint64_t> row_counts_ GUARDED_BY(mu_);
+  std::map<std::string, std::optional<auth::Credentials>> users_
+      GUARDED_BY(mu_);  // nullopt: no password
+  std::map<TableId, std::map<std::string, SegmentEntry>> by_table_
+      GUARDED_BY(mu_);  // table -> lo -> segment
+  std::map<SegmentId, std::pair<TableId, std::string>> seg_index_
+      GUARDED_BY(mu_);  // id -> (table, lo)
+  std::map<SegmentId, MoveIntent> moves_ GUARDED_BY(mu_);
+  std::map<SegmentId, SplitIntent> splits_ GUARDED_BY(mu_);
+  std::map<SegmentId, SegmentEntry> trash_ GUARDED_BY(mu_);
+  std::map<uint64_t, Timestamp> decisions_ GUARDED_BY(mu_);
+  std::map<NodeId, NodeAdminState> node_states_ GUARDED_BY(mu_);
   struct Counter {
     uint64_t next = 0, limit = 0;
   };
-  std::map<std::string, Counter> counters_;
+  std::map<std::string, Counter> counters_ GUARDED_BY(mu_);
 };
 
 }  // namespace wattdb::master

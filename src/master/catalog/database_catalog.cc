@@ -29,7 +29,7 @@ Result<TableSchema> DatabaseCatalog::GetTable(const std::string& name) const {
   }
   std::optional<TableSchema> t;
   {
-    std::lock_guard<std::mutex> l(known_mu_);
+    MutexLock l(known_mu_);
     auto it = known_.find(name);
     if (it != known_.end() && it->second.version == catalog_.schema_version()) t = it->second.table;
   }
@@ -41,7 +41,7 @@ Result<TableSchema> DatabaseCatalog::GetTable(const std::string& name) const {
                          fmt::format("relation \"{}\" does not exist", name));
     t = std::move(*got);
     t->name = Unqualify(t->name);
-    std::lock_guard<std::mutex> l(known_mu_);
+    MutexLock l(known_mu_);
     if (known_.size() >= kMaxKnown) known_.clear();
     known_[name] = Known{version, *t};
   }

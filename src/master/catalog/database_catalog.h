@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "master/catalog/catalog.h"
 
 namespace wattdb::master {
@@ -65,8 +66,8 @@ class DatabaseCatalog : public plan::CatalogReader {
     uint64_t version = 0;
     TableSchema table;
   };
-  mutable std::mutex known_mu_;
-  mutable std::unordered_map<std::string, Known> known_;
+  mutable Mutex known_mu_;
+  mutable std::unordered_map<std::string, Known> known_ GUARDED_BY(known_mu_);
   Timestamp read_snapshot_ = ~0ULL;
   std::optional<int64_t> statement_time_;
   std::string db_;

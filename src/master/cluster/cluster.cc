@@ -57,7 +57,7 @@ Status Cluster::Start() {
     for (const auto& n : config_.nodes) {
       // The node this process hosts starts once the master serves (master/main.cc).
       if (sleeping(n.id) || n.InMaster()) continue;
-      std::lock_guard<std::mutex> l(power_->mu());
+      MutexLock l(power_->mu());
       // A node that cannot be powered on (BMC unreachable, ...) is reported; the rest serve.
       Status on = power_->Act(n.id, power::PowerAction::kOn);
       if (!on.ok()) {
@@ -86,17 +86,17 @@ Status Cluster::Start() {
 
 void Cluster::Stop() {
   {
-    std::lock_guard<std::mutex> l(stop_mu_);
+    MutexLock l(stop_mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.SignalAll();
   if (supervisor_) supervisor_->Stop();
   if (monitor_) monitor_->Stop();
   if (maintenance_.joinable()) maintenance_.join();
   if (opts_.manage_nodes && power_) {
     for (const auto& n : config_.nodes) {
-      std::lock_guard<std::mutex> l(power_->mu());
+      MutexLock l(power_->mu());
       if (power_->Driver(n.id).Supports(power::PowerAction::kOff))
         (void)power_->Act(n.id, power::PowerAction::kOff);
     }
@@ -105,7 +105,7 @@ void Cluster::Stop() {
 }
 
 std::shared_ptr<std::shared_timed_mutex> Cluster::Latch(SegmentId seg) {
-  std::lock_guard<std::mutex> l(latch_mu_);
+  MutexLock l(latch_mu_);
   auto& p = latches_[seg];
   if (!p) p = std::make_shared<std::shared_timed_mutex>();
   return p;
@@ -125,7 +125,7 @@ std::unique_ptr<Transaction> Cluster::Begin(Timestamp snapshot) {
   auto t = std::make_unique<Transaction>();
   t->id = next_txn_++;
   t->snapshot = snapshot;
-  std::lock_guard<std::mutex> l(txn_mu_);
+  MutexLock l(txn_mu_);
   active_txns_.insert(t->id);
   return t;
 }
@@ -136,7 +136,7 @@ void Cluster::EndTxn(Transaction& t) {
   t.latches.clear();
   t.participants.clear();
   t.deferred.clear();
-  std::lock_guard<std::mutex> l(txn_mu_);
+  MutexLock l(txn_mu_);
   active_txns_.erase(t.id);
 }
 
@@ -322,9 +322,9 @@ void Cluster::RequestSplitsIfOversized(const std::vector<std::pair<SegmentId, ui
   bool oversized = std::any_of(sizes.begin(), sizes.end(),
                                [&](const auto& p) { return p.second > config_.segment_bytes; });
   if (oversized) {
-    std::lock_guard<std::mutex> l(stop_mu_);
+    MutexLock l(stop_mu_);
     split_wanted_ = true;
-    stop_cv_.notify_all();
+    stop_cv_.SignalAll();
   }
 }
 
@@ -346,7 +346,7 @@ void Cluster::ResolveInDoubt() {
         continue;
       }
       {
-        std::lock_guard<std::mutex> l(txn_mu_);
+        MutexLock l(txn_mu_);
         if (active_txns_.count(txn)) continue;  // still being decided
       }
       auto client = registry_->Client(n.id);
@@ -461,7 +461,7 @@ NodeId Cluster::LeastLoaded(const std::map<NodeId, NodeLoad>& load, TableId tabl
 }
 
 Result<MoveReport> Cluster::MoveSegment(SegmentId seg, NodeId target) {
-  std::lock_guard<std::mutex> admin(admin_mu_);
+  MutexLock admin(admin_mu_);
   int64_t t0 = clock_.NowMicros();
   if (!config_.FindNode(target))
     return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", target));
@@ -582,7 +582,7 @@ Status Cluster::RecoverMove(const MoveIntent& m) {
 void Cluster::SettleLoggedReshapes() {
   // A live move or split holds admin_mu_, so what is pending here is not running.
   for (const auto& m : catalog_->PendingMoves()) {
-    std::lock_guard<std::mutex> admin(admin_mu_);
+    MutexLock admin(admin_mu_);
     if (!IsPendingMove(m.segment)) continue;  // settled meanwhile
     auto latch = Latch(m.segment);
     std::unique_lock<std::shared_timed_mutex> excl(
@@ -591,7 +591,7 @@ void Cluster::SettleLoggedReshapes() {
     if (!s.ok()) Log("master")->debug("move recovery waits seg={} err={}", m.segment, s.ToString());
   }
   for (const auto& si : catalog_->PendingSplits()) {
-    std::lock_guard<std::mutex> admin(admin_mu_);
+    MutexLock admin(admin_mu_);
     Status s = RecoverSplit(si);
     if (!s.ok())
       Log("master")->debug("split recovery waits seg={} err={}", si.segment, s.ToString());
@@ -638,7 +638,7 @@ void Cluster::MaintainOnce() {
         if (e->node != n.id) {
           // Checked again under the admin lock: a move that started after the listing has
           // logged its intent by then (its target's copy is not stray).
-          std::lock_guard<std::mutex> admin(admin_mu_);
+          MutexLock admin(admin_mu_);
           auto owner = catalog_->GetSegment(rs.id);
           if (!owner.ok() || owner->node == n.id || IsPendingMove(rs.id)) continue;
           Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id,
@@ -670,7 +670,7 @@ void Cluster::MaintainOnce() {
       }
     }
     {
-      std::lock_guard<std::mutex> l(stop_mu_);
+      MutexLock l(stop_mu_);
       if (stopping_) return;
     }
     if (!split_any) break;
@@ -680,9 +680,10 @@ void Cluster::MaintainOnce() {
 void Cluster::MaintenanceLoop() {
   while (true) {
     {
-      std::unique_lock<std::mutex> l(stop_mu_);
-      stop_cv_.wait_for(l, std::chrono::milliseconds(config_.telemetry_interval_ms),
-                        [this] { return stopping_ || split_wanted_; });
+      MutexLock l(stop_mu_);
+      auto until = CondVar::Clock::now() + std::chrono::milliseconds(config_.telemetry_interval_ms);
+      while (!stopping_ && !split_wanted_ && stop_cv_.WaitUntil(stop_mu_, until)) {
+      }
       if (stopping_) break;
       split_wanted_ = false;
     }

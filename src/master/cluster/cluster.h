@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/mutex.h"
 #include "common/small_containers.h"
 #include "master/catalog/catalog.h"
 #include "master/cluster/timestamp_oracle.h"
@@ -120,11 +121,11 @@ class Cluster {
   class SessionGuard {
    public:
     SessionGuard(Cluster& c, std::string db) : c_(c), db_(std::move(db)) {
-      std::lock_guard<std::mutex> l(c_.sessions_mu_);
+      MutexLock l(c_.sessions_mu_);
       c_.sessions_[db_]++;
     }
     ~SessionGuard() {
-      std::lock_guard<std::mutex> l(c_.sessions_mu_);
+      MutexLock l(c_.sessions_mu_);
       if (--c_.sessions_[db_] == 0) c_.sessions_.erase(db_);
     }
 
@@ -133,7 +134,7 @@ class Cluster {
     std::string db_;
   };
   int SessionsOn(const std::string& db) {
-    std::lock_guard<std::mutex> l(sessions_mu_);
+    MutexLock l(sessions_mu_);
     auto it = sessions_.find(db);
     return it == sessions_.end() ? 0 : it->second;
   }
@@ -202,11 +203,11 @@ class Cluster {
   class OperatorAction {
    public:
     OperatorAction(Cluster& c, NodeId node) : c_(c), node_(node) {
-      std::lock_guard<std::mutex> l(c_.operator_mu_);
+      MutexLock l(c_.operator_mu_);
       c_.operator_nodes_.insert(node_);
     }
     ~OperatorAction() {
-      std::lock_guard<std::mutex> l(c_.operator_mu_);
+      MutexLock l(c_.operator_mu_);
       c_.operator_nodes_.erase(c_.operator_nodes_.find(node_));
     }
     OperatorAction(const OperatorAction&) = delete;
@@ -217,7 +218,7 @@ class Cluster {
     NodeId node_;
   };
   bool OperatorBusy(NodeId node) {
-    std::lock_guard<std::mutex> l(operator_mu_);
+    MutexLock l(operator_mu_);
     return operator_nodes_.count(node) > 0;
   }
 
@@ -303,17 +304,17 @@ class Cluster {
   Activity activity_;
   StatementEnergyLog energy_log_;
 
-  std::mutex latch_mu_;  // guards latches_
-  std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches_;
+  Mutex latch_mu_;
+  std::map<SegmentId, std::shared_ptr<std::shared_timed_mutex>> latches_ GUARDED_BY(latch_mu_);
 
   TimestampOracle ts_{[this] { return catalog_->NextTimestamp(); }};
 
-  std::mutex sessions_mu_;  // guards sessions_
-  std::map<std::string, int> sessions_;
+  Mutex sessions_mu_;
+  std::map<std::string, int> sessions_ GUARDED_BY(sessions_mu_);
   std::atomic<uint64_t> next_txn_{1};
-  std::mutex txn_mu_;  // guards active_txns_
-  boost::container::flat_set<uint64_t>
-      active_txns_;  // between first prepare and the end of commit/abort
+  Mutex txn_mu_;
+  // Between first prepare and the end of commit/abort.
+  boost::container::flat_set<uint64_t> active_txns_ GUARDED_BY(txn_mu_);
   void ResolveInDoubt();
   // Cycles of row-lock waits through several nodes (from the latest heartbeats): the
   // youngest transaction of each is told 40P01 where it waits.
@@ -324,41 +325,42 @@ class Cluster {
   Status SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Timestamp ts);
   int NodePid(NodeId node);
   // In-doubt resolutions done: (node, txn) -> the heartbeat (in_doubt_seq) they answered.
+  // Used by the maintenance thread only.
   std::map<std::pair<NodeId, uint64_t>, uint64_t> resolved_;
   // Logged commit decisions whose participants have not all confirmed yet.
-  std::mutex decisions_mu_;
-  std::map<uint64_t, std::set<NodeId>> unconfirmed_;
+  Mutex decisions_mu_;
+  std::map<uint64_t, std::set<NodeId>> unconfirmed_ GUARDED_BY(decisions_mu_);
   // Distributed commits a node applied without a sync, per node: each confirmed once a
-  // later RpcSyncWal answers from the process that applied it. Guarded by decisions_mu_.
+  // later RpcSyncWal answers from the process that applied it.
   struct UnsyncedCommit {
     uint64_t txn;
     Timestamp ts;
     uint64_t incarnation;  // 0: unknown (the reply was lost)
   };
-  std::map<NodeId, std::vector<UnsyncedCommit>> unsynced_;
+  std::map<NodeId, std::vector<UnsyncedCommit>> unsynced_ GUARDED_BY(decisions_mu_);
   void Confirmed(uint64_t txn, NodeId node);
   // One round of RpcSyncWal to every node with unsynced commits (maintenance).
   void ConfirmUnsyncedCommits();
   // Unique index keys claimed by transactions: (table, index, key) -> transaction id.
-  std::mutex unique_mu_;
-  std::condition_variable unique_cv_;  // signalled when claims are released
-  std::map<std::string, uint64_t> unique_claims_;
+  Mutex unique_mu_;
+  CondVar unique_cv_;  // signalled when claims are released
+  std::map<std::string, uint64_t> unique_claims_ GUARDED_BY(unique_mu_);
   // Releases `t`'s unique-key claims but its first `keep`.
   void ReleaseUniqueClaims(Transaction& t, size_t keep = 0);
   // BlockWrites with admin_mu_ held by the caller (no split can add a segment meanwhile).
   Result<std::unique_ptr<WriteBlock>> BlockWritesLocked(TableId table);
   bool HasUniqueIndex(TableId table) const;
   void EndTxn(Transaction& txn);
-  std::mutex admin_mu_;                         // serializes moves, splits and drains
+  Mutex admin_mu_;  // serializes moves, splits and drains (guards no data: held across calls)
   std::unique_ptr<NodeSupervisor> supervisor_;  // with manage_nodes: restarts crashed nodes
-  std::mutex operator_mu_;                      // guards operator_nodes_
-  std::multiset<NodeId> operator_nodes_;
+  Mutex operator_mu_;
+  std::multiset<NodeId> operator_nodes_ GUARDED_BY(operator_mu_);
   std::thread maintenance_;
   std::atomic<rpc::LocalSegments*> local_segments_{nullptr};
-  std::mutex stop_mu_;  // guards stopping_ and split_wanted_; stop_cv_ wakes maintenance
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  bool split_wanted_ = false;  // a commit reported an oversized segment
+  Mutex stop_mu_;
+  CondVar stop_cv_;  // wakes maintenance
+  bool stopping_ GUARDED_BY(stop_mu_) = false;
+  bool split_wanted_ GUARDED_BY(stop_mu_) = false;  // a commit reported an oversized segment
 };
 
 }  // namespace wattdb::master

@@ -108,13 +108,13 @@ Status Cluster::Commit(Transaction& t) {
   }
   if (distributed) {
     {
-      std::lock_guard<std::mutex> l(decisions_mu_);
+      MutexLock l(decisions_mu_);
       for (auto& [node, c] : t.participants) unconfirmed_[t.id].insert(node);
     }
     Status logged = catalog_->LogDecision(t.id, *ts);
     if (!logged.ok()) {
       {
-        std::lock_guard<std::mutex> l(decisions_mu_);
+        MutexLock l(decisions_mu_);
         unconfirmed_.erase(t.id);
       }
       ts_.EndCommit(*ts);
@@ -141,7 +141,7 @@ Status Cluster::Commit(Transaction& t) {
             "commit not acknowledged txn={} node=n{} err={} (resolved when the node reports it)",
             t.id, clients[i]->id(), committed[i].ToString());
       }
-      std::lock_guard<std::mutex> l(decisions_mu_);
+      MutexLock l(decisions_mu_);
       unsynced_[clients[i]->id()].push_back({t.id, *ts, committed[i].ok() ? incarnations[i] : 0});
     }
   } else {
@@ -177,7 +177,7 @@ Status Cluster::Commit(Transaction& t) {
 void Cluster::Confirmed(uint64_t txn, NodeId node) {
   bool all = false;
   {
-    std::lock_guard<std::mutex> l(decisions_mu_);
+    MutexLock l(decisions_mu_);
     auto it = unconfirmed_.find(txn);
     if (it == unconfirmed_.end()) return;
     it->second.erase(node);
@@ -192,7 +192,7 @@ void Cluster::Confirmed(uint64_t txn, NodeId node) {
 void Cluster::ConfirmUnsyncedCommits() {
   std::map<NodeId, std::vector<UnsyncedCommit>> round;
   {
-    std::lock_guard<std::mutex> l(decisions_mu_);
+    MutexLock l(decisions_mu_);
     round.swap(unsynced_);
   }
   for (auto& [node, commits] : round) {
@@ -200,7 +200,7 @@ void Cluster::ConfirmUnsyncedCommits() {
     auto c = registry_->Client(node);
     Result<uint64_t> incarnation = c.ok() ? RpcSyncWal(**c) : c.status();
     if (!incarnation.ok()) {  // the node is away: next round
-      std::lock_guard<std::mutex> l(decisions_mu_);
+      MutexLock l(decisions_mu_);
       auto& back = unsynced_[node];
       back.insert(back.begin(), commits.begin(), commits.end());
       continue;
@@ -221,7 +221,7 @@ void Cluster::ConfirmUnsyncedCommits() {
 }
 
 std::map<NodeId, size_t> Cluster::UnconfirmedCommits() {
-  std::lock_guard<std::mutex> l(decisions_mu_);
+  MutexLock l(decisions_mu_);
   std::map<NodeId, size_t> out;
   for (const auto& [txn, nodes] : unconfirmed_) {
     for (NodeId n : nodes) out[n]++;

@@ -39,13 +39,13 @@ bool Cluster::HasUniqueIndex(TableId table) const { return catalog_->HasUniqueIn
 
 void Cluster::ReleaseUniqueClaims(Transaction& t, size_t keep) {
   if (t.unique_locks.size() <= keep) return;
-  std::lock_guard<std::mutex> l(unique_mu_);
+  MutexLock l(unique_mu_);
   for (size_t i = keep; i < t.unique_locks.size(); i++) {
     auto it = unique_claims_.find(t.unique_locks[i]);
     if (it != unique_claims_.end() && it->second == t.id) unique_claims_.erase(it);
   }
   t.unique_locks.resize(keep);
-  unique_cv_.notify_all();
+  unique_cv_.SignalAll();
 }
 
 Status Cluster::CheckUnique(Transaction& t, TableId table, const WritesByNode& writes) {
@@ -69,13 +69,14 @@ Status Cluster::CheckUnique(Transaction& t, TableId table, const WritesByNode& w
       // for the first to end, then sees its row (23505) or not.
       std::string claim = ClaimKey(table, ix.spec.id, key);
       {
-        std::unique_lock<std::mutex> l(unique_mu_);
-        auto free = [&] {
+        MutexLock l(unique_mu_);
+        auto until = CondVar::Clock::now() + kClaimWait;
+        for (bool timed_out = false;;) {
           auto it = unique_claims_.find(claim);
-          return it == unique_claims_.end() || it->second == t.id;
-        };
-        if (!unique_cv_.wait_for(l, kClaimWait, free)) {
-          return Status::Aborted("could not serialize access due to concurrent update");
+          if (it == unique_claims_.end() || it->second == t.id) break;
+          if (timed_out)
+            return Status::Aborted("could not serialize access due to concurrent update");
+          timed_out = !unique_cv_.WaitUntil(unique_mu_, until);
         }
         if (!unique_claims_.count(claim)) {
           unique_claims_[claim] = t.id;
@@ -101,7 +102,7 @@ Status Cluster::CheckUnique(Transaction& t, TableId table, const WritesByNode& w
 }
 
 Result<std::unique_ptr<Cluster::WriteBlock>> Cluster::BlockWrites(TableId table) {
-  std::lock_guard<std::mutex> admin(admin_mu_);
+  MutexLock admin(admin_mu_);
   return BlockWritesLocked(table);
 }
 
@@ -125,7 +126,7 @@ Result<std::unique_ptr<Cluster::WriteBlock>> Cluster::BlockWritesLocked(TableId 
 }
 
 Result<uint32_t> Cluster::CreateIndex(const std::string& table, IndexDef def) {
-  std::lock_guard<std::mutex> admin(admin_mu_);  // no moves or splits meanwhile
+  MutexLock admin(admin_mu_);  // no moves or splits meanwhile
   ASSIGN_OR_RETURN(TableSchema t, catalog_->GetTable(table));
   def.spec.id = t.next_index_id;
   auto segs = catalog_->SegmentsOverlapping(t.id, "", "");
@@ -191,7 +192,7 @@ Result<uint32_t> Cluster::CreateIndex(const std::string& table, IndexDef def) {
 }
 
 Status Cluster::DropIndex(const std::string& table, uint32_t index) {
-  std::lock_guard<std::mutex> admin(admin_mu_);
+  MutexLock admin(admin_mu_);
   ASSIGN_OR_RETURN(TableSchema t, catalog_->GetTable(table));
   std::erase_if(t.indexes, [&](const IndexDef& ix) { return ix.spec.id == index; });
   RETURN_NOT_OK(catalog_->UpdateTable(t));

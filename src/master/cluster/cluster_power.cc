@@ -6,7 +6,7 @@
 namespace wattdb::master {
 
 Status Cluster::SetDraining(NodeId node, bool draining) {
-  std::lock_guard<std::mutex> admin(admin_mu_);
+  MutexLock admin(admin_mu_);
   NodeAdminState now = catalog_->GetNodeState(node);
   NodeAdminState from = draining ? NodeAdminState::kActive : NodeAdminState::kDraining;
   if (now != from) {
@@ -26,7 +26,7 @@ Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
   const NodeConfig* nc = config_.FindNode(node);
   if (!nc)
     return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
-  std::lock_guard<std::mutex> power(power_->mu());
+  MutexLock power(power_->mu());
   power::PowerDriver& driver = power_->Driver(node);
   if (nc->InMaster()) {
     return Status::Sql(
@@ -43,7 +43,7 @@ Status Cluster::PowerDown(NodeId node, power::PowerAction action) {
   NodeAdminState before = catalog_->GetNodeState(node);
   {
     // Marked under the admin lock, so that no move can pick the node meanwhile.
-    std::lock_guard<std::mutex> admin(admin_mu_);
+    MutexLock admin(admin_mu_);
     size_t owned = catalog_->SegmentsOnNode(node).size();
     if (owned > 0) {
       return Status::Sql(
@@ -81,7 +81,7 @@ bool Cluster::AwaitRegistration(const NodeConfig& n, int wait_ms) {
   while (!registry_->WaitUp(n.id, 1000)) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     {
-      std::lock_guard<std::mutex> l(stop_mu_);
+      MutexLock l(stop_mu_);
       if (stopping_) return false;  // the master is shutting down: do not hold it up
     }
     // A magic packet is one unacknowledged datagram (and a fresh link may drop it): send it
@@ -95,7 +95,7 @@ Status Cluster::PowerOn(NodeId node) {
   const NodeConfig* nc = config_.FindNode(node);
   if (!nc)
     return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
-  std::lock_guard<std::mutex> power(power_->mu());
+  MutexLock power(power_->mu());
   NodeAdminState before = catalog_->GetNodeState(node);
   RETURN_NOT_OK(power_->Act(node, power::PowerAction::kOn));
   // Firmware and OS (emulated hosts wait the profile's latencies), then the node's own start.

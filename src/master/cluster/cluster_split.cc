@@ -21,7 +21,7 @@ Result<std::vector<SegmentId>> Cluster::SplitPieces(SegmentId seg, uint64_t piec
   TableId table;
   std::vector<SegmentId> fresh;
   {
-    std::lock_guard<std::mutex> admin(admin_mu_);
+    MutexLock admin(admin_mu_);
     auto latch = Latch(seg);
     std::unique_lock<std::shared_timed_mutex> excl(
         *latch, std::chrono::milliseconds(config_.latch_wait_ms));

@@ -5,7 +5,7 @@
 namespace wattdb::master {
 
 void TimestampOracle::Reset(Timestamp last) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   last_ = last;
 }
 
@@ -13,36 +13,36 @@ Timestamp TimestampOracle::StableLocked() const {
   return inflight_.empty() ? last_ : *inflight_.begin() - 1;
 }
 
-void TimestampOracle::AwaitCompletedLocked(std::unique_lock<std::mutex>& l, Timestamp ts) {
-  cv_.wait(l, [&] { return inflight_.empty() || *inflight_.begin() > ts; });
+void TimestampOracle::AwaitCompletedLocked(Timestamp ts) {
+  while (!inflight_.empty() && *inflight_.begin() <= ts) cv_.Wait(mu_);
 }
 
 Timestamp TimestampOracle::Read() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return StableLocked();
 }
 
 Timestamp TimestampOracle::Acquire() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   Timestamp ts = StableLocked();
   snapshots_.insert(ts);
   return ts;
 }
 
 void TimestampOracle::Release(Timestamp ts) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = snapshots_.find(ts);
   if (it != snapshots_.end()) snapshots_.erase(it);
 }
 
 Timestamp TimestampOracle::GcHorizon() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   Timestamp read = StableLocked();
   return snapshots_.empty() ? read : std::min(read, *snapshots_.begin());
 }
 
 Timestamp TimestampOracle::LastIssued() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return last_;
 }
 
@@ -51,7 +51,7 @@ Result<Timestamp> TimestampOracle::BeginCommit() {
   // could enter inflight_ first, and a snapshot taken in between (the stable point below that
   // one) would lie at or above this timestamp before it is in flight; a one-phase commit
   // reaching its node after a read there at that snapshot must then abort.
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   ASSIGN_OR_RETURN(Timestamp ts, next_());
   inflight_.insert(ts);
   if (ts > last_) last_ = ts;
@@ -59,7 +59,7 @@ Result<Timestamp> TimestampOracle::BeginCommit() {
 }
 
 void TimestampOracle::EndCommit(Timestamp ts) {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   // Every wait (here and in AwaitStable) is for the lowest commit in flight to pass a
   // timestamp: only the end of the lowest can end one.
   bool lowest = !inflight_.empty() && *inflight_.begin() == ts;
@@ -67,18 +67,18 @@ void TimestampOracle::EndCommit(Timestamp ts) {
   if (lowest) {
     // Nothing earlier is in flight: no wait. The waiters are woken with the lock let go, so
     // that they need not queue for it behind this thread.
-    l.unlock();
-    cv_.notify_all();
+    l.Unlock();
+    cv_.SignalAll();
     return;
   }
   // A commit is acknowledged only once every earlier-stamped commit completed too, so that
   // every snapshot taken after the acknowledgement (in any session) includes it.
-  AwaitCompletedLocked(l, ts);
+  AwaitCompletedLocked(ts);
 }
 
 void TimestampOracle::AwaitStable() {
-  std::unique_lock<std::mutex> l(mu_);
-  AwaitCompletedLocked(l, last_);
+  MutexLock l(mu_);
+  AwaitCompletedLocked(last_);
 }
 
 }  // namespace wattdb::master

@@ -6,12 +6,11 @@
 // they grow across restarts. Held snapshots bound garbage collection (GcHorizon). Thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 
 #include <boost/container/flat_set.hpp>
 
+#include "common/mutex.h"
 #include "common/schema.h"
 #include "common/status.h"
 
@@ -45,20 +44,21 @@ class TimestampOracle {
   void AwaitStable();
 
  private:
-  // REQUIRES mu_ held. The highest timestamp below every commit in flight.
-  Timestamp StableLocked() const;
-  // REQUIRES mu_ held via `l`. Waits until no commit at or below `ts` is in flight.
-  void AwaitCompletedLocked(std::unique_lock<std::mutex>& l, Timestamp ts);
+  // The highest timestamp below every commit in flight.
+  Timestamp StableLocked() const REQUIRES(mu_);
+  // Waits until no commit at or below `ts` is in flight.
+  void AwaitCompletedLocked(Timestamp ts) REQUIRES(mu_);
 
   const std::function<Result<Timestamp>()> next_;
-  std::mutex mu_;               // guards the state below
-  std::condition_variable cv_;  // signalled when the lowest commit in flight completes
-  Timestamp last_ = 0;
+  Mutex mu_;
+  CondVar cv_;  // signalled when the lowest commit in flight completes
+  Timestamp last_ GUARDED_BY(mu_) = 0;
   // Sorted arrays: as many entries as commits in flight and snapshots held (a few per
   // session), mostly added near the end; they keep their memory, so a statement's snapshot
   // and a commit's stamp allocate nothing.
-  boost::container::flat_set<Timestamp> inflight_;
-  boost::container::flat_multiset<Timestamp> snapshots_;  // held by statements and transactions
+  boost::container::flat_set<Timestamp> inflight_ GUARDED_BY(mu_);
+  // Held by statements and transactions.
+  boost::container::flat_multiset<Timestamp> snapshots_ GUARDED_BY(mu_);
 };
 
 }  // namespace wattdb::master

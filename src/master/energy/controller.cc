@@ -62,12 +62,12 @@ EnergyController::EnergyController(ControlPlane& plane, const Clock& clock, Ener
     : plane_(plane), clock_(clock), policy_(std::move(policy)) {}
 
 void EnergyController::SetPolicy(EnergyPolicy p) {
-  std::lock_guard<std::mutex> l(policy_mu_);
+  MutexLock l(policy_mu_);
   policy_ = std::move(p);
 }
 
 EnergyPolicy EnergyController::policy() const {
-  std::lock_guard<std::mutex> l(policy_mu_);
+  MutexLock l(policy_mu_);
   return policy_;
 }
 

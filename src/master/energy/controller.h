@@ -46,6 +46,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "master/energy/decision_log.h"
 #include "master/energy/forecaster.h"
@@ -139,8 +140,8 @@ class EnergyController {
 
   ControlPlane& plane_;
   const Clock& clock_;
-  mutable std::mutex policy_mu_;  // guards policy_
-  EnergyPolicy policy_;
+  mutable Mutex policy_mu_;
+  EnergyPolicy policy_ GUARDED_BY(policy_mu_);
   std::string forecaster_kind_;
   std::unique_ptr<Forecaster> forecaster_;
   std::deque<std::pair<int64_t, double>> window_;  // (time us, demand in cores)

@@ -3,18 +3,18 @@
 namespace wattdb::master {
 
 void DecisionLog::Add(DecisionRecord r) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   entries_.push_back(std::move(r));
   while (entries_.size() > kCapacity) entries_.pop_front();
 }
 
 std::vector<DecisionRecord> DecisionLog::Snapshot() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return {entries_.begin(), entries_.end()};
 }
 
 DecisionRecord DecisionLog::Last() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return entries_.empty() ? DecisionRecord{} : entries_.back();
 }
 

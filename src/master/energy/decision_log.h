@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
+
 namespace wattdb::master {
 
 struct DecisionRecord {
@@ -36,8 +38,8 @@ class DecisionLog {
   DecisionRecord Last() const;
 
  private:
-  mutable std::mutex mu_;
-  std::deque<DecisionRecord> entries_;
+  mutable Mutex mu_;
+  std::deque<DecisionRecord> entries_ GUARDED_BY(mu_);
 };
 
 }  // namespace wattdb::master

@@ -103,8 +103,10 @@ class EnergyService::ClusterPlane : public ControlPlane {
     return suspend ? c_.Suspend(node) : c_.PowerOff(node);
   }
   bool Pause(double seconds) override {
-    std::unique_lock<std::mutex> l(svc_.mu_);
-    svc_.cv_.wait_for(l, std::chrono::duration<double>(seconds), [&] { return svc_.stopping_; });
+    MutexLock l(svc_.mu_);
+    auto until = CondVar::DeadlineIn(std::chrono::duration<double>(seconds));
+    while (!svc_.stopping_ && svc_.cv_.WaitUntil(svc_.mu_, until)) {
+    }
     return !svc_.stopping_;
   }
 
@@ -147,10 +149,10 @@ void EnergyService::Start() {
 
 void EnergyService::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -184,8 +186,11 @@ void EnergyService::Loop() {
   auto interval = std::chrono::milliseconds(cluster_.config().telemetry_interval_ms);
   for (;;) {
     {
-      std::unique_lock<std::mutex> l(mu_);
-      if (cv_.wait_for(l, interval, [&] { return stopping_; })) return;
+      MutexLock l(mu_);
+      auto until = CondVar::DeadlineIn(interval);
+      while (!stopping_ && cv_.WaitUntil(mu_, until)) {
+      }
+      if (stopping_) return;
     }
     controller_->Step();
   }

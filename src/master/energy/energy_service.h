@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "master/energy/controller.h"
 #include "master/energy/policy.h"
@@ -49,9 +50,9 @@ class EnergyService {
   std::unique_ptr<ClusterPlane> plane_;
   std::unique_ptr<EnergyController> controller_;
   std::thread thread_;
-  std::mutex mu_;  // guards stopping_
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace wattdb::master

@@ -38,24 +38,24 @@ void NodeRegistry::Stop() {
 }
 
 void NodeRegistry::MarkDown(NodeId id, uint64_t link, const std::string& why) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = nodes_.find(id);
   // A link replaced by a newer registration no longer speaks for the node.
   if (it == nodes_.end() || !it->second.up || it->second.link != link) return;
   it->second.up = false;
   clients_[id]->Reset(it->second.host, it->second.port);
   Log("master")->info("node down id={} reason={}", id, why);
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void NodeRegistry::MarkAsleep(NodeId id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = nodes_.find(id);
   if (it == nodes_.end() || !it->second.up) return;
   it->second.up = false;
   clients_[id]->Reset(it->second.host, it->second.port);
   Log("master")->info("node down id={} reason=suspended", id);
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void NodeRegistry::Serve(net::Socket& socket) {
@@ -91,7 +91,7 @@ void NodeRegistry::Serve(net::Socket& socket) {
       return;
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       NodeInfo& n = nodes_[id];
       n.host = reg.getHost();
       n.port = reg.getPort();
@@ -102,7 +102,7 @@ void NodeRegistry::Serve(net::Socket& socket) {
       n.lock_waits.clear();
       n.last_heartbeat_us = clock_.NowMicros();
       clients_[id]->Reset(n.host, n.port);
-      cv_.notify_all();
+      cv_.SignalAll();
     }
     r.setRegistered();
     if (!conn.Send(reply).ok()) {
@@ -126,7 +126,7 @@ void NodeRegistry::Serve(net::Socket& socket) {
       }
       if (nm.which() != proto::NodeMessage::HEARTBEAT) continue;
       auto hb = nm.getHeartbeat();
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       NodeInfo& n = nodes_[id];
       if (n.link != link) return;  // superseded by a newer registration
       n.last_heartbeat_us = clock_.NowMicros();
@@ -160,7 +160,7 @@ void NodeRegistry::Serve(net::Socket& socket) {
 }
 
 Result<std::shared_ptr<rpc::NodeClient>> NodeRegistry::Client(NodeId id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = nodes_.find(id);
   if (it == nodes_.end())
     return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", id));
@@ -171,32 +171,38 @@ Result<std::shared_ptr<rpc::NodeClient>> NodeRegistry::Client(NodeId id) {
 }
 
 bool NodeRegistry::IsUp(NodeId id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = nodes_.find(id);
   return it != nodes_.end() && it->second.up;
 }
 
 int NodeRegistry::Pid(NodeId id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = nodes_.find(id);
   return it != nodes_.end() && it->second.up ? it->second.pid : 0;
 }
 
 std::vector<NodeInfo> NodeRegistry::Snapshot() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<NodeInfo> out;
   for (const auto& [id, n] : nodes_) out.push_back(n);
   return out;
 }
 
 bool NodeRegistry::WaitUp(NodeId id, int timeout_ms) {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return nodes_[id].up; });
+  MutexLock l(mu_);
+  auto until = CondVar::DeadlineIn(std::chrono::milliseconds(timeout_ms));
+  while (!nodes_[id].up && cv_.WaitUntil(mu_, until)) {
+  }
+  return nodes_[id].up;
 }
 
 bool NodeRegistry::WaitDown(NodeId id, int timeout_ms) {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return !nodes_[id].up; });
+  MutexLock l(mu_);
+  auto until = CondVar::DeadlineIn(std::chrono::milliseconds(timeout_ms));
+  while (nodes_[id].up && cv_.WaitUntil(mu_, until)) {
+  }
+  return !nodes_[id].up;
 }
 
 }  // namespace wattdb::master

@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "net/tcp_server.h"
 #include "rpc/node_client.h"
@@ -78,11 +79,11 @@ class NodeRegistry {
   const Clock& clock_;
   const net::ClusterKey key_;
   std::unique_ptr<net::TcpServer> server_;
-  std::mutex mu_;  // guards nodes_ and clients_
-  std::condition_variable cv_;
-  std::map<NodeId, NodeInfo> nodes_;
-  std::map<NodeId, std::shared_ptr<rpc::NodeClient>> clients_;
-  uint64_t next_link_ = 0;
+  Mutex mu_;
+  CondVar cv_;
+  std::map<NodeId, NodeInfo> nodes_ GUARDED_BY(mu_);
+  std::map<NodeId, std::shared_ptr<rpc::NodeClient>> clients_ GUARDED_BY(mu_);
+  uint64_t next_link_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace wattdb::master

@@ -72,7 +72,7 @@ Status PgServer::Authenticate(net::Stream& socket, StartupReader& in, const std:
   if (cfg.method == "md5") {
     std::string salt(4, '\0');
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       for (auto& c : salt) c = static_cast<char>(rng_());
     }
     out.Authentication(5, salt);
@@ -153,7 +153,7 @@ void PgServer::Serve(net::Socket& raw) {
         return int32_t((uint8_t(body[off]) << 24) | (uint8_t(body[off + 1]) << 16) |
                        (uint8_t(body[off + 2]) << 8) | uint8_t(body[off + 3]));
       };
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       auto it = sessions_.find(rd(4));
       if (it != sessions_.end() && it->second.secret == rd(8)) it->second.cancel->store(true);
       return;
@@ -202,7 +202,7 @@ void PgServer::Serve(net::Socket& raw) {
   int32_t pid, secret;
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (sessions_.size() >= static_cast<size_t>(cluster_.config().max_connections)) {
       fatal(sqlstate::kTooManyConnections, "sorry, too many clients already");
       return;
@@ -215,7 +215,7 @@ void PgServer::Serve(net::Socket& raw) {
     PgServer* s;
     int32_t pid;
     ~Unregister() {
-      std::lock_guard<std::mutex> l(s->mu_);
+      MutexLock l(s->mu_);
       s->sessions_.erase(pid);
       s->cluster_.activity().Disconnected(pid);
     }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <random>
 
+#include "common/mutex.h"
 #include "common/timer_service.h"
 #include "master/cluster/cluster.h"
 #include "master/energy/energy_service.h"
@@ -41,10 +42,10 @@ class PgServer {
   std::string host_;
   uint16_t port_;
   std::unique_ptr<net::TcpServer> server_;
-  std::mutex mu_;  // guards sessions_, next_pid_, rng_
-  std::map<int32_t, SessionKey> sessions_;
-  int32_t next_pid_ = 1000;
-  std::mt19937 rng_{std::random_device{}()};
+  Mutex mu_;
+  std::map<int32_t, SessionKey> sessions_ GUARDED_BY(mu_);
+  int32_t next_pid_ GUARDED_BY(mu_) = 1000;
+  std::mt19937 rng_ GUARDED_BY(mu_){std::random_device{}()};
   std::map<std::string, auth::Credentials>
       config_users_;     // from [[auth.user]]; read-only after construction
   TimerService timers_;  // statement timeouts of every session

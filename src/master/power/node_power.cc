@@ -16,6 +16,7 @@ NodePower::NodePower(const ClusterConfig& config, NodeRegistry& registry, const 
 Status NodePower::Init(const power::DriverContext& ctx) {
   for (const auto& n : config_.nodes) {
     ASSIGN_OR_RETURN(drivers_[n.id], power::MakeDriver(n, ctx));
+    MutexLock l(info_mu_);
     NodePowerInfo& i = info_[n.id];
     i.id = n.id;
     i.driver = drivers_[n.id]->name();
@@ -50,7 +51,7 @@ Status NodePower::Act(NodeId node, PowerAction action, const std::string& label)
   }
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::lock_guard<std::mutex> l(info_mu_);
+  MutexLock l(info_mu_);
   NodePowerInfo& i = info_[node];
   i.last_action = label.empty() ? power::PowerActionName(action) : label;
   i.last_result = s.ok() ? "ok" : s.ToString();
@@ -69,7 +70,7 @@ Status NodePower::Act(NodeId node, PowerAction action, const std::string& label)
 }
 
 void NodePower::RecordFailure(NodeId node, const std::string& why) {
-  std::lock_guard<std::mutex> l(info_mu_);
+  MutexLock l(info_mu_);
   NodePowerInfo& i = info_[node];
   i.last_result = why;
   i.state = PowerState::kUnknown;
@@ -79,13 +80,12 @@ void NodePower::RecordFailure(NodeId node, const std::string& why) {
 
 void NodePower::Refresh() {
   for (const auto& n : config_.nodes) {
-    std::unique_lock<std::mutex> busy(mu_, std::try_to_lock);
-    if (!busy.owns_lock()) return;  // an action runs; it records its own outcome
+    if (!mu_.TryLock()) return;  // an action runs; it records its own outcome
     power::PowerDriver& d = Driver(n.id);
     Result<PowerState> st = PowerState::kUnknown;
     if (d.ObservesState()) st = d.State(n);
-    busy.unlock();
-    std::lock_guard<std::mutex> l(info_mu_);
+    mu_.Unlock();
+    MutexLock l(info_mu_);
     NodePowerInfo& i = info_[n.id];
     if (!d.ObservesState()) {
       // Heartbeats say on; otherwise the last successful action says what the node became.
@@ -114,7 +114,7 @@ void NodePower::Refresh() {
 
 PowerState NodePower::State(NodeId node) {
   if (registry_.IsUp(node)) return PowerState::kOn;
-  std::lock_guard<std::mutex> l(info_mu_);
+  MutexLock l(info_mu_);
   auto it = info_.find(node);
   return it == info_.end() ? PowerState::kUnknown : it->second.state;
 }
@@ -122,7 +122,7 @@ PowerState NodePower::State(NodeId node) {
 std::vector<NodePowerInfo> NodePower::Snapshot() {
   std::vector<NodePowerInfo> out;
   {
-    std::lock_guard<std::mutex> l(info_mu_);
+    MutexLock l(info_mu_);
     for (const auto& [id, i] : info_) out.push_back(i);
   }
   for (auto& i : out) {

@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/mutex.h"
 #include "master/nodes/node_registry.h"
 #include "power/power_driver.h"
 
@@ -36,12 +37,12 @@ class NodePower {
   // Creates each node's driver.
   Status Init(const power::DriverContext& ctx);
 
-  std::mutex& mu() { return mu_; }
+  Mutex& mu() RETURN_CAPABILITY(mu_) { return mu_; }
   power::PowerDriver& Driver(NodeId node);
 
   // Runs `action` on `node` through its driver and records it as the node's last action.
-  // REQUIRES mu() held. `label` names the action in the record (e.g. "restart").
-  Status Act(NodeId node, power::PowerAction action, const std::string& label = "");
+  // `label` names the action in the record (e.g. "restart").
+  Status Act(NodeId node, power::PowerAction action, const std::string& label = "") REQUIRES(mu_);
 
   // Records that `action` on `node` failed after the driver took it (e.g. the node did not
   // register after a wake): the node's state becomes unknown with `why`.
@@ -58,10 +59,10 @@ class NodePower {
   const ClusterConfig& config_;
   NodeRegistry& registry_;
   const Clock& clock_;
-  std::mutex mu_;  // serializes power actions
-  std::map<NodeId, std::unique_ptr<power::PowerDriver>> drivers_;
-  std::mutex info_mu_;  // guards info_
-  std::map<NodeId, NodePowerInfo> info_;
+  Mutex mu_;                                                       // serializes power actions
+  std::map<NodeId, std::unique_ptr<power::PowerDriver>> drivers_;  // made by Init, then read-only
+  Mutex info_mu_;
+  std::map<NodeId, NodePowerInfo> info_ GUARDED_BY(info_mu_);
 };
 
 }  // namespace wattdb::master

@@ -30,23 +30,25 @@ void NodeSupervisor::Start() {
 
 void NodeSupervisor::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 uint64_t NodeSupervisor::restarts() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return restarts_;
 }
 
 void NodeSupervisor::Loop() {
   while (true) {
     {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_for(l, std::chrono::milliseconds(period_ms_), [this] { return stopping_; });
+      MutexLock l(mu_);
+      auto until = CondVar::Clock::now() + std::chrono::milliseconds(period_ms_);
+      while (!stopping_ && cv_.WaitUntil(mu_, until)) {
+      }
       if (stopping_) return;
     }
     CheckOnce();
@@ -56,38 +58,40 @@ void NodeSupervisor::Loop() {
 void NodeSupervisor::CheckOnce() {
   for (const auto& n : config_.nodes) {
     if (registry_.IsUp(n.id)) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       auto it = backoff_.find(n.id);
       // Up for a while: forget earlier crashes.
       if (it != backoff_.end() && NowUs() > it->second.next_us + 60'000'000) backoff_.erase(it);
       continue;
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       if (stopping_) return;
       if (NowUs() < backoff_[n.id].next_us) continue;
     }
-    std::unique_lock<std::mutex> power(power_.mu(), std::try_to_lock);
-    if (!power.owns_lock()) continue;  // an ALTER NODE ... POWER is in progress
-    NodeAdminState admin = catalog_.GetNodeState(n.id);
-    if (admin == NodeAdminState::kOff || admin == NodeAdminState::kSuspended ||
-        registry_.IsUp(n.id))
-      continue;
-    power::PowerDriver& driver = power_.Driver(n.id);
-    if (!driver.ObservesState()) continue;  // its host restarts it (wol hosts: the host agent)
-    auto state = driver.State(n);
-    if (!state.ok() || *state != power::PowerState::kOff)
-      continue;  // alive (maybe frozen) or unknown
-    Status s = power_.Act(n.id, power::PowerAction::kOn, "restart");
-    std::lock_guard<std::mutex> l(mu_);
-    Backoff& b = backoff_[n.id];
-    b.delay_ms = b.delay_ms == 0 ? 1000 : std::min(b.delay_ms * 2, 30000);
-    b.next_us = NowUs() + int64_t{b.delay_ms} * 1000;
-    restarts_++;
-    Log("master")->warn(
-        "node n{} is not running; restarted it ({}); next restart no sooner than in {} ms", n.id,
-        s.ToString(), b.delay_ms);
+    if (!power_.mu().TryLock()) continue;  // an ALTER NODE ... POWER is in progress
+    RestartIfDown(n);
+    power_.mu().Unlock();
   }
+}
+
+void NodeSupervisor::RestartIfDown(const NodeConfig& n) {
+  NodeAdminState admin = catalog_.GetNodeState(n.id);
+  if (admin == NodeAdminState::kOff || admin == NodeAdminState::kSuspended || registry_.IsUp(n.id))
+    return;
+  power::PowerDriver& driver = power_.Driver(n.id);
+  if (!driver.ObservesState()) return;  // its host restarts it (wol hosts: the host agent)
+  auto state = driver.State(n);
+  if (!state.ok() || *state != power::PowerState::kOff) return;  // alive (maybe frozen) or unknown
+  Status s = power_.Act(n.id, power::PowerAction::kOn, "restart");
+  MutexLock l(mu_);
+  Backoff& b = backoff_[n.id];
+  b.delay_ms = b.delay_ms == 0 ? 1000 : std::min(b.delay_ms * 2, 30000);
+  b.next_us = NowUs() + int64_t{b.delay_ms} * 1000;
+  restarts_++;
+  Log("master")->warn(
+      "node n{} is not running; restarted it ({}); next restart no sooner than in {} ms", n.id,
+      s.ToString(), b.delay_ms);
 }
 
 }  // namespace wattdb::master

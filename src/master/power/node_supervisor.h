@@ -7,13 +7,12 @@
 // Thread-safe; Stop() (or destruction) joins the thread.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "common/config.h"
+#include "common/mutex.h"
 #include "master/catalog/catalog.h"
 #include "master/nodes/node_registry.h"
 #include "master/power/node_power.h"
@@ -36,6 +35,8 @@ class NodeSupervisor {
 
  private:
   void Loop();
+  // Restarts `n` if it is down and its driver sees it off. REQUIRES its power lock held.
+  void RestartIfDown(const NodeConfig& n) REQUIRES(power_.mu());
 
   const ClusterConfig& config_;
   NodeRegistry& registry_;
@@ -43,15 +44,15 @@ class NodeSupervisor {
   NodePower& power_;
   const int period_ms_;
 
-  mutable std::mutex mu_;  // guards the fields below
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
   struct Backoff {
     int64_t next_us = 0;  // no restart before this (steady clock)
     int delay_ms = 0;
   };
-  std::map<NodeId, Backoff> backoff_;
-  uint64_t restarts_ = 0;
+  std::map<NodeId, Backoff> backoff_ GUARDED_BY(mu_);
+  uint64_t restarts_ GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -43,11 +43,11 @@ Status PowerMonitor::Init() {
 void PowerMonitor::Every(const std::function<void()>& f) {
   while (true) {
     f();
-    std::unique_lock<std::mutex> l(stop_mu_);
-    if (stop_cv_.wait_for(l, std::chrono::milliseconds(config_.meter_interval_ms),
-                          [this] { return stopping_; })) {
-      return;
+    MutexLock l(stop_mu_);
+    auto until = CondVar::DeadlineIn(std::chrono::milliseconds(config_.meter_interval_ms));
+    while (!stopping_ && stop_cv_.WaitUntil(stop_mu_, until)) {
     }
+    if (stopping_) return;
   }
 }
 
@@ -74,10 +74,10 @@ void PowerMonitor::Start() {
 
 void PowerMonitor::Stop() {
   {
-    std::lock_guard<std::mutex> l(stop_mu_);
+    MutexLock l(stop_mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.SignalAll();
   for (auto& t : threads_) t.join();
   threads_.clear();
 }
@@ -94,7 +94,7 @@ void PowerMonitor::SampleMasterCpu() {
   }
   last_cpu_us_ = cpu;
   last_cpu_at_us_ = now;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   master_cpu_rate_ = util;
   PublishRatesLocked();
 }
@@ -117,7 +117,7 @@ void PowerMonitor::Sample(Component& c, const std::map<NodeId, NodeInfo>& live) 
   } else {
     st.state = power::PowerState::kOn;
     if (c.info.component == "master") {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       cpu_rate = master_cpu_rate_;
     }
   }
@@ -125,7 +125,7 @@ void PowerMonitor::Sample(Component& c, const std::map<NodeId, NodeInfo>& live) 
   Result<power::MeterReading> r = Status::NotSupported("not metered");
   if (c.meter) r = c.meter->Read(st);
   int64_t now = clock_.NowMicros();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   c.info.state = power::PowerStateName(st.state);
   c.cpu_rate = cpu_rate;
   if (!c.meter) return PublishRatesLocked();
@@ -167,12 +167,12 @@ void PowerMonitor::PublishRatesLocked() {
 }
 
 std::shared_ptr<const EnergyRates> PowerMonitor::Rates() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return rates_;
 }
 
 std::vector<ComponentPower> PowerMonitor::Snapshot() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<ComponentPower> out;
   for (auto& c : components_) out.push_back(c->info);
   return out;

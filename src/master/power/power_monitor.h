@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/mutex.h"
 #include "master/nodes/node_registry.h"
 #include "master/power/node_power.h"
 #include "power/energy_integrator.h"
@@ -78,7 +79,7 @@ class PowerMonitor {
     double cpu_rate = 0;  // CPU seconds per second, newest sample
   };
   void Sample(Component& c, const std::map<NodeId, NodeInfo>& live);
-  void PublishRatesLocked();  // REQUIRES: mu_ held
+  void PublishRatesLocked() REQUIRES(mu_);
   // Samples the master process's CPU rate (CPU seconds per second since the last call).
   void SampleMasterCpu();
   // Runs `f` every meter interval until Stop().
@@ -88,13 +89,14 @@ class PowerMonitor {
   NodeRegistry& registry_;
   NodePower& power_;
   const Clock& clock_;
-  mutable std::mutex mu_;  // guards components_' info, energy and rates, and rates_
+  mutable Mutex mu_;  // guards components_' info, energy and rates, and rates_
+  // The list is made by Init and read-only after; its components' fields are under mu_.
   std::vector<std::unique_ptr<Component>> components_;
-  std::shared_ptr<const EnergyRates> rates_ = std::make_shared<EnergyRates>();
-  double master_cpu_rate_ = 0;  // guarded by mu_
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
+  std::shared_ptr<const EnergyRates> rates_ GUARDED_BY(mu_) = std::make_shared<EnergyRates>();
+  double master_cpu_rate_ GUARDED_BY(mu_) = 0;
+  Mutex stop_mu_;
+  CondVar stop_cv_;
+  bool stopping_ GUARDED_BY(stop_mu_) = false;
   std::vector<std::thread> threads_;
   int64_t last_cpu_us_ = 0,
           last_cpu_at_us_ = 0;  // the master's own CPU time (SampleMasterCpu's caller)

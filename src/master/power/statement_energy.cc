@@ -100,13 +100,13 @@ StatementEnergy StatementCpuScope::Finish(const EnergyRates& rates) const {
 }
 
 void StatementEnergyLog::Add(StatementEnergy e) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   entries_.push_back(std::move(e));
   while (entries_.size() > capacity_) entries_.pop_front();
 }
 
 std::vector<StatementEnergy> StatementEnergyLog::Snapshot() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return {entries_.begin(), entries_.end()};
 }
 

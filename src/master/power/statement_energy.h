@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/schema.h"
 #include "common/small_containers.h"
 
@@ -92,8 +93,8 @@ class StatementEnergyLog {
 
  private:
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::deque<StatementEnergy> entries_;
+  mutable Mutex mu_;
+  std::deque<StatementEnergy> entries_ GUARDED_BY(mu_);
 };
 
 }  // namespace wattdb::master

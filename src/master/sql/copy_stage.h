@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace wattdb::master {
@@ -33,54 +34,54 @@ class CopyStage {
   // Queues `batch`, first waiting while `depth` batches wait. Returns the first failure of
   // the batches handled so far (then `batch` is dropped).
   Status Push(Batch batch) {
-    std::unique_lock<std::mutex> l(mu_);
-    changed_.wait(l, [&] { return !failed_.ok() || queue_.size() < depth_; });
+    MutexLock l(mu_);
+    while (failed_.ok() && queue_.size() >= depth_) changed_.Wait(mu_);
     if (!failed_.ok()) return failed_;
     queue_.push_back(std::move(batch));
-    changed_.notify_all();
+    changed_.SignalAll();
     return Status::OK();
   }
 
   // Waits until every queued batch has been handled; the first failure, if any. Idempotent.
   Status Finish() {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       closing_ = true;
-      changed_.notify_all();
+      changed_.SignalAll();
     }
     if (thread_.joinable()) thread_.join();
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return failed_;
   }
 
  private:
   void Run() {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(mu_);
     while (true) {
-      changed_.wait(l, [&] { return closing_ || !queue_.empty(); });
+      while (!closing_ && queue_.empty()) changed_.Wait(mu_);
       if (queue_.empty()) return;  // closing, all handled
       Batch batch = std::move(queue_.front());
       queue_.pop_front();
-      l.unlock();
+      l.Unlock();
       Status s = fn_(std::move(batch));
-      l.lock();
+      l.Lock();
       if (!s.ok()) {
         failed_ = s;
         queue_.clear();
-        changed_.notify_all();
+        changed_.SignalAll();
         return;
       }
-      changed_.notify_all();
+      changed_.SignalAll();
     }
   }
 
   Fn fn_;
   size_t depth_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<Batch> queue_;
-  bool closing_ = false;
-  Status failed_;
+  Mutex mu_;
+  CondVar changed_;
+  std::deque<Batch> queue_ GUARDED_BY(mu_);
+  bool closing_ GUARDED_BY(mu_) = false;
+  Status failed_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

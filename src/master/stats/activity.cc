@@ -13,17 +13,17 @@ void Activity::Connected(Backend b, std::string_view client, int64_t now_us) {
     b.client_port = ec == std::errc() && end == digits.data() + digits.size() ? port : -1;
   }
   b.backend_start_us = b.state_change_us = now_us;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   backends_[b.pid] = std::move(b);
 }
 
 void Activity::Disconnected(int32_t pid) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   backends_.erase(pid);
 }
 
 void Activity::StatementStarted(int32_t pid, std::string_view query, int64_t now_us) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = backends_.find(pid);
   if (it == backends_.end()) return;
   Backend& b = it->second;
@@ -35,7 +35,7 @@ void Activity::StatementStarted(int32_t pid, std::string_view query, int64_t now
 }
 
 void Activity::StatementEnded(int32_t pid, char txn_status, int64_t now_us) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = backends_.find(pid);
   if (it == backends_.end()) return;
   Backend& b = it->second;
@@ -47,7 +47,7 @@ void Activity::StatementEnded(int32_t pid, char txn_status, int64_t now_us) {
 }
 
 std::vector<Activity::Backend> Activity::Snapshot() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::vector<Backend> out;
   out.reserve(backends_.size());
   for (const auto& [pid, b] : backends_) out.push_back(b);

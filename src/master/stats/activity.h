@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
+
 namespace wattdb::master {
 
 class Activity {
@@ -36,8 +38,8 @@ class Activity {
   std::vector<Backend> Snapshot() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<int32_t, Backend> backends_;
+  mutable Mutex mu_;
+  std::map<int32_t, Backend> backends_ GUARDED_BY(mu_);
 };
 
 }  // namespace wattdb::master
