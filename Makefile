@@ -33,11 +33,12 @@ asan: deps
 
 # Clang 14 with AddressSanitizer and UndefinedBehaviorSanitizer and the thread-safety analysis
 # (-Wthread-safety -Werror): builds everything, runs the unit, SQL, fuzz and lint tests. CI runs
-# it after `make test`.
+# it after `make test`. SltRsParallel (every SQL file at once, each in its own database) is left
+# to `make test`: the same files run one by one here, and all at once it takes ~370 s under ASan.
 sanitize: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWATTDB_SANITIZE=ON > /dev/null
 	@cmake --build build-clang
-	@cd build-clang && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 -LE 'integration|experiment'
+	@cd build-clang && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 -LE 'integration|experiment' -E SltRsParallel
 
 # Chaos run (kills, freezes, moves under bank transfers and inserts) for DURATION seconds.
 chaos: build
