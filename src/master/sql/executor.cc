@@ -508,6 +508,19 @@ Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atom
       if (tag) return std::move(*tag);
     }
   }
+  // The new version of row r of `batch` (`row`: its old one): the SETs applied, NOT NULL
+  // checked, key and row encoded into `w`.
+  auto updated = [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx,
+                     std::vector<Value>& row, RowWrite* w) -> Status {
+    for (auto& [col, e] : b.sets) {
+      ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
+      row[col] = std::move(v);
+    }
+    RETURN_NOT_OK(CheckNotNull(t, row));
+    w->key = EncodeKey(t, row);
+    EncodeRow(row, &w->row);
+    return Status::OK();
+  };
   if (!keys_change) {
     StatementWriter out(*this, t.id, snap);
     uint64_t n = 0;
@@ -515,14 +528,8 @@ Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atom
         ForEachRow(*b.source, snap, cancel,
                    [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
                      std::vector<Value> row = batch.Row(r);
-                     for (auto& [col, e] : b.sets) {
-                       ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
-                       row[col] = std::move(v);
-                     }
-                     RETURN_NOT_OK(CheckNotNull(t, row));
                      RowWrite w;
-                     w.key = EncodeKey(t, row);
-                     EncodeRow(row, &w.row);
+                     RETURN_NOT_OK(updated(batch, r, ctx, row, &w));
                      w.check = RemoteWrite::Check::kUpdate;
                      n++;
                      return out.Add(std::move(w));
@@ -538,14 +545,8 @@ Result<std::string> Executor::Update(const plan::BoundModify& b, const std::atom
       [&](const exec::Batch& batch, size_t r, exec::ExecContext* ctx) -> Status {
         std::vector<Value> row = batch.Row(r);
         std::string old_key = EncodeKey(t, row);
-        for (auto& [col, e] : b.sets) {
-          ASSIGN_OR_RETURN(Value v, exec::Eval(*e, batch, r, ctx));
-          row[col] = std::move(v);
-        }
-        RETURN_NOT_OK(CheckNotNull(t, row));
         RowWrite w;
-        w.key = EncodeKey(t, row);
-        EncodeRow(row, &w.row);
+        RETURN_NOT_OK(updated(batch, r, ctx, row, &w));
         if (w.key != old_key) {
           // The key changed: delete the old row, insert the new one.
           RowWrite del;
