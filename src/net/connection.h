@@ -125,6 +125,10 @@ class Connection {
   // request on an idle connection; the Receive that follows has its own deadline.
   Status WaitReadable(int timeout_ms);
 
+  // Every later wait also ends soon after *flag turns true (see Stream::SetInterrupt);
+  // null: none.
+  void SetInterrupt(const std::atomic<bool>* flag) { stream_.SetInterrupt(flag); }
+
   // Shuts the socket down; safe to call from any thread, more than once.
   void Close();
   std::string peer() const { return pipe_ ? "this process" : stream_.peer(); }

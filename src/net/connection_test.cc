@@ -149,6 +149,38 @@ TEST(Connection, ReceiveHasADeadline) {
   server.Stop();
 }
 
+// A peer that sent half a frame and then nothing (a process stopped midway): the receive
+// waits out its deadline, unless an interrupt flag set meanwhile ends it first (57014).
+TEST(Connection, AnInterruptEndsAReceiveStuckInAHalfFrame) {
+  std::atomic<bool> release{false};
+  TcpServer server("half", "127.0.0.1", 0, [&](Socket& s) {
+    Stream st(s);
+    const char half[] = {64, 0, 0, 0, 1, 0, 0, 0};  // a 64-byte message frame, 3 bytes of it
+    (void)st.WriteAll(half, sizeof(half), Stream::In(1000));
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  ASSERT_TRUE(server.Start().ok());
+  asio::io_context io;
+  auto c = Connection::Connect(io, "127.0.0.1", server.port());
+  ASSERT_TRUE(c.ok());
+  (*c)->SetTimeouts(30000, 30000);
+  std::atomic<bool> cancel{false};
+  (*c)->SetInterrupt(&cancel);
+  std::thread canceler([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = (*c)->Receive();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  canceler.join();
+  EXPECT_EQ(r.status().sqlstate(), "57014") << r.status().ToString();
+  EXPECT_GE(s, 0.15);
+  EXPECT_LT(s, 10.0);  // the deadline is 30 s
+  release = true;
+  server.Stop();
+}
+
 ClusterKey Key(char fill) { return ClusterKey::FromBytes(std::string(kClusterKeyBytes, fill)); }
 
 // Echoes messages on connections that authenticate with `key`.

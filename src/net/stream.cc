@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/sqlstate.h"
+
 namespace wattdb::net {
 
 namespace {
@@ -106,6 +108,11 @@ Status Stream::Wait(short events, Due& due, const char* what) {
   while (true) {
     int left = MillisLeft(due.at());
     if (left == 0) return Status::TimedOut(fmt::format("{} {}: deadline passed", what, peer_));
+    if (interrupt_) {
+      if (interrupt_->load(std::memory_order_relaxed))
+        return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
+      left = std::min(left, kInterruptSliceMs);
+    }
     int rc = ::poll(&p, 1, left);
     if (rc > 0) {  // ready, or an error/hangup the next call reports
       if (events == POLLIN) readable_ = true;

@@ -15,6 +15,7 @@
 // Everything that reads the socket must read through the Stream.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <span>
@@ -68,6 +69,11 @@ class Stream {
   // For a stream with no conversation in progress: false if the peer closed it or sent
   // something unasked. Does not wait.
   bool LooksIdle();
+  // While set (Reads::kPoll only), every wait also ends within kInterruptSliceMs of
+  // *flag turning true: the call fails with 57014 (query_canceled), and the stream, maybe
+  // half read, must be closed. Null: none. The flag is borrowed and outlives its setting.
+  void SetInterrupt(const std::atomic<bool>* flag) { interrupt_ = flag; }
+  static constexpr int kInterruptSliceMs = 50;
   // Bytes received and not yet read: a read of up to this many neither waits nor needs its
   // deadline.
   size_t buffered() const { return rend_ - rpos_; }
@@ -124,6 +130,7 @@ class Stream {
   bool readable_ = false;    // the last poll for reading said bytes (or an end) are there
   const bool blocking_;      // Reads::kBlocking
   int64_t rcvtimeo_us_ = 0;  // kBlocking: the socket's receive timeout now (0: none set yet)
+  const std::atomic<bool>* interrupt_ = nullptr;
 };
 
 // The name of the local socket a server listening on the loopback address `host` (in its

@@ -155,6 +155,10 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       MutexLock l(x_.mu_);
       if (x_.stop_) return false;
     }
+    // Retries (a node away, a segment moved) and connecting (to a node that froze, maybe)
+    // wait without looking at the flag.
+    if (x_.opts_.cancel && x_.opts_.cancel->load())
+      return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
     if (finished_ || (!hi_.empty() && cursor_ >= hi_)) return false;
     Status st;
     bool local = false;  // the segment's whole output is in pending_

@@ -137,22 +137,19 @@ Status ScanStream::NextColumns(exec::Batch* out, std::string* resume_key, bool* 
 
 Status ScanStream::ReceiveFrame(uint64_t* cpu_nanos, bool* last, const std::atomic<bool>* cancel) {
   if (finished_) return Status::Internal("scan stream already finished");
-  if (cancel) {
-    // A node aggregating a segment sends nothing for a while: wait in slices.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(client_.io_ms());
-    while (!cancel->load()) {
-      Status ready = lease_.conn().WaitReadable(100);
-      if (!ready.IsTimedOut() || std::chrono::steady_clock::now() >= deadline)
-        break;  // Receive tells
-    }
-    if (cancel->load()) {
-      lease_.Poison();
-      finished_ = true;
-      return Status::Sql(sqlstate::kQueryCanceled, "canceling statement due to user request");
-    }
-  }
+  // A node aggregating a segment sends nothing for a while, and one that froze (or died
+  // unseen) midway through a frame never sends the rest of it: either wait ends soon after
+  // a cancel too.
+  lease_.conn().SetInterrupt(cancel);
   auto msg = lease_.conn().Receive();
-  if (!msg.ok()) return msg.status().Prepend(fmt::format("node {}", client_.id()));
+  lease_.conn().SetInterrupt(nullptr);
+  if (!msg.ok()) {
+    if (msg.status().sqlstate() != sqlstate::kQueryCanceled)
+      return msg.status().Prepend(fmt::format("node {}", client_.id()));
+    lease_.Poison();  // maybe half read
+    finished_ = true;
+    return msg.status();
+  }
   std::shared_ptr<net::ReceivedMessage> held(std::move(*msg));
   Pending p;
   try {
