@@ -196,6 +196,13 @@ std::string EncodeIndexKey(const IndexKeySpec& spec, const std::vector<Value>& r
   return out;
 }
 
+bool IndexKeyHasNull(const IndexKeySpec& spec, const std::vector<Value>& row) {
+  for (int c : spec.columns) {
+    if (row[c].is_null()) return true;
+  }
+  return false;
+}
+
 void AppendRowHeader(size_t columns, std::string* out) { ByteWriter(out).VarU64(columns); }
 
 void AppendRowNull(std::string* out) { out->push_back(static_cast<char>(TypeId::kNull)); }

@@ -41,6 +41,8 @@ std::string PrefixSuccessor(std::string_view prefix);
 // its order and keeps the encoding prefix-free. `row` is a full row in schema order.
 void EncodeIndexColumn(const Value& v, bool desc, std::string* out);
 std::string EncodeIndexKey(const IndexKeySpec& spec, const std::vector<Value>& row);
+// True if a column of `spec` is NULL in `row`: a unique index lets such keys repeat.
+bool IndexKeyHasNull(const IndexKeySpec& spec, const std::vector<Value>& row);
 
 void EncodeRow(const std::vector<Value>& row, std::string* out);
 // EncodeRow piece by piece: the column count, then each column in order (AppendRowValue, or

@@ -4,9 +4,11 @@
 
 namespace wattdb::master {
 
-IndexScanSource::IndexScanSource(Cluster& c, TableId table, uint32_t index, std::string lo,
-                                 std::string hi, Timestamp ts, size_t ncols, uint64_t txn)
-    : cluster_(c),
+IndexScanSource::IndexScanSource(Catalog& catalog, NodeRegistry& registry, TableId table,
+                                 uint32_t index, std::string lo, std::string hi, Timestamp ts,
+                                 size_t ncols, uint64_t txn)
+    : catalog_(catalog),
+      registry_(registry),
       table_(table),
       index_(index),
       lo_(std::move(lo)),
@@ -17,7 +19,7 @@ IndexScanSource::IndexScanSource(Cluster& c, TableId table, uint32_t index, std:
 
 Status IndexScanSource::Open() {
   const Part& p = parts_.front();
-  ASSIGN_OR_RETURN(auto client, cluster_.registry().Client(p.seg.node));
+  ASSIGN_OR_RETURN(auto client, registry_.Client(p.seg.node));
   IndexRange range{index_, p.cursor, hi_};
   ASSIGN_OR_RETURN(stream_, ScanStream::Open(*client, p.seg.id, p.seg.lo, p.seg.hi, ts_,
                                              exec::kBatchRows, txn_, &range));
@@ -29,15 +31,14 @@ Status IndexScanSource::Retry(const Status& st) {
   RETURN_NOT_OK(ScanRetryBackoff(st, &retries_));
   Part old = std::move(parts_.front());
   parts_.pop_front();
-  auto now = cluster_.catalog().SegmentsOverlapping(table_, old.seg.lo, old.seg.hi);
+  auto now = catalog_.SegmentsOverlapping(table_, old.seg.lo, old.seg.hi);
   for (auto it = now.rbegin(); it != now.rend(); ++it) parts_.push_front(Part{*it, old.cursor});
   return Status::OK();
 }
 
 Result<bool> IndexScanSource::Next(exec::Batch& out) {
   if (!started_) {
-    for (auto& s : cluster_.catalog().SegmentsOverlapping(table_, "", ""))
-      parts_.push_back(Part{s, lo_});
+    for (auto& s : catalog_.SegmentsOverlapping(table_, "", "")) parts_.push_back(Part{s, lo_});
     started_ = true;
   }
   while (out.rows == 0) {

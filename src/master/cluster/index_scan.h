@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "master/cluster/cluster.h"
+#include "master/catalog/catalog.h"
+#include "master/nodes/node_registry.h"
 #include "master/nodes/node_rpc.h"
 #include "query/exec/context.h"
 
@@ -21,8 +22,9 @@ namespace wattdb::master {
 class IndexScanSource : public exec::RowSource {
  public:
   // `txn` nonzero: also that transaction's pending writes. `ncols`: the table's width.
-  IndexScanSource(Cluster& c, TableId table, uint32_t index, std::string lo, std::string hi,
-                  Timestamp ts, size_t ncols, uint64_t txn);
+  // `catalog` and `registry` are borrowed and outlive the source.
+  IndexScanSource(Catalog& catalog, NodeRegistry& registry, TableId table, uint32_t index,
+                  std::string lo, std::string hi, Timestamp ts, size_t ncols, uint64_t txn);
   Result<bool> Next(exec::Batch& out) override;
 
  private:
@@ -34,7 +36,8 @@ class IndexScanSource : public exec::RowSource {
   // Replaces the front part by the segments now covering its range, after a failed attempt.
   Status Retry(const Status& st);
 
-  Cluster& cluster_;  // borrowed; outlives the source
+  Catalog& catalog_;
+  NodeRegistry& registry_;
   TableId table_;
   uint32_t index_;
   std::string lo_, hi_;

@@ -55,7 +55,7 @@ class EnergyService::ClusterPlane : public ControlPlane {
       auto it = info.find(nc.id);
       n.up = it != info.end() && it->second.up;
       if (n.up) n.cpu_cores = it->second.cpu_percent / 100.0;
-      n.busy = c_.OperatorBusy(nc.id);
+      n.busy = c_.placement().OperatorBusy(nc.id);
     }
     std::map<SegmentId, Heat> heat;
     for (const auto& s : c_.catalog().AllSegments()) {
@@ -89,18 +89,20 @@ class EnergyService::ClusterPlane : public ControlPlane {
     return v;
   }
 
-  Status Wake(NodeId node) override { return c_.PowerOn(node); }
-  Status SetDraining(NodeId node, bool draining) override { return c_.SetDraining(node, draining); }
+  Status Wake(NodeId node) override { return c_.placement().PowerOn(node); }
+  Status SetDraining(NodeId node, bool draining) override {
+    return c_.placement().SetDraining(node, draining);
+  }
   Result<MovedSegment> Move(SegmentId seg, NodeId to) override {
-    ASSIGN_OR_RETURN(MoveReport r, c_.MoveSegment(seg, to));
+    ASSIGN_OR_RETURN(MoveReport r, c_.placement().MoveSegment(seg, to));
     return MovedSegment{r.bytes, r.pull_ms / 1000.0};
   }
   std::pair<uint64_t, uint64_t> Statements() override {
     return {c_.queries().statements.load(), c_.queries().micros.load()};
   }
-  Result<SegmentId> Split(SegmentId seg) override { return c_.SplitSegment(seg); }
+  Result<SegmentId> Split(SegmentId seg) override { return c_.placement().SplitSegment(seg); }
   Status Sleep(NodeId node, bool suspend) override {
-    return suspend ? c_.Suspend(node) : c_.PowerOff(node);
+    return suspend ? c_.placement().Suspend(node) : c_.placement().PowerOff(node);
   }
   bool Pause(double seconds) override {
     MutexLock l(svc_.mu_);

@@ -30,7 +30,7 @@ plan::PlanPtr FullScan(const TableSchema& t) {
 Executor::~Executor() {
   if (copy_) (void)EndCopyIn(false);
   if (txn_) {
-    cluster_.Rollback(*txn_);
+    cluster_.txns().Rollback(*txn_);
     cluster_.timestamps().Release(txn_->snapshot);
     UndoBlockDdl();
   }
@@ -87,14 +87,14 @@ int64_t Executor::RowDelta(const std::vector<RowWrite>& writes) {
 Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes,
                        bool defer) {
   int64_t delta = RowDelta(writes);
-  Status st = txn_ ? cluster_.Write(*txn_, table, std::move(writes), defer)
-                   : cluster_.ApplyWrites(table, snapshot, std::move(writes));
+  Status st = txn_ ? cluster_.txns().Write(*txn_, table, std::move(writes), defer)
+                   : cluster_.txns().ApplyWrites(table, snapshot, std::move(writes));
   if (st.ok() && delta != 0) cluster_.catalog().AdjustRowCount(table, delta);
   return st;
 }
 
 Executor::StatementWriter::~StatementWriter() {
-  if (own_) e_.cluster_.Rollback(*own_);
+  if (own_) e_.cluster_.txns().Rollback(*own_);
 }
 
 Status Executor::StatementWriter::Add(RowWrite w) {
@@ -104,13 +104,13 @@ Status Executor::StatementWriter::Add(RowWrite w) {
 
 Status Executor::StatementWriter::Flush(bool force) {
   if (held_.empty() || (!force && !sent_)) return Status::OK();
-  if (!e_.txn_ && !own_) own_ = e_.cluster_.Begin(snapshot_);
+  if (!e_.txn_ && !own_) own_ = e_.cluster_.txns().Begin(snapshot_);
   Transaction& t = own_ ? *own_ : *e_.txn_;
   sent_ = true;
   std::vector<RowWrite> piece;
   piece.swap(held_);
   row_delta_ += RowDelta(piece);
-  return e_.cluster_.Write(t, table_, std::move(piece));
+  return e_.cluster_.txns().Write(t, table_, std::move(piece));
 }
 
 Status Executor::StatementWriter::Finish() {
@@ -119,7 +119,7 @@ Status Executor::StatementWriter::Finish() {
   Status st;
   if (own_) {
     std::unique_ptr<Transaction> t = std::move(own_);
-    st = e_.cluster_.Commit(*t);
+    st = e_.cluster_.txns().Commit(*t);
   }
   if (st.ok() && row_delta_ != 0) e_.cluster_.catalog().AdjustRowCount(table_, row_delta_);
   return st;
@@ -165,7 +165,7 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   if (txn_ && !is_txn_control && !std::holds_alternative<sql::SetStmt>(stmt)) block_used_ = true;
   if (txn_ && !is_txn_control) {
     // The block's held-back inserts go out before anything reads or writes after them.
-    Status sent = cluster_.SendDeferred(*txn_);
+    Status sent = cluster_.txns().SendDeferred(*txn_);
     if (!sent.ok()) {
       failed_ = true;
       return sent;
@@ -188,7 +188,7 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
        restarts++) {
     cluster_.queries().restarts.fetch_add(1, std::memory_order_relaxed);
     if (txn_) {
-      Status undone = cluster_.RollbackStatement(*txn_, mark);
+      Status undone = cluster_.txns().RollbackStatement(*txn_, mark);
       if (!undone.ok()) {
         r = undone;
         break;
@@ -602,15 +602,15 @@ Result<std::optional<std::string>> Executor::KeyWrite(const TableSchema& t, Time
                                                       KeyWriteSpec& w) {
   w.read_committed = isolation() == Isolation::kReadCommitted;
   bool is_delete = w.is_delete, templated = w.params.has_value();
-  std::unique_ptr<Transaction> own = txn_ ? nullptr : cluster_.Begin(snap);
+  std::unique_ptr<Transaction> own = txn_ ? nullptr : cluster_.txns().Begin(snap);
   Transaction& txn = txn_ ? *txn_ : *own;
-  auto n = cluster_.KeyWrite(txn, t.id, w);
+  auto n = cluster_.txns().KeyWrite(txn, t.id, w);
   if (!n.ok() || !n->has_value()) {  // failed, or the general path's to do: nothing stays
-    if (own) cluster_.Rollback(*own);
+    if (own) cluster_.txns().Rollback(*own);
     if (!n.ok()) return n.status();
     return std::optional<std::string>();
   }
-  if (own) RETURN_NOT_OK(cluster_.Commit(*own));  // nothing written: ends the read-only txn
+  if (own) RETURN_NOT_OK(cluster_.txns().Commit(*own));  // nothing written: ends the read-only txn
   cluster_.queries().key_writes.fetch_add(1, std::memory_order_relaxed);
   if (templated) cluster_.queries().key_write_templates.fetch_add(1, std::memory_order_relaxed);
   uint64_t rows = **n;
@@ -738,8 +738,8 @@ Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {
         sqlstate::kUndefinedObject,
         fmt::format("segment {} does not belong to table \"{}\"", s.segment, t.name));
   }
-  Cluster::OperatorAction busy(cluster_, s.node);
-  ASSIGN_OR_RETURN(MoveReport r, cluster_.MoveSegment(s.segment, s.node));
+  Placement::OperatorAction busy(cluster_.placement(), s.node);
+  ASSIGN_OR_RETURN(MoveReport r, cluster_.placement().MoveSegment(s.segment, s.node));
   RETURN_NOT_OK(
       sink.Notice(sqlstate::kSuccessfulCompletion,
                   fmt::format("segment {} moved from node {} to node {}: {} bytes in {} files, "
@@ -749,10 +749,11 @@ Result<std::string> Executor::Move(sql::MoveSegmentStmt& s, ResultSink& sink) {
 }
 
 Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink) {
-  Cluster::OperatorAction busy(cluster_, s.node);  // the energy controller waits meanwhile
+  Placement::OperatorAction busy(cluster_.placement(),
+                                 s.node);  // the energy controller waits meanwhile
   switch (s.action) {
     case sql::AlterNodeStmt::Action::kDrain: {
-      ASSIGN_OR_RETURN(auto reports, cluster_.DrainNode(s.node));
+      ASSIGN_OR_RETURN(auto reports, cluster_.placement().DrainNode(s.node));
       uint64_t bytes = 0;
       double ms = 0;
       for (const auto& r : reports) {
@@ -766,13 +767,13 @@ Result<std::string> Executor::AlterNode(sql::AlterNodeStmt& s, ResultSink& sink)
       break;
     }
     case sql::AlterNodeStmt::Action::kPowerOff:
-      RETURN_NOT_OK(cluster_.PowerOff(s.node));
+      RETURN_NOT_OK(cluster_.placement().PowerOff(s.node));
       break;
     case sql::AlterNodeStmt::Action::kPowerOn:
-      RETURN_NOT_OK(cluster_.PowerOn(s.node));
+      RETURN_NOT_OK(cluster_.placement().PowerOn(s.node));
       break;
     case sql::AlterNodeStmt::Action::kSuspend:
-      RETURN_NOT_OK(cluster_.Suspend(s.node));
+      RETURN_NOT_OK(cluster_.placement().Suspend(s.node));
       break;
   }
   return std::string("ALTER NODE");

@@ -1,6 +1,6 @@
 // Executor: runs one parsed statement against the cluster and reports its results to a
 // ResultSink. SELECTs run as vectorized plans whose scans stream from the nodes; writes are
-// computed on the master and applied atomically across nodes by Cluster::ApplyWrites.
+// computed on the master and applied atomically across nodes by TxnCoordinator::ApplyWrites.
 // One Executor per session; not thread-safe.
 #pragma once
 
@@ -208,9 +208,10 @@ class Executor {
   // The key write of `m` (its NOT NULL checks) whose node runs `plan`; no key range yet.
   static KeyWriteSpec KeyWriteOf(const plan::BoundModify& m, const plan::PlanNode& plan,
                                  bool is_delete);
-  // `w`, an UPDATE or DELETE of one row by its key, run on the row's node (Cluster::KeyWrite)
-  // under the block's transaction or, outside one, the statement's own, committed here. The
-  // command tag, or nullopt: take the general path. Sets `w.read_committed` to the session's.
+  // `w`, an UPDATE or DELETE of one row by its key, run on the row's node
+  // (TxnCoordinator::KeyWrite) under the block's transaction or, outside one, the statement's own,
+  // committed here. The command tag, or nullopt: take the general path. Sets `w.read_committed` to
+  // the session's.
   Result<std::optional<std::string>> KeyWrite(const TableSchema& t, Timestamp snap,
                                               KeyWriteSpec& w);
   Result<std::string> Move(sql::MoveSegmentStmt& s, ResultSink& sink);
@@ -249,7 +250,7 @@ class Executor {
   Timestamp Snapshot();
   uint64_t TxnId() const { return txn_ ? txn_->id : 0; }
   // `defer`: inserts that cannot conflict, which a block may send with its commit
-  // (Cluster::Write).
+  // (TxnCoordinator::Write).
   Status Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> writes, bool defer = false);
   Status ApplyRows(const TableSchema& t, std::vector<RowWrite> writes, bool defer = false);
   // Takes a statement's writes as they are produced. A statement of up to kWritePiece

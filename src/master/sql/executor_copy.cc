@@ -66,11 +66,11 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
     c->generated.push_back(i);
   }
   c->row_encoder = std::make_unique<CopyEncoder>(c->table, c->cols, c->generated);
-  if (!txn_) c->own = cluster_.Begin(cluster_.timestamps().Acquire());
+  if (!txn_) c->own = cluster_.txns().Begin(cluster_.timestamps().Acquire());
   Transaction* txn = c->own ? c->own.get() : txn_.get();
   c->sender = std::make_unique<CopyStage<std::vector<RowWrite>>>(
       [this, txn, id = c->table.id, name = c->table.name](std::vector<RowWrite> writes) {
-        Status st = cluster_.Write(*txn, id, std::move(writes));
+        Status st = cluster_.txns().Write(*txn, id, std::move(writes));
         if (!st.ok() && st.sqlstate() == sqlstate::kUniqueViolation &&
             st.message().find('"') == std::string::npos) {
           return Status::Sql(
@@ -144,7 +144,7 @@ Result<std::string> Executor::EndCopyIn(bool commit) {
     if (!c->own) failed_ = true;
     if (c->own) {
       Timestamp snap = c->own->snapshot;
-      cluster_.Rollback(*c->own);
+      cluster_.txns().Rollback(*c->own);
       cluster_.timestamps().Release(snap);
     }
     return sent;
@@ -155,7 +155,8 @@ Result<std::string> Executor::EndCopyIn(bool commit) {
     return fmt::format("COPY {}", c->rows);
   }
   Timestamp snap = c->own->snapshot;
-  Status st = commit ? cluster_.Commit(*c->own) : (cluster_.Rollback(*c->own), Status::OK());
+  Status st =
+      commit ? cluster_.txns().Commit(*c->own) : (cluster_.txns().Rollback(*c->own), Status::OK());
   cluster_.timestamps().Release(snap);
   RETURN_NOT_OK(st);
   if (commit) cluster_.catalog().AdjustRowCount(c->table.id, static_cast<int64_t>(c->rows));

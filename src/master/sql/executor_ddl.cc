@@ -87,7 +87,7 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
 }
 
 Status Executor::CreateTableStorage(TableSchema* t) {
-  NodeId node = cluster_.NodeForNewTable();
+  NodeId node = cluster_.placement().NodeForNewTable();
   if (node == 0)
     return Status(Status::Code::kUnavailable, "no active node is up to hold the table",
                   sqlstate::kCannotConnectNow);
@@ -347,7 +347,7 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s,
   };
   // Writers to the old table wait from here until it is replaced (they then fail, as their
   // table is gone), so the copy misses nothing: it reads after every earlier commit.
-  auto block = cluster_.BlockWrites(old.id);
+  auto block = cluster_.placement().BlockWrites(old.id);
   if (!block.ok()) return abandon(block.status());
   cluster_.timestamps().AwaitStable();
   struct Snap {
@@ -372,10 +372,10 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s,
         }
         batch.push_back(std::move(w).value());
         if (batch.size() >= 10000)
-          return cluster_.ApplyWrites(t.id, snap.ts, std::exchange(batch, {}));
+          return cluster_.txns().ApplyWrites(t.id, snap.ts, std::exchange(batch, {}));
         return Status::OK();
       });
-  if (st.ok() && !batch.empty()) st = cluster_.ApplyWrites(t.id, snap.ts, std::move(batch));
+  if (st.ok() && !batch.empty()) st = cluster_.txns().ApplyWrites(t.id, snap.ts, std::move(batch));
   if (!st.ok())
     return abandon(
         st.sqlstate() == sqlstate::kNotNullViolation

@@ -47,7 +47,7 @@ Result<uint32_t> Executor::AddIndex(const TableSchema& t, std::string name,
                        fmt::format("invalid name \"{}\": '/' is reserved", name), pos);
   }
   def.name = name;
-  return cluster_.CreateIndex(db_.Qualify(t.name), std::move(def));
+  return cluster_.placement().CreateIndex(db_.Qualify(t.name), std::move(def));
 }
 
 Result<std::string> Executor::CreateIndex(sql::CreateIndexStmt& s, ResultSink& sink) {
@@ -77,8 +77,9 @@ Result<std::string> Executor::CreateIndex(sql::CreateIndexStmt& s, ResultSink& s
   }
   ASSIGN_OR_RETURN(uint32_t id, AddIndex(*t, s.name, s.columns, s.desc, s.unique, false, s.pos));
   if (txn_) {
-    txn_undo_.push_back(
-        [this, table = db_.Qualify(t->name), id] { (void)cluster_.DropIndex(table, id); });
+    txn_undo_.push_back([this, table = db_.Qualify(t->name), id] {
+      (void)cluster_.placement().DropIndex(table, id);
+    });
   }
   return std::string("CREATE INDEX");
 }
@@ -105,7 +106,7 @@ Result<std::string> Executor::DropIndex(sql::DropTableStmt& s, ResultSink& sink)
       return Status::Sql(sqlstate::kUndefinedObject,
                          fmt::format("index \"{}\" does not exist", name));
     }
-    RETURN_NOT_OK(cluster_.DropIndex(db_.Qualify(found->first), found->second));
+    RETURN_NOT_OK(cluster_.placement().DropIndex(db_.Qualify(found->first), found->second));
   }
   return std::string("DROP INDEX");
 }

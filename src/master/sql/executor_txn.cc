@@ -89,7 +89,7 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
       } else {
         ASSIGN_OR_RETURN(isolation_,
                          ParseIsolation(s.isolation.empty() ? DefaultIsolation() : s.isolation));
-        txn_ = cluster_.Begin(cluster_.timestamps().Acquire());
+        txn_ = cluster_.txns().Begin(cluster_.timestamps().Acquire());
         failed_ = false;
         read_only_ = s.read_only;
         block_used_ = false;
@@ -109,11 +109,11 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
       } release{cluster_, t->snapshot};
       if (failed_) {
         failed_ = false;
-        cluster_.Rollback(*t);
+        cluster_.txns().Rollback(*t);
         UndoBlockDdl();
         return std::string("ROLLBACK");
       }
-      Status committed = cluster_.Commit(*t);
+      Status committed = cluster_.txns().Commit(*t);
       if (!committed.ok()) {
         UndoBlockDdl();
         return committed;
@@ -126,7 +126,7 @@ Result<std::string> Executor::Txn(sql::TxnStmt& s, ResultSink& sink) {
         RETURN_NOT_OK(
             sink.Notice(sqlstate::kNoActiveSqlTransaction, "there is no transaction in progress"));
       } else {
-        cluster_.Rollback(*txn_);
+        cluster_.txns().Rollback(*txn_);
         cluster_.timestamps().Release(txn_->snapshot);
         txn_.reset();
         failed_ = false;

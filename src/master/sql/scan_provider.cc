@@ -280,8 +280,9 @@ void RegisterSystemViews(Catalog& catalog) {
 
 Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan::PlanNode& scan) {
   if (scan.table < kFirstSystemTableId && scan.index) {
-    return std::unique_ptr<exec::RowSource>(new IndexScanSource(
-        cluster_, scan.table, scan.index, scan.lo, scan.hi, read_ts_, scan.types.size(), txn_));
+    return std::unique_ptr<exec::RowSource>(
+        new IndexScanSource(cluster_.catalog(), cluster_.registry(), scan.table, scan.index,
+                            scan.lo, scan.hi, read_ts_, scan.types.size(), txn_));
   }
   if (scan.table < kFirstSystemTableId) {
     return std::unique_ptr<exec::RowSource>(
@@ -307,7 +308,7 @@ Result<std::unique_ptr<exec::RowSource>> MasterScanProvider::OpenScan(const plan
     for (auto& n : nodes) live[n.id] = n;
     std::map<NodeId, NodePowerInfo> power;
     for (auto& p : cluster_.power().Snapshot()) power[p.id] = p;
-    std::map<NodeId, size_t> unconfirmed = cluster_.UnconfirmedCommits();
+    std::map<NodeId, size_t> unconfirmed = cluster_.txns().UnconfirmedCommits();
     for (const auto& nc : cluster_.config().nodes) {
       const NodeInfo& n = live[nc.id];
       const NodePowerInfo& p = power[nc.id];

@@ -1,13 +1,13 @@
 // Key-routed writes: the row's node reads it, computes the new row (or checks the DELETE's
 // filter) and prepares the write, so a single-row UPDATE or DELETE costs one round trip
 // instead of a scan and a prepare.
-#include "master/cluster/cluster.h"
+#include "master/cluster/coordinator.h"
 #include "master/nodes/node_rpc.h"
 
 namespace wattdb::master {
 
-Result<std::optional<uint64_t>> Cluster::KeyWrite(Transaction& t, TableId table,
-                                                  const KeyWriteSpec& w) {
+Result<std::optional<uint64_t>> TxnCoordinator::KeyWrite(Transaction& t, TableId table,
+                                                         const KeyWriteSpec& w) {
   if (HasUniqueIndex(table))
     return std::optional<uint64_t>();  // unique keys are checked here, after prepare
   // Route latches the key's segment for the transaction, as a write to it would.
@@ -17,7 +17,7 @@ Result<std::optional<uint64_t>> Cluster::KeyWrite(Transaction& t, TableId table,
   RETURN_NOT_OK(Route(t, table, std::move(probe), &by_node));
   NodeId node = by_node.begin()->first;
   SegmentId segment = by_node.begin()->second.front().segment;
-  ASSIGN_OR_RETURN(auto client, registry_->Client(node));
+  ASSIGN_OR_RETURN(auto client, registry_.Client(node));
   uint64_t updated = 0;
   Status s = RpcUpdateKey(*client, t.id, t.snapshot, segment, w, &updated);
   if (s.IsStale() || s.IsNotFound())

@@ -1,0 +1,179 @@
+// Placement: where the cluster's segments live, and the operations that change it -- moves,
+// splits, drains, the power state of nodes, and the table-wide write blocks an index build
+// needs. Moves and splits are logged in the catalog before they touch a node, so a crash or
+// a lost reply leaves an intent that SettleLoggedReshapes finishes or rolls back. A move, a
+// split or a write block holds its segments' latches exclusively (segment_latches.h): it
+// never runs under a transaction's writes. One admin lock serializes them.
+//
+// Depends on the catalog, the node registry, the power drivers, the timestamp oracle and the
+// latches, all borrowed; not on transactions (coordinator.h). Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/mutex.h"
+#include "master/catalog/catalog.h"
+#include "master/cluster/segment_latches.h"
+#include "master/cluster/timestamp_oracle.h"
+#include "master/nodes/node_registry.h"
+#include "master/power/node_power.h"
+#include "rpc/exchange.h"
+
+namespace wattdb::master {
+
+struct MoveReport {
+  SegmentId segment = 0;
+  NodeId from = 0, to = 0;
+  uint64_t bytes = 0;
+  uint32_t files = 0;
+  double pull_ms = 0;   // export + ship + import, measured on the target
+  double total_ms = 0;  // including latch wait and ownership switch
+};
+
+class Placement {
+ public:
+  struct Options {
+    bool balance = true;  // spread split-off segments to the least loaded node
+    // The node this process hosts, if any (NodeForNewTable prefers it).
+    const std::atomic<rpc::LocalSegments*>* local = nullptr;
+    // True once the cluster stops: long waits end early.
+    std::function<bool()> stopping;
+  };
+  // All borrowed; they outlive the placement.
+  Placement(const ClusterConfig& config, const Clock& clock, Catalog& catalog,
+            NodeRegistry& registry, NodePower& power, TimestampOracle& ts, SegmentLatches& latches,
+            Options opts);
+
+  Result<MoveReport> MoveSegment(SegmentId seg, NodeId target);
+  // Marks `node` draining and moves its segments, each to the least loaded active node,
+  // round after round while writes split them.
+  Result<std::vector<MoveReport>> DrainNode(NodeId node);
+  // Splits `seg` if it holds at least two keys; returns the new segment id or 0.
+  // With `top_bytes` > 0 the node splits off about that many bytes of its highest keys
+  // (see SegmentStore::Split), else at the middle.
+  Result<SegmentId> SplitSegment(SegmentId seg, uint64_t top_bytes = 0);
+  // Cuts up to `pieces` pieces of about `piece_bytes` off the top of `seg` in one step on its
+  // node (SegmentStore::SplitPieces; one logged intent for all); returns the new segments'
+  // ids in key order, or none if `seg` holds fewer than two keys.
+  Result<std::vector<SegmentId>> SplitPieces(SegmentId seg, uint64_t piece_bytes, uint32_t pieces);
+  // The active, up node (excluding `except`) with the fewest segments of `table` (if not 0),
+  // then the fewest segments, or 0 if none.
+  NodeId LeastLoadedNode(NodeId except = 0, TableId table = 0);
+  // Where a new table's first segment goes: the master node while it is active (as in the
+  // paper, the master alone holds everything until data grows or load asks for more nodes;
+  // splits and the energy controller spread it), else the least loaded node.
+  NodeId NodeForNewTable();
+
+  // ALTER NODE n POWER OFF | SUSPEND: refused (55000) while the node owns segments, and
+  // (0A000) if its power driver cannot do it. POWER ON starts an off node or resumes a
+  // suspended one and returns once it has registered.
+  Status PowerOff(NodeId node);
+  Status Suspend(NodeId node);
+  Status PowerOn(NodeId node);
+  // At start (--manage-nodes): powers on every node not asleep by its admin state (but the
+  // one this process hosts) and waits for each to register; a node that fails is reported.
+  void PowerOnAll();
+  // Marks an active node draining (placement and moves skip it) or a draining one active.
+  Status SetDraining(NodeId node, bool draining);
+
+  // An operator's action on a node (ALTER NODE, a manual move to it) is running while one of
+  // these lives; the energy controller leaves the cluster alone meanwhile.
+  class OperatorAction {
+   public:
+    OperatorAction(Placement& p, NodeId node) : p_(p), node_(node) {
+      MutexLock l(p_.operator_mu_);
+      p_.operator_nodes_.insert(node_);
+    }
+    ~OperatorAction() {
+      MutexLock l(p_.operator_mu_);
+      p_.operator_nodes_.erase(p_.operator_nodes_.find(node_));
+    }
+    OperatorAction(const OperatorAction&) = delete;
+    OperatorAction& operator=(const OperatorAction&) = delete;
+
+   private:
+    Placement& p_;
+    NodeId node_;
+  };
+  bool OperatorBusy(NodeId node) {
+    MutexLock l(operator_mu_);
+    return operator_nodes_.count(node) > 0;
+  }
+
+  // Secondary indexes (placement_index.cc). CreateIndex blocks writes to the table while it
+  // adds `def` (spec.id assigned by the caller) to every segment, which builds its entries
+  // at one snapshot and maintains them from then on; a unique index is checked for
+  // duplicates (23505) before it is stored in the catalog, ready for snapshots after it.
+  // `table` is the catalog (qualified) name. Returns the new index's id.
+  Result<uint32_t> CreateIndex(const std::string& table, IndexDef def);
+  Status DropIndex(const std::string& table, uint32_t index);
+  // Holds the latches of every segment of `table` exclusively: writers to it wait until this
+  // is destroyed. Waits up to latch_wait_ms for transactions that wrote the table (55006).
+  struct WriteBlock {
+    std::vector<std::unique_lock<SegmentLatches::Latch>> latches;
+  };
+  Result<std::unique_ptr<WriteBlock>> BlockWrites(TableId table);
+
+  // One round of upkeep (the cluster's maintenance): settles logged moves and splits, drops
+  // the segments of dropped tables and stray copies, and splits oversized segments, round
+  // after round while splits happen. `between` runs between rounds (duties that must not
+  // wait for a long pass).
+  void Maintain(const std::function<void()>& between);
+
+ private:
+  struct NodeLoad {
+    size_t all = 0, of_table = 0;  // segments on the node, and of one table
+  };
+  // Segments per active, up node (excluding `except`), in all and of `table`.
+  std::map<NodeId, NodeLoad> SegmentCounts(TableId table, NodeId except = 0);
+  // The node of `load` with the fewest segments of `table` (if not 0), then the fewest; 0 if none.
+  static NodeId LeastLoaded(const std::map<NodeId, NodeLoad>& load, TableId table);
+  // After a split: each new segment goes where its table has the fewest segments.
+  void BalanceSplit(NodeId node, TableId table, const std::vector<SegmentId>& fresh);
+  // Splits every oversized segment one round (and drops stray copies); true if any split.
+  bool SplitOversized();
+  Status RecoverMove(const MoveIntent& m);
+  Status RecoverSplit(const SplitIntent& si);
+  // Settles every logged move and split whose outcome a crash or a lost reply left open (as
+  // far as their nodes answer). Takes admin_mu_ for each; called between units of
+  // maintenance work, so that a reader held back by one waits at most one split or move.
+  void SettleLoggedReshapes();
+  // RecoverSplit with admin_mu_ and the segment's latch (exclusive) held by the caller.
+  Status RecoverSplitLocked(const SplitIntent& si);
+  bool IsPendingMove(SegmentId seg) const;
+  // Waits up to `wait_ms` for node `n` to register after a power on; repeats the wake of
+  // drivers that cannot observe it (Wake-on-LAN). REQUIRES no other power action on n (the
+  // power lock held, or the supervisor not started yet).
+  bool AwaitRegistration(const NodeConfig& n, int wait_ms);
+  // PowerOff and Suspend: checks, marks the admin state, runs the driver.
+  Status PowerDown(NodeId node, power::PowerAction action);
+  // BlockWrites with admin_mu_ held by the caller (no split can add a segment meanwhile).
+  Result<std::unique_ptr<WriteBlock>> BlockWritesLocked(TableId table);
+  bool Stopping() const { return opts_.stopping && opts_.stopping(); }
+
+  static constexpr uint64_t kSplitBytesPerRequest = 256ull << 20;  // a cut moves at most this
+  static constexpr uint64_t kMaxSplitPieces = 64;
+
+  const ClusterConfig& config_;
+  const Clock& clock_;
+  Catalog& catalog_;
+  NodeRegistry& registry_;
+  NodePower& power_;
+  TimestampOracle& ts_;
+  SegmentLatches& latches_;
+  const Options opts_;
+  Mutex admin_mu_;  // serializes moves, splits and drains (guards no data: held across calls)
+  Mutex operator_mu_;
+  std::multiset<NodeId> operator_nodes_ GUARDED_BY(operator_mu_);
+};
+
+}  // namespace wattdb::master
