@@ -14,14 +14,6 @@ namespace wattdb::node {
 
 namespace {
 
-// Keys ahead whose lock-table memory a prepare starts loading (LockTable::Prefetch).
-constexpr size_t kPrefetchAhead = 8;
-
-Status InUse(SegmentId segment, const char* why) {
-  return Status(Status::Code::kUnavailable, fmt::format("segment {} {}; try again", segment, why),
-                sqlstate::kObjectInUse);
-}
-
 // A durable prepare record: the writes, then (added later; absent in older records) the
 // number of writes received and the keys locked without a write, then the timestamp the
 // commit will exceed.
@@ -147,13 +139,12 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
 
 Status Participant::PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
                                   const PrepareOptions& opts, uint64_t* dep, bool* wrote) {
-  const uint64_t expect = opts.expect;
   // The writes are checked and kept in (segment, key) order, a key's writes in the order
   // given: one segment and lock-table lookup per segment, one storage iterator per segment
   // for the committed versions, and a key's writes side by side.
   // Calls carry a write or a few (a statement's key-routed update): their working lists live
   // inline, without allocations.
-  SmallVector<uint32_t> order(writes.size());
+  WriteOrder order(writes.size());
   for (uint32_t i = 0; i < order.size(); i++) order[i] = i;
   auto before_in_order = [&](uint32_t a, uint32_t b) {
     const storage::WriteOp& x = writes[a].op;
@@ -163,190 +154,25 @@ Status Participant::PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<
   if (!std::is_sorted(order.begin(), order.end(), before_in_order)) {
     std::stable_sort(order.begin(), order.end(), before_in_order);
   }
-  auto key_of = [&](size_t i) -> const storage::WriteOp& { return writes[order[i]].op; };
-
   MutexLock l(mu_);
   auto deadline = std::chrono::steady_clock::now() + lock_wait_;
   if (fenced_.count(txn)) {
     return Status::Aborted(fmt::format("transaction {} aborted: its commit was given up on", txn));
   }
-  SmallVector<std::string_view> check_keys;  // per segment: keys whose committed version decides
-  SmallVector<uint8_t> check_insert;         // ... and whether an insert checks it
-  SmallVector<std::optional<storage::LatestVersion>> check_seen;  // ... its version as seen
-  SmallVector<std::string_view> read_keys;  // the check keys not seen: read here
-  // ... and for a key whose version came from the writer's read (with its row), the order
-  // index of the call's first write of it: that write learns the row (WriteOp::prior).
-  SmallVector<std::pair<const storage::SeenLatest*, size_t>> check_prior;
-  std::vector<storage::LatestVersion> latest;
-restart:
-  auto existing = prepared_.find(txn);
-  if (existing != prepared_.end() && !existing->second.ops.empty())
-    MaybeFail("node.prepare.more_writes");
-  if (existing != prepared_.end() && existing->second.committing) {
-    return Status::InvalidArgument(
-        fmt::format("txn {} is committing; it takes no more writes", txn));
+  PrepareChecks checks;
+  while (true) {  // again after each wait: what was checked before it may have changed
+    ASSIGN_OR_RETURN(bool waited,
+                     CheckWritesLocked(txn, snapshot, writes, order, opts, deadline, dep, &checks));
+    if (!waited) break;
   }
-  if (expect) {
-    uint64_t have = (existing == prepared_.end() ? 0 : existing->second.received) + writes.size();
-    if (have != expect) {
-      ForgetLocked(txn);
-      return Status::Aborted(fmt::format(
-          "transaction aborted: node lost {} of its writes (it restarted during the transaction)",
-          expect - have));
-    }
-  }
-  for (size_t g = 0, g_end; g < order.size(); g = g_end) {
-    SegmentId seg_id = key_of(g).segment;
-    for (g_end = g + 1; g_end < order.size() && key_of(g_end).segment == seg_id;) g_end++;
-    if (exclusive_.count(seg_id)) {
-      while (exclusive_.count(seg_id) && released_.WaitUntil(mu_, deadline)) {
-      }
-      if (exclusive_.count(seg_id)) return InUse(seg_id, "is being split or moved");
-      goto restart;
-    }
-    ASSIGN_OR_RETURN(storage::SegmentRef seg, store_.Get(seg_id));
-    auto table = locks_.find(seg_id);
-    check_keys.clear();
-    check_insert.clear();
-    check_seen.clear();
-    check_prior.clear();
-    read_keys.clear();
-    for (size_t r = g, r_end; r < g_end; r = r_end) {  // the writes of one key
-      const std::string& key = key_of(r).key;
-      for (r_end = r + 1; r_end < g_end && key_of(r_end).key == key;) r_end++;
-      if (table != locks_.end() && r + kPrefetchAhead < g_end)
-        table->second.Prefetch(key_of(r + kPrefetchAhead).key);
-      if (!seg->Contains(key)) {
-        return Status::Stale(fmt::format("key outside segment {} (it split or moved)", seg_id));
-      }
-      const LockEntry* held = table == locks_.end() ? nullptr : table->second.Find(key);
-      if (held && held->txn != txn) {
-        // Another transaction holds the key: wait for it to end. If it committed, the check
-        // below fails (first updater wins); if it aborted, this write goes ahead. A wait that
-        // outlasts lock_wait_ (a deadlock, or a stuck holder) aborts this writer.
-        uint64_t holder = held->txn;
-        if (!opts.wait)
-          return Status::Sql(sqlstate::kLockNotAvailable, "could not obtain lock on row");
-        // The wait is checked for a cycle of waiting transactions when it begins and every
-        // deadlock_check_ after (the last of the cycle to wait may not be the one to see it).
-        waits_for_[txn] = holder;
-        broken_waits_.erase(txn);
-        bool freed = false;
-        while (!freed && std::chrono::steady_clock::now() < deadline) {
-          bool broken = broken_waits_.erase(txn) > 0;
-          if (broken || WaitsForLocked(holder, txn)) {
-            waits_for_.erase(txn);
-            return Status::Aborted(fmt::format("deadlock detected: transaction {} waits for "
-                                               "transaction {}, which waits for it{}",
-                                               txn, holder, broken ? " (through other nodes)" : ""),
-                                   sqlstate::kDeadlockDetected);
-          }
-          LockWaiters& waiters = lock_waiters_[holder];  // a map node: it stays put while waited on
-          if (!waiters.cv) waiters.cv = std::make_shared<CondVar>();
-          waiters.count++;
-          auto until = std::min(deadline, std::chrono::steady_clock::now() + deadlock_check_);
-          for (bool first = true, timed_out = false;; first = false) {
-            if (!first) lock_wait_wakeups_.fetch_add(1, std::memory_order_relaxed);
-            const LockEntry* h = FindLock(seg_id, key);
-            freed = !h || h->txn != holder || broken_waits_.count(txn);
-            if (freed || timed_out) break;
-            timed_out = !waiters.cv->WaitUntil(mu_, until);
-          }
-          if (--waiters.count == 0) lock_waiters_.erase(holder);
-          if (freed && broken_waits_.count(txn)) freed = false;  // the loop reports it
-        }
-        waits_for_.erase(txn);
-        broken_waits_.erase(txn);
-        if (!freed) {
-          return Status::Aborted(fmt::format(
-              "could not obtain lock on row: transaction {} held it for longer than {} ms", holder,
-              lock_wait_.count()));
-        }
-        goto restart;
-      }
-      // Whether the key is live after what this transaction wrote to it so far (in an
-      // earlier statement, then in this call), if it wrote it.
-      std::optional<bool> own;
-      if (held && held->op != kLockOnly && existing != prepared_.end()) {
-        own = existing->second.ops[held->op].kind == storage::VersionKind::kPut;
-      }
-      bool needs_committed = false, insert_checks = false;
-      const storage::SeenLatest* seen = nullptr;
-      const storage::SeenLatest* recorded = nullptr;  // seen, with the segment written since
-      size_t first_write = SIZE_MAX;  // while the transaction had not written the key
-      for (size_t i = r; i < r_end; i++) {
-        const TxnWrite& w = writes[order[i]];
-        if (w.seen && w.seen->key == key && w.seen->Current(*seg)) seen = &*w.seen;
-        if (w.seen && w.seen->key == key && w.seen->recent_base && w.seen->segment == seg.get())
-          recorded = &*w.seen;
-        if (!own && first_write == SIZE_MAX && w.check != WriteCheck::kLock) first_write = i;
-        if (own) {
-          if (w.check == WriteCheck::kInsert && *own) {
-            return Status::Sql(sqlstate::kUniqueViolation,
-                               "duplicate key value violates unique constraint");
-          }
-        } else if (w.check != WriteCheck::kNone) {
-          needs_committed = true;
-          insert_checks |= w.check == WriteCheck::kInsert;
-        }
-        if (w.check != WriteCheck::kLock) own = w.op.kind == storage::VersionKind::kPut;
-      }
-      if (needs_committed) {
-        std::optional<storage::LatestVersion> known;
-        if (seen) {
-          known = seen->latest;
-        } else if (storage::LatestVersion cached{true};
-                   seg->newest().GetVersion(key, &cached.ts, &cached.deleted)) {
-          known = cached;
-        } else if (storage::LatestVersion rec;
-                   recorded &&
-                   seg->RecentLatest(*recorded->recent_base, key, &rec, /*row=*/nullptr)) {
-          known =
-              rec.found ? rec : recorded->latest;  // a key not recorded since is as the read saw it
-        }
-        check_keys.push_back(key);
-        check_insert.push_back(insert_checks);
-        check_seen.push_back(known);
-        check_prior.emplace_back(seen && (seen->has_row || seen->latest.deleted) ? seen : nullptr,
-                                 first_write);
-        if (!known) read_keys.push_back(key);
-      }
-    }
-    // Keys whose newest version the writer's read saw, with no write to the segment since,
-    // need no second look; nor do keys the segment's newest-version cache holds, or whose
-    // read the segment's recording of commits still covers (a commit replaces a cached
-    // version and is recorded before it releases its keys' locks, and this writer has waited
-    // for every holder of this key).
-    RETURN_NOT_OK(store_.LatestOf(seg_id, std::span(read_keys.data(), read_keys.size()), &latest));
-    for (size_t i = 0, next_read = 0; i < check_keys.size(); i++) {
-      const storage::LatestVersion& lv = check_seen[i] ? *check_seen[i] : latest[next_read++];
-      if (lv.found && !syncing_.empty()) {
-        if (auto d = syncing_.find(lv.ts); d != syncing_.end()) *dep = std::max(*dep, d->second);
-      }
-      if (check_insert[i] && lv.found && !lv.deleted) {
-        return Status::Sql(sqlstate::kUniqueViolation,
-                           "duplicate key value violates unique constraint");
-      }
-      if (lv.found && lv.ts > snapshot) {
-        if (opts.keep_conflict && !opts.durable) {
-          KeptConflict& kept = *opts.keep_conflict;
-          kept.segment = seg_id;
-          kept.key = std::string(check_keys[i]);
-          kept.ts = lv.ts;
-          kept.locked = locks_[seg_id].Emplace(kept.key, LockEntry{txn, kLockOnly}).second;
-          if (kept.locked) prepared_[txn].locked.emplace(seg_id, kept.key);
-        }
-        return Status::Conflict("could not serialize access due to concurrent update");
-      }
-      // Checked, and the key stays locked until the transaction ends: what its read saw is
-      // the row a commit replaces.
-      if (auto [seen, first] = check_prior[i]; seen && first != SIZE_MAX) {
-        storage::WriteOp& op = writes[order[first]].op;
-        op.prior = seen->has_row ? storage::Prior::kRow : storage::Prior::kAbsent;
-        if (seen->has_row) op.prior_row = seen->row;
-      }
-    }
-  }
+  return KeepWritesLocked(txn, writes, order, opts, *dep, wrote);
+}
+
+Status Participant::KeepWritesLocked(uint64_t txn, std::vector<TxnWrite>& writes,
+                                     const WriteOrder& order, const PrepareOptions& opts,
+                                     uint64_t dep, bool* wrote) {
+  const uint64_t expect = opts.expect;
+  auto key_of = [&](size_t i) -> const storage::WriteOp& { return writes[order[i]].op; };
   // Checked: keep the writes (in key order) and lock their keys.
   Prepared& p = prepared_[txn];
   if (p.ops.capacity() == 0)
@@ -395,7 +221,7 @@ restart:
     p.locked.insert(std::move(lk));
   }
   if (!writes.empty()) p.calls.push_back(std::move(call));
-  p.durable_dep = std::max(p.durable_dep, *dep);
+  p.durable_dep = std::max(p.durable_dep, dep);
   *wrote = !p.ops.empty();
   if (p.ops.empty() && p.locked.empty() && !p.durable && !expect) prepared_.erase(txn);
   return Status::OK();

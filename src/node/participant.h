@@ -251,6 +251,59 @@ class Participant {
   // write here.
   Status PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
                        const PrepareOptions& opts, uint64_t* dep, bool* wrote) EXCLUDES(mu_);
+  // PrepareLocked's steps (participant_checks.cc). `order`: the writes' indexes in (segment,
+  // key) order.
+  using WriteOrder = SmallVector<uint32_t>;
+  using Deadline = std::chrono::steady_clock::time_point;
+  // Keys ahead whose lock-table memory a prepare starts loading (LockTable::Prefetch).
+  static constexpr size_t kPrefetchAhead = 8;
+  // One segment's keys whose committed version decides a write (kept for the next segment's
+  // use: their memory stays).
+  struct PrepareChecks {
+    SmallVector<std::string_view> keys;
+    SmallVector<uint8_t> insert;                              // ... whether an insert checks it
+    SmallVector<std::optional<storage::LatestVersion>> seen;  // ... its version as seen
+    SmallVector<std::string_view> read_keys;  // the keys not seen: read from the segment
+    // ... and for a key whose version came from the writer's read (with its row), the order
+    // index of the call's first write of it: that write learns the row (WriteOp::prior).
+    SmallVector<std::pair<const storage::SeenLatest*, size_t>> prior;
+    std::vector<storage::LatestVersion> latest;  // of read_keys
+    void Clear() {
+      keys.clear();
+      insert.clear();
+      seen.clear();
+      read_keys.clear();
+      prior.clear();
+    }
+  };
+  // Checks every write against the locks and the committed versions, segment by segment;
+  // true: it waited (for a lock, or a split or move) and must check again.
+  Result<bool> CheckWritesLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
+                                 const WriteOrder& order, const PrepareOptions& opts,
+                                 Deadline deadline, uint64_t* dep, PrepareChecks* checks)
+      REQUIRES(mu_);
+  // The writes order[g, g_end) of segment `seg`: checks their keys' locks (waiting for
+  // another holder: true) and lists in `checks` the keys whose committed version decides.
+  // `own_writes`: what the transaction prepared here before, if anything.
+  Result<bool> GatherChecksLocked(uint64_t txn, storage::Segment& seg,
+                                  const std::vector<TxnWrite>& writes, const WriteOrder& order,
+                                  size_t g, size_t g_end, const Prepared* own_writes,
+                                  const PrepareOptions& opts, Deadline deadline,
+                                  PrepareChecks* checks) REQUIRES(mu_);
+  // Waits for `holder` to release `key` of `seg`: OK once it did; 40P01 if the wait closes a
+  // cycle of waiting transactions, an abort once `deadline` passed.
+  Status AwaitLockLocked(uint64_t txn, uint64_t holder, SegmentId seg, const std::string& key,
+                         Deadline deadline) REQUIRES(mu_);
+  // Reads the versions `checks` lists and fails on a duplicate insert (23505) or a version
+  // newer than `snapshot` (a conflict; kept locked with opts.keep_conflict); gives writes the
+  // prior rows their reads saw.
+  Status VerifyChecksLocked(uint64_t txn, Timestamp snapshot, SegmentId seg,
+                            std::vector<TxnWrite>& writes, const WriteOrder& order,
+                            const PrepareOptions& opts, uint64_t* dep, PrepareChecks* checks)
+      REQUIRES(mu_);
+  // Keeps the checked writes (in key order), durably with opts.durable, and locks their keys.
+  Status KeepWritesLocked(uint64_t txn, std::vector<TxnWrite>& writes, const WriteOrder& order,
+                          const PrepareOptions& opts, uint64_t dep, bool* wrote) REQUIRES(mu_);
   // Erases `it` from prepared_, with `dropped` (its lock tables): those of
   // a bulk load are freed by reaper_, not on the caller's time.
   void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,

@@ -497,6 +497,10 @@ class SegmentStore {
  private:
   SegmentStore() = default;
   Status PutMeta(const SegmentMeta& m, void* batch /* rocksdb::WriteBatch* */) const;
+  // SplitPieces' checks: the segment `id` to split, if it is here and the new ids
+  // first_new_id.. (`pieces` of them) are neither taken nor given up (SettleSplit).
+  Result<SegmentRef> SplitSource(SegmentId id, SegmentId first_new_id, size_t pieces)
+      REQUIRES(split_mu_);
   // InvalidArgument unless RocksDB can import every file of `exp` (a file without a point
   // entry fails an assertion inside the import).
   Status CheckImportable(const SegmentExport& exp) const;

@@ -8,6 +8,7 @@
 #include "common/failpoint.h"
 #include "common/logging.h"
 #include "common/sqlstate.h"
+#include "master/cluster/drain.h"
 #include "master/nodes/node_rpc.h"
 
 namespace wattdb::master {
@@ -146,28 +147,23 @@ Result<std::vector<MoveReport>> Placement::DrainNode(NodeId node) {
     return Status::Sql(sqlstate::kUndefinedObject, fmt::format("node {} does not exist", node));
   RETURN_NOT_OK(catalog_.SetNodeState(node, NodeAdminState::kDraining));
   std::vector<MoveReport> reports;
-  // Writes go on while the node drains, so its segments may split meanwhile: the pieces
-  // stay on the node until a later round moves them too.
-  for (int round = 0; round < 100; round++) {
-    auto left = catalog_.SegmentsOnNode(node);
-    if (left.empty()) break;
-    for (const auto& s : left) {
-      NodeId target = LeastLoadedNode(node);
-      if (target == 0) {
-        return Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
-                           fmt::format("cannot drain node {}: no other active node is up", node));
-      }
-      ASSIGN_OR_RETURN(MoveReport r, MoveSegment(s.id, target));
-      reports.push_back(r);
+  DrainSteps steps;
+  steps.owned = [&]() -> Result<std::vector<SegmentId>> {
+    std::vector<SegmentId> ids;
+    for (const auto& s : catalog_.SegmentsOnNode(node)) ids.push_back(s.id);
+    return ids;
+  };
+  steps.move = [&](SegmentId seg) -> Status {
+    NodeId target = LeastLoadedNode(node);
+    if (target == 0) {
+      return Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
+                         fmt::format("cannot drain node {}: no other active node is up", node));
     }
-  }
-  if (size_t left = catalog_.SegmentsOnNode(node).size()) {
-    return Status::Sql(
-        sqlstate::kObjectNotInPrerequisiteState,
-        fmt::format("node {} still owns {} segment(s) after 100 rounds of moves; writes "
-                    "keep splitting them: try again",
-                    node, left));
-  }
+    ASSIGN_OR_RETURN(MoveReport r, MoveSegment(seg, target));
+    reports.push_back(r);
+    return Status::OK();
+  };
+  RETURN_NOT_OK(DrainRounds(node, kMaxDrainRounds, steps));
   Log("master")->info("node drained id={} segments_moved={}", node, reports.size());
   return reports;
 }

@@ -55,7 +55,7 @@ class Placement {
 
   Result<MoveReport> MoveSegment(SegmentId seg, NodeId target);
   // Marks `node` draining and moves its segments, each to the least loaded active node,
-  // round after round while writes split them.
+  // round after round while writes split them (DrainRounds, drain.h).
   Result<std::vector<MoveReport>> DrainNode(NodeId node);
   // Splits `seg` if it holds at least two keys; returns the new segment id or 0.
   // With `top_bytes` > 0 the node splits off about that many bytes of its highest keys
@@ -162,6 +162,7 @@ class Placement {
 
   static constexpr uint64_t kSplitBytesPerRequest = 256ull << 20;  // a cut moves at most this
   static constexpr uint64_t kMaxSplitPieces = 64;
+  static constexpr int kMaxDrainRounds = 100;
 
   const ClusterConfig& config_;
   const Clock& clock_;

@@ -7,6 +7,7 @@
 
 #include "common/logging.h"
 #include "common/sqlstate.h"
+#include "master/cluster/drain.h"
 
 namespace wattdb::master {
 
@@ -37,6 +38,7 @@ struct EnergyController::Inputs {
 namespace {
 
 constexpr double kMB = 1024.0 * 1024.0;
+constexpr int kMaxDrainRounds = 20;  // a drain before a sleep gives up sooner than DRAIN
 
 double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
@@ -463,50 +465,53 @@ void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId vic
   }
   uint64_t bytes = 0;
   int moves = 0;
+  // Each round: the victim's segments hottest first, each to the coolest active node (by
+  // the round's estimate, raised by every segment it is given), paced (PacedMove).
   std::vector<ControlNode> nodes = first;
-  // Writes go on while the node drains, so its segments may split: later rounds move the pieces.
-  for (int round = 0; round < 20 && s.ok(); round++) {
+  bool observed = true;  // `nodes` is fresh
+  std::map<NodeId, double> load;
+  std::map<SegmentId, ControlSegment> segments;  // the round's
+  bool by_heat = false;
+  DrainSteps steps;
+  steps.owned = [&]() -> Result<std::vector<SegmentId>> {
+    if (!observed) nodes = plane_.Observe();
+    observed = false;
     const ControlNode* v = nullptr;
-    bool by_heat = AnyHeat(nodes);
-    std::map<NodeId, double> load;
+    by_heat = AnyHeat(nodes);
+    load.clear();
+    segments.clear();
     for (const auto& n : nodes) {
       if (n.id == victim) v = &n;
       if (n.id == victim || n.state != ControlState::kActive || !n.up) continue;
       load[n.id] = 0;
       for (const auto& sg : n.segments) load[n.id] += Weight(sg, by_heat);
     }
-    if (!v || v->segments.empty()) break;
+    std::vector<SegmentId> ids;
+    if (!v || v->segments.empty()) return ids;
     if (load.empty()) {
-      s = Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
-                      "no other active node to take the segments");
-      break;
+      return Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
+                         "no other active node to take the segments");
     }
     std::vector<ControlSegment> list = v->segments;
     std::sort(list.begin(), list.end(), [&](const ControlSegment& a, const ControlSegment& b) {
       return Weight(a, by_heat) > Weight(b, by_heat);
     });
     for (const auto& sg : list) {
-      auto coolest = std::min_element(load.begin(), load.end(), [](const auto& a, const auto& b) {
-        return a.second < b.second;
-      });
-      s = PacedMove(sg, coolest->first, p, &bytes);
-      if (!s.ok()) break;
-      coolest->second += Weight(sg, by_heat);
-      moves++;
+      ids.push_back(sg.id);
+      segments[sg.id] = sg;
     }
-    if (s.ok()) nodes = plane_.Observe();
-  }
+    return ids;
+  };
+  steps.move = [&](SegmentId id) -> Status {
+    auto coolest = std::min_element(
+        load.begin(), load.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    RETURN_NOT_OK(PacedMove(segments[id], coolest->first, p, &bytes));
+    coolest->second += Weight(segments[id], by_heat);
+    return Status::OK();
+  };
+  s = DrainRounds(victim, kMaxDrainRounds, steps, &moves);
   rec->actions =
       fmt::format("drained node {}: {} segment(s), {:.1f} MB", victim, moves, bytes / kMB);
-  if (s.ok()) {
-    for (const auto& n : nodes) {
-      if (n.id == victim && !n.segments.empty()) {
-        s = Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
-                        fmt::format("node {} still owns {} segment(s) after the drain", victim,
-                                    n.segments.size()));
-      }
-    }
-  }
   if (s.ok()) {
     bool suspend = p.standby == "suspend";
     s = plane_.Sleep(victim, suspend);
