@@ -8,7 +8,7 @@ DURATION ?= 1800
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = fuzz_sql_parser fuzz_pg_wire fuzz_cluster_message fuzz_config
 
-.PHONY: all deps build run test asan sanitize bench chaos fuzz clean format format-check
+.PHONY: all deps build run test asan sanitize tidy bench chaos fuzz clean format format-check
 
 all: build
 
@@ -39,6 +39,11 @@ sanitize: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWATTDB_SANITIZE=ON > /dev/null
 	@cmake --build build-clang
 	@cd build-clang && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 -LE 'integration|experiment' -E SltRsParallel
+
+# clang-tidy with .clang-tidy's profile over every source of src/ (CI checks the sources each
+# commit touches: scripts/tidy.sh build-clang --changed).
+tidy: build
+	@scripts/tidy.sh $(BUILD)
 
 # Chaos run (kills, freezes, moves under bank transfers and inserts) for DURATION seconds.
 chaos: build

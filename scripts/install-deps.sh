@@ -6,7 +6,7 @@ PKGS="build-essential cmake ninja-build pkg-config \
   libboost-dev libboost-system-dev libboost-program-options-dev \
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev googletest libbenchmark-dev \
   libtomlplusplus-dev libre2-dev libpq-dev libssl-dev postgresql-client postgresql-15 python3-psycopg2 sysbench \
-  libgoogle-perftools-dev clang clang-format libclang-rt-14-dev ipmitool openipmi libopenipmi-dev iproute2 python3-matplotlib"
+  libgoogle-perftools-dev clang clang-format clang-tidy libclang-rt-14-dev ipmitool openipmi libopenipmi-dev iproute2 python3-matplotlib"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -137,10 +138,12 @@ Status ExchangeSource::RunPart(size_t i, bool* handed) {
       parts_[i].reader = std::move(reader);
       *handed = true;
       taken_over_.fetch_add(1, std::memory_order_relaxed);
+      l.Unlock();
+      cv_.Signal();  // only the consumer waits on cv_
+      return Status::OK();
     }
     l.Unlock();
-    if (current) cv_.Signal();  // only the consumer waits on cv_
-    if (*handed) return Status::OK();
+    if (current) cv_.Signal();
   }
 }
 
@@ -218,10 +221,11 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       RETURN_NOT_OK(ScanRetryBackoff(st, &retries_));
       continue;
     }
-    bool rows = b.rows > 0;
-    if (rows && x_.blocking_) {
+    std::optional<exec::Batch> rows;  // to return, once the segment's end is handled
+    if (b.rows > 0 && x_.blocking_) {
       pending_.push_back(std::move(b));
-      rows = false;
+    } else if (b.rows > 0) {
+      rows = std::move(b);
     }
     if (last) {
       stream_.reset();
@@ -235,7 +239,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       retries_ = 0;
     }
     if (rows) {
-      *out = std::move(b);
+      *out = std::move(*rows);
       return true;
     }
   }

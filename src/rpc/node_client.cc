@@ -6,7 +6,7 @@
 namespace wattdb::rpc {
 
 NodeClient::NodeClient(NodeId id, std::string host, uint16_t port, NodeClientOptions opts)
-    : id_(id), opts_(opts), host_(std::move(host)), port_(port) {}
+    : id_(id), opts_(std::move(opts)), host_(std::move(host)), port_(port) {}
 
 NodeClient::~NodeClient() {
   idle_.clear();

@@ -258,6 +258,7 @@ Result<std::unique_ptr<SegmentStore>> SegmentStore::Open(const std::string& dir,
   rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(BaseOptions(env), dir, &names);
   if (!ls.ok()) names = {rocksdb::kDefaultColumnFamilyName};
   std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+  descs.reserve(names.size());
   for (const auto& n : names) {
     descs.emplace_back(n, n == rocksdb::kDefaultColumnFamilyName
                               ? rocksdb::ColumnFamilyOptions()

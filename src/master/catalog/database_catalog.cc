@@ -117,6 +117,7 @@ Status DatabaseCatalog::CreateView(const std::string& name, const std::string& s
                        fmt::format("invalid name \"{}\": '/' is reserved", name));
   }
   std::vector<std::string> qualified;
+  qualified.reserve(reads.size());
   for (const auto& r : reads) qualified.push_back(Qualify(r));
   return catalog_.CreateView(Qualify(name), sql, qualified, replace);
 }

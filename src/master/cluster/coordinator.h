@@ -46,7 +46,7 @@ class TxnCoordinator {
 
   // Applies `writes` to `table` atomically across all nodes they touch (prepare everywhere,
   // then commit at one timestamp). Retries transparently when segments moved or split.
-  Status ApplyWrites(TableId table, Timestamp snapshot, std::vector<RowWrite> writes);
+  Status ApplyWrites(TableId table, Timestamp snapshot, const std::vector<RowWrite>& writes);
 
   // Multi-statement transactions: Begin, any number of Write calls (each prepares its
   // writes on the nodes at once: duplicate keys and conflicts surface per statement), then

@@ -181,7 +181,7 @@ Status TxnCoordinator::CommitTwoPhase(Transaction& t, const WritesByNode& carrie
 }
 
 Status TxnCoordinator::ApplyWrites(TableId table, Timestamp snapshot,
-                                   std::vector<RowWrite> writes) {
+                                   const std::vector<RowWrite>& writes) {
   if (writes.empty()) return Status::OK();
   bool unique = HasUniqueIndex(table);
   for (int attempt = 0;; attempt++) {

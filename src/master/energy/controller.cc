@@ -128,6 +128,16 @@ EnergyController::Inputs EnergyController::Measure(const std::vector<ControlNode
   return in;
 }
 
+// What one Step saw, for its parts (ScaleOut, Rebalance, ScaleIn).
+struct EnergyController::Round {
+  const EnergyPolicy& p;
+  int64_t now;  // when the step began
+  std::vector<ControlNode>& nodes;
+  const Inputs& in;
+  const DecisionRecord& rec;  // the record so far: the measurements, no decision
+  int active, max_active;
+};
+
 DecisionRecord EnergyController::Step() {
   EnergyPolicy p = policy();
   int64_t now = clock_.NowMicros();
@@ -147,26 +157,13 @@ DecisionRecord EnergyController::Step() {
   rec.scale_out_cpu = p.scale_out_cpu;
   rec.scale_in_cpu = p.scale_in_cpu;
 
-  auto done = [&](DecisionRecord r) {
-    Record(r);
-    return r;
-  };
-  auto act = [&](DecisionRecord r) {
-    if (r.decision != "rebalance") rebalanced_node_ = 0;
-    last_action_us_ = clock_.NowMicros();
-    window_.clear();
-    low_since_us_ = -1;
-    r.duration_ms = (last_action_us_ - now) / 1000.0;
-    return done(std::move(r));
-  };
-
   if (p.mode == EnergyPolicy::Mode::kManual) {
     rec.reason = "mode is manual";
-    return done(rec);
+    return Done(rec);
   }
   if (in.busy != 0) {
     rec.reason = fmt::format("an operator action on node {} is running", in.busy);
-    return done(rec);
+    return Done(rec);
   }
   int total = static_cast<int>(nodes.size());
   int max_active = p.max_active_nodes == 0 ? total : p.max_active_nodes;
@@ -177,18 +174,31 @@ DecisionRecord EnergyController::Step() {
     rec.reason = p.mode == EnergyPolicy::Mode::kStatic ? "static mode keeps every node on"
                                                        : "fewer active nodes than min_active_nodes";
     DoWake(nodes, in.wakeable, floor - active, p, &rec);
-    return act(rec);
+    return Act(rec, now);
   }
   if (p.mode == EnergyPolicy::Mode::kStatic) {
     rec.reason =
         failed_.empty() ? "static mode: every node on" : "static mode: a node failed to wake";
-    return done(rec);
+    return Done(rec);
   }
   if (last_action_us_ >= 0 && now - last_action_us_ < static_cast<int64_t>(p.cooldown_s * 1e6)) {
     rec.reason = "cooldown after the last action";
-    return done(rec);
+    return Done(rec);
   }
 
+  Round r{p, now, nodes, in, rec, active, max_active};
+  if (auto d = ScaleOut(r)) return *d;
+  if (auto d = Rebalance(r)) return *d;
+  rebalanced_node_ = 0;
+  return ScaleIn(r);
+}
+
+std::optional<DecisionRecord> EnergyController::ScaleOut(Round& r) {
+  const EnergyPolicy& p = r.p;
+  const Inputs& in = r.in;
+  std::vector<ControlNode>& nodes = r.nodes;
+  const int active = r.active, max_active = r.max_active;
+  DecisionRecord rec = r.rec;
   double out_at = (p.scale_out_cpu + p.hysteresis) * in.capacity;
   // The forecast, not the last sample: one busy interval is not a trend.
   double peak = in.forecast;
@@ -199,11 +209,11 @@ DecisionRecord EnergyController::Step() {
       rec.reason = slow && !(peak > out_at)
                        ? "statements slower than latency_target_ms, but max_active_nodes are active"
                        : "demand above scale_out_cpu, but max_active_nodes are active";
-      return done(rec);
+      return Done(rec);
     }
     if (in.wakeable.empty()) {
       rec.reason = "demand above scale_out_cpu, but no node can be woken";
-      return done(rec);
+      return Done(rec);
     }
     double per_node = 0;
     for (const auto& n : nodes) per_node += n.profile.cpus / nodes.size();
@@ -217,9 +227,18 @@ DecisionRecord EnergyController::Step() {
     rec.reason = peak > out_at || active == 0 ? "forecast demand above scale_out_cpu"
                                               : "statements slower than latency_target_ms";
     DoWake(nodes, in.wakeable, count, p, &rec);
-    return act(rec);
+    return Act(rec, r.now);
   }
 
+  return std::nullopt;
+}
+
+std::optional<DecisionRecord> EnergyController::Rebalance(Round& r) {
+  const EnergyPolicy& p = r.p;
+  const Inputs& in = r.in;
+  std::vector<ControlNode>& nodes = r.nodes;
+  const int active = r.active, max_active = r.max_active;
+  DecisionRecord rec = r.rec;
   // One node hot while the cluster is not: move its hottest segments to cooler nodes.
   const ControlNode* hot = nullptr;
   for (const ControlNode* n : in.active) {
@@ -243,7 +262,7 @@ DecisionRecord EnergyController::Step() {
     if (rebalances_ <= kRebalanceTries) {
       moved = Refill(nodes, cooler, p, &rec, kRebalanceMoves);
       if (rec.outcome.empty()) rec.outcome = "ok";
-      if (moved > 0 || rec.outcome != "ok") return act(rec);
+      if (moved > 0 || rec.outcome != "ok") return Act(rec, r.now);
     }
     // Most of the heat in one segment: no move can divide it, a split can.
     const ControlSegment* top = nullptr;
@@ -258,7 +277,7 @@ DecisionRecord EnergyController::Step() {
                                   hot->id, top->id);
         none.actions = fmt::format("split segment {} into {} and {}", top->id, top->id, *fresh);
         none.outcome = "ok";
-        return act(none);
+        return Act(none, r.now);
       }
     }
     // The hot node's segments cannot be spread any better over the active nodes: another node
@@ -273,24 +292,31 @@ DecisionRecord EnergyController::Step() {
                               "even the load",
                               hot->id);
       DoWake(nodes, in.wakeable, 1, p, &none);
-      return act(none);
+      return Act(none, r.now);
     }
     none.reason = fmt::format("node {} above scale_out_cpu, no move would even the load", hot->id);
-    return done(none);
+    return Done(none);
   }
-  rebalanced_node_ = 0;
+  return std::nullopt;
+}
 
+DecisionRecord EnergyController::ScaleIn(Round& r) {
+  const EnergyPolicy& p = r.p;
+  const Inputs& in = r.in;
+  std::vector<ControlNode>& nodes = r.nodes;
+  const int active = r.active, max_active = r.max_active;
+  DecisionRecord rec = r.rec;
   double in_at = (p.scale_in_cpu - p.hysteresis) * in.capacity;
   bool low = in.low_s >= p.window_s && in.window_mean < in_at && in.forecast < in_at;
   if (active > max_active) low = true;  // over the cap: shed a node whatever the load
   if (!low) {
     rec.reason = in.demand < in_at ? "demand below scale_in_cpu, not yet for window_s"
                                    : "demand within thresholds";
-    return done(rec);
+    return Done(rec);
   }
   if (active <= std::max(1, p.min_active_nodes)) {
     rec.reason = "demand below scale_in_cpu, at min_active_nodes";
-    return done(rec);
+    return Done(rec);
   }
   const ControlNode* victim = nullptr;
   for (const ControlNode* n : in.active) {
@@ -303,13 +329,13 @@ DecisionRecord EnergyController::Step() {
   }
   if (!victim) {
     rec.reason = "demand below scale_in_cpu, every active node is pinned";
-    return done(rec);
+    return Done(rec);
   }
   double cap_after = in.capacity - victim->profile.cpus;
   double fit_at = (p.scale_out_cpu - p.hysteresis) * cap_after;
   if (active <= max_active && in.forecast >= fit_at) {
     rec.reason = "demand below scale_in_cpu, but the other nodes could not carry the forecast";
-    return done(rec);
+    return Done(rec);
   }
   BreakEven be = ComputeBreakEven(p, victim->profile, victim->bytes(), EffectiveRate(p));
   double idle = in.low_s;
@@ -320,17 +346,32 @@ DecisionRecord EnergyController::Step() {
   if (active <= max_active && !(idle > be.seconds)) {
     rec.reason =
         fmt::format("break-even: node {} would not sleep long enough to save energy", victim->id);
-    return done(rec);
+    return Done(rec);
   }
   rec.decision = "sleep";
   rec.reason = active > max_active ? "more active nodes than max_active_nodes"
                                    : "demand below scale_in_cpu for window_s";
   DoSleep(nodes, victim->id, p, &rec);
-  return act(rec);
+  return Act(rec, r.now);
 }
 
-void EnergyController::DoWake(const std::vector<ControlNode>& nodes, std::vector<NodeId> candidates,
-                              int count, const EnergyPolicy& p, DecisionRecord* rec) {
+DecisionRecord EnergyController::Done(DecisionRecord r) {
+  Record(r);
+  return r;
+}
+
+DecisionRecord EnergyController::Act(DecisionRecord r, int64_t started_us) {
+  if (r.decision != "rebalance") rebalanced_node_ = 0;
+  last_action_us_ = clock_.NowMicros();
+  window_.clear();
+  low_since_us_ = -1;
+  r.duration_ms = (last_action_us_ - started_us) / 1000.0;
+  return Done(std::move(r));
+}
+
+void EnergyController::DoWake(const std::vector<ControlNode>& nodes,
+                              const std::vector<NodeId>& candidates, int count,
+                              const EnergyPolicy& p, DecisionRecord* rec) {
   std::set<NodeId> woken;
   std::string errors;
   for (NodeId id : candidates) {
@@ -361,7 +402,7 @@ void EnergyController::DoWake(const std::vector<ControlNode>& nodes, std::vector
   if (rec->outcome.empty()) rec->outcome = "ok";
 }
 
-int EnergyController::Refill(std::vector<ControlNode> nodes, const std::set<NodeId>& fresh,
+int EnergyController::Refill(const std::vector<ControlNode>& nodes, const std::set<NodeId>& fresh,
                              const EnergyPolicy& p, DecisionRecord* rec, int max_moves) {
   bool by_heat = AnyHeat(nodes);
   std::map<NodeId, double> load;

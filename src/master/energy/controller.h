@@ -122,21 +122,29 @@ class EnergyController {
 
  private:
   struct Inputs;
+  struct Round;
   Inputs Measure(const std::vector<ControlNode>& nodes, const EnergyPolicy& p, int64_t now_us);
   // Wakes up to `count` of `candidates` in order, skipping failures; then refills the woken.
-  void DoWake(const std::vector<ControlNode>& nodes, std::vector<NodeId> candidates, int count,
-              const EnergyPolicy& p, DecisionRecord* rec);
+  void DoWake(const std::vector<ControlNode>& nodes, const std::vector<NodeId>& candidates,
+              int count, const EnergyPolicy& p, DecisionRecord* rec);
   void DoSleep(const std::vector<ControlNode>& nodes, NodeId victim, const EnergyPolicy& p,
                DecisionRecord* rec);
   // Moves segments onto `fresh` nodes, hottest first, from the node with the most load (heat, or
   // bytes while nothing is hot), while a move narrows the gap. Returns moves made.
-  int Refill(std::vector<ControlNode> nodes, const std::set<NodeId>& fresh, const EnergyPolicy& p,
-             DecisionRecord* rec, int max_moves = 100000);
+  int Refill(const std::vector<ControlNode>& nodes, const std::set<NodeId>& fresh,
+             const EnergyPolicy& p, DecisionRecord* rec, int max_moves = 100000);
   // Moves `seg` and paces to the policy's bandwidth; false if the controller should stop.
   Status PacedMove(const ControlSegment& seg, NodeId to, const EnergyPolicy& p,
                    uint64_t* moved_bytes);
   double EffectiveRate(const EnergyPolicy& p) const;
   void Record(DecisionRecord rec);
+  // Step's parts, in its order: each returns the decision once it takes one (recorded).
+  std::optional<DecisionRecord> ScaleOut(Round& r);   // demand above scale_out_cpu: wake
+  std::optional<DecisionRecord> Rebalance(Round& r);  // one node hot: move, split or wake
+  DecisionRecord ScaleIn(Round& r);                   // demand low for long enough: sleep
+  // Records `r`; Act also starts the cooldown (an action was taken at `started_us`).
+  DecisionRecord Done(DecisionRecord r);
+  DecisionRecord Act(DecisionRecord r, int64_t started_us);
 
   ControlPlane& plane_;
   const Clock& clock_;

@@ -85,6 +85,7 @@ class EnergyService::ClusterPlane : public ControlPlane {
     }
     heat_ = std::move(heat);
     std::vector<ControlNode> v;
+    v.reserve(out.size());
     for (auto& [_, n] : out) v.push_back(std::move(n));
     return v;
   }

@@ -10,7 +10,7 @@
 namespace wattdb::master {
 
 NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key,
-                           std::function<void(NodeId, uint64_t)> on_cpu)
+                           const std::function<void(NodeId, uint64_t)>& on_cpu)
     : config_(config), clock_(clock), key_(std::move(key)) {
   for (const auto& n : config.nodes) {
     NodeInfo info;

@@ -51,7 +51,7 @@ class NodeRegistry {
   // Nodes must prove they hold `key` (net/cluster_auth.h); so does the master to them.
   // `on_cpu` is told the node CPU each reply reports (rpc::NodeClientOptions::on_cpu).
   NodeRegistry(const ClusterConfig& config, const Clock& clock, net::ClusterKey key,
-               std::function<void(NodeId, uint64_t cpu_nanos)> on_cpu = nullptr);
+               const std::function<void(NodeId, uint64_t cpu_nanos)>& on_cpu = nullptr);
   ~NodeRegistry();
 
   Status Start();

@@ -363,7 +363,7 @@ void PgSession::Run() {
           return;
         }
         body.pop_back();
-        HandleQuery(std::move(body));
+        HandleQuery(body);
         if (copy_failed_connection_) return;
         out_.ReadyForQuery(executor_.TxnStatus());
         if (!Flush().ok()) return;
@@ -416,7 +416,7 @@ void PgSession::Run() {
   }
 }
 
-void PgSession::HandleQuery(std::string body) {
+void PgSession::HandleQuery(const std::string& body) {
   cancel_->store(false);
   Published published(*this, body);
   auto stmts = sql::Parse(body);

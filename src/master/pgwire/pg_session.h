@@ -80,7 +80,7 @@ class PgSession {
   template <typename Fn>
   auto WithStatementTimeout(Fn fn) -> decltype(fn());
   // Simple query protocol.
-  void HandleQuery(std::string body);
+  void HandleQuery(const std::string& body);
   // Extended protocol; an error puts the session in skip-to-Sync mode.
   Status HandleParse(std::string_view body);
   Status HandleBind(std::string_view body);

@@ -88,7 +88,7 @@ Status Executor::Apply(TableId table, Timestamp snapshot, std::vector<RowWrite> 
                        bool defer) {
   int64_t delta = RowDelta(writes);
   Status st = txn_ ? cluster_.txns().Write(*txn_, table, std::move(writes), defer)
-                   : cluster_.txns().ApplyWrites(table, snapshot, std::move(writes));
+                   : cluster_.txns().ApplyWrites(table, snapshot, writes);
   if (st.ok() && delta != 0) cluster_.catalog().AdjustRowCount(table, delta);
   return st;
 }

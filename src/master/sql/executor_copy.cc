@@ -79,8 +79,8 @@ Status Executor::BeginCopyIn(const sql::CopyStmt& s) {
         }
         return st;
       });
-  c->encoder =
-      std::make_unique<CopyStage<CopyPiece>>([this, in = c.get()](CopyPiece piece) -> Status {
+  c->encoder = std::make_unique<CopyStage<CopyPiece>>(
+      [this, in = c.get()](const CopyPiece& piece) -> Status {
         ASSIGN_OR_RETURN(std::vector<RowWrite> writes, CopyWrites(*in, piece));
         return in->sender->Push(std::move(writes));
       });

@@ -361,6 +361,7 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s,
   Status st = ForEachRow(
       *FullScan(old), snap.ts, cancel, [&](const exec::Batch& b, size_t r, exec::ExecContext*) {
         std::vector<Value> row;
+        row.reserve(keep.size());
         for (int i : keep) row.push_back(b.Get(i, r));
         auto w = InsertWrite(t, row, &keys);
         if (!w.ok()) {
@@ -375,7 +376,7 @@ Result<std::string> Executor::AddPrimaryKey(sql::AddPrimaryKeyStmt& s,
           return cluster_.txns().ApplyWrites(t.id, snap.ts, std::exchange(batch, {}));
         return Status::OK();
       });
-  if (st.ok() && !batch.empty()) st = cluster_.txns().ApplyWrites(t.id, snap.ts, std::move(batch));
+  if (st.ok() && !batch.empty()) st = cluster_.txns().ApplyWrites(t.id, snap.ts, batch);
   if (!st.ok())
     return abandon(
         st.sqlstate() == sqlstate::kNotNullViolation

@@ -21,7 +21,8 @@ constexpr TableId kStatementEnergyView = kFirstSystemTableId + 5;
 constexpr TableId kEnergyDecisionsView = kFirstSystemTableId + 6;
 constexpr TableId kEnergyPolicyView = kFirstSystemTableId + 7;
 
-TableSchema View(TableId id, const char* name, std::vector<std::pair<const char*, TypeId>> cols) {
+TableSchema View(TableId id, const char* name,
+                 const std::vector<std::pair<const char*, TypeId>>& cols) {
   TableSchema t;
   t.id = id;
   t.name = name;

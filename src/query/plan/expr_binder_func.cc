@@ -377,6 +377,7 @@ Result<BoundExprPtr> ExprBinder::BindFunc(const Expr& e, bool* untyped) {
                  n,
                  [&] {
                    std::vector<SqlType> ts;
+                   ts.reserve(args.size());
                    for (const auto& a : args) ts.push_back(a->type);
                    return ts;
                  }(),

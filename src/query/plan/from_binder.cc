@@ -102,13 +102,14 @@ BoundExprPtr AndAll(std::vector<BoundExprPtr> es) {
 }
 
 // Adds `preds` (over scope columns) as a filter on `p`; a bare scan also prunes its key range.
-void ApplyFilter(Planned* p, std::vector<BoundExprPtr> preds) {
+void ApplyFilter(Planned* p, const std::vector<BoundExprPtr>& preds) {
   if (preds.empty()) return;
   if (p->indexable) {
     for (const auto& e : preds) p->local.push_back(e->Clone());
   }
   std::vector<BoundExprPtr> local;
-  for (auto& e : preds) local.push_back(Remap(*e, p->layout));
+  local.reserve(preds.size());
+  for (const auto& e : preds) local.push_back(Remap(*e, p->layout));
   BoundExprPtr pred = AndAll(std::move(local));
   if (p->base && p->plan->kind == PlanNode::Kind::kScan) {
     bool point = false;
@@ -292,7 +293,7 @@ class FromPlanner {
   // Binds the ON clauses of resolved joins (once the scope is complete).
   Status BindOn(FromNode& n);
   // Plans items joined by inner joins, under conjuncts `conds` (over scope columns).
-  Result<Planned> PlanGroup(std::vector<FromNode*> items, std::vector<BoundExprPtr> conds);
+  Result<Planned> PlanGroup(const std::vector<FromNode*>& items, std::vector<BoundExprPtr> conds);
 
  private:
   Status Flatten(FromNode& n, std::vector<Planned>* units, std::vector<BoundExprPtr>* conds);
@@ -579,7 +580,7 @@ Result<Planned> FromPlanner::PlanOuter(FromNode& n) {
   return Join(std::move(p), std::move(q), std::move(rest), PlanNode::JoinType::kLeft);
 }
 
-Result<Planned> FromPlanner::PlanGroup(std::vector<FromNode*> items,
+Result<Planned> FromPlanner::PlanGroup(const std::vector<FromNode*>& items,
                                        std::vector<BoundExprPtr> conds) {
   std::vector<Planned> units;
   for (FromNode* it : items) RETURN_NOT_OK(Flatten(*it, &units, &conds));
@@ -608,7 +609,7 @@ Result<Planned> FromPlanner::PlanGroup(std::vector<FromNode*> items,
       pending.push_back({std::move(c), std::move(us)});
     }
   }
-  for (size_t u = 0; u < units.size(); u++) ApplyFilter(&units[u], std::move(local[u]));
+  for (size_t u = 0; u < units.size(); u++) ApplyFilter(&units[u], local[u]);
 
   std::vector<bool> used(units.size(), false);
   auto smallest = [&](bool connected_only, const std::set<size_t>& have) -> int {
@@ -663,7 +664,7 @@ Result<Planned> FromPlanner::PlanGroup(std::vector<FromNode*> items,
       cur = Join(std::move(cur), std::move(add), std::move(on), PlanNode::JoinType::kInner);
     }
   }
-  ApplyFilter(&cur, std::move(constant));
+  ApplyFilter(&cur, constant);
   return cur;
 }
 
@@ -705,11 +706,12 @@ Result<PlanPtr> QueryBinder::BindFrom(const sql::SelectStmt& s, Scope* scope) {
     planned.plan->kind = PlanNode::Kind::kValues;
     planned.plan->rows.push_back({});
     planned.est = 1;
-    ApplyFilter(&planned, std::move(conds));
+    ApplyFilter(&planned, conds);
   } else {
     std::vector<FromNode*> ptrs;
+    ptrs.reserve(items.size());
     for (auto& n : items) ptrs.push_back(n.get());
-    ASSIGN_OR_RETURN(planned, fp.PlanGroup(std::move(ptrs), std::move(conds)));
+    ASSIGN_OR_RETURN(planned, fp.PlanGroup(ptrs, std::move(conds)));
   }
   // Back to scope order.
   bool identity = true;

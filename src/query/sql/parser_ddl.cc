@@ -464,7 +464,7 @@ Result<Statement> Parser::ParseAlter() {
     } else {
       return SyntaxError();
     }
-    return Statement(std::move(s));
+    return Statement(s);
   }
   return Status::Sql(sqlstate::kFeatureNotSupported,
                      fmt::format("ALTER {} is not supported", Peek().text), Peek().pos);
