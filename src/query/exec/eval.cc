@@ -13,6 +13,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "query/exec/arith.h"
 #include "query/exec/builtins.h"
 #include "query/exec/operator.h"
 
@@ -24,96 +25,29 @@ using plan::Func;
 
 namespace {
 
-Status OutOfRange(const SqlType& t) {
-  return Status::Sql(sqlstate::kNumericValueOutOfRange,
-                     t.id == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
-}
-
 Result<Value> MakeInt(__int128 v, const SqlType& t) {
-  if (t.id == TypeId::kInt32) {
-    if (v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min()) {
-      return OutOfRange(t);
-    }
-    return Value::Int32(static_cast<int64_t>(v));
-  }
-  if (v > std::numeric_limits<int64_t>::max() || v < std::numeric_limits<int64_t>::min()) {
-    return OutOfRange(t);
-  }
-  return Value::Int64(static_cast<int64_t>(v));
+  if (!IntFits(v, t.id)) return ArithStatus(ArithError::kOutOfRange, t.id);
+  return t.id == TypeId::kInt32 ? Value::Int32(static_cast<int64_t>(v))
+                                : Value::Int64(static_cast<int64_t>(v));
 }
 
 Result<Value> Arith(BinOp op, const Value& a, const Value& b, const SqlType& t) {
   if (a.is_null() || b.is_null()) return Value();
+  if (!IsArith(op)) return Status::Internal("bad arithmetic operator");
   if (t.id == TypeId::kDouble) {
-    double x = a.ToDouble(), y = b.ToDouble(), r = 0;
-    switch (op) {
-      case BinOp::kAdd:
-        r = x + y;
-        break;
-      case BinOp::kSub:
-        r = x - y;
-        break;
-      case BinOp::kMul:
-        r = x * y;
-        break;
-      case BinOp::kDiv:
-        if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
-        r = x / y;
-        break;
-      case BinOp::kMod:
-        if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
-        r = std::fmod(x, y);
-        break;
-      default:
-        return Status::Internal("bad arithmetic operator");
-    }
-    if (std::isinf(r) && !std::isinf(x) && !std::isinf(y)) {
-      return Status::Sql(sqlstate::kNumericValueOutOfRange, "value out of range: overflow");
-    }
-    return Value::Double(r);
+    double z = 0;
+    ArithError err = ArithDouble(op, a.ToDouble(), b.ToDouble(), &z);
+    if (err != ArithError::kNone) return ArithStatus(err, t.id);
+    return Value::Double(z);
   }
   if (t.id == TypeId::kNumeric) {
-    Decimal x = a.ToDecimal(), y = b.ToDecimal();
-    Result<Decimal> r = Status::Internal("bad arithmetic operator");
-    switch (op) {
-      case BinOp::kAdd:
-        r = AddDecimal(x, y);
-        break;
-      case BinOp::kSub:
-        r = SubDecimal(x, y);
-        break;
-      case BinOp::kMul:
-        r = MulDecimal(x, y);
-        break;
-      case BinOp::kDiv:
-        r = DivDecimal(x, y);
-        break;
-      case BinOp::kMod:
-        r = ModDecimal(x, y);
-        break;
-      default:
-        break;
-    }
-    RETURN_NOT_OK(r.status());
-    return Value::Numeric(*r);
+    ASSIGN_OR_RETURN(Decimal z, ArithDecimal(op, a.ToDecimal(), b.ToDecimal()));
+    return Value::Numeric(z);
   }
-  __int128 x = a.as_int(), y = b.as_int();
-  switch (op) {
-    case BinOp::kAdd:
-      return MakeInt(x + y, t);
-    case BinOp::kSub:
-      return MakeInt(x - y, t);
-    case BinOp::kMul:
-      return MakeInt(x * y, t);
-    case BinOp::kDiv:
-      if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
-      return MakeInt(x / y, t);
-    case BinOp::kMod:
-      if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
-      return MakeInt(x % y, t);
-    default:
-      return Status::Internal("bad arithmetic operator");
-  }
+  __int128 z = 0;
+  ArithError err = ArithInt(op, a.as_int(), b.as_int(), &z);
+  if (err != ArithError::kNone) return ArithStatus(err, t.id);
+  return MakeInt(z, t);
 }
 
 // Three-valued comparison result: NULL if either side is NULL.

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/sqlstate.h"
+#include "query/exec/arith.h"
 #include "query/exec/eval.h"
 
 namespace wattdb::exec {
@@ -150,13 +151,8 @@ Status CompareVector(const BoundExpr& e, const Operand& a, const Operand& b, siz
   return Status::OK();
 }
 
-Status Overflow(TypeId t) {
-  return Status::Sql(sqlstate::kNumericValueOutOfRange,
-                     t == TypeId::kInt32 ? "integer out of range" : "bigint out of range");
-}
-
-// Arithmetic as Eval's Arith does it, a loop per result type. False if the operands are not
-// plain numbers (the caller falls back to Eval).
+// Arithmetic as Eval's Arith does it (query/exec/arith.h), a loop per result type. False if
+// the operands are not plain numbers (the caller falls back to Eval).
 Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b, size_t n,
                          Vector* out) {
   auto numeric = [](const Operand& o) {
@@ -164,7 +160,7 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
     return p == PhysType::kEmpty || p == PhysType::kDouble || p == PhysType::kDecimal ||
            (p == PhysType::kInt && IsIntNumber(o.type()));
   };
-  if (!numeric(a) || !numeric(b)) return false;
+  if (!IsArith(e.op) || !numeric(a) || !numeric(b)) return false;
   TypeId t = e.type.id;
   if (t == TypeId::kInt32 || t == TypeId::kInt64) {
     if ((a.phys() != PhysType::kInt && a.phys() != PhysType::kEmpty) ||
@@ -174,38 +170,15 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
     out->Init(t, n);
     int64_t* r = out->mutable_ints();
     uint8_t* nul = out->mutable_nulls();
-    const __int128 lo = t == TypeId::kInt32 ? std::numeric_limits<int32_t>::min()
-                                            : std::numeric_limits<int64_t>::min();
-    const __int128 hi = t == TypeId::kInt32 ? std::numeric_limits<int32_t>::max()
-                                            : std::numeric_limits<int64_t>::max();
     for (size_t k = 0; k < n; k++) {
       if (a.null(k) || b.null(k)) {
         nul[k] = 1;
         continue;
       }
-      __int128 x = a.i(k), y = b.i(k), z = 0;
-      switch (e.op) {
-        case BinOp::kAdd:
-          z = x + y;
-          break;
-        case BinOp::kSub:
-          z = x - y;
-          break;
-        case BinOp::kMul:
-          z = x * y;
-          break;
-        case BinOp::kDiv:
-          if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
-          z = x / y;
-          break;
-        case BinOp::kMod:
-          if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
-          z = x % y;
-          break;
-        default:
-          return false;
-      }
-      if (z < lo || z > hi) return Overflow(t);
+      __int128 z = 0;
+      ArithError err = ArithInt(e.op, a.i(k), b.i(k), &z);
+      if (err == ArithError::kNone && !IntFits(z, t)) err = ArithError::kOutOfRange;
+      if (err != ArithError::kNone) return ArithStatus(err, t);
       r[k] = static_cast<int64_t>(z);
     }
     return true;
@@ -219,32 +192,8 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
         nul[k] = 1;
         continue;
       }
-      double x = a.d(k), y = b.d(k), z = 0;
-      switch (e.op) {
-        case BinOp::kAdd:
-          z = x + y;
-          break;
-        case BinOp::kSub:
-          z = x - y;
-          break;
-        case BinOp::kMul:
-          z = x * y;
-          break;
-        case BinOp::kDiv:
-          if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
-          z = x / y;
-          break;
-        case BinOp::kMod:
-          if (y == 0) return Status::Sql(sqlstate::kDivisionByZero, "division by zero");
-          z = std::fmod(x, y);
-          break;
-        default:
-          return false;
-      }
-      if (std::isinf(z) && !std::isinf(x) && !std::isinf(y)) {
-        return Status::Sql(sqlstate::kNumericValueOutOfRange, "value out of range: overflow");
-      }
-      r[k] = z;
+      ArithError err = ArithDouble(e.op, a.d(k), b.d(k), &r[k]);
+      if (err != ArithError::kNone) return ArithStatus(err, t);
     }
     return true;
   }
@@ -258,29 +207,7 @@ Result<bool> ArithVector(const BoundExpr& e, const Operand& a, const Operand& b,
         nul[k] = 1;
         continue;
       }
-      Decimal x = a.dec(k), y = b.dec(k);
-      Result<Decimal> z = Status::Internal("bad arithmetic operator");
-      switch (e.op) {
-        case BinOp::kAdd:
-          z = AddDecimal(x, y);
-          break;
-        case BinOp::kSub:
-          z = SubDecimal(x, y);
-          break;
-        case BinOp::kMul:
-          z = MulDecimal(x, y);
-          break;
-        case BinOp::kDiv:
-          z = DivDecimal(x, y);
-          break;
-        case BinOp::kMod:
-          z = ModDecimal(x, y);
-          break;
-        default:
-          return false;
-      }
-      RETURN_NOT_OK(z.status());
-      r[k] = *z;
+      ASSIGN_OR_RETURN(r[k], ArithDecimal(e.op, a.dec(k), b.dec(k)));
     }
     return true;
   }
