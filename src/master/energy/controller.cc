@@ -128,15 +128,12 @@ EnergyController::Inputs EnergyController::Measure(const std::vector<ControlNode
   return in;
 }
 
-// What one Step saw, for its parts (ScaleOut, Rebalance, ScaleIn).
-struct EnergyController::Round {
-  const EnergyPolicy& p;
-  int64_t now;  // when the step began
-  std::vector<ControlNode>& nodes;
-  const Inputs& in;
-  const DecisionRecord& rec;  // the record so far: the measurements, no decision
-  int active, max_active;
-};
+namespace {
+// The most nodes the policy lets be active, of `total`.
+int MaxActive(const EnergyPolicy& p, size_t total) {
+  return p.max_active_nodes == 0 ? static_cast<int>(total) : p.max_active_nodes;
+}
+}  // namespace
 
 DecisionRecord EnergyController::Step() {
   EnergyPolicy p = policy();
@@ -165,8 +162,7 @@ DecisionRecord EnergyController::Step() {
     rec.reason = fmt::format("an operator action on node {} is running", in.busy);
     return Done(rec);
   }
-  int total = static_cast<int>(nodes.size());
-  int max_active = p.max_active_nodes == 0 ? total : p.max_active_nodes;
+  int max_active = MaxActive(p, nodes.size());
   int active = static_cast<int>(in.active.size());
   int floor = p.mode == EnergyPolicy::Mode::kStatic ? max_active : p.min_active_nodes;
   if (active < floor && !in.wakeable.empty()) {
@@ -186,59 +182,51 @@ DecisionRecord EnergyController::Step() {
     return Done(rec);
   }
 
-  Round r{p, now, nodes, in, rec, active, max_active};
-  if (auto d = ScaleOut(r)) return *d;
-  if (auto d = Rebalance(r)) return *d;
+  if (auto d = ScaleOut(p, in, nodes, rec, now)) return *d;
+  if (auto d = Rebalance(p, in, nodes, rec, now)) return *d;
   rebalanced_node_ = 0;
-  return ScaleIn(r);
+  return ScaleIn(p, in, nodes, rec, now);
 }
 
-std::optional<DecisionRecord> EnergyController::ScaleOut(Round& r) {
-  const EnergyPolicy& p = r.p;
-  const Inputs& in = r.in;
-  std::vector<ControlNode>& nodes = r.nodes;
-  const int active = r.active, max_active = r.max_active;
-  DecisionRecord rec = r.rec;
+std::optional<DecisionRecord> EnergyController::ScaleOut(const EnergyPolicy& p, const Inputs& in,
+                                                         std::vector<ControlNode>& nodes,
+                                                         DecisionRecord rec, int64_t now) {
+  const int active = static_cast<int>(in.active.size()), max_active = MaxActive(p, nodes.size());
   double out_at = (p.scale_out_cpu + p.hysteresis) * in.capacity;
   // The forecast, not the last sample: one busy interval is not a trend.
   double peak = in.forecast;
   bool slow = p.latency_target_ms > 0 && in.statement_ms > p.latency_target_ms &&
               in.demand > (p.scale_in_cpu + p.hysteresis) * in.capacity;
-  if (peak > out_at || active == 0 || slow) {
-    if (active >= max_active) {
-      rec.reason = slow && !(peak > out_at)
-                       ? "statements slower than latency_target_ms, but max_active_nodes are active"
-                       : "demand above scale_out_cpu, but max_active_nodes are active";
-      return Done(rec);
-    }
-    if (in.wakeable.empty()) {
-      rec.reason = "demand above scale_out_cpu, but no node can be woken";
-      return Done(rec);
-    }
-    double per_node = 0;
-    for (const auto& n : nodes) per_node += n.profile.cpus / nodes.size();
-    int needed = per_node > 0 ? static_cast<int>(std::ceil(peak / (p.scale_out_cpu * per_node)))
-                              : active + 1;
-    // Saturated nodes hide how much more is wanted: then at least double the active nodes.
-    if (in.demand >= kSaturated * in.capacity) needed = std::max(needed, 2 * active);
-    int count = std::clamp(needed - active, 1,
-                           std::min(max_active - active, static_cast<int>(in.wakeable.size())));
-    rec.decision = "wake";
-    rec.reason = peak > out_at || active == 0 ? "forecast demand above scale_out_cpu"
-                                              : "statements slower than latency_target_ms";
-    DoWake(nodes, in.wakeable, count, p, &rec);
-    return Act(rec, r.now);
+  if (!(peak > out_at || active == 0 || slow)) return std::nullopt;
+  if (active >= max_active) {
+    rec.reason = slow && !(peak > out_at)
+                     ? "statements slower than latency_target_ms, but max_active_nodes are active"
+                     : "demand above scale_out_cpu, but max_active_nodes are active";
+    return Done(rec);
   }
-
-  return std::nullopt;
+  if (in.wakeable.empty()) {
+    rec.reason = "demand above scale_out_cpu, but no node can be woken";
+    return Done(rec);
+  }
+  double per_node = 0;
+  for (const auto& n : nodes) per_node += n.profile.cpus / nodes.size();
+  int needed =
+      per_node > 0 ? static_cast<int>(std::ceil(peak / (p.scale_out_cpu * per_node))) : active + 1;
+  // Saturated nodes hide how much more is wanted: then at least double the active nodes.
+  if (in.demand >= kSaturated * in.capacity) needed = std::max(needed, 2 * active);
+  int count = std::clamp(needed - active, 1,
+                         std::min(max_active - active, static_cast<int>(in.wakeable.size())));
+  rec.decision = "wake";
+  rec.reason = peak > out_at || active == 0 ? "forecast demand above scale_out_cpu"
+                                            : "statements slower than latency_target_ms";
+  DoWake(nodes, in.wakeable, count, p, &rec);
+  return Act(rec, now);
 }
 
-std::optional<DecisionRecord> EnergyController::Rebalance(Round& r) {
-  const EnergyPolicy& p = r.p;
-  const Inputs& in = r.in;
-  std::vector<ControlNode>& nodes = r.nodes;
-  const int active = r.active, max_active = r.max_active;
-  DecisionRecord rec = r.rec;
+std::optional<DecisionRecord> EnergyController::Rebalance(const EnergyPolicy& p, const Inputs& in,
+                                                          std::vector<ControlNode>& nodes,
+                                                          DecisionRecord rec, int64_t now) {
+  const int active = static_cast<int>(in.active.size()), max_active = MaxActive(p, nodes.size());
   // One node hot while the cluster is not: move its hottest segments to cooler nodes.
   const ControlNode* hot = nullptr;
   for (const ControlNode* n : in.active) {
@@ -262,7 +250,7 @@ std::optional<DecisionRecord> EnergyController::Rebalance(Round& r) {
     if (rebalances_ <= kRebalanceTries) {
       moved = Refill(nodes, cooler, p, &rec, kRebalanceMoves);
       if (rec.outcome.empty()) rec.outcome = "ok";
-      if (moved > 0 || rec.outcome != "ok") return Act(rec, r.now);
+      if (moved > 0 || rec.outcome != "ok") return Act(rec, now);
     }
     // Most of the heat in one segment: no move can divide it, a split can.
     const ControlSegment* top = nullptr;
@@ -277,7 +265,7 @@ std::optional<DecisionRecord> EnergyController::Rebalance(Round& r) {
                                   hot->id, top->id);
         none.actions = fmt::format("split segment {} into {} and {}", top->id, top->id, *fresh);
         none.outcome = "ok";
-        return Act(none, r.now);
+        return Act(none, now);
       }
     }
     // The hot node's segments cannot be spread any better over the active nodes: another node
@@ -292,7 +280,7 @@ std::optional<DecisionRecord> EnergyController::Rebalance(Round& r) {
                               "even the load",
                               hot->id);
       DoWake(nodes, in.wakeable, 1, p, &none);
-      return Act(none, r.now);
+      return Act(none, now);
     }
     none.reason = fmt::format("node {} above scale_out_cpu, no move would even the load", hot->id);
     return Done(none);
@@ -300,12 +288,10 @@ std::optional<DecisionRecord> EnergyController::Rebalance(Round& r) {
   return std::nullopt;
 }
 
-DecisionRecord EnergyController::ScaleIn(Round& r) {
-  const EnergyPolicy& p = r.p;
-  const Inputs& in = r.in;
-  std::vector<ControlNode>& nodes = r.nodes;
-  const int active = r.active, max_active = r.max_active;
-  DecisionRecord rec = r.rec;
+DecisionRecord EnergyController::ScaleIn(const EnergyPolicy& p, const Inputs& in,
+                                         std::vector<ControlNode>& nodes, DecisionRecord rec,
+                                         int64_t now) {
+  const int active = static_cast<int>(in.active.size()), max_active = MaxActive(p, nodes.size());
   double in_at = (p.scale_in_cpu - p.hysteresis) * in.capacity;
   bool low = in.low_s >= p.window_s && in.window_mean < in_at && in.forecast < in_at;
   if (active > max_active) low = true;  // over the cap: shed a node whatever the load
@@ -352,7 +338,7 @@ DecisionRecord EnergyController::ScaleIn(Round& r) {
   rec.reason = active > max_active ? "more active nodes than max_active_nodes"
                                    : "demand below scale_in_cpu for window_s";
   DoSleep(nodes, victim->id, p, &rec);
-  return Act(rec, r.now);
+  return Act(rec, now);
 }
 
 DecisionRecord EnergyController::Done(DecisionRecord r) {

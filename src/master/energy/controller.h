@@ -122,7 +122,6 @@ class EnergyController {
 
  private:
   struct Inputs;
-  struct Round;
   Inputs Measure(const std::vector<ControlNode>& nodes, const EnergyPolicy& p, int64_t now_us);
   // Wakes up to `count` of `candidates` in order, skipping failures; then refills the woken.
   void DoWake(const std::vector<ControlNode>& nodes, const std::vector<NodeId>& candidates,
@@ -139,9 +138,17 @@ class EnergyController {
   double EffectiveRate(const EnergyPolicy& p) const;
   void Record(DecisionRecord rec);
   // Step's parts, in its order: each returns the decision once it takes one (recorded).
-  std::optional<DecisionRecord> ScaleOut(Round& r);   // demand above scale_out_cpu: wake
-  std::optional<DecisionRecord> Rebalance(Round& r);  // one node hot: move, split or wake
-  DecisionRecord ScaleIn(Round& r);                   // demand low for long enough: sleep
+  // `rec`: the step's record so far (its measurements); `now`: when the step began.
+  // ScaleOut: demand above scale_out_cpu, wake. Rebalance: one node hot, move, split or wake.
+  // ScaleIn: demand low for long enough, sleep.
+  std::optional<DecisionRecord> ScaleOut(const EnergyPolicy& p, const Inputs& in,
+                                         std::vector<ControlNode>& nodes, DecisionRecord rec,
+                                         int64_t now);
+  std::optional<DecisionRecord> Rebalance(const EnergyPolicy& p, const Inputs& in,
+                                          std::vector<ControlNode>& nodes, DecisionRecord rec,
+                                          int64_t now);
+  DecisionRecord ScaleIn(const EnergyPolicy& p, const Inputs& in, std::vector<ControlNode>& nodes,
+                         DecisionRecord rec, int64_t now);
   // Records `r`; Act also starts the cooldown (an action was taken at `started_us`).
   DecisionRecord Done(DecisionRecord r);
   DecisionRecord Act(DecisionRecord r, int64_t started_us);
