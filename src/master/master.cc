@@ -8,6 +8,7 @@
 #include "master/metrics/metrics_server.h"
 #include "master/pgwire/pg_server.h"
 #include "master/sql/scan_provider.h"
+#include "master/sql/system_views.h"
 #include "node/node_server.h"
 
 namespace wattdb::master {

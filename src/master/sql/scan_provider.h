@@ -18,9 +18,6 @@
 
 namespace wattdb::master {
 
-// Registers the system views in the catalog.
-void RegisterSystemViews(Catalog& catalog);
-
 class MasterScanProvider : public exec::ScanProvider {
  public:
   // `txn` nonzero: scans also see that transaction's own pending writes. `db`: the session's

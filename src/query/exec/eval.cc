@@ -203,6 +203,229 @@ Result<Value> ParamValue(const BoundExpr& e, const ExecContext* ctx) {
   return (*ctx->params)[e.column];
 }
 
+namespace {
+
+Result<Value> EvalBinary(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
+  if (e.op == BinOp::kAnd || e.op == BinOp::kOr) {
+    ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row, ctx));
+    bool is_and = e.op == BinOp::kAnd;
+    if (!l.is_null() && l.as_bool() != is_and) return Value::Bool(!is_and);  // short circuit
+    ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row, ctx));
+    if (!r.is_null() && r.as_bool() != is_and) return Value::Bool(!is_and);
+    if (l.is_null() || r.is_null()) return Value();
+    return Value::Bool(is_and);
+  }
+  ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row, ctx));
+  ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row, ctx));
+  if (e.op == BinOp::kConcat && e.type.id == TypeId::kArray) {
+    if (l.is_null()) return r;
+    if (r.is_null()) return l;
+    std::vector<Value> out = l.as_array();
+    out.insert(out.end(), r.as_array().begin(), r.as_array().end());
+    return Value::Array(std::move(out));
+  }
+  if (e.op == BinOp::kConcat) {
+    if (l.is_null() || r.is_null()) return Value();
+    return Value::Text(l.ToText() + r.ToText());
+  }
+  if (e.op >= BinOp::kEq) return Compare(e.op, l, r);
+  return Arith(e.op, l, r, e.type);
+}
+
+Result<Value> Abs(const Value& v, const SqlType& type) {
+  if (v.is_null()) return Value();
+  if (v.type() == TypeId::kDouble) return Value::Double(std::fabs(v.as_double()));
+  if (v.type() == TypeId::kNumeric) {
+    Decimal d = v.as_decimal();
+    if (d.v < 0) d.v = -d.v;
+    return Value::Numeric(d);
+  }
+  return MakeInt(v.as_int() < 0 ? -static_cast<__int128>(v.as_int()) : v.as_int(), type);
+}
+
+Result<Value> Round(const std::vector<Value>& args) {
+  if (args[0].is_null() || (args.size() > 1 && args[1].is_null())) return Value();
+  if (args[0].type() == TypeId::kNumeric) {
+    int digits =
+        args.size() > 1 ? static_cast<int>(std::clamp<int64_t>(args[1].as_int(), -100, 100)) : 0;
+    ASSIGN_OR_RETURN(Decimal r, RoundDecimal(args[0].as_decimal(), digits));
+    return Value::Numeric(r);
+  }
+  double scale = std::pow(10.0, args.size() > 1 ? static_cast<double>(args[1].as_int()) : 0.0);
+  return Value::Double(std::nearbyint(args[0].ToDouble() * scale) / scale);
+}
+
+// x op ANY (array): true if some element satisfies it, else NULL if some element or x is
+// NULL, else false. ALL (`all`): the dual.
+Value AnyAll(BinOp op, bool all, const Value& x, const Value& array) {
+  if (array.is_null()) return Value();
+  bool saw_null = false;
+  for (const auto& el : array.as_array()) {
+    Value c = Compare(op, x, el);
+    if (c.is_null()) {
+      saw_null = true;
+    } else if (c.as_bool() != all) {
+      return Value::Bool(!all);
+    }
+  }
+  if (saw_null) return Value();
+  return Value::Bool(all);
+}
+
+Value Subscript(const Value& array, const Value& index) {
+  if (array.is_null() || index.is_null()) return Value();
+  const auto& a = array.as_array();
+  int64_t i = index.as_int();
+  if (i < 1 || i > static_cast<int64_t>(a.size())) return Value();
+  return a[i - 1];
+}
+
+Value ArrayToString(const Value& array, const Value& sep) {
+  if (array.is_null() || sep.is_null()) return Value();
+  std::string out;
+  bool first = true;
+  for (const auto& el : array.as_array()) {
+    if (el.is_null()) continue;
+    if (!first) out += sep.ToText();
+    out += el.ToText();
+    first = false;
+  }
+  return Value::Text(std::move(out));
+}
+
+Value ArrayUpper(const Value& array, const Value& dim) {
+  if (array.is_null() || dim.is_null() || dim.as_int() != 1 || array.as_array().empty())
+    return Value();
+  return Value::Int32(static_cast<int64_t>(array.as_array().size()));
+}
+
+Value CaseFold(const Value& v, bool lower) {
+  if (v.is_null()) return Value();
+  std::string s = v.ToText();
+  for (auto& c : s) {
+    c = static_cast<char>(lower ? std::tolower(static_cast<unsigned char>(c))
+                                : std::toupper(static_cast<unsigned char>(c)));
+  }
+  return Value::Text(std::move(s));
+}
+
+Value BpcharText(const Value& v) {
+  if (v.is_null()) return Value();
+  std::string s = v.as_text();
+  s.erase(s.find_last_not_of(' ') + 1);
+  return Value::Text(std::move(s));
+}
+
+Result<Value> GreatestLeast(const std::vector<Value>& args, bool greatest, const SqlType& type) {
+  Value best;
+  for (const auto& v : args) {
+    if (v.is_null()) continue;
+    if (best.is_null() || (greatest ? v.Compare(best) > 0 : v.Compare(best) < 0)) best = v;
+  }
+  return best.CastTo(type);
+}
+
+// A function other than COALESCE, on its evaluated arguments.
+Result<Value> ApplyFunc(const BoundExpr& e, std::vector<Value> args, ExecContext* ctx) {
+  switch (e.func) {
+    case Func::kCoalesce:
+      break;
+    case Func::kAbs:
+      return Abs(args[0], e.type);
+    case Func::kRound:
+      return Round(args);
+    case Func::kRegex: {
+      if (args[0].is_null() || args[1].is_null()) return Value();
+      ASSIGN_OR_RETURN(bool m, RegexMatch(args[0].ToText(), args[1].ToText(), e.case_insensitive));
+      return Value::Bool(m != e.negated);
+    }
+    case Func::kAny:
+      return AnyAll(e.op, e.negated, args[0], args[1]);
+    case Func::kSubscript:
+      return Subscript(args[0], args[1]);
+    case Func::kArrayToString:
+      return ArrayToString(args[0], args[1]);
+    case Func::kMakeArray:
+      return Value::Array(std::move(args));
+    case Func::kBuiltin:
+      return CallBuiltin(e.value.ToText(), args);
+    case Func::kArrayUpper:
+      return ArrayUpper(args[0], args[1]);
+    case Func::kCatalog: {
+      if (!ctx || !ctx->scans) return Status::Internal("catalog function without a scan provider");
+      ASSIGN_OR_RETURN(Value v, ctx->scans->CallCatalog(e.value.ToText(), args));
+      return v.CastTo(e.type);
+    }
+    case Func::kLower:
+    case Func::kUpper:
+      return CaseFold(args[0], e.func == Func::kLower);
+    case Func::kLength:
+      if (args[0].is_null()) return Value();
+      return Value::Int32(Utf8Chars(args[0].ToText()));
+    case Func::kNullIf: {
+      Value eq = Compare(BinOp::kEq, args[0], args[1]);
+      if (!eq.is_null() && eq.as_bool()) return Value();
+      return args[0];
+    }
+    case Func::kBpcharText:
+      return BpcharText(args[0]);
+    case Func::kIsTrue:
+      return Value::Bool(!args[0].is_null() && args[0].as_bool());
+    case Func::kIsFalse:
+      return Value::Bool(!args[0].is_null() && !args[0].as_bool());
+    case Func::kGreatest:
+    case Func::kLeast:
+      return GreatestLeast(args, e.func == Func::kGreatest, e.type);
+  }
+  return Status::Internal("unknown function");
+}
+
+Result<Value> EvalFunc(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
+  if (e.func == Func::kCoalesce) {  // evaluates its arguments up to the first non-NULL
+    for (const auto& c : e.children) {
+      ASSIGN_OR_RETURN(Value v, Eval(*c, b, row, ctx));
+      if (!v.is_null()) return v.CastTo(e.type);
+    }
+    return Value();
+  }
+  std::vector<Value> args;
+  args.reserve(e.children.size());
+  for (const auto& c : e.children) {
+    ASSIGN_OR_RETURN(Value v, Eval(*c, b, row, ctx));
+    args.push_back(std::move(v));
+  }
+  return ApplyFunc(e, std::move(args), ctx);
+}
+
+Result<Value> EvalInList(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
+  ASSIGN_OR_RETURN(Value x, Eval(*e.children[0], b, row, ctx));
+  if (x.is_null()) return Value();
+  bool saw_null = false;
+  for (size_t i = 1; i < e.children.size(); i++) {
+    ASSIGN_OR_RETURN(Value v, Eval(*e.children[i], b, row, ctx));
+    if (v.is_null()) {
+      saw_null = true;
+      continue;
+    }
+    if (x.Compare(v) == 0) return Value::Bool(!e.negated);
+  }
+  if (saw_null) return Value();
+  return Value::Bool(e.negated);
+}
+
+Result<Value> OuterColumn(const BoundExpr& e, const ExecContext* ctx) {
+  if (!ctx || e.depth < 1 || static_cast<size_t>(e.depth) > ctx->outer.size()) {
+    return Status::Internal("outer column reference without an enclosing row");
+  }
+  const auto& outer = ctx->outer[ctx->outer.size() - e.depth];
+  if (e.column < 0 || static_cast<size_t>(e.column) >= outer.size()) {
+    return Status::Internal("outer column reference out of range");
+  }
+  return outer[e.column];
+}
+
+}  // namespace
+
 Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* ctx) {
   CHECK_STACK_DEPTH();
   switch (e.kind) {
@@ -226,193 +449,16 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
       if (v.is_null()) return v;
       return Value::Bool(!v.as_bool());
     }
-    case BoundExpr::Kind::kBinary: {
-      if (e.op == BinOp::kAnd || e.op == BinOp::kOr) {
-        ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row, ctx));
-        bool is_and = e.op == BinOp::kAnd;
-        if (!l.is_null() && l.as_bool() != is_and) return Value::Bool(!is_and);  // short circuit
-        ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row, ctx));
-        if (!r.is_null() && r.as_bool() != is_and) return Value::Bool(!is_and);
-        if (l.is_null() || r.is_null()) return Value();
-        return Value::Bool(is_and);
-      }
-      ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], b, row, ctx));
-      ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], b, row, ctx));
-      if (e.op == BinOp::kConcat && e.type.id == TypeId::kArray) {
-        if (l.is_null()) return r;
-        if (r.is_null()) return l;
-        std::vector<Value> out = l.as_array();
-        out.insert(out.end(), r.as_array().begin(), r.as_array().end());
-        return Value::Array(std::move(out));
-      }
-      if (e.op == BinOp::kConcat) {
-        if (l.is_null() || r.is_null()) return Value();
-        return Value::Text(l.ToText() + r.ToText());
-      }
-      if (e.op >= BinOp::kEq) return Compare(e.op, l, r);
-      return Arith(e.op, l, r, e.type);
-    }
-    case BoundExpr::Kind::kFunc: {
-      std::vector<Value> args;
-      if (e.func != Func::kCoalesce) {
-        for (const auto& c : e.children) {
-          ASSIGN_OR_RETURN(Value v, Eval(*c, b, row, ctx));
-          args.push_back(std::move(v));
-        }
-      }
-      switch (e.func) {
-        case Func::kCoalesce:
-          for (const auto& c : e.children) {
-            ASSIGN_OR_RETURN(Value v, Eval(*c, b, row, ctx));
-            if (!v.is_null()) return v.CastTo(e.type);
-          }
-          return Value();
-        case Func::kAbs:
-          if (args[0].is_null()) return Value();
-          if (args[0].type() == TypeId::kDouble)
-            return Value::Double(std::fabs(args[0].as_double()));
-          if (args[0].type() == TypeId::kNumeric) {
-            Decimal d = args[0].as_decimal();
-            if (d.v < 0) d.v = -d.v;
-            return Value::Numeric(d);
-          }
-          return MakeInt(
-              args[0].as_int() < 0 ? -static_cast<__int128>(args[0].as_int()) : args[0].as_int(),
-              e.type);
-        case Func::kRound: {
-          if (args[0].is_null() || (args.size() > 1 && args[1].is_null())) return Value();
-          if (args[0].type() == TypeId::kNumeric) {
-            int digits = args.size() > 1
-                             ? static_cast<int>(std::clamp<int64_t>(args[1].as_int(), -100, 100))
-                             : 0;
-            ASSIGN_OR_RETURN(Decimal r, RoundDecimal(args[0].as_decimal(), digits));
-            return Value::Numeric(r);
-          }
-          double scale =
-              std::pow(10.0, args.size() > 1 ? static_cast<double>(args[1].as_int()) : 0.0);
-          return Value::Double(std::nearbyint(args[0].ToDouble() * scale) / scale);
-        }
-        case Func::kRegex: {
-          if (args[0].is_null() || args[1].is_null()) return Value();
-          ASSIGN_OR_RETURN(bool m,
-                           RegexMatch(args[0].ToText(), args[1].ToText(), e.case_insensitive));
-          return Value::Bool(m != e.negated);
-        }
-        case Func::kAny: {
-          // x op ANY (array): true if some element satisfies it, else NULL if some element or
-          // x is NULL, else false. ALL (negated): the dual.
-          if (args[1].is_null()) return Value();
-          bool all = e.negated, saw_null = false;
-          for (const auto& el : args[1].as_array()) {
-            Value c = Compare(e.op, args[0], el);
-            if (c.is_null()) {
-              saw_null = true;
-            } else if (c.as_bool() != all) {
-              return Value::Bool(!all);
-            }
-          }
-          if (saw_null) return Value();
-          return Value::Bool(all);
-        }
-        case Func::kSubscript: {
-          if (args[0].is_null() || args[1].is_null()) return Value();
-          const auto& a = args[0].as_array();
-          int64_t i = args[1].as_int();
-          if (i < 1 || i > static_cast<int64_t>(a.size())) return Value();
-          return a[i - 1];
-        }
-        case Func::kArrayToString: {
-          if (args[0].is_null() || args[1].is_null()) return Value();
-          std::string out;
-          bool first = true;
-          for (const auto& el : args[0].as_array()) {
-            if (el.is_null()) continue;
-            if (!first) out += args[1].ToText();
-            out += el.ToText();
-            first = false;
-          }
-          return Value::Text(std::move(out));
-        }
-        case Func::kMakeArray:
-          return Value::Array(std::move(args));
-        case Func::kBuiltin:
-          return CallBuiltin(e.value.ToText(), args);
-        case Func::kArrayUpper:
-          if (args[0].is_null() || args[1].is_null() || args[1].as_int() != 1 ||
-              args[0].as_array().empty()) {
-            return Value();
-          }
-          return Value::Int32(static_cast<int64_t>(args[0].as_array().size()));
-        case Func::kCatalog: {
-          if (!ctx || !ctx->scans)
-            return Status::Internal("catalog function without a scan provider");
-          ASSIGN_OR_RETURN(Value v, ctx->scans->CallCatalog(e.value.ToText(), args));
-          return v.CastTo(e.type);
-        }
-        case Func::kLower:
-        case Func::kUpper: {
-          if (args[0].is_null()) return Value();
-          std::string s = args[0].ToText();
-          for (auto& c : s) {
-            c = static_cast<char>(e.func == Func::kLower
-                                      ? std::tolower(static_cast<unsigned char>(c))
-                                      : std::toupper(static_cast<unsigned char>(c)));
-          }
-          return Value::Text(std::move(s));
-        }
-        case Func::kLength: {
-          if (args[0].is_null()) return Value();
-          return Value::Int32(Utf8Chars(args[0].ToText()));
-        }
-        case Func::kNullIf: {
-          Value eq = Compare(BinOp::kEq, args[0], args[1]);
-          if (!eq.is_null() && eq.as_bool()) return Value();
-          return args[0];
-        }
-        case Func::kBpcharText: {
-          if (args[0].is_null()) return Value();
-          std::string s = args[0].as_text();
-          s.erase(s.find_last_not_of(' ') + 1);
-          return Value::Text(std::move(s));
-        }
-        case Func::kIsTrue:
-          return Value::Bool(!args[0].is_null() && args[0].as_bool());
-        case Func::kIsFalse:
-          return Value::Bool(!args[0].is_null() && !args[0].as_bool());
-        case Func::kGreatest:
-        case Func::kLeast: {
-          Value best;
-          for (auto& v : args) {
-            if (v.is_null()) continue;
-            if (best.is_null() ||
-                (e.func == Func::kGreatest ? v.Compare(best) > 0 : v.Compare(best) < 0)) {
-              best = v;
-            }
-          }
-          return best.CastTo(e.type);
-        }
-      }
-      return Status::Internal("unknown function");
-    }
+    case BoundExpr::Kind::kBinary:
+      return EvalBinary(e, b, row, ctx);
+    case BoundExpr::Kind::kFunc:
+      return EvalFunc(e, b, row, ctx);
     case BoundExpr::Kind::kIsNull: {
       ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], b, row, ctx));
       return Value::Bool(v.is_null() != e.negated);
     }
-    case BoundExpr::Kind::kInList: {
-      ASSIGN_OR_RETURN(Value x, Eval(*e.children[0], b, row, ctx));
-      if (x.is_null()) return Value();
-      bool saw_null = false;
-      for (size_t i = 1; i < e.children.size(); i++) {
-        ASSIGN_OR_RETURN(Value v, Eval(*e.children[i], b, row, ctx));
-        if (v.is_null()) {
-          saw_null = true;
-          continue;
-        }
-        if (x.Compare(v) == 0) return Value::Bool(!e.negated);
-      }
-      if (saw_null) return Value();
-      return Value::Bool(e.negated);
-    }
+    case BoundExpr::Kind::kInList:
+      return EvalInList(e, b, row, ctx);
     case BoundExpr::Kind::kLike: {
       ASSIGN_OR_RETURN(Value s, Eval(*e.children[0], b, row, ctx));
       ASSIGN_OR_RETURN(Value p, Eval(*e.children[1], b, row, ctx));
@@ -435,16 +481,8 @@ Result<Value> Eval(const BoundExpr& e, const Batch& b, size_t row, ExecContext* 
     }
     case BoundExpr::Kind::kParam:
       return ParamValue(e, ctx);
-    case BoundExpr::Kind::kOuterColumn: {
-      if (!ctx || e.depth < 1 || static_cast<size_t>(e.depth) > ctx->outer.size()) {
-        return Status::Internal("outer column reference without an enclosing row");
-      }
-      const auto& outer = ctx->outer[ctx->outer.size() - e.depth];
-      if (e.column < 0 || static_cast<size_t>(e.column) >= outer.size()) {
-        return Status::Internal("outer column reference out of range");
-      }
-      return outer[e.column];
-    }
+    case BoundExpr::Kind::kOuterColumn:
+      return OuterColumn(e, ctx);
     case BoundExpr::Kind::kSubquery:
     case BoundExpr::Kind::kExists:
     case BoundExpr::Kind::kInSubquery:

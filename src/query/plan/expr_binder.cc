@@ -414,6 +414,232 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
   return out;
 }
 
+// NOT x, +x, -x.
+Result<BoundExprPtr> ExprBinder::BindUnary(const Expr& e) {
+  if (e.op == "not") {
+    ASSIGN_OR_RETURN(BoundExprPtr a, BindBool(*e.args[0], "NOT"));
+    auto out = std::make_unique<BoundExpr>();
+    out->kind = BoundExpr::Kind::kNot;
+    out->type = {TypeId::kBool};
+    out->children.push_back(std::move(a));
+    return out;
+  }
+  bool u;
+  ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &u));
+  if (u) {
+    ASSIGN_OR_RETURN(a, Coerce(std::move(a), true, {TypeId::kDouble}, e.pos));
+  }
+  if (!a->type.IsNumeric() && a->type.id != TypeId::kNull) {
+    return Status::Sql(sqlstate::kUndefinedFunction,
+                       fmt::format("operator does not exist: {} {}", e.op, TypeName(a->type)),
+                       e.pos);
+  }
+  if (e.op == "+") return a;
+  if (a->kind == BoundExpr::Kind::kConst && a->value.type() == TypeId::kInt64 &&
+      a->value.as_int() == (1LL << 31)) {
+    return MakeConst(Value::Int32(-(1LL << 31)), {TypeId::kInt32});
+  }
+  auto out = std::make_unique<BoundExpr>();
+  out->kind = BoundExpr::Kind::kNeg;
+  out->type = a->type.id == TypeId::kNull ? SqlType{TypeId::kInt32} : a->type;
+  out->children.push_back(std::move(a));
+  return out;
+}
+
+// x [NOT] BETWEEN a AND b, bound as x >= a AND x <= b.
+Result<BoundExprPtr> ExprBinder::BindBetween(const Expr& e) {
+  // x BETWEEN a AND b  ==  x >= a AND x <= b
+  // Bind the pieces directly rather than building new AST nodes.
+  bool ux, ua, ub;
+  ASSIGN_OR_RETURN(BoundExprPtr x, Bind(*e.args[0], &ux));
+  ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[1], &ua));
+  ASSIGN_OR_RETURN(BoundExprPtr b, Bind(*e.args[2], &ub));
+  BoundExprPtr x2 = x->Clone();
+  RETURN_NOT_OK(Unify(&x, ux, &a, ua, e.pos, ">="));
+  RETURN_NOT_OK(Unify(&x2, ux, &b, ub, e.pos, "<="));
+  auto mk = [](BinOp op, BoundExprPtr l, BoundExprPtr r) {
+    auto o = std::make_unique<BoundExpr>();
+    o->kind = BoundExpr::Kind::kBinary;
+    o->op = op;
+    o->type = {TypeId::kBool};
+    o->children.push_back(std::move(l));
+    o->children.push_back(std::move(r));
+    return o;
+  };
+  BoundExprPtr both = mk(BinOp::kAnd, mk(BinOp::kGe, std::move(x), std::move(a)),
+                         mk(BinOp::kLe, std::move(x2), std::move(b)));
+  if (!e.negated) return both;
+  auto n = std::make_unique<BoundExpr>();
+  n->kind = BoundExpr::Kind::kNot;
+  n->type = {TypeId::kBool};
+  n->children.push_back(std::move(both));
+  return n;
+}
+
+// x [NOT] IN (a, b, ...): each item unified with x.
+Result<BoundExprPtr> ExprBinder::BindInList(const Expr& e) {
+  bool ux;
+  ASSIGN_OR_RETURN(BoundExprPtr x, Bind(*e.args[0], &ux));
+  auto out = std::make_unique<BoundExpr>();
+  out->kind = BoundExpr::Kind::kInList;
+  out->negated = e.negated;
+  out->type = {TypeId::kBool};
+  std::vector<BoundExprPtr> items;
+  for (size_t i = 1; i < e.args.size(); i++) {
+    bool u;
+    ASSIGN_OR_RETURN(BoundExprPtr it, Bind(*e.args[i], &u));
+    BoundExprPtr probe = x->Clone();
+    RETURN_NOT_OK(Unify(&probe, false, &it, u, e.args[i]->pos, "="));
+    items.push_back(std::move(it));
+  }
+  if (ux) {
+    SqlType t = items.empty() ? SqlType{TypeId::kText} : items[0]->type;
+    ASSIGN_OR_RETURN(x, Coerce(std::move(x), true, t, e.pos));
+  }
+  out->children.push_back(std::move(x));
+  for (auto& it : items) out->children.push_back(std::move(it));
+  return out;
+}
+
+// [NOT] LIKE / ILIKE on text.
+Result<BoundExprPtr> ExprBinder::BindLike(const Expr& e) {
+  bool ua, ub;
+  ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &ua));
+  ASSIGN_OR_RETURN(BoundExprPtr b, Bind(*e.args[1], &ub));
+  for (auto* p : {&a, &b}) {
+    if ((*p)->type.id != TypeId::kText && (*p)->type.id != TypeId::kNull) {
+      return Status::Sql(
+          sqlstate::kUndefinedFunction,
+          fmt::format("operator does not exist: {} ~~ {}", TypeName(a->type), TypeName(b->type)),
+          e.pos);
+    }
+  }
+  auto out = std::make_unique<BoundExpr>();
+  out->kind = BoundExpr::Kind::kLike;
+  out->negated = e.negated;
+  out->case_insensitive = e.op == "ilike";
+  out->type = {TypeId::kBool};
+  out->children.push_back(std::move(a));
+  out->children.push_back(std::move(b));
+  return out;
+}
+
+// CASE [operand] WHEN ... THEN ... [ELSE ...] END: the results take one common type.
+Result<BoundExprPtr> ExprBinder::BindCase(const Expr& e) {
+  auto out = std::make_unique<BoundExpr>();
+  out->kind = BoundExpr::Kind::kCase;
+  std::vector<BoundExprPtr> results;
+  std::vector<bool> unt;
+  std::vector<int> pos;
+  for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+    BoundExprPtr cond;
+    if (e.operand) {
+      bool uo, uw;
+      ASSIGN_OR_RETURN(BoundExprPtr o, Bind(*e.operand, &uo));
+      ASSIGN_OR_RETURN(BoundExprPtr w, Bind(*e.args[i], &uw));
+      RETURN_NOT_OK(Unify(&o, uo, &w, uw, e.args[i]->pos, "="));
+      cond = std::make_unique<BoundExpr>();
+      cond->kind = BoundExpr::Kind::kBinary;
+      cond->op = BinOp::kEq;
+      cond->type = {TypeId::kBool};
+      cond->children.push_back(std::move(o));
+      cond->children.push_back(std::move(w));
+    } else {
+      ASSIGN_OR_RETURN(cond, BindBool(*e.args[i], "CASE/WHEN"));
+    }
+    out->children.push_back(std::move(cond));
+    bool u;
+    ASSIGN_OR_RETURN(BoundExprPtr th, Bind(*e.args[i + 1], &u));
+    results.push_back(std::move(th));
+    unt.push_back(u);
+    pos.push_back(e.args[i + 1]->pos);
+  }
+  if (e.else_expr) {
+    bool u;
+    ASSIGN_OR_RETURN(BoundExprPtr el, Bind(*e.else_expr, &u));
+    results.push_back(std::move(el));
+    unt.push_back(u);
+    pos.push_back(e.else_expr->pos);
+    out->has_else = true;
+  }
+  SqlType t{TypeId::kNull};
+  for (size_t i = 0; i < results.size(); i++) {
+    if (unt[i] || results[i]->type.id == TypeId::kNull) continue;
+    if (t.id == TypeId::kNull) {
+      t = results[i]->type;
+    } else if (t.IsNumeric() && results[i]->type.IsNumeric()) {
+      t = NumericUnion(t, results[i]->type);
+    } else if (t.id != results[i]->type.id) {
+      return Status::Sql(sqlstate::kDatatypeMismatch,
+                         fmt::format("CASE types {} and {} cannot be matched", TypeName(t),
+                                     TypeName(results[i]->type)),
+                         pos[i]);
+    } else if (t.id == TypeId::kText) {
+      t.max_len = 0;
+    }
+  }
+  if (t.id == TypeId::kNull) t = {TypeId::kText};
+  std::vector<BoundExprPtr> conds = std::move(out->children);
+  out->children.clear();
+  for (size_t i = 0; i < conds.size(); i++) {
+    out->children.push_back(std::move(conds[i]));
+    ASSIGN_OR_RETURN(BoundExprPtr r, Coerce(std::move(results[i]), unt[i], t, pos[i]));
+    out->children.push_back(std::move(r));
+  }
+  if (out->has_else) {
+    ASSIGN_OR_RETURN(BoundExprPtr r, Coerce(std::move(results.back()), unt.back(), t, pos.back()));
+    out->children.push_back(std::move(r));
+  }
+  out->type = t;
+  return out;
+}
+
+// $n: its type from describe mode, or unknown.
+Result<BoundExprPtr> ExprBinder::BindParam(const Expr& e, bool* untyped) {
+  if (!params_ || e.param > static_cast<int>(params_->size())) {
+    return Status::Sql(sqlstate::kUndefinedParameter,
+                       fmt::format("there is no parameter ${}", e.param), e.pos);
+  }
+  auto p = std::make_unique<BoundExpr>();
+  p->kind = BoundExpr::Kind::kParam;
+  p->column = e.param - 1;
+  p->type = (*params_)[e.param - 1];
+  *untyped = p->type.id == TypeId::kNull;
+  return p;
+}
+
+// x::type, folded when x is a constant.
+Result<BoundExprPtr> ExprBinder::BindCast(const Expr& e) {
+  bool u;
+  ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &u));
+  if (a->kind == BoundExpr::Kind::kFunc && a->func == Func::kCatalog &&
+      a->value.ToText() == "regclass_in" && e.cast_type.id == TypeId::kText) {
+    // 'name'::regclass::text prints the relation's name, as regclass output does.
+    auto name = std::make_unique<BoundExpr>();
+    name->kind = BoundExpr::Kind::kFunc;
+    name->func = Func::kCatalog;
+    name->value = Value::Text("regclass");
+    name->type = {TypeId::kText};
+    name->children.push_back(std::move(a));
+    return name;
+  }
+  if (u) {
+    // An untyped literal or parameter cast to a type takes that type.
+    ASSIGN_OR_RETURN(a, Coerce(std::move(a), true, e.cast_type, e.pos));
+    if (a->type == e.cast_type && a->kind != BoundExpr::Kind::kConst) return a;
+  }
+  if (a->kind == BoundExpr::Kind::kConst) {
+    auto v = a->value.CastTo(e.cast_type);
+    if (!v.ok()) return v.status().WithPosition(e.pos);
+    return MakeConst(std::move(v).value(), e.cast_type);
+  }
+  auto out = std::make_unique<BoundExpr>();
+  out->kind = BoundExpr::Kind::kCast;
+  out->type = e.cast_type;
+  out->children.push_back(std::move(a));
+  return out;
+}
+
 Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
   *untyped = false;
   switch (e.kind) {
@@ -425,36 +651,8 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
     case Expr::Kind::kStar:
       return Status::Sql(sqlstate::kSyntaxError, "* is only allowed in a select list or count(*)",
                          e.pos);
-    case Expr::Kind::kUnary: {
-      if (e.op == "not") {
-        ASSIGN_OR_RETURN(BoundExprPtr a, BindBool(*e.args[0], "NOT"));
-        auto out = std::make_unique<BoundExpr>();
-        out->kind = BoundExpr::Kind::kNot;
-        out->type = {TypeId::kBool};
-        out->children.push_back(std::move(a));
-        return out;
-      }
-      bool u;
-      ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &u));
-      if (u) {
-        ASSIGN_OR_RETURN(a, Coerce(std::move(a), true, {TypeId::kDouble}, e.pos));
-      }
-      if (!a->type.IsNumeric() && a->type.id != TypeId::kNull) {
-        return Status::Sql(sqlstate::kUndefinedFunction,
-                           fmt::format("operator does not exist: {} {}", e.op, TypeName(a->type)),
-                           e.pos);
-      }
-      if (e.op == "+") return a;
-      if (a->kind == BoundExpr::Kind::kConst && a->value.type() == TypeId::kInt64 &&
-          a->value.as_int() == (1LL << 31)) {
-        return MakeConst(Value::Int32(-(1LL << 31)), {TypeId::kInt32});
-      }
-      auto out = std::make_unique<BoundExpr>();
-      out->kind = BoundExpr::Kind::kNeg;
-      out->type = a->type.id == TypeId::kNull ? SqlType{TypeId::kInt32} : a->type;
-      out->children.push_back(std::move(a));
-      return out;
-    }
+    case Expr::Kind::kUnary:
+      return BindUnary(e);
     case Expr::Kind::kBinary:
       return BindBinary(e);
     case Expr::Kind::kFunc:
@@ -469,194 +667,23 @@ Result<BoundExprPtr> ExprBinder::BindInner(const Expr& e, bool* untyped) {
       out->children.push_back(std::move(a));
       return out;
     }
-    case Expr::Kind::kBetween: {
-      // x BETWEEN a AND b  ==  x >= a AND x <= b
-      // Bind the pieces directly rather than building new AST nodes.
-      bool ux, ua, ub;
-      ASSIGN_OR_RETURN(BoundExprPtr x, Bind(*e.args[0], &ux));
-      ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[1], &ua));
-      ASSIGN_OR_RETURN(BoundExprPtr b, Bind(*e.args[2], &ub));
-      BoundExprPtr x2 = x->Clone();
-      RETURN_NOT_OK(Unify(&x, ux, &a, ua, e.pos, ">="));
-      RETURN_NOT_OK(Unify(&x2, ux, &b, ub, e.pos, "<="));
-      auto mk = [](BinOp op, BoundExprPtr l, BoundExprPtr r) {
-        auto o = std::make_unique<BoundExpr>();
-        o->kind = BoundExpr::Kind::kBinary;
-        o->op = op;
-        o->type = {TypeId::kBool};
-        o->children.push_back(std::move(l));
-        o->children.push_back(std::move(r));
-        return o;
-      };
-      BoundExprPtr both = mk(BinOp::kAnd, mk(BinOp::kGe, std::move(x), std::move(a)),
-                             mk(BinOp::kLe, std::move(x2), std::move(b)));
-      if (!e.negated) return both;
-      auto n = std::make_unique<BoundExpr>();
-      n->kind = BoundExpr::Kind::kNot;
-      n->type = {TypeId::kBool};
-      n->children.push_back(std::move(both));
-      return n;
-    }
-    case Expr::Kind::kInList: {
-      bool ux;
-      ASSIGN_OR_RETURN(BoundExprPtr x, Bind(*e.args[0], &ux));
-      auto out = std::make_unique<BoundExpr>();
-      out->kind = BoundExpr::Kind::kInList;
-      out->negated = e.negated;
-      out->type = {TypeId::kBool};
-      std::vector<BoundExprPtr> items;
-      for (size_t i = 1; i < e.args.size(); i++) {
-        bool u;
-        ASSIGN_OR_RETURN(BoundExprPtr it, Bind(*e.args[i], &u));
-        BoundExprPtr probe = x->Clone();
-        RETURN_NOT_OK(Unify(&probe, false, &it, u, e.args[i]->pos, "="));
-        items.push_back(std::move(it));
-      }
-      if (ux) {
-        SqlType t = items.empty() ? SqlType{TypeId::kText} : items[0]->type;
-        ASSIGN_OR_RETURN(x, Coerce(std::move(x), true, t, e.pos));
-      }
-      out->children.push_back(std::move(x));
-      for (auto& it : items) out->children.push_back(std::move(it));
-      return out;
-    }
-    case Expr::Kind::kLike: {
-      bool ua, ub;
-      ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &ua));
-      ASSIGN_OR_RETURN(BoundExprPtr b, Bind(*e.args[1], &ub));
-      for (auto* p : {&a, &b}) {
-        if ((*p)->type.id != TypeId::kText && (*p)->type.id != TypeId::kNull) {
-          return Status::Sql(sqlstate::kUndefinedFunction,
-                             fmt::format("operator does not exist: {} ~~ {}", TypeName(a->type),
-                                         TypeName(b->type)),
-                             e.pos);
-        }
-      }
-      auto out = std::make_unique<BoundExpr>();
-      out->kind = BoundExpr::Kind::kLike;
-      out->negated = e.negated;
-      out->case_insensitive = e.op == "ilike";
-      out->type = {TypeId::kBool};
-      out->children.push_back(std::move(a));
-      out->children.push_back(std::move(b));
-      return out;
-    }
-    case Expr::Kind::kCase: {
-      auto out = std::make_unique<BoundExpr>();
-      out->kind = BoundExpr::Kind::kCase;
-      std::vector<BoundExprPtr> results;
-      std::vector<bool> unt;
-      std::vector<int> pos;
-      for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-        BoundExprPtr cond;
-        if (e.operand) {
-          bool uo, uw;
-          ASSIGN_OR_RETURN(BoundExprPtr o, Bind(*e.operand, &uo));
-          ASSIGN_OR_RETURN(BoundExprPtr w, Bind(*e.args[i], &uw));
-          RETURN_NOT_OK(Unify(&o, uo, &w, uw, e.args[i]->pos, "="));
-          cond = std::make_unique<BoundExpr>();
-          cond->kind = BoundExpr::Kind::kBinary;
-          cond->op = BinOp::kEq;
-          cond->type = {TypeId::kBool};
-          cond->children.push_back(std::move(o));
-          cond->children.push_back(std::move(w));
-        } else {
-          ASSIGN_OR_RETURN(cond, BindBool(*e.args[i], "CASE/WHEN"));
-        }
-        out->children.push_back(std::move(cond));
-        bool u;
-        ASSIGN_OR_RETURN(BoundExprPtr th, Bind(*e.args[i + 1], &u));
-        results.push_back(std::move(th));
-        unt.push_back(u);
-        pos.push_back(e.args[i + 1]->pos);
-      }
-      if (e.else_expr) {
-        bool u;
-        ASSIGN_OR_RETURN(BoundExprPtr el, Bind(*e.else_expr, &u));
-        results.push_back(std::move(el));
-        unt.push_back(u);
-        pos.push_back(e.else_expr->pos);
-        out->has_else = true;
-      }
-      SqlType t{TypeId::kNull};
-      for (size_t i = 0; i < results.size(); i++) {
-        if (unt[i] || results[i]->type.id == TypeId::kNull) continue;
-        if (t.id == TypeId::kNull) {
-          t = results[i]->type;
-        } else if (t.IsNumeric() && results[i]->type.IsNumeric()) {
-          t = NumericUnion(t, results[i]->type);
-        } else if (t.id != results[i]->type.id) {
-          return Status::Sql(sqlstate::kDatatypeMismatch,
-                             fmt::format("CASE types {} and {} cannot be matched", TypeName(t),
-                                         TypeName(results[i]->type)),
-                             pos[i]);
-        } else if (t.id == TypeId::kText) {
-          t.max_len = 0;
-        }
-      }
-      if (t.id == TypeId::kNull) t = {TypeId::kText};
-      std::vector<BoundExprPtr> conds = std::move(out->children);
-      out->children.clear();
-      for (size_t i = 0; i < conds.size(); i++) {
-        out->children.push_back(std::move(conds[i]));
-        ASSIGN_OR_RETURN(BoundExprPtr r, Coerce(std::move(results[i]), unt[i], t, pos[i]));
-        out->children.push_back(std::move(r));
-      }
-      if (out->has_else) {
-        ASSIGN_OR_RETURN(BoundExprPtr r,
-                         Coerce(std::move(results.back()), unt.back(), t, pos.back()));
-        out->children.push_back(std::move(r));
-      }
-      out->type = t;
-      return out;
-    }
-    case Expr::Kind::kParam: {
-      if (!params_ || e.param > static_cast<int>(params_->size())) {
-        return Status::Sql(sqlstate::kUndefinedParameter,
-                           fmt::format("there is no parameter ${}", e.param), e.pos);
-      }
-      auto p = std::make_unique<BoundExpr>();
-      p->kind = BoundExpr::Kind::kParam;
-      p->column = e.param - 1;
-      p->type = (*params_)[e.param - 1];
-      *untyped = p->type.id == TypeId::kNull;
-      return p;
-    }
+    case Expr::Kind::kBetween:
+      return BindBetween(e);
+    case Expr::Kind::kInList:
+      return BindInList(e);
+    case Expr::Kind::kLike:
+      return BindLike(e);
+    case Expr::Kind::kCase:
+      return BindCase(e);
+    case Expr::Kind::kParam:
+      return BindParam(e, untyped);
     case Expr::Kind::kSubquery:
     case Expr::Kind::kExists:
     case Expr::Kind::kArray:
     case Expr::Kind::kInSelect:
       return BindSubquery(e);
-    case Expr::Kind::kCast: {
-      bool u;
-      ASSIGN_OR_RETURN(BoundExprPtr a, Bind(*e.args[0], &u));
-      if (a->kind == BoundExpr::Kind::kFunc && a->func == Func::kCatalog &&
-          a->value.ToText() == "regclass_in" && e.cast_type.id == TypeId::kText) {
-        // 'name'::regclass::text prints the relation's name, as regclass output does.
-        auto name = std::make_unique<BoundExpr>();
-        name->kind = BoundExpr::Kind::kFunc;
-        name->func = Func::kCatalog;
-        name->value = Value::Text("regclass");
-        name->type = {TypeId::kText};
-        name->children.push_back(std::move(a));
-        return name;
-      }
-      if (u) {
-        // An untyped literal or parameter cast to a type takes that type.
-        ASSIGN_OR_RETURN(a, Coerce(std::move(a), true, e.cast_type, e.pos));
-        if (a->type == e.cast_type && a->kind != BoundExpr::Kind::kConst) return a;
-      }
-      if (a->kind == BoundExpr::Kind::kConst) {
-        auto v = a->value.CastTo(e.cast_type);
-        if (!v.ok()) return v.status().WithPosition(e.pos);
-        return MakeConst(std::move(v).value(), e.cast_type);
-      }
-      auto out = std::make_unique<BoundExpr>();
-      out->kind = BoundExpr::Kind::kCast;
-      out->type = e.cast_type;
-      out->children.push_back(std::move(a));
-      return out;
-    }
+    case Expr::Kind::kCast:
+      return BindCast(e);
   }
   return Status::Internal("unhandled expression kind");
 }

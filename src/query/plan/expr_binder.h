@@ -93,7 +93,39 @@ class ExprBinder {
   Result<BoundExprPtr> BindColumn(const Expr& e);
   Result<BoundExprPtr> BindBinary(const Expr& e);
   Result<BoundExprPtr> BindFunc(const Expr& e, bool* untyped);
+  Result<BoundExprPtr> BindUnary(const Expr& e);
+  Result<BoundExprPtr> BindBetween(const Expr& e);
+  Result<BoundExprPtr> BindInList(const Expr& e);
+  Result<BoundExprPtr> BindLike(const Expr& e);
+  Result<BoundExprPtr> BindCase(const Expr& e);
+  Result<BoundExprPtr> BindParam(const Expr& e, bool* untyped);
+  Result<BoundExprPtr> BindCast(const Expr& e);
   Result<BoundExprPtr> BindAggregate(const Expr& e);
+  // version(), now() and the other functions of no arguments the binder answers, if `e` is one.
+  std::optional<BoundExprPtr> BindNiladic(const Expr& e);
+
+  // A function call's bound arguments, and which of them are untyped literals.
+  struct CallArgs {
+    const Expr& e;
+    std::vector<BoundExprPtr> args;
+    std::vector<bool> unt;
+    // 42883 "function f(types) does not exist".
+    Status NoSuchFunction() const;
+  };
+  // Each binds one family of functions (BindFunc's table says which names and how many
+  // arguments): coerces the arguments in `c` and sets `out`'s function and type.
+  Status BindAbs(CallArgs& c, BoundExpr* out);
+  Status BindRound(CallArgs& c, BoundExpr* out);
+  Status BindCaseOrLength(CallArgs& c, BoundExpr* out);
+  Status BindCommonType(CallArgs& c, BoundExpr* out);
+  Status BindNullIf(CallArgs& c, BoundExpr* out);
+  Status BindTruthTest(CallArgs& c, BoundExpr* out);
+  Status BindAnyAll(CallArgs& c, BoundExpr* out);
+  Status BindArrayCtor(CallArgs& c, BoundExpr* out);
+  Status BindSubscript(CallArgs& c, BoundExpr* out);
+  Status BindArrayFunc(CallArgs& c, BoundExpr* out);
+  Status BindConcat(CallArgs& c, BoundExpr* out);
+  Status BindLibraryFunc(CallArgs& c, BoundExpr* out);
   Result<BoundExprPtr> BindBool(const Expr& e, const char* what);
   Result<BoundExprPtr> BindSubquery(const Expr& e);
   // A binder over the same scope and settings, outside aggregation.

@@ -196,6 +196,185 @@ Result<BoundSelect> QueryBinder::BindSetOp(const sql::SelectStmt& s, const Scope
   return out;
 }
 
+namespace {
+
+bool IsAggregating(const sql::SelectStmt& s) {
+  bool aggregating = !s.group_by.empty() || (s.having != nullptr);
+  for (const auto& it : s.items)
+    aggregating |= it.expr->kind != Expr::Kind::kStar && ContainsAggregate(*it.expr);
+  for (const auto& o : s.order_by) aggregating |= ContainsAggregate(*o.expr);
+  return aggregating;
+}
+
+// The GROUP BY expressions; an ordinal or an output alias refers to the select list.
+Result<std::vector<BoundExprPtr>> BindGroupBy(const sql::SelectStmt& s, const Scope& scope,
+                                              ExprBinder& binder) {
+  std::vector<BoundExprPtr> groups;
+  for (const auto& g : s.group_by) {
+    const Expr* ge = g.get();
+    if (g->kind == Expr::Kind::kLiteral && SqlType{g->value.type()}.IsInteger()) {
+      int64_t ord = g->value.as_int();
+      if (ord < 1 || ord > static_cast<int64_t>(s.items.size()) ||
+          s.items[ord - 1].expr->kind == Expr::Kind::kStar) {
+        return Status::Sql(sqlstate::kInvalidColumnReference,
+                           fmt::format("GROUP BY position {} is not in select list", ord), g->pos);
+      }
+      ge = s.items[ord - 1].expr.get();
+    } else if (g->kind == Expr::Kind::kColumn && g->table.empty()) {
+      bool in_scope = false;
+      for (const auto& c : scope.columns) in_scope |= c.name == g->name && !c.hidden;
+      if (!in_scope) {
+        for (const auto& it : s.items) {
+          if (it.alias == g->name) ge = it.expr.get();
+        }
+      }
+    }
+    bool u;
+    ASSIGN_OR_RETURN(BoundExprPtr b, binder.Bind(*ge, &u));
+    if (u) {
+      ASSIGN_OR_RETURN(b, binder.Coerce(std::move(b), true, {TypeId::kText}, ge->pos));
+    }
+    groups.push_back(std::move(b));
+  }
+  return groups;
+}
+
+// `*` or `t.*` of the select list: the visible columns of the scope (of table t).
+Status ExpandStar(const sql::SelectStmt& s, const Expr& star, const Scope& scope, bool aggregating,
+                  ExprBinder& binder, std::vector<BoundExprPtr>* proj,
+                  std::vector<std::string>* names) {
+  if (s.from.empty()) {
+    return Status::Sql(sqlstate::kSyntaxError, "SELECT * with no tables specified is not valid",
+                       star.pos);
+  }
+  bool any_table = false;
+  for (size_t i = 0; i < scope.columns.size(); i++) {
+    const ScopeColumn& c = scope.columns[i];
+    if (!star.table.empty() && c.table != star.table) continue;
+    any_table = true;
+    if (c.hidden) continue;
+    if (aggregating) {
+      Expr col(Expr::Kind::kColumn, star.pos);
+      col.table = c.table;
+      col.name = c.name;
+      ASSIGN_OR_RETURN(BoundExprPtr b, binder.Bind(col));
+      proj->push_back(std::move(b));
+    } else {
+      proj->push_back(MakeColumn(static_cast<int>(i), c.type));
+    }
+    names->push_back(c.name);
+  }
+  if (!any_table) {
+    return Status::Sql(sqlstate::kUndefinedTable,
+                       fmt::format("missing FROM-clause entry for table \"{}\"", star.table),
+                       star.pos);
+  }
+  return Status::OK();
+}
+
+// The select list (over the aggregate's output when aggregating) and its column names.
+Status BindSelectList(const sql::SelectStmt& s, const Scope& scope, bool aggregating,
+                      ExprBinder& binder, std::vector<BoundExprPtr>* proj,
+                      std::vector<std::string>* names) {
+  for (const auto& it : s.items) {
+    if (it.expr->kind == Expr::Kind::kStar) {
+      RETURN_NOT_OK(ExpandStar(s, *it.expr, scope, aggregating, binder, proj, names));
+      continue;
+    }
+    bool u;
+    ASSIGN_OR_RETURN(BoundExprPtr b, binder.Bind(*it.expr, &u));
+    if (u || b->type.id == TypeId::kNull) b->type = {TypeId::kText};
+    proj->push_back(std::move(b));
+    names->push_back(it.alias.empty() ? OutputName(*it.expr) : it.alias);
+  }
+  return Status::OK();
+}
+
+// ORDER BY: output ordinals and names first, otherwise an expression over the input,
+// carried as a hidden projection column appended to `proj`.
+Result<std::vector<SortKey>> BindOrderBy(const sql::SelectStmt& s,
+                                         const std::vector<std::string>& names, ExprBinder& binder,
+                                         std::vector<BoundExprPtr>* proj) {
+  size_t visible = names.size();
+  std::vector<SortKey> sort_keys;
+  for (const auto& o : s.order_by) {
+    SortKey k;
+    k.desc = o.desc;
+    k.nulls_first = o.nulls_first.value_or(o.desc);
+    int idx = -1;
+    if (o.expr->kind == Expr::Kind::kLiteral && SqlType{o.expr->value.type()}.IsInteger()) {
+      int64_t ord = o.expr->value.as_int();
+      if (ord < 1 || ord > static_cast<int64_t>(visible)) {
+        return Status::Sql(sqlstate::kInvalidColumnReference,
+                           fmt::format("ORDER BY position {} is not in select list", ord),
+                           o.expr->pos);
+      }
+      idx = static_cast<int>(ord - 1);
+    } else if (o.expr->kind == Expr::Kind::kColumn && o.expr->table.empty()) {
+      for (size_t i = 0; i < visible; i++) {
+        if (names[i] == o.expr->name) {
+          idx = static_cast<int>(i);
+          break;
+        }
+      }
+    }
+    if (idx < 0) {
+      bool u;
+      ASSIGN_OR_RETURN(BoundExprPtr b, binder.Bind(*o.expr, &u));
+      std::string bs = b->ToString();
+      for (size_t i = 0; i < proj->size(); i++) {
+        if ((*proj)[i]->ToString() == bs) idx = static_cast<int>(i);
+      }
+      if (idx < 0) {
+        if (s.distinct) {
+          return Status::Sql(sqlstate::kInvalidColumnReference,
+                             "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                             o.expr->pos);
+        }
+        proj->push_back(std::move(b));
+        idx = static_cast<int>(proj->size() - 1);
+      }
+    }
+    k.expr = MakeColumn(idx, (*proj)[idx]->type);
+    sort_keys.push_back(std::move(k));
+  }
+  return sort_keys;
+}
+
+// `plan` projected to `proj`, then made distinct if `distinct`.
+PlanPtr ProjectDistinct(PlanPtr plan, std::vector<BoundExprPtr> proj, bool distinct) {
+  auto project = std::make_unique<PlanNode>();
+  project->kind = PlanNode::Kind::kProject;
+  for (const auto& p : proj) project->types.push_back(p->type);
+  project->exprs = std::move(proj);
+  project->children.push_back(std::move(plan));
+  plan = std::move(project);
+  if (!distinct) return plan;
+  auto d = std::make_unique<PlanNode>();
+  d->kind = PlanNode::Kind::kAggregate;
+  d->types = plan->types;
+  for (size_t i = 0; i < plan->types.size(); i++) {
+    d->groups.push_back(MakeColumn(static_cast<int>(i), plan->types[i]));
+  }
+  d->children.push_back(std::move(plan));
+  return d;
+}
+
+// `plan` without the hidden columns after the first `visible`.
+PlanPtr StripHidden(PlanPtr plan, size_t visible) {
+  if (plan->types.size() <= visible) return plan;
+  auto strip = std::make_unique<PlanNode>();
+  strip->kind = PlanNode::Kind::kProject;
+  for (size_t i = 0; i < visible; i++) {
+    strip->exprs.push_back(MakeColumn(static_cast<int>(i), plan->types[i]));
+    strip->types.push_back(plan->types[i]);
+  }
+  strip->children.push_back(std::move(plan));
+  return strip;
+}
+
+}  // namespace
+
 Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope* outer) {
   BoundSelect out;
   Scope scope;
@@ -203,86 +382,17 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
   ASSIGN_OR_RETURN(PlanPtr plan, BindFrom(s, &scope));
   ExprBinder binder = MakeExprBinder(&scope);
 
-  // Aggregation
-  bool aggregating = !s.group_by.empty() || (s.having != nullptr);
-  for (const auto& it : s.items)
-    aggregating |= it.expr->kind != Expr::Kind::kStar && ContainsAggregate(*it.expr);
-  for (const auto& o : s.order_by) aggregating |= ContainsAggregate(*o.expr);
+  bool aggregating = IsAggregating(s);
   std::vector<BoundExprPtr> groups;
   std::vector<AggSpec> aggs;
   if (aggregating) {
     binder.set_allow_aggregates(false, "GROUP BY");
-    for (const auto& g : s.group_by) {
-      // GROUP BY <ordinal> or <output alias> refers to the select list.
-      const Expr* ge = g.get();
-      if (g->kind == Expr::Kind::kLiteral && SqlType{g->value.type()}.IsInteger()) {
-        int64_t ord = g->value.as_int();
-        if (ord < 1 || ord > static_cast<int64_t>(s.items.size()) ||
-            s.items[ord - 1].expr->kind == Expr::Kind::kStar) {
-          return Status::Sql(sqlstate::kInvalidColumnReference,
-                             fmt::format("GROUP BY position {} is not in select list", ord),
-                             g->pos);
-        }
-        ge = s.items[ord - 1].expr.get();
-      } else if (g->kind == Expr::Kind::kColumn && g->table.empty()) {
-        bool in_scope = false;
-        for (const auto& c : scope.columns) in_scope |= c.name == g->name && !c.hidden;
-        if (!in_scope) {
-          for (const auto& it : s.items) {
-            if (it.alias == g->name) ge = it.expr.get();
-          }
-        }
-      }
-      bool u;
-      ASSIGN_OR_RETURN(BoundExprPtr b, binder.Bind(*ge, &u));
-      if (u) {
-        ASSIGN_OR_RETURN(b, binder.Coerce(std::move(b), true, {TypeId::kText}, ge->pos));
-      }
-      groups.push_back(std::move(b));
-    }
+    ASSIGN_OR_RETURN(groups, BindGroupBy(s, scope, binder));
     binder.EnterAggMode(&groups, &aggs);
   }
   binder.set_allow_aggregates(aggregating, "WHERE");
-
-  // Select list (bound over the aggregate output when aggregating).
   std::vector<BoundExprPtr> proj;
-  for (const auto& it : s.items) {
-    if (it.expr->kind == Expr::Kind::kStar) {
-      if (s.from.empty()) {
-        return Status::Sql(sqlstate::kSyntaxError, "SELECT * with no tables specified is not valid",
-                           it.expr->pos);
-      }
-      bool any_table = false;
-      for (size_t i = 0; i < scope.columns.size(); i++) {
-        const ScopeColumn& c = scope.columns[i];
-        if (!it.expr->table.empty() && c.table != it.expr->table) continue;
-        any_table = true;
-        if (c.hidden) continue;
-        if (aggregating) {
-          Expr col(Expr::Kind::kColumn, it.expr->pos);
-          col.table = c.table;
-          col.name = c.name;
-          ASSIGN_OR_RETURN(BoundExprPtr b, binder.Bind(col));
-          proj.push_back(std::move(b));
-        } else {
-          proj.push_back(MakeColumn(static_cast<int>(i), c.type));
-        }
-        out.names.push_back(c.name);
-      }
-      if (!any_table) {
-        return Status::Sql(
-            sqlstate::kUndefinedTable,
-            fmt::format("missing FROM-clause entry for table \"{}\"", it.expr->table),
-            it.expr->pos);
-      }
-      continue;
-    }
-    bool u;
-    ASSIGN_OR_RETURN(BoundExprPtr b, binder.Bind(*it.expr, &u));
-    if (u || b->type.id == TypeId::kNull) b->type = {TypeId::kText};
-    proj.push_back(std::move(b));
-    out.names.push_back(it.alias.empty() ? OutputName(*it.expr) : it.alias);
-  }
+  RETURN_NOT_OK(BindSelectList(s, scope, aggregating, binder, &proj, &out.names));
 
   PlanNode* agg_node = nullptr;  // filled in once HAVING and ORDER BY added their aggregates
   PlanNode* having_node = nullptr;
@@ -306,81 +416,11 @@ Result<BoundSelect> QueryBinder::BindCore(const sql::SelectStmt& s, const Scope*
       having_node = plan.get();
     }
   }
-
-  // ORDER BY: output ordinals and names first, otherwise an expression over the input,
-  // carried as a hidden projection column.
   size_t visible = proj.size();
-  std::vector<SortKey> sort_keys;
-  for (const auto& o : s.order_by) {
-    SortKey k;
-    k.desc = o.desc;
-    k.nulls_first = o.nulls_first.value_or(o.desc);
-    int idx = -1;
-    if (o.expr->kind == Expr::Kind::kLiteral && SqlType{o.expr->value.type()}.IsInteger()) {
-      int64_t ord = o.expr->value.as_int();
-      if (ord < 1 || ord > static_cast<int64_t>(visible)) {
-        return Status::Sql(sqlstate::kInvalidColumnReference,
-                           fmt::format("ORDER BY position {} is not in select list", ord),
-                           o.expr->pos);
-      }
-      idx = static_cast<int>(ord - 1);
-    } else if (o.expr->kind == Expr::Kind::kColumn && o.expr->table.empty()) {
-      for (size_t i = 0; i < visible; i++) {
-        if (out.names[i] == o.expr->name) {
-          idx = static_cast<int>(i);
-          break;
-        }
-      }
-    }
-    if (idx < 0) {
-      bool u;
-      ASSIGN_OR_RETURN(BoundExprPtr b, binder.Bind(*o.expr, &u));
-      std::string bs = b->ToString();
-      for (size_t i = 0; i < proj.size(); i++) {
-        if (proj[i]->ToString() == bs) idx = static_cast<int>(i);
-      }
-      if (idx < 0) {
-        if (s.distinct) {
-          return Status::Sql(sqlstate::kInvalidColumnReference,
-                             "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
-                             o.expr->pos);
-        }
-        proj.push_back(std::move(b));
-        idx = static_cast<int>(proj.size() - 1);
-      }
-    }
-    k.expr = MakeColumn(idx, proj[idx]->type);
-    sort_keys.push_back(std::move(k));
-  }
-
-  auto project = std::make_unique<PlanNode>();
-  project->kind = PlanNode::Kind::kProject;
-  for (const auto& p : proj) project->types.push_back(p->type);
-  project->exprs = std::move(proj);
-  project->children.push_back(std::move(plan));
-  plan = std::move(project);
-
-  if (s.distinct) {
-    auto d = std::make_unique<PlanNode>();
-    d->kind = PlanNode::Kind::kAggregate;
-    d->types = plan->types;
-    for (size_t i = 0; i < plan->types.size(); i++) {
-      d->groups.push_back(MakeColumn(static_cast<int>(i), plan->types[i]));
-    }
-    d->children.push_back(std::move(plan));
-    plan = std::move(d);
-  }
+  ASSIGN_OR_RETURN(std::vector<SortKey> sort_keys, BindOrderBy(s, out.names, binder, &proj));
+  plan = ProjectDistinct(std::move(plan), std::move(proj), s.distinct);
   ASSIGN_OR_RETURN(plan, SortAndLimit(s, std::move(plan), std::move(sort_keys)));
-  if (plan->types.size() > visible) {
-    auto strip = std::make_unique<PlanNode>();
-    strip->kind = PlanNode::Kind::kProject;
-    for (size_t i = 0; i < visible; i++) {
-      strip->exprs.push_back(MakeColumn(static_cast<int>(i), plan->types[i]));
-      strip->types.push_back(plan->types[i]);
-    }
-    strip->children.push_back(std::move(plan));
-    plan = std::move(strip);
-  }
+  plan = StripHidden(std::move(plan), visible);
   if (agg_node) {
     agg_node->groups = std::move(groups);
     agg_node->aggs = std::move(aggs);
