@@ -28,6 +28,7 @@ struct ViewDef {
 };
 
 // Column lists follow PostgreSQL 15 (the columns clients read; a few rarely used ones left out).
+// A table, one entry per catalog: long, and clearer as data in one place than split.
 const std::vector<ViewDef>& Views() {
   static const std::vector<ViewDef> views = {
       {"pg_namespace",
@@ -446,250 +447,322 @@ std::map<TableId, uint64_t> PgCatalog::TableBytes() const {
   return bytes;
 }
 
-Result<std::vector<std::vector<Value>>> PgCatalog::Rows(TableId table) {
-  const std::string name = Views()[table - kFirstPgCatalogId].name;
-  std::vector<std::vector<Value>> rows;
+PgRelRows PgCatalog::NamespaceRows() {
+  PgRelRows rows;
+  Value null;
+  for (auto [oid, n] :
+       std::vector<std::pair<int64_t, const char*>>{{kPgCatalogNs, "pg_catalog"},
+                                                    {kPublicNs, "public"},
+                                                    {kToastNs, "pg_toast"},
+                                                    {kInfoSchemaNs, "information_schema"}}) {
+    rows.push_back({O(oid), T(n), O(oid == kPublicNs ? kDatabaseOwner : kOwner), null});
+  }
+  return rows;
+}
+
+PgRelRows PgCatalog::ClassRows() {
+  PgRelRows rows;
   Value null;
   const DatabaseCatalog& db = db_;
   const PgRelations& rel = Relations();
-  if (name == "pg_namespace") {
-    for (auto [oid, n] :
-         std::vector<std::pair<int64_t, const char*>>{{kPgCatalogNs, "pg_catalog"},
-                                                      {kPublicNs, "public"},
-                                                      {kToastNs, "pg_toast"},
-                                                      {kInfoSchemaNs, "information_schema"}}) {
-      rows.push_back({O(oid), T(n), O(oid == kPublicNs ? kDatabaseOwner : kOwner), null});
-    }
-  } else if (name == "pg_class") {
-    std::map<TableId, uint64_t> bytes = TableBytes();
-    auto add = [&](int64_t oid, const std::string& n, int64_t ns, int64_t am, const char* kind,
-                   int natts, bool has_index, double tuples, int64_t pages) {
-      rows.push_back({O(oid),
-                      T(n),
-                      O(ns),
-                      O(0),
-                      O(0),
-                      O(kOwner),
-                      O(am),
-                      O(oid),
-                      O(0),
-                      I(pages),
-                      Value::Double(tuples),
-                      I(0),
-                      O(0),
-                      B(has_index),
-                      B(false),
-                      T("p"),
-                      T(kind),
-                      I(natts),
-                      I(0),
-                      B(false),
-                      B(false),
-                      B(false),
-                      B(false),
-                      B(false),
-                      B(true),
-                      T(std::string(kind) == "i" ? "n" : "d"),
-                      B(false),
-                      O(0),
-                      null,
-                      null,
-                      null});
-    };
-    for (const auto& t : rel.tables) {
-      int natts = 0;
-      for (const auto& c : t.columns) natts += !c.hidden;
-      double est = db.EstimateRows(t);
-      add(TableOid(t), t.name, kPublicNs, kHeapAm, "r", natts, true, est,
-          static_cast<int64_t>((bytes[t.id] + 8191) / 8192));
-      if (!t.HasHiddenKey())
-        add(PkeyOid(t), t.name + "_pkey", kPublicNs, kBtreeAm, "i", t.key_columns.size(), false,
-            est, 1);
-      for (const auto& ix : t.indexes) {
-        add(IndexOid(t, ix), ix.name, kPublicNs, kBtreeAm, "i",
-            static_cast<int>(ix.spec.columns.size()), false, est, 1);
-      }
-    }
-    for (size_t i = 0; i < rel.views.size(); i++)
-      add(ViewOid(i), rel.views[i].first, kPublicNs, 0, "v", 0, false, 0, 0);
-    for (const auto& s : rel.system) {
-      // WattDB's own views (wattdb_*) are system relations too: \dS lists them, \d does not.
-      add(SystemViewOid(s.id), s.name, kPgCatalogNs, 0, "v", static_cast<int>(s.columns.size()),
-          false, 0, 0);
-    }
-  } else if (name == "pg_attribute") {
-    auto add = [&](int64_t rel_oid, const Column& c, int num, bool has_def) {
-      int64_t typ = c.type.PgOid();
-      bool text = c.type.id == TypeId::kText;
-      rows.push_back({O(rel_oid),
-                      T(c.name),
-                      O(typ),
-                      I(-1),
-                      I(c.type.PgLen()),
-                      I(num),
-                      I(c.type.id == TypeId::kArray),
-                      I(c.type.PgTypmod()),
-                      B(c.type.PgLen() > 0),
-                      T("i"),
-                      T(c.type.PgLen() > 0              ? "p"
-                        : c.type.id == TypeId::kNumeric ? "m"
-                                                        : "x"),
-                      T(""),
-                      B(c.not_null),
-                      B(has_def),
-                      B(false),
-                      T(""),
-                      T(""),
-                      B(false),
-                      B(true),
-                      I(0),
-                      O(text ? kDefaultCollation : 0),
-                      null});
-    };
-    for (const auto& t : rel.tables) {
-      int num = 0;
-      for (const auto& c : t.columns) {
-        if (c.hidden) continue;
-        add(TableOid(t), c, ++num, !c.default_sql.empty() || c.serial);
-      }
-      auto index_atts = [&](int64_t oid, const std::vector<int>& cols) {
-        for (size_t i = 0; i < cols.size(); i++)
-          add(oid, t.columns[cols[i]], static_cast<int>(i + 1), false);
-      };
-      if (!t.HasHiddenKey()) index_atts(PkeyOid(t), t.key_columns);
-      for (const auto& ix : t.indexes) index_atts(IndexOid(t, ix), ix.spec.columns);
-    }
-    for (const auto& s : rel.system) {
-      for (size_t i = 0; i < s.columns.size(); i++)
-        add(SystemViewOid(s.id), s.columns[i], static_cast<int>(i + 1), false);
-    }
-    // A view's columns are those of its query, bound now.
-    for (size_t v = 0; v < rel.views.size(); v++) {
-      auto stmts = sql::Parse(rel.views[v].second);
-      if (!stmts.ok() || stmts->size() != 1 ||
-          !std::holds_alternative<sql::SelectStmt>((*stmts)[0]))
-        continue;
-      auto bound = plan::BindSelect(std::get<sql::SelectStmt>((*stmts)[0]), db);
-      if (!bound.ok()) continue;
-      for (size_t i = 0; i < bound->types.size(); i++) {
-        add(ViewOid(v), Column{bound->names[i], bound->types[i]}, static_cast<int>(i + 1), false);
-      }
-    }
-  } else if (name == "pg_attrdef") {
-    for (const auto& t : rel.tables) {
-      int num = 0;
-      for (const auto& c : t.columns) {
-        if (c.hidden) continue;
-        num++;
-        std::string def =
-            c.serial ? "nextval('" + t.name + "_" + c.name + "_seq'::regclass)" : c.default_sql;
-        if (!def.empty())
-          rows.push_back({O(TableOid(t) + 500 + num), O(TableOid(t)), I(num), T(def)});
-      }
-    }
-  } else if (name == "pg_type") {
-    for (const auto& ty : Types()) {
-      bool arr = ty.name[0] == '_';
-      rows.push_back({O(ty.oid), T(ty.name), O(kPgCatalogNs), O(kOwner), I(ty.len),
-                      B(ty.len > 0 && ty.len <= 8), T("b"), T(ty.category), B(false), B(true),
-                      T(","), O(0), O(ty.elem), O(0), B(false), O(0), I(-1), I(arr ? 1 : 0),
-                      O(std::string(ty.category) == "S" ? kDefaultCollation : 0)});
-    }
-  } else if (name == "pg_index" || name == "pg_constraint") {
-    auto attnums = [](const TableSchema& t, const std::vector<int>& cols) {
-      std::vector<Value> out;
-      for (int c : cols) {
-        int num = 0;
-        for (int i = 0; i <= c; i++) num += !t.columns[i].hidden;
-        out.push_back(I(num));
-      }
-      return out;
-    };
-    for (const auto& t : rel.tables) {
-      struct Idx {
-        int64_t oid;
-        std::string name;
-        std::vector<int> cols;
-        bool unique, primary, constraint;
-      };
-      std::vector<Idx> idx;
-      if (!t.HasHiddenKey())
-        idx.push_back({PkeyOid(t), t.name + "_pkey", t.key_columns, true, true, true});
-      for (const auto& ix : t.indexes)
-        idx.push_back({IndexOid(t, ix), ix.name, ix.spec.columns, ix.unique, false, ix.constraint});
-      for (const auto& x : idx) {
-        if (name == "pg_index") {
-          rows.push_back({O(x.oid), O(TableOid(t)), I(static_cast<int64_t>(x.cols.size())),
-                          I(static_cast<int64_t>(x.cols.size())), B(x.unique), B(false),
-                          B(x.primary), B(false), B(true), B(false), B(true), B(false), B(true),
-                          B(true), B(false), Arr(attnums(t, x.cols)), null, null, null});
-        } else if (x.constraint) {
-          rows.push_back({O(x.oid),
-                          T(x.name),
-                          O(kPublicNs),
-                          T(x.primary ? "p" : "u"),
-                          B(false),
-                          B(false),
-                          B(true),
-                          O(TableOid(t)),
-                          O(0),
-                          O(x.oid),
-                          O(0),
-                          O(0),
-                          T(" "),
-                          T(" "),
-                          T(" "),
-                          B(true),
-                          I(0),
-                          B(true),
-                          Arr(attnums(t, x.cols)),
-                          null,
-                          null});
-        }
-      }
-    }
-  } else if (name == "pg_am") {
-    rows.push_back({O(kHeapAm), T("heap"), O(0), T("t")});
-    rows.push_back({O(kBtreeAm), T("btree"), O(0), T("i")});
-  } else if (name == "pg_collation") {
-    rows.push_back({O(kDefaultCollation), T("default"), O(kPgCatalogNs), O(kOwner), T("d"), B(true),
-                    I(-1), null, null});
-    rows.push_back(
-        {O(950), T("C"), O(kPgCatalogNs), O(kOwner), T("c"), B(true), I(-1), T("C"), T("C")});
-  } else if (name == "pg_roles") {
-    std::vector<std::string> users = RoleNames(db);
-    for (size_t i = 0; i < users.size(); i++) {
-      rows.push_back({O(RoleOid(users, i)), T(users[i]), B(true), B(true), B(true), B(true),
-                      B(true), B(false), I(-1), T("********"), null, B(true), null});
-    }
-  } else if (name == "pg_database") {
-    std::vector<std::string> dbs = DatabaseNames(db);
-    for (size_t i = 0; i < dbs.size(); i++) {
-      rows.push_back({O(DatabaseOid(i)), T(dbs[i]), O(kOwner), I(6), T("c"), B(false), B(true),
-                      I(-1), O(1663), T("C.UTF-8"), T("C.UTF-8"), null, null, null});
-    }
-  } else if (name == "pg_tablespace") {
-    rows.push_back({O(1663), T("pg_default"), O(kOwner), null});
-  } else if (name == "pg_stat_activity") {
-    std::vector<std::string> dbs = DatabaseNames(db), users = RoleNames(db);
-    auto time = [&](int64_t us) {
-      return us ? Value::Timestamp(us - kPgEpochUnixMicros) : Value();
-    };
-    for (const auto& b : cluster_.activity().Snapshot()) {
-      auto d = std::find(dbs.begin(), dbs.end(), b.datname);
-      auto u = std::find(users.begin(), users.end(), b.usename);
-      rows.push_back(
-          {d == dbs.end() ? null : O(DatabaseOid(d - dbs.begin())), T(b.datname), I(b.pid), null,
-           u == users.end() ? O(kOwner) : O(RoleOid(users, u - users.begin())), T(b.usename),
-           T(b.application_name), b.client_addr.empty() ? null : T(b.client_addr), I(b.client_port),
-           time(b.backend_start_us), time(b.xact_start_us), time(b.query_start_us),
-           time(b.state_change_us), b.state == "active" ? null : T("Client"),
-           b.state == "active" ? null : T("ClientRead"), T(b.state), T(b.query),
-           T("client backend")});
+  std::map<TableId, uint64_t> bytes = TableBytes();
+  auto add = [&](int64_t oid, const std::string& n, int64_t ns, int64_t am, const char* kind,
+                 int natts, bool has_index, double tuples, int64_t pages) {
+    rows.push_back({O(oid),
+                    T(n),
+                    O(ns),
+                    O(0),
+                    O(0),
+                    O(kOwner),
+                    O(am),
+                    O(oid),
+                    O(0),
+                    I(pages),
+                    Value::Double(tuples),
+                    I(0),
+                    O(0),
+                    B(has_index),
+                    B(false),
+                    T("p"),
+                    T(kind),
+                    I(natts),
+                    I(0),
+                    B(false),
+                    B(false),
+                    B(false),
+                    B(false),
+                    B(false),
+                    B(true),
+                    T(std::string(kind) == "i" ? "n" : "d"),
+                    B(false),
+                    O(0),
+                    null,
+                    null,
+                    null});
+  };
+  for (const auto& t : rel.tables) {
+    int natts = 0;
+    for (const auto& c : t.columns) natts += !c.hidden;
+    double est = db.EstimateRows(t);
+    add(TableOid(t), t.name, kPublicNs, kHeapAm, "r", natts, true, est,
+        static_cast<int64_t>((bytes[t.id] + 8191) / 8192));
+    if (!t.HasHiddenKey())
+      add(PkeyOid(t), t.name + "_pkey", kPublicNs, kBtreeAm, "i", t.key_columns.size(), false, est,
+          1);
+    for (const auto& ix : t.indexes) {
+      add(IndexOid(t, ix), ix.name, kPublicNs, kBtreeAm, "i",
+          static_cast<int>(ix.spec.columns.size()), false, est, 1);
     }
   }
-  // The other catalogs (policies, publications, inheritance, ...) have no WattDB counterpart.
+  for (size_t i = 0; i < rel.views.size(); i++)
+    add(ViewOid(i), rel.views[i].first, kPublicNs, 0, "v", 0, false, 0, 0);
+  for (const auto& s : rel.system) {
+    // WattDB's own views (wattdb_*) are system relations too: \dS lists them, \d does not.
+    add(SystemViewOid(s.id), s.name, kPgCatalogNs, 0, "v", static_cast<int>(s.columns.size()),
+        false, 0, 0);
+  }
   return rows;
+}
+
+PgRelRows PgCatalog::AttributeRows() {
+  PgRelRows rows;
+  Value null;
+  const DatabaseCatalog& db = db_;
+  const PgRelations& rel = Relations();
+  auto add = [&](int64_t rel_oid, const Column& c, int num, bool has_def) {
+    int64_t typ = c.type.PgOid();
+    bool text = c.type.id == TypeId::kText;
+    rows.push_back({O(rel_oid),
+                    T(c.name),
+                    O(typ),
+                    I(-1),
+                    I(c.type.PgLen()),
+                    I(num),
+                    I(c.type.id == TypeId::kArray),
+                    I(c.type.PgTypmod()),
+                    B(c.type.PgLen() > 0),
+                    T("i"),
+                    T(c.type.PgLen() > 0              ? "p"
+                      : c.type.id == TypeId::kNumeric ? "m"
+                                                      : "x"),
+                    T(""),
+                    B(c.not_null),
+                    B(has_def),
+                    B(false),
+                    T(""),
+                    T(""),
+                    B(false),
+                    B(true),
+                    I(0),
+                    O(text ? kDefaultCollation : 0),
+                    null});
+  };
+  for (const auto& t : rel.tables) {
+    int num = 0;
+    for (const auto& c : t.columns) {
+      if (c.hidden) continue;
+      add(TableOid(t), c, ++num, !c.default_sql.empty() || c.serial);
+    }
+    auto index_atts = [&](int64_t oid, const std::vector<int>& cols) {
+      for (size_t i = 0; i < cols.size(); i++)
+        add(oid, t.columns[cols[i]], static_cast<int>(i + 1), false);
+    };
+    if (!t.HasHiddenKey()) index_atts(PkeyOid(t), t.key_columns);
+    for (const auto& ix : t.indexes) index_atts(IndexOid(t, ix), ix.spec.columns);
+  }
+  for (const auto& s : rel.system) {
+    for (size_t i = 0; i < s.columns.size(); i++)
+      add(SystemViewOid(s.id), s.columns[i], static_cast<int>(i + 1), false);
+  }
+  // A view's columns are those of its query, bound now.
+  for (size_t v = 0; v < rel.views.size(); v++) {
+    auto stmts = sql::Parse(rel.views[v].second);
+    if (!stmts.ok() || stmts->size() != 1 || !std::holds_alternative<sql::SelectStmt>((*stmts)[0]))
+      continue;
+    auto bound = plan::BindSelect(std::get<sql::SelectStmt>((*stmts)[0]), db);
+    if (!bound.ok()) continue;
+    for (size_t i = 0; i < bound->types.size(); i++) {
+      add(ViewOid(v), Column{bound->names[i], bound->types[i]}, static_cast<int>(i + 1), false);
+    }
+  }
+  return rows;
+}
+
+PgRelRows PgCatalog::AttrdefRows() {
+  PgRelRows rows;
+  const PgRelations& rel = Relations();
+  for (const auto& t : rel.tables) {
+    int num = 0;
+    for (const auto& c : t.columns) {
+      if (c.hidden) continue;
+      num++;
+      std::string def =
+          c.serial ? "nextval('" + t.name + "_" + c.name + "_seq'::regclass)" : c.default_sql;
+      if (!def.empty())
+        rows.push_back({O(TableOid(t) + 500 + num), O(TableOid(t)), I(num), T(def)});
+    }
+  }
+  return rows;
+}
+
+PgRelRows PgCatalog::TypeRows() {
+  PgRelRows rows;
+  for (const auto& ty : Types()) {
+    bool arr = ty.name[0] == '_';
+    rows.push_back({O(ty.oid), T(ty.name), O(kPgCatalogNs), O(kOwner), I(ty.len),
+                    B(ty.len > 0 && ty.len <= 8), T("b"), T(ty.category), B(false), B(true), T(","),
+                    O(0), O(ty.elem), O(0), B(false), O(0), I(-1), I(arr ? 1 : 0),
+                    O(std::string(ty.category) == "S" ? kDefaultCollation : 0)});
+  }
+  return rows;
+}
+
+PgRelRows PgCatalog::IndexOrConstraintRows(const std::string& name) {
+  PgRelRows rows;
+  Value null;
+  const PgRelations& rel = Relations();
+  auto attnums = [](const TableSchema& t, const std::vector<int>& cols) {
+    std::vector<Value> out;
+    for (int c : cols) {
+      int num = 0;
+      for (int i = 0; i <= c; i++) num += !t.columns[i].hidden;
+      out.push_back(I(num));
+    }
+    return out;
+  };
+  for (const auto& t : rel.tables) {
+    struct Idx {
+      int64_t oid;
+      std::string name;
+      std::vector<int> cols;
+      bool unique, primary, constraint;
+    };
+    std::vector<Idx> idx;
+    if (!t.HasHiddenKey())
+      idx.push_back({PkeyOid(t), t.name + "_pkey", t.key_columns, true, true, true});
+    for (const auto& ix : t.indexes)
+      idx.push_back({IndexOid(t, ix), ix.name, ix.spec.columns, ix.unique, false, ix.constraint});
+    for (const auto& x : idx) {
+      if (name == "pg_index") {
+        rows.push_back({O(x.oid), O(TableOid(t)), I(static_cast<int64_t>(x.cols.size())),
+                        I(static_cast<int64_t>(x.cols.size())), B(x.unique), B(false), B(x.primary),
+                        B(false), B(true), B(false), B(true), B(false), B(true), B(true), B(false),
+                        Arr(attnums(t, x.cols)), null, null, null});
+      } else if (x.constraint) {
+        rows.push_back({O(x.oid),
+                        T(x.name),
+                        O(kPublicNs),
+                        T(x.primary ? "p" : "u"),
+                        B(false),
+                        B(false),
+                        B(true),
+                        O(TableOid(t)),
+                        O(0),
+                        O(x.oid),
+                        O(0),
+                        O(0),
+                        T(" "),
+                        T(" "),
+                        T(" "),
+                        B(true),
+                        I(0),
+                        B(true),
+                        Arr(attnums(t, x.cols)),
+                        null,
+                        null});
+      }
+    }
+  }
+  return rows;
+}
+
+PgRelRows PgCatalog::AmRows() {
+  PgRelRows rows;
+  rows.push_back({O(kHeapAm), T("heap"), O(0), T("t")});
+  rows.push_back({O(kBtreeAm), T("btree"), O(0), T("i")});
+  return rows;
+}
+
+PgRelRows PgCatalog::CollationRows() {
+  PgRelRows rows;
+  Value null;
+  rows.push_back({O(kDefaultCollation), T("default"), O(kPgCatalogNs), O(kOwner), T("d"), B(true),
+                  I(-1), null, null});
+  rows.push_back(
+      {O(950), T("C"), O(kPgCatalogNs), O(kOwner), T("c"), B(true), I(-1), T("C"), T("C")});
+  return rows;
+}
+
+PgRelRows PgCatalog::RolesRows() {
+  PgRelRows rows;
+  Value null;
+  const DatabaseCatalog& db = db_;
+  std::vector<std::string> users = RoleNames(db);
+  for (size_t i = 0; i < users.size(); i++) {
+    rows.push_back({O(RoleOid(users, i)), T(users[i]), B(true), B(true), B(true), B(true), B(true),
+                    B(false), I(-1), T("********"), null, B(true), null});
+  }
+  return rows;
+}
+
+PgRelRows PgCatalog::DatabaseRows() {
+  PgRelRows rows;
+  Value null;
+  const DatabaseCatalog& db = db_;
+  std::vector<std::string> dbs = DatabaseNames(db);
+  for (size_t i = 0; i < dbs.size(); i++) {
+    rows.push_back({O(DatabaseOid(i)), T(dbs[i]), O(kOwner), I(6), T("c"), B(false), B(true), I(-1),
+                    O(1663), T("C.UTF-8"), T("C.UTF-8"), null, null, null});
+  }
+  return rows;
+}
+
+PgRelRows PgCatalog::TablespaceRows() {
+  PgRelRows rows;
+  Value null;
+  rows.push_back({O(1663), T("pg_default"), O(kOwner), null});
+  return rows;
+}
+
+PgRelRows PgCatalog::StatActivityRows() {
+  PgRelRows rows;
+  Value null;
+  const DatabaseCatalog& db = db_;
+  std::vector<std::string> dbs = DatabaseNames(db), users = RoleNames(db);
+  auto time = [&](int64_t us) { return us ? Value::Timestamp(us - kPgEpochUnixMicros) : Value(); };
+  for (const auto& b : cluster_.activity().Snapshot()) {
+    auto d = std::find(dbs.begin(), dbs.end(), b.datname);
+    auto u = std::find(users.begin(), users.end(), b.usename);
+    rows.push_back({d == dbs.end() ? null : O(DatabaseOid(d - dbs.begin())), T(b.datname), I(b.pid),
+                    null, u == users.end() ? O(kOwner) : O(RoleOid(users, u - users.begin())),
+                    T(b.usename), T(b.application_name),
+                    b.client_addr.empty() ? null : T(b.client_addr), I(b.client_port),
+                    time(b.backend_start_us), time(b.xact_start_us), time(b.query_start_us),
+                    time(b.state_change_us), b.state == "active" ? null : T("Client"),
+                    b.state == "active" ? null : T("ClientRead"), T(b.state), T(b.query),
+                    T("client backend")});
+  }
+  return rows;
+}
+
+Result<PgRelRows> PgCatalog::Rows(TableId table) {
+  const std::string name = Views()[table - kFirstPgCatalogId].name;
+  // The catalogs WattDB fills in; the others (policies, publications, inheritance, ...) have
+  // no WattDB counterpart and are empty.
+  if (name == "pg_namespace") return NamespaceRows();
+  if (name == "pg_class") return ClassRows();
+  if (name == "pg_attribute") return AttributeRows();
+  if (name == "pg_attrdef") return AttrdefRows();
+  if (name == "pg_type") return TypeRows();
+  if (name == "pg_index") return IndexOrConstraintRows(name);
+  if (name == "pg_constraint") return IndexOrConstraintRows(name);
+  if (name == "pg_am") return AmRows();
+  if (name == "pg_collation") return CollationRows();
+  if (name == "pg_roles") return RolesRows();
+  if (name == "pg_database") return DatabaseRows();
+  if (name == "pg_tablespace") return TablespaceRows();
+  if (name == "pg_stat_activity") return StatActivityRows();
+  return PgRelRows{};
 }
 
 Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>& args) {

@@ -27,6 +27,7 @@ bool IsPgCatalogView(const std::string& name);
 bool IsPgCatalogTable(TableId table);
 
 struct PgRelations;
+using PgRelRows = std::vector<std::vector<Value>>;
 
 // The pg_catalog views and catalog functions as a session of database `db` sees them. The
 // relations are read from the catalog once, on first use (one per statement).
@@ -35,12 +36,25 @@ class PgCatalog {
   PgCatalog(const DatabaseCatalog& db, Cluster& cluster);
   ~PgCatalog();
   // The rows of pg_catalog view `table`.
-  Result<std::vector<std::vector<Value>>> Rows(TableId table);
+  Result<PgRelRows> Rows(TableId table);
   // Catalog function `name` (see plan::CatalogFunctionType).
   Result<Value> Call(const std::string& name, const std::vector<Value>& args);
 
  private:
   const PgRelations& Relations();
+  // The rows of one catalog each (pg_index and pg_constraint share theirs).
+  PgRelRows NamespaceRows();
+  PgRelRows ClassRows();
+  PgRelRows AttributeRows();
+  PgRelRows AttrdefRows();
+  PgRelRows TypeRows();
+  PgRelRows IndexOrConstraintRows(const std::string& name);
+  PgRelRows AmRows();
+  PgRelRows CollationRows();
+  PgRelRows RolesRows();
+  PgRelRows DatabaseRows();
+  PgRelRows TablespaceRows();
+  PgRelRows StatActivityRows();
   // Stored bytes of each table, from the nodes' latest telemetry.
   std::map<TableId, uint64_t> TableBytes() const;
 

@@ -26,6 +26,118 @@ int CharPos(const std::string& s, size_t byte) {
   return n;
 }
 
+// Skips a /* comment */ (they nest, as in PostgreSQL) starting at sql[i].
+Status SkipBlockComment(const std::string& sql, size_t& i) {
+  size_t n = sql.size();
+  size_t start = i;
+  int depth = 0;
+  while (i < n) {
+    if (sql.compare(i, 2, "/*") == 0) {
+      depth++;
+      i += 2;
+    } else if (sql.compare(i, 2, "*/") == 0) {
+      depth--;
+      i += 2;
+      if (depth == 0) break;
+    } else {
+      i++;
+    }
+  }
+  if (depth != 0) {
+    return Status::Sql(sqlstate::kSyntaxError, "unterminated /* comment", CharPos(sql, start));
+  }
+  return Status::OK();
+}
+
+// A "quoted identifier" starting at sql[i] (a doubled quote stands for one).
+Result<Token> LexQuotedIdent(const std::string& sql, size_t& i, int pos) {
+  size_t n = sql.size();
+  std::string w;
+  i++;
+  bool closed = false;
+  while (i < n) {
+    if (sql[i] == '"') {
+      if (i + 1 < n && sql[i + 1] == '"') {
+        w += '"';
+        i += 2;
+        continue;
+      }
+      i++;
+      closed = true;
+      break;
+    }
+    w += sql[i++];
+  }
+  if (!closed) return Status::Sql(sqlstate::kSyntaxError, "unterminated quoted identifier", pos);
+  if (w.empty())
+    return Status::Sql(sqlstate::kSyntaxError, "zero-length delimited identifier", pos);
+  return Token{Tok::kQuotedIdent, w, pos};
+}
+
+// A 'string' or E'string' (with backslash escapes) starting at sql[i].
+Result<Token> LexString(const std::string& sql, size_t& i, int pos) {
+  size_t n = sql.size();
+  bool escapes = sql[i] != '\'';
+  if (escapes) i++;
+  std::string w;
+  i++;
+  bool closed = false;
+  while (i < n) {
+    char ch = sql[i];
+    if (ch == '\'') {
+      if (i + 1 < n && sql[i + 1] == '\'') {
+        w += '\'';
+        i += 2;
+        continue;
+      }
+      i++;
+      closed = true;
+      break;
+    }
+    if (escapes && ch == '\\' && i + 1 < n) {
+      char e = sql[i + 1];
+      w += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
+      i += 2;
+      continue;
+    }
+    w += ch;
+    i++;
+  }
+  if (!closed) return Status::Sql(sqlstate::kSyntaxError, "unterminated quoted string", pos);
+  return Token{Tok::kString, w, pos};
+}
+
+// An integer or a float (1.5, .5, 1e3) starting at sql[i].
+Result<Token> LexNumber(const std::string& sql, size_t& i, int pos) {
+  size_t n = sql.size();
+  size_t s = i;
+  bool is_float = false;
+  while (i < n && std::isdigit(static_cast<unsigned char>(sql[i]))) i++;
+  if (i < n && sql[i] == '.') {
+    is_float = true;
+    i++;
+    while (i < n && std::isdigit(static_cast<unsigned char>(sql[i]))) i++;
+  }
+  if (i < n && (sql[i] == 'e' || sql[i] == 'E')) {
+    size_t save = i;
+    i++;
+    if (i < n && (sql[i] == '+' || sql[i] == '-')) i++;
+    if (i < n && std::isdigit(static_cast<unsigned char>(sql[i]))) {
+      is_float = true;
+      while (i < n && std::isdigit(static_cast<unsigned char>(sql[i]))) i++;
+    } else {
+      i = save;
+    }
+  }
+  if (i < n && IdentStart(sql[i])) {
+    return Status::Sql(sqlstate::kSyntaxError,
+                       fmt::format("trailing junk after numeric literal at or near \"{}\"",
+                                   sql.substr(s, i - s + 1)),
+                       pos);
+  }
+  return Token{is_float ? Tok::kFloat : Tok::kInteger, sql.substr(s, i - s), pos};
+}
+
 }  // namespace
 
 Result<std::vector<Token>> Lex(const std::string& sql) {
@@ -44,23 +156,7 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
       continue;
     }
     if (c == '/' && i + 1 < n && sql[i + 1] == '*') {
-      size_t start = i;
-      int depth = 0;
-      while (i < n) {
-        if (sql.compare(i, 2, "/*") == 0) {
-          depth++;
-          i += 2;
-        } else if (sql.compare(i, 2, "*/") == 0) {
-          depth--;
-          i += 2;
-          if (depth == 0) break;
-        } else {
-          i++;
-        }
-      }
-      if (depth != 0) {
-        return Status::Sql(sqlstate::kSyntaxError, "unterminated /* comment", CharPos(sql, start));
-      }
+      RETURN_NOT_OK(SkipBlockComment(sql, i));
       continue;
     }
     // Positions advance incrementally: recounting from the start would make lexing a
@@ -78,88 +174,19 @@ Result<std::vector<Token>> Lex(const std::string& sql) {
       continue;
     }
     if (c == '"') {
-      std::string w;
-      i++;
-      bool closed = false;
-      while (i < n) {
-        if (sql[i] == '"') {
-          if (i + 1 < n && sql[i + 1] == '"') {
-            w += '"';
-            i += 2;
-            continue;
-          }
-          i++;
-          closed = true;
-          break;
-        }
-        w += sql[i++];
-      }
-      if (!closed)
-        return Status::Sql(sqlstate::kSyntaxError, "unterminated quoted identifier", pos);
-      if (w.empty())
-        return Status::Sql(sqlstate::kSyntaxError, "zero-length delimited identifier", pos);
-      out.push_back({Tok::kQuotedIdent, w, pos});
+      ASSIGN_OR_RETURN(Token tok, LexQuotedIdent(sql, i, pos));
+      out.push_back(std::move(tok));
       continue;
     }
     if (c == '\'' || ((c == 'E' || c == 'e') && i + 1 < n && sql[i + 1] == '\'')) {
-      bool escapes = c != '\'';
-      if (escapes) i++;
-      std::string w;
-      i++;
-      bool closed = false;
-      while (i < n) {
-        char ch = sql[i];
-        if (ch == '\'') {
-          if (i + 1 < n && sql[i + 1] == '\'') {
-            w += '\'';
-            i += 2;
-            continue;
-          }
-          i++;
-          closed = true;
-          break;
-        }
-        if (escapes && ch == '\\' && i + 1 < n) {
-          char e = sql[i + 1];
-          w += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
-          i += 2;
-          continue;
-        }
-        w += ch;
-        i++;
-      }
-      if (!closed) return Status::Sql(sqlstate::kSyntaxError, "unterminated quoted string", pos);
-      out.push_back({Tok::kString, w, pos});
+      ASSIGN_OR_RETURN(Token tok, LexString(sql, i, pos));
+      out.push_back(std::move(tok));
       continue;
     }
     if (std::isdigit(c) ||
         (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(sql[i + 1])))) {
-      size_t s = i;
-      bool is_float = false;
-      while (i < n && std::isdigit(static_cast<unsigned char>(sql[i]))) i++;
-      if (i < n && sql[i] == '.') {
-        is_float = true;
-        i++;
-        while (i < n && std::isdigit(static_cast<unsigned char>(sql[i]))) i++;
-      }
-      if (i < n && (sql[i] == 'e' || sql[i] == 'E')) {
-        size_t save = i;
-        i++;
-        if (i < n && (sql[i] == '+' || sql[i] == '-')) i++;
-        if (i < n && std::isdigit(static_cast<unsigned char>(sql[i]))) {
-          is_float = true;
-          while (i < n && std::isdigit(static_cast<unsigned char>(sql[i]))) i++;
-        } else {
-          i = save;
-        }
-      }
-      if (i < n && IdentStart(sql[i])) {
-        return Status::Sql(sqlstate::kSyntaxError,
-                           fmt::format("trailing junk after numeric literal at or near \"{}\"",
-                                       sql.substr(s, i - s + 1)),
-                           pos);
-      }
-      out.push_back({is_float ? Tok::kFloat : Tok::kInteger, sql.substr(s, i - s), pos});
+      ASSIGN_OR_RETURN(Token tok, LexNumber(sql, i, pos));
+      out.push_back(std::move(tok));
       continue;
     }
     if (c == '$' && i + 1 < n && std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {

@@ -312,133 +312,143 @@ Result<ExprPtr> Parser::ParsePrimary() {
   CHECK_STACK_DEPTH();
   const Token& t = Peek();
   switch (t.kind) {
-    case Tok::kInteger: {
-      i_++;
-      auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-      int64_t v = 0;
-      auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-      if (ec != std::errc()) {
-        e->value = NumericLiteral(t.text);  // too large for bigint: numeric, as in PostgreSQL
-      } else if (v <= INT32_MAX) {
-        e->value = Value::Int32(v);
-      } else {
-        e->value = Value::Int64(v);
-      }
-      return e;
-    }
-    case Tok::kFloat: {  // 1.5, 1e3: numeric, as in PostgreSQL
-      i_++;
-      auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-      e->value = NumericLiteral(t.text);
-      return e;
-    }
-    case Tok::kString: {
-      i_++;
-      auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-      e->value = Value::Text(t.text);
-      e->untyped = true;
-      return e;
-    }
-    case Tok::kParam: {
-      i_++;
-      auto e = std::make_unique<Expr>(Expr::Kind::kParam, t.pos);
-      auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), e->param);
-      if (ec != std::errc() || e->param < 1 || e->param > 65535) {
-        return Status::Sql(sqlstate::kUndefinedParameter,
-                           fmt::format("there is no parameter ${}", t.text), t.pos);
-      }
-      return e;
-    }
+    case Tok::kInteger:
+    case Tok::kFloat:
+    case Tok::kString:
+    case Tok::kParam:
+      return ParseLiteral();
     case Tok::kOp:
-      if (t.text == "(") {
-        if (IsSelectAhead()) {
-          // (SELECT ...) as a value; also ((SELECT ...) UNION ...) via ParseSelect.
-          auto e = std::make_unique<Expr>(Expr::Kind::kSubquery, t.pos);
-          i_++;
-          e->subquery = std::make_shared<SelectStmt>();
-          ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
-          RETURN_NOT_OK(ExpectOp(")"));
-          return e;
-        }
-        i_++;
-        ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
-        RETURN_NOT_OK(ExpectOp(")"));
-        return e;
-      }
+      if (t.text == "(") return ParseParenthesized();
       return SyntaxError();
     case Tok::kEnd:
       return SyntaxError();
     case Tok::kIdent:
+      return ParseKeywordOrName();
     case Tok::kQuotedIdent:
-      break;
+      return ParseNameOrCall();
   }
-  if (t.kind == Tok::kIdent) {
-    if (t.Is("null")) {
-      i_++;
-      return std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
+  return SyntaxError();
+}
+
+Result<ExprPtr> Parser::ParseLiteral() {
+  const Token& t = Next();
+  if (t.kind == Tok::kParam) {
+    auto e = std::make_unique<Expr>(Expr::Kind::kParam, t.pos);
+    auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), e->param);
+    if (ec != std::errc() || e->param < 1 || e->param > 65535) {
+      return Status::Sql(sqlstate::kUndefinedParameter,
+                         fmt::format("there is no parameter ${}", t.text), t.pos);
     }
-    if (t.Is("true") || t.Is("false")) {
-      i_++;
-      auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
-      e->value = Value::Bool(t.Is("true"));
-      return e;
+    return e;
+  }
+  auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
+  if (t.kind == Tok::kString) {
+    e->value = Value::Text(t.text);
+    e->untyped = true;
+  } else if (t.kind == Tok::kFloat) {  // 1.5, 1e3: numeric, as in PostgreSQL
+    e->value = NumericLiteral(t.text);
+  } else {
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (ec != std::errc()) {
+      e->value = NumericLiteral(t.text);  // too large for bigint: numeric, as in PostgreSQL
+    } else if (v <= INT32_MAX) {
+      e->value = Value::Int32(v);
+    } else {
+      e->value = Value::Int64(v);
     }
-    if (t.Is("case")) return ParseCase();
-    if (t.Is("current_timestamp") || t.Is("localtimestamp")) {
-      i_++;
-      if (AcceptOp("(")) {  // precision: accepted
-        RETURN_NOT_OK(UnsignedInt().status());
-        RETURN_NOT_OK(ExpectOp(")"));
-      }
-      auto f = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
-      f->name = t.text;
-      return f;
-    }
-    if (t.Is("array") && Peek(1).IsOp("[")) {  // ARRAY[a, b, ...]
-      i_ += 2;
-      auto f = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
-      f->name = "__array";
-      if (!Peek().IsOp("]")) {
-        do {
-          ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
-          f->args.push_back(std::move(a));
-        } while (AcceptOp(","));
-      }
-      RETURN_NOT_OK(ExpectOp("]"));
-      return f;
-    }
-    if (t.Is("array") && Peek(1).IsOp("(") && IsSelectAhead(1)) {
-      i_ += 2;
-      auto e = std::make_unique<Expr>(Expr::Kind::kArray, t.pos);
-      e->subquery = std::make_shared<SelectStmt>();
-      ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
-      RETURN_NOT_OK(ExpectOp(")"));
-      return e;
-    }
-    if (t.Is("exists") && Peek(1).IsOp("(")) {
-      i_ += 2;
-      auto e = std::make_unique<Expr>(Expr::Kind::kExists, t.pos);
-      e->subquery = std::make_shared<SelectStmt>();
-      ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
-      RETURN_NOT_OK(ExpectOp(")"));
-      return e;
-    }
-    if (t.Is("cast")) {
-      i_++;
-      RETURN_NOT_OK(ExpectOp("("));
-      auto c = std::make_unique<Expr>(Expr::Kind::kCast, t.pos);
-      ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
-      RETURN_NOT_OK(Expect("as"));
-      ASSIGN_OR_RETURN(c->cast_type, ParseType());
-      RETURN_NOT_OK(ExpectOp(")"));
-      c->args.push_back(std::move(a));
-      return c;
-    }
-    // LEFT and RIGHT are join keywords, and also functions.
-    if (kReserved.count(t.text) && !((t.Is("left") || t.Is("right")) && Peek(1).IsOp("(")))
-      return SyntaxError();
+  }
+  return e;
+}
+
+Result<ExprPtr> Parser::ParseParenthesized() {
+  const Token& t = Peek();
+  if (IsSelectAhead()) {
+    // (SELECT ...) as a value; also ((SELECT ...) UNION ...) via ParseSelect.
+    auto e = std::make_unique<Expr>(Expr::Kind::kSubquery, t.pos);
+    i_++;
+    e->subquery = std::make_shared<SelectStmt>();
+    ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
+    RETURN_NOT_OK(ExpectOp(")"));
+    return e;
   }
   i_++;
+  ASSIGN_OR_RETURN(ExprPtr e, ParseExpr());
+  RETURN_NOT_OK(ExpectOp(")"));
+  return e;
+}
+
+Result<ExprPtr> Parser::ParseSubqueryAfterParen(Expr::Kind kind, int pos) {
+  auto e = std::make_unique<Expr>(kind, pos);
+  e->subquery = std::make_shared<SelectStmt>();
+  ASSIGN_OR_RETURN(*e->subquery, ParseSelect());
+  RETURN_NOT_OK(ExpectOp(")"));
+  return e;
+}
+
+Result<ExprPtr> Parser::ParseKeywordOrName() {
+  const Token& t = Peek();
+  if (t.Is("null")) {
+    i_++;
+    return std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
+  }
+  if (t.Is("true") || t.Is("false")) {
+    i_++;
+    auto e = std::make_unique<Expr>(Expr::Kind::kLiteral, t.pos);
+    e->value = Value::Bool(t.Is("true"));
+    return e;
+  }
+  if (t.Is("case")) return ParseCase();
+  if (t.Is("current_timestamp") || t.Is("localtimestamp")) {
+    i_++;
+    if (AcceptOp("(")) {  // precision: accepted
+      RETURN_NOT_OK(UnsignedInt().status());
+      RETURN_NOT_OK(ExpectOp(")"));
+    }
+    auto f = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
+    f->name = t.text;
+    return f;
+  }
+  if (t.Is("array") && Peek(1).IsOp("[")) {  // ARRAY[a, b, ...]
+    i_ += 2;
+    auto f = std::make_unique<Expr>(Expr::Kind::kFunc, t.pos);
+    f->name = "__array";
+    if (!Peek().IsOp("]")) {
+      do {
+        ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
+        f->args.push_back(std::move(a));
+      } while (AcceptOp(","));
+    }
+    RETURN_NOT_OK(ExpectOp("]"));
+    return f;
+  }
+  if (t.Is("array") && Peek(1).IsOp("(") && IsSelectAhead(1)) {
+    i_ += 2;
+    return ParseSubqueryAfterParen(Expr::Kind::kArray, t.pos);
+  }
+  if (t.Is("exists") && Peek(1).IsOp("(")) {
+    i_ += 2;
+    return ParseSubqueryAfterParen(Expr::Kind::kExists, t.pos);
+  }
+  if (t.Is("cast")) {
+    i_++;
+    RETURN_NOT_OK(ExpectOp("("));
+    auto c = std::make_unique<Expr>(Expr::Kind::kCast, t.pos);
+    ASSIGN_OR_RETURN(ExprPtr a, ParseExpr());
+    RETURN_NOT_OK(Expect("as"));
+    ASSIGN_OR_RETURN(c->cast_type, ParseType());
+    RETURN_NOT_OK(ExpectOp(")"));
+    c->args.push_back(std::move(a));
+    return c;
+  }
+  // LEFT and RIGHT are join keywords, and also functions.
+  if (kReserved.count(t.text) && !((t.Is("left") || t.Is("right")) && Peek(1).IsOp("(")))
+    return SyntaxError();
+  return ParseNameOrCall();
+}
+
+Result<ExprPtr> Parser::ParseNameOrCall() {
+  const Token& t = Next();
   std::string name = t.text;
   if (t.Is("pg_catalog") && Peek().IsOp(".") && Peek(2).IsOp("(")) {  // pg_catalog.f(...)
     i_++;

@@ -121,6 +121,13 @@ class Parser {
   Result<ExprPtr> ParseUnary();
   Result<ExprPtr> ParseCastSuffix();
   Result<ExprPtr> ParsePrimary();
+  // The pieces of ParsePrimary, by the token that starts the expression.
+  Result<ExprPtr> ParseLiteral();        // integer, float, string or $n
+  Result<ExprPtr> ParseParenthesized();  // ( expr ) or ( SELECT ... )
+  Result<ExprPtr> ParseKeywordOrName();  // NULL, TRUE, CASE, ARRAY, EXISTS, CAST, ... or a name
+  Result<ExprPtr> ParseNameOrCall();     // [table.]column or f(args)
+  // The SELECT of kind(SELECT ...) after the opening parenthesis, and the closing one.
+  Result<ExprPtr> ParseSubqueryAfterParen(Expr::Kind kind, int pos);
   Result<ExprPtr> ParseCase();
 
   // The source text from 1-based position `from` up to (not including) `to`, trimmed.
