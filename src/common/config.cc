@@ -101,129 +101,126 @@ Status GetPort(const toml::table& t, const char* key, uint16_t* out, const std::
 
 }  // namespace
 
-Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", source, e.source().begin.line,
-                                               e.source().begin.column, e.description()));
-  }
-  ClusterConfig c;
-  // A misspelt key or section is refused, not silently ignored (as PostgreSQL refuses an
-  // unrecognized parameter).
+namespace {
+
+// [cluster]: storage, timeouts and caches.
+Status ParseClusterSection(const toml::table& t, const std::string& source, ClusterConfig* c) {
   RETURN_NOT_OK(config_internal::CheckKeys(
-      root, {"cluster", "master", "auth", "node", "power", "profile", "infrastructure", "hosts"},
-      "the top level", source));
-  RETURN_NOT_OK(config_internal::ParsePowerSections(root, source, &c));
-  if (auto* t = root["cluster"].as_table()) {
-    RETURN_NOT_OK(config_internal::CheckKeys(
-        *t,
-        {"data_dir", "segment_bytes", "telemetry_interval_ms", "heartbeat_timeout_ms",
-         "node_binary", "key_file", "sync_commit", "local_sockets", "latch_wait_ms",
-         "connect_timeout_ms", "rpc_timeout_ms", "lock_timeout_ms", "column_cache_mb",
-         "column_cache_quiet_ms", "scan_frame_kb", "log_level"},
-        "[cluster]", source));
-    int64_t seg = static_cast<int64_t>(c.segment_bytes);
-    int64_t tel = c.telemetry_interval_ms, hb = c.heartbeat_timeout_ms;
-    RETURN_NOT_OK(Get(*t, "data_dir", &c.data_dir, source));
-    RETURN_NOT_OK(Get(*t, "segment_bytes", &seg, source));
-    RETURN_NOT_OK(Get(*t, "telemetry_interval_ms", &tel, source));
-    RETURN_NOT_OK(Get(*t, "heartbeat_timeout_ms", &hb, source));
-    RETURN_NOT_OK(Get(*t, "node_binary", &c.node_binary, source));
-    RETURN_NOT_OK(Get(*t, "key_file", &c.key_file, source));
-    RETURN_NOT_OK(Get(*t, "sync_commit", &c.sync_commit, source));
-    RETURN_NOT_OK(Get(*t, "local_sockets", &c.local_sockets, source));
-    int64_t wait = c.latch_wait_ms;
-    RETURN_NOT_OK(Get(*t, "latch_wait_ms", &wait, source));
-    if (wait < 1 || wait > 3600000)
-      return Status::InvalidArgument(source + ": latch_wait_ms must be in 1..3600000");
-    c.latch_wait_ms = static_cast<int>(wait);
-    for (auto [key, field] : {std::pair{"connect_timeout_ms", &c.connect_timeout_ms},
-                              std::pair{"rpc_timeout_ms", &c.rpc_timeout_ms},
-                              std::pair{"lock_timeout_ms", &c.lock_timeout_ms}}) {
-      int64_t v = *field;
-      RETURN_NOT_OK(Get(*t, key, &v, source));
-      if (v < 10 || v > 3600000) {
-        return Status::InvalidArgument(fmt::format("{}: {} must be in 10..3600000", source, key));
-      }
-      *field = static_cast<int>(v);
+      t,
+      {"data_dir", "segment_bytes", "telemetry_interval_ms", "heartbeat_timeout_ms", "node_binary",
+       "key_file", "sync_commit", "local_sockets", "latch_wait_ms", "connect_timeout_ms",
+       "rpc_timeout_ms", "lock_timeout_ms", "column_cache_mb", "column_cache_quiet_ms",
+       "scan_frame_kb", "log_level"},
+      "[cluster]", source));
+  int64_t seg = static_cast<int64_t>(c->segment_bytes);
+  int64_t tel = c->telemetry_interval_ms, hb = c->heartbeat_timeout_ms;
+  RETURN_NOT_OK(Get(t, "data_dir", &c->data_dir, source));
+  RETURN_NOT_OK(Get(t, "segment_bytes", &seg, source));
+  RETURN_NOT_OK(Get(t, "telemetry_interval_ms", &tel, source));
+  RETURN_NOT_OK(Get(t, "heartbeat_timeout_ms", &hb, source));
+  RETURN_NOT_OK(Get(t, "node_binary", &c->node_binary, source));
+  RETURN_NOT_OK(Get(t, "key_file", &c->key_file, source));
+  RETURN_NOT_OK(Get(t, "sync_commit", &c->sync_commit, source));
+  RETURN_NOT_OK(Get(t, "local_sockets", &c->local_sockets, source));
+  int64_t wait = c->latch_wait_ms;
+  RETURN_NOT_OK(Get(t, "latch_wait_ms", &wait, source));
+  if (wait < 1 || wait > 3600000)
+    return Status::InvalidArgument(source + ": latch_wait_ms must be in 1..3600000");
+  c->latch_wait_ms = static_cast<int>(wait);
+  for (auto [key, field] : {std::pair{"connect_timeout_ms", &c->connect_timeout_ms},
+                            std::pair{"rpc_timeout_ms", &c->rpc_timeout_ms},
+                            std::pair{"lock_timeout_ms", &c->lock_timeout_ms}}) {
+    int64_t v = *field;
+    RETURN_NOT_OK(Get(t, key, &v, source));
+    if (v < 10 || v > 3600000) {
+      return Status::InvalidArgument(fmt::format("{}: {} must be in 10..3600000", source, key));
     }
-    int64_t cache = c.column_cache_mb;
-    RETURN_NOT_OK(Get(*t, "column_cache_mb", &cache, source));
-    if (cache < 0 || cache > 1048576)
-      return Status::InvalidArgument(source + ": column_cache_mb must be in 0..1048576");
-    c.column_cache_mb = static_cast<int>(cache);
-    int64_t quiet = c.column_cache_quiet_ms;
-    RETURN_NOT_OK(Get(*t, "column_cache_quiet_ms", &quiet, source));
-    if (quiet < 0 || quiet > 86400000) {
-      return Status::InvalidArgument(source + ": column_cache_quiet_ms must be in 0..86400000");
-    }
-    c.column_cache_quiet_ms = static_cast<int>(quiet);
-    int64_t frame = c.scan_frame_kb;
-    RETURN_NOT_OK(Get(*t, "scan_frame_kb", &frame, source));
-    if (frame < 0 || frame > 16384)
-      return Status::InvalidArgument(source + ": scan_frame_kb must be in 0..16384");
-    c.scan_frame_kb = static_cast<int>(frame);
-    RETURN_NOT_OK(Get(*t, "log_level", &c.log_level, source));
-    if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
-    if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");
-    if (hb <= tel) {
-      return Status::InvalidArgument(source +
-                                     ": heartbeat_timeout_ms must exceed telemetry_interval_ms");
-    }
-    c.segment_bytes = static_cast<uint64_t>(seg);
-    c.telemetry_interval_ms = static_cast<int>(tel);
-    c.heartbeat_timeout_ms = static_cast<int>(hb);
+    *field = static_cast<int>(v);
   }
-  if (auto* t = root["master"].as_table()) {
-    RETURN_NOT_OK(config_internal::CheckKeys(
-        *t,
-        {"host", "pg_port", "cluster_port", "energy_policy", "max_connections",
-         "authentication_timeout_ms", "client_io_timeout_ms", "work_mem_mb"},
-        "[master]", source));
-    RETURN_NOT_OK(Get(*t, "host", &c.master_host, source));
-    RETURN_NOT_OK(GetPort(*t, "pg_port", &c.pg_port, source));
-    RETURN_NOT_OK(GetPort(*t, "cluster_port", &c.cluster_port, source));
-    RETURN_NOT_OK(Get(*t, "energy_policy", &c.energy_policy, source));
-    for (auto [key, field, lo, hi] :
-         {std::tuple{"max_connections", &c.max_connections, 1, 100000},
-          std::tuple{"authentication_timeout_ms", &c.authentication_timeout_ms, 100, 600000},
-          std::tuple{"client_io_timeout_ms", &c.client_io_timeout_ms, 100, 86400000},
-          std::tuple{"work_mem_mb", &c.work_mem_mb, 1, 1048576}}) {
-      int64_t v = *field;
-      RETURN_NOT_OK(Get(*t, key, &v, source));
-      if (v < lo || v > hi) {
-        return Status::InvalidArgument(
-            fmt::format("{}: [master] {} must be in {}..{}", source, key, lo, hi));
-      }
-      *field = static_cast<int>(v);
-    }
+  int64_t cache = c->column_cache_mb;
+  RETURN_NOT_OK(Get(t, "column_cache_mb", &cache, source));
+  if (cache < 0 || cache > 1048576)
+    return Status::InvalidArgument(source + ": column_cache_mb must be in 0..1048576");
+  c->column_cache_mb = static_cast<int>(cache);
+  int64_t quiet = c->column_cache_quiet_ms;
+  RETURN_NOT_OK(Get(t, "column_cache_quiet_ms", &quiet, source));
+  if (quiet < 0 || quiet > 86400000) {
+    return Status::InvalidArgument(source + ": column_cache_quiet_ms must be in 0..86400000");
   }
-  if (auto* t = root["auth"].as_table()) {
-    RETURN_NOT_OK(
-        config_internal::CheckKeys(*t, {"method", "trust_loopback", "user"}, "[auth]", source));
-    RETURN_NOT_OK(Get(*t, "method", &c.auth.method, source));
-    RETURN_NOT_OK(Get(*t, "trust_loopback", &c.auth.trust_loopback, source));
-    if (c.auth.method != "scram-sha-256" && c.auth.method != "md5" && c.auth.method != "trust") {
+  c->column_cache_quiet_ms = static_cast<int>(quiet);
+  int64_t frame = c->scan_frame_kb;
+  RETURN_NOT_OK(Get(t, "scan_frame_kb", &frame, source));
+  if (frame < 0 || frame > 16384)
+    return Status::InvalidArgument(source + ": scan_frame_kb must be in 0..16384");
+  c->scan_frame_kb = static_cast<int>(frame);
+  RETURN_NOT_OK(Get(t, "log_level", &c->log_level, source));
+  if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
+  if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");
+  if (hb <= tel) {
+    return Status::InvalidArgument(source +
+                                   ": heartbeat_timeout_ms must exceed telemetry_interval_ms");
+  }
+  c->segment_bytes = static_cast<uint64_t>(seg);
+  c->telemetry_interval_ms = static_cast<int>(tel);
+  c->heartbeat_timeout_ms = static_cast<int>(hb);
+  return Status::OK();
+}
+
+// [master]: the master's ports, policy file and client limits.
+Status ParseMasterSection(const toml::table& t, const std::string& source, ClusterConfig* c) {
+  RETURN_NOT_OK(config_internal::CheckKeys(
+      t,
+      {"host", "pg_port", "cluster_port", "energy_policy", "max_connections",
+       "authentication_timeout_ms", "client_io_timeout_ms", "work_mem_mb"},
+      "[master]", source));
+  RETURN_NOT_OK(Get(t, "host", &c->master_host, source));
+  RETURN_NOT_OK(GetPort(t, "pg_port", &c->pg_port, source));
+  RETURN_NOT_OK(GetPort(t, "cluster_port", &c->cluster_port, source));
+  RETURN_NOT_OK(Get(t, "energy_policy", &c->energy_policy, source));
+  for (auto [key, field, lo, hi] :
+       {std::tuple{"max_connections", &c->max_connections, 1, 100000},
+        std::tuple{"authentication_timeout_ms", &c->authentication_timeout_ms, 100, 600000},
+        std::tuple{"client_io_timeout_ms", &c->client_io_timeout_ms, 100, 86400000},
+        std::tuple{"work_mem_mb", &c->work_mem_mb, 1, 1048576}}) {
+    int64_t v = *field;
+    RETURN_NOT_OK(Get(t, key, &v, source));
+    if (v < lo || v > hi) {
       return Status::InvalidArgument(
-          fmt::format("{}: [auth] method '{}' is unknown (known: scram-sha-256, md5, trust)",
-                      source, c.auth.method));
+          fmt::format("{}: [master] {} must be in {}..{}", source, key, lo, hi));
     }
-    if (auto* users = (*t)["user"].as_array()) {
-      for (auto& el : *users) {
-        auto* u = el.as_table();
-        if (!u) return Status::InvalidArgument(source + ": [[auth.user]] entries must be tables");
-        RETURN_NOT_OK(
-            config_internal::CheckKeys(*u, {"name", "password"}, "[[auth.user]]", source));
-        std::string name, password;
-        RETURN_NOT_OK(Get(*u, "name", &name, source));
-        RETURN_NOT_OK(Get(*u, "password", &password, source));
-        if (name.empty()) return Status::InvalidArgument(source + ": [[auth.user]] needs a name");
-        c.auth.users.emplace_back(name, password);
-      }
+    *field = static_cast<int>(v);
+  }
+  return Status::OK();
+}
+
+// [auth]: the method and the users it knows.
+Status ParseAuthSection(const toml::table& t, const std::string& source, ClusterConfig* c) {
+  RETURN_NOT_OK(
+      config_internal::CheckKeys(t, {"method", "trust_loopback", "user"}, "[auth]", source));
+  RETURN_NOT_OK(Get(t, "method", &c->auth.method, source));
+  RETURN_NOT_OK(Get(t, "trust_loopback", &c->auth.trust_loopback, source));
+  if (c->auth.method != "scram-sha-256" && c->auth.method != "md5" && c->auth.method != "trust") {
+    return Status::InvalidArgument(
+        fmt::format("{}: [auth] method '{}' is unknown (known: scram-sha-256, md5, trust)", source,
+                    c->auth.method));
+  }
+  if (auto* users = t["user"].as_array()) {
+    for (auto& el : *users) {
+      auto* u = el.as_table();
+      if (!u) return Status::InvalidArgument(source + ": [[auth.user]] entries must be tables");
+      RETURN_NOT_OK(config_internal::CheckKeys(*u, {"name", "password"}, "[[auth.user]]", source));
+      std::string name, password;
+      RETURN_NOT_OK(Get(*u, "name", &name, source));
+      RETURN_NOT_OK(Get(*u, "password", &password, source));
+      if (name.empty()) return Status::InvalidArgument(source + ": [[auth.user]] needs a name");
+      c->auth.users.emplace_back(name, password);
     }
   }
+  return Status::OK();
+}
+
+// The [[node]] entries: ids unique and in range, a port each, their power settings.
+Status ParseNodes(const toml::table& root, const std::string& source, ClusterConfig* c) {
   std::set<NodeId> ids;
   if (auto* arr = root["node"].as_array()) {
     for (auto& el : *arr) {
@@ -250,9 +247,33 @@ Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& so
       if (n.port == 0)
         return Status::InvalidArgument(fmt::format("{}: node {} needs a port", source, id));
       RETURN_NOT_OK(config_internal::ParseNodePower(*t, source, &n));
-      c.nodes.push_back(n);
+      c->nodes.push_back(n);
     }
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<ClusterConfig> ParseConfig(const std::string& text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", source, e.source().begin.line,
+                                               e.source().begin.column, e.description()));
+  }
+  ClusterConfig c;
+  // A misspelt key or section is refused, not silently ignored (as PostgreSQL refuses an
+  // unrecognized parameter).
+  RETURN_NOT_OK(config_internal::CheckKeys(
+      root, {"cluster", "master", "auth", "node", "power", "profile", "infrastructure", "hosts"},
+      "the top level", source));
+  RETURN_NOT_OK(config_internal::ParsePowerSections(root, source, &c));
+  if (auto* t = root["cluster"].as_table()) RETURN_NOT_OK(ParseClusterSection(*t, source, &c));
+  if (auto* t = root["master"].as_table()) RETURN_NOT_OK(ParseMasterSection(*t, source, &c));
+  if (auto* t = root["auth"].as_table()) RETURN_NOT_OK(ParseAuthSection(*t, source, &c));
+  RETURN_NOT_OK(ParseNodes(root, source, &c));
   if (c.nodes.empty()) return Status::InvalidArgument(source + ": no [[node]] entries");
   RETURN_NOT_OK(config_internal::FinishPowerConfig(root, source, &c));
   return c;

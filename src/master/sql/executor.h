@@ -242,6 +242,10 @@ class Executor {
   Result<std::string> Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel);
   // Counts the rows of `tables` for the planner (ANALYZE).
   Status Analyze(const std::vector<TableSchema>& tables, const std::atomic<bool>* cancel);
+  // Runs `bound` to its end with counters per operator (EXPLAIN ANALYZE); the elapsed ms.
+  Result<double> RunInstrumented(const plan::BoundSelect& bound,
+                                 std::map<const plan::PlanNode*, exec::OperatorStats>* stats,
+                                 exec::RemoteStats* remote_stats, const std::atomic<bool>* cancel);
   Result<std::string> Explain(sql::ExplainStmt& s, ResultSink& sink,
                               const std::atomic<bool>* cancel);
   Result<std::string> Dispatch(sql::Statement& stmt, ResultSink& sink,

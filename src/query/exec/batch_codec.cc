@@ -315,6 +315,160 @@ void EncodeColumnTo(const Vector& v, size_t rows, ByteWriter& w, std::string* ou
   }
 }
 
+// A column's NULL map as read: null[i] is 1 for a NULL row (8 spare zero entries so that
+// bits unpack in whole words), `values` the number of non-NULL rows.
+struct NullMap {
+  bool has_nulls = false;
+  std::vector<uint8_t> null;  // empty when !has_nulls
+  size_t values = 0;
+  bool is_null(size_t i) const { return has_nulls && null[i] != 0; }
+};
+
+// Ints or doubles. Packed ints stay packed (Vector::packed) when the input is kept alive.
+bool DecodeNumbers(ByteReader& r, PhysType p, TypeId t, size_t rows, NullMap& nm, Vector* v,
+                   const std::shared_ptr<const TextArena>& in_owner) {
+  uint8_t layout = 0;
+  if (p == PhysType::kInt && (!r.U8(&layout) || !IsIntLayout(layout))) return false;
+  if ((layout == kPacked || layout == kBits) && in_owner) {
+    // Offsets stay where they lie until something reads the values (Vector::packed).
+    PackedInts packed;
+    if (!ReadPacked(r, layout, rows, &packed, nullptr)) return false;
+    if (nm.has_nulls) nm.null.resize(rows);
+    v->InitPacked(t, rows, std::move(nm.null), packed, in_owner);
+    return true;
+  }
+  // Every row's entry straight into the array; NULL rows' entries then set to zero.
+  v->InitUnset(t, rows);
+  if (p == PhysType::kInt) {
+    if (!DecodeInts(r, layout, rows, nm.has_nulls ? nm.null.data() : nullptr, v->mutable_ints()))
+      return false;
+  } else {
+    std::string_view raw;
+    if (!r.Bytes(rows * sizeof(double), &raw)) return false;
+    std::memcpy(v->mutable_doubles(), raw.data(), raw.size());
+  }
+  if (nm.has_nulls) {
+    std::memcpy(v->mutable_nulls(), nm.null.data(), rows);
+    if (p == PhysType::kDouble) {
+      double* d = v->mutable_doubles();
+      for (size_t i = 0; i < rows; i++) d[i] = nm.null[i] ? 0 : d[i];
+    }
+  }
+  return true;
+}
+
+// Straight into the array: NULL rows keep their zero entry.
+bool DecodeDecimals(ByteReader& r, TypeId t, size_t rows, const NullMap& nm, Vector* v) {
+  v->Init(t, rows);
+  uint8_t* nulls = v->mutable_nulls();
+  Decimal* decimals = v->mutable_decimals();
+  for (size_t i = 0; i < rows; i++) {
+    if (nm.is_null(i)) {
+      nulls[i] = 1;
+      continue;
+    }
+    uint8_t scale;
+    uint64_t lo, hi;
+    if (!r.U8(&scale) || scale > kMaxDecimalScale || !r.U64(&lo) || !r.U64(&hi)) return false;
+    auto u = (static_cast<unsigned __int128>(hi) << 64) | lo;
+    decimals[i] = Decimal{static_cast<Int128>(u), scale};
+  }
+  return true;
+}
+
+// Dictionary-coded texts. The distinct values are views into the input (kept alive) or
+// copies made once.
+bool DecodeDictionary(ByteReader& r, size_t rows, const NullMap& nm, Vector* v,
+                      const std::shared_ptr<const TextArena>& in_owner) {
+  uint64_t n;
+  if (!r.VarU64(&n) || n == 0 || n > kMaxDictionary) return false;
+  std::string_view dict[kMaxDictionary];
+  std::shared_ptr<TextArena> copies = in_owner ? nullptr : std::make_shared<TextArena>();
+  for (uint64_t d = 0; d < n; d++) {
+    if (!r.Str(&dict[d])) return false;
+    if (copies) dict[d] = copies->Copy(dict[d]);
+  }
+  std::string_view codes;  // one per non-NULL row; none when every row holds the one value
+  if (n > 1 && !r.Bytes(nm.values, &codes)) return false;
+  auto* code = reinterpret_cast<const uint8_t*>(codes.data());
+  if (n > 1 && MaxByte(code, nm.values) >= n) return false;
+  // The rows' views are laid out when something reads them; operators that work per
+  // value (length(), grouping) read the codes.
+  auto attached = std::make_shared<TextDictionary>();
+  attached->values.assign(dict, dict + n);
+  std::vector<uint8_t> nulls;  // empty: none
+  if (nm.has_nulls) nulls.assign(nm.null.begin(), nm.null.begin() + rows);
+  if (n == 1) {
+    attached->codes.assign(rows, 0);  // every row the one value
+  } else if (!nm.has_nulls) {
+    attached->codes.assign(code, code + rows);
+  } else {
+    attached->codes.assign(rows, 0);
+    for (size_t i = 0, k = 0; i < rows; i++) {
+      if (!nm.null[i]) attached->codes[i] = code[k++];
+    }
+  }
+  v->InitFromDictionary(TypeId::kText, std::move(nulls), std::move(attached),
+                        in_owner ? in_owner : copies);
+  return true;
+}
+
+// Plain texts: views into the input when it is kept alive, else copies.
+bool DecodePlainTexts(ByteReader& r, size_t rows, const NullMap& nm, Vector* v,
+                      const std::shared_ptr<const TextArena>& in_owner) {
+  if (in_owner) {
+    v->InitUnset(TypeId::kText, rows);
+    v->KeepArena(in_owner);
+    std::string_view* texts = v->mutable_texts();
+    uint8_t* nulls = v->mutable_nulls();
+    for (size_t i = 0; i < rows; i++) {
+      if (nm.is_null(i)) {
+        nulls[i] = 1;
+        texts[i] = std::string_view();
+      } else if (!r.Str(&texts[i])) {
+        return false;
+      }
+    }
+    return true;
+  }
+  v->Reserve(rows);
+  for (size_t i = 0; i < rows; i++) {
+    std::string_view s;
+    if (nm.is_null(i)) {
+      v->AppendNull();
+    } else if (r.Str(&s)) {
+      v->AppendText(s);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool DecodeBoxed(ByteReader& r, size_t rows, Vector* v) {
+  v->Reserve(rows);
+  std::string_view enc;
+  std::vector<Value> vals;
+  if (!r.Str(&enc) || !DecodeRow(enc, &vals).ok() || vals.size() != rows) return false;
+  for (auto& x : vals) v->Append(std::move(x));
+  return true;
+}
+
+// The NULL bitmap, if the column has one.
+bool ReadNullMap(ByteReader& r, size_t rows, bool has_nulls, NullMap* nm) {
+  nm->has_nulls = has_nulls;
+  nm->values = rows;
+  if (!has_nulls) return true;
+  nm->null.assign(rows + 8, 0);
+  std::string_view bits;
+  if (!r.Bytes((rows + 7) / 8, &bits)) return false;
+  for (size_t i = 0; i < bits.size(); i++)
+    UnpackBits8(static_cast<uint8_t>(bits[i]), nm->null.data() + 8 * i);
+  std::fill(nm->null.begin() + rows, nm->null.end(), 0);  // bits past the last row mean nothing
+  for (size_t i = 0; i < rows; i++) nm->values -= nm->null[i];
+  return true;
+}
+
 Status DecodeColumn(ByteReader& r, size_t rows, Vector* v,
                     const std::shared_ptr<const TextArena>& in_owner) {
   auto bad = [] { return Status::Corruption("column batch does not decode"); };
@@ -330,146 +484,37 @@ Status DecodeColumn(ByteReader& r, size_t rows, Vector* v,
     v->AppendNulls(rows);
     return Status::OK();
   }
-  const bool has_nulls = flag == kNullBitmap;
-  std::vector<uint8_t> null(has_nulls ? rows + 8 : 0, 0);  // empty: no NULLs (8 spare: whole words)
-  size_t values = rows;                                    // non-NULL rows
-  if (has_nulls) {
-    std::string_view bits;
-    if (!r.Bytes((rows + 7) / 8, &bits)) return bad();
-    for (size_t i = 0; i < bits.size(); i++)
-      UnpackBits8(static_cast<uint8_t>(bits[i]), null.data() + 8 * i);
-    std::fill(null.begin() + rows, null.end(), 0);  // bits past the last row mean nothing
-    for (size_t i = 0; i < rows; i++) values -= null[i];
-  }
-  auto is_null = [&](size_t i) { return has_nulls && null[i] != 0; };
+  NullMap nm;
+  if (!ReadNullMap(r, rows, flag == kNullBitmap, &nm)) return bad();
   auto p = static_cast<PhysType>(phys);
   auto t = static_cast<TypeId>(type);
   if (p != PhysType::kEmpty && p != PhysType::kBoxed && PhysOf(t) != p) return bad();
   v->Clear();
   if (rows == 0) return Status::OK();
-  if (p == PhysType::kEmpty) {
-    v->AppendNulls(rows);
-    return Status::OK();
+  bool ok = true;
+  switch (p) {
+    case PhysType::kEmpty:
+      v->AppendNulls(rows);
+      break;
+    case PhysType::kInt:
+    case PhysType::kDouble:
+      ok = DecodeNumbers(r, p, t, rows, nm, v, in_owner);
+      break;
+    case PhysType::kDecimal:
+      ok = DecodeDecimals(r, t, rows, nm, v);
+      break;
+    case PhysType::kText: {
+      uint8_t layout;
+      if (!r.U8(&layout) || (layout != kPlain && layout != kDictionary)) return bad();
+      ok = layout == kDictionary ? DecodeDictionary(r, rows, nm, v, in_owner)
+                                 : DecodePlainTexts(r, rows, nm, v, in_owner);
+      break;
+    }
+    case PhysType::kBoxed:
+      ok = DecodeBoxed(r, rows, v);
+      break;
   }
-  if (p == PhysType::kInt || p == PhysType::kDouble) {
-    uint8_t layout = 0;
-    if (p == PhysType::kInt && (!r.U8(&layout) || !IsIntLayout(layout))) return bad();
-    if ((layout == kPacked || layout == kBits) && in_owner) {
-      // Offsets stay where they lie until something reads the values (Vector::packed).
-      PackedInts packed;
-      if (!ReadPacked(r, layout, rows, &packed, nullptr)) return bad();
-      if (has_nulls) null.resize(rows);
-      v->InitPacked(t, rows, std::move(null), packed, in_owner);
-      return Status::OK();
-    }
-    // Every row's entry straight into the array; NULL rows' entries then set to zero.
-    v->InitUnset(t, rows);
-    if (p == PhysType::kInt) {
-      if (!DecodeInts(r, layout, rows, has_nulls ? null.data() : nullptr, v->mutable_ints()))
-        return bad();
-    } else {
-      std::string_view raw;
-      if (!r.Bytes(rows * sizeof(double), &raw)) return bad();
-      std::memcpy(v->mutable_doubles(), raw.data(), raw.size());
-    }
-    if (has_nulls) {
-      std::memcpy(v->mutable_nulls(), null.data(), rows);
-      if (p == PhysType::kDouble) {
-        double* d = v->mutable_doubles();
-        for (size_t i = 0; i < rows; i++) d[i] = null[i] ? 0 : d[i];
-      }
-    }
-    return Status::OK();
-  }
-  if (p == PhysType::kDecimal) {
-    // Straight into the array: NULL rows keep their zero entry.
-    v->Init(t, rows);
-    uint8_t* nulls = v->mutable_nulls();
-    Decimal* decimals = v->mutable_decimals();
-    for (size_t i = 0; i < rows; i++) {
-      if (is_null(i)) {
-        nulls[i] = 1;
-        continue;
-      }
-      uint8_t scale;
-      uint64_t lo, hi;
-      if (!r.U8(&scale) || scale > kMaxDecimalScale || !r.U64(&lo) || !r.U64(&hi)) return bad();
-      auto u = (static_cast<unsigned __int128>(hi) << 64) | lo;
-      decimals[i] = Decimal{static_cast<Int128>(u), scale};
-    }
-    return Status::OK();
-  }
-  uint8_t layout = kPlain;
-  if (p == PhysType::kText && (!r.U8(&layout) || (layout != kPlain && layout != kDictionary)))
-    return bad();
-  if (p == PhysType::kText && layout == kDictionary) {
-    // The distinct values are views into the input (kept alive) or copies made once.
-    uint64_t n;
-    if (!r.VarU64(&n) || n == 0 || n > kMaxDictionary) return bad();
-    std::string_view dict[kMaxDictionary];
-    std::shared_ptr<TextArena> copies = in_owner ? nullptr : std::make_shared<TextArena>();
-    for (uint64_t d = 0; d < n; d++) {
-      if (!r.Str(&dict[d])) return bad();
-      if (copies) dict[d] = copies->Copy(dict[d]);
-    }
-    std::string_view codes;  // one per non-NULL row; none when every row holds the one value
-    if (n > 1 && !r.Bytes(values, &codes)) return bad();
-    auto* code = reinterpret_cast<const uint8_t*>(codes.data());
-    if (n > 1 && MaxByte(code, values) >= n) return bad();
-    // The rows' views are laid out when something reads them; operators that work per
-    // value (length(), grouping) read the codes.
-    auto attached = std::make_shared<TextDictionary>();
-    attached->values.assign(dict, dict + n);
-    std::vector<uint8_t> nulls;  // empty: none
-    if (has_nulls) nulls.assign(null.begin(), null.begin() + rows);
-    if (n == 1) {
-      attached->codes.assign(rows, 0);  // every row the one value
-    } else if (!has_nulls) {
-      attached->codes.assign(code, code + rows);
-    } else {
-      attached->codes.assign(rows, 0);
-      for (size_t i = 0, k = 0; i < rows; i++) {
-        if (!null[i]) attached->codes[i] = code[k++];
-      }
-    }
-    v->InitFromDictionary(TypeId::kText, std::move(nulls), std::move(attached),
-                          in_owner ? in_owner : copies);
-    return Status::OK();
-  }
-  if (p == PhysType::kText && in_owner) {
-    v->InitUnset(TypeId::kText, rows);
-    v->KeepArena(in_owner);
-    std::string_view* texts = v->mutable_texts();
-    uint8_t* nulls = v->mutable_nulls();
-    for (size_t i = 0; i < rows; i++) {
-      if (is_null(i)) {
-        nulls[i] = 1;
-        texts[i] = std::string_view();
-      } else if (!r.Str(&texts[i])) {
-        return bad();
-      }
-    }
-    return Status::OK();
-  }
-  v->Reserve(rows);  // appended below, boxed or copied
-  if (p == PhysType::kBoxed) {
-    std::string_view enc;
-    std::vector<Value> vals;
-    if (!r.Str(&enc) || !DecodeRow(enc, &vals).ok() || vals.size() != rows) return bad();
-    for (auto& x : vals) v->Append(std::move(x));
-    return Status::OK();
-  }
-  for (size_t i = 0; i < rows; i++) {  // texts, copied
-    std::string_view s;
-    if (is_null(i)) {
-      v->AppendNull();
-    } else if (r.Str(&s)) {
-      v->AppendText(s);
-    } else {
-      return bad();
-    }
-  }
-  return Status::OK();
+  return ok ? Status::OK() : bad();
 }
 
 }  // namespace
