@@ -61,17 +61,10 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
       refs.at(id)->counters().bytes += rb.second;
     }
   };
-  if (!prepared_txn && ops.size() >= kIngestAbove &&
-      std::none_of(refs.begin(), refs.end(),
-                   [](const auto& r) { return !r.second->meta().indexes.empty(); })) {
-    // Ingested files are durable without the log: every commit the log holds is made durable
-    // first, since this one may have been written over a commit whose sync was still due.
-    if (sync_commits_) RETURN_NOT_OK(log_sync_.Sync(log_sync_.Written()));
-    ASSIGN_OR_RETURN(bool ingested, ApplyByIngesting(ts, ops, refs, txn, &written));
+  if (!prepared_txn) {
+    ASSIGN_OR_RETURN(bool ingested, TryIngest(ts, ops, refs, txn, &written));
     if (ingested) {
-      for (auto& [id, ref] : refs) ref->newest().Clear();
       count_written(true);
-      ingested_commits_++;
       return Status::OK();
     }
   }
@@ -82,58 +75,9 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   rocksdb::WriteBatch b(batch_bytes);
   if (prepared_txn) RETURN_NOT_OK(FromRocks(b.Delete(PreparedKey(prepared_txn)), "write batch"));
   if (txn) RETURN_NOT_OK(FromRocks(b.Put(OutcomeKey(txn), BigEndian64(ts)), "write batch"));
-  // Rows of indexed segments: the last write of each key, whose entries change below, and
-  // the write that knows the row before the transaction (its first), if one does.
-  struct IndexedKey {
-    const WriteOp* last = nullptr;
-    const WriteOp* prior = nullptr;
-  };
-  std::map<std::pair<SegmentId, std::string>, IndexedKey> indexed;
-  SmallFlatMap<SegmentId, std::pair<SegmentRef, std::vector<IndexKeySpec>>> specs;
-  const std::string inv_ts = BigEndian64(~ts);  // a version key's suffix (see MvccKey)
-  const char row_space = kRowSpace;
-  const SegmentRef* seg = nullptr;  // of op.segment
-  SegmentId seg_id = 0;
-  std::pair<uint64_t, uint64_t>* counts = nullptr;
-  bool seg_indexed = false;
-  for (const auto& op : ops) {
-    if (!seg || op.segment != seg_id) {
-      seg = &refs.at(op.segment);
-      seg_id = op.segment;
-      counts = &written[op.segment];
-      auto sp = specs.find(op.segment);
-      if (sp == specs.end())
-        sp = specs.emplace(op.segment, std::make_pair(*seg, (*seg)->meta().indexes)).first;
-      seg_indexed = !sp->second.second.empty();
-    }
-    const char kind = static_cast<char>(op.kind);
-    rocksdb::Slice key_parts[3] = {{&row_space, 1}, op.key, inv_ts};
-    rocksdb::Slice value_parts[2] = {{&kind, 1}, op.row};
-    RETURN_NOT_OK(FromRocks(
-        b.Put((*seg)->cf(), rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(value_parts, 2)),
-        "write batch"));
-    counts->first++;
-    counts->second += op.key.size() + 9 + op.row.size() + 1;
-    if (seg_indexed) {
-      IndexedKey& e = indexed[{op.segment, op.key}];
-      e.last = &op;
-      if (!e.prior && op.prior != Prior::kUnknown) e.prior = &op;
-    }
-  }
-  for (const auto& [k, e] : indexed) {
-    const auto& [seg, seg_specs] = specs[k.first];
-    const std::string* old_row = nullptr;
-    std::optional<std::string> read;
-    if (e.prior) {
-      if (e.prior->prior == Prior::kRow) old_row = &e.prior->prior_row;
-    } else {
-      ASSIGN_OR_RETURN(read, LatestRow(*seg, e.last->key));
-      seg->counters().prior_reads++;
-      if (read) old_row = &*read;
-    }
-    RETURN_NOT_OK(IndexChanges(*seg, seg_specs, e.last->key, old_row,
-                               e.last->kind == VersionKind::kPut ? &e.last->row : nullptr, ts, &b));
-  }
+  IndexedWrites indexed;
+  RETURN_NOT_OK(BatchVersions(ts, ops, refs, &b, &written, &indexed));
+  RETURN_NOT_OK(BatchIndexChanges(ts, indexed, refs, &b));
   // Written unsynced and synced with the commits around it (group_sync.h); the versions are
   // visible to no snapshot before Apply returns (the commit is still in flight at the master).
   RETURN_NOT_OK(FromRocks(db_->Write(rocksdb::WriteOptions(), &b), "apply writes"));
@@ -149,6 +93,79 @@ Status SegmentStore::Apply(Timestamp ts, const std::vector<WriteOp>& ops, uint64
   if (!synced) return Status::OK();
   if (on_written) on_written(ticket);
   return log_sync_.Sync(ticket);
+}
+
+Result<bool> SegmentStore::TryIngest(Timestamp ts, const std::vector<WriteOp>& ops,
+                                     const CommitSegments& refs, uint64_t txn,
+                                     WrittenCounts* written) {
+  if (ops.size() < kIngestAbove || std::any_of(refs.begin(), refs.end(), [](const auto& r) {
+        return !r.second->meta().indexes.empty();
+      })) {
+    return false;
+  }
+  // Ingested files are durable without the log: every commit the log holds is made durable
+  // first, since this one may have been written over a commit whose sync was still due.
+  if (sync_commits_) RETURN_NOT_OK(log_sync_.Sync(log_sync_.Written()));
+  ASSIGN_OR_RETURN(bool ingested, ApplyByIngesting(ts, ops, refs, txn, written));
+  if (!ingested) return false;
+  for (auto& [id, ref] : refs) ref->newest().Clear();
+  ingested_commits_++;
+  return true;
+}
+
+Status SegmentStore::BatchVersions(Timestamp ts, const std::vector<WriteOp>& ops,
+                                   const CommitSegments& refs, rocksdb::WriteBatch* b,
+                                   WrittenCounts* written, IndexedWrites* indexed) const {
+  const std::string inv_ts = BigEndian64(~ts);  // a version key's suffix (see MvccKey)
+  const char row_space = kRowSpace;
+  const SegmentRef* seg = nullptr;  // of op.segment
+  SegmentId seg_id = 0;
+  std::pair<uint64_t, uint64_t>* counts = nullptr;
+  bool seg_indexed = false;
+  for (const auto& op : ops) {
+    if (!seg || op.segment != seg_id) {
+      seg = &refs.at(op.segment);
+      seg_id = op.segment;
+      counts = &(*written)[op.segment];
+      auto sp = indexed->specs.find(op.segment);
+      if (sp == indexed->specs.end())
+        sp = indexed->specs.emplace(op.segment, (*seg)->meta().indexes).first;
+      seg_indexed = !sp->second.empty();
+    }
+    const char kind = static_cast<char>(op.kind);
+    rocksdb::Slice key_parts[3] = {{&row_space, 1}, op.key, inv_ts};
+    rocksdb::Slice value_parts[2] = {{&kind, 1}, op.row};
+    RETURN_NOT_OK(FromRocks(b->Put((*seg)->cf(), rocksdb::SliceParts(key_parts, 3),
+                                   rocksdb::SliceParts(value_parts, 2)),
+                            "write batch"));
+    counts->first++;
+    counts->second += op.key.size() + 9 + op.row.size() + 1;
+    if (seg_indexed) {
+      IndexedWrite& e = indexed->keys[{op.segment, op.key}];
+      e.last = &op;
+      if (!e.prior && op.prior != Prior::kUnknown) e.prior = &op;
+    }
+  }
+  return Status::OK();
+}
+
+Status SegmentStore::BatchIndexChanges(Timestamp ts, const IndexedWrites& indexed,
+                                       const CommitSegments& refs, rocksdb::WriteBatch* b) const {
+  for (const auto& [k, e] : indexed.keys) {
+    const SegmentRef& seg = refs.at(k.first);
+    const std::string* old_row = nullptr;
+    std::optional<std::string> read;
+    if (e.prior) {
+      if (e.prior->prior == Prior::kRow) old_row = &e.prior->prior_row;
+    } else {
+      ASSIGN_OR_RETURN(read, LatestRow(*seg, e.last->key));
+      seg->counters().prior_reads++;
+      if (read) old_row = &*read;
+    }
+    RETURN_NOT_OK(IndexChanges(*seg, indexed.specs.at(k.first), e.last->key, old_row,
+                               e.last->kind == VersionKind::kPut ? &e.last->row : nullptr, ts, b));
+  }
+  return Status::OK();
 }
 
 Status SegmentStore::SyncWal() {
@@ -171,6 +188,76 @@ Status SegmentStore::SyncWal() {
   }
   return s;
 }
+
+namespace {
+
+// One table file of an ingested commit, written by one thread.
+struct IngestPart {
+  IngestPart(const rocksdb::Options& o, rocksdb::ColumnFamilyHandle* cf)
+      : writer(rocksdb::EnvOptions(), o, cf) {}
+  rocksdb::SstFileWriter writer;
+  Status status;
+  bool in_order = true;
+  uint64_t rows = 0, bytes = 0;
+};
+
+// Where a segment's ops (indices `idx`, in key order) are cut into about `parts` files: the
+// first op of each part, then idx.size(). A cut falls between two keys whose stored forms
+// (key + version suffix) are in order too, so that the files' ranges do not overlap.
+std::vector<size_t> IngestCuts(const std::vector<WriteOp>& ops, const std::vector<uint32_t>& idx,
+                               const std::string& inv_ts, size_t parts) {
+  auto cut_between = [&](size_t c) {
+    const std::string& a = ops[idx[c - 1]].key;
+    const std::string& b = ops[idx[c]].key;
+    return a != b && a + inv_ts < b + inv_ts;
+  };
+  std::vector<size_t> cuts = {0};
+  for (size_t p = 1; p < parts; p++) {
+    size_t c = std::max(cuts.back() + 1, idx.size() * p / parts);
+    while (c < idx.size() && !cut_between(c)) c++;
+    if (c < idx.size()) cuts.push_back(c);
+  }
+  cuts.push_back(idx.size());
+  return cuts;
+}
+
+// Writes part p of `out` (ops idx[cuts[p]..cuts[p+1])) on up to `threads` threads; each
+// part's status, order and counts are in its IngestPart.
+void WriteIngestParts(const std::vector<WriteOp>& ops, const std::vector<uint32_t>& idx,
+                      const std::vector<size_t>& cuts, const std::string& inv_ts, size_t threads,
+                      std::vector<std::unique_ptr<IngestPart>>& out) {
+  auto write = [&](size_t p) {
+    IngestPart& part = *out[p];
+    std::string key, value;
+    for (size_t j = cuts[p]; j < cuts[p + 1]; j++) {
+      if (j + 1 < idx.size() && ops[idx[j + 1]].key == ops[idx[j]].key)
+        continue;  // the key's last write wins
+      const WriteOp& op = ops[idx[j]];
+      key.assign(1, kRowSpace);
+      key += op.key;
+      key += inv_ts;
+      value.assign(1, static_cast<char>(op.kind));
+      value += op.row;
+      if (!part.writer.Put(key, value).ok()) {  // out of order: a key that prefixes another
+        part.in_order = false;
+        return;
+      }
+      part.rows++;
+      part.bytes += key.size() + value.size();
+    }
+    part.status = FromRocks(part.writer.Finish(), "write table file for ingestion");
+  };
+  std::atomic<size_t> next_part{0};
+  auto worker = [&] {
+    for (size_t p; (p = next_part.fetch_add(1)) < out.size();) write(p);
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < std::min(threads, out.size()); t++) helpers.emplace_back(worker);
+  worker();
+  for (auto& t : helpers) t.join();
+}
+
+}  // namespace
 
 Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops,
                                             const CommitSegments& refs, uint64_t txn,
@@ -218,10 +305,7 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
   // cover disjoint key ranges and are ingested together. Small files keep the compactions of
   // the segment's later splits small (each rewrites the file its split key falls in).
   const size_t threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
-  for (auto& entry : by_segment) {
-    // Named, not bound: lambdas below capture them (clang 14 cannot capture bindings).
-    const SegmentId id = entry.first;
-    auto& idx = entry.second;
+  for (auto& [id, idx] : by_segment) {
     auto by_key = [&](uint32_t a, uint32_t b) { return ops[a].key < ops[b].key; };
     if (!std::is_sorted(idx.begin(), idx.end(), by_key))
       std::stable_sort(idx.begin(), idx.end(), by_key);
@@ -231,62 +315,13 @@ Result<bool> SegmentStore::ApplyByIngesting(Timestamp ts, const std::vector<Writ
     size_t parts =
         std::max<size_t>({1, std::min(threads, idx.size() / ingest_file_rows_),
                           std::min<uint64_t>(idx.size(), segment_bytes / kIngestFileBytes)});
-    // A cut falls between two keys whose stored forms (key + version suffix) are in order too,
-    // so that the files' ranges do not overlap.
-    auto cut_between = [&](size_t c) {
-      const std::string& a = ops[idx[c - 1]].key;
-      const std::string& b = ops[idx[c]].key;
-      return a != b && a + inv_ts < b + inv_ts;
-    };
-    std::vector<size_t> cuts = {0};
-    for (size_t p = 1; p < parts; p++) {
-      size_t c = std::max(cuts.back() + 1, idx.size() * p / parts);
-      while (c < idx.size() && !cut_between(c)) c++;
-      if (c < idx.size()) cuts.push_back(c);
-    }
-    cuts.push_back(idx.size());
-    struct Part {
-      Part(const rocksdb::Options& o, rocksdb::ColumnFamilyHandle* cf)
-          : writer(rocksdb::EnvOptions(), o, cf) {}
-      rocksdb::SstFileWriter writer;
-      Status status;
-      bool in_order = true;
-      uint64_t rows = 0, bytes = 0;
-    };
-    std::vector<std::unique_ptr<Part>> out;
+    std::vector<size_t> cuts = IngestCuts(ops, idx, inv_ts, parts);
+    std::vector<std::unique_ptr<IngestPart>> out;
     for (size_t p = 0; p + 1 < cuts.size(); p++) {
-      out.push_back(std::make_unique<Part>(db_->GetOptions(seg->cf()), seg->cf()));
+      out.push_back(std::make_unique<IngestPart>(db_->GetOptions(seg->cf()), seg->cf()));
       RETURN_NOT_OK(open(fmt::format("{}-{}", id, p), &out.back()->writer));
     }
-    auto write = [&](size_t p) {
-      Part& part = *out[p];
-      std::string key, value;
-      for (size_t j = cuts[p]; j < cuts[p + 1]; j++) {
-        if (j + 1 < idx.size() && ops[idx[j + 1]].key == ops[idx[j]].key)
-          continue;  // the key's last write wins
-        const WriteOp& op = ops[idx[j]];
-        key.assign(1, kRowSpace);
-        key += op.key;
-        key += inv_ts;
-        value.assign(1, static_cast<char>(op.kind));
-        value += op.row;
-        if (!part.writer.Put(key, value).ok()) {  // out of order: a key that prefixes another
-          part.in_order = false;
-          return;
-        }
-        part.rows++;
-        part.bytes += key.size() + value.size();
-      }
-      part.status = FromRocks(part.writer.Finish(), "write table file for ingestion");
-    };
-    std::atomic<size_t> next_part{0};
-    auto worker = [&] {
-      for (size_t p; (p = next_part.fetch_add(1)) < out.size();) write(p);
-    };
-    std::vector<std::thread> helpers;
-    for (size_t t = 1; t < std::min(threads, out.size()); t++) helpers.emplace_back(worker);
-    worker();
-    for (auto& t : helpers) t.join();
+    WriteIngestParts(ops, idx, cuts, inv_ts, threads, out);
     rocksdb::IngestExternalFileArg arg;
     arg.column_family = seg->cf();
     arg.options = io;

@@ -41,6 +41,7 @@ class Env;
 class ColumnFamilyHandle;
 class Iterator;
 class Snapshot;
+class WriteBatch;
 }  // namespace rocksdb
 
 namespace wattdb::storage {
@@ -534,6 +535,29 @@ class SegmentStore {
   using WrittenCounts = SmallFlatMap<SegmentId, std::pair<uint64_t, uint64_t>>;
   Result<bool> ApplyByIngesting(Timestamp ts, const std::vector<WriteOp>& ops,
                                 const CommitSegments& refs, uint64_t txn, WrittenCounts* written);
+  // Ingests the commit if it is large and touches no indexed segment; false if it did not.
+  Result<bool> TryIngest(Timestamp ts, const std::vector<WriteOp>& ops, const CommitSegments& refs,
+                         uint64_t txn, WrittenCounts* written);
+  // Apply's write-batch path. The writes of indexed segments: per (segment, key) the last
+  // write, whose index entries change, and the first write that knows the row before the
+  // transaction, if one does; and each segment's index specs as the commit saw them.
+  struct IndexedWrite {
+    const WriteOp* last = nullptr;
+    const WriteOp* prior = nullptr;
+  };
+  struct IndexedWrites {
+    std::map<std::pair<SegmentId, std::string>, IndexedWrite> keys;
+    SmallFlatMap<SegmentId, std::vector<IndexKeySpec>> specs;
+  };
+  // Puts each op's version into `b`, counts rows and bytes per segment in `written`, and
+  // collects the writes of indexed segments.
+  Status BatchVersions(Timestamp ts, const std::vector<WriteOp>& ops, const CommitSegments& refs,
+                       rocksdb::WriteBatch* b, WrittenCounts* written,
+                       IndexedWrites* indexed) const;
+  // Puts the index entry changes of `indexed` into `b` (reading a row's prior version where
+  // no write of the commit knows it).
+  Status BatchIndexChanges(Timestamp ts, const IndexedWrites& indexed, const CommitSegments& refs,
+                           rocksdb::WriteBatch* b) const;
   std::atomic<uint64_t> ingested_commits_{0};
 
   std::string dir_;
