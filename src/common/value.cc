@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "common/sqlstate.h"
 
@@ -389,6 +390,128 @@ static Result<std::vector<Value>> ParseArrayText(const std::string& s, const Sql
   }
 }
 
+namespace {
+
+Result<Value> BoolFromText(const std::string& s) {
+  std::string l;
+  for (char c : s) l += static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  if (l == "t" || l == "true" || l == "yes" || l == "on" || l == "1") return Value::Bool(true);
+  if (l == "f" || l == "false" || l == "no" || l == "off" || l == "0") return Value::Bool(false);
+  return Status::Sql(sqlstate::kInvalidTextRepresentation,
+                     fmt::format("invalid input syntax for type boolean: \"{}\"", s));
+}
+
+Result<Value> DoubleFromText(const std::string& s) {
+  std::string_view v(s);
+  while (!v.empty() && isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+  while (!v.empty() && isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+  std::string low;
+  for (char c : v) low += static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  if (low == "nan") return Value::Double(std::nan(""));
+  if (low == "infinity" || low == "inf") return Value::Double(HUGE_VAL);
+  if (low == "-infinity" || low == "-inf") return Value::Double(-HUGE_VAL);
+  double d = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (v.empty() || p != v.data() + v.size() || ec != std::errc()) {
+    return Status::Sql(sqlstate::kInvalidTextRepresentation,
+                       fmt::format("invalid input syntax for type double precision: \"{}\"", s));
+  }
+  return Value::Double(d);
+}
+
+// `s` as a value of text type `t`: VARCHAR(n) refuses more than n characters, CHAR(n)
+// (max_len < 0) is padded to n with blanks.
+Result<Value> FitText(std::string s, const SqlType& t) {
+  int64_t limit = t.max_len < 0 ? -static_cast<int64_t>(t.max_len) : t.max_len;
+  // PostgreSQL counts characters; we count UTF-8 code points the same way.
+  auto chars = [](const std::string& x) {
+    int64_t n = 0;
+    for (unsigned char c : x) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  if (limit > 0 && static_cast<int64_t>(s.size()) > limit && chars(s) > limit) {
+    // Trailing blanks beyond a CHAR(n)'s length are dropped, as in PostgreSQL.
+    size_t end = s.find_last_not_of(' ');
+    std::string trimmed = end == std::string::npos ? "" : s.substr(0, end + 1);
+    if (t.max_len > 0 || chars(trimmed) > limit) {
+      return Status::Sql(sqlstate::kStringDataRightTruncation,
+                         fmt::format("value too long for type {}", t.ToString()));
+    }
+    s = std::move(trimmed);
+  }
+  if (t.max_len < 0) s.append(static_cast<size_t>(limit - chars(s)), ' ');
+  return Value::Text(std::move(s));
+}
+
+// `v` (not NULL) as integer type `t`; nullopt if no cast exists.
+std::optional<Result<Value>> CastToInteger(const Value& v, const SqlType& t) {
+  int64_t i;
+  switch (v.type()) {
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+    case TypeId::kBool:
+      i = v.as_int();
+      break;
+    case TypeId::kDouble: {
+      double d = v.as_double();
+      if (std::isnan(d) || d >= 9.223372036854775807e18 || d < -9.223372036854775808e18) {
+        return Status::Sql(sqlstate::kNumericValueOutOfRange,
+                           fmt::format("{} out of range", t.ToString()));
+      }
+      i = static_cast<int64_t>(std::nearbyint(d));  // round half to even, like PostgreSQL
+      break;
+    }
+    case TypeId::kNumeric: {
+      auto r = DecimalToInt(v.as_decimal());
+      if (!r.ok())
+        return Status::Sql(sqlstate::kNumericValueOutOfRange,
+                           fmt::format("{} out of range", t.ToString()));
+      i = *r;
+      break;
+    }
+    case TypeId::kText:
+      return ParseInt(v.as_text(), t);
+    default:
+      return std::nullopt;
+  }
+  if (t.id == TypeId::kInt32 &&
+      (i > std::numeric_limits<int32_t>::max() || i < std::numeric_limits<int32_t>::min())) {
+    return Status::Sql(sqlstate::kNumericValueOutOfRange, "integer out of range");
+  }
+  return t.id == TypeId::kInt32 ? Value::Int32(i) : Value::Int64(i);
+}
+
+// `v` (not NULL) as numeric type `t` (with its precision and scale, if any); nullopt if no
+// cast exists.
+std::optional<Result<Value>> CastToNumeric(const Value& v, const SqlType& t) {
+  Result<Decimal> d = Decimal{};
+  switch (v.type()) {
+    case TypeId::kNumeric:
+      d = v.as_decimal();
+      break;
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+      d = DecimalFromInt(v.as_int());
+      break;
+    case TypeId::kDouble:
+      d = DecimalFromDouble(v.as_double());
+      break;
+    case TypeId::kText:
+      d = ParseDecimal(v.as_text());
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (!d.ok()) return d.status();
+  if (t.max_len) {
+    d = ApplyTypmod(*d, t.precision(), t.scale());
+    if (!d.ok()) return d.status();
+  }
+  return Value::Numeric(*d);
+}
+
+}  // namespace
+
 Result<Value> Value::CastTo(const SqlType& t) const {
   if (is_null()) return Value();
   if (type_ == t.id && t.id != TypeId::kText && t.id != TypeId::kInt32 &&
@@ -400,86 +523,21 @@ Result<Value> Value::CastTo(const SqlType& t) const {
       return *this;
     case TypeId::kBool:
       if (type_ == TypeId::kBool) return *this;
-      if (type_ == TypeId::kText) {
-        std::string l;
-        for (char c : s_) l += static_cast<char>(tolower(static_cast<unsigned char>(c)));
-        if (l == "t" || l == "true" || l == "yes" || l == "on" || l == "1") return Bool(true);
-        if (l == "f" || l == "false" || l == "no" || l == "off" || l == "0") return Bool(false);
-        return Status::Sql(sqlstate::kInvalidTextRepresentation,
-                           fmt::format("invalid input syntax for type boolean: \"{}\"", s_));
-      }
+      if (type_ == TypeId::kText) return BoolFromText(s_);
       if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64) return Bool(i_ != 0);
       break;
     case TypeId::kInt32:
-    case TypeId::kInt64: {
-      int64_t v;
-      if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64) {
-        v = i_;
-      } else if (type_ == TypeId::kDouble) {
-        if (std::isnan(d_) || d_ >= 9.223372036854775807e18 || d_ < -9.223372036854775808e18) {
-          return Status::Sql(sqlstate::kNumericValueOutOfRange,
-                             fmt::format("{} out of range", t.ToString()));
-        }
-        v = static_cast<int64_t>(std::nearbyint(d_));  // round half to even, like PostgreSQL
-      } else if (type_ == TypeId::kNumeric) {
-        auto r = DecimalToInt(dec_);
-        if (!r.ok())
-          return Status::Sql(sqlstate::kNumericValueOutOfRange,
-                             fmt::format("{} out of range", t.ToString()));
-        v = *r;
-      } else if (type_ == TypeId::kText) {
-        return ParseInt(s_, t);
-      } else if (type_ == TypeId::kBool) {
-        v = i_;
-      } else {
-        break;
-      }
-      if (t.id == TypeId::kInt32 &&
-          (v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min())) {
-        return Status::Sql(sqlstate::kNumericValueOutOfRange, "integer out of range");
-      }
-      return t.id == TypeId::kInt32 ? Int32(v) : Int64(v);
-    }
-    case TypeId::kNumeric: {
-      Decimal d;
-      if (type_ == TypeId::kNumeric) {
-        d = dec_;
-      } else if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64) {
-        d = DecimalFromInt(i_);
-      } else if (type_ == TypeId::kDouble) {
-        ASSIGN_OR_RETURN(d, DecimalFromDouble(d_));
-      } else if (type_ == TypeId::kText) {
-        ASSIGN_OR_RETURN(d, ParseDecimal(s_));
-      } else {
-        break;
-      }
-      if (t.max_len) {
-        ASSIGN_OR_RETURN(d, ApplyTypmod(d, t.precision(), t.scale()));
-      }
-      return Numeric(d);
-    }
+    case TypeId::kInt64:
+      if (auto r = CastToInteger(*this, t)) return std::move(*r);
+      break;
+    case TypeId::kNumeric:
+      if (auto r = CastToNumeric(*this, t)) return std::move(*r);
+      break;
     case TypeId::kDouble:
       if (type_ == TypeId::kInt32 || type_ == TypeId::kInt64)
         return Double(static_cast<double>(i_));
       if (type_ == TypeId::kNumeric) return Double(DecimalToDouble(dec_));
-      if (type_ == TypeId::kText) {
-        std::string_view v(s_);
-        while (!v.empty() && isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
-        while (!v.empty() && isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
-        std::string low;
-        for (char c : v) low += static_cast<char>(tolower(static_cast<unsigned char>(c)));
-        if (low == "nan") return Double(std::nan(""));
-        if (low == "infinity" || low == "inf") return Double(HUGE_VAL);
-        if (low == "-infinity" || low == "-inf") return Double(-HUGE_VAL);
-        double d = 0;
-        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-        if (v.empty() || p != v.data() + v.size() || ec != std::errc()) {
-          return Status::Sql(
-              sqlstate::kInvalidTextRepresentation,
-              fmt::format("invalid input syntax for type double precision: \"{}\"", s_));
-        }
-        return Double(d);
-      }
+      if (type_ == TypeId::kText) return DoubleFromText(s_);
       break;
     case TypeId::kArray: {
       if (type_ == TypeId::kArray) {
@@ -500,28 +558,8 @@ Result<Value> Value::CastTo(const SqlType& t) const {
         return Timestamp(us);
       }
       break;
-    case TypeId::kText: {
-      std::string s = ToText();
-      int64_t limit = t.max_len < 0 ? -static_cast<int64_t>(t.max_len) : t.max_len;
-      // PostgreSQL counts characters; we count UTF-8 code points the same way.
-      auto chars = [](const std::string& x) {
-        int64_t n = 0;
-        for (unsigned char c : x) n += (c & 0xC0) != 0x80;
-        return n;
-      };
-      if (limit > 0 && static_cast<int64_t>(s.size()) > limit && chars(s) > limit) {
-        // Trailing blanks beyond a CHAR(n)'s length are dropped, as in PostgreSQL.
-        size_t end = s.find_last_not_of(' ');
-        std::string trimmed = end == std::string::npos ? "" : s.substr(0, end + 1);
-        if (t.max_len > 0 || chars(trimmed) > limit) {
-          return Status::Sql(sqlstate::kStringDataRightTruncation,
-                             fmt::format("value too long for type {}", t.ToString()));
-        }
-        s = std::move(trimmed);
-      }
-      if (t.max_len < 0) s.append(static_cast<size_t>(limit - chars(s)), ' ');
-      return Text(std::move(s));
-    }
+    case TypeId::kText:
+      return FitText(ToText(), t);
   }
   return Status::Sql(
       sqlstate::kDatatypeMismatch,
