@@ -129,16 +129,7 @@ Result<Statement> Parser::ParseStatement() {
   if (t.Is("update")) return ParseUpdate();
   if (t.Is("delete")) return ParseDelete();
   if (t.Is("alter")) return ParseAlter();
-  if (t.Is("begin") || t.Is("start")) {
-    i_++;
-    if (t.Is("start"))
-      RETURN_NOT_OK(Expect("transaction"));
-    else if (!Accept("transaction"))
-      Accept("work");
-    TxnStmt b{TxnStmt::Kind::kBegin};
-    RETURN_NOT_OK(ParseTxnModes(&b));
-    return Statement(std::move(b));
-  }
+  if (t.Is("begin") || t.Is("start")) return ParseBegin();
   if (t.Is("commit") || t.Is("end")) {
     i_++;
     if (!Accept("transaction")) Accept("work");
@@ -150,75 +141,12 @@ Result<Statement> Parser::ParseStatement() {
     return Statement(TxnStmt{TxnStmt::Kind::kRollback});
   }
   if (t.Is("set")) return ParseSet();
-  if (t.Is("show")) {
-    i_++;
-    ShowStmt s;
-    if (Peek().kind != Tok::kIdent) return SyntaxError();
-    s.name = Next().text;
-    while (AcceptOp(".")) s.name += "." + Next().text;
-    return Statement(std::move(s));
-  }
-  if (t.Is("vacuum")) {
-    i_++;
-    VacuumStmt v;
-    v.pos = Peek().pos;
-    while (true) {
-      if (Accept("analyze") || Accept("analyse")) {
-        v.analyze = true;
-      } else if (!(Accept("full") || Accept("freeze") || Accept("verbose"))) {
-        break;
-      }
-    }
-    if (AcceptOp("(")) {  // VACUUM (options)
-      while (Peek().kind != Tok::kEnd && !Peek().IsOp(")")) i_++;
-      RETURN_NOT_OK(ExpectOp(")"));
-    }
-    if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
-      ASSIGN_OR_RETURN(v.names, QualifiedNameList());
-    }
-    return Statement(std::move(v));
-  }
-  if (t.Is("analyze") || t.Is("analyse")) {
-    i_++;
-    VacuumStmt v;
-    v.analyze = v.only_analyze = true;
-    v.pos = Peek().pos;
-    Accept("verbose");
-    if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
-      ASSIGN_OR_RETURN(v.names, QualifiedNameList());
-    }
-    return Statement(std::move(v));
-  }
+  if (t.Is("show")) return ParseShow();
+  if (t.Is("vacuum")) return ParseVacuum();
+  if (t.Is("analyze") || t.Is("analyse")) return ParseAnalyze();
   if (t.Is("copy")) return ParseCopy();
-  if (t.Is("explain")) {
-    i_++;
-    ExplainStmt e;
-    e.pos = Peek().pos;
-    if (AcceptOp("(")) {  // EXPLAIN (ANALYZE [true|false], ...) form
-      do {
-        if (Peek().kind != Tok::kIdent) return SyntaxError();
-        std::string opt = Next().text;
-        bool on = !(Accept("false") || Accept("off"));
-        Accept("true") || Accept("on");
-        if (opt == "analyze") e.analyze = on;
-      } while (AcceptOp(","));
-      RETURN_NOT_OK(ExpectOp(")"));
-    } else {
-      e.analyze = Accept("analyze") || Accept("analyse");
-      Accept("verbose");
-    }
-    ASSIGN_OR_RETURN(Statement inner, ParseStatement());
-    e.inner = std::make_shared<StatementBox>(StatementBox{std::move(inner)});
-    return Statement(std::move(e));
-  }
-  if (t.Is("truncate")) {
-    i_++;
-    Accept("table");
-    TruncateStmt s;
-    s.pos = Peek().pos;
-    ASSIGN_OR_RETURN(s.names, QualifiedNameList());
-    return Statement(std::move(s));
-  }
+  if (t.Is("explain")) return ParseExplain();
+  if (t.Is("truncate")) return ParseTruncate();
   static const std::set<std::string> kKnownUnsupported = {
       "grant", "revoke",    "prepare", "execute", "deallocate", "with",   "values",
       "table", "savepoint", "release", "lock",    "listen",     "notify", "discard",
@@ -228,6 +156,91 @@ Result<Statement> Parser::ParseStatement() {
                        fmt::format("{} is not supported yet", t.text), t.pos);
   }
   return SyntaxError();
+}
+
+Result<Statement> Parser::ParseBegin() {
+  const Token& t = Peek();
+  i_++;
+  if (t.Is("start"))
+    RETURN_NOT_OK(Expect("transaction"));
+  else if (!Accept("transaction"))
+    Accept("work");
+  TxnStmt b{TxnStmt::Kind::kBegin};
+  RETURN_NOT_OK(ParseTxnModes(&b));
+  return Statement(std::move(b));
+}
+
+Result<Statement> Parser::ParseShow() {
+  i_++;
+  ShowStmt s;
+  if (Peek().kind != Tok::kIdent) return SyntaxError();
+  s.name = Next().text;
+  while (AcceptOp(".")) s.name += "." + Next().text;
+  return Statement(std::move(s));
+}
+
+Result<Statement> Parser::ParseVacuum() {
+  i_++;
+  VacuumStmt v;
+  v.pos = Peek().pos;
+  while (true) {
+    if (Accept("analyze") || Accept("analyse")) {
+      v.analyze = true;
+    } else if (!(Accept("full") || Accept("freeze") || Accept("verbose"))) {
+      break;
+    }
+  }
+  if (AcceptOp("(")) {  // VACUUM (options)
+    while (Peek().kind != Tok::kEnd && !Peek().IsOp(")")) i_++;
+    RETURN_NOT_OK(ExpectOp(")"));
+  }
+  if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
+    ASSIGN_OR_RETURN(v.names, QualifiedNameList());
+  }
+  return Statement(std::move(v));
+}
+
+Result<Statement> Parser::ParseAnalyze() {
+  i_++;
+  VacuumStmt v;
+  v.analyze = v.only_analyze = true;
+  v.pos = Peek().pos;
+  Accept("verbose");
+  if (Peek().kind == Tok::kIdent || Peek().kind == Tok::kQuotedIdent) {
+    ASSIGN_OR_RETURN(v.names, QualifiedNameList());
+  }
+  return Statement(std::move(v));
+}
+
+Result<Statement> Parser::ParseExplain() {
+  i_++;
+  ExplainStmt e;
+  e.pos = Peek().pos;
+  if (AcceptOp("(")) {  // EXPLAIN (ANALYZE [true|false], ...) form
+    do {
+      if (Peek().kind != Tok::kIdent) return SyntaxError();
+      std::string opt = Next().text;
+      bool on = !(Accept("false") || Accept("off"));
+      Accept("true") || Accept("on");
+      if (opt == "analyze") e.analyze = on;
+    } while (AcceptOp(","));
+    RETURN_NOT_OK(ExpectOp(")"));
+  } else {
+    e.analyze = Accept("analyze") || Accept("analyse");
+    Accept("verbose");
+  }
+  ASSIGN_OR_RETURN(Statement inner, ParseStatement());
+  e.inner = std::make_shared<StatementBox>(StatementBox{std::move(inner)});
+  return Statement(std::move(e));
+}
+
+Result<Statement> Parser::ParseTruncate() {
+  i_++;
+  Accept("table");
+  TruncateStmt s;
+  s.pos = Peek().pos;
+  ASSIGN_OR_RETURN(s.names, QualifiedNameList());
+  return Statement(std::move(s));
 }
 
 Result<Statement> Parser::ParseCopy() {

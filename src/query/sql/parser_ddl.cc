@@ -134,21 +134,7 @@ Result<Statement> Parser::ParseCreate() {
     RETURN_NOT_OK(Expect("replace"));
     or_replace = true;
   }
-  if (Accept("view")) {
-    CreateViewStmt v;
-    v.or_replace = or_replace;
-    v.pos = Peek().pos;
-    ASSIGN_OR_RETURN(v.name, QualifiedName());
-    if (Peek().IsOp("("))
-      return Status::Sql(sqlstate::kFeatureNotSupported, "view column lists are not supported",
-                         Peek().pos);
-    RETURN_NOT_OK(Expect("as"));
-    int start = Peek().pos;
-    v.query = std::make_shared<SelectStmt>();
-    ASSIGN_OR_RETURN(*v.query, ParseSelect());
-    v.sql = SourceText(start, Peek().pos);
-    return Statement(std::move(v));
-  }
+  if (Accept("view")) return ParseCreateView(or_replace);
   if (or_replace) return SyntaxError();
   if (Accept("database")) {
     DatabaseStmt d;
@@ -168,6 +154,26 @@ Result<Statement> Parser::ParseCreate() {
     return Status::Sql(sqlstate::kFeatureNotSupported,
                        fmt::format("CREATE {} is not supported", Peek().text), Peek().pos);
   }
+  return ParseCreateTable();
+}
+
+Result<Statement> Parser::ParseCreateView(bool or_replace) {
+  CreateViewStmt v;
+  v.or_replace = or_replace;
+  v.pos = Peek().pos;
+  ASSIGN_OR_RETURN(v.name, QualifiedName());
+  if (Peek().IsOp("("))
+    return Status::Sql(sqlstate::kFeatureNotSupported, "view column lists are not supported",
+                       Peek().pos);
+  RETURN_NOT_OK(Expect("as"));
+  int start = Peek().pos;
+  v.query = std::make_shared<SelectStmt>();
+  ASSIGN_OR_RETURN(*v.query, ParseSelect());
+  v.sql = SourceText(start, Peek().pos);
+  return Statement(std::move(v));
+}
+
+Result<Statement> Parser::ParseCreateTable() {
   CreateTableStmt s;
   if (Accept("if")) {
     RETURN_NOT_OK(Expect("not"));
@@ -177,91 +183,100 @@ Result<Statement> Parser::ParseCreate() {
   ASSIGN_OR_RETURN(s.name, QualifiedName());
   RETURN_NOT_OK(ExpectOp("("));
   do {
-    std::string constraint;
-    if (Accept("constraint")) {
-      ASSIGN_OR_RETURN(constraint, Name());
-    }
-    if (Peek().Is("unique")) {
-      UniqueDef u{constraint, {}, Peek().pos};
-      i_++;
-      RETURN_NOT_OK(ExpectOp("("));
-      ASSIGN_OR_RETURN(u.columns, QualifiedNameList());
-      RETURN_NOT_OK(ExpectOp(")"));
-      s.unique.push_back(std::move(u));
-      continue;
-    }
-    if (!constraint.empty() && !Peek().Is("primary")) {
-      return Status::Sql(sqlstate::kFeatureNotSupported,
-                         fmt::format("table constraint {} is not supported", Peek().text),
-                         Peek().pos);
-    }
-    if (Peek().Is("primary")) {
-      s.pk_pos = Peek().pos;
-      i_++;
-      RETURN_NOT_OK(Expect("key"));
-      if (!s.primary_key.empty()) {
-        return Status::Sql(sqlstate::kInvalidTableDefinition,
-                           "multiple primary keys for table are not allowed", s.pk_pos);
-      }
-      RETURN_NOT_OK(ExpectOp("("));
-      do {
-        ASSIGN_OR_RETURN(std::string c, Name());
-        s.primary_key.push_back(c);
-      } while (AcceptOp(","));
-      RETURN_NOT_OK(ExpectOp(")"));
-      continue;
-    }
-    ColumnDef c;
-    c.pos = Peek().pos;
-    ASSIGN_OR_RETURN(c.name, Name());
-    if (Accept("serial") || Accept("serial4") || Accept("smallserial") || Accept("serial2")) {
-      c.type = SqlType{TypeId::kInt32};
-      c.serial = c.not_null = true;
-    } else if (Accept("bigserial") || Accept("serial8")) {
-      c.type = SqlType{TypeId::kInt64};
-      c.serial = c.not_null = true;
-    } else {
-      ASSIGN_OR_RETURN(c.type, ParseType());
-    }
-    while (true) {
-      if (Accept("not")) {
-        RETURN_NOT_OK(Expect("null"));
-        c.not_null = true;
-      } else if (Accept("null")) {
-      } else if (Peek().Is("default")) {
-        i_++;
-        int start = Peek().pos;
-        ASSIGN_OR_RETURN(ExprPtr d, ParseExpr());
-        c.default_sql = SourceText(start, Peek().pos);
-        c.default_pos = start;
-      } else if (Peek().Is("unique")) {
-        s.unique.push_back(UniqueDef{"", {c.name}, Peek().pos});
-        i_++;
-      } else if (Peek().Is("check") || Peek().Is("references") || Peek().Is("constraint") ||
-                 Peek().Is("generated")) {
-        return Status::Sql(sqlstate::kFeatureNotSupported,
-                           fmt::format("column constraint {} is not supported yet", Peek().text),
-                           Peek().pos);
-      } else if (Peek().Is("primary")) {
-        int p = Peek().pos;
-        i_++;
-        RETURN_NOT_OK(Expect("key"));
-        if (!s.primary_key.empty()) {
-          return Status::Sql(sqlstate::kInvalidTableDefinition,
-                             "multiple primary keys for table are not allowed", p);
-        }
-        c.primary_key = true;
-        s.primary_key.push_back(c.name);
-        s.pk_pos = p;
-      } else {
-        break;
-      }
-    }
-    s.columns.push_back(std::move(c));
+    RETURN_NOT_OK(ParseTableElement(&s));
   } while (AcceptOp(","));
   RETURN_NOT_OK(ExpectOp(")"));
   RETURN_NOT_OK(SkipStorageParameters());
   return Statement(std::move(s));
+}
+
+Status Parser::ParseTableElement(CreateTableStmt* s) {
+  std::string constraint;
+  if (Accept("constraint")) {
+    ASSIGN_OR_RETURN(constraint, Name());
+  }
+  if (Peek().Is("unique")) {
+    UniqueDef u{constraint, {}, Peek().pos};
+    i_++;
+    RETURN_NOT_OK(ExpectOp("("));
+    ASSIGN_OR_RETURN(u.columns, QualifiedNameList());
+    RETURN_NOT_OK(ExpectOp(")"));
+    s->unique.push_back(std::move(u));
+    return Status::OK();
+  }
+  if (!constraint.empty() && !Peek().Is("primary")) {
+    return Status::Sql(sqlstate::kFeatureNotSupported,
+                       fmt::format("table constraint {} is not supported", Peek().text),
+                       Peek().pos);
+  }
+  if (Peek().Is("primary")) {
+    s->pk_pos = Peek().pos;
+    i_++;
+    RETURN_NOT_OK(Expect("key"));
+    if (!s->primary_key.empty()) {
+      return Status::Sql(sqlstate::kInvalidTableDefinition,
+                         "multiple primary keys for table are not allowed", s->pk_pos);
+    }
+    RETURN_NOT_OK(ExpectOp("("));
+    do {
+      ASSIGN_OR_RETURN(std::string c, Name());
+      s->primary_key.push_back(c);
+    } while (AcceptOp(","));
+    RETURN_NOT_OK(ExpectOp(")"));
+    return Status::OK();
+  }
+  return ParseColumnDef(s);
+}
+
+Status Parser::ParseColumnDef(CreateTableStmt* s) {
+  ColumnDef c;
+  c.pos = Peek().pos;
+  ASSIGN_OR_RETURN(c.name, Name());
+  if (Accept("serial") || Accept("serial4") || Accept("smallserial") || Accept("serial2")) {
+    c.type = SqlType{TypeId::kInt32};
+    c.serial = c.not_null = true;
+  } else if (Accept("bigserial") || Accept("serial8")) {
+    c.type = SqlType{TypeId::kInt64};
+    c.serial = c.not_null = true;
+  } else {
+    ASSIGN_OR_RETURN(c.type, ParseType());
+  }
+  while (true) {
+    if (Accept("not")) {
+      RETURN_NOT_OK(Expect("null"));
+      c.not_null = true;
+    } else if (Accept("null")) {
+    } else if (Peek().Is("default")) {
+      i_++;
+      int start = Peek().pos;
+      ASSIGN_OR_RETURN(ExprPtr d, ParseExpr());
+      c.default_sql = SourceText(start, Peek().pos);
+      c.default_pos = start;
+    } else if (Peek().Is("unique")) {
+      s->unique.push_back(UniqueDef{"", {c.name}, Peek().pos});
+      i_++;
+    } else if (Peek().Is("check") || Peek().Is("references") || Peek().Is("constraint") ||
+               Peek().Is("generated")) {
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         fmt::format("column constraint {} is not supported yet", Peek().text),
+                         Peek().pos);
+    } else if (Peek().Is("primary")) {
+      int p = Peek().pos;
+      i_++;
+      RETURN_NOT_OK(Expect("key"));
+      if (!s->primary_key.empty()) {
+        return Status::Sql(sqlstate::kInvalidTableDefinition,
+                           "multiple primary keys for table are not allowed", p);
+      }
+      c.primary_key = true;
+      s->primary_key.push_back(c.name);
+      s->pk_pos = p;
+    } else {
+      break;
+    }
+  }
+  s->columns.push_back(std::move(c));
+  return Status::OK();
 }
 
 Status Parser::SkipStorageParameters() {

@@ -90,7 +90,19 @@ class Parser {
 
   // Statements (parser.cc).
   Result<Statement> ParseStatement();
+  // The statements ParseStatement hands on, each from its first keyword.
+  Result<Statement> ParseBegin();
+  Result<Statement> ParseShow();
+  Result<Statement> ParseVacuum();
+  Result<Statement> ParseAnalyze();
+  Result<Statement> ParseExplain();
+  Result<Statement> ParseTruncate();
   Result<Statement> ParseCreate();
+  Result<Statement> ParseCreateView(bool or_replace);  // after CREATE [OR REPLACE] VIEW
+  Result<Statement> ParseCreateTable();                // after CREATE TABLE
+  // One element of CREATE TABLE's list: a table constraint or a column definition.
+  Status ParseTableElement(CreateTableStmt* s);
+  Status ParseColumnDef(CreateTableStmt* s);
   Result<Statement> ParseCreateIndex();
   // WITH (fillfactor = ..., ...): storage parameters are accepted and ignored.
   Status SkipStorageParameters();
