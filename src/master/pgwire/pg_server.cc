@@ -120,60 +120,105 @@ void PgServer::Stop() {
   if (server_) server_->Stop();
 }
 
+namespace {
+
+void SendFatal(net::Stream& socket, pg::MessageWriter& out, const char* code,
+               const std::string& msg) {
+  out.ErrorOrNotice('E', "FATAL", code, msg, 0);
+  (void)WriteAll(socket, out.buffer(), net::Stream::In(1000));
+}
+
+int32_t BigEndian32(const std::string& b, size_t off) {
+  return int32_t((uint8_t(b[off]) << 24) | (uint8_t(b[off + 1]) << 16) |
+                 (uint8_t(b[off + 2]) << 8) | uint8_t(b[off + 3]));
+}
+
+// What the startup phase of a connection asked for.
+struct Startup {
+  enum class Kind { kEnd, kCancel, kSession } kind = Kind::kEnd;
+  int32_t pid = 0, secret = 0;                              // kCancel: the session to cancel
+  std::vector<std::pair<std::string, std::string>> params;  // kSession
+};
+
+// Reads startup packets up to the StartupMessage: SSL/GSS negotiation requests are declined
+// with 'N'; a CancelRequest ends the startup. kEnd: the connection ends (after a FATAL where
+// one is due).
+Startup ReadStartup(net::Stream& socket, StartupReader& in, pg::MessageWriter& out) {
+  while (true) {
+    auto len = in.I32();
+    if (!len.ok()) return {};
+    if (*len < 8 || *len > 10000) {
+      SendFatal(socket, out, sqlstate::kProtocolViolation, "invalid length of startup packet");
+      return {};
+    }
+    std::string body(*len - 4, '\0');
+    if (!in.Exact(body.data(), body.size()).ok()) return {};
+    int32_t code = BigEndian32(body, 0);
+    if (code == pg::kSslRequest || code == pg::kGssEncRequest) {
+      out.buffer().push_back('N');
+      if (!WriteAll(socket, out.buffer(), in.deadline()).ok()) return {};
+      continue;
+    }
+    if (code == pg::kCancelRequest) {
+      if (body.size() != 12) return {};
+      return {Startup::Kind::kCancel, BigEndian32(body, 4), BigEndian32(body, 8), {}};
+    }
+    if (code != pg::kProtocolV3) {
+      SendFatal(socket, out, sqlstate::kFeatureNotSupported,
+                fmt::format("unsupported frontend protocol {}.{}: server supports 3.0", code >> 16,
+                            code & 0xffff));
+      return {};
+    }
+    auto p = pg::ParseStartupParams(std::string_view(body).substr(4));
+    if (!p.ok()) {
+      SendFatal(socket, out, sqlstate::kProtocolViolation, p.status().message());
+      return {};
+    }
+    return {Startup::Kind::kSession, 0, 0, std::move(p).value()};
+  }
+}
+
+// AuthenticationOk, the ParameterStatus messages a client reads, BackendKeyData and
+// ReadyForQuery.
+void StartupReply(pg::MessageWriter& out, const std::string& user, const std::string& app,
+                  int32_t pid, int32_t secret) {
+  out.AuthenticationOk();
+  for (auto [k, v] :
+       std::vector<std::pair<const char*, std::string>>{{"server_version", "15.0"},
+                                                        {"server_encoding", "UTF8"},
+                                                        {"client_encoding", "UTF8"},
+                                                        {"DateStyle", "ISO, MDY"},
+                                                        {"integer_datetimes", "on"},
+                                                        {"standard_conforming_strings", "on"},
+                                                        {"TimeZone", "UTC"},
+                                                        {"IntervalStyle", "postgres"},
+                                                        {"is_superuser", "on"},
+                                                        {"session_authorization", user},
+                                                        {"application_name", app}}) {
+    out.ParameterStatus(k, v);
+  }
+  out.BackendKeyData(pid, secret);
+  out.ReadyForQuery('I');
+}
+
+}  // namespace
+
+void PgServer::Cancel(int32_t pid, int32_t secret) {
+  MutexLock l(mu_);
+  auto it = sessions_.find(pid);
+  if (it != sessions_.end() && it->second.secret == secret) it->second.cancel->store(true);
+}
+
 void PgServer::Serve(net::Socket& raw) {
   net::Stream socket(raw, net::Stream::Reads::kBlocking);  // one system call per client message
   StartupReader in(socket, net::Stream::In(cluster_.config().authentication_timeout_ms));
   pg::MessageWriter out;
-  auto fatal = [&](const char* code, const std::string& msg) {
-    out.ErrorOrNotice('E', "FATAL", code, msg, 0);
-    (void)WriteAll(socket, out.buffer(), net::Stream::In(1000));
-  };
-  // Startup: SSL/GSS negotiation requests are declined with 'N'; a CancelRequest is
-  // honoured and the connection closed.
-  std::vector<std::pair<std::string, std::string>> params;
-  while (true) {
-    auto len = in.I32();
-    if (!len.ok()) return;
-    if (*len < 8 || *len > 10000) {
-      fatal(sqlstate::kProtocolViolation, "invalid length of startup packet");
-      return;
-    }
-    std::string body(*len - 4, '\0');
-    if (!in.Exact(body.data(), body.size()).ok()) return;
-    int32_t code = (uint8_t(body[0]) << 24) | (uint8_t(body[1]) << 16) | (uint8_t(body[2]) << 8) |
-                   uint8_t(body[3]);
-    if (code == pg::kSslRequest || code == pg::kGssEncRequest) {
-      out.buffer().push_back('N');
-      if (!WriteAll(socket, out.buffer(), in.deadline()).ok()) return;
-      continue;
-    }
-    if (code == pg::kCancelRequest) {
-      if (body.size() != 12) return;
-      auto rd = [&](int off) {
-        return int32_t((uint8_t(body[off]) << 24) | (uint8_t(body[off + 1]) << 16) |
-                       (uint8_t(body[off + 2]) << 8) | uint8_t(body[off + 3]));
-      };
-      MutexLock l(mu_);
-      auto it = sessions_.find(rd(4));
-      if (it != sessions_.end() && it->second.secret == rd(8)) it->second.cancel->store(true);
-      return;
-    }
-    if (code != pg::kProtocolV3) {
-      fatal(sqlstate::kFeatureNotSupported,
-            fmt::format("unsupported frontend protocol {}.{}: server supports 3.0", code >> 16,
-                        code & 0xffff));
-      return;
-    }
-    auto p = pg::ParseStartupParams(std::string_view(body).substr(4));
-    if (!p.ok()) {
-      fatal(sqlstate::kProtocolViolation, p.status().message());
-      return;
-    }
-    params = std::move(p).value();
-    break;
-  }
+  auto fatal = [&](const char* code, const std::string& msg) { SendFatal(socket, out, code, msg); };
+  Startup startup = ReadStartup(socket, in, out);
+  if (startup.kind == Startup::Kind::kCancel) Cancel(startup.pid, startup.secret);
+  if (startup.kind != Startup::Kind::kSession) return;
   std::string user, app, database, options;
-  for (auto& [k, v] : params) {
+  for (auto& [k, v] : startup.params) {
     if (k == "user") user = v;
     if (k == "application_name") app = v;
     if (k == "database") database = v;
@@ -228,23 +273,7 @@ void PgServer::Serve(net::Socket& raw) {
     fatal(applied.sqlstate().c_str(), applied.message());
     return;
   }
-  out.AuthenticationOk();
-  for (auto [k, v] :
-       std::vector<std::pair<const char*, std::string>>{{"server_version", "15.0"},
-                                                        {"server_encoding", "UTF8"},
-                                                        {"client_encoding", "UTF8"},
-                                                        {"DateStyle", "ISO, MDY"},
-                                                        {"integer_datetimes", "on"},
-                                                        {"standard_conforming_strings", "on"},
-                                                        {"TimeZone", "UTC"},
-                                                        {"IntervalStyle", "postgres"},
-                                                        {"is_superuser", "on"},
-                                                        {"session_authorization", user},
-                                                        {"application_name", app}}) {
-    out.ParameterStatus(k, v);
-  }
-  out.BackendKeyData(pid, secret);
-  out.ReadyForQuery('I');
+  StartupReply(out, user, app, pid, secret);
   if (!WriteAll(socket, out.buffer(), in.deadline()).ok()) return;
   Log("master")->debug("session start pid={} user={} app={}", pid, user, app);
   Activity::Backend me;

@@ -34,6 +34,8 @@ class PgServer {
     std::shared_ptr<std::atomic<bool>> cancel;
   };
   void Serve(net::Socket& socket);
+  // A CancelRequest: sets the cancel flag of session `pid` if `secret` is its key.
+  void Cancel(int32_t pid, int32_t secret) EXCLUDES(mu_);
   // Runs the password exchange the config asks for; an error (28P01, 08P01) is FATAL.
   Status Authenticate(net::Stream& socket, StartupReader& in, const std::string& user);
 

@@ -95,6 +95,8 @@ class PgSession {
   // COPY as the statement of a Query: the CopyIn/CopyOut sub-protocol. Returns false if the
   // connection must close.
   bool HandleCopy(const sql::CopyStmt& s);
+  bool CopyToClient(const sql::CopyStmt& s);    // COPY ... TO STDOUT
+  bool CopyFromClient(const sql::CopyStmt& s);  // COPY ... FROM STDIN
 
   Cluster& cluster_;      // borrowed; outlives the session
   net::Stream& socket_;   // borrowed; owned by the server

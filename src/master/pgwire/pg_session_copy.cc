@@ -11,39 +11,44 @@
 namespace wattdb::master {
 
 bool PgSession::HandleCopy(const sql::CopyStmt& s) {
-  if (!s.from) {
-    // Rows stream to the client as the scan produces them (the buffer is flushed every
-    // 256 KiB, and a client that stops reading stalls the scan, not the master's memory).
-    TableSchema t;
-    auto cols = executor_.CopyColumns(s, &t);
-    if (!cols.ok()) {
-      SendError(cols.status());
-      return true;
-    }
-    out_.CopyResponse('H', static_cast<int>(cols->size()));
-    uint64_t n = 0;
-    bool sent = true;
-    Status st = WithStatementTimeout([&] {
-      return executor_.CopyOut(s, cancel_.get(), [&](const std::vector<Value>& row) -> Status {
-        out_.CopyData(pg::FormatCopyRow(row, s));
-        n++;
-        if (out_.buffer().size() > (256u << 10)) {
-          Status f = Flush();
-          if (!f.ok()) sent = false;
-          return f;
-        }
-        return Status::OK();
-      });
-    });
-    if (!sent) return false;
-    if (!st.ok()) {
-      SendError(st);
-      return true;
-    }
-    out_.Simple('c');
-    out_.CommandComplete(fmt::format("COPY {}", n));
+  return s.from ? CopyFromClient(s) : CopyToClient(s);
+}
+
+bool PgSession::CopyToClient(const sql::CopyStmt& s) {
+  // Rows stream to the client as the scan produces them (the buffer is flushed every
+  // 256 KiB, and a client that stops reading stalls the scan, not the master's memory).
+  TableSchema t;
+  auto cols = executor_.CopyColumns(s, &t);
+  if (!cols.ok()) {
+    SendError(cols.status());
     return true;
   }
+  out_.CopyResponse('H', static_cast<int>(cols->size()));
+  uint64_t n = 0;
+  bool sent = true;
+  Status st = WithStatementTimeout([&] {
+    return executor_.CopyOut(s, cancel_.get(), [&](const std::vector<Value>& row) -> Status {
+      out_.CopyData(pg::FormatCopyRow(row, s));
+      n++;
+      if (out_.buffer().size() > (256u << 10)) {
+        Status f = Flush();
+        if (!f.ok()) sent = false;
+        return f;
+      }
+      return Status::OK();
+    });
+  });
+  if (!sent) return false;
+  if (!st.ok()) {
+    SendError(st);
+    return true;
+  }
+  out_.Simple('c');
+  out_.CommandComplete(fmt::format("COPY {}", n));
+  return true;
+}
+
+bool PgSession::CopyFromClient(const sql::CopyStmt& s) {
   Status failed = executor_.BeginCopyIn(s);
   if (!failed.ok()) {
     SendError(failed);
