@@ -82,77 +82,98 @@ std::optional<Value> KeyValue(const Value& v, TypeId to) {
   return std::nullopt;
 }
 
+BinOp Flip(BinOp op) {
+  return op == BinOp::kLt   ? BinOp::kGt
+         : op == BinOp::kLe ? BinOp::kGe
+         : op == BinOp::kGt ? BinOp::kLt
+         : op == BinOp::kGe ? BinOp::kLe
+                            : op;
+}
+
+// Per key column: its comparisons with constants (op in encoded order, encoded value).
+using ColumnComparisons = std::vector<std::vector<std::pair<BinOp, std::string>>>;
+
+// Collects the comparisons of the conjuncts with constants, per key column `cols[k]`.
 // `desc` null: primary-key encoding (EncodeKeyValue); else index encoding with directions.
-KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSchema& t,
-                       const std::vector<int>& cols, const std::vector<bool>* desc) {
-  auto flip = [](BinOp op) {
-    return op == BinOp::kLt   ? BinOp::kGt
-           : op == BinOp::kLe ? BinOp::kGe
-           : op == BinOp::kGt ? BinOp::kLt
-           : op == BinOp::kGe ? BinOp::kLe
-                              : op;
-  };
-  auto encode = [&](size_t k, const Value& v) {
-    std::string enc;
-    if (desc) {
-      EncodeIndexColumn(v, (*desc)[k], &enc);
-    } else {
-      EncodeKeyValue(v, &enc);
-    }
-    return enc;
-  };
-  // Per column: comparisons with constants (op in encoded order, encoded value).
-  std::vector<std::vector<std::pair<BinOp, std::string>>> bounds(cols.size());
-  for (const BoundExpr* e : conj) {
+class ComparisonCollector {
+ public:
+  ComparisonCollector(const TableSchema& t, const std::vector<int>& cols,
+                      const std::vector<bool>* desc)
+      : t_(t), cols_(cols), desc_(desc), bounds_(cols.size()) {}
+
+  void Add(const BoundExpr* e) {
     if (e->kind == BoundExpr::Kind::kInList && !e->negated &&
         e->children[0]->kind == BoundExpr::Kind::kColumn) {
-      // col IN (c1, ...): the range from the smallest to the largest constant.
-      for (size_t k = 0; k < cols.size(); k++) {
-        if (cols[k] != e->children[0]->column) continue;
-        std::optional<std::string> mn, mx;
-        bool ok = e->children.size() > 1;
-        for (size_t i = 1; ok && i < e->children.size(); i++) {
-          const BoundExpr* c = e->children[i].get();
-          auto v = c->kind == BoundExpr::Kind::kConst
-                       ? KeyValue(c->value, t.columns[cols[k]].type.id)
-                       : std::nullopt;
-          if (!v) {
-            ok = false;
-            break;
-          }
-          std::string enc = encode(k, *v);
-          if (!mn || enc < *mn) mn = enc;
-          if (!mx || enc > *mx) mx = enc;
-        }
-        if (!ok) break;
-        if (*mn == *mx) {
-          bounds[k].emplace_back(BinOp::kEq, *mn);
-        } else {
-          bounds[k].emplace_back(BinOp::kGe, *mn);
-          bounds[k].emplace_back(BinOp::kLe, *mx);
-        }
-      }
-      continue;
+      AddInList(e);
+      return;
     }
     if (e->kind != BoundExpr::Kind::kBinary || e->op < BinOp::kEq || e->op == BinOp::kNe ||
         e->op > BinOp::kGe) {
-      continue;
+      return;
     }
     const BoundExpr* a = e->children[0].get();
     const BoundExpr* b = e->children[1].get();
     BinOp op = e->op;
     if (a->kind == BoundExpr::Kind::kConst && b->kind == BoundExpr::Kind::kColumn) {
       std::swap(a, b);
-      op = flip(op);
+      op = Flip(op);
     }
-    if (a->kind != BoundExpr::Kind::kColumn || b->kind != BoundExpr::Kind::kConst) continue;
-    for (size_t k = 0; k < cols.size(); k++) {
-      if (cols[k] != a->column) continue;
-      auto v = KeyValue(b->value, t.columns[cols[k]].type.id);
+    if (a->kind != BoundExpr::Kind::kColumn || b->kind != BoundExpr::Kind::kConst) return;
+    for (size_t k = 0; k < cols_.size(); k++) {
+      if (cols_[k] != a->column) continue;
+      auto v = KeyValue(b->value, t_.columns[cols_[k]].type.id);
       if (!v) break;
-      bounds[k].emplace_back(desc && (*desc)[k] ? flip(op) : op, encode(k, *v));
+      bounds_[k].emplace_back(desc_ && (*desc_)[k] ? Flip(op) : op, Encode(k, *v));
     }
   }
+
+  ColumnComparisons Take() { return std::move(bounds_); }
+
+ private:
+  std::string Encode(size_t k, const Value& v) const {
+    std::string enc;
+    if (desc_) {
+      EncodeIndexColumn(v, (*desc_)[k], &enc);
+    } else {
+      EncodeKeyValue(v, &enc);
+    }
+    return enc;
+  }
+
+  // col IN (c1, ...): the range from the smallest to the largest constant.
+  void AddInList(const BoundExpr* e) {
+    for (size_t k = 0; k < cols_.size(); k++) {
+      if (cols_[k] != e->children[0]->column) continue;
+      std::optional<std::string> mn, mx;
+      if (e->children.size() <= 1) return;
+      for (size_t i = 1; i < e->children.size(); i++) {
+        const BoundExpr* c = e->children[i].get();
+        auto v = c->kind == BoundExpr::Kind::kConst
+                     ? KeyValue(c->value, t_.columns[cols_[k]].type.id)
+                     : std::nullopt;
+        if (!v) return;
+        std::string enc = Encode(k, *v);
+        if (!mn || enc < *mn) mn = enc;
+        if (!mx || enc > *mx) mx = enc;
+      }
+      if (*mn == *mx) {
+        bounds_[k].emplace_back(BinOp::kEq, *mn);
+      } else {
+        bounds_[k].emplace_back(BinOp::kGe, *mn);
+        bounds_[k].emplace_back(BinOp::kLe, *mx);
+      }
+    }
+  }
+
+  const TableSchema& t_;
+  const std::vector<int>& cols_;
+  const std::vector<bool>* desc_;
+  ColumnComparisons bounds_;
+};
+
+// The key range the comparisons allow: the longest prefix of columns compared for equality,
+// then the range of the next column's comparisons.
+KeyBounds RangeOf(const ColumnComparisons& bounds) {
   KeyBounds out;
   std::string prefix;
   size_t k = 0;
@@ -198,6 +219,14 @@ KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSch
     out.empty = true;
   }
   return out;
+}
+
+// `desc` null: primary-key encoding (EncodeKeyValue); else index encoding with directions.
+KeyBounds DeriveBounds(const std::vector<const BoundExpr*>& conj, const TableSchema& t,
+                       const std::vector<int>& cols, const std::vector<bool>* desc) {
+  ComparisonCollector collect(t, cols, desc);
+  for (const BoundExpr* e : conj) collect.Add(e);
+  return RangeOf(collect.Take());
 }
 
 }  // namespace
@@ -308,13 +337,10 @@ Result<BoundExprPtr> BindDefault(const Column& col) {
   return v;
 }
 
-Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& catalog,
-                               std::vector<SqlType>* params) {
-  auto t = catalog.GetTable(s.table);
-  if (!t.ok()) return t.status().WithPosition(s.table_pos);
-  BoundInsert out;
-  out.table = std::move(t).value();
-  const TableSchema& table = out.table;
+namespace {
+
+// The columns an INSERT names, as indexes into `table` (all visible columns if none).
+Result<std::vector<int>> InsertTargets(const sql::InsertStmt& s, const TableSchema& table) {
   std::vector<int> targets;
   if (s.columns.empty()) {
     for (size_t i = 0; i < table.columns.size(); i++) {
@@ -339,62 +365,55 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
       targets.push_back(idx);
     }
   }
-  QueryBinder qb(catalog, params);
-  std::optional<BoundSelect> selected;
-  if (s.select) {
-    ASSIGN_OR_RETURN(selected, qb.BindQuery(*s.select, nullptr));
+  return targets;
+}
+
+// INSERT ... SELECT: a projection of the query's rows onto every column of `table`.
+Result<PlanPtr> BindInsertSelect(const sql::InsertStmt& s, const TableSchema& table,
+                                 const std::vector<int>& targets, BoundSelect& sel) {
+  if (sel.types.size() > targets.size()) {
+    return Status::Sql(sqlstate::kSyntaxError, "INSERT has more expressions than target columns",
+                       s.table_pos);
   }
-  // Without a column list, fewer values than columns fill the leading columns (the rest take
-  // their defaults), as in PostgreSQL.
-  size_t width = selected         ? selected->types.size()
-                 : s.rows.empty() ? targets.size()
-                                  : s.rows[0].size();
-  if (s.columns.empty() && width < targets.size()) targets.resize(width);
-  for (size_t i = 0; i < table.columns.size(); i++) {
-    if (table.columns[i].serial &&
-        std::find(targets.begin(), targets.end(), static_cast<int>(i)) == targets.end()) {
-      out.generated.push_back(static_cast<int>(i));
-    }
+  if (sel.types.size() < targets.size()) {
+    return Status::Sql(sqlstate::kSyntaxError, "INSERT has more target columns than expressions",
+                       s.table_pos);
   }
-  if (selected) {
-    BoundSelect& sel = *selected;
-    if (sel.types.size() > targets.size()) {
-      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more expressions than target columns",
+  Scope row_scope;
+  for (size_t i = 0; i < sel.types.size(); i++)
+    row_scope.columns.push_back({"", sel.names[i], sel.types[i]});
+  ExprBinder rb(&row_scope);
+  auto p = std::make_unique<PlanNode>();
+  p->kind = PlanNode::Kind::kProject;
+  p->exprs.resize(table.columns.size());
+  for (size_t i = 0; i < targets.size(); i++) {
+    const Column& col = table.columns[targets[i]];
+    const SqlType& from = sel.types[i];
+    if (!Assignable(from, col.type)) {
+      return Status::Sql(sqlstate::kDatatypeMismatch,
+                         fmt::format("column \"{}\" is of type {} but expression is of type {}",
+                                     col.name, col.type.ToString(), TypeName(from)),
                          s.table_pos);
     }
-    if (sel.types.size() < targets.size()) {
-      return Status::Sql(sqlstate::kSyntaxError, "INSERT has more target columns than expressions",
-                         s.table_pos);
-    }
-    Scope row_scope;
-    for (size_t i = 0; i < sel.types.size(); i++)
-      row_scope.columns.push_back({"", sel.names[i], sel.types[i]});
-    ExprBinder rb(&row_scope);
-    auto p = std::make_unique<PlanNode>();
-    p->kind = PlanNode::Kind::kProject;
-    p->exprs.resize(table.columns.size());
-    for (size_t i = 0; i < targets.size(); i++) {
-      const Column& col = table.columns[targets[i]];
-      const SqlType& from = sel.types[i];
-      if (!Assignable(from, col.type)) {
-        return Status::Sql(sqlstate::kDatatypeMismatch,
-                           fmt::format("column \"{}\" is of type {} but expression is of type {}",
-                                       col.name, col.type.ToString(), TypeName(from)),
-                           s.table_pos);
-      }
-      ASSIGN_OR_RETURN(p->exprs[targets[i]], rb.Coerce(MakeColumn(static_cast<int>(i), from), false,
-                                                       col.type, s.table_pos));
-    }
-    for (size_t i = 0; i < p->exprs.size(); i++) {
-      if (!p->exprs[i]) {
-        ASSIGN_OR_RETURN(p->exprs[i], BindDefault(table.columns[i]));
-      }
-      p->types.push_back(table.columns[i].type);
-    }
-    p->children.push_back(std::move(sel.plan));
-    out.source = std::move(p);
-    return out;
+    ASSIGN_OR_RETURN(p->exprs[targets[i]], rb.Coerce(MakeColumn(static_cast<int>(i), from), false,
+                                                     col.type, s.table_pos));
   }
+  for (size_t i = 0; i < p->exprs.size(); i++) {
+    if (!p->exprs[i]) {
+      ASSIGN_OR_RETURN(p->exprs[i], BindDefault(table.columns[i]));
+    }
+    p->types.push_back(table.columns[i].type);
+  }
+  p->children.push_back(std::move(sel.plan));
+  return PlanPtr(std::move(p));
+}
+
+// INSERT ... VALUES: each row's expression for every column of `table`.
+Result<std::vector<std::vector<BoundExprPtr>>> BindInsertValues(const sql::InsertStmt& s,
+                                                                const TableSchema& table,
+                                                                const std::vector<int>& targets,
+                                                                QueryBinder& qb) {
+  std::vector<std::vector<BoundExprPtr>> rows;
   Scope empty;
   ExprBinder binder = qb.MakeExprBinder(&empty);
   // The columns no row names take their defaults: bound once, copied into every row.
@@ -421,7 +440,42 @@ Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& ca
     for (size_t i = 0; i < full.size(); i++) {
       if (!full[i]) full[i] = defaults[i]->Clone();
     }
-    out.rows.push_back(std::move(full));
+    rows.push_back(std::move(full));
+  }
+  return rows;
+}
+
+}  // namespace
+
+Result<BoundInsert> BindInsert(const sql::InsertStmt& s, const CatalogReader& catalog,
+                               std::vector<SqlType>* params) {
+  auto t = catalog.GetTable(s.table);
+  if (!t.ok()) return t.status().WithPosition(s.table_pos);
+  BoundInsert out;
+  out.table = std::move(t).value();
+  const TableSchema& table = out.table;
+  ASSIGN_OR_RETURN(std::vector<int> targets, InsertTargets(s, table));
+  QueryBinder qb(catalog, params);
+  std::optional<BoundSelect> selected;
+  if (s.select) {
+    ASSIGN_OR_RETURN(selected, qb.BindQuery(*s.select, nullptr));
+  }
+  // Without a column list, fewer values than columns fill the leading columns (the rest take
+  // their defaults), as in PostgreSQL.
+  size_t width = selected         ? selected->types.size()
+                 : s.rows.empty() ? targets.size()
+                                  : s.rows[0].size();
+  if (s.columns.empty() && width < targets.size()) targets.resize(width);
+  for (size_t i = 0; i < table.columns.size(); i++) {
+    if (table.columns[i].serial &&
+        std::find(targets.begin(), targets.end(), static_cast<int>(i)) == targets.end()) {
+      out.generated.push_back(static_cast<int>(i));
+    }
+  }
+  if (selected) {
+    ASSIGN_OR_RETURN(out.source, BindInsertSelect(s, table, targets, *selected));
+  } else {
+    ASSIGN_OR_RETURN(out.rows, BindInsertValues(s, table, targets, qb));
   }
   return out;
 }
