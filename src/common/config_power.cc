@@ -116,6 +116,94 @@ Status CheckKeys(const toml::table& t, std::initializer_list<const char*> known,
   return Status::OK();
 }
 
+namespace {
+
+// One [profile.NAME] table.
+Result<HostProfile> ParseProfile(std::string_view name, const toml::node& node,
+                                 const std::string& source) {
+  auto* t = node.as_table();
+  std::string where = fmt::format("[profile.{}]", name);
+  if (!t)
+    return Status::InvalidArgument(
+        fmt::format("{}:{}: {} must be a table", source, Line(node), where));
+  RETURN_NOT_OK(CheckKeys(*t,
+                          {"cpus", "cpu_period_ms", "idle_watts", "peak_watts", "suspended_watts",
+                           "off_watts", "resume_ms", "boot_ms"},
+                          where, source));
+  HostProfile p;
+  p.name = std::string(name);
+  RETURN_NOT_OK(Read(*t, "cpus", &p.cpus, where, source));
+  if (!(p.cpus >= 0.01 && p.cpus <= 1024))
+    return Bad(source, *t->get("cpus"), where, "cpus", "must be in 0.01..1024");
+  for (auto [key, field] :
+       {std::pair{"idle_watts", &p.idle_watts}, std::pair{"peak_watts", &p.peak_watts},
+        std::pair{"suspended_watts", &p.suspended_watts}, std::pair{"off_watts", &p.off_watts}}) {
+    RETURN_NOT_OK(ReadWatts(*t, key, field, where, source));
+  }
+  if (p.peak_watts < p.idle_watts) {
+    const toml::node* at = t->get("peak_watts") ? t->get("peak_watts") : t->get("idle_watts");
+    return Status::InvalidArgument(
+        fmt::format("{}:{}: {} key 'peak_watts' ({}) is below idle_watts ({})", source,
+                    Line(at ? *at : *t), where, p.peak_watts, p.idle_watts));
+  }
+  RETURN_NOT_OK(ReadInt(*t, "cpu_period_ms", &p.cpu_period_ms, 1, 1000, where, source));
+  RETURN_NOT_OK(ReadInt(*t, "resume_ms", &p.resume_ms, 0, 600000, where, source));
+  RETURN_NOT_OK(ReadInt(*t, "boot_ms", &p.boot_ms, 0, 3600000, where, source));
+  return p;
+}
+
+// One [[infrastructure]] entry; `names` holds the names taken so far.
+Result<InfraConfig> ParseInfrastructure(const toml::node& el, const std::string& source,
+                                        std::set<std::string>* names) {
+  auto* t = el.as_table();
+  if (!t)
+    return Status::InvalidArgument(
+        fmt::format("{}:{}: [[infrastructure]] entries must be tables", source, Line(el)));
+  RETURN_NOT_OK(
+      CheckKeys(*t, {"name", "meter", "idle_watts", "peak_watts"}, "[[infrastructure]]", source));
+  InfraConfig inf;
+  RETURN_NOT_OK(Read(*t, "name", &inf.name, "[[infrastructure]]", source));
+  if (inf.name.empty() || !names->insert(inf.name).second) {
+    return Status::InvalidArgument(
+        fmt::format("{}:{}: [[infrastructure]] needs a unique name", source, Line(*t)));
+  }
+  std::string where = fmt::format("[[infrastructure]] '{}'", inf.name);
+  RETURN_NOT_OK(ParseMeter(*t, where, source, &inf.meter));
+  if (inf.meter.type == "ipmi-dcmi") {
+    return Bad(source, *t->get("meter"), where, "meter",
+               "ipmi-dcmi meters belong to nodes (their BMC)");
+  }
+  RETURN_NOT_OK(ReadWatts(*t, "idle_watts", &inf.idle_watts, where, source));
+  RETURN_NOT_OK(ReadWatts(*t, "peak_watts", &inf.peak_watts, where, source));
+  return inf;
+}
+
+// [hosts]: loopback or emulated hosts, their subnet and bridge.
+Status ParseHosts(const toml::table& t, const std::string& source, ClusterConfig* c) {
+  RETURN_NOT_OK(CheckKeys(t, {"mode", "subnet", "bridge"}, "[hosts]", source));
+  RETURN_NOT_OK(Read(t, "mode", &c->hosts.mode, "[hosts]", source));
+  RETURN_NOT_OK(Read(t, "subnet", &c->hosts.subnet, "[hosts]", source));
+  RETURN_NOT_OK(Read(t, "bridge", &c->hosts.bridge, "[hosts]", source));
+  if (c->hosts.mode != "loopback" && c->hosts.mode != "emulated") {
+    return Bad(source, *t.get("mode"), "[hosts]", "mode", "must be \"loopback\" or \"emulated\"");
+  }
+  unsigned a, b, cc;
+  char tail;
+  if (std::sscanf(c->hosts.subnet.c_str(), "%u.%u.%u%c", &a, &b, &cc, &tail) != 3 || a > 255 ||
+      b > 255 || cc > 255) {
+    return Status::InvalidArgument(
+        fmt::format("{}: [hosts] subnet '{}' must be a /24 prefix such as \"10.213.0\"", source,
+                    c->hosts.subnet));
+  }
+  if (c->hosts.bridge.empty() || c->hosts.bridge.size() > 15) {
+    return Status::InvalidArgument(
+        fmt::format("{}: [hosts] bridge must be 1..15 characters", source));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ParsePowerSections(const toml::table& root, const std::string& source, ClusterConfig* c) {
   c->profiles = {HostProfile{}};  // "atom"
   if (auto* t = root["power"].as_table()) {
@@ -133,35 +221,7 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
     auto* profiles = pn->as_table();
     if (!profiles) return Bad(source, *pn, "", "profile", "must hold tables [profile.NAME]");
     for (const auto& [name, node] : *profiles) {
-      auto* t = node.as_table();
-      std::string where = fmt::format("[profile.{}]", name.str());
-      if (!t)
-        return Status::InvalidArgument(
-            fmt::format("{}:{}: {} must be a table", source, Line(node), where));
-      RETURN_NOT_OK(CheckKeys(*t,
-                              {"cpus", "cpu_period_ms", "idle_watts", "peak_watts",
-                               "suspended_watts", "off_watts", "resume_ms", "boot_ms"},
-                              where, source));
-      HostProfile p;
-      p.name = std::string(name.str());
-      RETURN_NOT_OK(Read(*t, "cpus", &p.cpus, where, source));
-      if (!(p.cpus >= 0.01 && p.cpus <= 1024))
-        return Bad(source, *t->get("cpus"), where, "cpus", "must be in 0.01..1024");
-      for (auto [key, field] :
-           {std::pair{"idle_watts", &p.idle_watts}, std::pair{"peak_watts", &p.peak_watts},
-            std::pair{"suspended_watts", &p.suspended_watts},
-            std::pair{"off_watts", &p.off_watts}}) {
-        RETURN_NOT_OK(ReadWatts(*t, key, field, where, source));
-      }
-      if (p.peak_watts < p.idle_watts) {
-        const toml::node* at = t->get("peak_watts") ? t->get("peak_watts") : t->get("idle_watts");
-        return Status::InvalidArgument(
-            fmt::format("{}:{}: {} key 'peak_watts' ({}) is below idle_watts ({})", source,
-                        Line(at ? *at : *t), where, p.peak_watts, p.idle_watts));
-      }
-      RETURN_NOT_OK(ReadInt(*t, "cpu_period_ms", &p.cpu_period_ms, 1, 1000, where, source));
-      RETURN_NOT_OK(ReadInt(*t, "resume_ms", &p.resume_ms, 0, 600000, where, source));
-      RETURN_NOT_OK(ReadInt(*t, "boot_ms", &p.boot_ms, 0, 3600000, where, source));
+      ASSIGN_OR_RETURN(HostProfile p, ParseProfile(name.str(), node, source));
       std::erase_if(c->profiles, [&](const HostProfile& q) { return q.name == p.name; });
       c->profiles.push_back(p);
     }
@@ -173,26 +233,7 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
                  "must be an array of tables [[infrastructure]]");
     std::set<std::string> names;
     for (auto& el : *arr) {
-      auto* t = el.as_table();
-      if (!t)
-        return Status::InvalidArgument(
-            fmt::format("{}:{}: [[infrastructure]] entries must be tables", source, Line(el)));
-      RETURN_NOT_OK(CheckKeys(*t, {"name", "meter", "idle_watts", "peak_watts"},
-                              "[[infrastructure]]", source));
-      InfraConfig inf;
-      RETURN_NOT_OK(Read(*t, "name", &inf.name, "[[infrastructure]]", source));
-      if (inf.name.empty() || !names.insert(inf.name).second) {
-        return Status::InvalidArgument(
-            fmt::format("{}:{}: [[infrastructure]] needs a unique name", source, Line(*t)));
-      }
-      std::string where = fmt::format("[[infrastructure]] '{}'", inf.name);
-      RETURN_NOT_OK(ParseMeter(*t, where, source, &inf.meter));
-      if (inf.meter.type == "ipmi-dcmi") {
-        return Bad(source, *t->get("meter"), where, "meter",
-                   "ipmi-dcmi meters belong to nodes (their BMC)");
-      }
-      RETURN_NOT_OK(ReadWatts(*t, "idle_watts", &inf.idle_watts, where, source));
-      RETURN_NOT_OK(ReadWatts(*t, "peak_watts", &inf.peak_watts, where, source));
+      ASSIGN_OR_RETURN(InfraConfig inf, ParseInfrastructure(el, source, &names));
       c->infrastructure.push_back(inf);
     }
   } else {
@@ -200,28 +241,7 @@ Status ParsePowerSections(const toml::table& root, const std::string& source, Cl
     InfraConfig sw{"switch", {}, 20.0, 0};
     c->infrastructure = {master, sw};
   }
-  if (auto* t = root["hosts"].as_table()) {
-    RETURN_NOT_OK(CheckKeys(*t, {"mode", "subnet", "bridge"}, "[hosts]", source));
-    RETURN_NOT_OK(Read(*t, "mode", &c->hosts.mode, "[hosts]", source));
-    RETURN_NOT_OK(Read(*t, "subnet", &c->hosts.subnet, "[hosts]", source));
-    RETURN_NOT_OK(Read(*t, "bridge", &c->hosts.bridge, "[hosts]", source));
-    if (c->hosts.mode != "loopback" && c->hosts.mode != "emulated") {
-      return Bad(source, *t->get("mode"), "[hosts]", "mode",
-                 "must be \"loopback\" or \"emulated\"");
-    }
-    unsigned a, b, cc;
-    char tail;
-    if (std::sscanf(c->hosts.subnet.c_str(), "%u.%u.%u%c", &a, &b, &cc, &tail) != 3 || a > 255 ||
-        b > 255 || cc > 255) {
-      return Status::InvalidArgument(
-          fmt::format("{}: [hosts] subnet '{}' must be a /24 prefix such as \"10.213.0\"", source,
-                      c->hosts.subnet));
-    }
-    if (c->hosts.bridge.empty() || c->hosts.bridge.size() > 15) {
-      return Status::InvalidArgument(
-          fmt::format("{}: [hosts] bridge must be 1..15 characters", source));
-    }
-  }
+  if (auto* t = root["hosts"].as_table()) RETURN_NOT_OK(ParseHosts(*t, source, c));
   return Status::OK();
 }
 

@@ -329,45 +329,101 @@ void NodeServer::Resumed() {
   link_cv_.SignalAll();
 }
 
+Result<std::unique_ptr<net::Connection>> NodeServer::Register(net::asio::io_context& io) {
+  ASSIGN_OR_RETURN(auto conn, Connection::Connect(io, opts_.master_host, opts_.master_port,
+                                                  opts_.connect_timeout_ms));
+  RETURN_NOT_OK(conn->Authenticate(*key_, Connection::Role::kClient, opts_.connect_timeout_ms));
+  // A master that takes in no heartbeat for heartbeat_timeout_ms is gone: reconnect.
+  conn->SetTimeouts(opts_.rpc_timeout_ms, opts_.heartbeat_timeout_ms);
+  net::MessageBuilder mb;
+  auto reg = mb.initRoot<proto::NodeMessage>().initRegister();
+  reg.setNodeId(opts_.self.id);
+  reg.setHost(opts_.self.host);
+  reg.setPort(server_->port());
+  reg.setPid(getpid());
+  RETURN_NOT_OK(conn->Send(mb));
+  ASSIGN_OR_RETURN(auto reply, conn->Receive());
+  try {
+    auto m = reply->Root<proto::MasterMessage>();
+    if (m.which() == proto::MasterMessage::REJECTED) {
+      return Status::InvalidArgument(std::string("master rejected registration: ") +
+                                     m.getRejected().cStr());
+    }
+  } catch (const kj::Exception& e) {
+    return Status::Corruption("bad registration reply");
+  }
+  return conn;
+}
+
+void NodeServer::BuildHeartbeat(TelemetrySampler& sampler, net::MessageBuilder* mb) {
+  TelemetrySample t = sampler.Sample();
+  auto hb = mb->initRoot<proto::NodeMessage>().initHeartbeat();
+  hb.setCpuPercent(t.cpu_percent);
+  hb.setHostCpuPercent(t.host_cpu_percent);
+  hb.setRssBytes(t.rss_bytes);
+  hb.setMemTotalBytes(t.mem_total_bytes);
+  hb.setMemAvailableBytes(t.mem_available_bytes);
+  hb.setDiskBytes(t.disk_bytes);
+  hb.setDiskReadBytesPerSec(t.disk_read_bps);
+  hb.setDiskWriteBytesPerSec(t.disk_write_bps);
+  hb.setNetRxBytesPerSec(t.net_rx_bps);
+  hb.setNetTxBytesPerSec(t.net_tx_bps);
+  hb.setWallMicros(clock_.WallMicros());
+  auto doubt = participant_->InDoubt();
+  auto d = hb.initInDoubt(doubt.size());
+  for (size_t i = 0; i < doubt.size(); i++) d.set(i, doubt[i]);
+  auto waits = participant_->LockWaits();
+  auto w = hb.initLockWaits(waits.size());
+  for (size_t i = 0; i < waits.size(); i++) {
+    w[i].setTxn(waits[i].first);
+    w[i].setHolder(waits[i].second);
+  }
+  auto list = store_->List();
+  auto segs = hb.initSegments(list.size());
+  for (size_t i = 0; i < list.size(); i++) StatsTo(segs[i], list[i]);
+}
+
+void NodeServer::Heartbeats(net::Connection& conn, TelemetrySampler& sampler) {
+  uint64_t beats = 0;
+  while (!stopping_) {
+    // Outcome records answer repeated commits; an hour covers every retry and resolution
+    // (transaction ids start with the master's wall clock in microseconds).
+    if (beats++ % 600 == 0) {
+      int64_t hour_ago = clock_.WallMicros() - 3600LL * 1000000;
+      if (hour_ago > 0) (void)store_->ForgetOutcomesBefore(static_cast<uint64_t>(hour_ago) << 8);
+    }
+    net::MessageBuilder mb;
+    BuildHeartbeat(sampler, &mb);
+    Status hs;
+    {
+      MutexLock l(link_mu_);
+      if (stopping_) return;
+      hs = conn.Send(mb);
+    }
+    if (!hs.ok()) {
+      Log("node")->warn("lost master link: {}", hs.message());
+      return;
+    }
+    MutexLock l(link_mu_);
+    auto until = CondVar::DeadlineIn(std::chrono::milliseconds(opts_.telemetry_interval_ms));
+    while (!stopping_.load() && !resumed_.load() && link_cv_.WaitUntil(link_mu_, until)) {
+    }
+    if (resumed_.exchange(false)) {
+      Log("node")->info("host resumed; registering with the master again");
+      return;
+    }
+  }
+}
+
 void NodeServer::MasterLink() {
   int backoff_ms = 100;
   TelemetrySampler sampler(opts_.data_dir, clock_);
   while (!stopping_) {
     net::asio::io_context io;
-    auto conn =
-        Connection::Connect(io, opts_.master_host, opts_.master_port, opts_.connect_timeout_ms);
-    Status s = conn.status();
-    if (s.ok())
-      s = (*conn)->Authenticate(*key_, Connection::Role::kClient, opts_.connect_timeout_ms);
-    if (s.ok()) {
-      // A master that takes in no heartbeat for heartbeat_timeout_ms is gone: reconnect.
-      (*conn)->SetTimeouts(opts_.rpc_timeout_ms, opts_.heartbeat_timeout_ms);
-      net::MessageBuilder mb;
-      auto reg = mb.initRoot<proto::NodeMessage>().initRegister();
-      reg.setNodeId(opts_.self.id);
-      reg.setHost(opts_.self.host);
-      reg.setPort(server_->port());
-      reg.setPid(getpid());
-      s = (*conn)->Send(mb);
-      if (s.ok()) {
-        auto reply = (*conn)->Receive();
-        s = reply.status();
-        if (s.ok()) {
-          try {
-            auto m = (*reply)->Root<proto::MasterMessage>();
-            if (m.which() == proto::MasterMessage::REJECTED) {
-              s = Status::InvalidArgument(std::string("master rejected registration: ") +
-                                          m.getRejected().cStr());
-            }
-          } catch (const kj::Exception& e) {
-            s = Status::Corruption("bad registration reply");
-          }
-        }
-      }
-    }
-    if (!s.ok()) {
+    auto conn = Register(io);
+    if (!conn.ok()) {
       Log("node")->warn("cannot reach master at {}:{}, retrying in {} ms: {}", opts_.master_host,
-                        opts_.master_port, backoff_ms, s.message());
+                        opts_.master_port, backoff_ms, conn.status().message());
       MutexLock l(link_mu_);
       auto until = CondVar::DeadlineIn(std::chrono::milliseconds(backoff_ms));
       for (bool timed_out = false; !(stopping_.load() || resumed_.exchange(false)) && !timed_out;) {
@@ -383,59 +439,7 @@ void NodeServer::MasterLink() {
       MutexLock l(link_mu_);
       link_conn_ = conn->get();
     }
-    uint64_t beats = 0;
-    while (!stopping_) {
-      // Outcome records answer repeated commits; an hour covers every retry and resolution
-      // (transaction ids start with the master's wall clock in microseconds).
-      if (beats++ % 600 == 0) {
-        int64_t hour_ago = clock_.WallMicros() - 3600LL * 1000000;
-        if (hour_ago > 0) (void)store_->ForgetOutcomesBefore(static_cast<uint64_t>(hour_ago) << 8);
-      }
-      TelemetrySample t = sampler.Sample();
-      net::MessageBuilder mb;
-      auto hb = mb.initRoot<proto::NodeMessage>().initHeartbeat();
-      hb.setCpuPercent(t.cpu_percent);
-      hb.setHostCpuPercent(t.host_cpu_percent);
-      hb.setRssBytes(t.rss_bytes);
-      hb.setMemTotalBytes(t.mem_total_bytes);
-      hb.setMemAvailableBytes(t.mem_available_bytes);
-      hb.setDiskBytes(t.disk_bytes);
-      hb.setDiskReadBytesPerSec(t.disk_read_bps);
-      hb.setDiskWriteBytesPerSec(t.disk_write_bps);
-      hb.setNetRxBytesPerSec(t.net_rx_bps);
-      hb.setNetTxBytesPerSec(t.net_tx_bps);
-      hb.setWallMicros(clock_.WallMicros());
-      auto doubt = participant_->InDoubt();
-      auto d = hb.initInDoubt(doubt.size());
-      for (size_t i = 0; i < doubt.size(); i++) d.set(i, doubt[i]);
-      auto waits = participant_->LockWaits();
-      auto w = hb.initLockWaits(waits.size());
-      for (size_t i = 0; i < waits.size(); i++) {
-        w[i].setTxn(waits[i].first);
-        w[i].setHolder(waits[i].second);
-      }
-      auto list = store_->List();
-      auto segs = hb.initSegments(list.size());
-      for (size_t i = 0; i < list.size(); i++) StatsTo(segs[i], list[i]);
-      Status hs;
-      {
-        MutexLock l(link_mu_);
-        if (stopping_) break;
-        hs = (*conn)->Send(mb);
-      }
-      if (!hs.ok()) {
-        Log("node")->warn("lost master link: {}", hs.message());
-        break;
-      }
-      MutexLock l(link_mu_);
-      auto until = CondVar::DeadlineIn(std::chrono::milliseconds(opts_.telemetry_interval_ms));
-      while (!stopping_.load() && !resumed_.load() && link_cv_.WaitUntil(link_mu_, until)) {
-      }
-      if (resumed_.exchange(false)) {
-        Log("node")->info("host resumed; registering with the master again");
-        break;
-      }
-    }
+    Heartbeats(**conn, sampler);
     MutexLock l(link_mu_);
     link_conn_ = nullptr;
   }

@@ -21,6 +21,7 @@
 #include "common/config.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "net/message_builder.h"
 #include "net/tcp_server.h"
 #include "node/column_cache.h"
 #include "node/participant.h"
@@ -102,6 +103,12 @@ class NodeServer : public rpc::LocalSegments {
  private:
   void Serve(net::Socket& socket);
   void MasterLink();
+  // MasterLink's steps: connect, authenticate and register (a rejection is an error); send a
+  // heartbeat every telemetry interval until the link fails, the node stops or its host
+  // resumed from a sleep.
+  Result<std::unique_ptr<net::Connection>> Register(net::asio::io_context& io);
+  void Heartbeats(net::Connection& conn, TelemetrySampler& sampler) EXCLUDES(link_mu_);
+  void BuildHeartbeat(TelemetrySampler& sampler, net::MessageBuilder* mb);
   // Handles one request; may send several frames (scan, export). Returns false if the
   // connection must close.
   bool Dispatch(net::Connection& conn, net::ReceivedMessage& msg);
