@@ -178,70 +178,87 @@ Result<std::shared_ptr<const SegmentImage>> ColumnCache::Lookup(storage::Segment
   uint64_t version = seg->data_version();
   {
     MutexLock l(mu_);
-    if (++gets_ % 256 == 0) PruneLocked();
-    Entry& e = entries_[id];
-    if (e.seg.lock() != seg) {
-      DropImageLocked(e);
-      e = Entry{seg, nullptr, version, clock_.NowMicros()};
-    }
-    if (e.image && !ImageCurrent(*seg, *e.image)) DropImageLocked(e);
-    bool refresh = false;
-    if (e.image && warm) {
-      // An image whose recording of later commits has grown is built anew if it is read (reads
-      // merge fewer rows, and the recording stays within its bound), dropped if not. So is one
-      // whose segment went quiet with kQuietRefreshBytes of commits recorded: every read would
-      // look them up until the next commit; one build takes them in.
-      size_t recorded = seg->recent_bytes();
-      if (e.building || recorded == 0) return e.image;
-      int64_t now = clock_.NowMicros();
-      e.See(version, now);
-      bool idle = now - e.last_use >= kIdleMicros;
-      bool quiet = now - e.seen_at >= quiet_micros_;
-      if (recorded < kRefreshBytes && (idle || !quiet || recorded < kQuietRefreshBytes))
-        return e.image;
-      if (idle) {
-        DropImageLocked(e);
-        return std::shared_ptr<const SegmentImage>();
-      }
-      refresh = true;
-    }
-    if (e.image && !refresh) {
-      if (read_ts < e.image->newest_ts) {
-        stats_.misses++;
-        return std::shared_ptr<const SegmentImage>();
-      }
-      e.last_use = clock_.NowMicros();
-      stats_.hits++;
-      return e.image;
-    }
-    int64_t now = clock_.NowMicros();
-    // Changed only by commits since a reader missed: the recording that miss started holds
-    // them, as it would keep an image current; such a segment is as good as quiet.
-    bool commits_only = e.probe && seg->RecentCovers(e.probe_base);
-    if (e.See(version, now) && !commits_only) e.partial_reads = 0;
-    bool quiet = version == 0 || now - e.seen_at >= quiet_micros_;
-    bool settled = quiet || commits_only;
-    if (!warm) {
-      e.missed = true;
-      e.last_miss = now;
-    }
-    if (!settled && !warm && !e.building && RoomLocked()) {
-      e.probe = true;
-      e.probe_base = seg->ArmRecent();
-    }
-    if (settled && !may_build) may_build = ++e.partial_reads >= kPartialReadsBeforeImage;
-    if (warm && !quiet && (!e.missed || now - e.last_miss >= kIdleMicros))
-      may_build = false;  // no reader lately
-    if (!refresh &&
-        (!may_build || !settled || e.building || e.failed_version == version || !RoomLocked())) {
-      if (!warm) stats_.misses++;
-      return std::shared_ptr<const SegmentImage>();
-    }
-    e.building = true;
-    e.probe = false;  // the build records anew
+    bool build = false;
+    auto image = LookupLocked(seg, id, version, read_ts, may_build, warm, &build);
+    if (!build) return image;
   }
   auto built = Build(store, seg);
   MutexLock l(mu_);
+  return TakeBuiltLocked(seg, id, version, read_ts, warm, did_build, std::move(built));
+}
+
+std::shared_ptr<const SegmentImage> ColumnCache::LookupLocked(const storage::SegmentRef& seg,
+                                                              SegmentId id, uint64_t version,
+                                                              Timestamp read_ts, bool may_build,
+                                                              bool warm, bool* build) {
+  if (++gets_ % 256 == 0) PruneLocked();
+  Entry& e = entries_[id];
+  if (e.seg.lock() != seg) {
+    DropImageLocked(e);
+    e = Entry{seg, nullptr, version, clock_.NowMicros()};
+  }
+  if (e.image && !ImageCurrent(*seg, *e.image)) DropImageLocked(e);
+  bool refresh = false;
+  if (e.image && warm) {
+    // An image whose recording of later commits has grown is built anew if it is read (reads
+    // merge fewer rows, and the recording stays within its bound), dropped if not. So is one
+    // whose segment went quiet with kQuietRefreshBytes of commits recorded: every read would
+    // look them up until the next commit; one build takes them in.
+    size_t recorded = seg->recent_bytes();
+    if (e.building || recorded == 0) return e.image;
+    int64_t now = clock_.NowMicros();
+    e.See(version, now);
+    bool idle = now - e.last_use >= kIdleMicros;
+    bool quiet = now - e.seen_at >= quiet_micros_;
+    if (recorded < kRefreshBytes && (idle || !quiet || recorded < kQuietRefreshBytes))
+      return e.image;
+    if (idle) {
+      DropImageLocked(e);
+      return std::shared_ptr<const SegmentImage>();
+    }
+    refresh = true;
+  }
+  if (e.image && !refresh) {
+    if (read_ts < e.image->newest_ts) {
+      stats_.misses++;
+      return std::shared_ptr<const SegmentImage>();
+    }
+    e.last_use = clock_.NowMicros();
+    stats_.hits++;
+    return e.image;
+  }
+  int64_t now = clock_.NowMicros();
+  // Changed only by commits since a reader missed: the recording that miss started holds
+  // them, as it would keep an image current; such a segment is as good as quiet.
+  bool commits_only = e.probe && seg->RecentCovers(e.probe_base);
+  if (e.See(version, now) && !commits_only) e.partial_reads = 0;
+  bool quiet = version == 0 || now - e.seen_at >= quiet_micros_;
+  bool settled = quiet || commits_only;
+  if (!warm) {
+    e.missed = true;
+    e.last_miss = now;
+  }
+  if (!settled && !warm && !e.building && RoomLocked()) {
+    e.probe = true;
+    e.probe_base = seg->ArmRecent();
+  }
+  if (settled && !may_build) may_build = ++e.partial_reads >= kPartialReadsBeforeImage;
+  if (warm && !quiet && (!e.missed || now - e.last_miss >= kIdleMicros))
+    may_build = false;  // no reader lately
+  if (!refresh &&
+      (!may_build || !settled || e.building || e.failed_version == version || !RoomLocked())) {
+    if (!warm) stats_.misses++;
+    return std::shared_ptr<const SegmentImage>();
+  }
+  e.building = true;
+  e.probe = false;  // the build records anew
+  *build = true;
+  return std::shared_ptr<const SegmentImage>();
+}
+
+Result<std::shared_ptr<const SegmentImage>> ColumnCache::TakeBuiltLocked(
+    const storage::SegmentRef& seg, SegmentId id, uint64_t version, Timestamp read_ts, bool warm,
+    bool* did_build, Result<std::shared_ptr<SegmentImage>> built) {
   auto it = entries_.find(id);
   bool ours = it != entries_.end() && it->second.seg.lock() == seg;
   if (ours) it->second.building = false;

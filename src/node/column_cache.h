@@ -162,6 +162,17 @@ class ColumnCache {
   // Builds the image of the newest committed rows; nullptr if the rows do not all have one width.
   static Result<std::shared_ptr<SegmentImage>> Build(storage::SegmentStore& store,
                                                      const storage::SegmentRef& seg);
+  // Lookup's steps. LookupLocked answers from the entry (a hit, a miss, or an image to
+  // refresh); *build set: the caller builds, having marked the entry building.
+  // TakeBuiltLocked takes the built image in (kept if nothing changed and it fits) and
+  // answers the read with it if it can.
+  std::shared_ptr<const SegmentImage> LookupLocked(const storage::SegmentRef& seg, SegmentId id,
+                                                   uint64_t version, Timestamp read_ts,
+                                                   bool may_build, bool warm, bool* build)
+      REQUIRES(mu_);
+  Result<std::shared_ptr<const SegmentImage>> TakeBuiltLocked(
+      const storage::SegmentRef& seg, SegmentId id, uint64_t version, Timestamp read_ts, bool warm,
+      bool* did_build, Result<std::shared_ptr<SegmentImage>> built) REQUIRES(mu_);
   // REQUIRES mu_ for each:
   // And ends the recording of commits it answers with.
   void DropImageLocked(Entry& e) REQUIRES(mu_);
