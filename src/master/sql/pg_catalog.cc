@@ -765,6 +765,27 @@ Result<PgRelRows> PgCatalog::Rows(TableId table) {
   return PgRelRows{};
 }
 
+namespace {
+
+// pg_size_pretty: bytes below 10 kB, then kB, MB, GB, TB, each rounded half up, as in
+// PostgreSQL.
+Value SizePretty(int64_t size) {
+  static const char* kUnits[] = {"bytes", "kB", "MB", "GB", "TB", "PB"};
+  int64_t abs = size < 0 ? -size : size;
+  if (abs < 10 * 1024) return T(fmt::format("{} bytes", size));
+  int64_t v = size;
+  int u = 0;
+  while (u < 5) {
+    int64_t half = (v >= 0 ? (v + 512) : (v - 512)) / 1024;  // round half away from zero
+    v = half;
+    u++;
+    if ((v < 0 ? -v : v) < 10 * 1024) break;
+  }
+  return T(fmt::format("{} {}", v, kUnits[u]));
+}
+
+}  // namespace
+
 Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>& args) {
   for (const auto& a : args) {
     if (a.is_null() && name != "pg_get_expr") return Value();
@@ -848,21 +869,8 @@ Result<Value> PgCatalog::Call(const std::string& name, const std::vector<Value>&
     return O(static_cast<int64_t>(TableBytes()[t->id]));
   }
   if (name == "pg_size_pretty") {
-    // PostgreSQL: bytes below 10 kB, then kB, MB, GB, TB, each rounded half up.
-    int64_t size =
-        args[0].ToDecimal().v > INT64_MAX ? INT64_MAX : static_cast<int64_t>(args[0].ToDecimal().v);
-    static const char* kUnits[] = {"bytes", "kB", "MB", "GB", "TB", "PB"};
-    int64_t abs = size < 0 ? -size : size;
-    if (abs < 10 * 1024) return T(fmt::format("{} bytes", size));
-    int64_t v = size;
-    int u = 0;
-    while (u < 5) {
-      int64_t half = (v >= 0 ? (v + 512) : (v - 512)) / 1024;  // round half away from zero
-      v = half;
-      u++;
-      if ((v < 0 ? -v : v) < 10 * 1024) break;
-    }
-    return T(fmt::format("{} {}", v, kUnits[u]));
+    Int128 v = args[0].ToDecimal().v;
+    return SizePretty(v > INT64_MAX ? INT64_MAX : static_cast<int64_t>(v));
   }
   return Status::Sql(sqlstate::kUndefinedFunction, fmt::format("function {} does not exist", name));
 }

@@ -307,6 +307,35 @@ Result<BoundExprPtr> ExprBinder::BindBool(const Expr& e, const char* what) {
   return b;
 }
 
+// Arithmetic: untyped literals take the other side's numeric type; the result is the
+// operands' common numeric type.
+Status ExprBinder::BindArithmetic(const Expr& e, BoundExprPtr* l, bool ul, BoundExprPtr* r, bool ur,
+                                  SqlType* type) {
+  const std::string& op = e.op;
+  if (ul && (*r)->type.IsNumeric()) {
+    ASSIGN_OR_RETURN(*l, Coerce(std::move(*l), true, (*r)->type, e.args[0]->pos));
+  } else if (ur && (*l)->type.IsNumeric()) {
+    ASSIGN_OR_RETURN(*r, Coerce(std::move(*r), true, (*l)->type, e.args[1]->pos));
+  }
+  SqlType lt = (*l)->type, rt = (*r)->type;
+  bool ln = lt.IsNumeric() || lt.id == TypeId::kNull, rn = rt.IsNumeric() || rt.id == TypeId::kNull;
+  if (!ln || !rn) {
+    return Status::Sql(
+        sqlstate::kUndefinedFunction,
+        fmt::format("operator does not exist: {} {} {}", TypeName(lt), op, TypeName(rt)), e.pos);
+  }
+  if (lt.id == TypeId::kNull && rt.id == TypeId::kNull) {
+    *type = {TypeId::kInt32};
+  } else if (lt.id == TypeId::kNull) {
+    *type = rt;
+  } else if (rt.id == TypeId::kNull) {
+    *type = lt;
+  } else {
+    *type = NumericUnion(lt, rt);
+  }
+  return Status::OK();
+}
+
 Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
   auto out = std::make_unique<BoundExpr>();
   out->kind = BoundExpr::Kind::kBinary;
@@ -385,29 +414,7 @@ Result<BoundExprPtr> ExprBinder::BindBinary(const Expr& e) {
     RETURN_NOT_OK(Unify(&l, ul, &r, ur, e.pos, op.c_str()));
     out->type = {TypeId::kBool};
   } else {
-    // Arithmetic: untyped literals take the other side's numeric type.
-    if (ul && r->type.IsNumeric()) {
-      ASSIGN_OR_RETURN(l, Coerce(std::move(l), true, r->type, e.args[0]->pos));
-    } else if (ur && l->type.IsNumeric()) {
-      ASSIGN_OR_RETURN(r, Coerce(std::move(r), true, l->type, e.args[1]->pos));
-    }
-    SqlType lt = l->type, rt = r->type;
-    bool ln = lt.IsNumeric() || lt.id == TypeId::kNull,
-         rn = rt.IsNumeric() || rt.id == TypeId::kNull;
-    if (!ln || !rn) {
-      return Status::Sql(
-          sqlstate::kUndefinedFunction,
-          fmt::format("operator does not exist: {} {} {}", TypeName(lt), op, TypeName(rt)), e.pos);
-    }
-    if (lt.id == TypeId::kNull && rt.id == TypeId::kNull) {
-      out->type = {TypeId::kInt32};
-    } else if (lt.id == TypeId::kNull) {
-      out->type = rt;
-    } else if (rt.id == TypeId::kNull) {
-      out->type = lt;
-    } else {
-      out->type = NumericUnion(lt, rt);
-    }
+    RETURN_NOT_OK(BindArithmetic(e, &l, ul, &r, ur, &out->type));
   }
   out->children.push_back(std::move(l));
   out->children.push_back(std::move(r));

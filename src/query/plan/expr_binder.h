@@ -92,6 +92,8 @@ class ExprBinder {
   Result<BoundExprPtr> BindInner(const Expr& e, bool* untyped);
   Result<BoundExprPtr> BindColumn(const Expr& e);
   Result<BoundExprPtr> BindBinary(const Expr& e);
+  Status BindArithmetic(const Expr& e, BoundExprPtr* l, bool ul, BoundExprPtr* r, bool ur,
+                        SqlType* type);
   Result<BoundExprPtr> BindFunc(const Expr& e, bool* untyped);
   Result<BoundExprPtr> BindUnary(const Expr& e);
   Result<BoundExprPtr> BindBetween(const Expr& e);
