@@ -1,12 +1,6 @@
 // wattdb-node: serves this node's segments to the master.
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <iostream>
-#include <mutex>
-#include <thread>
 
 #include <boost/program_options.hpp>
 
@@ -15,28 +9,13 @@
 #include "common/logging.h"
 #include "common/process.h"
 #include "common/stack_guard.h"
-#include "node/node_server.h"
+#include "node/node.h"
 
 namespace po = boost::program_options;
 using namespace wattdb;
 
-namespace {
-
-// Ends the process once, with its logs flushed, from whichever thread comes first: the main
-// thread after a clean stop, or the watchdog below. The other waits on the lock until the
-// process is gone. (Returning from main would run static destructors, spdlog's among them,
-// while the watchdog may be flushing the logs: AddressSanitizer caught the double free.)
-[[noreturn]] void ExitNow() {
-  static std::mutex mu;
-  mu.lock();
-  spdlog::shutdown();
-  _exit(0);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  wattdb::SetDefaultThreadStackSize(wattdb::kServerThreadStackBytes);
+  SetDefaultThreadStackSize(kServerThreadStackBytes);
   po::options_description desc(
       "wattdb-node: a WattDB storage and execution node.\n"
       "Registers with the master named in the cluster config and serves its segments.\n\n"
@@ -58,62 +37,27 @@ int main(int argc, char** argv) {
     std::cerr << "wattdb-node: " << cfg.status().message() << "\n";
     return 2;
   }
-  uint32_t id = vm["id"].as<uint32_t>();
-  const NodeConfig* self = cfg->FindNode(id);
-  if (!self) {
-    std::cerr << "wattdb-node: node id " << id << " is not in the config\n";
-    return 2;
-  }
-  if (self->InMaster()) {
-    std::cerr << "wattdb-node: node " << id
-              << " lives in the master process (power = \"master\")\n";
+  node::NodeProcessOptions opts;
+  opts.id = vm["id"].as<uint32_t>();
+  if (vm.count("data-dir")) opts.data_dir = vm["data-dir"].as<std::string>();
+  node::Node n(*cfg, opts);
+  if (Status s = n.Init(); !s.ok()) {
+    std::cerr << "wattdb-node: " << s.message() << "\n";
     return 2;
   }
   std::string level = vm.count("log-level") ? vm["log-level"].as<std::string>() : cfg->log_level;
-  if (!ConfigureLogging(level, fmt::format("n{}", id))) {
+  if (!ConfigureLogging(level, fmt::format("n{}", opts.id))) {
     std::cerr << "wattdb-node: unknown log level " << level << "\n";
     return 2;
   }
   BlockTerminationSignals();
-  // SIGCONT (a resume from suspend) is taken by a thread of its own, below.
-  sigset_t cont;
-  sigemptyset(&cont);
-  sigaddset(&cont, SIGCONT);
-  pthread_sigmask(SIG_BLOCK, &cont, nullptr);
-
-  node::NodeOptions opts = node::NodeOptionsFromConfig(*cfg, *self);
-  if (vm.count("data-dir")) opts.data_dir = vm["data-dir"].as<std::string>();
-  node::NodeServer server(opts);
-  Status s = server.Start();
-  if (!s.ok()) {
+  if (Status s = n.Start(); !s.ok()) {
     Log("node")->error("cannot start: {}", s.ToString());
     return 1;
   }
-  static std::atomic<node::NodeServer*> resumable{&server};
-  std::thread([cont] {
-    int sig = 0;
-    while (sigwait(&cont, &sig) == 0) {
-      if (node::NodeServer* s = resumable.load()) s->Resumed();
-    }
-  }).detach();
   int sig = WaitForTerminationSignal();
   Log("node")->info("signal {} received, shutting down", sig);
-  // A node stops within 2 s of SIGTERM (power drivers and operators count on it). What it
-  // acknowledged is in RocksDB's write-ahead log already, so exiting without a clean close
-  // loses nothing; a second signal also ends it at once.
-  std::thread([] {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGTERM);
-    timespec ts{1, 800'000'000};
-    int again = sigtimedwait(&s, nullptr, &ts);
-    Log("node")->warn("{}; exiting now",
-                      again > 0 ? "second signal" : "clean shutdown took over 1.8 s");
-    ExitNow();
-  }).detach();
-  resumable = nullptr;
-  server.Stop();
+  n.Shutdown();
   Log("node")->info("exiting");
-  ExitNow();
+  node::Node::Exit(0);
 }
