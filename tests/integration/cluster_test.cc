@@ -215,6 +215,16 @@ TEST(Cluster, EndToEnd) {
       c->Exec(fmt::format("ALTER TABLE acc MOVE SEGMENT {} TO NODE 3", segs[0][0]), nullptr, &msg),
       "")
       << msg;
+  // Its replica set: the leader on node 3, a new epoch for each move (it moved at least twice).
+  const std::string replicas_of_moved = fmt::format(
+      "SELECT node_id, role, state, epoch FROM wattdb_replicas WHERE segment_id = {}", segs[0][0]);
+  Rows replicas;
+  ASSERT_EQ(c->Exec(replicas_of_moved, &replicas), "");
+  ASSERT_EQ(replicas.size(), 1u);
+  EXPECT_EQ(replicas[0][0], "3");
+  EXPECT_EQ(replicas[0][1], "leader");
+  EXPECT_EQ(replicas[0][2], "live");
+  EXPECT_GE(std::stoi(replicas[0][3]), 3);
 
   // 4. Restart the master: catalog, partition map and every row are intact.
   std::string owner4242 = c->Scalar("SELECT owner FROM acc WHERE id = 4242");
@@ -233,6 +243,9 @@ TEST(Cluster, EndToEnd) {
   c = cluster.Connect();
   EXPECT_EQ(totals(*c), kTotals);
   EXPECT_EQ(c->Scalar("SELECT owner FROM acc WHERE id = 4242"), owner4242);
+  Rows replicas_after;
+  ASSERT_EQ(c->Exec(replicas_of_moved, &replicas_after), "");
+  EXPECT_EQ(replicas_after, replicas) << "the replica set and its epoch survive a master restart";
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM log"), std::to_string(logged));
   Rows after;
   ASSERT_EQ(c->Exec("SELECT segment_id, node_id, lo, hi FROM wattdb_segments ORDER BY segment_id",

@@ -34,19 +34,6 @@ constexpr char kDecisionPrefix[] = "decision/";
 
 std::string U64Key(const char* prefix, uint64_t v) { return fmt::format("{}{:020}", prefix, v); }
 
-Result<SegmentEntry> DecodeSegment(const std::string& v) {
-  ByteReader r(v);
-  SegmentEntry e;
-  uint64_t id, table, node;
-  if (!r.VarU64(&id) || !r.VarU64(&table) || !r.Str(&e.lo) || !r.Str(&e.hi) || !r.VarU64(&node)) {
-    return Status::Corruption("segment record does not decode");
-  }
-  e.id = id;
-  e.table = static_cast<TableId>(table);
-  e.node = static_cast<NodeId>(node);
-  return e;
-}
-
 std::string EncodeMove(const MoveIntent& m) {
   std::string out;
   ByteWriter w(&out);
@@ -82,7 +69,34 @@ std::string Catalog::EncodeSegment(const SegmentEntry& e) {
   w.Str(e.lo);
   w.Str(e.hi);
   w.VarU64(e.node);
+  w.VarU64(e.epoch);
+  w.VarU64(e.followers.size());
+  for (NodeId f : e.followers) w.VarU64(f);
   return out;
+}
+
+Result<SegmentEntry> Catalog::DecodeSegment(const std::string& v) {
+  ByteReader r(v);
+  SegmentEntry e;
+  uint64_t id, table, node;
+  if (!r.VarU64(&id) || !r.VarU64(&table) || !r.Str(&e.lo) || !r.Str(&e.hi) || !r.VarU64(&node)) {
+    return Status::Corruption("segment record does not decode");
+  }
+  e.id = id;
+  e.table = static_cast<TableId>(table);
+  e.node = static_cast<NodeId>(node);
+  if (r.empty()) return e;  // written before replica sets: a set of one, epoch 1
+  uint64_t epoch, n;
+  if (!r.VarU64(&epoch) || !r.VarU64(&n) || n > 64) {
+    return Status::Corruption("segment record does not decode");
+  }
+  e.epoch = epoch;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t f;
+    if (!r.VarU64(&f)) return Status::Corruption("segment record does not decode");
+    e.followers.push_back(static_cast<NodeId>(f));
+  }
+  return e;
 }
 
 Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& dir) {
@@ -594,7 +608,7 @@ bool Catalog::SegmentIs(const SegmentEntry& e) const {
   auto ix = seg_index_.find(e.id);
   if (ix == seg_index_.end()) return false;
   const SegmentEntry& now = by_table_.at(ix->second.first).at(ix->second.second);
-  return now.node == e.node && now.lo == e.lo && now.hi == e.hi;
+  return now.node == e.node && now.epoch == e.epoch && now.lo == e.lo && now.hi == e.hi;
 }
 
 std::vector<SegmentEntry> Catalog::AllSegments() const {
@@ -636,7 +650,8 @@ Status Catalog::ApplySplits(SegmentId seg, SegmentId first_new_id,
   std::vector<storage::KvStore::Op> ops{{SegmentKey(seg), EncodeSegment(lower)}};
   for (size_t i = 0; i < keys.size(); i++) {
     uppers.push_back(SegmentEntry{first_new_id + i, old.table, keys[i],
-                                  i + 1 < keys.size() ? keys[i + 1] : old.hi, old.node});
+                                  i + 1 < keys.size() ? keys[i + 1] : old.hi, old.node,
+                                  old.followers, old.epoch});
     ops.push_back({SegmentKey(uppers.back().id), EncodeSegment(uppers.back())});
   }
   ops.push_back({U64Key(kSplitPrefix, seg), "", true});
@@ -697,11 +712,35 @@ Status Catalog::SetOwner(SegmentId seg, NodeId node) {
   if (ix == seg_index_.end()) return Status::NotFound(fmt::format("segment {}", seg));
   SegmentEntry e = by_table_[ix->second.first][ix->second.second];
   e.node = node;
+  std::erase(e.followers, node);
+  e.epoch++;
   RETURN_NOT_OK(
       kv_->Write({{SegmentKey(seg), EncodeSegment(e)}, {U64Key(kMovePrefix, seg), "", true}}));
   by_table_[ix->second.first][ix->second.second] = e;
   moves_.erase(seg);
   return Status::OK();
+}
+
+Result<SegmentEntry> Catalog::SetReplicas(SegmentId seg, NodeId leader,
+                                          std::vector<NodeId> followers) {
+  std::vector<NodeId> all = followers;
+  all.push_back(leader);
+  std::sort(all.begin(), all.end());
+  if (leader == 0 || std::adjacent_find(all.begin(), all.end()) != all.end() ||
+      std::find(all.begin(), all.end(), 0) != all.end()) {
+    return Status::InvalidArgument(
+        fmt::format("a replica set of segment {} needs distinct nodes", seg));
+  }
+  WriterLock l(mu_);
+  auto ix = seg_index_.find(seg);
+  if (ix == seg_index_.end()) return Status::NotFound(fmt::format("segment {}", seg));
+  SegmentEntry e = by_table_[ix->second.first][ix->second.second];
+  e.node = leader;
+  e.followers = std::move(followers);
+  e.epoch++;
+  RETURN_NOT_OK(kv_->Write({{SegmentKey(seg), EncodeSegment(e)}}));
+  by_table_[ix->second.first][ix->second.second] = e;
+  return e;
 }
 
 std::vector<MoveIntent> Catalog::PendingMoves() const {

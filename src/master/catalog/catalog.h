@@ -27,11 +27,15 @@
 
 namespace wattdb::master {
 
+// A segment of the segment map: its key range and its replica set (docs/design/replication.md).
 struct SegmentEntry {
   SegmentId id = 0;
   TableId table = 0;
   std::string lo, hi;
-  NodeId node = 0;
+  NodeId node = 0;                // the leader: writes and (by default) reads go here
+  std::vector<NodeId> followers;  // the other replicas, on nodes distinct from `node`
+  // Grows with every change of (node, followers); a request of another epoch is refused.
+  uint64_t epoch = 1;
 };
 
 enum class NodeAdminState : uint8_t { kActive = 0, kDraining = 1, kOff = 2, kSuspended = 3 };
@@ -120,7 +124,8 @@ class Catalog : public plan::CatalogReader {
                                                 const std::string& hi) const;
   Result<SegmentEntry> SegmentForKey(TableId table, const std::string& key) const;
   Result<SegmentEntry> GetSegment(SegmentId id) const;
-  // Whether segment e.id exists with e's owner and key range (a write's routing still holds).
+  // Whether segment e.id exists with e's owner, epoch and key range (a write's routing still
+  // holds).
   bool SegmentIs(const SegmentEntry& e) const;
   std::vector<SegmentEntry> AllSegments() const;
   std::vector<SegmentEntry> SegmentsOnNode(NodeId node) const;
@@ -136,11 +141,19 @@ class Catalog : public plan::CatalogReader {
   // (the last one up to the old high key), `seg` keeps what lies below keys[0].
   Status ApplySplits(SegmentId seg, SegmentId first_new_id, const std::vector<std::string>& keys);
   // Moves: the intent is logged before any bytes move; SetOwner switches ownership and
-  // clears the intent in one atomic write.
+  // clears the intent in one atomic write. A new owner is a new epoch; it is no longer a
+  // follower if it was one.
   Status LogMoveIntent(const MoveIntent& m);
   Status ClearMoveIntent(SegmentId seg);
   Status SetOwner(SegmentId seg, NodeId node);
+  // Makes `leader` and `followers` the segment's replica set, in a new epoch (synced). The
+  // nodes must be distinct. Returns the entry as written.
+  Result<SegmentEntry> SetReplicas(SegmentId seg, NodeId leader, std::vector<NodeId> followers);
   std::vector<MoveIntent> PendingMoves() const;
+  // A segment record as the catalog stores it (docs/design/formats.md); for tests.
+  static Result<SegmentEntry> DecodeSegmentForTest(const std::string& v) {
+    return DecodeSegment(v);
+  }
 
   // Commit decisions of transactions spanning several nodes: logged (synced) before any
   // participant is told to commit; erased once every participant acknowledged. Decision()
@@ -180,6 +193,7 @@ class Catalog : public plan::CatalogReader {
                                                   std::vector<storage::KvStore::Op> ops)
       REQUIRES(mu_);
   static std::string EncodeSegment(const SegmentEntry& e);
+  static Result<SegmentEntry> DecodeSegment(const std::string& v);
 
   std::unique_ptr<storage::KvStore> kv_;
   mutable SharedMutex mu_;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/bytes.h"
 #include "common/codec.h"
 #include "common/sqlstate.h"
 #include "master/catalog/database_catalog.h"
@@ -231,6 +232,62 @@ TEST_F(CatalogTest, MoveIntentsAndTrashAreLogged) {
   TableSchema again = Schema("m");
   EXPECT_TRUE(cat_->CreateTable(&again, 1).ok());
   EXPECT_EQ(cat_->CreateTable(&again, 1).status().sqlstate(), sqlstate::kDuplicateTable);
+}
+
+TEST_F(CatalogTest, ReplicaSetsPersistAndEveryChangeIsANewEpoch) {
+  TableSchema t = Schema("r");
+  auto seg = cat_->CreateTable(&t, 1);
+  ASSERT_TRUE(seg.ok());
+  EXPECT_EQ(seg->epoch, 1u);
+  EXPECT_TRUE(seg->followers.empty());
+  auto set = cat_->SetReplicas(seg->id, 1, {2, 3});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->epoch, 2u);
+  EXPECT_FALSE(cat_->SegmentIs(*seg)) << "a routing of the old epoch is stale";
+  EXPECT_TRUE(cat_->SegmentIs(*set));
+  // Nodes must be distinct, and 0 names no node.
+  EXPECT_FALSE(cat_->SetReplicas(seg->id, 2, {2}).ok());
+  EXPECT_FALSE(cat_->SetReplicas(seg->id, 1, {0}).ok());
+  EXPECT_FALSE(cat_->SetReplicas(seg->id + 1000, 1, {}).ok());
+  Reopen();
+  auto back = cat_->GetSegment(seg->id);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->node, 1u);
+  EXPECT_EQ(back->followers, (std::vector<NodeId>{2, 3}));
+  EXPECT_EQ(back->epoch, 2u);
+  // A move to a follower makes it the leader, in a new epoch, and no longer a follower.
+  ASSERT_TRUE(cat_->LogMoveIntent({seg->id, 1, 3}).ok());
+  ASSERT_TRUE(cat_->SetOwner(seg->id, 3).ok());
+  Reopen();
+  back = cat_->GetSegment(seg->id);
+  EXPECT_EQ(back->node, 3u);
+  EXPECT_EQ(back->followers, (std::vector<NodeId>{2}));
+  EXPECT_EQ(back->epoch, 3u);
+  // A split's new segments keep the replica set.
+  ASSERT_TRUE(cat_->LogSplitIntent({seg->id, seg->id + 100, 3, 1}).ok());
+  ASSERT_TRUE(cat_->ApplySplit(seg->id, seg->id + 100, K(50)).ok());
+  auto upper = cat_->GetSegment(seg->id + 100);
+  ASSERT_TRUE(upper.ok());
+  EXPECT_EQ(upper->node, 3u);
+  EXPECT_EQ(upper->followers, (std::vector<NodeId>{2}));
+}
+
+TEST_F(CatalogTest, ASegmentRecordWrittenBeforeReplicaSetsReadsAsASetOfOne) {
+  // The record as it was written before replica sets: id, table, lo, hi, node.
+  std::string old;
+  ByteWriter w(&old);
+  w.VarU64(7);
+  w.VarU64(42);
+  w.Str("");
+  w.Str("");
+  w.VarU64(2);
+  auto e = Catalog::DecodeSegmentForTest(old);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->id, 7u);
+  EXPECT_EQ(e->node, 2u);
+  EXPECT_EQ(e->epoch, 1u);
+  EXPECT_TRUE(e->followers.empty());
+  EXPECT_FALSE(Catalog::DecodeSegmentForTest(old + "\x05").ok()) << "a truncated replica set";
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ constexpr TableId kPowerView = kFirstSystemTableId + 4;
 constexpr TableId kStatementEnergyView = kFirstSystemTableId + 5;
 constexpr TableId kEnergyDecisionsView = kFirstSystemTableId + 6;
 constexpr TableId kEnergyPolicyView = kFirstSystemTableId + 7;
+constexpr TableId kReplicasView = kFirstSystemTableId + 8;
 
 TableSchema View(TableId id, const char* name,
                  const std::vector<std::pair<const char*, TypeId>>& cols) {
@@ -138,6 +139,31 @@ Rows PartitionsRows(Cluster& cluster) {
   for (auto& [k, v] : parts) {
     rows.push_back({Value::Text(k.first), Value::Int32(k.second), Value::Int64(v.first),
                     Value::Int64(v.second)});
+  }
+  return rows;
+}
+
+// One row per replica of each segment: the leader first, then the followers.
+Rows ReplicasRows(Cluster& cluster) {
+  auto tables = TablesById(cluster.catalog());
+  std::map<NodeId, bool> up;
+  for (const auto& n : cluster.registry().Snapshot()) up[n.id] = n.up;
+  auto state = [&](NodeId n) {
+    NodeAdminState admin = cluster.catalog().GetNodeState(n);
+    if (admin == NodeAdminState::kSuspended || admin == NodeAdminState::kOff) return "asleep";
+    return up[n] ? "live" : "lost";
+  };
+  Rows rows;
+  for (const auto& s : cluster.catalog().AllSegments()) {
+    auto t = tables.find(s.table);
+    Value name = Value::Text(t == tables.end() ? "?" : t->second.name);
+    auto add = [&](NodeId n, const char* role) {
+      rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), name, Value::Int32(n),
+                      Value::Text(role), Value::Text(state(n)),
+                      Value::Int64(static_cast<int64_t>(s.epoch))});
+    };
+    add(s.node, "leader");
+    for (NodeId f : s.followers) add(f, "follower");
   }
   return rows;
 }
@@ -324,6 +350,13 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"cpu_ms", TypeId::kDouble},
                               {"unmetered", TypeId::kInt32},
                               {"statement", TypeId::kText}}));
+  catalog.AddSystemView(View(kReplicasView, "wattdb_replicas",
+                             {{"segment_id", TypeId::kInt64},
+                              {"table_name", TypeId::kText},
+                              {"node_id", TypeId::kInt32},
+                              {"role", TypeId::kText},
+                              {"state", TypeId::kText},
+                              {"epoch", TypeId::kInt64}}));
   catalog.AddSystemView(View(kPartitionsView, "wattdb_partitions",
                              {{"table_name", TypeId::kText},
                               {"node_id", TypeId::kInt32},
@@ -350,6 +383,8 @@ Result<std::vector<std::vector<Value>>> SystemViewRows(TableId view, Cluster& cl
       return EnergyDecisionsRows(energy);
     case kEnergyPolicyView:
       return EnergyPolicyRows(energy);
+    case kReplicasView:
+      return ReplicasRows(cluster);
     default:
       return Status::Internal("unknown system view");
   }

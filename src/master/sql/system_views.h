@@ -1,7 +1,7 @@
-// The wattdb_* system views (wattdb_nodes, wattdb_segments, wattdb_partitions, wattdb_tables,
-// wattdb_power, wattdb_energy_decisions, wattdb_energy_policy, wattdb_statement_energy):
-// their schemas, registered in the catalog at start, and their rows, read from the master's
-// live state when a statement scans one.
+// The wattdb_* system views (wattdb_nodes, wattdb_segments, wattdb_partitions, wattdb_replicas,
+// wattdb_tables, wattdb_power, wattdb_energy_decisions, wattdb_energy_policy,
+// wattdb_statement_energy): their schemas, registered in the catalog at start, and their
+// rows, read from the master's live state when a statement scans one.
 #pragma once
 
 #include <vector>
