@@ -1,0 +1,88 @@
+#include "node/follower_log.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace wattdb::node {
+
+Status FollowerLog::Follow(SegmentId segment, uint64_t epoch, uint64_t next_seq) {
+  MutexLock l(mu_);
+  auto it = segments_.find(segment);
+  if (it != segments_.end() && epoch < it->second.epoch) {
+    return Status::Stale(
+        fmt::format("segment {}: epoch {} is older than {}", segment, epoch, it->second.epoch));
+  }
+  Followed& f = segments_[segment];
+  f.epoch = epoch;
+  f.next_seq = next_seq;
+  f.applying = false;
+  changed_.SignalAll();
+  return Status::OK();
+}
+
+void FollowerLog::Unfollow(SegmentId segment) {
+  MutexLock l(mu_);
+  segments_.erase(segment);
+  changed_.SignalAll();
+}
+
+Result<FollowerLog::Admission> FollowerLog::Admit(SegmentId segment, uint64_t epoch, uint64_t seq) {
+  MutexLock l(mu_);
+  auto until = CondVar::DeadlineIn(std::chrono::milliseconds(timeout_ms_));
+  while (true) {
+    auto it = segments_.find(segment);
+    if (it == segments_.end()) {
+      return Status::NotFound(fmt::format("segment {} is not followed here", segment));
+    }
+    Followed& f = it->second;
+    if (epoch != f.epoch) {
+      // An older epoch is a deposed leader's; a newer one is the master's word not yet here.
+      return Status::Stale(fmt::format("segment {}: a record of epoch {}, followed in epoch {}",
+                                       segment, epoch, f.epoch));
+    }
+    if (seq < f.next_seq) return Admission::kDone;
+    if (seq == f.next_seq && !f.applying) {
+      f.applying = true;
+      return Admission::kApply;
+    }
+    if (!changed_.WaitUntil(mu_, until)) {
+      return Status::Aborted(
+          fmt::format("segment {}: record {} waited {} ms for record {}; the follower is behind",
+                      segment, seq, timeout_ms_, f.next_seq));
+    }
+  }
+}
+
+void FollowerLog::Applied(SegmentId segment, uint64_t seq) {
+  MutexLock l(mu_);
+  auto it = segments_.find(segment);
+  if (it == segments_.end() || it->second.next_seq != seq) return;
+  it->second.next_seq = seq + 1;
+  it->second.applying = false;
+  changed_.SignalAll();
+}
+
+void FollowerLog::Failed(SegmentId segment, uint64_t seq) {
+  MutexLock l(mu_);
+  auto it = segments_.find(segment);
+  if (it == segments_.end() || it->second.next_seq != seq) return;
+  it->second.applying = false;
+  changed_.SignalAll();
+}
+
+std::optional<uint64_t> FollowerLog::LastApplied(SegmentId segment) const {
+  MutexLock l(mu_);
+  auto it = segments_.find(segment);
+  if (it == segments_.end()) return std::nullopt;
+  return it->second.next_seq - 1;
+}
+
+std::optional<uint64_t> FollowerLog::Epoch(SegmentId segment) const {
+  MutexLock l(mu_);
+  auto it = segments_.find(segment);
+  if (it == segments_.end()) return std::nullopt;
+  return it->second.epoch;
+}
+
+}  // namespace wattdb::node

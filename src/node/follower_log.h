@@ -1,0 +1,63 @@
+// FollowerLog: a follower node's bookkeeping of the segments it replicates
+// (docs/design/replication.md): for each, the epoch the master told it of and the sequence
+// number of the next record it expects from the leader.
+//
+// A record is admitted when it carries the newest epoch and the next sequence number. One
+// of an older epoch (a deposed leader's) is refused with Stale, whatever its number, so such
+// a leader cannot gather the acknowledgements a commit needs. Records of one segment may
+// arrive out of order (the leader ships concurrent commits at once): one ahead of the next
+// waits for those before it to be applied, until `timeout_ms`; then the follower is behind
+// (Aborted) and the master re-seeds it. A record already applied (a resend) is admitted as
+// done. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "common/mutex.h"
+#include "common/schema.h"
+#include "common/status.h"
+
+namespace wattdb::node {
+
+class FollowerLog {
+ public:
+  enum class Admission { kApply, kDone };
+
+  explicit FollowerLog(int timeout_ms) : timeout_ms_(timeout_ms) {}
+
+  // The master's word: `segment` is followed here in `epoch`, and its next record is
+  // `next_seq`. A newer epoch replaces an older one (and wakes the records waiting in it,
+  // which then fail Stale); an older one is refused (Stale).
+  Status Follow(SegmentId segment, uint64_t epoch, uint64_t next_seq) EXCLUDES(mu_);
+  // No longer followed here (dropped, or this node became its leader).
+  void Unfollow(SegmentId segment) EXCLUDES(mu_);
+
+  // Whether record `seq` of `segment`, shipped in `epoch`, is to be applied now (kApply: the
+  // caller applies it durably, then calls Applied) or was applied before (kDone). Blocks while
+  // an earlier record is still to come. NotFound if the segment is not followed here.
+  Result<Admission> Admit(SegmentId segment, uint64_t epoch, uint64_t seq) EXCLUDES(mu_);
+  // Record `seq` of `segment` is durable here: the next one may go. A failed apply calls
+  // Failed instead (the record stays next; waiting records wait on).
+  void Applied(SegmentId segment, uint64_t seq) EXCLUDES(mu_);
+  void Failed(SegmentId segment, uint64_t seq) EXCLUDES(mu_);
+
+  // The last sequence number applied of `segment` (next - 1), if followed here.
+  std::optional<uint64_t> LastApplied(SegmentId segment) const EXCLUDES(mu_);
+  std::optional<uint64_t> Epoch(SegmentId segment) const EXCLUDES(mu_);
+
+ private:
+  struct Followed {
+    uint64_t epoch = 0;
+    uint64_t next_seq = 1;  // the record to apply next
+    bool applying = false;  // record next_seq is being applied
+  };
+
+  const int timeout_ms_;
+  mutable Mutex mu_;
+  CondVar changed_;  // a record applied or failed, or an epoch changed
+  std::map<SegmentId, Followed> segments_ GUARDED_BY(mu_);
+};
+
+}  // namespace wattdb::node

@@ -1,0 +1,80 @@
+// Replication on a node (docs/design/replication.md).
+//
+// Leader side, Replicator: the followers of each segment this node leads, as the master last
+// told it (epoch and nodes), and the shipping of a commit's writes to them: one record per
+// segment (segment, epoch, sequence number, commit timestamp, writes), sent to each follower
+// through a Peer, answered once each follower made it durable. Follower side,
+// ApplyReplicaRecord: admits a record through the FollowerLog (epoch and order) and applies
+// it to the store at the leader's timestamp, synced, so the follower's versions are the
+// leader's. Thread-safe.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/schema.h"
+#include "common/status.h"
+#include "node/follower_log.h"
+#include "storage/segment_store.h"
+
+namespace wattdb::node {
+
+struct ReplicaRecord {
+  SegmentId segment = 0;
+  uint64_t epoch = 0;
+  uint64_t seq = 0;
+  Timestamp ts = 0;
+  std::vector<storage::WriteOp> ops;  // all of `segment`
+};
+
+// One follower node as the leader reaches it.
+class ReplicaPeer {
+ public:
+  virtual ~ReplicaPeer() = default;
+  // Sends `r` and returns once the follower made it durable, or failed.
+  virtual Status Send(const ReplicaRecord& r) = 0;
+};
+
+class Replicator {
+ public:
+  // `peer(n)` reaches follower node n (called once per node, kept).
+  explicit Replicator(std::function<std::shared_ptr<ReplicaPeer>(NodeId)> peer)
+      : peer_(std::move(peer)) {}
+
+  // The master's word: this node leads `segment` in `epoch` with `followers` (none: it is
+  // not replicated), and the next record it ships is `next_seq`. An older epoch is refused
+  // (Stale).
+  Status Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> followers, uint64_t next_seq)
+      EXCLUDES(mu_);
+  void Unlead(SegmentId segment) EXCLUDES(mu_);
+  // The sequence number the next record of `segment` takes (1 if not led here).
+  uint64_t NextSeq(SegmentId segment) const EXCLUDES(mu_);
+
+  // Ships the writes of a commit at `ts` (applied here already), one record per segment that
+  // has followers, to every follower of each. OK when every follower answered OK; else
+  // Unavailable naming the segments and followers that failed (the master takes them out of
+  // the set, in a new epoch, before it acknowledges the commit).
+  Status Ship(Timestamp ts, const std::vector<storage::WriteOp>& ops) EXCLUDES(mu_);
+
+ private:
+  struct Led {
+    uint64_t epoch = 0;
+    std::vector<NodeId> followers;
+    uint64_t next_seq = 1;
+  };
+  std::shared_ptr<ReplicaPeer> PeerOf(NodeId n) EXCLUDES(mu_);
+
+  std::function<std::shared_ptr<ReplicaPeer>(NodeId)> peer_;
+  mutable Mutex mu_;
+  std::map<SegmentId, Led> segments_ GUARDED_BY(mu_);
+  std::map<NodeId, std::shared_ptr<ReplicaPeer>> peers_ GUARDED_BY(mu_);
+};
+
+// Applies record `r` on a follower: admitted by `log` (Stale for another epoch, Aborted when
+// behind), written to `store` at r.ts and synced. A record applied before is OK at once.
+Status ApplyReplicaRecord(FollowerLog& log, storage::SegmentStore& store, const ReplicaRecord& r);
+
+}  // namespace wattdb::node

@@ -1,0 +1,159 @@
+#include "node/replicator.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "common/codec.h"
+
+namespace wattdb::node {
+namespace {
+
+// A follower in this process: its own store, reached directly.
+class LocalPeer : public ReplicaPeer {
+ public:
+  LocalPeer(FollowerLog& log, storage::SegmentStore& store) : log_(log), store_(store) {}
+  Status Send(const ReplicaRecord& r) override { return ApplyReplicaRecord(log_, store_, r); }
+
+ private:
+  FollowerLog& log_;
+  storage::SegmentStore& store_;
+};
+
+class FailingPeer : public ReplicaPeer {
+ public:
+  Status Send(const ReplicaRecord&) override { return Status::Unavailable("connection refused"); }
+};
+
+class ReplicatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / fmt::format("wattdb_repl_{}", getpid());
+    std::filesystem::remove_all(dir_);
+    for (auto* s : {&leader_, &follower_}) {
+      *s = std::move(
+          storage::SegmentStore::Open((dir_ / (s == &leader_ ? "l" : "f")).string()).value());
+      ASSERT_TRUE((*s)->CreateSegment({1, 1, "", ""}).ok());
+      ASSERT_TRUE((*s)->CreateSegment({2, 1, "", ""}).ok());
+    }
+  }
+  void TearDown() override {
+    leader_.reset();
+    follower_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  static storage::WriteOp Op(SegmentId seg, int k, const std::string& v) {
+    storage::WriteOp op;
+    op.segment = seg;
+    EncodeKeyValue(Value::Int64(k), &op.key);
+    EncodeRow({Value::Int64(k), Value::Text(v)}, &op.row);
+    return op;
+  }
+  // Applies `ops` on the leader at `ts`, then ships them.
+  Status Commit(Replicator& r, Timestamp ts, const std::vector<storage::WriteOp>& ops) {
+    RETURN_NOT_OK(leader_->Apply(ts, ops, 0, 0, true));
+    return r.Ship(ts, ops);
+  }
+  static std::vector<storage::ScanRow> Rows(storage::SegmentStore& s, SegmentId seg, Timestamp ts) {
+    auto scan = s.Scan(seg, "", "", ts);
+    EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+    std::vector<storage::ScanRow> out, batch;
+    while (true) {
+      batch.clear();
+      auto more = (*scan)->Next(1000, &batch);
+      EXPECT_TRUE(more.ok());
+      out.insert(out.end(), batch.begin(), batch.end());
+      if (!more.ok() || !*more) break;
+    }
+    return out;
+  }
+  static bool Same(const std::vector<storage::ScanRow>& a, const std::vector<storage::ScanRow>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); i++) {
+      if (a[i].key != b[i].key || a[i].row != b[i].row) return false;
+    }
+    return true;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<storage::SegmentStore> leader_, follower_;
+  FollowerLog log_{30000};
+};
+
+TEST_F(ReplicatorTest, AFollowerHoldsEveryShippedCommitAtTheLeadersTimestamps) {
+  Replicator r([&](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
+  ASSERT_TRUE(r.Lead(1, 2, {9}, 1).ok());
+  ASSERT_TRUE(log_.Follow(1, 2, 1).ok());
+  ASSERT_TRUE(Commit(r, 10, {Op(1, 1, "a"), Op(1, 2, "b"), Op(2, 7, "not replicated")}).ok());
+  ASSERT_TRUE(Commit(r, 20, {Op(1, 1, "a2")}).ok());
+  EXPECT_EQ(log_.LastApplied(1), 2u);
+  EXPECT_EQ(r.NextSeq(1), 3u);
+  // Every snapshot reads the same rows on both: the versions carry the leader's timestamps.
+  for (Timestamp ts : {15, 25}) {
+    auto l = Rows(*leader_, 1, ts);
+    auto f = Rows(*follower_, 1, ts);
+    EXPECT_EQ(l.size(), 2u);
+    EXPECT_TRUE(Same(l, f)) << "at " << ts;
+  }
+  EXPECT_TRUE(Rows(*follower_, 2, 25).empty()) << "segment 2 has no followers";
+}
+
+TEST_F(ReplicatorTest, ConcurrentCommitsAllReachTheFollower) {
+  Replicator r([&](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
+  ASSERT_TRUE(r.Lead(1, 1, {9}, 1).ok());
+  ASSERT_TRUE(log_.Follow(1, 1, 1).ok());
+  std::atomic<Timestamp> next_ts{100};
+  std::vector<std::thread> writers;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < 4; t++) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 50; i++) {
+        if (!Commit(r, next_ts++, {Op(1, t * 1000 + i, "v")}).ok()) failed++;
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(log_.LastApplied(1), 200u);
+  EXPECT_TRUE(Same(Rows(*leader_, 1, 1000), Rows(*follower_, 1, 1000)));
+  EXPECT_EQ(Rows(*follower_, 1, 1000).size(), 200u);
+}
+
+TEST_F(ReplicatorTest, AFollowerThatFailsIsNamed) {
+  Replicator r([&](NodeId n) -> std::shared_ptr<ReplicaPeer> {
+    if (n == 3) return std::make_shared<FailingPeer>();
+    return std::make_shared<LocalPeer>(log_, *follower_);
+  });
+  ASSERT_TRUE(r.Lead(1, 1, {3, 9}, 1).ok());
+  ASSERT_TRUE(log_.Follow(1, 1, 1).ok());
+  Status s = Commit(r, 10, {Op(1, 1, "a")});
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable);
+  EXPECT_NE(s.message().find("segment 1 on node 3"), std::string::npos) << s.message();
+  EXPECT_EQ(log_.LastApplied(1), 1u) << "the live follower has it";
+}
+
+TEST_F(ReplicatorTest, ADeposedLeaderCannotReplicate) {
+  Replicator old_leader([&](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
+  ASSERT_TRUE(old_leader.Lead(1, 1, {9}, 1).ok());
+  ASSERT_TRUE(log_.Follow(1, 1, 1).ok());
+  ASSERT_TRUE(Commit(old_leader, 10, {Op(1, 1, "a")}).ok());
+  // The master moves the segment to a new epoch and tells the follower first.
+  ASSERT_TRUE(log_.Follow(1, 2, 2).ok());
+  Status s = Commit(old_leader, 20, {Op(1, 1, "stale")});
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("epoch"), std::string::npos) << s.message();
+  auto f = Rows(*follower_, 1, 100);
+  ASSERT_EQ(f.size(), 1u);
+  std::vector<Value> row;
+  ASSERT_TRUE(DecodeRow(f[0].row, &row).ok());
+  EXPECT_EQ(row[1].ToText(), "a") << "the deposed leader's write never reached the follower";
+  EXPECT_TRUE(old_leader.Lead(1, 1, {}, 1).ok()) << "the same epoch may be told again";
+  EXPECT_TRUE(old_leader.Lead(1, 0, {}, 1).IsStale());
+}
+
+}  // namespace
+}  // namespace wattdb::node
