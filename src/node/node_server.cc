@@ -16,6 +16,7 @@
 #include "common/sqlstate.h"
 #include "common/subprocess.h"
 #include "net/message_builder.h"
+#include "node/replica_peer.h"
 #include "node/wire.h"
 #include "power/host/agent_client.h"
 #include "proto/cluster.capnp.h"
@@ -65,6 +66,9 @@ Status NodeServer::Start() {
   key_ = std::make_unique<net::ClusterKey>(std::move(key));
   peers_ = std::make_unique<PeerClients>(
       rpc::NodeClientOptions{opts_.connect_timeout_ms, opts_.rpc_timeout_ms, key_.get()});
+  replicator_ = std::make_unique<Replicator>(
+      [this](NodeId n) { return std::make_shared<RpcReplicaPeer>(*peers_, n); });
+  follower_log_ = std::make_unique<FollowerLog>(opts_.rpc_timeout_ms);
   ASSIGN_OR_RETURN(store_, storage::SegmentStore::Open(opts_.data_dir + "/segments"));
   store_->set_sync_commits(opts_.sync_commit);
   participant_ =
@@ -271,6 +275,9 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       {proto::Request::EXPORT_SEGMENT, &NodeServer::OnExportSegment},
       {proto::Request::PULL_SEGMENT, &NodeServer::OnPullSegment},
       {proto::Request::RUN_PLAN, &NodeServer::OnRunPlan},
+      {proto::Request::LEAD, &NodeServer::OnLead},
+      {proto::Request::FOLLOW, &NodeServer::OnFollow},
+      {proto::Request::REPLICA_APPLY, &NodeServer::OnReplicaApply},
   };
   auto which = msg.Root<proto::Request>().which();
   for (const auto& [w, handle] : kHandlers) {

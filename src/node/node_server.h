@@ -24,8 +24,10 @@
 #include "net/message_builder.h"
 #include "net/tcp_server.h"
 #include "node/column_cache.h"
+#include "node/follower_log.h"
 #include "node/participant.h"
 #include "node/plan_cache.h"
+#include "node/replicator.h"
 #include "node/telemetry.h"
 #include "rpc/exchange.h"
 #include "rpc/node_client.h"
@@ -94,6 +96,9 @@ class NodeServer : public rpc::LocalSegments {
   // connection's thread would (for rpc::NodeClient::SetInline in the hosting process).
   // False if the connection must close.
   bool ServeInline(net::Connection& conn);
+  // The leader side of replication: ships records to this node's followers (tests, and the
+  // commit path). Only between Start and Stop.
+  Replicator& replicator() { return *replicator_; }
   // The data port actually bound (differs from the config when it asked for port 0).
   uint16_t port() const { return server_ ? server_->port() : 0; }
   // The host resumed from suspend (SIGCONT): register with the master again at once, as the
@@ -142,6 +147,10 @@ class NodeServer : public rpc::LocalSegments {
   bool OnExportSegment(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnPullSegment(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnRunPlan(net::Connection& conn, net::ReceivedMessage& msg);  // offload_handler.cc
+  // Replication (replica_handlers.cc): the master's lead and follow, a leader's replicaApply.
+  bool OnLead(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnFollow(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnReplicaApply(net::Connection& conn, net::ReceivedMessage& msg);
   // A commit's reply: its status and the sizes of the segments it wrote, so that the master
   // can split oversized ones right away.
   bool ReplyWithSizes(net::Connection& conn, const Status& st,
@@ -157,6 +166,10 @@ class NodeServer : public rpc::LocalSegments {
   std::unique_ptr<net::TcpServer> server_;
   std::unique_ptr<net::ClusterKey> key_;
   std::unique_ptr<PeerClients> peers_;  // made once key_ exists
+  // Replication (docs/design/replication.md): the segments this node leads with followers,
+  // and those it follows. Made in Start.
+  std::unique_ptr<Replicator> replicator_;
+  std::unique_ptr<FollowerLog> follower_log_;
   std::thread link_thread_;
   // Background upkeep: runs deferred work (Defer), collects old versions scans keep stepping
   // over (SegmentStore::CollectGarbage) and builds column images of quiet segments

@@ -200,7 +200,32 @@ struct Request {
                                      # their values (an encoded row, common/codec.h); such
                                      # plans are decoded once per node and kept by their bytes
     }
+    # Segment replication (docs/design/replication.md).
+    lead :group {                    # master -> leader: lead `segment` in `epoch` with these
+      segment @70 :UInt64;           # followers (none: not replicated); its next record is
+      epoch @71 :UInt64;             # numbered nextSeq
+      nextSeq @72 :UInt64;
+      followers @73 :List(ReplicaNode);
+    }
+    follow :group {                  # master -> follower: follow `segment` in `epoch`, next
+      segment @74 :UInt64;           # record nextSeq (0: no longer follow it)
+      epoch @75 :UInt64;
+      nextSeq @76 :UInt64;
+    }
+    replicaApply :group {            # leader -> follower: one record; the reply comes once
+      segment @77 :UInt64;           # it is durable (Stale: another epoch; Aborted: behind)
+      epoch @78 :UInt64;
+      seq @79 :UInt64;
+      ts @80 :UInt64;
+      writes @81 :List(Write);       # kind and row as in prepare; check unused
+    }
   }
+}
+
+struct ReplicaNode {
+  node @0 :UInt32;
+  host @1 :Text;
+  port @2 :UInt16;
 }
 
 struct Response {

@@ -1,0 +1,64 @@
+// The node service's replication requests (docs/design/replication.md): the master's lead
+// and follow, and a leader's replicaApply.
+#include "node/node_server.h"
+#include "node/wire.h"
+
+namespace wattdb::node {
+
+using net::Connection;
+
+bool NodeServer::OnLead(Connection& conn, net::ReceivedMessage& msg) {
+  auto l = msg.Root<proto::Request>().getLead();
+  std::vector<NodeId> followers;
+  for (auto f : l.getFollowers()) {
+    if (f.getNode() == 0 || f.getNode() == opts_.self.id || f.getPort() == 0) {
+      return Reply(conn, Status::InvalidArgument("a follower must be another node, with a port"))
+          .ok();
+    }
+    peers_->Learn(f.getNode(), f.getHost(), f.getPort());
+    followers.push_back(f.getNode());
+  }
+  if (!store_->Get(l.getSegment()).ok()) {
+    return Reply(conn, Status::NotFound(fmt::format("segment {} is not here", l.getSegment())))
+        .ok();
+  }
+  Status s = replicator_->Lead(l.getSegment(), l.getEpoch(), std::move(followers),
+                               std::max<uint64_t>(l.getNextSeq(), 1));
+  return Reply(conn, s).ok();
+}
+
+bool NodeServer::OnFollow(Connection& conn, net::ReceivedMessage& msg) {
+  auto f = msg.Root<proto::Request>().getFollow();
+  if (f.getNextSeq() == 0) {
+    follower_log_->Unfollow(f.getSegment());
+    return Reply(conn, Status::OK()).ok();
+  }
+  if (!store_->Get(f.getSegment()).ok()) {
+    return Reply(conn, Status::NotFound(fmt::format("segment {} is not here", f.getSegment())))
+        .ok();
+  }
+  return Reply(conn, follower_log_->Follow(f.getSegment(), f.getEpoch(), f.getNextSeq())).ok();
+}
+
+bool NodeServer::OnReplicaApply(Connection& conn, net::ReceivedMessage& msg) {
+  auto a = msg.Root<proto::Request>().getReplicaApply();
+  ReplicaRecord r{a.getSegment(), a.getEpoch(), a.getSeq(), a.getTs(), {}};
+  r.ops.reserve(a.getWrites().size());
+  for (auto w : a.getWrites()) {
+    if (w.getSegment() != r.segment) {
+      return Reply(conn, Status::InvalidArgument("a replica record holds one segment's writes"))
+          .ok();
+    }
+    if (w.getKind() != 1 && w.getKind() != 2)
+      return Reply(conn, Status::InvalidArgument("bad write kind")).ok();
+    storage::WriteOp op;
+    op.segment = r.segment;
+    op.key = Str(w.getKey());
+    op.kind = static_cast<storage::VersionKind>(w.getKind());
+    op.row = Str(w.getRow());
+    r.ops.push_back(std::move(op));
+  }
+  return Reply(conn, ApplyReplicaRecord(*follower_log_, *store_, r)).ok();
+}
+
+}  // namespace wattdb::node

@@ -1,0 +1,182 @@
+// Replication between two node servers of this process, over their data ports: the master's
+// lead and follow requests, a leader's records shipped as replicaApply, and a deposed
+// leader's refused (docs/design/replication.md).
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "common/codec.h"
+#include "net/message_builder.h"
+#include "node/node_server.h"
+#include "node/wire.h"
+#include "rpc/scan_stream.h"
+
+namespace wattdb::node {
+namespace {
+
+class ReplicationRpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / fmt::format("wattdb_repl_rpc_{}", getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    for (NodeId id : {1u, 2u}) {
+      NodeOptions o;
+      o.self.id = id;
+      o.self.host = "127.0.0.1";
+      o.self.port = 0;
+      o.data_dir = (dir_ / fmt::format("n{}", id)).string();
+      o.master_host = "127.0.0.1";
+      o.master_port = 1;  // no master: the link retries meanwhile
+      o.local_sockets = false;
+      o.column_cache_bytes = 0;
+      o.rpc_timeout_ms = 5000;
+      o.key_file = (dir_ / "cluster.key").string();
+      servers_.push_back(std::make_unique<NodeServer>(o));
+      ASSERT_TRUE(servers_.back()->Start().ok());
+    }
+    key_ = std::make_unique<net::ClusterKey>(
+        net::ClusterKey::LoadOrCreate((dir_ / "cluster.key").string()).value());
+    for (size_t i = 0; i < 2; i++) {
+      clients_.push_back(std::make_unique<rpc::NodeClient>(
+          static_cast<NodeId>(i + 1), "127.0.0.1", servers_[i]->port(),
+          rpc::NodeClientOptions{2000, 5000, key_.get()}));
+      storage::SegmentMeta m;
+      m.id = 1;
+      m.table = 1;
+      net::MessageBuilder mb;
+      MetaTo(mb.initRoot<proto::Request>().initCreateSegment(), m);
+      ASSERT_TRUE(Call(i, mb).ok());
+    }
+  }
+  void TearDown() override {
+    clients_.clear();
+    for (auto& s : servers_) s->Stop();
+    servers_.clear();
+    std::filesystem::remove_all(dir_);
+  }
+  Status Call(size_t node, capnp::MessageBuilder& mb) {
+    auto reply = clients_[node]->Call(mb);
+    if (!reply.ok()) return reply.status();
+    return FromProto((*reply)->Root<proto::Response>().getStatus());
+  }
+  Status Follow(size_t node, uint64_t epoch, uint64_t next_seq) {
+    net::MessageBuilder mb;
+    auto f = mb.initRoot<proto::Request>().initFollow();
+    f.setSegment(1);
+    f.setEpoch(epoch);
+    f.setNextSeq(next_seq);
+    return Call(node, mb);
+  }
+  // Node 1 leads segment 1 in `epoch` with `follower` (node id, its data port).
+  Status Lead(uint64_t epoch, NodeId follower, uint16_t port) {
+    net::MessageBuilder mb;
+    auto l = mb.initRoot<proto::Request>().initLead();
+    l.setSegment(1);
+    l.setEpoch(epoch);
+    l.setNextSeq(1);
+    auto fs = l.initFollowers(1);
+    fs[0].setNode(follower);
+    fs[0].setHost("127.0.0.1");
+    fs[0].setPort(port);
+    return Call(0, mb);
+  }
+  static storage::WriteOp Op(int k, const std::string& v) {
+    storage::WriteOp op;
+    op.segment = 1;
+    EncodeKeyValue(Value::Int64(k), &op.key);
+    EncodeRow({Value::Int64(k), Value::Text(v)}, &op.row);
+    return op;
+  }
+  std::vector<std::string> Rows(size_t node, Timestamp ts) {
+    auto s = rpc::ScanStream::Open(*clients_[node], 1, "", "", ts, 1000);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    std::vector<std::string> out, keys, rows;
+    bool last = false;
+    while (s.ok() && !last) {
+      keys.clear();
+      rows.clear();
+      Status st = (*s)->Next(&keys, &rows, &last);
+      EXPECT_TRUE(st.ok()) << st.ToString();
+      if (!st.ok()) break;
+      out.insert(out.end(), rows.begin(), rows.end());
+    }
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  std::vector<std::unique_ptr<NodeServer>> servers_;
+  std::unique_ptr<net::ClusterKey> key_;
+  std::vector<std::unique_ptr<rpc::NodeClient>> clients_;
+};
+
+TEST_F(ReplicationRpcTest, ALeadersRecordsReachItsFollowerOverTheNetwork) {
+  ASSERT_TRUE(Follow(1, 2, 1).ok());
+  ASSERT_TRUE(Lead(2, 2, servers_[1]->port()).ok());
+  Replicator& r = servers_[0]->replicator();
+  ASSERT_TRUE(r.Ship(10, {Op(1, "a"), Op(2, "b")}).ok());
+  ASSERT_TRUE(r.Ship(20, {Op(1, "a2")}).ok());
+  auto at15 = Rows(1, 15), at25 = Rows(1, 25);
+  ASSERT_EQ(at15.size(), 2u);
+  ASSERT_EQ(at25.size(), 2u);
+  std::vector<Value> row;
+  ASSERT_TRUE(DecodeRow(at15[0], &row).ok());
+  EXPECT_EQ(row[1].ToText(), "a") << "the follower's versions carry the leader's timestamps";
+  ASSERT_TRUE(DecodeRow(at25[0], &row).ok());
+  EXPECT_EQ(row[1].ToText(), "a2");
+  EXPECT_EQ(r.NextSeq(1), 3u);
+}
+
+TEST_F(ReplicationRpcTest, AFollowerInANewerEpochRefusesTheOldLeader) {
+  ASSERT_TRUE(Follow(1, 2, 1).ok());
+  ASSERT_TRUE(Lead(2, 2, servers_[1]->port()).ok());
+  Replicator& r = servers_[0]->replicator();
+  ASSERT_TRUE(r.Ship(10, {Op(1, "a")}).ok());
+  ASSERT_TRUE(Follow(1, 3, 2).ok()) << "the master's new epoch reaches the follower first";
+  Status s = r.Ship(20, {Op(1, "deposed")});
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("node 2"), std::string::npos) << s.message();
+  auto rows = Rows(1, 100);
+  ASSERT_EQ(rows.size(), 1u);
+  std::vector<Value> row;
+  ASSERT_TRUE(DecodeRow(rows[0], &row).ok());
+  EXPECT_EQ(row[1].ToText(), "a");
+}
+
+TEST_F(ReplicationRpcTest, BadReplicationRequestsAreRefused) {
+  EXPECT_EQ(Lead(2, 1, servers_[0]->port()).code(), Status::Code::kInvalidArgument)
+      << "a node cannot follow itself";
+  net::MessageBuilder mb;
+  auto f = mb.initRoot<proto::Request>().initFollow();
+  f.setSegment(99);
+  f.setEpoch(1);
+  f.setNextSeq(1);
+  EXPECT_EQ(Call(1, mb).code(), Status::Code::kNotFound) << "no such segment here";
+  // A record for a segment the node does not follow.
+  net::MessageBuilder ab;
+  auto a = ab.initRoot<proto::Request>().initReplicaApply();
+  a.setSegment(1);
+  a.setEpoch(1);
+  a.setSeq(1);
+  a.setTs(5);
+  EXPECT_EQ(Call(1, ab).code(), Status::Code::kNotFound);
+  ASSERT_TRUE(Follow(1, 1, 1).ok());
+  // A record holding another segment's write, or a bad kind.
+  net::MessageBuilder bb;
+  auto b = bb.initRoot<proto::Request>().initReplicaApply();
+  b.setSegment(1);
+  b.setEpoch(1);
+  b.setSeq(1);
+  b.setTs(5);
+  auto w = b.initWrites(1);
+  w[0].setSegment(7);
+  w[0].setKind(1);
+  EXPECT_EQ(Call(1, bb).code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(Rows(1, 100).empty());
+}
+
+}  // namespace
+}  // namespace wattdb::node
