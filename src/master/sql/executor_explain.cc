@@ -28,7 +28,7 @@ class ExplainPrinter {
     std::map<const plan::PlanNode*, exec::OperatorStats>* stats = nullptr;
     exec::RemoteStats* remote_stats = nullptr;
   };
-  explicit ExplainPrinter(Inputs in) : in_(std::move(in)) {}
+  explicit ExplainPrinter(Inputs in) : in_(in) {}
 
   std::vector<std::string> Print(const plan::PlanNode& root) {
     MarkGathered(root, false);
