@@ -1,8 +1,12 @@
 // Replication between two node servers of this process, over their data ports: the master's
 // lead and follow requests, a leader's records shipped as replicaApply, and a deposed
 // leader's refused (docs/design/replication.md).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -144,6 +148,44 @@ TEST_F(ReplicationRpcTest, AFollowerInANewerEpochRefusesTheOldLeader) {
   std::vector<Value> row;
   ASSERT_TRUE(DecodeRow(rows[0], &row).ok());
   EXPECT_EQ(row[1].ToText(), "a");
+}
+
+TEST_F(ReplicationRpcTest, AFollowerThatStopsIsNamedWithinTheDeadline) {
+  ASSERT_TRUE(Follow(1, 2, 1).ok());
+  ASSERT_TRUE(Lead(2, 2, servers_[1]->port()).ok());
+  Replicator& r = servers_[0]->replicator();
+  ASSERT_TRUE(r.Ship(10, {Op(1, "a")}).ok());
+  servers_[1]->Stop();  // as a follower process killed: its port closes
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = r.Ship(20, {Op(1, "b")});
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("segment 1 on node 2"), std::string::npos) << s.message();
+  EXPECT_LT(ms, 30000) << "bounded by the connect and reply deadlines";
+}
+
+TEST_F(ReplicationRpcTest, AFollowerThatNeverAnswersIsNamedWithinTheDeadline) {
+  // A port that takes connections (the kernel's backlog) and never says a word: as a frozen
+  // follower's.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(fd, 16), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ASSERT_TRUE(Lead(2, 3, ntohs(a.sin_port)).ok());
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = servers_[0]->replicator().Ship(10, {Op(1, "a")});
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  close(fd);
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("segment 1 on node 3"), std::string::npos) << s.message();
+  EXPECT_LT(ms, 30000) << "bounded by the connect and reply deadlines";
 }
 
 TEST_F(ReplicationRpcTest, BadReplicationRequestsAreRefused) {
