@@ -308,15 +308,19 @@ Result<std::string> Executor::Select(sql::SelectStmt& s, ResultSink& sink,
   return RunSelect(*bound.plan, sink, cancel);
 }
 
+void Executor::ConfigureExecution(MasterScanProvider& scans, exec::ExecContext& ctx) const {
+  scans.set_offload(Offload());
+  ctx.work_mem = WorkMem();
+  ctx.prefetch = ExchangePrefetch();
+}
+
 Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& sink,
                                         const std::atomic<bool>* cancel,
                                         const std::vector<Value>* params,
                                         const std::pair<std::string, std::string>* range) {
   MasterScanProvider scans(cluster_, energy_service_, Snapshot(), TxnId(), &db_);
-  scans.set_offload(Offload());
   exec::ExecContext ctx(&scans, cancel);
-  ctx.work_mem = WorkMem();
-  ctx.prefetch = ExchangePrefetch();
+  ConfigureExecution(scans, ctx);
   ctx.params = params;
   ctx.exchange_range = range;
   uint64_t rows = 0;
@@ -364,10 +368,8 @@ Status Executor::ForEachRow(
     const plan::PlanNode& source, Timestamp snapshot, const std::atomic<bool>* cancel,
     const std::function<Status(const exec::Batch&, size_t, exec::ExecContext*)>& fn) {
   MasterScanProvider scans(cluster_, energy_service_, snapshot, TxnId(), &db_);
-  scans.set_offload(Offload());
   exec::ExecContext ctx(&scans, cancel);
-  ctx.work_mem = WorkMem();
-  ctx.prefetch = ExchangePrefetch();
+  ConfigureExecution(scans, ctx);
   return exec::Execute(source, ctx, [&](const exec::Batch& batch) {
     for (size_t r = 0; r < batch.rows; r++) RETURN_NOT_OK(fn(batch, r, &ctx));
     return Status::OK();

@@ -28,6 +28,8 @@
 
 namespace wattdb::master {
 
+class MasterScanProvider;
+
 // A scan of every row of `t`, all columns in schema order.
 plan::PlanPtr FullScan(const TableSchema& t);
 
@@ -242,6 +244,9 @@ class Executor {
   Result<std::string> Vacuum(sql::VacuumStmt& s, const std::atomic<bool>* cancel);
   // Counts the rows of `tables` for the planner (ANALYZE).
   Status Analyze(const std::vector<TableSchema>& tables, const std::atomic<bool>* cancel);
+  // What a statement's execution carries of the session: the offload setting (on `scans`),
+  // work_mem and exchange prefetch (on `ctx`).
+  void ConfigureExecution(MasterScanProvider& scans, exec::ExecContext& ctx) const;
   // Runs `bound` to its end with counters per operator (EXPLAIN ANALYZE); the elapsed ms.
   Result<double> RunInstrumented(const plan::BoundSelect& bound,
                                  std::map<const plan::PlanNode*, exec::OperatorStats>* stats,

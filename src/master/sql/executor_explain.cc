@@ -141,10 +141,8 @@ Result<double> Executor::RunInstrumented(
     const plan::BoundSelect& bound, std::map<const plan::PlanNode*, exec::OperatorStats>* stats,
     exec::RemoteStats* remote_stats, const std::atomic<bool>* cancel) {
   MasterScanProvider scans(cluster_, energy_service_, Snapshot(), TxnId(), &db_);
-  scans.set_offload(Offload());
   exec::ExecContext ctx(&scans, cancel);
-  ctx.work_mem = WorkMem();
-  ctx.prefetch = ExchangePrefetch();
+  ConfigureExecution(scans, ctx);
   ctx.remote_stats = remote_stats;
   ctx.local_stats = stats;
   auto t0 = std::chrono::steady_clock::now();
