@@ -16,11 +16,6 @@ Status Replicator::Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> f
   return Status::OK();
 }
 
-void Replicator::Unlead(SegmentId segment) {
-  MutexLock l(mu_);
-  segments_.erase(segment);
-}
-
 uint64_t Replicator::NextSeq(SegmentId segment) const {
   MutexLock l(mu_);
   auto it = segments_.find(segment);

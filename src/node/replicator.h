@@ -49,7 +49,6 @@ class Replicator {
   // (Stale).
   Status Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> followers, uint64_t next_seq)
       EXCLUDES(mu_);
-  void Unlead(SegmentId segment) EXCLUDES(mu_);
   // The sequence number the next record of `segment` takes (1 if not led here).
   uint64_t NextSeq(SegmentId segment) const EXCLUDES(mu_);
 
