@@ -126,10 +126,14 @@ std::vector<uint64_t> Participant::InDoubt() const {
 
 Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes,
                             const PrepareOptions& opts) {
-  uint64_t dep = 0;
+  uint64_t dep = 0, record = 0;
   bool wrote = false;
-  Status s = PrepareLocked(txn, snapshot, writes, opts, &dep, &wrote);
-  if (opts.keep_conflict && opts.keep_conflict->ts && s.IsConflict()) {
+  Status s = PrepareLocked(txn, snapshot, writes, opts, &dep, &wrote, &record);
+  if (s.ok() && record) {
+    // The prepare record's sync, shared with the commits and prepares around it; a later
+    // ticket than `dep`, so it covers that too. (A failed sync ends the process.)
+    RETURN_NOT_OK(store_.WaitDurable(record));
+  } else if (opts.keep_conflict && opts.keep_conflict->ts && s.IsConflict()) {
     opts.keep_conflict->durable_ticket = dep;  // the caller reads the key again, or waits
   } else if (dep && !(s.ok() && wrote)) {
     RETURN_NOT_OK(store_.WaitDurable(dep));  // an answer from a version not yet durable
@@ -138,7 +142,8 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
 }
 
 Status Participant::PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
-                                  const PrepareOptions& opts, uint64_t* dep, bool* wrote) {
+                                  const PrepareOptions& opts, uint64_t* dep, bool* wrote,
+                                  uint64_t* record) {
   // The writes are checked and kept in (segment, key) order, a key's writes in the order
   // given: one segment and lock-table lookup per segment, one storage iterator per segment
   // for the committed versions, and a key's writes side by side.
@@ -165,12 +170,12 @@ Status Participant::PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<
                      CheckWritesLocked(txn, snapshot, writes, order, opts, deadline, dep, &checks));
     if (!waited) break;
   }
-  return KeepWritesLocked(txn, writes, order, opts, *dep, wrote);
+  return KeepWritesLocked(txn, writes, order, opts, *dep, wrote, record);
 }
 
 Status Participant::KeepWritesLocked(uint64_t txn, std::vector<TxnWrite>& writes,
                                      const WriteOrder& order, const PrepareOptions& opts,
-                                     uint64_t dep, bool* wrote) {
+                                     uint64_t dep, bool* wrote, uint64_t* record) {
   const uint64_t expect = opts.expect;
   auto key_of = [&](size_t i) -> const storage::WriteOp& { return writes[order[i]].op; };
   // Checked: keep the writes (in key order) and lock their keys.
@@ -204,8 +209,10 @@ Status Participant::KeepWritesLocked(uint64_t txn, std::vector<TxnWrite>& writes
     p.min_commit_ts = std::max(p.min_commit_ts, opts.min_commit_ts);
     std::set<LockKey> locked = p.locked;
     locked.insert(locks_only.begin(), locks_only.end());
-    Status s = store_.PutPrepared(txn, EncodeRecord(p.ops, p.received, locked, p.min_commit_ts));
-    if (!s.ok()) {
+    Result<uint64_t> ticket =
+        store_.WritePrepared(txn, EncodeRecord(p.ops, p.received, locked, p.min_commit_ts));
+    if (ticket.ok()) *record = *ticket;
+    if (Status s = ticket.status(); !s.ok()) {
       p.durable = was_durable;
       p.min_commit_ts = old_min;
       p.ops.resize(before);

@@ -248,9 +248,11 @@ class Participant {
   Status RollbackToLocked(uint64_t txn, uint64_t keep, uint64_t* dep) EXCLUDES(mu_);
   // Prepare's checks and locking (under mu_). *dep: the latest ticket of a commit still
   // syncing whose version a check met (0: none); *wrote: on success, the transaction has a
-  // write here.
+  // write here; *record: the log ticket of a durable prepare's record, which the caller
+  // waits for after mu_ is released (0: none).
   Status PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
-                       const PrepareOptions& opts, uint64_t* dep, bool* wrote) EXCLUDES(mu_);
+                       const PrepareOptions& opts, uint64_t* dep, bool* wrote, uint64_t* record)
+      EXCLUDES(mu_);
   // PrepareLocked's steps (participant_checks.cc). `order`: the writes' indexes in (segment,
   // key) order.
   using WriteOrder = SmallVector<uint32_t>;
@@ -301,9 +303,11 @@ class Participant {
                             std::vector<TxnWrite>& writes, const WriteOrder& order,
                             const PrepareOptions& opts, uint64_t* dep, PrepareChecks* checks)
       REQUIRES(mu_);
-  // Keeps the checked writes (in key order), durably with opts.durable, and locks their keys.
+  // Keeps the checked writes (in key order), with opts.durable in a prepare record (*record:
+  // its log ticket, not yet synced: no fsync runs under mu_), and locks their keys.
   Status KeepWritesLocked(uint64_t txn, std::vector<TxnWrite>& writes, const WriteOrder& order,
-                          const PrepareOptions& opts, uint64_t dep, bool* wrote) REQUIRES(mu_);
+                          const PrepareOptions& opts, uint64_t dep, bool* wrote, uint64_t* record)
+      REQUIRES(mu_);
   // Erases `it` from prepared_, with `dropped` (its lock tables): those of
   // a bulk load are freed by reaper_, not on the caller's time.
   void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,

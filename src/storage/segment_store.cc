@@ -400,9 +400,14 @@ Result<int> SegmentStore::CollectGarbage(int max_segments) {
 }
 
 Status SegmentStore::PutPrepared(uint64_t txn, const std::string& blob) {
+  ASSIGN_OR_RETURN(uint64_t ticket, WritePrepared(txn, blob));
+  return log_sync_.Sync(ticket);  // synced with the commits around it
+}
+
+Result<uint64_t> SegmentStore::WritePrepared(uint64_t txn, const std::string& blob) {
   RETURN_NOT_OK(
       FromRocks(db_->Put(rocksdb::WriteOptions(), PreparedKey(txn), blob), "prepare record"));
-  return log_sync_.Sync(log_sync_.Written());  // synced with the commits around it
+  return log_sync_.Written();
 }
 
 Status SegmentStore::ErasePrepared(uint64_t txn) {

@@ -405,8 +405,10 @@ class SegmentStore {
   uint32_t log_sync_sleepers() const { return log_sync_.sleepers(); }
 
   // Durable records of prepared transactions (opaque blobs owned by the caller); written
-  // with a synced WAL so that a prepared transaction survives a crash.
+  // with a synced WAL so that a prepared transaction survives a crash. WritePrepared leaves
+  // the sync to the caller: it returns the ticket to pass to WaitDurable.
   Status PutPrepared(uint64_t txn, const std::string& blob);
+  Result<uint64_t> WritePrepared(uint64_t txn, const std::string& blob);
   Status ErasePrepared(uint64_t txn);
   Result<std::vector<std::pair<uint64_t, std::string>>> ListPrepared() const;
   Result<LatestVersion> Latest(SegmentId seg, std::string_view key) const;

@@ -179,17 +179,22 @@ void MiniCluster::WriteConfig() {
   std::ofstream(config_) << toml;
 }
 
-bool MiniCluster::PortWasTaken() const {
-  for (const auto& e : fs::directory_iterator(dir_)) {
+std::string MiniCluster::LogLines(const std::string& needle) const {
+  std::string out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (e.path().extension() != ".log") continue;
     std::ifstream f(e.path());
     std::string line;
     while (std::getline(f, line)) {
-      if (line.find("Address already in use") != std::string::npos) return true;
+      if (line.find(needle) != std::string::npos)
+        out += e.path().filename().string() + ": " + line + "\n";
     }
   }
-  return false;
+  return out;
 }
+
+bool MiniCluster::PortWasTaken() const { return !LogLines("Address already in use").empty(); }
 
 MiniCluster::~MiniCluster() {
   KillAll();

@@ -109,6 +109,8 @@ class MiniCluster {
   pid_t NodePid(int id) const;
   // Waits until `sql` returns `expected` as a scalar (for asynchronous state changes).
   bool WaitFor(const std::string& sql, const std::string& expected, int timeout_ms);
+  // The lines of the processes' logs that contain `needle`, each after its file's name.
+  std::string LogLines(const std::string& needle) const;
 
  private:
   pid_t Spawn(const std::vector<std::string>& args, const std::string& log);

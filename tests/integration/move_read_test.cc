@@ -122,7 +122,8 @@ TEST(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
   std::string bad_list;
   for (const auto& b : bad) bad_list += b + "\n";
   EXPECT_TRUE(bad.empty()) << bad.size() << " wrong totals of " << sums.load() << ":\n" << bad_list;
-  EXPECT_EQ(errors.load(), 0) << last_error;
+  EXPECT_EQ(errors.load(), 0) << last_error << "\n"
+                              << cluster.LogLines("node down") << cluster.LogLines(" W ");
   EXPECT_GT(committed.load(), 0);
   EXPECT_GT(moves.load(), 0);
   EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(balance) FROM acc"),
