@@ -74,6 +74,7 @@ Status NodeServer::Start() {
   participant_ =
       std::make_unique<Participant>(*store_, std::chrono::milliseconds(opts_.lock_timeout_ms),
                                     std::chrono::milliseconds(opts_.heartbeat_timeout_ms));
+  participant_->set_replicator(replicator_.get());
   columns_ = std::make_unique<ColumnCache>(opts_.column_cache_bytes,
                                            int64_t{opts_.column_cache_quiet_ms} * 1000, clock_);
   RETURN_NOT_OK(participant_->Recover());
@@ -231,10 +232,19 @@ bool NodeServer::ServeInline(Connection& conn) {
 }
 
 bool NodeServer::ReplyWithSizes(Connection& conn, const Status& st,
-                                const SmallFlatSet<SegmentId>& touched) {
+                                const SmallFlatSet<SegmentId>& touched,
+                                const std::vector<ReplicaFailure>& lagging) {
   net::MessageBuilder mb;
   auto resp = mb.initRoot<proto::Response>();
   SetStatus(resp.initStatus(), st);
+  if (!lagging.empty()) {
+    auto l = resp.initReplicaFailures(lagging.size());
+    for (size_t i = 0; i < lagging.size(); i++) {
+      l[i].setSegment(lagging[i].segment);
+      l[i].setNode(lagging[i].node);
+      l[i].setMessage(lagging[i].message);
+    }
+  }
   std::vector<storage::SegmentInfo> infos;
   for (SegmentId id : touched) {
     auto seg = store_->Get(id);

@@ -152,9 +152,10 @@ class NodeServer : public rpc::LocalSegments {
   bool OnFollow(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnReplicaApply(net::Connection& conn, net::ReceivedMessage& msg);
   // A commit's reply: its status and the sizes of the segments it wrote, so that the master
-  // can split oversized ones right away.
+  // can split oversized ones right away, and the followers that did not take its writes.
   bool ReplyWithSizes(net::Connection& conn, const Status& st,
-                      const SmallFlatSet<SegmentId>& touched);
+                      const SmallFlatSet<SegmentId>& touched,
+                      const std::vector<ReplicaFailure>& lagging);
 
   NodeOptions opts_;
   const Clock& clock_;  // borrowed

@@ -325,7 +325,7 @@ void Participant::ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,
 }
 
 Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<SegmentId>* touched,
-                           uint64_t expect, bool unsynced) {
+                           uint64_t expect, bool unsynced, std::vector<ReplicaFailure>* lagging) {
   // The writes stay in prepared_ while they are applied (a failed apply leaves the txn
   // prepared); `committing` keeps every other call away from them, and std::map entries do
   // not move, so they are read in place without mu_.
@@ -391,10 +391,21 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
     if (lock_waiters) lock_waiters->SignalAll();
     MaybeFail("node.commit.locks_released");
   };
+  // Numbered while the rows are still locked: a later commit of one of them ships after.
+  Replicator::Outgoing shipped;
+  if (replicator_ && !ops->empty()) shipped = replicator_->Number(commit_ts, *ops);
   Status s = ops->empty() && !durable
                  ? Status::OK()
                  : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn, sync, release_early);
   if (s.ok()) MaybeFail("node.after_commit_applied");
+  if (s.ok() && !shipped.empty()) {
+    std::vector<ReplicaFailure> failed = replicator_->Send(shipped);
+    if (lagging) lagging->insert(lagging->end(), failed.begin(), failed.end());
+  } else if (!shipped.empty()) {
+    // Nothing applied: the numbers go out empty, so that no follower waits for them.
+    for (auto& record : shipped.records) record.first.ops.clear();
+    (void)replicator_->Send(shipped);
+  }
   if (touched && s.ok()) {
     for (size_t i = 0; i < ops->size(); i++) {
       if (i == 0 || (*ops)[i].segment != (*ops)[i - 1].segment) touched->insert((*ops)[i].segment);

@@ -49,6 +49,7 @@
 #include "common/small_containers.h"
 #include "common/status.h"
 #include "node/lock_table.h"
+#include "node/replicator.h"
 #include "storage/segment_store.h"
 
 namespace wattdb::node {
@@ -106,6 +107,9 @@ class Participant {
 
   // Reloads durably prepared transactions and their locks (call once, before serving).
   Status Recover();
+  // Commits ship the writes of the segments led here through `r` (borrowed; set before
+  // serving, or never: nothing is replicated).
+  void set_replicator(Replicator* r) { replicator_ = r; }
   // Validates and locks `writes`; a later Prepare of the same txn adds more writes. A key
   // locked by another transaction is waited for (40001 if the wait times out, 40P01 if the
   // holder waits for this one); then a key whose newest version is above `snapshot` is a
@@ -129,8 +133,13 @@ class Participant {
   // `unsynced`: a durably prepared transaction's commit is not synced (its synced prepared
   // record keeps it in doubt across a power cut until a later sync covers the commit:
   // SegmentStore::SyncWal); ignored for a transaction prepared in memory.
+  // With a replicator, the writes of each replicated segment go to its followers once applied
+  // here; `lagging` (optional) receives the followers that did not make them durable (the
+  // commit is applied here all the same: the master drops those from their sets before it
+  // acknowledges).
   Status Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<SegmentId>* touched = nullptr,
-                uint64_t expect = 0, bool unsynced = false);
+                uint64_t expect = 0, bool unsynced = false,
+                std::vector<ReplicaFailure>* lagging = nullptr);
   // Discards the transaction's writes and releases its locks. A transaction that is
   // committing (or committed) is not aborted: returns false then.
   bool Abort(uint64_t txn);
@@ -192,6 +201,7 @@ class Participant {
   using LockKey = std::pair<SegmentId, std::string>;
   static constexpr size_t kLockOnly = LockTable::kLockOnly;
   storage::SegmentStore& store_;  // borrowed; outlives the participant
+  Replicator* replicator_ = nullptr;
   std::chrono::milliseconds lock_wait_;
   std::chrono::milliseconds read_wait_;
   mutable Mutex mu_;

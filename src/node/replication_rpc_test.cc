@@ -111,6 +111,28 @@ class ReplicationRpcTest : public ::testing::Test {
     return out;
   }
 
+  // A one-round transaction on node 1 (prepare and commit at `ts`) writing `op`; `lagging`
+  // receives the reply's replica failures as "segment/node".
+  Status CommitOnLeader(uint64_t txn, Timestamp ts, const storage::WriteOp& op,
+                        std::vector<std::string>* lagging) {
+    net::MessageBuilder mb;
+    auto p = mb.initRoot<proto::Request>().initPrepare();
+    p.setTxn(txn);
+    p.setSnapshotTs(ts - 1);
+    p.setCommitTs(ts);
+    auto w = p.initWrites(1);
+    w[0].setSegment(op.segment);
+    w[0].setKey(Bytes(op.key));
+    w[0].setKind(1);
+    w[0].setRow(Bytes(op.row));
+    auto reply = clients_[0]->Call(mb);
+    if (!reply.ok()) return reply.status();
+    auto resp = (*reply)->Root<proto::Response>();
+    for (auto f : resp.getReplicaFailures())
+      lagging->push_back(fmt::format("{}/{}", f.getSegment(), f.getNode()));
+    return FromProto(resp.getStatus());
+  }
+
   std::filesystem::path dir_;
   std::vector<std::unique_ptr<NodeServer>> servers_;
   std::unique_ptr<net::ClusterKey> key_;
@@ -218,6 +240,22 @@ TEST_F(ReplicationRpcTest, BadReplicationRequestsAreRefused) {
   w[0].setKind(1);
   EXPECT_EQ(Call(1, bb).code(), Status::Code::kInvalidArgument);
   EXPECT_TRUE(Rows(1, 100).empty());
+}
+
+// A commit on the leader reaches the follower before it is answered; with the follower gone
+// the commit stands on the leader and its reply names the follower that missed it.
+TEST_F(ReplicationRpcTest, ACommitShipsToTheFollowerAndNamesOneThatMissedIt) {
+  ASSERT_TRUE(Follow(1, 2, 1).ok());
+  ASSERT_TRUE(Lead(2, 2, servers_[1]->port()).ok());
+  std::vector<std::string> lagging;
+  ASSERT_TRUE(CommitOnLeader(101, 10, Op(1, "a"), &lagging).ok());
+  EXPECT_TRUE(lagging.empty());
+  ASSERT_EQ(Rows(1, 11).size(), 1u) << "on the follower once the commit is answered";
+  EXPECT_EQ(servers_[0]->replicator().NextSeq(1), 2u);
+  servers_[1]->Stop();
+  ASSERT_TRUE(CommitOnLeader(102, 20, Op(2, "b"), &lagging).ok());
+  EXPECT_EQ(lagging, std::vector<std::string>{"1/2"});
+  EXPECT_EQ(Rows(0, 21).size(), 2u);
 }
 
 }  // namespace

@@ -33,37 +33,45 @@ std::shared_ptr<ReplicaPeer> Replicator::PeerOf(NodeId n) {
   return peers_.emplace(n, std::move(p)).first->second;
 }
 
-Status Replicator::Ship(Timestamp ts, const std::vector<storage::WriteOp>& ops) {
-  // The records, numbered under mu_ in the order their segments' commits reach here.
-  std::vector<std::pair<ReplicaRecord, std::vector<NodeId>>> records;
-  {
-    MutexLock l(mu_);
-    if (segments_.empty()) return Status::OK();
-    std::map<SegmentId, size_t> record_of;  // segment -> index in records
-    for (const auto& op : ops) {
-      auto it = segments_.find(op.segment);
-      if (it == segments_.end() || it->second.followers.empty()) continue;
-      auto [at, added] = record_of.emplace(op.segment, records.size());
-      if (added) {
-        ReplicaRecord r{op.segment, it->second.epoch, it->second.next_seq++, ts, {}};
-        records.emplace_back(std::move(r), it->second.followers);
-      }
-      records[at->second].first.ops.push_back(op);
+Replicator::Outgoing Replicator::Number(Timestamp ts, const std::vector<storage::WriteOp>& ops) {
+  Outgoing out;
+  MutexLock l(mu_);
+  if (segments_.empty()) return out;
+  std::map<SegmentId, size_t> record_of;  // segment -> index in out.records
+  for (const auto& op : ops) {
+    auto it = segments_.find(op.segment);
+    if (it == segments_.end() || it->second.followers.empty()) continue;
+    auto [at, added] = record_of.emplace(op.segment, out.records.size());
+    if (added) {
+      ReplicaRecord r{op.segment, it->second.epoch, it->second.next_seq++, ts, {}};
+      out.records.emplace_back(std::move(r), it->second.followers);
     }
+    out.records[at->second].first.ops.push_back(op);
   }
-  std::string failed;
-  for (const auto& [r, followers] : records) {
+  return out;
+}
+
+std::vector<ReplicaFailure> Replicator::Send(const Outgoing& out) {
+  std::vector<ReplicaFailure> failed;
+  for (const auto& [r, followers] : out.records) {
     for (NodeId n : followers) {
       std::shared_ptr<ReplicaPeer> p = PeerOf(n);
       Status s = p ? p->Send(r) : Status::Unavailable(fmt::format("node {} unreachable", n));
-      if (!s.ok()) {
-        failed += fmt::format("{}segment {} on node {}: {}", failed.empty() ? "" : "; ", r.segment,
-                              n, s.message());
-      }
+      if (!s.ok()) failed.push_back({r.segment, n, s.message()});
     }
   }
-  if (!failed.empty()) return Status::Unavailable("replication failed: " + failed);
-  return Status::OK();
+  return failed;
+}
+
+Status Replicator::Ship(Timestamp ts, const std::vector<storage::WriteOp>& ops) {
+  std::vector<ReplicaFailure> failed = Send(Number(ts, ops));
+  if (failed.empty()) return Status::OK();
+  std::string what;
+  for (const auto& f : failed) {
+    what += fmt::format("{}segment {} on node {}: {}", what.empty() ? "" : "; ", f.segment, f.node,
+                        f.message);
+  }
+  return Status::Unavailable("replication failed: " + what);
 }
 
 Status ApplyReplicaRecord(FollowerLog& log, storage::SegmentStore& store, const ReplicaRecord& r) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/mutex.h"
@@ -28,6 +29,14 @@ struct ReplicaRecord {
   uint64_t seq = 0;
   Timestamp ts = 0;
   std::vector<storage::WriteOp> ops;  // all of `segment`
+};
+
+// A follower that did not make a record durable: the master takes it out of the segment's
+// set (a new epoch) before the commit is acknowledged.
+struct ReplicaFailure {
+  SegmentId segment = 0;
+  NodeId node = 0;
+  std::string message;
 };
 
 // One follower node as the leader reaches it.
@@ -52,10 +61,19 @@ class Replicator {
   // The sequence number the next record of `segment` takes (1 if not led here).
   uint64_t NextSeq(SegmentId segment) const EXCLUDES(mu_);
 
-  // Ships the writes of a commit at `ts` (applied here already), one record per segment that
-  // has followers, to every follower of each. OK when every follower answered OK; else
-  // Unavailable naming the segments and followers that failed (the master takes them out of
-  // the set, in a new epoch, before it acknowledges the commit).
+  // A commit's records, numbered: one per segment with followers, each with its followers.
+  struct Outgoing {
+    std::vector<std::pair<ReplicaRecord, std::vector<NodeId>>> records;
+    bool empty() const { return records.empty(); }
+  };
+  // Numbers the records of a commit at `ts`. Called while the commit still holds its rows'
+  // locks, so that two commits of one key are numbered in the order they apply.
+  Outgoing Number(Timestamp ts, const std::vector<storage::WriteOp>& ops) EXCLUDES(mu_);
+  // Sends each record to each of its followers (once applied here) and returns the ones that
+  // failed.
+  std::vector<ReplicaFailure> Send(const Outgoing& out) EXCLUDES(mu_);
+  // Number and Send. OK when every follower answered OK; else Unavailable naming the
+  // segments and followers that failed.
   Status Ship(Timestamp ts, const std::vector<storage::WriteOp>& ops) EXCLUDES(mu_);
 
  private:

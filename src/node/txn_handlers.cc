@@ -96,13 +96,15 @@ bool NodeServer::OnPrepare(Connection& conn, net::ReceivedMessage& msg) {
   }
   // One phase: a single-node transaction prepares and commits in one round trip.
   SmallFlatSet<SegmentId> touched;
+  std::vector<ReplicaFailure> lagging;
   Status st =
       participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), {.wait = false});
   if (st.ok()) {
-    st = participant_->Commit(p.getTxn(), p.getCommitTs(), &touched, p.getExpect());
+    st =
+        participant_->Commit(p.getTxn(), p.getCommitTs(), &touched, p.getExpect(), false, &lagging);
     if (!st.ok()) participant_->Abort(p.getTxn());
   }
-  return ReplyWithSizes(conn, st, touched);
+  return ReplyWithSizes(conn, st, touched, lagging);
 }
 
 bool NodeServer::OnUpdateKey(Connection& conn, net::ReceivedMessage& msg) {
@@ -173,9 +175,10 @@ bool NodeServer::OnCommit(Connection& conn, net::ReceivedMessage& msg) {
   auto req = msg.Root<proto::Request>();
   auto c = req.getCommit();
   SmallFlatSet<SegmentId> touched;
-  Status st =
-      participant_->Commit(c.getTxn(), c.getCommitTs(), &touched, c.getExpect(), c.getUnsynced());
-  return ReplyWithSizes(conn, st, touched);
+  std::vector<ReplicaFailure> lagging;
+  Status st = participant_->Commit(c.getTxn(), c.getCommitTs(), &touched, c.getExpect(),
+                                   c.getUnsynced(), &lagging);
+  return ReplyWithSizes(conn, st, touched, lagging);
 }
 
 bool NodeServer::OnSyncWal(Connection& conn, net::ReceivedMessage& msg) {

@@ -228,8 +228,17 @@ struct ReplicaNode {
   port @2 :UInt16;
 }
 
+struct ReplicaFailure {
+  segment @0 :UInt64;
+  node @1 :UInt32;
+  message @2 :Text;
+}
+
 struct Response {
   status @0 :Status;
+  replicaFailures @24 :List(ReplicaFailure);  # commits: followers that did not make the
+                                     # writes of a segment led here durable (the master drops
+                                     # them from the segment's set before it acknowledges)
   cpuNanos @14 :UInt64;              # thread CPU the node spent on the request since its
                                      # previous reply frame (statement energy accounting)
   incarnation @21 :UInt64;           # random per node process start (a restart may have
