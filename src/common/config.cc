@@ -110,7 +110,7 @@ Status ParseClusterSection(const toml::table& t, const std::string& source, Clus
       {"data_dir", "segment_bytes", "telemetry_interval_ms", "heartbeat_timeout_ms", "node_binary",
        "key_file", "sync_commit", "local_sockets", "latch_wait_ms", "connect_timeout_ms",
        "rpc_timeout_ms", "lock_timeout_ms", "column_cache_mb", "column_cache_quiet_ms",
-       "scan_frame_kb", "log_level"},
+       "scan_frame_kb", "log_level", "replication_factor"},
       "[cluster]", source));
   int64_t seg = static_cast<int64_t>(c->segment_bytes);
   int64_t tel = c->telemetry_interval_ms, hb = c->heartbeat_timeout_ms;
@@ -154,6 +154,11 @@ Status ParseClusterSection(const toml::table& t, const std::string& source, Clus
     return Status::InvalidArgument(source + ": scan_frame_kb must be in 0..16384");
   c->scan_frame_kb = static_cast<int>(frame);
   RETURN_NOT_OK(Get(t, "log_level", &c->log_level, source));
+  int64_t rf = c->replication_factor;
+  RETURN_NOT_OK(Get(t, "replication_factor", &rf, source));
+  if (rf < 1 || rf > 7)
+    return Status::InvalidArgument(source + ": replication_factor must be in 1..7");
+  c->replication_factor = static_cast<int>(rf);
   if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
   if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");
   if (hb <= tel) {

@@ -41,6 +41,9 @@ struct AuthConfig {
 struct ClusterConfig {
   std::string data_dir = "run/data";     // master at <data_dir>/master, nodes at <data_dir>/n<id>
   uint64_t segment_bytes = 32ull << 20;  // a segment that grows past this splits
+  // Copies of each segment (a leader and followers on distinct nodes) unless its table says
+  // otherwise (CREATE TABLE ... WITH (replicas = N)); at most one per data node.
+  int replication_factor = 1;
   int telemetry_interval_ms = 2000;
   int heartbeat_timeout_ms = 6000;   // a node silent this long is marked down
   bool sync_commit = true;           // nodes fsync their log before acknowledging a commit

@@ -47,6 +47,8 @@ void TableSchema::Serialize(std::string* out) const {
       w.U8(ix.spec.desc[i] ? 1 : 0);
     }
   }
+  // Optional trailing section (absent in records written before replicas existed).
+  w.VarU64(replicas);
 }
 
 const IndexDef* TableSchema::FindIndex(const std::string& index_name) const {
@@ -110,6 +112,10 @@ Result<TableSchema> TableSchema::Deserialize(std::string_view in) {
     }
     t.indexes.push_back(std::move(ix));
   }
+  if (r.empty()) return t;
+  uint64_t replicas;
+  if (!r.VarU64(&replicas) || replicas > kMaxReplicas) return bad();
+  t.replicas = static_cast<uint32_t>(replicas);
   return t;
 }
 

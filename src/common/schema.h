@@ -53,6 +53,10 @@ struct TableSchema {
   std::vector<int> key_columns;   // indexes into columns; never empty (hidden row id if needed)
   std::vector<IndexDef> indexes;  // secondary indexes
   uint32_t next_index_id = 1;
+  // Copies of each segment (leader and followers) the table asks for: WITH (replicas = N);
+  // 0: the cluster's replication_factor.
+  uint32_t replicas = 0;
+  static constexpr uint32_t kMaxReplicas = 7;
 
   const IndexDef* FindIndex(const std::string& name) const;
 

@@ -22,8 +22,8 @@ bool NodeServer::OnLead(Connection& conn, net::ReceivedMessage& msg) {
     return Reply(conn, Status::NotFound(fmt::format("segment {} is not here", l.getSegment())))
         .ok();
   }
-  Status s = replicator_->Lead(l.getSegment(), l.getEpoch(), std::move(followers),
-                               std::max<uint64_t>(l.getNextSeq(), 1));
+  Status s = replicator_->Lead(l.getSegment(), l.getEpoch(), std::move(followers), l.getNextSeq());
+  if (s.ok()) follower_log_->Unfollow(l.getSegment());  // a leader follows no one
   return Reply(conn, s).ok();
 }
 
@@ -37,7 +37,9 @@ bool NodeServer::OnFollow(Connection& conn, net::ReceivedMessage& msg) {
     return Reply(conn, Status::NotFound(fmt::format("segment {} is not here", f.getSegment())))
         .ok();
   }
-  return Reply(conn, follower_log_->Follow(f.getSegment(), f.getEpoch(), f.getNextSeq())).ok();
+  Status s = follower_log_->Follow(f.getSegment(), f.getEpoch(), f.getNextSeq());
+  if (s.ok()) replicator_->Drop(f.getSegment());  // a follower ships nothing
+  return Reply(conn, s).ok();
 }
 
 bool NodeServer::OnReplicaApply(Connection& conn, net::ReceivedMessage& msg) {

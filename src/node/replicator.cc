@@ -12,8 +12,21 @@ Status Replicator::Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> f
     return Status::Stale(
         fmt::format("segment {}: epoch {} is older than {}", segment, epoch, it->second.epoch));
   }
+  if (next_seq == 0) {
+    if (it == segments_.end() || it->second.epoch != epoch) {
+      return Status::InvalidArgument(
+          fmt::format("segment {}: numbering can go on only in the epoch it is led in", segment));
+    }
+    it->second.followers = std::move(followers);
+    return Status::OK();
+  }
   segments_[segment] = Led{epoch, std::move(followers), next_seq};
   return Status::OK();
+}
+
+void Replicator::Drop(SegmentId segment) {
+  MutexLock l(mu_);
+  segments_.erase(segment);
 }
 
 uint64_t Replicator::NextSeq(SegmentId segment) const {

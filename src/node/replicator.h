@@ -54,10 +54,13 @@ class Replicator {
       : peer_(std::move(peer)) {}
 
   // The master's word: this node leads `segment` in `epoch` with `followers` (none: it is
-  // not replicated), and the next record it ships is `next_seq`. An older epoch is refused
-  // (Stale).
+  // not replicated), and the next record it ships is `next_seq` (0: the numbering goes on,
+  // in the epoch it is led in already; only the followers change). An older epoch is
+  // refused (Stale).
   Status Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> followers, uint64_t next_seq)
       EXCLUDES(mu_);
+  // No longer led here (dropped, or this node follows it now).
+  void Drop(SegmentId segment) EXCLUDES(mu_);
   // The sequence number the next record of `segment` takes (1 if not led here).
   uint64_t NextSeq(SegmentId segment) const EXCLUDES(mu_);
 

@@ -18,7 +18,11 @@ bool NodeServer::OnDropSegment(Connection& conn, net::ReceivedMessage& msg) {
   SegmentId id = req.getDropSegment();
   Status s = store_->DropSegment(id);
   if (s.IsNotFound()) s = Status::OK();  // idempotent
-  if (s.ok()) participant_->SegmentGone(id);
+  if (s.ok()) {
+    participant_->SegmentGone(id);
+    replicator_->Drop(id);
+    follower_log_->Unfollow(id);
+  }
   if (s.ok()) Log("node")->info("segment dropped seg={}", id);
   return Reply(conn, s).ok();
 }

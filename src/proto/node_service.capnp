@@ -203,7 +203,7 @@ struct Request {
     # Segment replication (docs/design/replication.md).
     lead :group {                    # master -> leader: lead `segment` in `epoch` with these
       segment @70 :UInt64;           # followers (none: not replicated); its next record is
-      epoch @71 :UInt64;             # numbered nextSeq
+      epoch @71 :UInt64;             # numbered nextSeq (0: numbering goes on, same epoch)
       nextSeq @72 :UInt64;
       followers @73 :List(ReplicaNode);
     }

@@ -30,6 +30,10 @@ struct NodeClientOptions {
   // Told the node CPU each reply of Call and ScanStream reports (statement energy accounting);
   // called on the caller's thread. Optional.
   std::function<void(NodeId, uint64_t cpu_nanos)> on_cpu;
+  // Told each follower a commit's reply names as having missed the commit's writes of a
+  // segment this node leads (Response.replicaFailures), before the caller sees the reply; a
+  // failure here fails the call (the commit is not to be acknowledged). Optional.
+  std::function<Status(SegmentId, NodeId follower, const std::string& why)> on_replica_failure;
 };
 
 class NodeClient {
@@ -102,6 +106,9 @@ class NodeClient {
   NodeId id() const { return id_; }
   int io_ms() const { return opts_.io_ms; }
   // A node in this process (SetInline) books nothing: its CPU is this process's own.
+  Status ReplicaFailed(SegmentId seg, NodeId follower, const std::string& why) const {
+    return opts_.on_replica_failure ? opts_.on_replica_failure(seg, follower, why) : Status::OK();
+  }
   void BookCpu(uint64_t cpu_nanos) const {
     if (opts_.on_cpu && cpu_nanos && !in_process_) opts_.on_cpu(id_, cpu_nanos);
   }

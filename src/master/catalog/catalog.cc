@@ -722,7 +722,8 @@ Status Catalog::SetOwner(SegmentId seg, NodeId node) {
 }
 
 Result<SegmentEntry> Catalog::SetReplicas(SegmentId seg, NodeId leader,
-                                          std::vector<NodeId> followers) {
+                                          std::vector<NodeId> followers,
+                                          std::optional<uint64_t> epoch) {
   std::vector<NodeId> all = followers;
   all.push_back(leader);
   std::sort(all.begin(), all.end());
@@ -735,9 +736,14 @@ Result<SegmentEntry> Catalog::SetReplicas(SegmentId seg, NodeId leader,
   auto ix = seg_index_.find(seg);
   if (ix == seg_index_.end()) return Status::NotFound(fmt::format("segment {}", seg));
   SegmentEntry e = by_table_[ix->second.first][ix->second.second];
+  uint64_t next = epoch ? *epoch : e.epoch + 1;
+  if (next < e.epoch || (next == e.epoch && e.node != leader)) {
+    return Status::InvalidArgument(fmt::format(
+        "segment {}: epoch {} after {} (a new leader needs a new epoch)", seg, next, e.epoch));
+  }
+  e.epoch = next;
   e.node = leader;
   e.followers = std::move(followers);
-  e.epoch++;
   RETURN_NOT_OK(kv_->Write({{SegmentKey(seg), EncodeSegment(e)}}));
   by_table_[ix->second.first][ix->second.second] = e;
   return e;

@@ -146,9 +146,12 @@ class Catalog : public plan::CatalogReader {
   Status LogMoveIntent(const MoveIntent& m);
   Status ClearMoveIntent(SegmentId seg);
   Status SetOwner(SegmentId seg, NodeId node);
-  // Makes `leader` and `followers` the segment's replica set, in a new epoch (synced). The
-  // nodes must be distinct. Returns the entry as written.
-  Result<SegmentEntry> SetReplicas(SegmentId seg, NodeId leader, std::vector<NodeId> followers);
+  // Makes `leader` and `followers` the segment's replica set (synced), in `epoch` (none: the
+  // next one). The nodes must be distinct. Returns the entry as written. The epoch given may
+  // be the current one when only followers leave and the leader stays (the leader's records
+  // in flight stay valid at the followers that remain); it never goes back.
+  Result<SegmentEntry> SetReplicas(SegmentId seg, NodeId leader, std::vector<NodeId> followers,
+                                   std::optional<uint64_t> epoch = std::nullopt);
   std::vector<MoveIntent> PendingMoves() const;
   // A segment record as the catalog stores it (docs/design/formats.md); for tests.
   static Result<SegmentEntry> DecodeSegmentForTest(const std::string& v) {

@@ -270,6 +270,32 @@ TEST_F(CatalogTest, ReplicaSetsPersistAndEveryChangeIsANewEpoch) {
   ASSERT_TRUE(upper.ok());
   EXPECT_EQ(upper->node, 3u);
   EXPECT_EQ(upper->followers, (std::vector<NodeId>{2}));
+  // Followers leaving keep the epoch when asked to; a new leader never does, nor goes back.
+  auto kept = cat_->SetReplicas(seg->id, 3, {}, back->epoch);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->epoch, back->epoch);
+  EXPECT_FALSE(cat_->SetReplicas(seg->id, 2, {}, back->epoch).ok());
+  EXPECT_FALSE(cat_->SetReplicas(seg->id, 3, {}, back->epoch - 1).ok());
+  auto jumped = cat_->SetReplicas(seg->id, 2, {3}, back->epoch + 5);
+  ASSERT_TRUE(jumped.ok());
+  EXPECT_EQ(jumped->epoch, back->epoch + 5);
+}
+
+TEST_F(CatalogTest, ATablesReplicasPersistAndOlderRecordsReadAsTheClusterDefault) {
+  TableSchema t = Schema("rr");
+  t.replicas = 3;
+  ASSERT_TRUE(cat_->CreateTable(&t, 1).ok());
+  Reopen();
+  auto back = cat_->GetTable("rr");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->replicas, 3u);
+  std::string bytes;
+  t.replicas = 0;
+  t.Serialize(&bytes);
+  bytes.pop_back();  // the replicas varint (0): a record written before replicas existed
+  auto old = TableSchema::Deserialize(bytes);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->replicas, 0u);
 }
 
 TEST_F(CatalogTest, ASegmentRecordWrittenBeforeReplicaSetsReadsAsASetOfOne) {

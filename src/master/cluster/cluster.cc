@@ -17,7 +17,6 @@ Status Cluster::Start() {
   // The node CPU a statement's calls cost counts toward its energy.
   registry_ =
       std::make_unique<NodeRegistry>(config_, clock_, std::move(key), &StatementCpuScope::AddNode);
-  RETURN_NOT_OK(registry_->Start());
   power_ = std::make_unique<NodePower>(config_, *registry_, clock_);
   power::DriverContext ctx;
   ctx.node_binary = opts_.node_binary;
@@ -38,6 +37,14 @@ Status Cluster::Start() {
   popts.stopping = [this] { return Stopping(); };
   placement_ = std::make_unique<Placement>(config_, clock_, *catalog_, *registry_, *power_, ts_,
                                            latches_, std::move(popts));
+  // No node's replication state survives this start: each segment keeps its leader alone
+  // until upkeep seeds its followers again (docs/design/replication.md).
+  placement_->ForgetAllReplicas();
+  registry_->SetReplicaHooks([this](NodeId n) { placement_->ForgetReplicasOf(n); },
+                             [this](SegmentId seg, NodeId follower, const std::string& why) {
+                               return placement_->DropFollower(seg, follower, why);
+                             });
+  RETURN_NOT_OK(registry_->Start());
   if (opts_.manage_nodes) placement_->PowerOnAll();
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
   monitor_->Start();

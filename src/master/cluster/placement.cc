@@ -110,6 +110,17 @@ Result<MoveReport> Placement::MoveSegment(SegmentId seg, NodeId target) {
   }
   ASSIGN_OR_RETURN(e, catalog_.GetSegment(seg));
   if (e.node == target) return rep;
+  if (std::find(e.followers.begin(), e.followers.end(), target) != e.followers.end()) {
+    // A follower holds the segment already: leadership changes hands, no byte moves.
+    RETURN_NOT_OK(PromoteLocked(e, target));
+    rep.total_ms = (clock_.NowMicros() - t0) / 1000.0;
+    return rep;
+  }
+  if (!e.followers.empty()) {
+    // The copy moves alone; upkeep seeds followers of the moved segment again.
+    RETURN_NOT_OK(Unreplicate(seg));
+    ASSIGN_OR_RETURN(e, catalog_.GetSegment(seg));
+  }
   RETURN_NOT_OK(catalog_.LogMoveIntent({seg, e.node, target}));
   MaybeFail("master.move.after_intent");
   auto pulled = RpcPull(*dst, seg, src_host, src_port);
@@ -202,6 +213,8 @@ void Placement::SettleLoggedReshapes() {
 }
 
 void Placement::Maintain(const std::function<void()>& between) {
+  // 0. Segments whose leader is down pass to a follower.
+  FailOver();
   // 1. Logged moves and splits interrupted by a crash or a lost reply: settle them.
   SettleLoggedReshapes();
   // 2. Segments of dropped tables.
@@ -217,6 +230,9 @@ void Placement::Maintain(const std::function<void()>& between) {
     if (round > 0 && between) between();
     if (!SplitOversized()) break;
   }
+  // 4. Segments with fewer copies than their tables want get followers.
+  if (between) between();
+  ReplicateUnderReplicated();
 }
 
 bool Placement::SplitOversized() {
@@ -232,11 +248,15 @@ bool Placement::SplitOversized() {
       auto e = catalog_.GetSegment(rs.id);
       if (!e.ok() || moving.count(rs.id)) continue;  // unknown ids: in-flight split or trash
       if (e->node != n.id) {
+        const auto& fs = e->followers;
+        if (std::find(fs.begin(), fs.end(), n.id) != fs.end()) continue;  // a replica
         // Checked again under the admin lock: a move that started after the listing has
         // logged its intent by then (its target's copy is not stray).
         MutexLock admin(admin_mu_);
         auto owner = catalog_.GetSegment(rs.id);
         if (!owner.ok() || owner->node == n.id || IsPendingMove(rs.id)) continue;
+        const auto& now = owner->followers;
+        if (std::find(now.begin(), now.end(), n.id) != now.end()) continue;
         Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id,
                             owner->node);
         (void)RpcDropSegment(**c, rs.id);

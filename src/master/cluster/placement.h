@@ -25,6 +25,7 @@
 #include "master/cluster/segment_latches.h"
 #include "master/cluster/timestamp_oracle.h"
 #include "master/nodes/node_registry.h"
+#include "master/nodes/node_rpc.h"
 #include "master/power/node_power.h"
 #include "rpc/exchange.h"
 
@@ -123,6 +124,29 @@ class Placement {
   };
   Result<std::unique_ptr<WriteBlock>> BlockWrites(TableId table);
 
+  // Replica sets (placement_replicas.cc, docs/design/replication.md).
+  // The copies of each segment of `table`: its WITH (replicas = N), else the cluster's
+  // replication_factor; at most one per data node.
+  uint32_t WantedReplicas(TableId table) const;
+  // Seeds followers of `seg` on other active, up nodes (the fewest segments first) until it
+  // has the copies its table wants, or every such node holds one. A seed copies the leader's
+  // segment (the move path's pull) under the segment's exclusive latch, tells the nodes the
+  // new epoch, then writes the set.
+  Status Replicate(SegmentId seg);
+  // Takes `node` out of `seg`'s followers (it did not make a commit durable), in the same
+  // epoch, and tells the leader. Called before that commit is acknowledged.
+  Status DropFollower(SegmentId seg, NodeId node, const std::string& why);
+  // `seg` keeps its leader alone (its followers' copies become strays, dropped by upkeep).
+  Status Unreplicate(SegmentId seg) EXCLUDES(replica_mu_);
+  // A node (re)registered: what it held in memory of replication is gone, so it leads its
+  // segments alone and follows none, until upkeep seeds them again.
+  void ForgetReplicasOf(NodeId node);
+  // At start: no node's replication state is known, so every segment keeps its leader alone.
+  void ForgetAllReplicas();
+  // Each segment led by a node that is down (and not off or suspended by an operator's or
+  // the controller's word) passes to a live follower, alone, in a new epoch.
+  void FailOver();
+
   // One round of upkeep (the cluster's maintenance): settles logged moves and splits, drops
   // the segments of dropped tables and stray copies, and splits oversized segments, round
   // after round while splits happen. `between` runs between rounds (duties that must not
@@ -159,10 +183,24 @@ class Placement {
   // BlockWrites with admin_mu_ held by the caller (no split can add a segment meanwhile).
   Result<std::unique_ptr<WriteBlock>> BlockWritesLocked(TableId table);
   bool Stopping() const { return opts_.stopping && opts_.stopping(); }
+  // Replica sets: ReplicateLocked and the steps below REQUIRE admin_mu_ and `e`'s latch
+  // held exclusively; *Held REQUIRE replica_mu_.
+  Status ReplicateLocked(SegmentId seg);
+  Status SeedFollowerLocked(const SegmentEntry& e, NodeId target);
+  Status PromoteLocked(const SegmentEntry& e, NodeId target) EXCLUDES(replica_mu_);
+  Status UnreplicateHeld(SegmentId seg) REQUIRES(replica_mu_);
+  // `e`'s first live follower leads it alone in a new epoch (Unavailable if none is up).
+  Status FailOverHeld(const SegmentEntry& e, const char* why) REQUIRES(replica_mu_);
+  // Tells `e`'s leader its followers and epoch (next_seq 0: its numbering goes on).
+  Status TellLeader(const SegmentEntry& e, uint64_t next_seq);
+  Result<std::vector<ReplicaAddress>> Addresses(const std::vector<NodeId>& nodes);
+  // Upkeep: seeds the followers segments lack, a few per round.
+  void ReplicateUnderReplicated();
 
   static constexpr uint64_t kSplitBytesPerRequest = 256ull << 20;  // a cut moves at most this
   static constexpr uint64_t kMaxSplitPieces = 64;
   static constexpr int kMaxDrainRounds = 100;
+  static constexpr int kSeedsPerRound = 8;
 
   const ClusterConfig& config_;
   const Clock& clock_;
@@ -174,6 +212,7 @@ class Placement {
   const Options opts_;
   Mutex admin_mu_;  // serializes moves, splits and drains (guards no data: held across calls)
   Mutex operator_mu_;
+  Mutex replica_mu_;  // replica sets' read-modify-writes (after admin_mu_ and latches)
   std::multiset<NodeId> operator_nodes_ GUARDED_BY(operator_mu_);
 };
 

@@ -29,6 +29,11 @@ Result<std::vector<SegmentId>> Placement::SplitPieces(SegmentId seg, uint64_t pi
       if (si.segment == seg) RETURN_NOT_OK(RecoverSplitLocked(si));
     }
     ASSIGN_OR_RETURN(SegmentEntry e, catalog_.GetSegment(seg));
+    if (!e.followers.empty()) {
+      // The leader splits alone; upkeep seeds followers of each piece again.
+      RETURN_NOT_OK(Unreplicate(seg));
+      ASSIGN_OR_RETURN(e, catalog_.GetSegment(seg));
+    }
     ASSIGN_OR_RETURN(auto client, registry_.Client(e.node));
     ASSIGN_OR_RETURN(SegmentId first, catalog_.NextSegmentIds(pieces));
     // Logged first: if the reply is lost (or the master dies) after the node split, the

@@ -54,6 +54,15 @@ class NodeRegistry {
                const std::function<void(NodeId, uint64_t cpu_nanos)>& on_cpu = nullptr);
   ~NodeRegistry();
 
+  // Hooks of the replica sets, set before Start (docs/design/replication.md): `registering`
+  // runs when a node registers, before it is up; `replica_failed` is told each follower a
+  // commit's reply names as having missed the commit (rpc::NodeClientOptions).
+  void SetReplicaHooks(
+      std::function<void(NodeId)> registering,
+      std::function<Status(SegmentId, NodeId, const std::string&)> replica_failed) {
+    registering_ = std::move(registering);
+    replica_failed_ = std::move(replica_failed);
+  }
   Status Start();
   void Stop();
 
@@ -81,6 +90,8 @@ class NodeRegistry {
   std::unique_ptr<net::TcpServer> server_;
   Mutex mu_;
   CondVar cv_;
+  std::function<void(NodeId)> registering_;  // set before Start, then read only
+  std::function<Status(SegmentId, NodeId, const std::string&)> replica_failed_;
   std::map<NodeId, NodeInfo> nodes_ GUARDED_BY(mu_);
   std::map<NodeId, std::shared_ptr<rpc::NodeClient>> clients_ GUARDED_BY(mu_);
   uint64_t next_link_ GUARDED_BY(mu_) = 0;

@@ -75,10 +75,23 @@ std::vector<Status> CallEach(std::span<NodeClient* const> clients,
   return out;
 }
 
-// A commit's reply: (segment, bytes) of the segments it wrote, into `sizes` (optional).
-void ReadSizes(proto::Response::Reader resp, std::vector<std::pair<SegmentId, uint64_t>>* sizes) {
-  if (!sizes || resp.which() != proto::Response::SEGMENTS) return;
+// A commit's reply: (segment, bytes) of the segments it wrote, into `sizes` (optional); the
+// followers that missed its writes go to the client's replica failure handler first.
+Status ReadCommitReply(NodeClient& c, proto::Response::Reader resp,
+                       std::vector<std::pair<SegmentId, uint64_t>>* sizes) {
+  for (auto f : resp.getReplicaFailures()) {
+    Status s = c.ReplicaFailed(f.getSegment(), f.getNode(), f.getMessage());
+    if (!s.ok()) {
+      return Status(Status::Code::kUnavailable,
+                    fmt::format("commit on node {} not confirmed: follower {} of segment {} "
+                                "missed it and could not be dropped: {}",
+                                c.id(), f.getNode(), f.getSegment(), s.message()),
+                    sqlstate::kConnectionFailure);
+    }
+  }
+  if (!sizes || resp.which() != proto::Response::SEGMENTS) return Status::OK();
   for (auto s : resp.getSegments()) sizes->emplace_back(s.getMeta().getId(), s.getBytes());
+  return Status::OK();
 }
 
 }  // namespace
@@ -201,11 +214,7 @@ Status RpcPrepareCommit(NodeClient& c, uint64_t txn, Timestamp snapshot,
         p.setExpect(expect);
         FillWrites(p.initWrites(ws.size()), ws);
       },
-      [&](proto::Response::Reader resp) {
-        ReadSizes(resp, sizes);
-        return Status::OK();
-      },
-      delivered);
+      [&](proto::Response::Reader resp) { return ReadCommitReply(c, resp, sizes); }, delivered);
 }
 
 Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts,
@@ -219,11 +228,7 @@ Status RpcCommit(NodeClient& c, uint64_t txn, Timestamp ts,
         m.setCommitTs(ts);
         m.setExpect(expect);
       },
-      [&](proto::Response::Reader resp) {
-        ReadSizes(resp, sizes);
-        return Status::OK();
-      },
-      delivered);
+      [&](proto::Response::Reader resp) { return ReadCommitReply(c, resp, sizes); }, delivered);
 }
 
 std::vector<Status> RpcCommitEach(std::span<NodeClient* const> clients, uint64_t txn, Timestamp ts,
@@ -240,8 +245,7 @@ std::vector<Status> RpcCommitEach(std::span<NodeClient* const> clients, uint64_t
       },
       [&](size_t i, proto::Response::Reader resp) {
         (*incarnations)[i] = resp.getIncarnation();
-        ReadSizes(resp, sizes);
-        return Status::OK();
+        return ReadCommitReply(*clients[i], resp, sizes);
       });
 }
 
@@ -397,6 +401,37 @@ Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& 
         return Status::OK();
       }));
   return st;
+}
+
+Status RpcLead(NodeClient& c, SegmentId seg, uint64_t epoch,
+               const std::vector<ReplicaAddress>& followers, uint64_t next_seq) {
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto l = r.initLead();
+        l.setSegment(seg);
+        l.setEpoch(epoch);
+        l.setNextSeq(next_seq);
+        auto fs = l.initFollowers(followers.size());
+        for (size_t i = 0; i < followers.size(); i++) {
+          fs[i].setNode(followers[i].node);
+          fs[i].setHost(followers[i].host);
+          fs[i].setPort(followers[i].port);
+        }
+      },
+      nullptr);
+}
+
+Status RpcFollow(NodeClient& c, SegmentId seg, uint64_t epoch, uint64_t next_seq) {
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto f = r.initFollow();
+        f.setSegment(seg);
+        f.setEpoch(epoch);
+        f.setNextSeq(next_seq);
+      },
+      nullptr);
 }
 
 Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c) {

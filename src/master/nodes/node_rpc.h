@@ -140,4 +140,17 @@ Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& 
                           uint16_t src_port);
 Result<std::vector<RemoteSegment>> RpcListSegments(NodeClient& c);
 
+// Replication (docs/design/replication.md). A follower as the leader reaches it.
+struct ReplicaAddress {
+  NodeId node = 0;
+  std::string host;
+  uint16_t port = 0;
+};
+// The node leads `seg` in `epoch`, shipping to `followers`; numbering starts at `next_seq`
+// (0: goes on from where it is, in the same epoch).
+Status RpcLead(NodeClient& c, SegmentId seg, uint64_t epoch,
+               const std::vector<ReplicaAddress>& followers, uint64_t next_seq);
+// The node follows `seg` in `epoch` from record `next_seq` (0: no longer follows it).
+Status RpcFollow(NodeClient& c, SegmentId seg, uint64_t epoch, uint64_t next_seq);
+
 }  // namespace wattdb::master

@@ -30,6 +30,12 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
   if (s.columns.empty()) return Status::NotSupported("tables without columns are not supported");
   TableSchema t;
   t.name = s.name;
+  if (s.replicas > cluster_.config().nodes.size()) {
+    return Status::Sql(sqlstate::kInvalidParameterValue,
+                       fmt::format("replicas = {} needs {} data nodes; the cluster has {}",
+                                   s.replicas, s.replicas, cluster_.config().nodes.size()));
+  }
+  t.replicas = s.replicas;
   std::set<std::string> names;
   for (const auto& c : s.columns) {
     if (!names.insert(c.name).second) {
@@ -100,6 +106,10 @@ Status Executor::CreateTableStorage(TableSchema* t) {
   }
   Log("master")->info("table created name={} id={} first_segment={} node=n{}", t->name, t->id,
                       seg.id, node);
+  // Its followers now, while the segment is empty: a copy costs next to nothing, and rows
+  // written from the start have every copy. A node that cannot take one now gets it later.
+  if (Status r = cluster_.placement().Replicate(seg.id); !r.ok())
+    Log("master")->info("table {}: followers wait: {}", t->name, r.ToString());
   return Status::OK();
 }
 

@@ -137,6 +137,7 @@ struct CreateTableStmt {
   std::vector<std::string> primary_key;  // table-level or column-level PRIMARY KEY
   int pk_pos = 0;
   std::vector<UniqueDef> unique;
+  uint32_t replicas = 0;  // WITH (replicas = N); 0: not given
 };
 
 // CREATE [UNIQUE] INDEX [CONCURRENTLY] [[IF NOT EXISTS] name] ON table [USING btree]

@@ -2,6 +2,7 @@
 // DROP ..., ALTER TABLE | NODE.
 #include <map>
 
+#include "common/schema.h"
 #include "common/sqlstate.h"
 #include "query/sql/parser_internal.h"
 
@@ -186,7 +187,7 @@ Result<Statement> Parser::ParseCreateTable() {
     RETURN_NOT_OK(ParseTableElement(&s));
   } while (AcceptOp(","));
   RETURN_NOT_OK(ExpectOp(")"));
-  RETURN_NOT_OK(SkipStorageParameters());
+  RETURN_NOT_OK(ParseStorageParameters(&s.replicas));
   return Statement(std::move(s));
 }
 
@@ -279,16 +280,39 @@ Status Parser::ParseColumnDef(CreateTableStmt* s) {
   return Status::OK();
 }
 
-Status Parser::SkipStorageParameters() {
+Status Parser::SkipStorageParameters() { return ParseStorageParameters(nullptr); }
+
+Status Parser::ParseStorageParameters(uint32_t* replicas) {
   if (!Accept("with")) return Status::OK();
   RETURN_NOT_OK(ExpectOp("("));
-  int depth = 1;
-  while (depth > 0 && Peek().kind != Tok::kEnd) {
-    if (Peek().IsOp("(")) depth++;
-    if (Peek().IsOp(")")) depth--;
-    i_++;
-  }
-  return Status::OK();
+  do {
+    ASSIGN_OR_RETURN(std::string name, Name());
+    while (AcceptOp(".")) {
+      ASSIGN_OR_RETURN(std::string part, Name());
+      name += "." + part;
+    }
+    if (replicas && name == "replicas") {
+      RETURN_NOT_OK(ExpectOp("="));
+      int pos = Peek().pos;
+      ASSIGN_OR_RETURN(uint64_t n, UnsignedInt());
+      if (n < 1 || n > TableSchema::kMaxReplicas) {
+        return Status::Sql(sqlstate::kInvalidParameterValue,
+                           fmt::format("value {} out of bounds for option \"replicas\": valid "
+                                       "values are between 1 and {}",
+                                       n, TableSchema::kMaxReplicas),
+                           pos);
+      }
+      *replicas = static_cast<uint32_t>(n);
+      continue;
+    }
+    // Other parameters (fillfactor, autovacuum_*, ...) mean nothing here: accepted, ignored.
+    if (AcceptOp("=")) {
+      AcceptOp("-");
+      if (Peek().kind == Tok::kEnd || Peek().IsOp(")") || Peek().IsOp(",")) return SyntaxError();
+      i_++;
+    }
+  } while (AcceptOp(","));
+  return ExpectOp(")");
 }
 
 Result<Statement> Parser::ParseCreateIndex() {

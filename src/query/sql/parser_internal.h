@@ -106,6 +106,9 @@ class Parser {
   Result<Statement> ParseCreateIndex();
   // WITH (fillfactor = ..., ...): storage parameters are accepted and ignored.
   Status SkipStorageParameters();
+  // WITH (name [= value], ...): `replicas` (if not null) receives replicas = N (1..7);
+  // other parameters are accepted and ignored.
+  Status ParseStorageParameters(uint32_t* replicas);
   Result<Statement> ParseDrop();
   Result<Statement> ParseInsert();
   Result<Statement> ParseUpdate();

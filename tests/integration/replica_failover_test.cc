@@ -1,0 +1,135 @@
+// Segment replicas end to end (docs/design/replication.md): a table WITH (replicas = 2) has a
+// follower on another node; the host of its leader is lost (the node killed -9 and its data
+// directory removed) while a writer commits; the follower takes over, every acknowledged row
+// is there, writes go on, and the lost node, back empty, is seeded as a follower again.
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/mini_cluster.h"
+
+namespace wattdb::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// "leader follower" node ids of table t's only segment, or "" while it has no follower.
+std::string ReplicaSet(PgConn& c) {
+  std::string leader = c.Scalar(
+      "SELECT min(node_id) FROM wattdb_replicas WHERE table_name = 't' AND role = 'leader'");
+  std::string follower = c.Scalar(
+      "SELECT min(node_id) FROM wattdb_replicas WHERE table_name = 't' AND role = 'follower'");
+  return follower.empty() ? "" : leader + " " + follower;
+}
+
+TEST(Replicas, ALostLeaderHostLosesNoAcknowledgedRowAndIsSeededAgain) {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.telemetry_interval_ms = 200;  // a node silent 2 s is down
+  o.segment_bytes = 64 << 20;     // one segment: its leader is the node to lose
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  std::string msg;
+  EXPECT_EQ(c->Exec("CREATE TABLE bad (id INT PRIMARY KEY) WITH (replicas = 9)", nullptr, &msg),
+            "22023")
+      << msg;
+  EXPECT_EQ(c->Exec("CREATE TABLE bad (id INT PRIMARY KEY) WITH (replicas = 4)", nullptr, &msg),
+            "22023")
+      << "more copies than nodes: " << msg;
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, v TEXT) WITH (replicas = 2, "
+                    "fillfactor = 90)"),
+            "");
+  std::string set = ReplicaSet(*c);
+  ASSERT_NE(set, "") << "the follower is seeded at CREATE TABLE";
+  int leader = std::stoi(set.substr(0, set.find(' ')));
+  int follower = std::stoi(set.substr(set.find(' ') + 1));
+  EXPECT_NE(leader, follower);
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT g, 'row ' || g FROM generate_series(1, 2000) g"), "");
+
+  // A writer commits one row at a time and keeps the ids it was told committed.
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::set<int> acked;
+  std::atomic<int> failed{0};
+  std::atomic<int64_t> last_ack_us{0}, kill_us{0}, first_ack_after_kill_us{0}, max_gap_us{0};
+  std::thread writer([&] {
+    auto w = cluster.Connect();
+    for (int id = 100000; !stop; id++) {
+      std::string st = w->Exec(fmt::format("INSERT INTO t VALUES ({}, 'w')", id));
+      if (st.empty()) {
+        std::lock_guard<std::mutex> l(mu);
+        acked.insert(id);
+        int64_t now =
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
+                .count();
+        if (last_ack_us) max_gap_us = std::max<int64_t>(max_gap_us, now - last_ack_us);
+        last_ack_us = now;
+        if (kill_us && !first_ack_after_kill_us) first_ack_after_kill_us = last_ack_us.load();
+      } else {
+        failed++;
+        if (st == "08006" || st == "08003" || st == "57P01") w = cluster.Connect();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  pid_t pid = cluster.NodePid(leader);
+  ASSERT_GT(pid, 0);
+  auto killed = Clock::now();
+  kill_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(killed.time_since_epoch()).count();
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  std::error_code ec;
+  std::filesystem::remove_all(fmt::format("{}/data/n{}", cluster.dir(), leader), ec);
+  // The follower leads within the heartbeat timeout and a maintenance round.
+  ASSERT_TRUE(cluster.WaitFor(
+      "SELECT min(node_id) FROM wattdb_replicas WHERE table_name = 't' AND role = 'leader'",
+      std::to_string(follower), 30000))
+      << cluster.LogLines("failover");
+  size_t acked_before;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    acked_before = acked.size();
+  }
+  // Writes go on: more acknowledgements after the failover.
+  auto until = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < until) {
+    std::lock_guard<std::mutex> l(mu);
+    if (acked.size() > acked_before + 20) break;
+  }
+  stop = true;
+  writer.join();
+  ASSERT_GT(first_ack_after_kill_us.load(), 0) << "no write was acknowledged after the loss";
+  std::vector<std::vector<std::string>> rows;
+  ASSERT_EQ(c->Exec("SELECT id FROM t WHERE id >= 100000", &rows), "");
+  std::set<int> present;
+  for (const auto& r : rows) present.insert(std::stoi(r[0]));
+  size_t lost = 0;
+  for (int id : acked) lost += present.count(id) ? 0 : 1;
+  EXPECT_EQ(lost, 0u) << "of " << acked.size() << " acknowledged";
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE id <= 2000"), "2000");
+  // How long the writer went without an acknowledgement: the heartbeat timeout (2 s here)
+  // and a maintenance round.
+  std::printf("acknowledged=%zu lost=%zu failed_attempts=%d longest_gap_s=%.2f\n%s", acked.size(),
+              lost, failed.load(), max_gap_us / 1e6, cluster.LogLines("failover seg=").c_str());
+
+  // The segment has two copies again (the third node's), and the lost node comes back empty.
+  EXPECT_TRUE(cluster.WaitFor(
+      "SELECT count(*) FROM wattdb_replicas WHERE table_name = 't' AND state = 'live'", "2",
+      30000));
+  EXPECT_EQ(cluster.RestartDeadNodes(), 1);
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "3", 30000));
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE id <= 2000"), "2000");
+}
+
+}  // namespace
+}  // namespace wattdb::testing
