@@ -22,7 +22,11 @@ int Seconds() {
   return s && atoi(s) > 0 ? atoi(s) : 12;
 }
 
-TEST(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
+// With replicas, a move to a follower hands leadership over, and splits and other moves copy
+// the followers again: no reader may see a follower's copy as a second one, nor a stale one.
+class MoveRead : public ::testing::TestWithParam<int> {};
+
+TEST_P(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
   MiniClusterOptions o;
   o.nodes = 4;
   o.segment_bytes = 16 << 10;  // updates add versions: segments split as the test runs
@@ -31,7 +35,11 @@ TEST(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
   auto c = cluster.Connect();
   constexpr int kAccounts = 3000;
-  ASSERT_EQ(c->Exec("CREATE TABLE acc (id INT PRIMARY KEY, balance BIGINT, note TEXT)"), "");
+  ASSERT_EQ(
+      c->Exec(fmt::format(
+          "CREATE TABLE acc (id INT PRIMARY KEY, balance BIGINT, note TEXT) WITH (replicas = {})",
+          GetParam())),
+      "");
   ASSERT_EQ(c->Exec(fmt::format(
                 "INSERT INTO acc SELECT g, 1000, repeat('x', 80) FROM generate_series(0, {}) g",
                 kAccounts - 1)),
@@ -128,10 +136,14 @@ TEST(MoveRead, TotalsStayExactWhileSegmentsSplitAndMoveBackAndForth) {
   EXPECT_GT(moves.load(), 0);
   EXPECT_EQ(c->Scalar("SELECT count(*) || ' ' || sum(balance) FROM acc"),
             fmt::format("{} {}", kAccounts, total));
-  std::printf("transfers=%d moves=%d totals read=%d segments=%s\n", committed.load(), moves.load(),
-              sums.load(),
-              c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 'acc'").c_str());
+  std::printf("transfers=%d moves=%d totals read=%d segments=%s replicas=%s\n", committed.load(),
+              moves.load(), sums.load(),
+              c->Scalar("SELECT count(*) FROM wattdb_segments WHERE table_name = 'acc'").c_str(),
+              c->Scalar("SELECT count(*) FROM wattdb_replicas WHERE table_name = 'acc'").c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(Copies, MoveRead, ::testing::Values(1, 2),
+                         [](const auto& p) { return fmt::format("replicas_{}", p.param); });
 
 }  // namespace
 }  // namespace wattdb::testing
