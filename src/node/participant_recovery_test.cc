@@ -249,28 +249,14 @@ TEST_F(ParticipantTest, LateCommitBelowAReadIsRefused) {
 // its record is durable.
 TEST_F(ParticipantTest, ADurablePrepareSyncsItsRecordWithoutHoldingOtherCallsUp) {
   using namespace std::chrono_literals;
-  std::mutex m;
-  std::condition_variable cv;
-  bool hold = true, released = false;
-  int held = 0;
-  store_->set_before_log_sync_for_test([&] {
-    std::unique_lock<std::mutex> l(m);
-    if (!hold) return;
-    held++;
-    cv.notify_all();
-    cv.wait(l, [&] { return !hold; });
-  });
+  SyncGate gate(*store_, /*hold=*/true);
   bool answered_after_sync = false;
   auto durable = std::async(std::launch::async, [&] {
     Status s = p_->Prepare(70, 10, {W(1, WriteCheck::kInsert)}, {.durable = true});
-    std::lock_guard<std::mutex> l(m);
-    answered_after_sync = released;
+    answered_after_sync = gate.Released();
     return s;
   });
-  {
-    std::unique_lock<std::mutex> l(m);
-    ASSERT_TRUE(cv.wait_for(l, 30s, [&] { return held > 0; }));
-  }
+  ASSERT_TRUE(gate.Held(30s));
   auto others = std::async(std::launch::async, [&] {
     Status s = p_->Prepare(71, 10, {W(2, WriteCheck::kInsert)});
     if (s.ok()) s = p_->Commit(71, 11);  // commits unsynced here: sync_commits is off
@@ -280,12 +266,7 @@ TEST_F(ParticipantTest, ADurablePrepareSyncsItsRecordWithoutHoldingOtherCallsUp)
   });
   EXPECT_EQ(others.wait_for(30s), std::future_status::ready);
   EXPECT_NE(durable.wait_for(0s), std::future_status::ready);
-  {
-    std::lock_guard<std::mutex> l(m);
-    released = true;
-    hold = false;
-    cv.notify_all();
-  }
+  gate.Release();
   ASSERT_EQ(durable.wait_for(30s), std::future_status::ready);
   EXPECT_TRUE(durable.get().ok());
   EXPECT_TRUE(answered_after_sync);

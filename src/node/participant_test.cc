@@ -269,33 +269,11 @@ TEST_F(ParticipantTest, WriterWaitsForLockHolder) {
 TEST_F(ParticipantTest, ACommitLetsItsLocksGoBeforeItsSyncAndAnswersWithoutAWriteWaitForIt) {
   using namespace std::chrono_literals;
   store_->set_sync_commits(true);
-  std::mutex m;
-  std::condition_variable cv;
-  bool hold = false, released = false;
-  int held = 0;
-  store_->set_before_log_sync_for_test([&] {
-    std::unique_lock<std::mutex> l(m);
-    if (!hold) return;
-    held++;
-    cv.notify_all();
-    cv.wait(l, [&] { return !hold; });
-  });
-  auto release = [&] {
-    std::lock_guard<std::mutex> l(m);
-    released = true;
-    hold = false;
-    cv.notify_all();
-  };
+  SyncGate gate(*store_);
   ASSERT_TRUE(p_->Prepare(1, 10, {W(5, WriteCheck::kInsert), W(6, WriteCheck::kInsert)}).ok());
-  {
-    std::lock_guard<std::mutex> l(m);
-    hold = true;
-  }
+  gate.Hold();
   auto commit = std::async(std::launch::async, [&] { return p_->Commit(1, 12); });
-  {
-    std::unique_lock<std::mutex> l(m);
-    ASSERT_TRUE(cv.wait_for(l, 30s, [&] { return held > 0; }));
-  }
+  ASSERT_TRUE(gate.Held(30s));
   EXPECT_FALSE(p_->BeginExclusive(1));  // no lock is held, but the commit is not durable yet
   // A writer of key 5 whose snapshot has the commit: no lock to wait for, no conflict.
   auto writer = std::async(std::launch::async,
@@ -316,8 +294,7 @@ TEST_F(ParticipantTest, ACommitLetsItsLocksGoBeforeItsSyncAndAnswersWithoutAWrit
   bool answered_after_sync = false;
   auto inserter = std::async(std::launch::async, [&] {
     Status s = p_->Prepare(4, 12, {W(6, WriteCheck::kInsert)});
-    std::lock_guard<std::mutex> l(m);
-    answered_after_sync = released;
+    answered_after_sync = gate.Released();
     return s;
   });
   for (auto until = std::chrono::steady_clock::now() + 30s;
@@ -325,7 +302,7 @@ TEST_F(ParticipantTest, ACommitLetsItsLocksGoBeforeItsSyncAndAnswersWithoutAWrit
        std::chrono::steady_clock::now() < until;) {
     std::this_thread::yield();
   }
-  release();
+  gate.Release();
   ASSERT_EQ(commit.wait_for(30s), std::future_status::ready);
   EXPECT_TRUE(commit.get().ok());
   ASSERT_EQ(inserter.wait_for(30s), std::future_status::ready);

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -16,6 +18,47 @@
 #include "storage/segment_store.h"
 
 namespace wattdb::node {
+
+// Holds the store's log syncs while Hold is on (each sync waits in the store's test hook
+// until Release); Held waits until one is held.
+class SyncGate {
+ public:
+  explicit SyncGate(storage::SegmentStore& store, bool hold = false) : store_(store), hold_(hold) {
+    store_.set_before_log_sync_for_test([this] {
+      std::unique_lock<std::mutex> l(m_);
+      if (!hold_) return;
+      held_++;
+      cv_.notify_all();
+      cv_.wait(l, [this] { return !hold_; });
+    });
+  }
+  ~SyncGate() { store_.set_before_log_sync_for_test(nullptr); }  // callers have ended
+  void Hold() {
+    std::lock_guard<std::mutex> l(m_);
+    hold_ = true;
+  }
+  bool Held(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> l(m_);
+    return cv_.wait_for(l, timeout, [this] { return held_ > 0; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> l(m_);
+    released_ = true;
+    hold_ = false;
+    cv_.notify_all();
+  }
+  bool Released() {
+    std::lock_guard<std::mutex> l(m_);
+    return released_;
+  }
+
+ private:
+  storage::SegmentStore& store_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool hold_, released_ = false;
+  int held_ = 0;
+};
 
 class ParticipantTest : public ::testing::Test {
  protected:
