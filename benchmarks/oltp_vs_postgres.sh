@@ -7,17 +7,18 @@
 #
 # Usage: benchmarks/oltp_vs_postgres.sh [--scale N] [--clients N] [--time SEC] [--build DIR]
 #                                       [--nodes N] [--no-postgres] [--forwarder] [--hosted]
-#                                       [--rounds N]
+#                                       [--rounds N] [--replicas N]
 # --rounds: each system is loaded once, then every workload runs N times, the systems taking
 # turns (WattDB, PostgreSQL, WattDB, ...), so that the machine's drift hits both alike; the
 # table shows medians and the range of the per-round ratios (default 1).
 # --nodes: WattDB nodes (default 1); after each load the run waits for the segments to stop
-# splitting and moving. --hosted: node 1 lives in the master process (power = "master"). --forwarder: also PostgreSQL (read committed) behind
+# splitting and moving (and, with --replicas N, the cluster's replication_factor, for every
+# segment to have its copies). --hosted: node 1 lives in the master process (power = "master"). --forwarder: also PostgreSQL (read committed) behind
 # wattdb-hop-proxy, a process that only copies bytes, reached over a Unix-domain socket: what
 # one more process per statement costs, before any work (a master in front of a node pays it).
 # Writes results.csv and the raw outputs under a fresh directory it names at the end.
 set -euo pipefail
-SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1 FORWARDER=0 HOSTED=0 ROUNDS=1
+SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1 FORWARDER=0 HOSTED=0 ROUNDS=1 REPLICAS=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -29,6 +30,7 @@ while [ $# -gt 0 ]; do
     --forwarder) FORWARDER=1; shift ;;
     --hosted) HOSTED=1; shift ;;
     --rounds) ROUNDS=$2; shift 2 ;;
+    --replicas) REPLICAS=$2; shift 2 ;;
     -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -42,6 +44,7 @@ export PGSSLMODE=disable
 cat > "$OUT/wattdb.toml" <<TOML
 [cluster]
 data_dir = "$OUT/wattdb"
+replication_factor = $REPLICAS
 [master]
 pg_port = $WPORT
 cluster_port = 56400
@@ -119,11 +122,11 @@ settle() {  # port
   [ "$1" = "$WPORT" ] && [ "$NODES" -gt 1 ] || return 0
   local last="" now since=$SECONDS start=$SECONDS
   while [ $((SECONDS - start)) -lt 300 ]; do
-    now=$(psql -h 127.0.0.1 -p "$1" -U wattdb -Atc "SELECT segment_id, node_id FROM wattdb_segments ORDER BY 1" wattdb)
+    now=$(psql -h 127.0.0.1 -p "$1" -U wattdb -Atc "SELECT segment_id, node_id, role, state FROM wattdb_replicas ORDER BY 1, 2" wattdb)
     if [ "$now" != "$last" ]; then last=$now since=$SECONDS; elif [ $((SECONDS - since)) -ge 5 ]; then break; fi
     sleep 1
   done
-  echo "   settled: $(echo "$last" | wc -l) segments on $(echo "$last" | cut -d'|' -f2 | sort -u | wc -l) nodes"
+  echo "   settled: $(echo "$last" | wc -l) copies of $(echo "$last" | cut -d'|' -f1 | sort -u | wc -l) segments on $(echo "$last" | cut -d'|' -f2 | sort -u | wc -l) nodes"
 }
 
 sysbench_cmd() {  # port

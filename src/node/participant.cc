@@ -126,13 +126,19 @@ std::vector<uint64_t> Participant::InDoubt() const {
 
 Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite> writes,
                             const PrepareOptions& opts) {
+  SendUnsent();  // aborts numbered by other calls
   uint64_t dep = 0, record = 0;
   bool wrote = false;
-  Status s = PrepareLocked(txn, snapshot, writes, opts, &dep, &wrote, &record);
+  Replicator::Outgoing shipped;
+  Status s = PrepareLocked(txn, snapshot, writes, opts, &dep, &wrote, &record, &shipped);
   if (s.ok() && record) {
     // The prepare record's sync, shared with the commits and prepares around it; a later
     // ticket than `dep`, so it covers that too. (A failed sync ends the process.)
     RETURN_NOT_OK(store_.WaitDurable(record));
+    if (!shipped.empty()) {
+      std::vector<ReplicaFailure> failed = replicator_->Send(shipped);
+      if (opts.lagging) opts.lagging->insert(opts.lagging->end(), failed.begin(), failed.end());
+    }
   } else if (opts.keep_conflict && opts.keep_conflict->ts && s.IsConflict()) {
     opts.keep_conflict->durable_ticket = dep;  // the caller reads the key again, or waits
   } else if (dep && !(s.ok() && wrote)) {
@@ -143,7 +149,7 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
 
 Status Participant::PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
                                   const PrepareOptions& opts, uint64_t* dep, bool* wrote,
-                                  uint64_t* record) {
+                                  uint64_t* record, Replicator::Outgoing* shipped) {
   // The writes are checked and kept in (segment, key) order, a key's writes in the order
   // given: one segment and lock-table lookup per segment, one storage iterator per segment
   // for the committed versions, and a key's writes side by side.
@@ -170,12 +176,13 @@ Status Participant::PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<
                      CheckWritesLocked(txn, snapshot, writes, order, opts, deadline, dep, &checks));
     if (!waited) break;
   }
-  return KeepWritesLocked(txn, writes, order, opts, *dep, wrote, record);
+  return KeepWritesLocked(txn, writes, order, opts, *dep, wrote, record, shipped);
 }
 
 Status Participant::KeepWritesLocked(uint64_t txn, std::vector<TxnWrite>& writes,
                                      const WriteOrder& order, const PrepareOptions& opts,
-                                     uint64_t dep, bool* wrote, uint64_t* record) {
+                                     uint64_t dep, bool* wrote, uint64_t* record,
+                                     Replicator::Outgoing* shipped) {
   const uint64_t expect = opts.expect;
   auto key_of = [&](size_t i) -> const storage::WriteOp& { return writes[order[i]].op; };
   // Checked: keep the writes (in key order) and lock their keys.
@@ -211,7 +218,13 @@ Status Participant::KeepWritesLocked(uint64_t txn, std::vector<TxnWrite>& writes
     locked.insert(locks_only.begin(), locks_only.end());
     Result<uint64_t> ticket =
         store_.WritePrepared(txn, EncodeRecord(p.ops, p.received, locked, p.min_commit_ts));
-    if (ticket.ok()) *record = *ticket;
+    if (ticket.ok()) {
+      *record = *ticket;
+      // The whole of the transaction's writes on each replicated segment: a follower's copy
+      // is replaced, not added to.
+      if (replicator_)
+        *shipped = replicator_->Number(p.min_commit_ts, p.ops, ReplicaRecord::Kind::kPrepare, txn);
+    }
     if (Status s = ticket.status(); !s.ok()) {
       p.durable = was_durable;
       p.min_commit_ts = old_min;
@@ -329,6 +342,7 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
   // The writes stay in prepared_ while they are applied (a failed apply leaves the txn
   // prepared); `committing` keeps every other call away from them, and std::map entries do
   // not move, so they are read in place without mu_.
+  SendUnsent();
   const std::vector<storage::WriteOp>* ops = nullptr;
   bool durable;
   {
@@ -393,7 +407,8 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
   };
   // Numbered while the rows are still locked: a later commit of one of them ships after.
   Replicator::Outgoing shipped;
-  if (replicator_ && !ops->empty()) shipped = replicator_->Number(commit_ts, *ops);
+  if (replicator_ && !ops->empty())
+    shipped = replicator_->Number(commit_ts, *ops, ReplicaRecord::Kind::kCommit, durable ? txn : 0);
   Status s = ops->empty() && !durable
                  ? Status::OK()
                  : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn, sync, release_early);
@@ -402,8 +417,12 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
     std::vector<ReplicaFailure> failed = replicator_->Send(shipped);
     if (lagging) lagging->insert(lagging->end(), failed.begin(), failed.end());
   } else if (!shipped.empty()) {
-    // Nothing applied: the numbers go out empty, so that no follower waits for them.
-    for (auto& record : shipped.records) record.first.ops.clear();
+    // Nothing applied: the numbers go out empty, so that no follower waits for them (and
+    // the followers keep their copies of the prepare).
+    for (auto& record : shipped.records) {
+      record.first.ops.clear();
+      record.first.txn = 0;
+    }
     (void)replicator_->Send(shipped);
   }
   if (touched && s.ok()) {
@@ -432,7 +451,15 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
 void Participant::ForgetLocked(uint64_t txn) {
   auto it = prepared_.find(txn);
   if (it == prepared_.end()) return;
-  if (it->second.durable) (void)store_.ErasePrepared(txn);
+  if (it->second.durable) {
+    (void)store_.ErasePrepared(txn);
+    if (replicator_) {
+      Replicator::Outgoing out =
+          replicator_->Number(0, it->second.ops, ReplicaRecord::Kind::kAbort, txn);
+      for (auto& r : out.records) unsent_.records.push_back(std::move(r));
+      if (!unsent_.empty()) has_unsent_ = true;
+    }
+  }
   std::vector<LockTable> dropped;
   ReleaseAllLocks(txn, it->second.ops, it->second.locked, &dropped);
   ErasePreparedLocked(it, std::move(dropped));
@@ -440,11 +467,67 @@ void Participant::ForgetLocked(uint64_t txn) {
 }
 
 bool Participant::Abort(uint64_t txn) {
-  MutexLock l(mu_);
-  auto it = prepared_.find(txn);
-  if (it != prepared_.end() && it->second.committing) return false;
-  ForgetLocked(txn);
+  {
+    MutexLock l(mu_);
+    auto it = prepared_.find(txn);
+    if (it != prepared_.end() && it->second.committing) return false;
+    ForgetLocked(txn);
+  }
+  SendUnsent();
   return true;
+}
+
+Status Participant::AdoptReplicaPrepares(SegmentId segment) {
+  ASSIGN_OR_RETURN(auto records, store_.ListReplicaPrepared(segment));
+  for (const auto& [txn, blob] : records) {
+    Timestamp min_commit_ts = 0;
+    std::vector<storage::WriteOp> ops;
+    RETURN_NOT_OK(DecodeReplicaPrepare(blob, &min_commit_ts, &ops));
+    for (auto& op : ops) op.segment = segment;
+    uint64_t ticket = 0;
+    {
+      MutexLock l(mu_);
+      auto it = prepared_.find(txn);
+      while (it != prepared_.end() && it->second.committing) {
+        released_.Wait(mu_);
+        it = prepared_.find(txn);
+      }
+      if (it == prepared_.end() || !it->second.segments.count(segment)) {
+        for (const auto& op : ops) {
+          const LockEntry* held = FindLock(segment, op.key);
+          if (held && held->txn != txn) {
+            return Status::Unavailable(
+                fmt::format("segment {}: txn {} holds a key that prepared txn {} wrote", segment,
+                            held->txn, txn));
+          }
+        }
+        Prepared& p = prepared_[txn];
+        size_t before = p.ops.size();
+        p.ops.insert(p.ops.end(), std::make_move_iterator(ops.begin()),
+                     std::make_move_iterator(ops.end()));
+        p.segments.insert(segment);
+        p.durable = true;
+        p.min_commit_ts = std::max(p.min_commit_ts, min_commit_ts);
+        ASSIGN_OR_RETURN(ticket, store_.WritePrepared(txn, EncodeRecord(p.ops, p.received, p.locked,
+                                                                        p.min_commit_ts)));
+        LockOps(txn, p.ops, before);
+      }
+    }
+    if (ticket) RETURN_NOT_OK(store_.WaitDurable(ticket));
+    RETURN_NOT_OK(store_.EraseReplicaPrepared(segment, txn));
+  }
+  return Status::OK();
+}
+
+void Participant::SendUnsent() {
+  if (!has_unsent_) return;
+  Replicator::Outgoing out;
+  {
+    MutexLock l(mu_);
+    out.records.swap(unsent_.records);
+    has_unsent_ = false;
+  }
+  (void)replicator_->Send(out);
 }
 
 Status Participant::RollbackTo(uint64_t txn, uint64_t keep) {

@@ -90,6 +90,9 @@ struct PrepareOptions {
   // the transaction (lock-only, kept until Unlock or the transaction's end) and reports it
   // here before the Conflict returns.
   KeptConflict* keep_conflict = nullptr;
+  // Durable prepares with a replicator: receives the followers that did not make the
+  // prepare's record durable (the master drops them from their sets before it decides).
+  std::vector<ReplicaFailure>* lagging = nullptr;
 };
 
 class Participant {
@@ -107,8 +110,8 @@ class Participant {
 
   // Reloads durably prepared transactions and their locks (call once, before serving).
   Status Recover();
-  // Commits ship the writes of the segments led here through `r` (borrowed; set before
-  // serving, or never: nothing is replicated).
+  // Commits, durable prepares and their aborts ship the records of the segments led here
+  // through `r` (borrowed; set before serving, or never: nothing is replicated).
   void set_replicator(Replicator* r) { replicator_ = r; }
   // Validates and locks `writes`; a later Prepare of the same txn adds more writes. A key
   // locked by another transaction is waited for (40001 if the wait times out, 40P01 if the
@@ -196,6 +199,11 @@ class Participant {
   Status AwaitReadable(SegmentId segment, std::string_view lo, std::string_view hi,
                        Timestamp read_ts, uint64_t own_txn,
                        std::map<std::string, storage::WriteOp>* pending = nullptr);
+  // This node leads `segment` now, after following it: the prepare records its old leader
+  // shipped for it (SegmentStore::ListReplicaPrepared) become durable prepares here, their
+  // keys locked, in doubt until the master resolves them from its decision log. Idempotent.
+  // Unavailable if one of their keys is locked by another transaction here.
+  Status AdoptReplicaPrepares(SegmentId segment) EXCLUDES(mu_);
 
  private:
   using LockKey = std::pair<SegmentId, std::string>;
@@ -211,8 +219,15 @@ class Participant {
   void PendingWritesLocked(uint64_t txn, SegmentId segment, std::string_view lo,
                            std::string_view hi, std::map<std::string, storage::WriteOp>* out) const
       REQUIRES(mu_);
-  // Drops `txn`'s writes and locks (and its durable record).
+  // Drops `txn`'s writes and locks (and its durable record; its followers' copies are told
+  // through unsent_).
   void ForgetLocked(uint64_t txn) REQUIRES(mu_);
+  // Abort records numbered under mu_, sent by SendUnsent after it is let go. Best effort: a
+  // follower that misses one keeps a copy of a prepare that the master, which never logged a
+  // commit for it, aborts when the follower leads and reports it in doubt.
+  Replicator::Outgoing unsent_ GUARDED_BY(mu_);
+  std::atomic<bool> has_unsent_{false};  // unsent_ is not empty (checked without mu_)
+  void SendUnsent() EXCLUDES(mu_);
   // True if `from` is `to` or waits (directly or not) for `to`.
   bool WaitsForLocked(uint64_t from, uint64_t to) const REQUIRES(mu_);
   // The lock on `key` of `segment`, or nullptr.
@@ -261,8 +276,8 @@ class Participant {
   // write here; *record: the log ticket of a durable prepare's record, which the caller
   // waits for after mu_ is released (0: none).
   Status PrepareLocked(uint64_t txn, Timestamp snapshot, std::vector<TxnWrite>& writes,
-                       const PrepareOptions& opts, uint64_t* dep, bool* wrote, uint64_t* record)
-      EXCLUDES(mu_);
+                       const PrepareOptions& opts, uint64_t* dep, bool* wrote, uint64_t* record,
+                       Replicator::Outgoing* shipped) EXCLUDES(mu_);
   // PrepareLocked's steps (participant_checks.cc). `order`: the writes' indexes in (segment,
   // key) order.
   using WriteOrder = SmallVector<uint32_t>;
@@ -314,10 +329,11 @@ class Participant {
                             const PrepareOptions& opts, uint64_t* dep, PrepareChecks* checks)
       REQUIRES(mu_);
   // Keeps the checked writes (in key order), with opts.durable in a prepare record (*record:
-  // its log ticket, not yet synced: no fsync runs under mu_), and locks their keys.
+  // its log ticket, not yet synced: no fsync runs under mu_; *shipped: its copies for the
+  // followers, numbered, sent by the caller once it is durable), and locks their keys.
   Status KeepWritesLocked(uint64_t txn, std::vector<TxnWrite>& writes, const WriteOrder& order,
-                          const PrepareOptions& opts, uint64_t dep, bool* wrote, uint64_t* record)
-      REQUIRES(mu_);
+                          const PrepareOptions& opts, uint64_t dep, bool* wrote, uint64_t* record,
+                          Replicator::Outgoing* shipped) REQUIRES(mu_);
   // Erases `it` from prepared_, with `dropped` (its lock tables): those of
   // a bulk load are freed by reaper_, not on the caller's time.
   void ErasePreparedLocked(std::map<uint64_t, Prepared>::iterator it,

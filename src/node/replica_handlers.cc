@@ -1,5 +1,6 @@
 // The node service's replication requests (docs/design/replication.md): the master's lead
 // and follow, and a leader's replicaApply.
+#include "common/sqlstate.h"
 #include "node/node_server.h"
 #include "node/wire.h"
 
@@ -22,7 +23,11 @@ bool NodeServer::OnLead(Connection& conn, net::ReceivedMessage& msg) {
     return Reply(conn, Status::NotFound(fmt::format("segment {} is not here", l.getSegment())))
         .ok();
   }
-  Status s = replicator_->Lead(l.getSegment(), l.getEpoch(), std::move(followers), l.getNextSeq());
+  // Taking the lead after following: the prepares the old leader shipped become this node's
+  // own, durable and locked, in doubt until the master resolves them by its decision log.
+  Status s = participant_->AdoptReplicaPrepares(l.getSegment());
+  if (s.ok())
+    s = replicator_->Lead(l.getSegment(), l.getEpoch(), std::move(followers), l.getNextSeq());
   if (s.ok()) follower_log_->Unfollow(l.getSegment());  // a leader follows no one
   return Reply(conn, s).ok();
 }
@@ -31,10 +36,19 @@ bool NodeServer::OnFollow(Connection& conn, net::ReceivedMessage& msg) {
   auto f = msg.Root<proto::Request>().getFollow();
   if (f.getNextSeq() == 0) {
     follower_log_->Unfollow(f.getSegment());
-    return Reply(conn, Status::OK()).ok();
+    return Reply(conn, store_->EraseReplicaPreparedOf(f.getSegment())).ok();
   }
   if (!store_->Get(f.getSegment()).ok()) {
     return Reply(conn, Status::NotFound(fmt::format("segment {} is not here", f.getSegment())))
+        .ok();
+  }
+  // A leader handing over: a transaction prepared here on the segment would be committed here
+  // and not shipped; the master tries again once it ended.
+  if (!follower_log_->Epoch(f.getSegment()) && participant_->HasPrepared(f.getSegment())) {
+    return Reply(conn, Status(Status::Code::kUnavailable,
+                              fmt::format("segment {}: a prepared transaction holds writes there",
+                                          f.getSegment()),
+                              sqlstate::kObjectInUse))
         .ok();
   }
   Status s = follower_log_->Follow(f.getSegment(), f.getEpoch(), f.getNextSeq());
@@ -44,7 +58,13 @@ bool NodeServer::OnFollow(Connection& conn, net::ReceivedMessage& msg) {
 
 bool NodeServer::OnReplicaApply(Connection& conn, net::ReceivedMessage& msg) {
   auto a = msg.Root<proto::Request>().getReplicaApply();
-  ReplicaRecord r{a.getSegment(), a.getEpoch(), a.getSeq(), a.getTs(), {}};
+  if (a.getKind() > static_cast<uint8_t>(ReplicaRecord::Kind::kAbort) ||
+      (a.getKind() != 0 && a.getTxn() == 0)) {
+    return Reply(conn, Status::InvalidArgument("bad replica record kind")).ok();
+  }
+  ReplicaRecord r{a.getSegment(), a.getEpoch(), a.getSeq(),
+                  a.getTs(),      {},           static_cast<ReplicaRecord::Kind>(a.getKind()),
+                  a.getTxn()};
   r.ops.reserve(a.getWrites().size());
   for (auto w : a.getWrites()) {
     if (w.getSegment() != r.segment) {

@@ -13,6 +13,8 @@ Status RpcReplicaPeer::Send(const ReplicaRecord& r) {
   a.setEpoch(r.epoch);
   a.setSeq(r.seq);
   a.setTs(r.ts);
+  a.setKind(static_cast<uint8_t>(r.kind));
+  a.setTxn(r.txn);
   auto writes = a.initWrites(r.ops.size());
   for (size_t i = 0; i < r.ops.size(); i++) {
     writes[i].setSegment(r.ops[i].segment);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/bytes.h"
+
 namespace wattdb::node {
 
 Status Replicator::Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> followers,
@@ -46,7 +48,39 @@ std::shared_ptr<ReplicaPeer> Replicator::PeerOf(NodeId n) {
   return peers_.emplace(n, std::move(p)).first->second;
 }
 
-Replicator::Outgoing Replicator::Number(Timestamp ts, const std::vector<storage::WriteOp>& ops) {
+std::string EncodeReplicaPrepare(Timestamp min_commit_ts,
+                                 const std::vector<storage::WriteOp>& ops) {
+  std::string out;
+  ByteWriter w(&out);
+  w.VarU64(min_commit_ts);
+  w.VarU64(ops.size());
+  for (const auto& op : ops) {
+    w.Str(op.key);
+    w.U8(static_cast<uint8_t>(op.kind));
+    w.Str(op.row);
+  }
+  return out;
+}
+
+Status DecodeReplicaPrepare(std::string_view blob, Timestamp* min_commit_ts,
+                            std::vector<storage::WriteOp>* ops) {
+  ByteReader r(blob);
+  uint64_t n;
+  auto bad = [] { return Status::Corruption("replica prepare record does not decode"); };
+  if (!r.VarU64(min_commit_ts) || !r.VarU64(&n) || n > blob.size()) return bad();
+  ops->resize(n);
+  for (auto& op : *ops) {
+    uint8_t kind;
+    if (!r.Str(&op.key) || !r.U8(&kind) || !r.Str(&op.row)) return bad();
+    if (kind != 1 && kind != 2) return bad();
+    op.kind = static_cast<storage::VersionKind>(kind);
+  }
+  if (!r.empty()) return bad();
+  return Status::OK();
+}
+
+Replicator::Outgoing Replicator::Number(Timestamp ts, const std::vector<storage::WriteOp>& ops,
+                                        ReplicaRecord::Kind kind, uint64_t txn) {
   Outgoing out;
   MutexLock l(mu_);
   if (segments_.empty()) return out;
@@ -56,10 +90,10 @@ Replicator::Outgoing Replicator::Number(Timestamp ts, const std::vector<storage:
     if (it == segments_.end() || it->second.followers.empty()) continue;
     auto [at, added] = record_of.emplace(op.segment, out.records.size());
     if (added) {
-      ReplicaRecord r{op.segment, it->second.epoch, it->second.next_seq++, ts, {}};
+      ReplicaRecord r{op.segment, it->second.epoch, it->second.next_seq++, ts, {}, kind, txn};
       out.records.emplace_back(std::move(r), it->second.followers);
     }
-    out.records[at->second].first.ops.push_back(op);
+    if (kind != ReplicaRecord::Kind::kAbort) out.records[at->second].first.ops.push_back(op);
   }
   return out;
 }
@@ -90,7 +124,21 @@ Status Replicator::Ship(Timestamp ts, const std::vector<storage::WriteOp>& ops) 
 Status ApplyReplicaRecord(FollowerLog& log, storage::SegmentStore& store, const ReplicaRecord& r) {
   ASSIGN_OR_RETURN(FollowerLog::Admission a, log.Admit(r.segment, r.epoch, r.seq));
   if (a == FollowerLog::Admission::kDone) return Status::OK();
-  Status s = store.Apply(r.ts, r.ops, /*prepared_txn=*/0, /*txn=*/0, /*sync=*/true);
+  Status s;
+  switch (r.kind) {
+    case ReplicaRecord::Kind::kCommit:
+      s = store.Apply(r.ts, r.ops, /*prepared_txn=*/0, /*txn=*/0, /*sync=*/true);
+      // Unsynced: should it come back after a crash, the copy of a committed prepare is
+      // resolved by the master's kept decision when this node leads, or dropped with the copy.
+      if (s.ok() && r.txn) s = store.EraseReplicaPrepared(r.segment, r.txn);
+      break;
+    case ReplicaRecord::Kind::kPrepare:
+      s = store.PutReplicaPrepared(r.segment, r.txn, EncodeReplicaPrepare(r.ts, r.ops));
+      break;
+    case ReplicaRecord::Kind::kAbort:
+      s = store.EraseReplicaPrepared(r.segment, r.txn);
+      break;
+  }
   if (s.ok()) {
     log.Applied(r.segment, r.seq);
   } else {

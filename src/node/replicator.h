@@ -23,13 +23,25 @@
 
 namespace wattdb::node {
 
+// One record of a segment's log as its leader ships it. kCommit: `ops` committed at `ts`
+// (`txn` nonzero: the durably prepared transaction it ends, whose prepare record the
+// follower drops). kPrepare: `txn`'s prepared writes on the segment, all of them (a newer
+// record replaces an older), to commit above `ts`. kAbort: `txn` ended without a commit.
 struct ReplicaRecord {
+  enum class Kind : uint8_t { kCommit = 0, kPrepare = 1, kAbort = 2 };
   SegmentId segment = 0;
   uint64_t epoch = 0;
   uint64_t seq = 0;
   Timestamp ts = 0;
   std::vector<storage::WriteOp> ops;  // all of `segment`
+  Kind kind = Kind::kCommit;
+  uint64_t txn = 0;
 };
+
+// A follower's stored copy of a kPrepare record (SegmentStore::PutReplicaPrepared).
+std::string EncodeReplicaPrepare(Timestamp min_commit_ts, const std::vector<storage::WriteOp>& ops);
+Status DecodeReplicaPrepare(std::string_view blob, Timestamp* min_commit_ts,
+                            std::vector<storage::WriteOp>* ops);
 
 // A follower that did not make a record durable: the master takes it out of the segment's
 // set (a new epoch) before the commit is acknowledged.
@@ -69,9 +81,13 @@ class Replicator {
     std::vector<std::pair<ReplicaRecord, std::vector<NodeId>>> records;
     bool empty() const { return records.empty(); }
   };
-  // Numbers the records of a commit at `ts`. Called while the commit still holds its rows'
-  // locks, so that two commits of one key are numbered in the order they apply.
-  Outgoing Number(Timestamp ts, const std::vector<storage::WriteOp>& ops) EXCLUDES(mu_);
+  // Numbers the records of a commit at `ts` (or, with `kind`, of `txn`'s prepare or abort:
+  // one per replicated segment of `ops`, an abort's without the writes). Called while the
+  // transaction still holds its rows' locks, so that two commits of one key are numbered in
+  // the order they apply.
+  Outgoing Number(Timestamp ts, const std::vector<storage::WriteOp>& ops,
+                  ReplicaRecord::Kind kind = ReplicaRecord::Kind::kCommit, uint64_t txn = 0)
+      EXCLUDES(mu_);
   // Sends each record to each of its followers (once applied here) and returns the ones that
   // failed.
   std::vector<ReplicaFailure> Send(const Outgoing& out) EXCLUDES(mu_);
@@ -94,7 +110,8 @@ class Replicator {
 };
 
 // Applies record `r` on a follower: admitted by `log` (Stale for another epoch, Aborted when
-// behind), written to `store` at r.ts and synced. A record applied before is OK at once.
+// behind), then made durable in `store`: a commit's writes at r.ts, a prepare's copy kept, an
+// abort's dropped. A record applied before is OK at once.
 Status ApplyReplicaRecord(FollowerLog& log, storage::SegmentStore& store, const ReplicaRecord& r);
 
 }  // namespace wattdb::node

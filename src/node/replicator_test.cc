@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
+#include "node/participant.h"
 
 namespace wattdb::node {
 namespace {
@@ -153,6 +154,78 @@ TEST_F(ReplicatorTest, ADeposedLeaderCannotReplicate) {
   EXPECT_EQ(row[1].ToText(), "a") << "the deposed leader's write never reached the follower";
   EXPECT_TRUE(old_leader.Lead(1, 1, {}, 1).ok()) << "the same epoch may be told again";
   EXPECT_TRUE(old_leader.Lead(1, 0, {}, 1).IsStale());
+}
+
+// A transaction over several nodes, prepared durably on a leader: the follower keeps a copy
+// of the prepare; should the leader be lost before the commit, the follower, leading now,
+// holds the transaction in doubt with its keys locked and commits it from the master's word.
+TEST_F(ReplicatorTest, AFollowerThatTakesTheLeadHoldsTheDurablePreparesOfItsLeader) {
+  Replicator r([&](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
+  ASSERT_TRUE(r.Lead(1, 1, {9}, 1).ok());
+  ASSERT_TRUE(log_.Follow(1, 1, 1).ok());
+  Participant leader(*leader_);
+  leader.set_replicator(&r);
+  auto prepare = [&](Participant& p, uint64_t txn, std::vector<storage::WriteOp> ops) {
+    std::vector<TxnWrite> writes;
+    for (auto& op : ops) writes.push_back({std::move(op), WriteCheck::kInsert, {}});
+    std::vector<ReplicaFailure> lagging;
+    PrepareOptions opts;
+    opts.durable = true;
+    opts.min_commit_ts = 50;
+    opts.lagging = &lagging;
+    Status st = p.Prepare(txn, 40, std::move(writes), opts);
+    EXPECT_TRUE(lagging.empty());
+    return st;
+  };
+  ASSERT_TRUE(prepare(leader, 7, {Op(1, 1, "a"), Op(1, 2, "b"), Op(2, 5, "unreplicated")}).ok());
+  ASSERT_TRUE(prepare(leader, 8, {Op(1, 3, "aborted")}).ok());
+  ASSERT_TRUE(leader.Abort(8));
+  auto copies = follower_->ListReplicaPrepared(1);
+  ASSERT_TRUE(copies.ok());
+  ASSERT_EQ(copies->size(), 1u) << "txn 8's copy went with its abort";
+  EXPECT_EQ((*copies)[0].first, 7u);
+  EXPECT_TRUE(follower_->ListReplicaPrepared(2)->empty());
+
+  // The leader is lost; the follower's node leads segment 1.
+  Participant successor(*follower_, std::chrono::milliseconds(50));
+  ASSERT_TRUE(successor.AdoptReplicaPrepares(1).ok());
+  ASSERT_TRUE(successor.AdoptReplicaPrepares(1).ok()) << "idempotent";
+  EXPECT_EQ(successor.InDoubt(), std::vector<uint64_t>{7});
+  EXPECT_TRUE(follower_->ListReplicaPrepared(1)->empty()) << "the copy became a prepare";
+  std::vector<TxnWrite> rival;
+  rival.push_back({Op(1, 1, "rival"), WriteCheck::kNone, {}});
+  EXPECT_FALSE(successor.Prepare(9, 60, std::move(rival), {.wait = false}).ok())
+      << "the prepared key is locked";
+  // A restart of the successor keeps it prepared (a durable prepare record of its own).
+  {
+    Participant restarted(*follower_);
+    ASSERT_TRUE(restarted.Recover().ok());
+    EXPECT_EQ(restarted.InDoubt(), std::vector<uint64_t>{7});
+  }
+  ASSERT_TRUE(successor.Commit(7, 60).ok());
+  auto rows = Rows(*follower_, 1, 100);
+  EXPECT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(Rows(*follower_, 1, 55).empty()) << "committed at the master's timestamp";
+  EXPECT_TRUE(successor.InDoubt().empty());
+}
+
+// A commit of a durably prepared transaction tells the follower to drop its copy.
+TEST_F(ReplicatorTest, ACommitEndsTheFollowersCopyOfThePrepare) {
+  Replicator r([&](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
+  ASSERT_TRUE(r.Lead(1, 1, {9}, 1).ok());
+  ASSERT_TRUE(log_.Follow(1, 1, 1).ok());
+  Participant leader(*leader_);
+  leader.set_replicator(&r);
+  std::vector<TxnWrite> writes;
+  writes.push_back({Op(1, 1, "a"), WriteCheck::kInsert, {}});
+  ASSERT_TRUE(leader.Prepare(7, 40, std::move(writes), {.durable = true}).ok());
+  EXPECT_EQ(follower_->ListReplicaPrepared(1)->size(), 1u);
+  std::vector<ReplicaFailure> lagging;
+  ASSERT_TRUE(leader.Commit(7, 60, nullptr, 0, false, &lagging).ok());
+  EXPECT_TRUE(lagging.empty());
+  EXPECT_TRUE(follower_->ListReplicaPrepared(1)->empty());
+  EXPECT_EQ(Rows(*follower_, 1, 100).size(), 1u);
+  EXPECT_EQ(log_.LastApplied(1), 2u) << "the prepare's record, then the commit's";
 }
 
 }  // namespace

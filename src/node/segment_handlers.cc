@@ -22,6 +22,7 @@ bool NodeServer::OnDropSegment(Connection& conn, net::ReceivedMessage& msg) {
     participant_->SegmentGone(id);
     replicator_->Drop(id);
     follower_log_->Unfollow(id);
+    s = store_->EraseReplicaPreparedOf(id);
   }
   if (s.ok()) Log("node")->info("segment dropped seg={}", id);
   return Reply(conn, s).ok();

@@ -90,9 +90,10 @@ bool NodeServer::OnPrepare(Connection& conn, net::ReceivedMessage& msg) {
     opts.durable = p.getDurable();
     opts.expect = p.getExpect();
     opts.min_commit_ts = p.getMinCommitTs();
-    return Reply(conn,
-                 participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), opts))
-        .ok();
+    std::vector<ReplicaFailure> lagging;
+    opts.lagging = &lagging;
+    Status st = participant_->Prepare(p.getTxn(), p.getSnapshotTs(), std::move(writes), opts);
+    return ReplyWithSizes(conn, st, {}, lagging);
   }
   // One phase: a single-node transaction prepares and commits in one round trip.
   SmallFlatSet<SegmentId> touched;

@@ -218,6 +218,8 @@ struct Request {
       seq @79 :UInt64;
       ts @80 :UInt64;
       writes @81 :List(Write);       # kind and row as in prepare; check unused
+      kind @82 :UInt8;               # 0 commit (txn: the prepared transaction it ends, or 0),
+      txn @83 :UInt64;               # 1 txn's prepare (ts: it commits above), 2 txn's abort
     }
   }
 }

@@ -54,6 +54,24 @@ TEST(Parser, SyntaxErrorsPointAtTheToken) {
   EXPECT_EQ(sql::Parse("CREATE TABLE x (a blob)").status().sqlstate(), sqlstate::kUndefinedObject);
 }
 
+TEST(Parser, TableStorageParameters) {
+  auto r = sql::Parse(
+      "ALTER TABLE a SET (replicas = 3, fillfactor = 70); ALTER TABLE a RESET (replicas);"
+      "ALTER TABLE a SET (fillfactor = 70); ALTER TABLE a RESET (fillfactor)");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_EQ(std::get<sql::SetTableOptionsStmt>((*r)[0]).replicas, 3u);
+  EXPECT_EQ(std::get<sql::SetTableOptionsStmt>((*r)[1]).replicas, 0u) << "RESET";
+  EXPECT_FALSE(std::get<sql::SetTableOptionsStmt>((*r)[2]).replicas.has_value());
+  EXPECT_FALSE(std::get<sql::SetTableOptionsStmt>((*r)[3]).replicas.has_value());
+  auto bad = sql::Parse("ALTER TABLE a SET (replicas = 0)");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().sqlstate(), "22023");
+  bad = sql::Parse("ALTER TABLE a SET SCHEMA s");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().sqlstate(), "0A000");
+}
+
 TEST(Parser, StatementsAndAdminCommands) {
   auto r = sql::Parse(
       "CREATE TABLE IF NOT EXISTS a (x INT PRIMARY KEY, y VARCHAR(10) NOT NULL) WITH "

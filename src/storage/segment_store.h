@@ -411,6 +411,16 @@ class SegmentStore {
   Result<uint64_t> WritePrepared(uint64_t txn, const std::string& blob);
   Status ErasePrepared(uint64_t txn);
   Result<std::vector<std::pair<uint64_t, std::string>>> ListPrepared() const;
+  // A follower's copies of the prepare records its leader shipped for `segment` (one per
+  // transaction, the newest replacing the older; docs/design/replication.md): put synced,
+  // erased when the leader ships the outcome, listed when this node takes the lead, and
+  // all of a segment's erased when it stops following it. Kept apart from this node's own
+  // prepare records, which may hold the same transaction's writes on other segments.
+  Status PutReplicaPrepared(SegmentId segment, uint64_t txn, const std::string& blob);
+  Status EraseReplicaPrepared(SegmentId segment, uint64_t txn);
+  Result<std::vector<std::pair<uint64_t, std::string>>> ListReplicaPrepared(
+      SegmentId segment) const;
+  Status EraseReplicaPreparedOf(SegmentId segment);
   Result<LatestVersion> Latest(SegmentId seg, std::string_view key) const;
   // Latest for each of `keys` of `seg`, into (*out)[i], through one iterator: keys in
   // ascending order cost one seek for a run of them with no stored version between them.

@@ -26,6 +26,8 @@ inline rocksdb::WriteOptions Synced() {
 // commit outcomes, each prefix followed by the transaction id (big-endian).
 constexpr char kPreparedPrefix[] = "p/txn/";
 constexpr char kOutcomePrefix[] = "o/txn/";
+// A follower's copies of its leaders' prepare records: the prefix, the segment, the txn.
+constexpr char kReplicaPreparedPrefix[] = "r/txn/";
 
 inline std::string BigEndian64(uint64_t v) {
   std::string out;
@@ -34,6 +36,9 @@ inline std::string BigEndian64(uint64_t v) {
 }
 inline std::string PreparedKey(uint64_t txn) { return kPreparedPrefix + BigEndian64(txn); }
 inline std::string OutcomeKey(uint64_t txn) { return kOutcomePrefix + BigEndian64(txn); }
+inline std::string ReplicaPreparedKey(uint64_t segment, uint64_t txn) {
+  return kReplicaPreparedPrefix + BigEndian64(segment) + BigEndian64(txn);
+}
 
 inline Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return Status::OK();

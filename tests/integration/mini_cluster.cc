@@ -305,13 +305,28 @@ bool MiniCluster::MasterAlive() {
 int MiniCluster::RestartDeadNodes() {
   int restarted = 0;
   for (size_t i = 0; i < nodes_.size(); i++) {
-    if (nodes_[i] == 0 || waitpid(nodes_[i], nullptr, WNOHANG) != nodes_[i]) continue;
+    if (nodes_[i] == 0) continue;
+    if (nodes_[i] > 0 && waitpid(nodes_[i], nullptr, WNOHANG) != nodes_[i]) continue;
     nodes_[i] =
         Spawn({BinDir() + "/wattdb-node", "--config", config_, "--id", std::to_string(i + 1)},
               fmt::format("{}/node{}.log", dir_, i + 1));
     restarted++;
   }
   return restarted;
+}
+
+int MiniCluster::WaitForDeadNode(int timeout_ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  do {
+    for (size_t i = 0; i < nodes_.size(); i++) {
+      if (nodes_[i] > 0 && waitpid(nodes_[i], nullptr, WNOHANG) == nodes_[i]) {
+        nodes_[i] = -1;
+        return static_cast<int>(i + 1);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  } while (std::chrono::steady_clock::now() < until);
+  return 0;
 }
 
 void MiniCluster::SignalMaster(int sig) {

@@ -102,6 +102,9 @@ class MiniCluster {
   void ArmFailpoint(const std::string& name);
   // Restarts node processes that exited; returns how many were restarted.
   int RestartDeadNodes();
+  // Waits up to `timeout_ms` for a node process started here to exit; returns its id (0: none
+  // did). It stays down until RestartDeadNodes.
+  int WaitForDeadNode(int timeout_ms);
   bool MasterAlive();
   // Sends `sig` to the master (SIGKILL: waits until it is gone).
   void SignalMaster(int sig);
@@ -125,7 +128,7 @@ class MiniCluster {
   bool keep_dir_ = false;  // Start failed or KeepDir(): keep the logs
   int pg_port_ = 0;
   pid_t master_ = 0;
-  std::vector<pid_t> nodes_;
+  std::vector<pid_t> nodes_;  // 0: in the master process; -1: exited (reaped)
 };
 
 }  // namespace wattdb::testing

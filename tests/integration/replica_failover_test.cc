@@ -1,7 +1,9 @@
 // Segment replicas end to end (docs/design/replication.md): a table WITH (replicas = 2) has a
 // follower on another node; the host of its leader is lost (the node killed -9 and its data
 // directory removed) while a writer commits; the follower takes over, every acknowledged row
-// is there, writes go on, and the lost node, back empty, is seeded as a follower again.
+// is there, writes go on, and the lost node, back empty, is seeded as a follower again. And a
+// transaction over two leaders whose commit is decided survives the loss of one of them
+// between its durable prepare and its commit: the follower holds the prepare and commits it.
 #include <signal.h>
 
 #include <atomic>
@@ -129,6 +131,105 @@ TEST(Replicas, ALostLeaderHostLosesNoAcknowledgedRowAndIsSeededAgain) {
   EXPECT_EQ(cluster.RestartDeadNodes(), 1);
   EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM wattdb_nodes WHERE state = 'up'", "3", 30000));
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE id <= 2000"), "2000");
+}
+
+// ALTER TABLE ... SET (replicas = n): more copies are seeded by upkeep while the table is in
+// use, fewer are dropped at once; RESET returns to the cluster's replication_factor.
+TEST(Replicas, AlterTableSetsHowManyCopiesEverySegmentHas) {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.telemetry_interval_ms = 200;
+  o.segment_bytes = 1 << 20;  // a few segments
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  std::string msg;
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, pad TEXT)"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(1, 20000) g"),
+            "");
+  const std::string segments =
+      "SELECT count(*) FROM wattdb_replicas WHERE table_name = 't' AND role = 'leader'";
+  ASSERT_TRUE(
+      cluster.WaitFor("SELECT count(*) > 1 FROM wattdb_replicas WHERE table_name = 't' "
+                      "AND role = 'leader'",
+                      "t", 30000));
+  const std::string copies =
+      "SELECT count(*) FROM wattdb_replicas WHERE table_name = 't' AND state = 'live'";
+  EXPECT_EQ(c->Scalar(copies), c->Scalar(segments)) << "replication_factor 1";
+  EXPECT_EQ(c->Exec("ALTER TABLE t SET (replicas = 4)", nullptr, &msg), "22023") << msg;
+  EXPECT_EQ(c->Exec("ALTER TABLE nosuch SET (replicas = 2)", nullptr, &msg), "42P01") << msg;
+  EXPECT_EQ(c->Exec("BEGIN"), "");
+  EXPECT_EQ(c->Exec("ALTER TABLE t SET (replicas = 2)", nullptr, &msg), "25001") << msg;
+  EXPECT_EQ(c->Exec("ROLLBACK"), "");
+  ASSERT_EQ(c->Exec("ALTER TABLE t SET (replicas = 3)", nullptr, &msg), "") << msg;
+  int n = std::stoi(c->Scalar(segments));
+  EXPECT_TRUE(cluster.WaitFor(copies, std::to_string(3 * n), 60000)) << c->Scalar(copies);
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM (SELECT DISTINCT segment_id, node_id FROM "
+                      "wattdb_replicas WHERE table_name = 't') d"),
+            std::to_string(3 * n))
+      << "every copy of a segment on a node of its own";
+  ASSERT_EQ(c->Exec("ALTER TABLE t SET (replicas = 2)", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar(copies), std::to_string(2 * n)) << "dropped at once";
+  ASSERT_EQ(c->Exec("ALTER TABLE t RESET (replicas)", nullptr, &msg), "") << msg;
+  EXPECT_EQ(c->Scalar(copies), std::to_string(n));
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "20000");
+}
+
+// The leader of table `name`'s only segment ("" while it has no follower).
+std::string LeaderOf(PgConn& c, const std::string& name) {
+  return c.Scalar(fmt::format(
+      "SELECT min(node_id) FROM wattdb_replicas WHERE table_name = '{}' AND role = 'leader' AND "
+      "EXISTS (SELECT 1 FROM wattdb_replicas WHERE table_name = '{}' AND role = 'follower')",
+      name, name));
+}
+
+TEST(Replicas, ADecidedCommitSurvivesTheLossOfALeaderBetweenPrepareAndCommit) {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.telemetry_interval_ms = 200;
+  o.segment_bytes = 64 << 20;
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  std::string msg;
+  ASSERT_EQ(c->Exec("CREATE TABLE a (id INT PRIMARY KEY, v INT) WITH (replicas = 2)"), "");
+  ASSERT_EQ(c->Exec("CREATE TABLE b (id INT PRIMARY KEY, v INT) WITH (replicas = 2)"), "");
+  ASSERT_NE(LeaderOf(*c, "a"), "");
+  ASSERT_NE(LeaderOf(*c, "b"), "");
+  if (LeaderOf(*c, "a") == LeaderOf(*c, "b")) {  // the commit must span two leaders
+    std::string seg = c->Scalar(
+        "SELECT min(segment_id) FROM wattdb_replicas "
+        "WHERE table_name = 'b'");
+    int other = std::stoi(LeaderOf(*c, "a")) % 3 + 1;
+    ASSERT_EQ(
+        c->Exec(fmt::format("ALTER TABLE b MOVE SEGMENT {} TO NODE {}", seg, other), nullptr, &msg),
+        "")
+        << msg;
+    ASSERT_TRUE(cluster.WaitFor(
+        "SELECT count(*) FROM wattdb_replicas WHERE table_name = 'b' AND state = 'live'", "2",
+        30000));
+  }
+  ASSERT_NE(LeaderOf(*c, "a"), LeaderOf(*c, "b"));
+  // The first of the two leaders to reach its commit dies there (its prepare is durable, the
+  // decision logged: COMMIT succeeds), and its host is lost with it.
+  cluster.ArmFailpoint("node.before_distributed_commit");
+  ASSERT_EQ(c->Exec("BEGIN"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO a SELECT g, g FROM generate_series(1, 100) g"), "");
+  ASSERT_EQ(c->Exec("INSERT INTO b SELECT g, g FROM generate_series(1, 100) g"), "");
+  ASSERT_EQ(c->Exec("COMMIT", nullptr, &msg), "") << msg;
+  int dead = cluster.WaitForDeadNode(10000);
+  ASSERT_GT(dead, 0) << "no participant reached the failpoint";
+  std::error_code ec;
+  std::filesystem::remove_all(fmt::format("{}/data/n{}", cluster.dir(), dead), ec);
+  // Its segment fails over to the follower, which reports the transaction in doubt and
+  // commits it from the master's logged decision.
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM a", "100", 30000))
+      << cluster.LogLines("in-doubt") << cluster.LogLines("failover");
+  EXPECT_TRUE(cluster.WaitFor("SELECT count(*) FROM b", "100", 30000))
+      << cluster.LogLines("in-doubt") << cluster.LogLines("failover");
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM a"), "5050");
+  EXPECT_EQ(c->Scalar("SELECT sum(v) FROM b"), "5050");
+  std::printf("%s", cluster.LogLines("in-doubt txn resolved").c_str());
 }
 
 }  // namespace

@@ -178,7 +178,7 @@ Status TxnCoordinator::CommitOnePhase(Transaction& t, NodeId node,
   Status s = RpcPrepareCommit(*client, t.id, t.snapshot, ws, ts, &sizes, &delivered);
   ts_.EndCommit(ts);
   if (!s.ok() && delivered && IsLinkFailure(s)) {
-    s = SettleUnknownCommit(node, pid, t.id, ts);
+    s = SettleUnknownCommit(t, node, pid, ts);
     if (s.ok() || s.sqlstate() == sqlstate::kStatementCompletionUnknown) EndTxn(t);
     return s;
   }
@@ -189,7 +189,21 @@ Status TxnCoordinator::CommitOnePhase(Transaction& t, NodeId node,
   return s;
 }
 
-Status TxnCoordinator::SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Timestamp ts) {
+Status TxnCoordinator::SettleUnknownCommit(const Transaction& t, NodeId node, int old_pid,
+                                           Timestamp ts) {
+  const uint64_t txn = t.id;
+  auto unknown = [&] {
+    Log("master")->warn("commit outcome unknown txn={} node=n{}", txn, node);
+    return Status(Status::Code::kIOError,
+                  fmt::format("connection to node {} lost during commit; the transaction may or "
+                              "may not have committed",
+                              node),
+                  sqlstate::kStatementCompletionUnknown);
+  };
+  for (const auto& [seg, latch] : t.latches) {
+    auto e = catalog_.GetSegment(seg);
+    if (e.ok() && (!e->followers.empty() || e->node != node)) return unknown();
+  }
   // A node that died comes back within a few seconds (the master restarts it); one that
   // froze is declared down after heartbeat_timeout_ms. Wait for either, but not longer.
   // The node's answer is final: a commit it has not applied by then never will be.
@@ -210,13 +224,7 @@ Status TxnCoordinator::SettleUnknownCommit(NodeId node, int old_pid, uint64_t tx
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  Log("master")->warn("commit outcome unknown txn={} node=n{}", txn, node);
-  return Status(
-      Status::Code::kIOError,
-      fmt::format(
-          "connection to node {} lost during commit; the transaction may or may not have committed",
-          node),
-      sqlstate::kStatementCompletionUnknown);
+  return unknown();
 }
 
 void TxnCoordinator::RequestSplitsIfOversized(

@@ -107,7 +107,10 @@ class TxnCoordinator {
   // After a one-phase commit of `txn` at `ts` on `node` failed once the request was handed
   // over: asks the node (waiting briefly for it to come back) whether it committed. OK if it
   // did; 57P03 if it cannot have (the process that got the request is gone); else 40003.
-  Status SettleUnknownCommit(NodeId node, int old_pid, uint64_t txn, Timestamp ts);
+  // At once 40003 if `t` wrote a replicated segment: the node is not the judge then (it may
+  // have applied the commit while a follower missed it, and after a failover the copy that
+  // counts is a follower's).
+  Status SettleUnknownCommit(const Transaction& t, NodeId node, int old_pid, Timestamp ts);
   void ResolveInDoubt();
   // Cycles of row-lock waits through several nodes (from the latest heartbeats): the
   // youngest transaction of each is told 40P01 where it waits.

@@ -95,7 +95,7 @@ Status TxnCoordinator::Commit(Transaction& t) {
   if (s.ok()) {
     // committed
   } else if (delivered && IsLinkFailure(s)) {
-    commit_status = SettleUnknownCommit(node, pid, t.id, *ts);
+    commit_status = SettleUnknownCommit(t, node, pid, *ts);
   } else if (s.IsNotFound()) {
     commit_status = Status::Aborted(fmt::format(
         "transaction aborted: node {} restarted during the transaction and lost its writes", node));

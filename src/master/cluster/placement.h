@@ -136,6 +136,9 @@ class Placement {
   // Takes `node` out of `seg`'s followers (it did not make a commit durable), in the same
   // epoch, and tells the leader. Called before that commit is acknowledged.
   Status DropFollower(SegmentId seg, NodeId node, const std::string& why);
+  // Drops followers of `seg` beyond the copies its table wants (the newest first), from the
+  // set and then their copies.
+  Status TrimReplicas(SegmentId seg);
   // `seg` keeps its leader alone (its followers' copies become strays, dropped by upkeep).
   Status Unreplicate(SegmentId seg) EXCLUDES(replica_mu_);
   // A node (re)registered: what it held in memory of replication is gone, so it leads its

@@ -151,6 +151,18 @@ Status Placement::DropFollower(SegmentId seg, NodeId node, const std::string& wh
   return Status::OK();
 }
 
+Status Placement::TrimReplicas(SegmentId seg) {
+  ASSIGN_OR_RETURN(SegmentEntry e, catalog_.GetSegment(seg));
+  while (e.followers.size() + 1 > WantedReplicas(e.table)) {
+    NodeId f = e.followers.back();
+    RETURN_NOT_OK(DropFollower(seg, f, "the table wants fewer replicas"));
+    // A copy not dropped now is a stray, dropped by upkeep.
+    if (auto c = registry_.Client(f); c.ok()) (void)RpcDropSegment(**c, seg);
+    ASSIGN_OR_RETURN(e, catalog_.GetSegment(seg));
+  }
+  return Status::OK();
+}
+
 void Placement::ForgetReplicasOf(NodeId node) {
   MutexLock l(replica_mu_);
   for (const SegmentEntry& e : catalog_.AllSegments()) {
@@ -227,11 +239,17 @@ Status Placement::PromoteLocked(const SegmentEntry& e, NodeId target) {
   next.followers = Without(e.followers, target);
   next.followers.push_back(e.node);
   next.epoch = e.epoch + 1;
-  Status s;
+  // The old leader first: it refuses while a transaction prepared there holds writes on the
+  // segment (that commit would land on it alone), and then nothing has changed yet.
+  std::vector<NodeId> order{e.node};
   for (NodeId f : next.followers) {
-    auto c = registry_.Client(f);
+    if (f != e.node) order.push_back(f);
+  }
+  Status s;
+  for (size_t i = 0; i < order.size() && s.ok(); i++) {
+    auto c = registry_.Client(order[i]);
     s = c.ok() ? RpcFollow(**c, e.id, next.epoch, 1) : c.status();
-    if (!s.ok()) break;
+    if (!s.ok() && i == 0) return s.Prepend(fmt::format("handing segment {} over", e.id));
   }
   if (s.ok()) s = TellLeader(next, 1);
   if (s.ok()) MaybeFail("master.promote.before_catalog");

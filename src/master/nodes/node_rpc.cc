@@ -75,8 +75,9 @@ std::vector<Status> CallEach(std::span<NodeClient* const> clients,
   return out;
 }
 
-// A commit's reply: (segment, bytes) of the segments it wrote, into `sizes` (optional); the
-// followers that missed its writes go to the client's replica failure handler first.
+// A commit's (or durable prepare's) reply: (segment, bytes) of the segments it wrote, into
+// `sizes` (optional); the followers that missed its records go to the client's replica
+// failure handler first.
 Status ReadCommitReply(NodeClient& c, proto::Response::Reader resp,
                        std::vector<std::pair<SegmentId, uint64_t>>* sizes) {
   for (auto f : resp.getReplicaFailures()) {
@@ -150,7 +151,7 @@ Status RpcPrepare(NodeClient& c, uint64_t txn, Timestamp snapshot, std::span<con
         p.setMinCommitTs(min_commit_ts);
         FillWrites(p.initWrites(ws.size()), ws);
       },
-      nullptr);
+      [&](proto::Response::Reader resp) { return ReadCommitReply(c, resp, nullptr); });
 }
 
 std::vector<Status> RpcPrepareDurableEach(std::span<const DurablePrepare> calls, uint64_t txn,
@@ -168,7 +169,9 @@ std::vector<Status> RpcPrepareDurableEach(std::span<const DurablePrepare> calls,
         p.setMinCommitTs(min_commit_ts);
         FillWrites(p.initWrites(calls[i].writes.size()), calls[i].writes);
       },
-      nullptr);
+      [&](size_t i, proto::Response::Reader resp) {
+        return ReadCommitReply(*calls[i].client, resp, nullptr);
+      });
 }
 
 Status RpcUpdateKey(NodeClient& c, uint64_t txn, Timestamp snapshot, SegmentId segment,

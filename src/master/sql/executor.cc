@@ -151,6 +151,7 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
   if (txn_ && ((drop && !drop->view) || std::holds_alternative<sql::DatabaseStmt>(stmt) ||
                std::holds_alternative<sql::AddPrimaryKeyStmt>(stmt) ||
                std::holds_alternative<sql::MoveSegmentStmt>(stmt) ||
+               std::holds_alternative<sql::SetTableOptionsStmt>(stmt) ||
                std::holds_alternative<sql::AlterNodeStmt>(stmt) ||
                std::holds_alternative<sql::AlterSystemStmt>(stmt))) {
     failed_ = true;
@@ -252,6 +253,8 @@ Result<std::string> Executor::Dispatch(sql::Statement& stmt, ResultSink& sink,
           return Vacuum(s, cancel);
         } else if constexpr (std::is_same_v<T, sql::AddPrimaryKeyStmt>) {
           return AddPrimaryKey(s, cancel);
+        } else if constexpr (std::is_same_v<T, sql::SetTableOptionsStmt>) {
+          return SetTableOptions(s, sink);
         } else if constexpr (std::is_same_v<T, sql::DatabaseStmt>) {
           return Database(s, sink);
         } else if constexpr (std::is_same_v<T, sql::UserStmt>) {

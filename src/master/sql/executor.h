@@ -188,6 +188,7 @@ class Executor {
   Status DropDependentViews(const std::string& name, const char* kind, bool cascade,
                             ResultSink& sink);
   Result<std::string> AddPrimaryKey(sql::AddPrimaryKeyStmt& s, const std::atomic<bool>* cancel);
+  Result<std::string> SetTableOptions(sql::SetTableOptionsStmt& s, ResultSink& sink);
   // Registers `t` in the catalog (filling t->id) with one empty segment on the least-loaded node.
   Status CreateTableStorage(TableSchema* t);
   // Drops dropped tables' segments on their nodes.

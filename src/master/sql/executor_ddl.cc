@@ -92,6 +92,35 @@ Result<std::string> Executor::CreateTable(sql::CreateTableStmt& s, ResultSink& s
   return std::string("CREATE TABLE");
 }
 
+Result<std::string> Executor::SetTableOptions(sql::SetTableOptionsStmt& s, ResultSink& sink) {
+  ASSIGN_OR_RETURN(TableSchema t, db_.GetTable(s.table));
+  if (!s.replicas) return std::string("ALTER TABLE");
+  if (*s.replicas > cluster_.config().nodes.size()) {
+    return Status::Sql(sqlstate::kInvalidParameterValue,
+                       fmt::format("replicas = {} needs {} data nodes; the cluster has {}",
+                                   *s.replicas, *s.replicas, cluster_.config().nodes.size()),
+                       s.pos);
+  }
+  t.replicas = *s.replicas;
+  RETURN_NOT_OK(db_.UpdateTable(t));
+  // Fewer copies: dropped now. More: seeded by the cluster's upkeep, a few segments a round,
+  // while the table is in use (wattdb_replicas shows them arrive).
+  Placement& placement = cluster_.placement();
+  uint32_t want = placement.WantedReplicas(t.id);
+  size_t short_of = 0;
+  for (const SegmentEntry& e : cluster_.catalog().SegmentsOverlapping(t.id, "", "")) {
+    RETURN_NOT_OK(placement.TrimReplicas(e.id));
+    if (e.followers.size() + 1 < want) short_of++;
+  }
+  if (short_of) {
+    RETURN_NOT_OK(sink.Notice(sqlstate::kSuccessfulCompletion,
+                              fmt::format("{} segment(s) of \"{}\" get more copies in the "
+                                          "background (see wattdb_replicas)",
+                                          short_of, t.name)));
+  }
+  return std::string("ALTER TABLE");
+}
+
 Status Executor::CreateTableStorage(TableSchema* t) {
   NodeId node = cluster_.placement().NodeForNewTable();
   if (node == 0)

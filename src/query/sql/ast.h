@@ -193,6 +193,13 @@ struct MoveSegmentStmt {
   uint32_t node = 0;
 };
 
+// ALTER TABLE t SET (replicas = n) / RESET (replicas): the table's storage parameters.
+struct SetTableOptionsStmt {
+  std::string table;
+  std::optional<uint32_t> replicas;  // not named: unchanged; 0: RESET (replication_factor)
+  int pos = 0;
+};
+
 // ALTER TABLE t ADD [CONSTRAINT name] PRIMARY KEY (cols): re-keys a table created without one.
 struct AddPrimaryKeyStmt {
   std::string table;
@@ -298,7 +305,7 @@ using Statement =
     std::variant<EmptyStmt, SelectStmt, CreateTableStmt, DropTableStmt, InsertStmt, UpdateStmt,
                  DeleteStmt, MoveSegmentStmt, AlterNodeStmt, TxnStmt, SetStmt, ShowStmt,
                  TruncateStmt, CopyStmt, ExplainStmt, VacuumStmt, AddPrimaryKeyStmt, CreateViewStmt,
-                 UserStmt, DatabaseStmt, CreateIndexStmt, AlterSystemStmt>;
+                 UserStmt, DatabaseStmt, CreateIndexStmt, AlterSystemStmt, SetTableOptionsStmt>;
 
 // The tables and views a query names (FROM items, also inside subqueries and set operations).
 void ReferencedRelations(const SelectStmt& s, std::vector<std::string>* out);

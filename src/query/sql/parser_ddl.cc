@@ -284,6 +284,10 @@ Status Parser::SkipStorageParameters() { return ParseStorageParameters(nullptr);
 
 Status Parser::ParseStorageParameters(uint32_t* replicas) {
   if (!Accept("with")) return Status::OK();
+  return ParseStorageParameterList(replicas);
+}
+
+Status Parser::ParseStorageParameterList(uint32_t* replicas) {
   RETURN_NOT_OK(ExpectOp("("));
   do {
     ASSIGN_OR_RETURN(std::string name, Name());
@@ -463,11 +467,36 @@ Result<Statement> Parser::ParseAlter() {
       RETURN_NOT_OK(ExpectOp(")"));
       return Statement(std::move(a));
     }
+    if (Peek().Is("set") || Peek().Is("reset")) {
+      SetTableOptionsStmt o;
+      o.table = s.table;
+      o.pos = Peek().pos;
+      if (Accept("reset")) {
+        RETURN_NOT_OK(ExpectOp("("));
+        do {
+          ASSIGN_OR_RETURN(std::string name, Name());
+          if (name == "replicas") o.replicas = 0;  // others mean nothing here (as in WITH)
+        } while (AcceptOp(","));
+        RETURN_NOT_OK(ExpectOp(")"));
+        return Statement(std::move(o));
+      }
+      i_++;
+      if (!Peek().IsOp("(")) {
+        return Status::Sql(sqlstate::kFeatureNotSupported,
+                           "ALTER TABLE ... SET supports only storage parameters: SET (name = "
+                           "value, ...)",
+                           Peek().pos);
+      }
+      uint32_t replicas = 0;
+      RETURN_NOT_OK(ParseStorageParameterList(&replicas));
+      if (replicas) o.replicas = replicas;
+      return Statement(std::move(o));
+    }
     if (!Peek().Is("move")) {
-      return Status::Sql(
-          sqlstate::kFeatureNotSupported,
-          "ALTER TABLE supports only ADD PRIMARY KEY and MOVE SEGMENT <id> TO NODE <id>",
-          Peek().pos);
+      return Status::Sql(sqlstate::kFeatureNotSupported,
+                         "ALTER TABLE supports only ADD PRIMARY KEY, SET (replicas = n) and MOVE "
+                         "SEGMENT <id> TO NODE <id>",
+                         Peek().pos);
     }
     i_++;
     RETURN_NOT_OK(Expect("segment"));

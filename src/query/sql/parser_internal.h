@@ -108,7 +108,8 @@ class Parser {
   Status SkipStorageParameters();
   // WITH (name [= value], ...): `replicas` (if not null) receives replicas = N (1..7);
   // other parameters are accepted and ignored.
-  Status ParseStorageParameters(uint32_t* replicas);
+  Status ParseStorageParameters(uint32_t* replicas);     // [WITH (...)]
+  Status ParseStorageParameterList(uint32_t* replicas);  // (name [= value], ...)
   Result<Statement> ParseDrop();
   Result<Statement> ParseInsert();
   Result<Statement> ParseUpdate();
