@@ -40,10 +40,11 @@ Status Cluster::Start() {
   // No node's replication state survives this start: each segment keeps its leader alone
   // until upkeep seeds its followers again (docs/design/replication.md).
   placement_->ForgetAllReplicas();
-  registry_->SetReplicaHooks([this](NodeId n) { placement_->ForgetReplicasOf(n); },
-                             [this](SegmentId seg, NodeId follower, const std::string& why) {
-                               return placement_->DropFollower(seg, follower, why);
-                             });
+  registry_->SetReplicaHooks(
+      [this](NodeId n) { placement_->ForgetReplicasOf(n); },
+      [this](SegmentId seg, NodeId leader, NodeId follower, const std::string& why) {
+        return placement_->DropFollower(seg, leader, follower, why);
+      });
   RETURN_NOT_OK(registry_->Start());
   if (opts_.manage_nodes) placement_->PowerOnAll();
   maintenance_ = std::thread([this] { MaintenanceLoop(); });

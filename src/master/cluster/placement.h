@@ -133,9 +133,11 @@ class Placement {
   // segment (the move path's pull) under the segment's exclusive latch, tells the nodes the
   // new epoch, then writes the set.
   Status Replicate(SegmentId seg);
-  // Takes `node` out of `seg`'s followers (it did not make a commit durable), in the same
-  // epoch, and tells the leader. Called before that commit is acknowledged.
-  Status DropFollower(SegmentId seg, NodeId node, const std::string& why);
+  // Takes `node` out of `seg`'s followers (it did not make a record of `leader`'s durable), in
+  // the same epoch, and tells the leader. Called before that commit is acknowledged: fails
+  // (Unavailable) if `leader` no longer leads `seg` (a failover came first: the commit may
+  // be missing from the copy that leads now).
+  Status DropFollower(SegmentId seg, NodeId leader, NodeId node, const std::string& why);
   // Drops followers of `seg` beyond the copies its table wants (the newest first), from the
   // set and then their copies.
   Status TrimReplicas(SegmentId seg);

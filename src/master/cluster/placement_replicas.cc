@@ -135,9 +135,13 @@ Status Placement::Unreplicate(SegmentId seg) {
   return UnreplicateHeld(seg);
 }
 
-Status Placement::DropFollower(SegmentId seg, NodeId node, const std::string& why) {
+Status Placement::DropFollower(SegmentId seg, NodeId leader, NodeId node, const std::string& why) {
   MutexLock l(replica_mu_);
   ASSIGN_OR_RETURN(SegmentEntry e, catalog_.GetSegment(seg));
+  if (e.node != leader) {
+    return Status::Unavailable(
+        fmt::format("segment {} is led by node {} now, not {}", seg, e.node, leader));
+  }
   if (Has(e.followers, node)) {
     ASSIGN_OR_RETURN(e, catalog_.SetReplicas(seg, e.node, Without(e.followers, node), e.epoch));
     Log("master")->warn("follower dropped seg={} node=n{} leader=n{}: {}", seg, node, e.node, why);
@@ -155,7 +159,7 @@ Status Placement::TrimReplicas(SegmentId seg) {
   ASSIGN_OR_RETURN(SegmentEntry e, catalog_.GetSegment(seg));
   while (e.followers.size() + 1 > WantedReplicas(e.table)) {
     NodeId f = e.followers.back();
-    RETURN_NOT_OK(DropFollower(seg, f, "the table wants fewer replicas"));
+    RETURN_NOT_OK(DropFollower(seg, e.node, f, "the table wants fewer replicas"));
     // A copy not dropped now is a stray, dropped by upkeep.
     if (auto c = registry_.Client(f); c.ok()) (void)RpcDropSegment(**c, seg);
     ASSIGN_OR_RETURN(e, catalog_.GetSegment(seg));

@@ -20,8 +20,9 @@ NodeRegistry::NodeRegistry(const ClusterConfig& config, const Clock& clock, net:
     nodes_[n.id] = info;
     rpc::NodeClientOptions opts{config.connect_timeout_ms, config.rpc_timeout_ms, &key_};
     opts.on_cpu = on_cpu;
-    opts.on_replica_failure = [this](SegmentId seg, NodeId follower, const std::string& why) {
-      return replica_failed_ ? replica_failed_(seg, follower, why) : Status::OK();
+    opts.on_replica_failure = [this, leader = n.id](SegmentId seg, NodeId follower,
+                                                    const std::string& why) {
+      return replica_failed_ ? replica_failed_(seg, leader, follower, why) : Status::OK();
     };
     clients_[n.id] = std::make_shared<rpc::NodeClient>(n.id, n.host, n.port, opts);
   }

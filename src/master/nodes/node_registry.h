@@ -56,10 +56,11 @@ class NodeRegistry {
 
   // Hooks of the replica sets, set before Start (docs/design/replication.md): `registering`
   // runs when a node registers, before it is up; `replica_failed` is told each follower a
-  // commit's reply names as having missed the commit (rpc::NodeClientOptions).
+  // leader's reply names as having missed a record (rpc::NodeClientOptions): segment,
+  // leader, follower, why.
   void SetReplicaHooks(
       std::function<void(NodeId)> registering,
-      std::function<Status(SegmentId, NodeId, const std::string&)> replica_failed) {
+      std::function<Status(SegmentId, NodeId, NodeId, const std::string&)> replica_failed) {
     registering_ = std::move(registering);
     replica_failed_ = std::move(replica_failed);
   }
@@ -91,7 +92,7 @@ class NodeRegistry {
   Mutex mu_;
   CondVar cv_;
   std::function<void(NodeId)> registering_;  // set before Start, then read only
-  std::function<Status(SegmentId, NodeId, const std::string&)> replica_failed_;
+  std::function<Status(SegmentId, NodeId, NodeId, const std::string&)> replica_failed_;
   std::map<NodeId, NodeInfo> nodes_ GUARDED_BY(mu_);
   std::map<NodeId, std::shared_ptr<rpc::NodeClient>> clients_ GUARDED_BY(mu_);
   uint64_t next_link_ GUARDED_BY(mu_) = 0;
