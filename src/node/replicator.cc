@@ -125,9 +125,15 @@ Status ApplyReplicaRecord(FollowerLog& log, storage::SegmentStore& store, const 
   ASSIGN_OR_RETURN(FollowerLog::Admission a, log.Admit(r.segment, r.epoch, r.seq));
   if (a == FollowerLog::Admission::kDone) return Status::OK();
   Status s;
+  bool released = false;  // Applied already: the next record may be written meanwhile
   switch (r.kind) {
     case ReplicaRecord::Kind::kCommit:
-      s = store.Apply(r.ts, r.ops, /*prepared_txn=*/0, /*txn=*/0, /*sync=*/true);
+      // Written in order, synced in groups: once the writes are in the log the next record
+      // may go, and this one answers when its sync (shared with the records around it) ends.
+      s = store.Apply(r.ts, r.ops, /*prepared_txn=*/0, /*txn=*/0, /*sync=*/true, [&](uint64_t) {
+        log.Applied(r.segment, r.seq);
+        released = true;
+      });
       // Unsynced: should it come back after a crash, the copy of a committed prepare is
       // resolved by the master's kept decision when this node leads, or dropped with the copy.
       if (s.ok() && r.txn) s = store.EraseReplicaPrepared(r.segment, r.txn);
@@ -139,6 +145,7 @@ Status ApplyReplicaRecord(FollowerLog& log, storage::SegmentStore& store, const 
       s = store.EraseReplicaPrepared(r.segment, r.txn);
       break;
   }
+  if (released) return s;  // (a failed log sync ends the process)
   if (s.ok()) {
     log.Applied(r.segment, r.seq);
   } else {
