@@ -488,8 +488,12 @@ Status Participant::AdoptReplicaPrepares(SegmentId segment) {
     {
       MutexLock l(mu_);
       auto it = prepared_.find(txn);
+      auto until = CondVar::DeadlineIn(read_wait_);
       while (it != prepared_.end() && it->second.committing) {
-        released_.Wait(mu_);
+        if (!released_.WaitUntil(mu_, until)) {
+          return Status::Unavailable(
+              fmt::format("txn {} is still committing here; segment {} waits", txn, segment));
+        }
         it = prepared_.find(txn);
       }
       if (it == prepared_.end() || !it->second.segments.count(segment)) {

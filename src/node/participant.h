@@ -202,7 +202,8 @@ class Participant {
   // This node leads `segment` now, after following it: the prepare records its old leader
   // shipped for it (SegmentStore::ListReplicaPrepared) become durable prepares here, their
   // keys locked, in doubt until the master resolves them from its decision log. Idempotent.
-  // Unavailable if one of their keys is locked by another transaction here.
+  // Unavailable if one of their keys is locked by another transaction here, or if one of them
+  // is still committing here after the read wait (the master tries again).
   Status AdoptReplicaPrepares(SegmentId segment) EXCLUDES(mu_);
 
  private:
