@@ -456,7 +456,7 @@ void Participant::ForgetLocked(uint64_t txn) {
     if (replicator_) {
       Replicator::Outgoing out =
           replicator_->Number(0, it->second.ops, ReplicaRecord::Kind::kAbort, txn);
-      for (auto& r : out.records) unsent_.records.push_back(std::move(r));
+      std::move(out.records.begin(), out.records.end(), std::back_inserter(unsent_.records));
       if (!unsent_.empty()) has_unsent_ = true;
     }
   }
@@ -482,8 +482,7 @@ Status Participant::AdoptReplicaPrepares(SegmentId segment) {
   for (const auto& [txn, blob] : records) {
     Timestamp min_commit_ts = 0;
     std::vector<storage::WriteOp> ops;
-    RETURN_NOT_OK(DecodeReplicaPrepare(blob, &min_commit_ts, &ops));
-    for (auto& op : ops) op.segment = segment;
+    RETURN_NOT_OK(DecodeReplicaPrepare(blob, segment, &min_commit_ts, &ops));
     uint64_t ticket = 0;
     {
       MutexLock l(mu_);

@@ -62,7 +62,7 @@ std::string EncodeReplicaPrepare(Timestamp min_commit_ts,
   return out;
 }
 
-Status DecodeReplicaPrepare(std::string_view blob, Timestamp* min_commit_ts,
+Status DecodeReplicaPrepare(std::string_view blob, SegmentId segment, Timestamp* min_commit_ts,
                             std::vector<storage::WriteOp>* ops) {
   ByteReader r(blob);
   uint64_t n;
@@ -71,6 +71,7 @@ Status DecodeReplicaPrepare(std::string_view blob, Timestamp* min_commit_ts,
   ops->resize(n);
   for (auto& op : *ops) {
     uint8_t kind;
+    op.segment = segment;
     if (!r.Str(&op.key) || !r.U8(&kind) || !r.Str(&op.row)) return bad();
     if (kind != 1 && kind != 2) return bad();
     op.kind = static_cast<storage::VersionKind>(kind);

@@ -40,7 +40,8 @@ struct ReplicaRecord {
 
 // A follower's stored copy of a kPrepare record (SegmentStore::PutReplicaPrepared).
 std::string EncodeReplicaPrepare(Timestamp min_commit_ts, const std::vector<storage::WriteOp>& ops);
-Status DecodeReplicaPrepare(std::string_view blob, Timestamp* min_commit_ts,
+// Decodes a stored copy of `segment`'s kPrepare record.
+Status DecodeReplicaPrepare(std::string_view blob, SegmentId segment, Timestamp* min_commit_ts,
                             std::vector<storage::WriteOp>* ops);
 
 // A follower that did not make a record durable: the master takes it out of the segment's

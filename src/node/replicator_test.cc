@@ -80,6 +80,16 @@ class ReplicatorTest : public ::testing::Test {
     return true;
   }
 
+  // A replicator that leads segment 1 in epoch 1 with the local follower (node 9), which
+  // follows it.
+  std::unique_ptr<Replicator> LeadToFollower() {
+    auto r = std::make_unique<Replicator>(
+        [this](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
+    EXPECT_TRUE(r->Lead(1, 1, {9}, 1).ok());
+    EXPECT_TRUE(log_.Follow(1, 1, 1).ok());
+    return r;
+  }
+
   std::filesystem::path dir_;
   std::unique_ptr<storage::SegmentStore> leader_, follower_;
   FollowerLog log_{30000};
@@ -160,11 +170,9 @@ TEST_F(ReplicatorTest, ADeposedLeaderCannotReplicate) {
 // of the prepare; should the leader be lost before the commit, the follower, leading now,
 // holds the transaction in doubt with its keys locked and commits it from the master's word.
 TEST_F(ReplicatorTest, AFollowerThatTakesTheLeadHoldsTheDurablePreparesOfItsLeader) {
-  Replicator r([&](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
-  ASSERT_TRUE(r.Lead(1, 1, {9}, 1).ok());
-  ASSERT_TRUE(log_.Follow(1, 1, 1).ok());
+  auto r = LeadToFollower();
   Participant leader(*leader_);
-  leader.set_replicator(&r);
+  leader.set_replicator(r.get());
   auto prepare = [&](Participant& p, uint64_t txn, std::vector<storage::WriteOp> ops) {
     std::vector<TxnWrite> writes;
     for (auto& op : ops) writes.push_back({std::move(op), WriteCheck::kInsert, {}});
@@ -211,11 +219,9 @@ TEST_F(ReplicatorTest, AFollowerThatTakesTheLeadHoldsTheDurablePreparesOfItsLead
 
 // A commit of a durably prepared transaction tells the follower to drop its copy.
 TEST_F(ReplicatorTest, ACommitEndsTheFollowersCopyOfThePrepare) {
-  Replicator r([&](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
-  ASSERT_TRUE(r.Lead(1, 1, {9}, 1).ok());
-  ASSERT_TRUE(log_.Follow(1, 1, 1).ok());
+  auto r = LeadToFollower();
   Participant leader(*leader_);
-  leader.set_replicator(&r);
+  leader.set_replicator(r.get());
   std::vector<TxnWrite> writes;
   writes.push_back({Op(1, 1, "a"), WriteCheck::kInsert, {}});
   ASSERT_TRUE(leader.Prepare(7, 40, std::move(writes), {.durable = true}).ok());
