@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "common/codec.h"
@@ -195,6 +196,28 @@ TEST(Config, DefaultHasThreeNodes) {
   EXPECT_EQ(c->nodes[0].meter.type, "none");
   EXPECT_EQ(c->nodes[1].power, "local");
   EXPECT_EQ(c->nodes[1].meter.type, "model");
+  EXPECT_EQ(c->ReplicationFactor(), 2) << "two copies on a cluster of two or more nodes";
+}
+
+TEST(Config, ReplicationFactorIsTwoUnlessSetOrOneNode) {
+  auto one = ParseConfig("[[node]]\nid=1\nport=1\n", "a.toml");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->ReplicationFactor(), 1);
+  auto set = ParseConfig(
+      "[cluster]\nreplication_factor = 1\n[[node]]\nid=1\nport=1\n"
+      "[[node]]\nid=2\nport=2\n",
+      "b.toml");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->ReplicationFactor(), 1);
+  for (const char* bad : {"0", "8", "-1"}) {
+    auto b = ParseConfig(fmt::format("[cluster]\nreplication_factor = {}\n[[node]]\nid=1\n"
+                                     "port=1\n",
+                                     bad),
+                         "c.toml");
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find("replication_factor must be in 1..7"), std::string::npos)
+        << b.status().message();
+  }
 }
 
 TEST(Config, BadInputNamesTheProblem) {

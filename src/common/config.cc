@@ -16,6 +16,7 @@ const char* const kDefaultConfigToml =
 [cluster]
 data_dir = "run/data"
 segment_bytes = 33554432        # 32 MiB
+# replication_factor = 2        # copies of each segment (not set: 2 with two or more nodes, else 1)
 telemetry_interval_ms = 2000
 heartbeat_timeout_ms = 6000      # a node silent this long is declared dead
 connect_timeout_ms = 2000
@@ -154,11 +155,16 @@ Status ParseClusterSection(const toml::table& t, const std::string& source, Clus
     return Status::InvalidArgument(source + ": scan_frame_kb must be in 0..16384");
   c->scan_frame_kb = static_cast<int>(frame);
   RETURN_NOT_OK(Get(t, "log_level", &c->log_level, source));
-  int64_t rf = c->replication_factor;
-  RETURN_NOT_OK(Get(t, "replication_factor", &rf, source));
-  if (rf < 1 || rf > 7)
-    return Status::InvalidArgument(source + ": replication_factor must be in 1..7");
-  c->replication_factor = static_cast<int>(rf);
+  if (t.get("replication_factor")) {  // not set: 0, chosen by the number of nodes
+    int64_t rf = 0;
+    RETURN_NOT_OK(Get(t, "replication_factor", &rf, source));
+    if (rf < 1 || rf > 7) {
+      return Status::InvalidArgument(source +
+                                     ": replication_factor must be in 1..7 (not set: 2 on a "
+                                     "cluster of two or more nodes, else 1)");
+    }
+    c->replication_factor = static_cast<int>(rf);
+  }
   if (seg < 1024) return Status::InvalidArgument(source + ": segment_bytes must be >= 1024");
   if (tel < 10) return Status::InvalidArgument(source + ": telemetry_interval_ms must be >= 10");
   if (hb <= tel) {

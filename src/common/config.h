@@ -42,8 +42,9 @@ struct ClusterConfig {
   std::string data_dir = "run/data";     // master at <data_dir>/master, nodes at <data_dir>/n<id>
   uint64_t segment_bytes = 32ull << 20;  // a segment that grows past this splits
   // Copies of each segment (a leader and followers on distinct nodes) unless its table says
-  // otherwise (CREATE TABLE ... WITH (replicas = N)); at most one per data node.
-  int replication_factor = 1;
+  // otherwise (CREATE TABLE ... WITH (replicas = N)); at most one per data node. 0 (not
+  // set): 2 on a cluster of two or more data nodes, else 1 (ReplicationFactor).
+  int replication_factor = 0;
   int telemetry_interval_ms = 2000;
   int heartbeat_timeout_ms = 6000;   // a node silent this long is marked down
   bool sync_commit = true;           // nodes fsync their log before acknowledging a commit
@@ -84,6 +85,10 @@ struct ClusterConfig {
   // emulated hosts (<subnet>.1).
   std::string ClusterHost() const {
     return hosts.mode == "emulated" ? hosts.subnet + ".1" : master_host;
+  }
+  // replication_factor, or when not set 2 on a cluster of two or more nodes, else 1.
+  int ReplicationFactor() const {
+    return replication_factor ? replication_factor : (nodes.size() >= 2 ? 2 : 1);
   }
   // The cluster key's path: key_file, or <data_dir>/cluster.key.
   std::string KeyPath() const { return key_file.empty() ? data_dir + "/cluster.key" : key_file; }

@@ -15,6 +15,7 @@ Status FollowerLog::Follow(SegmentId segment, uint64_t epoch, uint64_t next_seq)
   }
   Followed& f = segments_[segment];
   f.epoch = epoch;
+  if (next_seq != f.next_seq || next_seq <= 1) f.offset = 0;  // a new numbering
   f.next_seq = next_seq;
   f.applying = false;
   changed_.SignalAll();
@@ -54,12 +55,14 @@ Result<FollowerLog::Admission> FollowerLog::Admit(SegmentId segment, uint64_t ep
   }
 }
 
-void FollowerLog::Applied(SegmentId segment, uint64_t seq) {
+void FollowerLog::Applied(SegmentId segment, uint64_t seq, Timestamp ts, uint64_t offset) {
   MutexLock l(mu_);
   auto it = segments_.find(segment);
   if (it == segments_.end() || it->second.next_seq != seq) return;
   it->second.next_seq = seq + 1;
   it->second.applying = false;
+  if (ts) it->second.ts = ts;
+  if (offset) it->second.offset = offset;
   changed_.SignalAll();
 }
 
@@ -76,6 +79,13 @@ std::optional<uint64_t> FollowerLog::LastApplied(SegmentId segment) const {
   auto it = segments_.find(segment);
   if (it == segments_.end()) return std::nullopt;
   return it->second.next_seq - 1;
+}
+
+std::map<SegmentId, ReplicaPosition> FollowerLog::Positions() const {
+  MutexLock l(mu_);
+  std::map<SegmentId, ReplicaPosition> out;
+  for (const auto& [seg, f] : segments_) out[seg] = {f.next_seq - 1, f.ts, f.offset, 0, 0};
+  return out;
 }
 
 std::optional<uint64_t> FollowerLog::Epoch(SegmentId segment) const {

@@ -21,6 +21,17 @@
 
 namespace wattdb::node {
 
+// Where a replica of a segment stands in its log: the last record numbered (leader) or
+// applied (follower), its commit timestamp, and the log's length in bytes after it (the
+// writes' keys and rows; the numbering and the length restart with each new numbering).
+struct ReplicaPosition {
+  uint64_t seq = 0;
+  Timestamp ts = 0;
+  uint64_t offset = 0;
+  uint64_t kept_from = 0;   // a leader keeping records for a sleeping copy: the first kept
+  uint64_t kept_bytes = 0;  // and their bytes
+};
+
 class FollowerLog {
  public:
   enum class Admission { kApply, kDone };
@@ -40,18 +51,24 @@ class FollowerLog {
   Result<Admission> Admit(SegmentId segment, uint64_t epoch, uint64_t seq) EXCLUDES(mu_);
   // Record `seq` of `segment` is durable here: the next one may go. A failed apply calls
   // Failed instead (the record stays next; waiting records wait on).
-  void Applied(SegmentId segment, uint64_t seq) EXCLUDES(mu_);
+  // `ts` and `offset`: the record's commit timestamp and log position (ReplicaRecord).
+  void Applied(SegmentId segment, uint64_t seq, Timestamp ts = 0, uint64_t offset = 0)
+      EXCLUDES(mu_);
   void Failed(SegmentId segment, uint64_t seq) EXCLUDES(mu_);
 
   // The last sequence number applied of `segment` (next - 1), if followed here.
   std::optional<uint64_t> LastApplied(SegmentId segment) const EXCLUDES(mu_);
   std::optional<uint64_t> Epoch(SegmentId segment) const EXCLUDES(mu_);
+  // Where each followed segment stands: its last record applied.
+  std::map<SegmentId, ReplicaPosition> Positions() const EXCLUDES(mu_);
 
  private:
   struct Followed {
     uint64_t epoch = 0;
     uint64_t next_seq = 1;  // the record to apply next
     bool applying = false;  // record next_seq is being applied
+    Timestamp ts = 0;       // of the last record applied
+    uint64_t offset = 0;    // its log position
   };
 
   const int timeout_ms_;

@@ -288,6 +288,7 @@ bool NodeServer::Dispatch(Connection& conn, net::ReceivedMessage& msg) {
       {proto::Request::LEAD, &NodeServer::OnLead},
       {proto::Request::FOLLOW, &NodeServer::OnFollow},
       {proto::Request::REPLICA_APPLY, &NodeServer::OnReplicaApply},
+      {proto::Request::CATCH_UP, &NodeServer::OnCatchUp},
   };
   auto which = msg.Root<proto::Request>().which();
   for (const auto& [w, handle] : kHandlers) {
@@ -358,6 +359,7 @@ Result<std::unique_ptr<net::Connection>> NodeServer::Register(net::asio::io_cont
   reg.setHost(opts_.self.host);
   reg.setPort(server_->port());
   reg.setPid(getpid());
+  reg.setIncarnation(Incarnation());
   RETURN_NOT_OK(conn->Send(mb));
   ASSIGN_OR_RETURN(auto reply, conn->Receive());
   try {
@@ -397,7 +399,18 @@ void NodeServer::BuildHeartbeat(TelemetrySampler& sampler, net::MessageBuilder* 
   }
   auto list = store_->List();
   auto segs = hb.initSegments(list.size());
-  for (size_t i = 0; i < list.size(); i++) StatsTo(segs[i], list[i]);
+  std::map<SegmentId, ReplicaPosition> at = replicator_->Positions();
+  at.merge(follower_log_->Positions());  // (the leader's word first, should it be both)
+  for (size_t i = 0; i < list.size(); i++) {
+    StatsTo(segs[i], list[i]);
+    if (auto it = at.find(list[i].meta.id); it != at.end()) {
+      segs[i].setReplicaSeq(it->second.seq);
+      segs[i].setReplicaTs(it->second.ts);
+      segs[i].setReplicaOffset(it->second.offset);
+      segs[i].setKeptFrom(it->second.kept_from);
+      segs[i].setKeptBytes(it->second.kept_bytes);
+    }
+  }
 }
 
 void NodeServer::Heartbeats(net::Connection& conn, TelemetrySampler& sampler) {

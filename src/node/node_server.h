@@ -147,10 +147,12 @@ class NodeServer : public rpc::LocalSegments {
   bool OnExportSegment(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnPullSegment(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnRunPlan(net::Connection& conn, net::ReceivedMessage& msg);  // offload_handler.cc
-  // Replication (replica_handlers.cc): the master's lead and follow, a leader's replicaApply.
+  // Replication (replica_handlers.cc): the master's lead, follow and catchUp, a leader's
+  // replicaApply.
   bool OnLead(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnFollow(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnReplicaApply(net::Connection& conn, net::ReceivedMessage& msg);
+  bool OnCatchUp(net::Connection& conn, net::ReceivedMessage& msg);
   // A commit's reply: its status and the sizes of the segments it wrote, so that the master
   // can split oversized ones right away, and the followers that did not take its writes.
   bool ReplyWithSizes(net::Connection& conn, const Status& st,

@@ -133,10 +133,14 @@ Status Participant::Prepare(uint64_t txn, Timestamp snapshot, std::vector<TxnWri
   Status s = PrepareLocked(txn, snapshot, writes, opts, &dep, &wrote, &record, &shipped);
   if (s.ok() && record) {
     // The prepare record's sync, shared with the commits and prepares around it; a later
-    // ticket than `dep`, so it covers that too. (A failed sync ends the process.)
+    // ticket than `dep`, so it covers that too. (A failed sync ends the process.) The copies
+    // go to the followers meanwhile: one a crash leaves on a follower alone was never
+    // answered, so the master decided no commit, and it is aborted where it is adopted.
+    Replicator::InFlight in_flight;
+    if (!shipped.empty()) in_flight = replicator_->Begin(shipped);
     RETURN_NOT_OK(store_.WaitDurable(record));
     if (!shipped.empty()) {
-      std::vector<ReplicaFailure> failed = replicator_->Send(shipped);
+      std::vector<ReplicaFailure> failed = Replicator::Finish(in_flight);
       if (opts.lagging) opts.lagging->insert(opts.lagging->end(), failed.begin(), failed.end());
     }
   } else if (opts.keep_conflict && opts.keep_conflict->ts && s.IsConflict()) {
@@ -392,7 +396,18 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
   // stays committing, and its timestamp is in syncing_.
   std::vector<LockTable> dropped;
   bool released = false;
+  // Numbered while the rows are still locked: a later commit of one of them ships after.
+  Replicator::Outgoing shipped;
+  if (replicator_ && !ops->empty())
+    shipped = replicator_->Number(commit_ts, *ops, ReplicaRecord::Kind::kCommit, durable ? txn : 0);
+  // Sent once written here, so that the followers' work overlaps the local log sync.
+  Replicator::InFlight in_flight;
+  bool begun = false;
   auto release_early = [&](uint64_t ticket) {
+    if (!shipped.empty()) {
+      in_flight = replicator_->Begin(shipped);
+      begun = true;
+    }
     std::shared_ptr<CondVar> lock_waiters;
     {
       MutexLock l(mu_);
@@ -405,17 +420,16 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
     if (lock_waiters) lock_waiters->SignalAll();
     MaybeFail("node.commit.locks_released");
   };
-  // Numbered while the rows are still locked: a later commit of one of them ships after.
-  Replicator::Outgoing shipped;
-  if (replicator_ && !ops->empty())
-    shipped = replicator_->Number(commit_ts, *ops, ReplicaRecord::Kind::kCommit, durable ? txn : 0);
   Status s = ops->empty() && !durable
                  ? Status::OK()
                  : store_.Apply(commit_ts, *ops, durable ? txn : 0, txn, sync, release_early);
   if (s.ok()) MaybeFail("node.after_commit_applied");
   if (s.ok() && !shipped.empty()) {
-    std::vector<ReplicaFailure> failed = replicator_->Send(shipped);
+    if (!begun) in_flight = replicator_->Begin(shipped);  // ingested, or not synced
+    std::vector<ReplicaFailure> failed = Replicator::Finish(in_flight);
     if (lagging) lagging->insert(lagging->end(), failed.begin(), failed.end());
+  } else if (begun) {
+    (void)Replicator::Finish(in_flight);  // (a failed log sync ends the process)
   } else if (!shipped.empty()) {
     // Nothing applied: the numbers go out empty, so that no follower waits for them (and
     // the followers keep their copies of the prepare).

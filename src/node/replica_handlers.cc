@@ -1,5 +1,5 @@
 // The node service's replication requests (docs/design/replication.md): the master's lead
-// and follow, and a leader's replicaApply.
+// follow and catchUp, and a leader's replicaApply.
 #include "common/sqlstate.h"
 #include "node/node_server.h"
 #include "node/wire.h"
@@ -27,7 +27,8 @@ bool NodeServer::OnLead(Connection& conn, net::ReceivedMessage& msg) {
   // own, durable and locked, in doubt until the master resolves them by its decision log.
   Status s = participant_->AdoptReplicaPrepares(l.getSegment());
   if (s.ok())
-    s = replicator_->Lead(l.getSegment(), l.getEpoch(), std::move(followers), l.getNextSeq());
+    s = replicator_->Lead(l.getSegment(), l.getEpoch(), std::move(followers), l.getNextSeq(),
+                          l.getKeepBytes());
   if (s.ok()) follower_log_->Unfollow(l.getSegment());  // a leader follows no one
   return Reply(conn, s).ok();
 }
@@ -56,6 +57,17 @@ bool NodeServer::OnFollow(Connection& conn, net::ReceivedMessage& msg) {
   return Reply(conn, s).ok();
 }
 
+bool NodeServer::OnCatchUp(Connection& conn, net::ReceivedMessage& msg) {
+  auto c = msg.Root<proto::Request>().getCatchUp();
+  auto f = c.getFollower();
+  if (f.getNode() == 0 || f.getNode() == opts_.self.id || f.getPort() == 0) {
+    return Reply(conn, Status::InvalidArgument("a follower must be another node, with a port"))
+        .ok();
+  }
+  peers_->Learn(f.getNode(), f.getHost(), f.getPort());
+  return Reply(conn, replicator_->CatchUp(c.getSegment(), f.getNode(), c.getFromSeq())).ok();
+}
+
 bool NodeServer::OnReplicaApply(Connection& conn, net::ReceivedMessage& msg) {
   auto a = msg.Root<proto::Request>().getReplicaApply();
   if (a.getKind() > static_cast<uint8_t>(ReplicaRecord::Kind::kAbort) ||
@@ -64,7 +76,7 @@ bool NodeServer::OnReplicaApply(Connection& conn, net::ReceivedMessage& msg) {
   }
   ReplicaRecord r{a.getSegment(), a.getEpoch(), a.getSeq(),
                   a.getTs(),      {},           static_cast<ReplicaRecord::Kind>(a.getKind()),
-                  a.getTxn()};
+                  a.getTxn(),     a.getOffset()};
   r.ops.reserve(a.getWrites().size());
   for (auto w : a.getWrites()) {
     if (w.getSegment() != r.segment) {

@@ -14,6 +14,7 @@ class RpcReplicaPeer : public ReplicaPeer {
   // `peers` must outlive the peer and know `node`'s address (PeerClients::Learn).
   RpcReplicaPeer(PeerClients& peers, NodeId node) : peers_(peers), node_(node) {}
   Status Send(const ReplicaRecord& r) override;
+  std::unique_ptr<Pending> Start(const ReplicaRecord& r) override;
 
  private:
   PeerClients& peers_;

@@ -9,6 +9,7 @@
 // leader's. Thread-safe.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,6 +37,7 @@ struct ReplicaRecord {
   std::vector<storage::WriteOp> ops;  // all of `segment`
   Kind kind = Kind::kCommit;
   uint64_t txn = 0;
+  uint64_t offset = 0;  // the segment's log length in bytes with this record (ReplicaPosition)
 };
 
 // A follower's stored copy of a kPrepare record (SegmentStore::PutReplicaPrepared).
@@ -55,9 +57,21 @@ struct ReplicaFailure {
 // One follower node as the leader reaches it.
 class ReplicaPeer {
  public:
+  // A record sent whose answer is still to be read.
+  class Pending {
+   public:
+    virtual ~Pending() = default;
+    // Returns once the follower made the record durable, or failed. Once.
+    virtual Status Finish() = 0;
+  };
   virtual ~ReplicaPeer() = default;
   // Sends `r` and returns once the follower made it durable, or failed.
   virtual Status Send(const ReplicaRecord& r) = 0;
+  // Sends `r`; its answer is read by Finish, so that a leader's local work (the log sync)
+  // and several followers' work overlap. Never null. By default Send, at once.
+  virtual std::unique_ptr<Pending> Start(const ReplicaRecord& r);
+  // A Pending whose answer is known already.
+  static std::unique_ptr<Pending> Answered(Status s);
 };
 
 class Replicator {
@@ -70,12 +84,21 @@ class Replicator {
   // not replicated), and the next record it ships is `next_seq` (0: the numbering goes on,
   // in the epoch it is led in already; only the followers change). An older epoch is
   // refused (Stale).
-  Status Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> followers, uint64_t next_seq)
-      EXCLUDES(mu_);
+  // `keep_bytes` > 0: a copy of the segment sleeps; every record numbered from now on is
+  // also kept (the oldest dropped beyond keep_bytes) to catch it up (CatchUp); 0: none kept.
+  Status Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> followers, uint64_t next_seq,
+              uint64_t keep_bytes = 0) EXCLUDES(mu_);
   // No longer led here (dropped, or this node follows it now).
   void Drop(SegmentId segment) EXCLUDES(mu_);
   // The sequence number the next record of `segment` takes (1 if not led here).
   uint64_t NextSeq(SegmentId segment) const EXCLUDES(mu_);
+  // Sends the kept records of `segment` numbered `from_seq` and after to `node`, in order, and
+  // returns once it holds them durably. The caller holds the segment's writers off (the
+  // master's exclusive latch), so the node then has every record. NotFound if some of them
+  // are not kept (dropped beyond the bound, or not led here in that numbering).
+  Status CatchUp(SegmentId segment, NodeId node, uint64_t from_seq) EXCLUDES(mu_);
+  // Where each segment led here stands: its last record numbered.
+  std::map<SegmentId, ReplicaPosition> Positions() const EXCLUDES(mu_);
 
   // A commit's records, numbered: one per segment with followers, each with its followers.
   struct Outgoing {
@@ -89,8 +112,22 @@ class Replicator {
   Outgoing Number(Timestamp ts, const std::vector<storage::WriteOp>& ops,
                   ReplicaRecord::Kind kind = ReplicaRecord::Kind::kCommit, uint64_t txn = 0)
       EXCLUDES(mu_);
-  // Sends each record to each of its followers (once applied here) and returns the ones that
-  // failed.
+  // Records sent to their followers, answers still to be read (Finish).
+  struct InFlight {
+    struct Sent {
+      SegmentId segment;
+      NodeId node;
+      std::unique_ptr<ReplicaPeer::Pending> pending;
+    };
+    std::vector<Sent> sent;
+  };
+  // Sends each record to each of its followers at once; written to this node's log already
+  // (the sync may still be due: a record a follower holds and the leader lost in a crash was
+  // never acknowledged, and the restarted leader no longer leads).
+  InFlight Begin(const Outgoing& out) EXCLUDES(mu_);
+  // The answers of `f`: the records that failed.
+  static std::vector<ReplicaFailure> Finish(InFlight& f);
+  // Begin and Finish.
   std::vector<ReplicaFailure> Send(const Outgoing& out) EXCLUDES(mu_);
   // Number and Send. OK when every follower answered OK; else Unavailable naming the
   // segments and followers that failed.
@@ -101,6 +138,12 @@ class Replicator {
     uint64_t epoch = 0;
     std::vector<NodeId> followers;
     uint64_t next_seq = 1;
+    Timestamp ts = 0;                // of the last record numbered
+    uint64_t offset = 0;             // the log's length with it
+    uint64_t keep_bytes = 0;         // Lead's bound; 0: nothing kept
+    std::deque<ReplicaRecord> kept;  // consecutive, the newest last
+    uint64_t kept_from = 0;          // seq of kept.front() (or of the next record, if empty)
+    uint64_t kept_size = 0;          // bytes of their writes
   };
   std::shared_ptr<ReplicaPeer> PeerOf(NodeId n) EXCLUDES(mu_);
 

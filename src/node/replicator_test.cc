@@ -147,6 +147,65 @@ TEST_F(ReplicatorTest, AFollowerThatFailsIsNamed) {
   EXPECT_EQ(log_.LastApplied(1), 1u) << "the live follower has it";
 }
 
+// A peer that records when records are sent and when their answers are read.
+class RecordingPeer : public ReplicaPeer {
+ public:
+  RecordingPeer(NodeId n, std::vector<std::string>& events) : n_(n), events_(events) {}
+  Status Send(const ReplicaRecord& r) override { return Start(r)->Finish(); }
+  std::unique_ptr<Pending> Start(const ReplicaRecord& r) override {
+    events_.push_back(fmt::format("send {} to {}", r.seq, n_));
+    struct Answer : Pending {
+      Answer(std::string what, std::vector<std::string>& events) : what(what), events(events) {}
+      Status Finish() override {
+        events.push_back(what);
+        return Status::OK();
+      }
+      std::string what;
+      std::vector<std::string>& events;
+    };
+    return std::make_unique<Answer>(fmt::format("answer {} from {}", r.seq, n_), events_);
+  }
+
+ private:
+  NodeId n_;
+  std::vector<std::string>& events_;
+};
+
+TEST_F(ReplicatorTest, EveryFollowerHasTheRecordBeforeTheFirstAnswerIsAwaited) {
+  std::vector<std::string> events;
+  Replicator r([&](NodeId n) { return std::make_shared<RecordingPeer>(n, events); });
+  ASSERT_TRUE(r.Lead(1, 1, {2, 3}, 1).ok());
+  Replicator::InFlight f = r.Begin(r.Number(10, {Op(1, 1, "a")}));
+  events.push_back("local sync");
+  EXPECT_TRUE(Replicator::Finish(f).empty());
+  EXPECT_EQ(events, (std::vector<std::string>{"send 1 to 2", "send 1 to 3", "local sync",
+                                              "answer 1 from 2", "answer 1 from 3"}));
+}
+
+// A follower that sleeps leaves the set; the leader keeps what it misses and catches it up
+// when it wakes, in the same epoch, with no copy of the segment. Past the bound, it cannot.
+TEST_F(ReplicatorTest, ASleepingFollowerIsCaughtUpFromTheKeptRecords) {
+  auto r = LeadToFollower();
+  ASSERT_TRUE(Commit(*r, 10, {Op(1, 1, "a")}).ok());
+  ASSERT_TRUE(r->Lead(1, 1, {}, 0, /*keep_bytes=*/1 << 20).ok());  // node 9 sleeps
+  for (int i = 2; i <= 5; i++) ASSERT_TRUE(Commit(*r, 10 * i, {Op(1, i, "b")}).ok());
+  EXPECT_EQ(log_.LastApplied(1), 1u) << "shipped to no one";
+  EXPECT_EQ(r->CatchUp(1, 9, 1).code(), Status::Code::kNotFound) << "record 1 was not kept";
+  ASSERT_TRUE(r->CatchUp(1, 9, 2).ok());
+  EXPECT_EQ(log_.LastApplied(1), 5u);
+  EXPECT_TRUE(Same(Rows(*leader_, 1, 1000), Rows(*follower_, 1, 1000)));
+  EXPECT_EQ(r->Positions()[1].offset, log_.Positions()[1].offset) << "no byte behind";
+  // Back in the set; the next commit ships as before.
+  ASSERT_TRUE(r->Lead(1, 1, {9}, 0).ok());
+  ASSERT_TRUE(Commit(*r, 60, {Op(1, 6, "c")}).ok());
+  EXPECT_EQ(log_.LastApplied(1), 6u);
+  // A bound of a few bytes keeps only the newest record.
+  ASSERT_TRUE(r->Lead(1, 1, {}, 0, /*keep_bytes=*/1).ok());
+  ASSERT_TRUE(Commit(*r, 70, {Op(1, 7, "d")}).ok());
+  ASSERT_TRUE(Commit(*r, 80, {Op(1, 8, "e")}).ok());
+  EXPECT_EQ(r->CatchUp(1, 9, 7).code(), Status::Code::kNotFound);
+}
+
 TEST_F(ReplicatorTest, ADeposedLeaderCannotReplicate) {
   Replicator old_leader([&](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
   ASSERT_TRUE(old_leader.Lead(1, 1, {9}, 1).ok());

@@ -36,7 +36,8 @@ struct NodeMessage {
       host @1 :Text;
       port @2 :UInt16;
       pid @3 :Int32;
-    }
+      incarnation @6 :UInt64;      # random per process start: the same one re-registering
+    }                              # (resumed, reconnected) kept its memory
     heartbeat @4 :Telemetry;
     goodbye @5 :Void;              # clean shutdown: the node is about to exit
   }

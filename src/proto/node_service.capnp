@@ -60,6 +60,11 @@ struct SegmentStats {
   rowsWritten @3 :UInt64;
   collections @4 :UInt64;      # garbage collections of old versions (CollectGarbage)
   cachedReads @5 :UInt64;      # point reads answered from the newest-version cache
+  replicaSeq @6 :UInt64;       # led or followed here: the last record numbered or applied,
+  replicaTs @7 :UInt64;        # its commit timestamp and the log's length in bytes with it
+  replicaOffset @8 :UInt64;    # (node/follower_log.h ReplicaPosition; 0: not replicated)
+  keptFrom @9 :UInt64;         # led here with a copy asleep: the first record kept for it
+  keptBytes @10 :UInt64;       # and the bytes kept (0: none kept)
 }
 
 struct SegmentPlace {                # where an offloaded plan's Exchange reads a segment
@@ -206,7 +211,8 @@ struct Request {
       epoch @71 :UInt64;             # numbered nextSeq (0: numbering goes on, same epoch)
       nextSeq @72 :UInt64;
       followers @73 :List(ReplicaNode);
-    }
+      keepBytes @85 :UInt64;         # > 0: a copy sleeps; keep the records numbered from now on
+    }                                # (up to this many bytes) to catch it up when it wakes
     follow :group {                  # master -> follower: follow `segment` in `epoch`, next
       segment @74 :UInt64;           # record nextSeq (0: no longer follow it)
       epoch @75 :UInt64;
@@ -220,6 +226,12 @@ struct Request {
       writes @81 :List(Write);       # kind and row as in prepare; check unused
       kind @82 :UInt8;               # 0 commit (txn: the prepared transaction it ends, or 0),
       txn @83 :UInt64;               # 1 txn's prepare (ts: it commits above), 2 txn's abort
+      offset @84 :UInt64;            # the segment's log length in bytes with this record
+    }
+    catchUp :group {                 # master -> leader: send the records kept for a sleeping
+      segment @86 :UInt64;           # copy, from fromSeq on, to `follower`; the reply comes
+      follower @87 :ReplicaNode;     # once it holds them durably (NotFound: not all kept)
+      fromSeq @88 :UInt64;
     }
   }
 }

@@ -168,6 +168,9 @@ void MiniCluster::WriteConfig() {
       dir_, opts.segment_bytes, opts.telemetry_interval_ms, opts.telemetry_interval_ms * 10,
       opts.latch_wait_ms, opts.column_cache_quiet_ms, BinDir(), opts.cluster_toml, pg_port_,
       cluster_port);
+  // One copy of each segment unless a test asks for more: the tests of replicas say so.
+  if (opts.cluster_toml.find("replication_factor") == std::string::npos)
+    toml.insert(toml.find("[master]"), "replication_factor = 1\n");
   toml += opts.master_toml + "\n" + opts.extra_toml + "\n";
   std::ofstream(dir_ + "/policy.toml") << opts.policy;
   for (int i = 1; i <= opts.nodes; i++) {

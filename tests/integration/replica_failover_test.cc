@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -271,6 +272,115 @@ TEST(Replicas, ADecidedCommitSurvivesTheLossOfALeaderBetweenPrepareAndCommit) {
   EXPECT_EQ(c->Scalar("SELECT sum(v) FROM a"), "5050");
   EXPECT_EQ(c->Scalar("SELECT sum(v) FROM b"), "5050");
   std::printf("%s", cluster.LogLines("in-doubt txn resolved").c_str());
+}
+
+// With two copies of every segment, a drain hands each leadership to the node that follows
+// the segment (no copy), and a node put to sleep leaves the sets it follows before it sleeps,
+// so that no leader waits for it: its copies are asleep, the leaders keep what they miss, and
+// on waking they catch up from those records and follow again, with no segment copied.
+TEST(Replicas, DrainsHandLeadershipOverAndASleepingCopyCatchesUpOnWaking) {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.telemetry_interval_ms = 200;
+  o.segment_bytes = 64 << 20;
+  o.cluster_toml = "replication_factor = 2";
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)"), "");
+  std::string set = ReplicaSet(*c);
+  ASSERT_NE(set, "") << "two copies without WITH (replicas)";
+  int leader = std::stoi(set.substr(0, set.find(' ')));
+  int follower = std::stoi(set.substr(set.find(' ') + 1));
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT g, 'x' FROM generate_series(1, 1000) g"), "");
+  // Both copies report the last record, as the nodes' heartbeats tell it.
+  EXPECT_TRUE(cluster.WaitFor(
+      "SELECT count(*) FROM wattdb_replicas WHERE table_name = 't' AND applied_ts > 0 AND "
+      "records_behind = 0 AND bytes_behind = 0",
+      "2", 10000));
+
+  std::string msg;
+  ASSERT_EQ(c->Exec(fmt::format("ALTER NODE {} DRAIN", leader), nullptr, &msg), "") << msg;
+  EXPECT_EQ(ReplicaSet(*c), fmt::format("{} {}", follower, leader))
+      << "the follower leads; the drained node follows";
+  EXPECT_NE(cluster.LogLines("leadership handed over").find(fmt::format("to=n{}", follower)),
+            std::string::npos);
+  ASSERT_EQ(c->Exec(fmt::format("ALTER NODE {} SUSPEND", leader), nullptr, &msg), "") << msg;
+  const std::string sleeper = fmt::format(
+      "SELECT state FROM wattdb_replicas WHERE table_name = 't' AND node_id = {}", leader);
+  EXPECT_EQ(c->Scalar(sleeper), "asleep") << "out of the set before it sleeps";
+  for (int i = 1001; i <= 1100; i++) {
+    ASSERT_EQ(c->Exec(fmt::format("INSERT INTO t VALUES ({}, 'while it sleeps')", i)), "");
+  }
+  EXPECT_TRUE(cluster.WaitFor(fmt::format("SELECT records_behind FROM wattdb_replicas WHERE "
+                                          "table_name = 't' AND node_id = {}",
+                                          leader),
+                              "100", 10000))
+      << "one record per commit it slept through, kept by its leader";
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM wattdb_replicas WHERE table_name = 't'"), "2")
+      << "a sleeping copy still counts: no third copy is seeded";
+  ASSERT_EQ(c->Exec(fmt::format("ALTER NODE {} POWER ON", leader), nullptr, &msg), "") << msg;
+  EXPECT_NE(cluster.LogLines("asleep copy caught up").find(fmt::format("node=n{}", leader)),
+            std::string::npos)
+      << cluster.LogLines("asleep copy");
+  EXPECT_EQ(c->Scalar(sleeper), "live");
+  EXPECT_EQ(cluster.LogLines("follower seeded").find(fmt::format("follower=n{}", leader)),
+            std::string::npos)
+      << "caught up, not copied again";
+  // The woken copy holds every row: it leads again and answers.
+  ASSERT_EQ(c->Exec(fmt::format("ALTER NODE {} DRAIN", follower), nullptr, &msg), "") << msg;
+  EXPECT_EQ(ReplicaSet(*c), fmt::format("{} {}", leader, follower));
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "1100");
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE v = 'while it sleeps'"), "100");
+}
+
+// How long writes to a segment stop when its leader is killed (its connections close: the
+// master sees it down at once) and when it freezes, as a partitioned node does (silent: down
+// after the heartbeat timeout, 2 s here). Prints the figures; asserts writes resume.
+TEST(Replicas, WritesResumeAfterTheLeaderIsKilledOrFrozen) {
+  MiniClusterOptions o;
+  o.nodes = 3;
+  o.telemetry_interval_ms = 200;  // heartbeat timeout 2 s
+  o.segment_bytes = 64 << 20;
+  o.cluster_toml = "replication_factor = 3";
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)"), "");
+  ASSERT_TRUE(cluster.WaitFor(
+      "SELECT count(*) FROM wattdb_replicas WHERE table_name = 't' AND state = 'live'", "3",
+      30000));
+  auto leader_of = [&] {
+    return std::stoi(c->Scalar(
+        "SELECT min(node_id) FROM wattdb_replicas WHERE table_name = 't' AND role = 'leader'"));
+  };
+  // Seconds from the fault until the first insert acknowledged after it; -1 if none in 30 s.
+  auto outage = [&](const std::function<void(pid_t)>& fault) {
+    auto w = cluster.Connect();
+    static int id = 0;
+    for (int i = 0; i < 20; i++)
+      EXPECT_EQ(w->Exec(fmt::format("INSERT INTO t VALUES ({}, 'a')", ++id)), "");
+    pid_t pid = cluster.NodePid(leader_of());
+    auto t0 = Clock::now();
+    fault(pid);
+    while (Clock::now() - t0 < std::chrono::seconds(30)) {
+      std::string st = w->Exec(fmt::format("INSERT INTO t VALUES ({}, 'b')", ++id));
+      if (st.empty()) return std::chrono::duration<double>(Clock::now() - t0).count();
+      if (st == "08006" || st == "08003" || st == "57P01") w = cluster.Connect();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1.0;
+  };
+  double killed = outage([](pid_t pid) { kill(pid, SIGKILL); });
+  EXPECT_GE(killed, 0) << cluster.LogLines("failover");
+  double frozen = outage([](pid_t pid) { kill(pid, SIGSTOP); });
+  EXPECT_GE(frozen, 0) << cluster.LogLines("failover");
+  std::printf(
+      "writes resumed after kill -9: %.2f s, after a freeze: %.2f s (heartbeat timeout 2 s)\n%s",
+      killed, frozen, cluster.LogLines("failover seg=").c_str());
+  for (int n = 1; n <= 3; n++) {
+    if (pid_t p = cluster.NodePid(n); p > 0) kill(p, SIGCONT);
+  }
 }
 
 }  // namespace

@@ -72,6 +72,10 @@ std::string Catalog::EncodeSegment(const SegmentEntry& e) {
   w.VarU64(e.epoch);
   w.VarU64(e.followers.size());
   for (NodeId f : e.followers) w.VarU64(f);
+  if (!e.asleep.empty()) {  // (none: the record as before asleep copies existed)
+    w.VarU64(e.asleep.size());
+    for (NodeId n : e.asleep) w.VarU64(n);
+  }
   return out;
 }
 
@@ -96,6 +100,14 @@ Result<SegmentEntry> Catalog::DecodeSegment(const std::string& v) {
     if (!r.VarU64(&f)) return Status::Corruption("segment record does not decode");
     e.followers.push_back(static_cast<NodeId>(f));
   }
+  if (r.empty()) return e;
+  if (!r.VarU64(&n) || n > 64) return Status::Corruption("segment record does not decode");
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t a;
+    if (!r.VarU64(&a)) return Status::Corruption("segment record does not decode");
+    e.asleep.push_back(static_cast<NodeId>(a));
+  }
+  if (!r.empty()) return Status::Corruption("segment record does not decode");
   return e;
 }
 
@@ -646,12 +658,18 @@ Status Catalog::ApplySplits(SegmentId seg, SegmentId first_new_id,
   }
   SegmentEntry lower = old;
   lower.hi = keys[0];
+  lower.asleep.clear();  // the sleeping copies hold the whole range: re-seeded
   std::vector<SegmentEntry> uppers;
   std::vector<storage::KvStore::Op> ops{{SegmentKey(seg), EncodeSegment(lower)}};
   for (size_t i = 0; i < keys.size(); i++) {
-    uppers.push_back(SegmentEntry{first_new_id + i, old.table, keys[i],
-                                  i + 1 < keys.size() ? keys[i + 1] : old.hi, old.node,
-                                  old.followers, old.epoch});
+    uppers.push_back(SegmentEntry{first_new_id + i,
+                                  old.table,
+                                  keys[i],
+                                  i + 1 < keys.size() ? keys[i + 1] : old.hi,
+                                  old.node,
+                                  old.followers,
+                                  old.epoch,
+                                  {}});
     ops.push_back({SegmentKey(uppers.back().id), EncodeSegment(uppers.back())});
   }
   ops.push_back({U64Key(kSplitPrefix, seg), "", true});
@@ -714,6 +732,7 @@ Status Catalog::SetOwner(SegmentId seg, NodeId node) {
   e.node = node;
   std::erase(e.followers, node);
   e.epoch++;
+  e.asleep.clear();
   RETURN_NOT_OK(
       kv_->Write({{SegmentKey(seg), EncodeSegment(e)}, {U64Key(kMovePrefix, seg), "", true}}));
   by_table_[ix->second.first][ix->second.second] = e;
@@ -741,9 +760,31 @@ Result<SegmentEntry> Catalog::SetReplicas(SegmentId seg, NodeId leader,
     return Status::InvalidArgument(fmt::format(
         "segment {}: epoch {} after {} (a new leader needs a new epoch)", seg, next, e.epoch));
   }
+  if (next != e.epoch) e.asleep.clear();  // another numbering: they cannot catch up
   e.epoch = next;
   e.node = leader;
   e.followers = std::move(followers);
+  for (NodeId n : e.followers) std::erase(e.asleep, n);
+  std::erase(e.asleep, leader);
+  RETURN_NOT_OK(kv_->Write({{SegmentKey(seg), EncodeSegment(e)}}));
+  by_table_[ix->second.first][ix->second.second] = e;
+  return e;
+}
+
+Result<SegmentEntry> Catalog::SetAsleep(SegmentId seg, NodeId node, AsleepChange change) {
+  WriterLock l(mu_);
+  auto ix = seg_index_.find(seg);
+  if (ix == seg_index_.end()) return Status::NotFound(fmt::format("segment {}", seg));
+  SegmentEntry e = by_table_[ix->second.first][ix->second.second];
+  const bool sleep = change == AsleepChange::kSleep;
+  auto& from = sleep ? e.followers : e.asleep;
+  if (std::find(from.begin(), from.end(), node) == from.end()) {
+    return Status::NotFound(fmt::format("segment {}: node {} is not {}", seg, node,
+                                        sleep ? "a follower" : "an asleep copy"));
+  }
+  std::erase(from, node);
+  if (sleep) e.asleep.push_back(node);
+  if (change == AsleepChange::kWake) e.followers.push_back(node);
   RETURN_NOT_OK(kv_->Write({{SegmentKey(seg), EncodeSegment(e)}}));
   by_table_[ix->second.first][ix->second.second] = e;
   return e;

@@ -36,6 +36,10 @@ struct SegmentEntry {
   std::vector<NodeId> followers;  // the other replicas, on nodes distinct from `node`
   // Grows with every change of (node, followers); a request of another epoch is refused.
   uint64_t epoch = 1;
+  // Copies on sleeping nodes, out of the set: each holds the records of this epoch up to its
+  // node's sleep, and catches up from the leader's kept records when it wakes. A new epoch
+  // (another numbering) or a split leaves them behind (they are re-seeded).
+  std::vector<NodeId> asleep;
 };
 
 enum class NodeAdminState : uint8_t { kActive = 0, kDraining = 1, kOff = 2, kSuspended = 3 };
@@ -152,6 +156,11 @@ class Catalog : public plan::CatalogReader {
   // in flight stay valid at the followers that remain); it never goes back.
   Result<SegmentEntry> SetReplicas(SegmentId seg, NodeId leader, std::vector<NodeId> followers,
                                    std::optional<uint64_t> epoch = std::nullopt);
+  // An asleep copy's changes (synced), in the same epoch. kSleep: a follower leaves the set
+  // and sleeps; kWake: an asleep copy, caught up, follows again; kForget: an asleep copy is
+  // given up (re-seeded later). NotFound if `node` is not a follower (kSleep) or asleep.
+  enum class AsleepChange { kSleep, kWake, kForget };
+  Result<SegmentEntry> SetAsleep(SegmentId seg, NodeId node, AsleepChange change);
   std::vector<MoveIntent> PendingMoves() const;
   // A segment record as the catalog stores it (docs/design/formats.md); for tests.
   static Result<SegmentEntry> DecodeSegmentForTest(const std::string& v) {

@@ -281,6 +281,46 @@ TEST_F(CatalogTest, ReplicaSetsPersistAndEveryChangeIsANewEpoch) {
   EXPECT_EQ(jumped->epoch, back->epoch + 5);
 }
 
+// A follower that sleeps leaves the set in the same epoch and is kept as an asleep copy; it
+// follows again once caught up, is given up when it cannot be, and a new epoch or a split
+// leaves it behind.
+TEST_F(CatalogTest, AsleepCopiesPersistKeepTheEpochAndEndWithANewOne) {
+  using Change = Catalog::AsleepChange;
+  TableSchema t = Schema("a");
+  auto seg = cat_->CreateTable(&t, 1);
+  ASSERT_TRUE(seg.ok());
+  auto set = cat_->SetReplicas(seg->id, 1, {2, 3});
+  ASSERT_TRUE(set.ok());
+  auto slept = cat_->SetAsleep(seg->id, 3, Change::kSleep);
+  ASSERT_TRUE(slept.ok()) << slept.status().ToString();
+  EXPECT_EQ(slept->epoch, set->epoch);
+  EXPECT_EQ(slept->followers, (std::vector<NodeId>{2}));
+  EXPECT_EQ(slept->asleep, (std::vector<NodeId>{3}));
+  EXPECT_EQ(cat_->SetAsleep(seg->id, 3, Change::kSleep).status().code(), Status::Code::kNotFound);
+  Reopen();
+  auto back = cat_->GetSegment(seg->id);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->asleep, (std::vector<NodeId>{3}));
+  auto woke = cat_->SetAsleep(seg->id, 3, Change::kWake);
+  ASSERT_TRUE(woke.ok());
+  EXPECT_EQ(woke->followers, (std::vector<NodeId>{2, 3}));
+  EXPECT_TRUE(woke->asleep.empty());
+  ASSERT_TRUE(cat_->SetAsleep(seg->id, 2, Change::kSleep).ok());
+  auto forgot = cat_->SetAsleep(seg->id, 2, Change::kForget);
+  ASSERT_TRUE(forgot.ok());
+  EXPECT_EQ(forgot->followers, (std::vector<NodeId>{3}));
+  EXPECT_TRUE(forgot->asleep.empty());
+  ASSERT_TRUE(cat_->SetAsleep(seg->id, 3, Change::kSleep).ok());
+  auto renumbered = cat_->SetReplicas(seg->id, 1, {2});  // a new epoch
+  ASSERT_TRUE(renumbered.ok());
+  EXPECT_TRUE(renumbered->asleep.empty()) << "another numbering: it cannot catch up";
+  ASSERT_TRUE(cat_->SetAsleep(seg->id, 2, Change::kSleep).ok());
+  ASSERT_TRUE(cat_->LogSplitIntent({seg->id, seg->id + 100, 1, 1}).ok());
+  ASSERT_TRUE(cat_->ApplySplit(seg->id, seg->id + 100, K(50)).ok());
+  EXPECT_TRUE(cat_->GetSegment(seg->id)->asleep.empty());
+  EXPECT_TRUE(cat_->GetSegment(seg->id + 100)->asleep.empty());
+}
+
 TEST_F(CatalogTest, ATablesReplicasPersistAndOlderRecordsReadAsTheClusterDefault) {
   TableSchema t = Schema("rr");
   t.replicas = 3;

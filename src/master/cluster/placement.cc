@@ -165,7 +165,15 @@ Result<std::vector<MoveReport>> Placement::DrainNode(NodeId node) {
     return ids;
   };
   steps.move = [&](SegmentId seg) -> Status {
-    NodeId target = LeastLoadedNode(node);
+    // A node that follows the segment takes the lead without a copy; else the least loaded.
+    std::map<NodeId, NodeLoad> load = SegmentCounts(0, node);
+    std::map<NodeId, NodeLoad> following;
+    if (auto e = catalog_.GetSegment(seg); e.ok()) {
+      for (NodeId f : e->followers) {
+        if (load.count(f)) following[f] = load[f];
+      }
+    }
+    NodeId target = LeastLoaded(following.empty() ? load : following, 0);
     if (target == 0) {
       return Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
                          fmt::format("cannot drain node {}: no other active node is up", node));
@@ -230,8 +238,16 @@ void Placement::Maintain(const std::function<void()>& between) {
     if (round > 0 && between) between();
     if (!SplitOversized()) break;
   }
-  // 4. Segments with fewer copies than their tables want get followers.
+  // 4. Copies asleep on nodes awake again catch up; segments with fewer copies than their
+  //    tables want get followers.
   if (between) between();
+  std::set<NodeId> woken;
+  for (const auto& e : catalog_.AllSegments()) {
+    for (NodeId n : e.asleep) {
+      if (registry_.IsUp(n) && catalog_.GetNodeState(n) == NodeAdminState::kActive) woken.insert(n);
+    }
+  }
+  for (NodeId n : woken) CatchUpAsleep(n);
   ReplicateUnderReplicated();
 }
 
@@ -249,7 +265,8 @@ bool Placement::SplitOversized() {
       if (!e.ok() || moving.count(rs.id)) continue;  // unknown ids: in-flight split or trash
       if (e->node != n.id) {
         const auto& fs = e->followers;
-        if (std::find(fs.begin(), fs.end(), n.id) != fs.end()) continue;  // a replica
+        if (std::find(fs.begin(), fs.end(), n.id) != fs.end()) continue;     // a replica
+        if (std::count(e->asleep.begin(), e->asleep.end(), n.id)) continue;  // one that slept
         // Checked again under the admin lock: a move that started after the listing has
         // logged its intent by then (its target's copy is not stray).
         MutexLock admin(admin_mu_);
@@ -257,6 +274,7 @@ bool Placement::SplitOversized() {
         if (!owner.ok() || owner->node == n.id || IsPendingMove(rs.id)) continue;
         const auto& now = owner->followers;
         if (std::find(now.begin(), now.end(), n.id) != now.end()) continue;
+        if (std::count(owner->asleep.begin(), owner->asleep.end(), n.id)) continue;
         Log("master")->info("dropping stray copy seg={} node=n{} owner=n{}", rs.id, n.id,
                             owner->node);
         (void)RpcDropSegment(**c, rs.id);

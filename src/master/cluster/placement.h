@@ -133,6 +133,19 @@ class Placement {
   // segment (the move path's pull) under the segment's exclusive latch, tells the nodes the
   // new epoch, then writes the set.
   Status Replicate(SegmentId seg);
+  // The energy policy's word on sleeping copies: every replicated segment keeps at least
+  // `min_live` live copies (upkeep seeds one when fewer are awake), and a leader keeps up to
+  // `keep_bytes` of the records a sleeping copy misses (0: a sleeping copy is re-seeded).
+  void SetSleepPolicy(int min_live, uint64_t keep_bytes);
+  // A follower on `node` leaves `seg`'s set because its node goes to sleep: kept as asleep
+  // (the leader keeping what it misses) unless the policy keeps nothing.
+  Status SleepFollower(SegmentId seg, NodeId node) EXCLUDES(replica_mu_);
+  // `node` woke: each of its asleep copies is caught up from its leader's kept records and
+  // follows again, or, if that cannot be, is given up (upkeep seeds a copy). Returns the
+  // copies caught up.
+  int CatchUpAsleep(NodeId node);
+  // The followers being seeded now (segment -> node): learners, not yet in the set.
+  std::map<SegmentId, NodeId> Learners() const EXCLUDES(learner_mu_);
   // Takes `node` out of `seg`'s followers (it did not make a record of `leader`'s durable), in
   // the same epoch, and tells the leader. Called before that commit is acknowledged: fails
   // (Unavailable) if `leader` no longer leads `seg` (a failover came first: the commit may
@@ -198,6 +211,9 @@ class Placement {
   Status FailOverHeld(const SegmentEntry& e, const char* why) REQUIRES(replica_mu_);
   // Tells `e`'s leader its followers and epoch (next_seq 0: its numbering goes on).
   Status TellLeader(const SegmentEntry& e, uint64_t next_seq);
+  // Fewer copies than the table wants, counting asleep ones, or fewer live than the policy's
+  // min_live_replicas.
+  bool ShortOfCopies(const SegmentEntry& e) const;
   Result<std::vector<ReplicaAddress>> Addresses(const std::vector<NodeId>& nodes);
   // Upkeep: seeds the followers segments lack, a few per round.
   void ReplicateUnderReplicated();
@@ -218,6 +234,10 @@ class Placement {
   Mutex admin_mu_;  // serializes moves, splits and drains (guards no data: held across calls)
   Mutex operator_mu_;
   Mutex replica_mu_;  // replica sets' read-modify-writes (after admin_mu_ and latches)
+  std::atomic<int> min_live_replicas_{1};
+  std::atomic<uint64_t> sleep_log_bytes_{64ull << 20};
+  mutable Mutex learner_mu_;
+  std::map<SegmentId, NodeId> learners_ GUARDED_BY(learner_mu_);
   std::multiset<NodeId> operator_nodes_ GUARDED_BY(operator_mu_);
 };
 

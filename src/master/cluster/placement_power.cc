@@ -1,4 +1,5 @@
 // Placement's power operations: drain marks, power off, suspend, power on (placement.h).
+#include <algorithm>
 #include <set>
 
 #include "common/logging.h"
@@ -57,6 +58,13 @@ Status Placement::PowerDown(NodeId node, power::PowerAction action) {
       return Status::Sql(sqlstate::kObjectNotInPrerequisiteState,
                          fmt::format("node {} is off; it cannot be suspended", node));
     }
+    // Its copies leave their sets first: a leader shipping to a sleeping node would wait for
+    // it until its deadline on every commit. They sleep (the leaders keep what they miss, to
+    // catch them up on waking), or, if the policy keeps nothing, are dropped.
+    for (const SegmentEntry& e : catalog_.AllSegments()) {
+      if (std::count(e.followers.begin(), e.followers.end(), node))
+        RETURN_NOT_OK(SleepFollower(e.id, node));
+    }
     RETURN_NOT_OK(
         catalog_.SetNodeState(node, suspend ? NodeAdminState::kSuspended : NodeAdminState::kOff));
   }
@@ -109,7 +117,9 @@ Status Placement::PowerOn(NodeId node) {
     return Status(Status::Code::kUnavailable, why, sqlstate::kCannotConnectNow);
   }
   RETURN_NOT_OK(catalog_.SetNodeState(node, NodeAdminState::kActive));
-  Log("master")->info("node powered on id={} driver={}", node, power_.Driver(node).name());
+  int caught = CatchUpAsleep(node);
+  Log("master")->info("node powered on id={} driver={} copies_caught_up={}", node,
+                      power_.Driver(node).name(), caught);
   return Status::OK();
 }
 

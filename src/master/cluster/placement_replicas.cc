@@ -6,6 +6,8 @@
 // set's read-modify-write and the requests that make the nodes agree with it, never across
 // a copy).
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "common/failpoint.h"
 #include "common/logging.h"
@@ -29,10 +31,18 @@ bool Has(const std::vector<NodeId>& nodes, NodeId n) {
 }  // namespace
 
 uint32_t Placement::WantedReplicas(TableId table) const {
-  uint32_t want = static_cast<uint32_t>(config_.replication_factor);
+  uint32_t want = static_cast<uint32_t>(config_.ReplicationFactor());
   if (auto t = catalog_.TableById(table); t && t->replicas > 0) want = t->replicas;
   return std::clamp<uint32_t>(want, 1,
                               static_cast<uint32_t>(std::max<size_t>(config_.nodes.size(), 1)));
+}
+
+bool Placement::ShortOfCopies(const SegmentEntry& e) const {
+  // Sleeping copies count as copies while enough of the others are awake.
+  size_t want = WantedReplicas(e.table);
+  size_t live = e.followers.size() + 1;
+  size_t min_live = std::min<size_t>(want, static_cast<size_t>(min_live_replicas_.load()));
+  return live + e.asleep.size() < want || live < min_live;
 }
 
 Result<std::vector<ReplicaAddress>> Placement::Addresses(const std::vector<NodeId>& nodes) {
@@ -50,7 +60,97 @@ Result<std::vector<ReplicaAddress>> Placement::Addresses(const std::vector<NodeI
 Status Placement::TellLeader(const SegmentEntry& e, uint64_t next_seq) {
   ASSIGN_OR_RETURN(auto leader, registry_.Client(e.node));
   ASSIGN_OR_RETURN(auto followers, Addresses(e.followers));
-  return RpcLead(*leader, e.id, e.epoch, followers, next_seq);
+  // Records are kept for sleeping copies only in the numbering they hold (next_seq 0).
+  uint64_t keep = next_seq == 0 && !e.asleep.empty() ? sleep_log_bytes_.load() : 0;
+  return RpcLead(*leader, e.id, e.epoch, followers, next_seq, keep);
+}
+
+void Placement::SetSleepPolicy(int min_live, uint64_t keep_bytes) {
+  min_live_replicas_ = std::max(1, min_live);
+  sleep_log_bytes_ = keep_bytes;
+}
+
+Status Placement::SleepFollower(SegmentId seg, NodeId node) {
+  ASSIGN_OR_RETURN(SegmentEntry e, catalog_.GetSegment(seg));
+  std::string why = fmt::format("node {} goes to sleep", node);
+  if (sleep_log_bytes_ == 0 || !Has(e.followers, node)) return DropFollower(seg, e.node, node, why);
+  MutexLock l(replica_mu_);
+  ASSIGN_OR_RETURN(e, catalog_.SetAsleep(seg, node, Catalog::AsleepChange::kSleep));
+  Log("master")->info("follower asleep seg={} node=n{} leader=n{} epoch={}", seg, node, e.node,
+                      e.epoch);
+  // Not told: it ships to the sleeping node until it fails there, then drops it (same set).
+  Status told = TellLeader(e, 0);
+  if (!told.ok()) Log("master")->info("leader of seg={} not told: {}", seg, told.ToString());
+  return Status::OK();
+}
+
+int Placement::CatchUpAsleep(NodeId node) {
+  // Where the node's copies stand, as its first heartbeat since it (re)registered tells:
+  // nothing changes them while it sleeps, and that heartbeat is from after its sleep.
+  std::map<SegmentId, uint64_t> at;
+  auto deadline = clock_.NowMicros() + int64_t{config_.heartbeat_timeout_ms} * 1000;
+  bool heard = false;
+  while (!heard && !Stopping()) {
+    for (const auto& n : registry_.Snapshot()) {
+      if (n.id != node || !n.up || n.last_heartbeat_us <= n.registered_us) continue;
+      heard = true;
+      for (const auto& s : n.segments) at[s.id] = s.replica_seq;
+    }
+    if (heard || clock_.NowMicros() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!heard) return 0;  // not heard from: upkeep tries again
+  int caught = 0;
+  for (const SegmentEntry& seen : catalog_.AllSegments()) {
+    if (!Has(seen.asleep, node) || Stopping()) continue;
+    int64_t t0 = clock_.NowMicros();
+    // No commit of the segment is in flight while its latch is held exclusively: once the
+    // kept records are in, the copy holds every record, and follows from the next one.
+    MutexLock admin(admin_mu_);
+    auto excl = latches_.LockExclusive(seen.id, config_.latch_wait_ms);
+    if (!excl.ok()) {  // busy: the next upkeep pass tries again
+      Log("master")->info("asleep copy seg={} node=n{} waits: {}", seen.id, node,
+                          excl.status().ToString());
+      continue;
+    }
+    auto e = catalog_.GetSegment(seen.id);
+    if (!e.ok() || !Has(e->asleep, node)) continue;
+    uint64_t from = at.count(e->id) ? at[e->id] + 1 : 0;
+    Status s = from ? Status::OK() : Status::NotFound("the node does not follow it any more");
+    if (s.ok()) {
+      auto leader = registry_.Client(e->node);
+      auto addr = Addresses({node});
+      s = !leader.ok() ? leader.status()
+          : !addr.ok() ? addr.status()
+                       : RpcCatchUp(**leader, e->id, (*addr)[0], from);
+    }
+    MutexLock l(replica_mu_);
+    if (s.ok()) {
+      // The leader first, then the set: a follower the catalog names is one it ships to.
+      auto now = catalog_.GetSegment(e->id);  // a failover meanwhile leaves the copy behind
+      if (!now.ok() || now->epoch != e->epoch || now->node != e->node || !Has(now->asleep, node)) {
+        s = Status::Aborted("the set changed meanwhile");
+      } else {
+        SegmentEntry next = *now;
+        next.followers.push_back(node);
+        next.asleep = Without(next.asleep, node);
+        s = TellLeader(next, 0);
+        if (s.ok()) s = catalog_.SetAsleep(e->id, node, Catalog::AsleepChange::kWake).status();
+      }
+    }
+    if (!s.ok()) {
+      // Given up: its copy is a stray now, dropped by upkeep, which seeds another if needed.
+      Log("master")->info("asleep copy seg={} node=n{} not caught up ({}): seeded again", e->id,
+                          node, s.ToString());
+      auto forgot = catalog_.SetAsleep(e->id, node, Catalog::AsleepChange::kForget);
+      if (forgot.ok()) (void)TellLeader(*forgot, 0);
+      continue;
+    }
+    caught++;
+    Log("master")->info("asleep copy caught up seg={} node=n{} leader=n{} from_seq={} ms={:.1f}",
+                        e->id, node, e->node, from, (clock_.NowMicros() - t0) / 1000.0);
+  }
+  return caught;
 }
 
 Status Placement::Replicate(SegmentId seg) {
@@ -62,7 +162,7 @@ Status Placement::Replicate(SegmentId seg) {
 Status Placement::ReplicateLocked(SegmentId seg) {
   while (true) {
     ASSIGN_OR_RETURN(SegmentEntry e, catalog_.GetSegment(seg));
-    if (e.followers.size() + 1 >= WantedReplicas(e.table)) return Status::OK();
+    if (!ShortOfCopies(e)) return Status::OK();
     std::map<NodeId, NodeLoad> load = SegmentCounts(e.table, e.node);
     for (NodeId f : e.followers) load.erase(f);
     NodeId target = LeastLoaded(load, e.table);
@@ -71,10 +171,27 @@ Status Placement::ReplicateLocked(SegmentId seg) {
   }
 }
 
+std::map<SegmentId, NodeId> Placement::Learners() const {
+  MutexLock l(learner_mu_);
+  return learners_;
+}
+
 Status Placement::SeedFollowerLocked(const SegmentEntry& e, NodeId target) {
   // No commit of the segment is in flight (its latch is held exclusively): the copy is the
   // leader's state after its last record, and the new epoch's numbering starts at 1.
   int64_t t0 = clock_.NowMicros();
+  {
+    MutexLock l(learner_mu_);
+    learners_[e.id] = target;
+  }
+  struct Learned {
+    Placement* p;
+    SegmentId seg;
+    ~Learned() {
+      MutexLock l(p->learner_mu_);
+      p->learners_.erase(seg);
+    }
+  } learned{this, e.id};
   ASSIGN_OR_RETURN(auto dst, registry_.Client(target));
   ASSIGN_OR_RETURN(auto src, Addresses({e.node}));
   auto pulled = RpcPull(*dst, e.id, src[0].host, src[0].port);
@@ -179,6 +296,9 @@ void Placement::ForgetReplicasOf(NodeId node) {
     } else if (Has(e.followers, node)) {
       auto next = catalog_.SetReplicas(e.id, e.node, Without(e.followers, node), e.epoch);
       if (next.ok()) (void)TellLeader(*next, 0);
+    } else if (Has(e.asleep, node)) {
+      auto next = catalog_.SetAsleep(e.id, node, Catalog::AsleepChange::kForget);
+      if (next.ok()) (void)TellLeader(*next, 0);
     }
   }
 }
@@ -187,6 +307,7 @@ void Placement::ForgetAllReplicas() {
   MutexLock l(replica_mu_);
   for (const SegmentEntry& e : catalog_.AllSegments()) {
     if (!e.followers.empty()) (void)catalog_.SetReplicas(e.id, e.node, {}, e.epoch);
+    for (NodeId n : e.asleep) (void)catalog_.SetAsleep(e.id, n, Catalog::AsleepChange::kForget);
   }
 }
 
@@ -275,7 +396,7 @@ void Placement::ReplicateUnderReplicated() {
   int seeded = 0;
   for (const SegmentEntry& e : catalog_.AllSegments()) {
     if (Stopping() || seeded >= kSeedsPerRound) return;
-    if (e.followers.size() + 1 >= WantedReplicas(e.table) || !registry_.IsUp(e.node)) continue;
+    if (!ShortOfCopies(e) || !registry_.IsUp(e.node)) continue;
     if (catalog_.GetNodeState(e.node) != NodeAdminState::kActive) continue;
     Status s = Replicate(e.id);
     if (s.ok()) {

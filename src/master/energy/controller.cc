@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -17,11 +18,48 @@ uint64_t ControlNode::bytes() const {
   return b;
 }
 
+uint64_t ControlNode::bytes_to_copy(const std::vector<const ControlNode*>& live) const {
+  uint64_t b = 0;
+  for (const auto& s : segments) {
+    bool followed = std::any_of(live.begin(), live.end(), [&](const ControlNode* n) {
+      return n->id != id && std::count(s.followers.begin(), s.followers.end(), n->id);
+    });
+    if (!followed) b += s.bytes;
+  }
+  return b;
+}
+
 double ControlNode::heat() const {
   double h = 0;
   for (const auto& s : segments) h += s.heat;
   return h;
 }
+
+namespace {
+
+// The fewest live copies (on `live` nodes other than `node`) of a replicated segment that
+// has a copy on `node`; INT_MAX if it has none.
+int LiveCopiesWithout(const std::vector<const ControlNode*>& live, NodeId node) {
+  int fewest = std::numeric_limits<int>::max();
+  auto is_live = [&](NodeId id) {
+    return id != node &&
+           std::any_of(live.begin(), live.end(), [&](const ControlNode* n) { return n->id == id; });
+  };
+  for (const ControlNode* n : live) {
+    for (const auto& s : n->segments) {
+      if (s.followers.empty()) continue;
+      bool here = n->id == node || std::count(s.followers.begin(), s.followers.end(), node);
+      if (!here) continue;
+      int copies = is_live(n->id) ? 1 : 0;
+      for (NodeId f : s.followers) copies += is_live(f) ? 1 : 0;
+      if (n->id == node) copies = std::max(copies, 1);  // its drain leaves one on a live node
+      fewest = std::min(fewest, copies);
+    }
+  }
+  return fewest;
+}
+
+}  // namespace
 
 struct EnergyController::Inputs {
   std::vector<const ControlNode*> active;  // active and up
@@ -304,17 +342,29 @@ DecisionRecord EnergyController::ScaleIn(const EnergyPolicy& p, const Inputs& in
     rec.reason = "demand below scale_in_cpu, at min_active_nodes";
     return Done(rec);
   }
+  // The node whose drain copies least: segments a live node follows change leader instead.
+  // None that would leave a replicated segment with fewer live copies than min_live_replicas.
   const ControlNode* victim = nullptr;
+  uint64_t victim_bytes = 0;
+  bool short_of_copies = false;
   for (const ControlNode* n : in.active) {
     if (Pinned(p, n->id) || n->hosted) continue;
-    if (!victim || n->bytes() < victim->bytes() ||
-        (n->bytes() == victim->bytes() &&
+    if (LiveCopiesWithout(in.active, n->id) < p.min_live_replicas) {
+      short_of_copies = true;
+      continue;
+    }
+    uint64_t b = n->bytes_to_copy(in.active);
+    if (!victim || b < victim_bytes ||
+        (b == victim_bytes &&
          (n->heat() < victim->heat() || (n->heat() == victim->heat() && n->id > victim->id)))) {
       victim = n;
+      victim_bytes = b;
     }
   }
   if (!victim) {
-    rec.reason = "demand below scale_in_cpu, every active node is pinned";
+    rec.reason = short_of_copies ? "demand below scale_in_cpu, but no node can sleep without "
+                                   "leaving a segment short of min_live_replicas live copies"
+                                 : "demand below scale_in_cpu, every active node is pinned";
     return Done(rec);
   }
   double cap_after = in.capacity - victim->profile.cpus;
@@ -323,7 +373,7 @@ DecisionRecord EnergyController::ScaleIn(const EnergyPolicy& p, const Inputs& in
     rec.reason = "demand below scale_in_cpu, but the other nodes could not carry the forecast";
     return Done(rec);
   }
-  BreakEven be = ComputeBreakEven(p, victim->profile, victim->bytes(), EffectiveRate(p));
+  BreakEven be = ComputeBreakEven(p, victim->profile, victim_bytes, EffectiveRate(p));
   double idle = in.low_s;
   if (forecaster_->slope() > 0)
     idle = std::min(idle, (fit_at - forecaster_->level()) / forecaster_->slope());
@@ -530,10 +580,17 @@ void EnergyController::DoSleep(const std::vector<ControlNode>& first, NodeId vic
     return ids;
   };
   steps.move = [&](SegmentId id) -> Status {
-    auto coolest = std::min_element(
-        load.begin(), load.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-    RETURN_NOT_OK(PacedMove(segments[id], coolest->first, p, &bytes));
-    coolest->second += Weight(segments[id], by_heat);
+    // To the coolest active node that follows the segment (leadership changes hands, no byte
+    // moves), else to the coolest of all.
+    auto cooler = [](const auto& a, const auto& b) { return a.second < b.second; };
+    auto target = load.end();
+    for (NodeId f : segments[id].followers) {
+      auto it = load.find(f);
+      if (it != load.end() && (target == load.end() || cooler(*it, *target))) target = it;
+    }
+    if (target == load.end()) target = std::min_element(load.begin(), load.end(), cooler);
+    RETURN_NOT_OK(PacedMove(segments[id], target->first, p, &bytes));
+    target->second += Weight(segments[id], by_heat);
     return Status::OK();
   };
   s = DrainRounds(victim, kMaxDrainRounds, steps, &moves);

@@ -57,7 +57,8 @@ namespace wattdb::master {
 struct ControlSegment {
   SegmentId id = 0;
   uint64_t bytes = 0;
-  double heat = 0;  // rows read + written per second, recently
+  double heat = 0;                // rows read + written per second, recently
+  std::vector<NodeId> followers;  // nodes holding a copy that follows this node's
 };
 
 enum class ControlState { kActive, kDraining, kSuspended, kOff };
@@ -72,6 +73,9 @@ struct ControlNode {
   HostProfile profile;   // capacity (cpus) and watts
   std::vector<ControlSegment> segments;
   uint64_t bytes() const;
+  // The bytes a drain copies: of the segments that no node of `live` (active and up) follows
+  // (the others change leader without a copy).
+  uint64_t bytes_to_copy(const std::vector<const ControlNode*>& live) const;
   double heat() const;
 };
 

@@ -53,8 +53,14 @@ class FakePlane : public ControlPlane {
         if (n.segments[i].id != seg) continue;
         ControlSegment s = n.segments[i];
         n.segments.erase(n.segments.begin() + i);
-        node(to).segments.push_back(s);
         moves.emplace_back(seg, to);
+        if (std::count(s.followers.begin(), s.followers.end(), to)) {
+          std::erase(s.followers, to);  // a follower leads: nothing is copied
+          s.followers.push_back(n.id);
+          node(to).segments.push_back(s);
+          return MovedSegment{0, 0};
+        }
+        node(to).segments.push_back(s);
         double secs = s.bytes / (200.0 * kMB);  // copies at 200 MB/s
         clock_.Advance(static_cast<int64_t>(secs * 1e6));
         return MovedSegment{s.bytes, secs};
@@ -226,6 +232,50 @@ TEST_F(ControllerTest, ScalesInAfterTheWindowTheNodeCheapestToMove) {
   r = RunUntilAction(c, clock, 30);
   EXPECT_EQ(r.decision, "none");
   EXPECT_EQ(r.reason, "demand below scale_in_cpu, at min_active_nodes");
+}
+
+TEST_F(ControllerTest, ScalesInTheNodeWhoseSegmentsAreFollowedAndCopiesNothing) {
+  EnergyPolicy p = Policy();
+  p.pinned = {1};
+  EnergyController c(plane, clock, p);
+  ASSERT_TRUE(plane.Wake(2).ok());
+  ASSERT_TRUE(plane.Wake(3).ok());
+  // Node 2 holds more, but node 3 follows all of it; node 3's one segment has no copy.
+  plane.AddSegment(2, 20, 8 * kMB, 1);
+  plane.node(2).segments.back().followers = {3};
+  plane.AddSegment(3, 30, 2 * kMB, 500);  // node 3 is the hotter node, node 1 the cooler
+  plane.node(1).cpu_cores = 0.05;
+  DecisionRecord r = RunUntilAction(c, clock, 30);
+  ASSERT_EQ(r.decision, "sleep") << r.reason;
+  EXPECT_EQ(r.outcome, "ok") << r.actions;
+  EXPECT_EQ(plane.sleeps, std::vector<NodeId>{2}) << "its drain copies 0 bytes, node 3's 2 MB";
+  EXPECT_EQ(plane.moves, (std::vector<std::pair<SegmentId, NodeId>>{{20, 3}}))
+      << "to the node that follows it, not to the cooler node 1";
+  EXPECT_NE(r.actions.find("0.0 MB"), std::string::npos) << r.actions;
+}
+
+TEST_F(ControllerTest, NoNodeSleepsThatWouldLeaveASegmentShortOfLiveCopies) {
+  EnergyPolicy p = Policy();
+  p.pinned = {1};
+  p.min_live_replicas = 2;
+  EnergyController c(plane, clock, p);
+  ASSERT_TRUE(plane.Wake(2).ok());
+  ASSERT_TRUE(plane.Wake(3).ok());
+  // Node 2 leads segment 20, followed by node 3; node 3 leads 30, followed by node 1.
+  plane.AddSegment(2, 20, 8 * kMB, 1);
+  plane.node(2).segments.back().followers = {3};
+  plane.AddSegment(3, 30, 2 * kMB, 5);  // hotter: node 2 is the one to sleep
+  plane.node(3).segments.back().followers = {1};
+  plane.node(1).cpu_cores = 0.05;
+  DecisionRecord r = RunUntilAction(c, clock, 30);
+  EXPECT_EQ(r.decision, "none");
+  EXPECT_NE(r.reason.find("min_live_replicas"), std::string::npos) << r.reason;
+  EXPECT_TRUE(plane.sleeps.empty());
+  p.min_live_replicas = 1;  // energy first: node 2 sleeps (node 3 keeps segment 20 live)
+  c.SetPolicy(p);
+  r = RunUntilAction(c, clock, 30);
+  ASSERT_EQ(r.decision, "sleep") << r.reason;
+  EXPECT_EQ(plane.sleeps, std::vector<NodeId>{2});
 }
 
 TEST_F(ControllerTest, TheNodeTheMasterHostsIsNeverPutToSleep) {

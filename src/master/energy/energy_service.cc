@@ -61,7 +61,7 @@ class EnergyService::ClusterPlane : public ControlPlane {
     for (const auto& s : c_.catalog().AllSegments()) {
       auto n = out.find(s.node);
       if (n == out.end()) continue;
-      ControlSegment cs{s.id, 0, 0};
+      ControlSegment cs{s.id, 0, 0, s.followers};
       auto t = tele.find(s.id);
       Heat h = heat_.count(s.id) ? heat_[s.id] : Heat{};
       if (t != tele.end()) {
@@ -147,6 +147,10 @@ Status EnergyService::Init() {
 
 void EnergyService::Start() {
   if (!controller_ || thread_.joinable()) return;
+  // (The cluster has started: its placement exists.)
+  EnergyPolicy p = controller_->policy();
+  cluster_.placement().SetSleepPolicy(p.min_live_replicas,
+                                      static_cast<uint64_t>(p.sleep_log_mb * (1 << 20)));
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -181,6 +185,8 @@ Status EnergyService::Reload() {
   rec.scale_in_cpu = p->scale_in_cpu;
   Log("energy")->info("policy reloaded from {}: mode={}", p->source, PolicyModeName(p->mode));
   controller_->SetPolicy(*p);
+  cluster_.placement().SetSleepPolicy(p->min_live_replicas,
+                                      static_cast<uint64_t>(p->sleep_log_mb * (1 << 20)));
   controller_->log().Add(rec);
   return Status::OK();
 }

@@ -81,7 +81,8 @@ Result<EnergyPolicy> ParsePolicy(const std::string& text, const std::string& sou
       t,
       {"mode", "scale_out_cpu", "scale_in_cpu", "hysteresis", "window_s", "cooldown_s",
        "min_active_nodes", "max_active_nodes", "pinned", "standby", "migration_mb_s", "forecaster",
-       "alpha", "beta", "horizon_s", "down_s", "latency_target_ms"},
+       "alpha", "beta", "horizon_s", "down_s", "latency_target_ms", "min_live_replicas",
+       "sleep_log_mb"},
       "the policy", source));
   EnergyPolicy p;
   p.source = source;
@@ -101,6 +102,12 @@ Result<EnergyPolicy> ParsePolicy(const std::string& text, const std::string& sou
   RETURN_NOT_OK(Number(t, "horizon_s", 0, 3600, &p.horizon_s, source));
   RETURN_NOT_OK(Number(t, "down_s", 0, 3600, &p.down_s, source));
   RETURN_NOT_OK(Number(t, "latency_target_ms", 0, 3.6e6, &p.latency_target_ms, source));
+  RETURN_NOT_OK(Number(t, "sleep_log_mb", 0, 65536, &p.sleep_log_mb, source));
+  double live = p.min_live_replicas;
+  RETURN_NOT_OK(Number(t, "min_live_replicas", 1, 7, &live, source));
+  if (live != std::floor(live))
+    return Bad(source, *t.get("min_live_replicas"), "min_live_replicas", "must be a whole number");
+  p.min_live_replicas = static_cast<int>(live);
   RETURN_NOT_OK(Text(t, "standby", {"suspend", "off"}, &p.standby, source));
   RETURN_NOT_OK(Text(t, "forecaster", {"holt", "ewma"}, &p.forecaster, source));
   int nodes = static_cast<int>(cluster.nodes.size());

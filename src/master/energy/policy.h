@@ -20,6 +20,10 @@
 //   down_s = 5                  # time a node takes to go to standby (break-even energy)
 //   latency_target_ms = 0       # also wake a node when statements take longer than this on
 //                               # average over a telemetry interval (0 = CPU only)
+//   min_live_replicas = 1       # live copies every replicated segment keeps: no node sleeps
+//                               # that would leave fewer (1: energy first, 2: durability first)
+//   sleep_log_mb = 64           # a leader keeps this much of the writes a sleeping copy misses,
+//                               # to catch it up on waking (beyond: it is copied again; 0: always)
 #pragma once
 
 #include <string>
@@ -49,6 +53,8 @@ struct EnergyPolicy {
   double horizon_s = 15;
   double down_s = 5;
   double latency_target_ms = 0;
+  int min_live_replicas = 1;
+  double sleep_log_mb = 64;
   std::string source;  // the file it came from ("<default>" for the embedded one)
 };
 

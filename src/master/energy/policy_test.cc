@@ -32,6 +32,8 @@ TEST(Policy, DefaultsFollowThePaper) {
   EXPECT_DOUBLE_EQ(p->scale_out_cpu, 0.80);
   EXPECT_EQ(p->min_active_nodes, 1);
   EXPECT_EQ(p->standby, "suspend");
+  EXPECT_EQ(p->min_live_replicas, 1);
+  EXPECT_DOUBLE_EQ(p->sleep_log_mb, 64);
 }
 
 TEST(Policy, EveryKeyParses) {
@@ -52,6 +54,8 @@ alpha = 0.3
 beta = 0
 horizon_s = 10
 down_s = 2
+min_live_replicas = 2
+sleep_log_mb = 0
 )",
                        "policy.toml", FourNodes());
   ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -61,6 +65,8 @@ down_s = 2
   EXPECT_EQ(p->standby, "off");
   EXPECT_EQ(p->forecaster, "ewma");
   EXPECT_DOUBLE_EQ(p->migration_mb_s, 20);
+  EXPECT_EQ(p->min_live_replicas, 2);
+  EXPECT_DOUBLE_EQ(p->sleep_log_mb, 0);
 }
 
 TEST(Policy, BadPoliciesNameFileLineAndKey) {
@@ -77,6 +83,9 @@ TEST(Policy, BadPoliciesNameFileLineAndKey) {
   ExpectError("\n\nscale_up = 0.9\n", "3", "scale_up");  // unknown key
   ExpectError("hysteresis = 0.3\n", "1", "hysteresis");  // closes the gap
   ExpectError("mode = \n", "1", "");                     // TOML syntax
+  ExpectError("min_live_replicas = 0\n", "1", "min_live_replicas");
+  ExpectError("min_live_replicas = 1.5\n", "1", "min_live_replicas");
+  ExpectError("sleep_log_mb = -1\n", "1", "sleep_log_mb");
 }
 
 TEST(BreakEven, FollowsTheFormulaAndRefusesWhenStandbySavesNothing) {

@@ -94,11 +94,20 @@ void NodeRegistry::Serve(net::Socket& socket) {
       Log("master")->warn("rejected registration of unknown node id={} peer={}", id, conn.peer());
       return;
     }
-    // A new process (or one the master did not know): what it held in memory is gone.
-    if (registering_) registering_(id);
+    // A new process (or one the master did not know): what it held in memory is gone. The
+    // same process again (resumed from standby, or reconnected) kept it.
+    bool same = false;
+    {
+      MutexLock l(mu_);
+      auto known = nodes_.find(id);
+      same = known != nodes_.end() && reg.getIncarnation() != 0 &&
+             known->second.incarnation == reg.getIncarnation();
+    }
+    if (registering_ && !same) registering_(id);
     {
       MutexLock l(mu_);
       NodeInfo& n = nodes_[id];
+      n.incarnation = reg.getIncarnation();
       n.host = reg.getHost();
       n.port = reg.getPort();
       n.pid = reg.getPid();
@@ -106,7 +115,7 @@ void NodeRegistry::Serve(net::Socket& socket) {
       n.link = link = ++next_link_;
       n.in_doubt.clear();
       n.lock_waits.clear();
-      n.last_heartbeat_us = clock_.NowMicros();
+      n.last_heartbeat_us = n.registered_us = clock_.NowMicros();
       clients_[id]->Reset(n.host, n.port);
       cv_.SignalAll();
     }
@@ -155,7 +164,9 @@ void NodeRegistry::Serve(net::Socket& socket) {
       n.segments.clear();
       for (auto s : hb.getSegments()) {
         n.segments.push_back({s.getMeta().getId(), s.getBytes(), s.getRowsRead(),
-                              s.getRowsWritten(), s.getCollections(), s.getCachedReads()});
+                              s.getRowsWritten(), s.getCollections(), s.getCachedReads(),
+                              s.getReplicaSeq(), s.getReplicaTs(), s.getReplicaOffset(),
+                              s.getKeptFrom(), s.getKeptBytes()});
       }
     }
   } catch (const kj::Exception& e) {

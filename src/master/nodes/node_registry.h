@@ -26,6 +26,10 @@ struct SegmentTelemetry {
   uint64_t bytes = 0, rows_read = 0, rows_written = 0;
   uint64_t collections = 0;   // garbage collections of old versions
   uint64_t cached_reads = 0;  // point reads answered from the newest-version cache
+  // Led or followed there: the last record numbered or applied, its commit timestamp, the
+  // log's length in bytes with it (node/follower_log.h ReplicaPosition); 0 if not replicated.
+  uint64_t replica_seq = 0, replica_ts = 0, replica_offset = 0;
+  uint64_t kept_from = 0, kept_bytes = 0;  // records kept for a sleeping copy (0: none)
 };
 
 struct NodeInfo {
@@ -34,7 +38,9 @@ struct NodeInfo {
   uint16_t port = 0;
   bool up = false;
   int pid = 0;
+  uint64_t incarnation = 0;       // of the process registered (0: not told)
   int64_t last_heartbeat_us = 0;  // monotonic clock
+  int64_t registered_us = 0;      // (its last registration; a later heartbeat is newer)
   double cpu_percent = 0, host_cpu_percent = 0;
   uint64_t rss_bytes = 0, mem_total_bytes = 0, mem_available_bytes = 0, disk_bytes = 0;
   double disk_read_bps = 0, disk_write_bps = 0, net_rx_bps = 0, net_tx_bps = 0;

@@ -407,7 +407,8 @@ Result<PullStats> RpcPull(NodeClient& target, SegmentId seg, const std::string& 
 }
 
 Status RpcLead(NodeClient& c, SegmentId seg, uint64_t epoch,
-               const std::vector<ReplicaAddress>& followers, uint64_t next_seq) {
+               const std::vector<ReplicaAddress>& followers, uint64_t next_seq,
+               uint64_t keep_bytes) {
   return Call(
       c,
       [&](proto::Request::Builder r) {
@@ -415,12 +416,28 @@ Status RpcLead(NodeClient& c, SegmentId seg, uint64_t epoch,
         l.setSegment(seg);
         l.setEpoch(epoch);
         l.setNextSeq(next_seq);
+        l.setKeepBytes(keep_bytes);
         auto fs = l.initFollowers(followers.size());
         for (size_t i = 0; i < followers.size(); i++) {
           fs[i].setNode(followers[i].node);
           fs[i].setHost(followers[i].host);
           fs[i].setPort(followers[i].port);
         }
+      },
+      nullptr);
+}
+
+Status RpcCatchUp(NodeClient& c, SegmentId seg, const ReplicaAddress& follower, uint64_t from_seq) {
+  return Call(
+      c,
+      [&](proto::Request::Builder r) {
+        auto u = r.initCatchUp();
+        u.setSegment(seg);
+        u.setFromSeq(from_seq);
+        auto f = u.initFollower();
+        f.setNode(follower.node);
+        f.setHost(follower.host);
+        f.setPort(follower.port);
       },
       nullptr);
 }

@@ -147,9 +147,14 @@ struct ReplicaAddress {
   uint16_t port = 0;
 };
 // The node leads `seg` in `epoch`, shipping to `followers`; numbering starts at `next_seq`
-// (0: goes on from where it is, in the same epoch).
+// (0: goes on from where it is, in the same epoch). `keep_bytes` > 0: a copy sleeps, and the
+// node keeps the records it numbers from now on, up to that many bytes, for RpcCatchUp.
 Status RpcLead(NodeClient& c, SegmentId seg, uint64_t epoch,
-               const std::vector<ReplicaAddress>& followers, uint64_t next_seq);
+               const std::vector<ReplicaAddress>& followers, uint64_t next_seq,
+               uint64_t keep_bytes = 0);
+// The leader sends `follower` its kept records of `seg` from `from_seq` on; NotFound if they
+// are not all kept.
+Status RpcCatchUp(NodeClient& c, SegmentId seg, const ReplicaAddress& follower, uint64_t from_seq);
 // The node follows `seg` in `epoch` from record `next_seq` (0: no longer follows it).
 Status RpcFollow(NodeClient& c, SegmentId seg, uint64_t epoch, uint64_t next_seq);
 

@@ -147,7 +147,12 @@ Rows PartitionsRows(Cluster& cluster) {
 Rows ReplicasRows(Cluster& cluster) {
   auto tables = TablesById(cluster.catalog());
   std::map<NodeId, bool> up;
-  for (const auto& n : cluster.registry().Snapshot()) up[n.id] = n.up;
+  std::map<std::pair<SegmentId, NodeId>, SegmentTelemetry> at;  // as last heard
+  for (const auto& n : cluster.registry().Snapshot()) {
+    up[n.id] = n.up;
+    for (const auto& s : n.segments) at[{s.id, n.id}] = s;
+  }
+  std::map<SegmentId, NodeId> learners = cluster.placement().Learners();
   auto state = [&](NodeId n) {
     NodeAdminState admin = cluster.catalog().GetNodeState(n);
     if (admin == NodeAdminState::kSuspended || admin == NodeAdminState::kOff) return "asleep";
@@ -157,13 +162,43 @@ Rows ReplicasRows(Cluster& cluster) {
   for (const auto& s : cluster.catalog().AllSegments()) {
     auto t = tables.find(s.table);
     Value name = Value::Text(t == tables.end() ? "?" : t->second.name);
-    auto add = [&](NodeId n, const char* role) {
+    auto lead = at.find({s.id, s.node});
+    auto add = [&](NodeId n, const char* role, const char* st) {
+      // Applied and behind from the nodes' last heartbeats (records in flight count as
+      // behind; an asleep copy is behind by what it slept through); unknown if the segment
+      // is not replicated.
+      Value ts, records, bytes;
+      auto it = at.find({s.id, n});
+      if (it != at.end() && it->second.replica_seq > 0) {
+        ts = Value::Int64(static_cast<int64_t>(it->second.replica_ts));
+        if (lead != at.end() && lead->second.replica_seq > 0) {
+          const SegmentTelemetry& l = lead->second;
+          const SegmentTelemetry& f = it->second;
+          records = Value::Int64(static_cast<int64_t>(
+              l.replica_seq > f.replica_seq ? l.replica_seq - f.replica_seq : 0));
+          bytes = Value::Int64(static_cast<int64_t>(
+              l.replica_offset > f.replica_offset ? l.replica_offset - f.replica_offset : 0));
+        }
+      }
       rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), name, Value::Int32(n),
-                      Value::Text(role), Value::Text(state(n)),
-                      Value::Int64(static_cast<int64_t>(s.epoch))});
+                      Value::Text(role), Value::Text(st ? st : state(n)),
+                      Value::Int64(static_cast<int64_t>(s.epoch)), ts, records, bytes});
     };
-    add(s.node, "leader");
-    for (NodeId f : s.followers) add(f, "follower");
+    add(s.node, "leader", nullptr);
+    for (NodeId f : s.followers) add(f, "follower", nullptr);
+    for (NodeId a : s.asleep) {
+      // Behind by what its leader keeps for it: the records since it slept.
+      Value records, bytes;
+      if (lead != at.end() && lead->second.kept_from > 0) {
+        const SegmentTelemetry& l = lead->second;
+        records = Value::Int64(static_cast<int64_t>(l.replica_seq + 1 - l.kept_from));
+        bytes = Value::Int64(static_cast<int64_t>(l.kept_bytes));
+      }
+      rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), name, Value::Int32(a),
+                      Value::Text("follower"), Value::Text("asleep"),
+                      Value::Int64(static_cast<int64_t>(s.epoch)), Value(), records, bytes});
+    }
+    if (auto l = learners.find(s.id); l != learners.end()) add(l->second, "learner", "catching up");
   }
   return rows;
 }
@@ -356,7 +391,10 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"node_id", TypeId::kInt32},
                               {"role", TypeId::kText},
                               {"state", TypeId::kText},
-                              {"epoch", TypeId::kInt64}}));
+                              {"epoch", TypeId::kInt64},
+                              {"applied_ts", TypeId::kInt64},
+                              {"records_behind", TypeId::kInt64},
+                              {"bytes_behind", TypeId::kInt64}}));
   catalog.AddSystemView(View(kPartitionsView, "wattdb_partitions",
                              {{"table_name", TypeId::kText},
                               {"node_id", TypeId::kInt32},
