@@ -18,4 +18,11 @@ def parser(doc, out, raw_description=False):
     ap.add_argument("--build", default="build", help="the build folder whose bin/ holds the binaries")
     ap.add_argument("--hosts", choices=["emulated", "loopback"], default=None,
                     help="emulated Atom-class hosts (needs root; the default as root) or local processes")
+    ap.add_argument("--replicas", type=int, default=None,
+                    help="the cluster's replication_factor (default: the cluster's, 2 on two or more nodes)")
     return ap
+
+
+def replicas_toml(a):
+    """The [cluster] line of --replicas, or nothing."""
+    return "" if a.replicas is None else f"replication_factor = {a.replicas}\n"

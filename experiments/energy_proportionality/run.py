@@ -95,7 +95,8 @@ def main():
     script = RANGE_QUERY.format(hi=rows_n - 1000, span=999)
 
     cl = Cluster(build=a.build, nodes=4, hosts=a.hosts, segment_bytes=1 << 20, resume_ms=1000,
-                 boot_ms=3000, telemetry_ms=1000 if not quick else 500)
+                 boot_ms=3000, telemetry_ms=1000 if not quick else 500,
+                 cluster_toml=cli.replicas_toml(a))
     ok = True
     rows = []
     try:

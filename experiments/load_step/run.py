@@ -15,6 +15,7 @@ query, every row still there.
 import csv
 import datetime
 import os
+import re
 import sys
 import threading
 import time
@@ -87,7 +88,8 @@ def main():
     # images one node answers such ranges so cheaply that it served 90% of the 4-node peak
     # (which the master then bounds) and the step needed no node.
     cl = Cluster(build=a.build, nodes=4, hosts=a.hosts, segment_bytes=1 << 20, resume_ms=resume_ms,
-                 boot_ms=3000, telemetry_ms=500 if quick else 1000, column_cache_mb=0)
+                 boot_ms=3000, telemetry_ms=500 if quick else 1000, column_cache_mb=0,
+                 cluster_toml=cli.replicas_toml(a))
     ok = True
     phases = []
     try:
@@ -97,6 +99,8 @@ def main():
         expect = cl.scalar("SELECT count(*) || ' ' || sum(v) FROM t")
         cl.set_policy('mode = "static"\n')
         peak = cl.pgbench(script, calibrate, clients, tag="calibrate")["tps"]
+        cl.master_log.flush()
+        log_mark = os.path.getsize(os.path.join(cl.dir, "master.log"))  # the load's seeding before
         log(f"calibrated peak: {peak:.1f} queries/s")
         cl.set_policy(dynamic_policy(quick, "latency_target_ms = 15\n"))
         sampler = Sampler(cl)
@@ -122,6 +126,20 @@ def main():
         wakes = cl.sql("SELECT decided_at, actions, duration_ms FROM wattdb_energy_decisions "
                        "WHERE decision = 'wake' AND outcome = 'ok' ORDER BY seq")
         sleeps = int(cl.scalar("SELECT count(*) FROM wattdb_energy_decisions WHERE decision = 'sleep'"))
+        # Data each gear change moved: the MB its actions name (drains and refills), and the
+        # copies seeded or caught up, from the master's log.
+        moved = {}
+        for decision, actions in cl.sql("SELECT decision, actions FROM wattdb_energy_decisions "
+                                        "WHERE decision IN ('sleep', 'wake') AND outcome = 'ok' ORDER BY seq"):
+            mb = sum(float(m) for m in re.findall(r"([0-9.]+) MB", actions))
+            moved.setdefault(decision, []).append(mb)
+        with open(os.path.join(cl.dir, "master.log")) as f:
+            f.seek(log_mark)
+            log_text = f.read()
+        seeded = [int(b) for b in re.findall(r"follower seeded .* bytes=(\d+)", log_text)]
+        caught_up = len(re.findall(r"asleep copy caught up", log_text))
+        replicas = cl.scalar("SELECT count(*) FROM wattdb_replicas") + " copies of " + \
+            cl.scalar("SELECT count(DISTINCT segment_id) FROM wattdb_replicas") + " segments"
         forbidden = cl.scalar("SELECT count(*) FROM wattdb_energy_decisions WHERE decision = 'sleep' "
                               "AND NOT (predicted_idle_s > break_even_s)")
     finally:
@@ -172,6 +190,10 @@ def main():
     lines += ["", f"p99 before the step (median of 1-s bins): {med(before):.1f} ms; worst 1-s p99 in the 30 s "
               f"after it: {bump:.1f} ms; at the end of the high phase: {med(settled):.1f} ms.",
               f"Sleeps: {sleeps}; sleeps the break-even rule forbids: {forbidden}.",
+              f"Replicas at the end: {replicas}. Data moved per sleep (MB): "
+              f"{', '.join(f'{m:.1f}' for m in moved.get('sleep', [])) or 'none'}; per wake (MB): "
+              f"{', '.join(f'{m:.1f}' for m in moved.get('wake', [])) or 'none'}; followers seeded: "
+              f"{len(seeded)} ({sum(seeded) / 2**20:.1f} MB); asleep copies caught up on waking: {caught_up}.",
               f"Failed queries: {failed}. Rows after the run: {got} (expected {expect})."]
     with open(os.path.join(a.out, "result.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -474,10 +474,15 @@ int EnergyController::Refill(const std::vector<ControlNode>& nodes, const std::s
       std::sort(list.begin(), list.end(), [&](const ControlSegment& a, const ControlSegment& b) {
         return Weight(a, by_heat) > Weight(b, by_heat);
       });
-      it = std::find_if(list.begin(), list.end(), [&](const ControlSegment& s) {
+      // One the target follows first: it changes leader, no byte moves.
+      auto fits = [&](const ControlSegment& s) {
         double w = Weight(s, by_heat);
         return w > 0 && 2 * w <= gap;
+      };
+      it = std::find_if(list.begin(), list.end(), [&](const ControlSegment& s) {
+        return fits(s) && std::count(s.followers.begin(), s.followers.end(), target);
       });
+      if (it == list.end()) it = std::find_if(list.begin(), list.end(), fits);
       if (it != list.end()) {
         donor = d;
         break;

@@ -160,6 +160,16 @@ TEST_F(ControllerTest, WakesAtTheScaleOutThresholdAndRefillsHottestFirst) {
   EXPECT_NEAR(r.forecast_utilization, 0.86, 1e-9);
 }
 
+TEST_F(ControllerTest, ARefillHandsOverWhatTheWokenNodeFollowsFirst) {
+  EnergyController c(plane, clock, Policy());
+  plane.node(1).segments[4].followers = {2, 3, 4};  // segment 5: a copy on every sleeping node
+  plane.node(1).cpu_cores = 0.86;
+  DecisionRecord r = c.Step();
+  ASSERT_EQ(r.decision, "wake") << r.reason;
+  ASSERT_FALSE(plane.moves.empty());
+  EXPECT_EQ(plane.moves[0].first, SegmentId{5}) << "a handover before the hottest copy";
+}
+
 TEST_F(ControllerTest, WakesSeveralNodesForALargeStep) {
   EnergyController c(plane, clock, Policy());
   plane.node(1).cpu_cores = 1.0;
