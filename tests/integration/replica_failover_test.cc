@@ -334,6 +334,50 @@ TEST(Replicas, DrainsHandLeadershipOverAndASleepingCopyCatchesUpOnWaking) {
   EXPECT_EQ(c->Scalar("SELECT count(*) FROM t WHERE v = 'while it sleeps'"), "100");
 }
 
+// A sleeping node killed (its process gone, as after a power loss in standby) comes back as a
+// new process: its copies are not caught up from what its memory held, but seeded again.
+TEST(Replicas, ACopyWhoseNodeRestartedWhileAsleepIsSeededAgain) {
+  MiniClusterOptions o;
+  o.nodes = 2;
+  o.telemetry_interval_ms = 200;
+  o.segment_bytes = 64 << 20;
+  o.cluster_toml = "replication_factor = 2";
+  MiniCluster cluster(o);
+  ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
+  auto c = cluster.Connect();
+  ASSERT_EQ(c->Exec("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)"), "");
+  std::string set = ReplicaSet(*c);
+  ASSERT_NE(set, "");
+  int follower = std::stoi(set.substr(set.find(' ') + 1));
+  ASSERT_EQ(c->Exec("INSERT INTO t SELECT g, 'x' FROM generate_series(1, 500) g"), "");
+  std::string msg;
+  ASSERT_EQ(c->Exec(fmt::format("ALTER NODE {} SUSPEND", follower), nullptr, &msg), "") << msg;
+  ASSERT_EQ(c->Exec("INSERT INTO t VALUES (501, 'while it sleeps')"), "");
+  pid_t pid = cluster.NodePid(follower);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  c->Exec(fmt::format("ALTER NODE {} POWER ON", follower), nullptr, &msg);  // may race the restart
+  EXPECT_TRUE(cluster.WaitFor(
+      "SELECT count(*) FROM wattdb_replicas WHERE table_name = 't' AND state = 'live'", "2", 30000))
+      << cluster.LogLines("asleep");
+  EXPECT_EQ(cluster.LogLines("asleep copy caught up"), "") << "its memory is gone: not caught up";
+  std::string seeded = cluster.LogLines("follower seeded");
+  size_t seeds = 0;
+  for (size_t at = 0;
+       (at = seeded.find(fmt::format("follower=n{}", follower), at)) != std::string::npos; at++) {
+    seeds++;
+  }
+  EXPECT_EQ(seeds, 2u) << "at CREATE TABLE, and again after the restart: " << seeded;
+  // The seeded copy holds every row: it leads, and answers.
+  std::string seg = c->Scalar("SELECT min(segment_id) FROM wattdb_replicas WHERE table_name = 't'");
+  ASSERT_EQ(c->Exec(fmt::format("ALTER TABLE t MOVE SEGMENT {} TO NODE {}", seg, follower), nullptr,
+                    &msg),
+            "")
+      << msg;
+  EXPECT_EQ(ReplicaSet(*c).substr(0, ReplicaSet(*c).find(' ')), std::to_string(follower));
+  EXPECT_EQ(c->Scalar("SELECT count(*) FROM t"), "501");
+}
+
 // How long writes to a segment stop when its leader is killed (its connections close: the
 // master sees it down at once) and when it freezes, as a partitioned node does (silent: down
 // after the heartbeat timeout, 2 s here). Prints the figures; asserts writes resume.
