@@ -356,7 +356,10 @@ TEST(Replicas, ACopyWhoseNodeRestartedWhileAsleepIsSeededAgain) {
   pid_t pid = cluster.NodePid(follower);
   ASSERT_GT(pid, 0);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
-  c->Exec(fmt::format("ALTER NODE {} POWER ON", follower), nullptr, &msg);  // may race the restart
+  // Gone (or a zombie) before the power on, which would otherwise resume the dying process.
+  for (int waited = 0; waited < 5000 && ProcState(pid) != 0 && ProcState(pid) != 'Z'; waited += 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(c->Exec(fmt::format("ALTER NODE {} POWER ON", follower), nullptr, &msg), "") << msg;
   EXPECT_TRUE(cluster.WaitFor(
       "SELECT count(*) FROM wattdb_replicas WHERE table_name = 't' AND state = 'live'", "2", 30000))
       << cluster.LogLines("asleep");
