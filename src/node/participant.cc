@@ -433,6 +433,7 @@ Status Participant::Commit(uint64_t txn, Timestamp commit_ts, SmallFlatSet<Segme
   } else if (!shipped.empty()) {
     // Nothing applied: the numbers go out empty, so that no follower waits for them (and
     // the followers keep their copies of the prepare).
+    replicator_->Blank(shipped);
     for (auto& record : shipped.records) {
       record.first.ops.clear();
       record.first.txn = 0;

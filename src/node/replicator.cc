@@ -6,6 +6,11 @@
 
 namespace wattdb::node {
 
+namespace {
+constexpr size_t kMaxKeptRecords = 1
+                                   << 20;  // records kept for a sleeping copy, whatever their size
+}  // namespace
+
 Status Replicator::Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> followers,
                         uint64_t next_seq, uint64_t keep_bytes) {
   MutexLock l(mu_);
@@ -56,6 +61,20 @@ uint64_t Replicator::NextSeq(SegmentId segment) const {
   MutexLock l(mu_);
   auto it = segments_.find(segment);
   return it == segments_.end() ? 1 : it->second.next_seq;
+}
+
+void Replicator::Blank(const Outgoing& out) {
+  MutexLock l(mu_);
+  for (const auto& [r, followers] : out.records) {
+    auto it = segments_.find(r.segment);
+    if (it == segments_.end() || it->second.epoch != r.epoch) continue;
+    for (auto& kept : it->second.kept) {
+      if (kept.seq != r.seq) continue;
+      for (const auto& op : kept.ops) it->second.kept_size -= op.key.size() + op.row.size();
+      kept.ops.clear();
+      kept.txn = 0;
+    }
+  }
 }
 
 Status Replicator::CatchUp(SegmentId segment, NodeId node, uint64_t from_seq) {
@@ -162,7 +181,8 @@ Replicator::Outgoing Replicator::Number(Timestamp ts, const std::vector<storage:
     if (led.keep_bytes == 0) continue;
     led.kept.push_back(r);
     for (const auto& op : r.ops) led.kept_size += op.key.size() + op.row.size();
-    while (led.kept_size > led.keep_bytes && !led.kept.empty()) {
+    while ((led.kept_size > led.keep_bytes || led.kept.size() > kMaxKeptRecords) &&
+           !led.kept.empty()) {
       for (const auto& op : led.kept.front().ops) led.kept_size -= op.key.size() + op.row.size();
       led.kept.pop_front();
       led.kept_from++;

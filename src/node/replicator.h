@@ -112,6 +112,9 @@ class Replicator {
   Outgoing Number(Timestamp ts, const std::vector<storage::WriteOp>& ops,
                   ReplicaRecord::Kind kind = ReplicaRecord::Kind::kCommit, uint64_t txn = 0)
       EXCLUDES(mu_);
+  // The records of `out` applied nothing here (the local apply failed before writing): any
+  // copy kept for a sleeping copy goes out empty too, as `out`'s records then do.
+  void Blank(const Outgoing& out) EXCLUDES(mu_);
   // Records sent to their followers, answers still to be read (Finish).
   struct InFlight {
     struct Sent {

@@ -206,6 +206,18 @@ TEST_F(ReplicatorTest, ASleepingFollowerIsCaughtUpFromTheKeptRecords) {
   EXPECT_EQ(r->CatchUp(1, 9, 7).code(), Status::Code::kNotFound);
 }
 
+// A commit whose local apply failed is kept for a sleeping copy as it went out: empty.
+TEST_F(ReplicatorTest, AKeptRecordOfACommitNotAppliedHereCatchesUpEmpty) {
+  auto r = LeadToFollower();
+  ASSERT_TRUE(r->Lead(1, 1, {}, 0, /*keep_bytes=*/1 << 20).ok());
+  Replicator::Outgoing out = r->Number(10, {Op(1, 1, "never applied")});
+  ASSERT_FALSE(out.empty());
+  r->Blank(out);
+  ASSERT_TRUE(r->CatchUp(1, 9, 1).ok());
+  EXPECT_EQ(log_.LastApplied(1), 1u) << "the number is used";
+  EXPECT_TRUE(Rows(*follower_, 1, 1000).empty()) << "the writes are not";
+}
+
 TEST_F(ReplicatorTest, ADeposedLeaderCannotReplicate) {
   Replicator old_leader([&](NodeId) { return std::make_shared<LocalPeer>(log_, *follower_); });
   ASSERT_TRUE(old_leader.Lead(1, 1, {9}, 1).ok());
