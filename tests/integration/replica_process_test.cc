@@ -22,6 +22,7 @@
 #include "node/node_server.h"
 #include "node/wire.h"
 #include "rpc/scan_stream.h"
+#include "tests/integration/mini_cluster.h"
 
 namespace wattdb::testing {
 namespace {
@@ -204,6 +205,8 @@ TEST_F(ReplicaProcessTest, AFrozenFollowerIsNamedWithinTheDeadlineAndLosesNothin
   node::Replicator& r = leader_->replicator();
   for (int i = 1; i <= 20; i++) ASSERT_TRUE(r.Ship(100 + i, {Op(i)}).ok()) << i;
   kill(pid_, SIGSTOP);
+  // Stopped before the record goes (a signal takes effect a moment later).
+  ASSERT_TRUE(testing::AwaitProcState(pid_, 'T', 2000));
   auto t0 = std::chrono::steady_clock::now();
   Status s = r.Ship(200, {Op(500)});
   double ms =
