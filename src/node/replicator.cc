@@ -7,8 +7,17 @@
 namespace wattdb::node {
 
 namespace {
-constexpr size_t kMaxKeptRecords = 1
-                                   << 20;  // records kept for a sleeping copy, whatever their size
+
+// Records kept for a sleeping copy, whatever their size.
+constexpr size_t kMaxKeptRecords = 1 << 20;
+
+// A record's bytes in the log's length: its writes' keys and rows.
+uint64_t LogBytes(const std::vector<storage::WriteOp>& ops) {
+  uint64_t n = 0;
+  for (const auto& op : ops) n += op.key.size() + op.row.size();
+  return n;
+}
+
 }  // namespace
 
 Status Replicator::Lead(SegmentId segment, uint64_t epoch, std::vector<NodeId> followers,
@@ -70,7 +79,7 @@ void Replicator::Blank(const Outgoing& out) {
     if (it == segments_.end() || it->second.epoch != r.epoch) continue;
     for (auto& kept : it->second.kept) {
       if (kept.seq != r.seq) continue;
-      for (const auto& op : kept.ops) it->second.kept_size -= op.key.size() + op.row.size();
+      it->second.kept_size -= LogBytes(kept.ops);
       kept.ops.clear();
       kept.txn = 0;
     }
@@ -180,10 +189,10 @@ Replicator::Outgoing Replicator::Number(Timestamp ts, const std::vector<storage:
     if (kind == ReplicaRecord::Kind::kCommit) led.ts = std::max(led.ts, ts);
     if (led.keep_bytes == 0) continue;
     led.kept.push_back(r);
-    for (const auto& op : r.ops) led.kept_size += op.key.size() + op.row.size();
+    led.kept_size += LogBytes(r.ops);
     while ((led.kept_size > led.keep_bytes || led.kept.size() > kMaxKeptRecords) &&
            !led.kept.empty()) {
-      for (const auto& op : led.kept.front().ops) led.kept_size -= op.key.size() + op.row.size();
+      led.kept_size -= LogBytes(led.kept.front().ops);
       led.kept.pop_front();
       led.kept_from++;
     }

@@ -163,40 +163,39 @@ Rows ReplicasRows(Cluster& cluster) {
     auto t = tables.find(s.table);
     Value name = Value::Text(t == tables.end() ? "?" : t->second.name);
     auto lead = at.find({s.id, s.node});
+    auto row = [&](NodeId n, const char* role, const char* st, Value ts, Value records,
+                   Value bytes) {
+      rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), name, Value::Int32(n),
+                      Value::Text(role), Value::Text(st ? st : state(n)),
+                      Value::Int64(static_cast<int64_t>(s.epoch)), std::move(ts),
+                      std::move(records), std::move(bytes)});
+    };
+    auto i64 = [](uint64_t v) { return Value::Int64(static_cast<int64_t>(v)); };
+    // A copy in the set: applied and behind from the nodes' last heartbeats (records in
+    // flight count as behind); unknown if the segment is not replicated.
     auto add = [&](NodeId n, const char* role, const char* st) {
-      // Applied and behind from the nodes' last heartbeats (records in flight count as
-      // behind; an asleep copy is behind by what it slept through); unknown if the segment
-      // is not replicated.
       Value ts, records, bytes;
       auto it = at.find({s.id, n});
       if (it != at.end() && it->second.replica_seq > 0) {
-        ts = Value::Int64(static_cast<int64_t>(it->second.replica_ts));
+        const SegmentTelemetry& f = it->second;
+        ts = i64(f.replica_ts);
         if (lead != at.end() && lead->second.replica_seq > 0) {
           const SegmentTelemetry& l = lead->second;
-          const SegmentTelemetry& f = it->second;
-          records = Value::Int64(static_cast<int64_t>(
-              l.replica_seq > f.replica_seq ? l.replica_seq - f.replica_seq : 0));
-          bytes = Value::Int64(static_cast<int64_t>(
-              l.replica_offset > f.replica_offset ? l.replica_offset - f.replica_offset : 0));
+          records = i64(l.replica_seq > f.replica_seq ? l.replica_seq - f.replica_seq : 0);
+          bytes =
+              i64(l.replica_offset > f.replica_offset ? l.replica_offset - f.replica_offset : 0);
         }
       }
-      rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), name, Value::Int32(n),
-                      Value::Text(role), Value::Text(st ? st : state(n)),
-                      Value::Int64(static_cast<int64_t>(s.epoch)), ts, records, bytes});
+      row(n, role, st, ts, records, bytes);
     };
     add(s.node, "leader", nullptr);
     for (NodeId f : s.followers) add(f, "follower", nullptr);
+    // An asleep copy: behind by what its leader keeps for it, the records since it slept.
+    const bool kept = lead != at.end() && lead->second.kept_from > 0;
     for (NodeId a : s.asleep) {
-      // Behind by what its leader keeps for it: the records since it slept.
-      Value records, bytes;
-      if (lead != at.end() && lead->second.kept_from > 0) {
-        const SegmentTelemetry& l = lead->second;
-        records = Value::Int64(static_cast<int64_t>(l.replica_seq + 1 - l.kept_from));
-        bytes = Value::Int64(static_cast<int64_t>(l.kept_bytes));
-      }
-      rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), name, Value::Int32(a),
-                      Value::Text("follower"), Value::Text("asleep"),
-                      Value::Int64(static_cast<int64_t>(s.epoch)), Value(), records, bytes});
+      row(a, "follower", "asleep", Value(),
+          kept ? i64(lead->second.replica_seq + 1 - lead->second.kept_from) : Value(),
+          kept ? i64(lead->second.kept_bytes) : Value());
     }
     if (auto l = learners.find(s.id); l != learners.end()) add(l->second, "learner", "catching up");
   }
