@@ -58,6 +58,9 @@ void StatementRestartMeetsANodeFault(bool freeze) {
   if (freeze) {
     ASSERT_TRUE(AwaitStopped(pid));
     kill(pid, SIGCONT);
+  } else {
+    // The master may not have noticed the death yet: wait for the new process, then for up.
+    ASSERT_TRUE(AwaitRestarted(cluster, 1, pid, 20000)) << "logs in " << cluster.dir();
   }
   ASSERT_TRUE(AllUp(cluster, 1, 20000)) << "logs in " << cluster.dir();
   EXPECT_EQ(cluster.NodePid(1) == pid, freeze);  // a frozen node resumes; a dead one is restarted
@@ -101,6 +104,9 @@ void KeyWriteMeetsANodeFault(bool freeze, bool block) {
   if (freeze) {
     ASSERT_TRUE(AwaitStopped(pid));
     kill(pid, SIGCONT);
+  } else {
+    // The master may not have noticed the death yet: wait for the new process, then for up.
+    ASSERT_TRUE(AwaitRestarted(cluster, 1, pid, 20000)) << "logs in " << cluster.dir();
   }
   ASSERT_TRUE(AllUp(cluster, 1, 20000)) << "logs in " << cluster.dir();
   EXPECT_EQ(cluster.NodePid(1) == pid, freeze);

@@ -54,6 +54,16 @@ inline bool AllUp(MiniCluster& cluster, int nodes, int timeout_ms) {
                          std::to_string(nodes), timeout_ms);
 }
 
+// Waits up to `timeout_ms` for node `node` to run as a process other than `old_pid`.
+inline bool AwaitRestarted(MiniCluster& cluster, int node, pid_t old_pid, int timeout_ms) {
+  for (auto until = Clock::now() + std::chrono::milliseconds(timeout_ms); Clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    pid_t now = cluster.NodePid(node);
+    if (now != 0 && now != old_pid) return true;
+  }
+  return false;
+}
+
 // Kills node `node` (-9) and waits until the master has restarted it and all `nodes` are up.
 inline bool KillAndAwaitRestart(MiniCluster& cluster, int node, int nodes) {
   pid_t pid = cluster.NodePid(node);

@@ -344,7 +344,8 @@ void MiniCluster::SignalMaster(int sig) {
 pid_t MiniCluster::NodePid(int id) const {
   std::ifstream f(fmt::format("{}/data/n{}/node.pid", dir_, id));
   pid_t p = 0;
-  if (!(f >> p) || p <= 0 || kill(p, 0) != 0) return 0;
+  // A killed node not yet reaped by the master is a zombie: dead, though kill(p, 0) succeeds.
+  if (!(f >> p) || p <= 0 || kill(p, 0) != 0 || ProcState(p) == 'Z') return 0;
   return p;
 }
 
