@@ -7,18 +7,18 @@
 #
 # Usage: benchmarks/oltp_vs_postgres.sh [--scale N] [--clients N] [--time SEC] [--build DIR]
 #                                       [--nodes N] [--no-postgres] [--forwarder] [--hosted]
-#                                       [--rounds N] [--replicas N]
+#                                       [--rounds N] [--replicas N] [--follower-reads]
 # --rounds: each system is loaded once, then every workload runs N times, the systems taking
 # turns (WattDB, PostgreSQL, WattDB, ...), so that the machine's drift hits both alike; the
 # table shows medians and the range of the per-round ratios (default 1).
 # --nodes: WattDB nodes (default 1); after each load the run waits for the segments to stop
 # splitting and moving (and, with --replicas N, the cluster's replication_factor, for every
-# segment to have its copies). --hosted: node 1 lives in the master process (power = "master"). --forwarder: also PostgreSQL (read committed) behind
+# segment to have its copies; --follower-reads: WattDB's sessions SET wattdb_follower_reads = on). --hosted: node 1 lives in the master process (power = "master"). --forwarder: also PostgreSQL (read committed) behind
 # wattdb-hop-proxy, a process that only copies bytes, reached over a Unix-domain socket: what
 # one more process per statement costs, before any work (a master in front of a node pays it).
 # Writes results.csv and the raw outputs under a fresh directory it names at the end.
 set -euo pipefail
-SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1 FORWARDER=0 HOSTED=0 ROUNDS=1 REPLICAS=1
+SCALE=4 CLIENTS=4 TIME=15 BUILD=build NODES=1 POSTGRES=1 FORWARDER=0 HOSTED=0 ROUNDS=1 REPLICAS=1 WOPTS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
@@ -31,6 +31,7 @@ while [ $# -gt 0 ]; do
     --hosted) HOSTED=1; shift ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --replicas) REPLICAS=$2; shift 2 ;;
+    --follower-reads) WOPTS="-c wattdb_follower_reads=on"; shift ;;
     -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -173,7 +174,7 @@ run_all() {  # round name port pgoptions
 load wattdb $WPORT
 [ "$POSTGRES" = 1 ] && load pg15 $PPORT
 for r in $(seq 1 "$ROUNDS"); do
-  run_all "$r" wattdb $WPORT ""
+  run_all "$r" wattdb $WPORT "$WOPTS"
   if [ "$POSTGRES" = 1 ]; then
     run_all "$r" pg15-read-committed $PPORT ""
     run_all "$r" pg15-repeatable-read $PPORT "-c default_transaction_isolation=repeatable\ read"

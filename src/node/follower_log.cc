@@ -74,6 +74,39 @@ void FollowerLog::Failed(SegmentId segment, uint64_t seq) {
   changed_.SignalAll();
 }
 
+void FollowerLog::Prepared(SegmentId segment, uint64_t txn, Timestamp min_commit_ts) {
+  MutexLock l(mu_);
+  auto it = segments_.find(segment);
+  if (it != segments_.end()) it->second.prepared[txn] = min_commit_ts;
+}
+
+void FollowerLog::Resolved(SegmentId segment, uint64_t txn) {
+  MutexLock l(mu_);
+  auto it = segments_.find(segment);
+  if (it != segments_.end()) it->second.prepared.erase(txn);
+}
+
+Status FollowerLog::Readable(SegmentId segment, uint64_t epoch, Timestamp read_ts) const {
+  MutexLock l(mu_);
+  auto it = segments_.find(segment);
+  if (it == segments_.end()) {
+    return Status::NotFound(fmt::format("segment {} is not followed here", segment));
+  }
+  const Followed& f = it->second;
+  if (f.epoch < epoch) {
+    return Status::Stale(
+        fmt::format("segment {}: followed in epoch {}, not {}", segment, f.epoch, epoch));
+  }
+  for (const auto& [txn, min_ts] : f.prepared) {
+    // It commits above min_ts: a read at or below that cannot miss it.
+    if (min_ts < read_ts) {
+      return Status::Unavailable(fmt::format(
+          "segment {}: transaction {} is prepared and not yet resolved here", segment, txn));
+    }
+  }
+  return Status::OK();
+}
+
 std::optional<uint64_t> FollowerLog::LastApplied(SegmentId segment) const {
   MutexLock l(mu_);
   auto it = segments_.find(segment);

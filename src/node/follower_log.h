@@ -56,6 +56,18 @@ class FollowerLog {
       EXCLUDES(mu_);
   void Failed(SegmentId segment, uint64_t seq) EXCLUDES(mu_);
 
+  // The copy of transaction `txn`'s prepare for `segment` is held here (it commits above
+  // `min_commit_ts`), until Resolved (its outcome applied, or given up). Unfollow forgets them.
+  void Prepared(SegmentId segment, uint64_t txn, Timestamp min_commit_ts) EXCLUDES(mu_);
+  void Resolved(SegmentId segment, uint64_t txn) EXCLUDES(mu_);
+  // Whether a read of `segment` at `read_ts` may be served by this copy, which the master
+  // named a follower in `epoch` (follower reads, docs/design/replication.md): NotFound if the
+  // segment is not followed here, Stale if followed in an older epoch, Unavailable while a
+  // prepare copy held here may have committed at or below `read_ts` (its writes are not
+  // applied here yet: the leader answers). OK: every commit at or below `read_ts` that the
+  // master acknowledged before choosing this copy is applied here.
+  Status Readable(SegmentId segment, uint64_t epoch, Timestamp read_ts) const EXCLUDES(mu_);
+
   // The last sequence number applied of `segment` (next - 1), if followed here.
   std::optional<uint64_t> LastApplied(SegmentId segment) const EXCLUDES(mu_);
   std::optional<uint64_t> Epoch(SegmentId segment) const EXCLUDES(mu_);
@@ -65,10 +77,11 @@ class FollowerLog {
  private:
   struct Followed {
     uint64_t epoch = 0;
-    uint64_t next_seq = 1;  // the record to apply next
-    bool applying = false;  // record next_seq is being applied
-    Timestamp ts = 0;       // of the last record applied
-    uint64_t offset = 0;    // its log position
+    uint64_t next_seq = 1;                   // the record to apply next
+    bool applying = false;                   // record next_seq is being applied
+    Timestamp ts = 0;                        // of the last record applied
+    uint64_t offset = 0;                     // its log position
+    std::map<uint64_t, Timestamp> prepared;  // txn -> min commit ts, of the prepare copies
   };
 
   const int timeout_ms_;

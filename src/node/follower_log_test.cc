@@ -33,6 +33,28 @@ TEST(FollowerLog, ARecordOfAnotherEpochIsRefused) {
   EXPECT_EQ(log.Admit(8, 3, 1).status().code(), Status::Code::kNotFound);
 }
 
+TEST(FollowerLog, AFollowerReadWaitsForNoPrepareItCouldMiss) {
+  FollowerLog log(30000);
+  EXPECT_EQ(log.Readable(7, 1, 100).code(), Status::Code::kNotFound) << "not followed here";
+  ASSERT_TRUE(log.Follow(7, 3, 1).ok());
+  EXPECT_TRUE(log.Readable(7, 3, 100).ok());
+  EXPECT_TRUE(log.Readable(7, 2, 100).ok()) << "a newer epoch holds what the older one did";
+  EXPECT_TRUE(log.Readable(7, 4, 100).IsStale()) << "the master named an epoch not told here";
+  // A prepare copy that commits above 50: reads at or below 50 cannot miss it, later ones may.
+  log.Prepared(7, 42, 50);
+  EXPECT_TRUE(log.Readable(7, 3, 50).ok());
+  EXPECT_EQ(log.Readable(7, 3, 51).code(), Status::Code::kUnavailable);
+  log.Resolved(7, 42);
+  EXPECT_TRUE(log.Readable(7, 3, 51).ok()) << "its outcome applied here";
+  log.Prepared(7, 43, 60);
+  ASSERT_TRUE(log.Follow(7, 4, 1).ok());
+  EXPECT_EQ(log.Readable(7, 4, 61).code(), Status::Code::kUnavailable)
+      << "a new epoch keeps the copies";
+  log.Unfollow(7);
+  ASSERT_TRUE(log.Follow(7, 5, 1).ok());
+  EXPECT_TRUE(log.Readable(7, 5, 61).ok()) << "a copy followed anew holds no prepares";
+}
+
 TEST(FollowerLog, ARecordAheadWaitsForTheOnesBeforeIt) {
   FollowerLog log(30000);
   ASSERT_TRUE(log.Follow(7, 1, 1).ok());

@@ -35,6 +35,8 @@
 
 namespace wattdb::node {
 
+struct ScanRequest;  // node/segment_rows.h
+
 // Connections to other nodes' data ports (a helper node reading their segments), by node id,
 // at the address last learnt for it. Thread-safe.
 class PeerClients {
@@ -137,6 +139,9 @@ class NodeServer : public rpc::LocalSegments {
   bool OnBreakWait(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnOutcome(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnScan(net::Connection& conn, net::ReceivedMessage& msg);
+  // A scan the master sent to this node as a follower of its segment in `follower_epoch`
+  // (0: not a follower read, OK): whether this copy may answer it (FollowerLog::Readable).
+  Status FollowerReadable(const ScanRequest& sr, uint64_t follower_epoch) const;
   bool OnSplit(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnSettleSplit(net::Connection& conn, net::ReceivedMessage& msg);
   bool OnAddIndex(net::Connection& conn, net::ReceivedMessage& msg);

@@ -212,6 +212,7 @@ Status NodeServer::RunLocal(SegmentId seg, const std::string& lo, const std::str
   sr.hi = hi;
   sr.read_ts = o.read_ts;
   sr.txn = o.txn;
+  RETURN_NOT_OK(FollowerReadable(sr, o.follower_epoch));
   ASSIGN_OR_RETURN(auto rows, SegmentRows::Open(*store_, *participant_, sr, columns_.get()));
   FragmentOptions fo{o.work_mem, o.cancel};
   fo.params = o.params;

@@ -277,12 +277,15 @@ Status ApplyReplicaRecord(FollowerLog& log, storage::SegmentStore& store, const 
       // Unsynced: should it come back after a crash, the copy of a committed prepare is
       // resolved by the master's kept decision when this node leads, or dropped with the copy.
       if (s.ok() && r.txn) s = store.EraseReplicaPrepared(r.segment, r.txn);
+      if (s.ok() && r.txn) log.Resolved(r.segment, r.txn);
       break;
     case ReplicaRecord::Kind::kPrepare:
       s = store.PutReplicaPrepared(r.segment, r.txn, EncodeReplicaPrepare(r.ts, r.ops));
+      if (s.ok()) log.Prepared(r.segment, r.txn, r.ts);
       break;
     case ReplicaRecord::Kind::kAbort:
       s = store.EraseReplicaPrepared(r.segment, r.txn);
+      if (s.ok()) log.Resolved(r.segment, r.txn);
       break;
   }
   if (released) return s;  // (a failed log sync ends the process)

@@ -28,8 +28,12 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
   sr.index_lo = Str(s.getIndexLo());
   sr.index_hi = Str(s.getIndexHi());
   bool fragment = s.hasFragment() && s.getFragment().size() > 0;
+  // A follower read: this copy answers only if it holds every commit at the read timestamp.
+  Status readable = FollowerReadable(sr, s.getFollowerEpoch());
   // Fragments read column images of quiet segments; row scans ship the stored rows.
-  auto rows = SegmentRows::Open(*store_, *participant_, sr, fragment ? columns_.get() : nullptr);
+  auto rows = readable.ok() ? SegmentRows::Open(*store_, *participant_, sr,
+                                                fragment ? columns_.get() : nullptr)
+                            : Result<std::unique_ptr<SegmentRows>>(readable);
   auto reply = [&](const Status& st, bool last, const std::vector<storage::ScanRow>* batch,
                    BatchFrame* frame, const std::string* resume,
                    const std::string* stats = nullptr) {
@@ -100,6 +104,14 @@ bool NodeServer::OnScan(Connection& conn, net::ReceivedMessage& msg) {
     if (!reply(Status::OK(), !*more, &merged, nullptr, nullptr)) return false;
     if (!*more) return true;
   }
+}
+
+Status NodeServer::FollowerReadable(const ScanRequest& sr, uint64_t follower_epoch) const {
+  if (follower_epoch == 0) return Status::OK();
+  if (sr.txn != 0) {
+    return Status::InvalidArgument("a follower read sees no transaction's pending writes");
+  }
+  return follower_log_->Readable(sr.segment, follower_epoch, sr.read_ts);
 }
 
 }  // namespace wattdb::node

@@ -143,6 +143,9 @@ struct Request {
                                      # their values (an encoded row, common/codec.h)
       analyze @69 :Bool;             # EXPLAIN ANALYZE: the last reply carries the fragment's
                                      # operator counters (else none are kept)
+      followerEpoch @89 :UInt64;     # nonzero: a follower read; served only if this node
+                                     # follows the segment in this epoch or a newer one and
+                                     # holds everything committed at readTs (else the leader)
     }
     split :group {
       segment @14 :UInt64;

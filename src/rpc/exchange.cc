@@ -171,11 +171,15 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       seg_ = segs.front();
       auto [lo, hi] = WithinSegment(cursor_, hi_, seg_.lo, seg_.hi);
       pending_.clear();
-      if (x_.map_.IsLocal(seg_.node)) {
+      node_ = x_.opts_.follower_reads && !leader_only_ ? x_.map_.ReadFrom(seg_) : seg_.node;
+      uint64_t follower_epoch = node_ != seg_.node ? seg_.epoch : 0;
+      if (x_.map_.IsLocal(node_)) {
         // This process owns the segment: the fragment runs here, its output never on a wire.
         std::vector<exec::OperatorStats> stats;
+        ExchangeOptions o = x_.opts_;
+        o.follower_epoch = follower_epoch;
         st = x_.map_.RunLocal(
-            seg_.id, lo, hi, *x_.fragment_root_, x_.opts_,
+            seg_.id, lo, hi, *x_.fragment_root_, o,
             [&](exec::Batch& out) {
               pending_.push_back(std::move(out));  // taken, not copied
               out = exec::Batch();
@@ -183,11 +187,11 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
             },
             x_.opts_.stats ? &stats : nullptr);
         local = st.ok();
-        if (local && !stats.empty()) x_.AddNodeStats(seg_.node, stats);
-      } else if (auto client = x_.map_.Client(seg_.node); client.ok()) {
+        if (local && !stats.empty()) x_.AddNodeStats(node_, stats);
+      } else if (auto client = x_.map_.Client(node_); client.ok()) {
         auto opened = ScanStream::OpenFragment(
             **client, seg_.id, lo, hi, x_.opts_.read_ts, x_.opts_.txn, x_.fragment_root_->Encoded(),
-            x_.opts_.work_mem, x_.opts_.params, x_.opts_.stats != nullptr);
+            x_.opts_.work_mem, x_.opts_.params, x_.opts_.stats != nullptr, follower_epoch);
         if (opened.ok()) {
           stream_ = std::move(*opened);
         } else {
@@ -205,8 +209,8 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       std::vector<exec::OperatorStats> stats;
       st = stream_->NextColumns(&b, &resume, &last, &cpu, &stats, x_.opts_.cancel);
       MutexLock l(x_.mu_);
-      x_.cpu_[seg_.node] += cpu;
-      if (st.ok() && last && !stats.empty()) x_.AddNodeStatsLocked(seg_.node, stats);
+      x_.cpu_[node_] += cpu;
+      if (st.ok() && last && !stats.empty()) x_.AddNodeStatsLocked(node_, stats);
       // Keys are prefix-free, so key + "\0" is the smallest key after it.
       if (st.ok() && !x_.blocking_ && !resume.empty()) cursor_ = resume + std::string(1, '\0');
     }
@@ -214,6 +218,12 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
       // A segment that moved or split, or a node briefly away: read the map again and resume
       // (a blocking fragment reruns the whole segment).
       stream_.reset();
+      if (node_ != seg_.node && !leader_only_) {
+        // A follower that cannot answer (behind a prepare, dropped, away): the leader reads
+        // the rest of the segment, at once.
+        leader_only_ = true;
+        continue;
+      }
       if (!x_.map_.Refreshable() && (st.IsStale() || st.IsNotFound())) {
         return Status::Stale(fmt::format(
             "segment {} moved or split while a helper node read it: {}", seg_.id, st.message()));
@@ -237,6 +247,7 @@ Result<bool> ExchangeSource::PartReader::Next(exec::Batch* out) {
         cursor_ = std::max(cursor_, seg_.hi);
       }
       retries_ = 0;
+      leader_only_ = false;
     }
     if (rows) {
       *out = std::move(*rows);

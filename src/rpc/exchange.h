@@ -39,13 +39,22 @@ struct ExchangeOptions {
   const std::vector<Value>* params = nullptr;
   // Set: the key range read instead of the fragment's scan's (exec::ExecContext::exchange_range).
   const std::pair<std::string, std::string>* range = nullptr;
+  // Follower reads (docs/design/replication.md): a segment may be read on any live copy the
+  // map offers (PartMap::ReadFrom), falling back to its leader where that copy cannot answer.
+  // Requires txn == 0: a follower holds no transaction's pending writes.
+  bool follower_reads = false;
+  // Set by the exchange for RunLocal: nonzero, the local copy is read as a follower in this
+  // epoch (the node checks it may answer).
+  uint64_t follower_epoch = 0;
 };
 
 // Where a table's segments are, as the exchange's reader knows it.
 struct SegmentPlace {
   SegmentId id = 0;
   NodeId node = 0;
-  std::string lo, hi;  // key range ("" = unbounded)
+  std::string lo, hi;             // key range ("" = unbounded)
+  uint64_t epoch = 0;             // of its replica set
+  std::vector<NodeId> followers;  // its live followers (each holds every acknowledged commit)
 };
 // [lo, hi) narrowed to a segment's [seg_lo, seg_hi) ("" = unbounded, at either end).
 std::pair<std::string, std::string> WithinSegment(const std::string& lo, const std::string& hi,
@@ -59,6 +68,8 @@ class PartMap {
   virtual std::vector<SegmentPlace> Segments(TableId table, const std::string& lo,
                                              const std::string& hi) = 0;
   virtual Result<std::shared_ptr<NodeClient>> Client(NodeId node) = 0;
+  // The copy a follower read of `s` goes to: its leader (s.node) or one of its followers.
+  virtual NodeId ReadFrom(const SegmentPlace& s) { return s.node; }
   // False: the map is a copy that cannot be read again, so a moved or split segment fails
   // the exchange (Stale) instead of being looked up afresh.
   virtual bool Refreshable() const { return true; }
@@ -123,7 +134,9 @@ class ExchangeSource : public exec::RowSource {
     ExchangeSource& x_;
     std::string cursor_, hi_;  // what is left to read: [cursor_, hi_)
     int retries_ = 0;
-    SegmentPlace seg_;  // the segment the stream reads
+    SegmentPlace seg_;          // the segment the stream reads
+    NodeId node_ = 0;           // the node read: seg_'s leader, or a follower (follower reads)
+    bool leader_only_ = false;  // a follower could not answer for seg_: its leader reads it
     std::unique_ptr<ScanStream> stream_;
     std::vector<exec::Batch> pending_;  // blocking fragments: the segment's output so far
     std::deque<exec::Batch> ready_;     // blocking fragments: a complete segment's output

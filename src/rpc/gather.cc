@@ -22,6 +22,7 @@ class GatherSource::CountingMap : public PartMap {
     return base_.Segments(table, lo, hi);
   }
   Result<std::shared_ptr<NodeClient>> Client(NodeId node) override { return base_.Client(node); }
+  NodeId ReadFrom(const SegmentPlace& s) override { return base_.ReadFrom(s); }
   bool Refreshable() const override { return base_.Refreshable(); }
   void BookCpu(NodeId node, uint64_t cpu_nanos) override {
     MutexLock l(g_.mu_);

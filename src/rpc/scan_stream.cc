@@ -62,10 +62,11 @@ Result<std::unique_ptr<ScanStream>> ScanStream::Start(NodeClient& c,
 Result<std::unique_ptr<ScanStream>> ScanStream::OpenFragment(
     NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi, Timestamp read_ts,
     uint64_t txn, const std::string& fragment, int64_t work_mem, const std::vector<Value>* params,
-    bool analyze) {
+    bool analyze, uint64_t follower_epoch) {
   net::MessageBuilder mb;
   auto s = InitScan(mb, seg, lo, hi, read_ts, exec::kBatchRows, txn);
   s.setFragment(Bytes(fragment));
+  s.setFollowerEpoch(follower_epoch);
   s.setAnalyze(analyze);
   s.setWorkMem(static_cast<uint64_t>(std::max<int64_t>(0, work_mem)));
   if (params) {

@@ -42,7 +42,8 @@ class ScanStream {
   static Result<std::unique_ptr<ScanStream>> OpenFragment(
       NodeClient& c, SegmentId seg, const std::string& lo, const std::string& hi, Timestamp read_ts,
       uint64_t txn, const std::string& fragment, int64_t work_mem,
-      const std::vector<Value>* params = nullptr, bool analyze = false);
+      const std::vector<Value>* params = nullptr, bool analyze = false,
+      uint64_t follower_epoch = 0);
   // Sends `request` (any request answered with scanBatch replies) on a leased connection.
   static Result<std::unique_ptr<ScanStream>> Start(NodeClient& c, capnp::MessageBuilder& request);
   ~ScanStream();

@@ -29,8 +29,9 @@ Status Cluster::Start() {
   RETURN_NOT_OK(power_->Init(ctx));
   monitor_ = std::make_unique<PowerMonitor>(config_, *registry_, *power_, clock_);
   RETURN_NOT_OK(monitor_->Init());
+  follower_reads_ = std::make_unique<FollowerReads>(*catalog_, *registry_, clock_);
   txns_ = std::make_unique<TxnCoordinator>(config_, clock_, *catalog_, *registry_, ts_, latches_,
-                                           [this] { WantSplits(); });
+                                           *follower_reads_, [this] { WantSplits(); });
   Placement::Options popts;
   popts.balance = opts_.balance;
   popts.local = &local_segments_;

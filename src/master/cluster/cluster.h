@@ -18,6 +18,7 @@
 #include "common/mutex.h"
 #include "master/catalog/catalog.h"
 #include "master/cluster/coordinator.h"
+#include "master/cluster/follower_reads.h"
 #include "master/cluster/placement.h"
 #include "master/cluster/segment_latches.h"
 #include "master/cluster/timestamp_oracle.h"
@@ -54,6 +55,8 @@ class Cluster {
   TxnCoordinator& txns() { return *txns_; }
   // Where segments live: moves, splits, drains, power.
   Placement& placement() { return *placement_; }
+  // Which copy a follower read goes to (REQUIRES Start succeeded).
+  FollowerReads& follower_reads() { return *follower_reads_; }
   NodePower& power() { return *power_; }
   PowerMonitor& monitor() { return *monitor_; }
   // The node this process hosts (power = "master"): set once it serves, cleared before it
@@ -113,6 +116,7 @@ class Cluster {
   StatementEnergyLog energy_log_;
   TimestampOracle ts_{[this] { return catalog_->NextTimestamp(); }};
   SegmentLatches latches_;
+  std::unique_ptr<FollowerReads> follower_reads_;
   std::unique_ptr<TxnCoordinator> txns_;
   std::unique_ptr<Placement> placement_;
 

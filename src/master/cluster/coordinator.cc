@@ -13,12 +13,13 @@ namespace wattdb::master {
 
 TxnCoordinator::TxnCoordinator(const ClusterConfig& config, const Clock& clock, Catalog& catalog,
                                NodeRegistry& registry, TimestampOracle& ts, SegmentLatches& latches,
-                               SplitWanted split_wanted)
+                               FollowerReads& follower_reads, SplitWanted split_wanted)
     : config_(config),
       catalog_(catalog),
       registry_(registry),
       ts_(ts),
       latches_(latches),
+      follower_reads_(follower_reads),
       split_wanted_(std::move(split_wanted)),
       next_txn_(static_cast<uint64_t>(clock.WallMicros()) << 8) {}  // unique across restarts
 
@@ -202,7 +203,11 @@ Status TxnCoordinator::SettleUnknownCommit(const Transaction& t, NodeId node, in
   };
   for (const auto& [seg, latch] : t.latches) {
     auto e = catalog_.GetSegment(seg);
-    if (e.ok() && (!e->followers.empty() || e->node != node)) return unknown();
+    if (e.ok() && (!e->followers.empty() || e->node != node)) {
+      // The leader may hold the commit and a follower not: follower reads wait for them.
+      for (const auto& [s, l] : t.latches) follower_reads_.Fence(s);
+      return unknown();
+    }
   }
   // A node that died comes back within a few seconds (the master restarts it); one that
   // froze is declared down after heartbeat_timeout_ms. Wait for either, but not longer.

@@ -27,6 +27,7 @@
 #include "common/config.h"
 #include "common/mutex.h"
 #include "master/catalog/catalog.h"
+#include "master/cluster/follower_reads.h"
 #include "master/cluster/segment_latches.h"
 #include "master/cluster/timestamp_oracle.h"
 #include "master/cluster/transaction.h"
@@ -42,7 +43,7 @@ class TxnCoordinator {
   // All borrowed; they outlive the coordinator.
   TxnCoordinator(const ClusterConfig& config, const Clock& clock, Catalog& catalog,
                  NodeRegistry& registry, TimestampOracle& ts, SegmentLatches& latches,
-                 SplitWanted split_wanted);
+                 FollowerReads& follower_reads, SplitWanted split_wanted);
 
   // Applies `writes` to `table` atomically across all nodes they touch (prepare everywhere,
   // then commit at one timestamp). Retries transparently when segments moved or split.
@@ -132,6 +133,7 @@ class TxnCoordinator {
   NodeRegistry& registry_;
   TimestampOracle& ts_;
   SegmentLatches& latches_;
+  FollowerReads& follower_reads_;  // told of commits whose outcome is unknown
   const SplitWanted split_wanted_;
   std::atomic<uint64_t> next_txn_;
 

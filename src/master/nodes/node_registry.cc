@@ -199,6 +199,22 @@ int NodeRegistry::Pid(NodeId id) {
   return it != nodes_.end() && it->second.up ? it->second.pid : 0;
 }
 
+double NodeRegistry::CpuPercent(NodeId id) {
+  MutexLock l(mu_);
+  auto it = nodes_.find(id);
+  return it != nodes_.end() && it->second.up ? it->second.cpu_percent : -1;
+}
+
+std::optional<std::pair<int64_t, uint64_t>> NodeRegistry::ReplicaSeq(NodeId id, SegmentId seg) {
+  MutexLock l(mu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || !it->second.up) return std::nullopt;
+  for (const SegmentTelemetry& t : it->second.segments) {
+    if (t.id == seg) return std::make_pair(it->second.last_heartbeat_us, t.replica_seq);
+  }
+  return std::nullopt;
+}
+
 std::vector<NodeInfo> NodeRegistry::Snapshot() {
   MutexLock l(mu_);
   std::vector<NodeInfo> out;

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,11 @@ class NodeRegistry {
   // The process id an up node reported, else 0 (without copying the registry).
   int Pid(NodeId id);
   std::vector<NodeInfo> Snapshot();
+  // An up node's process CPU (percent of one core) at its last heartbeat, else -1.
+  double CpuPercent(NodeId id);
+  // Where an up node's copy of `seg` stood at its last heartbeat: (heartbeat time, the last
+  // record it numbered or applied); nullopt if the node is down or did not report `seg`.
+  std::optional<std::pair<int64_t, uint64_t>> ReplicaSeq(NodeId id, SegmentId seg);
   // Waits until the node is up (true) or `timeout_ms` passes (false).
   bool WaitUp(NodeId id, int timeout_ms);
   bool WaitDown(NodeId id, int timeout_ms);

@@ -324,6 +324,7 @@ Result<std::string> Executor::RunSelect(const plan::PlanNode& plan, ResultSink& 
   MasterScanProvider scans(cluster_, energy_service_, Snapshot(), TxnId(), &db_);
   exec::ExecContext ctx(&scans, cancel);
   ConfigureExecution(scans, ctx);
+  scans.set_follower_reads(FollowerReads());  // a query's reads, not a write's
   ctx.params = params;
   ctx.exchange_range = range;
   uint64_t rows = 0;

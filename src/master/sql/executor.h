@@ -57,6 +57,7 @@ class Executor {
   // Bytes each sort or hash table of a statement may hold: SET work_mem, else the config.
   int64_t WorkMem() const;
   bool ExchangePrefetch() const;  // wattdb_exchange_prefetch
+  bool FollowerReads() const;     // wattdb_follower_reads
   // Binds a SELECT and, unless the session set wattdb_pushdown = off, moves what the nodes
   // can run below Exchanges (query/plan/fragment.h).
   Result<plan::BoundSelect> PlanSelect(sql::SelectStmt& s);

@@ -94,8 +94,10 @@ Result<std::string> Executor::Set(sql::SetStmt& s, ResultSink& sink) {
   // off, one segment at a time straight off its connection.
   // wattdb_partition_joins: on, joins of key-range co-located tables run per segment on the
   // nodes (query/plan/partition.h); off, on the master.
+  // wattdb_follower_reads: on, queries outside a writing transaction may read any live copy
+  // of a replicated segment (docs/design/replication.md, "Follower reads").
   if (s.name == "wattdb_pushdown" || s.name == "wattdb_exchange_prefetch" ||
-      s.name == "wattdb_partition_joins") {
+      s.name == "wattdb_partition_joins" || s.name == "wattdb_follower_reads") {
     if (s.value == "default" || s.value == "DEFAULT") {
       ResetSetting(s.name);
       return std::string("SET");
@@ -188,6 +190,11 @@ void Executor::PushDown(plan::BoundSelect* bound) const {
   }
 }
 
+bool Executor::FollowerReads() const {
+  auto it = settings_.find("wattdb_follower_reads");
+  return it != settings_.end() && it->second == "on";
+}
+
 bool Executor::ExchangePrefetch() const {
   auto it = settings_.find("wattdb_exchange_prefetch");
   return it == settings_.end() || it->second != "off";
@@ -211,13 +218,21 @@ int64_t Executor::TimeoutSetting(std::string_view name) const {
 
 Result<std::string> Executor::Show(sql::ShowStmt& s, ResultSink& sink) {
   static const std::map<std::string, std::string> kFixed = {
-      {"server_version", "15.0"},  {"server_encoding", "UTF8"},
-      {"client_encoding", "UTF8"}, {"datestyle", "ISO, MDY"},
-      {"integer_datetimes", "on"}, {"standard_conforming_strings", "on"},
-      {"timezone", "UTC"},         {"max_identifier_length", "63"},
-      {"statement_timeout", "0"},  {"idle_in_transaction_session_timeout", "0"},
-      {"wattdb_pushdown", "on"},   {"wattdb_exchange_prefetch", "on"},
-      {"wattdb_offload", "auto"},  {"wattdb_partition_joins", "on"}};
+      {"server_version", "15.0"},
+      {"server_encoding", "UTF8"},
+      {"client_encoding", "UTF8"},
+      {"datestyle", "ISO, MDY"},
+      {"integer_datetimes", "on"},
+      {"standard_conforming_strings", "on"},
+      {"timezone", "UTC"},
+      {"max_identifier_length", "63"},
+      {"statement_timeout", "0"},
+      {"idle_in_transaction_session_timeout", "0"},
+      {"wattdb_pushdown", "on"},
+      {"wattdb_exchange_prefetch", "on"},
+      {"wattdb_offload", "auto"},
+      {"wattdb_partition_joins", "on"},
+      {"wattdb_follower_reads", "off"}};
   auto set = settings_.find(s.name);
   if (set != settings_.end()) {
     RETURN_NOT_OK(TextResult(sink, s.name, {set->second}));

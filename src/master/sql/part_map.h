@@ -1,5 +1,6 @@
 // The partition map as the master's exchanges read it: segments from the catalog (read afresh
-// after a move or split), clients from the node registry, node CPU booked to the statement.
+// after a move or split), clients from the node registry, node CPU booked to the statement,
+// the copy a follower read goes to from FollowerReads.
 #pragma once
 
 #include "master/cluster/cluster.h"
@@ -15,9 +16,13 @@ class ClusterPartMap : public rpc::PartMap {
                                           const std::string& hi) override {
     std::vector<rpc::SegmentPlace> out;
     for (auto& s : cluster_.catalog().SegmentsOverlapping(table, lo, hi)) {
-      out.push_back({s.id, s.node, std::move(s.lo), std::move(s.hi)});
+      out.push_back(
+          {s.id, s.node, std::move(s.lo), std::move(s.hi), s.epoch, std::move(s.followers)});
     }
     return out;
+  }
+  NodeId ReadFrom(const rpc::SegmentPlace& s) override {
+    return cluster_.follower_reads().ReadFrom(s.id, s.node, s.epoch, s.followers);
   }
   Result<std::shared_ptr<rpc::NodeClient>> Client(NodeId node) override {
     return cluster_.registry().Client(node);

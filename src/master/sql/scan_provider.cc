@@ -131,6 +131,7 @@ rpc::ExchangeOptions MasterScanProvider::ExchangeOptions(const exec::ExecContext
   o.stats = ctx.remote_stats;
   o.params = ctx.params;
   o.range = ctx.exchange_range;
+  o.follower_reads = follower_reads_ && txn_ == 0;
   return o;
 }
 

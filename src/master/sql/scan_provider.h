@@ -44,6 +44,9 @@ class MasterScanProvider : public exec::ScanProvider {
   Result<std::unique_ptr<exec::RowSource>> OpenOffload(const plan::PlanNode& offload,
                                                        const exec::ExecContext& ctx) override;
   void set_offload(const OffloadSetting& s) { offload_ = s; }
+  // Exchanges may read live followers (wattdb_follower_reads; ignored inside a transaction
+  // that writes: followers hold no pending writes).
+  void set_follower_reads(bool on) { follower_reads_ = on; }
   Result<Value> CallCatalog(const std::string& name, const std::vector<Value>& args) override;
 
  private:
@@ -53,6 +56,7 @@ class MasterScanProvider : public exec::ScanProvider {
   Timestamp read_ts_;
   uint64_t txn_;
   OffloadSetting offload_;
+  bool follower_reads_ = false;
   const DatabaseCatalog* db_;  // borrowed; may be null
   PgCatalog& Pg();  // the pg_catalog answers for db_ (or the default database), made once
   rpc::ExchangeOptions ExchangeOptions(const exec::ExecContext& ctx) const;  // the statement's

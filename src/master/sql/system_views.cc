@@ -163,12 +163,15 @@ Rows ReplicasRows(Cluster& cluster) {
     auto t = tables.find(s.table);
     Value name = Value::Text(t == tables.end() ? "?" : t->second.name);
     auto lead = at.find({s.id, s.node});
+    // rows_read: the rows read on that copy since its node started (follower reads).
     auto row = [&](NodeId n, const char* role, const char* st, Value ts, Value records,
                    Value bytes) {
-      rows.push_back({Value::Int64(static_cast<int64_t>(s.id)), name, Value::Int32(n),
-                      Value::Text(role), Value::Text(st ? st : state(n)),
-                      Value::Int64(static_cast<int64_t>(s.epoch)), std::move(ts),
-                      std::move(records), std::move(bytes)});
+      auto it = at.find({s.id, n});
+      rows.push_back(
+          {Value::Int64(static_cast<int64_t>(s.id)), name, Value::Int32(n), Value::Text(role),
+           Value::Text(st ? st : state(n)), Value::Int64(static_cast<int64_t>(s.epoch)),
+           std::move(ts), std::move(records), std::move(bytes),
+           it == at.end() ? Value() : Value::Int64(static_cast<int64_t>(it->second.rows_read))});
     };
     auto i64 = [](uint64_t v) { return Value::Int64(static_cast<int64_t>(v)); };
     // A copy in the set: applied and behind from the nodes' last heartbeats (records in
@@ -393,7 +396,8 @@ void RegisterSystemViews(Catalog& catalog) {
                               {"epoch", TypeId::kInt64},
                               {"applied_ts", TypeId::kInt64},
                               {"records_behind", TypeId::kInt64},
-                              {"bytes_behind", TypeId::kInt64}}));
+                              {"bytes_behind", TypeId::kInt64},
+                              {"rows_read", TypeId::kInt64}}));
   catalog.AddSystemView(View(kPartitionsView, "wattdb_partitions",
                              {{"table_name", TypeId::kText},
                               {"node_id", TypeId::kInt32},
