@@ -91,11 +91,13 @@ std::string PgConn::Exec(const std::string& sql, std::vector<std::vector<std::st
   std::string state;
   if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
     if (rows) ReadRows(r, rows);
+    tag_ = PQcmdStatus(r);
   } else {
     const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     state = code ? code : "?????";
     if (message)
       *message = PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+    tag_.clear();
   }
   PQclear(r);
   return state;

@@ -32,9 +32,12 @@ class PgConn {
                            std::vector<std::vector<std::string>>* rows = nullptr);
   // Runs a query that must succeed and return exactly one value.
   std::string Scalar(const std::string& sql);
+  // The command tag of the last Exec that succeeded ("UPDATE 1"), else "".
+  const std::string& tag() const { return tag_; }
 
  private:
   PGconn* conn_;
+  std::string tag_;
   std::map<std::string, std::string> prepared_;  // sql -> statement name
 };
 

@@ -200,6 +200,12 @@ Result<std::string> Executor::Run(const sql::Statement& stmt, Body body) {
     db_.set_read_snapshot(Snapshot());
     r = body();
   }
+  // A write that wrote nothing may have judged a row by a version its node let go of before
+  // that commit completed (early lock release; a key write evaluates its predicate on the
+  // newest version): it is answered only once that commit completed, so that no statement
+  // the client runs next reads below what this one saw.
+  if (r.ok() && (*r == "UPDATE 0" || *r == "DELETE 0" || *r == "INSERT 0 0"))
+    cluster_.timestamps().AwaitStable();
   energy_ = nullptr;
   StatementEnergy e = energy.Finish(cluster_.monitor());
   cluster_.queries().Record(r.ok(), static_cast<uint64_t>(e.seconds * 1e6));
