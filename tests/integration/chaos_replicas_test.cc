@@ -77,19 +77,19 @@ TEST(ChaosReplicas, NothingAcknowledgedIsLostAndRegistersStayLinearizable) {
   const int seconds = ChaosSeconds();
   MiniClusterOptions o;
   o.nodes = 3;
-  o.segment_bytes = 16 << 10;
+  o.segment_bytes = 256 << 10;    // few splits: each leaves its pieces with one copy a while
   o.telemetry_interval_ms = 250;  // heartbeat timeout 2.5 s
   o.manage_nodes = true;
   o.cluster_toml = "replication_factor = 2\n";
   MiniCluster cluster(o);
   ASSERT_TRUE(cluster.Start()) << "logs in " << cluster.dir();
-  const int kAccounts = 200, kKeys = 5;
+  const int kAccounts = 1000, kKeys = 5;
   {
     auto c = cluster.Connect();
     ASSERT_EQ(c->Exec("CREATE TABLE acc (id INT PRIMARY KEY, balance BIGINT, pad TEXT)"), "");
     ASSERT_EQ(c->Exec("CREATE TABLE log (id BIGINT PRIMARY KEY, pad TEXT)"), "");
     ASSERT_EQ(c->Exec("CREATE TABLE reg (k INT PRIMARY KEY, v INT)"), "");
-    ASSERT_EQ(c->Exec(fmt::format("INSERT INTO acc SELECT g, 1000, repeat('p', 300) FROM "
+    ASSERT_EQ(c->Exec(fmt::format("INSERT INTO acc SELECT g, 1000, repeat('p', 600) FROM "
                                   "generate_series(0, {}) g",
                                   kAccounts - 1)),
               "");
@@ -190,8 +190,11 @@ TEST(ChaosReplicas, NothingAcknowledgedIsLostAndRegistersStayLinearizable) {
         }
         if (pid && FullyReplicated(*admin) && kill(pid, SIGKILL) == 0) {
           AwaitProcState(pid, 0, 5000);
+          // Renamed first (atomic): a restart meets the whole disk or none, never half of one.
+          std::string dir = fmt::format("{}/data/n{}", cluster.dir(), node);
           std::error_code ec;
-          std::filesystem::remove_all(fmt::format("{}/data/n{}", cluster.dir(), node), ec);
+          std::filesystem::rename(dir, dir + ".lost", ec);
+          std::filesystem::remove_all(dir + ".lost", ec);
           actions["host lost (kill -9, data removed)"]++;
         }
         break;
